@@ -1,0 +1,333 @@
+//! The vocabulary of one tool call: what was asked, in which run, how it ended and what decided it.
+
+use crate::grants::Grants;
+use crate::tool::ToolOutput;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Stable error codes carried in [`CallError::code`].
+pub mod error_codes {
+    pub const UNKNOWN_TOOL: &str = "unknown_tool";
+    pub const TOOL_DENIED: &str = "tool_denied";
+    pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+    /// The caller's arguments were not parseable JSON (for example a broken streamed tool call).
+    pub const INVALID_JSON_ARGUMENTS: &str = "invalid_json_arguments";
+    pub const PERMISSION_DENIED: &str = "permission_denied";
+    pub const VALIDATION_FAILED: &str = "validation_failed";
+    pub const EXECUTION_DENIED: &str = "execution_denied";
+    pub const GUARDRAIL_BLOCKED: &str = "guardrail_blocked";
+    /// The tool returned an error.
+    pub const TOOL_ERROR: &str = "tool_error";
+    /// The tool panicked; the panic was contained.
+    pub const TOOL_PANICKED: &str = "tool_panicked";
+    /// The run was cancelled while the tool ran.
+    pub const CANCELLED: &str = "cancelled";
+    /// A batch stopped (cancellation or failure) before this call was claimed.
+    pub const NOT_DISPATCHED: &str = "tool_call_not_dispatched";
+    /// The `started` record could not be written: the call does not execute unaudited.
+    pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
+}
+
+/// Arguments as the caller delivered them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallArguments {
+    /// Parsed JSON (must be an object to pass the pipeline).
+    Json(Value),
+    /// The caller's text did not parse as JSON; the call is blocked with `invalid_json_arguments`.
+    Unparsed { raw: String, error: String },
+}
+
+impl CallArguments {
+    /// Parses raw text (as streamed by a model); a parse failure is kept, not raised.
+    pub fn from_text(raw: &str) -> Self {
+        match serde_json::from_str(raw) {
+            Ok(v) => CallArguments::Json(v),
+            Err(e) => CallArguments::Unparsed {
+                raw: raw.to_owned(),
+                error: e.to_string(),
+            },
+        }
+    }
+}
+
+impl From<Value> for CallArguments {
+    fn from(v: Value) -> Self {
+        CallArguments::Json(v)
+    }
+}
+
+/// One tool call as an agent asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: Arc<str>,
+    pub name: String,
+    pub arguments: CallArguments,
+}
+
+impl ToolCall {
+    pub fn new(
+        id: impl Into<Arc<str>>,
+        name: impl Into<String>,
+        arguments: impl Into<CallArguments>,
+    ) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+/// Who is calling, within which run, from where, under which grants. One per agent run; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    pub session_id: Arc<str>,
+    pub run_id: Arc<str>,
+    /// Who owns the calls of this run (an agent client, a hook, an operator's "try it" form ...).
+    pub owner: Arc<str>,
+    /// Working directory the agent runs in, when it has one.
+    pub cwd: Option<Arc<Path>>,
+    /// Tool grants in force for this run.
+    pub grants: Arc<Grants>,
+    /// Cancelling this stops the run: running tools see it, unclaimed batch calls are not dispatched.
+    pub cancel: CancellationToken,
+}
+
+impl RunContext {
+    pub fn new(session_id: impl Into<Arc<str>>, run_id: impl Into<Arc<str>>) -> Self {
+        RunContext {
+            session_id: session_id.into(),
+            run_id: run_id.into(),
+            owner: Arc::from("agent"),
+            cwd: None,
+            grants: Arc::new(Grants::default()),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    pub fn with_owner(mut self, owner: impl Into<Arc<str>>) -> Self {
+        self.owner = owner.into();
+        self
+    }
+
+    pub fn with_grants(mut self, grants: Grants) -> Self {
+        self.grants = Arc::new(grants);
+        self
+    }
+
+    pub fn with_cwd(mut self, cwd: impl Into<Arc<Path>>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The identity of one call of this run.
+    pub fn call(&self, call_id: Arc<str>) -> CallContext {
+        CallContext {
+            session_id: self.session_id.clone(),
+            run_id: self.run_id.clone(),
+            call_id,
+            owner: self.owner.clone(),
+            cwd: self.cwd.clone(),
+        }
+    }
+}
+
+/// The identity of one call, carried by every event, record and seam request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallContext {
+    pub session_id: Arc<str>,
+    pub run_id: Arc<str>,
+    pub call_id: Arc<str>,
+    pub owner: Arc<str>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cwd: Option<Arc<Path>>,
+}
+
+/// Why a call was blocked before it executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedReason {
+    GuardrailBlocked,
+    UnknownTool,
+    ToolDenied,
+    InvalidArguments,
+    PermissionDenied,
+    ValidationFailed,
+    ExecutionDenied,
+}
+
+impl BlockedReason {
+    pub const ALL: [BlockedReason; 7] = [
+        BlockedReason::GuardrailBlocked,
+        BlockedReason::UnknownTool,
+        BlockedReason::ToolDenied,
+        BlockedReason::InvalidArguments,
+        BlockedReason::PermissionDenied,
+        BlockedReason::ValidationFailed,
+        BlockedReason::ExecutionDenied,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockedReason::GuardrailBlocked => "guardrail_blocked",
+            BlockedReason::UnknownTool => "unknown_tool",
+            BlockedReason::ToolDenied => "tool_denied",
+            BlockedReason::InvalidArguments => "invalid_arguments",
+            BlockedReason::PermissionDenied => "permission_denied",
+            BlockedReason::ValidationFailed => "validation_failed",
+            BlockedReason::ExecutionDenied => "execution_denied",
+        }
+    }
+}
+
+impl fmt::Display for BlockedReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tagged error: a stable `code` for programs, a `message` for people (always redacted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallError {
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub details: Option<Value>,
+}
+
+impl CallError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        CallError {
+            code: code.into(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// A policy rule that matched, by id and the file it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RuleRef {
+    pub id: String,
+    pub source: String,
+    /// The decision this rule gives on its own (`allow`, `prompt`, `forbidden`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub decision: Option<String>,
+}
+
+/// How an operator answered an approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperatorOutcome {
+    ApprovedOnce,
+    ApprovedForSession,
+    /// Approved and a rule was written so it is allowed from now on.
+    ApprovedAlways,
+    Denied,
+}
+
+/// What decided a call's fate. Every record carries one, so an auditor can always answer "why".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// No rule spoke; the configured (or built-in) default applied.
+    Default {
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        detail: Option<String>,
+    },
+    /// A policy rule, by id and source file.
+    Rule { rule_id: String, source: String },
+    /// An operator answered an approval prompt.
+    Operator {
+        outcome: OperatorOutcome,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        operator: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        rule_written: Option<RuleRef>,
+    },
+    /// An earlier "allow for session" answer covered this call.
+    SessionGrant { grant_id: String },
+    /// Nobody answered the approval prompt in time; the call was denied. Never an operator's denial.
+    ApprovalTimeout { after_ms: u64 },
+    /// A tool-grant scope (exact allow/deny names).
+    Grants { scope: String },
+    /// A guardrail rule (or a failing guardrail, attributed to it).
+    Guardrail { pack: String, rule: String },
+    /// The permission check (`tool:<name>:execute`).
+    Permission { permission: String },
+    /// The registry: no such tool.
+    Registry,
+    /// Argument checks: JSON shape, JSON Schema, or a host validator.
+    Validator { validator: String },
+}
+
+impl DecidedBy {
+    pub const DEFAULT: DecidedBy = DecidedBy::Default { detail: None };
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The tool ran and returned (its output may itself report `is_error`).
+    Finished { output: Arc<ToolOutput> },
+    /// The tool ran (or was about to) and failed.
+    Error { error: CallError },
+    /// The call never executed.
+    Blocked { reason: BlockedReason, error: CallError },
+}
+
+/// The one result every call id gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallResult {
+    pub call_id: Arc<str>,
+    /// The tool name after middleware (the name that was, or would have been, executed).
+    pub tool_name: Arc<str>,
+    #[serde(flatten)]
+    pub outcome: CallOutcome,
+    pub decided_by: DecidedBy,
+    /// Whether redaction changed anything in this result.
+    pub redacted: bool,
+}
+
+impl ToolCallResult {
+    pub fn blocked_reason(&self) -> Option<BlockedReason> {
+        match &self.outcome {
+            CallOutcome::Blocked { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+
+    pub fn error(&self) -> Option<&CallError> {
+        match &self.outcome {
+            CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => Some(error),
+            CallOutcome::Finished { .. } => None,
+        }
+    }
+
+    pub fn output(&self) -> Option<&ToolOutput> {
+        match &self.outcome {
+            CallOutcome::Finished { output } => Some(output),
+            _ => None,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        matches!(self.outcome, CallOutcome::Finished { .. })
+    }
+}

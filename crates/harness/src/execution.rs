@@ -1,0 +1,195 @@
+//! The execution-policy seam: a tool describes the action it would take, a policy answers allow / deny /
+//! ask, and "ask" goes to an approver. The approved action is the one executed.
+
+use crate::call::{CallContext, DecidedBy, RuleRef};
+use crate::tool::ToolSpec;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The broad kind of side effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// No side effect beyond computing an answer.
+    None,
+    Read,
+    Write,
+    /// Runs a process (shell commands).
+    Execute,
+    Network,
+    /// A call forwarded to an upstream MCP server.
+    Mcp,
+    Other,
+}
+
+/// How much harm the action could do, as the tool judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    #[default]
+    Low,
+    Medium,
+    High,
+}
+
+/// What a call would do, described by its tool before it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutionAction {
+    pub kind: ActionKind,
+    /// A short verb: `read`, `write`, `edit`, `exec`, `call` ...
+    pub operation: Cow<'static, str>,
+    /// Canonical paths (symlinks resolved, `..` collapsed) the action touches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathBuf>,
+    /// The command line, for `Execute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The working directory, for `Execute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub risk: Risk,
+}
+
+impl ExecutionAction {
+    /// The action of a tool with no side effect.
+    pub fn none() -> Self {
+        ExecutionAction {
+            kind: ActionKind::None,
+            operation: Cow::Borrowed("call"),
+            paths: Vec::new(),
+            command: None,
+            cwd: None,
+            risk: Risk::Low,
+        }
+    }
+
+    pub fn new(kind: ActionKind, operation: impl Into<Cow<'static, str>>) -> Self {
+        ExecutionAction {
+            kind,
+            operation: operation.into(),
+            ..ExecutionAction::none()
+        }
+    }
+
+    pub fn with_paths(mut self, paths: Vec<PathBuf>) -> Self {
+        self.paths = paths;
+        self
+    }
+
+    pub fn with_command(mut self, command: impl Into<String>) -> Self {
+        self.command = Some(command.into());
+        self
+    }
+
+    pub fn with_cwd(mut self, cwd: PathBuf) -> Self {
+        self.cwd = Some(cwd);
+        self
+    }
+
+    pub fn with_risk(mut self, risk: Risk) -> Self {
+        self.risk = risk;
+        self
+    }
+}
+
+/// A policy's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyDecision {
+    Allow,
+    /// Ask the operator (the approval seam).
+    Ask,
+    Deny,
+}
+
+/// A policy's answer with the evidence an auditor needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyVerdict {
+    pub decision: PolicyDecision,
+    pub decided_by: DecidedBy,
+    /// Every rule that matched (not only the deciding one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched_rules: Vec<RuleRef>,
+    /// Human-readable explanation (justification of the deciding rule, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl PolicyVerdict {
+    pub fn allow(decided_by: DecidedBy) -> Self {
+        PolicyVerdict {
+            decision: PolicyDecision::Allow,
+            decided_by,
+            matched_rules: Vec::new(),
+            reason: None,
+        }
+    }
+
+    pub fn ask(decided_by: DecidedBy, reason: impl Into<String>) -> Self {
+        PolicyVerdict {
+            decision: PolicyDecision::Ask,
+            decided_by,
+            matched_rules: Vec::new(),
+            reason: Some(reason.into()),
+        }
+    }
+
+    pub fn deny(decided_by: DecidedBy, reason: impl Into<String>) -> Self {
+        PolicyVerdict {
+            decision: PolicyDecision::Deny,
+            decided_by,
+            matched_rules: Vec::new(),
+            reason: Some(reason.into()),
+        }
+    }
+
+    pub fn with_matched_rules(mut self, rules: Vec<RuleRef>) -> Self {
+        self.matched_rules = rules;
+        self
+    }
+}
+
+/// What the policy is asked about.
+#[derive(Debug)]
+pub struct PolicyRequest<'a> {
+    pub call: &'a CallContext,
+    pub tool: &'a ToolSpec,
+    pub arguments: &'a Value,
+    pub action: &'a ExecutionAction,
+}
+
+/// The execution policy: allow, deny or ask, for an action a tool described.
+#[async_trait]
+pub trait ExecutionPolicy: Send + Sync {
+    async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict;
+}
+
+/// What the approver is shown. Arguments are already redacted.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRequest {
+    pub call: Arc<CallContext>,
+    pub tool_name: String,
+    pub arguments: Arc<Value>,
+    pub action: ExecutionAction,
+    pub verdict: PolicyVerdict,
+}
+
+/// The approver's answer. A timeout is the approver's to report, as `Deny` with
+/// [`DecidedBy::ApprovalTimeout`] — never as an operator's denial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum ApprovalAnswer {
+    Allow { decided_by: DecidedBy },
+    Deny { reason: String, decided_by: DecidedBy },
+}
+
+/// The approval seam (the hub's approval broker implements it).
+#[async_trait]
+pub trait Approvals: Send + Sync {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer;
+}

@@ -1,0 +1,63 @@
+//! Portcullis tool harness: the one dispatch pipeline every tool call goes through.
+//!
+//! The pipeline order is fixed (see `docs/architecture.md`):
+//! middleware `tool_call` → guardrails `tool_input` → lookup / grants / JSON-object arguments →
+//! permission → validators (JSON Schema + host) → execution policy (→ approval) → started →
+//! execute → middleware `tool_result` → guardrails `tool_output` → redaction → finished | error.
+//!
+//! Blocked calls never execute; they return a [`ToolCallResult`] with a [`BlockedReason`] and write one
+//! `blocked` ledger record. This crate knows nothing of SQLite, sockets, sessions or windows: hosts plug
+//! those in through the seams ([`Ledger`], [`ExecutionPolicy`], [`Approvals`], [`Guardrail`],
+//! [`Middleware`], [`ToolValidator`], [`PermissionCheck`]).
+
+pub mod batch;
+pub mod call;
+pub mod disclosure;
+pub mod dispatch;
+pub mod events;
+pub mod execution;
+pub mod grants;
+pub mod guardrail;
+pub mod ledger;
+pub mod middleware;
+pub mod name;
+pub mod permission;
+pub mod redaction;
+pub mod registry;
+pub mod schema;
+pub mod time;
+pub mod tool;
+pub mod validation;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use batch::BatchOptions;
+pub use call::{
+    BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome, RuleRef,
+    RunContext, ToolCall, ToolCallResult, error_codes,
+};
+pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
+pub use dispatch::{Dispatcher, DispatcherBuilder};
+pub use events::{EventBus, EventDelivery, EventPayload, EventSubscription, ToolEvent, ToolEventKind};
+pub use execution::{
+    ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy, PolicyDecision,
+    PolicyRequest, PolicyVerdict, Risk,
+};
+pub use grants::{GrantScope, Grants};
+pub use guardrail::{
+    Guardrail, GuardrailError, GuardrailRule, GuardrailStage, GuardrailSubject, GuardrailVerdict,
+};
+pub use ledger::{Ledger, LedgerError, MemoryLedger, RecordKind, ToolCallRecord};
+pub use middleware::{Middleware, MiddlewareError};
+pub use name::{NameError, validate_tool_name};
+pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
+pub use redaction::{REDACTED, Redactor, RedactorBuilder};
+pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
+pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaLimits, SchemaValidator};
+pub use time::Timestamp;
+pub use tool::{
+    Catalog, Content, ProgressReporter, Tool, ToolAnnotations, ToolError, ToolInvocation, ToolOutput,
+    ToolSpec,
+};
+pub use validation::{ToolValidator, ValidationIssue, ValidatorVerdict};

@@ -1,0 +1,625 @@
+//! Secret redaction: known secret values, secret-looking values (API keys, bearer tokens, private keys)
+//! and values under secret-looking keys become `[REDACTED]` in errors, events, ledger records and
+//! results. Values are trees (no cycles); depth is bounded and what lies deeper is redacted whole.
+
+use crate::call::CallError;
+use crate::tool::{Content, ToolOutput};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde_json::Value;
+
+/// The replacement text.
+pub const REDACTED: &str = "[REDACTED]";
+/// What replaces a subtree deeper than the redactor looks.
+pub const REDACTED_TOO_DEEP: &str = "[REDACTED: nested too deep to inspect]";
+/// Known secrets shorter than this are ignored (they would redact ordinary text).
+pub const MIN_SECRET_BYTES: usize = 6;
+/// Default and hard cap of the depth the redactor inspects.
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+pub const HARD_MAX_DEPTH: usize = 128;
+
+/// A secret-looking value: a literal prefix, then at least `min` bytes of `charset`.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// Token characters after a prefix, the prefix included in what is redacted.
+    Prefixed { min: usize, charset: Charset },
+    /// `Bearer <token>`: only the token is redacted.
+    Bearer,
+    /// A PEM private-key block up to its END line (or the end of the text).
+    PrivateKey,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Charset {
+    /// Letters, digits, '_' and '-'.
+    Word,
+    /// Letters and digits.
+    Alnum,
+    /// Upper-case letters and digits.
+    UpperAlnum,
+}
+
+impl Charset {
+    fn accepts(self, b: u8) -> bool {
+        match self {
+            Charset::Word => b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
+            Charset::Alnum => b.is_ascii_alphanumeric(),
+            Charset::UpperAlnum => b.is_ascii_uppercase() || b.is_ascii_digit(),
+        }
+    }
+}
+
+const PATTERNS: &[(&str, Shape)] = &[
+    (
+        "sk-",
+        Shape::Prefixed {
+            min: 20,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "ghp_",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Alnum,
+        },
+    ),
+    (
+        "gho_",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Alnum,
+        },
+    ),
+    (
+        "ghu_",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Alnum,
+        },
+    ),
+    (
+        "ghs_",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Alnum,
+        },
+    ),
+    (
+        "ghr_",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Alnum,
+        },
+    ),
+    (
+        "github_pat_",
+        Shape::Prefixed {
+            min: 20,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "glpat-",
+        Shape::Prefixed {
+            min: 20,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "xoxb-",
+        Shape::Prefixed {
+            min: 10,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "xoxp-",
+        Shape::Prefixed {
+            min: 10,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "xoxa-",
+        Shape::Prefixed {
+            min: 10,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "xoxs-",
+        Shape::Prefixed {
+            min: 10,
+            charset: Charset::Word,
+        },
+    ),
+    (
+        "npm_",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Alnum,
+        },
+    ),
+    (
+        "AKIA",
+        Shape::Prefixed {
+            min: 16,
+            charset: Charset::UpperAlnum,
+        },
+    ),
+    (
+        "ASIA",
+        Shape::Prefixed {
+            min: 16,
+            charset: Charset::UpperAlnum,
+        },
+    ),
+    (
+        "AIza",
+        Shape::Prefixed {
+            min: 30,
+            charset: Charset::Word,
+        },
+    ),
+    ("Bearer ", Shape::Bearer),
+    ("bearer ", Shape::Bearer),
+    ("BEARER ", Shape::Bearer),
+    ("-----BEGIN ", Shape::PrivateKey),
+];
+
+/// Object keys whose (normalized: lower case, no `_`/`-`/`.`) name ends with one of these hold secrets.
+const SECRET_KEY_SUFFIXES: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "authorization",
+    "cookie",
+    "privatekey",
+    "credential",
+    "credentials",
+    "accesskey",
+    "sessionkey",
+];
+
+/// Builds a [`Redactor`].
+#[derive(Debug, Clone)]
+pub struct RedactorBuilder {
+    secrets: Vec<String>,
+    patterns: bool,
+    secret_keys: bool,
+    max_depth: usize,
+}
+
+impl Default for RedactorBuilder {
+    fn default() -> Self {
+        RedactorBuilder {
+            secrets: Vec::new(),
+            patterns: true,
+            secret_keys: true,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+impl RedactorBuilder {
+    /// A known secret value (an API key from the environment, a token ...). Shorter than
+    /// [`MIN_SECRET_BYTES`] is ignored with a warning.
+    pub fn secret(mut self, secret: impl Into<String>) -> Self {
+        let secret = secret.into();
+        if secret.len() < MIN_SECRET_BYTES {
+            tracing::warn!(
+                len = secret.len(),
+                "ignoring a known secret shorter than {MIN_SECRET_BYTES} bytes"
+            );
+        } else {
+            self.secrets.push(secret);
+        }
+        self
+    }
+
+    pub fn secrets<I, S>(mut self, secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        for s in secrets {
+            self = self.secret(s);
+        }
+        self
+    }
+
+    /// Detect secret-looking values (on by default).
+    pub fn patterns(mut self, on: bool) -> Self {
+        self.patterns = on;
+        self
+    }
+
+    /// Redact strings under secret-looking keys (on by default).
+    pub fn secret_keys(mut self, on: bool) -> Self {
+        self.secret_keys = on;
+        self
+    }
+
+    /// Depth inspected (1..=128); deeper subtrees are replaced whole.
+    pub fn max_depth(mut self, depth: usize) -> Self {
+        self.max_depth = depth.clamp(1, HARD_MAX_DEPTH);
+        self
+    }
+
+    pub fn build(mut self) -> Redactor {
+        self.secrets.sort();
+        self.secrets.dedup();
+        let mut needles: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        if self.patterns {
+            needles.extend(PATTERNS.iter().map(|(p, _)| *p));
+        }
+        let automaton = if needles.is_empty() {
+            None
+        } else {
+            match AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&needles)
+            {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    // Building can only fail on absurd sizes; fail closed by redacting every string.
+                    tracing::error!(error = %e, "redactor automaton failed to build; redacting all text");
+                    return Redactor {
+                        mode: Mode::Everything,
+                        ..Redactor::disabled()
+                    };
+                }
+            }
+        };
+        Redactor {
+            mode: Mode::Scan,
+            automaton,
+            known: self.secrets.len(),
+            secret_keys: self.secret_keys,
+            max_depth: self.max_depth,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Scan,
+    Everything,
+}
+
+/// Replaces secrets by `[REDACTED]`.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    mode: Mode,
+    automaton: Option<AhoCorasick>,
+    known: usize,
+    secret_keys: bool,
+    max_depth: usize,
+}
+
+impl Default for Redactor {
+    /// Patterns and secret keys on, no known secrets.
+    fn default() -> Self {
+        RedactorBuilder::default().build()
+    }
+}
+
+impl Redactor {
+    pub fn builder() -> RedactorBuilder {
+        RedactorBuilder::default()
+    }
+
+    /// Redacts nothing.
+    pub fn disabled() -> Self {
+        Redactor {
+            mode: Mode::Scan,
+            automaton: None,
+            known: 0,
+            secret_keys: false,
+            max_depth: HARD_MAX_DEPTH,
+        }
+    }
+
+    /// Whether this redactor can change anything.
+    pub fn is_active(&self) -> bool {
+        self.mode == Mode::Everything || self.automaton.is_some() || self.secret_keys
+    }
+
+    /// The redacted text, or `None` when nothing needed redacting.
+    pub fn redact_str(&self, text: &str) -> Option<String> {
+        if self.mode == Mode::Everything {
+            return (!text.is_empty()).then(|| REDACTED.to_owned());
+        }
+        let automaton = self.automaton.as_ref()?;
+        let bytes = text.as_bytes();
+        let mut out: Option<String> = None;
+        let mut copied = 0usize;
+        for m in automaton.find_iter(text) {
+            if m.start() < copied {
+                continue; // inside a span already redacted
+            }
+            let id = m.pattern().as_usize();
+            let span = if id < self.known {
+                Some((m.start(), m.end()))
+            } else {
+                PATTERNS
+                    .get(id - self.known)
+                    .and_then(|(_, shape)| secret_span(bytes, m.start(), m.end(), *shape))
+            };
+            if let Some((start, end)) = span {
+                let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                buf.push_str(&text[copied..start]);
+                buf.push_str(REDACTED);
+                copied = end;
+            }
+        }
+        let mut buf = out?;
+        buf.push_str(&text[copied..]);
+        Some(buf)
+    }
+
+    /// Redacts a string in place; true when it changed.
+    pub fn redact_string(&self, text: &mut String) -> bool {
+        match self.redact_str(text) {
+            Some(r) => {
+                *text = r;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Redacts a JSON value in place; true when anything changed.
+    pub fn redact_value(&self, value: &mut Value) -> bool {
+        if !self.is_active() {
+            return false;
+        }
+        self.redact_at(value, 1, false)
+    }
+
+    fn redact_at(&self, value: &mut Value, depth: usize, under_secret_key: bool) -> bool {
+        if depth > self.max_depth && matches!(value, Value::Array(_) | Value::Object(_)) {
+            *value = Value::String(REDACTED_TOO_DEEP.to_owned());
+            return true;
+        }
+        match value {
+            Value::String(s) => {
+                if under_secret_key && !s.is_empty() {
+                    *s = REDACTED.to_owned();
+                    true
+                } else {
+                    self.redact_string(s)
+                }
+            }
+            Value::Array(items) => {
+                let mut changed = false;
+                for item in items {
+                    changed |= self.redact_at(item, depth + 1, under_secret_key);
+                }
+                changed
+            }
+            Value::Object(map) => {
+                let mut changed = false;
+                for (key, item) in map.iter_mut() {
+                    let secret = under_secret_key || (self.secret_keys && is_secret_key(key));
+                    changed |= self.redact_at(item, depth + 1, secret);
+                }
+                changed
+            }
+            _ => false,
+        }
+    }
+
+    /// Redacts every text of an output; true when anything changed.
+    pub fn redact_output(&self, output: &mut ToolOutput) -> bool {
+        if !self.is_active() {
+            return false;
+        }
+        let mut changed = false;
+        for block in &mut output.content {
+            match block {
+                Content::Text { text } => changed |= self.redact_string(text),
+                Content::Image { .. } => {}
+                Content::Resource { uri, text, .. } => {
+                    changed |= self.redact_string(uri);
+                    if let Some(t) = text {
+                        changed |= self.redact_string(t);
+                    }
+                }
+            }
+        }
+        if let Some(s) = &mut output.structured {
+            changed |= self.redact_value(s);
+        }
+        changed
+    }
+
+    /// Redacts an error's message and details; true when anything changed.
+    pub fn redact_error(&self, error: &mut CallError) -> bool {
+        if !self.is_active() {
+            return false;
+        }
+        let mut changed = self.redact_string(&mut error.message);
+        if let Some(d) = &mut error.details {
+            changed |= self.redact_value(d);
+        }
+        changed
+    }
+}
+
+/// Whether an object key names a secret (normalized suffix match).
+pub fn is_secret_key(key: &str) -> bool {
+    if key.len() > 64 {
+        return false;
+    }
+    let mut normalized = [0u8; 64];
+    let mut n = 0;
+    for b in key.bytes() {
+        if matches!(b, b'_' | b'-' | b'.' | b' ') {
+            continue;
+        }
+        normalized[n] = b.to_ascii_lowercase();
+        n += 1;
+    }
+    let normalized = &normalized[..n];
+    SECRET_KEY_SUFFIXES
+        .iter()
+        .any(|s| normalized.ends_with(s.as_bytes()))
+}
+
+/// The byte span to redact for a pattern match at `start..prefix_end`, if the text really looks secret.
+fn secret_span(bytes: &[u8], start: usize, prefix_end: usize, shape: Shape) -> Option<(usize, usize)> {
+    if start > 0
+        && bytes
+            .get(start - 1)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    {
+        return None; // not at a token boundary ("task-..." is not "sk-...")
+    }
+    match shape {
+        Shape::Prefixed { min, charset } => {
+            let run = bytes[prefix_end..]
+                .iter()
+                .take_while(|b| charset.accepts(**b))
+                .count();
+            (run >= min).then_some((start, prefix_end + run))
+        }
+        Shape::Bearer => {
+            let run = bytes[prefix_end..]
+                .iter()
+                .take_while(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
+                })
+                .count();
+            (run >= 16).then_some((prefix_end, prefix_end + run))
+        }
+        Shape::PrivateKey => {
+            let header_end = find(bytes, prefix_end, b"-----")?;
+            let header = &bytes[prefix_end..header_end];
+            if !header.ends_with(b"PRIVATE KEY") {
+                return None;
+            }
+            let end = match find(bytes, header_end + 5, b"-----END ") {
+                Some(end_at) => find(bytes, end_at + 9, b"-----").map_or(bytes.len(), |e| e + 5),
+                None => bytes.len(),
+            };
+            Some((start, end))
+        }
+    }
+}
+
+fn find(haystack: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    haystack
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| p + from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn known_secret_is_replaced_everywhere() {
+        let r = Redactor::builder().secret("hunter2-very-secret").build();
+        assert_eq!(
+            r.redact_str("a hunter2-very-secret b hunter2-very-secret")
+                .unwrap(),
+            "a [REDACTED] b [REDACTED]"
+        );
+        assert_eq!(r.redact_str("nothing here"), None);
+    }
+
+    #[test]
+    fn short_secrets_are_ignored() {
+        let r = Redactor::builder()
+            .secret("abc")
+            .patterns(false)
+            .secret_keys(false)
+            .build();
+        assert!(!r.is_active());
+        assert_eq!(r.redact_str("abc abc"), None);
+    }
+
+    #[test]
+    fn secret_looking_values() {
+        let r = Redactor::default();
+        let cases = [
+            (
+                "key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end",
+                "key [REDACTED] end",
+            ),
+            ("ghp_0123456789abcdefghijABCDEFGHIJ012345", "[REDACTED]"),
+            ("AKIAABCDEFGHIJKLMNOP", "[REDACTED]"),
+            (
+                "Authorization: Bearer abcdefghijklmnop.qrstuv",
+                "Authorization: Bearer [REDACTED]",
+            ),
+            ("xoxb-1234567890-abcdef", "[REDACTED]"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(r.redact_str(input).as_deref(), Some(want), "{input}");
+        }
+        for harmless in [
+            "task-0123456789abcdefghijklmnop",
+            "sk-short",
+            "Bearer of bad news",
+            "AKIA",
+        ] {
+            assert_eq!(r.redact_str(harmless), None, "{harmless}");
+        }
+    }
+
+    #[test]
+    fn private_key_blocks() {
+        let r = Redactor::default();
+        let pem =
+            "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\ny";
+        assert_eq!(r.redact_str(pem).unwrap(), "x\n[REDACTED]\ny");
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+        assert_eq!(r.redact_str(cert), None);
+        let cut = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow";
+        assert_eq!(r.redact_str(cut).unwrap(), "[REDACTED]");
+    }
+
+    #[test]
+    fn secret_keys_and_nesting() {
+        let r = Redactor::default();
+        let mut v = json!({
+            "api_key": "plain-looking",
+            "max_tokens": 100,
+            "headers": {"Authorization": "x", "X-Api-Key": "y", "accept": "json"},
+            "credentials": {"user": "u", "pin": ["1", "2"]},
+            "note": "fine"
+        });
+        assert!(r.redact_value(&mut v));
+        assert_eq!(
+            v,
+            json!({
+                "api_key": REDACTED, "max_tokens": 100,
+                "headers": {"Authorization": REDACTED, "X-Api-Key": REDACTED, "accept": "json"},
+                "credentials": {"user": REDACTED, "pin": [REDACTED, REDACTED]},
+                "note": "fine"
+            })
+        );
+    }
+
+    #[test]
+    fn depth_is_bounded_and_fails_closed() {
+        let r = Redactor::builder().max_depth(3).build();
+        let mut v = json!({"a": {"b": {"c": {"d": "sk-hidden"}}}});
+        assert!(r.redact_value(&mut v));
+        assert_eq!(v, json!({"a": {"b": {"c": REDACTED_TOO_DEEP}}}));
+    }
+
+    #[test]
+    fn multibyte_text_around_secrets() {
+        let r = Redactor::builder().secret("sécret-ünïcode").build();
+        assert_eq!(r.redact_str("→sécret-ünïcode←").unwrap(), "→[REDACTED]←");
+    }
+}

@@ -1,0 +1,244 @@
+//! What a tool is: its spec (name, description, schema, annotations), its action description and its
+//! `execute`, plus the values that flow in (invocation) and out (output) of it.
+
+use crate::call::{CallContext, DecidedBy, error_codes};
+use crate::dispatch::Shared;
+use crate::execution::ExecutionAction;
+use crate::grants::Grants;
+use crate::registry::ToolRegistry;
+use crate::time::Timestamp;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+
+/// Behaviour hints shown to agents and operators (MCP's tool annotations, kept as given).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default)]
+    pub destructive: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub idempotent: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub open_world: Option<bool>,
+}
+
+/// A tool's public description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments object. Passed through as given (extra keywords are metadata).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub parameters: Option<Value>,
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+    /// An exclusive tool never runs beside another call of the same batch.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// Pass-through metadata (for example the upstream server of an MCP tool).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub meta: Option<Value>,
+}
+
+impl ToolSpec {
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters: None,
+            annotations: ToolAnnotations::default(),
+            exclusive: false,
+            meta: None,
+        }
+    }
+
+    pub fn with_parameters(mut self, schema: Value) -> Self {
+        self.parameters = Some(schema);
+        self
+    }
+
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    pub fn exclusive(mut self, exclusive: bool) -> Self {
+        self.exclusive = exclusive;
+        self
+    }
+}
+
+/// One block of tool output (the shapes MCP results carry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    /// Base64 data, already bounded by the tool that produced it.
+    Image {
+        data: String,
+        mime_type: String,
+    },
+    Resource {
+        uri: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        mime_type: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        text: Option<String>,
+    },
+}
+
+/// What a tool returns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub content: Vec<Content>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub structured: Option<Value>,
+    /// The tool ran but reports a failure to the agent (MCP `isError`, for example).
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![Content::Text { text: text.into() }],
+            structured: None,
+            is_error: false,
+        }
+    }
+
+    pub fn structured(value: Value) -> Self {
+        ToolOutput {
+            content: Vec::new(),
+            structured: Some(value),
+            is_error: false,
+        }
+    }
+
+    /// All text blocks joined by newlines (handy for tests and previews).
+    pub fn joined_text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let Content::Text { text } = block {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// A tool's failure. `code` is stable; `message` is redacted before anyone sees it.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{message}")]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ToolError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ToolError {
+            code: code.into(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// A plain failure with code `tool_error`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::new(error_codes::TOOL_ERROR, message)
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
+/// The tools a call may see: the registry at dispatch time and the run's grants.
+#[derive(Clone)]
+pub struct Catalog {
+    pub registry: Arc<ToolRegistry>,
+    pub grants: Arc<Grants>,
+}
+
+impl Catalog {
+    /// Specs of the granted tools, in registry order.
+    pub fn allowed_specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.registry
+            .specs()
+            .filter(|spec| self.grants.permits(&spec.name))
+    }
+}
+
+/// Reports progress of a running call: each report becomes a `tool_execution_progress` event and a
+/// progress snapshot in the ledger (redacted first).
+#[derive(Clone)]
+pub struct ProgressReporter {
+    pub(crate) shared: Option<Arc<Shared>>,
+    pub(crate) call: Arc<CallContext>,
+    pub(crate) tool_name: Arc<str>,
+    pub(crate) started_at: Timestamp,
+    pub(crate) decided_by: DecidedBy,
+}
+
+impl ProgressReporter {
+    /// A reporter that goes nowhere (for running a tool outside a dispatcher).
+    pub fn detached(call: CallContext, tool_name: &str) -> Self {
+        ProgressReporter {
+            shared: None,
+            call: Arc::new(call),
+            tool_name: Arc::from(tool_name),
+            started_at: Timestamp::now(),
+            decided_by: DecidedBy::DEFAULT,
+        }
+    }
+
+    pub async fn report(&self, progress: Value) {
+        if let Some(shared) = &self.shared {
+            shared.emit_progress(self, progress).await;
+        }
+    }
+}
+
+/// Everything `execute` receives.
+pub struct ToolInvocation {
+    /// The validated arguments (a JSON object).
+    pub arguments: Value,
+    /// The action the policy evaluated and, if asked, the operator approved. Execute exactly this:
+    /// open these canonical paths, run this command; never re-resolve from `arguments`.
+    pub action: ExecutionAction,
+    pub call: Arc<CallContext>,
+    pub progress: ProgressReporter,
+    /// Cancelled when the run is cancelled. Tools stop promptly (kill child processes, ...).
+    pub cancel: CancellationToken,
+    pub catalog: Catalog,
+}
+
+/// A tool. `describe_action` says what `execute` would do, so the policy can judge it first.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    fn spec(&self) -> &ToolSpec;
+
+    /// Describes the side effect these arguments ask for (kind, operation, canonical paths, command).
+    /// Called after schema validation, before the execution policy. An error blocks the call
+    /// (`validation_failed`): a tool that cannot say what it will do does not run.
+    fn describe_action(&self, arguments: &Value, call: &CallContext) -> Result<ExecutionAction, ToolError> {
+        let _ = (arguments, call);
+        Ok(ExecutionAction::none())
+    }
+
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError>;
+}
