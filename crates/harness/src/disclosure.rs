@@ -142,6 +142,7 @@ impl ToolSearchIndex {
     pub fn build<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Result<Self, DisclosureError> {
         let mut tools = Vec::new();
         let mut document_frequency: HashMap<String, usize> = HashMap::new();
+        let patterns = crate::redaction::Redactor::default();
         for spec in specs {
             if tools.len() == MAX_INDEXED_TOOLS {
                 return Err(DisclosureError::IndexTooLarge);
@@ -153,6 +154,8 @@ impl ToolSearchIndex {
                 length += NAME_WEIGHT;
             });
             let summary = summary_of(&spec.description);
+            // Secret-looking values never reach an agent, whichever host renders the selection.
+            let summary = patterns.redact_str(&summary).unwrap_or(summary);
             tokenize(&summary, |t| {
                 *terms.entry(t).or_default() += 1.0;
                 length += 1.0;

@@ -192,6 +192,46 @@ impl Refusal {
     }
 }
 
+/// Largest copy of arguments kept in a record, event or approval request (estimated JSON bytes); a larger
+/// one is replaced by `{"$truncated": {"approx_bytes", "preview"}}` so a caller cannot bloat the ledger.
+pub const MAX_RECORDED_ARGUMENT_BYTES: usize = 256 * 1024;
+/// Bytes of serialized JSON kept as the preview of truncated arguments.
+pub const TRUNCATED_PREVIEW_BYTES: usize = 4096;
+/// Longest tool name kept from a caller for a tool that does not exist.
+pub const MAX_SHOWN_NAME_BYTES: usize = 256;
+
+/// A caller-supplied name as records show it: bounded in length.
+fn shown_name(name: &str) -> Arc<str> {
+    Arc::from(truncate(name, MAX_SHOWN_NAME_BYTES))
+}
+
+/// Estimated serialized size of a value, counting no further than `cap + 1`.
+fn approx_json_bytes(value: &Value, cap: usize) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => {
+                stack.extend(items.iter());
+                2 + items.len()
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    total += k.len() + 4;
+                    stack.push(item);
+                }
+                2
+            }
+            _ => 8,
+        };
+        if total > cap {
+            return cap + 1;
+        }
+    }
+    total
+}
+
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -287,7 +327,7 @@ impl Dispatcher {
         let requested_name = (!shared.middleware.is_empty()).then(|| call.name.clone());
         let call = match shared.apply_call_middleware(call, &ctx).await {
             Ok(call) => call,
-            Err((name, refusal)) => return shared.block(&ctx, Arc::from(name), refusal, None).await,
+            Err((name, refusal)) => return shared.block(&ctx, shown_name(&name), refusal, None).await,
         };
 
         // 2. guardrails `tool_input`.
@@ -340,8 +380,7 @@ impl Dispatcher {
         let started_at = Timestamp::now();
         let wants_copy = shared.ledger.is_some() || shared.events.has_subscribers();
         if wants_copy {
-            let mut shown = arguments.clone();
-            let redacted = shared.redactor.redact_value(&mut shown);
+            let (shown, redacted) = shared.shown_arguments(&arguments);
             let shown = Arc::new(shown);
             if let Some(ledger) = &shared.ledger {
                 let mut record = ToolCallRecord::new(
@@ -572,7 +611,7 @@ impl Shared {
                 },
             );
             return Err(Box::new((
-                Arc::from(name.as_str()),
+                shown_name(&name),
                 refusal,
                 args_for_record(&arguments),
             )));
@@ -585,7 +624,7 @@ impl Shared {
                 DecidedBy::Registry,
             );
             let args = args_for_record(&arguments);
-            return Err(Box::new((Arc::from(name.as_str()), refusal, args)));
+            return Err(Box::new((shown_name(&name), refusal, args)));
         };
         if let Some(scope) = run.grants.refusing_scope(&name) {
             let refusal = Refusal::new(
@@ -779,8 +818,7 @@ impl Shared {
             refusal.matched_rules = matched_rules;
             return Err(refusal);
         };
-        let mut shown = arguments.clone();
-        self.redactor.redact_value(&mut shown);
+        let (shown, _) = self.shown_arguments(arguments);
         let request = ApprovalRequest {
             call: ctx.clone(),
             tool_name: entry.name.to_string(),
@@ -1016,8 +1054,8 @@ impl Shared {
                 decided_by.clone(),
             );
             if let Some(args) = arguments {
-                let mut shown = args.clone();
-                redacted |= self.redactor.redact_value(&mut shown);
+                let (shown, args_redacted) = self.shown_arguments(args);
+                redacted |= args_redacted;
                 record.arguments = Some(Arc::new(shown));
             }
             record.error = Some(error.clone());
@@ -1046,6 +1084,22 @@ impl Shared {
             decided_by,
             redacted,
         }
+    }
+
+    /// The arguments as records, events and approvers see them: redacted and bounded in size.
+    fn shown_arguments(&self, arguments: &Value) -> (Value, bool) {
+        let approx = approx_json_bytes(arguments, MAX_RECORDED_ARGUMENT_BYTES);
+        let mut shown = arguments.clone();
+        let redacted = self.redactor.redact_value(&mut shown);
+        if approx <= MAX_RECORDED_ARGUMENT_BYTES {
+            return (shown, redacted);
+        }
+        // Serialize the redacted copy, then scan the text again before cutting it.
+        let text = serde_json::to_string(&shown).unwrap_or_default();
+        let text = self.redactor.redact_str(&text).unwrap_or(text);
+        let preview = truncate(&text, TRUNCATED_PREVIEW_BYTES);
+        let summary = serde_json::json!({ "$truncated": { "approx_bytes_over": MAX_RECORDED_ARGUMENT_BYTES, "preview": preview } });
+        (summary, true)
     }
 
     fn emit(&self, ctx: &Arc<CallContext>, tool_name: &Arc<str>, payload: EventPayload) {

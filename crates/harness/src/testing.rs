@@ -3,7 +3,9 @@
 //! `tool_execution_blocked` event, no `started` event or record) plus the success path, and the tool
 //! disclosure contract (only granted tools, bounded, deterministic, inert).
 
-use crate::call::{BlockedReason, CallArguments, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes};
+use crate::call::{
+    BlockedReason, CallArguments, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes,
+};
 use crate::disclosure::{SEARCH_TOOLS_NAME, SUMMARY_BYTES};
 use crate::dispatch::Dispatcher;
 use crate::events::{EventDelivery, EventSubscription, ToolEventKind};
@@ -29,7 +31,11 @@ pub struct ConformanceReport {
 
 impl ConformanceReport {
     fn check(&mut self, name: impl Into<String>, passed: bool, detail: impl Into<String>) {
-        self.checks.push(Check { name: name.into(), passed, detail: detail.into() });
+        self.checks.push(Check {
+            name: name.into(),
+            passed,
+            detail: detail.into(),
+        });
     }
 
     pub fn failures(&self) -> Vec<&Check> {
@@ -49,7 +55,13 @@ impl ConformanceReport {
 impl fmt::Display for ConformanceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in &self.checks {
-            writeln!(f, "[{}] {}: {}", if c.passed { "pass" } else { "FAIL" }, c.name, c.detail)?;
+            writeln!(
+                f,
+                "[{}] {}: {}",
+                if c.passed { "pass" } else { "FAIL" },
+                c.name,
+                c.detail
+            )?;
         }
         Ok(())
     }
@@ -85,7 +97,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn fresh(call: &ToolCall, case: &str) -> ToolCall {
     let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    ToolCall { id: Arc::from(format!("conformance-{case}-{n}")), ..call.clone() }
+    ToolCall {
+        id: Arc::from(format!("conformance-{case}-{n}")),
+        ..call.clone()
+    }
 }
 
 fn kinds_for(subscription: &mut EventSubscription, call_id: &str) -> Result<Vec<ToolEventKind>, String> {
@@ -94,14 +109,19 @@ fn kinds_for(subscription: &mut EventSubscription, call_id: &str) -> Result<Vec<
         match delivery {
             EventDelivery::Event(e) if &*e.call.call_id == call_id => kinds.push(e.kind()),
             EventDelivery::Event(_) => {}
-            EventDelivery::Lagged { missed } => return Err(format!("subscriber lagged, missed {missed} events")),
+            EventDelivery::Lagged { missed } => {
+                return Err(format!("subscriber lagged, missed {missed} events"));
+            }
         }
     }
     Ok(kinds)
 }
 
 impl ConformanceTarget {
-    async fn dispatch_observed(&self, call: ToolCall) -> (ToolCallResult, Result<Vec<ToolEventKind>, String>) {
+    async fn dispatch_observed(
+        &self,
+        call: ToolCall,
+    ) -> (ToolCallResult, Result<Vec<ToolEventKind>, String>) {
         let mut subscription = self.dispatcher.events().subscribe();
         let id = call.id.clone();
         let result = self.dispatcher.dispatch(call, &self.run).await;
@@ -124,13 +144,23 @@ impl ConformanceTarget {
         report.check(
             format!("{case}: blocked as {reason}"),
             got == Some(reason),
-            format!("got {:?}", got.map(BlockedReason::as_str).unwrap_or("not blocked")),
+            format!(
+                "got {:?}",
+                got.map(BlockedReason::as_str).unwrap_or("not blocked")
+            ),
         );
         let got_code = result.error().map(|e| e.code.as_str()).unwrap_or("");
-        report.check(format!("{case}: error code {code}"), got_code == code, format!("got {got_code:?}"));
+        report.check(
+            format!("{case}: error code {code}"),
+            got_code == code,
+            format!("got {got_code:?}"),
+        );
         match kinds {
             Ok(kinds) => {
-                let blocked = kinds.iter().filter(|k| **k == ToolEventKind::ToolExecutionBlocked).count();
+                let blocked = kinds
+                    .iter()
+                    .filter(|k| **k == ToolEventKind::ToolExecutionBlocked)
+                    .count();
                 let ran = kinds.iter().any(|k| {
                     matches!(
                         k,
@@ -152,7 +182,11 @@ impl ConformanceTarget {
             let records = ledger.for_call(&id);
             let kinds: Vec<RecordKind> = records.iter().map(|r| r.kind).collect();
             let ok = kinds == [RecordKind::Blocked] && records[0].blocked_reason == Some(reason);
-            report.check(format!("{case}: one blocked record, no started record"), ok, format!("records {kinds:?}"));
+            report.check(
+                format!("{case}: one blocked record, no started record"),
+                ok,
+                format!("records {kinds:?}"),
+            );
         }
     }
 
@@ -171,20 +205,37 @@ impl ConformanceTarget {
         );
         match kinds {
             Ok(kinds) => {
-                let lifecycle: Vec<_> =
-                    kinds.into_iter().filter(|k| *k != ToolEventKind::GuardrailDecision).collect();
+                let lifecycle: Vec<_> = kinds
+                    .into_iter()
+                    .filter(|k| *k != ToolEventKind::GuardrailDecision)
+                    .collect();
                 let ok = lifecycle.first() == Some(&ToolEventKind::ToolExecutionStarted)
                     && lifecycle.last() == Some(&ToolEventKind::ToolExecutionFinished)
-                    && lifecycle.iter().filter(|k| **k == ToolEventKind::ToolExecutionStarted).count() == 1
-                    && lifecycle[1..lifecycle.len() - 1].iter().all(|k| *k == ToolEventKind::ToolExecutionProgress);
-                report.check("success: started, progress*, finished", ok, format!("events {lifecycle:?}"));
+                    && lifecycle
+                        .iter()
+                        .filter(|k| **k == ToolEventKind::ToolExecutionStarted)
+                        .count()
+                        == 1
+                    && lifecycle[1..lifecycle.len() - 1]
+                        .iter()
+                        .all(|k| *k == ToolEventKind::ToolExecutionProgress);
+                report.check(
+                    "success: started, progress*, finished",
+                    ok,
+                    format!("events {lifecycle:?}"),
+                );
             }
             Err(e) => report.check("success: events observed", false, e),
         }
         if let Some(ledger) = &self.ledger {
             let kinds: Vec<RecordKind> = ledger.for_call(&id).iter().map(|r| r.kind).collect();
-            let ok = kinds.first() == Some(&RecordKind::Started) && kinds.last() == Some(&RecordKind::Finished);
-            report.check("success: started then finished records", ok, format!("records {kinds:?}"));
+            let ok =
+                kinds.first() == Some(&RecordKind::Started) && kinds.last() == Some(&RecordKind::Finished);
+            report.check(
+                "success: started then finished records",
+                ok,
+                format!("records {kinds:?}"),
+            );
         }
 
         self.expect_blocked(
@@ -209,7 +260,10 @@ impl ConformanceTarget {
             ("arguments_number", json!(7)),
             ("arguments_null", Value::Null),
         ] {
-            let call = ToolCall { arguments: CallArguments::Json(arguments), ..calls.success.clone() };
+            let call = ToolCall {
+                arguments: CallArguments::Json(arguments),
+                ..calls.success.clone()
+            };
             self.expect_blocked(
                 &mut report,
                 case,
@@ -219,7 +273,10 @@ impl ConformanceTarget {
             )
             .await;
         }
-        let unparsed = ToolCall { arguments: CallArguments::from_text("{\"text\": \"cut off"), ..calls.success.clone() };
+        let unparsed = ToolCall {
+            arguments: CallArguments::from_text("{\"text\": \"cut off"),
+            ..calls.success.clone()
+        };
         self.expect_blocked(
             &mut report,
             "arguments_unparsed",
@@ -274,8 +331,11 @@ impl ConformanceTarget {
         let mut report = ConformanceReport::default();
         let registry = self.dispatcher.registry();
         let grants = self.run.grants.clone();
-        let denied: Vec<String> =
-            registry.names().filter(|n| !grants.permits(n)).map(str::to_owned).collect();
+        let denied: Vec<String> = registry
+            .names()
+            .filter(|n| !grants.permits(n))
+            .map(str::to_owned)
+            .collect();
         let present = registry.contains(SEARCH_TOOLS_NAME) && grants.permits(SEARCH_TOOLS_NAME);
         report.check("search_tools is registered and granted", present, "");
         if !present {
@@ -287,11 +347,19 @@ impl ConformanceTarget {
             for k in [None, Some(1), Some(64)] {
                 let first = self.search(query, k).await;
                 let Some(output) = first.output() else {
-                    report.check(format!("query {query:?} k={k:?}: finishes"), false, format!("{:?}", first.error()));
+                    report.check(
+                        format!("query {query:?} k={k:?}: finishes"),
+                        false,
+                        format!("{:?}", first.error()),
+                    );
                     continue;
                 };
                 let text = output.joined_text();
-                let lines: Vec<&str> = if text == "No tools match the query." { Vec::new() } else { text.lines().collect() };
+                let lines: Vec<&str> = if text == "No tools match the query." {
+                    Vec::new()
+                } else {
+                    text.lines().collect()
+                };
                 let limit = usize::try_from(k.unwrap_or(16)).unwrap_or(usize::MAX);
                 report.check(
                     format!("query {query:?} k={k:?}: at most k lines"),
@@ -317,7 +385,11 @@ impl ConformanceTarget {
                         break;
                     }
                 }
-                report.check(format!("query {query:?} k={k:?}: only granted tools, inert lines"), shown_ok, detail);
+                report.check(
+                    format!("query {query:?} k={k:?}: only granted tools, inert lines"),
+                    shown_ok,
+                    detail,
+                );
                 let leaked: Vec<&String> = denied.iter().filter(|d| text.contains(d.as_str())).collect();
                 report.check(
                     format!("query {query:?} k={k:?}: never describes a denied tool"),
