@@ -43,6 +43,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Longest guardrail refusal message, in bytes.
 pub const MAX_GUARDRAIL_MESSAGE_BYTES: usize = 200;
+/// The harness's own bound on waiting for an approver (the policy's default approval timeout). The
+/// approver (the hub's broker) normally answers, or times out, first.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a cancelled tool may take to settle by itself before it is dropped.
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(2);
 
@@ -60,6 +63,7 @@ pub(crate) struct Shared {
     events: EventBus,
     redactor: Redactor,
     cancel_grace: Duration,
+    approval_timeout: Option<Duration>,
 }
 
 /// Builds a [`Dispatcher`]. Defaults: default schema bounds, no host validators, guardrails or
@@ -78,6 +82,7 @@ pub struct DispatcherBuilder {
     events: EventBus,
     redactor: Redactor,
     cancel_grace: Duration,
+    approval_timeout: Option<Duration>,
 }
 
 impl DispatcherBuilder {
@@ -137,6 +142,13 @@ impl DispatcherBuilder {
         self
     }
 
+    /// Longest wait for an approver's answer; then the call is denied, recorded as
+    /// [`DecidedBy::ApprovalTimeout`]. `None` waits as long as the approver takes. Default 120 s.
+    pub fn approval_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.approval_timeout = limit;
+        self
+    }
+
     pub fn build(self) -> Dispatcher {
         Dispatcher {
             shared: Arc::new(Shared {
@@ -152,6 +164,7 @@ impl DispatcherBuilder {
                 events: self.events,
                 redactor: self.redactor,
                 cancel_grace: self.cancel_grace,
+                approval_timeout: self.approval_timeout,
             }),
         }
     }
@@ -232,6 +245,14 @@ fn approx_json_bytes(value: &Value, cap: usize) -> usize {
     total
 }
 
+/// Sleeps for `limit`, or never returns when there is none.
+async fn sleep_or_forever(limit: Option<Duration>) {
+    match limit {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending::<()>().await,
+    }
+}
+
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
@@ -282,6 +303,7 @@ impl Dispatcher {
             events: EventBus::default(),
             redactor: Redactor::default(),
             cancel_grace: DEFAULT_CANCEL_GRACE,
+            approval_timeout: Some(DEFAULT_APPROVAL_TIMEOUT),
         }
     }
 
@@ -363,10 +385,11 @@ impl Dispatcher {
         let tool_name = entry.name.clone();
 
         // 4-6. permission, validation, execution policy and approval.
-        let (action, decided_by, matched_rules) = match shared.authorize(entry, &arguments, &ctx).await {
-            Ok(authorized) => authorized,
-            Err(refusal) => return shared.block(&ctx, tool_name, refusal, Some(&arguments)).await,
-        };
+        let (action, decided_by, matched_rules) =
+            match shared.authorize(entry, &arguments, &ctx, &run.cancel).await {
+                Ok(authorized) => authorized,
+                Err(refusal) => return shared.block(&ctx, tool_name, refusal, Some(&arguments)).await,
+            };
 
         // 7. started, execute.
         if run.cancel.is_cancelled() {
@@ -674,6 +697,7 @@ impl Shared {
         entry: &RegisteredTool,
         arguments: &Value,
         ctx: &Arc<CallContext>,
+        cancel: &CancellationToken,
     ) -> Result<(ExecutionAction, DecidedBy, Vec<RuleRef>), Refusal> {
         let name = &*entry.name;
         let permission = Permission::execute(name);
@@ -793,7 +817,7 @@ impl Shared {
                 refusal.matched_rules = verdict.matched_rules;
                 Err(refusal)
             }
-            PolicyDecision::Ask => self.ask(entry, arguments, ctx, action, verdict).await,
+            PolicyDecision::Ask => self.ask(entry, arguments, ctx, action, verdict, cancel).await,
         }
     }
 
@@ -804,6 +828,7 @@ impl Shared {
         ctx: &Arc<CallContext>,
         action: ExecutionAction,
         verdict: PolicyVerdict,
+        cancel: &CancellationToken,
     ) -> Result<(ExecutionAction, DecidedBy, Vec<RuleRef>), Refusal> {
         let matched_rules = verdict.matched_rules.clone();
         let Some(approvals) = &self.approvals else {
@@ -827,15 +852,27 @@ impl Shared {
             action: action.clone(),
             verdict,
         };
-        let answer = AssertUnwindSafe(approvals.request(request))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| ApprovalAnswer::Deny {
+        let asking = AssertUnwindSafe(approvals.request(request)).catch_unwind();
+        let limit = self.approval_timeout;
+        let answer = tokio::select! {
+            answered = asking => answered.unwrap_or_else(|panic| ApprovalAnswer::Deny {
                 reason: format!("the approver panicked: {}", panic_message(panic.as_ref())),
-                decided_by: DecidedBy::Default {
-                    detail: Some("approver failure".into()),
+                decided_by: DecidedBy::Default { detail: Some("approver failure".into()) },
+            }),
+            () = cancel.cancelled() => ApprovalAnswer::Deny {
+                reason: "the run was cancelled while the call awaited approval".into(),
+                decided_by: DecidedBy::Default { detail: Some("run cancelled".into()) },
+            },
+            () = sleep_or_forever(limit) => ApprovalAnswer::Deny {
+                reason: format!(
+                    "no answer to the approval request within {} s; the call is denied",
+                    limit.map_or(0, |d| d.as_secs())
+                ),
+                decided_by: DecidedBy::ApprovalTimeout {
+                    after_ms: limit.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                 },
-            });
+            },
+        };
         match answer {
             ApprovalAnswer::Allow { decided_by } => Ok((action, decided_by, matched_rules)),
             ApprovalAnswer::Deny { reason, decided_by } => {

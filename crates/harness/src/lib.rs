@@ -14,6 +14,7 @@ pub mod batch;
 pub mod call;
 pub mod disclosure;
 pub mod dispatch;
+pub mod error;
 pub mod events;
 pub mod execution;
 pub mod grants;
@@ -39,6 +40,7 @@ pub use call::{
 };
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
+pub use error::HarnessError;
 pub use events::{EventBus, EventDelivery, EventPayload, EventSubscription, ToolEvent, ToolEventKind};
 pub use execution::{
     ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy, PolicyDecision,
@@ -54,7 +56,7 @@ pub use name::{NameError, validate_tool_name};
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
-pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaLimits, SchemaValidator};
+pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
 pub use tool::{
     Catalog, Content, ProgressReporter, Tool, ToolAnnotations, ToolError, ToolInvocation, ToolOutput,

@@ -1010,3 +1010,60 @@ async fn caller_input_cannot_bloat_records() {
     let shown = serde_json::to_string(f.ledger.for_call("b3")[0].arguments.as_deref().unwrap()).unwrap();
     assert!(shown.len() < 5000);
 }
+
+/// Never answers.
+struct AbsentOperator;
+
+#[async_trait]
+impl Approvals for AbsentOperator {
+    async fn request(&self, _: ApprovalRequest) -> ApprovalAnswer {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_times_out_as_a_timeout() {
+    let f = Fixture::new();
+    let d = f
+        .builder()
+        .policy(Arc::new(ForbidWrites))
+        .approvals(Arc::new(AbsentOperator))
+        .approval_timeout(Some(Duration::from_millis(30)))
+        .build();
+    let result = d
+        .dispatch(
+            call("w1", "write_file", json!({"text": "t", "path": "/w/x"})),
+            &run(),
+        )
+        .await;
+    assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
+    assert_eq!(result.decided_by, DecidedBy::ApprovalTimeout { after_ms: 30 });
+    assert_eq!(
+        f.ledger.for_call("w1")[0].decided_by,
+        DecidedBy::ApprovalTimeout { after_ms: 30 }
+    );
+
+    // Cancelling the run stops the wait too, and is not recorded as a timeout or an operator's denial.
+    let d = f
+        .builder()
+        .policy(Arc::new(ForbidWrites))
+        .approvals(Arc::new(AbsentOperator))
+        .build();
+    let r = run();
+    let cancel = r.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        cancel.cancel();
+    });
+    let result = d
+        .dispatch(call("w2", "write_file", json!({"text": "t", "path": "/w/x"})), &r)
+        .await;
+    assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
+    assert_eq!(
+        result.decided_by,
+        DecidedBy::Default {
+            detail: Some("run cancelled".into())
+        }
+    );
+    assert_eq!(f.runs(), 0);
+}
