@@ -1067,3 +1067,17 @@ async fn an_unanswered_approval_times_out_as_a_timeout() {
     );
     assert_eq!(f.runs(), 0);
 }
+
+#[test]
+fn dispatch_futures_can_be_spawned() {
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+    assert_send_sync::<Dispatcher>();
+    let f = Fixture::new();
+    let d = f.builder().build();
+    let r = run();
+    let single = d.dispatch(call("s", "echo", json!({"text": "x"})), &r);
+    assert_send(&single);
+    let batch = d.dispatch_batch(vec![], &r, BatchOptions::default());
+    assert_send(&batch);
+}
