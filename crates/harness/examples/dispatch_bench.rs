@@ -24,11 +24,7 @@ impl Tool for Echo {
         &self.0
     }
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let text = invocation
-            .arguments
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let text = invocation.arguments.get("text").and_then(Value::as_str).unwrap_or_default();
         Ok(ToolOutput::text(text))
     }
 }
@@ -63,15 +59,12 @@ fn registry(with_schema: bool) -> ToolRegistry {
 }
 
 fn run_context() -> RunContext {
-    RunContext::new("bench-session", "bench-run").with_grants(Grants::new(vec![
-        GrantScope::new("bench").allow(["echo", "sleep", "search_tools"]),
-    ]))
+    RunContext::new("bench-session", "bench-run")
+        .with_grants(Grants::new(vec![GrantScope::new("bench").allow(["echo", "sleep", "search_tools"])]))
 }
 
 fn calls(n: usize, name: &str, arguments: &Value) -> Vec<ToolCall> {
-    (0..n)
-        .map(|i| ToolCall::new(format!("call-{i}"), name, arguments.clone()))
-        .collect()
+    (0..n).map(|i| ToolCall::new(format!("call-{i}"), name, arguments.clone())).collect()
 }
 
 fn report(variant: &str, n: usize, elapsed: Duration, extra: Value) {
@@ -126,15 +119,8 @@ async fn time_sequential(
 }
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100_000);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("bench: cannot start tokio: {e}");
@@ -145,28 +131,17 @@ fn main() {
         let args = json!({"text": "hello from the bench, a short line of text"});
         let secret = "sk-bench-0123456789abcdefghijklmnop";
 
-        let d = Dispatcher::builder(registry(false))
-            .redactor(Redactor::disabled())
-            .build();
+        let d = Dispatcher::builder(registry(false)).redactor(Redactor::disabled()).build();
         let t = time_sequential(&d, n, "echo", &args, "finished").await;
         report("allow_filter_only", n, t, json!({}));
 
-        let d = Dispatcher::builder(registry(true))
-            .redactor(Redactor::disabled())
-            .build();
+        let d = Dispatcher::builder(registry(true)).redactor(Redactor::disabled()).build();
         let t = time_sequential(&d, n, "echo", &args, "finished").await;
-        report(
-            "json_schema",
-            n,
-            t,
-            json!({"schema_compiles": d.schema_validator().compile_count()}),
-        );
+        report("json_schema", n, t, json!({"schema_compiles": d.schema_validator().compile_count()}));
 
         let bus = EventBus::new(65_536);
-        let d = Dispatcher::builder(registry(true))
-            .redactor(Redactor::disabled())
-            .events(bus.clone())
-            .build();
+        let d =
+            Dispatcher::builder(registry(true)).redactor(Redactor::disabled()).events(bus.clone()).build();
         let received = Arc::new(AtomicU64::new(0));
         let mut subscription = bus.subscribe();
         let counter = received.clone();
@@ -193,10 +168,7 @@ fn main() {
         let bus = EventBus::new(65_536);
         let mut subscription = bus.subscribe();
         let drain = tokio::spawn(async move { while subscription.recv().await.is_some() {} });
-        let d = Dispatcher::builder(registry(true))
-            .redactor(redactor.clone())
-            .events(bus.clone())
-            .build();
+        let d = Dispatcher::builder(registry(true)).redactor(redactor.clone()).events(bus.clone()).build();
         let t = time_sequential(&d, n, "echo", &args, "finished").await;
         report("json_schema+subscriber+redactor", n, t, json!({"secrets": 1}));
 
@@ -207,19 +179,12 @@ fn main() {
             .ledger(ledger.clone())
             .build();
         let t = time_sequential(&d, n, "echo", &args, "finished").await;
-        report(
-            "json_schema+subscriber+redactor+memory_ledger",
-            n,
-            t,
-            json!({"records": ledger.len()}),
-        );
+        report("json_schema+subscriber+redactor+memory_ledger", n, t, json!({"records": ledger.len()}));
         drop(d);
         drop(bus);
         drain.abort();
 
-        let d = Dispatcher::builder(registry(true))
-            .redactor(redactor.clone())
-            .build();
+        let d = Dispatcher::builder(registry(true)).redactor(redactor.clone()).build();
         let t = time_sequential(&d, n, "forbidden_echo", &args, "tool_denied").await;
         report("blocked_tool_denied", n, t, json!({}));
         let bad = json!({"text": 42});
@@ -232,9 +197,7 @@ fn main() {
             let run = run_context();
             let batch = calls(batch_calls, "sleep", &json!({}));
             let start = Instant::now();
-            let results = d
-                .dispatch_batch(batch, &run, BatchOptions::concurrency(concurrency))
-                .await;
+            let results = d.dispatch_batch(batch, &run, BatchOptions::concurrency(concurrency)).await;
             let elapsed = start.elapsed();
             let finished = results.iter().filter(|r| r.is_finished()).count();
             report(

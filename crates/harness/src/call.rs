@@ -46,10 +46,7 @@ impl CallArguments {
     pub fn from_text(raw: &str) -> Self {
         match serde_json::from_str(raw) {
             Ok(v) => CallArguments::Json(v),
-            Err(e) => CallArguments::Unparsed {
-                raw: raw.to_owned(),
-                error: e.to_string(),
-            },
+            Err(e) => CallArguments::Unparsed { raw: raw.to_owned(), error: e.to_string() },
         }
     }
 }
@@ -74,11 +71,7 @@ impl ToolCall {
         name: impl Into<String>,
         arguments: impl Into<CallArguments>,
     ) -> Self {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
     }
 }
 
@@ -201,11 +194,7 @@ pub struct CallError {
 
 impl CallError {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        CallError {
-            code: code.into(),
-            message: message.into(),
-            details: None,
-        }
+        CallError { code: code.into(), message: message.into(), details: None }
     }
 
     pub fn with_details(mut self, details: Value) -> Self {

@@ -38,11 +38,7 @@ pub struct DisclosureLimits {
 
 impl Default for DisclosureLimits {
     fn default() -> Self {
-        DisclosureLimits {
-            default_k: 16,
-            max_k: HARD_MAX_K,
-            max_query_bytes: 4096,
-        }
+        DisclosureLimits { default_k: 16, max_k: HARD_MAX_K, max_query_bytes: 4096 }
     }
 }
 
@@ -163,23 +159,14 @@ impl ToolSearchIndex {
             for term in terms.keys() {
                 *document_frequency.entry(term.clone()).or_default() += 1;
             }
-            tools.push(IndexedTool {
-                name: spec.name.clone(),
-                summary,
-                terms,
-                length,
-            });
+            tools.push(IndexedTool { name: spec.name.clone(), summary, terms, length });
         }
         let average_length = if tools.is_empty() {
             1.0
         } else {
             (tools.iter().map(|t| t.length).sum::<f64>() / tools.len() as f64).max(1.0)
         };
-        Ok(ToolSearchIndex {
-            tools,
-            document_frequency,
-            average_length,
-        })
+        Ok(ToolSearchIndex { tools, document_frequency, average_length })
     }
 
     pub fn len(&self) -> usize {
@@ -250,9 +237,7 @@ pub struct Disclosure {
 
 impl Disclosure {
     pub fn new(limits: DisclosureLimits) -> Self {
-        Disclosure {
-            limits: limits.clamped(),
-        }
+        Disclosure { limits: limits.clamped() }
     }
 
     pub fn limits(&self) -> DisclosureLimits {
@@ -275,16 +260,9 @@ impl Disclosure {
             });
         }
         let k = k.unwrap_or(self.limits.default_k).clamp(1, self.limits.max_k);
-        let granted = || {
-            registry
-                .specs()
-                .filter(|s| s.name != SEARCH_TOOLS_NAME && grants.permits(&s.name))
-        };
+        let granted = || registry.specs().filter(|s| s.name != SEARCH_TOOLS_NAME && grants.permits(&s.name));
         match ToolSearchIndex::build(granted()) {
-            Ok(index) => Ok(Selection {
-                tools: index.search(query, k),
-                full: false,
-            }),
+            Ok(index) => Ok(Selection { tools: index.search(query, k), full: false }),
             Err(DisclosureError::IndexTooLarge) => {
                 tracing::warn!("tool search index cap passed; disclosing every granted tool");
                 let tools = granted()
@@ -365,18 +343,11 @@ impl Tool for SearchToolsTool {
         _: &Value,
         _: &CallContext,
     ) -> Result<crate::execution::ExecutionAction, ToolError> {
-        Ok(crate::execution::ExecutionAction::new(
-            crate::execution::ActionKind::None,
-            "search",
-        ))
+        Ok(crate::execution::ExecutionAction::new(crate::execution::ActionKind::None, "search"))
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let query = invocation
-            .arguments
-            .get("query")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let query = invocation.arguments.get("query").and_then(Value::as_str).unwrap_or_default();
         let k = invocation
             .arguments
             .get("k")
@@ -403,24 +374,10 @@ mod tests {
     #[test]
     fn tokenizer_splits_words_and_humps() {
         let mut out = Vec::new();
-        tokenize(
-            "mcp:github:createPullRequest read_file HTTPServer files process",
-            |t| out.push(t),
-        );
+        tokenize("mcp:github:createPullRequest read_file HTTPServer files process", |t| out.push(t));
         assert_eq!(
             out,
-            [
-                "mcp",
-                "github",
-                "create",
-                "pull",
-                "request",
-                "read",
-                "file",
-                "httpserver",
-                "file",
-                "process"
-            ]
+            ["mcp", "github", "create", "pull", "request", "read", "file", "httpserver", "file", "process"]
         );
     }
 
@@ -443,11 +400,7 @@ mod tests {
         let hits = index.search("read file", 3);
         assert_eq!(hits[0].name, "read");
         let names: Vec<_> = hits.iter().map(|h| h.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["read", "write", "list"],
-            "ties of 'file' keep registry order"
-        );
+        assert_eq!(names, ["read", "write", "list"], "ties of 'file' keep registry order");
         assert!(index.search("nothing-like-it", 3).is_empty());
     }
 }

@@ -176,6 +176,12 @@ pub struct Dispatcher {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// A batch call's hold on the batch gate while it executes.
+enum BatchTurn<'a> {
+    Alone { _held: tokio::sync::RwLockWriteGuard<'a, ()> },
+    Shared { _held: tokio::sync::RwLockReadGuard<'a, ()> },
+}
+
 /// What stage 8 needs to know about a started call.
 struct Finishing<'a> {
     ctx: &'a Arc<CallContext>,
@@ -196,12 +202,7 @@ struct Refusal {
 
 impl Refusal {
     fn new(reason: BlockedReason, code: &str, message: impl Into<String>, decided_by: DecidedBy) -> Self {
-        Refusal {
-            reason,
-            error: CallError::new(code, message),
-            decided_by,
-            matched_rules: Vec::new(),
-        }
+        Refusal { reason, error: CallError::new(code, message), decided_by, matched_rules: Vec::new() }
     }
 }
 
@@ -276,16 +277,9 @@ fn json_type(v: &Value) -> &'static str {
 
 /// Identifiers a guardrail's own name may contribute to a `pack` (garbage is replaced).
 fn sanitize_ident(s: &str) -> String {
-    let cleaned: String = s
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        .take(64)
-        .collect();
-    if cleaned.is_empty() {
-        "unnamed".to_owned()
-    } else {
-        cleaned
-    }
+    let cleaned: String =
+        s.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')).take(64).collect();
+    if cleaned.is_empty() { "unnamed".to_owned() } else { cleaned }
 }
 
 impl Dispatcher {
@@ -342,6 +336,18 @@ impl Dispatcher {
 
     /// Runs one call through the whole pipeline.
     pub async fn dispatch(&self, call: ToolCall, run: &RunContext) -> ToolCallResult {
+        self.dispatch_gated(call, run, None).await
+    }
+
+    /// The pipeline, with an optional batch gate: an exclusive tool executes holding it for writing,
+    /// any other tool for reading, so an exclusive tool never runs beside another call of its batch
+    /// (whatever name the call had before middleware).
+    pub(crate) async fn dispatch_gated(
+        &self,
+        call: ToolCall,
+        run: &RunContext,
+        gate: Option<&tokio::sync::RwLock<()>>,
+    ) -> ToolCallResult {
         let shared = &self.shared;
         let ctx = Arc::new(run.call(call.id.clone()));
 
@@ -367,9 +373,7 @@ impl Dispatcher {
             };
             if let Err(refusal) = shared.run_guardrails(subject, run).await {
                 let args = args_view.into_owned();
-                return shared
-                    .block(&ctx, Arc::from(call.name.as_str()), refusal, Some(&args))
-                    .await;
+                return shared.block(&ctx, Arc::from(call.name.as_str()), refusal, Some(&args)).await;
             }
         }
 
@@ -392,11 +396,14 @@ impl Dispatcher {
             };
 
         // 7. started, execute.
+        let _turn = match gate {
+            Some(gate) if entry.spec().exclusive => Some(BatchTurn::Alone { _held: gate.write().await }),
+            Some(gate) => Some(BatchTurn::Shared { _held: gate.read().await }),
+            None => None,
+        };
         if run.cancel.is_cancelled() {
-            let error = CallError::new(
-                error_codes::NOT_DISPATCHED,
-                "the run was cancelled before this call started",
-            );
+            let error =
+                CallError::new(error_codes::NOT_DISPATCHED, "the run was cancelled before this call started");
             return shared.fail_unstarted(&ctx, tool_name, error, decided_by).await;
         }
         let action = Arc::new(action);
@@ -454,21 +461,12 @@ impl Dispatcher {
                 decided_by: decided_by.clone(),
             },
             cancel: run.cancel.clone(),
-            catalog: Catalog {
-                registry: registry.clone(),
-                grants: run.grants.clone(),
-            },
+            catalog: Catalog { registry: registry.clone(), grants: run.grants.clone() },
         };
         let outcome = shared.execute(entry, invocation, &run.cancel).await;
 
         // 8. middleware `tool_result`, guardrails `tool_output`, redaction, finished | error.
-        let finishing = Finishing {
-            ctx: &ctx,
-            tool_name,
-            decided_by,
-            started_at,
-            arguments: kept_arguments,
-        };
+        let finishing = Finishing { ctx: &ctx, tool_name, decided_by, started_at, arguments: kept_arguments };
         shared.finish(finishing, outcome, run).await
     }
 }
@@ -493,18 +491,13 @@ impl Shared {
                 Err(panic) => format!("panicked: {}", panic_message(panic.as_ref())),
             };
             let mw = sanitize_ident(m.name());
-            let message = truncate(
-                &format!("Blocked by middleware {mw}: {why}"),
-                MAX_GUARDRAIL_MESSAGE_BYTES,
-            );
+            let message =
+                truncate(&format!("Blocked by middleware {mw}: {why}"), MAX_GUARDRAIL_MESSAGE_BYTES);
             let refusal = Refusal::new(
                 BlockedReason::GuardrailBlocked,
                 error_codes::GUARDRAIL_BLOCKED,
                 message,
-                DecidedBy::Guardrail {
-                    pack: "middleware".into(),
-                    rule: mw,
-                },
+                DecidedBy::Guardrail { pack: "middleware".into(), rule: mw },
             );
             return Err((name, refusal));
         }
@@ -541,10 +534,7 @@ impl Shared {
                 Err(panic) => (
                     GuardrailOutcome::Failed,
                     GuardrailRule::new(sanitize_ident(g.name()), "guardrail_panic"),
-                    Some(format!(
-                        "the guardrail panicked: {}",
-                        panic_message(panic.as_ref())
-                    )),
+                    Some(format!("the guardrail panicked: {}", panic_message(panic.as_ref()))),
                     false,
                 ),
             };
@@ -555,13 +545,7 @@ impl Shared {
             }
             let message = self.redactor.redact_str(&message).unwrap_or(message);
             let message = truncate(&message, MAX_GUARDRAIL_MESSAGE_BYTES);
-            self.emit_guardrail(
-                &subject,
-                g.name(),
-                outcome,
-                Some(rule.clone()),
-                Some(message.clone()),
-            );
+            self.emit_guardrail(&subject, g.name(), outcome, Some(rule.clone()), Some(message.clone()));
             if trip {
                 tracing::warn!(call_id = %subject.call.call_id, "guardrail tripwire: cancelling the run");
                 run.cancel.cancel();
@@ -570,10 +554,7 @@ impl Shared {
                 BlockedReason::GuardrailBlocked,
                 error_codes::GUARDRAIL_BLOCKED,
                 message,
-                DecidedBy::Guardrail {
-                    pack: rule.pack,
-                    rule: rule.rule,
-                },
+                DecidedBy::Guardrail { pack: rule.pack, rule: rule.rule },
             ));
         }
         Ok(())
@@ -629,15 +610,9 @@ impl Shared {
                     "Tool {requested} is denied by grant scope {} (renamed to {name} by middleware)",
                     scope.name
                 ),
-                DecidedBy::Grants {
-                    scope: scope.name.clone(),
-                },
+                DecidedBy::Grants { scope: scope.name.clone() },
             );
-            return Err(Box::new((
-                shown_name(&name),
-                refusal,
-                args_for_record(&arguments),
-            )));
+            return Err(Box::new((shown_name(&name), refusal, args_for_record(&arguments))));
         }
         let Some(entry) = registry.get(&name) else {
             let refusal = Refusal::new(
@@ -654,15 +629,9 @@ impl Shared {
                 BlockedReason::ToolDenied,
                 error_codes::TOOL_DENIED,
                 format!("Tool {name} is not granted (grant scope {})", scope.name),
-                DecidedBy::Grants {
-                    scope: scope.name.clone(),
-                },
+                DecidedBy::Grants { scope: scope.name.clone() },
             );
-            return Err(Box::new((
-                entry.name.clone(),
-                refusal,
-                args_for_record(&arguments),
-            )));
+            return Err(Box::new((entry.name.clone(), refusal, args_for_record(&arguments))));
         }
         match arguments {
             CallArguments::Json(Value::Object(map)) => Ok((entry, Value::Object(map))),
@@ -671,9 +640,7 @@ impl Shared {
                     BlockedReason::InvalidArguments,
                     error_codes::INVALID_ARGUMENTS,
                     format!("Arguments must be a JSON object, got {}", json_type(&other)),
-                    DecidedBy::Validator {
-                        validator: "arguments".into(),
-                    },
+                    DecidedBy::Validator { validator: "arguments".into() },
                 );
                 Err(Box::new((entry.name.clone(), refusal, Some(other))))
             }
@@ -682,9 +649,7 @@ impl Shared {
                     BlockedReason::InvalidArguments,
                     error_codes::INVALID_JSON_ARGUMENTS,
                     format!("Arguments are not valid JSON: {}", truncate(&error, 200)),
-                    DecidedBy::Validator {
-                        validator: "arguments".into(),
-                    },
+                    DecidedBy::Validator { validator: "arguments".into() },
                 );
                 Err(Box::new((entry.name.clone(), refusal, Some(Value::String(raw)))))
             }
@@ -706,9 +671,7 @@ impl Shared {
                 BlockedReason::PermissionDenied,
                 error_codes::PERMISSION_DENIED,
                 format!("Permission denied: {permission}"),
-                DecidedBy::Permission {
-                    permission: permission.to_string(),
-                },
+                DecidedBy::Permission { permission: permission.to_string() },
             ));
         }
 
@@ -717,9 +680,7 @@ impl Shared {
                 BlockedReason::ValidationFailed,
                 error_codes::VALIDATION_FAILED,
                 issue.message,
-                DecidedBy::Validator {
-                    validator: "json_schema".into(),
-                },
+                DecidedBy::Validator { validator: "json_schema".into() },
             );
             refusal.error.details = issue.details;
             return Err(refusal);
@@ -750,9 +711,7 @@ impl Shared {
                 BlockedReason::ValidationFailed,
                 error_codes::VALIDATION_FAILED,
                 message,
-                DecidedBy::Validator {
-                    validator: sanitize_ident(v.name()),
-                },
+                DecidedBy::Validator { validator: sanitize_ident(v.name()) },
             );
             refusal.error.details = details;
             return Err(refusal);
@@ -773,9 +732,7 @@ impl Shared {
                     BlockedReason::ValidationFailed,
                     error_codes::VALIDATION_FAILED,
                     format!("cannot describe the action: {}", e.message),
-                    DecidedBy::Validator {
-                        validator: "action".into(),
-                    },
+                    DecidedBy::Validator { validator: "action".into() },
                 );
                 refusal.error.details = e.details;
                 return Err(refusal);
@@ -785,29 +742,18 @@ impl Shared {
         let Some(policy) = &self.policy else {
             return Ok((action, DecidedBy::DEFAULT, Vec::new()));
         };
-        let request = PolicyRequest {
-            call: ctx,
-            tool: entry.spec(),
-            arguments,
-            action: &action,
-        };
-        let verdict = AssertUnwindSafe(policy.evaluate(request))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
+        let request = PolicyRequest { call: ctx, tool: entry.spec(), arguments, action: &action };
+        let verdict =
+            AssertUnwindSafe(policy.evaluate(request)).catch_unwind().await.unwrap_or_else(|panic| {
                 PolicyVerdict::deny(
-                    DecidedBy::Default {
-                        detail: Some("policy failure".into()),
-                    },
+                    DecidedBy::Default { detail: Some("policy failure".into()) },
                     format!("the execution policy panicked: {}", panic_message(panic.as_ref())),
                 )
             });
         match verdict.decision {
             PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules)),
             PolicyDecision::Deny => {
-                let reason = verdict
-                    .reason
-                    .unwrap_or_else(|| "denied by the execution policy".into());
+                let reason = verdict.reason.unwrap_or_else(|| "denied by the execution policy".into());
                 let mut refusal = Refusal::new(
                     BlockedReason::ExecutionDenied,
                     error_codes::EXECUTION_DENIED,
@@ -836,9 +782,7 @@ impl Shared {
                 BlockedReason::ExecutionDenied,
                 error_codes::EXECUTION_DENIED,
                 "approval required, but no approver is configured",
-                DecidedBy::Default {
-                    detail: Some("no approver".into()),
-                },
+                DecidedBy::Default { detail: Some("no approver".into()) },
             );
             refusal.matched_rules = matched_rules;
             return Err(refusal);
@@ -911,11 +855,7 @@ impl Shared {
         };
         match settled {
             Ok(Ok(output)) => Ok(output),
-            Ok(Err(e)) => Err(CallError {
-                code: e.code,
-                message: e.message,
-                details: e.details,
-            }),
+            Ok(Err(e)) => Err(CallError { code: e.code, message: e.message, details: e.details }),
             Err(panic) => Err(CallError::new(
                 error_codes::TOOL_PANICKED,
                 format!("the tool panicked: {}", panic_message(panic.as_ref())),
@@ -930,13 +870,7 @@ impl Shared {
         mut outcome: Result<ToolOutput, CallError>,
         run: &RunContext,
     ) -> ToolCallResult {
-        let Finishing {
-            ctx,
-            tool_name,
-            decided_by,
-            started_at,
-            arguments,
-        } = finishing;
+        let Finishing { ctx, tool_name, decided_by, started_at, arguments } = finishing;
         if !self.middleware.is_empty() {
             let call = ToolCall::new(ctx.call_id.clone(), tool_name.to_string(), Value::Null);
             for m in self.middleware.iter().rev() {
@@ -970,12 +904,7 @@ impl Shared {
         let (outcome, redacted) = match outcome {
             Ok(mut output) => {
                 let redacted = self.redactor.redact_output(&mut output);
-                (
-                    CallOutcome::Finished {
-                        output: Arc::new(output),
-                    },
-                    redacted,
-                )
+                (CallOutcome::Finished { output: Arc::new(output) }, redacted)
             }
             Err(mut error) => {
                 let redacted = self.redactor.redact_error(&mut error);
@@ -1006,24 +935,16 @@ impl Shared {
         }
         if self.events.has_subscribers() {
             let payload = match &outcome {
-                CallOutcome::Finished { output } => EventPayload::Finished {
-                    output: output.clone(),
-                    duration_us,
-                },
-                CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => EventPayload::Error {
-                    error: error.clone(),
-                    duration_us,
-                },
+                CallOutcome::Finished { output } => {
+                    EventPayload::Finished { output: output.clone(), duration_us }
+                }
+                CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => {
+                    EventPayload::Error { error: error.clone(), duration_us }
+                }
             };
             self.emit(ctx, &tool_name, payload);
         }
-        ToolCallResult {
-            call_id: ctx.call_id.clone(),
-            tool_name,
-            outcome,
-            decided_by,
-            redacted,
-        }
+        ToolCallResult { call_id: ctx.call_id.clone(), tool_name, outcome, decided_by, redacted }
     }
 
     /// A call that passed every check but did not start (run cancelled, ledger refused `started`).
@@ -1036,12 +957,8 @@ impl Shared {
     ) -> ToolCallResult {
         let redacted = self.redactor.redact_error(&mut error);
         if let Some(ledger) = &self.ledger {
-            let mut record = ToolCallRecord::new(
-                RecordKind::Error,
-                ctx.clone(),
-                tool_name.clone(),
-                decided_by.clone(),
-            );
+            let mut record =
+                ToolCallRecord::new(RecordKind::Error, ctx.clone(), tool_name.clone(), decided_by.clone());
             record.error = Some(error.clone());
             record.redacted = redacted;
             if let Err(e) = ledger.record(record).await {
@@ -1049,14 +966,7 @@ impl Shared {
             }
         }
         if self.events.has_subscribers() {
-            self.emit(
-                ctx,
-                &tool_name,
-                EventPayload::Error {
-                    error: error.clone(),
-                    duration_us: 0,
-                },
-            );
+            self.emit(ctx, &tool_name, EventPayload::Error { error: error.clone(), duration_us: 0 });
         }
         ToolCallResult {
             call_id: ctx.call_id.clone(),
@@ -1075,21 +985,12 @@ impl Shared {
         refusal: Refusal,
         arguments: Option<&Value>,
     ) -> ToolCallResult {
-        let Refusal {
-            reason,
-            mut error,
-            decided_by,
-            matched_rules,
-        } = refusal;
+        let Refusal { reason, mut error, decided_by, matched_rules } = refusal;
         let mut redacted = self.redactor.redact_error(&mut error);
         tracing::debug!(call_id = %ctx.call_id, tool = %tool_name, %reason, "tool call blocked");
         if let Some(ledger) = &self.ledger {
-            let mut record = ToolCallRecord::new(
-                RecordKind::Blocked,
-                ctx.clone(),
-                tool_name.clone(),
-                decided_by.clone(),
-            );
+            let mut record =
+                ToolCallRecord::new(RecordKind::Blocked, ctx.clone(), tool_name.clone(), decided_by.clone());
             if let Some(args) = arguments {
                 let (shown, args_redacted) = self.shown_arguments(args);
                 redacted |= args_redacted;
@@ -1107,11 +1008,7 @@ impl Shared {
             self.emit(
                 ctx,
                 &tool_name,
-                EventPayload::Blocked {
-                    reason,
-                    error: error.clone(),
-                    decided_by: decided_by.clone(),
-                },
+                EventPayload::Blocked { reason, error: error.clone(), decided_by: decided_by.clone() },
             );
         }
         ToolCallResult {

@@ -49,15 +49,9 @@ mod tests {
     #[test]
     fn codes_are_stable() {
         let e: HarnessError = RegistryError::Duplicate("x".into()).into();
-        assert_eq!(
-            (e.code(), e.to_string().as_str()),
-            ("duplicate_tool", "Duplicate tool: x")
-        );
+        assert_eq!((e.code(), e.to_string().as_str()), ("duplicate_tool", "Duplicate tool: x"));
         let e: HarnessError = RegistryError::Unknown("y".into()).into();
-        assert_eq!(
-            (e.code(), e.to_string().as_str()),
-            ("unknown_tool", "Unknown tool: y")
-        );
+        assert_eq!((e.code(), e.to_string().as_str()), ("unknown_tool", "Unknown tool: y"));
         let e: HarnessError = SchemaError::TooDeep { limit: 64 }.into();
         assert_eq!(e.code(), "schema_rejected");
     }

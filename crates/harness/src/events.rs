@@ -53,24 +53,13 @@ pub enum GuardrailOutcome {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventPayload {
     #[serde(rename = "tool_execution_blocked")]
-    Blocked {
-        reason: BlockedReason,
-        error: CallError,
-        decided_by: DecidedBy,
-    },
+    Blocked { reason: BlockedReason, error: CallError, decided_by: DecidedBy },
     #[serde(rename = "tool_execution_started")]
-    Started {
-        arguments: Arc<Value>,
-        action: Arc<ExecutionAction>,
-        decided_by: DecidedBy,
-    },
+    Started { arguments: Arc<Value>, action: Arc<ExecutionAction>, decided_by: DecidedBy },
     #[serde(rename = "tool_execution_progress")]
     Progress { progress: Value },
     #[serde(rename = "tool_execution_finished")]
-    Finished {
-        output: Arc<ToolOutput>,
-        duration_us: u64,
-    },
+    Finished { output: Arc<ToolOutput>, duration_us: u64 },
     #[serde(rename = "tool_execution_error")]
     Error { error: CallError, duration_us: u64 },
     GuardrailDecision {
@@ -127,17 +116,11 @@ impl Default for EventBus {
 impl EventBus {
     pub fn new(capacity: usize) -> Self {
         let (sender, _) = broadcast::channel(capacity.max(1));
-        EventBus {
-            sender,
-            missed: Arc::new(AtomicU64::new(0)),
-        }
+        EventBus { sender, missed: Arc::new(AtomicU64::new(0)) }
     }
 
     pub fn subscribe(&self) -> EventSubscription {
-        EventSubscription {
-            receiver: self.sender.subscribe(),
-            missed: self.missed.clone(),
-        }
+        EventSubscription { receiver: self.sender.subscribe(), missed: self.missed.clone() }
     }
 
     /// Whether anyone listens (dispatch skips building events when nobody does).

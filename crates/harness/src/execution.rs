@@ -69,11 +69,7 @@ impl ExecutionAction {
     }
 
     pub fn new(kind: ActionKind, operation: impl Into<Cow<'static, str>>) -> Self {
-        ExecutionAction {
-            kind,
-            operation: operation.into(),
-            ..ExecutionAction::none()
-        }
+        ExecutionAction { kind, operation: operation.into(), ..ExecutionAction::none() }
     }
 
     pub fn with_paths(mut self, paths: Vec<PathBuf>) -> Self {
@@ -122,12 +118,7 @@ pub struct PolicyVerdict {
 
 impl PolicyVerdict {
     pub fn allow(decided_by: DecidedBy) -> Self {
-        PolicyVerdict {
-            decision: PolicyDecision::Allow,
-            decided_by,
-            matched_rules: Vec::new(),
-            reason: None,
-        }
+        PolicyVerdict { decision: PolicyDecision::Allow, decided_by, matched_rules: Vec::new(), reason: None }
     }
 
     pub fn ask(decided_by: DecidedBy, reason: impl Into<String>) -> Self {

@@ -18,11 +18,7 @@ pub struct GrantScope {
 
 impl GrantScope {
     pub fn new(name: impl Into<String>) -> Self {
-        GrantScope {
-            name: name.into(),
-            allow: HashSet::new(),
-            deny: HashSet::new(),
-        }
+        GrantScope { name: name.into(), allow: HashSet::new(), deny: HashSet::new() }
     }
 
     pub fn allow<I, S>(mut self, names: I) -> Self
@@ -68,11 +64,10 @@ impl Grants {
     /// The scope that refuses `name`, if any: first a deny list naming it (deny wins), then a non-empty
     /// allow list lacking it.
     pub fn refusing_scope(&self, name: &str) -> Option<&GrantScope> {
-        self.scopes.iter().find(|s| s.deny.contains(name)).or_else(|| {
-            self.scopes
-                .iter()
-                .find(|s| !s.allow.is_empty() && !s.allow.contains(name))
-        })
+        self.scopes
+            .iter()
+            .find(|s| s.deny.contains(name))
+            .or_else(|| self.scopes.iter().find(|s| !s.allow.is_empty() && !s.allow.contains(name)))
     }
 
     /// The scope whose deny list names `name`, if any.
@@ -90,10 +85,7 @@ impl Grants {
         T: 'a + ?Sized,
         F: Fn(&T) -> &str,
     {
-        items
-            .into_iter()
-            .filter(|item| self.permits(name_of(item)))
-            .collect()
+        items.into_iter().filter(|item| self.permits(name_of(item))).collect()
     }
 }
 
@@ -103,9 +95,7 @@ mod tests {
 
     fn grants() -> Grants {
         Grants::new(vec![
-            GrantScope::new("user")
-                .allow(["read", "write", "shell"])
-                .deny(["write"]),
+            GrantScope::new("user").allow(["read", "write", "shell"]).deny(["write"]),
             GrantScope::new("project").allow(["read", "shell", "edit"]),
             GrantScope::new("session"),
         ])
@@ -116,16 +106,8 @@ mod tests {
         let g = grants();
         assert!(g.permits("read"));
         assert!(g.permits("shell"));
-        assert_eq!(
-            g.refusing_scope("write").map(|s| s.name.as_str()),
-            Some("user"),
-            "deny wins"
-        );
-        assert_eq!(
-            g.refusing_scope("edit").map(|s| s.name.as_str()),
-            Some("user"),
-            "not in user allow"
-        );
+        assert_eq!(g.refusing_scope("write").map(|s| s.name.as_str()), Some("user"), "deny wins");
+        assert_eq!(g.refusing_scope("edit").map(|s| s.name.as_str()), Some("user"), "not in user allow");
         assert_eq!(g.refusing_scope("list").map(|s| s.name.as_str()), Some("user"));
     }
 
@@ -139,10 +121,7 @@ mod tests {
 
     #[test]
     fn deny_in_one_scope_beats_allow_in_another() {
-        let g = Grants::new(vec![
-            GrantScope::new("a").allow(["x"]),
-            GrantScope::new("b").deny(["x"]),
-        ]);
+        let g = Grants::new(vec![GrantScope::new("a").allow(["x"]), GrantScope::new("b").deny(["x"])]);
         assert_eq!(g.refusing_scope("x").map(|s| s.name.as_str()), Some("b"));
     }
 
@@ -158,11 +137,7 @@ mod tests {
     fn narrow_only_narrows_and_keeps_order() {
         let g = grants();
         let names = ["shell", "edit", "read", "write", "shell"];
-        let kept: Vec<&str> = g
-            .narrow(names.iter(), |s: &&str| s)
-            .into_iter()
-            .copied()
-            .collect();
+        let kept: Vec<&str> = g.narrow(names.iter(), |s: &&str| s).into_iter().copied().collect();
         assert_eq!(kept, vec!["shell", "read", "shell"]);
         let none: Vec<&str> = Vec::new();
         assert!(g.narrow(none.iter(), |s: &&str| s).is_empty());

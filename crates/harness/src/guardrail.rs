@@ -25,10 +25,7 @@ pub struct GuardrailRule {
 
 impl GuardrailRule {
     pub fn new(pack: impl Into<String>, rule: impl Into<String>) -> Self {
-        GuardrailRule {
-            pack: pack.into(),
-            rule: rule.into(),
-        }
+        GuardrailRule { pack: pack.into(), rule: rule.into() }
     }
 
     /// Identifiers are 1..=64 bytes of letters, digits, '.', '_', '-'; anything else is garbage.
@@ -36,8 +33,7 @@ impl GuardrailRule {
         fn ok(s: &str) -> bool {
             !s.is_empty()
                 && s.len() <= 64
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
         }
         ok(&self.pack) && ok(&self.rule)
     }

@@ -133,12 +133,7 @@ impl MemoryLedger {
     pub fn for_call(&self, call_id: &str) -> Vec<ToolCallRecord> {
         self.records
             .lock()
-            .map(|r| {
-                r.iter()
-                    .filter(|rec| &*rec.call.call_id == call_id)
-                    .cloned()
-                    .collect()
-            })
+            .map(|r| r.iter().filter(|rec| &*rec.call.call_id == call_id).cloned().collect())
             .unwrap_or_default()
     }
 

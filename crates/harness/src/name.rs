@@ -41,14 +41,8 @@ pub fn validate_tool_name(name: &str) -> Result<(), NameError> {
         if tool.is_empty() || tool.len() > MAX_NAME_PART_BYTES {
             return Err(invalid(name, "upstream tool name must be 1 to 128 bytes"));
         }
-        if !tool
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-        {
-            return Err(invalid(
-                name,
-                "upstream tool names use only letters, digits, '_', '.', '-'",
-            ));
+        if !tool.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) {
+            return Err(invalid(name, "upstream tool names use only letters, digits, '_', '.', '-'"));
         }
         return Ok(());
     }
@@ -60,10 +54,7 @@ pub fn validate_tool_name(name: &str) -> Result<(), NameError> {
         return Err(invalid(name, "must start with a lowercase letter"));
     }
     if !bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-        return Err(invalid(
-            name,
-            "built-in names are lower snake case (a-z, 0-9, '_')",
-        ));
+        return Err(invalid(name, "built-in names are lower snake case (a-z, 0-9, '_')"));
     }
     Ok(())
 }
@@ -89,15 +80,9 @@ mod tests {
 
     #[test]
     fn accepts_snake_case_and_namespaced() {
-        for ok in [
-            "shell",
-            "read",
-            "search_tools",
-            "a1_b2",
-            "mcp:fs:read_file",
-            "mcp:git-1.x:get-log",
-            "mcp:A:B.c",
-        ] {
+        for ok in
+            ["shell", "read", "search_tools", "a1_b2", "mcp:fs:read_file", "mcp:git-1.x:get-log", "mcp:A:B.c"]
+        {
             assert!(validate_tool_name(ok).is_ok(), "{ok}");
         }
     }

@@ -13,10 +13,7 @@ pub struct Permission<'a> {
 
 impl<'a> Permission<'a> {
     pub fn execute(tool: &'a str) -> Self {
-        Permission {
-            tool,
-            action: "execute",
-        }
+        Permission { tool, action: "execute" }
     }
 }
 
@@ -57,18 +54,12 @@ impl PermissionSet {
         let mut set = PermissionSet::default();
         for p in permissions {
             let p = p.as_ref();
-            match p
-                .strip_prefix("tool:")
-                .and_then(|rest| rest.strip_suffix(":execute"))
-            {
+            match p.strip_prefix("tool:").and_then(|rest| rest.strip_suffix(":execute")) {
                 Some("*") => set.all = true,
                 Some(tool) if !tool.is_empty() => {
                     set.tools.insert(tool.to_owned());
                 }
-                _ => tracing::warn!(
-                    permission = p,
-                    "ignoring a permission that is not tool:<name>:execute"
-                ),
+                _ => tracing::warn!(permission = p, "ignoring a permission that is not tool:<name>:execute"),
             }
         }
         set

@@ -49,118 +49,22 @@ impl Charset {
 }
 
 const PATTERNS: &[(&str, Shape)] = &[
-    (
-        "sk-",
-        Shape::Prefixed {
-            min: 20,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "ghp_",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Alnum,
-        },
-    ),
-    (
-        "gho_",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Alnum,
-        },
-    ),
-    (
-        "ghu_",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Alnum,
-        },
-    ),
-    (
-        "ghs_",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Alnum,
-        },
-    ),
-    (
-        "ghr_",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Alnum,
-        },
-    ),
-    (
-        "github_pat_",
-        Shape::Prefixed {
-            min: 20,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "glpat-",
-        Shape::Prefixed {
-            min: 20,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "xoxb-",
-        Shape::Prefixed {
-            min: 10,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "xoxp-",
-        Shape::Prefixed {
-            min: 10,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "xoxa-",
-        Shape::Prefixed {
-            min: 10,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "xoxs-",
-        Shape::Prefixed {
-            min: 10,
-            charset: Charset::Word,
-        },
-    ),
-    (
-        "npm_",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Alnum,
-        },
-    ),
-    (
-        "AKIA",
-        Shape::Prefixed {
-            min: 16,
-            charset: Charset::UpperAlnum,
-        },
-    ),
-    (
-        "ASIA",
-        Shape::Prefixed {
-            min: 16,
-            charset: Charset::UpperAlnum,
-        },
-    ),
-    (
-        "AIza",
-        Shape::Prefixed {
-            min: 30,
-            charset: Charset::Word,
-        },
-    ),
+    ("sk-", Shape::Prefixed { min: 20, charset: Charset::Word }),
+    ("ghp_", Shape::Prefixed { min: 30, charset: Charset::Alnum }),
+    ("gho_", Shape::Prefixed { min: 30, charset: Charset::Alnum }),
+    ("ghu_", Shape::Prefixed { min: 30, charset: Charset::Alnum }),
+    ("ghs_", Shape::Prefixed { min: 30, charset: Charset::Alnum }),
+    ("ghr_", Shape::Prefixed { min: 30, charset: Charset::Alnum }),
+    ("github_pat_", Shape::Prefixed { min: 20, charset: Charset::Word }),
+    ("glpat-", Shape::Prefixed { min: 20, charset: Charset::Word }),
+    ("xoxb-", Shape::Prefixed { min: 10, charset: Charset::Word }),
+    ("xoxp-", Shape::Prefixed { min: 10, charset: Charset::Word }),
+    ("xoxa-", Shape::Prefixed { min: 10, charset: Charset::Word }),
+    ("xoxs-", Shape::Prefixed { min: 10, charset: Charset::Word }),
+    ("npm_", Shape::Prefixed { min: 30, charset: Charset::Alnum }),
+    ("AKIA", Shape::Prefixed { min: 16, charset: Charset::UpperAlnum }),
+    ("ASIA", Shape::Prefixed { min: 16, charset: Charset::UpperAlnum }),
+    ("AIza", Shape::Prefixed { min: 30, charset: Charset::Word }),
     ("Bearer ", Shape::Bearer),
     ("bearer ", Shape::Bearer),
     ("BEARER ", Shape::Bearer),
@@ -259,18 +163,12 @@ impl RedactorBuilder {
         let automaton = if needles.is_empty() {
             None
         } else {
-            match AhoCorasickBuilder::new()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&needles)
-            {
+            match AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&needles) {
                 Ok(a) => Some(a),
                 Err(e) => {
                     // Building can only fail on absurd sizes; fail closed by redacting every string.
                     tracing::error!(error = %e, "redactor automaton failed to build; redacting all text");
-                    return Redactor {
-                        mode: Mode::Everything,
-                        ..Redactor::disabled()
-                    };
+                    return Redactor { mode: Mode::Everything, ..Redactor::disabled() };
                 }
             }
         };
@@ -465,26 +363,17 @@ pub fn is_secret_key(key: &str) -> bool {
         n += 1;
     }
     let normalized = &normalized[..n];
-    SECRET_KEY_SUFFIXES
-        .iter()
-        .any(|s| normalized.ends_with(s.as_bytes()))
+    SECRET_KEY_SUFFIXES.iter().any(|s| normalized.ends_with(s.as_bytes()))
 }
 
 /// The byte span to redact for a pattern match at `start..prefix_end`, if the text really looks secret.
 fn secret_span(bytes: &[u8], start: usize, prefix_end: usize, shape: Shape) -> Option<(usize, usize)> {
-    if start > 0
-        && bytes
-            .get(start - 1)
-            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
-    {
+    if start > 0 && bytes.get(start - 1).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
         return None; // not at a token boundary ("task-..." is not "sk-...")
     }
     match shape {
         Shape::Prefixed { min, charset } => {
-            let run = bytes[prefix_end..]
-                .iter()
-                .take_while(|b| charset.accepts(**b))
-                .count();
+            let run = bytes[prefix_end..].iter().take_while(|b| charset.accepts(**b)).count();
             (run >= min).then_some((start, prefix_end + run))
         }
         Shape::Bearer => {
@@ -512,11 +401,7 @@ fn secret_span(bytes: &[u8], start: usize, prefix_end: usize, shape: Shape) -> O
 }
 
 fn find(haystack: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    haystack
-        .get(from..)?
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
+    haystack.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|p| p + from)
 }
 
 #[cfg(test)]
@@ -528,8 +413,7 @@ mod tests {
     fn known_secret_is_replaced_everywhere() {
         let r = Redactor::builder().secret("hunter2-very-secret").build();
         assert_eq!(
-            r.redact_str("a hunter2-very-secret b hunter2-very-secret")
-                .unwrap(),
+            r.redact_str("a hunter2-very-secret b hunter2-very-secret").unwrap(),
             "a [REDACTED] b [REDACTED]"
         );
         assert_eq!(r.redact_str("nothing here"), None);
@@ -537,11 +421,7 @@ mod tests {
 
     #[test]
     fn short_secrets_are_ignored() {
-        let r = Redactor::builder()
-            .secret("abc")
-            .patterns(false)
-            .secret_keys(false)
-            .build();
+        let r = Redactor::builder().secret("abc").patterns(false).secret_keys(false).build();
         assert!(!r.is_active());
         assert_eq!(r.redact_str("abc abc"), None);
     }
@@ -550,27 +430,16 @@ mod tests {
     fn secret_looking_values() {
         let r = Redactor::default();
         let cases = [
-            (
-                "key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end",
-                "key [REDACTED] end",
-            ),
+            ("key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end", "key [REDACTED] end"),
             ("ghp_0123456789abcdefghijABCDEFGHIJ012345", "[REDACTED]"),
             ("AKIAABCDEFGHIJKLMNOP", "[REDACTED]"),
-            (
-                "Authorization: Bearer abcdefghijklmnop.qrstuv",
-                "Authorization: Bearer [REDACTED]",
-            ),
+            ("Authorization: Bearer abcdefghijklmnop.qrstuv", "Authorization: Bearer [REDACTED]"),
             ("xoxb-1234567890-abcdef", "[REDACTED]"),
         ];
         for (input, want) in cases {
             assert_eq!(r.redact_str(input).as_deref(), Some(want), "{input}");
         }
-        for harmless in [
-            "task-0123456789abcdefghijklmnop",
-            "sk-short",
-            "Bearer of bad news",
-            "AKIA",
-        ] {
+        for harmless in ["task-0123456789abcdefghijklmnop", "sk-short", "Bearer of bad news", "AKIA"] {
             assert_eq!(r.redact_str(harmless), None, "{harmless}");
         }
     }

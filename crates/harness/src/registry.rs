@@ -55,10 +55,7 @@ impl ToolRegistry {
     }
 
     pub fn with_duplicate_policy(duplicates: DuplicatePolicy) -> Self {
-        ToolRegistry {
-            tools: IndexMap::new(),
-            duplicates,
-        }
+        ToolRegistry { tools: IndexMap::new(), duplicates }
     }
 
     /// Registers a tool. Returns the tool it replaced, if any.
@@ -69,11 +66,7 @@ impl ToolRegistry {
             return Err(RegistryError::Duplicate(name));
         }
         let schema_key = tool.spec().parameters.as_ref().map(SchemaKey::of);
-        let entry = RegisteredTool {
-            tool,
-            name: Arc::from(name.as_str()),
-            schema_key,
-        };
+        let entry = RegisteredTool { tool, name: Arc::from(name.as_str()), schema_key };
         Ok(self.tools.insert(name, entry).map(|old| old.tool))
     }
 
@@ -84,9 +77,7 @@ impl ToolRegistry {
 
     /// Looks a tool up; fails closed with `Unknown tool: <name>`.
     pub fn resolve(&self, name: &str) -> Result<&RegisteredTool, RegistryError> {
-        self.tools
-            .get(name)
-            .ok_or_else(|| RegistryError::Unknown(name.to_owned()))
+        self.tools.get(name).ok_or_else(|| RegistryError::Unknown(name.to_owned()))
     }
 
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
@@ -168,10 +159,7 @@ mod tests {
     fn resolve_fails_closed_and_names_are_checked() {
         let mut r = ToolRegistry::new();
         assert_eq!(r.resolve("nope").err().unwrap().to_string(), "Unknown tool: nope");
-        assert!(matches!(
-            r.register(tool("Bad-Name", "")),
-            Err(RegistryError::InvalidName(_))
-        ));
+        assert!(matches!(r.register(tool("Bad-Name", "")), Err(RegistryError::InvalidName(_))));
         r.register(tool("mcp:fs:read_file", "")).unwrap();
         assert!(r.contains("mcp:fs:read_file"));
         assert!(r.unregister("mcp:fs:read_file").is_some());

@@ -16,6 +16,11 @@ use thiserror::Error;
 /// Keys an argument object may never carry anywhere (prototype pollution in JavaScript servers).
 pub const FORBIDDEN_KEYS: [&str; 3] = ["__proto__", "constructor", "prototype"];
 
+/// How error messages name the arguments object itself (a JSON Pointer `/` would mean the key `""`).
+pub const ROOT_PATH: &str = "(root)";
+/// Keywords whose values are data, not subschemas: a `$ref` key inside them is not a reference.
+const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+
 /// Longest message kept from one schema error, in bytes.
 const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 /// How many schema errors one failure reports.
@@ -30,15 +35,7 @@ pub struct LimitError {
 }
 
 fn check_limit(name: &'static str, value: usize, hard_cap: usize) -> Result<(), LimitError> {
-    if value == 0 || value > hard_cap {
-        Err(LimitError {
-            name,
-            value,
-            hard_cap,
-        })
-    } else {
-        Ok(())
-    }
+    if value == 0 || value > hard_cap { Err(LimitError { name, value, hard_cap }) } else { Ok(()) }
 }
 
 /// Bounds on schemas. Defaults and hard caps per the design: bytes 256 KiB (1 MiB), depth 64 (128),
@@ -110,17 +107,9 @@ impl InstanceLimits {
     pub fn validated(self) -> Result<Self, LimitError> {
         let h = InstanceLimits::HARD;
         check_limit("instance max_depth", self.max_depth, h.max_depth)?;
-        check_limit(
-            "instance max_string_bytes",
-            self.max_string_bytes,
-            h.max_string_bytes,
-        )?;
+        check_limit("instance max_string_bytes", self.max_string_bytes, h.max_string_bytes)?;
         check_limit("instance max_array_len", self.max_array_len, h.max_array_len)?;
-        check_limit(
-            "instance max_object_properties",
-            self.max_object_properties,
-            h.max_object_properties,
-        )?;
+        check_limit("instance max_object_properties", self.max_object_properties, h.max_object_properties)?;
         check_limit("instance max_nodes", self.max_nodes, h.max_nodes)?;
         Ok(self)
     }
@@ -229,11 +218,7 @@ pub struct SchemaValidator {
 
 impl Default for SchemaValidator {
     fn default() -> Self {
-        SchemaValidator::build(
-            SchemaLimits::default(),
-            InstanceLimits::default(),
-            MissingSchema::default(),
-        )
+        SchemaValidator::build(SchemaLimits::default(), InstanceLimits::default(), MissingSchema::default())
     }
 }
 
@@ -243,11 +228,7 @@ impl SchemaValidator {
         instance_limits: InstanceLimits,
         missing: MissingSchema,
     ) -> Result<Self, LimitError> {
-        Ok(SchemaValidator::build(
-            schema_limits.validated()?,
-            instance_limits.validated()?,
-            missing,
-        ))
+        Ok(SchemaValidator::build(schema_limits.validated()?, instance_limits.validated()?, missing))
     }
 
     fn build(schema_limits: SchemaLimits, instance_limits: InstanceLimits, missing: MissingSchema) -> Self {
@@ -355,7 +336,7 @@ fn describe_errors(validator: &jsonschema::Validator, arguments: &Value) -> Vali
     let mut details = Vec::new();
     for error in validator.iter_errors(arguments).take(MAX_REPORTED_ERRORS) {
         let path = match error.instance_path().as_str() {
-            "" => "/".to_owned(),
+            "" => ROOT_PATH.to_owned(),
             p => p.to_owned(),
         };
         let message = truncate(&error.to_string(), MAX_ERROR_MESSAGE_BYTES);
@@ -364,13 +345,9 @@ fn describe_errors(validator: &jsonschema::Validator, arguments: &Value) -> Vali
         first_path.get_or_insert(path);
     }
     if messages.is_empty() {
-        messages.push("/: arguments do not match the schema".to_owned());
+        messages.push(format!("{ROOT_PATH}: arguments do not match the schema"));
     }
-    ValidationIssue {
-        message: messages.join("; "),
-        path: first_path,
-        details: Some(Value::Array(details)),
-    }
+    ValidationIssue { message: messages.join("; "), path: first_path, details: Some(Value::Array(details)) }
 }
 
 pub(crate) fn truncate(s: &str, max: usize) -> String {
@@ -392,20 +369,17 @@ fn check_schema_bounds(schema: &Value, limits: &SchemaLimits) -> Result<(), Sche
     }
     let mut keywords = 0usize;
     let mut refs = 0usize;
-    let mut stack: Vec<(&Value, usize)> = vec![(schema, 1)];
-    while let Some((value, depth)) = stack.pop() {
+    // (value, depth, inside a data keyword such as `const`)
+    let mut stack: Vec<(&Value, usize, bool)> = vec![(schema, 1, false)];
+    while let Some((value, depth, data)) = stack.pop() {
         match value {
             Value::Object(map) => {
                 if depth > limits.max_depth {
-                    return Err(SchemaError::TooDeep {
-                        limit: limits.max_depth,
-                    });
+                    return Err(SchemaError::TooDeep { limit: limits.max_depth });
                 }
                 keywords += map.len();
                 if keywords > limits.max_keywords {
-                    return Err(SchemaError::TooManyKeywords {
-                        limit: limits.max_keywords,
-                    });
+                    return Err(SchemaError::TooManyKeywords { limit: limits.max_keywords });
                 }
                 for (key, child) in map {
                     let keyword = match key.as_str() {
@@ -414,34 +388,29 @@ fn check_schema_bounds(schema: &Value, limits: &SchemaLimits) -> Result<(), Sche
                         "$recursiveRef" => Some("$recursiveRef"),
                         _ => None,
                     };
-                    if let (Some(keyword), Value::String(target)) = (keyword, child) {
+                    if let (false, Some(keyword), Value::String(target)) = (data, keyword, child) {
                         refs += 1;
                         if refs > limits.max_refs {
-                            return Err(SchemaError::TooManyRefs {
-                                limit: limits.max_refs,
-                            });
+                            return Err(SchemaError::TooManyRefs { limit: limits.max_refs });
                         }
-                        if !target.starts_with('#') {
-                            return Err(SchemaError::RemoteRef {
-                                keyword,
-                                target: truncate(target, 200),
-                            });
+                        // "" and "#..." stay in this document; anything else names another resource.
+                        if !(target.is_empty() || target.starts_with('#')) {
+                            return Err(SchemaError::RemoteRef { keyword, target: truncate(target, 200) });
                         }
                     }
                     if matches!(child, Value::Object(_) | Value::Array(_)) {
-                        stack.push((child, depth + 1));
+                        let child_is_data = data || DATA_KEYWORDS.contains(&key.as_str());
+                        stack.push((child, depth + 1, child_is_data));
                     }
                 }
             }
             Value::Array(items) => {
                 if depth > limits.max_depth {
-                    return Err(SchemaError::TooDeep {
-                        limit: limits.max_depth,
-                    });
+                    return Err(SchemaError::TooDeep { limit: limits.max_depth });
                 }
                 for child in items {
                     if matches!(child, Value::Object(_) | Value::Array(_)) {
-                        stack.push((child, depth + 1));
+                        stack.push((child, depth + 1, data));
                     }
                 }
             }
@@ -450,10 +419,7 @@ fn check_schema_bounds(schema: &Value, limits: &SchemaLimits) -> Result<(), Sche
     }
     let bytes = serde_json::to_vec(schema).map(|v| v.len()).unwrap_or(usize::MAX);
     if bytes > limits.max_bytes {
-        return Err(SchemaError::TooLarge {
-            bytes,
-            limit: limits.max_bytes,
-        });
+        return Err(SchemaError::TooLarge { bytes, limit: limits.max_bytes });
     }
     Ok(())
 }
@@ -466,10 +432,7 @@ struct Breach {
 
 impl Breach {
     fn new(message: String) -> Self {
-        Breach {
-            reversed_path: Vec::new(),
-            message,
-        }
+        Breach { reversed_path: Vec::new(), message }
     }
 
     fn under(mut self, segment: String) -> Self {
@@ -494,7 +457,7 @@ pub fn check_instance(arguments: &Value, limits: &InstanceLimits) -> Result<(), 
                 path.push_str(seg);
             }
             if path.is_empty() {
-                path.push('/');
+                path.push_str(ROOT_PATH);
             }
             Err(ValidationIssue {
                 message: format!("{path}: {}", breach.message),
@@ -508,10 +471,7 @@ pub fn check_instance(arguments: &Value, limits: &InstanceLimits) -> Result<(), 
 fn walk(value: &Value, depth: usize, limits: &InstanceLimits, nodes: &mut usize) -> Result<(), Breach> {
     *nodes += 1;
     if *nodes > limits.max_nodes {
-        return Err(Breach::new(format!(
-            "arguments have more than {} values",
-            limits.max_nodes
-        )));
+        return Err(Breach::new(format!("arguments have more than {} values", limits.max_nodes)));
     }
     match value {
         Value::String(s) if s.len() > limits.max_string_bytes => Err(Breach::new(format!(
@@ -521,10 +481,7 @@ fn walk(value: &Value, depth: usize, limits: &InstanceLimits, nodes: &mut usize)
         ))),
         Value::Array(items) => {
             if depth > limits.max_depth {
-                return Err(Breach::new(format!(
-                    "nesting is deeper than {}",
-                    limits.max_depth
-                )));
+                return Err(Breach::new(format!("nesting is deeper than {}", limits.max_depth)));
             }
             if items.len() > limits.max_array_len {
                 return Err(Breach::new(format!(
@@ -540,10 +497,7 @@ fn walk(value: &Value, depth: usize, limits: &InstanceLimits, nodes: &mut usize)
         }
         Value::Object(map) => {
             if depth > limits.max_depth {
-                return Err(Breach::new(format!(
-                    "nesting is deeper than {}",
-                    limits.max_depth
-                )));
+                return Err(Breach::new(format!("nesting is deeper than {}", limits.max_depth)));
             }
             if map.len() > limits.max_object_properties {
                 return Err(Breach::new(format!(
@@ -554,7 +508,16 @@ fn walk(value: &Value, depth: usize, limits: &InstanceLimits, nodes: &mut usize)
             }
             for (key, item) in map {
                 if FORBIDDEN_KEYS.contains(&key.as_str()) {
-                    return Err(Breach::new(format!("key {key:?} is not allowed")));
+                    return Err(
+                        Breach::new(format!("key {key:?} is not allowed")).under(pointer_segment(key))
+                    );
+                }
+                if key.len() > limits.max_string_bytes {
+                    return Err(Breach::new(format!(
+                        "key of {} bytes is over the limit of {}",
+                        key.len(),
+                        limits.max_string_bytes
+                    )));
                 }
                 walk(item, depth + 1, limits, nodes).map_err(|b| b.under(pointer_segment(key)))?;
             }

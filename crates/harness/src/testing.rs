@@ -31,11 +31,7 @@ pub struct ConformanceReport {
 
 impl ConformanceReport {
     fn check(&mut self, name: impl Into<String>, passed: bool, detail: impl Into<String>) {
-        self.checks.push(Check {
-            name: name.into(),
-            passed,
-            detail: detail.into(),
-        });
+        self.checks.push(Check { name: name.into(), passed, detail: detail.into() });
     }
 
     pub fn failures(&self) -> Vec<&Check> {
@@ -55,13 +51,7 @@ impl ConformanceReport {
 impl fmt::Display for ConformanceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in &self.checks {
-            writeln!(
-                f,
-                "[{}] {}: {}",
-                if c.passed { "pass" } else { "FAIL" },
-                c.name,
-                c.detail
-            )?;
+            writeln!(f, "[{}] {}: {}", if c.passed { "pass" } else { "FAIL" }, c.name, c.detail)?;
         }
         Ok(())
     }
@@ -97,10 +87,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 fn fresh(call: &ToolCall, case: &str) -> ToolCall {
     let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    ToolCall {
-        id: Arc::from(format!("conformance-{case}-{n}")),
-        ..call.clone()
-    }
+    ToolCall { id: Arc::from(format!("conformance-{case}-{n}")), ..call.clone() }
 }
 
 fn kinds_for(subscription: &mut EventSubscription, call_id: &str) -> Result<Vec<ToolEventKind>, String> {
@@ -144,23 +131,13 @@ impl ConformanceTarget {
         report.check(
             format!("{case}: blocked as {reason}"),
             got == Some(reason),
-            format!(
-                "got {:?}",
-                got.map(BlockedReason::as_str).unwrap_or("not blocked")
-            ),
+            format!("got {:?}", got.map(BlockedReason::as_str).unwrap_or("not blocked")),
         );
         let got_code = result.error().map(|e| e.code.as_str()).unwrap_or("");
-        report.check(
-            format!("{case}: error code {code}"),
-            got_code == code,
-            format!("got {got_code:?}"),
-        );
+        report.check(format!("{case}: error code {code}"), got_code == code, format!("got {got_code:?}"));
         match kinds {
             Ok(kinds) => {
-                let blocked = kinds
-                    .iter()
-                    .filter(|k| **k == ToolEventKind::ToolExecutionBlocked)
-                    .count();
+                let blocked = kinds.iter().filter(|k| **k == ToolEventKind::ToolExecutionBlocked).count();
                 let ran = kinds.iter().any(|k| {
                     matches!(
                         k,
@@ -205,25 +182,15 @@ impl ConformanceTarget {
         );
         match kinds {
             Ok(kinds) => {
-                let lifecycle: Vec<_> = kinds
-                    .into_iter()
-                    .filter(|k| *k != ToolEventKind::GuardrailDecision)
-                    .collect();
+                let lifecycle: Vec<_> =
+                    kinds.into_iter().filter(|k| *k != ToolEventKind::GuardrailDecision).collect();
                 let ok = lifecycle.first() == Some(&ToolEventKind::ToolExecutionStarted)
                     && lifecycle.last() == Some(&ToolEventKind::ToolExecutionFinished)
-                    && lifecycle
-                        .iter()
-                        .filter(|k| **k == ToolEventKind::ToolExecutionStarted)
-                        .count()
-                        == 1
+                    && lifecycle.iter().filter(|k| **k == ToolEventKind::ToolExecutionStarted).count() == 1
                     && lifecycle[1..lifecycle.len() - 1]
                         .iter()
                         .all(|k| *k == ToolEventKind::ToolExecutionProgress);
-                report.check(
-                    "success: started, progress*, finished",
-                    ok,
-                    format!("events {lifecycle:?}"),
-                );
+                report.check("success: started, progress*, finished", ok, format!("events {lifecycle:?}"));
             }
             Err(e) => report.check("success: events observed", false, e),
         }
@@ -231,11 +198,7 @@ impl ConformanceTarget {
             let kinds: Vec<RecordKind> = ledger.for_call(&id).iter().map(|r| r.kind).collect();
             let ok =
                 kinds.first() == Some(&RecordKind::Started) && kinds.last() == Some(&RecordKind::Finished);
-            report.check(
-                "success: started then finished records",
-                ok,
-                format!("records {kinds:?}"),
-            );
+            report.check("success: started then finished records", ok, format!("records {kinds:?}"));
         }
 
         self.expect_blocked(
@@ -260,10 +223,7 @@ impl ConformanceTarget {
             ("arguments_number", json!(7)),
             ("arguments_null", Value::Null),
         ] {
-            let call = ToolCall {
-                arguments: CallArguments::Json(arguments),
-                ..calls.success.clone()
-            };
+            let call = ToolCall { arguments: CallArguments::Json(arguments), ..calls.success.clone() };
             self.expect_blocked(
                 &mut report,
                 case,
@@ -273,10 +233,8 @@ impl ConformanceTarget {
             )
             .await;
         }
-        let unparsed = ToolCall {
-            arguments: CallArguments::from_text("{\"text\": \"cut off"),
-            ..calls.success.clone()
-        };
+        let unparsed =
+            ToolCall { arguments: CallArguments::from_text("{\"text\": \"cut off"), ..calls.success.clone() };
         self.expect_blocked(
             &mut report,
             "arguments_unparsed",
@@ -331,11 +289,8 @@ impl ConformanceTarget {
         let mut report = ConformanceReport::default();
         let registry = self.dispatcher.registry();
         let grants = self.run.grants.clone();
-        let denied: Vec<String> = registry
-            .names()
-            .filter(|n| !grants.permits(n))
-            .map(str::to_owned)
-            .collect();
+        let denied: Vec<String> =
+            registry.names().filter(|n| !grants.permits(n)).map(str::to_owned).collect();
         let present = registry.contains(SEARCH_TOOLS_NAME) && grants.permits(SEARCH_TOOLS_NAME);
         report.check("search_tools is registered and granted", present, "");
         if !present {
@@ -355,11 +310,8 @@ impl ConformanceTarget {
                     continue;
                 };
                 let text = output.joined_text();
-                let lines: Vec<&str> = if text == "No tools match the query." {
-                    Vec::new()
-                } else {
-                    text.lines().collect()
-                };
+                let lines: Vec<&str> =
+                    if text == "No tools match the query." { Vec::new() } else { text.lines().collect() };
                 let limit = usize::try_from(k.unwrap_or(16)).unwrap_or(usize::MAX);
                 report.check(
                     format!("query {query:?} k={k:?}: at most k lines"),

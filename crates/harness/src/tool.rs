@@ -108,19 +108,11 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput {
-            content: vec![Content::Text { text: text.into() }],
-            structured: None,
-            is_error: false,
-        }
+        ToolOutput { content: vec![Content::Text { text: text.into() }], structured: None, is_error: false }
     }
 
     pub fn structured(value: Value) -> Self {
-        ToolOutput {
-            content: Vec::new(),
-            structured: Some(value),
-            is_error: false,
-        }
+        ToolOutput { content: Vec::new(), structured: Some(value), is_error: false }
     }
 
     /// All text blocks joined by newlines (handy for tests and previews).
@@ -149,11 +141,7 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        ToolError {
-            code: code.into(),
-            message: message.into(),
-            details: None,
-        }
+        ToolError { code: code.into(), message: message.into(), details: None }
     }
 
     /// A plain failure with code `tool_error`.
@@ -177,9 +165,7 @@ pub struct Catalog {
 impl Catalog {
     /// Specs of the granted tools, in registry order.
     pub fn allowed_specs(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.registry
-            .specs()
-            .filter(|spec| self.grants.permits(&spec.name))
+        self.registry.specs().filter(|spec| self.grants.permits(&spec.name))
     }
 }
 

@@ -18,11 +18,7 @@ pub struct ValidationIssue {
 
 impl ValidationIssue {
     pub fn new(message: impl Into<String>) -> Self {
-        ValidationIssue {
-            message: message.into(),
-            path: None,
-            details: None,
-        }
+        ValidationIssue { message: message.into(), path: None, details: None }
     }
 
     pub fn at(mut self, path: impl Into<String>) -> Self {

@@ -94,13 +94,7 @@ impl Tool for Worker {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let arg = |key: &str| {
-            invocation
-                .arguments
-                .get(key)
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0)
-        };
+        let arg = |key: &str| invocation.arguments.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
         let (i, ms) = (arg("i"), arg("ms"));
         let (barrier, after) = (arg("barrier") as usize, arg("after") as usize);
         let g = &self.gauge;
@@ -160,21 +154,12 @@ fn fixture() -> Fixture {
     ];
     for (name, behaviour, exclusive) in tools {
         let spec = ToolSpec::new(name, format!("the {name} tool")).exclusive(exclusive);
-        let tool = Worker {
-            spec,
-            gauge: gauge.clone(),
-            behaviour,
-        };
+        let tool = Worker { spec, gauge: gauge.clone(), behaviour };
         registry.register(Arc::new(tool)).unwrap();
     }
     let ledger = Arc::new(MemoryLedger::new());
     let dispatcher = Dispatcher::builder(registry).ledger(ledger.clone()).build();
-    Fixture {
-        dispatcher,
-        gauge,
-        ledger,
-        run: RunContext::new("s", "r"),
-    }
+    Fixture { dispatcher, gauge, ledger, run: RunContext::new("s", "r") }
 }
 
 fn call(i: u64, tool: &str, ms: u64) -> ToolCall {
@@ -198,10 +183,7 @@ fn barrier_sleeps(n: u64, ms: u64, barrier: usize) -> Vec<ToolCall> {
 }
 
 fn options(tool_concurrency: usize, stop_on_error: bool) -> BatchOptions {
-    BatchOptions {
-        tool_concurrency,
-        stop_on_error,
-    }
+    BatchOptions { tool_concurrency, stop_on_error }
 }
 
 /// Runs a batch, failing (rather than hanging) if it takes more than 5 s.
@@ -296,10 +278,7 @@ async fn results_are_in_call_order_when_completion_is_forced_into_reverse() {
     assert_eq!(f.gauge.completion(), [5, 4, 3, 2, 1, 0]);
     assert_one_result_per_call(&calls, &results);
     let texts: Vec<String> = results.iter().map(text).collect();
-    assert_eq!(
-        texts,
-        ["done 0", "done 1", "done 2", "done 3", "done 4", "done 5"]
-    );
+    assert_eq!(texts, ["done 0", "done 1", "done 2", "done 3", "done 4", "done 5"]);
     assert_eq!(f.gauge.max(), 6);
 }
 
@@ -375,10 +354,7 @@ async fn cancelling_mid_batch_stops_claiming() {
     assert_eq!(text(&results[1]), "done 1");
     assert_eq!(text(&results[2]), "cancelled at 2");
     for result in &results[3..] {
-        assert_eq!(
-            error_of(result),
-            (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned())
-        );
+        assert_eq!(error_of(result), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
         assert_eq!(&*result.tool_name, "sleep");
         assert_eq!(result.decided_by, DecidedBy::DEFAULT);
     }
@@ -386,11 +362,7 @@ async fn cancelling_mid_batch_stops_claiming() {
 
     // Ledger: executed calls started and finished; the others one error record and no started.
     for id in ["call-0", "call-1", "call-2"] {
-        assert_eq!(
-            record_kinds(&f.ledger, id),
-            [RecordKind::Started, RecordKind::Finished],
-            "{id}"
-        );
+        assert_eq!(record_kinds(&f.ledger, id), [RecordKind::Started, RecordKind::Finished], "{id}");
     }
     for id in ["call-3", "call-4", "call-5"] {
         assert_not_dispatched_record(&f.ledger, id);
@@ -413,17 +385,11 @@ async fn claimed_calls_settle_when_the_run_is_cancelled() {
     assert_eq!(text(&results[1]), "cancelled at 1");
     assert!(started.elapsed() >= Duration::from_millis(20));
     for r in &results[2..] {
-        assert_eq!(
-            error_of(r),
-            (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned())
-        );
+        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 2);
-    assert_eq!(
-        record_kinds(&f.ledger, "call-0"),
-        [RecordKind::Started, RecordKind::Finished]
-    );
+    assert_eq!(record_kinds(&f.ledger, "call-0"), [RecordKind::Started, RecordKind::Finished]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -446,24 +412,14 @@ async fn cancelling_from_another_task_mid_batch() {
     assert_one_result_per_call(&calls, &results);
 
     let texts: Vec<String> = results[..6].iter().map(text).collect();
-    assert_eq!(
-        texts,
-        ["done 0", "done 1", "done 2", "done 3", "settled 4", "settled 5"]
-    );
+    assert_eq!(texts, ["done 0", "done 1", "done 2", "done 3", "settled 4", "settled 5"]);
     for r in &results[6..] {
-        assert_eq!(
-            error_of(r),
-            (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned())
-        );
+        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 6);
     for id in ["call-0", "call-4", "call-5"] {
-        assert_eq!(
-            record_kinds(&f.ledger, id),
-            [RecordKind::Started, RecordKind::Finished],
-            "{id}"
-        );
+        assert_eq!(record_kinds(&f.ledger, id), [RecordKind::Started, RecordKind::Finished], "{id}");
     }
     assert_eq!(f.ledger.len(), 6 * 2 + 6);
     // Nothing keeps running once the batch returned.
@@ -479,10 +435,7 @@ async fn a_run_cancelled_before_the_batch_dispatches_nothing() {
     let results = run_batch(&f, &calls, options(4, true)).await;
     assert_one_result_per_call(&calls, &results);
     for r in &results {
-        assert_eq!(
-            error_of(r),
-            (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned())
-        );
+        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 0);
@@ -495,29 +448,18 @@ async fn a_run_cancelled_before_the_batch_dispatches_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_tool_stops_the_batch_when_stop_on_error() {
     let f = fixture();
-    let calls = vec![
-        call(0, "sleep", 1),
-        call(1, "fail", 1),
-        call(2, "sleep", 1),
-        call(3, "sleep", 1),
-    ];
+    let calls = vec![call(0, "sleep", 1), call(1, "fail", 1), call(2, "sleep", 1), call(3, "sleep", 1)];
     let results = run_batch(&f, &calls, options(1, true)).await;
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
     assert_eq!(error_of(&results[1]), ("boom".to_owned(), "failed 1".to_owned()));
     for r in &results[2..] {
-        assert_eq!(
-            error_of(r),
-            (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned())
-        );
+        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 2);
     assert!(!f.run.cancel.is_cancelled());
-    assert_eq!(
-        record_kinds(&f.ledger, "call-1"),
-        [RecordKind::Started, RecordKind::Error]
-    );
+    assert_eq!(record_kinds(&f.ledger, "call-1"), [RecordKind::Started, RecordKind::Error]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -552,10 +494,7 @@ async fn a_failure_lets_the_other_claimed_call_settle() {
     assert_eq!(error_of(&results[0]).0, "boom");
     assert_eq!(text(&results[1]), "done 1");
     for r in &results[2..] {
-        assert_eq!(
-            error_of(r),
-            (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned())
-        );
+        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned()));
     }
     assert_eq!(f.gauge.started(), 2);
 }
@@ -587,16 +526,10 @@ async fn a_panicking_tool_becomes_an_error_result() {
     let results = run_batch(&f, &calls, options(2, false)).await;
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
-    let panicked = (
-        error_codes::TOOL_PANICKED.to_owned(),
-        "the tool panicked: kaboom 1".to_owned(),
-    );
+    let panicked = (error_codes::TOOL_PANICKED.to_owned(), "the tool panicked: kaboom 1".to_owned());
     assert_eq!(error_of(&results[1]), panicked);
     assert_eq!(text(&results[2]), "done 2");
-    assert_eq!(
-        record_kinds(&f.ledger, "call-1"),
-        [RecordKind::Started, RecordKind::Error]
-    );
+    assert_eq!(record_kinds(&f.ledger, "call-1"), [RecordKind::Started, RecordKind::Error]);
 
     // A panic is a failure: with stop_on_error the later calls are not dispatched.
     let f = fixture();
@@ -604,9 +537,77 @@ async fn a_panicking_tool_becomes_an_error_result() {
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
     assert_eq!(error_of(&results[1]), panicked);
-    assert_eq!(
-        error_of(&results[2]),
-        (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned())
-    );
+    assert_eq!(error_of(&results[2]), (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned()));
     assert_not_dispatched_record(&f.ledger, "call-2");
+}
+
+/// Renames calls of `alias` to the exclusive `solo` tool.
+struct AliasToSolo;
+
+#[async_trait]
+impl portcullis_harness::Middleware for AliasToSolo {
+    fn name(&self) -> &str {
+        "alias_to_solo"
+    }
+    async fn tool_call(
+        &self,
+        mut call: ToolCall,
+        _: &portcullis_harness::CallContext,
+    ) -> Result<ToolCall, portcullis_harness::MiddlewareError> {
+        if call.name == "alias" {
+            call.name = "solo".into();
+        }
+        Ok(call)
+    }
+}
+
+/// Records, for the exclusive tool, how many calls were in flight when it started and when it ended.
+struct Overlap {
+    spec: ToolSpec,
+    in_flight: Arc<AtomicUsize>,
+    seen_by_solo: Arc<Mutex<Vec<usize>>>,
+}
+
+#[async_trait]
+impl Tool for Overlap {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+    async fn execute(&self, _: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        let solo = self.spec.exclusive;
+        if solo {
+            self.seen_by_solo.lock().unwrap().push(now);
+        }
+        tokio::time::sleep(Duration::from_millis(if solo { 20 } else { 30 })).await;
+        if solo {
+            self.seen_by_solo.lock().unwrap().push(self.in_flight.load(Ordering::SeqCst));
+        }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Ok(ToolOutput::text("ok"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_renamed_to_an_exclusive_tool_still_runs_alone() {
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let seen_by_solo = Arc::new(Mutex::new(Vec::new()));
+    let mut registry = ToolRegistry::new();
+    for (name, exclusive) in [("sleep", false), ("solo", true)] {
+        let spec = ToolSpec::new(name, "t").exclusive(exclusive);
+        let tool = Overlap { spec, in_flight: in_flight.clone(), seen_by_solo: seen_by_solo.clone() };
+        registry.register(Arc::new(tool)).unwrap();
+    }
+    let dispatcher = Dispatcher::builder(registry).middleware(Arc::new(AliasToSolo)).build();
+    let run = RunContext::new("s", "r");
+    let mut calls: Vec<ToolCall> =
+        (0..2).map(|i| ToolCall::new(format!("c{i}"), "sleep", json!({}))).collect();
+    calls.push(ToolCall::new("c2", "alias", json!({})));
+    calls.extend((3..6).map(|i| ToolCall::new(format!("c{i}"), "sleep", json!({}))));
+    let batch = dispatcher.dispatch_batch(calls, &run, options(4, true));
+    let results = tokio::time::timeout(Duration::from_secs(5), batch).await.unwrap();
+    assert!(results.iter().all(ToolCallResult::is_finished));
+    assert_eq!(&*results[2].tool_name, "solo");
+    // Without the gate the 30 ms sleeps claimed beside it would be in flight while `solo` runs.
+    assert_eq!(*seen_by_solo.lock().unwrap(), [1, 1], "nothing else ran while the exclusive tool did");
 }

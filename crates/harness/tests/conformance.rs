@@ -19,10 +19,7 @@ impl Tool for Fixed {
         &self.0
     }
     fn describe_action(&self, arguments: &Value, _: &CallContext) -> Result<ExecutionAction, ToolError> {
-        let command = arguments
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let command = arguments.get("command").and_then(Value::as_str).unwrap_or_default();
         Ok(ExecutionAction::new(ActionKind::Execute, "exec").with_command(command))
     }
     async fn execute(&self, _: ToolInvocation) -> Result<ToolOutput, ToolError> {
@@ -35,17 +32,9 @@ struct NoSudo;
 #[async_trait]
 impl ExecutionPolicy for NoSudo {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
-        if request
-            .action
-            .command
-            .as_deref()
-            .is_some_and(|c| c.starts_with("sudo"))
-        {
+        if request.action.command.as_deref().is_some_and(|c| c.starts_with("sudo")) {
             PolicyVerdict::deny(
-                DecidedBy::Rule {
-                    rule_id: "no-sudo".into(),
-                    source: "test".into(),
-                },
+                DecidedBy::Rule { rule_id: "no-sudo".into(), source: "test".into() },
                 "no sudo",
             )
         } else {
@@ -55,22 +44,13 @@ impl ExecutionPolicy for NoSudo {
 }
 
 const TOOLS: &[(&str, &str)] = &[
-    (
-        "shell",
-        "Run a shell command in the project folder and return its output",
-    ),
+    ("shell", "Run a shell command in the project folder and return its output"),
     ("read", "Read a text file or an image from the project"),
     ("write", "Write a file in the project"),
     ("edit", "Replace exact text in a file"),
     ("list", "List files of a folder"),
-    (
-        "delete_everything",
-        "Delete every file on the machine, including home folders",
-    ),
-    (
-        "mcp:github:create_issue",
-        "Create an issue in a GitHub repository",
-    ),
+    ("delete_everything", "Delete every file on the machine, including home folders"),
+    ("mcp:github:create_issue", "Create an issue in a GitHub repository"),
     ("mcp:github:delete_repo", "Delete a GitHub repository for ever"),
 ];
 
@@ -129,15 +109,7 @@ fn host(break_contract: bool) -> (ConformanceTarget, Arc<MemoryLedger>) {
         validation_failed: ToolCall::new("x", "shell", json!({"command": 7})),
         execution_denied: Some(ToolCall::new("x", "shell", json!({"command": "sudo rm -rf /"}))),
     };
-    (
-        ConformanceTarget {
-            dispatcher,
-            run,
-            ledger: Some(ledger.clone()),
-            calls,
-        },
-        ledger,
-    )
+    (ConformanceTarget { dispatcher, run, ledger: Some(ledger.clone()), calls }, ledger)
 }
 
 #[tokio::test]
@@ -152,9 +124,8 @@ async fn sample_host_passes_the_blocked_matrix() {
 #[tokio::test]
 async fn sample_host_passes_the_disclosure_contract() {
     let (target, _) = host(false);
-    let report = target
-        .run_disclosure_contract(&["file", "delete", "github issue", "shell command", "zzz"])
-        .await;
+    let report =
+        target.run_disclosure_contract(&["file", "delete", "github issue", "shell command", "zzz"]).await;
     assert!(report.passed(), "{report}");
 }
 
@@ -165,10 +136,7 @@ async fn a_host_that_breaks_the_contract_fails_the_kit() {
     assert!(!report.passed());
     let failed: Vec<&str> = report.failures().iter().map(|c| c.name.as_str()).collect();
     assert!(failed.iter().any(|n| n.starts_with("tool_denied")), "{failed:?}");
-    assert!(
-        failed.iter().any(|n| n.starts_with("permission_denied")),
-        "{failed:?}"
-    );
+    assert!(failed.iter().any(|n| n.starts_with("permission_denied")), "{failed:?}");
 }
 
 #[tokio::test]
@@ -184,23 +152,15 @@ async fn disclosure_ranks_and_never_describes_denied_tools() {
     let text = result.output().unwrap().joined_text();
     assert!(!text.contains("delete_repo"), "{text}");
     assert!(!text.contains("delete_everything"), "{text}");
-    let result = d
-        .dispatch(
-            ToolCall::new("q2", "search_tools", json!({"query": "github issue"})),
-            &target.run,
-        )
-        .await;
+    let result =
+        d.dispatch(ToolCall::new("q2", "search_tools", json!({"query": "github issue"})), &target.run).await;
     let text = result.output().unwrap().joined_text();
     assert_eq!(
         text.lines().next().unwrap(),
         "mcp:github:create_issue: Create an issue in a GitHub repository"
     );
-    let result = d
-        .dispatch(
-            ToolCall::new("q3", "search_tools", json!({"query": "file", "k": 2})),
-            &target.run,
-        )
-        .await;
+    let result =
+        d.dispatch(ToolCall::new("q3", "search_tools", json!({"query": "file", "k": 2})), &target.run).await;
     let text = result.output().unwrap().joined_text();
     let names: Vec<&str> = text.lines().map(|l| l.split(": ").next().unwrap()).collect();
     assert_eq!(names.len(), 2);
@@ -213,49 +173,25 @@ async fn disclosure_ranks_and_never_describes_denied_tools() {
 fn disclosure_falls_back_to_full_over_the_index_cap() {
     let mut registry = ToolRegistry::new();
     for i in 0..1100 {
-        registry
-            .register(Arc::new(Fixed(ToolSpec::new(
-                format!("tool_{i}"),
-                "numbered tool",
-            ))))
-            .unwrap();
+        registry.register(Arc::new(Fixed(ToolSpec::new(format!("tool_{i}"), "numbered tool")))).unwrap();
     }
     let grants = Grants::new(vec![GrantScope::new("g").deny(["tool_7"])]);
-    let selection = Disclosure::default()
-        .select(&registry, &grants, "numbered", Some(3))
-        .unwrap();
+    let selection = Disclosure::default().select(&registry, &grants, "numbered", Some(3)).unwrap();
     assert!(selection.full);
     assert_eq!(selection.tools.len(), 1099, "every granted tool, none denied");
     assert!(selection.tools.iter().all(|h| h.name != "tool_7"));
 
     let mut small = ToolRegistry::new();
     for i in 0..1024 {
-        small
-            .register(Arc::new(Fixed(ToolSpec::new(
-                format!("tool_{i}"),
-                "numbered tool",
-            ))))
-            .unwrap();
+        small.register(Arc::new(Fixed(ToolSpec::new(format!("tool_{i}"), "numbered tool")))).unwrap();
     }
-    let selection = Disclosure::default()
-        .select(&small, &Grants::unrestricted(), "numbered", None)
-        .unwrap();
+    let selection = Disclosure::default().select(&small, &Grants::unrestricted(), "numbered", None).unwrap();
     assert!(!selection.full);
     assert_eq!(selection.tools.len(), 16, "default k");
     let names: Vec<&str> = selection.tools.iter().map(|h| h.name.as_str()).collect();
-    assert_eq!(
-        names[..3],
-        ["tool_0", "tool_1", "tool_2"],
-        "equal scores keep registry order"
-    );
-    let big = Disclosure::default()
-        .select(&small, &Grants::unrestricted(), "numbered", Some(500))
-        .unwrap();
+    assert_eq!(names[..3], ["tool_0", "tool_1", "tool_2"], "equal scores keep registry order");
+    let big = Disclosure::default().select(&small, &Grants::unrestricted(), "numbered", Some(500)).unwrap();
     assert_eq!(big.tools.len(), 64, "hard cap");
     let long = "x".repeat(4097);
-    assert!(
-        Disclosure::default()
-            .select(&small, &Grants::unrestricted(), &long, None)
-            .is_err()
-    );
+    assert!(Disclosure::default().select(&small, &Grants::unrestricted(), &long, None).is_err());
 }

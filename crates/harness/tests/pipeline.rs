@@ -41,20 +41,12 @@ impl Tool for Probe {
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         self.seen_actions.lock().unwrap().push(invocation.action.clone());
-        let text = invocation
-            .arguments
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let text = invocation.arguments.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
         match text.as_str() {
             "fail" => return Err(ToolError::failed(format!("boom with {SECRET}"))),
             "panic" => panic!("tool exploded"),
             "progress" => {
-                invocation
-                    .progress
-                    .report(json!({"step": 1, "note": SECRET}))
-                    .await;
+                invocation.progress.report(json!({"step": 1, "note": SECRET})).await;
                 invocation.progress.report(json!({"step": 2})).await;
             }
             "hang" => {
@@ -121,9 +113,7 @@ impl Fixture {
 
 fn run() -> RunContext {
     RunContext::new("session-1", "run-1").with_grants(Grants::new(vec![
-        GrantScope::new("user")
-            .allow(["echo", "write_file", "secret_tool"])
-            .deny(["secret_tool"]),
+        GrantScope::new("user").allow(["echo", "write_file", "secret_tool"]).deny(["secret_tool"]),
     ]))
 }
 
@@ -146,9 +136,7 @@ async fn success_path_events_and_records() {
     let f = Fixture::new();
     let d = f.builder().build();
     let mut sub = d.events().subscribe();
-    let result = d
-        .dispatch(call("c1", "echo", json!({"text": "hi"})), &run())
-        .await;
+    let result = d.dispatch(call("c1", "echo", json!({"text": "hi"})), &run()).await;
     assert_eq!(result.output().unwrap().joined_text(), "echo: hi");
     assert_eq!(result.decided_by, DecidedBy::DEFAULT);
     assert_eq!(
@@ -182,29 +170,14 @@ async fn every_blocked_reason_never_executes() {
     let f = Fixture::new();
     let d = f
         .builder()
-        .permissions(Arc::new(PermissionSet::new([
-            "tool:echo:execute",
-            "tool:secret_tool:execute",
-        ])))
+        .permissions(Arc::new(PermissionSet::new(["tool:echo:execute", "tool:secret_tool:execute"])))
         .build();
     let mut sub = d.events().subscribe();
     let r = run();
     let cases: Vec<(ToolCall, BlockedReason, &str)> = vec![
-        (
-            call("u", "nope", json!({})),
-            BlockedReason::UnknownTool,
-            error_codes::UNKNOWN_TOOL,
-        ),
-        (
-            call("d", "secret_tool", json!({"text": "x"})),
-            BlockedReason::ToolDenied,
-            error_codes::TOOL_DENIED,
-        ),
-        (
-            call("a", "echo", json!(["x"])),
-            BlockedReason::InvalidArguments,
-            error_codes::INVALID_ARGUMENTS,
-        ),
+        (call("u", "nope", json!({})), BlockedReason::UnknownTool, error_codes::UNKNOWN_TOOL),
+        (call("d", "secret_tool", json!({"text": "x"})), BlockedReason::ToolDenied, error_codes::TOOL_DENIED),
+        (call("a", "echo", json!(["x"])), BlockedReason::InvalidArguments, error_codes::INVALID_ARGUMENTS),
         (
             ToolCall::new("j", "echo", CallArguments::from_text("{\"text\": ")),
             BlockedReason::InvalidArguments,
@@ -226,11 +199,7 @@ async fn every_blocked_reason_never_executes() {
         let result = d.dispatch(c, &r).await;
         assert_eq!(result.blocked_reason(), Some(reason), "{id}");
         assert_eq!(result.error().unwrap().code, code, "{id}");
-        assert_eq!(
-            event_kinds(&mut sub),
-            vec![(id.clone(), ToolEventKind::ToolExecutionBlocked)],
-            "{id}"
-        );
+        assert_eq!(event_kinds(&mut sub), vec![(id.clone(), ToolEventKind::ToolExecutionBlocked)], "{id}");
         let records = f.ledger.for_call(&id);
         assert_eq!(records.len(), 1, "{id}");
         assert_eq!(records[0].kind, RecordKind::Blocked);
@@ -241,24 +210,14 @@ async fn every_blocked_reason_never_executes() {
     let unknown = f.ledger.for_call("u");
     assert_eq!(unknown[0].error.as_ref().unwrap().message, "Unknown tool: nope");
     assert_eq!(unknown[0].decided_by, DecidedBy::Registry);
-    assert_eq!(
-        f.ledger.for_call("d")[0].decided_by,
-        DecidedBy::Grants { scope: "user".into() }
-    );
+    assert_eq!(f.ledger.for_call("d")[0].decided_by, DecidedBy::Grants { scope: "user".into() });
     assert_eq!(
         f.ledger.for_call("p")[0].decided_by,
-        DecidedBy::Permission {
-            permission: "tool:write_file:execute".into()
-        }
+        DecidedBy::Permission { permission: "tool:write_file:execute".into() }
     );
     let validation = f.ledger.for_call("v");
     assert!(
-        validation[0]
-            .error
-            .as_ref()
-            .unwrap()
-            .message
-            .starts_with("/text: "),
+        validation[0].error.as_ref().unwrap().message.starts_with("/text: "),
         "{:?}",
         validation[0].error
     );
@@ -288,51 +247,25 @@ impl Middleware for Rename {
 async fn middleware_renames_never_grant() {
     let f = Fixture::new();
     // A denied name renamed to a granted tool stays denied.
-    let d = f
-        .builder()
-        .middleware(Arc::new(Rename {
-            from: "secret_tool",
-            to: "echo",
-        }))
-        .build();
-    let result = d
-        .dispatch(call("m1", "secret_tool", json!({"text": "x"})), &run())
-        .await;
+    let d = f.builder().middleware(Arc::new(Rename { from: "secret_tool", to: "echo" })).build();
+    let result = d.dispatch(call("m1", "secret_tool", json!({"text": "x"})), &run()).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ToolDenied));
     assert!(result.error().unwrap().message.contains("renamed to echo"));
     assert_eq!(&*result.call_id, "m1", "middleware cannot change the call id");
 
     // A granted name renamed to a denied one is checked again after middleware.
-    let d = f
-        .builder()
-        .middleware(Arc::new(Rename {
-            from: "echo",
-            to: "secret_tool",
-        }))
-        .build();
+    let d = f.builder().middleware(Arc::new(Rename { from: "echo", to: "secret_tool" })).build();
     let result = d.dispatch(call("m2", "echo", json!({"text": "x"})), &run()).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ToolDenied));
     assert_eq!(&*result.tool_name, "secret_tool");
 
     // ... and renamed to something unknown.
-    let d = f
-        .builder()
-        .middleware(Arc::new(Rename {
-            from: "echo",
-            to: "ghost",
-        }))
-        .build();
+    let d = f.builder().middleware(Arc::new(Rename { from: "echo", to: "ghost" })).build();
     let result = d.dispatch(call("m3", "echo", json!({"text": "x"})), &run()).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::UnknownTool));
 
     // A harmless normalization still works.
-    let d = f
-        .builder()
-        .middleware(Arc::new(Rename {
-            from: "Echo",
-            to: "echo",
-        }))
-        .build();
+    let d = f.builder().middleware(Arc::new(Rename { from: "Echo", to: "echo" })).build();
     let result = d.dispatch(call("m4", "Echo", json!({"text": "x"})), &run()).await;
     assert!(result.is_finished(), "{:?}", result.error());
     assert_eq!(f.runs(), 1);
@@ -364,9 +297,7 @@ async fn errors_and_panics_become_error_results() {
     let f = Fixture::new();
     let d = f.builder().build();
     let mut sub = d.events().subscribe();
-    let result = d
-        .dispatch(call("e1", "echo", json!({"text": "fail"})), &run())
-        .await;
+    let result = d.dispatch(call("e1", "echo", json!({"text": "fail"})), &run()).await;
     let error = result.error().unwrap();
     assert_eq!(error.code, error_codes::TOOL_ERROR);
     assert_eq!(error.message, "boom with [REDACTED]");
@@ -379,15 +310,10 @@ async fn errors_and_panics_become_error_results() {
         ]
     );
     let records = f.ledger.for_call("e1");
-    assert_eq!(
-        records.iter().map(|r| r.kind).collect::<Vec<_>>(),
-        [RecordKind::Started, RecordKind::Error]
-    );
+    assert_eq!(records.iter().map(|r| r.kind).collect::<Vec<_>>(), [RecordKind::Started, RecordKind::Error]);
     assert!(records[1].redacted);
 
-    let result = d
-        .dispatch(call("e2", "echo", json!({"text": "panic"})), &run())
-        .await;
+    let result = d.dispatch(call("e2", "echo", json!({"text": "panic"})), &run()).await;
     assert_eq!(result.error().unwrap().code, error_codes::TOOL_PANICKED);
     assert!(result.error().unwrap().message.contains("tool exploded"));
 }
@@ -397,9 +323,7 @@ async fn progress_is_evented_and_recorded_redacted() {
     let f = Fixture::new();
     let d = f.builder().build();
     let mut sub = d.events().subscribe();
-    let result = d
-        .dispatch(call("p1", "echo", json!({"text": "progress"})), &run())
-        .await;
+    let result = d.dispatch(call("p1", "echo", json!({"text": "progress"})), &run()).await;
     assert!(result.is_finished());
     let deliveries = sub.drain();
     let kinds: Vec<ToolEventKind> = deliveries
@@ -422,17 +346,9 @@ async fn progress_is_evented_and_recorded_redacted() {
     let kinds: Vec<RecordKind> = records.iter().map(|r| r.kind).collect();
     assert_eq!(
         kinds,
-        [
-            RecordKind::Started,
-            RecordKind::Progress,
-            RecordKind::Progress,
-            RecordKind::Finished
-        ]
+        [RecordKind::Started, RecordKind::Progress, RecordKind::Progress, RecordKind::Finished]
     );
-    assert_eq!(
-        records[1].progress,
-        Some(json!({"step": 1, "note": "[REDACTED]"}))
-    );
+    assert_eq!(records[1].progress, Some(json!({"step": 1, "note": "[REDACTED]"})));
     assert!(records[1].redacted);
     assert!(records[1].started_at.is_some());
 }
@@ -443,18 +359,11 @@ async fn secrets_never_reach_events_records_or_results() {
     let d = f.builder().build();
     let mut sub = d.events().subscribe();
     let r = run();
-    d.dispatch(call("s1", "echo", json!({"text": format!("key={SECRET}")})), &r)
-        .await;
-    d.dispatch(call("s2", "echo", json!({"text": 1, "api_key": SECRET})), &r)
-        .await;
+    d.dispatch(call("s1", "echo", json!({"text": format!("key={SECRET}")})), &r).await;
+    d.dispatch(call("s2", "echo", json!({"text": 1, "api_key": SECRET})), &r).await;
     d.dispatch(call("s3", "nope", json!({"token": SECRET})), &r).await;
     d.dispatch(call("s4", "echo", json!({"text": "fail"})), &r).await;
-    let results = d
-        .dispatch(
-            call("s5", "echo", json!({"text": format!("Bearer {SECRET}")})),
-            &r,
-        )
-        .await;
+    let results = d.dispatch(call("s5", "echo", json!({"text": format!("Bearer {SECRET}")})), &r).await;
     assert_eq!(results.output().unwrap().joined_text(), "echo: Bearer [REDACTED]");
     let events: Vec<String> = sub
         .drain()
@@ -468,10 +377,7 @@ async fn secrets_never_reach_events_records_or_results() {
     let records = serde_json::to_string(&f.ledger.records()).unwrap();
     for text in events.iter().chain([&records]) {
         assert!(!text.contains(SECRET), "secret leaked: {text}");
-        assert!(
-            !text.contains("0123456789abcdefghij"),
-            "secret fragment leaked: {text}"
-        );
+        assert!(!text.contains("0123456789abcdefghij"), "secret fragment leaked: {text}");
     }
     assert!(records.contains("[REDACTED]"));
     // The tool itself got the real arguments.
@@ -497,17 +403,10 @@ impl Guardrail for Rulebook {
         if subject.stage == GuardrailStage::ToolInput
             && subject.arguments.get("text").and_then(Value::as_str) == Some("rm -rf /")
         {
-            return Ok(self
-                .verdict
-                .lock()
-                .unwrap()
-                .clone()
-                .unwrap_or(GuardrailVerdict::Allow));
+            return Ok(self.verdict.lock().unwrap().clone().unwrap_or(GuardrailVerdict::Allow));
         }
         if subject.stage == GuardrailStage::ToolOutput
-            && subject
-                .output
-                .is_some_and(|o| o.joined_text().contains("forbidden-output"))
+            && subject.output.is_some_and(|o| o.joined_text().contains("forbidden-output"))
         {
             return Ok(GuardrailVerdict::Block {
                 rule: GuardrailRule::new("leaks", "no_forbidden"),
@@ -519,10 +418,7 @@ impl Guardrail for Rulebook {
 }
 
 fn rulebook(verdict: Option<GuardrailVerdict>, fail: Option<&'static str>) -> Arc<Rulebook> {
-    Arc::new(Rulebook {
-        verdict: Mutex::new(verdict),
-        fail,
-    })
+    Arc::new(Rulebook { verdict: Mutex::new(verdict), fail })
 }
 
 #[tokio::test]
@@ -534,24 +430,13 @@ async fn guardrail_block_names_the_rule() {
     };
     let d = f.builder().guardrail(rulebook(Some(block), None)).build();
     let mut sub = d.events().subscribe();
-    let result = d
-        .dispatch(call("g1", "echo", json!({"text": "rm -rf /"})), &run())
-        .await;
+    let result = d.dispatch(call("g1", "echo", json!({"text": "rm -rf /"})), &run()).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::GuardrailBlocked));
     let message = &result.error().unwrap().message;
-    assert!(
-        message.starts_with("Blocked by guardrail rule pack:shell/no_rm_root: xxx"),
-        "{message}"
-    );
+    assert!(message.starts_with("Blocked by guardrail rule pack:shell/no_rm_root: xxx"), "{message}");
     assert!(message.len() <= 200, "bounded: {}", message.len());
     assert!(!message.contains("sk-test"));
-    assert_eq!(
-        result.decided_by,
-        DecidedBy::Guardrail {
-            pack: "shell".into(),
-            rule: "no_rm_root".into()
-        }
-    );
+    assert_eq!(result.decided_by, DecidedBy::Guardrail { pack: "shell".into(), rule: "no_rm_root".into() });
     let deliveries = sub.drain();
     let guardrail_event = deliveries.iter().find_map(|d| match d {
         EventDelivery::Event(e) if e.kind() == ToolEventKind::GuardrailDecision => Some(e.clone()),
@@ -567,17 +452,9 @@ async fn guardrail_block_names_the_rule() {
     assert_eq!(f.runs(), 0);
 
     // Allowed input passes the same guardrail; output guardrail turns a finished call into an error.
-    let result = d
-        .dispatch(call("g2", "echo", json!({"text": "forbidden-output"})), &run())
-        .await;
+    let result = d.dispatch(call("g2", "echo", json!({"text": "forbidden-output"})), &run()).await;
     assert_eq!(result.error().unwrap().code, error_codes::GUARDRAIL_BLOCKED);
-    assert!(
-        result
-            .error()
-            .unwrap()
-            .message
-            .starts_with("Blocked by guardrail rule pack:leaks/no_forbidden")
-    );
+    assert!(result.error().unwrap().message.starts_with("Blocked by guardrail rule pack:leaks/no_forbidden"));
     assert_eq!(f.runs(), 1, "an output guardrail runs after execution");
     let kinds: Vec<RecordKind> = f.ledger.for_call("g2").iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RecordKind::Started, RecordKind::Error]);
@@ -585,10 +462,7 @@ async fn guardrail_block_names_the_rule() {
 
 #[tokio::test]
 async fn guardrails_fail_closed() {
-    let garbage = GuardrailVerdict::Block {
-        rule: GuardrailRule::new("", "has space"),
-        message: None,
-    };
+    let garbage = GuardrailVerdict::Block { rule: GuardrailRule::new("", "has space"), message: None };
     for (guard, expect_rule) in [
         (rulebook(None, Some("panic")), "guardrail_panic"),
         (rulebook(None, Some("classifier offline")), "guardrail_error"),
@@ -596,25 +470,12 @@ async fn guardrails_fail_closed() {
     ] {
         let f = Fixture::new();
         let d = f.builder().guardrail(guard).build();
-        let text = if expect_rule == "malformed_verdict" {
-            "rm -rf /"
-        } else {
-            "harmless"
-        };
-        let result = d
-            .dispatch(call("gf", "echo", json!({"text": text})), &run())
-            .await;
-        assert_eq!(
-            result.blocked_reason(),
-            Some(BlockedReason::GuardrailBlocked),
-            "{expect_rule}"
-        );
+        let text = if expect_rule == "malformed_verdict" { "rm -rf /" } else { "harmless" };
+        let result = d.dispatch(call("gf", "echo", json!({"text": text})), &run()).await;
+        assert_eq!(result.blocked_reason(), Some(BlockedReason::GuardrailBlocked), "{expect_rule}");
         assert_eq!(
             result.decided_by,
-            DecidedBy::Guardrail {
-                pack: "rulebook".into(),
-                rule: expect_rule.into()
-            },
+            DecidedBy::Guardrail { pack: "rulebook".into(), rule: expect_rule.into() },
             "{expect_rule}"
         );
         assert_eq!(f.runs(), 0, "{expect_rule}");
@@ -624,10 +485,7 @@ async fn guardrails_fail_closed() {
 #[tokio::test]
 async fn tripwire_blocks_and_stops_the_run() {
     let f = Fixture::new();
-    let trip = GuardrailVerdict::Tripwire {
-        rule: GuardrailRule::new("safety", "halt"),
-        message: None,
-    };
+    let trip = GuardrailVerdict::Tripwire { rule: GuardrailRule::new("safety", "halt"), message: None };
     let d = f.builder().guardrail(rulebook(Some(trip), None)).build();
     let r = run();
     let calls = vec![
@@ -648,26 +506,18 @@ struct ForbidWrites;
 #[async_trait]
 impl ExecutionPolicy for ForbidWrites {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
-        let rule = |id: &str| RuleRef {
-            id: id.into(),
-            source: "policy.json".into(),
-            decision: None,
-        };
+        let rule = |id: &str| RuleRef { id: id.into(), source: "policy.json".into(), decision: None };
         match request.action.paths.first().and_then(|p| p.to_str()) {
             Some(p) if p.starts_with("/etc") => PolicyVerdict::deny(
-                DecidedBy::Rule {
-                    rule_id: "no-etc".into(),
-                    source: "policy.json".into(),
-                },
+                DecidedBy::Rule { rule_id: "no-etc".into(), source: "policy.json".into() },
                 "no /etc",
             )
             .with_matched_rules(vec![rule("no-etc")]),
             Some(_) => PolicyVerdict::ask(DecidedBy::DEFAULT, "writes need approval")
                 .with_matched_rules(vec![rule("ask-writes")]),
-            None => PolicyVerdict::allow(DecidedBy::Rule {
-                rule_id: "pure".into(),
-                source: "policy.json".into(),
-            }),
+            None => {
+                PolicyVerdict::allow(DecidedBy::Rule { rule_id: "pure".into(), source: "policy.json".into() })
+            }
         }
     }
 }
@@ -700,128 +550,61 @@ async fn policy_deny_ask_allow_and_what_decided() {
         },
         asked: Mutex::new(Vec::new()),
     });
-    let d = f
-        .builder()
-        .policy(Arc::new(ForbidWrites))
-        .approvals(operator.clone())
-        .build();
+    let d = f.builder().policy(Arc::new(ForbidWrites)).approvals(operator.clone()).build();
     let r = run();
 
-    let denied = d
-        .dispatch(
-            call("x1", "write_file", json!({"text": "t", "path": "/etc/passwd"})),
-            &r,
-        )
-        .await;
+    let denied = d.dispatch(call("x1", "write_file", json!({"text": "t", "path": "/etc/passwd"})), &r).await;
     assert_eq!(denied.blocked_reason(), Some(BlockedReason::ExecutionDenied));
-    assert_eq!(
-        denied.decided_by,
-        DecidedBy::Rule {
-            rule_id: "no-etc".into(),
-            source: "policy.json".into()
-        }
-    );
+    assert_eq!(denied.decided_by, DecidedBy::Rule { rule_id: "no-etc".into(), source: "policy.json".into() });
     assert_eq!(f.ledger.for_call("x1")[0].matched_rules[0].id, "no-etc");
 
-    let approved = d
-        .dispatch(
-            call("x2", "write_file", json!({"text": SECRET, "path": "/work/a.txt"})),
-            &r,
-        )
-        .await;
+    let approved =
+        d.dispatch(call("x2", "write_file", json!({"text": SECRET, "path": "/work/a.txt"})), &r).await;
     assert!(approved.is_finished(), "{:?}", approved.error());
     assert!(matches!(
         approved.decided_by,
-        DecidedBy::Operator {
-            outcome: OperatorOutcome::ApprovedOnce,
-            ..
-        }
+        DecidedBy::Operator { outcome: OperatorOutcome::ApprovedOnce, .. }
     ));
     let asked = operator.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
-    assert!(
-        !asked[0].arguments.to_string().contains(SECRET),
-        "the approver sees redacted arguments"
-    );
+    assert!(!asked[0].arguments.to_string().contains(SECRET), "the approver sees redacted arguments");
     assert_eq!(asked[0].verdict.reason.as_deref(), Some("writes need approval"));
     // The executed action is the evaluated one, not the approver's tampered copy.
     let seen = f.seen_actions.lock().unwrap().clone();
-    assert_eq!(
-        seen.last().unwrap().paths,
-        vec![std::path::PathBuf::from("/work/a.txt")]
-    );
+    assert_eq!(seen.last().unwrap().paths, vec![std::path::PathBuf::from("/work/a.txt")]);
     let started = &f.ledger.for_call("x2")[0];
-    assert_eq!(
-        started.action.as_ref().unwrap().paths,
-        vec![std::path::PathBuf::from("/work/a.txt")]
-    );
+    assert_eq!(started.action.as_ref().unwrap().paths, vec![std::path::PathBuf::from("/work/a.txt")]);
     assert!(matches!(started.decided_by, DecidedBy::Operator { .. }));
     assert_eq!(started.matched_rules[0].id, "ask-writes");
 
     let pure = d.dispatch(call("x3", "echo", json!({"text": "t"})), &r).await;
-    assert_eq!(
-        pure.decided_by,
-        DecidedBy::Rule {
-            rule_id: "pure".into(),
-            source: "policy.json".into()
-        }
-    );
+    assert_eq!(pure.decided_by, DecidedBy::Rule { rule_id: "pure".into(), source: "policy.json".into() });
 
-    let unresolvable = d
-        .dispatch(call("x4", "write_file", json!({"text": "t", "path": ""})), &r)
-        .await;
-    assert_eq!(
-        unresolvable.blocked_reason(),
-        Some(BlockedReason::ValidationFailed)
-    );
+    let unresolvable = d.dispatch(call("x4", "write_file", json!({"text": "t", "path": ""})), &r).await;
+    assert_eq!(unresolvable.blocked_reason(), Some(BlockedReason::ValidationFailed));
     assert_eq!(f.runs(), 2);
 }
 
 #[tokio::test]
 async fn approval_denial_timeout_and_no_approver() {
     let timeout = DecidedBy::ApprovalTimeout { after_ms: 120_000 };
-    let denial = DecidedBy::Operator {
-        outcome: OperatorOutcome::Denied,
-        operator: None,
-        rule_written: None,
-    };
+    let denial = DecidedBy::Operator { outcome: OperatorOutcome::Denied, operator: None, rule_written: None };
     for decided_by in [timeout, denial] {
         let f = Fixture::new();
         let operator = Arc::new(Operator {
-            answer: ApprovalAnswer::Deny {
-                reason: "nope".into(),
-                decided_by: decided_by.clone(),
-            },
+            answer: ApprovalAnswer::Deny { reason: "nope".into(), decided_by: decided_by.clone() },
             asked: Mutex::new(Vec::new()),
         });
-        let d = f
-            .builder()
-            .policy(Arc::new(ForbidWrites))
-            .approvals(operator)
-            .build();
-        let result = d
-            .dispatch(
-                call("y", "write_file", json!({"text": "t", "path": "/w/x"})),
-                &run(),
-            )
-            .await;
+        let d = f.builder().policy(Arc::new(ForbidWrites)).approvals(operator).build();
+        let result = d.dispatch(call("y", "write_file", json!({"text": "t", "path": "/w/x"})), &run()).await;
         assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
         assert_eq!(result.decided_by, decided_by);
-        assert_eq!(
-            f.ledger.for_call("y")[0].decided_by,
-            decided_by,
-            "timeouts are recorded as timeouts"
-        );
+        assert_eq!(f.ledger.for_call("y")[0].decided_by, decided_by, "timeouts are recorded as timeouts");
         assert_eq!(f.runs(), 0);
     }
     let f = Fixture::new();
     let d = f.builder().policy(Arc::new(ForbidWrites)).build();
-    let result = d
-        .dispatch(
-            call("z", "write_file", json!({"text": "t", "path": "/w/x"})),
-            &run(),
-        )
-        .await;
+    let result = d.dispatch(call("z", "write_file", json!({"text": "t", "path": "/w/x"})), &run()).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
     assert!(result.error().unwrap().message.contains("no approver"));
     assert_eq!(f.runs(), 0);
@@ -849,29 +632,13 @@ async fn host_validators_refuse_with_redacted_messages() {
     let f = Fixture::new();
     let d = f.builder().validator(Arc::new(NoDotDot)).build();
     let r = run();
-    let result = d
-        .dispatch(call("h1", "write_file", json!({"text": "t", "path": "../x"})), &r)
-        .await;
+    let result = d.dispatch(call("h1", "write_file", json!({"text": "t", "path": "../x"})), &r).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ValidationFailed));
-    assert_eq!(
-        result.error().unwrap().message,
-        "/path: '..' is not allowed in ../x"
-    );
-    assert_eq!(
-        result.decided_by,
-        DecidedBy::Validator {
-            validator: "no_dotdot".into()
-        }
-    );
-    let result = d
-        .dispatch(call("h2", "write_file", json!({"text": "t", "path": "msg"})), &r)
-        .await;
+    assert_eq!(result.error().unwrap().message, "/path: '..' is not allowed in ../x");
+    assert_eq!(result.decided_by, DecidedBy::Validator { validator: "no_dotdot".into() });
+    let result = d.dispatch(call("h2", "write_file", json!({"text": "t", "path": "msg"})), &r).await;
     assert_eq!(result.error().unwrap().message, "plain message with [REDACTED]");
-    assert!(
-        d.dispatch(call("h3", "write_file", json!({"text": "t", "path": "ok"})), &r)
-            .await
-            .is_finished()
-    );
+    assert!(d.dispatch(call("h3", "write_file", json!({"text": "t", "path": "ok"})), &r).await.is_finished());
     assert_eq!(f.runs(), 1);
 }
 
@@ -887,9 +654,7 @@ impl Ledger for RefusingLedger {
 #[tokio::test]
 async fn no_execution_without_a_started_record() {
     let f = Fixture::new();
-    let d = Dispatcher::builder(f.registry())
-        .ledger(Arc::new(RefusingLedger))
-        .build();
+    let d = Dispatcher::builder(f.registry()).ledger(Arc::new(RefusingLedger)).build();
     let result = d.dispatch(call("l1", "echo", json!({"text": "x"})), &run()).await;
     assert_eq!(result.error().unwrap().code, error_codes::LEDGER_UNAVAILABLE);
     assert_eq!(f.runs(), 0);
@@ -906,23 +671,13 @@ async fn cancellation_reaches_running_tools() {
         cancel.cancel();
     });
     let result = d.dispatch(call("k1", "echo", json!({"text": "hang"})), &r).await;
-    assert_eq!(
-        result.error().unwrap().message,
-        "stopped on cancel",
-        "the tool settled by itself"
-    );
+    assert_eq!(result.error().unwrap().message, "stopped on cancel", "the tool settled by itself");
 
     // A tool that ignores cancellation is dropped after the grace period.
     let r = run();
     r.cancel.cancel();
-    let result = d
-        .dispatch(call("k2", "echo", json!({"text": "ignore_cancel"})), &r)
-        .await;
-    assert_eq!(
-        result.error().unwrap().code,
-        error_codes::NOT_DISPATCHED,
-        "cancelled runs start nothing"
-    );
+    let result = d.dispatch(call("k2", "echo", json!({"text": "ignore_cancel"})), &r).await;
+    assert_eq!(result.error().unwrap().code, error_codes::NOT_DISPATCHED, "cancelled runs start nothing");
     let r = run();
     let cancel = r.cancel.clone();
     tokio::spawn(async move {
@@ -930,9 +685,7 @@ async fn cancellation_reaches_running_tools() {
         cancel.cancel();
     });
     let started = std::time::Instant::now();
-    let result = d
-        .dispatch(call("k3", "echo", json!({"text": "ignore_cancel"})), &r)
-        .await;
+    let result = d.dispatch(call("k3", "echo", json!({"text": "ignore_cancel"})), &r).await;
     assert_eq!(result.error().unwrap().code, error_codes::CANCELLED);
     assert!(started.elapsed() < Duration::from_secs(10));
     let kinds: Vec<RecordKind> = f.ledger.for_call("k3").iter().map(|r| r.kind).collect();
@@ -947,8 +700,7 @@ async fn lagging_subscribers_are_told_and_never_block() {
     let mut slow = bus.subscribe();
     let r = run();
     for i in 0..10 {
-        d.dispatch(call(&format!("lag{i}"), "echo", json!({"text": "x"})), &r)
-            .await;
+        d.dispatch(call(&format!("lag{i}"), "echo", json!({"text": "x"})), &r).await;
     }
     let first = slow.recv().await.unwrap();
     match first {
@@ -965,11 +717,7 @@ async fn registry_can_be_swapped_at_run_time() {
     let f = Fixture::new();
     let d = f.builder().build();
     let r = run();
-    assert!(
-        d.dispatch(call("r1", "echo", json!({"text": "x"})), &r)
-            .await
-            .is_finished()
-    );
+    assert!(d.dispatch(call("r1", "echo", json!({"text": "x"})), &r).await.is_finished());
     let mut smaller = f.registry();
     smaller.unregister("echo");
     d.replace_registry(smaller);
@@ -1002,9 +750,7 @@ async fn caller_input_cannot_bloat_records() {
     assert!(record.redacted);
 
     let raw = format!("{{\"text\": \"{}", "z".repeat(400_000));
-    let result = d
-        .dispatch(ToolCall::new("b3", "echo", CallArguments::from_text(&raw)), &r)
-        .await;
+    let result = d.dispatch(ToolCall::new("b3", "echo", CallArguments::from_text(&raw)), &r).await;
     assert_eq!(result.error().unwrap().code, error_codes::INVALID_JSON_ARGUMENTS);
     assert!(result.error().unwrap().message.len() < 300);
     let shown = serde_json::to_string(f.ledger.for_call("b3")[0].arguments.as_deref().unwrap()).unwrap();
@@ -1030,41 +776,22 @@ async fn an_unanswered_approval_times_out_as_a_timeout() {
         .approvals(Arc::new(AbsentOperator))
         .approval_timeout(Some(Duration::from_millis(30)))
         .build();
-    let result = d
-        .dispatch(
-            call("w1", "write_file", json!({"text": "t", "path": "/w/x"})),
-            &run(),
-        )
-        .await;
+    let result = d.dispatch(call("w1", "write_file", json!({"text": "t", "path": "/w/x"})), &run()).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
     assert_eq!(result.decided_by, DecidedBy::ApprovalTimeout { after_ms: 30 });
-    assert_eq!(
-        f.ledger.for_call("w1")[0].decided_by,
-        DecidedBy::ApprovalTimeout { after_ms: 30 }
-    );
+    assert_eq!(f.ledger.for_call("w1")[0].decided_by, DecidedBy::ApprovalTimeout { after_ms: 30 });
 
     // Cancelling the run stops the wait too, and is not recorded as a timeout or an operator's denial.
-    let d = f
-        .builder()
-        .policy(Arc::new(ForbidWrites))
-        .approvals(Arc::new(AbsentOperator))
-        .build();
+    let d = f.builder().policy(Arc::new(ForbidWrites)).approvals(Arc::new(AbsentOperator)).build();
     let r = run();
     let cancel = r.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(20)).await;
         cancel.cancel();
     });
-    let result = d
-        .dispatch(call("w2", "write_file", json!({"text": "t", "path": "/w/x"})), &r)
-        .await;
+    let result = d.dispatch(call("w2", "write_file", json!({"text": "t", "path": "/w/x"})), &r).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
-    assert_eq!(
-        result.decided_by,
-        DecidedBy::Default {
-            detail: Some("run cancelled".into())
-        }
-    );
+    assert_eq!(result.decided_by, DecidedBy::Default { detail: Some("run cancelled".into()) });
     assert_eq!(f.runs(), 0);
 }
 

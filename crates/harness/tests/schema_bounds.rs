@@ -41,13 +41,7 @@ fn echo(name: &str, parameters: Option<Value>) -> (Arc<dyn Tool>, Arc<AtomicUsiz
     let runs = Arc::new(AtomicUsize::new(0));
     let mut spec = ToolSpec::new(name, "echo");
     spec.parameters = parameters;
-    (
-        Arc::new(Echo {
-            spec,
-            runs: runs.clone(),
-        }),
-        runs,
-    )
+    (Arc::new(Echo { spec, runs: runs.clone() }), runs)
 }
 
 /// A dispatcher with one tool `t` (with the given schema) and the given validator.
@@ -55,16 +49,11 @@ fn one_tool(parameters: Option<Value>, validator: SchemaValidator) -> (Dispatche
     let (tool, runs) = echo("t", parameters);
     let mut registry = ToolRegistry::new();
     registry.register(tool).unwrap();
-    (
-        Dispatcher::builder(registry).schema_validator(validator).build(),
-        runs,
-    )
+    (Dispatcher::builder(registry).schema_validator(validator).build(), runs)
 }
 
 async fn call(dispatcher: &Dispatcher, id: &str, name: &str, args: Value) -> ToolCallResult {
-    dispatcher
-        .dispatch(ToolCall::new(id, name, args), &RunContext::new("s", "r"))
-        .await
+    dispatcher.dispatch(ToolCall::new(id, name, args), &RunContext::new("s", "r")).await
 }
 
 /// Asserts a `validation_failed` block and returns its message.
@@ -80,13 +69,7 @@ fn blocked_message(result: &ToolCallResult) -> String {
 }
 
 fn limits_schema(max_bytes: usize, max_depth: usize, max_keywords: usize, max_refs: usize) -> SchemaLimits {
-    SchemaLimits {
-        max_bytes,
-        max_depth,
-        max_keywords,
-        max_refs,
-        cache_entries: 16,
-    }
+    SchemaLimits { max_bytes, max_depth, max_keywords, max_refs, cache_entries: 16 }
 }
 
 fn schema_validator(limits: SchemaLimits) -> SchemaValidator {
@@ -147,10 +130,7 @@ fn object_with(n: usize) -> Value {
 fn schema_depth_accepted_at_limit_rejected_one_past() {
     let v = schema_validator(limits_schema(1 << 20, 5, 10_000, 128));
     assert_eq!(v.check_schema(&nested_not(5)), Ok(()));
-    assert_eq!(
-        v.check_schema(&nested_not(6)),
-        Err(SchemaError::TooDeep { limit: 5 })
-    );
+    assert_eq!(v.check_schema(&nested_not(6)), Err(SchemaError::TooDeep { limit: 5 }));
 }
 
 #[test]
@@ -169,30 +149,21 @@ fn schema_depth_counts_arrays_too() {
 fn schema_keywords_accepted_at_limit_rejected_one_past() {
     let v = schema_validator(limits_schema(1 << 20, 64, 10, 128));
     assert_eq!(v.check_schema(&with_properties(9)), Ok(()));
-    assert_eq!(
-        v.check_schema(&with_properties(10)),
-        Err(SchemaError::TooManyKeywords { limit: 10 })
-    );
+    assert_eq!(v.check_schema(&with_properties(10)), Err(SchemaError::TooManyKeywords { limit: 10 }));
 }
 
 #[test]
 fn schema_refs_accepted_at_limit_rejected_one_past() {
     let v = schema_validator(limits_schema(1 << 20, 64, 10_000, 3));
     assert_eq!(v.check_schema(&with_refs(3)), Ok(()));
-    assert_eq!(
-        v.check_schema(&with_refs(4)),
-        Err(SchemaError::TooManyRefs { limit: 3 })
-    );
+    assert_eq!(v.check_schema(&with_refs(4)), Err(SchemaError::TooManyRefs { limit: 3 }));
 }
 
 #[test]
 fn schema_bytes_accepted_at_limit_rejected_one_past() {
     let v = schema_validator(limits_schema(64, 64, 10_000, 128));
     assert_eq!(v.check_schema(&sized_schema(64)), Ok(()));
-    assert_eq!(
-        v.check_schema(&sized_schema(65)),
-        Err(SchemaError::TooLarge { bytes: 65, limit: 64 })
-    );
+    assert_eq!(v.check_schema(&sized_schema(65)), Err(SchemaError::TooLarge { bytes: 65, limit: 64 }));
 }
 
 #[test]
@@ -210,13 +181,7 @@ fn schema_that_is_not_an_object_or_boolean_is_refused() {
 fn default_schema_limits_are_the_documented_ones() {
     let d = SchemaLimits::default();
     assert_eq!(
-        (
-            d.max_bytes,
-            d.max_depth,
-            d.max_keywords,
-            d.max_refs,
-            d.cache_entries
-        ),
+        (d.max_bytes, d.max_depth, d.max_keywords, d.max_refs, d.cache_entries),
         (256 * 1024, 64, 10_000, 128, 256)
     );
     let v = SchemaValidator::default();
@@ -228,30 +193,21 @@ fn default_schema_limits_are_the_documented_ones() {
 fn default_schema_depth_is_64() {
     let v = SchemaValidator::default();
     assert_eq!(v.check_schema(&nested_not(64)), Ok(()));
-    assert_eq!(
-        v.check_schema(&nested_not(65)),
-        Err(SchemaError::TooDeep { limit: 64 })
-    );
+    assert_eq!(v.check_schema(&nested_not(65)), Err(SchemaError::TooDeep { limit: 64 }));
 }
 
 #[test]
 fn default_schema_refs_is_128() {
     let v = SchemaValidator::default();
     assert_eq!(v.check_schema(&with_refs(128)), Ok(()));
-    assert_eq!(
-        v.check_schema(&with_refs(129)),
-        Err(SchemaError::TooManyRefs { limit: 128 })
-    );
+    assert_eq!(v.check_schema(&with_refs(129)), Err(SchemaError::TooManyRefs { limit: 128 }));
 }
 
 #[test]
 fn default_schema_keywords_is_10_000() {
     let v = SchemaValidator::default();
     assert_eq!(v.check_schema(&with_properties(9_999)), Ok(()));
-    assert_eq!(
-        v.check_schema(&with_properties(10_000)),
-        Err(SchemaError::TooManyKeywords { limit: 10_000 })
-    );
+    assert_eq!(v.check_schema(&with_properties(10_000)), Err(SchemaError::TooManyKeywords { limit: 10_000 }));
 }
 
 #[test]
@@ -260,10 +216,7 @@ fn default_schema_bytes_is_256_kib() {
     assert_eq!(v.check_schema(&sized_schema(256 * 1024)), Ok(()));
     assert_eq!(
         v.check_schema(&sized_schema(256 * 1024 + 1)),
-        Err(SchemaError::TooLarge {
-            bytes: 256 * 1024 + 1,
-            limit: 256 * 1024
-        })
+        Err(SchemaError::TooLarge { bytes: 256 * 1024 + 1, limit: 256 * 1024 })
     );
 }
 
@@ -283,10 +236,7 @@ fn remote_refs_are_rejected_and_local_refs_accepted() {
         let schema = json!({ "properties": { "a": { "$ref": target } } });
         assert_eq!(
             v.check_schema(&schema),
-            Err(SchemaError::RemoteRef {
-                keyword: "$ref",
-                target: target.to_owned()
-            }),
+            Err(SchemaError::RemoteRef { keyword: "$ref", target: target.to_owned() }),
             "{target}"
         );
     }
@@ -316,10 +266,7 @@ fn remote_dynamic_ref_is_rejected() {
     let recursive = json!({ "items": { "$recursiveRef": "other.json" } });
     assert_eq!(
         v.check_schema(&recursive),
-        Err(SchemaError::RemoteRef {
-            keyword: "$recursiveRef",
-            target: "other.json".to_owned()
-        })
+        Err(SchemaError::RemoteRef { keyword: "$recursiveRef", target: "other.json".to_owned() })
     );
 }
 
@@ -383,9 +330,7 @@ fn instance_array_len_accepted_at_limit_rejected_one_past() {
     let v = instance_validator(small_instance_limits());
     let schema = json!({ "type": "object" });
     assert_eq!(v.validate(&schema, &json!({ "items": [1, 2, 3] })), Ok(()));
-    let issue = v
-        .validate(&schema, &json!({ "items": [1, 2, 3, 4] }))
-        .unwrap_err();
+    let issue = v.validate(&schema, &json!({ "items": [1, 2, 3, 4] })).unwrap_err();
     assert_eq!(issue.path.as_deref(), Some("/items"));
     assert_eq!(issue.message, "/items: array of 4 items is over the limit of 3");
 }
@@ -396,27 +341,19 @@ fn instance_object_properties_accepted_at_limit_rejected_one_past() {
     let schema = json!({ "type": "object" });
     assert_eq!(v.validate(&schema, &object_with(4)), Ok(()));
     let issue = v.validate(&schema, &object_with(5)).unwrap_err();
-    assert_eq!(issue.path.as_deref(), Some("/"));
-    assert_eq!(issue.message, "/: object of 5 properties is over the limit of 4");
+    assert_eq!(issue.path.as_deref(), Some("(root)"));
+    assert_eq!(issue.message, "(root): object of 5 properties is over the limit of 4");
     let issue = v.validate(&schema, &json!({ "o": object_with(5) })).unwrap_err();
     assert_eq!(issue.message, "/o: object of 5 properties is over the limit of 4");
 }
 
 #[test]
 fn instance_nodes_accepted_at_limit_rejected_one_past() {
-    let v = instance_validator(InstanceLimits {
-        max_nodes: 5,
-        ..InstanceLimits::default()
-    });
+    let v = instance_validator(InstanceLimits { max_nodes: 5, ..InstanceLimits::default() });
     let schema = json!({ "type": "object" });
     // The object itself plus four scalars: 5 values.
-    assert_eq!(
-        v.validate(&schema, &json!({ "a": 1, "b": 2, "c": 3, "d": 4 })),
-        Ok(())
-    );
-    let issue = v
-        .validate(&schema, &json!({ "a": 1, "b": 2, "c": 3, "d": 4, "e": 5 }))
-        .unwrap_err();
+    assert_eq!(v.validate(&schema, &json!({ "a": 1, "b": 2, "c": 3, "d": 4 })), Ok(()));
+    let issue = v.validate(&schema, &json!({ "a": 1, "b": 2, "c": 3, "d": 4, "e": 5 })).unwrap_err();
     assert_eq!(issue.path.as_deref(), Some("/e"));
     assert_eq!(issue.message, "/e: arguments have more than 5 values");
     // Containers count: object + array + 3 items = 5 ok, 4 items = 6.
@@ -428,18 +365,14 @@ fn instance_nodes_accepted_at_limit_rejected_one_past() {
 #[test]
 fn instance_bound_path_escapes_json_pointer_characters() {
     let v = instance_validator(small_instance_limits());
-    let issue = v
-        .validate(&json!({ "type": "object" }), &json!({ "a/b~c": "123456789" }))
-        .unwrap_err();
+    let issue = v.validate(&json!({ "type": "object" }), &json!({ "a/b~c": "123456789" })).unwrap_err();
     assert_eq!(issue.path.as_deref(), Some("/a~1b~0c"));
 }
 
 #[test]
 fn instance_bounds_apply_before_the_schema_and_even_for_a_true_schema() {
     let v = instance_validator(small_instance_limits());
-    let issue = v
-        .validate(&json!(true), &json!({ "text": "123456789" }))
-        .unwrap_err();
+    let issue = v.validate(&json!(true), &json!({ "text": "123456789" })).unwrap_err();
     assert_eq!(issue.message, "/text: string of 9 bytes is over the limit of 8");
     // Not even compiled: the instance check comes first.
     assert_eq!(v.compile_count(), 0);
@@ -497,11 +430,7 @@ async fn instance_bounds_through_the_dispatcher() {
         assert!(ok.is_finished(), "{name}: {ok:?}");
         let result = call(&dispatcher, "past", "t", past_limit).await;
         assert_eq!(blocked_message(&result), expected, "{name}");
-        assert_eq!(
-            runs.load(Ordering::SeqCst),
-            1,
-            "{name}: the blocked call must not run"
-        );
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "{name}: the blocked call must not run");
     }
 }
 
@@ -517,18 +446,15 @@ fn prototype_keys_are_rejected_at_top_level_and_nested() {
         let mut top = Map::new();
         top.insert(key.to_owned(), json!({}));
         let issue = v.validate(&schema, &Value::Object(top)).unwrap_err();
-        assert_eq!(issue.path.as_deref(), Some("/"), "{key}");
-        assert_eq!(issue.message, format!("/: key {key:?} is not allowed"));
+        assert_eq!(issue.path.as_deref(), Some(format!("/{key}").as_str()), "{key}");
+        assert_eq!(issue.message, format!("/{key}: key {key:?} is not allowed"));
 
         let mut inner = Map::new();
         inner.insert(key.to_owned(), json!(1));
         let nested = json!({ "outer": { "list": [0, Value::Object(inner)] } });
         let issue = v.validate(&schema, &nested).unwrap_err();
-        assert_eq!(issue.path.as_deref(), Some("/outer/list/1"), "{key}");
-        assert_eq!(
-            issue.message,
-            format!("/outer/list/1: key {key:?} is not allowed")
-        );
+        assert_eq!(issue.path.as_deref(), Some(format!("/outer/list/1/{key}").as_str()), "{key}");
+        assert_eq!(issue.message, format!("/outer/list/1/{key}: key {key:?} is not allowed"));
     }
     // Only exact keys: look-alikes and values are fine.
     let fine = json!({ "proto": 1, "Constructor": 2, "prototypes": 3, "v": "__proto__" });
@@ -539,23 +465,14 @@ fn prototype_keys_are_rejected_at_top_level_and_nested() {
 async fn prototype_key_blocks_the_call_even_when_the_schema_allows_it() {
     let schema = json!({ "type": "object", "additionalProperties": true });
     let (dispatcher, runs) = one_tool(Some(schema), SchemaValidator::default());
-    let result = call(
-        &dispatcher,
-        "c1",
-        "t",
-        json!({ "cfg": { "constructor": { "x": 1 } } }),
-    )
-    .await;
-    assert_eq!(
-        blocked_message(&result),
-        "/cfg: key \"constructor\" is not allowed"
-    );
+    let result = call(&dispatcher, "c1", "t", json!({ "cfg": { "constructor": { "x": 1 } } })).await;
+    assert_eq!(blocked_message(&result), "/cfg/constructor: key \"constructor\" is not allowed");
     let result = call(&dispatcher, "c2", "t", json!({ "__proto__": { "admin": true } })).await;
-    assert_eq!(blocked_message(&result), "/: key \"__proto__\" is not allowed");
+    assert_eq!(blocked_message(&result), "/__proto__: key \"__proto__\" is not allowed");
     // A tool without a schema gets the same instance check (MissingSchema::Allow).
     let (dispatcher, runs_free) = one_tool(None, SchemaValidator::default());
     let result = call(&dispatcher, "c3", "t", json!({ "prototype": 1 })).await;
-    assert_eq!(blocked_message(&result), "/: key \"prototype\" is not allowed");
+    assert_eq!(blocked_message(&result), "/prototype: key \"prototype\" is not allowed");
     assert_eq!(runs.load(Ordering::SeqCst) + runs_free.load(Ordering::SeqCst), 0);
 }
 
@@ -569,100 +486,35 @@ fn schema_limits_over_the_hard_caps_or_zero_are_refused() {
     let h = SchemaLimits::HARD;
     let d = SchemaLimits::default();
     let cases = [
-        (
-            "schema max_bytes",
-            SchemaLimits {
-                max_bytes: h.max_bytes + 1,
-                ..d
-            },
-            h.max_bytes + 1,
-            h.max_bytes,
-        ),
-        (
-            "schema max_depth",
-            SchemaLimits {
-                max_depth: h.max_depth + 1,
-                ..d
-            },
-            h.max_depth + 1,
-            h.max_depth,
-        ),
+        ("schema max_bytes", SchemaLimits { max_bytes: h.max_bytes + 1, ..d }, h.max_bytes + 1, h.max_bytes),
+        ("schema max_depth", SchemaLimits { max_depth: h.max_depth + 1, ..d }, h.max_depth + 1, h.max_depth),
         (
             "schema max_keywords",
-            SchemaLimits {
-                max_keywords: h.max_keywords + 1,
-                ..d
-            },
+            SchemaLimits { max_keywords: h.max_keywords + 1, ..d },
             h.max_keywords + 1,
             h.max_keywords,
         ),
-        (
-            "schema max_refs",
-            SchemaLimits {
-                max_refs: h.max_refs + 1,
-                ..d
-            },
-            h.max_refs + 1,
-            h.max_refs,
-        ),
+        ("schema max_refs", SchemaLimits { max_refs: h.max_refs + 1, ..d }, h.max_refs + 1, h.max_refs),
         (
             "schema cache_entries",
-            SchemaLimits {
-                cache_entries: h.cache_entries + 1,
-                ..d
-            },
+            SchemaLimits { cache_entries: h.cache_entries + 1, ..d },
             h.cache_entries + 1,
             h.cache_entries,
         ),
-        (
-            "schema max_bytes",
-            SchemaLimits { max_bytes: 0, ..d },
-            0,
-            h.max_bytes,
-        ),
-        (
-            "schema max_depth",
-            SchemaLimits { max_depth: 0, ..d },
-            0,
-            h.max_depth,
-        ),
-        (
-            "schema max_keywords",
-            SchemaLimits { max_keywords: 0, ..d },
-            0,
-            h.max_keywords,
-        ),
-        (
-            "schema max_refs",
-            SchemaLimits { max_refs: 0, ..d },
-            0,
-            h.max_refs,
-        ),
-        (
-            "schema cache_entries",
-            SchemaLimits {
-                cache_entries: 0,
-                ..d
-            },
-            0,
-            h.cache_entries,
-        ),
+        ("schema max_bytes", SchemaLimits { max_bytes: 0, ..d }, 0, h.max_bytes),
+        ("schema max_depth", SchemaLimits { max_depth: 0, ..d }, 0, h.max_depth),
+        ("schema max_keywords", SchemaLimits { max_keywords: 0, ..d }, 0, h.max_keywords),
+        ("schema max_refs", SchemaLimits { max_refs: 0, ..d }, 0, h.max_refs),
+        ("schema cache_entries", SchemaLimits { cache_entries: 0, ..d }, 0, h.cache_entries),
     ];
     for (name, limits, value, hard_cap) in cases {
-        let expected = LimitError {
-            name,
-            value,
-            hard_cap,
-        };
+        let expected = LimitError { name, value, hard_cap };
         assert_eq!(limits.validated(), Err(expected.clone()), "{name}={value}");
         let built = SchemaValidator::new(limits, InstanceLimits::default(), MissingSchema::Allow);
         assert_eq!(built.err(), Some(expected), "{name}={value}");
     }
     assert_eq!(h.max_bytes, 1024 * 1024);
-    assert_eq!(
-        (h.max_depth, h.max_keywords, h.max_refs, h.cache_entries),
-        (128, 100_000, 1024, 1024)
-    );
+    assert_eq!((h.max_depth, h.max_keywords, h.max_refs, h.cache_entries), (128, 100_000, 1024, 1024));
 }
 
 #[test]
@@ -673,106 +525,53 @@ fn instance_limits_over_the_hard_caps_or_zero_are_refused() {
     let cases = [
         (
             "instance max_depth",
-            InstanceLimits {
-                max_depth: h.max_depth + 1,
-                ..d
-            },
+            InstanceLimits { max_depth: h.max_depth + 1, ..d },
             h.max_depth + 1,
             h.max_depth,
         ),
         (
             "instance max_string_bytes",
-            InstanceLimits {
-                max_string_bytes: h.max_string_bytes + 1,
-                ..d
-            },
+            InstanceLimits { max_string_bytes: h.max_string_bytes + 1, ..d },
             h.max_string_bytes + 1,
             h.max_string_bytes,
         ),
         (
             "instance max_array_len",
-            InstanceLimits {
-                max_array_len: h.max_array_len + 1,
-                ..d
-            },
+            InstanceLimits { max_array_len: h.max_array_len + 1, ..d },
             h.max_array_len + 1,
             h.max_array_len,
         ),
         (
             "instance max_object_properties",
-            InstanceLimits {
-                max_object_properties: h.max_object_properties + 1,
-                ..d
-            },
+            InstanceLimits { max_object_properties: h.max_object_properties + 1, ..d },
             h.max_object_properties + 1,
             h.max_object_properties,
         ),
         (
             "instance max_nodes",
-            InstanceLimits {
-                max_nodes: h.max_nodes + 1,
-                ..d
-            },
+            InstanceLimits { max_nodes: h.max_nodes + 1, ..d },
             h.max_nodes + 1,
             h.max_nodes,
         ),
-        (
-            "instance max_depth",
-            InstanceLimits { max_depth: 0, ..d },
-            0,
-            h.max_depth,
-        ),
-        (
-            "instance max_string_bytes",
-            InstanceLimits {
-                max_string_bytes: 0,
-                ..d
-            },
-            0,
-            h.max_string_bytes,
-        ),
-        (
-            "instance max_array_len",
-            InstanceLimits {
-                max_array_len: 0,
-                ..d
-            },
-            0,
-            h.max_array_len,
-        ),
+        ("instance max_depth", InstanceLimits { max_depth: 0, ..d }, 0, h.max_depth),
+        ("instance max_string_bytes", InstanceLimits { max_string_bytes: 0, ..d }, 0, h.max_string_bytes),
+        ("instance max_array_len", InstanceLimits { max_array_len: 0, ..d }, 0, h.max_array_len),
         (
             "instance max_object_properties",
-            InstanceLimits {
-                max_object_properties: 0,
-                ..d
-            },
+            InstanceLimits { max_object_properties: 0, ..d },
             0,
             h.max_object_properties,
         ),
-        (
-            "instance max_nodes",
-            InstanceLimits { max_nodes: 0, ..d },
-            0,
-            h.max_nodes,
-        ),
+        ("instance max_nodes", InstanceLimits { max_nodes: 0, ..d }, 0, h.max_nodes),
     ];
     for (name, limits, value, hard_cap) in cases {
-        let expected = LimitError {
-            name,
-            value,
-            hard_cap,
-        };
+        let expected = LimitError { name, value, hard_cap };
         assert_eq!(limits.validated(), Err(expected.clone()), "{name}={value}");
         let built = SchemaValidator::new(SchemaLimits::default(), limits, MissingSchema::Reject);
         assert_eq!(built.err(), Some(expected), "{name}={value}");
     }
     assert_eq!(
-        LimitError {
-            name: "instance max_depth",
-            value: 0,
-            hard_cap: 128
-        }
-        .to_string(),
+        LimitError { name: "instance max_depth", value: 0, hard_cap: 128 }.to_string(),
         "instance max_depth = 0 is out of range: must be 1..=128"
     );
 }
@@ -783,10 +582,7 @@ fn limits_at_the_hard_caps_build_a_validator() {
     assert_eq!(v.schema_limits(), SchemaLimits::HARD);
     assert_eq!(v.instance_limits(), InstanceLimits::HARD);
     assert_eq!(v.check_schema(&nested_not(128)), Ok(()));
-    assert_eq!(
-        v.check_schema(&nested_not(129)),
-        Err(SchemaError::TooDeep { limit: 128 })
-    );
+    assert_eq!(v.check_schema(&nested_not(129)), Err(SchemaError::TooDeep { limit: 128 }));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -801,13 +597,7 @@ async fn a_schema_is_compiled_once_over_100_dispatches() {
     });
     let (dispatcher, runs) = one_tool(Some(schema), SchemaValidator::default());
     for i in 0..100 {
-        let result = call(
-            &dispatcher,
-            &format!("c{i}"),
-            "t",
-            json!({ "text": format!("hello {i}") }),
-        )
-        .await;
+        let result = call(&dispatcher, &format!("c{i}"), "t", json!({ "text": format!("hello {i}") })).await;
         assert!(result.is_finished(), "{result:?}");
     }
     // Failing calls use the same compiled schema.
@@ -823,35 +613,20 @@ async fn two_tools_with_identical_schemas_share_one_compile() {
     let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } } });
     let (a, _) = echo("a", Some(schema.clone()));
     let (b, _) = echo("b", Some(schema));
-    let (c, _) = echo(
-        "c",
-        Some(json!({ "type": "object", "properties": { "n": { "type": "number" } } })),
-    );
+    let (c, _) = echo("c", Some(json!({ "type": "object", "properties": { "n": { "type": "number" } } })));
     let mut registry = ToolRegistry::new();
     for tool in [a, b, c] {
         registry.register(tool).unwrap();
     }
     let dispatcher = Dispatcher::builder(registry).build();
     for i in 0..10 {
-        assert!(
-            call(&dispatcher, &format!("a{i}"), "a", json!({ "n": i }))
-                .await
-                .is_finished()
-        );
-        assert!(
-            call(&dispatcher, &format!("b{i}"), "b", json!({ "n": i }))
-                .await
-                .is_finished()
-        );
+        assert!(call(&dispatcher, &format!("a{i}"), "a", json!({ "n": i })).await.is_finished());
+        assert!(call(&dispatcher, &format!("b{i}"), "b", json!({ "n": i })).await.is_finished());
     }
     assert_eq!(dispatcher.schema_validator().compile_count(), 1);
     assert_eq!(dispatcher.schema_validator().cached_schemas(), 1);
     // A different schema is a second compile.
-    assert!(
-        call(&dispatcher, "c0", "c", json!({ "n": 1.5 }))
-            .await
-            .is_finished()
-    );
+    assert!(call(&dispatcher, "c0", "c", json!({ "n": 1.5 })).await.is_finished());
     assert_eq!(dispatcher.schema_validator().compile_count(), 2);
     assert_eq!(dispatcher.schema_validator().cached_schemas(), 2);
 }
@@ -871,10 +646,7 @@ fn validate_caches_but_check_schema_does_not() {
 
 #[test]
 fn lru_evicts_the_least_recently_used_schema() {
-    let limits = SchemaLimits {
-        cache_entries: 2,
-        ..SchemaLimits::default()
-    };
+    let limits = SchemaLimits { cache_entries: 2, ..SchemaLimits::default() };
     let v = schema_validator(limits);
     let a = json!({ "type": "object", "title": "a" });
     let b = json!({ "type": "object", "title": "b" });
@@ -900,10 +672,7 @@ fn lru_evicts_the_least_recently_used_schema() {
 
 #[tokio::test]
 async fn lru_eviction_through_the_dispatcher() {
-    let validator = schema_validator(SchemaLimits {
-        cache_entries: 2,
-        ..SchemaLimits::default()
-    });
+    let validator = schema_validator(SchemaLimits { cache_entries: 2, ..SchemaLimits::default() });
     let mut registry = ToolRegistry::new();
     for name in ["a", "b", "c"] {
         let (tool, _) = echo(name, Some(json!({ "type": "object", "title": name })));
@@ -927,10 +696,7 @@ async fn an_invalid_schema_is_rejected_and_not_recompiled() {
     for i in 0..10 {
         let result = call(&dispatcher, &format!("c{i}"), "t", json!({ "x": 1 })).await;
         let message = blocked_message(&result);
-        assert!(
-            message.starts_with("tool schema rejected: schema does not compile: "),
-            "{message}"
-        );
+        assert!(message.starts_with("tool schema rejected: schema does not compile: "), "{message}");
     }
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(dispatcher.schema_validator().compile_count(), 1);
@@ -946,12 +712,9 @@ async fn an_invalid_schema_is_rejected_and_not_recompiled() {
 
 #[tokio::test]
 async fn missing_schema_allow_runs_the_tool() {
-    let validator = SchemaValidator::new(
-        SchemaLimits::default(),
-        InstanceLimits::default(),
-        MissingSchema::Allow,
-    )
-    .unwrap();
+    let validator =
+        SchemaValidator::new(SchemaLimits::default(), InstanceLimits::default(), MissingSchema::Allow)
+            .unwrap();
     let (dispatcher, runs) = one_tool(None, validator);
     let result = call(&dispatcher, "c1", "t", json!({ "anything": [1, 2, 3] })).await;
     assert_eq!(result.output().unwrap().joined_text(), "ok");
@@ -962,12 +725,9 @@ async fn missing_schema_allow_runs_the_tool() {
 
 #[tokio::test]
 async fn missing_schema_reject_blocks_the_tool() {
-    let validator = SchemaValidator::new(
-        SchemaLimits::default(),
-        InstanceLimits::default(),
-        MissingSchema::Reject,
-    )
-    .unwrap();
+    let validator =
+        SchemaValidator::new(SchemaLimits::default(), InstanceLimits::default(), MissingSchema::Reject)
+            .unwrap();
     let mut registry = ToolRegistry::new();
     let (bare, bare_runs) = echo("bare", None);
     let (typed, typed_runs) = echo("typed", Some(json!({ "type": "object" })));
@@ -1006,14 +766,10 @@ async fn schema_violation_names_the_path() {
     // A missing required property is reported at the root.
     let result = call(&dispatcher, "c3", "t", json!({})).await;
     let message = blocked_message(&result);
-    assert!(message.starts_with("/: "), "{message}");
+    assert!(message.starts_with("(root): "), "{message}");
     assert!(message.contains("text"), "{message}");
 
-    assert!(
-        call(&dispatcher, "c4", "t", json!({ "text": "hi" }))
-            .await
-            .is_finished()
-    );
+    assert!(call(&dispatcher, "c4", "t", json!({ "text": "hi" })).await.is_finished());
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
@@ -1030,25 +786,56 @@ async fn schema_violation_message_is_truncated_and_bounded() {
     assert_eq!(message.len(), "/text: ".len() + 512);
 
     // At most 8 errors are reported, each bounded.
-    let properties: Map<String, Value> = (0..20)
-        .map(|i| (format!("f{i:02}"), json!({ "type": "integer" })))
-        .collect();
+    let properties: Map<String, Value> =
+        (0..20).map(|i| (format!("f{i:02}"), json!({ "type": "integer" }))).collect();
     let schema = json!({ "type": "object", "properties": properties });
-    let args: Map<String, Value> = (0..20)
-        .map(|i| (format!("f{i:02}"), json!("x".repeat(2_000))))
-        .collect();
+    let args: Map<String, Value> = (0..20).map(|i| (format!("f{i:02}"), json!("x".repeat(2_000)))).collect();
     let v = SchemaValidator::default();
     let issue = v.validate(&schema, &Value::Object(args)).unwrap_err();
     let details = issue.details.unwrap();
     assert_eq!(details.as_array().unwrap().len(), 8);
     assert_eq!(issue.message.split("; /").count(), 8);
-    assert!(
-        issue.message.len() <= 8 * (512 + "/f00: ".len() + "; ".len()),
-        "{}",
-        issue.message.len()
-    );
+    assert!(issue.message.len() <= 8 * (512 + "/f00: ".len() + "; ".len()), "{}", issue.message.len());
     for d in details.as_array().unwrap() {
         assert!(d["message"].as_str().unwrap().len() <= 512);
         assert!(d["path"].as_str().unwrap().starts_with("/f"));
     }
+}
+
+#[test]
+fn object_keys_are_bounded_like_strings() {
+    let v = instance_validator(small_instance_limits());
+    let limit = small_instance_limits().max_string_bytes;
+    let schema = json!({ "type": "object" });
+    let mut at = Map::new();
+    at.insert("k".repeat(limit), json!(1));
+    assert_eq!(v.validate(&schema, &Value::Object(at)), Ok(()));
+    let mut past = Map::new();
+    past.insert("k".repeat(limit + 1), json!(1));
+    let nested = json!({ "outer": Value::Object(past) });
+    let issue = v.validate(&schema, &nested).unwrap_err();
+    assert_eq!(issue.path.as_deref(), Some("/outer"));
+    assert!(
+        issue.message.contains(&format!("key of {} bytes is over the limit", limit + 1)),
+        "{}",
+        issue.message
+    );
+}
+
+#[test]
+fn ref_like_keys_inside_data_keywords_are_data_and_empty_refs_are_local() {
+    let v = SchemaValidator::default();
+    for schema in [
+        json!({ "const": { "$ref": "https://example.com/not-a-ref" } }),
+        json!({ "enum": [{ "$ref": "other.json" }, 1] }),
+        json!({ "properties": { "a": { "default": { "$ref": "x.json" }, "examples": [{ "$ref": "y" }] } } }),
+        json!({ "properties": { "self": { "$ref": "" } } }),
+    ] {
+        assert_eq!(v.check_schema(&schema), Ok(()), "{schema}");
+    }
+    // A real subschema next to a data keyword is still checked.
+    let schema = json!({ "const": 1, "items": { "$ref": "https://example.com/s.json" } });
+    assert!(matches!(v.check_schema(&schema), Err(SchemaError::RemoteRef { .. })));
+    let accepted = json!({ "const": { "$ref": "https://example.com/x" } });
+    assert_eq!(v.validate(&accepted, &json!({ "$ref": "https://example.com/x" })), Ok(()));
 }
