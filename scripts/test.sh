@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every test of the workspace, as CI runs it: formatting, lints, unit + integration + conformance tests,
-# and a smoke run of the dispatch bench (its figures are not asserted; benchmarks are not tests).
+# Every test of the workspace, as CI runs it: formatting, lints, a smoke run of the dispatch bench (its
+# figures are not asserted; benchmarks are not tests), then unit + integration + conformance tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,9 +10,15 @@ cargo fmt --all -- --check
 echo "== cargo clippy (workspace, all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
-echo "== cargo test (workspace, all features)"
-cargo test --workspace --all-features --locked
-
 echo "== dispatch bench smoke run (debug build, 2,000 calls)"
 cargo run --quiet --locked -p portcullis-harness --example dispatch_bench -- 2000 >/dev/null
 echo "bench smoke run: ok"
+
+echo "== tests (workspace, all features)"
+if cargo nextest --version >/dev/null 2>&1; then
+  # nextest does not run doc tests: run them first, so nextest's summary closes the output
+  cargo test --workspace --all-features --locked --doc --quiet
+  cargo nextest run --workspace --all-features --locked --no-fail-fast
+else
+  cargo test --workspace --all-features --locked --lib --tests --no-fail-fast
+fi
