@@ -156,26 +156,26 @@ impl RedactorBuilder {
     pub fn build(mut self) -> Redactor {
         self.secrets.sort();
         self.secrets.dedup();
-        let mut needles: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
-        if self.patterns {
-            needles.extend(PATTERNS.iter().map(|(p, _)| *p));
-        }
-        let automaton = if needles.is_empty() {
-            None
-        } else {
-            match AhoCorasickBuilder::new().match_kind(MatchKind::LeftmostLongest).build(&needles) {
-                Ok(a) => Some(a),
-                Err(e) => {
-                    // Building can only fail on absurd sizes; fail closed by redacting every string.
-                    tracing::error!(error = %e, "redactor automaton failed to build; redacting all text");
-                    return Redactor { mode: Mode::Everything, ..Redactor::disabled() };
-                }
+        // Known secrets: every overlapping occurrence is found, so one secret can never hide part of another.
+        let known = (!self.secrets.is_empty())
+            .then(|| AhoCorasickBuilder::new().match_kind(MatchKind::Standard).build(&self.secrets));
+        let patterns = self.patterns.then(|| {
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(PATTERNS.iter().map(|(p, _)| *p))
+        });
+        let (known, patterns) = match (known.transpose(), patterns.transpose()) {
+            (Ok(k), Ok(p)) => (k, p),
+            (Err(e), _) | (_, Err(e)) => {
+                // Building can only fail on absurd sizes; fail closed by redacting every string.
+                tracing::error!(error = %e, "redactor automaton failed to build; redacting all text");
+                return Redactor { mode: Mode::Everything, ..Redactor::disabled() };
             }
         };
         Redactor {
             mode: Mode::Scan,
-            automaton,
-            known: self.secrets.len(),
+            known,
+            patterns,
             secret_keys: self.secret_keys,
             max_depth: self.max_depth,
         }
@@ -192,8 +192,10 @@ enum Mode {
 #[derive(Debug, Clone)]
 pub struct Redactor {
     mode: Mode,
-    automaton: Option<AhoCorasick>,
-    known: usize,
+    /// Known secret values.
+    known: Option<AhoCorasick>,
+    /// Prefixes of secret-looking values.
+    patterns: Option<AhoCorasick>,
     secret_keys: bool,
     max_depth: usize,
 }
@@ -214,8 +216,8 @@ impl Redactor {
     pub fn disabled() -> Self {
         Redactor {
             mode: Mode::Scan,
-            automaton: None,
-            known: 0,
+            known: None,
+            patterns: None,
             secret_keys: false,
             max_depth: HARD_MAX_DEPTH,
         }
@@ -223,40 +225,21 @@ impl Redactor {
 
     /// Whether this redactor can change anything.
     pub fn is_active(&self) -> bool {
-        self.mode == Mode::Everything || self.automaton.is_some() || self.secret_keys
+        self.mode == Mode::Everything || self.known.is_some() || self.patterns.is_some() || self.secret_keys
     }
 
-    /// The redacted text, or `None` when nothing needed redacting.
+    /// The redacted text, or `None` when nothing needed redacting. Known secrets go first (every
+    /// occurrence, overlapping ones merged), then secret-looking values in what is left.
     pub fn redact_str(&self, text: &str) -> Option<String> {
         if self.mode == Mode::Everything {
             return (!text.is_empty()).then(|| REDACTED.to_owned());
         }
-        let automaton = self.automaton.as_ref()?;
-        let bytes = text.as_bytes();
-        let mut out: Option<String> = None;
-        let mut copied = 0usize;
-        for m in automaton.find_iter(text) {
-            if m.start() < copied {
-                continue; // inside a span already redacted
-            }
-            let id = m.pattern().as_usize();
-            let span = if id < self.known {
-                Some((m.start(), m.end()))
-            } else {
-                PATTERNS
-                    .get(id - self.known)
-                    .and_then(|(_, shape)| secret_span(bytes, m.start(), m.end(), *shape))
-            };
-            if let Some((start, end)) = span {
-                let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                buf.push_str(&text[copied..start]);
-                buf.push_str(REDACTED);
-                copied = end;
-            }
+        let after_known = self.known.as_ref().and_then(|known| redact_known(known, text));
+        let current = after_known.as_deref().unwrap_or(text);
+        match self.patterns.as_ref().and_then(|patterns| redact_patterns(patterns, current)) {
+            Some(done) => Some(done),
+            None => after_known,
         }
-        let mut buf = out?;
-        buf.push_str(&text[copied..]);
-        Some(buf)
     }
 
     /// Redacts a string in place; true when it changed.
@@ -346,6 +329,67 @@ impl Redactor {
         }
         changed
     }
+}
+
+/// Replaces the union of all (possibly overlapping) occurrences of known secrets.
+fn redact_known(known: &AhoCorasick, text: &str) -> Option<String> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for m in known.find_overlapping_iter(text) {
+        match spans.last_mut() {
+            // Matches come in order of their end; merge any that touch the span before.
+            Some(last) if m.start() <= last.1 => {
+                last.0 = last.0.min(m.start());
+                last.1 = last.1.max(m.end());
+            }
+            _ => spans.push((m.start(), m.end())),
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    // A later match can start before an earlier span (ends are ordered, starts are not): merge again.
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    Some(splice(text, &merged))
+}
+
+/// Replaces secret-looking values. A prefix that turns out not to be a secret is skipped by one byte
+/// only, so it cannot hide a real one that starts inside it.
+fn redact_patterns(patterns: &AhoCorasick, text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0usize;
+    while at < text.len() {
+        let Some(m) = patterns.find(aho_corasick::Input::new(text).span(at..text.len())) else { break };
+        let shape = PATTERNS.get(m.pattern().as_usize()).map(|(_, shape)| *shape);
+        match shape.and_then(|shape| secret_span(bytes, m.start(), m.end(), shape)) {
+            Some((start, end)) => {
+                spans.push((start, end));
+                at = end.max(m.start() + 1);
+            }
+            None => at = m.start() + 1, // prefixes are ASCII: the next byte is a char boundary
+        }
+    }
+    (!spans.is_empty()).then(|| splice(text, &spans))
+}
+
+/// `text` with each (sorted, disjoint) byte span replaced by `[REDACTED]`.
+fn splice(text: &str, spans: &[(usize, usize)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for &(start, end) in spans {
+        out.push_str(&text[copied..start]);
+        out.push_str(REDACTED);
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// Whether an object key names a secret (normalized suffix match).
@@ -484,6 +528,66 @@ mod tests {
         let mut v = json!({"a": {"b": {"c": {"d": "sk-hidden"}}}});
         assert!(r.redact_value(&mut v));
         assert_eq!(v, json!({"a": {"b": {"c": REDACTED_TOO_DEEP}}}));
+    }
+
+    #[test]
+    fn a_failed_pattern_prefix_cannot_hide_a_known_secret() {
+        let r = Redactor::builder().secret("k-secretvalue").build();
+        assert_eq!(r.redact_str("sk-secretvalue").unwrap(), "s[REDACTED]");
+        let r = Redactor::builder().secret("AKIAsecret1").build();
+        assert_eq!(r.redact_str("xAKIAsecret1").unwrap(), "x[REDACTED]");
+    }
+
+    #[test]
+    fn overlapping_known_secrets_are_redacted_whole() {
+        let r = Redactor::builder().secrets(["abcdef12", "ef123456", "3456789z"]).patterns(false).build();
+        assert_eq!(r.redact_str("__abcdef123456789z__").unwrap(), "__[REDACTED]__");
+        assert_eq!(r.redact_str("ef123456 and abcdef12").unwrap(), "[REDACTED] and [REDACTED]");
+    }
+
+    #[test]
+    fn a_non_secret_prefix_does_not_hide_a_pattern_inside_it() {
+        let r = Redactor::default();
+        // "sk-" that is too short, immediately followed by a real GitHub token.
+        let text = "sk-ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        assert_eq!(r.redact_str(text).unwrap(), "[REDACTED]", "the whole run is one token");
+        let text = "Bearer short ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        assert_eq!(r.redact_str(text).unwrap(), "Bearer short [REDACTED]");
+    }
+
+    /// Known secrets dropped at random places into random text never survive, whatever surrounds them.
+    #[test]
+    fn randomized_texts_never_leak_a_known_secret() {
+        let secrets = ["hunter2-very-secret", "sk-proj-KNOWNSECRET0001", "p@ss w0rd!", "ünïcödé-sëcret"];
+        let r = Redactor::builder().secrets(secrets).build();
+        let alphabet: Vec<char> = "abcXYZ019 -_:/\n\"'skghpAKIBearer@üé".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..(next() % 6) {
+                for _ in 0..(next() % 12) {
+                    text.push(alphabet[(next() % alphabet.len() as u64) as usize]);
+                }
+                let secret = secrets[(next() % secrets.len() as u64) as usize];
+                // Sometimes glue two secrets or a secret and a pattern prefix together.
+                match next() % 4 {
+                    0 => text.push_str("sk-"),
+                    1 => text.push_str("Bearer "),
+                    _ => {}
+                }
+                text.push_str(secret);
+            }
+            let out = r.redact_str(&text).unwrap_or_else(|| text.clone());
+            for secret in secrets {
+                assert!(!out.contains(secret), "{secret:?} leaked from {text:?} as {out:?}");
+            }
+        }
     }
 
     #[test]
