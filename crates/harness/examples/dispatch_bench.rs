@@ -12,6 +12,7 @@ use portcullis_harness::{
     Redactor, RunContext, Tool, ToolCall, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
 use serde_json::{Value, json};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -82,7 +83,10 @@ fn report(variant: &str, n: usize, elapsed: Duration, extra: Value) {
         }
     }
     line.push('}');
-    println!("{line}");
+    // A closed stdout (`| head`) ends the bench quietly.
+    if writeln!(std::io::stdout(), "{line}").is_err() {
+        std::process::exit(0);
+    }
 }
 
 /// Times `n` sequential dispatches (after a warm-up of n/10) and checks every outcome.
