@@ -70,103 +70,75 @@ pub(crate) struct Shared {
 /// middleware, every permission granted, no execution policy (allow, decided by default), no approver
 /// (an "ask" is denied), no ledger, a fresh event bus, the default redactor (patterns + secret keys).
 pub struct DispatcherBuilder {
-    registry: ToolRegistry,
-    schema: SchemaValidator,
-    validators: Vec<Arc<dyn ToolValidator>>,
-    guardrails: Vec<Arc<dyn Guardrail>>,
-    middleware: Vec<Arc<dyn Middleware>>,
-    permissions: Arc<dyn PermissionCheck>,
-    policy: Option<Arc<dyn ExecutionPolicy>>,
-    approvals: Option<Arc<dyn Approvals>>,
-    ledger: Option<Arc<dyn Ledger>>,
-    events: EventBus,
-    redactor: Redactor,
-    cancel_grace: Duration,
-    approval_timeout: Option<Duration>,
+    shared: Shared,
 }
 
 impl DispatcherBuilder {
     pub fn schema_validator(mut self, schema: SchemaValidator) -> Self {
-        self.schema = schema;
+        self.shared.schema = schema;
         self
     }
 
     pub fn validator(mut self, validator: Arc<dyn ToolValidator>) -> Self {
-        self.validators.push(validator);
+        self.shared.validators.push(validator);
         self
     }
 
     pub fn guardrail(mut self, guardrail: Arc<dyn Guardrail>) -> Self {
-        self.guardrails.push(guardrail);
+        self.shared.guardrails.push(guardrail);
         self
     }
 
     /// Middleware run in the order added at `tool_call`, in reverse at `tool_result`.
     pub fn middleware(mut self, middleware: Arc<dyn Middleware>) -> Self {
-        self.middleware.push(middleware);
+        self.shared.middleware.push(middleware);
         self
     }
 
     pub fn permissions(mut self, permissions: Arc<dyn PermissionCheck>) -> Self {
-        self.permissions = permissions;
+        self.shared.permissions = permissions;
         self
     }
 
     pub fn policy(mut self, policy: Arc<dyn ExecutionPolicy>) -> Self {
-        self.policy = Some(policy);
+        self.shared.policy = Some(policy);
         self
     }
 
     pub fn approvals(mut self, approvals: Arc<dyn Approvals>) -> Self {
-        self.approvals = Some(approvals);
+        self.shared.approvals = Some(approvals);
         self
     }
 
     pub fn ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
-        self.ledger = Some(ledger);
+        self.shared.ledger = Some(ledger);
         self
     }
 
     pub fn events(mut self, events: EventBus) -> Self {
-        self.events = events;
+        self.shared.events = events;
         self
     }
 
     pub fn redactor(mut self, redactor: Redactor) -> Self {
-        self.redactor = redactor;
+        self.shared.redactor = redactor;
         self
     }
 
     pub fn cancel_grace(mut self, grace: Duration) -> Self {
-        self.cancel_grace = grace;
+        self.shared.cancel_grace = grace;
         self
     }
 
     /// Longest wait for an approver's answer; then the call is denied, recorded as
     /// [`DecidedBy::ApprovalTimeout`]. `None` waits as long as the approver takes. Default 120 s.
     pub fn approval_timeout(mut self, limit: Option<Duration>) -> Self {
-        self.approval_timeout = limit;
+        self.shared.approval_timeout = limit;
         self
     }
 
     pub fn build(self) -> Dispatcher {
-        Dispatcher {
-            shared: Arc::new(Shared {
-                registry: RwLock::new(Arc::new(self.registry)),
-                schema: self.schema,
-                validators: self.validators,
-                guardrails: self.guardrails,
-                middleware: self.middleware,
-                permissions: self.permissions,
-                policy: self.policy,
-                approvals: self.approvals,
-                ledger: self.ledger,
-                events: self.events,
-                redactor: self.redactor,
-                cancel_grace: self.cancel_grace,
-                approval_timeout: self.approval_timeout,
-            }),
-        }
+        Dispatcher { shared: Arc::new(self.shared) }
     }
 }
 
@@ -285,19 +257,21 @@ fn sanitize_ident(s: &str) -> String {
 impl Dispatcher {
     pub fn builder(registry: ToolRegistry) -> DispatcherBuilder {
         DispatcherBuilder {
-            registry,
-            schema: SchemaValidator::default(),
-            validators: Vec::new(),
-            guardrails: Vec::new(),
-            middleware: Vec::new(),
-            permissions: Arc::new(AllowAllPermissions),
-            policy: None,
-            approvals: None,
-            ledger: None,
-            events: EventBus::default(),
-            redactor: Redactor::default(),
-            cancel_grace: DEFAULT_CANCEL_GRACE,
-            approval_timeout: Some(DEFAULT_APPROVAL_TIMEOUT),
+            shared: Shared {
+                registry: RwLock::new(Arc::new(registry)),
+                schema: SchemaValidator::default(),
+                validators: Vec::new(),
+                guardrails: Vec::new(),
+                middleware: Vec::new(),
+                permissions: Arc::new(AllowAllPermissions),
+                policy: None,
+                approvals: None,
+                ledger: None,
+                events: EventBus::default(),
+                redactor: Redactor::default(),
+                cancel_grace: DEFAULT_CANCEL_GRACE,
+                approval_timeout: Some(DEFAULT_APPROVAL_TIMEOUT),
+            },
         }
     }
 
