@@ -1,0 +1,130 @@
+//! Streaming export of the records of the filtered calls, as JSON Lines or CSV, row by row (a million
+//! calls never sit in memory).
+
+use crate::error::{AtPath, LedgerStoreError};
+use crate::query::{CallFilter, LedgerReader, call_where};
+use crate::row::{RECORD_COLUMNS, stored_record};
+use crate::timefmt::format_rfc3339;
+use rusqlite::params_from_iter;
+use std::io::Write;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Jsonl,
+    Csv,
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = LedgerStoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "jsonl" => Ok(ExportFormat::Jsonl),
+            "csv" => Ok(ExportFormat::Csv),
+            other => Err(LedgerStoreError::BadFilter(format!(
+                "unknown export format {other:?}: expected jsonl or csv"
+            ))),
+        }
+    }
+}
+
+/// CSV columns, in order.
+pub const CSV_HEADER: &str = "id,at,session_id,run_id,call_id,owner,tool,kind,reason,error_code,decided_by,\
+decided_rule,decided_source,decided_operator,started_at,duration_us,redacted,body";
+
+fn csv_field(out: &mut String, value: &str) {
+    if value.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&value.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(value);
+    }
+}
+
+impl LedgerReader {
+    /// Writes every record of the filtered calls (all their lifecycle records, in id order).
+    /// `progress(done, total)` is called every 1,000 records. Returns the number of records written.
+    pub fn export(
+        &self,
+        filter: &CallFilter,
+        format: ExportFormat,
+        out: &mut dyn Write,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, LedgerStoreError> {
+        let path = self.path().to_owned();
+        let io = |e: std::io::Error| LedgerStoreError::Export(e.to_string());
+        let w = call_where(filter)?;
+        let calls = format!("SELECT r.session_id, r.call_id FROM records r WHERE {}", w.sql);
+        let total: i64 = self
+            .conn
+            .query_row(
+                &format!("SELECT count(*) FROM records x WHERE (x.session_id, x.call_id) IN ({calls})"),
+                params_from_iter(w.params.iter()),
+                |r| r.get(0),
+            )
+            .at(&path)?;
+        let total = u64::try_from(total).unwrap_or(0);
+        let sql = format!(
+            "SELECT {} FROM records x WHERE (x.session_id, x.call_id) IN ({calls}) ORDER BY x.id",
+            RECORD_COLUMNS.split(", ").map(|c| format!("x.{c}")).collect::<Vec<_>>().join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql).at(&path)?;
+        let mut rows = stmt.query(params_from_iter(w.params.iter())).at(&path)?;
+        if format == ExportFormat::Csv {
+            writeln!(out, "{CSV_HEADER}").map_err(io)?;
+        }
+        let mut written = 0u64;
+        let mut line = String::new();
+        while let Some(row) = rows.next().at(&path)? {
+            let record = stored_record(row).at(&path)?;
+            line.clear();
+            match format {
+                ExportFormat::Jsonl => {
+                    line = serde_json::to_string(&record)
+                        .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+                }
+                ExportFormat::Csv => {
+                    let body = serde_json::to_string(&record.body)
+                        .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+                    let (decided, rule, source, operator) =
+                        crate::row::decided_columns(&record.body.decided_by);
+                    let fields: [String; 18] = [
+                        record.id.to_string(),
+                        format_rfc3339(record.at),
+                        record.session_id.clone(),
+                        record.run_id.clone(),
+                        record.call_id.clone(),
+                        record.owner.clone(),
+                        record.tool.clone(),
+                        record.kind.as_str().to_owned(),
+                        record.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
+                        record.error_code.clone().unwrap_or_default(),
+                        decided.to_owned(),
+                        rule.unwrap_or_default().to_owned(),
+                        source.unwrap_or_default().to_owned(),
+                        operator.unwrap_or_default(),
+                        record.started_at.map(format_rfc3339).unwrap_or_default(),
+                        record.duration_us.map(|d| d.to_string()).unwrap_or_default(),
+                        record.redacted.to_string(),
+                        body,
+                    ];
+                    for (i, field) in fields.iter().enumerate() {
+                        if i > 0 {
+                            line.push(',');
+                        }
+                        csv_field(&mut line, field);
+                    }
+                }
+            }
+            line.push('\n');
+            out.write_all(line.as_bytes()).map_err(io)?;
+            written += 1;
+            if written.is_multiple_of(1000) {
+                progress(written, total);
+            }
+        }
+        out.flush().map_err(io)?;
+        progress(written, total);
+        Ok(written)
+    }
+}

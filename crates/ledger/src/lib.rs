@@ -1,0 +1,24 @@
+//! Portcullis ledger: the durable SQLite implementation of the harness's `Ledger` seam, and the query
+//! API the CLI and the desktop app share.
+//!
+//! One file per ledger (WAL, `synchronous=NORMAL`, foreign keys, mode 0600). Writing goes through
+//! [`SqliteLedger`] (one writer thread, bounded channel, group commit, `flush()` barrier, crash
+//! recovery); reading through [`LedgerReader`] (read-only, works while another process writes).
+
+pub mod check;
+pub mod error;
+pub mod export;
+pub mod query;
+pub mod row;
+pub mod schema;
+pub mod stats;
+pub mod store;
+pub mod timefmt;
+
+pub use check::CheckReport;
+pub use error::LedgerStoreError;
+pub use export::ExportFormat;
+pub use query::{CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor, LedgerReader};
+pub use row::{RecordBody, StoredKind, StoredRecord};
+pub use stats::Stats;
+pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};

@@ -1,0 +1,461 @@
+//! The reading side, shared by the CLI and the app: open any ledger read-only (also while another
+//! process writes it), filter calls, page through them by key (newest first, stable under appends),
+//! search them in full text, and read one call's whole timeline.
+
+use crate::error::{AtPath, LedgerStoreError};
+use crate::row::{DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredRecord, stored_record};
+use crate::schema::{SCHEMA_VERSION, TERMINAL_KINDS_SQL};
+use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
+use portcullis_harness::{BlockedReason, Timestamp};
+use rusqlite::types::Value as Sql;
+use rusqlite::{Connection, params_from_iter};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Most calls one page may hold.
+pub const MAX_PAGE: usize = 1000;
+
+/// A call's status in listings: its terminal record's kind, or `running`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    Finished,
+    Error,
+    Blocked,
+    Interrupted,
+    /// Started, no terminal record yet.
+    Running,
+}
+
+impl CallStatus {
+    pub const ALL: [CallStatus; 5] = [
+        CallStatus::Finished,
+        CallStatus::Error,
+        CallStatus::Blocked,
+        CallStatus::Interrupted,
+        CallStatus::Running,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Finished => "finished",
+            CallStatus::Error => "error",
+            CallStatus::Blocked => "blocked",
+            CallStatus::Interrupted => "interrupted",
+            CallStatus::Running => "running",
+        }
+    }
+}
+
+impl FromStr for CallStatus {
+    type Err = LedgerStoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CallStatus::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
+            LedgerStoreError::BadFilter(format!(
+                "unknown status {s:?}: expected one of finished, error, blocked, interrupted, running"
+            ))
+        })
+    }
+}
+
+/// Which calls a query is about. Empty lists mean "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallFilter {
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub run: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Default: every terminal status (`running` only when asked for).
+    #[serde(default)]
+    pub statuses: Vec<CallStatus>,
+    #[serde(default)]
+    pub reasons: Vec<BlockedReason>,
+    /// Kinds of decider: default, rule, operator, session_grant, approval_timeout, grants, guardrail,
+    /// permission, registry, validator.
+    #[serde(default)]
+    pub decided_by: Vec<String>,
+    /// A rule id (the deciding rule).
+    #[serde(default)]
+    pub rule: Option<String>,
+    #[serde(default)]
+    pub since: Option<Timestamp>,
+    #[serde(default)]
+    pub until: Option<Timestamp>,
+    /// Full-text search over tool names, arguments and results (words, all must appear).
+    #[serde(default)]
+    pub search: Option<String>,
+}
+
+/// A position in the newest-first order: the last call of the previous page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub at: i64,
+    pub id: i64,
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.at, self.id)
+    }
+}
+
+impl FromStr for Cursor {
+    type Err = LedgerStoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || LedgerStoreError::BadFilter(format!("invalid cursor {s:?}: expected <time>.<id>"));
+        let (at, id) = s.split_once('.').ok_or_else(bad)?;
+        Ok(Cursor { at: at.parse().map_err(|_| bad())?, id: id.parse().map_err(|_| bad())? })
+    }
+}
+
+/// One call in a listing: its latest state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRow {
+    /// The id of the record this row stands for (terminal, or `started` for running calls).
+    pub record_id: i64,
+    pub session_id: String,
+    pub run_id: String,
+    pub call_id: String,
+    pub owner: String,
+    pub tool: String,
+    pub status: CallStatus,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    pub decided_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_rule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_operator: Option<String>,
+    pub redacted: bool,
+}
+
+/// A page of calls, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallPage {
+    pub calls: Vec<CallRow>,
+    /// Pass as `before` to get the next (older) page; `None` on the last page.
+    pub next: Option<Cursor>,
+}
+
+/// One call, everything about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallTimeline {
+    pub records: Vec<StoredRecord>,
+    pub approvals: Vec<ApprovalRecord>,
+}
+
+/// Turns user words into an FTS5 query: each word quoted (so no FTS syntax gets through), all required.
+pub fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+const CALL_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, reason, \
+     error_code, decided_by, decided_rule, decided_source, decided_operator, redacted";
+
+fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
+    let kind: String = row.get(6)?;
+    let status = match kind.as_str() {
+        "finished" => CallStatus::Finished,
+        "error" => CallStatus::Error,
+        "blocked" => CallStatus::Blocked,
+        "interrupted" => CallStatus::Interrupted,
+        _ => CallStatus::Running,
+    };
+    Ok(CallRow {
+        record_id: row.get(0)?,
+        session_id: row.get(1)?,
+        run_id: row.get(2)?,
+        call_id: row.get(3)?,
+        owner: row.get(4)?,
+        tool: row.get(5)?,
+        status,
+        at: Timestamp(row.get(7)?),
+        started_at: row.get::<_, Option<i64>>(8)?.map(Timestamp),
+        duration_us: row.get(9)?,
+        reason: row.get(10)?,
+        error_code: row.get(11)?,
+        decided_by: row.get(12)?,
+        decided_rule: row.get(13)?,
+        decided_source: row.get(14)?,
+        decided_operator: row.get(15)?,
+        redacted: row.get(16)?,
+    })
+}
+
+/// A WHERE clause over `records` (aliased `r`) and its parameters.
+pub(crate) struct Where {
+    pub sql: String,
+    pub params: Vec<Sql>,
+}
+
+impl Where {
+    fn push(&mut self, clause: &str) {
+        self.sql.push_str(" AND ");
+        self.sql.push_str(clause);
+    }
+
+    fn list(&mut self, column: &str, values: impl IntoIterator<Item = String>) {
+        let values: Vec<String> = values.into_iter().collect();
+        if values.is_empty() {
+            return;
+        }
+        let marks = vec!["?"; values.len()].join(",");
+        self.push(&format!("{column} IN ({marks})"));
+        self.params.extend(values.into_iter().map(Sql::Text));
+    }
+}
+
+/// Builds the WHERE clause of a filter over calls (terminal records, plus running ones if asked).
+pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError> {
+    for d in &filter.decided_by {
+        if !DECIDED_KINDS.contains(&d.as_str()) {
+            return Err(LedgerStoreError::BadFilter(format!(
+                "unknown decided-by {d:?}: expected one of {}",
+                DECIDED_KINDS.join(", ")
+            )));
+        }
+    }
+    if let (Some(since), Some(until)) = (filter.since, filter.until)
+        && since > until
+    {
+        return Err(LedgerStoreError::BadFilter("--since is after --until".into()));
+    }
+    let terminal: Vec<&str> =
+        filter.statuses.iter().filter(|s| **s != CallStatus::Running).map(|s| s.as_str()).collect();
+    let running = filter.statuses.contains(&CallStatus::Running);
+    let mut w = Where { sql: String::new(), params: Vec::new() };
+    let running_sql = format!(
+        "(r.kind = 'started' AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = r.session_id \
+         AND t.call_id = r.call_id AND t.kind IN {TERMINAL_KINDS_SQL}))"
+    );
+    let mut alternatives = Vec::new();
+    if filter.statuses.is_empty() {
+        alternatives.push(format!("r.kind IN {TERMINAL_KINDS_SQL}"));
+    }
+    if !terminal.is_empty() {
+        alternatives.push(format!("r.kind IN ({})", vec!["?"; terminal.len()].join(",")));
+        w.params.extend(terminal.iter().map(|s| Sql::Text((*s).to_owned())));
+    }
+    if running {
+        alternatives.push(running_sql);
+    }
+    w.sql = if alternatives.len() == 1 {
+        alternatives.remove(0)
+    } else {
+        format!("({})", alternatives.join(" OR "))
+    };
+    if let Some(s) = &filter.session {
+        w.push("r.session_id = ?");
+        w.params.push(Sql::Text(s.clone()));
+    }
+    if let Some(run) = &filter.run {
+        w.push("r.run_id = ?");
+        w.params.push(Sql::Text(run.clone()));
+    }
+    w.list("r.tool", filter.tools.iter().cloned());
+    w.list("r.reason", filter.reasons.iter().map(|r| r.as_str().to_owned()));
+    w.list("r.decided_by", filter.decided_by.iter().cloned());
+    if let Some(rule) = &filter.rule {
+        w.push("r.decided_rule = ?");
+        w.params.push(Sql::Text(rule.clone()));
+    }
+    if let Some(since) = filter.since {
+        w.push("r.at >= ?");
+        w.params.push(Sql::Integer(since.0));
+    }
+    if let Some(until) = filter.until {
+        w.push("r.at < ?");
+        w.params.push(Sql::Integer(until.0));
+    }
+    if let Some(search) = &filter.search {
+        let Some(query) = fts_query(search) else {
+            return Err(LedgerStoreError::BadFilter(format!("search {search:?} has no words to look for")));
+        };
+        w.push(
+            "EXISTS (SELECT 1 FROM records h WHERE h.session_id = r.session_id AND h.call_id = r.call_id \
+             AND h.id IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?))",
+        );
+        w.params.push(Sql::Text(query));
+    }
+    Ok(w)
+}
+
+/// A read-only view of a ledger file.
+pub struct LedgerReader {
+    path: PathBuf,
+    pub(crate) conn: Connection,
+}
+
+impl LedgerReader {
+    /// Opens a ledger read-only. Refuses missing files, files that are not ledgers, newer schemas, and
+    /// older ones (which `SqliteLedger::open` migrates).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, LedgerStoreError> {
+        let path = path.as_ref().to_owned();
+        let conn = open_read_only(&path)?;
+        let (_, version) = crate::schema::identity(&conn).at(&path)?;
+        if version < SCHEMA_VERSION {
+            return Err(LedgerStoreError::NotALedger {
+                path,
+                why: format!(
+                    "schema version {version} is older than {SCHEMA_VERSION}; open it for writing once \
+                     (`portcullis ledger migrate --db FILE`) to migrate it"
+                ),
+            });
+        }
+        Ok(LedgerReader { path, conn })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// One page of calls matching the filter, newest first, starting after `before`.
+    pub fn calls(
+        &self,
+        filter: &CallFilter,
+        before: Option<Cursor>,
+        limit: usize,
+    ) -> Result<CallPage, LedgerStoreError> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        let mut w = call_where(filter)?;
+        if let Some(c) = before {
+            w.push("(r.at, r.id) < (?, ?)");
+            w.params.push(Sql::Integer(c.at));
+            w.params.push(Sql::Integer(c.id));
+        }
+        let sql = format!(
+            "SELECT {} FROM records r WHERE {} ORDER BY r.at DESC, r.id DESC LIMIT {}",
+            CALL_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", "),
+            w.sql,
+            limit + 1
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).at(&self.path)?;
+        let mut calls: Vec<CallRow> = stmt
+            .query_map(params_from_iter(w.params.iter()), call_row)
+            .at(&self.path)?
+            .collect::<Result<_, _>>()
+            .at(&self.path)?;
+        let next = if calls.len() > limit {
+            calls.truncate(limit);
+            calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })
+        } else {
+            None
+        };
+        Ok(CallPage { calls, next })
+    }
+
+    /// Number of calls matching the filter.
+    pub fn count(&self, filter: &CallFilter) -> Result<u64, LedgerStoreError> {
+        let w = call_where(filter)?;
+        let sql = format!("SELECT count(*) FROM records r WHERE {}", w.sql);
+        let n: i64 =
+            self.conn.query_row(&sql, params_from_iter(w.params.iter()), |r| r.get(0)).at(&self.path)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Every record of a call (in order) and its approvals. `session` narrows when call ids repeat
+    /// across sessions.
+    pub fn timeline(&self, call_id: &str, session: Option<&str>) -> Result<CallTimeline, LedgerStoreError> {
+        let (clause, params): (&str, Vec<Sql>) = match session {
+            Some(s) => {
+                ("call_id = ? AND session_id = ?", vec![Sql::Text(call_id.into()), Sql::Text(s.into())])
+            }
+            None => ("call_id = ?", vec![Sql::Text(call_id.into())]),
+        };
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE {clause} ORDER BY session_id, id");
+        let mut stmt = self.conn.prepare(&sql).at(&self.path)?;
+        let records = stmt
+            .query_map(params_from_iter(params.iter()), stored_record)
+            .at(&self.path)?
+            .collect::<Result<Vec<_>, _>>()
+            .at(&self.path)?;
+        let sql = format!(
+            "SELECT session_id, call_id, tool, requested_at, resolved_at, outcome, operator, note, rule_written
+             FROM approvals WHERE {clause} ORDER BY id"
+        );
+        let mut stmt = self.conn.prepare(&sql).at(&self.path)?;
+        let approvals = stmt
+            .query_map(params_from_iter(params.iter()), |r| {
+                let outcome: Option<String> = r.get(5)?;
+                Ok(ApprovalRecord {
+                    session_id: r.get(0)?,
+                    call_id: r.get(1)?,
+                    tool: r.get(2)?,
+                    requested_at: Timestamp(r.get(3)?),
+                    resolved_at: r.get::<_, Option<i64>>(4)?.map(Timestamp),
+                    outcome: outcome.and_then(|o| {
+                        serde_json::from_value::<ApprovalOutcome>(serde_json::Value::String(o)).ok()
+                    }),
+                    operator: r.get(6)?,
+                    note: r.get(7)?,
+                    rule_written: r.get(8)?,
+                })
+            })
+            .at(&self.path)?
+            .collect::<Result<Vec<_>, _>>()
+            .at(&self.path)?;
+        Ok(CallTimeline { records, approvals })
+    }
+
+    /// Sessions, newest first.
+    pub fn sessions(&self, limit: usize) -> Result<Vec<SessionInfo>, LedgerStoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, client_name, client_version, cwd, policy_hash, started_at, ended_at
+                 FROM sessions ORDER BY started_at DESC LIMIT ?1",
+            )
+            .at(&self.path)?;
+        let rows = stmt
+            .query_map([limit as i64], |r| {
+                Ok(SessionInfo {
+                    id: r.get(0)?,
+                    client_name: r.get(1)?,
+                    client_version: r.get(2)?,
+                    cwd: r.get(3)?,
+                    policy_hash: r.get(4)?,
+                    started_at: Timestamp(r.get(5)?),
+                    ended_at: r.get::<_, Option<i64>>(6)?.map(Timestamp),
+                })
+            })
+            .at(&self.path)?
+            .collect::<Result<Vec<_>, _>>()
+            .at(&self.path)?;
+        Ok(rows)
+    }
+
+    /// Records of one kind, in id order (for tests and tools that read the raw lifecycle).
+    pub fn records(&self, after_id: i64, limit: usize) -> Result<Vec<StoredRecord>, LedgerStoreError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2");
+        let mut stmt = self.conn.prepare_cached(&sql).at(&self.path)?;
+        let rows = stmt
+            .query_map([after_id, limit as i64], stored_record)
+            .at(&self.path)?
+            .collect::<Result<Vec<_>, _>>()
+            .at(&self.path)?;
+        Ok(rows)
+    }
+}
+
+/// Parses a record kind name (for filters on raw records).
+pub fn parse_kind(s: &str) -> Result<StoredKind, LedgerStoreError> {
+    StoredKind::parse(s).ok_or_else(|| LedgerStoreError::BadFilter(format!("unknown record kind {s:?}")))
+}

@@ -1,0 +1,226 @@
+//! How a harness record becomes a row (identity and filter columns, plus a JSON body), and how rows
+//! come back as [`StoredRecord`]s.
+
+use portcullis_harness::{
+    BlockedReason, CallError, DecidedBy, ExecutionAction, RecordKind, RuleRef, Timestamp, ToolCallRecord,
+    ToolOutput,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The kinds a stored record can have: the harness's kinds plus `interrupted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredKind {
+    Started,
+    Progress,
+    Finished,
+    Error,
+    Blocked,
+    /// Written on open (or clean close) for a call whose process stopped before it ended.
+    Interrupted,
+}
+
+impl StoredKind {
+    pub const ALL: [StoredKind; 6] = [
+        StoredKind::Started,
+        StoredKind::Progress,
+        StoredKind::Finished,
+        StoredKind::Error,
+        StoredKind::Blocked,
+        StoredKind::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoredKind::Started => "started",
+            StoredKind::Progress => "progress",
+            StoredKind::Finished => "finished",
+            StoredKind::Error => "error",
+            StoredKind::Blocked => "blocked",
+            StoredKind::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StoredKind> {
+        StoredKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            StoredKind::Finished | StoredKind::Error | StoredKind::Blocked | StoredKind::Interrupted
+        )
+    }
+}
+
+impl From<RecordKind> for StoredKind {
+    fn from(kind: RecordKind) -> Self {
+        match kind {
+            RecordKind::Started => StoredKind::Started,
+            RecordKind::Progress => StoredKind::Progress,
+            RecordKind::Finished => StoredKind::Finished,
+            RecordKind::Error => StoredKind::Error,
+            RecordKind::Blocked => StoredKind::Blocked,
+        }
+    }
+}
+
+/// The JSON body: everything of a record that is not a filter column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordBody {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Arc<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Arc<ExecutionAction>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Arc<ToolOutput>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CallError>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched_rules: Vec<RuleRef>,
+    pub decided_by: DecidedBy,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// The columns of what decided a call: (kind, rule id, rule source, operator).
+pub fn decided_columns(d: &DecidedBy) -> (&'static str, Option<&str>, Option<&str>, Option<String>) {
+    match d {
+        DecidedBy::Default { .. } => ("default", None, None, None),
+        DecidedBy::Rule { rule_id, source } => ("rule", Some(rule_id), Some(source), None),
+        DecidedBy::Operator { outcome, operator, rule_written } => {
+            let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
+            let who = match (operator, outcome) {
+                (Some(op), Some(o)) => Some(format!("{op}: {o}")),
+                (None, Some(o)) => Some(o),
+                (Some(op), None) => Some(op.clone()),
+                (None, None) => None,
+            };
+            let rule = rule_written.as_ref().map(|r| r.id.as_str());
+            let source = rule_written.as_ref().map(|r| r.source.as_str());
+            ("operator", rule, source, who)
+        }
+        DecidedBy::SessionGrant { grant_id } => ("session_grant", Some(grant_id), None, None),
+        DecidedBy::ApprovalTimeout { .. } => ("approval_timeout", None, None, None),
+        DecidedBy::Grants { scope } => ("grants", Some(scope), None, None),
+        DecidedBy::Guardrail { pack, rule } => ("guardrail", Some(rule), Some(pack), None),
+        DecidedBy::Permission { permission } => ("permission", Some(permission), None, None),
+        DecidedBy::Registry => ("registry", None, None, None),
+        DecidedBy::Validator { validator } => ("validator", Some(validator), None, None),
+    }
+}
+
+/// The kinds accepted by `--decided-by` filters.
+pub const DECIDED_KINDS: [&str; 10] = [
+    "default",
+    "rule",
+    "operator",
+    "session_grant",
+    "approval_timeout",
+    "grants",
+    "guardrail",
+    "permission",
+    "registry",
+    "validator",
+];
+
+/// The body of a harness record.
+pub fn body_of(record: &ToolCallRecord) -> RecordBody {
+    RecordBody {
+        arguments: record.arguments.clone(),
+        action: record.action.clone(),
+        progress: record.progress.clone(),
+        output: record.output.clone(),
+        error: record.error.clone(),
+        matched_rules: record.matched_rules.clone(),
+        decided_by: record.decided_by.clone(),
+        cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+    }
+}
+
+/// The text full-text search sees: arguments, output text, error message (not the JSON keys of the body).
+pub fn search_text(body: &RecordBody) -> String {
+    let mut text = String::new();
+    if let Some(args) = &body.arguments {
+        text.push_str(&args.to_string());
+    }
+    if let Some(output) = &body.output {
+        text.push(' ');
+        text.push_str(&output.joined_text());
+        if let Some(s) = &output.structured {
+            text.push(' ');
+            text.push_str(&s.to_string());
+        }
+    }
+    if let Some(error) = &body.error {
+        text.push(' ');
+        text.push_str(&error.code);
+        text.push(' ');
+        text.push_str(&error.message);
+    }
+    text
+}
+
+/// One stored record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRecord {
+    pub id: i64,
+    pub session_id: String,
+    pub run_id: String,
+    pub call_id: String,
+    pub owner: String,
+    pub tool: String,
+    pub kind: StoredKind,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<BlockedReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    pub redacted: bool,
+    #[serde(flatten)]
+    pub body: RecordBody,
+}
+
+/// The columns `StoredRecord` is read from, in order.
+pub const RECORD_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, \
+     reason, error_code, redacted, body";
+
+/// Reads a `StoredRecord` from a row selected with [`RECORD_COLUMNS`].
+pub fn stored_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let kind: String = row.get(6)?;
+    let reason: Option<String> = row.get(10)?;
+    let body: String = row.get(13)?;
+    let body: RecordBody = serde_json::from_str(&body).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(13, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok(StoredRecord {
+        id: row.get(0)?,
+        session_id: row.get(1)?,
+        run_id: row.get(2)?,
+        call_id: row.get(3)?,
+        owner: row.get(4)?,
+        tool: row.get(5)?,
+        kind: StoredKind::parse(&kind).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(
+                6,
+                rusqlite::types::Type::Text,
+                format!("unknown record kind {kind:?}").into(),
+            )
+        })?,
+        at: Timestamp(row.get(7)?),
+        started_at: row.get::<_, Option<i64>>(8)?.map(Timestamp),
+        duration_us: row.get(9)?,
+        reason: reason.and_then(|r| serde_json::from_value(Value::String(r)).ok()),
+        error_code: row.get(11)?,
+        redacted: row.get(12)?,
+        body,
+    })
+}

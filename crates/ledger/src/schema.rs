@@ -1,0 +1,122 @@
+//! The ledger file format: an `application_id` that marks the file as ours, and versioned migrations
+//! (`user_version`). A file written by a newer schema is refused, never altered; an older one is
+//! migrated forward in one transaction per step.
+
+use rusqlite::{Connection, params};
+
+/// `PRAGMA application_id` of a Portcullis ledger ("PCUL").
+pub const APPLICATION_ID: i64 = 0x5043_554C;
+
+/// Record kinds that end a call.
+pub const TERMINAL_KINDS_SQL: &str = "('finished','error','blocked','interrupted')";
+
+/// Each step takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: writers, sessions, the append-only lifecycle records and their query indexes.
+    r#"
+    CREATE TABLE writers (
+        id         INTEGER PRIMARY KEY,
+        pid        INTEGER NOT NULL,
+        opened_at  INTEGER NOT NULL,
+        closed_at  INTEGER
+    );
+    CREATE TABLE sessions (
+        id             TEXT PRIMARY KEY,
+        client_name    TEXT,
+        client_version TEXT,
+        cwd            TEXT,
+        policy_hash    TEXT,
+        started_at     INTEGER NOT NULL,
+        ended_at       INTEGER
+    );
+    CREATE TABLE records (
+        id               INTEGER PRIMARY KEY,
+        writer_id        INTEGER NOT NULL REFERENCES writers(id),
+        session_id       TEXT NOT NULL,
+        run_id           TEXT NOT NULL,
+        call_id          TEXT NOT NULL,
+        owner            TEXT NOT NULL,
+        tool             TEXT NOT NULL,
+        kind             TEXT NOT NULL
+                         CHECK (kind IN ('started','progress','finished','error','blocked','interrupted')),
+        at               INTEGER NOT NULL,
+        started_at       INTEGER,
+        duration_us      INTEGER,
+        reason           TEXT,
+        error_code       TEXT,
+        decided_by       TEXT NOT NULL,
+        decided_rule     TEXT,
+        decided_source   TEXT,
+        decided_operator TEXT,
+        redacted         INTEGER NOT NULL,
+        body             TEXT NOT NULL
+    );
+    CREATE INDEX records_call ON records(session_id, call_id);
+    CREATE INDEX records_open ON records(writer_id) WHERE kind = 'started';
+    CREATE INDEX records_terminal_at ON records(at, id)
+        WHERE kind IN ('finished','error','blocked','interrupted');
+    CREATE INDEX records_terminal_tool ON records(tool, at, id)
+        WHERE kind IN ('finished','error','blocked','interrupted');
+    CREATE INDEX records_terminal_kind ON records(kind, at, id)
+        WHERE kind IN ('finished','error','blocked','interrupted');
+    CREATE INDEX records_duration ON records(tool, duration_us) WHERE kind IN ('finished','error');
+    "#,
+    // 2: approvals, and full-text search over tool names, arguments and results (backfilled).
+    r#"
+    CREATE TABLE approvals (
+        id           INTEGER PRIMARY KEY,
+        session_id   TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        tool         TEXT NOT NULL,
+        requested_at INTEGER NOT NULL,
+        resolved_at  INTEGER,
+        outcome      TEXT CHECK (outcome IN
+                     ('approved_once','approved_for_session','approved_always','denied','timed_out')),
+        operator     TEXT,
+        note         TEXT,
+        rule_written TEXT
+    );
+    CREATE INDEX approvals_call ON approvals(session_id, call_id);
+    CREATE VIRTUAL TABLE records_fts USING fts5(tool, content, content='', tokenize='unicode61');
+    INSERT INTO records_fts(rowid, tool, content)
+        SELECT id, tool, body FROM records WHERE kind IN ('started','finished','error','blocked');
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Reads `(application_id, user_version)`.
+pub fn identity(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    Ok((app, version))
+}
+
+/// Whether the database holds any table (a fresh file holds none).
+pub fn is_empty(conn: &Connection) -> rusqlite::Result<bool> {
+    let n: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    Ok(n == 0)
+}
+
+/// Migrates from `from` up to `to` (each step in its own transaction).
+pub fn migrate(conn: &mut Connection, from: i64, to: i64) -> rusqlite::Result<()> {
+    for version in from..to {
+        let Some(step) = usize::try_from(version).ok().and_then(|i| MIGRATIONS.get(i)) else { break };
+        let tx = conn.transaction()?;
+        tx.execute_batch(step)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))?;
+        if version == 0 {
+            tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
+        }
+        tx.commit()?;
+        tracing::info!(version = version + 1, "ledger schema migrated");
+    }
+    Ok(())
+}
+
+/// Registers this process as the ledger's writer.
+pub fn register_writer(conn: &Connection, at: i64) -> rusqlite::Result<i64> {
+    conn.execute("INSERT INTO writers(pid, opened_at) VALUES (?1, ?2)", params![std::process::id(), at])?;
+    Ok(conn.last_insert_rowid())
+}

@@ -1,0 +1,169 @@
+//! Aggregates over the calls a filter selects: counts by tool, status, blocked reason and decider,
+//! calls per time bucket, and duration percentiles per tool — one pass over the rows.
+
+use crate::error::{AtPath, LedgerStoreError};
+use crate::query::{CallFilter, LedgerReader, call_where};
+use portcullis_harness::Timestamp;
+use rusqlite::params_from_iter;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// How many buckets the time histogram aims for when no bucket width is given.
+pub const DEFAULT_BUCKETS: i64 = 60;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Count {
+    pub key: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub start: Timestamp,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDurations {
+    pub tool: String,
+    /// Calls that ran (finished or error) and so have a duration.
+    pub count: u64,
+    pub p50_us: i64,
+    pub p95_us: i64,
+    pub max_us: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub total: u64,
+    pub by_tool: Vec<Count>,
+    pub by_status: Vec<Count>,
+    pub by_reason: Vec<Count>,
+    pub by_decided_by: Vec<Count>,
+    /// Width of the time buckets, microseconds.
+    pub bucket_us: i64,
+    pub buckets: Vec<Bucket>,
+    pub durations: Vec<ToolDurations>,
+}
+
+fn sorted(map: HashMap<String, u64>) -> Vec<Count> {
+    let mut v: Vec<Count> = map.into_iter().map(|(key, count)| Count { key, count }).collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+    v
+}
+
+/// The value at quantile `q` of sorted data (nearest rank).
+fn quantile(sorted: &[i64], q: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+impl LedgerReader {
+    /// Aggregates over the filtered calls. `bucket_us` sets the histogram width (default: the span
+    /// divided into about 60 buckets).
+    pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, LedgerStoreError> {
+        let w = call_where(filter)?;
+        let path = self.path().to_owned();
+        let (min_at, max_at): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(
+                &format!("SELECT min(r.at), max(r.at) FROM records r WHERE {}", w.sql),
+                params_from_iter(w.params.iter()),
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .at(&path)?;
+        let span = max_at.unwrap_or(0) - min_at.unwrap_or(0);
+        let bucket_us = match bucket_us {
+            Some(b) if b > 0 => b,
+            Some(_) => return Err(LedgerStoreError::BadFilter("bucket width must be positive".into())),
+            None => (span / DEFAULT_BUCKETS + 1).max(1_000_000),
+        };
+        let origin = min_at.unwrap_or(0).div_euclid(bucket_us) * bucket_us;
+
+        let sql = format!(
+            "SELECT r.tool, r.kind, r.reason, r.decided_by, r.at, r.duration_us FROM records r WHERE {}",
+            w.sql
+        );
+        let mut stmt = self.conn.prepare(&sql).at(&path)?;
+        let mut rows = stmt.query(params_from_iter(w.params.iter())).at(&path)?;
+        let mut total = 0u64;
+        let mut by_tool: HashMap<String, u64> = HashMap::new();
+        let mut by_status: HashMap<String, u64> = HashMap::new();
+        let mut by_reason: HashMap<String, u64> = HashMap::new();
+        let mut by_decided: HashMap<String, u64> = HashMap::new();
+        let mut buckets: HashMap<i64, u64> = HashMap::new();
+        let mut durations: HashMap<String, Vec<i64>> = HashMap::new();
+        while let Some(row) = rows.next().at(&path)? {
+            total += 1;
+            let tool = row.get_ref(0).at(&path)?.as_str().unwrap_or_default();
+            let kind = row.get_ref(1).at(&path)?.as_str().unwrap_or_default();
+            let kind = if kind == "started" { "running" } else { kind };
+            if let Some(count) = by_tool.get_mut(tool) {
+                *count += 1;
+            } else {
+                by_tool.insert(tool.to_owned(), 1);
+            }
+            *by_status.entry(kind.to_owned()).or_default() += 1;
+            if let Some(reason) = row.get_ref(2).at(&path)?.as_str_or_null().ok().flatten() {
+                *by_reason.entry(reason.to_owned()).or_default() += 1;
+            }
+            let decided = row.get_ref(3).at(&path)?.as_str().unwrap_or_default();
+            *by_decided.entry(decided.to_owned()).or_default() += 1;
+            let at: i64 = row.get(4).at(&path)?;
+            *buckets.entry((at - origin).div_euclid(bucket_us)).or_default() += 1;
+            if let Some(d) = row.get::<_, Option<i64>>(5).at(&path)? {
+                if let Some(list) = durations.get_mut(tool) {
+                    list.push(d);
+                } else {
+                    durations.insert(tool.to_owned(), vec![d]);
+                }
+            }
+        }
+        let mut buckets: Vec<Bucket> = buckets
+            .into_iter()
+            .map(|(i, count)| Bucket { start: Timestamp(origin + i * bucket_us), count })
+            .collect();
+        buckets.sort_by_key(|b| b.start);
+        let mut durations: Vec<ToolDurations> = durations
+            .into_iter()
+            .map(|(tool, mut list)| {
+                list.sort_unstable();
+                ToolDurations {
+                    tool,
+                    count: list.len() as u64,
+                    p50_us: quantile(&list, 0.50),
+                    p95_us: quantile(&list, 0.95),
+                    max_us: list.last().copied().unwrap_or(0),
+                }
+            })
+            .collect();
+        durations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
+        Ok(Stats {
+            total,
+            by_tool: sorted(by_tool),
+            by_status: sorted(by_status),
+            by_reason: sorted(by_reason),
+            by_decided_by: sorted(by_decided),
+            bucket_us,
+            buckets,
+            durations,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let data: Vec<i64> = (1..=100).collect();
+        assert_eq!(quantile(&data, 0.5), 50);
+        assert_eq!(quantile(&data, 0.95), 95);
+        assert_eq!(quantile(&[7], 0.95), 7);
+        assert_eq!(quantile(&[], 0.5), 0);
+    }
+}

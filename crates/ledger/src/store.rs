@@ -1,0 +1,640 @@
+//! The writing side: [`SqliteLedger`] opens (creating, migrating, locking and recovering) a ledger file and
+//! hands records to one writer thread over a bounded channel. The thread commits in batches (group
+//! commit: up to N rows, or whatever arrived within T ms); `flush()` is a durability barrier; a full
+//! channel makes callers wait (never drops); a failed commit keeps its rows, retries, and surfaces as an
+//! error on `flush()`, on new `started` records and as a [`WriteFailure`] broadcast.
+
+use crate::error::{AtPath, LedgerStoreError};
+use crate::row::{body_of, decided_columns, search_text};
+use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION, TERMINAL_KINDS_SQL};
+use async_trait::async_trait;
+use portcullis_harness::{Ledger, LedgerError, RecordKind, Timestamp, ToolCallRecord};
+use rusqlite::{Connection, OpenFlags, params};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// How the writer behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LedgerOptions {
+    /// Most rows in one transaction.
+    pub batch_max_rows: usize,
+    /// How long the writer may wait for more rows after the first one of a batch (0: commit as soon as
+    /// the queue is drained; batches still grow by themselves while a commit is under way).
+    pub batch_max_delay: Duration,
+    /// Records that may wait in the channel before callers are made to wait.
+    pub channel_capacity: usize,
+    /// `synchronous=FULL` (survives power loss) instead of `NORMAL` (survives process crashes).
+    pub synchronous_full: bool,
+    pub busy_timeout: Duration,
+}
+
+impl Default for LedgerOptions {
+    fn default() -> Self {
+        LedgerOptions {
+            batch_max_rows: 4096,
+            batch_max_delay: Duration::ZERO,
+            channel_capacity: 16_384,
+            synchronous_full: false,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// An agent session as the ledger keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    #[serde(default)]
+    pub client_name: Option<String>,
+    #[serde(default)]
+    pub client_version: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub policy_hash: Option<String>,
+    pub started_at: Timestamp,
+    #[serde(default)]
+    pub ended_at: Option<Timestamp>,
+}
+
+/// How an approval ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalOutcome {
+    ApprovedOnce,
+    ApprovedForSession,
+    ApprovedAlways,
+    Denied,
+    TimedOut,
+}
+
+impl ApprovalOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalOutcome::ApprovedOnce => "approved_once",
+            ApprovalOutcome::ApprovedForSession => "approved_for_session",
+            ApprovalOutcome::ApprovedAlways => "approved_always",
+            ApprovalOutcome::Denied => "denied",
+            ApprovalOutcome::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// One approval prompt: when it was asked, how and when it was answered, by whom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    pub session_id: String,
+    pub call_id: String,
+    pub tool: String,
+    pub requested_at: Timestamp,
+    #[serde(default)]
+    pub resolved_at: Option<Timestamp>,
+    #[serde(default)]
+    pub outcome: Option<ApprovalOutcome>,
+    #[serde(default)]
+    pub operator: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+    /// The rule written by an "always allow" answer.
+    #[serde(default)]
+    pub rule_written: Option<String>,
+}
+
+/// A commit that failed, as broadcast to subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    pub message: String,
+    /// Rows waiting to be retried.
+    pub pending_rows: usize,
+}
+
+enum Command {
+    Record(ToolCallRecord),
+    Session(SessionInfo),
+    SessionEnd { id: String, at: Timestamp },
+    Approval(ApprovalRecord),
+    Flush(oneshot::Sender<Result<(), String>>),
+    Shutdown,
+}
+
+/// State the callers and the writer thread share.
+struct WriterState {
+    failure: Mutex<Option<String>>,
+    failures: broadcast::Sender<WriteFailure>,
+    committed: AtomicU64,
+}
+
+impl WriterState {
+    fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+}
+
+/// The durable ledger.
+pub struct SqliteLedger {
+    path: PathBuf,
+    sender: mpsc::Sender<Command>,
+    state: Arc<WriterState>,
+    finished: Mutex<Option<oneshot::Receiver<()>>>,
+    writer_id: i64,
+    interrupted_on_open: u64,
+}
+
+/// Message of the records written for calls whose process stopped before they ended.
+pub const INTERRUPTED_MESSAGE: &str = "the process writing this ledger stopped before the call ended";
+
+/// Creates the file owner-only (0600) if it does not exist; tightens an existing file to 0600.
+fn prepare_file(path: &Path) -> Result<File, LedgerStoreError> {
+    let io = |source| LedgerStoreError::Io { path: path.to_owned(), source };
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(path).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata().map_err(io)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        }
+    }
+    Ok(file)
+}
+
+/// Checks the identity of an opened database and migrates it; refuses foreign and newer files.
+pub(crate) fn check_identity(
+    conn: &Connection,
+    path: &Path,
+    allow_empty: bool,
+) -> Result<i64, LedgerStoreError> {
+    let (app, version) = schema::identity(conn).map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
+            LedgerStoreError::NotALedger { path: path.to_owned(), why: "not an SQLite database".into() }
+        }
+        other => LedgerStoreError::Sqlite { path: path.to_owned(), source: other },
+    })?;
+    if app == 0 && version == 0 {
+        if allow_empty && schema::is_empty(conn).at(path)? {
+            return Ok(0);
+        }
+        return Err(LedgerStoreError::NotALedger {
+            path: path.to_owned(),
+            why: "an SQLite database of another application".into(),
+        });
+    }
+    if app != APPLICATION_ID {
+        return Err(LedgerStoreError::NotALedger {
+            path: path.to_owned(),
+            why: format!("application id {app:#x} is not Portcullis's"),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(LedgerStoreError::NewerSchema {
+            path: path.to_owned(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+impl SqliteLedger {
+    /// Opens (or creates) a ledger for writing with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, LedgerStoreError> {
+        SqliteLedger::open_with(path, LedgerOptions::default())
+    }
+
+    /// Opens (or creates) a ledger for writing: creates the file 0600, takes the writer lock, checks
+    /// identity and schema, migrates, marks calls a crashed writer left open as `interrupted`, and starts
+    /// the writer thread. Needs a tokio runtime only for its async methods.
+    pub fn open_with(path: impl AsRef<Path>, options: LedgerOptions) -> Result<Self, LedgerStoreError> {
+        let path = path.as_ref().to_owned();
+        let lock = prepare_file(&path)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(LedgerStoreError::Locked { path }),
+            Err(std::fs::TryLockError::Error(source)) => return Err(LedgerStoreError::Io { path, source }),
+        }
+        let mut conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .at(&path)?;
+        conn.busy_timeout(options.busy_timeout).at(&path)?;
+        let version = check_identity(&conn, &path, true)?;
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
+            if options.synchronous_full { "FULL" } else { "NORMAL" }
+        ))
+        .at(&path)?;
+        if version < SCHEMA_VERSION {
+            schema::migrate(&mut conn, version, SCHEMA_VERSION).at(&path)?;
+        }
+        let now = Timestamp::now().0;
+        let writer_id = schema::register_writer(&conn, now).at(&path)?;
+        let interrupted_on_open = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
+        if interrupted_on_open > 0 {
+            tracing::warn!(path = %path.display(), calls = interrupted_on_open, "marked calls of a crashed writer interrupted");
+        }
+
+        let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
+        let (failures, _) = broadcast::channel(64);
+        let state =
+            Arc::new(WriterState { failure: Mutex::new(None), failures, committed: AtomicU64::new(0) });
+        let (done_tx, done_rx) = oneshot::channel();
+        let writer = Writer { conn, receiver, state: state.clone(), options, writer_id, path: path.clone() };
+        std::thread::Builder::new()
+            .name("portcullis-ledger-writer".into())
+            .spawn(move || {
+                let _lock = lock; // held for the writer's life
+                writer.run();
+                let _ = done_tx.send(());
+            })
+            .map_err(|source| LedgerStoreError::Io { path: path.clone(), source })?;
+        Ok(SqliteLedger {
+            path,
+            sender,
+            state,
+            finished: Mutex::new(Some(done_rx)),
+            writer_id,
+            interrupted_on_open,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// This process's writer id in the file.
+    pub fn writer_id(&self) -> i64 {
+        self.writer_id
+    }
+
+    /// Calls a crashed writer had left open, marked `interrupted` when this ledger opened.
+    pub fn interrupted_on_open(&self) -> u64 {
+        self.interrupted_on_open
+    }
+
+    /// Rows committed by this writer so far.
+    pub fn committed_rows(&self) -> u64 {
+        self.state.committed.load(Ordering::Relaxed)
+    }
+
+    /// Commit failures, as they happen.
+    pub fn subscribe_failures(&self) -> broadcast::Receiver<WriteFailure> {
+        self.state.failures.subscribe()
+    }
+
+    async fn send(&self, command: Command) -> Result<(), LedgerStoreError> {
+        self.sender.send(command).await.map_err(|_| LedgerStoreError::Closed)
+    }
+
+    pub async fn begin_session(&self, session: SessionInfo) -> Result<(), LedgerStoreError> {
+        self.send(Command::Session(session)).await
+    }
+
+    pub async fn end_session(&self, id: &str, at: Timestamp) -> Result<(), LedgerStoreError> {
+        self.send(Command::SessionEnd { id: id.to_owned(), at }).await
+    }
+
+    pub async fn record_approval(&self, approval: ApprovalRecord) -> Result<(), LedgerStoreError> {
+        self.send(Command::Approval(approval)).await
+    }
+
+    /// Returns once everything handed in before it is committed, or with the commit's error.
+    pub async fn flush(&self) -> Result<(), LedgerStoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Flush(tx)).await?;
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(LedgerStoreError::Writer(message)),
+            Err(_) => Err(LedgerStoreError::Closed),
+        }
+    }
+
+    /// Drains, marks this writer's unfinished calls `interrupted`, and stops the writer.
+    pub async fn close(&self) -> Result<(), LedgerStoreError> {
+        let flushed = self.flush().await;
+        self.send(Command::Shutdown).await?;
+        let done = self.finished.lock().ok().and_then(|mut f| f.take());
+        if let Some(done) = done {
+            let _ = done.await;
+        }
+        flushed
+    }
+}
+
+#[async_trait]
+impl Ledger for SqliteLedger {
+    async fn record(&self, record: ToolCallRecord) -> Result<(), LedgerError> {
+        // Fail closed: while commits fail, no new call may start unaudited. Records of calls already
+        // running are still queued (and retried), never dropped.
+        if record.kind == RecordKind::Started
+            && let Some(failure) = self.state.failure()
+        {
+            return Err(LedgerError::Write(failure));
+        }
+        self.sender.send(Command::Record(record)).await.map_err(|_| LedgerError::Closed)
+    }
+
+    async fn flush(&self) -> Result<(), LedgerError> {
+        SqliteLedger::flush(self).await.map_err(|e| match e {
+            LedgerStoreError::Closed => LedgerError::Closed,
+            other => LedgerError::Write(other.to_string()),
+        })
+    }
+}
+
+/// Marks the open calls of writers that never closed (crashed) `interrupted`, and closes them.
+fn recover_crashed_writers(conn: &mut Connection, current: i64, now: i64) -> rusqlite::Result<u64> {
+    let tx = conn.transaction()?;
+    let crashed: Vec<i64> = {
+        let mut stmt = tx.prepare("SELECT id FROM writers WHERE closed_at IS NULL AND id <> ?1")?;
+        stmt.query_map([current], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+    };
+    let mut total = 0u64;
+    for writer in crashed {
+        total += interrupt_open_calls(&tx, writer, current, now)?;
+        tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer])?;
+    }
+    tx.commit()?;
+    Ok(total)
+}
+
+/// Appends an `interrupted` record for each `started` record of `writer` with no terminal record.
+fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) -> rusqlite::Result<u64> {
+    let sql = format!(
+        "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, at, started_at,
+             duration_us, reason, error_code, decided_by, decided_rule, decided_source, decided_operator,
+             redacted, body)
+         SELECT ?1, s.session_id, s.run_id, s.call_id, s.owner, s.tool, 'interrupted', ?2, s.at,
+             NULL, NULL, 'interrupted', s.decided_by, s.decided_rule, s.decided_source, s.decided_operator,
+             s.redacted,
+             json_object('decided_by', s.body -> '$.decided_by',
+                         'error', json_object('code', 'interrupted', 'message', ?3))
+         FROM records s
+         WHERE s.writer_id = ?4 AND s.kind = 'started'
+           AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = s.session_id
+                           AND t.call_id = s.call_id AND t.kind IN {TERMINAL_KINDS_SQL})"
+    );
+    let n = conn.execute(&sql, params![current, now, INTERRUPTED_MESSAGE, writer])?;
+    Ok(n as u64)
+}
+
+struct Writer {
+    conn: Connection,
+    receiver: mpsc::Receiver<Command>,
+    state: Arc<WriterState>,
+    options: LedgerOptions,
+    writer_id: i64,
+    path: PathBuf,
+}
+
+/// Commands waiting for one commit.
+#[derive(Default)]
+struct Batch {
+    rows: Vec<Command>,
+    waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    shutdown: bool,
+    closed: bool,
+}
+
+impl Batch {
+    fn take(&mut self, command: Command) {
+        match command {
+            Command::Flush(waiter) => self.waiters.push(waiter),
+            Command::Shutdown => self.shutdown = true,
+            other => self.rows.push(other),
+        }
+    }
+}
+
+impl Writer {
+    fn run(mut self) {
+        let mut batch = Batch::default();
+        let mut failures = 0u32;
+        loop {
+            if batch.rows.is_empty() && batch.waiters.is_empty() && !batch.shutdown {
+                match self.receiver.blocking_recv() {
+                    Some(command) => batch.take(command),
+                    None => batch.closed = true,
+                }
+            }
+            self.fill(&mut batch);
+            match self.commit(&batch.rows) {
+                Ok(()) => {
+                    failures = 0;
+                    self.state.committed.fetch_add(batch.rows.len() as u64, Ordering::Relaxed);
+                    batch.rows.clear();
+                    if let Ok(mut f) = self.state.failure.lock() {
+                        *f = None;
+                    }
+                    for waiter in batch.waiters.drain(..) {
+                        let _ = waiter.send(Ok(()));
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    let message =
+                        format!("{}: commit of {} rows failed: {e}", self.path.display(), batch.rows.len());
+                    tracing::error!(%message, attempt = failures, "ledger commit failed; rows kept for retry");
+                    if let Ok(mut f) = self.state.failure.lock() {
+                        *f = Some(message.clone());
+                    }
+                    let _ = self
+                        .state
+                        .failures
+                        .send(WriteFailure { message: message.clone(), pending_rows: batch.rows.len() });
+                    for waiter in batch.waiters.drain(..) {
+                        let _ = waiter.send(Err(message.clone()));
+                    }
+                    if (batch.shutdown || batch.closed) && failures >= 20 {
+                        tracing::error!(
+                            rows = batch.rows.len(),
+                            "ledger writer giving up at shutdown: rows NOT written"
+                        );
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis((10u64 << failures.min(6)).min(1000)));
+                    continue;
+                }
+            }
+            if batch.shutdown || batch.closed {
+                break;
+            }
+        }
+        self.close_writer();
+    }
+
+    /// Adds whatever is queued (up to the batch size), waiting up to `batch_max_delay` for more.
+    fn fill(&mut self, batch: &mut Batch) {
+        let deadline = Instant::now() + self.options.batch_max_delay;
+        loop {
+            while batch.rows.len() < self.options.batch_max_rows && !batch.shutdown {
+                match self.receiver.try_recv() {
+                    Ok(command) => batch.take(command),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        batch.closed = true;
+                        break;
+                    }
+                }
+            }
+            let now = Instant::now();
+            if batch.rows.len() >= self.options.batch_max_rows
+                || !batch.waiters.is_empty()
+                || batch.shutdown
+                || batch.closed
+                || now >= deadline
+            {
+                return;
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(1)));
+        }
+    }
+
+    fn commit(&mut self, rows: &[Command]) -> rusqlite::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let writer_id = self.writer_id;
+        let tx = self.conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, at,
+                     started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
+                     decided_operator, redacted, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+            )?;
+            let mut index =
+                tx.prepare_cached("INSERT INTO records_fts(rowid, tool, content) VALUES (?1, ?2, ?3)")?;
+            for command in rows {
+                match command {
+                    Command::Record(record) => {
+                        let body = body_of(record);
+                        let body_json = serde_json::to_string(&body)
+                            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                        let (decided, rule, source, operator) = decided_columns(&record.decided_by);
+                        let duration = match record.kind {
+                            RecordKind::Finished | RecordKind::Error => {
+                                record.started_at.map(|s| record.at.0.saturating_sub(s.0))
+                            }
+                            _ => None,
+                        };
+                        insert.execute(params![
+                            writer_id,
+                            &*record.call.session_id,
+                            &*record.call.run_id,
+                            &*record.call.call_id,
+                            &*record.call.owner,
+                            &*record.tool_name,
+                            record.kind.as_str(),
+                            record.at.0,
+                            record.started_at.map(|t| t.0),
+                            duration,
+                            record.blocked_reason.map(|r| r.as_str()),
+                            record.error.as_ref().map(|e| e.code.as_str()),
+                            decided,
+                            rule,
+                            source,
+                            operator,
+                            record.redacted,
+                            body_json,
+                        ])?;
+                        if record.kind != RecordKind::Progress {
+                            let id = tx.last_insert_rowid();
+                            index.execute(params![id, &*record.tool_name, search_text(&body)])?;
+                        }
+                    }
+                    Command::Session(s) => {
+                        tx.prepare_cached(
+                            "INSERT INTO sessions (id, client_name, client_version, cwd, policy_hash, started_at, ended_at)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                             ON CONFLICT(id) DO UPDATE SET client_name = excluded.client_name,
+                                 client_version = excluded.client_version, cwd = excluded.cwd,
+                                 policy_hash = excluded.policy_hash",
+                        )?
+                        .execute(params![
+                            s.id,
+                            s.client_name,
+                            s.client_version,
+                            s.cwd,
+                            s.policy_hash,
+                            s.started_at.0,
+                            s.ended_at.map(|t| t.0)
+                        ])?;
+                    }
+                    Command::SessionEnd { id, at } => {
+                        tx.prepare_cached("UPDATE sessions SET ended_at = ?1 WHERE id = ?2")?
+                            .execute(params![at.0, id])?;
+                    }
+                    Command::Approval(a) => {
+                        tx.prepare_cached(
+                            "INSERT INTO approvals (session_id, call_id, tool, requested_at, resolved_at, outcome,
+                                 operator, note, rule_written)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                        )?
+                        .execute(params![
+                            a.session_id,
+                            a.call_id,
+                            a.tool,
+                            a.requested_at.0,
+                            a.resolved_at.map(|t| t.0),
+                            a.outcome.map(ApprovalOutcome::as_str),
+                            a.operator,
+                            a.note,
+                            a.rule_written
+                        ])?;
+                    }
+                    Command::Flush(_) | Command::Shutdown => {}
+                }
+            }
+        }
+        tx.commit()
+    }
+
+    /// On clean close: this writer's unfinished calls become `interrupted`; the writer is marked closed.
+    fn close_writer(&mut self) {
+        let now = Timestamp::now().0;
+        let writer_id = self.writer_id;
+        let result = (|| -> rusqlite::Result<u64> {
+            let tx = self.conn.transaction()?;
+            let n = interrupt_open_calls(&tx, writer_id, writer_id, now)?;
+            tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer_id])?;
+            tx.commit()?;
+            Ok(n)
+        })();
+        match result {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(calls = n, "calls still running at close marked interrupted"),
+            Err(e) => tracing::error!(error = %e, "could not mark the ledger writer closed"),
+        }
+        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "WAL checkpoint at close failed");
+        }
+    }
+}
+
+/// Opens a read-only connection (works while another process writes).
+pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerStoreError> {
+    if !path.exists() {
+        return Err(LedgerStoreError::Missing { path: path.to_owned() });
+    }
+    let conn =
+        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .at(path)?;
+    conn.busy_timeout(Duration::from_secs(5)).at(path)?;
+    check_identity(&conn, path, false)?;
+    Ok(conn)
+}
