@@ -2,7 +2,7 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::query::LedgerReader;
-use crate::schema::{SCHEMA_VERSION, TERMINAL_KINDS_SQL, identity};
+use crate::schema::{SCHEMA_VERSION, identity};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,13 +49,13 @@ impl LedgerReader {
             schema_version,
             supported_version: SCHEMA_VERSION,
             records: count("SELECT count(*) FROM records")?,
-            calls: count(&format!("SELECT count(*) FROM records WHERE kind IN {TERMINAL_KINDS_SQL}"))?,
+            calls: count("SELECT count(*) FROM records WHERE status IS NOT NULL")?,
             sessions: count("SELECT count(*) FROM sessions")?,
             approvals: count("SELECT count(*) FROM approvals")?,
-            open_calls: count(&format!(
+            open_calls: count(
                 "SELECT count(*) FROM records s WHERE s.kind = 'started' AND NOT EXISTS (SELECT 1 FROM records t
-                 WHERE t.session_id = s.session_id AND t.call_id = s.call_id AND t.kind IN {TERMINAL_KINDS_SQL})"
-            ))?,
+                 WHERE t.session_id = s.session_id AND t.call_id = s.call_id AND t.status IS NOT NULL)",
+            )?,
             unclosed_writers: count("SELECT count(*) FROM writers WHERE closed_at IS NULL")?,
             unreadable_bodies: count("SELECT count(*) FROM records WHERE json_valid(body) = 0")?,
         })

@@ -4,7 +4,7 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::row::{DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredRecord, stored_record};
-use crate::schema::{SCHEMA_VERSION, TERMINAL_KINDS_SQL};
+use crate::schema::SCHEMA_VERSION;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
 use portcullis_harness::{BlockedReason, Timestamp};
 use rusqlite::types::Value as Sql;
@@ -223,6 +223,11 @@ impl Where {
     }
 }
 
+fn search_query(search: &str) -> Result<String, LedgerStoreError> {
+    fts_query(search)
+        .ok_or_else(|| LedgerStoreError::BadFilter(format!("search {search:?} has no words to look for")))
+}
+
 /// Builds the WHERE clause of a filter over calls (terminal records, plus running ones if asked).
 pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError> {
     for d in &filter.decided_by {
@@ -242,16 +247,16 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
         filter.statuses.iter().filter(|s| **s != CallStatus::Running).map(|s| s.as_str()).collect();
     let running = filter.statuses.contains(&CallStatus::Running);
     let mut w = Where { sql: String::new(), params: Vec::new() };
-    let running_sql = format!(
+    let running_sql =
         "(r.kind = 'started' AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = r.session_id \
-         AND t.call_id = r.call_id AND t.kind IN {TERMINAL_KINDS_SQL}))"
-    );
+         AND t.call_id = r.call_id AND t.status IS NOT NULL))"
+            .to_owned();
     let mut alternatives = Vec::new();
     if filter.statuses.is_empty() {
-        alternatives.push(format!("r.kind IN {TERMINAL_KINDS_SQL}"));
+        alternatives.push("r.status IS NOT NULL".to_owned());
     }
     if !terminal.is_empty() {
-        alternatives.push(format!("r.kind IN ({})", vec!["?"; terminal.len()].join(",")));
+        alternatives.push(format!("r.status IN ({})", vec!["?"; terminal.len()].join(",")));
         w.params.extend(terminal.iter().map(|s| Sql::Text((*s).to_owned())));
     }
     if running {
@@ -286,13 +291,13 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
         w.params.push(Sql::Integer(until.0));
     }
     if let Some(search) = &filter.search {
-        let Some(query) = fts_query(search) else {
-            return Err(LedgerStoreError::BadFilter(format!("search {search:?} has no words to look for")));
-        };
-        w.push(
-            "EXISTS (SELECT 1 FROM records h WHERE h.session_id = r.session_id AND h.call_id = r.call_id \
-             AND h.id IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?))",
-        );
+        if running {
+            return Err(LedgerStoreError::BadFilter(
+                "full-text search covers ended calls only; drop `running` or the search".into(),
+            ));
+        }
+        let query = search_query(search)?;
+        w.push("r.id IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)");
         w.params.push(Sql::Text(query));
     }
     Ok(w)
@@ -335,21 +340,45 @@ impl LedgerReader {
         limit: usize,
     ) -> Result<CallPage, LedgerStoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
-        let mut w = call_where(filter)?;
-        if let Some(c) = before {
-            w.push("(r.at, r.id) < (?, ?)");
-            w.params.push(Sql::Integer(c.at));
-            w.params.push(Sql::Integer(c.id));
-        }
-        let sql = format!(
-            "SELECT {} FROM records r WHERE {} ORDER BY r.at DESC, r.id DESC LIMIT {}",
-            CALL_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", "),
-            w.sql,
-            limit + 1
-        );
+        let columns = CALL_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
+        let sql = if let Some(search) = &filter.search {
+            // Driven by the search index, newest document first (records are appended in time order,
+            // so this is newest call first); the cursor compares ids.
+            let query = search_query(search)?;
+            let unsearched = CallFilter { search: None, ..filter.clone() };
+            let mut w = call_where(&unsearched)?;
+            let mut params = vec![Sql::Text(query)];
+            params.append(&mut w.params);
+            w.params = params;
+            if let Some(c) = before {
+                w.push("f.rowid < ?");
+                w.params.push(Sql::Integer(c.id));
+            }
+            let sql = format!(
+                "SELECT {columns} FROM records_fts f JOIN records r ON r.id = f.rowid
+                 WHERE records_fts MATCH ? AND {} ORDER BY f.rowid DESC LIMIT {}",
+                w.sql,
+                limit + 1
+            );
+            (sql, w.params)
+        } else {
+            let mut w = call_where(filter)?;
+            if let Some(c) = before {
+                w.push("(r.at, r.id) < (?, ?)");
+                w.params.push(Sql::Integer(c.at));
+                w.params.push(Sql::Integer(c.id));
+            }
+            let sql = format!(
+                "SELECT {columns} FROM records r WHERE {} ORDER BY r.at DESC, r.id DESC LIMIT {}",
+                w.sql,
+                limit + 1
+            );
+            (sql, w.params)
+        };
+        let (sql, params) = sql;
         let mut stmt = self.conn.prepare_cached(&sql).at(&self.path)?;
         let mut calls: Vec<CallRow> = stmt
-            .query_map(params_from_iter(w.params.iter()), call_row)
+            .query_map(params_from_iter(params.iter()), call_row)
             .at(&self.path)?
             .collect::<Result<_, _>>()
             .at(&self.path)?;

@@ -7,9 +7,6 @@ use rusqlite::{Connection, params};
 /// `PRAGMA application_id` of a Portcullis ledger ("PCUL").
 pub const APPLICATION_ID: i64 = 0x5043_554C;
 
-/// Record kinds that end a call.
-pub const TERMINAL_KINDS_SQL: &str = "('finished','error','blocked','interrupted')";
-
 /// Each step takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     // 1: writers, sessions, the append-only lifecycle records and their query indexes.
@@ -39,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
         tool             TEXT NOT NULL,
         kind             TEXT NOT NULL
                          CHECK (kind IN ('started','progress','finished','error','blocked','interrupted')),
+        status           TEXT CHECK (status IS NULL OR status = kind),
         at               INTEGER NOT NULL,
         started_at       INTEGER,
         duration_us      INTEGER,
@@ -53,13 +51,15 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX records_call ON records(session_id, call_id);
     CREATE INDEX records_open ON records(writer_id) WHERE kind = 'started';
-    CREATE INDEX records_terminal_at ON records(at, id)
-        WHERE kind IN ('finished','error','blocked','interrupted');
-    CREATE INDEX records_terminal_tool ON records(tool, at, id)
-        WHERE kind IN ('finished','error','blocked','interrupted');
-    CREATE INDEX records_terminal_kind ON records(kind, at, id)
-        WHERE kind IN ('finished','error','blocked','interrupted');
-    CREATE INDEX records_duration ON records(tool, duration_us) WHERE kind IN ('finished','error');
+    -- Calls are terminal records: `status` is their kind, NULL on started/progress records, so every
+    -- query that constrains `status` can use these partial indexes.
+    CREATE INDEX calls_at ON records(at, id) WHERE status IS NOT NULL;
+    CREATE INDEX calls_tool ON records(tool, at, id) WHERE status IS NOT NULL;
+    CREATE INDEX calls_status ON records(status, at, id) WHERE status IS NOT NULL;
+    CREATE INDEX calls_session ON records(session_id, at, id) WHERE status IS NOT NULL;
+    -- Covers `stats` (no body reads).
+    CREATE INDEX calls_stats ON records(tool, status, reason, decided_by, at, duration_us)
+        WHERE status IS NOT NULL;
     "#,
     // 2: approvals, and full-text search over tool names, arguments and results (backfilled).
     r#"
@@ -77,9 +77,16 @@ const MIGRATIONS: &[&str] = &[
         rule_written TEXT
     );
     CREATE INDEX approvals_call ON approvals(session_id, call_id);
+    -- One document per call, keyed by its terminal record: tool name, arguments, output text, error.
     CREATE VIRTUAL TABLE records_fts USING fts5(tool, content, content='', tokenize='unicode61');
     INSERT INTO records_fts(rowid, tool, content)
-        SELECT id, tool, body FROM records WHERE kind IN ('started','finished','error','blocked');
+        SELECT t.id, t.tool,
+               coalesce(json_extract(t.body, '$.arguments'),
+                        (SELECT json_extract(s.body, '$.arguments') FROM records s
+                         WHERE s.session_id = t.session_id AND s.call_id = t.call_id AND s.kind = 'started'), '')
+               || ' ' || coalesce(json_extract(t.body, '$.output'), '')
+               || ' ' || coalesce(json_extract(t.body, '$.error.message'), '')
+        FROM records t WHERE t.status IS NOT NULL;
     "#,
 ];
 

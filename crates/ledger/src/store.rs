@@ -6,11 +6,12 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::row::{body_of, decided_columns, search_text};
-use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION, TERMINAL_KINDS_SQL};
+use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use async_trait::async_trait;
 use portcullis_harness::{Ledger, LedgerError, RecordKind, Timestamp, ToolCallRecord};
 use rusqlite::{Connection, OpenFlags, params};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -253,7 +254,15 @@ impl SqliteLedger {
         let state =
             Arc::new(WriterState { failure: Mutex::new(None), failures, committed: AtomicU64::new(0) });
         let (done_tx, done_rx) = oneshot::channel();
-        let writer = Writer { conn, receiver, state: state.clone(), options, writer_id, path: path.clone() };
+        let writer = Writer {
+            conn,
+            running: HashMap::new(),
+            receiver,
+            state: state.clone(),
+            options,
+            writer_id,
+            path: path.clone(),
+        };
         std::thread::Builder::new()
             .name("portcullis-ledger-writer".into())
             .spawn(move || {
@@ -375,10 +384,10 @@ fn recover_crashed_writers(conn: &mut Connection, current: i64, now: i64) -> rus
 /// Appends an `interrupted` record for each `started` record of `writer` with no terminal record.
 fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) -> rusqlite::Result<u64> {
     let sql = format!(
-        "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, at, started_at,
-             duration_us, reason, error_code, decided_by, decided_rule, decided_source, decided_operator,
-             redacted, body)
-         SELECT ?1, s.session_id, s.run_id, s.call_id, s.owner, s.tool, 'interrupted', ?2, s.at,
+        "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, status, at,
+             started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
+             decided_operator, redacted, body)
+         SELECT ?1, s.session_id, s.run_id, s.call_id, s.owner, s.tool, 'interrupted', 'interrupted', ?2, s.at,
              NULL, NULL, 'interrupted', s.decided_by, s.decided_rule, s.decided_source, s.decided_operator,
              s.redacted,
              json_object('decided_by', s.body -> '$.decided_by',
@@ -386,14 +395,29 @@ fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) 
          FROM records s
          WHERE s.writer_id = ?4 AND s.kind = 'started'
            AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = s.session_id
-                           AND t.call_id = s.call_id AND t.kind IN {TERMINAL_KINDS_SQL})"
+                           AND t.call_id = s.call_id AND t.status IS NOT NULL)"
     );
+    let first_new: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM records", [], |r| r.get(0))?;
     let n = conn.execute(&sql, params![current, now, INTERRUPTED_MESSAGE, writer])?;
+    // Their search documents: the arguments of the started record.
+    conn.execute(
+        "INSERT INTO records_fts(rowid, tool, content)
+         SELECT i.id, i.tool, coalesce(json_extract(s.body, '$.arguments'), '') || ' interrupted'
+         FROM records i JOIN records s ON s.session_id = i.session_id AND s.call_id = i.call_id
+              AND s.kind = 'started'
+         WHERE i.id > ?1 AND i.kind = 'interrupted'",
+        [first_new],
+    )?;
     Ok(n as u64)
 }
 
+/// Running calls whose arguments the writer keeps for their search document (beyond: not searchable by
+/// arguments, still recorded).
+const MAX_RUNNING_TRACKED: usize = 100_000;
+
 struct Writer {
     conn: Connection,
+    running: HashMap<(Arc<str>, Arc<str>), String>,
     receiver: mpsc::Receiver<Command>,
     state: Arc<WriterState>,
     options: LedgerOptions,
@@ -509,13 +533,15 @@ impl Writer {
             return Ok(());
         }
         let writer_id = self.writer_id;
+        let mut started: HashMap<(Arc<str>, Arc<str>), String> = HashMap::new();
+        let mut ended: Vec<(Arc<str>, Arc<str>)> = Vec::new();
         let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, at,
+                "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, status, at,
                      started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
                      decided_operator, redacted, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             )?;
             let mut index =
                 tx.prepare_cached("INSERT INTO records_fts(rowid, tool, content) VALUES (?1, ?2, ?3)")?;
@@ -526,6 +552,10 @@ impl Writer {
                         let body_json = serde_json::to_string(&body)
                             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                         let (decided, rule, source, operator) = decided_columns(&record.decided_by);
+                        let terminal = matches!(
+                            record.kind,
+                            RecordKind::Finished | RecordKind::Error | RecordKind::Blocked
+                        );
                         let duration = match record.kind {
                             RecordKind::Finished | RecordKind::Error => {
                                 record.started_at.map(|s| record.at.0.saturating_sub(s.0))
@@ -540,6 +570,7 @@ impl Writer {
                             &*record.call.owner,
                             &*record.tool_name,
                             record.kind.as_str(),
+                            terminal.then(|| record.kind.as_str()),
                             record.at.0,
                             record.started_at.map(|t| t.0),
                             duration,
@@ -552,9 +583,25 @@ impl Writer {
                             record.redacted,
                             body_json,
                         ])?;
-                        if record.kind != RecordKind::Progress {
-                            let id = tx.last_insert_rowid();
-                            index.execute(params![id, &*record.tool_name, search_text(&body)])?;
+                        // One search document per call, at its terminal record, with the arguments of
+                        // its started record (kept in memory while the call runs; changes to that memory
+                        // apply only once this transaction commits).
+                        let key = (record.call.session_id.clone(), record.call.call_id.clone());
+                        match record.kind {
+                            RecordKind::Started => {
+                                started.insert(key, search_text(&body));
+                            }
+                            RecordKind::Progress => {}
+                            RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
+                                let mut text = started
+                                    .remove(&key)
+                                    .or_else(|| self.running.get(&key).cloned())
+                                    .unwrap_or_default();
+                                ended.push(key);
+                                text.push(' ');
+                                text.push_str(&search_text(&body));
+                                index.execute(params![tx.last_insert_rowid(), &*record.tool_name, text])?;
+                            }
                         }
                     }
                     Command::Session(s) => {
@@ -601,7 +648,16 @@ impl Writer {
                 }
             }
         }
-        tx.commit()
+        tx.commit()?;
+        for key in ended {
+            self.running.remove(&key);
+        }
+        for (key, text) in started {
+            if self.running.len() < MAX_RUNNING_TRACKED {
+                self.running.insert(key, text);
+            }
+        }
+        Ok(())
     }
 
     /// On clean close: this writer's unfinished calls become `interrupted`; the writer is marked closed.

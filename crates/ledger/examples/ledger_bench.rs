@@ -1,0 +1,278 @@
+//! SQLite ledger figures, one JSON object per line on stdout.
+//!
+//! `cargo run --release -p portcullis-ledger --example ledger_bench -- [dispatch_calls] [ledger_calls]`
+//! (defaults 100,000 and 1,000,000). Files go to a temporary folder that is removed at the end.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
+
+use async_trait::async_trait;
+use portcullis_harness::{
+    BlockedReason, CallContext, CallError, DecidedBy, Dispatcher, GrantScope, Grants, Ledger, RecordKind,
+    RuleRef, RunContext, Timestamp, Tool, ToolCall, ToolCallRecord, ToolError, ToolInvocation, ToolOutput,
+    ToolRegistry, ToolSpec,
+};
+use portcullis_ledger::{CallFilter, CallStatus, LedgerReader, SqliteLedger};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Echo(ToolSpec);
+
+#[async_trait]
+impl Tool for Echo {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let text = invocation.arguments.get("text").and_then(Value::as_str).unwrap_or_default();
+        Ok(ToolOutput::text(text))
+    }
+}
+
+fn emit(line: Value) {
+    if writeln!(std::io::stdout(), "{line}").is_err() {
+        std::process::exit(0);
+    }
+}
+
+fn fail(what: &str, e: impl std::fmt::Display) -> ! {
+    eprintln!("ledger_bench: {what}: {e}");
+    std::process::exit(1);
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn file_bytes(path: &Path) -> u64 {
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", path.display())).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+async fn dispatch_bench(dir: &Path, n: usize) {
+    let path = dir.join("dispatch.ledger");
+    let ledger = Arc::new(SqliteLedger::open(&path).unwrap_or_else(|e| fail("open", e)));
+    let schema =
+        json!({"type":"object","properties":{"text":{"type":"string","maxLength":1000}},"required":["text"]});
+    let mut registry = ToolRegistry::new();
+    let _ = registry
+        .register(Arc::new(Echo(ToolSpec::new("echo", "Echo the text back").with_parameters(schema))));
+    let dispatcher = Dispatcher::builder(registry).ledger(ledger.clone()).build();
+    let run =
+        RunContext::new("bench", "run").with_grants(Grants::new(vec![GrantScope::new("b").allow(["echo"])]));
+    let args = json!({"text": "hello from the bench, a short line of text"});
+    let calls: Vec<ToolCall> = (0..n).map(|i| ToolCall::new(format!("c{i}"), "echo", args.clone())).collect();
+    let start = Instant::now();
+    for call in calls {
+        let result = dispatcher.dispatch(call, &run).await;
+        if !result.is_finished() {
+            fail("dispatch", format!("{:?}", result.error()));
+        }
+    }
+    let dispatched = start.elapsed();
+    ledger.flush().await.unwrap_or_else(|e| fail("flush", e));
+    let durable = start.elapsed();
+    let rows = ledger.committed_rows();
+    emit(json!({
+        "bench": "dispatch_with_sqlite_ledger",
+        "calls": n,
+        "us_per_call": (dispatched.as_secs_f64() * 1e6 / n as f64 * 1000.0).round() / 1000.0,
+        "us_per_call_durable": (durable.as_secs_f64() * 1e6 / n as f64 * 1000.0).round() / 1000.0,
+        "rows": rows,
+        "rows_per_s": (rows as f64 / durable.as_secs_f64()).round(),
+    }));
+    ledger.close().await.unwrap_or_else(|e| fail("close", e));
+}
+
+const TOOLS: [&str; 12] = [
+    "shell",
+    "read",
+    "write",
+    "edit",
+    "list",
+    "search_tools",
+    "mcp:github:create_issue",
+    "mcp:github:list_prs",
+    "mcp:fs:read_file",
+    "mcp:fs:write_file",
+    "mcp:browser:navigate",
+    "mcp:db:query",
+];
+const WORDS: [&str; 16] = [
+    "cargo",
+    "build",
+    "test",
+    "release",
+    "README",
+    "main.rs",
+    "lib.rs",
+    "src",
+    "grep",
+    "TODO",
+    "deploy",
+    "docker",
+    "kubernetes",
+    "migration",
+    "tokio",
+    "serde",
+];
+
+/// xorshift: deterministic and dependency-free.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+/// Writes `n` calls (≈2 records each: started + terminal, blocked calls 1) spread over 30 days.
+async fn generate(path: &Path, n: usize) -> (Timestamp, Timestamp) {
+    let ledger = SqliteLedger::open(path).unwrap_or_else(|e| fail("open", e));
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let end = Timestamp::now();
+    let span: i64 = 30 * 86_400 * 1_000_000;
+    let begin = Timestamp(end.0 - span);
+    let step = span / n as i64;
+    let sessions: Vec<Arc<str>> = (0..50).map(|i| Arc::from(format!("session-{i}"))).collect();
+    for i in 0..n {
+        let at = Timestamp(begin.0 + i as i64 * step);
+        let session = sessions[(rng.next() % sessions.len() as u64) as usize].clone();
+        let call = Arc::new(CallContext {
+            session_id: session,
+            run_id: Arc::from(format!("run-{}", i / 200)),
+            call_id: Arc::from(format!("call-{i}")),
+            owner: Arc::from("agent"),
+            cwd: None,
+        });
+        let tool: Arc<str> = Arc::from(rng.pick(&TOOLS));
+        let text = format!("{} {} {} {}", rng.pick(&WORDS), rng.pick(&WORDS), rng.pick(&WORDS), i);
+        let arguments = Arc::new(json!({"command": text, "timeout": 30}));
+        let roll = rng.next() % 100;
+        let rule = DecidedBy::Rule { rule_id: format!("rule-{}", roll % 7), source: "project.json".into() };
+        if roll < 10 {
+            let mut blocked = ToolCallRecord::new(RecordKind::Blocked, call, tool, rule);
+            blocked.at = at;
+            blocked.arguments = Some(arguments);
+            blocked.blocked_reason =
+                Some(if roll < 5 { BlockedReason::ExecutionDenied } else { BlockedReason::ToolDenied });
+            blocked.error = Some(CallError::new("execution_denied", "forbidden by rule"));
+            ledger.record(blocked).await.unwrap_or_else(|e| fail("record", e));
+            continue;
+        }
+        let mut started = ToolCallRecord::new(RecordKind::Started, call.clone(), tool.clone(), rule.clone());
+        started.at = at;
+        started.started_at = Some(at);
+        started.arguments = Some(arguments);
+        started.matched_rules = vec![RuleRef {
+            id: format!("rule-{}", roll % 7),
+            source: "project.json".into(),
+            decision: Some("allow".into()),
+        }];
+        ledger.record(started).await.unwrap_or_else(|e| fail("record", e));
+        let done = Timestamp(at.0 + 500 + (rng.next() % 200_000) as i64);
+        let kind = if roll < 15 { RecordKind::Error } else { RecordKind::Finished };
+        let mut end_record = ToolCallRecord::new(kind, call, tool, rule);
+        end_record.at = done;
+        end_record.started_at = Some(at);
+        if kind == RecordKind::Error {
+            end_record.error = Some(CallError::new("tool_error", format!("exit status 1: {text}")));
+        } else {
+            end_record.output = Some(Arc::new(ToolOutput::text(format!("ok: {text} done"))));
+        }
+        ledger.record(end_record).await.unwrap_or_else(|e| fail("record", e));
+    }
+    ledger.close().await.unwrap_or_else(|e| fail("close", e));
+    (begin, end)
+}
+
+/// Median of `runs` timings of `f`.
+fn median_ms<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        last = Some(f());
+        times.push(start.elapsed());
+    }
+    times.sort();
+    let value = last.unwrap_or_else(|| fail("median", "no runs"));
+    (ms(times[times.len() / 2]), value)
+}
+
+async fn query_bench(dir: &Path, n: usize) {
+    let path = dir.join("big.ledger");
+    let start = Instant::now();
+    let (begin, end) = generate(&path, n).await;
+    let generated = start.elapsed();
+    let reader = LedgerReader::open(&path).unwrap_or_else(|e| fail("open reader", e));
+    let check = reader.check().unwrap_or_else(|e| fail("check", e));
+    emit(json!({
+        "bench": "generate_ledger",
+        "calls": n,
+        "records": check.records,
+        "seconds": (generated.as_secs_f64() * 100.0).round() / 100.0,
+        "records_per_s": (check.records as f64 / generated.as_secs_f64()).round(),
+        "file_bytes": file_bytes(&path),
+        "bytes_per_call": file_bytes(&path) / n as u64,
+    }));
+
+    let filter = CallFilter {
+        tools: vec!["shell".into()],
+        statuses: vec![CallStatus::Finished],
+        since: Some(Timestamp(begin.0 + (end.0 - begin.0) / 3)),
+        until: Some(Timestamp(begin.0 + 2 * (end.0 - begin.0) / 3)),
+        ..CallFilter::default()
+    };
+    let (first_ms, page) =
+        median_ms(11, || reader.calls(&filter, None, 100).unwrap_or_else(|e| fail("page", e)));
+    let cursor = page.next;
+    let (next_ms, next) =
+        median_ms(11, || reader.calls(&filter, cursor, 100).unwrap_or_else(|e| fail("next", e)));
+    emit(json!({"bench": "filtered_first_page", "rows": page.calls.len(), "ms": first_ms, "target_ms": 10}));
+    emit(json!({"bench": "next_page_by_key", "rows": next.calls.len(), "ms": next_ms}));
+
+    let search = CallFilter { search: Some("kubernetes migration".into()), ..CallFilter::default() };
+    let (search_ms, hits) =
+        median_ms(5, || reader.calls(&search, None, 100).unwrap_or_else(|e| fail("search", e)));
+    emit(
+        json!({"bench": "full_text_search_first_page", "query": "kubernetes migration", "rows": hits.calls.len(), "ms": search_ms, "target_ms": 50}),
+    );
+    let rare = CallFilter { search: Some(format!("{}", n / 2)), ..CallFilter::default() };
+    let (rare_ms, rare_hits) =
+        median_ms(5, || reader.calls(&rare, None, 100).unwrap_or_else(|e| fail("search", e)));
+    emit(json!({"bench": "full_text_search_rare_term", "rows": rare_hits.calls.len(), "ms": rare_ms}));
+
+    let (stats_ms, stats) =
+        median_ms(3, || reader.stats(&CallFilter::default(), None).unwrap_or_else(|e| fail("stats", e)));
+    emit(
+        json!({"bench": "stats_over_everything", "calls": stats.total, "tools": stats.by_tool.len(), "ms": stats_ms, "target_ms": 300}),
+    );
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dispatch_calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let ledger_calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let dir = std::env::temp_dir().join(format!("portcullis-ledger-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| fail("temp dir", e));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail("tokio", e));
+    runtime.block_on(async {
+        dispatch_bench(&dir, dispatch_calls).await;
+        query_bench(&dir, ledger_calls).await;
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
