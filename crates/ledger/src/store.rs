@@ -383,7 +383,7 @@ fn recover_crashed_writers(conn: &mut Connection, current: i64, now: i64) -> rus
 
 /// Appends an `interrupted` record for each `started` record of `writer` with no terminal record.
 fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) -> rusqlite::Result<u64> {
-    let sql = format!(
+    let sql = 
         "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, status, at,
              started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
              decided_operator, redacted, body)
@@ -395,10 +395,9 @@ fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) 
          FROM records s
          WHERE s.writer_id = ?4 AND s.kind = 'started'
            AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = s.session_id
-                           AND t.call_id = s.call_id AND t.status IS NOT NULL)"
-    );
+                           AND t.call_id = s.call_id AND t.status IS NOT NULL)";
     let first_new: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM records", [], |r| r.get(0))?;
-    let n = conn.execute(&sql, params![current, now, INTERRUPTED_MESSAGE, writer])?;
+    let n = conn.execute(sql, params![current, now, INTERRUPTED_MESSAGE, writer])?;
     // Their search documents: the arguments of the started record.
     conn.execute(
         "INSERT INTO records_fts(rowid, tool, content)
