@@ -54,7 +54,7 @@ impl LedgerReader {
             approvals: count("SELECT count(*) FROM approvals")?,
             open_calls: count(
                 "SELECT count(*) FROM records s WHERE s.kind = 'started' AND NOT EXISTS (SELECT 1 FROM records t
-                 WHERE t.session_id = s.session_id AND t.call_id = s.call_id AND t.status IS NOT NULL)",
+                 WHERE t.call_key = s.call_key AND t.session_id = s.session_id AND t.call_id = s.call_id AND t.status IS NOT NULL)",
             )?,
             unclosed_writers: count("SELECT count(*) FROM writers WHERE closed_at IS NULL")?,
             unreadable_bodies: count("SELECT count(*) FROM records WHERE json_valid(body) = 0")?,

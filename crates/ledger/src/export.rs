@@ -54,73 +54,89 @@ impl LedgerReader {
         let path = self.path().to_owned();
         let io = |e: std::io::Error| LedgerStoreError::Export(e.to_string());
         let w = call_where(filter)?;
-        let calls = format!("SELECT r.session_id, r.call_id FROM records r WHERE {}", w.sql);
         let total: i64 = self
             .conn
             .query_row(
-                &format!("SELECT count(*) FROM records x WHERE (x.session_id, x.call_id) IN ({calls})"),
+                &format!(
+                    "SELECT count(*) FROM records x WHERE x.call_key IN (SELECT r.call_key FROM records r WHERE {})",
+                    w.sql
+                ),
                 params_from_iter(w.params.iter()),
                 |r| r.get(0),
             )
             .at(&path)?;
         let total = u64::try_from(total).unwrap_or(0);
-        let sql = format!(
-            "SELECT {} FROM records x WHERE (x.session_id, x.call_id) IN ({calls}) ORDER BY x.id",
-            RECORD_COLUMNS.split(", ").map(|c| format!("x.{c}")).collect::<Vec<_>>().join(", ")
+        // Calls in append order; for each, its records in order.
+        let calls_sql = format!(
+            "SELECT r.call_key, r.session_id, r.call_id FROM records r WHERE {} ORDER BY r.id",
+            w.sql
         );
-        let mut stmt = self.conn.prepare(&sql).at(&path)?;
-        let mut rows = stmt.query(params_from_iter(w.params.iter())).at(&path)?;
+        let mut calls_stmt = self.conn.prepare(&calls_sql).at(&path)?;
+        let mut calls = calls_stmt.query(params_from_iter(w.params.iter())).at(&path)?;
+        let records_sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM records WHERE call_key = ?1 AND session_id = ?2 AND call_id = ?3 ORDER BY id"
+        );
+        let mut records_stmt = self.conn.prepare(&records_sql).at(&path)?;
         if format == ExportFormat::Csv {
             writeln!(out, "{CSV_HEADER}").map_err(io)?;
         }
         let mut written = 0u64;
         let mut line = String::new();
-        while let Some(row) = rows.next().at(&path)? {
-            let record = stored_record(row).at(&path)?;
-            line.clear();
-            match format {
-                ExportFormat::Jsonl => {
-                    line = serde_json::to_string(&record)
-                        .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
-                }
-                ExportFormat::Csv => {
-                    let body = serde_json::to_string(&record.body)
-                        .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
-                    let (decided, rule, source, operator) =
-                        crate::row::decided_columns(&record.body.decided_by);
-                    let fields: [String; 18] = [
-                        record.id.to_string(),
-                        format_rfc3339(record.at),
-                        record.session_id.clone(),
-                        record.run_id.clone(),
-                        record.call_id.clone(),
-                        record.owner.clone(),
-                        record.tool.clone(),
-                        record.kind.as_str().to_owned(),
-                        record.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
-                        record.error_code.clone().unwrap_or_default(),
-                        decided.to_owned(),
-                        rule.unwrap_or_default().to_owned(),
-                        source.unwrap_or_default().to_owned(),
-                        operator.unwrap_or_default(),
-                        record.started_at.map(format_rfc3339).unwrap_or_default(),
-                        record.duration_us.map(|d| d.to_string()).unwrap_or_default(),
-                        record.redacted.to_string(),
-                        body,
-                    ];
-                    for (i, field) in fields.iter().enumerate() {
-                        if i > 0 {
-                            line.push(',');
+        while let Some(call) = calls.next().at(&path)? {
+            let key: i64 = call.get(0).at(&path)?;
+            let session: String = call.get(1).at(&path)?;
+            let call_id: String = call.get(2).at(&path)?;
+            let records = records_stmt
+                .query_map(rusqlite::params![key, session, call_id], stored_record)
+                .at(&path)?
+                .collect::<Result<Vec<_>, _>>()
+                .at(&path)?;
+            for record in records {
+                line.clear();
+                match format {
+                    ExportFormat::Jsonl => {
+                        line = serde_json::to_string(&record)
+                            .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+                    }
+                    ExportFormat::Csv => {
+                        let body = serde_json::to_string(&record.body)
+                            .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+                        let (decided, rule, source, operator) =
+                            crate::row::decided_columns(&record.body.decided_by);
+                        let fields: [String; 18] = [
+                            record.id.to_string(),
+                            format_rfc3339(record.at),
+                            record.session_id.clone(),
+                            record.run_id.clone(),
+                            record.call_id.clone(),
+                            record.owner.clone(),
+                            record.tool.clone(),
+                            record.kind.as_str().to_owned(),
+                            record.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
+                            record.error_code.clone().unwrap_or_default(),
+                            decided.to_owned(),
+                            rule.unwrap_or_default().to_owned(),
+                            source.unwrap_or_default().to_owned(),
+                            operator.unwrap_or_default(),
+                            record.started_at.map(format_rfc3339).unwrap_or_default(),
+                            record.duration_us.map(|d| d.to_string()).unwrap_or_default(),
+                            record.redacted.to_string(),
+                            body,
+                        ];
+                        for (i, field) in fields.iter().enumerate() {
+                            if i > 0 {
+                                line.push(',');
+                            }
+                            csv_field(&mut line, field);
                         }
-                        csv_field(&mut line, field);
                     }
                 }
-            }
-            line.push('\n');
-            out.write_all(line.as_bytes()).map_err(io)?;
-            written += 1;
-            if written.is_multiple_of(1000) {
-                progress(written, total);
+                line.push('\n');
+                out.write_all(line.as_bytes()).map_err(io)?;
+                written += 1;
+                if written.is_multiple_of(1000) {
+                    progress(written, total);
+                }
             }
         }
         out.flush().map_err(io)?;

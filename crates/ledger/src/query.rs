@@ -157,12 +157,13 @@ pub struct CallTimeline {
     pub approvals: Vec<ApprovalRecord>,
 }
 
-/// Turns user words into an FTS5 query: each word quoted (so no FTS syntax gets through), all required.
+/// Turns user text into an FTS5 query: the words (letters and digits, as the index tokenizes them),
+/// each quoted so no FTS syntax gets through, all required.
 pub fn fts_query(text: &str) -> Option<String> {
     let words: Vec<String> = text
-        .split_whitespace()
-        .filter(|w| w.chars().any(char::is_alphanumeric))
-        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
         .collect();
     (!words.is_empty()).then(|| words.join(" "))
 }
@@ -248,7 +249,7 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
     let running = filter.statuses.contains(&CallStatus::Running);
     let mut w = Where { sql: String::new(), params: Vec::new() };
     let running_sql =
-        "(r.kind = 'started' AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = r.session_id \
+        "(r.kind = 'started' AND NOT EXISTS (SELECT 1 FROM records t WHERE t.call_key = r.call_key AND t.session_id = r.session_id \
          AND t.call_id = r.call_id AND t.status IS NOT NULL))"
             .to_owned();
     let mut alternatives = Vec::new();
@@ -403,11 +404,13 @@ impl LedgerReader {
     /// Every record of a call (in order) and its approvals. `session` narrows when call ids repeat
     /// across sessions.
     pub fn timeline(&self, call_id: &str, session: Option<&str>) -> Result<CallTimeline, LedgerStoreError> {
+        let key = Sql::Integer(crate::schema::call_key(call_id));
         let (clause, params): (&str, Vec<Sql>) = match session {
-            Some(s) => {
-                ("call_id = ? AND session_id = ?", vec![Sql::Text(call_id.into()), Sql::Text(s.into())])
-            }
-            None => ("call_id = ?", vec![Sql::Text(call_id.into())]),
+            Some(s) => (
+                "call_key = ? AND call_id = ? AND session_id = ?",
+                vec![key, Sql::Text(call_id.into()), Sql::Text(s.into())],
+            ),
+            None => ("call_key = ? AND call_id = ?", vec![key, Sql::Text(call_id.into())]),
         };
         let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE {clause} ORDER BY session_id, id");
         let mut stmt = self.conn.prepare(&sql).at(&self.path)?;
@@ -416,6 +419,12 @@ impl LedgerReader {
             .at(&self.path)?
             .collect::<Result<Vec<_>, _>>()
             .at(&self.path)?;
+        let (clause, params): (&str, Vec<Sql>) = match session {
+            Some(s) => {
+                ("call_id = ? AND session_id = ?", vec![Sql::Text(call_id.into()), Sql::Text(s.into())])
+            }
+            None => ("call_id = ?", vec![Sql::Text(call_id.into())]),
+        };
         let sql = format!(
             "SELECT session_id, call_id, tool, requested_at, resolved_at, outcome, operator, note, rule_written
              FROM approvals WHERE {clause} ORDER BY id"

@@ -13,8 +13,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE TABLE writers (
         id         INTEGER PRIMARY KEY,
-        pid        INTEGER NOT NULL,
-        opened_at  INTEGER NOT NULL,
+        pid          INTEGER NOT NULL,
+        opened_at    INTEGER NOT NULL,
+        -- Writers hold an exclusive lock, so each one's records are the id range from its first_record
+        -- to the next writer's: recovery scans only that range.
+        first_record INTEGER NOT NULL,
         closed_at  INTEGER
     );
     CREATE TABLE sessions (
@@ -32,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
         session_id       TEXT NOT NULL,
         run_id           TEXT NOT NULL,
         call_id          TEXT NOT NULL,
+        call_key         INTEGER NOT NULL,
         owner            TEXT NOT NULL,
         tool             TEXT NOT NULL,
         kind             TEXT NOT NULL
@@ -49,16 +53,14 @@ const MIGRATIONS: &[&str] = &[
         redacted         INTEGER NOT NULL,
         body             TEXT NOT NULL
     );
-    CREATE INDEX records_call ON records(session_id, call_id);
-    CREATE INDEX records_open ON records(writer_id) WHERE kind = 'started';
+    -- `call_key` is a stable 63-bit hash of the call id: an integer index finds a call's records.
+    CREATE INDEX records_call ON records(call_key);
     -- Calls are terminal records: `status` is their kind, NULL on started/progress records, so every
     -- query that constrains `status` can use these partial indexes.
     CREATE INDEX calls_at ON records(at, id) WHERE status IS NOT NULL;
-    CREATE INDEX calls_tool ON records(tool, at, id) WHERE status IS NOT NULL;
     CREATE INDEX calls_status ON records(status, at, id) WHERE status IS NOT NULL;
-    CREATE INDEX calls_session ON records(session_id, at, id) WHERE status IS NOT NULL;
-    -- Covers `stats` (no body reads).
-    CREATE INDEX calls_stats ON records(tool, status, reason, decided_by, at, duration_us)
+    -- Tool + time pages, and (covering) the stats pass: no row reads.
+    CREATE INDEX calls_tool ON records(tool, at, id, status, reason, decided_by, duration_us)
         WHERE status IS NOT NULL;
     "#,
     // 2: approvals, and full-text search over tool names, arguments and results (backfilled).
@@ -78,12 +80,15 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX approvals_call ON approvals(session_id, call_id);
     -- One document per call, keyed by its terminal record: tool name, arguments, output text, error.
-    CREATE VIRTUAL TABLE records_fts USING fts5(tool, content, content='', tokenize='unicode61');
-    INSERT INTO records_fts(rowid, tool, content)
-        SELECT t.id, t.tool,
+    -- Contentless, no positions, no sizes: it answers "which calls hold all these words", nothing more.
+    CREATE VIRTUAL TABLE records_fts USING fts5(content, content='', detail='none', columnsize=0,
+                                               tokenize='unicode61');
+    INSERT INTO records_fts(rowid, content)
+        SELECT t.id, t.tool || ' ' ||
                coalesce(json_extract(t.body, '$.arguments'),
                         (SELECT json_extract(s.body, '$.arguments') FROM records s
-                         WHERE s.session_id = t.session_id AND s.call_id = t.call_id AND s.kind = 'started'), '')
+                         WHERE s.call_key = t.call_key AND s.session_id = t.session_id
+                           AND s.call_id = t.call_id AND s.kind = 'started'), '')
                || ' ' || coalesce(json_extract(t.body, '$.output'), '')
                || ' ' || coalesce(json_extract(t.body, '$.error.message'), '')
         FROM records t WHERE t.status IS NOT NULL;
@@ -92,6 +97,16 @@ const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The stable 63-bit key of a call id (FNV-1a), stored in `records.call_key` and indexed.
+pub fn call_key(call_id: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in call_id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash >> 1) as i64
+}
 
 /// Reads `(application_id, user_version)`.
 pub fn identity(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
@@ -124,6 +139,10 @@ pub fn migrate(conn: &mut Connection, from: i64, to: i64) -> rusqlite::Result<()
 
 /// Registers this process as the ledger's writer.
 pub fn register_writer(conn: &Connection, at: i64) -> rusqlite::Result<i64> {
-    conn.execute("INSERT INTO writers(pid, opened_at) VALUES (?1, ?2)", params![std::process::id(), at])?;
+    conn.execute(
+        "INSERT INTO writers(pid, opened_at, first_record)
+         VALUES (?1, ?2, (SELECT coalesce(max(id), 0) + 1 FROM records))",
+        params![std::process::id(), at],
+    )?;
     Ok(conn.last_insert_rowid())
 }

@@ -84,7 +84,7 @@ impl LedgerReader {
         let origin = min_at.unwrap_or(0).div_euclid(bucket_us) * bucket_us;
 
         let sql = format!(
-            "SELECT r.tool, r.kind, r.reason, r.decided_by, r.at, r.duration_us FROM records r WHERE {}",
+            "SELECT r.tool, coalesce(r.status, 'running'), r.reason, r.decided_by, r.at, r.duration_us FROM records r WHERE {}",
             w.sql
         );
         let mut stmt = self.conn.prepare(&sql).at(&path)?;
@@ -100,7 +100,6 @@ impl LedgerReader {
             total += 1;
             let tool = row.get_ref(0).at(&path)?.as_str().unwrap_or_default();
             let kind = row.get_ref(1).at(&path)?.as_str().unwrap_or_default();
-            let kind = if kind == "started" { "running" } else { kind };
             if let Some(count) = by_tool.get_mut(tool) {
                 *count += 1;
             } else {

@@ -235,7 +235,8 @@ impl SqliteLedger {
         conn.busy_timeout(options.busy_timeout).at(&path)?;
         let version = check_identity(&conn, &path, true)?;
         conn.execute_batch(&format!(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON;",
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON; \
+             PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 0;",
             if options.synchronous_full { "FULL" } else { "NORMAL" }
         ))
         .at(&path)?;
@@ -254,8 +255,10 @@ impl SqliteLedger {
         let state =
             Arc::new(WriterState { failure: Mutex::new(None), failures, committed: AtomicU64::new(0) });
         let (done_tx, done_rx) = oneshot::channel();
+        let checkpoints = Checkpointer::start(&path, options.busy_timeout)?;
         let writer = Writer {
             conn,
+            checkpoints: Some(checkpoints),
             running: HashMap::new(),
             receiver,
             state: state.clone(),
@@ -374,39 +377,71 @@ fn recover_crashed_writers(conn: &mut Connection, current: i64, now: i64) -> rus
     };
     let mut total = 0u64;
     for writer in crashed {
-        total += interrupt_open_calls(&tx, writer, current, now)?;
+        total += interrupt_open_calls(&tx, OpenCalls::OfWriter(writer), current, now)?;
         tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer])?;
     }
     tx.commit()?;
     Ok(total)
 }
 
-/// Appends an `interrupted` record for each `started` record of `writer` with no terminal record.
-fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) -> rusqlite::Result<u64> {
-    let sql = 
-        "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, status, at,
+/// Which started records to close as interrupted.
+enum OpenCalls<'a> {
+    /// Every open call of a writer (its id range).
+    OfWriter(i64),
+    /// One call.
+    Call { session_id: &'a str, call_id: &'a str },
+}
+
+/// Appends an `interrupted` record (and its search document) for each started record in scope that has
+/// no terminal record.
+fn interrupt_open_calls(
+    conn: &Connection,
+    scope: OpenCalls<'_>,
+    current: i64,
+    now: i64,
+) -> rusqlite::Result<u64> {
+    let (clause, params): (&str, Vec<rusqlite::types::Value>) = match scope {
+        OpenCalls::OfWriter(writer) => (
+            "s.writer_id = ?4
+             AND s.id >= (SELECT first_record FROM writers WHERE id = ?4)
+             AND s.id < coalesce((SELECT min(first_record) FROM writers WHERE id > ?4), 9223372036854775807)",
+            vec![writer.into()],
+        ),
+        OpenCalls::Call { session_id, call_id } => (
+            "s.call_key = ?4 AND s.session_id = ?5 AND s.call_id = ?6",
+            vec![schema::call_key(call_id).into(), session_id.to_owned().into(), call_id.to_owned().into()],
+        ),
+    };
+    let sql = format!(
+        "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status, at,
              started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
              decided_operator, redacted, body)
-         SELECT ?1, s.session_id, s.run_id, s.call_id, s.owner, s.tool, 'interrupted', 'interrupted', ?2, s.at,
-             NULL, NULL, 'interrupted', s.decided_by, s.decided_rule, s.decided_source, s.decided_operator,
-             s.redacted,
+         SELECT ?1, s.session_id, s.run_id, s.call_id, s.call_key, s.owner, s.tool, 'interrupted', 'interrupted',
+             ?2, s.at, NULL, NULL, 'interrupted', s.decided_by, s.decided_rule, s.decided_source,
+             s.decided_operator, s.redacted,
              json_object('decided_by', s.body -> '$.decided_by',
                          'error', json_object('code', 'interrupted', 'message', ?3))
          FROM records s
-         WHERE s.writer_id = ?4 AND s.kind = 'started'
-           AND NOT EXISTS (SELECT 1 FROM records t WHERE t.session_id = s.session_id
-                           AND t.call_id = s.call_id AND t.status IS NOT NULL)";
+         WHERE {clause} AND s.kind = 'started'
+           AND NOT EXISTS (SELECT 1 FROM records t WHERE t.call_key = s.call_key AND t.session_id = s.session_id
+                           AND t.call_id = s.call_id AND t.status IS NOT NULL)"
+    );
+    let mut all: Vec<rusqlite::types::Value> =
+        vec![current.into(), now.into(), INTERRUPTED_MESSAGE.to_owned().into()];
+    all.extend(params);
     let first_new: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM records", [], |r| r.get(0))?;
-    let n = conn.execute(sql, params![current, now, INTERRUPTED_MESSAGE, writer])?;
-    // Their search documents: the arguments of the started record.
-    conn.execute(
-        "INSERT INTO records_fts(rowid, tool, content)
-         SELECT i.id, i.tool, coalesce(json_extract(s.body, '$.arguments'), '') || ' interrupted'
-         FROM records i JOIN records s ON s.session_id = i.session_id AND s.call_id = i.call_id
-              AND s.kind = 'started'
-         WHERE i.id > ?1 AND i.kind = 'interrupted'",
-        [first_new],
-    )?;
+    let n = conn.execute(&sql, rusqlite::params_from_iter(all.iter()))?;
+    if n > 0 {
+        // Their search documents: the arguments of the started record.
+        conn.execute(
+            "INSERT INTO records_fts(rowid, content)
+             SELECT i.id, i.tool || ' ' || coalesce(json_extract(s.body, '$.arguments'), '') || ' interrupted'
+             FROM records i JOIN records s ON s.call_key = i.call_key AND s.session_id = i.session_id
+                  AND s.call_id = i.call_id AND s.kind = 'started'
+             WHERE i.id > ?1 AND i.kind = 'interrupted'",
+            [first_new],
+        )?;
+    }
     Ok(n as u64)
 }
 
@@ -414,8 +449,53 @@ fn interrupt_open_calls(conn: &Connection, writer: i64, current: i64, now: i64) 
 /// arguments, still recorded).
 const MAX_RUNNING_TRACKED: usize = 100_000;
 
+/// Copies the WAL back into the database on its own thread and connection, so the writer never pays
+/// for checkpoints (`wal_autocheckpoint` is off on the writer's connection). Passive: it never blocks
+/// the writer or readers.
+struct Checkpointer {
+    wake: std::sync::mpsc::SyncSender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path, busy_timeout: Duration) -> Result<Self, LedgerStoreError> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .at(path)?;
+        conn.busy_timeout(busy_timeout).at(path)?;
+        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+        let shown = path.display().to_string();
+        let thread = std::thread::Builder::new()
+            .name("portcullis-ledger-checkpoint".into())
+            .spawn(move || {
+                while woken.recv().is_ok() {
+                    // Let a burst of commits pass, then copy back what they wrote.
+                    std::thread::sleep(Duration::from_millis(25));
+                    while woken.try_recv().is_ok() {}
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                        tracing::warn!(path = %shown, error = %e, "WAL checkpoint failed");
+                    }
+                }
+            })
+            .map_err(|source| LedgerStoreError::Io { path: path.to_owned(), source })?;
+        Ok(Checkpointer { wake, thread })
+    }
+
+    fn nudge(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    fn stop(self) {
+        drop(self.wake);
+        let _ = self.thread.join();
+    }
+}
+
 struct Writer {
     conn: Connection,
+    checkpoints: Option<Checkpointer>,
     running: HashMap<(Arc<str>, Arc<str>), String>,
     receiver: mpsc::Receiver<Command>,
     state: Arc<WriterState>,
@@ -458,6 +538,11 @@ impl Writer {
             match self.commit(&batch.rows) {
                 Ok(()) => {
                     failures = 0;
+                    if !batch.rows.is_empty()
+                        && let Some(c) = &self.checkpoints
+                    {
+                        c.nudge();
+                    }
                     self.state.committed.fetch_add(batch.rows.len() as u64, Ordering::Relaxed);
                     batch.rows.clear();
                     if let Ok(mut f) = self.state.failure.lock() {
@@ -537,13 +622,12 @@ impl Writer {
         let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO records (writer_id, session_id, run_id, call_id, owner, tool, kind, status, at,
-                     started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
+                "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status,
+                     at, started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
                      decided_operator, redacted, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             )?;
-            let mut index =
-                tx.prepare_cached("INSERT INTO records_fts(rowid, tool, content) VALUES (?1, ?2, ?3)")?;
+            let mut index = tx.prepare_cached("INSERT INTO records_fts(rowid, content) VALUES (?1, ?2)")?;
             for command in rows {
                 match command {
                     Command::Record(record) => {
@@ -566,6 +650,7 @@ impl Writer {
                             &*record.call.session_id,
                             &*record.call.run_id,
                             &*record.call.call_id,
+                            schema::call_key(&record.call.call_id),
                             &*record.call.owner,
                             &*record.tool_name,
                             record.kind.as_str(),
@@ -592,14 +677,13 @@ impl Writer {
                             }
                             RecordKind::Progress => {}
                             RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
-                                let mut text = started
+                                let arguments = started
                                     .remove(&key)
                                     .or_else(|| self.running.get(&key).cloned())
                                     .unwrap_or_default();
                                 ended.push(key);
-                                text.push(' ');
-                                text.push_str(&search_text(&body));
-                                index.execute(params![tx.last_insert_rowid(), &*record.tool_name, text])?;
+                                let text = format!("{} {arguments} {}", record.tool_name, search_text(&body));
+                                index.execute(params![tx.last_insert_rowid(), text])?;
                             }
                         }
                     }
@@ -661,11 +745,24 @@ impl Writer {
 
     /// On clean close: this writer's unfinished calls become `interrupted`; the writer is marked closed.
     fn close_writer(&mut self) {
+        if let Some(checkpoints) = self.checkpoints.take() {
+            checkpoints.stop();
+        }
         let now = Timestamp::now().0;
         let writer_id = self.writer_id;
         let result = (|| -> rusqlite::Result<u64> {
             let tx = self.conn.transaction()?;
-            let n = interrupt_open_calls(&tx, writer_id, writer_id, now)?;
+            // The calls this writer knows are running; all of its range if it lost track (over the cap).
+            let n = if self.running.len() < MAX_RUNNING_TRACKED {
+                let mut n = 0;
+                for (session_id, call_id) in self.running.keys() {
+                    let scope = OpenCalls::Call { session_id, call_id };
+                    n += interrupt_open_calls(&tx, scope, writer_id, now)?;
+                }
+                n
+            } else {
+                interrupt_open_calls(&tx, OpenCalls::OfWriter(writer_id), writer_id, now)?
+            };
             tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer_id])?;
             tx.commit()?;
             Ok(n)
