@@ -1,0 +1,2 @@
+//! The `portcullis` command line (being written).
+fn main() {}
