@@ -345,6 +345,8 @@ impl LedgerReader {
         let sql = if let Some(search) = &filter.search {
             // Driven by the search index, newest document first (records are appended in time order,
             // so this is newest call first); the cursor compares ids.
+            // Checks the whole filter (search with `running` is refused there).
+            call_where(filter)?;
             let query = search_query(search)?;
             let unsearched = CallFilter { search: None, ..filter.clone() };
             let mut w = call_where(&unsearched)?;
