@@ -26,7 +26,7 @@ async fn fixture(path: &std::path::Path) {
         let at = 1000 * i;
         let decided = if i % 3 == 0 { rule(&format!("rule-{}", i % 6)) } else { DecidedBy::DEFAULT };
         match i % 5 {
-            0 | 1 | 2 => {
+            0..=2 => {
                 ledger.record(started(session, &call, tool, at, decided.clone())).await.unwrap();
                 ledger.record(finished(session, &call, tool, at, 10 * i, decided)).await.unwrap();
             }

@@ -389,7 +389,7 @@ async fn a_failed_commit_surfaces_keeps_its_rows_and_recovers() {
         .unwrap();
     ledger.record(started("s", "ok-before", "read", 1, DecidedBy::DEFAULT)).await.unwrap();
     ledger.record(started("s", "boom", "explode", 2, DecidedBy::DEFAULT)).await.unwrap();
-    let err = ledger.flush().await.err().expect("flush reports the failed commit");
+    let err = ledger.flush().await.expect_err("flush reports the failed commit");
     assert!(err.to_string().contains("disk on fire"), "{err}");
     let failure = failures.recv().await.unwrap();
     assert!(failure.message.contains("disk on fire") && failure.pending_rows >= 2, "{failure:?}");
