@@ -1,2 +1,59 @@
-//! The `portcullis` command line (being written).
-fn main() {}
+//! `portcullis`: the headless command line. Today it reads, searches, exports, checks and migrates
+//! ledger files; errors are one line on stderr (`portcullis: error[<code>]: <message>`, exit 2).
+
+mod args;
+mod error;
+mod export_cmd;
+mod ledger_cmd;
+mod render;
+mod stats_cmd;
+mod table;
+
+use crate::args::{Cli, Command, LedgerCommand};
+use crate::error::CliError;
+use clap::Parser;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::process::ExitCode;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
+
+/// Logs go to stderr only (stdout carries the output), at `warn` unless `RUST_LOG` says otherwise.
+fn init_logging() {
+    let filter = EnvFilter::builder().with_default_directive(LevelFilter::WARN.into()).from_env_lossy();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
+        .try_init();
+}
+
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let Command::Ledger { command } = cli.command;
+    let code = match &command {
+        LedgerCommand::Query(a) => ledger_cmd::query(a, &mut out)?,
+        LedgerCommand::Show(a) => ledger_cmd::show(a, &mut out)?,
+        LedgerCommand::Stats(a) => stats_cmd::stats(a, &mut out)?,
+        LedgerCommand::Export(a) => export_cmd::export(a, &mut out)?,
+        LedgerCommand::Check(a) => ledger_cmd::check(a, &mut out)?,
+        LedgerCommand::Migrate(a) => ledger_cmd::migrate(a, &mut out)?,
+    };
+    out.flush()?;
+    Ok(code)
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        // The reader of stdout went away (`| head`): stop quietly.
+        Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::debug!(error = ?e, "command failed");
+            let _ = writeln!(io::stderr().lock(), "portcullis: error[{}]: {}", e.code(), e.one_line());
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! `portcullis ledger query | show | check | migrate`: read a ledger and print what it holds.
+
+use crate::args::{CheckArgs, MigrateArgs, QueryArgs, ShowArgs};
+use crate::error::CliError;
+use crate::render::{approval_line, call_decided, clean, duration, record_decided, record_details};
+use crate::table::Table;
+use portcullis_harness::Timestamp;
+use portcullis_ledger::schema::SCHEMA_VERSION;
+use portcullis_ledger::timefmt::format_rfc3339;
+use portcullis_ledger::{Cursor, LedgerReader, LedgerStoreError, SqliteLedger};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Opens a ledger read-only (works while another process writes it).
+pub fn open_reader(db: &Path) -> Result<LedgerReader, CliError> {
+    tracing::debug!(path = %db.display(), "opening ledger read-only");
+    Ok(LedgerReader::open(db)?)
+}
+
+pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let filter = args.filter.to_filter(Timestamp::now())?;
+    let before = args.before.as_deref().map(str::parse::<Cursor>).transpose()?;
+    let reader = open_reader(&args.db.db)?;
+    tracing::debug!(?filter, ?before, limit = args.limit, "querying calls");
+    let page = reader.calls(&filter, before, usize::from(args.limit))?;
+    if args.json {
+        let calls = page
+            .calls
+            .iter()
+            .map(|call| {
+                let mut value = serde_json::to_value(call)?;
+                if let Value::Object(map) = &mut value {
+                    map.insert("time".into(), Value::String(format_rfc3339(call.at)));
+                }
+                Ok(value)
+            })
+            .collect::<Result<Vec<Value>, serde_json::Error>>()?;
+        let next = page.next.map(|c| c.to_string());
+        writeln!(out, "{}", json!({ "calls": calls, "next": next }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if page.calls.is_empty() {
+        writeln!(out, "no calls match")?;
+    } else {
+        let mut table = Table::new(&[
+            "TIME",
+            "SESSION",
+            "CALL",
+            "TOOL",
+            "STATUS",
+            "REASON/ERROR",
+            "DECIDED BY",
+            "DURATION",
+        ])
+        .right(7);
+        for call in &page.calls {
+            table.push(vec![
+                format_rfc3339(call.at),
+                call.session_id.clone(),
+                call.call_id.clone(),
+                call.tool.clone(),
+                call.status.as_str().to_owned(),
+                call.reason.clone().or_else(|| call.error_code.clone()).unwrap_or_else(|| "-".into()),
+                call_decided(call),
+                call.duration_us.map(duration).unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        table.write(out, "")?;
+    }
+    if let Some(next) = page.next {
+        writeln!(out, "next page: --before {next}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let reader = open_reader(&args.db.db)?;
+    let timeline = reader.timeline(&args.call_id, args.session.as_deref())?;
+    if timeline.records.is_empty() {
+        let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
+        return Err(CliError::CallNotFound(format!(
+            "{}: no call {:?}{within}",
+            args.db.db.display(),
+            args.call_id
+        )));
+    }
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&timeline)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut sessions: Vec<&str> = timeline.records.iter().map(|r| r.session_id.as_str()).collect();
+    sessions.dedup();
+    for (i, session) in sessions.iter().enumerate() {
+        let records: Vec<_> = timeline.records.iter().filter(|r| r.session_id == *session).collect();
+        let Some(first) = records.first() else { continue };
+        let last = records.last().unwrap_or(first);
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(
+            out,
+            "call {}  tool {}  session {}  run {}  owner {}  status {}",
+            clean(&first.call_id),
+            clean(&first.tool),
+            clean(&first.session_id),
+            clean(&first.run_id),
+            clean(&first.owner),
+            if last.kind.is_terminal() { last.kind.as_str() } else { "running" }
+        )?;
+        let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
+        for record in &records {
+            table.push(vec![
+                format_rfc3339(record.at),
+                record.kind.as_str().to_owned(),
+                record_decided(&record.body.decided_by),
+                record_details(record),
+            ]);
+        }
+        table.write(out, "  ")?;
+        let approvals: Vec<_> = timeline.approvals.iter().filter(|a| a.session_id == *session).collect();
+        if !approvals.is_empty() {
+            writeln!(out, "  approvals:")?;
+            for approval in approvals {
+                writeln!(out, "    {}", approval_line(approval))?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let reader = open_reader(&args.db.db)?;
+    let report = reader.check()?;
+    let healthy = report.healthy();
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        if let Value::Object(map) = &mut value {
+            map.insert("healthy".into(), Value::Bool(healthy));
+        }
+        writeln!(out, "{value}")?;
+    } else {
+        writeln!(out, "ledger: {}", args.db.db.display())?;
+        if report.integrity_ok {
+            writeln!(out, "integrity: ok")?;
+        } else {
+            writeln!(out, "integrity: FAILED")?;
+            for message in &report.integrity_messages {
+                writeln!(out, "  {}", clean(message))?;
+            }
+        }
+        writeln!(
+            out,
+            "schema version: {} (this build: {})",
+            report.schema_version, report.supported_version
+        )?;
+        let mut table = Table::headless(2).right(1);
+        for (what, n) in [
+            ("records", report.records),
+            ("calls", report.calls),
+            ("sessions", report.sessions),
+            ("approvals", report.approvals),
+            ("open calls", report.open_calls),
+            ("unclosed writers", report.unclosed_writers),
+            ("unreadable bodies", report.unreadable_bodies),
+        ] {
+            table.push(vec![format!("{what}:"), n.to_string()]);
+        }
+        table.write(out, "")?;
+        writeln!(out, "{}", if healthy { "healthy" } else { "NOT healthy" })?;
+    }
+    Ok(if healthy { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let db = &args.db.db;
+    // Opening for writing would create a missing file: a typo must not make an empty ledger.
+    if !db.exists() {
+        return Err(LedgerStoreError::Missing { path: db.clone() }.into());
+    }
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(CliError::Runtime)?;
+    tracing::debug!(path = %db.display(), "opening ledger for writing");
+    // `SqliteLedger::open` makes the file owner-only before it checks what the file is; a file it refuses
+    // (another application's, a newer schema) gets its permissions back.
+    let permissions = std::fs::metadata(db).map(|m| m.permissions()).ok();
+    let ledger = match SqliteLedger::open(db) {
+        Ok(ledger) => ledger,
+        Err(e) => {
+            if let Some(permissions) = permissions
+                && let Err(restore) = std::fs::set_permissions(db, permissions)
+            {
+                tracing::warn!(path = %db.display(), error = %restore, "could not restore the file's permissions");
+            }
+            return Err(e.into());
+        }
+    };
+    let interrupted = ledger.interrupted_on_open();
+    runtime.block_on(ledger.close())?;
+    drop(ledger);
+    // Reading it back proves the schema is now the one this build reads.
+    open_reader(db)?;
+    writeln!(out, "{}: schema version {SCHEMA_VERSION}", db.display())?;
+    if interrupted > 0 {
+        writeln!(out, "marked {interrupted} calls left open by a stopped writer as interrupted")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
