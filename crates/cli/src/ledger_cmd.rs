@@ -182,20 +182,8 @@ pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(CliError::Runtime)?;
     tracing::debug!(path = %db.display(), "opening ledger for writing");
-    // `SqliteLedger::open` makes the file owner-only before it checks what the file is; a file it refuses
-    // (another application's, a newer schema) gets its permissions back.
-    let permissions = std::fs::metadata(db).map(|m| m.permissions()).ok();
-    let ledger = match SqliteLedger::open(db) {
-        Ok(ledger) => ledger,
-        Err(e) => {
-            if let Some(permissions) = permissions
-                && let Err(restore) = std::fs::set_permissions(db, permissions)
-            {
-                tracing::warn!(path = %db.display(), error = %restore, "could not restore the file's permissions");
-            }
-            return Err(e.into());
-        }
-    };
+    // A file it refuses (another application's, a newer schema) is left as it was.
+    let ledger = SqliteLedger::open(db)?;
     let interrupted = ledger.interrupted_on_open();
     runtime.block_on(ledger.close())?;
     drop(ledger);

@@ -976,7 +976,7 @@ fn migrate_brings_an_older_schema_forward() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch("DROP TABLE approvals; DROP TABLE records_fts; PRAGMA user_version = 1;").unwrap();
     }
-    let stderr = fails(&["ledger", "query", "--db", db(&path)], "not_a_ledger");
+    let stderr = fails(&["ledger", "query", "--db", db(&path)], "ledger_schema_older");
     assert!(stderr.contains("migrate"), "{stderr}");
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),

@@ -177,6 +177,16 @@ impl BlockedReason {
     }
 }
 
+impl std::str::FromStr for BlockedReason {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        BlockedReason::ALL.into_iter().find(|r| r.as_str() == s).ok_or_else(|| {
+            let known: Vec<&str> = BlockedReason::ALL.iter().map(|r| r.as_str()).collect();
+            format!("unknown blocked reason {s:?}: expected one of {}", known.join(", "))
+        })
+    }
+}
+
 impl fmt::Display for BlockedReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -14,6 +14,11 @@ pub enum LedgerStoreError {
          upgrade Portcullis to open it"
     )]
     NewerSchema { path: PathBuf, found: i64, supported: i64 },
+    #[error(
+        "{path}: ledger schema version {found} is older than this build's {current}; open it for writing once \
+         (`portcullis ledger migrate --db FILE`) to migrate it"
+    )]
+    OlderSchema { path: PathBuf, found: i64, current: i64 },
     #[error("{path}: another process is writing this ledger")]
     Locked { path: PathBuf },
     #[error("{path}: {source}")]
@@ -37,6 +42,7 @@ impl LedgerStoreError {
             LedgerStoreError::Missing { .. } => "ledger_missing",
             LedgerStoreError::NotALedger { .. } => "not_a_ledger",
             LedgerStoreError::NewerSchema { .. } => "ledger_schema_newer",
+            LedgerStoreError::OlderSchema { .. } => "ledger_schema_older",
             LedgerStoreError::Locked { .. } => "ledger_locked",
             LedgerStoreError::Io { .. } => "ledger_io",
             LedgerStoreError::Sqlite { .. } => "ledger_sqlite",

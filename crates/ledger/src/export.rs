@@ -58,7 +58,9 @@ impl LedgerReader {
             .conn
             .query_row(
                 &format!(
-                    "SELECT count(*) FROM records x WHERE x.call_key IN (SELECT r.call_key FROM records r WHERE {})",
+                    "SELECT count(*) FROM records x JOIN (SELECT DISTINCT r.call_key AS k, r.session_id AS s,
+                         r.call_id AS c FROM records r WHERE {}) f
+                     ON x.call_key = f.k AND x.session_id = f.s AND x.call_id = f.c",
                     w.sql
                 ),
                 params_from_iter(w.params.iter()),

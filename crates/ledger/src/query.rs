@@ -318,13 +318,7 @@ impl LedgerReader {
         let conn = open_read_only(&path)?;
         let (_, version) = crate::schema::identity(&conn).at(&path)?;
         if version < SCHEMA_VERSION {
-            return Err(LedgerStoreError::NotALedger {
-                path,
-                why: format!(
-                    "schema version {version} is older than {SCHEMA_VERSION}; open it for writing once \
-                     (`portcullis ledger migrate --db FILE`) to migrate it"
-                ),
-            });
+            return Err(LedgerStoreError::OlderSchema { path, found: version, current: SCHEMA_VERSION });
         }
         Ok(LedgerReader { path, conn })
     }

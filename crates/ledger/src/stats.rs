@@ -52,6 +52,27 @@ fn sorted(map: HashMap<String, u64>) -> Vec<Count> {
     v
 }
 
+/// The smallest readable width (1 s, 10 s, 1 min, 5 min, 15 min, 1 h, 6 h, 1 d, 7 d, 30 d) at least `raw`.
+fn round_bucket(raw: i64) -> i64 {
+    const S: i64 = 1_000_000;
+    const WIDTHS: [i64; 10] = [
+        S,
+        10 * S,
+        60 * S,
+        300 * S,
+        900 * S,
+        3600 * S,
+        6 * 3600 * S,
+        86_400 * S,
+        7 * 86_400 * S,
+        30 * 86_400 * S,
+    ];
+    WIDTHS
+        .into_iter()
+        .find(|w| *w >= raw)
+        .unwrap_or(WIDTHS[WIDTHS.len() - 1] * (raw / WIDTHS[WIDTHS.len() - 1] + 1))
+}
+
 /// The value at quantile `q` of sorted data (nearest rank).
 fn quantile(sorted: &[i64], q: f64) -> i64 {
     if sorted.is_empty() {
@@ -79,7 +100,7 @@ impl LedgerReader {
         let bucket_us = match bucket_us {
             Some(b) if b > 0 => b,
             Some(_) => return Err(LedgerStoreError::BadFilter("bucket width must be positive".into())),
-            None => (span / DEFAULT_BUCKETS + 1).max(1_000_000),
+            None => round_bucket(span / DEFAULT_BUCKETS),
         };
         let origin = min_at.unwrap_or(0).div_euclid(bucket_us) * bucket_us;
 
@@ -156,6 +177,15 @@ impl LedgerReader {
 #[cfg(test)]
 mod tests {
     use super::quantile;
+
+    #[test]
+    fn bucket_widths_are_round() {
+        use super::round_bucket;
+        assert_eq!(round_bucket(0), 1_000_000);
+        assert_eq!(round_bucket(1_000_001), 10_000_000);
+        assert_eq!(round_bucket(3_000_000_000), 3_600_000_000);
+        assert_eq!(round_bucket(100 * 86_400_000_000), 4 * 30 * 86_400_000_000);
+    }
 
     #[test]
     fn nearest_rank_quantiles() {

@@ -149,8 +149,8 @@ pub struct SqliteLedger {
 /// Message of the records written for calls whose process stopped before they ended.
 pub const INTERRUPTED_MESSAGE: &str = "the process writing this ledger stopped before the call ended";
 
-/// Creates the file owner-only (0600) if it does not exist; tightens an existing file to 0600.
-fn prepare_file(path: &Path) -> Result<File, LedgerStoreError> {
+/// Opens the file, creating it owner-only (0600) if it does not exist.
+fn open_or_create(path: &Path) -> Result<File, LedgerStoreError> {
     let io = |source| LedgerStoreError::Io { path: path.to_owned(), source };
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
@@ -159,16 +159,24 @@ fn prepare_file(path: &Path) -> Result<File, LedgerStoreError> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let file = options.open(path).map_err(io)?;
+    options.open(path).map_err(io)
+}
+
+/// Tightens a ledger to owner-only (0600). Called once the file is known to be a ledger, so a foreign
+/// file that is refused keeps its permissions.
+fn tighten_permissions(file: &File, path: &Path) -> Result<(), LedgerStoreError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
+        let io = |source| LedgerStoreError::Io { path: path.to_owned(), source };
         let mode = file.metadata().map_err(io)?.permissions().mode();
         if mode & 0o077 != 0 {
             file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(io)?;
         }
     }
-    Ok(file)
+    #[cfg(not(unix))]
+    let _ = (file, path);
+    Ok(())
 }
 
 /// Checks the identity of an opened database and migrates it; refuses foreign and newer files.
@@ -219,7 +227,7 @@ impl SqliteLedger {
     /// the writer thread. Needs a tokio runtime only for its async methods.
     pub fn open_with(path: impl AsRef<Path>, options: LedgerOptions) -> Result<Self, LedgerStoreError> {
         let path = path.as_ref().to_owned();
-        let lock = prepare_file(&path)?;
+        let lock = open_or_create(&path)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Err(LedgerStoreError::Locked { path }),
@@ -234,6 +242,7 @@ impl SqliteLedger {
         .at(&path)?;
         conn.busy_timeout(options.busy_timeout).at(&path)?;
         let version = check_identity(&conn, &path, true)?;
+        tighten_permissions(&lock, &path)?;
         conn.execute_batch(&format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = ON; \
              PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 0;",
@@ -269,8 +278,8 @@ impl SqliteLedger {
         std::thread::Builder::new()
             .name("portcullis-ledger-writer".into())
             .spawn(move || {
-                let _lock = lock; // held for the writer's life
-                writer.run();
+                writer.run(); // closes the connection
+                drop(lock); // the writer lock is held until here: released before `close()` returns
                 let _ = done_tx.send(());
             })
             .map_err(|source| LedgerStoreError::Io { path: path.clone(), source })?;
