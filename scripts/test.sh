@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every test of the workspace, as CI runs it: formatting, lints, a smoke run of the dispatch bench (its
-# figures are not asserted; benchmarks are not tests), then unit + integration + conformance tests.
+# Every test of the workspace, as CI runs it: formatting, lints, smoke runs of the benches (their figures
+# are not asserted; benchmarks are not tests), then unit, integration, conformance, crash and CLI tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,9 +10,10 @@ cargo fmt --all -- --check
 echo "== cargo clippy (workspace, all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
-echo "== dispatch bench smoke run (debug build, 2,000 calls)"
+echo "== bench smoke runs (debug builds, small sizes; figures are not asserted)"
 cargo run --quiet --locked -p portcullis-harness --example dispatch_bench -- 2000 >/dev/null
-echo "bench smoke run: ok"
+cargo run --quiet --locked -p portcullis-ledger --example ledger_bench -- 500 2000 >/dev/null
+echo "bench smoke runs: ok"
 
 echo "== tests (workspace, all features)"
 if cargo nextest --version >/dev/null 2>&1; then

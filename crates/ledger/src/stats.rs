@@ -46,6 +46,19 @@ pub struct Stats {
     pub durations: Vec<ToolDurations>,
 }
 
+/// Most histogram buckets one stats call may make.
+pub const MAX_BUCKETS: usize = 100_000;
+
+/// Counts one more `key` (allocating only the first time a key is seen).
+fn bump(map: &mut HashMap<String, u64>, key: &str) {
+    match map.get_mut(key) {
+        Some(count) => *count += 1,
+        None => {
+            map.insert(key.to_owned(), 1);
+        }
+    }
+}
+
 fn sorted(map: HashMap<String, u64>) -> Vec<Count> {
     let mut v: Vec<Count> = map.into_iter().map(|(key, count)| Count { key, count }).collect();
     v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
@@ -115,25 +128,29 @@ impl LedgerReader {
         let mut by_status: HashMap<String, u64> = HashMap::new();
         let mut by_reason: HashMap<String, u64> = HashMap::new();
         let mut by_decided: HashMap<String, u64> = HashMap::new();
-        let mut buckets: HashMap<i64, u64> = HashMap::new();
+        let slots = usize::try_from((max_at.unwrap_or(0) - origin) / bucket_us + 1).unwrap_or(usize::MAX);
+        if slots > MAX_BUCKETS {
+            return Err(LedgerStoreError::BadFilter(format!(
+                "a bucket of {bucket_us} µs cuts this span into {slots} buckets (at most {MAX_BUCKETS})"
+            )));
+        }
+        let mut buckets: Vec<u64> = vec![0; slots];
         let mut durations: HashMap<String, Vec<i64>> = HashMap::new();
         while let Some(row) = rows.next().at(&path)? {
             total += 1;
             let tool = row.get_ref(0).at(&path)?.as_str().unwrap_or_default();
             let kind = row.get_ref(1).at(&path)?.as_str().unwrap_or_default();
-            if let Some(count) = by_tool.get_mut(tool) {
-                *count += 1;
-            } else {
-                by_tool.insert(tool.to_owned(), 1);
-            }
-            *by_status.entry(kind.to_owned()).or_default() += 1;
+            bump(&mut by_tool, tool);
+            bump(&mut by_status, kind);
             if let Some(reason) = row.get_ref(2).at(&path)?.as_str_or_null().ok().flatten() {
-                *by_reason.entry(reason.to_owned()).or_default() += 1;
+                bump(&mut by_reason, reason);
             }
-            let decided = row.get_ref(3).at(&path)?.as_str().unwrap_or_default();
-            *by_decided.entry(decided.to_owned()).or_default() += 1;
+            bump(&mut by_decided, row.get_ref(3).at(&path)?.as_str().unwrap_or_default());
             let at: i64 = row.get(4).at(&path)?;
-            *buckets.entry((at - origin).div_euclid(bucket_us)).or_default() += 1;
+            let slot = usize::try_from((at - origin).div_euclid(bucket_us)).unwrap_or(0);
+            if let Some(count) = buckets.get_mut(slot) {
+                *count += 1;
+            }
             if let Some(d) = row.get::<_, Option<i64>>(5).at(&path)? {
                 if let Some(list) = durations.get_mut(tool) {
                     list.push(d);
@@ -142,11 +159,12 @@ impl LedgerReader {
                 }
             }
         }
-        let mut buckets: Vec<Bucket> = buckets
+        let buckets: Vec<Bucket> = buckets
             .into_iter()
-            .map(|(i, count)| Bucket { start: Timestamp(origin + i * bucket_us), count })
+            .enumerate()
+            .filter(|(_, count)| *count > 0)
+            .map(|(i, count)| Bucket { start: Timestamp(origin + i as i64 * bucket_us), count })
             .collect();
-        buckets.sort_by_key(|b| b.start);
         let mut durations: Vec<ToolDurations> = durations
             .into_iter()
             .map(|(tool, mut list)| {
