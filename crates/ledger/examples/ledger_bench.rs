@@ -1,7 +1,9 @@
 //! SQLite ledger figures, one JSON object per line on stdout.
 //!
-//! `cargo run --release -p portcullis-ledger --example ledger_bench -- [dispatch_calls] [ledger_calls]`
-//! (defaults 100,000 and 1,000,000). Files go to a temporary folder that is removed at the end.
+//! `cargo run --release -p portcullis-ledger --example ledger_bench -- [dispatch_calls] [ledger_calls] [KEEP]`
+//! (defaults 100,000 and 1,000,000). Files go to a temporary folder that is removed at the end; with a
+//! third argument the generated ledger is written to that path and kept (a realistic ledger to explore
+//! with `portcullis ledger ...`).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use async_trait::async_trait;
@@ -209,8 +211,8 @@ fn median_ms<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     (ms(times[times.len() / 2]), value)
 }
 
-async fn query_bench(dir: &Path, n: usize) {
-    let path = dir.join("big.ledger");
+async fn query_bench(path: &Path, n: usize) {
+    let path = path.to_owned();
     let start = Instant::now();
     let (begin, end) = generate(&path, n).await;
     let generated = start.elapsed();
@@ -263,6 +265,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let dispatch_calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let ledger_calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let keep = args.next().map(std::path::PathBuf::from);
     let dir = std::env::temp_dir().join(format!("portcullis-ledger-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| fail("temp dir", e));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -272,7 +275,11 @@ fn main() {
         .unwrap_or_else(|e| fail("tokio", e));
     runtime.block_on(async {
         dispatch_bench(&dir, dispatch_calls).await;
-        query_bench(&dir, ledger_calls).await;
+        let big = keep.clone().unwrap_or_else(|| dir.join("big.ledger"));
+        if big.exists() {
+            fail("keep", format!("{} exists already", big.display()));
+        }
+        query_bench(&big, ledger_calls).await;
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
