@@ -85,7 +85,7 @@ async fn an_older_ledger_is_migrated_and_its_records_become_searchable() {
         assert_eq!(v, 1);
     }
     assert!(
-        matches!(LedgerReader::open(&path), Err(LedgerStoreError::NotALedger { .. })),
+        matches!(LedgerReader::open(&path), Err(LedgerStoreError::OlderSchema { found: 1, .. })),
         "readers do not migrate"
     );
     SqliteLedger::open(&path).unwrap().close().await.unwrap();
@@ -392,7 +392,7 @@ async fn a_failed_commit_surfaces_keeps_its_rows_and_recovers() {
     let err = ledger.flush().await.expect_err("flush reports the failed commit");
     assert!(err.to_string().contains("disk on fire"), "{err}");
     let failure = failures.recv().await.unwrap();
-    assert!(failure.message.contains("disk on fire") && failure.pending_rows >= 2, "{failure:?}");
+    assert!(failure.message.contains("disk on fire") && failure.pending_rows >= 1, "{failure:?}");
     // While failing, no new call may start unaudited.
     let refused = ledger.record(started("s", "new", "read", 3, DecidedBy::DEFAULT)).await;
     assert!(refused.is_err());
