@@ -114,8 +114,90 @@ pub struct WriteFailure {
     pub pending_rows: usize,
 }
 
+/// Calls handed in with a `started` record and no terminal one yet, with the text of their arguments
+/// (for the search document of their terminal record). Shared by callers and the writer.
+type RunningCalls = Arc<Mutex<HashMap<(Arc<str>, Arc<str>), String>>>;
+
+/// A record turned into column values by the caller (serialization happens on the caller's thread,
+/// so the single writer thread only binds and inserts).
+struct PreparedRow {
+    session_id: Arc<str>,
+    run_id: Arc<str>,
+    call_id: Arc<str>,
+    call_key: i64,
+    owner: Arc<str>,
+    tool: Arc<str>,
+    kind: RecordKind,
+    status: Option<&'static str>,
+    at: i64,
+    started_at: Option<i64>,
+    duration_us: Option<i64>,
+    reason: Option<&'static str>,
+    error_code: Option<String>,
+    decided: &'static str,
+    decided_rule: Option<String>,
+    decided_source: Option<String>,
+    decided_operator: Option<String>,
+    redacted: bool,
+    body: String,
+    /// The call's whole search document, on terminal records only.
+    search: Option<String>,
+}
+
+impl PreparedRow {
+    fn of(record: ToolCallRecord, running: &RunningCalls) -> Result<Self, serde_json::Error> {
+        let body = body_of(&record);
+        let key = (record.call.session_id.clone(), record.call.call_id.clone());
+        let search = match record.kind {
+            RecordKind::Started => {
+                if let Ok(mut running) = running.lock()
+                    && running.len() < MAX_RUNNING_TRACKED
+                {
+                    running.insert(key, search_text(&body));
+                }
+                None
+            }
+            RecordKind::Progress => None,
+            RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
+                let arguments = running.lock().ok().and_then(|mut r| r.remove(&key)).unwrap_or_default();
+                Some(format!("{} {arguments} {}", record.tool_name, search_text(&body)))
+            }
+        };
+        let terminal = matches!(record.kind, RecordKind::Finished | RecordKind::Error | RecordKind::Blocked);
+        let duration_us = match record.kind {
+            RecordKind::Finished | RecordKind::Error => {
+                record.started_at.map(|s| record.at.0.saturating_sub(s.0))
+            }
+            _ => None,
+        };
+        let (decided, rule, source, operator) = decided_columns(&record.decided_by);
+        Ok(PreparedRow {
+            session_id: record.call.session_id.clone(),
+            run_id: record.call.run_id.clone(),
+            call_id: record.call.call_id.clone(),
+            call_key: schema::call_key(&record.call.call_id),
+            owner: record.call.owner.clone(),
+            tool: record.tool_name.clone(),
+            kind: record.kind,
+            status: terminal.then(|| record.kind.as_str()),
+            at: record.at.0,
+            started_at: record.started_at.map(|t| t.0),
+            duration_us,
+            reason: record.blocked_reason.map(|r| r.as_str()),
+            error_code: record.error.as_ref().map(|e| e.code.clone()),
+            decided,
+            decided_rule: rule.map(str::to_owned),
+            decided_source: source.map(str::to_owned),
+            decided_operator: operator,
+            redacted: record.redacted,
+            search,
+            body: serde_json::to_string(&body)?,
+        })
+    }
+}
+
 enum Command {
-    Record(ToolCallRecord),
+    Record(PreparedRow),
     Session(SessionInfo),
     SessionEnd { id: String, at: Timestamp },
     Approval(ApprovalRecord),
@@ -144,6 +226,7 @@ pub struct SqliteLedger {
     finished: Mutex<Option<oneshot::Receiver<()>>>,
     writer_id: i64,
     interrupted_on_open: u64,
+    running: RunningCalls,
 }
 
 /// Message of the records written for calls whose process stopped before they ended.
@@ -264,11 +347,12 @@ impl SqliteLedger {
         let state =
             Arc::new(WriterState { failure: Mutex::new(None), failures, committed: AtomicU64::new(0) });
         let (done_tx, done_rx) = oneshot::channel();
+        let running: RunningCalls = Arc::new(Mutex::new(HashMap::new()));
         let checkpoints = Checkpointer::start(&path, options.busy_timeout)?;
         let writer = Writer {
             conn,
             checkpoints: Some(checkpoints),
-            running: HashMap::new(),
+            running: running.clone(),
             receiver,
             state: state.clone(),
             options,
@@ -290,6 +374,7 @@ impl SqliteLedger {
             finished: Mutex::new(Some(done_rx)),
             writer_id,
             interrupted_on_open,
+            running,
         })
     }
 
@@ -366,7 +451,9 @@ impl Ledger for SqliteLedger {
         {
             return Err(LedgerError::Write(failure));
         }
-        self.sender.send(Command::Record(record)).await.map_err(|_| LedgerError::Closed)
+        let row = PreparedRow::of(record, &self.running)
+            .map_err(|e| LedgerError::Write(format!("record not serializable: {e}")))?;
+        self.sender.send(Command::Record(row)).await.map_err(|_| LedgerError::Closed)
     }
 
     async fn flush(&self) -> Result<(), LedgerError> {
@@ -505,7 +592,7 @@ impl Checkpointer {
 struct Writer {
     conn: Connection,
     checkpoints: Option<Checkpointer>,
-    running: HashMap<(Arc<str>, Arc<str>), String>,
+    running: RunningCalls,
     receiver: mpsc::Receiver<Command>,
     state: Arc<WriterState>,
     options: LedgerOptions,
@@ -626,8 +713,6 @@ impl Writer {
             return Ok(());
         }
         let writer_id = self.writer_id;
-        let mut started: HashMap<(Arc<str>, Arc<str>), String> = HashMap::new();
-        let mut ended: Vec<(Arc<str>, Arc<str>)> = Vec::new();
         let tx = self.conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(
@@ -639,61 +724,32 @@ impl Writer {
             let mut index = tx.prepare_cached("INSERT INTO records_fts(rowid, content) VALUES (?1, ?2)")?;
             for command in rows {
                 match command {
-                    Command::Record(record) => {
-                        let body = body_of(record);
-                        let body_json = serde_json::to_string(&body)
-                            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-                        let (decided, rule, source, operator) = decided_columns(&record.decided_by);
-                        let terminal = matches!(
-                            record.kind,
-                            RecordKind::Finished | RecordKind::Error | RecordKind::Blocked
-                        );
-                        let duration = match record.kind {
-                            RecordKind::Finished | RecordKind::Error => {
-                                record.started_at.map(|s| record.at.0.saturating_sub(s.0))
-                            }
-                            _ => None,
-                        };
+                    Command::Record(row) => {
                         insert.execute(params![
                             writer_id,
-                            &*record.call.session_id,
-                            &*record.call.run_id,
-                            &*record.call.call_id,
-                            schema::call_key(&record.call.call_id),
-                            &*record.call.owner,
-                            &*record.tool_name,
-                            record.kind.as_str(),
-                            terminal.then(|| record.kind.as_str()),
-                            record.at.0,
-                            record.started_at.map(|t| t.0),
-                            duration,
-                            record.blocked_reason.map(|r| r.as_str()),
-                            record.error.as_ref().map(|e| e.code.as_str()),
-                            decided,
-                            rule,
-                            source,
-                            operator,
-                            record.redacted,
-                            body_json,
+                            &*row.session_id,
+                            &*row.run_id,
+                            &*row.call_id,
+                            row.call_key,
+                            &*row.owner,
+                            &*row.tool,
+                            row.kind.as_str(),
+                            row.status,
+                            row.at,
+                            row.started_at,
+                            row.duration_us,
+                            row.reason,
+                            row.error_code,
+                            row.decided,
+                            row.decided_rule,
+                            row.decided_source,
+                            row.decided_operator,
+                            row.redacted,
+                            row.body,
                         ])?;
-                        // One search document per call, at its terminal record, with the arguments of
-                        // its started record (kept in memory while the call runs; changes to that memory
-                        // apply only once this transaction commits).
-                        let key = (record.call.session_id.clone(), record.call.call_id.clone());
-                        match record.kind {
-                            RecordKind::Started => {
-                                started.insert(key, search_text(&body));
-                            }
-                            RecordKind::Progress => {}
-                            RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
-                                let arguments = started
-                                    .remove(&key)
-                                    .or_else(|| self.running.get(&key).cloned())
-                                    .unwrap_or_default();
-                                ended.push(key);
-                                let text = format!("{} {arguments} {}", record.tool_name, search_text(&body));
-                                index.execute(params![tx.last_insert_rowid(), text])?;
-                            }
+                        // One search document per call, at its terminal record.
+                        if let Some(text) = &row.search {
+                            index.execute(params![tx.last_insert_rowid(), text])?;
                         }
                     }
                     Command::Session(s) => {
@@ -741,14 +797,6 @@ impl Writer {
             }
         }
         tx.commit()?;
-        for key in ended {
-            self.running.remove(&key);
-        }
-        for (key, text) in started {
-            if self.running.len() < MAX_RUNNING_TRACKED {
-                self.running.insert(key, text);
-            }
-        }
         Ok(())
     }
 
@@ -762,9 +810,11 @@ impl Writer {
         let result = (|| -> rusqlite::Result<u64> {
             let tx = self.conn.transaction()?;
             // The calls this writer knows are running; all of its range if it lost track (over the cap).
-            let n = if self.running.len() < MAX_RUNNING_TRACKED {
+            let running: Vec<(Arc<str>, Arc<str>)> =
+                self.running.lock().map(|r| r.keys().cloned().collect()).unwrap_or_default();
+            let n = if running.len() < MAX_RUNNING_TRACKED {
                 let mut n = 0;
-                for (session_id, call_id) in self.running.keys() {
+                for (session_id, call_id) in &running {
                     let scope = OpenCalls::Call { session_id, call_id };
                     n += interrupt_open_calls(&tx, scope, writer_id, now)?;
                 }
