@@ -1,0 +1,467 @@
+//! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
+//! construct a policy must see, so that rules never match raw strings.
+
+mod programs;
+mod sed;
+mod words;
+
+use serde::{Deserialize, Serialize};
+use tree_sitter::{Node, Parser};
+use words::{Word, node_text, resolve};
+
+/// Scripts longer than this are not parsed: the analysis holds only an [`OpaqueKind::TooLarge`].
+pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
+/// Syntax nodes visited over the whole analysis (nested `bash -c` strings included).
+pub const MAX_NODES: usize = 200_000;
+/// Nesting depth of the syntax tree walked; deeper parts are reported as [`OpaqueKind::TooDeep`].
+pub const MAX_TREE_DEPTH: usize = 256;
+/// How many `bash -c '...'` strings inside each other are parsed; the next one is [`OpaqueKind::ShellTooDeep`].
+pub const MAX_SHELL_DEPTH: usize = 8;
+
+/// Everything a policy needs to know about a shell script.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShellAnalysis {
+    /// Every simple command that may run, wherever it sits (lists, bodies, substitutions, wrappers).
+    pub commands: Vec<SimpleCommand>,
+    /// File redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `<`, `<>`, `>&file`) and `tee`/`find -fprint` targets.
+    pub redirections: Vec<Redirection>,
+    /// What cannot be known statically; a policy must never auto-allow a script with any of these.
+    pub opaque: Vec<Opaque>,
+    /// The parser found syntax errors (ERROR or MISSING nodes): the analysis may be incomplete.
+    pub parse_errors: bool,
+}
+
+impl ShellAnalysis {
+    /// True when nothing is opaque, nothing is dynamic and the script parsed cleanly.
+    pub fn is_fully_static(&self) -> bool {
+        !self.parse_errors
+            && self.opaque.is_empty()
+            && self.commands.iter().all(|c| !c.dynamic)
+            && self.redirections.iter().all(|r| !r.dynamic)
+    }
+}
+
+/// One command with its words resolved as bash would resolve them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimpleCommand {
+    /// The words after quote removal; unresolvable parts keep their source text (`$x`).
+    pub argv: Vec<String>,
+    /// The basename of `argv[0]` (`/bin/rm` and `./rm` are `rm`).
+    pub program: String,
+    /// `VAR=value` assignments for this command (prefixes, and those given to `env`/`sudo`).
+    pub env: Vec<(String, String)>,
+    /// The wrappers this command was found inside, outermost first (`sudo`, `bash`, `xargs`, `find`...).
+    pub wrappers: Vec<String>,
+    /// Some word holds an expansion or substitution, or (for `xargs`) arguments are appended at run time.
+    pub dynamic: bool,
+}
+
+/// A file a command reads from or writes to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redirection {
+    /// The explicit file descriptor (`2` in `2>x`), if any.
+    pub fd: Option<String>,
+    /// The operator (`>`, `>>`, `>|`, `&>`, `&>>`, `>&`, `<`, `<>`) or `tee`, `tee -a`, `find -fprint`.
+    pub op: String,
+    /// The target, resolved like a word.
+    pub target: String,
+    /// The target holds an expansion or substitution.
+    pub dynamic: bool,
+    /// The file is written (everything except `<`).
+    pub write: bool,
+}
+
+/// Something the analyzer cannot see through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Opaque {
+    /// What it is.
+    pub kind: OpaqueKind,
+    /// The source text of the command or construct (for explanations).
+    pub text: String,
+}
+
+/// The kinds of constructs whose effect is only known at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpaqueKind {
+    /// `eval ...`.
+    Eval,
+    /// `source FILE` or `. FILE`.
+    Source,
+    /// The command name comes from a variable or substitution (`$CMD`, `$(echo rm)`).
+    DynamicCommandName,
+    /// An interpreter given code inline (`python -c`, `node -e`, `perl -e`, `ruby -e`, `php -r`...).
+    InterpreterCode,
+    /// An awk program that runs commands (`system(`, `|`) or is read from a file.
+    AwkCode,
+    /// A sed script that runs commands or writes files (`e`, `w`), is read from a file, or is unreadable.
+    SedCode,
+    /// `bash -c "$x"`: the code string is not static, or the shell is not bash-compatible (`fish -c`).
+    ShellCode,
+    /// `bash -c` nested deeper than [`MAX_SHELL_DEPTH`].
+    ShellTooDeep,
+    /// A shell or interpreter reading its code from stdin (`curl x | sh`, `bash <<EOF`, `sh < f`).
+    StdinCode,
+    /// A function definition (its body is analyzed, but calls to it run under another name).
+    FunctionDefinition,
+    /// `alias name=value`.
+    AliasDefinition,
+    /// `trap 'code' SIGNAL`.
+    Trap,
+    /// A redirection to `/dev/tcp/...` or `/dev/udp/...`.
+    NetworkRedirection,
+    /// `git -c` / `--config-env` / `--exec-path` with a setting that runs programs (`core.sshCommand`, `alias.*`...).
+    GitConfigCode,
+    /// An assignment to a variable that makes later programs run other code (`LD_PRELOAD`, `PATH`, `BASH_ENV`...).
+    CodeInjectingVariable,
+    /// `env -S STRING`: the command is split from a string at run time.
+    EnvSplitString,
+    /// The script exceeds [`MAX_SCRIPT_BYTES`].
+    TooLarge,
+    /// The analysis exceeded [`MAX_NODES`].
+    TooComplex,
+    /// The syntax tree nests deeper than [`MAX_TREE_DEPTH`].
+    TooDeep,
+    /// The bash grammar could not be loaded.
+    ParserUnavailable,
+}
+
+/// Analyzes a bash script. Never fails: what cannot be analyzed is reported in `opaque` or `parse_errors`.
+pub fn analyze(script: &str) -> ShellAnalysis {
+    let mut analyzer = Analyzer::default();
+    analyzer.analyze_script(script, &Context::default());
+    analyzer.out
+}
+
+/// Where a node sits: inside which wrappers, how many `bash -c` deep, whether stdin carries data.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Context {
+    pub(crate) wrappers: Vec<String>,
+    pub(crate) shell_depth: usize,
+    /// Stdin comes from a pipe, a heredoc, a here-string or a file, so a shell there would run it as code.
+    pub(crate) stdin_redirected: bool,
+}
+
+impl Context {
+    pub(crate) fn inside(&self, wrapper: &str) -> Self {
+        let mut wrappers = self.wrappers.clone();
+        wrappers.push(wrapper.to_owned());
+        Self { wrappers, shell_depth: self.shell_depth, stdin_redirected: self.stdin_redirected }
+    }
+
+    fn with_stdin_redirected(&self) -> Self {
+        Self { stdin_redirected: true, ..self.clone() }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Analyzer {
+    pub(crate) out: ShellAnalysis,
+    nodes_seen: usize,
+    budget_exhausted: bool,
+}
+
+impl Analyzer {
+    /// Parses `script` and walks it; used for the top level and for each `bash -c` string.
+    pub(crate) fn analyze_script(&mut self, script: &str, ctx: &Context) {
+        if script.len() > MAX_SCRIPT_BYTES {
+            let text = format!("script of {} bytes (limit {MAX_SCRIPT_BYTES})", script.len());
+            self.opaque(OpaqueKind::TooLarge, text);
+            return;
+        }
+        let mut parser = Parser::new();
+        let tree = match parser.set_language(&tree_sitter_bash::LANGUAGE.into()) {
+            Ok(()) => parser.parse(script, None),
+            Err(_) => None,
+        };
+        let Some(tree) = tree else {
+            self.opaque(OpaqueKind::ParserUnavailable, script.to_owned());
+            self.out.parse_errors = true;
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() && has_real_syntax_errors(root, script) {
+            self.out.parse_errors = true;
+        }
+        self.visit(root, script, ctx, 0);
+    }
+
+    pub(crate) fn opaque(&mut self, kind: OpaqueKind, text: impl Into<String>) {
+        self.out.opaque.push(Opaque { kind, text: text.into() });
+    }
+
+    fn visit(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize) {
+        if self.budget_exhausted {
+            return;
+        }
+        self.nodes_seen += 1;
+        if self.nodes_seen > MAX_NODES {
+            self.budget_exhausted = true;
+            self.opaque(OpaqueKind::TooComplex, format!("more than {MAX_NODES} syntax nodes"));
+            return;
+        }
+        if depth > MAX_TREE_DEPTH {
+            self.opaque(OpaqueKind::TooDeep, node_text(node, src).to_owned());
+            return;
+        }
+        match node.kind() {
+            "command" => self.command(node, src, ctx, depth),
+            "declaration_command" | "unset_command" => self.declaration(node, src, ctx, depth),
+            "variable_assignment" => {
+                self.check_assignment(node, src);
+                self.visit_children(node, src, ctx, depth);
+            }
+            "function_definition" => {
+                self.opaque(OpaqueKind::FunctionDefinition, node_text(node, src));
+                self.visit_children(node, src, ctx, depth);
+            }
+            "redirected_statement" => {
+                let inner =
+                    if redirects_stdin(node, src) { ctx.with_stdin_redirected() } else { ctx.clone() };
+                self.visit_children(node, src, &inner, depth);
+            }
+            "pipeline" => {
+                let mut cursor = node.walk();
+                for (index, child) in node.named_children(&mut cursor).enumerate() {
+                    let child_ctx = if index > 0 { ctx.with_stdin_redirected() } else { ctx.clone() };
+                    self.visit(child, src, &child_ctx, depth + 1);
+                }
+            }
+            "file_redirect" => {
+                self.file_redirect(node, src);
+                self.visit_children(node, src, ctx, depth);
+            }
+            _ => self.visit_children(node, src, ctx, depth),
+        }
+    }
+
+    fn visit_children(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            self.visit(child, src, ctx, depth + 1);
+        }
+    }
+
+    fn command(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize) {
+        let mut argv = Vec::new();
+        let mut env = Vec::new();
+        let mut env_dynamic = false;
+        let mut cursor = node.walk();
+        for (index, child) in node.children(&mut cursor).enumerate() {
+            let field = node.field_name_for_child(index as u32);
+            match (field, child.kind()) {
+                (Some("name" | "argument"), _) => argv.push(resolve(child, src)),
+                (None, "variable_assignment") => {
+                    let (name, value) = assignment(child, src);
+                    env_dynamic |= value.dynamic;
+                    env.push((name, value.text));
+                }
+                _ => {}
+            }
+        }
+        let command_ctx = if redirects_stdin(node, src) { ctx.with_stdin_redirected() } else { ctx.clone() };
+        // Prefix assignments are checked by `check_assignment` when the children are visited.
+        self.emit(argv, env, env_dynamic, &command_ctx, node_text(node, src));
+        self.visit_children(node, src, ctx, depth);
+    }
+
+    /// `export`/`declare`/`local`/`readonly`/`typeset`/`unset` are reported as commands too.
+    fn declaration(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize) {
+        let mut argv = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if !child.is_named() {
+                if argv.is_empty() {
+                    argv.push(Word::literal(node_text(child, src)));
+                }
+                continue;
+            }
+            if child.kind() == "variable_assignment" {
+                let (name, value) = assignment(child, src);
+                argv.push(Word { text: format!("{name}={}", value.text), dynamic: value.dynamic });
+            } else {
+                argv.push(resolve(child, src));
+            }
+        }
+        self.emit(argv, Vec::new(), false, ctx, node_text(node, src));
+        self.visit_children(node, src, ctx, depth);
+    }
+
+    fn check_assignment(&mut self, node: Node<'_>, src: &str) {
+        let (name, _) = assignment(node, src);
+        if programs::injects_code(&name) {
+            self.opaque(OpaqueKind::CodeInjectingVariable, node_text(node, src));
+        }
+    }
+
+    /// Records one command and, for wrappers and special programs, what it runs or hides.
+    pub(crate) fn emit(
+        &mut self,
+        argv: Vec<Word>,
+        env: Vec<(String, String)>,
+        extra_dynamic: bool,
+        ctx: &Context,
+        text: &str,
+    ) {
+        let Some(first) = argv.first() else { return };
+        if first.dynamic {
+            self.opaque(OpaqueKind::DynamicCommandName, text);
+        }
+        let program = basename(&first.text).to_owned();
+        let dynamic = extra_dynamic || argv.iter().any(|w| w.dynamic);
+        let name_dynamic = first.dynamic;
+        self.out.commands.push(SimpleCommand {
+            argv: argv.iter().map(|w| w.text.clone()).collect(),
+            program: program.clone(),
+            env: env.clone(),
+            wrappers: ctx.wrappers.clone(),
+            dynamic,
+        });
+        if !name_dynamic {
+            programs::inspect(self, &program, &argv, &env, ctx, text);
+        }
+    }
+
+    fn file_redirect(&mut self, node: Node<'_>, src: &str) {
+        let mut fd = None;
+        let mut op = String::new();
+        let mut target: Option<Word> = None;
+        let mut cursor = node.walk();
+        for (index, child) in node.children(&mut cursor).enumerate() {
+            match node.field_name_for_child(index as u32) {
+                Some("descriptor") => fd = Some(node_text(child, src).to_owned()),
+                Some("destination") => {
+                    let word = resolve(child, src);
+                    target = Some(match target.take() {
+                        // `repeat1(_literal)`: adjacent literals form one word.
+                        Some(mut previous) => {
+                            previous.text.push_str(&word.text);
+                            previous.dynamic |= word.dynamic;
+                            previous
+                        }
+                        None => word,
+                    });
+                }
+                _ if !child.is_named() => op.push_str(child.kind()),
+                // The grammar has no `<>`: it parses `<` then an ERROR holding `>`.
+                _ if child.is_error() && node_text(child, src) == ">" => op.push('>'),
+                _ => {}
+            }
+        }
+        // Without a descriptor the `<` of `<>` becomes an ERROR just before a `>` redirection.
+        if op == ">" && fd.is_none() && node.prev_sibling().is_some_and(|p| is_stray_less(p, node, src)) {
+            op = "<>".to_owned();
+        }
+        let Some(target) = target else { return };
+        let is_fd_duplicate = matches!(op.as_str(), ">&" | "<&")
+            && (target.text == "-" || target.text.chars().all(|c| c.is_ascii_digit()));
+        if is_fd_duplicate || op.ends_with('-') {
+            return;
+        }
+        self.add_redirection(fd, op, target, node_text(node, src));
+    }
+
+    pub(crate) fn add_redirection(&mut self, fd: Option<String>, op: String, target: Word, text: &str) {
+        if target.text.starts_with("/dev/tcp/") || target.text.starts_with("/dev/udp/") {
+            self.opaque(OpaqueKind::NetworkRedirection, text);
+        }
+        let write = op != "<" && op != "<&";
+        self.out.redirections.push(Redirection {
+            fd,
+            op,
+            target: target.text,
+            dynamic: target.dynamic,
+            write,
+        });
+    }
+}
+
+/// `NAME=value` (or `NAME+=value`): the name and the resolved value.
+fn assignment(node: Node<'_>, src: &str) -> (String, Word) {
+    let name = node.child_by_field_name("name").map(|n| node_text(n, src).to_owned()).unwrap_or_default();
+    let value = node.child_by_field_name("value").map_or_else(|| Word::literal(""), |v| resolve(v, src));
+    (name, value)
+}
+
+/// True when one of the node's own redirections feeds stdin (`<`, `<>`, heredoc, here-string).
+fn redirects_stdin(node: Node<'_>, src: &str) -> bool {
+    let mut cursor = node.walk();
+    let redirects: Vec<Node<'_>> = node.children_by_field_name("redirect", &mut cursor).collect();
+    redirects.into_iter().any(|r| match r.kind() {
+        "heredoc_redirect" | "herestring_redirect" => true,
+        "file_redirect" => {
+            let fd = r.child_by_field_name("descriptor").map(|d| node_text(d, src));
+            let mut inner = r.walk();
+            let reads = r.children(&mut inner).any(|c| !c.is_named() && c.kind() == "<");
+            reads && matches!(fd, None | Some("0"))
+        }
+        _ => false,
+    })
+}
+
+/// The last path component: `/bin/rm` and `./rm` are `rm`.
+pub(crate) fn basename(word: &str) -> &str {
+    let trimmed = word.trim_end_matches('/');
+    trimmed.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(word)
+}
+
+/// The grammar has no `<>`: `cat <>f` parses as an ERROR holding `<` right before the redirection `>f`.
+fn is_stray_less(error: Node<'_>, redirect: Node<'_>, src: &str) -> bool {
+    error.is_error()
+        && node_text(error, src) == "<"
+        && error.end_byte() == redirect.start_byte()
+        && redirect.kind() == "file_redirect"
+        && redirect.child(0).is_some_and(|c| c.kind() == ">")
+}
+
+/// True when the tree has ERROR or MISSING nodes other than the `>` of a `<>` redirection.
+fn has_real_syntax_errors(root: Node<'_>, src: &str) -> bool {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.is_missing() {
+            return true;
+        }
+        if node.is_error() {
+            let after_less = node.prev_sibling().is_some_and(|p| p.kind() == "<");
+            let in_redirect = node.parent().is_some_and(|p| p.kind() == "file_redirect");
+            let inside_redirect = after_less && in_redirect && node_text(node, src) == ">";
+            let before_redirect = node.next_sibling().is_some_and(|next| is_stray_less(node, next, src));
+            if !(inside_redirect || before_redirect) {
+                return true;
+            }
+        }
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return false;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basename_strips_directories() {
+        assert_eq!(basename("/bin/rm"), "rm");
+        assert_eq!(basename("./rm"), "rm");
+        assert_eq!(basename("rm"), "rm");
+        assert_eq!(basename("/"), "/");
+    }
+
+    #[test]
+    fn less_greater_redirection_is_not_a_syntax_error() {
+        let analysis = analyze("cat <>f");
+        assert!(!analysis.parse_errors);
+        assert_eq!(analysis.redirections[0].op, "<>");
+        assert!(analysis.redirections[0].write);
+    }
+}

@@ -1,0 +1,572 @@
+//! Behaviour of the shell analyzer on the constructs a policy must see through.
+// Test helpers below run only inside tests; panicking on a missing command is the assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use portcullis_policy::shell::{
+    MAX_SCRIPT_BYTES, MAX_SHELL_DEPTH, OpaqueKind, ShellAnalysis, SimpleCommand, analyze,
+};
+
+fn argvs(a: &ShellAnalysis) -> Vec<Vec<&str>> {
+    a.commands.iter().map(|c| c.argv.iter().map(String::as_str).collect()).collect()
+}
+
+fn programs(a: &ShellAnalysis) -> Vec<&str> {
+    a.commands.iter().map(|c| c.program.as_str()).collect()
+}
+
+fn kinds(a: &ShellAnalysis) -> Vec<OpaqueKind> {
+    a.opaque.iter().map(|o| o.kind).collect()
+}
+
+fn only<'a>(a: &'a ShellAnalysis, program: &str) -> &'a SimpleCommand {
+    let found: Vec<_> = a.commands.iter().filter(|c| c.program == program).collect();
+    assert_eq!(found.len(), 1, "expected one `{program}` in {:?}", a.commands);
+    found[0]
+}
+
+fn clean(script: &str) -> ShellAnalysis {
+    let a = analyze(script);
+    assert!(!a.parse_errors, "unexpected parse error in {script:?}");
+    a
+}
+
+#[test]
+fn and_list() {
+    let a = clean("ls && rm -rf ~");
+    assert_eq!(argvs(&a), vec![vec!["ls"], vec!["rm", "-rf", "~"]]);
+    assert!(a.opaque.is_empty());
+    assert!(a.is_fully_static());
+}
+
+#[test]
+fn every_list_operator() {
+    let a = clean("a; b | c || d & e");
+    assert_eq!(programs(&a), vec!["a", "b", "c", "d", "e"]);
+}
+
+#[test]
+fn newlines_separate_commands() {
+    assert_eq!(programs(&clean("ls\nrm x\n\npwd")), vec!["ls", "rm", "pwd"]);
+}
+
+#[test]
+fn subshell() {
+    assert_eq!(argvs(&clean("(cd x; rm y)")), vec![vec!["cd", "x"], vec!["rm", "y"]]);
+}
+
+#[test]
+fn group() {
+    assert_eq!(argvs(&clean("{ rm a; }")), vec![vec!["rm", "a"]]);
+}
+
+#[test]
+fn if_condition_and_branches() {
+    let a = clean("if test -f x; then rm x; elif true; then rm y; else rm z; fi");
+    assert_eq!(programs(&a), vec!["test", "rm", "true", "rm", "rm"]);
+}
+
+#[test]
+fn for_list_and_body() {
+    let a = clean("for f in $(ls); do rm \"$f\"; done");
+    assert_eq!(programs(&a), vec!["ls", "rm"]);
+    assert!(only(&a, "rm").dynamic);
+    assert!(!only(&a, "ls").dynamic);
+}
+
+#[test]
+fn while_and_until() {
+    assert_eq!(programs(&clean("while read l; do rm $l; done")), vec!["read", "rm"]);
+    assert_eq!(programs(&clean("until false; do rm a; done")), vec!["false", "rm"]);
+}
+
+#[test]
+fn case_bodies() {
+    let a = clean("case $x in a) rm a;; *) ls;; esac");
+    assert_eq!(argvs(&a), vec![vec!["rm", "a"], vec!["ls"]]);
+}
+
+#[test]
+fn function_definition_is_opaque_and_body_is_seen() {
+    let a = clean("f() { rm a; }; f");
+    assert_eq!(kinds(&a), vec![OpaqueKind::FunctionDefinition]);
+    assert_eq!(programs(&a), vec!["rm", "f"]);
+    let b = clean("function g { curl x; }");
+    assert_eq!(kinds(&b), vec![OpaqueKind::FunctionDefinition]);
+    assert_eq!(programs(&b), vec!["curl"]);
+}
+
+#[test]
+fn command_substitution() {
+    let a = clean("echo $(rm x)");
+    assert_eq!(argvs(&a), vec![vec!["echo", "$(rm x)"], vec!["rm", "x"]]);
+    assert!(a.commands[0].dynamic);
+}
+
+#[test]
+fn backticks() {
+    let a = clean("echo `rm x`");
+    assert_eq!(only(&a, "rm").argv, vec!["rm", "x"]);
+}
+
+#[test]
+fn process_substitution() {
+    let a = clean("diff <(curl x) >(tee y)");
+    assert_eq!(programs(&a), vec!["diff", "curl", "tee"]);
+    assert_eq!(a.redirections[0].target, "y");
+}
+
+#[test]
+fn substitutions_inside_double_quotes_and_assignments() {
+    let a = clean("X=\"$(rm a)\" ; export Y=$(rm b); echo \"${Z:-$(rm c)}\"");
+    let rms: Vec<_> = a.commands.iter().filter(|c| c.program == "rm").map(|c| c.argv[1].as_str()).collect();
+    assert_eq!(rms, vec!["a", "b", "c"]);
+    assert!(programs(&a).contains(&"export"));
+}
+
+#[test]
+fn test_and_arithmetic_substitutions() {
+    let a = clean("[[ -f $(rm y) ]]; (( x = $(rm z) ))");
+    assert_eq!(argvs(&a), vec![vec!["rm", "y"], vec!["rm", "z"]]);
+}
+
+#[test]
+fn every_quoting_of_rm_is_rm() {
+    for script in ["\"rm\" x", "\\rm x", "r''m x", "$'rm' x", "'r'\"m\" x", "$'\\x72\\155' x", "r\\m x"] {
+        let a = clean(script);
+        assert_eq!(argvs(&a), vec![vec!["rm", "x"]], "{script}");
+        assert!(!a.commands[0].dynamic, "{script}");
+    }
+}
+
+#[test]
+fn path_to_program_is_its_basename() {
+    let a = clean("/bin/rm x; ./rm y");
+    assert_eq!(programs(&a), vec!["rm", "rm"]);
+    assert_eq!(a.commands[0].argv[0], "/bin/rm");
+}
+
+#[test]
+fn escapes_inside_double_quotes() {
+    let a = clean(r#"echo "a\"b\$c\\d\e" 'x\y' a\ b"#);
+    assert_eq!(a.commands[0].argv, vec!["echo", r#"a"b$c\d\e"#, r"x\y", "a b"]);
+    assert!(!a.commands[0].dynamic);
+}
+
+#[test]
+fn prefix_assignments_are_env() {
+    let a = clean("VAR=1 OTHER='two words' rm x");
+    let rm = only(&a, "rm");
+    assert_eq!(rm.env, vec![("VAR".into(), "1".into()), ("OTHER".into(), "two words".into())]);
+    assert_eq!(rm.argv, vec!["rm", "x"]);
+}
+
+#[test]
+fn env_wrapper() {
+    let a = clean("env -i X=1 rm y");
+    assert_eq!(programs(&a), vec!["env", "rm"]);
+    let rm = &a.commands[1];
+    assert_eq!(rm.argv, vec!["rm", "y"]);
+    assert_eq!(rm.env, vec![("X".into(), "1".into())]);
+    assert_eq!(rm.wrappers, vec!["env"]);
+}
+
+#[test]
+fn env_split_string_is_opaque() {
+    assert_eq!(kinds(&clean("env -S 'rm -rf /'")), vec![OpaqueKind::EnvSplitString]);
+}
+
+#[test]
+fn sudo_with_options() {
+    let a = clean("sudo -u root -E rm -rf /x");
+    let rm = only(&a, "rm");
+    assert_eq!(rm.argv, vec!["rm", "-rf", "/x"]);
+    assert_eq!(rm.wrappers, vec!["sudo"]);
+    assert_eq!(only(&a, "sudo").argv[0], "sudo");
+}
+
+#[test]
+fn doas() {
+    assert_eq!(only(&clean("doas -u root rm x"), "rm").wrappers, vec!["doas"]);
+}
+
+#[test]
+fn timeout_duration_is_skipped() {
+    let a = clean("timeout -s KILL 5 rm x");
+    assert_eq!(only(&a, "rm").argv, vec!["rm", "x"]);
+    assert_eq!(only(&clean("timeout 5 rm x"), "rm").wrappers, vec!["timeout"]);
+}
+
+#[test]
+fn nice_adjustment_is_skipped() {
+    assert_eq!(only(&clean("nice -n 5 rm x"), "rm").argv, vec!["rm", "x"]);
+    assert_eq!(only(&clean("nice -5 rm x"), "rm").argv, vec!["rm", "x"]);
+}
+
+#[test]
+fn nohup_in_background() {
+    let a = clean("nohup rm x &");
+    assert_eq!(argvs(&a), vec![vec!["nohup", "rm", "x"], vec!["rm", "x"]]);
+}
+
+#[test]
+fn time_wrapper() {
+    assert_eq!(only(&clean("time rm x"), "rm").wrappers, vec!["time"]);
+}
+
+#[test]
+fn command_and_builtin() {
+    assert_eq!(only(&clean("command rm x"), "rm").wrappers, vec!["command"]);
+    assert_eq!(only(&clean("command -p rm x"), "rm").argv, vec!["rm", "x"]);
+    assert!(clean("command -v rm").commands.iter().all(|c| c.program == "command"));
+    assert_eq!(only(&clean("builtin echo hi"), "echo").argv, vec!["echo", "hi"]);
+}
+
+#[test]
+fn exec_wrapper() {
+    assert_eq!(only(&clean("exec rm x"), "rm").wrappers, vec!["exec"]);
+}
+
+#[test]
+fn nested_wrappers_are_listed_outermost_first() {
+    let a = clean("sudo env X=1 timeout 5 nice rm x");
+    let rm = only(&a, "rm");
+    assert_eq!(rm.wrappers, vec!["sudo", "env", "timeout", "nice"]);
+    assert_eq!(rm.env, vec![("X".into(), "1".into())]);
+}
+
+#[test]
+fn xargs_inner_command_is_dynamic() {
+    let a = clean("find . -name '*.o' | xargs -0 -n 1 rm -f");
+    let rm = only(&a, "rm");
+    assert_eq!(rm.argv, vec!["rm", "-f"]);
+    assert_eq!(rm.wrappers, vec!["xargs"]);
+    assert!(rm.dynamic);
+    assert_eq!(only(&clean("xargs rm"), "rm").argv, vec!["rm"]);
+    assert_eq!(only(&clean("xargs -I{} cp {} /tmp"), "cp").argv, vec!["cp", "{}", "/tmp"]);
+}
+
+#[test]
+fn find_exec() {
+    let a = clean("find . -name x -exec rm {} \\; -execdir ls {} +");
+    let rm = only(&a, "rm");
+    assert_eq!(rm.argv, vec!["rm", "{}"]);
+    assert_eq!(rm.wrappers, vec!["find"]);
+    assert!(!rm.dynamic);
+    assert_eq!(only(&a, "ls").argv, vec!["ls", "{}"]);
+}
+
+#[test]
+fn find_delete_is_a_synthetic_find_delete_command() {
+    let a = clean("find /tmp build -name '*.o' -delete");
+    assert_eq!(
+        argvs(&a),
+        vec![
+            vec!["find", "/tmp", "build", "-name", "*.o", "-delete"],
+            vec!["find", "-delete", "/tmp", "build"]
+        ]
+    );
+    assert_eq!(a.commands[1].wrappers, vec!["find"]);
+    assert_eq!(argvs(&clean("find . -name x")), vec![vec!["find", ".", "-name", "x"]]);
+}
+
+#[test]
+fn find_fprint_is_a_write() {
+    let a = clean("find . -fprint out.txt");
+    assert_eq!(a.redirections[0].target, "out.txt");
+    assert!(a.redirections[0].write);
+}
+
+#[test]
+fn bash_c_is_parsed() {
+    let a = clean("bash -c 'echo ok && rm -rf /'");
+    assert_eq!(
+        argvs(&a),
+        vec![vec!["bash", "-c", "echo ok && rm -rf /"], vec!["echo", "ok"], vec!["rm", "-rf", "/"]]
+    );
+    assert_eq!(only(&a, "rm").wrappers, vec!["bash"]);
+    assert!(a.opaque.is_empty());
+}
+
+#[test]
+fn sh_lc_and_combined_flags() {
+    let a = clean("sh -lc \"rm x; ls\"");
+    assert_eq!(only(&a, "rm").wrappers, vec!["sh"]);
+    assert_eq!(only(&a, "ls").argv, vec!["ls"]);
+    assert_eq!(only(&clean("bash -euo pipefail -c 'rm y'"), "rm").argv, vec!["rm", "y"]);
+    assert_eq!(only(&clean("zsh -ec 'rm y'"), "rm").wrappers, vec!["zsh"]);
+}
+
+#[test]
+fn nested_bash_c() {
+    let a = clean("bash -c \"bash -c 'rm x'\"");
+    let rm = only(&a, "rm");
+    assert_eq!(rm.argv, vec!["rm", "x"]);
+    assert_eq!(rm.wrappers, vec!["bash", "bash"]);
+}
+
+#[test]
+fn bash_c_deeper_than_the_bound_is_opaque() {
+    let mut script = "rm x".to_owned();
+    for _ in 0..=MAX_SHELL_DEPTH {
+        script = format!("bash -c {}", shell_quote(&script));
+    }
+    assert!(script.len() < MAX_SCRIPT_BYTES);
+    let a = clean(&script);
+    assert_eq!(kinds(&a), vec![OpaqueKind::ShellTooDeep]);
+    assert_eq!(a.commands.len(), MAX_SHELL_DEPTH + 1);
+    assert!(a.commands.iter().all(|c| c.program == "bash"));
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn bash_c_with_dynamic_code_is_opaque() {
+    assert_eq!(kinds(&clean("bash -c \"$CODE\"")), vec![OpaqueKind::ShellCode]);
+}
+
+#[test]
+fn bash_c_parse_errors_propagate() {
+    assert!(analyze("bash -c 'if then'").parse_errors);
+}
+
+#[test]
+fn git_config_running_code_is_opaque() {
+    let a = clean("git -c core.sshCommand=x fetch");
+    assert_eq!(kinds(&a), vec![OpaqueKind::GitConfigCode]);
+    assert_eq!(only(&a, "git").argv, vec!["git", "-c", "core.sshCommand=x", "fetch"]);
+    assert_eq!(kinds(&clean("git -c alias.st='!rm x' st")), vec![OpaqueKind::GitConfigCode]);
+    assert!(clean("git -c user.name=x -C repo commit -m hi").opaque.is_empty());
+}
+
+#[test]
+fn eval_is_opaque() {
+    assert_eq!(kinds(&clean("eval \"$x\"")), vec![OpaqueKind::Eval]);
+}
+
+#[test]
+fn source_and_dot_are_opaque() {
+    assert_eq!(kinds(&clean("source x.sh")), vec![OpaqueKind::Source]);
+    assert_eq!(kinds(&clean(". x.sh")), vec![OpaqueKind::Source]);
+}
+
+#[test]
+fn variable_command_name_is_opaque() {
+    let a = clean("$CMD arg");
+    assert_eq!(kinds(&a), vec![OpaqueKind::DynamicCommandName]);
+    assert!(a.commands[0].dynamic);
+}
+
+#[test]
+fn substituted_command_name_is_opaque_and_inner_seen() {
+    let a = clean("$(echo rm) x");
+    assert_eq!(kinds(&a), vec![OpaqueKind::DynamicCommandName]);
+    assert_eq!(only(&a, "echo").argv, vec!["echo", "rm"]);
+}
+
+#[test]
+fn interpreters_with_inline_code_are_opaque() {
+    for script in [
+        "python -c 'import os'",
+        "python3 -c 'import os'",
+        "python3.12 -Bc 'x'",
+        "python -X dev -c 'x'",
+        "node -e 'x'",
+        "node --eval 'x'",
+        "perl -e 'unlink'",
+        "perl -lne 'print'",
+        "perl -E 'say 1'",
+        "ruby -e 'x'",
+        "php -r 'x'",
+    ] {
+        assert_eq!(kinds(&clean(script)), vec![OpaqueKind::InterpreterCode], "{script}");
+    }
+    for script in ["python script.py", "node app.js", "perl -I/usr/share/perl5 x.pl", "python -m pytest"] {
+        assert!(clean(script).opaque.is_empty(), "{script}");
+    }
+}
+
+#[test]
+fn awk_programs_that_run_commands_are_opaque() {
+    assert_eq!(kinds(&clean("awk '{system(\"rm x\")}'")), vec![OpaqueKind::AwkCode]);
+    assert_eq!(kinds(&clean("awk '{print | \"sh\"}' f")), vec![OpaqueKind::AwkCode]);
+    assert_eq!(kinds(&clean("gawk -f prog.awk f")), vec![OpaqueKind::AwkCode]);
+    assert!(clean("awk -F: '{print $1}' /etc/passwd").opaque.is_empty());
+}
+
+#[test]
+fn sed_exec_and_write_are_opaque() {
+    assert_eq!(kinds(&clean("sed -e 's/a/b/e'")), vec![OpaqueKind::SedCode]);
+    assert_eq!(kinds(&clean("sed 's/a/b/w out' f")), vec![OpaqueKind::SedCode]);
+    assert_eq!(kinds(&clean("sed -n '1e rm x' f")), vec![OpaqueKind::SedCode]);
+    assert!(clean("sed -i -e 's/a/b/g' -e '/x/d' f").opaque.is_empty());
+    assert!(clean("sed -n 's/a/b/p' f").opaque.is_empty());
+}
+
+#[test]
+fn piping_into_a_shell_is_opaque() {
+    let a = clean("curl x | sh");
+    assert_eq!(kinds(&a), vec![OpaqueKind::StdinCode]);
+    assert_eq!(programs(&a), vec!["curl", "sh"]);
+    assert_eq!(kinds(&clean("curl x | sudo bash -s -- arg")), vec![OpaqueKind::StdinCode]);
+    assert_eq!(kinds(&clean("curl x | python3")), vec![OpaqueKind::StdinCode]);
+    assert_eq!(kinds(&clean("bash <<EOF\nrm x\nEOF")), vec![OpaqueKind::StdinCode]);
+    assert_eq!(kinds(&clean("sh < script.sh")), vec![OpaqueKind::StdinCode]);
+    assert!(clean("bash script.sh").opaque.is_empty());
+}
+
+#[test]
+fn alias_definition_is_opaque() {
+    assert_eq!(kinds(&clean("alias ls=rm")), vec![OpaqueKind::AliasDefinition]);
+    assert!(clean("alias").opaque.is_empty());
+}
+
+#[test]
+fn trap_is_opaque() {
+    assert_eq!(kinds(&clean("trap 'rm x' EXIT")), vec![OpaqueKind::Trap]);
+}
+
+#[test]
+fn code_injecting_variables_are_opaque() {
+    assert_eq!(kinds(&clean("LD_PRELOAD=/tmp/x.so ls")), vec![OpaqueKind::CodeInjectingVariable]);
+    assert_eq!(kinds(&clean("PATH=/tmp:$PATH; ls")), vec![OpaqueKind::CodeInjectingVariable]);
+    assert_eq!(kinds(&clean("env BASH_ENV=x bash -c ls")), vec![OpaqueKind::CodeInjectingVariable]);
+    assert!(clean("LANG=C ls").opaque.is_empty());
+}
+
+#[test]
+fn write_redirection_to_authorized_keys() {
+    let a = clean("echo key > ~/.ssh/authorized_keys");
+    assert_eq!(a.redirections.len(), 1);
+    let r = &a.redirections[0];
+    assert_eq!(
+        (r.op.as_str(), r.target.as_str(), r.write, r.dynamic),
+        (">", "~/.ssh/authorized_keys", true, false)
+    );
+    assert_eq!(only(&a, "echo").argv, vec!["echo", "key"]);
+}
+
+#[test]
+fn append_redirection() {
+    let r = &clean("cat a >> b").redirections[0];
+    assert_eq!((r.op.as_str(), r.target.as_str(), r.write), (">>", "b", true));
+}
+
+#[test]
+fn ampersand_redirections() {
+    let a = clean("cmd &> log; cmd &>> log2; cmd >| f; cmd 2>&1 >&f3");
+    let ops: Vec<_> = a.redirections.iter().map(|r| (r.op.as_str(), r.target.as_str())).collect();
+    assert_eq!(ops, vec![("&>", "log"), ("&>>", "log2"), (">|", "f"), (">&", "f3")]);
+}
+
+#[test]
+fn input_redirection_is_a_read() {
+    let r = &clean("wc -l < in.txt").redirections[0];
+    assert_eq!((r.op.as_str(), r.target.as_str(), r.write), ("<", "in.txt", false));
+}
+
+#[test]
+fn here_strings_and_heredocs_are_not_redirections() {
+    assert!(clean("cat <<< hi").redirections.is_empty());
+    assert!(clean("cat <<EOF\nx\nEOF").redirections.is_empty());
+}
+
+#[test]
+fn tee_targets_are_writes() {
+    let a = clean("echo x | tee -a ~/.bashrc other");
+    let ts: Vec<_> = a.redirections.iter().map(|r| (r.op.as_str(), r.target.as_str(), r.write)).collect();
+    assert_eq!(ts, vec![("tee -a", "~/.bashrc", true), ("tee -a", "other", true)]);
+}
+
+#[test]
+fn dev_tcp_is_opaque() {
+    let a = clean("exec 3<>/dev/tcp/host/80");
+    assert_eq!(kinds(&a), vec![OpaqueKind::NetworkRedirection]);
+    assert_eq!(a.redirections[0].op, "<>");
+    assert_eq!(a.redirections[0].fd.as_deref(), Some("3"));
+    assert_eq!(kinds(&clean("echo x > /dev/udp/h/53")), vec![OpaqueKind::NetworkRedirection]);
+}
+
+#[test]
+fn dev_null_is_reported_like_any_file() {
+    let a = clean("ls 2>/dev/null");
+    assert_eq!(argvs(&a), vec![vec!["ls"]]);
+    let r = &a.redirections[0];
+    assert_eq!((r.fd.as_deref(), r.op.as_str(), r.target.as_str()), (Some("2"), ">", "/dev/null"));
+    assert!(a.opaque.is_empty());
+}
+
+#[test]
+fn dynamic_redirection_target() {
+    assert!(clean("echo > \"$HOME/x\"").redirections[0].dynamic);
+}
+
+#[test]
+fn quoted_separators_are_one_argument() {
+    let a = clean("echo \"a; rm -rf /\"");
+    assert_eq!(argvs(&a), vec![vec!["echo", "a; rm -rf /"]]);
+}
+
+#[test]
+fn comments_are_ignored() {
+    assert_eq!(argvs(&clean("ls # ; rm -rf /")), vec![vec!["ls"]]);
+}
+
+#[test]
+fn heredoc_body_is_data() {
+    assert_eq!(argvs(&clean("cat <<EOF\nrm x\nEOF")), vec![vec!["cat"]]);
+    assert_eq!(argvs(&clean("cat <<'EOF'\n$(rm x)\nEOF")), vec![vec!["cat"]]);
+}
+
+#[test]
+fn unquoted_heredoc_substitutions_run() {
+    assert_eq!(programs(&clean("cat <<EOF\n$(rm x)\nEOF")), vec!["cat", "rm"]);
+}
+
+#[test]
+fn heredoc_followed_by_pipeline() {
+    assert_eq!(programs(&clean("cat <<EOF | sh\nrm x\nEOF")), vec!["cat", "sh"]);
+    assert_eq!(kinds(&clean("cat <<EOF | sh\nrm x\nEOF")), vec![OpaqueKind::StdinCode]);
+}
+
+#[test]
+fn syntax_error_is_flagged() {
+    assert!(analyze("if then fi (").parse_errors);
+    assert!(analyze("echo 'unterminated").parse_errors);
+}
+
+#[test]
+fn size_bound() {
+    let script = "a".repeat(MAX_SCRIPT_BYTES + 1);
+    let a = analyze(&script);
+    assert_eq!(kinds(&a), vec![OpaqueKind::TooLarge]);
+    assert!(a.commands.is_empty());
+    assert!(!a.is_fully_static());
+}
+
+#[test]
+fn deep_nesting_is_bounded() {
+    let script = format!("{}ls{}", "(".repeat(2000), ")".repeat(2000));
+    let a = analyze(&script);
+    assert!(kinds(&a).contains(&OpaqueKind::TooDeep));
+}
+
+#[test]
+fn negation_and_declarations() {
+    let a = clean("! rm y; local z=1; unset q");
+    assert_eq!(argvs(&a), vec![vec!["rm", "y"], vec!["local", "z=1"], vec!["unset", "q"]]);
+}
+
+#[test]
+fn globs_and_tilde_stay_literal() {
+    let a = clean("rm -rf *.txt ~/x {a,b}");
+    assert_eq!(a.commands[0].argv, vec!["rm", "-rf", "*.txt", "~/x", "{a,b}"]);
+    assert!(!a.commands[0].dynamic);
+}
+
+#[test]
+fn opaque_text_is_the_command_source() {
+    let a = clean("curl x | sh");
+    assert_eq!(a.opaque[0].text, "sh");
+}
