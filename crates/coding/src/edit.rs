@@ -1,0 +1,7 @@
+//! stub
+pub struct EditTool;
+impl EditTool {
+    pub fn new(_w: std::sync::Arc<crate::Workspace>) -> Self {
+        EditTool
+    }
+}

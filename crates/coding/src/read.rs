@@ -1,0 +1,7 @@
+//! stub
+pub struct ReadTool;
+impl ReadTool {
+    pub fn new(_w: std::sync::Arc<crate::Workspace>) -> Self {
+        ReadTool
+    }
+}

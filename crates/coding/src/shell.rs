@@ -1,0 +1,308 @@
+//! The `shell` tool: `bash -c` (or `/bin/sh -c`) in the evaluated cwd, in its own process group, with a
+//! filtered environment, bounded output and a timeout; the whole group is killed on timeout or cancel.
+
+use crate::args::{optional_str, optional_u64, required_str};
+use crate::errors::{codes, invalid, io_error, path_changed};
+use crate::output::BoundedOutput;
+use crate::paths::canonicalize_lenient;
+use crate::workspace::{DEFAULT_ENV_ALLOWLIST, Workspace};
+use async_trait::async_trait;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use portcullis_harness::{
+    ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError, ToolInvocation,
+    ToolOutput, ToolSpec,
+};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tokio::task::JoinHandle;
+
+/// How long the output readers may still run after the process group is gone (a process that left the
+/// group with `setsid` may hold the pipes open).
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+pub struct ShellTool {
+    workspace: Arc<Workspace>,
+    spec: ToolSpec,
+}
+
+impl ShellTool {
+    pub fn new(workspace: Arc<Workspace>) -> Self {
+        let cap_ms = workspace.limits.shell_timeout_cap().as_millis() as u64;
+        let spec = ToolSpec::new(
+            "shell",
+            format!(
+                "Run a shell command (bash -c) in the project. Default timeout {} ms, at most {cap_ms} ms. \
+                 stdout and stderr are each bounded to {} bytes (head and tail kept). A non-zero exit \
+                 status is a normal result. Background processes are killed when the command ends.",
+                workspace.limits.shell_timeout.as_millis(),
+                workspace.limits.shell_output_bytes
+            ),
+        )
+        .with_parameters(json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1, "description": "The command line, run with bash -c."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (capped)."},
+                "cwd": {"type": "string", "description": "Working directory inside the project (default: the agent's cwd or the project root)."}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        }))
+        .with_annotations(ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: Some(false),
+            open_world: Some(true),
+        })
+        .exclusive(true);
+        ShellTool { workspace, spec }
+    }
+}
+
+/// The interpreter: bash when present, else /bin/sh.
+fn interpreter() -> &'static str {
+    ["/bin/bash", "/usr/bin/bash"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("/bin/sh")
+}
+
+#[async_trait]
+impl Tool for ShellTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe_action(&self, arguments: &Value, call: &CallContext) -> Result<ExecutionAction, ToolError> {
+        let command = required_str(arguments, "command")?;
+        if command.trim().is_empty() {
+            return Err(invalid("`command` is empty"));
+        }
+        if command.contains('\0') {
+            return Err(invalid("`command` contains a NUL byte"));
+        }
+        let cwd = match optional_str(arguments, "cwd")? {
+            Some(dir) => self.workspace.resolve(dir, call)?,
+            None => self.workspace.base_dir(call),
+        };
+        check_cwd(&self.workspace, &cwd)?;
+        Ok(ExecutionAction::new(ActionKind::Execute, "exec")
+            .with_command(command)
+            .with_cwd(cwd)
+            .with_risk(Risk::High))
+    }
+
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let action = &invocation.action;
+        let (Some(command), Some(cwd), ActionKind::Execute) = (&action.command, &action.cwd, action.kind)
+        else {
+            return Err(ToolError::new(codes::BAD_ACTION, "the evaluated action has no command and cwd"));
+        };
+        check_cwd(&self.workspace, cwd)?;
+        if canonicalize_lenient(cwd)? != *cwd {
+            return Err(path_changed(cwd));
+        }
+        let limits = &self.workspace.limits;
+        let timeout = optional_u64(&invocation.arguments, "timeout_ms")?
+            .map_or(limits.shell_timeout, Duration::from_millis)
+            .min(limits.shell_timeout_cap());
+        let run = RunSpec {
+            command: command.clone(),
+            cwd: cwd.clone(),
+            env: self.environment(),
+            timeout,
+            output_bytes: limits.shell_output_bytes,
+            kill_grace: limits.shell_kill_grace,
+        };
+        run_command(run, &invocation.cancel).await
+    }
+}
+
+impl ShellTool {
+    /// The environment the command sees: the allowlist, `LC_*`, and the configured pass-through names.
+    fn environment(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = std::env::vars()
+            .filter(|(name, _)| {
+                DEFAULT_ENV_ALLOWLIST.contains(&name.as_str())
+                    || name.starts_with("LC_")
+                    || self.workspace.env_passthrough.iter().any(|p| p == name)
+            })
+            .collect();
+        if !env.iter().any(|(name, _)| name == "PATH") {
+            env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+        }
+        env
+    }
+}
+
+fn check_cwd(workspace: &Workspace, cwd: &Path) -> Result<(), ToolError> {
+    if !workspace.is_inside(cwd) {
+        return Err(ToolError::new(
+            codes::OUTSIDE_ROOT,
+            format!("cwd {} is outside the project root {}", cwd.display(), workspace.root().display()),
+        ));
+    }
+    match std::fs::symlink_metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{} is not a directory", cwd.display()))),
+        Err(e) => Err(io_error(cwd, &e)),
+    }
+}
+
+/// One command to run.
+pub struct RunSpec {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub output_bytes: usize,
+    pub kill_grace: Duration,
+}
+
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+fn reader<R: AsyncRead + Unpin + Send + 'static>(
+    stream: Option<R>,
+    limit: usize,
+) -> JoinHandle<BoundedOutput> {
+    tokio::spawn(async move {
+        let mut out = BoundedOutput::new(limit);
+        if let Some(mut stream) = stream {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => out.push(&buf[..n]),
+                }
+            }
+        }
+        out
+    })
+}
+
+async fn collect(handle: JoinHandle<BoundedOutput>, limit: usize) -> BoundedOutput {
+    let abort = handle.abort_handle();
+    match tokio::time::timeout(DRAIN_GRACE, handle).await {
+        Ok(Ok(out)) => out,
+        _ => {
+            abort.abort();
+            let mut out = BoundedOutput::new(limit);
+            out.push(b"[output unavailable: the stream stayed open after the command ended]");
+            out
+        }
+    }
+}
+
+fn signal_group(pgid: Option<Pid>, signal: Signal) {
+    if let Some(pgid) = pgid
+        && let Err(err) = killpg(pgid, signal)
+        && err != nix::errno::Errno::ESRCH
+    {
+        tracing::warn!(%err, ?signal, "could not signal the shell's process group");
+    }
+}
+
+/// Runs a command in its own process group and returns its bounded output.
+pub async fn run_command(
+    run: RunSpec,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<ToolOutput, ToolError> {
+    let started = Instant::now();
+    let mut child = Command::new(interpreter())
+        .arg("-c")
+        .arg(&run.command)
+        .current_dir(&run.cwd)
+        .env_clear()
+        .envs(run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::new(codes::SPAWN_FAILED, format!("could not start the shell: {e}")))?;
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    let stdout = reader(child.stdout.take(), run.output_bytes);
+    let stderr = reader(child.stderr.take(), run.output_bytes);
+
+    let ending = tokio::select! {
+        status = child.wait() => match status {
+            Ok(status) => Ending::Exited(status),
+            Err(e) => return Err(ToolError::new(codes::IO, format!("waiting for the shell failed: {e}"))),
+        },
+        () = tokio::time::sleep(run.timeout) => Ending::TimedOut,
+        () = cancel.cancelled() => Ending::Cancelled,
+    };
+    let status = match ending {
+        Ending::Exited(status) => {
+            // Background jobs left in the group do not outlive the call.
+            signal_group(pgid, Signal::SIGKILL);
+            Some(status)
+        }
+        Ending::TimedOut | Ending::Cancelled => {
+            signal_group(pgid, Signal::SIGTERM);
+            let _ = tokio::time::timeout(run.kill_grace, child.wait()).await;
+            signal_group(pgid, Signal::SIGKILL);
+            let _ = child.wait().await;
+            None
+        }
+    };
+    let stdout = collect(stdout, run.output_bytes).await;
+    let stderr = collect(stderr, run.output_bytes).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let exit_code = status.and_then(|s| s.code());
+    let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+    let structured = json!({
+        "exit_code": exit_code,
+        "signal": signal,
+        "timed_out": matches!(ending, Ending::TimedOut),
+        "duration_ms": duration_ms,
+        "stdout_bytes": stdout.total(),
+        "stderr_bytes": stderr.total(),
+        "stdout_omitted_bytes": stdout.dropped(),
+        "stderr_omitted_bytes": stderr.dropped(),
+    });
+    let mut text = stdout.render();
+    let err_text = stderr.render();
+    if !err_text.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("[stderr]\n");
+        text.push_str(&err_text);
+    }
+    match ending {
+        Ending::Exited(_) => {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            match (exit_code, signal) {
+                (Some(code), _) => text.push_str(&format!("[exit code: {code}]")),
+                (None, Some(sig)) => text.push_str(&format!("[killed by signal {sig}]")),
+                (None, None) => text.push_str("[exit status unknown]"),
+            }
+            let mut output = ToolOutput::text(text);
+            output.structured = Some(structured);
+            Ok(output)
+        }
+        Ending::TimedOut => Err(ToolError::new(
+            codes::TIMEOUT,
+            format!(
+                "the command timed out after {} ms; its process group was killed",
+                run.timeout.as_millis()
+            ),
+        )
+        .with_details(json!({ "output": text, "result": structured }))),
+        Ending::Cancelled => {
+            Err(ToolError::new(codes::CANCELLED, "the run was cancelled; the command was killed")
+                .with_details(json!({ "output": text, "result": structured })))
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The policy document format (JSON): grants, command rules, path rules, approval and image settings,
+//! and test cases. The JSON Schema published for editors is generated from these types.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a rule (or the policy as a whole) says about an action. Ordered from lenient to strict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    /// Ask the operator.
+    Prompt,
+    /// Never, whoever asks.
+    Forbidden,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Prompt => "prompt",
+            Decision::Forbidden => "forbidden",
+        }
+    }
+}
+
+/// A policy file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyDocument {
+    /// The JSON Schema of this format (for editors).
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Named scopes of exact tool-name allow/deny lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<GrantScopeDocument>,
+    /// Rules for shell commands.
+    #[serde(default)]
+    pub commands: CommandPolicy,
+    /// Where tools may read and write.
+    #[serde(default)]
+    pub paths: PathPolicy,
+    #[serde(default)]
+    pub approvals: ApprovalSettings,
+    #[serde(default)]
+    pub images: ImageBounds,
+    /// Calls with the decision this policy must give them; checked by `portcullis policy test`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<PolicyTestCase>,
+}
+
+/// One grant scope (the harness's exact-name filter).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantScopeDocument {
+    pub name: String,
+    /// Exact tool names; empty means no restriction from this scope.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Exact tool names never permitted.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// Command rules and the decision for commands no rule matches.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandPolicy {
+    #[serde(default)]
+    pub rules: Vec<CommandRule>,
+    /// For commands no rule matches (`prompt` when no layer sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Decision>,
+}
+
+/// One element of a token-prefix pattern: a literal token or a list of alternatives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PatternElement {
+    Token(String),
+    AnyOf(Vec<String>),
+}
+
+impl PatternElement {
+    pub fn matches(&self, token: &str) -> bool {
+        match self {
+            PatternElement::Token(t) => t == token,
+            PatternElement::AnyOf(list) => list.iter().any(|t| t == token),
+        }
+    }
+}
+
+/// A command rule: a command whose first tokens match `pattern` gets `decision`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandRule {
+    pub id: String,
+    /// Token prefix: the program name (a path like `/bin/rm` matches `rm`) then arguments.
+    pub pattern: Vec<PatternElement>,
+    pub decision: Decision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub justification: Option<String>,
+    /// Commands this rule must match (checked when the policy loads).
+    #[serde(rename = "match", default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    /// Commands this rule must not match (checked when the policy loads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_match: Vec<String>,
+}
+
+/// Access a root grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    /// Read and write.
+    Write,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathRoot {
+    /// Absolute, `~/...`, or relative to the policy's project folder.
+    pub path: String,
+    pub access: Access,
+}
+
+/// Path rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PathPolicy {
+    #[serde(default)]
+    pub roots: Vec<PathRoot>,
+    /// Globs never read or written (a glob without `/` matches any path component; `*`, `?`, `**`).
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Whether the built-in deny globs (`.env*`, `.ssh`, `.aws`, `.gnupg`, private keys) apply.
+    #[serde(default = "yes")]
+    pub default_deny: bool,
+    /// What a read outside every root gets (`prompt` or `forbidden`).
+    #[serde(default = "prompt")]
+    pub read_outside_roots: Decision,
+}
+
+impl Default for PathPolicy {
+    fn default() -> Self {
+        PathPolicy {
+            roots: Vec::new(),
+            deny: Vec::new(),
+            default_deny: true,
+            read_outside_roots: Decision::Prompt,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn prompt() -> Decision {
+    Decision::Prompt
+}
+
+/// The deny globs every policy has unless `default_deny` is false.
+pub const DEFAULT_DENY_GLOBS: &[&str] =
+    &[".env*", ".ssh", ".aws", ".gnupg", ".netrc", "id_rsa*", "id_ed25519*", "id_ecdsa*", "*.pem", "*.key"];
+
+/// How approvals behave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSettings {
+    /// Seconds an approval waits for the operator (default 120).
+    #[serde(default = "approval_timeout")]
+    pub timeout_seconds: u64,
+    /// What an unanswered prompt becomes; only `forbidden` (deny) is accepted.
+    #[serde(default = "forbidden")]
+    pub on_timeout: Decision,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        ApprovalSettings { timeout_seconds: 120, on_timeout: Decision::Forbidden }
+    }
+}
+
+fn approval_timeout() -> u64 {
+    120
+}
+
+fn forbidden() -> Decision {
+    Decision::Forbidden
+}
+
+/// Bounds on images the read tool returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImageBounds {
+    /// Largest image file read, bytes (default 10,000,000; hard cap 32 MiB).
+    #[serde(default = "image_bytes")]
+    pub max_bytes: u64,
+    /// Images are downscaled to at most this many pixels on their longer side (default 2,048).
+    #[serde(default = "image_dimension")]
+    pub max_dimension: u32,
+}
+
+impl Default for ImageBounds {
+    fn default() -> Self {
+        ImageBounds { max_bytes: image_bytes(), max_dimension: image_dimension() }
+    }
+}
+
+fn image_bytes() -> u64 {
+    10_000_000
+}
+
+fn image_dimension() -> u32 {
+    2048
+}
+
+/// A tool call as a test case gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestCall {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// A test case: this call, from this folder, must get this decision (`allow`, `prompt`, `forbidden`, or a
+/// blocked reason such as `tool_denied`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyTestCase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub call: TestCall,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    pub expect: String,
+}
+
+/// The JSON Schema of policy documents, as committed in `tool-manifests/schemas/policy.schema.json`.
+pub fn policy_json_schema() -> Value {
+    let schema = schemars::schema_for!(PolicyDocument);
+    serde_json::to_value(schema).unwrap_or(Value::Null)
+}

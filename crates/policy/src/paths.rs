@@ -1,0 +1,128 @@
+//! Path containment on canonical paths: `~` expanded, relative paths joined to the cwd, `..` collapsed,
+//! symlinks resolved through the deepest existing ancestor (so a new file in new folders resolves, and a
+//! symlink inside a root that points outside is outside), and deny globs.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Resolves a path as the kernel would when it is opened: the deepest existing ancestor is
+/// canonicalized (symlinks resolved), the missing rest is appended with `.`/`..` collapsed.
+pub fn resolve(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+    let expanded = match (raw.strip_prefix('~'), home) {
+        (Some(""), Some(home)) => home.to_path_buf(),
+        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(rest.trim_start_matches('/')),
+        _ => PathBuf::from(raw),
+    };
+    let absolute = if expanded.is_absolute() { expanded } else { cwd.join(expanded) };
+    canonical_through_ancestor(&absolute)
+}
+
+/// Resolves an absolute path component by component as the kernel would: after each existing component
+/// the path so far is canonicalized (symlinks resolved), so a later `..` leaves the symlink's target, not
+/// the link's folder; components that do not exist yet are appended as they are.
+pub fn canonical_through_ancestor(path: &Path) -> PathBuf {
+    let mut current = PathBuf::new();
+    let mut exists = true;
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => current.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                current.pop();
+                exists = current.exists();
+            }
+            Component::Normal(name) => {
+                current.push(name);
+                if exists {
+                    match current.canonicalize() {
+                        Ok(canonical) => current = canonical,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+        }
+    }
+    current
+}
+
+/// Whether `path` is `root` or inside it (both canonical).
+pub fn is_inside(path: &Path, root: &Path) -> bool {
+    path.starts_with(root)
+}
+
+/// Glob match: `*` and `?` within one component, `**` across components. A pattern without `/` is
+/// matched against every component of the path (so `.ssh` matches `/home/a/.ssh/id_rsa`).
+pub fn glob_matches_path(pattern: &str, path: &Path) -> bool {
+    if !pattern.contains('/') {
+        return path.components().any(|c| match c {
+            Component::Normal(name) => name.to_str().is_some_and(|n| glob_component(pattern, n)),
+            _ => false,
+        });
+    }
+    let Some(text) = path.to_str() else { return false };
+    let pattern_parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+    let text_parts: Vec<&str> = text.split('/').filter(|p| !p.is_empty()).collect();
+    glob_parts(&pattern_parts, &text_parts)
+}
+
+fn glob_parts(pattern: &[&str], text: &[&str]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((&"**", rest)) => (0..=text.len()).any(|skip| glob_parts(rest, &text[skip..])),
+        Some((first, rest)) => match text.split_first() {
+            Some((t, text_rest)) => glob_component(first, t) && glob_parts(rest, text_rest),
+            None => false,
+        },
+    }
+}
+
+/// `*` any run, `?` one character, within one component.
+fn glob_component(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0usize, 0usize);
+    let (mut star, mut mark) = (None::<usize>, 0usize);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches_path(".ssh", Path::new("/home/a/.ssh/id_rsa")));
+        assert!(glob_matches_path(".env*", Path::new("/p/.env.local")));
+        assert!(!glob_matches_path(".env*", Path::new("/p/env")));
+        assert!(glob_matches_path("*.pem", Path::new("/p/certs/server.pem")));
+        assert!(glob_matches_path("/etc/**", Path::new("/etc/ssh/sshd_config")));
+        assert!(glob_matches_path("/p/**/secret?.txt", Path::new("/p/a/b/secret1.txt")));
+        assert!(!glob_matches_path("/p/**/secret?.txt", Path::new("/q/a/secret1.txt")));
+    }
+
+    #[test]
+    fn resolution_collapses_and_expands() {
+        let cwd = Path::new("/definitely/not/here");
+        assert_eq!(resolve("a/../b/./c", cwd, None), PathBuf::from("/definitely/not/here/b/c"));
+        assert_eq!(resolve("~/.ssh/x", cwd, Some(Path::new("/home/u"))), PathBuf::from("/home/u/.ssh/x"));
+        assert_eq!(resolve("../../..", cwd, None), PathBuf::from("/"));
+    }
+}

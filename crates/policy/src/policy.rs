@@ -1,0 +1,543 @@
+//! A loaded policy: one or more documents layered (user, then project), checked at load (rule examples
+//! must hold), and evaluated: the strictest decision across every matched rule, every sub-command and
+//! every path wins.
+
+use crate::document::{Access, DEFAULT_DENY_GLOBS, Decision, PolicyDocument, PolicyTestCase};
+use crate::paths::{glob_matches_path, is_inside, resolve};
+use crate::shell::{SimpleCommand, analyze};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why a policy did not load. Every variant names the file; syntax errors give line and column.
+#[derive(Debug, Error)]
+pub enum PolicyError {
+    #[error("{file}: cannot read: {source}")]
+    Io { file: String, source: std::io::Error },
+    #[error("{file}:{line}:{column}: {message}")]
+    Syntax { file: String, line: usize, column: usize, message: String },
+    #[error("{file}:{line}:{column}: rule `{rule}`: {message}")]
+    Rule { file: String, line: usize, column: usize, rule: String, message: String },
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+}
+
+impl PolicyError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            PolicyError::Io { .. } => "policy_unreadable",
+            PolicyError::Syntax { .. } => "policy_syntax",
+            PolicyError::Rule { .. } => "policy_rule",
+            PolicyError::Invalid { .. } => "policy_invalid",
+        }
+    }
+}
+
+/// One document and where it came from.
+#[derive(Debug, Clone)]
+pub struct PolicyLayer {
+    /// Shown in errors and in matched rules (usually the file path).
+    pub source: String,
+    /// Relative roots resolve against this folder.
+    pub project_root: PathBuf,
+    pub document: PolicyDocument,
+    /// The document text, when loaded from a file (to point errors at lines).
+    pub text: Option<String>,
+}
+
+impl PolicyLayer {
+    /// Parses a document; the project root is the file's folder (its parent when the file sits in a
+    /// `.portcullis` folder).
+    pub fn parse(source: &str, text: &str, project_root: PathBuf) -> Result<Self, PolicyError> {
+        let document: PolicyDocument = serde_json::from_str(text).map_err(|e| PolicyError::Syntax {
+            file: source.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string().split(" at line ").next().unwrap_or_default().to_owned(),
+        })?;
+        Ok(PolicyLayer { source: source.to_owned(), project_root, document, text: Some(text.to_owned()) })
+    }
+
+    pub fn read(path: &Path) -> Result<Self, PolicyError> {
+        let file = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|source| PolicyError::Io { file: file.clone(), source })?;
+        let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let folder = if folder.is_relative() {
+            std::env::current_dir().map(|d| d.join(&folder)).unwrap_or(folder)
+        } else {
+            folder
+        };
+        let project_root = if folder.file_name().is_some_and(|n| n == ".portcullis") {
+            folder.parent().map(Path::to_path_buf).unwrap_or(folder)
+        } else {
+            folder
+        };
+        PolicyLayer::parse(&file, &text, project_root)
+    }
+
+    /// Line and column (1-based) of the first occurrence of `needle` in the text, if known.
+    fn locate(&self, needle: &str) -> (usize, usize) {
+        let Some(text) = &self.text else { return (0, 0) };
+        let Some(at) = text.find(needle) else { return (0, 0) };
+        let before = &text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rfind('\n').map_or(at, |n| at - n - 1) + 1;
+        (line, column)
+    }
+}
+
+/// A rule that matched, with the file it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedRule {
+    pub id: String,
+    pub source: String,
+    pub decision: Decision,
+}
+
+/// The answer of an evaluation, with the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub decision: Decision,
+    /// Every rule that matched any sub-command (in order of appearance).
+    pub matched_rules: Vec<MatchedRule>,
+    /// The commands seen (argv of each simple command, wrappers unwrapped).
+    pub commands: Vec<Vec<String>>,
+    /// Canonical paths checked.
+    pub paths: Vec<String>,
+    /// Why, one line each.
+    pub reasons: Vec<String>,
+    /// The rule that gave the final decision, if a rule did (else the default or a path rule decided).
+    pub deciding_rule: Option<MatchedRule>,
+}
+
+impl Evaluation {
+    fn new() -> Self {
+        Evaluation {
+            decision: Decision::Allow,
+            matched_rules: Vec::new(),
+            commands: Vec::new(),
+            paths: Vec::new(),
+            reasons: Vec::new(),
+            deciding_rule: None,
+        }
+    }
+
+    /// Raises the decision to `decision` if stricter, recording why.
+    fn raise(&mut self, decision: Decision, reason: String, rule: Option<&MatchedRule>) {
+        if decision > self.decision
+            || (decision == self.decision && self.deciding_rule.is_none() && rule.is_some())
+        {
+            if decision > self.decision {
+                self.deciding_rule = None;
+            }
+            self.decision = decision;
+            if let Some(rule) = rule {
+                self.deciding_rule = Some(rule.clone());
+            }
+        }
+        self.reasons.push(reason);
+    }
+}
+
+/// Where an evaluation happens.
+#[derive(Debug, Clone)]
+pub struct EvalContext {
+    pub cwd: PathBuf,
+    pub home: Option<PathBuf>,
+}
+
+impl EvalContext {
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        EvalContext { cwd: cwd.into(), home: std::env::var_os("HOME").map(PathBuf::from) }
+    }
+}
+
+struct Rule {
+    id: String,
+    source: String,
+    pattern: Vec<crate::document::PatternElement>,
+    decision: Decision,
+    justification: Option<String>,
+}
+
+/// A loaded, checked, layered policy.
+pub struct Policy {
+    layers: Vec<PolicyLayer>,
+    rules: Vec<Rule>,
+    default: Decision,
+    roots: Vec<(PathBuf, Access)>,
+    deny: Vec<String>,
+    read_outside: Decision,
+}
+
+/// The tokens a rule pattern is matched against: the program name, then the arguments.
+fn tokens(command: &SimpleCommand) -> Vec<&str> {
+    let mut t = vec![command.program.as_str()];
+    t.extend(command.argv.iter().skip(1).map(String::as_str));
+    t
+}
+
+impl Policy {
+    /// Loads files in order (user first, then project). Any error refuses the whole policy.
+    pub fn load(files: &[PathBuf]) -> Result<Policy, PolicyError> {
+        let layers = files.iter().map(|f| PolicyLayer::read(f)).collect::<Result<Vec<_>, _>>()?;
+        Policy::from_layers(layers)
+    }
+
+    pub fn from_layers(layers: Vec<PolicyLayer>) -> Result<Policy, PolicyError> {
+        let mut rules = Vec::new();
+        let mut default: Option<Decision> = None;
+        let mut roots = Vec::new();
+        let mut deny: Vec<String> = Vec::new();
+        let mut read_outside = Decision::Prompt;
+        let mut default_deny = true;
+        for layer in &layers {
+            let doc = &layer.document;
+            let mut seen = std::collections::HashSet::new();
+            for rule in &doc.commands.rules {
+                let (line, column) = layer.locate(&format!("\"{}\"", rule.id));
+                let fail = |message: String| PolicyError::Rule {
+                    file: layer.source.clone(),
+                    line,
+                    column,
+                    rule: rule.id.clone(),
+                    message,
+                };
+                if rule.id.trim().is_empty() {
+                    return Err(PolicyError::Invalid {
+                        file: layer.source.clone(),
+                        message: "a rule has an empty id".into(),
+                    });
+                }
+                if !seen.insert(rule.id.clone()) {
+                    return Err(fail("duplicate rule id in this file".into()));
+                }
+                if rule.pattern.is_empty() {
+                    return Err(fail("the pattern is empty; expected at least the program name".into()));
+                }
+                rules.push(Rule {
+                    id: rule.id.clone(),
+                    source: layer.source.clone(),
+                    pattern: rule.pattern.clone(),
+                    decision: rule.decision,
+                    justification: rule.justification.clone(),
+                });
+            }
+            if let Some(d) = doc.commands.default {
+                default = Some(default.map_or(d, |old| old.max(d)));
+            }
+            for root in &doc.paths.roots {
+                let path = resolve(
+                    &root.path,
+                    &layer.project_root,
+                    std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+                );
+                roots.push((path, root.access));
+            }
+            deny.extend(doc.paths.deny.iter().cloned());
+            read_outside = read_outside.max(doc.paths.read_outside_roots);
+            default_deny &= doc.paths.default_deny;
+            if doc.approvals.on_timeout != Decision::Forbidden {
+                return Err(PolicyError::Invalid {
+                    file: layer.source.clone(),
+                    message: "approvals.on_timeout must be \"forbidden\": an unanswered prompt is denied"
+                        .into(),
+                });
+            }
+        }
+        if default_deny {
+            deny.extend(DEFAULT_DENY_GLOBS.iter().map(|g| (*g).to_owned()));
+        }
+        if roots.is_empty()
+            && let Some(first) = layers.first()
+        {
+            roots.push((crate::paths::canonical_through_ancestor(&first.project_root), Access::Write));
+        }
+        let policy = Policy {
+            layers,
+            rules,
+            default: default.unwrap_or(Decision::Prompt),
+            roots,
+            deny,
+            read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
+        };
+        policy.check_examples()?;
+        Ok(policy)
+    }
+
+    /// Every `match` example must be matched by its rule and every `not_match` example must not.
+    fn check_examples(&self) -> Result<(), PolicyError> {
+        for layer in &self.layers {
+            for rule in &layer.document.commands.rules {
+                let matches = |example: &str| {
+                    analyze(example).commands.iter().any(|c| {
+                        let t = tokens(c);
+                        t.len() >= rule.pattern.len()
+                            && rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t))
+                    })
+                };
+                for (examples, want, what) in [
+                    (&rule.examples, true, "should match but does not"),
+                    (&rule.not_match, false, "should not match but does"),
+                ] {
+                    for example in examples {
+                        if matches(example) != want {
+                            let (line, column) =
+                                layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")));
+                            return Err(PolicyError::Rule {
+                                file: layer.source.clone(),
+                                line,
+                                column,
+                                rule: rule.id.clone(),
+                                message: format!("example {example:?} {what}"),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn layers(&self) -> &[PolicyLayer] {
+        &self.layers
+    }
+
+    /// The grants of every layer, as the harness filters with them.
+    pub fn grants(&self) -> portcullis_harness::Grants {
+        portcullis_harness::Grants::new(
+            self.layers
+                .iter()
+                .flat_map(|l| l.document.grants.iter())
+                .map(|g| {
+                    portcullis_harness::GrantScope::new(g.name.clone())
+                        .allow(g.allow.clone())
+                        .deny(g.deny.clone())
+                })
+                .collect(),
+        )
+    }
+
+    /// Approval timeout: the shortest any layer sets.
+    pub fn approval_timeout_seconds(&self) -> u64 {
+        self.layers.iter().map(|l| l.document.approvals.timeout_seconds).min().unwrap_or(120)
+    }
+
+    /// Evaluates a shell command run from `ctx.cwd`.
+    pub fn evaluate_command(&self, command: &str, ctx: &EvalContext) -> Evaluation {
+        let mut eval = Evaluation::new();
+        let analysis = analyze(command);
+        if analysis.parse_errors {
+            eval.raise(
+                Decision::Prompt,
+                "the command does not parse cleanly; it cannot be proven harmless".into(),
+                None,
+            );
+        }
+        for opaque in &analysis.opaque {
+            eval.raise(
+                Decision::Prompt,
+                format!("{:?} cannot be judged statically: {}", opaque.kind, shorten(&opaque.text)),
+                None,
+            );
+        }
+        if analysis.commands.is_empty() && analysis.opaque.is_empty() && !analysis.parse_errors {
+            eval.reasons.push("no command to run".into());
+        }
+        for command in &analysis.commands {
+            eval.commands.push(command.argv.clone());
+            self.judge_command(command, &mut eval);
+        }
+        for redirection in &analysis.redirections {
+            if redirection.dynamic {
+                eval.raise(
+                    Decision::Prompt,
+                    format!("redirection target {:?} is computed at run time", redirection.target),
+                    None,
+                );
+                continue;
+            }
+            let access = if redirection.write { Access::Write } else { Access::Read };
+            self.judge_path(&redirection.target, access, ctx, &mut eval);
+        }
+        eval
+    }
+
+    fn judge_command(&self, command: &SimpleCommand, eval: &mut Evaluation) {
+        let t = tokens(command);
+        let mut strictest: Option<(Decision, MatchedRule, Option<&str>)> = None;
+        for rule in &self.rules {
+            if t.len() < rule.pattern.len() || !rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t)) {
+                continue;
+            }
+            let matched =
+                MatchedRule { id: rule.id.clone(), source: rule.source.clone(), decision: rule.decision };
+            eval.matched_rules.push(matched.clone());
+            if strictest.as_ref().is_none_or(|(d, _, _)| rule.decision > *d) {
+                strictest = Some((rule.decision, matched, rule.justification.as_deref()));
+            }
+        }
+        let shown = shorten(&command.argv.join(" "));
+        match strictest {
+            Some((decision, rule, why)) => {
+                let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+                eval.raise(
+                    decision,
+                    format!("`{shown}`: rule {} says {}{why}", rule.id, decision.as_str()),
+                    Some(&rule),
+                );
+            }
+            None => eval.raise(
+                self.default,
+                format!("`{shown}`: no rule matches; the default is {}", self.default.as_str()),
+                None,
+            ),
+        }
+        if command.dynamic {
+            eval.raise(Decision::Prompt, format!("`{shown}` has words computed at run time"), None);
+        }
+    }
+
+    fn judge_path(&self, raw: &str, access: Access, ctx: &EvalContext, eval: &mut Evaluation) {
+        if access == Access::Write && matches!(raw, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+            eval.paths.push(raw.to_owned());
+            return;
+        }
+        let path = resolve(raw, &ctx.cwd, ctx.home.as_deref());
+        let shown = path.display().to_string();
+        eval.paths.push(shown.clone());
+        if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
+            eval.raise(Decision::Forbidden, format!("{shown} matches the deny glob {glob:?}"), None);
+            return;
+        }
+        let inside = |need: Access| self.roots.iter().any(|(root, a)| *a >= need && is_inside(&path, root));
+        match access {
+            Access::Write if inside(Access::Write) => {}
+            Access::Write => {
+                eval.raise(Decision::Forbidden, format!("{shown} is outside every write root"), None)
+            }
+            Access::Read if inside(Access::Read) => {}
+            Access::Read => eval.raise(self.read_outside, format!("{shown} is outside every root"), None),
+        }
+    }
+
+    /// Evaluates reading or writing a path (the read/write/edit tools).
+    pub fn evaluate_path(&self, raw: &str, access: Access, ctx: &EvalContext) -> Evaluation {
+        let mut eval = Evaluation::new();
+        self.judge_path(raw, access, ctx, &mut eval);
+        eval
+    }
+
+    /// Evaluates a tool call as the coding tools describe it: `shell` → its command, `read` → a read of
+    /// `path`, `write`/`edit` → a write of `path`; other tools have no command or path to judge.
+    pub fn evaluate_call(&self, name: &str, arguments: &Value, ctx: &EvalContext) -> CallVerdict {
+        let grants = self.grants();
+        if let Some(scope) = grants.refusing_scope(name) {
+            return CallVerdict::Blocked {
+                reason: "tool_denied".into(),
+                detail: format!("grant scope {}", scope.name),
+            };
+        }
+        let text = |key: &str| arguments.get(key).and_then(Value::as_str);
+        let cwd_ctx;
+        let ctx = match text("cwd") {
+            Some(cwd) => {
+                cwd_ctx =
+                    EvalContext { cwd: resolve(cwd, &ctx.cwd, ctx.home.as_deref()), home: ctx.home.clone() };
+                &cwd_ctx
+            }
+            None => ctx,
+        };
+        let evaluation = match (name, text("command"), text("path")) {
+            ("shell", Some(command), _) => self.evaluate_command(command, ctx),
+            ("read", _, Some(path)) => self.evaluate_path(path, Access::Read, ctx),
+            ("write" | "edit", _, Some(path)) => self.evaluate_path(path, Access::Write, ctx),
+            ("shell" | "read" | "write" | "edit", _, _) => {
+                return CallVerdict::Blocked {
+                    reason: "validation_failed".into(),
+                    detail: format!(
+                        "{name} needs its {} argument",
+                        if name == "shell" { "command" } else { "path" }
+                    ),
+                };
+            }
+            _ => {
+                let mut e = Evaluation::new();
+                e.reasons.push(format!("{name} has no command or path to judge; its grant allows it"));
+                e
+            }
+        };
+        CallVerdict::Evaluated(evaluation)
+    }
+
+    /// Runs every test case of every layer.
+    pub fn run_tests(&self, home: Option<&Path>) -> Vec<TestOutcome> {
+        let mut outcomes = Vec::new();
+        for layer in &self.layers {
+            for (index, case) in layer.document.tests.iter().enumerate() {
+                outcomes.push(self.run_test(layer, index, case, home));
+            }
+        }
+        outcomes
+    }
+
+    fn run_test(
+        &self,
+        layer: &PolicyLayer,
+        index: usize,
+        case: &PolicyTestCase,
+        home: Option<&Path>,
+    ) -> TestOutcome {
+        let cwd = case
+            .cwd
+            .as_deref()
+            .map(|c| resolve(c, &layer.project_root, home))
+            .unwrap_or_else(|| layer.project_root.clone());
+        let ctx = EvalContext { cwd, home: home.map(Path::to_path_buf) };
+        let verdict = self.evaluate_call(&case.call.name, &case.call.arguments, &ctx);
+        let (got, decided_by) = match &verdict {
+            CallVerdict::Blocked { reason, detail } => (reason.clone(), detail.clone()),
+            CallVerdict::Evaluated(e) => (
+                e.decision.as_str().to_owned(),
+                e.deciding_rule
+                    .as_ref()
+                    .map(|r| format!("rule {} ({})", r.id, r.source))
+                    .unwrap_or_else(|| e.reasons.last().cloned().unwrap_or_else(|| "default".into())),
+            ),
+        };
+        TestOutcome {
+            source: layer.source.clone(),
+            name: case.name.clone().unwrap_or_else(|| format!("test #{}", index + 1)),
+            expected: case.expect.clone(),
+            got: got.clone(),
+            passed: got == case.expect,
+            decided_by,
+        }
+    }
+}
+
+/// A tool call's verdict: blocked before any policy rule (grants, missing arguments), or evaluated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum CallVerdict {
+    Blocked { reason: String, detail: String },
+    Evaluated(Evaluation),
+}
+
+/// One test case's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    pub source: String,
+    pub name: String,
+    pub expected: String,
+    pub got: String,
+    pub passed: bool,
+    pub decided_by: String,
+}
+
+fn shorten(text: &str) -> String {
+    let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(160).collect();
+    if text.chars().count() > 160 { format!("{one_line}…") } else { one_line }
+}
