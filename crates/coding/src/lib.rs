@@ -17,17 +17,24 @@ pub mod shell;
 pub mod workspace;
 pub mod write;
 
+pub use edit::EditTool;
 pub use errors::codes;
-
+pub use read::ReadTool;
 pub use shell::ShellTool;
 pub use workspace::{Limits, Workspace};
+pub use write::WriteTool;
 
 use portcullis_harness::{RegistryError, Tool, ToolRegistry};
 use std::sync::Arc;
 
 /// The four coding tools over one workspace, in registry order: shell, read, write, edit.
 pub fn coding_tools(workspace: &Arc<Workspace>) -> Vec<Arc<dyn Tool>> {
-    vec![Arc::new(ShellTool::new(workspace.clone()))]
+    vec![
+        Arc::new(ShellTool::new(workspace.clone())),
+        Arc::new(ReadTool::new(workspace.clone())),
+        Arc::new(WriteTool::new(workspace.clone())),
+        Arc::new(EditTool::new(workspace.clone())),
+    ]
 }
 
 /// Registers the four coding tools into `registry`.

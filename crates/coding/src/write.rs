@@ -1,7 +1,94 @@
-//! stub
-pub struct WriteTool;
+//! The `write` tool: replaces a file atomically (temp file in the same folder, fsync, rename), creating
+//! missing parent folders inside the root; writes to one path are serialized.
+
+use crate::args::required_str;
+use crate::errors::{join_error, too_large};
+use crate::files::{Expect, action_path, atomic_write};
+use crate::workspace::Workspace;
+use async_trait::async_trait;
+use portcullis_harness::{
+    ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError, ToolInvocation,
+    ToolOutput, ToolSpec,
+};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+pub struct WriteTool {
+    workspace: Arc<Workspace>,
+    spec: ToolSpec,
+}
+
 impl WriteTool {
-    pub fn new(_w: std::sync::Arc<crate::Workspace>) -> Self {
-        WriteTool
+    pub fn new(workspace: Arc<Workspace>) -> Self {
+        let spec = ToolSpec::new(
+            "write",
+            format!(
+                "Write a file (replacing it atomically), creating missing parent folders inside the project. \
+                 At most {} bytes.",
+                workspace.limits.write_bytes
+            ),
+        )
+        .with_parameters(json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "File path (relative to the agent's cwd or the project root)."},
+                "content": {"type": "string", "description": "The complete new content."}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        }))
+        .with_annotations(ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: Some(true),
+            open_world: Some(false),
+        });
+        WriteTool { workspace, spec }
+    }
+
+    fn check_size(&self, content: &str) -> Result<(), ToolError> {
+        let limit = self.workspace.limits.write_bytes;
+        if content.len() > limit {
+            return Err(too_large("the content", content.len() as u64, limit as u64));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Tool for WriteTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe_action(&self, arguments: &Value, call: &CallContext) -> Result<ExecutionAction, ToolError> {
+        let path = self.workspace.resolve(required_str(arguments, "path")?, call)?;
+        self.check_size(required_str(arguments, "content")?)?;
+        Ok(ExecutionAction::new(ActionKind::Write, "write").with_paths(vec![path]).with_risk(Risk::Medium))
+    }
+
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let path = action_path(&invocation.action, ActionKind::Write)?;
+        let content = required_str(&invocation.arguments, "content")?;
+        self.check_size(content)?;
+        let data = content.as_bytes().to_vec();
+        let create_missing = path.parent().is_some_and(|p| self.workspace.is_inside(p));
+        let lock = self.workspace.lock_for(&path);
+        let _held = lock.lock().await;
+        let target = path.clone();
+        let len = data.len();
+        let existed = tokio::task::spawn_blocking(move || {
+            let existed = std::fs::symlink_metadata(&target).is_ok();
+            atomic_write(&target, &data, create_missing, Expect::Any).map(|()| existed)
+        })
+        .await
+        .map_err(|e| join_error(&e))??;
+        let mut output = ToolOutput::text(format!(
+            "{} {} ({len} bytes)",
+            if existed { "Replaced" } else { "Created" },
+            path.display()
+        ));
+        output.structured = Some(json!({ "path": path, "bytes": len, "created": !existed }));
+        Ok(output)
     }
 }

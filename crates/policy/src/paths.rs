@@ -20,6 +20,13 @@ pub fn resolve(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
 /// the path so far is canonicalized (symlinks resolved), so a later `..` leaves the symlink's target, not
 /// the link's folder; components that do not exist yet are appended as they are.
 pub fn canonical_through_ancestor(path: &Path) -> PathBuf {
+    resolve_with_hops(path, 0)
+}
+
+/// Symlink hops followed before giving up (as the kernel's ELOOP limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+fn resolve_with_hops(path: &Path, hops: usize) -> PathBuf {
     let mut current = PathBuf::new();
     let mut exists = true;
     for component in path.components() {
@@ -32,11 +39,20 @@ pub fn canonical_through_ancestor(path: &Path) -> PathBuf {
             }
             Component::Normal(name) => {
                 current.push(name);
-                if exists {
-                    match current.canonicalize() {
-                        Ok(canonical) => current = canonical,
-                        Err(_) => exists = false,
-                    }
+                if !exists {
+                    continue;
+                }
+                match current.canonicalize() {
+                    Ok(canonical) => current = canonical,
+                    Err(_) => match std::fs::read_link(&current) {
+                        // A dangling symlink: writing through it creates its target, so follow it.
+                        Ok(target) if hops < MAX_SYMLINK_HOPS => {
+                            let base = current.parent().map(Path::to_path_buf).unwrap_or_default();
+                            current = resolve_with_hops(&base.join(target), hops + 1);
+                            exists = current.exists();
+                        }
+                        _ => exists = false,
+                    },
                 }
             }
         }
@@ -50,7 +66,8 @@ pub fn is_inside(path: &Path, root: &Path) -> bool {
 }
 
 /// Glob match: `*` and `?` within one component, `**` across components. A pattern without `/` is
-/// matched against every component of the path (so `.ssh` matches `/home/a/.ssh/id_rsa`).
+/// matched against every component of the path (so `.ssh` matches `/home/a/.ssh/id_rsa`); a relative
+/// pattern with `/` may start at any depth; an absolute one is anchored at `/`.
 pub fn glob_matches_path(pattern: &str, path: &Path) -> bool {
     if !pattern.contains('/') {
         return path.components().any(|c| match c {
@@ -59,7 +76,9 @@ pub fn glob_matches_path(pattern: &str, path: &Path) -> bool {
         });
     }
     let Some(text) = path.to_str() else { return false };
-    let pattern_parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
+    // A relative pattern with a slash (`secrets/**`) may start at any depth.
+    let anchored = if pattern.starts_with('/') { pattern.to_owned() } else { format!("**/{pattern}") };
+    let pattern_parts: Vec<&str> = anchored.split('/').filter(|p| !p.is_empty()).collect();
     let text_parts: Vec<&str> = text.split('/').filter(|p| !p.is_empty()).collect();
     glob_parts(&pattern_parts, &text_parts)
 }
