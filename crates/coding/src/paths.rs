@@ -1,18 +1,10 @@
-//! Path resolution: canonical through the deepest existing ancestor, `..` collapsed, symlinks resolved.
-//!
-//! Unlike `std::fs::canonicalize`, a path whose tail does not exist yet (a new file in new nested
-//! folders) still resolves: the existing prefix is resolved component by component (following every
-//! symlink, dangling ones included), and the missing tail is appended lexically.
+//! Path resolution for the coding tools: argument checks, then the harness's canonical resolver
+//! (`portcullis_harness::paths`), the same one the policy judges with.
 
 use crate::errors::{codes, io_error};
 use portcullis_harness::ToolError;
-use std::collections::VecDeque;
-use std::ffi::OsString;
-use std::io;
-use std::path::{Component, Path, PathBuf};
-
-/// Most symlinks followed while resolving one path (as Linux's `MAXSYMLINKS`).
-pub const MAX_SYMLINKS: usize = 40;
+use portcullis_harness::paths::{self as harness_paths, PathError};
+use std::path::{Path, PathBuf};
 
 /// Resolves `input` against `base` (used when `input` is relative) to a canonical absolute path.
 pub fn resolve_path(base: &Path, input: &str) -> Result<PathBuf, ToolError> {
@@ -26,71 +18,15 @@ pub fn resolve_path(base: &Path, input: &str) -> Result<PathBuf, ToolError> {
     canonicalize_lenient(&joined)
 }
 
-/// Canonicalizes an absolute path whose tail may not exist.
+/// Canonicalizes an absolute path whose tail may not exist (the harness's resolver, as a tool error).
 pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, ToolError> {
-    if !path.is_absolute() {
-        return Err(ToolError::new(codes::INVALID_PATH, format!("{} is not absolute", path.display())));
-    }
-    let mut pending: VecDeque<OsString> = VecDeque::new();
-    push_components(&mut pending, path, false);
-    let mut out = PathBuf::from("/");
-    let mut missing = false;
-    let mut links = 0usize;
-    while let Some(part) = pending.pop_front() {
-        if part == ".." {
-            out.pop();
-            continue;
-        }
-        out.push(&part);
-        if missing {
-            continue;
-        }
-        match std::fs::symlink_metadata(&out) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                links += 1;
-                if links > MAX_SYMLINKS {
-                    return Err(ToolError::new(
-                        codes::INVALID_PATH,
-                        format!("{}: too many levels of symbolic links", path.display()),
-                    ));
-                }
-                let target = std::fs::read_link(&out).map_err(|e| io_error(&out, &e))?;
-                out.pop();
-                if target.is_absolute() {
-                    out = PathBuf::from("/");
-                }
-                push_components(&mut pending, &target, true);
-            }
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
-                missing = true;
-            }
-            Err(e) => return Err(io_error(&out, &e)),
-        }
-    }
-    Ok(out)
-}
-
-/// Queues the normal and `..` components of `path` (at the front when `front`, keeping their order).
-fn push_components(pending: &mut VecDeque<OsString>, path: &Path, front: bool) {
-    let parts: Vec<OsString> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name.to_os_string()),
-            Component::ParentDir => Some(OsString::from("..")),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
-        })
-        .collect();
-    if front {
-        for part in parts.into_iter().rev() {
-            pending.push_front(part);
-        }
-    } else {
-        pending.extend(parts);
-    }
+    harness_paths::canonicalize_lenient(path).map_err(|e| match e {
+        PathError::Io { path, source } => io_error(&path, &source),
+        other => ToolError::new(codes::INVALID_PATH, other.to_string()),
+    })
 }
 
 /// Whether the canonical `path` is `root` or inside it (both canonical).
 pub fn is_inside(root: &Path, path: &Path) -> bool {
-    path.starts_with(root)
+    harness_paths::is_inside(path, root)
 }

@@ -22,6 +22,7 @@ pub mod guardrail;
 pub mod ledger;
 pub mod middleware;
 pub mod name;
+pub mod paths;
 pub mod permission;
 pub mod redaction;
 pub mod registry;

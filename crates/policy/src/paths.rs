@@ -1,68 +1,20 @@
-//! Path containment on canonical paths: `~` expanded, relative paths joined to the cwd, `..` collapsed,
-//! symlinks resolved through the deepest existing ancestor (so a new file in new folders resolves, and a
-//! symlink inside a root that points outside is outside), and deny globs.
+//! Paths as a policy sees them: `~` expanded, relative paths joined to the cwd, then canonical through
+//! the harness's resolver (a new file in new folders resolves; a symlink inside a root that points
+//! outside is outside), and deny globs.
 
+use portcullis_harness::paths::{PathError, canonicalize_lenient};
 use std::path::{Component, Path, PathBuf};
 
-/// Resolves a path as the kernel would when it is opened: the deepest existing ancestor is
-/// canonicalized (symlinks resolved), the missing rest is appended with `.`/`..` collapsed.
-pub fn resolve(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+/// Resolves a path as the kernel would when it is opened: `~` expanded, relative paths joined to the
+/// cwd, then the harness's canonical resolver (the one the tools describe their actions with).
+pub fn resolve(raw: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
     let expanded = match (raw.strip_prefix('~'), home) {
         (Some(""), Some(home)) => home.to_path_buf(),
         (Some(rest), Some(home)) if rest.starts_with('/') => home.join(rest.trim_start_matches('/')),
         _ => PathBuf::from(raw),
     };
     let absolute = if expanded.is_absolute() { expanded } else { cwd.join(expanded) };
-    canonical_through_ancestor(&absolute)
-}
-
-/// Resolves an absolute path component by component as the kernel would: after each existing component
-/// the path so far is canonicalized (symlinks resolved), so a later `..` leaves the symlink's target, not
-/// the link's folder; components that do not exist yet are appended as they are.
-pub fn canonical_through_ancestor(path: &Path) -> PathBuf {
-    resolve_with_hops(path, 0)
-}
-
-/// Symlink hops followed before giving up (as the kernel's ELOOP limit).
-const MAX_SYMLINK_HOPS: usize = 40;
-
-fn resolve_with_hops(path: &Path, hops: usize) -> PathBuf {
-    let mut current = PathBuf::new();
-    let mut exists = true;
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir => current.push(component.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                current.pop();
-                exists = current.exists();
-            }
-            Component::Normal(name) => {
-                current.push(name);
-                if !exists {
-                    continue;
-                }
-                match current.canonicalize() {
-                    Ok(canonical) => current = canonical,
-                    Err(_) => match std::fs::read_link(&current) {
-                        // A dangling symlink: writing through it creates its target, so follow it.
-                        Ok(target) if hops < MAX_SYMLINK_HOPS => {
-                            let base = current.parent().map(Path::to_path_buf).unwrap_or_default();
-                            current = resolve_with_hops(&base.join(target), hops + 1);
-                            exists = current.exists();
-                        }
-                        _ => exists = false,
-                    },
-                }
-            }
-        }
-    }
-    current
-}
-
-/// Whether `path` is `root` or inside it (both canonical).
-pub fn is_inside(path: &Path, root: &Path) -> bool {
-    path.starts_with(root)
+    canonicalize_lenient(&absolute)
 }
 
 /// Glob match: `*` and `?` within one component, `**` across components. A pattern without `/` is
@@ -140,8 +92,11 @@ mod tests {
     #[test]
     fn resolution_collapses_and_expands() {
         let cwd = Path::new("/definitely/not/here");
-        assert_eq!(resolve("a/../b/./c", cwd, None), PathBuf::from("/definitely/not/here/b/c"));
-        assert_eq!(resolve("~/.ssh/x", cwd, Some(Path::new("/home/u"))), PathBuf::from("/home/u/.ssh/x"));
-        assert_eq!(resolve("../../..", cwd, None), PathBuf::from("/"));
+        assert_eq!(resolve("a/../b/./c", cwd, None).unwrap(), PathBuf::from("/definitely/not/here/b/c"));
+        assert_eq!(
+            resolve("~/.ssh/x", cwd, Some(Path::new("/home/u"))).unwrap(),
+            PathBuf::from("/home/u/.ssh/x")
+        );
+        assert_eq!(resolve("../../..", cwd, None).unwrap(), PathBuf::from("/"));
     }
 }

@@ -3,8 +3,9 @@
 //! every path wins.
 
 use crate::document::{Access, DEFAULT_DENY_GLOBS, Decision, PolicyDocument, PolicyTestCase};
-use crate::paths::{glob_matches_path, is_inside, resolve};
+use crate::paths::{glob_matches_path, resolve};
 use crate::shell::{SimpleCommand, analyze};
+use portcullis_harness::paths::{canonicalize_lenient, is_inside};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -229,11 +230,13 @@ impl Policy {
                 default = Some(default.map_or(d, |old| old.max(d)));
             }
             for root in &doc.paths.roots {
-                let path = resolve(
-                    &root.path,
-                    &layer.project_root,
-                    std::env::var_os("HOME").map(PathBuf::from).as_deref(),
-                );
+                let home = std::env::var_os("HOME").map(PathBuf::from);
+                let path = resolve(&root.path, &layer.project_root, home.as_deref()).map_err(|e| {
+                    PolicyError::Invalid {
+                        file: layer.source.clone(),
+                        message: format!("path root {:?} cannot be resolved: {e}", root.path),
+                    }
+                })?;
                 roots.push((path, root.access));
             }
             deny.extend(doc.paths.deny.iter().cloned());
@@ -253,7 +256,11 @@ impl Policy {
         if roots.is_empty()
             && let Some(first) = layers.first()
         {
-            roots.push((crate::paths::canonical_through_ancestor(&first.project_root), Access::Write));
+            let root = canonicalize_lenient(&first.project_root).map_err(|e| PolicyError::Invalid {
+                file: first.source.clone(),
+                message: format!("the project folder cannot be resolved: {e}"),
+            })?;
+            roots.push((root, Access::Write));
         }
         let policy = Policy {
             layers,
@@ -405,7 +412,15 @@ impl Policy {
             eval.paths.push(raw.to_owned());
             return;
         }
-        let path = resolve(raw, &ctx.cwd, ctx.home.as_deref());
+        let path = match resolve(raw, &ctx.cwd, ctx.home.as_deref()) {
+            Ok(path) => path,
+            Err(e) => {
+                // What cannot be resolved cannot be proven inside a root: fail closed.
+                eval.paths.push(raw.to_owned());
+                eval.raise(Decision::Forbidden, format!("{raw:?} cannot be resolved: {e}"), None);
+                return;
+            }
+        };
         let shown = path.display().to_string();
         eval.paths.push(shown.clone());
         if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
@@ -444,8 +459,13 @@ impl Policy {
         let cwd_ctx;
         let ctx = match text("cwd") {
             Some(cwd) => {
-                cwd_ctx =
-                    EvalContext { cwd: resolve(cwd, &ctx.cwd, ctx.home.as_deref()), home: ctx.home.clone() };
+                let Ok(resolved) = resolve(cwd, &ctx.cwd, ctx.home.as_deref()) else {
+                    return CallVerdict::Blocked {
+                        reason: "validation_failed".into(),
+                        detail: format!("cwd {cwd:?} cannot be resolved"),
+                    };
+                };
+                cwd_ctx = EvalContext { cwd: resolved, home: ctx.home.clone() };
                 &cwd_ctx
             }
             None => ctx,
@@ -490,11 +510,21 @@ impl Policy {
         case: &PolicyTestCase,
         home: Option<&Path>,
     ) -> TestOutcome {
-        let cwd = case
-            .cwd
-            .as_deref()
-            .map(|c| resolve(c, &layer.project_root, home))
-            .unwrap_or_else(|| layer.project_root.clone());
+        let name = case.name.clone().unwrap_or_else(|| format!("test #{}", index + 1));
+        let cwd = match case.cwd.as_deref().map(|c| resolve(c, &layer.project_root, home)) {
+            None => layer.project_root.clone(),
+            Some(Ok(cwd)) => cwd,
+            Some(Err(e)) => {
+                return TestOutcome {
+                    source: layer.source.clone(),
+                    name,
+                    expected: case.expect.clone(),
+                    got: "invalid_cwd".into(),
+                    passed: false,
+                    decided_by: e.to_string(),
+                };
+            }
+        };
         let ctx = EvalContext { cwd, home: home.map(Path::to_path_buf) };
         let verdict = self.evaluate_call(&case.call.name, &case.call.arguments, &ctx);
         let (got, decided_by) = match &verdict {
@@ -509,7 +539,7 @@ impl Policy {
         };
         TestOutcome {
             source: layer.source.clone(),
-            name: case.name.clone().unwrap_or_else(|| format!("test #{}", index + 1)),
+            name,
             expected: case.expect.clone(),
             got: got.clone(),
             passed: got == case.expect,

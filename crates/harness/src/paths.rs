@@ -1,0 +1,120 @@
+//! Canonical paths for `ExecutionAction`s: one resolver that tools (which describe actions) and policies
+//! (which judge them) both call, so the path approved is the path the tool resolves.
+//!
+//! Unlike `std::fs::canonicalize`, a path whose tail does not exist yet (a new file in new nested
+//! folders) still resolves: the existing prefix is resolved component by component, following every
+//! symlink (dangling ones included: writing through one creates its target), and the missing tail is
+//! appended lexically.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use thiserror::Error;
+
+/// Most symlinks followed while resolving one path (as Linux's `MAXSYMLINKS`).
+pub const MAX_SYMLINKS: usize = 40;
+
+#[derive(Debug, Error)]
+pub enum PathError {
+    #[error("{0} is not absolute")]
+    NotAbsolute(PathBuf),
+    #[error("{0}: too many levels of symbolic links")]
+    TooManyLinks(PathBuf),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Canonicalizes an absolute path whose tail may not exist.
+pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, PathError> {
+    if !path.is_absolute() {
+        return Err(PathError::NotAbsolute(path.to_owned()));
+    }
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_components(&mut pending, path, false);
+    let mut out = PathBuf::from("/");
+    let mut missing = false;
+    let mut links = 0usize;
+    while let Some(part) = pending.pop_front() {
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        out.push(&part);
+        if missing {
+            continue;
+        }
+        match std::fs::symlink_metadata(&out) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(PathError::TooManyLinks(path.to_owned()));
+                }
+                let target =
+                    std::fs::read_link(&out).map_err(|source| PathError::Io { path: out.clone(), source })?;
+                out.pop();
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                push_components(&mut pending, &target, true);
+            }
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                missing = true;
+            }
+            Err(source) => return Err(PathError::Io { path: out, source }),
+        }
+    }
+    Ok(out)
+}
+
+/// Queues the normal and `..` components of `path` (at the front when `front`, keeping their order).
+fn push_components(pending: &mut VecDeque<OsString>, path: &Path, front: bool) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    if front {
+        for part in parts.into_iter().rev() {
+            pending.push_front(part);
+        }
+    } else {
+        pending.extend(parts);
+    }
+}
+
+/// Whether the canonical `path` is `root` or inside it (both canonical).
+pub fn is_inside(path: &Path, root: &Path) -> bool {
+    path.starts_with(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_tails_and_dotdot() {
+        let p = canonicalize_lenient(Path::new("/definitely/not/here/a/../b/./c")).unwrap();
+        assert_eq!(p, PathBuf::from("/definitely/not/here/b/c"));
+        assert_eq!(canonicalize_lenient(Path::new("/definitely/../../..")).unwrap(), PathBuf::from("/"));
+        assert!(matches!(canonicalize_lenient(Path::new("rel")), Err(PathError::NotAbsolute(_))));
+    }
+
+    #[test]
+    fn symlink_loops_are_refused() {
+        let dir = std::env::temp_dir().join(format!("portcullis-paths-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.join("b"), dir.join("a")).unwrap();
+            std::os::unix::fs::symlink(dir.join("a"), dir.join("b")).unwrap();
+            assert!(matches!(canonicalize_lenient(&dir.join("a/x")), Err(PathError::TooManyLinks(_))));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
