@@ -22,6 +22,111 @@ pub enum Command {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    /// Check, test, lint and replay tool policies.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Run one tool call (shell, read, write, edit) through the whole pipeline: grants, schema, policy,
+    /// approval on this terminal, ledger.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Evaluate one call or shell command and print the decision with its evidence (exit 0 whenever it
+    /// evaluated, 2 on bad input).
+    Check(PolicyCheckArgs),
+    /// Run every rule example and every test case; print each failure (exit 1 on any failure).
+    Test(PolicyTestArgs),
+    /// Report rules that can never match, rules stricter rules shadow, allow rules they void, and
+    /// redundant rules (exit 1 on any warning).
+    Lint(PolicyTestArgs),
+    /// Re-evaluate every recorded call of a ledger and list the calls whose decision would change.
+    Replay(PolicyReplayArgs),
+}
+
+/// Which policies: the files named (user first, then project), else those found for the working
+/// directory and the user, else the built-in default.
+#[derive(Debug, Args)]
+pub struct PolicyFiles {
+    /// A policy file (repeatable; later files layer over earlier ones, the strictest decision wins).
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// The working directory calls are evaluated from (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    #[command(flatten)]
+    pub files: PolicyFiles,
+    /// Print the evaluation as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// A tool call as JSON: {"name": "shell", "arguments": {"command": "..."}}.
+    #[arg(long, value_name = "JSON", conflicts_with = "command")]
+    pub call: Option<String>,
+    /// A shell command: one word is a whole script (`-- 'make && rm -rf x'`); several words are one
+    /// command's argv, as your shell split them.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyTestArgs {
+    #[command(flatten)]
+    pub files: PolicyFiles,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyReplayArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub files: PolicyFiles,
+    /// Exit 1 when any decision would change.
+    #[arg(long)]
+    pub fail_on_change: bool,
+    /// JSON Lines: one object per change, then the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Who answers approval prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApproverKind {
+    /// Ask on the terminal (/dev/tty): once, session, always (appends a rule), deny.
+    Terminal,
+    /// Deny every prompt (CI, scripts).
+    Deny,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool: shell, read, write or edit.
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// The arguments as a JSON object (e.g. '{"command": "ls"}').
+    #[arg(value_name = "ARGUMENTS_JSON", default_value = "{}")]
+    pub arguments: String,
+    #[command(flatten)]
+    pub files: PolicyFiles,
+    /// Record the call in this ledger file.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Who answers prompts (default: terminal when there is one, else deny).
+    #[arg(long, value_enum)]
+    pub approver: Option<ApproverKind>,
+    /// The policy file "always" appends rules to (default: the last policy file loaded).
+    #[arg(long, value_name = "FILE")]
+    pub always_file: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

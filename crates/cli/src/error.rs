@@ -8,6 +8,8 @@ use thiserror::Error;
 pub enum CliError {
     #[error(transparent)]
     Ledger(#[from] LedgerStoreError),
+    #[error(transparent)]
+    Policy(#[from] portcullis_policy::PolicyError),
     /// A `--since` / `--until` value that is not a time.
     #[error("{0}")]
     BadTime(String),
@@ -31,6 +33,7 @@ impl CliError {
     pub fn code(&self) -> &'static str {
         match self {
             CliError::Ledger(e) => e.code(),
+            CliError::Policy(e) => e.code(),
             CliError::BadTime(_) => "bad_time",
             CliError::BadArgument(_) => "bad_argument",
             CliError::CallNotFound(_) => "call_not_found",

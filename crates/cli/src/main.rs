@@ -1,15 +1,19 @@
-//! `portcullis`: the headless command line. Today it reads, searches, exports, checks and migrates
-//! ledger files; errors are one line on stderr (`portcullis: error[<code>]: <message>`, exit 2).
+//! `portcullis`: the headless command line. It reads, searches, exports, checks and migrates ledger
+//! files; checks, tests, lints and replays policies; and runs one tool call through the pipeline.
+//! Errors are one line on stderr (`portcullis: error[<code>]: <message>`, exit 2).
 
 mod args;
+mod call_cmd;
 mod error;
 mod export_cmd;
 mod ledger_cmd;
+mod policy_cmd;
 mod render;
 mod stats_cmd;
 mod table;
+mod terminal;
 
-use crate::args::{Cli, Command, LedgerCommand};
+use crate::args::{Cli, Command, LedgerCommand, PolicyCommand};
 use crate::error::CliError;
 use clap::Parser;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -30,14 +34,22 @@ fn init_logging() {
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let Command::Ledger { command } = cli.command;
-    let code = match &command {
-        LedgerCommand::Query(a) => ledger_cmd::query(a, &mut out)?,
-        LedgerCommand::Show(a) => ledger_cmd::show(a, &mut out)?,
-        LedgerCommand::Stats(a) => stats_cmd::stats(a, &mut out)?,
-        LedgerCommand::Export(a) => export_cmd::export(a, &mut out)?,
-        LedgerCommand::Check(a) => ledger_cmd::check(a, &mut out)?,
-        LedgerCommand::Migrate(a) => ledger_cmd::migrate(a, &mut out)?,
+    let code = match &cli.command {
+        Command::Ledger { command } => match command {
+            LedgerCommand::Query(a) => ledger_cmd::query(a, &mut out)?,
+            LedgerCommand::Show(a) => ledger_cmd::show(a, &mut out)?,
+            LedgerCommand::Stats(a) => stats_cmd::stats(a, &mut out)?,
+            LedgerCommand::Export(a) => export_cmd::export(a, &mut out)?,
+            LedgerCommand::Check(a) => ledger_cmd::check(a, &mut out)?,
+            LedgerCommand::Migrate(a) => ledger_cmd::migrate(a, &mut out)?,
+        },
+        Command::Policy { command } => match command {
+            PolicyCommand::Check(a) => policy_cmd::check(a, &mut out)?,
+            PolicyCommand::Test(a) => policy_cmd::test(a, &mut out)?,
+            PolicyCommand::Lint(a) => policy_cmd::lint_cmd(a, &mut out)?,
+            PolicyCommand::Replay(a) => policy_cmd::replay(a, &mut out)?,
+        },
+        Command::Call(a) => call_cmd::call(a, &mut out)?,
     };
     out.flush()?;
     Ok(code)

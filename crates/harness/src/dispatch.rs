@@ -170,11 +170,19 @@ struct Refusal {
     error: CallError,
     decided_by: DecidedBy,
     matched_rules: Vec<RuleRef>,
+    /// The action the policy or the operator refused (recorded so audits and replays see it).
+    action: Option<ExecutionAction>,
 }
 
 impl Refusal {
     fn new(reason: BlockedReason, code: &str, message: impl Into<String>, decided_by: DecidedBy) -> Self {
-        Refusal { reason, error: CallError::new(code, message), decided_by, matched_rules: Vec::new() }
+        Refusal {
+            reason,
+            error: CallError::new(code, message),
+            decided_by,
+            matched_rules: Vec::new(),
+            action: None,
+        }
     }
 }
 
@@ -386,6 +394,8 @@ impl Dispatcher {
         if wants_copy {
             let (shown, redacted) = shared.shown_arguments(&arguments);
             let shown = Arc::new(shown);
+            let (shown_action, action_redacted) = shared.shown_action(&action);
+            let shown_action = Arc::new(shown_action);
             if let Some(ledger) = &shared.ledger {
                 let mut record = ToolCallRecord::new(
                     RecordKind::Started,
@@ -396,9 +406,9 @@ impl Dispatcher {
                 record.at = started_at;
                 record.started_at = Some(started_at);
                 record.arguments = Some(shown.clone());
-                record.action = Some(action.clone());
+                record.action = Some(shown_action.clone());
                 record.matched_rules = matched_rules.clone();
-                record.redacted = redacted;
+                record.redacted = redacted || action_redacted;
                 if let Err(e) = ledger.record(record).await {
                     tracing::error!(call_id = %ctx.call_id, error = %e, "started record not written; call not executed");
                     let error = CallError::new(
@@ -416,7 +426,7 @@ impl Dispatcher {
                     &tool_name,
                     EventPayload::Started {
                         arguments: shown,
-                        action: action.clone(),
+                        action: shown_action,
                         decided_by: decided_by.clone(),
                     },
                 );
@@ -735,6 +745,7 @@ impl Shared {
                     verdict.decided_by,
                 );
                 refusal.matched_rules = verdict.matched_rules;
+                refusal.action = Some(action);
                 Err(refusal)
             }
             PolicyDecision::Ask => self.ask(entry, arguments, ctx, action, verdict, cancel).await,
@@ -759,6 +770,7 @@ impl Shared {
                 DecidedBy::Default { detail: Some("no approver".into()) },
             );
             refusal.matched_rules = matched_rules;
+            refusal.action = Some(action);
             return Err(refusal);
         };
         let (shown, _) = self.shown_arguments(arguments);
@@ -801,6 +813,7 @@ impl Shared {
                     decided_by,
                 );
                 refusal.matched_rules = matched_rules;
+                refusal.action = Some(action);
                 Err(refusal)
             }
         }
@@ -959,7 +972,7 @@ impl Shared {
         refusal: Refusal,
         arguments: Option<&Value>,
     ) -> ToolCallResult {
-        let Refusal { reason, mut error, decided_by, matched_rules } = refusal;
+        let Refusal { reason, mut error, decided_by, matched_rules, action } = refusal;
         let mut redacted = self.redactor.redact_error(&mut error);
         tracing::debug!(call_id = %ctx.call_id, tool = %tool_name, %reason, "tool call blocked");
         if let Some(ledger) = &self.ledger {
@@ -969,6 +982,11 @@ impl Shared {
                 let (shown, args_redacted) = self.shown_arguments(args);
                 redacted |= args_redacted;
                 record.arguments = Some(Arc::new(shown));
+            }
+            if let Some(action) = action {
+                let (shown, action_redacted) = self.shown_action(&action);
+                redacted |= action_redacted;
+                record.action = Some(Arc::new(shown));
             }
             record.error = Some(error.clone());
             record.blocked_reason = Some(reason);
@@ -1008,6 +1026,20 @@ impl Shared {
         let preview = truncate(&text, TRUNCATED_PREVIEW_BYTES);
         let summary = serde_json::json!({ "$truncated": { "approx_bytes_over": MAX_RECORDED_ARGUMENT_BYTES, "preview": preview } });
         (summary, true)
+    }
+
+    /// The action as records show it: the command redacted like arguments and bounded in size.
+    fn shown_action(&self, action: &ExecutionAction) -> (ExecutionAction, bool) {
+        let mut shown = action.clone();
+        let mut redacted = false;
+        if let Some(command) = &mut shown.command {
+            redacted = self.redactor.redact_string(command);
+            if command.len() > MAX_RECORDED_ARGUMENT_BYTES {
+                *command = format!("{}…", truncate(command, TRUNCATED_PREVIEW_BYTES));
+                redacted = true;
+            }
+        }
+        (shown, redacted)
     }
 
     fn emit(&self, ctx: &Arc<CallContext>, tool_name: &Arc<str>, payload: EventPayload) {

@@ -1,13 +1,27 @@
 //! Portcullis policy: decides what an agent's tool call may do. Policy documents (JSON, layered), their
 //! evaluation over parsed shell commands (tree-sitter-bash) and canonical paths, inline rule examples
-//! checked at load, and test cases. Pure: no IO except reading policy files and resolving paths.
+//! checked at load, test cases, lint and what-if replay; the harness execution-policy adapter and the
+//! approvers above it. No IO except reading policy files, resolving paths, and appending an operator's
+//! "always" rule to a policy file.
 
+pub mod approval;
+pub mod discovery;
 pub mod document;
+pub mod lint;
+pub mod live;
 pub mod paths;
 pub mod policy;
+pub mod replay;
 pub mod shell;
+mod splice;
 
+pub use approval::{
+    Amendment, ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, SessionGrant,
+    SessionGrants, append_amendment,
+};
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
+pub use live::{LivePolicy, verdict_of};
 pub use policy::{
-    CallVerdict, EvalContext, Evaluation, MatchedRule, Policy, PolicyError, PolicyLayer, TestOutcome,
+    CallVerdict, EvalContext, Evaluation, ExampleOutcome, MatchedRule, Policy, PolicyError, PolicyLayer,
+    TestOutcome,
 };

@@ -6,6 +6,7 @@ use crate::document::{Access, DEFAULT_DENY_GLOBS, Decision, PolicyDocument, Poli
 use crate::paths::{glob_matches_path, resolve};
 use crate::shell::{SimpleCommand, analyze};
 use portcullis_harness::paths::{canonicalize_lenient, is_inside};
+use portcullis_harness::{ActionKind, ExecutionAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -79,7 +80,7 @@ impl PolicyLayer {
     }
 
     /// Line and column (1-based) of the first occurrence of `needle` in the text, if known.
-    fn locate(&self, needle: &str) -> (usize, usize) {
+    pub(crate) fn locate(&self, needle: &str) -> (usize, usize) {
         let Some(text) = &self.text else { return (0, 0) };
         let Some(at) = text.find(needle) else { return (0, 0) };
         let before = &text[..at];
@@ -111,6 +112,9 @@ pub struct Evaluation {
     pub reasons: Vec<String>,
     /// The rule that gave the final decision, if a rule did (else the default or a path rule decided).
     pub deciding_rule: Option<MatchedRule>,
+    /// The reason that set the final decision (one of `reasons`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deciding_reason: Option<String>,
 }
 
 impl Evaluation {
@@ -122,6 +126,7 @@ impl Evaluation {
             paths: Vec::new(),
             reasons: Vec::new(),
             deciding_rule: None,
+            deciding_reason: None,
         }
     }
 
@@ -137,6 +142,7 @@ impl Evaluation {
             if let Some(rule) = rule {
                 self.deciding_rule = Some(rule.clone());
             }
+            self.deciding_reason = Some(reason.clone());
         }
         self.reasons.push(reason);
     }
@@ -173,6 +179,11 @@ pub struct Policy {
     read_outside: Decision,
 }
 
+/// The tokens a rule pattern is matched against (for other modules of this crate).
+pub(crate) fn tokens_of(command: &SimpleCommand) -> Vec<&str> {
+    tokens(command)
+}
+
 /// The tokens a rule pattern is matched against: the program name, then the arguments.
 fn tokens(command: &SimpleCommand) -> Vec<&str> {
     let mut t = vec![command.program.as_str()];
@@ -188,6 +199,14 @@ impl Policy {
     }
 
     pub fn from_layers(layers: Vec<PolicyLayer>) -> Result<Policy, PolicyError> {
+        let policy = Policy::from_layers_unchecked(layers)?;
+        policy.check_examples()?;
+        Ok(policy)
+    }
+
+    /// Loads layers without checking rule examples, so `portcullis policy test` can report every
+    /// failing example (see [`Policy::example_outcomes`]) instead of the first.
+    pub fn from_layers_unchecked(layers: Vec<PolicyLayer>) -> Result<Policy, PolicyError> {
         let mut rules = Vec::new();
         let mut default: Option<Decision> = None;
         let mut roots = Vec::new();
@@ -270,12 +289,35 @@ impl Policy {
             deny,
             read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
         };
-        policy.check_examples()?;
         Ok(policy)
     }
 
-    /// Every `match` example must be matched by its rule and every `not_match` example must not.
+    /// Every `match` example must be matched by its rule and every `not_match` example must not: the
+    /// first that fails refuses the policy.
     fn check_examples(&self) -> Result<(), PolicyError> {
+        match self.example_outcomes().into_iter().find(|o| !o.passed) {
+            None => Ok(()),
+            Some(failed) => Err(PolicyError::Rule {
+                file: failed.source,
+                line: failed.line,
+                column: failed.column,
+                rule: failed.rule,
+                message: format!(
+                    "example {:?} {}",
+                    failed.example,
+                    if failed.should_match {
+                        "should match but does not"
+                    } else {
+                        "should not match but does"
+                    }
+                ),
+            }),
+        }
+    }
+
+    /// Every rule example with whether it holds.
+    pub fn example_outcomes(&self) -> Vec<ExampleOutcome> {
+        let mut outcomes = Vec::new();
         for layer in &self.layers {
             for rule in &layer.document.commands.rules {
                 let matches = |example: &str| {
@@ -285,31 +327,37 @@ impl Policy {
                             && rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t))
                     })
                 };
-                for (examples, want, what) in [
-                    (&rule.examples, true, "should match but does not"),
-                    (&rule.not_match, false, "should not match but does"),
-                ] {
+                for (examples, should_match) in [(&rule.examples, true), (&rule.not_match, false)] {
                     for example in examples {
-                        if matches(example) != want {
-                            let (line, column) =
-                                layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")));
-                            return Err(PolicyError::Rule {
-                                file: layer.source.clone(),
-                                line,
-                                column,
-                                rule: rule.id.clone(),
-                                message: format!("example {example:?} {what}"),
-                            });
-                        }
+                        let (line, column) = layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")));
+                        outcomes.push(ExampleOutcome {
+                            source: layer.source.clone(),
+                            line,
+                            column,
+                            rule: rule.id.clone(),
+                            example: example.clone(),
+                            should_match,
+                            passed: matches(example) == should_match,
+                        });
                     }
                 }
             }
         }
-        Ok(())
+        outcomes
     }
 
     pub fn layers(&self) -> &[PolicyLayer] {
         &self.layers
+    }
+
+    /// The resolved path roots of every layer.
+    pub fn roots(&self) -> &[(PathBuf, Access)] {
+        &self.roots
+    }
+
+    /// The decision for commands no rule matches.
+    pub fn default_decision(&self) -> Decision {
+        self.default
     }
 
     /// The grants of every layer, as the harness filters with them.
@@ -492,6 +540,61 @@ impl Policy {
         CallVerdict::Evaluated(evaluation)
     }
 
+    /// Evaluates what a tool described it would do (the harness's execution-policy seam): `execute` →
+    /// its command from its cwd, `read`/`write` → each canonical path, no side effect → allow. Other
+    /// kinds (network, MCP, other) have nothing to judge here; their grants let them through.
+    pub fn evaluate_action(&self, action: &ExecutionAction, ctx: &EvalContext) -> Evaluation {
+        match action.kind {
+            ActionKind::Execute => {
+                let Some(command) = action.command.as_deref() else {
+                    let mut eval = Evaluation::new();
+                    eval.raise(
+                        Decision::Forbidden,
+                        "an execute action without a command cannot be judged".into(),
+                        None,
+                    );
+                    return eval;
+                };
+                match &action.cwd {
+                    Some(cwd) => self
+                        .evaluate_command(command, &EvalContext { cwd: cwd.clone(), home: ctx.home.clone() }),
+                    None => self.evaluate_command(command, ctx),
+                }
+            }
+            ActionKind::Read | ActionKind::Write => {
+                let mut eval = Evaluation::new();
+                let access = if action.kind == ActionKind::Write { Access::Write } else { Access::Read };
+                if action.paths.is_empty() {
+                    eval.raise(
+                        Decision::Prompt,
+                        format!(
+                            "a {} action names no path; it cannot be proven inside a root",
+                            action.operation
+                        ),
+                        None,
+                    );
+                }
+                for path in &action.paths {
+                    self.judge_path(&path.to_string_lossy(), access, ctx, &mut eval);
+                }
+                eval
+            }
+            ActionKind::None => {
+                let mut eval = Evaluation::new();
+                eval.reasons.push("no side effect".into());
+                eval
+            }
+            ActionKind::Network | ActionKind::Mcp | ActionKind::Other => {
+                let mut eval = Evaluation::new();
+                eval.reasons.push(format!(
+                    "a {} action has no command or path to judge; its grant allows it",
+                    action.operation
+                ));
+                eval
+            }
+        }
+    }
+
     /// Runs every test case of every layer.
     pub fn run_tests(&self, home: Option<&Path>) -> Vec<TestOutcome> {
         let mut outcomes = Vec::new();
@@ -554,6 +657,19 @@ impl Policy {
 pub enum CallVerdict {
     Blocked { reason: String, detail: String },
     Evaluated(Evaluation),
+}
+
+/// One rule example's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExampleOutcome {
+    pub source: String,
+    pub line: usize,
+    pub column: usize,
+    pub rule: String,
+    pub example: String,
+    /// A `match` example (true) or a `not_match` one.
+    pub should_match: bool,
+    pub passed: bool,
 }
 
 /// One test case's result.

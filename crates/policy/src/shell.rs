@@ -4,6 +4,7 @@
 mod programs;
 mod sed;
 mod words;
+mod wrappers;
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
@@ -23,7 +24,8 @@ pub const MAX_SHELL_DEPTH: usize = 8;
 pub struct ShellAnalysis {
     /// Every simple command that may run, wherever it sits (lists, bodies, substitutions, wrappers).
     pub commands: Vec<SimpleCommand>,
-    /// File redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `<`, `<>`, `>&file`) and `tee`/`find -fprint` targets.
+    /// File redirections (`>`, `>>`, `>|`, `&>`, `&>>`, `<`, `<>`, `>&file`) and files programs write:
+    /// `tee`/`find -fprint` targets, `sed -i` files, `script` logs, `flock` lock files, `parallel --joblog`.
     pub redirections: Vec<Redirection>,
     /// What cannot be known statically; a policy must never auto-allow a script with any of these.
     pub opaque: Vec<Opaque>,
@@ -61,7 +63,8 @@ pub struct SimpleCommand {
 pub struct Redirection {
     /// The explicit file descriptor (`2` in `2>x`), if any.
     pub fd: Option<String>,
-    /// The operator (`>`, `>>`, `>|`, `&>`, `&>>`, `>&`, `<`, `<>`) or `tee`, `tee -a`, `find -fprint`.
+    /// The operator (`>`, `>>`, `>|`, `&>`, `&>>`, `>&`, `<`, `<>`) or the program writing the file: `tee`,
+    /// `tee -a`, `find -fprint`, `sed -i`, `script`, `flock`, `parallel --joblog`, `parallel --results`.
     pub op: String,
     /// The target, resolved like a word.
     pub target: String,
@@ -116,6 +119,13 @@ pub enum OpaqueKind {
     CodeInjectingVariable,
     /// `env -S STRING`: the command is split from a string at run time.
     EnvSplitString,
+    /// The command runs on another machine or in another container (`ssh host CMD`, `echo CMD | ssh host`,
+    /// `systemd-run -H host`, `parallel -S host`): it is not judged as a local program.
+    RemoteCommand,
+    /// A wrapper (`watch`, `su`, `flock`, `parallel`...) given an option the analyzer does not know (the
+    /// command it runs is guessed by taking the option as a flag), given operands it refuses, or an option
+    /// that runs or loads other code (`ssh -o ProxyCommand=...`, `systemd-run -p ExecStartPre=...`).
+    WrapperOption,
     /// The script exceeds [`MAX_SCRIPT_BYTES`].
     TooLarge,
     /// The analysis exceeded [`MAX_NODES`].

@@ -3,10 +3,12 @@
 
 use super::sed::{self, SedVerdict};
 use super::words::Word;
+use super::wrappers;
 use super::{Analyzer, Context, MAX_SHELL_DEPTH, OpaqueKind, basename};
 
 /// Shells whose `-c` string is bash-compatible enough to be parsed with the bash grammar.
-const POSIX_SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash"];
+pub(super) const POSIX_SHELLS: &[&str] =
+    &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "hush", "yash", "posh", "rbash"];
 
 /// Variables that make later programs load or run other code.
 const CODE_INJECTING_VARIABLES: &[&str] = &[
@@ -76,6 +78,7 @@ pub(crate) fn inspect(
         "git" => git(analyzer, args, text),
         "tee" => tee(analyzer, args, text),
         "find" => find(analyzer, args, env, ctx, text),
+        p if wrappers::PROGRAMS.contains(&p) => wrappers::inspect(analyzer, p, args, env, ctx, text),
         _ => {
             if let Some(inner) = unwrap(program, args, env) {
                 if inner.split_string {
@@ -204,7 +207,6 @@ fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inne
             i
         }
         "nohup" | "builtin" => usize::from(args.first().is_some_and(|a| a.text == "--")),
-        "setsid" => skip_options(args, "", &[]),
         "time" => skip_options(args, "fo", &["format", "output"]),
         "command" => {
             if args.iter().take_while(|a| a.text.starts_with('-')).any(|a| a.text.contains(['v', 'V'])) {
@@ -213,8 +215,6 @@ fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inne
             skip_options(args, "", &[])
         }
         "exec" => skip_options(args, "a", &[]),
-        "stdbuf" => skip_options(args, "ioe", &["input", "output", "error"]),
-        "ionice" => skip_options(args, "cnp", &["class", "classdata", "pid"]),
         "xargs" => {
             appends_arguments = true;
             let long = ["arg-file", "delimiter", "max-args", "max-procs", "max-chars", "eof", "replace"];
@@ -289,12 +289,17 @@ fn shell(analyzer: &mut Analyzer, program: &str, args: &[Word], ctx: &Context, t
         return;
     }
     let Some(code) = operand else { return };
+    shell_code(analyzer, program, code, ctx, text);
+}
+
+/// Parses `code` as the bash script `wrapper` runs (`bash -c`, `su -c`, `watch`, `flock -c`...).
+pub(super) fn shell_code(analyzer: &mut Analyzer, wrapper: &str, code: &Word, ctx: &Context, text: &str) {
     if code.dynamic {
         analyzer.opaque(OpaqueKind::ShellCode, text);
     } else if ctx.shell_depth + 1 > MAX_SHELL_DEPTH {
         analyzer.opaque(OpaqueKind::ShellTooDeep, text);
     } else {
-        let mut inner = ctx.inside(program);
+        let mut inner = ctx.inside(wrapper);
         inner.shell_depth += 1;
         analyzer.analyze_script(&code.text, &inner);
     }
@@ -397,7 +402,8 @@ fn reads_code_from_stdin(program: &str, args: &[Word]) -> bool {
     args.get(i).is_none_or(|a| a.text == "-")
 }
 
-/// `awk` programs that call `system(`, use pipes (`cmd | getline`, `print | "sh"`), or come from a file.
+/// `awk` programs that call `system(`, use pipes (`cmd | getline`, `print | "sh"`), write files
+/// (`print > "f"`, `printf ... >> f`), load code (`@load`, `@include`), or come from a file.
 fn awk(analyzer: &mut Analyzer, args: &[Word], text: &str) {
     let mut i = 0;
     let mut program: Option<&Word> = None;
@@ -434,16 +440,67 @@ fn awk(analyzer: &mut Analyzer, args: &[Word], text: &str) {
     let calls_system = code.match_indices("system").any(|(pos, _)| {
         code.get(pos + "system".len()..).is_some_and(|rest| rest.trim_start().starts_with('('))
     });
-    if program.dynamic || calls_system || code.contains('|') {
+    let loads = code.contains("@load") || code.contains("@include");
+    if program.dynamic || calls_system || code.contains('|') || loads || awk_prints_to_file(code) {
         analyzer.opaque(OpaqueKind::AwkCode, text);
     }
 }
 
-/// `sed` scripts with `e`, `w`, `W`, read from a file (`-f`), or not readable.
+/// True when a `print`/`printf` statement redirects its output (`print > "f"`, `printf "%s", $1 >> f`): a
+/// `>` after the keyword, outside strings and parentheses (`print (a > b)` compares), before the statement
+/// ends. Regular expressions are not skipped, so a `>` inside one after `print` is taken as a redirection.
+fn awk_prints_to_file(code: &str) -> bool {
+    let chars: Vec<char> = code.chars().collect();
+    let mut i = 0;
+    let mut in_print = false;
+    let mut depth = 0usize;
+    while let Some(&c) = chars.get(i) {
+        match c {
+            '"' => {
+                i += 1;
+                while let Some(&s) = chars.get(i) {
+                    i += if s == '\\' { 2 } else { 1 };
+                    if s == '"' {
+                        break;
+                    }
+                }
+                continue;
+            }
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ';' | '\n' | '{' | '}' => {
+                in_print = false;
+                depth = 0;
+            }
+            '>' if in_print && depth == 0 => return true,
+            _ if c.is_ascii_alphabetic() || c == '_' => {
+                let after_word =
+                    i > 0 && chars.get(i - 1).is_some_and(|p| p.is_ascii_alphanumeric() || *p == '_');
+                let start = i;
+                while chars.get(i).is_some_and(|w| w.is_ascii_alphanumeric() || *w == '_') {
+                    i += 1;
+                }
+                let word: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
+                if !after_word && (word == "print" || word == "printf") {
+                    in_print = true;
+                    depth = 0;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `sed` scripts with `e`, `w`, `W`, read from a file (`-f`), or not readable; `sed -i` file operands (and
+/// their backups) are write redirections (`op` is `sed -i`).
 fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
     let mut scripts: Vec<&Word> = Vec::new();
     let mut operands: Vec<&Word> = Vec::new();
     let mut from_file = false;
+    let mut in_place: Option<String> = None;
     let mut i = 0;
     let mut options_done = false;
     while let Some(arg) = args.get(i) {
@@ -463,6 +520,8 @@ fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
                 i += 1;
             } else if long == "file" || long.starts_with("file=") {
                 from_file = true;
+            } else if long == "in-place" || long.starts_with("in-place=") {
+                in_place = Some(long.strip_prefix("in-place=").unwrap_or("").to_owned());
             } else if long == "line-length" {
                 i += 1;
             }
@@ -488,9 +547,21 @@ fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
                         i += usize::from(rest_empty);
                         break;
                     }
-                    'i' => break,
+                    'i' => {
+                        in_place = Some(cluster.get(pos + 1..).unwrap_or(&[]).iter().collect());
+                        break;
+                    }
                     _ => {}
                 }
+            }
+        }
+    }
+    let script_operand = scripts.is_empty() && !from_file;
+    if let Some(suffix) = in_place {
+        for file in operands.iter().skip(usize::from(script_operand)) {
+            analyzer.add_redirection(None, "sed -i".to_owned(), (*file).clone(), text);
+            if !suffix.is_empty() {
+                analyzer.add_redirection(None, "sed -i".to_owned(), sed_backup(file, &suffix), text);
             }
         }
     }
@@ -498,7 +569,7 @@ fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
         analyzer.opaque(OpaqueKind::SedCode, text);
         return;
     }
-    if scripts.is_empty() {
+    if script_operand {
         scripts.extend(operands.first());
     }
     for script in scripts {
@@ -513,6 +584,21 @@ fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
             return;
         }
     }
+}
+
+/// The backup `sed -i SUFFIX` keeps of `file`: `*` in the suffix is the file's name, otherwise the suffix is
+/// appended; a name without `/` goes in the file's folder.
+fn sed_backup(file: &Word, suffix: &str) -> Word {
+    let (folder, name) = match file.text.rsplit_once('/') {
+        Some((folder, name)) => (Some(folder), name),
+        None => (None, file.text.as_str()),
+    };
+    let backup = if suffix.contains('*') { suffix.replace('*', name) } else { format!("{name}{suffix}") };
+    let text = match folder {
+        Some(folder) if !backup.contains('/') => format!("{folder}/{backup}"),
+        _ => backup,
+    };
+    Word { text, dynamic: file.dynamic }
 }
 
 /// `git -c key=value` settings (and `--config-env`, `--exec-path`) that make git run other programs.

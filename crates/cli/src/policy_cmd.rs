@@ -1,0 +1,281 @@
+//! `portcullis policy check|test|lint|replay`: the policy author's loop — evaluate one call, run the
+//! examples and tests, find dead rules, and see what a change would do to past calls.
+
+use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
+use crate::error::CliError;
+use portcullis_harness::ExecutionAction;
+use portcullis_ledger::timefmt::format_rfc3339;
+use portcullis_ledger::{LedgerReader, StoredKind, StoredRecord};
+use portcullis_policy::discovery::{layers_for, load_for};
+use portcullis_policy::lint::{Severity, lint};
+use portcullis_policy::replay::{RecordedCall, Replay};
+use portcullis_policy::{CallVerdict, EvalContext, Evaluation, Policy};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The working directory of a policy command: `--cwd` (which must exist) or the current one.
+pub fn working_dir(files: &PolicyFiles) -> Result<PathBuf, CliError> {
+    let cwd = match &files.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::BadArgument(format!("the current directory is unreadable: {e}")))?,
+    };
+    std::fs::canonicalize(&cwd)
+        .ok()
+        .filter(|c| c.is_dir())
+        .ok_or_else(|| CliError::BadArgument(format!("--cwd {}: not a directory", cwd.display())))
+}
+
+/// Quotes a word so bash reads it back as the same word.
+fn shell_quote(word: &str) -> String {
+    let plain =
+        !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,@%+-".contains(c));
+    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
+}
+
+pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let cwd = working_dir(&args.files)?;
+    let (policy, sources) = load_for(&args.files.policies, &cwd)?;
+    let ctx = EvalContext::new(&cwd);
+    let verdict = match (&args.call, args.command.as_slice()) {
+        (Some(call), _) => {
+            let call: Value = serde_json::from_str(call)
+                .map_err(|e| CliError::BadArgument(format!("--call is not JSON: {e}")))?;
+            let name = call.get("name").and_then(Value::as_str).ok_or_else(|| {
+                CliError::BadArgument(
+                    "--call needs a \"name\" (string), e.g. {\"name\": \"shell\", ...}".into(),
+                )
+            })?;
+            let arguments = call.get("arguments").cloned().unwrap_or_else(|| json!({}));
+            if !arguments.is_object() {
+                return Err(CliError::BadArgument("--call \"arguments\" must be an object".into()));
+            }
+            policy.evaluate_call(name, &arguments, &ctx)
+        }
+        (None, []) => {
+            return Err(CliError::BadArgument(
+                "nothing to check: give --call JSON or a command after `--`".into(),
+            ));
+        }
+        (None, [script]) => CallVerdict::Evaluated(policy.evaluate_command(script, &ctx)),
+        (None, words) => {
+            let script = words.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
+            CallVerdict::Evaluated(policy.evaluate_command(&script, &ctx))
+        }
+    };
+    if args.json {
+        let mut value = match &verdict {
+            CallVerdict::Evaluated(e) => serde_json::to_value(e)?,
+            CallVerdict::Blocked { reason, detail } => json!({
+                "decision": reason,
+                "blocked": true,
+                "matched_rules": [],
+                "commands": [],
+                "paths": [],
+                "reasons": [detail],
+            }),
+        };
+        if let Value::Object(map) = &mut value {
+            map.insert("policies".into(), json!(sources));
+        }
+        writeln!(out, "{value}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match &verdict {
+        CallVerdict::Blocked { reason, detail } => {
+            writeln!(out, "decision: {reason} (blocked before any rule: {detail})")?;
+        }
+        CallVerdict::Evaluated(e) => render_evaluation(e, out)?,
+    }
+    writeln!(out, "policies: {}", sources.join(", "))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError> {
+    writeln!(out, "decision: {}", e.decision.as_str())?;
+    match (&e.deciding_rule, &e.deciding_reason) {
+        (Some(rule), _) => writeln!(out, "decided by: rule {} ({})", rule.id, rule.source)?,
+        (None, Some(reason)) => writeln!(out, "decided by: {reason}")?,
+        (None, None) => {}
+    }
+    if !e.commands.is_empty() {
+        writeln!(out, "commands:")?;
+        for argv in &e.commands {
+            writeln!(out, "  {}", argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))?;
+        }
+    }
+    if !e.paths.is_empty() {
+        writeln!(out, "paths:")?;
+        for path in &e.paths {
+            writeln!(out, "  {path}")?;
+        }
+    }
+    if !e.matched_rules.is_empty() {
+        writeln!(out, "matched rules:")?;
+        for rule in &e.matched_rules {
+            writeln!(out, "  {} ({}) in {}", rule.id, rule.decision.as_str(), rule.source)?;
+        }
+    }
+    if !e.reasons.is_empty() {
+        writeln!(out, "reasons:")?;
+        for reason in &e.reasons {
+            writeln!(out, "  - {reason}")?;
+        }
+    }
+    Ok(())
+}
+
+pub fn test(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let cwd = working_dir(&args.files)?;
+    let policy = Policy::from_layers_unchecked(layers_for(&args.files.policies, &cwd)?)?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let examples = policy.example_outcomes();
+    let tests = policy.run_tests(home.as_deref());
+    let failed = examples.iter().filter(|e| !e.passed).count() + tests.iter().filter(|t| !t.passed).count();
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            json!({
+                "examples": examples,
+                "tests": tests,
+                "failed": failed,
+                "policies": policy.layers().iter().map(|l| l.source.as_str()).collect::<Vec<_>>(),
+            })
+        )?;
+    } else {
+        for e in examples.iter().filter(|e| !e.passed) {
+            writeln!(
+                out,
+                "FAIL {}:{}:{}: rule `{}`: example {:?} {}",
+                e.source,
+                e.line,
+                e.column,
+                e.rule,
+                e.example,
+                if e.should_match { "should match but does not" } else { "should not match but does" }
+            )?;
+        }
+        for t in tests.iter().filter(|t| !t.passed) {
+            writeln!(
+                out,
+                "FAIL {}: test {:?}: expected {}, got {} (decided by {})",
+                t.source, t.name, t.expected, t.got, t.decided_by
+            )?;
+        }
+        writeln!(
+            out,
+            "{} rule examples, {} test cases: {} passed, {} failed",
+            examples.len(),
+            tests.len(),
+            examples.len() + tests.len() - failed,
+            failed
+        )?;
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let cwd = working_dir(&args.files)?;
+    let policy = Policy::from_layers_unchecked(layers_for(&args.files.policies, &cwd)?)?;
+    let findings = lint(&policy);
+    let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    if args.json {
+        writeln!(out, "{}", json!({ "findings": findings, "warnings": warnings }))?;
+    } else {
+        for f in &findings {
+            let severity = if f.severity == Severity::Warning { "warning" } else { "note" };
+            let kind = serde_json::to_value(f.kind)?;
+            writeln!(
+                out,
+                "{severity}[{}]: {}:{}:{}: rule `{}`: {}",
+                kind.as_str().unwrap_or_default(),
+                f.source,
+                f.line,
+                f.column,
+                f.rule,
+                f.message
+            )?;
+        }
+        let rules: usize = policy.layers().iter().map(|l| l.document.commands.rules.len()).sum();
+        writeln!(out, "{rules} rules: {warnings} warnings, {} notes", findings.len() - warnings)?;
+    }
+    Ok(if warnings == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The call a deciding record (started or blocked) describes.
+fn recorded_call(record: StoredRecord) -> RecordedCall {
+    RecordedCall {
+        session_id: record.session_id,
+        call_id: record.call_id,
+        at: record.at.0,
+        tool: record.tool,
+        arguments: record.body.arguments.map(|a| (*a).clone()),
+        action: record.body.action.map(|a| ExecutionAction::clone(&a)),
+        cwd: record.body.cwd.map(PathBuf::from),
+        ran: record.kind == StoredKind::Started,
+        blocked_reason: record.reason,
+        decided_by: record.body.decided_by,
+    }
+}
+
+pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let cwd = working_dir(&args.files)?;
+    let (policy, sources) = load_for(&args.files.policies, &cwd)?;
+    let reader = LedgerReader::open(&args.db.db)?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut replay = Replay::new(&policy, cwd, home);
+    if !args.json {
+        writeln!(out, "replaying {} against {}", args.db.db.display(), sources.join(", "))?;
+    }
+    let mut after_id = 0;
+    loop {
+        let records = reader.records(after_id, 2000)?;
+        let Some(last) = records.last() else { break };
+        after_id = last.id;
+        for record in records {
+            if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
+                continue;
+            }
+            let call = recorded_call(record);
+            if let Some(change) = replay.replay(&call) {
+                if args.json {
+                    writeln!(out, "{}", serde_json::to_value(&change)?)?;
+                } else {
+                    writeln!(
+                        out,
+                        "{}  {}/{}  {}  {}: {} -> {} ({})",
+                        format_rfc3339(portcullis_harness::Timestamp(change.at)),
+                        change.session_id,
+                        change.call_id,
+                        change.tool,
+                        change.subject,
+                        change.before,
+                        change.after,
+                        change.decided_by
+                    )?;
+                }
+            }
+        }
+    }
+    let summary = &replay.summary;
+    if args.json {
+        writeln!(out, "{}", json!({ "summary": summary, "policies": sources }))?;
+    } else {
+        let transitions =
+            summary.transitions.iter().map(|(t, n)| format!("{t}: {n}")).collect::<Vec<_>>().join(", ");
+        writeln!(
+            out,
+            "{} calls: {} replayed, {} would change, {} unchanged, {} settled before the policy{}",
+            summary.calls,
+            summary.replayed,
+            summary.changed,
+            summary.unchanged,
+            summary.skipped,
+            if transitions.is_empty() { String::new() } else { format!(" ({transitions})") }
+        )?;
+    }
+    Ok(if args.fail_on_change && summary.changed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,111 @@
+//! The terminal approver: shows a pending call on the controlling terminal (`/dev/tty`, never stdin or
+//! stdout, which carry data) and reads the operator's answer: once, session, always, deny.
+
+use async_trait::async_trait;
+use portcullis_policy::{ApprovalChoice, ApprovalPrompt, Prompter};
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+
+/// Asks on a terminal device.
+pub struct TerminalPrompter {
+    device: PathBuf,
+    operator: String,
+}
+
+impl TerminalPrompter {
+    /// The controlling terminal, if this process has one.
+    pub fn controlling() -> Option<Self> {
+        let device = PathBuf::from("/dev/tty");
+        OpenOptions::new().read(true).write(true).open(&device).ok()?;
+        let user = std::env::var("USER").unwrap_or_else(|_| "operator".into());
+        Some(TerminalPrompter { device, operator: format!("{user} (terminal)") })
+    }
+}
+
+/// The question, as shown.
+pub fn describe(prompt: &ApprovalPrompt) -> String {
+    let request = &prompt.request;
+    let action = &request.action;
+    let mut text = format!("\nportcullis: approval needed for `{}`\n", request.tool_name);
+    if let Some(command) = &action.command {
+        text.push_str(&format!("  command: {command}\n"));
+    }
+    if let Some(cwd) = &action.cwd {
+        text.push_str(&format!("  in:      {}\n", cwd.display()));
+    }
+    for path in &action.paths {
+        text.push_str(&format!("  path:    {} ({})\n", path.display(), action.operation));
+    }
+    if let Some(reason) = &request.verdict.reason {
+        text.push_str(&format!("  why:     {reason}\n"));
+    }
+    text.push_str(&format!("  session: {}  call: {}\n", request.call.session_id, request.call.call_id));
+    text.push_str("  [o] allow once   [s] allow for this session   ");
+    match (&prompt.always, &prompt.always_file) {
+        (Ok(amendment), Some(file)) => {
+            let mut adds: Vec<String> = amendment
+                .rules
+                .iter()
+                .map(|r| format!("rule {} ({})", r.id, r.examples.first().map_or("", String::as_str)))
+                .collect();
+            adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", r.path)));
+            text.push_str(&format!("[a] always (adds {} to {file})   ", adds.join(", ")));
+        }
+        (Err(why), _) => text.push_str(&format!("(always unavailable: {why})   ")),
+        (Ok(_), None) => {}
+    }
+    text.push_str("[d] deny\n> ");
+    text
+}
+
+/// Reads one answer; `None` for an unknown word.
+pub fn parse_answer(line: &str, always_offered: bool) -> Option<ApprovalChoice> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "o" | "once" | "y" | "yes" => Some(ApprovalChoice::Once),
+        "s" | "session" => Some(ApprovalChoice::Session),
+        "a" | "always" if always_offered => Some(ApprovalChoice::Always),
+        "d" | "deny" | "n" | "no" => Some(ApprovalChoice::Deny),
+        _ => None,
+    }
+}
+
+fn ask_blocking(device: &PathBuf, question: &str, always_offered: bool) -> Result<ApprovalChoice, String> {
+    let tty = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(device)
+        .map_err(|e| format!("{}: {e}", device.display()))?;
+    let mut writer = tty.try_clone().map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(tty);
+    writer.write_all(question.as_bytes()).map_err(|e| e.to_string())?;
+    for _ in 0..3 {
+        writer.flush().map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        if reader.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            return Err("the terminal closed".into());
+        }
+        if let Some(choice) = parse_answer(&line, always_offered) {
+            return Ok(choice);
+        }
+        let options = if always_offered { "o, s, a or d" } else { "o, s or d" };
+        writer.write_all(format!("answer {options}\n> ").as_bytes()).map_err(|e| e.to_string())?;
+    }
+    Err("no valid answer after three tries".into())
+}
+
+#[async_trait]
+impl Prompter for TerminalPrompter {
+    fn operator(&self) -> String {
+        self.operator.clone()
+    }
+
+    async fn ask(&self, prompt: &ApprovalPrompt) -> Result<ApprovalChoice, String> {
+        let question = describe(prompt);
+        let always_offered = prompt.always.is_ok() && prompt.always_file.is_some();
+        let device = self.device.clone();
+        tokio::task::spawn_blocking(move || ask_blocking(&device, &question, always_offered))
+            .await
+            .map_err(|e| format!("the terminal prompt failed: {e}"))?
+    }
+}

@@ -1,0 +1,458 @@
+//! Approvals above the harness seam: session grants, the non-interactive denier, and "always" — turning
+//! an approved prompt into policy (command rules or read roots) appended atomically to a policy file,
+//! only when the amended policy provably allows the approved action.
+
+use crate::document::{Access, CommandRule, Decision, PathRoot, PatternElement, PolicyDocument};
+use crate::live::LivePolicy;
+use crate::paths::resolve;
+use crate::policy::{EvalContext, Policy, PolicyError, PolicyLayer, tokens_of};
+use crate::shell::analyze;
+use crate::splice::append_to_array;
+use async_trait::async_trait;
+use portcullis_harness::paths::is_inside;
+use portcullis_harness::{
+    ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome,
+    RuleRef, Timestamp,
+};
+use serde::Serialize;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What an operator answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChoice {
+    /// Allow this call only.
+    Once,
+    /// Allow this exact action again in the same session without asking.
+    Session,
+    /// Allow it from now on: append the amendment to the policy file.
+    Always,
+    Deny,
+}
+
+/// An "allow for this session" answer: the same tool doing the same action in the same session.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionGrant {
+    pub id: String,
+    pub session_id: String,
+    pub tool_name: String,
+    pub action: ExecutionAction,
+    pub granted_at: Timestamp,
+}
+
+/// The session grants in force (listed and revocable).
+#[derive(Debug, Default)]
+pub struct SessionGrants {
+    grants: Mutex<Vec<SessionGrant>>,
+    next: AtomicU64,
+}
+
+impl SessionGrants {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SessionGrant>> {
+        self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The grant covering this request: same session, same tool, the very same action.
+    pub fn covering(&self, request: &ApprovalRequest) -> Option<String> {
+        self.lock()
+            .iter()
+            .find(|g| {
+                *g.session_id == *request.call.session_id
+                    && g.tool_name == request.tool_name
+                    && g.action == request.action
+            })
+            .map(|g| g.id.clone())
+    }
+
+    /// Records a grant for this request's session, tool and action; returns its id.
+    pub fn grant(&self, request: &ApprovalRequest) -> String {
+        let id = format!("session-grant-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        self.lock().push(SessionGrant {
+            id: id.clone(),
+            session_id: request.call.session_id.to_string(),
+            tool_name: request.tool_name.clone(),
+            action: request.action.clone(),
+            granted_at: Timestamp::now(),
+        });
+        id
+    }
+
+    pub fn list(&self) -> Vec<SessionGrant> {
+        self.lock().clone()
+    }
+
+    /// Revokes a grant; false when there was none with this id.
+    pub fn revoke(&self, id: &str) -> bool {
+        let mut grants = self.lock();
+        let before = grants.len();
+        grants.retain(|g| g.id != id);
+        grants.len() != before
+    }
+}
+
+/// The approver for runs nobody watches (CI): every prompt is denied, and says why.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DenyingApprover;
+
+#[async_trait]
+impl Approvals for DenyingApprover {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
+        ApprovalAnswer::Deny {
+            reason: format!(
+                "approval required ({}), but this run is non-interactive: denied",
+                request.verdict.reason.as_deref().unwrap_or("the policy asks")
+            ),
+            decided_by: DecidedBy::Operator {
+                outcome: OperatorOutcome::Denied,
+                operator: Some("non-interactive".into()),
+                rule_written: None,
+            },
+        }
+    }
+}
+
+/// What "always" would add to a policy file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Amendment {
+    /// Allow rules, one per sub-command no allow rule covers yet.
+    pub rules: Vec<CommandRule>,
+    /// Read roots, one per file read outside every root.
+    pub read_roots: Vec<PathRoot>,
+}
+
+/// Quotes a word so bash reads it back as the same word.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,@%+-".contains(c))
+        && !word.starts_with('=');
+    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
+}
+
+impl Policy {
+    /// The amendment that would make `action` allowed from now on, checked against an amended copy of
+    /// this policy; an error says why no rule can do it (a prompt or forbidden rule matched, or the
+    /// command has parts no rule can vouch for, such as `eval` or interpreter code).
+    pub fn always_amendment(
+        &self,
+        action: &ExecutionAction,
+        ctx: &EvalContext,
+        target_source: &str,
+        operator: &str,
+    ) -> Result<Amendment, String> {
+        let target = self
+            .layers()
+            .iter()
+            .position(|l| l.source == target_source)
+            .ok_or_else(|| format!("{target_source} is not one of the loaded policy files"))?;
+        let before = self.evaluate_action(action, ctx);
+        if before.decision != Decision::Prompt {
+            return Err(format!("the policy says {}, not prompt", before.decision.as_str()));
+        }
+        let mut amendment = Amendment::default();
+        let stamp = Timestamp::now().0 / 1_000_000;
+        let existing: std::collections::HashSet<&str> =
+            self.layers()[target].document.commands.rules.iter().map(|r| r.id.as_str()).collect();
+        let cwd = action.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
+        match action.kind {
+            ActionKind::Execute => {
+                let command = action.command.as_deref().unwrap_or_default();
+                let analysis = analyze(command);
+                let mut seen = std::collections::HashSet::new();
+                for simple in &analysis.commands {
+                    let tokens: Vec<String> = tokens_of(simple).into_iter().map(str::to_owned).collect();
+                    if !seen.insert(tokens.clone()) || self.allowed_by_rule(&tokens) {
+                        continue;
+                    }
+                    let mut n = amendment.rules.len() + 1;
+                    let mut id = format!("always-{stamp}-{n}");
+                    while existing.contains(id.as_str()) {
+                        n += 1;
+                        id = format!("always-{stamp}-{n}");
+                    }
+                    let example = tokens.iter().map(|t| shell_quote(t)).collect::<Vec<_>>().join(" ");
+                    amendment.rules.push(CommandRule {
+                        id,
+                        pattern: tokens.into_iter().map(PatternElement::Token).collect(),
+                        decision: Decision::Allow,
+                        justification: Some(format!(
+                            "approved always by {operator} for `{}`",
+                            command.chars().take(200).collect::<String>()
+                        )),
+                        examples: vec![example],
+                        not_match: Vec::new(),
+                    });
+                }
+                for redirection in analysis.redirections.iter().filter(|r| !r.write && !r.dynamic) {
+                    if let Ok(path) = resolve(&redirection.target, &cwd, ctx.home.as_deref()) {
+                        self.add_read_root(&path, &mut amendment);
+                    }
+                }
+            }
+            ActionKind::Read => {
+                for path in &action.paths {
+                    self.add_read_root(path, &mut amendment);
+                }
+            }
+            _ => return Err(format!("a {} action is not decided by command rules", action.operation)),
+        }
+        if amendment.rules.is_empty() && amendment.read_roots.is_empty() {
+            return Err(format!(
+                "no rule or root would change it: {}",
+                before.deciding_reason.unwrap_or_else(|| "the policy asks".into())
+            ));
+        }
+        let amended =
+            self.amended(target, &amendment).map_err(|e| format!("the amended policy fails: {e}"))?;
+        let after = amended.evaluate_action(action, ctx);
+        if after.decision != Decision::Allow {
+            return Err(format!(
+                "an allow rule would not change it: {}",
+                after.deciding_reason.unwrap_or_else(|| after.decision.as_str().to_owned())
+            ));
+        }
+        Ok(amendment)
+    }
+
+    /// Whether some allow rule matches these tokens.
+    fn allowed_by_rule(&self, tokens: &[String]) -> bool {
+        self.layers().iter().flat_map(|l| &l.document.commands.rules).any(|rule| {
+            rule.decision == Decision::Allow
+                && tokens.len() >= rule.pattern.len()
+                && rule.pattern.iter().zip(tokens).all(|(p, t)| p.matches(t))
+        })
+    }
+
+    fn add_read_root(&self, path: &Path, amendment: &mut Amendment) {
+        let inside = self.roots().iter().any(|(root, _)| is_inside(path, root));
+        let text = path.display().to_string();
+        if !inside && !amendment.read_roots.iter().any(|r| r.path == text) {
+            amendment.read_roots.push(PathRoot { path: text, access: Access::Read });
+        }
+    }
+
+    /// This policy with `amendment` added to layer `target` (not written anywhere).
+    fn amended(&self, target: usize, amendment: &Amendment) -> Result<Policy, PolicyError> {
+        let mut layers: Vec<PolicyLayer> = self.layers().to_vec();
+        let layer = &mut layers[target];
+        let text = amended_text(layer, amendment)?;
+        layer.document.commands.rules.extend(amendment.rules.iter().cloned());
+        layer.document.paths.roots.extend(amendment.read_roots.iter().cloned());
+        layer.text = Some(text);
+        Policy::from_layers(layers)
+    }
+}
+
+/// The layer's text with the amendment appended: spliced into the existing arrays when the result
+/// parses back to exactly the amended document, else the whole document rewritten.
+fn amended_text(layer: &PolicyLayer, amendment: &Amendment) -> Result<String, PolicyError> {
+    let mut document = layer.document.clone();
+    document.commands.rules.extend(amendment.rules.iter().cloned());
+    document.paths.roots.extend(amendment.read_roots.iter().cloned());
+    let spliced = layer.text.as_deref().and_then(|text| {
+        let rules: Vec<String> =
+            amendment.rules.iter().map(|r| serde_json::to_string(r).ok()).collect::<Option<_>>()?;
+        let roots: Vec<String> =
+            amendment.read_roots.iter().map(|r| serde_json::to_string(r).ok()).collect::<Option<_>>()?;
+        let text = append_to_array(text, &["commands", "rules"], &rules)?;
+        append_to_array(&text, &["paths", "roots"], &roots)
+    });
+    if let Some(text) = spliced
+        && serde_json::from_str::<PolicyDocument>(&text).is_ok_and(|d| d == document)
+    {
+        return Ok(text);
+    }
+    serde_json::to_string_pretty(&document)
+        .map(|t| t + "\n")
+        .map_err(|e| PolicyError::Invalid { file: layer.source.clone(), message: e.to_string() })
+}
+
+static WRITING: Mutex<()> = Mutex::new(());
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Appends `amendment` to the policy file `target_source` (one of `policy`'s layers) atomically: the file
+/// must be unchanged since it was loaded, the amended policy must load (examples included), and the new
+/// text replaces the old by rename. Returns the amended policy and the rules written.
+pub fn append_amendment(
+    policy: &Policy,
+    target_source: &str,
+    amendment: &Amendment,
+) -> Result<(Policy, Vec<RuleRef>), PolicyError> {
+    let _writing = WRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let invalid = |message: String| PolicyError::Invalid { file: target_source.to_owned(), message };
+    let target = policy
+        .layers()
+        .iter()
+        .position(|l| l.source == target_source)
+        .ok_or_else(|| invalid("not one of the loaded policy files".into()))?;
+    let loaded_text = policy.layers()[target].text.clone();
+    let path = PathBuf::from(target_source);
+    let on_disk = std::fs::read_to_string(&path)
+        .map_err(|source| PolicyError::Io { file: target_source.to_owned(), source })?;
+    if loaded_text.as_deref() != Some(on_disk.as_str()) {
+        return Err(invalid("the file changed since it was loaded; reload it and answer again".into()));
+    }
+    let amended = policy.amended(target, amendment)?;
+    let text = amended.layers()[target].text.clone().unwrap_or_default();
+    write_replacing(&path, &text, &on_disk)
+        .map_err(|source| PolicyError::Io { file: target_source.to_owned(), source })?;
+    let written = amendment
+        .rules
+        .iter()
+        .map(|r| RuleRef {
+            id: r.id.clone(),
+            source: target_source.to_owned(),
+            decision: Some(r.decision.as_str().to_owned()),
+        })
+        .collect();
+    tracing::info!(
+        file = target_source,
+        rules = amendment.rules.len(),
+        roots = amendment.read_roots.len(),
+        "policy amended"
+    );
+    Ok((amended, written))
+}
+
+/// Writes `text` to a temporary file beside `path` (same permissions), syncs it, checks `path` still
+/// holds `expected`, and renames over it.
+fn write_replacing(path: &Path, text: &str, expected: &str) -> std::io::Result<()> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = folder.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let permissions = std::fs::metadata(path)?.permissions();
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        file.set_permissions(permissions)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        if std::fs::read_to_string(path)? != expected {
+            return Err(std::io::Error::other("the file changed while the amendment was written"));
+        }
+        std::fs::rename(&temp, path)?;
+        if let Ok(dir) = std::fs::File::open(folder) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// What an operator is shown: the request and whether "always" is on offer (and what it would write).
+#[derive(Debug, Clone)]
+pub struct ApprovalPrompt {
+    pub request: ApprovalRequest,
+    /// The amendment "always" would append, or why it is not offered.
+    pub always: Result<Amendment, String>,
+    /// The file "always" writes to.
+    pub always_file: Option<String>,
+}
+
+/// Asks a person (a terminal, the desktop app ...). An error means nobody could be asked: denied.
+#[async_trait]
+pub trait Prompter: Send + Sync {
+    /// Who answers, as recorded in the ledger.
+    fn operator(&self) -> String;
+    async fn ask(&self, prompt: &ApprovalPrompt) -> Result<ApprovalChoice, String>;
+}
+
+/// The approver that asks an operator through a [`Prompter`]: session grants answer repeated actions,
+/// "always" amends the policy file and puts the amended policy in force.
+pub struct OperatorApprover {
+    prompter: Arc<dyn Prompter>,
+    grants: Arc<SessionGrants>,
+    live: Arc<LivePolicy>,
+    always_file: Option<String>,
+}
+
+impl OperatorApprover {
+    /// `always_file`: the loaded policy file "always" appends to (none: "always" is not offered).
+    pub fn new(
+        prompter: Arc<dyn Prompter>,
+        grants: Arc<SessionGrants>,
+        live: Arc<LivePolicy>,
+        always_file: Option<String>,
+    ) -> Self {
+        OperatorApprover { prompter, grants, live, always_file }
+    }
+
+    fn operator_said(&self, outcome: OperatorOutcome, rule_written: Option<RuleRef>) -> DecidedBy {
+        DecidedBy::Operator { outcome, operator: Some(self.prompter.operator()), rule_written }
+    }
+}
+
+#[async_trait]
+impl Approvals for OperatorApprover {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
+        if let Some(grant_id) = self.grants.covering(&request) {
+            return ApprovalAnswer::Allow { decided_by: DecidedBy::SessionGrant { grant_id } };
+        }
+        let policy = self.live.current();
+        let ctx = self.live.context_for(request.call.cwd.as_deref());
+        let always = match &self.always_file {
+            Some(file) => policy.always_amendment(&request.action, &ctx, file, &self.prompter.operator()),
+            None => Err("no policy file to write to".into()),
+        };
+        let prompt = ApprovalPrompt { request, always, always_file: self.always_file.clone() };
+        let choice = match self.prompter.ask(&prompt).await {
+            Ok(choice) => choice,
+            Err(why) => {
+                return ApprovalAnswer::Deny {
+                    reason: format!("the operator could not be asked ({why}): denied"),
+                    decided_by: self.operator_said(OperatorOutcome::Denied, None),
+                };
+            }
+        };
+        match choice {
+            ApprovalChoice::Once => {
+                ApprovalAnswer::Allow { decided_by: self.operator_said(OperatorOutcome::ApprovedOnce, None) }
+            }
+            ApprovalChoice::Session => {
+                let _grant = self.grants.grant(&prompt.request);
+                ApprovalAnswer::Allow {
+                    decided_by: self.operator_said(OperatorOutcome::ApprovedForSession, None),
+                }
+            }
+            ApprovalChoice::Always => {
+                let (Ok(amendment), Some(file)) = (&prompt.always, &self.always_file) else {
+                    // "Always" was not on offer; the operator still allowed this call.
+                    return ApprovalAnswer::Allow {
+                        decided_by: self.operator_said(OperatorOutcome::ApprovedOnce, None),
+                    };
+                };
+                match append_amendment(&policy, file, amendment) {
+                    Ok((amended, written)) => {
+                        self.live.replace(amended);
+                        ApprovalAnswer::Allow {
+                            decided_by: self
+                                .operator_said(OperatorOutcome::ApprovedAlways, written.into_iter().next()),
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the always-rule was not written; allowing this call once");
+                        ApprovalAnswer::Allow {
+                            decided_by: self.operator_said(OperatorOutcome::ApprovedOnce, None),
+                        }
+                    }
+                }
+            }
+            ApprovalChoice::Deny => ApprovalAnswer::Deny {
+                reason: "denied by the operator".into(),
+                decided_by: self.operator_said(OperatorOutcome::Denied, None),
+            },
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The policy a dispatcher consults: the harness's [`ExecutionPolicy`] seam over a loaded [`Policy`],
+//! replaceable while calls run (a reload swaps it; calls already evaluated keep their verdict).
+
+use crate::document::Decision;
+use crate::policy::{EvalContext, Evaluation, Policy};
+use async_trait::async_trait;
+use portcullis_harness::{DecidedBy, ExecutionPolicy, PolicyRequest, PolicyVerdict, RuleRef};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+/// A shared, swappable policy that implements the harness's execution-policy seam.
+pub struct LivePolicy {
+    current: RwLock<Arc<Policy>>,
+    /// The folder a call without a cwd is judged from.
+    fallback_cwd: PathBuf,
+    home: Option<PathBuf>,
+}
+
+impl LivePolicy {
+    pub fn new(policy: Policy, fallback_cwd: PathBuf) -> Self {
+        LivePolicy {
+            current: RwLock::new(Arc::new(policy)),
+            fallback_cwd,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+
+    /// Overrides the home folder `~` resolves to (tests, other users).
+    pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// The policy in force now.
+    pub fn current(&self) -> Arc<Policy> {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `policy` in force for every evaluation from now on.
+    pub fn replace(&self, policy: Policy) {
+        let policy = Arc::new(policy);
+        match self.current.write() {
+            Ok(mut guard) => *guard = policy,
+            Err(poisoned) => *poisoned.into_inner() = policy,
+        }
+    }
+
+    /// The context a call is judged in: its own cwd, else the fallback.
+    pub fn context_for(&self, cwd: Option<&std::path::Path>) -> EvalContext {
+        EvalContext {
+            cwd: cwd.map_or_else(|| self.fallback_cwd.clone(), std::path::Path::to_path_buf),
+            home: self.home.clone(),
+        }
+    }
+}
+
+/// The harness verdict of an evaluation: allow / ask / deny, with the deciding rule and every match.
+pub fn verdict_of(evaluation: &Evaluation) -> PolicyVerdict {
+    let decided_by = match &evaluation.deciding_rule {
+        Some(rule) => DecidedBy::Rule { rule_id: rule.id.clone(), source: rule.source.clone() },
+        None => DecidedBy::Default { detail: evaluation.deciding_reason.clone() },
+    };
+    let reason = evaluation.deciding_reason.clone().unwrap_or_else(|| "allowed".into());
+    let verdict = match evaluation.decision {
+        Decision::Allow => PolicyVerdict::allow(decided_by),
+        Decision::Prompt => PolicyVerdict::ask(decided_by, reason),
+        Decision::Forbidden => PolicyVerdict::deny(decided_by, reason),
+    };
+    verdict.with_matched_rules(
+        evaluation
+            .matched_rules
+            .iter()
+            .map(|r| RuleRef {
+                id: r.id.clone(),
+                source: r.source.clone(),
+                decision: Some(r.decision.as_str().to_owned()),
+            })
+            .collect(),
+    )
+}
+
+#[async_trait]
+impl ExecutionPolicy for LivePolicy {
+    async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
+        let policy = self.current();
+        let ctx = self.context_for(request.call.cwd.as_deref());
+        let evaluation = policy.evaluate_action(request.action, &ctx);
+        tracing::debug!(
+            tool = %request.tool.name,
+            decision = evaluation.decision.as_str(),
+            rule = evaluation.deciding_rule.as_ref().map(|r| r.id.as_str()),
+            "policy evaluated"
+        );
+        verdict_of(&evaluation)
+    }
+}
+
+impl std::fmt::Debug for LivePolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LivePolicy").field("fallback_cwd", &self.fallback_cwd).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,176 @@
+//! What-if replay: re-evaluates recorded calls against a candidate policy and reports the calls whose
+//! decision would change. The ledger is read by the caller; this module only needs what each call's
+//! deciding record holds (the `started` record of a call that ran, the `blocked` record of one that did
+//! not).
+
+use crate::policy::{CallVerdict, EvalContext, Evaluation, Policy};
+use portcullis_harness::{BlockedReason, DecidedBy, ExecutionAction};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// One recorded call, as its deciding record holds it.
+#[derive(Debug, Clone)]
+pub struct RecordedCall {
+    pub session_id: String,
+    pub call_id: String,
+    /// Microseconds since the epoch.
+    pub at: i64,
+    pub tool: String,
+    /// Redacted arguments (a secret in a command reads `[REDACTED]`).
+    pub arguments: Option<Value>,
+    /// The action the tool described (recorded for calls that ran and calls the policy refused).
+    pub action: Option<ExecutionAction>,
+    pub cwd: Option<PathBuf>,
+    /// Whether the call ran (`started`) or was blocked.
+    pub ran: bool,
+    pub blocked_reason: Option<BlockedReason>,
+    pub decided_by: DecidedBy,
+}
+
+/// The decision a recorded call got, in the words policy tests use: `allow`, `prompt` (the operator was
+/// asked, whatever they answered), `forbidden`, `tool_denied`; `None` when a stage before the policy
+/// decided (unknown tool, invalid arguments, a guardrail ...) so no policy can change it.
+pub fn recorded_decision(call: &RecordedCall) -> Option<&'static str> {
+    let asked = matches!(
+        call.decided_by,
+        DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } | DecidedBy::ApprovalTimeout { .. }
+    );
+    if call.ran {
+        return Some(if asked { "prompt" } else { "allow" });
+    }
+    match call.blocked_reason {
+        Some(BlockedReason::ToolDenied) => Some("tool_denied"),
+        Some(BlockedReason::ExecutionDenied) => {
+            let unanswered =
+                matches!(&call.decided_by, DecidedBy::Default { detail: Some(d) } if d == "no approver");
+            Some(if asked || unanswered { "prompt" } else { "forbidden" })
+        }
+        _ => None,
+    }
+}
+
+/// A call whose decision would change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayChange {
+    pub session_id: String,
+    pub call_id: String,
+    pub at: i64,
+    pub tool: String,
+    /// The command or paths judged, one line.
+    pub subject: String,
+    pub before: String,
+    pub after: String,
+    /// What decides it now: `rule <id> (<file>)` or the reason.
+    pub decided_by: String,
+}
+
+/// Totals of a replay.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplaySummary {
+    /// Calls read from the ledger.
+    pub calls: u64,
+    /// Calls a policy decided (the others were settled before the policy stage).
+    pub replayed: u64,
+    pub unchanged: u64,
+    pub changed: u64,
+    /// Settled before the policy stage (unknown tool, invalid arguments, guardrails ...).
+    pub skipped: u64,
+    /// `before -> after` counts.
+    pub transitions: BTreeMap<String, u64>,
+}
+
+/// Re-evaluates calls against a policy.
+pub struct Replay<'a> {
+    policy: &'a Policy,
+    fallback_cwd: PathBuf,
+    home: Option<PathBuf>,
+    pub summary: ReplaySummary,
+}
+
+impl<'a> Replay<'a> {
+    /// `fallback_cwd`: where calls recorded without a cwd are judged from.
+    pub fn new(policy: &'a Policy, fallback_cwd: PathBuf, home: Option<PathBuf>) -> Self {
+        Replay { policy, fallback_cwd, home, summary: ReplaySummary::default() }
+    }
+
+    /// The decision `call` would get now, with what decides it.
+    pub fn decide(&self, call: &RecordedCall) -> (String, String, String) {
+        let ctx = EvalContext {
+            cwd: call.cwd.clone().unwrap_or_else(|| self.fallback_cwd.clone()),
+            home: self.home.clone(),
+        };
+        if let Some(scope) = self.policy.grants().refusing_scope(&call.tool) {
+            return ("tool_denied".into(), format!("grant scope {}", scope.name), call.tool.clone());
+        }
+        let (evaluation, subject) = match &call.action {
+            Some(action) => (self.policy.evaluate_action(action, &ctx), subject_of_action(action)),
+            None => {
+                let arguments = call.arguments.clone().unwrap_or(Value::Null);
+                match self.policy.evaluate_call(&call.tool, &arguments, &ctx) {
+                    CallVerdict::Blocked { reason, detail } => return (reason, detail, call.tool.clone()),
+                    CallVerdict::Evaluated(e) => (e, subject_of_arguments(&arguments)),
+                }
+            }
+        };
+        (evaluation.decision.as_str().to_owned(), deciding(&evaluation), subject)
+    }
+
+    /// Replays one call: `Some` when its decision would change.
+    pub fn replay(&mut self, call: &RecordedCall) -> Option<ReplayChange> {
+        self.summary.calls += 1;
+        let Some(before) = recorded_decision(call) else {
+            self.summary.skipped += 1;
+            return None;
+        };
+        self.summary.replayed += 1;
+        let (after, decided_by, subject) = self.decide(call);
+        if after == before {
+            self.summary.unchanged += 1;
+            return None;
+        }
+        self.summary.changed += 1;
+        *self.summary.transitions.entry(format!("{before} -> {after}")).or_default() += 1;
+        Some(ReplayChange {
+            session_id: call.session_id.clone(),
+            call_id: call.call_id.clone(),
+            at: call.at,
+            tool: call.tool.clone(),
+            subject,
+            before: before.to_owned(),
+            after,
+            decided_by,
+        })
+    }
+}
+
+fn deciding(evaluation: &Evaluation) -> String {
+    match &evaluation.deciding_rule {
+        Some(rule) => format!("rule {} ({})", rule.id, rule.source),
+        None => evaluation.deciding_reason.clone().unwrap_or_else(|| "no rule; allowed".into()),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(120).collect();
+    if text.chars().count() > 120 { format!("{line}…") } else { line }
+}
+
+fn subject_of_action(action: &ExecutionAction) -> String {
+    match &action.command {
+        Some(command) => one_line(command),
+        None => {
+            one_line(&action.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
+fn subject_of_arguments(arguments: &Value) -> String {
+    for key in ["command", "path"] {
+        if let Some(text) = arguments.get(key).and_then(Value::as_str) {
+            return one_line(text);
+        }
+    }
+    one_line(&arguments.to_string())
+}
