@@ -30,6 +30,48 @@ pub enum Command {
     /// Run one tool call (shell, read, write, edit) through the whole pipeline: grants, schema, policy,
     /// approval on this terminal, ledger.
     Call(CallArgs),
+    /// Run the hub: the MCP gateway for agents on 127.0.0.1 (Streamable HTTP, bearer token) and the
+    /// operator API, with policy hot reload, until SIGINT/SIGTERM.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The project folder: the coding tools' root and where `.portcullis/policy.json` is found
+    /// (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Policy files (repeatable; default: the user's and the project's, else the built-in default).
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// The ledger file (default: ~/.local/share/portcullis/ledger.db).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// The port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 7391)]
+    pub port: u16,
+    /// Listen on another address (needs --allow-remote unless it is loopback).
+    #[arg(long, value_name = "IP")]
+    pub listen: Option<std::net::IpAddr>,
+    /// Allow a non-loopback --listen address.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// A browser Origin allowed to call the gateway (repeatable; none by default).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// Who answers prompts here: the terminal (default when there is one) or nobody (answers come
+    /// through the API; unanswered prompts time out and are denied).
+    #[arg(long, value_enum)]
+    pub approver: Option<ServeApprover>,
+    /// Seconds calls in flight get to finish at shutdown.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub shutdown_grace: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServeApprover {
+    Terminal,
+    None,
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,9 @@ pub enum CliError {
     Ledger(#[from] LedgerStoreError),
     #[error(transparent)]
     Policy(#[from] portcullis_policy::PolicyError),
+    /// The hub could not start or stop (its own code).
+    #[error("{message}")]
+    Hub { code: &'static str, message: String },
     /// A `--since` / `--until` value that is not a time.
     #[error("{0}")]
     BadTime(String),
@@ -34,6 +37,7 @@ impl CliError {
         match self {
             CliError::Ledger(e) => e.code(),
             CliError::Policy(e) => e.code(),
+            CliError::Hub { code, .. } => code,
             CliError::BadTime(_) => "bad_time",
             CliError::BadArgument(_) => "bad_argument",
             CliError::CallNotFound(_) => "call_not_found",

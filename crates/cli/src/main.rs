@@ -9,6 +9,7 @@ mod export_cmd;
 mod ledger_cmd;
 mod policy_cmd;
 mod render;
+mod serve_cmd;
 mod stats_cmd;
 mod table;
 mod terminal;
@@ -50,6 +51,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             PolicyCommand::Replay(a) => policy_cmd::replay(a, &mut out)?,
         },
         Command::Call(a) => call_cmd::call(a, &mut out)?,
+        Command::Serve(a) => serve_cmd::serve_cmd(a)?,
     };
     out.flush()?;
     Ok(code)

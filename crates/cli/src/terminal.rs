@@ -109,3 +109,49 @@ impl Prompter for TerminalPrompter {
             .map_err(|e| format!("the terminal prompt failed: {e}"))?
     }
 }
+
+/// A pending approval of the hub, as shown on the terminal.
+pub fn describe_pending(p: &portcullis_hub::PendingApproval) -> String {
+    let mut text =
+        format!("\nportcullis: approval #{} needed for `{}` (session {})\n", p.id, p.tool, p.session_id);
+    if let Some(command) = &p.action.command {
+        text.push_str(&format!("  command: {command}\n"));
+    }
+    if let Some(cwd) = &p.action.cwd {
+        text.push_str(&format!("  in:      {}\n", cwd.display()));
+    }
+    for path in &p.action.paths {
+        text.push_str(&format!("  path:    {} ({})\n", path.display(), p.action.operation));
+    }
+    if let Some(reason) = &p.reason {
+        text.push_str(&format!("  why:     {reason}\n"));
+    }
+    let seconds = (p.deadline.0 - portcullis_harness::Timestamp::now().0).max(0) / 1_000_000;
+    text.push_str(&format!("  denied automatically in {seconds} s\n"));
+    text.push_str("  [o] allow once   [s] allow for this session   ");
+    match &p.always {
+        portcullis_hub::AlwaysOffer::Yes { file, amendment } => {
+            let mut adds: Vec<String> = amendment
+                .rules
+                .iter()
+                .map(|r| format!("rule {} ({})", r.id, r.examples.first().map_or("", String::as_str)))
+                .collect();
+            adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", r.path)));
+            text.push_str(&format!("[a] always (adds {} to {file})   ", adds.join(", ")));
+        }
+        portcullis_hub::AlwaysOffer::No { why } => text.push_str(&format!("(always unavailable: {why})   ")),
+    }
+    text.push_str("[d] deny\n> ");
+    text
+}
+
+impl TerminalPrompter {
+    /// Asks about one of the hub's pending approvals (blocking; run it off the async threads).
+    pub fn ask_pending_blocking(
+        &self,
+        p: &portcullis_hub::PendingApproval,
+    ) -> Result<ApprovalChoice, String> {
+        let always = matches!(p.always, portcullis_hub::AlwaysOffer::Yes { .. });
+        ask_blocking(&self.device, &describe_pending(p), always)
+    }
+}

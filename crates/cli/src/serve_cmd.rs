@@ -1,0 +1,142 @@
+//! `portcullis serve`: the hub with its gateway on 127.0.0.1, policy hot reload, and (when there is a
+//! terminal) a terminal approver; stops cleanly on SIGINT/SIGTERM.
+
+use crate::args::{ServeApprover, ServeArgs};
+use crate::error::CliError;
+use crate::terminal::TerminalPrompter;
+use portcullis_hub::config::default_ledger_path;
+use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, reload, serve};
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn hub_error(e: portcullis_hub::HubError) -> CliError {
+    CliError::Hub { code: e.code(), message: e.to_string() }
+}
+
+pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
+    let project = match &args.project {
+        Some(p) => p.clone(),
+        None => {
+            std::env::current_dir().map_err(|e| CliError::BadArgument(format!("current directory: {e}")))?
+        }
+    };
+    let db = match &args.db {
+        Some(db) => db.clone(),
+        None => default_ledger_path().map_err(|e| CliError::BadArgument(e.to_string()))?,
+    };
+    let config = HubConfig {
+        project,
+        policy_files: args.policies.clone(),
+        db,
+        listen: SocketAddr::new(args.listen.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)), args.port),
+        allow_remote: args.allow_remote,
+        config_dir: None,
+        allowed_origins: args.allow_origins.clone(),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        secrets: Vec::new(),
+    };
+    let prompter = match args.approver {
+        Some(ServeApprover::None) => None,
+        Some(ServeApprover::Terminal) => Some(TerminalPrompter::controlling().ok_or_else(|| {
+            CliError::BadArgument("--approver terminal: this process has no terminal (/dev/tty)".into())
+        })?),
+        None => TerminalPrompter::controlling(),
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(CliError::Runtime)?;
+    runtime.block_on(async move {
+        let hub = Hub::open(config).await.map_err(hub_error)?;
+        let running = serve(hub.clone()).await.map_err(hub_error)?;
+        let _watcher = reload::watch(&hub).map_err(|e| CliError::BadArgument(format!("watching policies: {e}")))?;
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "portcullis: serving MCP at http://{}/mcp (bearer token in {}/token)\nportcullis: policies: {}\nportcullis: ledger: {}",
+            running.addr,
+            hub_config_dir_display(),
+            hub.policy_sources().join(", "),
+            args.db.as_ref().map_or_else(
+                || default_ledger_path().map(|p| p.display().to_string()).unwrap_or_default(),
+                |p| p.display().to_string()
+            )
+        );
+        drop(err);
+        log_events(&hub);
+        if let Some(prompter) = prompter {
+            answer_on_terminal(&hub, Arc::new(prompter));
+        }
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        running.shutdown().await.map_err(hub_error)?;
+        let _ = writeln!(std::io::stderr().lock(), "portcullis: stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn hub_config_dir_display() -> String {
+    portcullis_policy::discovery::user_config_dir().map(|d| d.display().to_string()).unwrap_or_default()
+}
+
+/// Reload outcomes and rejected policies go to the log (stderr).
+fn log_events(hub: &Hub) {
+    let mut events = hub.subscribe();
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            match event {
+                HubEvent::PolicyReloaded { sources } => tracing::warn!(?sources, "policy reloaded"),
+                HubEvent::PolicyRejected { message, .. } => {
+                    tracing::error!("policy change rejected, the previous policy stays in force: {message}")
+                }
+                HubEvent::SessionOpened { session_id, client, version } => {
+                    tracing::info!(%session_id, %client, %version, "agent connected")
+                }
+                HubEvent::SessionClosed { session_id } => tracing::info!(%session_id, "agent disconnected"),
+            }
+        }
+    });
+}
+
+/// Asks each pending approval on the terminal, one at a time; another approver may answer first.
+fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
+    let mut events = hub.broker().subscribe();
+    let broker = hub.broker().clone();
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            let BrokerEvent::Pending(pending) = event else { continue };
+            let prompter = prompter.clone();
+            let id = pending.id;
+            let asked = tokio::task::spawn_blocking(move || prompter.ask_pending_blocking(&pending)).await;
+            match asked {
+                Ok(Ok(choice)) => {
+                    if let Err(e) = broker.answer(id, choice, &prompter_name()) {
+                        tracing::warn!(error = %e, "answer not taken");
+                    }
+                }
+                Ok(Err(why)) => tracing::warn!(id, "the terminal could not be asked: {why}"),
+                Err(e) => tracing::warn!(id, error = %e, "the terminal prompt failed"),
+            }
+        }
+    });
+}
+
+fn prompter_name() -> String {
+    format!("{} (terminal)", std::env::var("USER").unwrap_or_else(|_| "operator".into()))
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The approval broker: the harness's approval seam for the hub. A prompt becomes a pending approval
+//! with a deadline; any number of approvers (the terminal, the HTTP API, the desktop app) see it and the
+//! first answer wins. Session grants answer repeats; "always" amends the policy file and puts the amended
+//! policy in force. An unanswered approval is denied as a timeout, never as an operator's denial.
+
+use async_trait::async_trait;
+use portcullis_harness::{
+    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome, RuleRef,
+    Timestamp,
+};
+use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, SessionGrants, append_amendment};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use thiserror::Error;
+use tokio::sync::{broadcast, oneshot};
+
+/// A pending approval as approvers see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingApproval {
+    pub id: u64,
+    pub session_id: String,
+    pub call_id: String,
+    pub tool: String,
+    /// Redacted arguments.
+    pub arguments: serde_json::Value,
+    pub action: ExecutionAction,
+    /// Why the policy asks.
+    pub reason: Option<String>,
+    pub matched_rules: Vec<RuleRef>,
+    pub requested_at: Timestamp,
+    pub deadline: Timestamp,
+    /// What "always" would add, or why it is not offered.
+    pub always: AlwaysOffer,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "offered", rename_all = "snake_case")]
+pub enum AlwaysOffer {
+    Yes { file: String, amendment: Amendment },
+    No { why: String },
+}
+
+/// What happened to a pending approval.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum BrokerEvent {
+    Pending(Box<PendingApproval>),
+    Resolved { id: u64, outcome: String, operator: Option<String> },
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum BrokerError {
+    #[error("no pending approval {0}")]
+    Unknown(u64),
+    #[error("approval {0} was already answered or timed out")]
+    AlreadyAnswered(u64),
+    #[error("\"always\" is not offered for approval {id}: {why}")]
+    AlwaysNotOffered { id: u64, why: String },
+}
+
+impl BrokerError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            BrokerError::Unknown(_) => "approval_unknown",
+            BrokerError::AlreadyAnswered(_) => "approval_answered",
+            BrokerError::AlwaysNotOffered { .. } => "always_not_offered",
+        }
+    }
+}
+
+struct Waiting {
+    pending: PendingApproval,
+    answer: oneshot::Sender<(ApprovalChoice, String)>,
+}
+
+/// The hub's approval broker.
+pub struct ApprovalBroker {
+    live: Arc<LivePolicy>,
+    grants: Arc<SessionGrants>,
+    waiting: Mutex<HashMap<u64, Waiting>>,
+    next: AtomicU64,
+    events: broadcast::Sender<BrokerEvent>,
+    timeout: Mutex<Duration>,
+    /// The policy file "always" appends to.
+    always_file: Mutex<Option<String>>,
+}
+
+impl ApprovalBroker {
+    pub fn new(live: Arc<LivePolicy>, timeout: Duration, always_file: Option<String>) -> Self {
+        ApprovalBroker {
+            live,
+            grants: Arc::new(SessionGrants::new()),
+            waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(0),
+            events: broadcast::channel(256).0,
+            timeout: Mutex::new(timeout),
+            always_file: Mutex::new(always_file),
+        }
+    }
+
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiting>> {
+        self.waiting.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Follows pending and resolved approvals.
+    pub fn subscribe(&self) -> broadcast::Receiver<BrokerEvent> {
+        self.events.subscribe()
+    }
+
+    /// Approvals waiting for an answer, oldest first.
+    pub fn pending(&self) -> Vec<PendingApproval> {
+        let mut list: Vec<PendingApproval> =
+            self.lock_waiting().values().map(|w| w.pending.clone()).collect();
+        list.sort_by_key(|p| p.id);
+        list
+    }
+
+    pub fn session_grants(&self) -> &Arc<SessionGrants> {
+        &self.grants
+    }
+
+    /// The approval timeout and the "always" file follow the policy on reload.
+    pub fn configure(&self, timeout: Duration, always_file: Option<String>) {
+        *self.timeout.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = timeout;
+        *self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = always_file;
+    }
+
+    pub fn timeout(&self) -> Duration {
+        *self.timeout.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Answers a pending approval; the first answer wins.
+    pub fn answer(&self, id: u64, choice: ApprovalChoice, operator: &str) -> Result<(), BrokerError> {
+        let mut waiting = self.lock_waiting();
+        let Some(entry) = waiting.get(&id) else {
+            return Err(if id > 0 && id <= self.next.load(Ordering::Relaxed) {
+                BrokerError::AlreadyAnswered(id)
+            } else {
+                BrokerError::Unknown(id)
+            });
+        };
+        if let (ApprovalChoice::Always, AlwaysOffer::No { why }) = (choice, &entry.pending.always) {
+            return Err(BrokerError::AlwaysNotOffered { id, why: why.clone() });
+        }
+        let Some(entry) = waiting.remove(&id) else { return Err(BrokerError::Unknown(id)) };
+        drop(waiting);
+        entry.answer.send((choice, operator.to_owned())).map_err(|_| BrokerError::AlreadyAnswered(id))
+    }
+
+    fn resolved(&self, id: u64, outcome: &str, operator: Option<String>) {
+        let _ = self.events.send(BrokerEvent::Resolved { id, outcome: outcome.into(), operator });
+    }
+}
+
+fn operator_said(outcome: OperatorOutcome, operator: &str, rule_written: Option<RuleRef>) -> DecidedBy {
+    DecidedBy::Operator { outcome, operator: Some(operator.to_owned()), rule_written }
+}
+
+#[async_trait]
+impl Approvals for ApprovalBroker {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
+        if let Some(grant_id) = self.grants.covering(&request) {
+            return ApprovalAnswer::Allow { decided_by: DecidedBy::SessionGrant { grant_id } };
+        }
+        let policy = self.live.current();
+        let ctx = self.live.context_for(request.call.cwd.as_deref());
+        let always_file = self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let always = match &always_file {
+            Some(file) => match policy.always_amendment(&request.action, &ctx, file, "operator") {
+                Ok(amendment) => AlwaysOffer::Yes { file: file.clone(), amendment },
+                Err(why) => AlwaysOffer::No { why },
+            },
+            None => AlwaysOffer::No {
+                why: "no policy file to write to (the built-in default is in force)".into(),
+            },
+        };
+        let timeout = self.timeout();
+        let now = Timestamp::now();
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let pending = PendingApproval {
+            id,
+            session_id: request.call.session_id.to_string(),
+            call_id: request.call.call_id.to_string(),
+            tool: request.tool_name.clone(),
+            arguments: (*request.arguments).clone(),
+            action: request.action.clone(),
+            reason: request.verdict.reason.clone(),
+            matched_rules: request.verdict.matched_rules.clone(),
+            requested_at: now,
+            deadline: Timestamp(now.0.saturating_add(i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX))),
+            always,
+        };
+        let (tx, rx) = oneshot::channel();
+        self.lock_waiting().insert(id, Waiting { pending: pending.clone(), answer: tx });
+        let _ = self.events.send(BrokerEvent::Pending(Box::new(pending.clone())));
+        tracing::info!(id, tool = %pending.tool, "approval pending");
+        // Dropped by the dispatcher (its own timeout, a cancelled run): the entry must not linger.
+        let mut cleanup = RemoveOnDrop { broker: self, id, armed: true };
+        let answer = tokio::time::timeout(timeout, rx).await;
+        cleanup.armed = false;
+        self.lock_waiting().remove(&id);
+        let (choice, operator) = match answer {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) | Err(_) => {
+                self.resolved(id, "timeout", None);
+                return ApprovalAnswer::Deny {
+                    reason: format!("no answer within {} s; the call is denied", timeout.as_secs()),
+                    decided_by: DecidedBy::ApprovalTimeout {
+                        after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                    },
+                };
+            }
+        };
+        let outcome = serde_json::to_value(choice).ok().and_then(|v| v.as_str().map(str::to_owned));
+        self.resolved(id, outcome.as_deref().unwrap_or("answered"), Some(operator.clone()));
+        match choice {
+            ApprovalChoice::Once => ApprovalAnswer::Allow {
+                decided_by: operator_said(OperatorOutcome::ApprovedOnce, &operator, None),
+            },
+            ApprovalChoice::Session => {
+                let _ = self.grants.grant(&request);
+                ApprovalAnswer::Allow {
+                    decided_by: operator_said(OperatorOutcome::ApprovedForSession, &operator, None),
+                }
+            }
+            ApprovalChoice::Always => {
+                let AlwaysOffer::Yes { file, amendment } = &pending.always else {
+                    return ApprovalAnswer::Allow {
+                        decided_by: operator_said(OperatorOutcome::ApprovedOnce, &operator, None),
+                    };
+                };
+                match append_amendment(&policy, file, amendment) {
+                    Ok((amended, written)) => {
+                        self.live.replace(amended);
+                        ApprovalAnswer::Allow {
+                            decided_by: operator_said(
+                                OperatorOutcome::ApprovedAlways,
+                                &operator,
+                                written.into_iter().next(),
+                            ),
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the always-rule was not written; allowing this call once");
+                        ApprovalAnswer::Allow {
+                            decided_by: operator_said(OperatorOutcome::ApprovedOnce, &operator, None),
+                        }
+                    }
+                }
+            }
+            ApprovalChoice::Deny => ApprovalAnswer::Deny {
+                reason: format!("denied by the operator ({operator})"),
+                decided_by: operator_said(OperatorOutcome::Denied, &operator, None),
+            },
+        }
+    }
+}
+
+struct RemoveOnDrop<'a> {
+    broker: &'a ApprovalBroker,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed && self.broker.lock_waiting().remove(&self.id).is_some() {
+            self.broker.resolved(self.id, "withdrawn", None);
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Where the hub keeps things: the bearer token (user config dir, 0600, made on first start), the runtime
+//! file that tells `portcullis mcp` and `portcullis hook` a hub is running, and the default ledger (user
+//! data dir).
+
+use portcullis_policy::discovery::user_config_dir;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The default port of the gateway.
+pub const DEFAULT_PORT: u16 = 7391;
+
+/// The user's config folder, or an error naming what is missing.
+pub fn config_dir() -> std::io::Result<PathBuf> {
+    user_config_dir().ok_or_else(|| {
+        std::io::Error::other("no config folder: set HOME, XDG_CONFIG_HOME or PORTCULLIS_CONFIG_DIR")
+    })
+}
+
+/// The default ledger: `$PORTCULLIS_DATA_DIR`, `$XDG_DATA_HOME/portcullis` or `~/.local/share/portcullis`,
+/// file `ledger.db`.
+pub fn default_ledger_path() -> std::io::Result<PathBuf> {
+    let dir = if let Some(d) = std::env::var_os("PORTCULLIS_DATA_DIR").filter(|d| !d.is_empty()) {
+        PathBuf::from(d)
+    } else if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        PathBuf::from(d).join("portcullis")
+    } else if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        PathBuf::from(h).join(".local/share/portcullis")
+    } else {
+        return Err(std::io::Error::other("no data folder: set HOME, XDG_DATA_HOME or PORTCULLIS_DATA_DIR"));
+    };
+    Ok(dir.join("ledger.db"))
+}
+
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// The bearer token in `dir/token`: read if present (it must be owner-only), else made from 32 random
+/// bytes and written owner-only.
+pub fn load_or_create_token(dir: &Path) -> std::io::Result<String> {
+    let path = dir.join("token");
+    match std::fs::read_to_string(&path) {
+        Ok(token) => {
+            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(std::io::Error::other(format!(
+                    "{}: the token file is readable by others (mode {mode:o}); run chmod 600 on it",
+                    path.display()
+                )));
+            }
+            let token = token.trim().to_owned();
+            if token.len() < 32 {
+                return Err(std::io::Error::other(format!("{}: the token is too short", path.display())));
+            }
+            Ok(token)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            private_dir(dir)?;
+            let mut bytes = [0u8; 32];
+            std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut file =
+                std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+            file.write_all(token.as_bytes())?;
+            file.sync_all()?;
+            tracing::info!(file = %path.display(), "generated the gateway token");
+            Ok(token)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a running hub tells other processes (`dir/hub.json`, owner-only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeInfo {
+    /// The gateway's MCP endpoint.
+    pub mcp_url: String,
+    /// The hub's API root (`/v1`).
+    pub api_url: String,
+    pub pid: u32,
+    pub ledger: String,
+}
+
+impl RuntimeInfo {
+    pub fn new(addr: SocketAddr, ledger: &Path) -> Self {
+        RuntimeInfo {
+            mcp_url: format!("http://{addr}/mcp"),
+            api_url: format!("http://{addr}/v1"),
+            pid: std::process::id(),
+            ledger: ledger.display().to_string(),
+        }
+    }
+
+    pub fn path(dir: &Path) -> PathBuf {
+        dir.join("hub.json")
+    }
+
+    /// Writes the file atomically (temporary file, then rename).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        private_dir(dir)?;
+        let temp = dir.join(format!(".hub.json.{}", std::process::id()));
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, Self::path(dir))
+    }
+
+    /// The running hub's file, if there is one and its process is alive.
+    pub fn read(dir: &Path) -> Option<RuntimeInfo> {
+        let info: RuntimeInfo = serde_json::from_str(&std::fs::read_to_string(Self::path(dir)).ok()?).ok()?;
+        Path::new(&format!("/proc/{}", info.pid)).exists().then_some(info)
+    }
+
+    /// Removes the file if it is this process's.
+    pub fn remove(dir: &Path) {
+        if Self::read(dir).is_some_and(|i| i.pid == std::process::id()) {
+            let _ = std::fs::remove_file(Self::path(dir));
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! The hub's errors, each with a stable code.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum HubError {
+    #[error(transparent)]
+    Policy(#[from] portcullis_policy::PolicyError),
+    #[error(transparent)]
+    Ledger(#[from] portcullis_ledger::LedgerStoreError),
+    /// A folder, file or address the hub cannot use.
+    #[error("{0}")]
+    Config(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl HubError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            HubError::Policy(e) => e.code(),
+            HubError::Ledger(e) => e.code(),
+            HubError::Config(_) => "hub_config",
+            HubError::Listen { .. } => "listen_failed",
+            HubError::Io(_) => "io_failed",
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! The running hub: one dispatcher (coding tools, the live policy, the approval broker, the SQLite
+//! ledger) served to agents through the MCP gateway, with the operator's HTTP API beside it.
+
+use crate::broker::ApprovalBroker;
+use crate::config::RuntimeInfo;
+use crate::error::HubError;
+use async_trait::async_trait;
+use portcullis_coding::{Limits, Workspace, register_coding_tools};
+use portcullis_harness::{
+    Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
+};
+use portcullis_ledger::{SessionInfo, SqliteLedger};
+use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend};
+use portcullis_policy::discovery::{layers_for, user_config_dir};
+use portcullis_policy::{LivePolicy, Policy};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+/// How to start a hub.
+#[derive(Debug, Clone)]
+pub struct HubConfig {
+    /// The project folder: the coding tools' root and where project policies are found.
+    pub project: PathBuf,
+    /// Policy files (user first, then project); empty: discovered for the project and the user.
+    pub policy_files: Vec<PathBuf>,
+    /// The ledger file.
+    pub db: PathBuf,
+    /// Where the gateway listens (127.0.0.1 unless `allow_remote`).
+    pub listen: SocketAddr,
+    /// Binding to a non-loopback address must be asked for explicitly.
+    pub allow_remote: bool,
+    /// The user config folder (token, runtime file); default: the user's.
+    pub config_dir: Option<PathBuf>,
+    /// Origins allowed besides none (browser pages are refused unless listed).
+    pub allowed_origins: Vec<String>,
+    /// Time allowed for calls to finish at shutdown.
+    pub shutdown_grace: Duration,
+    /// Values never written to the ledger or shown (the gateway token, ...); secrets found in the
+    /// environment are added.
+    pub secrets: Vec<String>,
+}
+
+/// Values of environment variables whose names say they hold secrets.
+fn environment_secrets() -> Vec<String> {
+    const MARKERS: [&str; 6] = ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "PRIVATE_KEY"];
+    std::env::vars()
+        .filter(|(name, value)| {
+            let upper = name.to_ascii_uppercase();
+            value.len() >= 8 && MARKERS.iter().any(|m| upper.contains(m))
+        })
+        .map(|(_, value)| value)
+        .collect()
+}
+
+/// Something operators watch: reloads, errors, connections.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum HubEvent {
+    PolicyReloaded {
+        sources: Vec<String>,
+    },
+    /// A changed policy did not load; the previous one stays in force.
+    PolicyRejected {
+        code: String,
+        message: String,
+    },
+    SessionOpened {
+        session_id: String,
+        client: String,
+        version: String,
+    },
+    SessionClosed {
+        session_id: String,
+    },
+}
+
+pub(crate) struct HubState {
+    pub(crate) config: HubConfig,
+    pub(crate) project: PathBuf,
+    pub(crate) dispatcher: Dispatcher,
+    pub(crate) live: Arc<LivePolicy>,
+    pub(crate) broker: Arc<ApprovalBroker>,
+    pub(crate) ledger: Arc<SqliteLedger>,
+    pub(crate) grants: RwLock<Arc<Grants>>,
+    pub(crate) sources: RwLock<Vec<String>>,
+    pub(crate) tools_changed: watch::Sender<u64>,
+    pub(crate) events: broadcast::Sender<HubEvent>,
+    pub(crate) sessions: AtomicU64,
+    pub(crate) calls_in_flight: AtomicU64,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// A handle on the running hub (cheap to clone).
+#[derive(Clone)]
+pub struct Hub {
+    pub(crate) state: Arc<HubState>,
+}
+
+/// The policy for the project: the files named, else those discovered, else the built-in default.
+pub(crate) fn load_policy(files: &[PathBuf], project: &Path) -> Result<(Policy, Vec<String>), HubError> {
+    let layers = layers_for(files, project)?;
+    let sources = layers.iter().map(|l| l.source.clone()).collect();
+    Ok((Policy::from_layers(layers)?, sources))
+}
+
+/// The file "always" appends to: the last loaded policy that is a file (the project's).
+pub(crate) fn always_file(sources: &[String]) -> Option<String> {
+    sources.iter().rev().find(|s| Path::new(s).is_file()).cloned()
+}
+
+impl Hub {
+    /// Loads the policy, opens the ledger and builds the dispatcher. Nothing listens yet.
+    pub async fn open(config: HubConfig) -> Result<Hub, HubError> {
+        let project = std::fs::canonicalize(&config.project)
+            .map_err(|e| HubError::Config(format!("project folder {}: {e}", config.project.display())))?;
+        let (policy, sources) = load_policy(&config.policy_files, &project)?;
+        let grants = policy.grants();
+        let timeout = Duration::from_secs(policy.approval_timeout_seconds());
+        let image_bytes = policy.layers().iter().map(|l| l.document.images.max_bytes).min();
+        let live = Arc::new(LivePolicy::new(policy, project.clone()));
+        let broker = Arc::new(ApprovalBroker::new(live.clone(), timeout, always_file(&sources)));
+        if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;
+        }
+        let ledger = Arc::new(SqliteLedger::open(&config.db)?);
+        let limits = Limits { image_bytes: image_bytes.unwrap_or(10_000_000), ..Limits::default() };
+        let workspace = Arc::new(
+            Workspace::new(&project)
+                .map_err(|e| HubError::Config(format!("workspace {}: {}", project.display(), e.message)))?
+                .with_limits(limits),
+        );
+        let mut registry = ToolRegistry::new();
+        register_coding_tools(&mut registry, &workspace)
+            .map_err(|e| HubError::Config(format!("coding tools: {e}")))?;
+        let dispatcher = Dispatcher::builder(registry)
+            .policy(live.clone())
+            .approvals(broker.clone())
+            // The broker answers timeouts itself; the harness bound is a backstop.
+            .approval_timeout(Some(timeout + Duration::from_secs(5)))
+            .ledger(ledger.clone())
+            .redactor(
+                Redactor::builder()
+                    .secrets(config.secrets.iter().cloned().chain(environment_secrets()))
+                    .build(),
+            )
+            .build();
+        tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
+        Ok(Hub {
+            state: Arc::new(HubState {
+                config,
+                project,
+                dispatcher,
+                live,
+                broker,
+                ledger,
+                grants: RwLock::new(Arc::new(grants)),
+                sources: RwLock::new(sources),
+                tools_changed: watch::channel(0).0,
+                events: broadcast::channel(256).0,
+                sessions: AtomicU64::new(0),
+                calls_in_flight: AtomicU64::new(0),
+                shutdown: CancellationToken::new(),
+            }),
+        })
+    }
+
+    pub fn broker(&self) -> &Arc<ApprovalBroker> {
+        &self.state.broker
+    }
+
+    pub fn live_policy(&self) -> &Arc<LivePolicy> {
+        &self.state.live
+    }
+
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.state.dispatcher
+    }
+
+    pub fn project(&self) -> &Path {
+        &self.state.project
+    }
+
+    pub fn policy_sources(&self) -> Vec<String> {
+        self.state.sources.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<HubEvent> {
+        self.state.events.subscribe()
+    }
+
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.state.shutdown.clone()
+    }
+
+    pub(crate) fn grants(&self) -> Arc<Grants> {
+        self.state.grants.read().map(|g| g.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Re-reads the policy files; a policy that does not load leaves the previous one in force.
+    pub fn reload(&self) -> Result<(), HubError> {
+        match load_policy(&self.state.config.policy_files, &self.state.project) {
+            Ok((policy, sources)) => {
+                let grants = policy.grants();
+                let timeout = Duration::from_secs(policy.approval_timeout_seconds());
+                self.state.live.replace(policy);
+                self.state.broker.configure(timeout, always_file(&sources));
+                if let Ok(mut g) = self.state.grants.write() {
+                    *g = Arc::new(grants);
+                }
+                if let Ok(mut s) = self.state.sources.write() {
+                    *s = sources.clone();
+                }
+                self.state.tools_changed.send_modify(|v| *v += 1);
+                tracing::info!(?sources, "policy reloaded");
+                let _ = self.state.events.send(HubEvent::PolicyReloaded { sources });
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the changed policy was rejected; the previous one stays in force");
+                let _ = self
+                    .state
+                    .events
+                    .send(HubEvent::PolicyRejected { code: e.code().into(), message: e.to_string() });
+                Err(e)
+            }
+        }
+    }
+
+    /// The tools agents may see now.
+    pub fn visible_tools(&self) -> Vec<ToolSpec> {
+        let grants = self.grants();
+        self.state.dispatcher.registry().specs().filter(|s| grants.permits(&s.name)).cloned().collect()
+    }
+
+    /// Runs one call for a session through the pipeline.
+    pub async fn call(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        owner: &str,
+        cancel: CancellationToken,
+    ) -> ToolCallResult {
+        let mut run = RunContext::new(session_id.to_owned(), "mcp")
+            .with_owner(owner.to_owned())
+            .with_cwd(self.state.project.clone());
+        run.grants = self.grants();
+        run.cancel = cancel;
+        self.state.calls_in_flight.fetch_add(1, Ordering::SeqCst);
+        let result =
+            self.state.dispatcher.dispatch(ToolCall::new(call_id.to_owned(), tool, arguments), &run).await;
+        self.state.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    /// Opens a ledger session for a client.
+    pub async fn open_session(&self, client: &str, version: &str) -> String {
+        let n = self.state.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("s{:x}-{n}", Timestamp::now().0);
+        let info = SessionInfo {
+            id: id.clone(),
+            client_name: Some(client.to_owned()),
+            client_version: Some(version.to_owned()),
+            cwd: Some(self.state.project.display().to_string()),
+            policy_hash: None,
+            started_at: Timestamp::now(),
+            ended_at: None,
+        };
+        if let Err(e) = self.state.ledger.begin_session(info).await {
+            tracing::error!(error = %e, session = %id, "session not recorded");
+        }
+        let _ = self.state.events.send(HubEvent::SessionOpened {
+            session_id: id.clone(),
+            client: client.to_owned(),
+            version: version.to_owned(),
+        });
+        id
+    }
+
+    pub async fn close_session(&self, session_id: String) {
+        if let Err(e) = self.state.ledger.end_session(&session_id, Timestamp::now()).await {
+            tracing::warn!(error = %e, session = %session_id, "session end not recorded");
+        }
+        let _ = self.state.events.send(HubEvent::SessionClosed { session_id });
+    }
+
+    /// Stops: lets calls in flight finish within the grace period, then flushes and closes the ledger.
+    pub async fn close(&self) -> Result<(), HubError> {
+        self.state.shutdown.cancel();
+        let deadline = tokio::time::Instant::now() + self.state.config.shutdown_grace;
+        while self.state.calls_in_flight.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left = self.state.calls_in_flight.load(Ordering::SeqCst);
+        if left > 0 {
+            tracing::warn!(calls = left, "calls still running at shutdown are recorded as interrupted");
+        }
+        if let Some(dir) = self.state.config.config_dir.clone().or_else(user_config_dir) {
+            RuntimeInfo::remove(&dir);
+        }
+        self.state.ledger.close().await?;
+        Ok(())
+    }
+}
+
+/// The gateway's view of the hub.
+pub struct HubBackend {
+    hub: Hub,
+    owners: RwLock<std::collections::HashMap<String, String>>,
+}
+
+impl HubBackend {
+    pub fn new(hub: Hub) -> Self {
+        HubBackend { hub, owners: RwLock::new(Default::default()) }
+    }
+}
+
+#[async_trait]
+impl GatewayBackend for HubBackend {
+    fn visible_tools(&self) -> Vec<ToolSpec> {
+        self.hub.visible_tools()
+    }
+
+    async fn open_session(&self, client: ClientIdentity) -> String {
+        let id = self.hub.open_session(&client.name, &client.version).await;
+        if let Ok(mut owners) = self.owners.write() {
+            owners.insert(id.clone(), format!("{} {} ({})", client.name, client.version, client.transport));
+        }
+        id
+    }
+
+    async fn close_session(&self, session_id: String) {
+        if let Ok(mut owners) = self.owners.write() {
+            owners.remove(&session_id);
+        }
+        self.hub.close_session(session_id).await;
+    }
+
+    async fn call(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        cancel: CancellationToken,
+    ) -> ToolCallResult {
+        let owner = self
+            .owners
+            .read()
+            .ok()
+            .and_then(|o| o.get(session_id).cloned())
+            .unwrap_or_else(|| "agent".into());
+        self.hub.call(session_id, call_id, tool, arguments, &owner, cancel).await
+    }
+
+    fn tools_changed(&self) -> watch::Receiver<u64> {
+        self.hub.state.tools_changed.subscribe()
+    }
+}

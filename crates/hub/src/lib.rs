@@ -1,0 +1,15 @@
+//! Portcullis hub: the running service. It wires the harness, the policy, the coding tools, the SQLite
+//! ledger and the MCP gateway; owns sessions, the approval broker and policy hot reload; and serves
+//! agents (`/mcp`) and operators (`/v1`) on a loopback port. Used by the CLI now and the desktop app next.
+
+pub mod broker;
+pub mod config;
+pub mod error;
+pub mod hub;
+pub mod reload;
+pub mod server;
+
+pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingApproval};
+pub use error::HubError;
+pub use hub::{Hub, HubBackend, HubConfig, HubEvent};
+pub use server::{RunningHub, serve};

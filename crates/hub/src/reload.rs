@@ -1,0 +1,82 @@
+//! Policy hot reload: `notify` watches the folders that hold (or would hold) the policy files; changes
+//! are debounced, then the policy is loaded and checked before it replaces the one in force. A broken
+//! file leaves the previous policy running and emits `PolicyRejected` with file, line and column.
+
+use crate::hub::Hub;
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use portcullis_policy::discovery::user_config_dir;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long changes settle before a reload (editors write in several steps).
+pub const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Keeps the watcher alive; dropping it stops watching.
+pub struct PolicyWatcher {
+    _watcher: RecommendedWatcher,
+}
+
+/// Folders to watch: those of the named files, else the user config folder and the project's
+/// `.portcullis` folder (and the project itself, so a new `.portcullis` is seen).
+fn folders(hub: &Hub) -> Vec<PathBuf> {
+    let config = &hub.state.config;
+    let mut dirs: Vec<PathBuf> = if config.policy_files.is_empty() {
+        let mut d: Vec<PathBuf> = user_config_dir().into_iter().collect();
+        d.push(hub.project().join(".portcullis"));
+        d.push(hub.project().to_path_buf());
+        d
+    } else {
+        config
+            .policy_files
+            .iter()
+            .filter_map(|f| std::fs::canonicalize(f).ok().and_then(|f| f.parent().map(PathBuf::from)))
+            .collect()
+    };
+    dirs.sort();
+    dirs.dedup();
+    dirs.retain(|d| d.is_dir());
+    dirs
+}
+
+/// Starts watching; reloads run on the current tokio runtime.
+pub fn watch(hub: &Hub) -> Result<PolicyWatcher, notify::Error> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut names: Vec<std::ffi::OsString> =
+        hub.state.config.policy_files.iter().filter_map(|f| f.file_name().map(Into::into)).collect();
+    if names.is_empty() {
+        names = vec!["policy.json".into(), ".portcullis".into()];
+    }
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            let relevant =
+                event.paths.iter().any(|p| p.file_name().is_some_and(|n| names.iter().any(|w| w == n)));
+            if relevant && !event.kind.is_access() {
+                let _ = tx.send(());
+            }
+        }
+    })?;
+    for dir in folders(hub) {
+        watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+        tracing::debug!(dir = %dir.display(), "watching for policy changes");
+    }
+    let hub = hub.clone();
+    let stop = hub.shutdown_token();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                got = rx.recv() => if got.is_none() { break },
+            }
+            // Debounce: wait until nothing changed for a moment.
+            loop {
+                match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            let _ = hub.reload();
+        }
+    });
+    Ok(PolicyWatcher { _watcher: watcher })
+}

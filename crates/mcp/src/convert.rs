@@ -1,0 +1,156 @@
+//! Between the harness's shapes and MCP's: tool specs ↔ `Tool`, tool output ↔ `CallToolResult`, and a
+//! blocked or failed call as a tool result with `isError` that names the reason and the deciding rule
+//! (never a protocol error).
+
+use portcullis_harness::{
+    CallOutcome, Content, DecidedBy, ToolAnnotations, ToolCallResult, ToolOutput, ToolSpec,
+};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The MCP tool an agent sees for a registry tool, under its wire name.
+pub fn tool_of(spec: &ToolSpec, wire_name: &str) -> Tool {
+    let schema: JsonObject = match &spec.parameters {
+        Some(Value::Object(map)) => map.clone(),
+        _ => {
+            let mut map = JsonObject::new();
+            map.insert("type".into(), json!("object"));
+            map
+        }
+    };
+    let annotations = rmcp::model::ToolAnnotations::new()
+        .read_only(spec.annotations.read_only)
+        .destructive(spec.annotations.destructive);
+    let annotations = match spec.annotations.idempotent {
+        Some(i) => annotations.idempotent(i),
+        None => annotations,
+    };
+    let annotations = match spec.annotations.open_world {
+        Some(o) => annotations.open_world(o),
+        None => annotations,
+    };
+    Tool::new(wire_name.to_owned(), spec.description.clone(), Arc::new(schema)).with_annotations(annotations)
+}
+
+/// The harness annotations of an upstream tool (hints absent upstream stay unset or false).
+pub fn annotations_of(tool: &Tool) -> ToolAnnotations {
+    let a = tool.annotations.as_ref();
+    ToolAnnotations {
+        read_only: a.and_then(|a| a.read_only_hint).unwrap_or(false),
+        destructive: a.and_then(|a| a.destructive_hint).unwrap_or(false),
+        idempotent: a.and_then(|a| a.idempotent_hint),
+        open_world: a.and_then(|a| a.open_world_hint),
+    }
+}
+
+fn decider(decided_by: &DecidedBy) -> String {
+    match decided_by {
+        DecidedBy::Rule { rule_id, source } => format!("rule `{rule_id}` in {source}"),
+        DecidedBy::Operator { outcome, operator, .. } => {
+            let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
+            format!(
+                "the operator{} ({})",
+                operator.as_deref().map(|o| format!(" {o}")).unwrap_or_default(),
+                outcome.unwrap_or_default()
+            )
+        }
+        DecidedBy::ApprovalTimeout { after_ms } => format!("approval timeout after {} s", after_ms / 1000),
+        DecidedBy::SessionGrant { grant_id } => format!("session grant {grant_id}"),
+        DecidedBy::Grants { scope } => format!("grant scope `{scope}`"),
+        DecidedBy::Guardrail { pack, rule } => format!("guardrail {pack}/{rule}"),
+        DecidedBy::Permission { permission } => format!("permission {permission}"),
+        DecidedBy::Registry => "the registry".into(),
+        DecidedBy::Validator { validator } => format!("validator {validator}"),
+        DecidedBy::Default { detail } => match detail {
+            Some(d) => format!("the default ({d})"),
+            None => "the default".into(),
+        },
+    }
+}
+
+fn content_block(content: &Content) -> ContentBlock {
+    match content {
+        Content::Text { text } => ContentBlock::text(text.clone()),
+        Content::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+        Content::Resource { uri, mime_type, text } => {
+            let mut resource = ResourceContents::text(text.clone().unwrap_or_default(), uri.clone());
+            if let (Some(mime), ResourceContents::TextResourceContents { mime_type: m, .. }) =
+                (mime_type, &mut resource)
+            {
+                *m = Some(mime.clone());
+            }
+            ContentBlock::resource(resource)
+        }
+    }
+}
+
+/// A dispatched call as the agent receives it.
+pub fn call_result(result: &ToolCallResult) -> CallToolResult {
+    match &result.outcome {
+        CallOutcome::Finished { output } => {
+            let blocks: Vec<ContentBlock> = output.content.iter().map(content_block).collect();
+            let mut r =
+                if output.is_error { CallToolResult::error(blocks) } else { CallToolResult::success(blocks) };
+            r.structured_content = output.structured.clone();
+            r
+        }
+        CallOutcome::Blocked { reason, error } => {
+            let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+                "portcullis blocked this call ({reason}): {}. Decided by {}.",
+                error.message.trim_end_matches('.'),
+                decider(&result.decided_by)
+            ))]);
+            r.structured_content = Some(json!({
+                "portcullis": { "blocked": reason.as_str(), "code": error.code, "decided_by": result.decided_by }
+            }));
+            r
+        }
+        CallOutcome::Error { error } => {
+            let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+                "the tool failed ({}): {}",
+                error.code, error.message
+            ))]);
+            r.structured_content = Some(json!({ "portcullis": { "error": error.code } }));
+            r
+        }
+    }
+}
+
+/// An upstream result as harness output (bounded by the caller). Audio and links become resources.
+pub fn output_of(result: &CallToolResult) -> ToolOutput {
+    let content = result
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(t) => Content::Text { text: t.text.clone() },
+            ContentBlock::Image(i) => Content::Image { data: i.data.clone(), mime_type: i.mime_type.clone() },
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { uri, mime_type, text, .. } => Content::Resource {
+                    uri: uri.clone(),
+                    mime_type: mime_type.clone(),
+                    text: Some(text.clone()),
+                },
+                ResourceContents::BlobResourceContents { uri, mime_type, .. } => {
+                    Content::Resource { uri: uri.clone(), mime_type: mime_type.clone(), text: None }
+                }
+                _ => Content::Text { text: "[a resource of a kind Portcullis does not forward]".into() },
+            },
+            ContentBlock::ResourceLink(link) => {
+                Content::Resource { uri: link.uri.clone(), mime_type: link.mime_type.clone(), text: None }
+            }
+            ContentBlock::Audio(a) => Content::Resource {
+                uri: "data:audio".into(),
+                mime_type: Some(a.mime_type.clone()),
+                text: Some(format!("[audio, {} base64 bytes, not forwarded]", a.data.len())),
+            },
+            #[allow(unreachable_patterns)]
+            _ => Content::Text { text: "[content of a kind Portcullis does not forward]".into() },
+        })
+        .collect();
+    ToolOutput {
+        content,
+        structured: result.structured_content.clone(),
+        is_error: result.is_error == Some(true),
+    }
+}

@@ -1,0 +1,215 @@
+//! The MCP server agents connect to. Each connection is a ledger session; `tools/list` shows the tools
+//! the grants allow under wire-safe names; `tools/call` goes through the hub's pipeline, and a blocked
+//! or denied call comes back as a tool result with `isError` naming the reason and the deciding rule.
+
+use crate::convert::{call_result, tool_of};
+use crate::wire::WireNames;
+use async_trait::async_trait;
+use portcullis_harness::{ToolCallResult, ToolSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Tools per `tools/list` page.
+pub const TOOLS_PAGE: usize = 100;
+
+/// Who connected, as the client said in `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentity {
+    pub name: String,
+    pub version: String,
+    /// `http` or `stdio`.
+    pub transport: &'static str,
+}
+
+/// What the gateway serves: the hub implements it.
+#[async_trait]
+pub trait GatewayBackend: Send + Sync + 'static {
+    /// The tools an agent may see now (grants applied), in registry order.
+    fn visible_tools(&self) -> Vec<ToolSpec>;
+    /// A client finished `initialize`: opens its ledger session and returns the session id.
+    async fn open_session(&self, client: ClientIdentity) -> String;
+    /// The connection ended.
+    async fn close_session(&self, session_id: String);
+    /// Runs one call through the pipeline; `cancel` fires when the client cancels the request.
+    async fn call(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        cancel: CancellationToken,
+    ) -> ToolCallResult;
+    /// Changes whenever the visible tool list may have changed (grants, policy, registry).
+    fn tools_changed(&self) -> watch::Receiver<u64>;
+}
+
+/// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
+/// when the last clone goes.
+struct Connection {
+    backend: Arc<dyn GatewayBackend>,
+    transport: &'static str,
+    session: OnceLock<String>,
+    calls: AtomicU64,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let (Some(session), Ok(runtime)) = (self.session.take(), tokio::runtime::Handle::try_current()) {
+            let backend = self.backend.clone();
+            runtime.spawn(async move { backend.close_session(session).await });
+        }
+    }
+}
+
+/// The MCP server handler of one agent connection.
+#[derive(Clone)]
+pub struct GatewayHandler {
+    connection: Arc<Connection>,
+}
+
+impl GatewayHandler {
+    pub fn new(backend: Arc<dyn GatewayBackend>, transport: &'static str) -> Self {
+        GatewayHandler {
+            connection: Arc::new(Connection {
+                backend,
+                transport,
+                session: OnceLock::new(),
+                calls: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Sends `list_changed` to this peer whenever the backend's tools change, until the connection ends.
+    fn forward_list_changes(&self, peer: Peer<RoleServer>) {
+        let weak: Weak<Connection> = Arc::downgrade(&self.connection);
+        let mut changes = self.connection.backend.tools_changed();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if weak.upgrade().is_none() || peer.is_transport_closed() {
+                    break;
+                }
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(error = %e, "list_changed not delivered");
+                }
+            }
+        });
+    }
+
+    async fn session_id(&self, context: &RequestContext<RoleServer>) -> String {
+        if let Some(id) = self.connection.session.get() {
+            return id.clone();
+        }
+        // A client that skipped `initialize` (stateless requests) still gets a session.
+        let client = context.client_info();
+        let id = self
+            .connection
+            .backend
+            .open_session(ClientIdentity {
+                name: client.as_ref().map_or_else(|| "unknown".into(), |c| c.name.clone()),
+                version: client.as_ref().map_or_else(String::new, |c| c.version.clone()),
+                transport: self.connection.transport,
+            })
+            .await;
+        self.connection.session.get_or_init(|| id).clone()
+    }
+}
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Portcullis gateway: every tool call passes the operator's policy; a refused call returns \
+                 isError with the reason and the deciding rule.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Sessions with `initialize` (list_changed and progress are sent on the session's stream).
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        if self.connection.session.get().is_none() {
+            let id = self
+                .connection
+                .backend
+                .open_session(ClientIdentity {
+                    name: request.client_info.name.clone(),
+                    version: request.client_info.version.clone(),
+                    transport: self.connection.transport,
+                })
+                .await;
+            let _ = self.connection.session.set(id);
+            self.forward_list_changes(context.peer.clone());
+        }
+        tracing::info!(
+            client = %request.client_info.name,
+            version = %request.client_info.version,
+            session = self.connection.session.get().map(String::as_str),
+            "agent connected"
+        );
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let specs = self.connection.backend.visible_tools();
+        let names = WireNames::new(specs.iter().map(|s| s.name.as_str()));
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|c| *c <= specs.len())
+                .ok_or_else(|| McpError::invalid_params(format!("invalid cursor {cursor:?}"), None))?,
+        };
+        let end = (start + TOOLS_PAGE).min(specs.len());
+        let tools = specs[start..end]
+            .iter()
+            .map(|spec| tool_of(spec, names.wire_name(&spec.name).unwrap_or(&spec.name)))
+            .collect();
+        let mut page = ListToolsResult::with_all_items(tools);
+        if end < specs.len() {
+            page.next_cursor = Some(end.to_string());
+        }
+        Ok(page)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let session = self.session_id(&context).await;
+        let specs = self.connection.backend.visible_tools();
+        let names = WireNames::new(specs.iter().map(|s| s.name.as_str()));
+        // A name the agent may not see is dispatched as given: the pipeline refuses and records it.
+        let tool = names.registry_name(&request.name).unwrap_or(&request.name).to_owned();
+        let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let arguments =
+            request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
+        // Cancellation goes through the pipeline (the call ends with a record), never by dropping it.
+        let result =
+            self.connection.backend.call(&session, &call_id, &tool, arguments, context.ct.clone()).await;
+        Ok(call_result(&result).into())
+    }
+}

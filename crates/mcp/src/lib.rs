@@ -1,0 +1,8 @@
+//! Portcullis MCP, on the official Rust SDK (`rmcp`): the gateway that serves the hub's registry to
+//! agents (Streamable HTTP with a bearer token and Origin checks, or stdio), and the bridge that brings
+//! upstream MCP servers' tools into the registry.
+
+pub mod convert;
+pub mod gateway;
+pub mod http;
+pub mod wire;

@@ -1,0 +1,122 @@
+//! Tool names as agents see them. Common clients accept only letters, digits, `_` and `-`, at most 64
+//! characters; the registry names upstream tools `mcp:<server>:<tool>`. The mapping is reversible: a
+//! table from wire names back to registry names, built for each registry version.
+
+use std::collections::HashMap;
+
+/// Longest wire name common clients accept.
+pub const MAX_WIRE_NAME: usize = 64;
+
+/// Whether `name` is valid on the wire as is.
+pub fn is_wire_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_WIRE_NAME
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// FNV-1a, 32 bits: a short stable suffix that tells apart names which map to the same text.
+fn fnv32(text: &str) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in text.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+/// The wire name of a registry name: itself when safe; `mcp:<server>:<tool>` becomes `<server>__<tool>`;
+/// other characters become `_`; a name that had to change and is too long is cut and given a hash suffix.
+pub fn wire_name(registry_name: &str) -> String {
+    if is_wire_safe(registry_name) {
+        return registry_name.to_owned();
+    }
+    let base = match registry_name.strip_prefix("mcp:").and_then(|rest| rest.split_once(':')) {
+        Some((server, tool)) => format!("{server}__{tool}"),
+        None => registry_name.to_owned(),
+    };
+    let cleaned: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    if is_wire_safe(&cleaned) && cleaned == base {
+        return cleaned;
+    }
+    hashed(&cleaned, registry_name)
+}
+
+fn hashed(cleaned: &str, registry_name: &str) -> String {
+    let suffix = format!("_{:08x}", fnv32(registry_name));
+    let keep = MAX_WIRE_NAME - suffix.len();
+    let mut cut: String = cleaned.chars().take(keep).collect();
+    if cut.is_empty() {
+        cut.push('t');
+    }
+    cut + &suffix
+}
+
+/// The two-way table of one registry version.
+#[derive(Debug, Clone, Default)]
+pub struct WireNames {
+    to_registry: HashMap<String, String>,
+    to_wire: HashMap<String, String>,
+}
+
+impl WireNames {
+    /// Builds the table; when two registry names map to the same wire name, the later one gets a hash
+    /// suffix, so every wire name stands for exactly one tool.
+    pub fn new<'a>(registry_names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut table = WireNames::default();
+        for name in registry_names {
+            let mut wire = wire_name(name);
+            if table.to_registry.contains_key(&wire) {
+                wire = hashed(&wire, name);
+            }
+            table.to_registry.insert(wire.clone(), name.to_owned());
+            table.to_wire.insert(name.to_owned(), wire);
+        }
+        table
+    }
+
+    pub fn registry_name(&self, wire: &str) -> Option<&str> {
+        self.to_registry.get(wire).map(String::as_str)
+    }
+
+    pub fn wire_name(&self, registry_name: &str) -> Option<&str> {
+        self.to_wire.get(registry_name).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_names_stay_and_upstream_names_are_namespaced() {
+        assert_eq!(wire_name("shell"), "shell");
+        assert_eq!(wire_name("mcp:everything:get-sum"), "everything__get-sum");
+        assert_eq!(wire_name("mcp:srv.v2:do it"), format!("srv_v2__do_it_{:08x}", fnv32("mcp:srv.v2:do it")));
+    }
+
+    #[test]
+    fn long_names_are_cut_with_a_hash_and_stay_distinct() {
+        let a = format!("mcp:server:{}", "x".repeat(100));
+        let b = format!("mcp:server:{}y", "x".repeat(100));
+        let (wa, wb) = (wire_name(&a), wire_name(&b));
+        assert!(is_wire_safe(&wa) && is_wire_safe(&wb));
+        assert_eq!(wa.len(), MAX_WIRE_NAME);
+        assert_ne!(wa, wb);
+    }
+
+    #[test]
+    fn the_table_is_reversible_even_on_collisions() {
+        let names = ["mcp:a:b_c", "mcp:a_b:c", "a__b_c", "shell"];
+        let table = WireNames::new(names);
+        let mut wires = std::collections::HashSet::new();
+        for name in names {
+            let wire = table.wire_name(name).unwrap();
+            assert!(is_wire_safe(wire), "{wire}");
+            assert!(wires.insert(wire.to_owned()), "duplicate wire name {wire}");
+            assert_eq!(table.registry_name(wire), Some(name));
+        }
+    }
+}

@@ -1,0 +1,55 @@
+// An agent for Portcullis's interop tests, on the official TypeScript SDK: connects to the gateway over
+// Streamable HTTP (or spawns a stdio server), runs the steps of a scenario, and prints one JSON document
+// with every result. Usage: node client.mjs '<scenario JSON>'
+//   scenario: { "url"?: string, "token"?: string, "headers"?: {..}, "command"?: string, "args"?: [..],
+//               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "call", "name": .., "arguments": {..}} ] }
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const scenario = JSON.parse(process.argv[2]);
+const client = new Client({ name: scenario.clientName ?? "interop-sdk-client", version: "1.32.2" });
+let listChanged = 0;
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged += 1; });
+
+let transport;
+if (scenario.url) {
+  const headers = { ...(scenario.headers ?? {}) };
+  if (scenario.token) headers["Authorization"] = `Bearer ${scenario.token}`;
+  transport = new StreamableHTTPClientTransport(new URL(scenario.url), { requestInit: { headers } });
+} else {
+  transport = new StdioClientTransport({ command: scenario.command, args: scenario.args ?? [], env: { ...process.env, ...(scenario.env ?? {}) }, stderr: "inherit" });
+}
+
+const out = { results: [] };
+try {
+  await client.connect(transport);
+  out.server = client.getServerVersion();
+  for (const step of scenario.steps) {
+    if (step.op === "list") {
+      const tools = [];
+      let cursor;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : {});
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor);
+      out.results.push({ op: "list", tools });
+    } else if (step.op === "call") {
+      const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, { timeout: step.timeoutMs ?? 60000 });
+      out.results.push({ op: "call", name: step.name, result });
+    } else if (step.op === "wait") {
+      await new Promise((r) => setTimeout(r, step.ms));
+    }
+  }
+  out.listChanged = listChanged;
+  await client.close();
+} catch (e) {
+  out.error = String(e?.message ?? e);
+  out.code = e?.code;
+  process.stdout.write(JSON.stringify(out) + "\n");
+  process.exit(3);
+}
+process.stdout.write(JSON.stringify(out) + "\n");
+process.exit(0);
