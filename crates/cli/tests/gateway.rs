@@ -1,0 +1,479 @@
+//! `portcullis serve` as a new user starts it, with real MCP agents against it: the official TypeScript
+//! SDK client and the MCP Inspector CLI (from `tests/interop/node_modules`, installed by `.ci/run`).
+//! Covers listing, allowed / denied / approved calls with their ledger rows, the token and Origin
+//! guard, loopback-only binding, hot reload (broken and good policies) and a clean shutdown.
+// Fixture builders and run helpers are not #[test] fns, so clippy.toml's test allowance misses them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+const POLICY: &str = r#"{
+  "grants": [ { "name": "agents", "allow": ["shell", "read", "write", "edit"] } ],
+  "commands": {
+    "default": "prompt",
+    "rules": [
+      { "id": "printing", "pattern": [["echo", "ls", "cat"]], "decision": "allow", "match": ["echo hi"] },
+      { "id": "remove", "pattern": ["rm"], "decision": "forbidden", "justification": "deletes files",
+        "match": ["rm -rf x"] }
+    ]
+  },
+  "paths": { "roots": [ { "path": ".", "access": "write" } ] },
+  "approvals": { "timeout_seconds": 20 }
+}
+"#;
+
+fn interop_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
+}
+
+fn node_modules() -> PathBuf {
+    let dir = interop_dir().join("node_modules");
+    assert!(
+        dir.join("@modelcontextprotocol/sdk").is_dir(),
+        "the interop peers are not installed: run `npm ci --prefix tests/interop` (.ci/run does)"
+    );
+    dir
+}
+
+struct Served {
+    dir: TempDir,
+    child: Option<Child>,
+    mcp_url: String,
+    api: String,
+    token: String,
+}
+
+impl Served {
+    fn path(&self, sub: &str) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).unwrap().join(sub)
+    }
+
+    fn project(&self) -> PathBuf {
+        self.path("proj")
+    }
+
+    fn policy_file(&self) -> PathBuf {
+        self.project().join(".portcullis/policy.json")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.path("ledger.db")
+    }
+
+    /// Runs the SDK client with a scenario; returns its JSON report and exit code.
+    fn client(&self, scenario: Value) -> (Value, i32) {
+        let out = Command::new("node")
+            .arg(interop_dir().join("client.mjs"))
+            .arg(scenario.to_string())
+            .current_dir(interop_dir())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("node runs");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let report = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+        (report, out.status.code().unwrap_or(-1))
+    }
+
+    fn agent(&self, steps: Value) -> Value {
+        let (report, code) = self.client(json!({ "url": self.mcp_url, "token": self.token, "steps": steps }));
+        assert_eq!(code, 0, "{report}");
+        report
+    }
+
+    fn stop(&mut self) -> Output {
+        let child = self.child.take().unwrap();
+        let pid = child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn portcullis(dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portcullis"));
+    cmd.env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", dir.join("home"))
+        .env("PORTCULLIS_CONFIG_DIR", dir.join("config"))
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+/// Starts `portcullis serve --port 0` for a fresh project and waits for its runtime file.
+fn serve(policy: &str) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
+    std::fs::create_dir_all(base.join("home")).unwrap();
+    std::fs::write(base.join("proj/.portcullis/policy.json"), policy).unwrap();
+    let child = portcullis(&base)
+        .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5", "--db"])
+        .arg(base.join("ledger.db"))
+        .current_dir(base.join("proj"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runtime = base.join("config/hub.json");
+    let started = Instant::now();
+    while !runtime.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    Served {
+        dir,
+        child: Some(child),
+        mcp_url: info["mcp_url"].as_str().unwrap().to_owned(),
+        api: info["api_url"].as_str().unwrap().to_owned(),
+        token,
+    }
+}
+
+/// A plain HTTP/1.1 request (the operator API needs nothing more); returns status and body.
+fn http(
+    url: &str,
+    method: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = TcpStream::connect(host).unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    if let Some(token) = token {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    if !body.is_empty() {
+        request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).unwrap();
+    let status = status_line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut rest = String::new();
+    let _ = reader.read_to_string(&mut rest);
+    let body = rest.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+fn ledger_calls(served: &Served) -> Vec<Value> {
+    let out = portcullis(served.dir.path())
+        .args(["ledger", "query", "--json", "--limit", "1000", "--db"])
+        .arg(served.db())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["calls"].as_array().unwrap().clone()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn an_sdk_agent_lists_calls_and_is_refused_with_reasons() {
+    node_modules();
+    let mut served = serve(POLICY);
+    assert!(served.mcp_url.starts_with("http://127.0.0.1:"), "{}", served.mcp_url);
+    let report = served.agent(json!([
+        {"op": "list"},
+        {"op": "call", "name": "shell", "arguments": {"command": "echo hello-from-agent"}},
+        {"op": "call", "name": "shell", "arguments": {"command": "echo hi && rm -rf /"}},
+        {"op": "call", "name": "write", "arguments": {"path": "../escape.txt", "content": "x"}},
+        {"op": "call", "name": "search_tools", "arguments": {"query": "x"}},
+        {"op": "call", "name": "shell", "arguments": {"command": 42}},
+    ]));
+    assert_eq!(report["server"]["name"], "portcullis");
+    let tools = report["results"][0]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["shell", "read", "write", "edit"]);
+    let read = tools.iter().find(|t| t["name"] == "read").unwrap();
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    assert_eq!(tools[0]["annotations"]["destructiveHint"], true);
+    assert_eq!(tools[0]["inputSchema"]["required"], json!(["command"]));
+
+    let allowed = &report["results"][1]["result"];
+    assert_eq!(allowed["isError"], false, "{allowed}");
+    assert!(text_of(allowed).contains("hello-from-agent"));
+    let denied = &report["results"][2]["result"];
+    assert_eq!(denied["isError"], true);
+    assert!(
+        text_of(denied).contains("execution_denied") && text_of(denied).contains("rule `remove`"),
+        "{denied}"
+    );
+    let escape = &report["results"][3]["result"];
+    assert_eq!(escape["isError"], true);
+    assert!(text_of(escape).contains("outside every write root"), "{escape}");
+    assert!(!served.path("escape.txt").exists());
+    let hidden = &report["results"][4]["result"];
+    assert_eq!(hidden["isError"], true);
+    assert!(text_of(hidden).contains("unknown_tool"), "{hidden}");
+    let invalid = &report["results"][5]["result"];
+    assert!(text_of(invalid).contains("validation_failed"), "{invalid}");
+
+    let out = served.stop();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every call has its row, in one session named after the client.
+    let calls = ledger_calls(&served);
+    assert_eq!(calls.len(), 5, "{calls:#?}");
+    let statuses: Vec<(&str, &str)> = calls
+        .iter()
+        .rev()
+        .map(|c| (c["status"].as_str().unwrap(), c["decided_by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("finished", "rule"),
+            ("blocked", "rule"),
+            ("blocked", "default"),
+            ("blocked", "registry"),
+            ("blocked", "validator")
+        ]
+    );
+    assert!(calls.iter().all(|c| c["session_id"] == calls[0]["session_id"]));
+    assert!(
+        calls.iter().all(|c| c["owner"].as_str().unwrap().starts_with("interop-sdk-client")),
+        "{calls:#?}"
+    );
+    // The hub's runtime file is gone after a clean stop, and the ledger is healthy.
+    assert!(!served.path("config/hub.json").exists());
+    let check =
+        portcullis(served.dir.path()).args(["ledger", "check", "--db"]).arg(served.db()).output().unwrap();
+    assert!(check.status.success());
+}
+
+#[test]
+fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
+    node_modules();
+    let served = serve(&POLICY.replace("\"timeout_seconds\": 20", "\"timeout_seconds\": 3"));
+    // A scripted approver answers through the operator API while the agent waits.
+    let approver = {
+        let api = served.api.clone();
+        let token = served.token.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let mut answered = Vec::new();
+            while answered.len() < 2 && started.elapsed() < Duration::from_secs(20) {
+                let (status, body) = http(&format!("{api}/approvals"), "GET", Some(&token), &[], None);
+                assert_eq!(status, 200, "{body}");
+                let v: Value = serde_json::from_str(&body).unwrap();
+                for p in v["approvals"].as_array().unwrap() {
+                    let id = p["id"].as_u64().unwrap();
+                    let command = p["action"]["command"].as_str().unwrap().to_owned();
+                    let answer = if command.contains("allowed") { "once" } else { "deny" };
+                    let (status, body) = http(
+                        &format!("{api}/approvals/{id}"),
+                        "POST",
+                        Some(&token),
+                        &[],
+                        Some(&json!({"answer": answer, "operator": "script"}).to_string()),
+                    );
+                    assert_eq!(status, 200, "{body}");
+                    // A second answer loses.
+                    let (again, _) = http(
+                        &format!("{api}/approvals/{id}"),
+                        "POST",
+                        Some(&token),
+                        &[],
+                        Some(r#"{"answer":"once"}"#),
+                    );
+                    assert_eq!(again, 409);
+                    answered.push(command);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            answered
+        })
+    };
+    let report = served.agent(json!([
+        {"op": "call", "name": "shell", "arguments": {"command": "touch allowed-file"}},
+        {"op": "call", "name": "shell", "arguments": {"command": "touch refused-file"}},
+    ]));
+    let answered = approver.join().unwrap();
+    assert_eq!(answered.len(), 2);
+    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+    assert!(served.project().join("allowed-file").exists());
+    let refused = &report["results"][1]["result"];
+    assert!(text_of(refused).contains("denied by the operator (script)"), "{refused}");
+    assert!(!served.project().join("refused-file").exists());
+    // Nobody answers this one: it is denied as a timeout, not as an operator's denial.
+    let report =
+        served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "touch unanswered"}}]));
+    let timed_out = &report["results"][0]["result"];
+    assert!(text_of(timed_out).contains("approval timeout"), "{timed_out}");
+    assert!(!served.project().join("unanswered").exists());
+    let calls = ledger_calls(&served);
+    let deciders: Vec<&str> = calls.iter().rev().map(|c| c["decided_by"].as_str().unwrap()).collect();
+    assert_eq!(deciders, ["operator", "operator", "approval_timeout"]);
+}
+
+#[test]
+fn the_guard_refuses_missing_and_wrong_tokens_and_foreign_origins() {
+    node_modules();
+    let served = serve(POLICY);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let accept = ("Accept", "application/json, text/event-stream");
+    let (status, _) = http(&served.mcp_url, "POST", None, &[accept], Some(&init));
+    assert_eq!(status, 401);
+    let (status, _) =
+        http(&served.mcp_url, "POST", Some("not-the-token-at-all-0000000000000000"), &[accept], Some(&init));
+    assert_eq!(status, 401);
+    let (status, _) = http(
+        &served.mcp_url,
+        "POST",
+        Some(&served.token),
+        &[accept, ("Origin", "http://evil.example")],
+        Some(&init),
+    );
+    assert_eq!(status, 403);
+    let (status, _) = http(&format!("{}/approvals", served.api), "GET", None, &[], None);
+    assert_eq!(status, 401);
+    // The token is accepted, with no Origin (non-browser clients) or the hub's own.
+    let (status, body) = http(&format!("{}/health", served.api), "GET", Some(&served.token), &[], None);
+    assert_eq!(status, 200, "{body}");
+    let own = served.mcp_url.trim_end_matches("/mcp").to_owned();
+    let (status, _) =
+        http(&served.mcp_url, "POST", Some(&served.token), &[accept, ("Origin", &own)], Some(&init));
+    assert_eq!(status, 200);
+    // The SDK client without the token gets a 401 error, not tools.
+    let (report, code) = served.client(json!({"url": served.mcp_url, "steps": [{"op": "list"}]}));
+    assert_eq!(code, 3);
+    assert_eq!(report["code"], 401, "{report}");
+    // The token file is owner-only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(served.path("config/token")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // A non-loopback address is refused unless asked for.
+    let out = portcullis(served.dir.path())
+        .args(["serve", "--listen", "0.0.0.0", "--port", "0", "--approver", "none", "--db"])
+        .arg(served.path("other.db"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+}
+
+#[test]
+fn policy_changes_reload_and_broken_ones_are_rejected() {
+    node_modules();
+    let mut served = serve(POLICY);
+    let before = served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo one"}}]));
+    assert_eq!(before["results"][0]["result"]["isError"], false);
+    // A broken policy: the previous one stays in force.
+    std::fs::write(served.policy_file(), "{ \"commands\": { \"rules\": [ ").unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let still = served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo two"}}]));
+    assert_eq!(still["results"][0]["result"]["isError"], false, "{still}");
+    // A good change: `echo` is forbidden now and `read` is no longer granted; a connected agent is told.
+    let stricter = POLICY
+        .replace(
+            r#""pattern": [["echo", "ls", "cat"]], "decision": "allow""#,
+            r#""pattern": [["echo", "ls", "cat"]], "decision": "forbidden""#,
+        )
+        .replace(r#""allow": ["shell", "read", "write", "edit"]"#, r#""allow": ["shell", "write", "edit"]"#);
+    let writer = {
+        let file = served.policy_file();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            std::fs::write(file, stricter).unwrap();
+        })
+    };
+    let report = served.agent(json!([
+        {"op": "list"},
+        {"op": "wait", "ms": 3000},
+        {"op": "list"},
+        {"op": "call", "name": "shell", "arguments": {"command": "echo three"}},
+    ]));
+    writer.join().unwrap();
+    assert!(report["listChanged"].as_u64().is_some_and(|n| n >= 1), "{report}");
+    let names = |i: usize| -> Vec<String> {
+        report["results"][i]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(names(0).contains(&"read".to_owned()));
+    // (`wait` steps give no result.)
+    assert!(!names(1).contains(&"read".to_owned()), "{:?}", names(1));
+    let after = &report["results"][2]["result"];
+    assert_eq!(after["isError"], true, "{after}");
+    assert!(text_of(after).contains("rule `printing`"));
+    let out = served.stop();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("policy change rejected"), "{stderr}");
+    assert!(stderr.contains("policy.json:1:"), "the error names file, line and column: {stderr}");
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_through_the_gateway() {
+    let modules = node_modules();
+    let served = serve(POLICY);
+    let inspector = modules.join("@modelcontextprotocol/inspector");
+    assert!(inspector.is_dir());
+    let run = |extra: &[&str]| -> (Value, i32) {
+        let out = Command::new("npx")
+            .args([
+                "--no-install",
+                "@modelcontextprotocol/inspector",
+                "--cli",
+                "--format",
+                "json",
+                "--stored-auth-only",
+            ])
+            .arg(&served.mcp_url)
+            .args(["--header", &format!("Authorization: Bearer {}", served.token)])
+            .args(extra)
+            .current_dir(interop_dir())
+            .env("HOME", served.path("home"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let v = serde_json::from_str(text.trim())
+            .unwrap_or_else(|_| json!({"raw": text, "stderr": String::from_utf8_lossy(&out.stderr)}));
+        (v, out.status.code().unwrap_or(-1))
+    };
+    let (listed, code) = run(&["--method", "tools/list"]);
+    assert_eq!(code, 0, "{listed}");
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 4, "{listed}");
+    let (called, code) =
+        run(&["--method", "tools/call", "--tool-name", "shell", "--tool-arg", "command=echo from-inspector"]);
+    assert_eq!(code, 0, "{called}");
+    assert!(called.to_string().contains("from-inspector"), "{called}");
+    let (denied, _) =
+        run(&["--method", "tools/call", "--tool-name", "shell", "--tool-arg", "command=rm -rf x"]);
+    assert!(denied.to_string().contains("rule `remove`"), "{denied}");
+    let calls = ledger_calls(&served);
+    assert!(calls.iter().any(|c| c["owner"].as_str().unwrap().starts_with("inspector-cli")), "{calls:#?}");
+}
