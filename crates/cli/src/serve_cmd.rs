@@ -94,6 +94,12 @@ fn log_events(hub: &Hub) {
                     tracing::info!(%session_id, %client, %version, "agent connected")
                 }
                 HubEvent::SessionClosed { session_id } => tracing::info!(%session_id, "agent disconnected"),
+                HubEvent::Upstreams { servers } => {
+                    for server in servers {
+                        let status = serde_json::to_string(&server.status).unwrap_or_default();
+                        tracing::info!(server = %server.id, %status, "upstream server");
+                    }
+                }
             }
         }
     });

@@ -5,13 +5,12 @@
 // Fixture builders and run helpers are not #[test] fns, so clippy.toml's test allowance misses them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{http, interop_dir, ledger_calls, node_modules, portcullis, serve, text_of};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-use tempfile::TempDir;
 
 const POLICY: &str = r#"{
   "grants": [ { "name": "agents", "allow": ["shell", "read", "write", "edit"] } ],
@@ -27,175 +26,6 @@ const POLICY: &str = r#"{
   "approvals": { "timeout_seconds": 20 }
 }
 "#;
-
-fn interop_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
-}
-
-fn node_modules() -> PathBuf {
-    let dir = interop_dir().join("node_modules");
-    assert!(
-        dir.join("@modelcontextprotocol/sdk").is_dir(),
-        "the interop peers are not installed: run `npm ci --prefix tests/interop` (.ci/run does)"
-    );
-    dir
-}
-
-struct Served {
-    dir: TempDir,
-    child: Option<Child>,
-    mcp_url: String,
-    api: String,
-    token: String,
-}
-
-impl Served {
-    fn path(&self, sub: &str) -> PathBuf {
-        std::fs::canonicalize(self.dir.path()).unwrap().join(sub)
-    }
-
-    fn project(&self) -> PathBuf {
-        self.path("proj")
-    }
-
-    fn policy_file(&self) -> PathBuf {
-        self.project().join(".portcullis/policy.json")
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path("ledger.db")
-    }
-
-    /// Runs the SDK client with a scenario; returns its JSON report and exit code.
-    fn client(&self, scenario: Value) -> (Value, i32) {
-        let out = Command::new("node")
-            .arg(interop_dir().join("client.mjs"))
-            .arg(scenario.to_string())
-            .current_dir(interop_dir())
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("node runs");
-        let text = String::from_utf8(out.stdout).unwrap();
-        let report = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-        (report, out.status.code().unwrap_or(-1))
-    }
-
-    fn agent(&self, steps: Value) -> Value {
-        let (report, code) = self.client(json!({ "url": self.mcp_url, "token": self.token, "steps": steps }));
-        assert_eq!(code, 0, "{report}");
-        report
-    }
-
-    fn stop(&mut self) -> Output {
-        let child = self.child.take().unwrap();
-        let pid = child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        child.wait_with_output().unwrap()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn portcullis(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_portcullis"));
-    cmd.env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env("HOME", dir.join("home"))
-        .env("PORTCULLIS_CONFIG_DIR", dir.join("config"))
-        .env("RUST_LOG", "warn");
-    cmd
-}
-
-/// Starts `portcullis serve --port 0` for a fresh project and waits for its runtime file.
-fn serve(policy: &str) -> Served {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
-    std::fs::create_dir_all(base.join("home")).unwrap();
-    std::fs::write(base.join("proj/.portcullis/policy.json"), policy).unwrap();
-    let child = portcullis(&base)
-        .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5", "--db"])
-        .arg(base.join("ledger.db"))
-        .current_dir(base.join("proj"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let runtime = base.join("config/hub.json");
-    let started = Instant::now();
-    while !runtime.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
-    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
-    Served {
-        dir,
-        child: Some(child),
-        mcp_url: info["mcp_url"].as_str().unwrap().to_owned(),
-        api: info["api_url"].as_str().unwrap().to_owned(),
-        token,
-    }
-}
-
-/// A plain HTTP/1.1 request (the operator API needs nothing more); returns status and body.
-fn http(
-    url: &str,
-    method: &str,
-    token: Option<&str>,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> (u16, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_at(rest.find('/').unwrap());
-    let mut stream = TcpStream::connect(host).unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
-    if let Some(token) = token {
-        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    let body = body.unwrap_or("");
-    if !body.is_empty() {
-        request.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status_line = String::new();
-    reader.read_line(&mut status_line).unwrap();
-    let status = status_line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let mut rest = String::new();
-    let _ = reader.read_to_string(&mut rest);
-    let body = rest.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
-fn ledger_calls(served: &Served) -> Vec<Value> {
-    let out = portcullis(served.dir.path())
-        .args(["ledger", "query", "--json", "--limit", "1000", "--db"])
-        .arg(served.db())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["calls"].as_array().unwrap().clone()
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
-}
 
 #[test]
 fn an_sdk_agent_lists_calls_and_is_refused_with_reasons() {

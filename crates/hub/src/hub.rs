@@ -4,6 +4,7 @@
 use crate::broker::ApprovalBroker;
 use crate::config::RuntimeInfo;
 use crate::error::HubError;
+use crate::upstreams::Upstreams;
 use async_trait::async_trait;
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
 use portcullis_harness::{
@@ -78,6 +79,10 @@ pub enum HubEvent {
     SessionClosed {
         session_id: String,
     },
+    /// An upstream server's tools or status changed.
+    Upstreams {
+        servers: Vec<crate::upstreams::ServerState>,
+    },
 }
 
 pub(crate) struct HubState {
@@ -94,6 +99,8 @@ pub(crate) struct HubState {
     pub(crate) sessions: AtomicU64,
     pub(crate) calls_in_flight: AtomicU64,
     pub(crate) shutdown: CancellationToken,
+    pub(crate) workspace: Arc<Workspace>,
+    pub(crate) upstreams: Upstreams,
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -123,6 +130,7 @@ impl Hub {
         let grants = policy.grants();
         let timeout = Duration::from_secs(policy.approval_timeout_seconds());
         let image_bytes = policy.layers().iter().map(|l| l.document.images.max_bytes).min();
+        let servers = policy.servers().to_vec();
         let live = Arc::new(LivePolicy::new(policy, project.clone()));
         let broker = Arc::new(ApprovalBroker::new(live.clone(), timeout, always_file(&sources)));
         if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -139,6 +147,14 @@ impl Hub {
         let mut registry = ToolRegistry::new();
         register_coding_tools(&mut registry, &workspace)
             .map_err(|e| HubError::Config(format!("coding tools: {e}")))?;
+        let shutdown = CancellationToken::new();
+        let (rebuild_tx, rebuild_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let upstreams = Upstreams::new(
+            Arc::new(move |_id: &str| {
+                let _ = rebuild_tx.send(());
+            }),
+            shutdown.clone(),
+        );
         let dispatcher = Dispatcher::builder(registry)
             .policy(live.clone())
             .approvals(broker.clone())
@@ -152,7 +168,7 @@ impl Hub {
             )
             .build();
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
-        Ok(Hub {
+        let hub = Hub {
             state: Arc::new(HubState {
                 config,
                 project,
@@ -166,9 +182,60 @@ impl Hub {
                 events: broadcast::channel(256).0,
                 sessions: AtomicU64::new(0),
                 calls_in_flight: AtomicU64::new(0),
-                shutdown: CancellationToken::new(),
+                shutdown,
+                workspace,
+                upstreams,
             }),
-        })
+        };
+        hub.rebuild_on_change(rebuild_rx);
+        hub.state.upstreams.sync(&servers);
+        Ok(hub)
+    }
+
+    /// Rebuilds the registry (coding tools, then every upstream tool) when servers change.
+    fn rebuild_on_change(&self, mut changes: tokio::sync::mpsc::UnboundedReceiver<()>) {
+        let hub = self.clone();
+        tokio::spawn(async move {
+            while changes.recv().await.is_some() {
+                // Settle: one rebuild for a burst of changes.
+                while let Ok(Some(())) = tokio::time::timeout(Duration::from_millis(30), changes.recv()).await
+                {
+                }
+                if hub.state.shutdown.is_cancelled() {
+                    break;
+                }
+                hub.rebuild_registry();
+            }
+        });
+    }
+
+    fn rebuild_registry(&self) {
+        let mut registry = ToolRegistry::new();
+        if let Err(e) = register_coding_tools(&mut registry, &self.state.workspace) {
+            tracing::error!(error = %e, "coding tools not registered");
+        }
+        for tool in self.state.upstreams.tools() {
+            let name = tool.spec().name.clone();
+            if registry.contains(&name) {
+                tracing::error!(tool = %name, "two tools have the same name; the later one is left out");
+                continue;
+            }
+            if let Err(e) = registry.register(tool) {
+                tracing::error!(tool = %name, error = %e, "upstream tool not registered");
+            }
+        }
+        let before: Vec<ToolSpec> = self.state.dispatcher.registry().specs().cloned().collect();
+        let after: Vec<ToolSpec> = registry.specs().cloned().collect();
+        self.state.dispatcher.replace_registry(registry);
+        if before != after {
+            self.state.tools_changed.send_modify(|v| *v += 1);
+        }
+        let _ = self.state.events.send(HubEvent::Upstreams { servers: self.state.upstreams.states() });
+    }
+
+    /// The upstream servers and where they stand.
+    pub fn upstream_states(&self) -> Vec<crate::upstreams::ServerState> {
+        self.state.upstreams.states()
     }
 
     pub fn broker(&self) -> &Arc<ApprovalBroker> {
@@ -208,6 +275,7 @@ impl Hub {
         match load_policy(&self.state.config.policy_files, &self.state.project) {
             Ok((policy, sources)) => {
                 let grants = policy.grants();
+                let servers = policy.servers().to_vec();
                 let timeout = Duration::from_secs(policy.approval_timeout_seconds());
                 self.state.live.replace(policy);
                 self.state.broker.configure(timeout, always_file(&sources));
@@ -218,6 +286,7 @@ impl Hub {
                     *s = sources.clone();
                 }
                 self.state.tools_changed.send_modify(|v| *v += 1);
+                self.state.upstreams.sync(&servers);
                 tracing::info!(?sources, "policy reloaded");
                 let _ = self.state.events.send(HubEvent::PolicyReloaded { sources });
                 Ok(())
@@ -328,6 +397,10 @@ impl HubBackend {
 impl GatewayBackend for HubBackend {
     fn visible_tools(&self) -> Vec<ToolSpec> {
         self.hub.visible_tools()
+    }
+
+    fn registered_names(&self) -> Vec<String> {
+        self.hub.state.dispatcher.registry().names().map(str::to_owned).collect()
     }
 
     async fn open_session(&self, client: ClientIdentity) -> String {

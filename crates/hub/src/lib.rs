@@ -8,6 +8,7 @@ pub mod error;
 pub mod hub;
 pub mod reload;
 pub mod server;
+pub mod upstreams;
 
 pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingApproval};
 pub use error::HubError;

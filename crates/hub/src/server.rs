@@ -102,6 +102,7 @@ async fn health(State(hub): State<Hub>) -> Response {
         "policies": hub.policy_sources(),
         "tools": hub.visible_tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
         "pending_approvals": hub.broker().pending().len(),
+        "servers": hub.upstream_states(),
     }))
     .into_response()
 }

@@ -36,6 +36,9 @@ pub struct ClientIdentity {
 pub trait GatewayBackend: Send + Sync + 'static {
     /// The tools an agent may see now (grants applied), in registry order.
     fn visible_tools(&self) -> Vec<ToolSpec>;
+    /// Every registered tool name (visible or not), so a call of a hidden tool is refused by name
+    /// (`tool_denied`) rather than as unknown.
+    fn registered_names(&self) -> Vec<String>;
     /// A client finished `initialize`: opens its ledger session and returns the session id.
     async fn open_session(&self, client: ClientIdentity) -> String;
     /// The connection ended.
@@ -173,7 +176,9 @@ impl ServerHandler for GatewayHandler {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let specs = self.connection.backend.visible_tools();
-        let names = WireNames::new(specs.iter().map(|s| s.name.as_str()));
+        // One table over every registered name, so a tool's wire name does not depend on the grants.
+        let registered = self.connection.backend.registered_names();
+        let names = WireNames::new(registered.iter().map(String::as_str));
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -200,9 +205,10 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let session = self.session_id(&context).await;
-        let specs = self.connection.backend.visible_tools();
-        let names = WireNames::new(specs.iter().map(|s| s.name.as_str()));
-        // A name the agent may not see is dispatched as given: the pipeline refuses and records it.
+        let registered = self.connection.backend.registered_names();
+        let names = WireNames::new(registered.iter().map(String::as_str));
+        // Resolved against every registered tool: the pipeline refuses (and records) what the grants
+        // hide; an unknown name is dispatched as given.
         let tool = names.registry_name(&request.name).unwrap_or(&request.name).to_owned();
         let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let arguments =

@@ -5,4 +5,5 @@
 pub mod convert;
 pub mod gateway;
 pub mod http;
+pub mod upstream;
 pub mod wire;

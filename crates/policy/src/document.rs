@@ -46,9 +46,76 @@ pub struct PolicyDocument {
     pub approvals: ApprovalSettings,
     #[serde(default)]
     pub images: ImageBounds,
+    /// Upstream MCP servers whose tools join the registry as `mcp:<id>:<tool>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<UpstreamServer>,
     /// Calls with the decision this policy must give them; checked by `portcullis policy test`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tests: Vec<PolicyTestCase>,
+}
+
+/// An upstream MCP server: a command spoken to over stdio, or a Streamable HTTP URL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamServer {
+    /// `[A-Za-z0-9][A-Za-z0-9._-]*`; its tools are `mcp:<id>:<tool>`.
+    pub id: String,
+    /// stdio: the program to start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// stdio: environment values given to the server (the hub's own environment is not inherited).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// stdio: names of the hub's environment variables passed through (for secrets kept out of files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
+    /// stdio: working directory (relative to the policy's project folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Streamable HTTP: the endpoint (`http://` or `https://`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Streamable HTTP: header name → the environment variable holding its value (never the value itself).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers_from_env: std::collections::BTreeMap<String, String>,
+    /// What calls to this server's tools get (default `allow`: the grants decide).
+    #[serde(default = "allow")]
+    pub decision: Decision,
+    /// Per-tool decisions (upstream tool name → decision), over `decision`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tools: std::collections::BTreeMap<String, Decision>,
+    #[serde(default)]
+    pub limits: UpstreamLimits,
+}
+
+fn allow() -> Decision {
+    Decision::Allow
+}
+
+/// Bounds on one upstream server; unset means the default, and every value is capped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamLimits {
+    /// Seconds a call may take (default 60, at most 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_seconds: Option<u64>,
+    /// Bytes of one result (default 10,000,000, at most 32 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_bytes: Option<u64>,
+    /// Tools taken from the server (default 500, at most 5,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tools: Option<u64>,
+    /// Bytes of one tool's input schema (default 256 KiB, at most 1 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_bytes: Option<u64>,
+    /// Bytes of one tool's description (default 16 KiB, at most 64 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description_bytes: Option<u64>,
+    /// Pages of `tools/list` read (default 20, at most 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_pages: Option<u64>,
 }
 
 /// One grant scope (the harness's exact-name filter).

@@ -87,7 +87,11 @@ impl ExecutionPolicy for LivePolicy {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
         let policy = self.current();
         let ctx = self.context_for(request.call.cwd.as_deref());
-        let evaluation = policy.evaluate_action(request.action, &ctx);
+        let evaluation = if request.action.kind == portcullis_harness::ActionKind::Mcp {
+            policy.evaluate_mcp_tool(&request.tool.name)
+        } else {
+            policy.evaluate_action(request.action, &ctx)
+        };
         tracing::debug!(
             tool = %request.tool.name,
             decision = evaluation.decision.as_str(),

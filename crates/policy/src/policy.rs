@@ -177,6 +177,23 @@ pub struct Policy {
     roots: Vec<(PathBuf, Access)>,
     deny: Vec<String>,
     read_outside: Decision,
+    servers: Vec<ServerEntry>,
+}
+
+/// An upstream server as the policy declares it, with the file it came from and its resolved cwd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerEntry {
+    pub server: crate::document::UpstreamServer,
+    pub source: String,
+    /// The server's working directory (its `cwd`, resolved against the policy's project folder).
+    pub cwd: PathBuf,
+}
+
+/// Whether `id` is a valid upstream server id: `[A-Za-z0-9][A-Za-z0-9._-]*`, at most 128 bytes.
+pub fn valid_server_id(id: &str) -> bool {
+    id.len() <= 128
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// The tokens a rule pattern is matched against (for other modules of this crate).
@@ -213,8 +230,62 @@ impl Policy {
         let mut deny: Vec<String> = Vec::new();
         let mut read_outside = Decision::Prompt;
         let mut default_deny = true;
+        let mut servers: Vec<ServerEntry> = Vec::new();
         for layer in &layers {
             let doc = &layer.document;
+            for server in &doc.servers {
+                let (line, column) = layer.locate(&format!("\"{}\"", server.id));
+                let fail = |message: String| PolicyError::Syntax {
+                    file: layer.source.clone(),
+                    line,
+                    column,
+                    message,
+                };
+                if !valid_server_id(&server.id) {
+                    return Err(fail(format!(
+                        "server id {:?}: expected [A-Za-z0-9][A-Za-z0-9._-]* (at most 128 bytes)",
+                        server.id
+                    )));
+                }
+                if let Some(other) = servers.iter().find(|s| s.server.id == server.id) {
+                    return Err(fail(format!(
+                        "server id {:?} is already declared in {}",
+                        server.id, other.source
+                    )));
+                }
+                match (&server.command, &server.url) {
+                    (Some(_), None) => {}
+                    (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {}
+                    (None, Some(url)) => {
+                        return Err(fail(format!(
+                            "server {:?}: url {url:?} must be http:// or https://",
+                            server.id
+                        )));
+                    }
+                    _ => {
+                        return Err(fail(format!(
+                            "server {:?}: expected exactly one of \"command\" (stdio) or \"url\" (Streamable HTTP)",
+                            server.id
+                        )));
+                    }
+                }
+                if server.url.is_some()
+                    && (!server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some())
+                {
+                    return Err(fail(format!(
+                        "server {:?}: args, env and cwd are for stdio servers",
+                        server.id
+                    )));
+                }
+                let home = std::env::var_os("HOME").map(PathBuf::from);
+                let cwd = match &server.cwd {
+                    Some(c) => resolve(c, &layer.project_root, home.as_deref()).map_err(|e| {
+                        fail(format!("server {:?}: cwd {c:?} cannot be resolved: {e}", server.id))
+                    })?,
+                    None => layer.project_root.clone(),
+                };
+                servers.push(ServerEntry { server: server.clone(), source: layer.source.clone(), cwd });
+            }
             let mut seen = std::collections::HashSet::new();
             for rule in &doc.commands.rules {
                 let (line, column) = layer.locate(&format!("\"{}\"", rule.id));
@@ -288,6 +359,7 @@ impl Policy {
             roots,
             deny,
             read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
+            servers,
         };
         Ok(policy)
     }
@@ -353,6 +425,33 @@ impl Policy {
     /// The resolved path roots of every layer.
     pub fn roots(&self) -> &[(PathBuf, Access)] {
         &self.roots
+    }
+
+    /// The upstream MCP servers every layer declares.
+    pub fn servers(&self) -> &[ServerEntry] {
+        &self.servers
+    }
+
+    /// Evaluates a call of an upstream tool `mcp:<server>:<tool>`: the server's per-tool decision, else
+    /// its decision; a server the policy does not declare is forbidden.
+    pub fn evaluate_mcp_tool(&self, name: &str) -> Evaluation {
+        let mut eval = Evaluation::new();
+        let Some((server_id, tool)) = name.strip_prefix("mcp:").and_then(|rest| rest.split_once(':')) else {
+            eval.raise(Decision::Forbidden, format!("{name} is not an upstream tool name"), None);
+            return eval;
+        };
+        let Some(entry) = self.servers.iter().find(|s| s.server.id == server_id) else {
+            eval.raise(Decision::Forbidden, format!("no policy declares the server {server_id:?}"), None);
+            return eval;
+        };
+        let (decision, id) = match entry.server.tools.get(tool) {
+            Some(d) => (*d, format!("server:{server_id}/{tool}")),
+            None => (entry.server.decision, format!("server:{server_id}")),
+        };
+        let rule = MatchedRule { id: id.clone(), source: entry.source.clone(), decision };
+        eval.matched_rules.push(rule.clone());
+        eval.raise(decision, format!("{name}: {id} says {}", decision.as_str()), Some(&rule));
+        eval
     }
 
     /// The decision for commands no rule matches.
@@ -531,6 +630,7 @@ impl Policy {
                     ),
                 };
             }
+            _ if name.starts_with("mcp:") => self.evaluate_mcp_tool(name),
             _ => {
                 let mut e = Evaluation::new();
                 e.reasons.push(format!("{name} has no command or path to judge; its grant allows it"));

@@ -105,6 +105,9 @@ impl<'a> Replay<'a> {
             return ("tool_denied".into(), format!("grant scope {}", scope.name), call.tool.clone());
         }
         let (evaluation, subject) = match &call.action {
+            Some(action) if action.kind == portcullis_harness::ActionKind::Mcp => {
+                (self.policy.evaluate_mcp_tool(&call.tool), call.tool.clone())
+            }
             Some(action) => (self.policy.evaluate_action(action, &ctx), subject_of_action(action)),
             None => {
                 let arguments = call.arguments.clone().unwrap_or(Value::Null);

@@ -1,0 +1,147 @@
+//! The hub's upstream MCP servers: specs from the policy (environment-sourced headers, capped bounds),
+//! one supervisor per server, kept in step with policy reloads (changed servers restarted, removed ones
+//! stopped), and the registry rebuilt whenever a server's tools change.
+
+use portcullis_mcp::upstream::{Upstream, UpstreamLimits, UpstreamSpec, UpstreamStatus, UpstreamTransport};
+use portcullis_policy::policy::ServerEntry;
+use serde::Serialize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Environment variables every stdio server gets (it inherits nothing else unless the policy says).
+const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "USER"];
+
+fn capped(value: Option<u64>, default: u64, cap: u64) -> u64 {
+    value.unwrap_or(default).clamp(1, cap)
+}
+
+/// The bridge's spec for a declared server; an error names what is missing.
+pub fn spec_of(entry: &ServerEntry) -> Result<UpstreamSpec, String> {
+    let server = &entry.server;
+    let l = &server.limits;
+    let limits = UpstreamLimits {
+        call_timeout: Duration::from_secs(capped(l.call_timeout_seconds, 60, 600)),
+        result_bytes: usize::try_from(capped(l.result_bytes, 10_000_000, 32 * 1024 * 1024))
+            .unwrap_or(usize::MAX),
+        max_tools: usize::try_from(capped(l.max_tools, 500, 5000)).unwrap_or(usize::MAX),
+        schema_bytes: usize::try_from(capped(l.schema_bytes, 256 * 1024, 1024 * 1024)).unwrap_or(usize::MAX),
+        description_bytes: usize::try_from(capped(l.description_bytes, 16 * 1024, 64 * 1024))
+            .unwrap_or(usize::MAX),
+        list_pages: usize::try_from(capped(l.list_pages, 20, 100)).unwrap_or(usize::MAX),
+        ..UpstreamLimits::default()
+    };
+    let transport = match (&server.command, &server.url) {
+        (Some(command), None) => {
+            let mut env: Vec<(String, String)> = BASE_ENV
+                .iter()
+                .chain(server.pass_env.iter().map(String::as_str).collect::<Vec<_>>().iter())
+                .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v)))
+                .collect();
+            env.extend(server.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            UpstreamTransport::Stdio {
+                command: command.clone(),
+                args: server.args.clone(),
+                env,
+                cwd: entry.cwd.clone(),
+            }
+        }
+        (None, Some(url)) => {
+            let mut headers = Vec::new();
+            for (header, variable) in &server.headers_from_env {
+                let value = std::env::var(variable).map_err(|_| {
+                    format!("server {:?}: header {header} needs the environment variable {variable}, which is not set", server.id)
+                })?;
+                headers.push((header.clone(), value));
+            }
+            UpstreamTransport::Http { url: url.clone(), headers }
+        }
+        _ => return Err(format!("server {:?}: expected exactly one of command or url", server.id)),
+    };
+    Ok(UpstreamSpec { id: server.id.clone(), transport, limits })
+}
+
+struct Running {
+    spec: UpstreamSpec,
+    stop: CancellationToken,
+    upstream: Arc<Upstream>,
+}
+
+/// A server's state as operators see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerState {
+    pub id: String,
+    #[serde(flatten)]
+    pub status: UpstreamStatus,
+}
+
+/// The supervised servers.
+pub struct Upstreams {
+    running: Mutex<Vec<Running>>,
+    /// Servers the policy declares but that could not be specified (a missing environment variable).
+    broken: Mutex<Vec<(String, String)>>,
+    on_change: portcullis_mcp::upstream::OnChange,
+    shutdown: CancellationToken,
+}
+
+impl Upstreams {
+    pub fn new(on_change: portcullis_mcp::upstream::OnChange, shutdown: CancellationToken) -> Self {
+        Upstreams { running: Mutex::new(Vec::new()), broken: Mutex::new(Vec::new()), on_change, shutdown }
+    }
+
+    /// Starts, restarts and stops servers so they match `entries`.
+    pub fn sync(&self, entries: &[ServerEntry]) {
+        let mut wanted = Vec::new();
+        let mut broken = Vec::new();
+        for entry in entries {
+            match spec_of(entry) {
+                Ok(spec) => wanted.push(spec),
+                Err(why) => {
+                    tracing::error!("{why}");
+                    broken.push((entry.server.id.clone(), why));
+                }
+            }
+        }
+        let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.retain(|r| {
+            let keep = wanted.contains(&r.spec);
+            if !keep {
+                tracing::info!(server = %r.spec.id, "stopping upstream server");
+                r.stop.cancel();
+            }
+            keep
+        });
+        for spec in wanted {
+            if running.iter().any(|r| r.spec == spec) {
+                continue;
+            }
+            let stop = self.shutdown.child_token();
+            tracing::info!(server = %spec.id, "starting upstream server");
+            let upstream = Upstream::start(spec.clone(), self.on_change.clone(), stop.clone());
+            running.push(Running { spec, stop, upstream });
+        }
+        drop(running);
+        *self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = broken;
+        (self.on_change)("");
+    }
+
+    /// Every tool of every running server.
+    pub fn tools(&self) -> Vec<Arc<dyn portcullis_harness::Tool>> {
+        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.iter().flat_map(|r| r.upstream.tools()).collect()
+    }
+
+    pub fn states(&self) -> Vec<ServerState> {
+        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut states: Vec<ServerState> = running
+            .iter()
+            .map(|r| ServerState { id: r.spec.id.clone(), status: r.upstream.status() })
+            .collect();
+        let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        states.extend(broken.iter().map(|(id, why)| ServerState {
+            id: id.clone(),
+            status: UpstreamStatus::Failed { error: why.clone(), failures: 0, retry_in_ms: 0 },
+        }));
+        states
+    }
+}

@@ -1,0 +1,462 @@
+//! The bridge to upstream MCP servers. Each server is supervised: connected (a child process over stdio,
+//! or Streamable HTTP), its tools listed within bounds and registered as `mcp:<server>:<tool>` tools that
+//! pass the same pipeline as any other; refreshed on `tools/list_changed`; and reconnected with backoff
+//! when it dies. While a server is down its tools stay listed and calls fail fast with a bounded error.
+
+use crate::convert::{annotations_of, output_of};
+use async_trait::async_trait;
+use portcullis_harness::{
+    ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolError, ToolInvocation, ToolOutput, ToolSpec,
+    validate_tool_name,
+};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Error codes of upstream calls.
+pub mod codes {
+    pub const UNAVAILABLE: &str = "upstream_unavailable";
+    pub const TIMEOUT: &str = "upstream_timeout";
+    pub const TOO_LARGE: &str = "upstream_result_too_large";
+    pub const ERROR: &str = "upstream_error";
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamTransport {
+    /// A program spoken to over stdin/stdout; it gets exactly `env` (no inherited environment).
+    Stdio { command: String, args: Vec<String>, env: Vec<(String, String)>, cwd: PathBuf },
+    /// Streamable HTTP with these headers (values already taken from the environment).
+    Http { url: String, headers: Vec<(String, String)> },
+}
+
+/// Bounds on one server (already capped by the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamLimits {
+    pub call_timeout: Duration,
+    pub result_bytes: usize,
+    pub max_tools: usize,
+    pub schema_bytes: usize,
+    pub description_bytes: usize,
+    pub list_pages: usize,
+    /// Time allowed to connect and list tools.
+    pub connect_timeout: Duration,
+}
+
+impl Default for UpstreamLimits {
+    fn default() -> Self {
+        UpstreamLimits {
+            call_timeout: Duration::from_secs(60),
+            result_bytes: 10_000_000,
+            max_tools: 500,
+            schema_bytes: 256 * 1024,
+            description_bytes: 16 * 1024,
+            list_pages: 20,
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamSpec {
+    pub id: String,
+    pub transport: UpstreamTransport,
+    pub limits: UpstreamLimits,
+}
+
+/// Where a server stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum UpstreamStatus {
+    Connecting,
+    Ready {
+        tools: usize,
+        /// Tools left out, with why (invalid name, schema too large, over the tool limit).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
+    },
+    /// Down; reconnecting after `retry_in_ms`.
+    Failed {
+        error: String,
+        failures: u32,
+        retry_in_ms: u64,
+    },
+    Stopped,
+}
+
+#[derive(Default)]
+struct State {
+    peer: Option<Peer<RoleClient>>,
+    tools: Vec<Arc<dyn Tool>>,
+    status: Option<UpstreamStatus>,
+}
+
+/// Called with the server id whenever its tools or status change.
+pub type OnChange = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// One supervised upstream server.
+pub struct Upstream {
+    spec: UpstreamSpec,
+    state: RwLock<State>,
+    on_change: OnChange,
+}
+
+/// The client side of a connection: wakes the supervisor on `tools/list_changed`.
+#[derive(Clone)]
+struct UpstreamClient {
+    changed: Arc<Notify>,
+}
+
+impl ClientHandler for UpstreamClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("portcullis", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
+
+type Connection = RunningService<RoleClient, UpstreamClient>;
+
+fn backoff(failures: u32) -> Duration {
+    Duration::from_millis((500u64 << failures.min(7)).min(60_000))
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+impl Upstream {
+    /// Starts supervising; `on_change` runs after every change of tools or status.
+    pub fn start(spec: UpstreamSpec, on_change: OnChange, shutdown: CancellationToken) -> Arc<Upstream> {
+        let upstream = Arc::new(Upstream { spec, state: RwLock::new(State::default()), on_change });
+        let supervised = upstream.clone();
+        tokio::spawn(async move { supervised.supervise(shutdown).await });
+        upstream
+    }
+
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    /// The server's tools (the last known ones while it reconnects).
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.state.read().map(|s| s.tools.clone()).unwrap_or_default()
+    }
+
+    pub fn status(&self) -> UpstreamStatus {
+        self.state.read().ok().and_then(|s| s.status.clone()).unwrap_or(UpstreamStatus::Connecting)
+    }
+
+    fn set(&self, update: impl FnOnce(&mut State)) {
+        if let Ok(mut state) = self.state.write() {
+            update(&mut state);
+        }
+        (self.on_change)(&self.spec.id);
+    }
+
+    async fn supervise(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut failures: u32 = 0;
+        loop {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            self.set(|s| s.status = Some(UpstreamStatus::Connecting));
+            let changed = Arc::new(Notify::new());
+            let error =
+                match tokio::time::timeout(self.spec.limits.connect_timeout, self.connect(changed.clone()))
+                    .await
+                {
+                    Ok(Ok(connection)) => {
+                        match self.serve(connection, changed, &shutdown, &mut failures).await {
+                            None => break,
+                            Some(error) => error,
+                        }
+                    }
+                    Ok(Err(error)) => error,
+                    Err(_) => format!("no answer within {} s", self.spec.limits.connect_timeout.as_secs()),
+                };
+            failures = failures.saturating_add(1);
+            let wait = backoff(failures);
+            tracing::warn!(server = %self.spec.id, %error, failures, retry_in_ms = wait.as_millis() as u64, "upstream server down");
+            self.set(|s| {
+                s.peer = None;
+                s.status = Some(UpstreamStatus::Failed {
+                    error: cut(&error, 2000),
+                    failures,
+                    retry_in_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                });
+            });
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+        self.set(|s| {
+            s.peer = None;
+            s.status = Some(UpstreamStatus::Stopped);
+        });
+    }
+
+    /// Serves a live connection until it ends (`Some(why)`) or the hub shuts down (`None`).
+    async fn serve(
+        &self,
+        connection: Connection,
+        changed: Arc<Notify>,
+        shutdown: &CancellationToken,
+        failures: &mut u32,
+    ) -> Option<String> {
+        let peer = connection.peer().clone();
+        peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
+        if let Err(e) = self.refresh(&peer).await {
+            return Some(e);
+        }
+        *failures = 0;
+        let stop = connection.cancellation_token();
+        let mut ended = tokio::spawn(async move { connection.waiting().await });
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => {
+                    stop.cancel();
+                    let _ = ended.await;
+                    return None;
+                }
+                () = changed.notified() => {
+                    if let Err(e) = self.refresh(&peer).await {
+                        stop.cancel();
+                        return Some(format!("refreshing tools failed: {e}"));
+                    }
+                }
+                quit = &mut ended => {
+                    return Some(match quit {
+                        Ok(reason) => format!("the connection ended ({reason:?})"),
+                        Err(e) => format!("the connection task failed: {e}"),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn connect(&self, changed: Arc<Notify>) -> Result<Connection, String> {
+        let client = UpstreamClient { changed };
+        match &self.spec.transport {
+            UpstreamTransport::Stdio { command, args, env, cwd } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).env_clear().envs(env.iter().cloned()).current_dir(cwd).kill_on_drop(true);
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start {command}: {e}"))?;
+                if let Some(stderr) = stderr {
+                    let id = self.spec.id.clone();
+                    tokio::spawn(async move {
+                        let mut lines = BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::debug!(server = %id, "stderr: {}", cut(&line, 2000));
+                        }
+                    });
+                }
+                client.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
+            }
+            UpstreamTransport::Http { url, headers } => {
+                let mut map = HashMap::new();
+                for (name, value) in headers {
+                    let name = http::HeaderName::try_from(name.as_str())
+                        .map_err(|e| format!("header name {name:?}: {e}"))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| format!("header {name}: invalid value: {e}"))?;
+                    map.insert(name, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(map);
+                client
+                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))
+            }
+        }
+    }
+
+    /// Lists the server's tools within the bounds and registers them.
+    async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let limits = &self.spec.limits;
+        let mut listed = Vec::new();
+        let mut cursor: Option<String> = None;
+        for page in 0..limits.list_pages {
+            let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let result = tokio::time::timeout(limits.connect_timeout, peer.list_tools(params))
+                .await
+                .map_err(|_| "tools/list did not answer".to_owned())?
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            listed.extend(result.tools);
+            match result.next_cursor {
+                Some(next) if page + 1 < limits.list_pages && listed.len() < limits.max_tools => {
+                    cursor = Some(next)
+                }
+                Some(_) => {
+                    tracing::warn!(server = %self.spec.id, pages = limits.list_pages, "tools/list has more pages than read");
+                    break;
+                }
+                None => break,
+            }
+        }
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut skipped = Vec::new();
+        for tool in listed {
+            let name = format!("mcp:{}:{}", self.spec.id, tool.name);
+            if tools.len() >= limits.max_tools {
+                skipped.push(format!("{}: over the limit of {} tools", tool.name, limits.max_tools));
+                continue;
+            }
+            if let Err(e) = validate_tool_name(&name) {
+                skipped.push(format!("{}: {e}", tool.name));
+                continue;
+            }
+            let schema = Value::Object((*tool.input_schema).clone());
+            let schema_bytes = serde_json::to_vec(&schema).map(|v| v.len()).unwrap_or(usize::MAX);
+            if schema_bytes > limits.schema_bytes {
+                skipped.push(format!(
+                    "{}: input schema of {schema_bytes} bytes (limit {})",
+                    tool.name, limits.schema_bytes
+                ));
+                continue;
+            }
+            if tools.iter().any(|t| t.spec().name == name) {
+                skipped.push(format!("{}: listed twice", tool.name));
+                continue;
+            }
+            let description = cut(tool.description.as_deref().unwrap_or_default(), limits.description_bytes);
+            let spec = ToolSpec::new(name, description)
+                .with_parameters(schema)
+                .with_annotations(annotations_of(&tool));
+            let spec = ToolSpec {
+                meta: Some(serde_json::json!({ "server": self.spec.id, "upstream_name": tool.name })),
+                ..spec
+            };
+            tools.push(Arc::new(McpTool {
+                spec,
+                upstream_name: tool.name.to_string(),
+                server: self.spec.id.clone(),
+                peer: peer.clone(),
+                limits: limits.clone(),
+            }));
+        }
+        if !skipped.is_empty() {
+            tracing::warn!(server = %self.spec.id, ?skipped, "upstream tools left out");
+        }
+        let count = tools.len();
+        self.set(|s| {
+            s.peer = Some(peer.clone());
+            s.tools = tools;
+            s.status = Some(UpstreamStatus::Ready { tools: count, skipped });
+        });
+        tracing::info!(server = %self.spec.id, tools = count, "upstream tools listed");
+        Ok(())
+    }
+}
+
+/// One upstream tool in the registry.
+struct McpTool {
+    spec: ToolSpec,
+    upstream_name: String,
+    server: String,
+    peer: Peer<RoleClient>,
+    limits: UpstreamLimits,
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe_action(&self, _arguments: &Value, _call: &CallContext) -> Result<ExecutionAction, ToolError> {
+        let risk = match (self.spec.annotations.read_only, self.spec.annotations.destructive) {
+            (true, _) => Risk::Low,
+            (_, true) => Risk::High,
+            _ => Risk::Medium,
+        };
+        Ok(ExecutionAction::new(ActionKind::Mcp, "call").with_risk(risk))
+    }
+
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        if self.peer.is_transport_closed() {
+            return Err(ToolError::new(
+                codes::UNAVAILABLE,
+                format!("the server {} is not connected", self.server),
+            ));
+        }
+        let arguments: JsonObject = match invocation.arguments {
+            Value::Object(map) => map,
+            _ => JsonObject::new(),
+        };
+        let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
+        let call = self.peer.call_tool(params);
+        let result = tokio::select! {
+            r = tokio::time::timeout(self.limits.call_timeout, call) => r,
+            () = invocation.cancel.cancelled() => {
+                return Err(ToolError::new("cancelled", "the call was cancelled"));
+            }
+        };
+        let result = match result {
+            Err(_) => {
+                return Err(ToolError::new(
+                    codes::TIMEOUT,
+                    format!("{} did not answer within {} s", self.server, self.limits.call_timeout.as_secs()),
+                ));
+            }
+            Ok(Err(ServiceError::McpError(e))) => {
+                return Err(ToolError::new(
+                    codes::ERROR,
+                    format!("{} answered with an error: {}", self.server, cut(&e.message, 4096)),
+                ));
+            }
+            Ok(Err(e)) if self.peer.is_transport_closed() => {
+                return Err(ToolError::new(
+                    codes::UNAVAILABLE,
+                    format!("the server {} went away: {e}", self.server),
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(ToolError::new(
+                    codes::ERROR,
+                    format!("{}: {}", self.server, cut(&e.to_string(), 4096)),
+                ));
+            }
+            Ok(Ok(result)) => result,
+        };
+        let bytes = serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(usize::MAX);
+        if bytes > self.limits.result_bytes {
+            return Err(ToolError::new(
+                codes::TOO_LARGE,
+                format!("{} returned {bytes} bytes (limit {})", self.server, self.limits.result_bytes),
+            ));
+        }
+        Ok(output_of(&result))
+    }
+}
