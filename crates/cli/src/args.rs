@@ -33,6 +33,25 @@ pub enum Command {
     /// Run the hub: the MCP gateway for agents on 127.0.0.1 (Streamable HTTP, bearer token) and the
     /// operator API, with policy hot reload, until SIGINT/SIGTERM.
     Serve(ServeArgs),
+    /// An MCP server on stdin/stdout for clients that only spawn stdio servers: relays to the running
+    /// hub, or runs an embedded headless hub when none runs (and says so on stderr).
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Embedded hub only: the project folder (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Embedded hub only: policy files (default: the user's and the project's).
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// Embedded hub only: the ledger file (default: ~/.local/share/portcullis/ledger.db).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Run the embedded hub even when a hub is running.
+    #[arg(long)]
+    pub embedded: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod call_cmd;
 mod error;
 mod export_cmd;
 mod ledger_cmd;
+mod mcp_cmd;
 mod policy_cmd;
 mod render;
 mod serve_cmd;
@@ -33,6 +34,12 @@ fn init_logging() {
 }
 
 fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    // These own stdout (the MCP protocol channel for `mcp`) or print nothing there: no lock held.
+    match &cli.command {
+        Command::Serve(a) => return serve_cmd::serve_cmd(a),
+        Command::Mcp(a) => return mcp_cmd::mcp_cmd(a),
+        _ => {}
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let code = match &cli.command {
@@ -51,7 +58,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             PolicyCommand::Replay(a) => policy_cmd::replay(a, &mut out)?,
         },
         Command::Call(a) => call_cmd::call(a, &mut out)?,
-        Command::Serve(a) => serve_cmd::serve_cmd(a)?,
+        Command::Serve(_) | Command::Mcp(_) => ExitCode::SUCCESS,
     };
     out.flush()?;
     Ok(code)

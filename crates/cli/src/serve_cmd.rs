@@ -37,6 +37,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         allowed_origins: args.allow_origins.clone(),
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         secrets: Vec::new(),
+        unattended: false,
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,

@@ -307,3 +307,86 @@ fn the_inspector_cli_lists_and_calls_through_the_gateway() {
     let calls = ledger_calls(&served);
     assert!(calls.iter().any(|c| c["owner"].as_str().unwrap().starts_with("inspector-cli")), "{calls:#?}");
 }
+
+#[test]
+fn portcullis_mcp_relays_to_the_running_hub() {
+    node_modules();
+    let served = serve(POLICY);
+    let (report, code) = served.client(json!({
+        "clientName": "stdio-only-agent",
+        "command": env!("CARGO_BIN_EXE_portcullis"),
+        "args": ["mcp"],
+        "env": { "PORTCULLIS_CONFIG_DIR": served.path("config"), "HOME": served.path("home") },
+        "steps": [
+            {"op": "list"},
+            {"op": "call", "name": "shell", "arguments": {"command": "echo through-the-relay"}},
+            {"op": "call", "name": "shell", "arguments": {"command": "rm -rf ."}},
+        ]
+    }));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["results"][0]["tools"].as_array().unwrap().len(), 4);
+    assert!(text_of(&report["results"][1]["result"]).contains("through-the-relay"));
+    assert!(text_of(&report["results"][2]["result"]).contains("rule `remove`"));
+    // The hub's ledger has the calls, under the agent's own name.
+    let calls = ledger_calls(&served);
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert!(calls.iter().all(|c| c["owner"].as_str().unwrap().starts_with("stdio-only-agent")), "{calls:#?}");
+    // The Inspector CLI, spawning `portcullis mcp` as its stdio server.
+    let out = Command::new("npx")
+        .args(["--no-install", "@modelcontextprotocol/inspector", "--cli", "--format", "json"])
+        .arg(env!("CARGO_BIN_EXE_portcullis"))
+        .args([
+            "mcp",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "shell",
+            "--tool-arg",
+            "command=echo inspector-stdio",
+        ])
+        .current_dir(interop_dir())
+        .env("PORTCULLIS_CONFIG_DIR", served.path("config"))
+        .env("HOME", served.path("home"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("inspector-stdio"), "{stdout}");
+}
+
+#[test]
+fn portcullis_mcp_runs_an_embedded_hub_when_none_runs() {
+    node_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
+    std::fs::write(base.join("proj/.portcullis/policy.json"), POLICY).unwrap();
+    let db = base.join("embedded.db");
+    let scenario = json!({
+        "clientName": "embedded-agent",
+        "command": env!("CARGO_BIN_EXE_portcullis"),
+        "args": ["mcp", "--project", base.join("proj"), "--db", db],
+        "env": { "PORTCULLIS_CONFIG_DIR": base.join("config"), "HOME": base.join("home") },
+        "steps": [
+            {"op": "call", "name": "shell", "arguments": {"command": "echo embedded"}},
+            {"op": "call", "name": "shell", "arguments": {"command": "touch needs-approval"}},
+        ]
+    });
+    let out = Command::new("node")
+        .arg(interop_dir().join("client.mjs"))
+        .arg(scenario.to_string())
+        .current_dir(interop_dir())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no hub is running: serving an embedded headless hub"), "{stderr}");
+    assert!(text_of(&report["results"][0]["result"]).contains("embedded"), "{report}");
+    // Nobody can answer a prompt here: denied at once, not after the approval timeout.
+    let denied = &report["results"][1]["result"];
+    assert!(text_of(denied).contains("no operator is attached"), "{denied}");
+    assert!(!base.join("proj/needs-approval").exists());
+    let rows = portcullis(&base).args(["ledger", "query", "--json", "--db"]).arg(&db).output().unwrap();
+    let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();
+    assert_eq!(rows["calls"].as_array().unwrap().len(), 2, "{rows}");
+}

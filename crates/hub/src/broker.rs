@@ -86,6 +86,8 @@ pub struct ApprovalBroker {
     timeout: Mutex<Duration>,
     /// The policy file "always" appends to.
     always_file: Mutex<Option<String>>,
+    /// Deny at once when no approver is subscribed (a hub without an operator API: waiting is futile).
+    deny_unattended: bool,
 }
 
 impl ApprovalBroker {
@@ -98,7 +100,14 @@ impl ApprovalBroker {
             events: broadcast::channel(256).0,
             timeout: Mutex::new(timeout),
             always_file: Mutex::new(always_file),
+            deny_unattended: false,
         }
+    }
+
+    /// A broker that denies at once when no approver is subscribed.
+    pub fn unattended(mut self) -> Self {
+        self.deny_unattended = true;
+        self
     }
 
     fn lock_waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiting>> {
@@ -164,6 +173,19 @@ impl Approvals for ApprovalBroker {
     async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
         if let Some(grant_id) = self.grants.covering(&request) {
             return ApprovalAnswer::Allow { decided_by: DecidedBy::SessionGrant { grant_id } };
+        }
+        if self.deny_unattended && self.events.receiver_count() == 0 {
+            return ApprovalAnswer::Deny {
+                reason: format!(
+                    "approval required ({}), but no operator is attached to this hub: denied",
+                    request.verdict.reason.as_deref().unwrap_or("the policy asks")
+                ),
+                decided_by: DecidedBy::Operator {
+                    outcome: OperatorOutcome::Denied,
+                    operator: Some("non-interactive".into()),
+                    rule_written: None,
+                },
+            };
         }
         let policy = self.live.current();
         let ctx = self.live.context_for(request.call.cwd.as_deref());

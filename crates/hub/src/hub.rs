@@ -45,6 +45,8 @@ pub struct HubConfig {
     /// Values never written to the ledger or shown (the gateway token, ...); secrets found in the
     /// environment are added.
     pub secrets: Vec<String>,
+    /// No operator can be reached (an embedded stdio hub): prompts nobody watches are denied at once.
+    pub unattended: bool,
 }
 
 /// Values of environment variables whose names say they hold secrets.
@@ -132,7 +134,8 @@ impl Hub {
         let image_bytes = policy.layers().iter().map(|l| l.document.images.max_bytes).min();
         let servers = policy.servers().to_vec();
         let live = Arc::new(LivePolicy::new(policy, project.clone()));
-        let broker = Arc::new(ApprovalBroker::new(live.clone(), timeout, always_file(&sources)));
+        let broker = ApprovalBroker::new(live.clone(), timeout, always_file(&sources));
+        let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
         if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;

@@ -1,0 +1,221 @@
+//! `portcullis mcp`: an MCP server on stdin/stdout for clients that only spawn stdio servers. With a hub
+//! running (its runtime file names a live process) it relays to the hub's gateway, so the hub's operator
+//! answers prompts and its ledger records the calls; otherwise it runs an embedded headless hub and says
+//! so on stderr (prompts are then denied: nobody can answer them).
+
+use crate::args::McpArgs;
+use crate::error::CliError;
+use portcullis_hub::config::{RuntimeInfo, default_ledger_path, load_or_create_token};
+use portcullis_hub::{Hub, HubBackend, HubConfig};
+use portcullis_mcp::gateway::GatewayHandler;
+use portcullis_policy::discovery::user_config_dir;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{
+    ClientHandler, ErrorData as McpError, Peer, RoleClient, RoleServer, ServerHandler, ServiceError,
+    ServiceExt,
+};
+use std::borrow::Cow;
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "portcullis mcp: {line}");
+}
+
+pub fn mcp_cmd(args: &McpArgs) -> Result<ExitCode, CliError> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(CliError::Runtime)?;
+    let config_dir = user_config_dir();
+    let running = if args.embedded { None } else { config_dir.as_deref().and_then(RuntimeInfo::read) };
+    let result = runtime.block_on(async move {
+        match running {
+            Some(info) => {
+                let dir = config_dir.ok_or_else(|| CliError::BadArgument("no config folder".into()))?;
+                let token =
+                    load_or_create_token(&dir).map_err(|e| CliError::BadArgument(format!("token: {e}")))?;
+                say(&format!("relaying to the running hub at {}", info.mcp_url));
+                relay(info.mcp_url, token).await
+            }
+            None => embedded(args).await,
+        }
+    });
+    // stdin's blocking reader may still hold the runtime; the session is over.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
+    let project = match &args.project {
+        Some(p) => p.clone(),
+        None => {
+            std::env::current_dir().map_err(|e| CliError::BadArgument(format!("current directory: {e}")))?
+        }
+    };
+    let db = match &args.db {
+        Some(db) => db.clone(),
+        None => default_ledger_path().map_err(|e| CliError::BadArgument(e.to_string()))?,
+    };
+    let config = HubConfig {
+        project,
+        policy_files: args.policies.clone(),
+        db: db.clone(),
+        listen: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
+        allow_remote: false,
+        config_dir: None,
+        allowed_origins: Vec::new(),
+        shutdown_grace: Duration::from_secs(5),
+        secrets: Vec::new(),
+        unattended: true,
+    };
+    let hub =
+        Hub::open(config).await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;
+    say(&format!(
+        "no hub is running: serving an embedded headless hub (policies: {}; ledger: {}); prompts are denied because no operator can answer them — start `portcullis serve` to approve calls",
+        hub.policy_sources().join(", "),
+        db.display()
+    ));
+    let _watcher = portcullis_hub::reload::watch(&hub).ok();
+    let handler = GatewayHandler::new(Arc::new(HubBackend::new(hub.clone())), "stdio");
+    let served = handler.serve(rmcp::transport::stdio()).await;
+    let outcome = match served {
+        Ok(service) => service.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    hub.close().await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(CliError::BadArgument(format!("stdio session failed: {e}"))),
+    }
+}
+
+/// The hub side of the relay: forwards the hub's list_changed to the agent.
+#[derive(Clone)]
+struct HubClient {
+    info: ClientConfig,
+    downstream: Arc<OnceLock<Peer<RoleServer>>>,
+}
+
+impl ClientHandler for HubClient {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(peer) = self.downstream.get()
+            && let Err(e) = peer.notify_tool_list_changed().await
+        {
+            tracing::debug!(error = %e, "list_changed not relayed");
+        }
+    }
+}
+
+/// The agent side of the relay: an MCP server whose tools are the hub's.
+#[derive(Clone)]
+struct Relay {
+    url: String,
+    token: String,
+    hub: Arc<Mutex<Option<RunningService<RoleClient, HubClient>>>>,
+    downstream: Arc<OnceLock<Peer<RoleServer>>>,
+}
+
+fn relay_error(e: ServiceError) -> McpError {
+    match e {
+        ServiceError::McpError(e) => e,
+        other => McpError::internal_error(format!("the hub did not answer: {other}"), None),
+    }
+}
+
+impl Relay {
+    async fn hub(&self) -> Result<Peer<RoleClient>, McpError> {
+        let guard = self.hub.lock().await;
+        guard
+            .as_ref()
+            .map(|s| s.peer().clone())
+            .ok_or_else(|| McpError::internal_error("not connected to the hub (initialize first)", None))
+    }
+}
+
+impl ServerHandler for Relay {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let _ = self.downstream.set(context.peer.clone());
+        // The hub records the agent's own name and version for this session.
+        let info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(request.client_info.name.clone(), request.client_info.version.clone()),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        let client = HubClient { info, downstream: self.downstream.clone() };
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(self.token.clone());
+        let service =
+            client.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| {
+                McpError::internal_error(format!("cannot reach the hub at {}: {e}", self.url), None)
+            })?;
+        service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
+        *self.hub.lock().await = Some(service);
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.hub().await?.list_tools(request).await.map_err(relay_error)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let hub = self.hub().await?;
+        tokio::select! {
+            result = hub.call_tool(request) => result.map(Into::into).map_err(relay_error),
+            // Dropping the request sends `notifications/cancelled` to the hub, which cancels the run.
+            () = context.ct.cancelled() => Err(McpError::internal_error("cancelled by the client", None)),
+        }
+    }
+}
+
+async fn relay(url: String, token: String) -> Result<ExitCode, CliError> {
+    let relay = Relay { url, token, hub: Arc::new(Mutex::new(None)), downstream: Arc::new(OnceLock::new()) };
+    let hub = relay.hub.clone();
+    let served = relay.serve(rmcp::transport::stdio()).await;
+    let outcome = match served {
+        Ok(service) => service.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Some(service) = hub.lock().await.take() {
+        let _ = service.cancel().await;
+    }
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(CliError::BadArgument(format!("stdio session failed: {e}"))),
+    }
+}
