@@ -36,6 +36,31 @@ pub enum Command {
     /// An MCP server on stdin/stdout for clients that only spawn stdio servers: relays to the running
     /// hub, or runs an embedded headless hub when none runs (and says so on stderr).
     Mcp(McpArgs),
+    /// Answer an agent's hook (reads the hook input on stdin, prints the answer on stdout).
+    Hook {
+        #[command(subcommand)]
+        agent: HookAgent,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookAgent {
+    /// Claude Code's PreToolUse hook: allow / deny / ask, from the running hub (whose operator may be
+    /// asked) or, when none runs, from the policies themselves. Any failure answers deny.
+    Claude(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Seconds to wait for an operator's answer (keep it under the hook's timeout in settings.json).
+    #[arg(long, value_name = "SECONDS", default_value_t = 50)]
+    pub wait: u64,
+    /// Without a running hub: policy files (default: the user's and the project's).
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// Without a running hub: the ledger the decision is recorded in (default: the user's).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

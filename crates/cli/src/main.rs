@@ -6,6 +6,7 @@ mod args;
 mod call_cmd;
 mod error;
 mod export_cmd;
+mod hook_cmd;
 mod ledger_cmd;
 mod mcp_cmd;
 mod policy_cmd;
@@ -15,7 +16,7 @@ mod stats_cmd;
 mod table;
 mod terminal;
 
-use crate::args::{Cli, Command, LedgerCommand, PolicyCommand};
+use crate::args::{Cli, Command, HookAgent, LedgerCommand, PolicyCommand};
 use crate::error::CliError;
 use clap::Parser;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -38,6 +39,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match &cli.command {
         Command::Serve(a) => return serve_cmd::serve_cmd(a),
         Command::Mcp(a) => return mcp_cmd::mcp_cmd(a),
+        Command::Hook { agent: HookAgent::Claude(a) } => return hook_cmd::hook_claude(a),
         _ => {}
     }
     let stdout = io::stdout();
@@ -58,7 +60,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             PolicyCommand::Replay(a) => policy_cmd::replay(a, &mut out)?,
         },
         Command::Call(a) => call_cmd::call(a, &mut out)?,
-        Command::Serve(_) | Command::Mcp(_) => ExitCode::SUCCESS,
+        Command::Serve(_) | Command::Mcp(_) | Command::Hook { .. } => ExitCode::SUCCESS,
     };
     out.flush()?;
     Ok(code)

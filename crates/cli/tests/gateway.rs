@@ -384,7 +384,7 @@ fn portcullis_mcp_runs_an_embedded_hub_when_none_runs() {
     assert!(text_of(&report["results"][0]["result"]).contains("embedded"), "{report}");
     // Nobody can answer a prompt here: denied at once, not after the approval timeout.
     let denied = &report["results"][1]["result"];
-    assert!(text_of(denied).contains("no operator is attached"), "{denied}");
+    assert!(text_of(denied).contains("no operator is attached to this hub"), "{denied}");
     assert!(!base.join("proj/needs-approval").exists());
     let rows = portcullis(&base).args(["ledger", "query", "--json", "--db"]).arg(&db).output().unwrap();
     let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();

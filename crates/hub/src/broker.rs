@@ -17,6 +17,11 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
 
+/// The `DecidedBy::Default` detail of a prompt denied because no operator is attached.
+pub const NO_OPERATOR: &str = "no operator attached";
+/// How the denial of such a prompt ends.
+pub const NO_OPERATOR_SUFFIX: &str = "; no operator is attached to this hub, so the call is denied";
+
 /// A pending approval as approvers see it.
 #[derive(Debug, Clone, Serialize)]
 pub struct PendingApproval {
@@ -177,14 +182,10 @@ impl Approvals for ApprovalBroker {
         if self.deny_unattended && self.events.receiver_count() == 0 {
             return ApprovalAnswer::Deny {
                 reason: format!(
-                    "approval required ({}), but no operator is attached to this hub: denied",
+                    "approval required ({}){NO_OPERATOR_SUFFIX}",
                     request.verdict.reason.as_deref().unwrap_or("the policy asks")
                 ),
-                decided_by: DecidedBy::Operator {
-                    outcome: OperatorOutcome::Denied,
-                    operator: Some("non-interactive".into()),
-                    rule_written: None,
-                },
+                decided_by: DecidedBy::Default { detail: Some(NO_OPERATOR.into()) },
             };
         }
         let policy = self.live.current();

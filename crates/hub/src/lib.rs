@@ -5,6 +5,7 @@
 pub mod broker;
 pub mod config;
 pub mod error;
+pub mod hook;
 pub mod hub;
 pub mod reload;
 pub mod server;

@@ -73,6 +73,10 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
         .route("/v1/health", get(health))
         .route("/v1/approvals", get(pending))
         .route("/v1/approvals/{id}", post(answer))
+        .route(
+            "/v1/hook/claude",
+            post(claude_hook).layer(axum::extract::DefaultBodyLimit::max(crate::hook::MAX_HOOK_INPUT_BYTES)),
+        )
         .route("/v1/session-grants", get(session_grants))
         .route("/v1/session-grants/{id}", delete(revoke_grant))
         .with_state(hub.clone())
@@ -154,6 +158,29 @@ async fn answer(State(hub): State<Hub>, UrlPath(id): UrlPath<u64>, body: Option<
             error(status, e.code(), e.to_string())
         }
     }
+}
+
+#[derive(Debug, Deserialize)]
+struct HookQuery {
+    /// Seconds the caller waits for an operator (Claude Code's hook timeout, less a margin).
+    wait: Option<u64>,
+}
+
+async fn claude_hook(
+    State(hub): State<Hub>,
+    axum::extract::Query(query): axum::extract::Query<HookQuery>,
+    body: String,
+) -> Response {
+    let answer = match crate::hook::parse_input(&body) {
+        Ok(input) => {
+            let wait = std::time::Duration::from_secs(query.wait.unwrap_or(50).clamp(1, 600));
+            hub.decide_hook(&input, wait).await
+        }
+        Err(why) => {
+            crate::hook::HookAnswer::deny(format!("Portcullis refused a malformed hook input: {why}"))
+        }
+    };
+    Json(answer.to_hook_output()).into_response()
 }
 
 async fn session_grants(State(hub): State<Hub>) -> Response {

@@ -433,7 +433,8 @@ impl Policy {
     }
 
     /// Evaluates a call of an upstream tool `mcp:<server>:<tool>`: the server's per-tool decision, else
-    /// its decision; a server the policy does not declare is forbidden.
+    /// its decision; a server the policy does not declare (an agent's own server, seen by a hook) is
+    /// `prompt` — never allowed unseen.
     pub fn evaluate_mcp_tool(&self, name: &str) -> Evaluation {
         let mut eval = Evaluation::new();
         let Some((server_id, tool)) = name.strip_prefix("mcp:").and_then(|rest| rest.split_once(':')) else {
@@ -441,7 +442,7 @@ impl Policy {
             return eval;
         };
         let Some(entry) = self.servers.iter().find(|s| s.server.id == server_id) else {
-            eval.raise(Decision::Forbidden, format!("no policy declares the server {server_id:?}"), None);
+            eval.raise(Decision::Prompt, format!("no policy declares the server {server_id:?}"), None);
             return eval;
         };
         let (decision, id) = match entry.server.tools.get(tool) {

@@ -1,0 +1,186 @@
+//! `portcullis hook claude` as Claude Code runs it: a PreToolUse input on stdin, the hook answer on
+//! stdout. Without a hub it judges with the project's policy and records in the ledger; with one it asks
+//! the hub, whose operator answers (or not, within the wait); malformed input is denied.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{http, ledger_calls, node_modules, portcullis, serve};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const POLICY: &str = r#"{
+  "grants": [ { "name": "claude", "allow": ["shell", "read", "write", "edit", "mcp:docs:search"] } ],
+  "commands": {
+    "default": "prompt",
+    "rules": [
+      { "id": "listing", "pattern": [["ls", "echo", "git"]], "decision": "allow", "match": ["ls"] },
+      { "id": "remove", "pattern": ["rm"], "decision": "forbidden", "match": ["rm x"] }
+    ]
+  },
+  "paths": { "roots": [ { "path": ".", "access": "write" } ] },
+  "approvals": { "timeout_seconds": 30 }
+}"#;
+
+/// Runs the hook with this input; returns (decision, reason, exit code).
+fn hook(base: &Path, args: &[&str], input: &str) -> (String, String, i32) {
+    let mut child = portcullis(base)
+        .args(["hook", "claude"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let o = &v["hookSpecificOutput"];
+    assert_eq!(o["hookEventName"], "PreToolUse");
+    (
+        o["permissionDecision"].as_str().unwrap().to_owned(),
+        o["permissionDecisionReason"].as_str().unwrap().to_owned(),
+        out.status.code().unwrap(),
+    )
+}
+
+fn input(cwd: &Path, tool: &str, tool_input: Value) -> String {
+    json!({
+        "session_id": "claude-session-1",
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+    })
+    .to_string()
+}
+
+#[test]
+fn without_a_hub_the_policy_decides_and_the_ledger_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(proj.join(".portcullis")).unwrap();
+    std::fs::write(proj.join(".portcullis/policy.json"), POLICY).unwrap();
+    let db = base.join("hook.db");
+    let db_arg = db.to_str().unwrap();
+    let cases = [
+        ("Bash", json!({"command": "git status && ls", "description": "status"}), "allow", "rule listing"),
+        ("Bash", json!({"command": "ls; rm -rf ~"}), "deny", "rule remove"),
+        ("Bash", json!({"command": "make deploy"}), "ask", "no rule matches"),
+        (
+            "Write",
+            json!({"file_path": base.join("outside.txt"), "content": "x"}),
+            "deny",
+            "outside every write root",
+        ),
+        (
+            "Edit",
+            json!({"file_path": proj.join("src/new.rs"), "old_string": "a", "new_string": "b"}),
+            "allow",
+            "allows",
+        ),
+        ("Read", json!({"file_path": proj.join(".env")}), "deny", ".env"),
+        ("Grep", json!({"pattern": "x"}), "allow", "allows"),
+        ("mcp__docs__search", json!({"q": "x"}), "ask", "no policy declares the server"),
+        ("mcp__other__tool", json!({}), "deny", "not granted"),
+        ("WebFetch", json!({"url": "https://example.com", "prompt": "x"}), "deny", "not granted"),
+    ];
+    for (tool, tool_input, want, why) in &cases {
+        let (decision, reason, code) =
+            hook(&base, &["--db", db_arg], &input(&proj, tool, tool_input.clone()));
+        assert_eq!(code, 0);
+        assert_eq!(decision, *want, "{tool} {tool_input}: {reason}");
+        assert!(reason.contains(why), "{tool} {tool_input}: {reason}");
+    }
+    let rows = portcullis(&base)
+        .args(["ledger", "query", "--json", "--limit", "100", "--db", db_arg])
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();
+    let calls = rows["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), cases.len(), "every decision is recorded: {rows}");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["session_id"] == "claude-claude-session-1" && c["owner"] == "claude-code hook")
+    );
+}
+
+#[test]
+fn malformed_input_is_denied_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let db = base.join("hook.db");
+    for (text, why) in [
+        ("not json", "not JSON"),
+        (r#"{"cwd": "/tmp", "hook_event_name": "PreToolUse"}"#, "tool_name"),
+        (r#"{"tool_name": "Bash", "cwd": "relative", "tool_input": {"command": "ls"}}"#, "absolute"),
+        (r#"{"tool_name": "Bash", "cwd": "/tmp", "hook_event_name": "PostToolUse"}"#, "PostToolUse"),
+        (r#"{"tool_name": "Bash", "cwd": "/tmp", "tool_input": {}}"#, "Bash needs tool_input.command"),
+    ] {
+        let (decision, reason, code) = hook(&base, &["--db", db.to_str().unwrap()], text);
+        assert_eq!(code, 0);
+        assert_eq!(decision, if why.starts_with("Bash needs") { "ask" } else { "deny" }, "{text}: {reason}");
+        assert!(reason.contains(why), "{text}: {reason}");
+    }
+}
+
+fn answer_first_pending(api: &str, token: &str, answer: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, body) = http(&format!("{api}/approvals"), "GET", Some(token), &[], None);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if let Some(p) = v["approvals"].as_array().unwrap().first() {
+            let id = p["id"].as_u64().unwrap();
+            let body = json!({"answer": answer, "operator": "reviewer"}).to_string();
+            let (status, _) = http(&format!("{api}/approvals/{id}"), "POST", Some(token), &[], Some(&body));
+            assert_eq!(status, 200);
+            return p.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no approval appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn with_a_hub_the_operator_answers_and_the_hub_records() {
+    node_modules();
+    let served = serve(POLICY);
+    let base = served.path("");
+    let proj = served.project();
+    // Allowed by a rule: no operator needed.
+    let (decision, _, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "ls"})));
+    assert_eq!(decision, "allow");
+    // A prompt goes to the hub's operator, who allows it.
+    let approver = {
+        let (api, token) = (served.api.clone(), served.token.clone());
+        std::thread::spawn(move || answer_first_pending(&api, &token, "once"))
+    };
+    let (decision, reason, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "make deploy"})));
+    let pending = approver.join().unwrap();
+    assert_eq!(pending["action"]["command"], "make deploy");
+    assert_eq!(pending["tool"], "shell");
+    assert_eq!(decision, "allow", "{reason}");
+    assert!(reason.contains("operator reviewer"), "{reason}");
+    // Nobody answers within --wait: denied, and the approval is withdrawn.
+    let (decision, reason, _) =
+        hook(&base, &["--wait", "1"], &input(&proj, "Bash", json!({"command": "make other"})));
+    assert_eq!(decision, "deny", "{reason}");
+    let (_, body) = http(&format!("{}/approvals", served.api), "GET", Some(&served.token), &[], None);
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["approvals"], json!([]));
+    let calls = ledger_calls(&served);
+    let deciders: Vec<(&str, &str)> = calls
+        .iter()
+        .rev()
+        .map(|c| (c["status"].as_str().unwrap(), c["decided_by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(deciders, [("finished", "rule"), ("finished", "operator"), ("blocked", "default")]);
+}

@@ -1,0 +1,276 @@
+//! Claude Code's `PreToolUse` hook: the tool Claude is about to run, mapped to an execution action and
+//! judged by the same pipeline (grants, policy, approval broker, ledger) — without Portcullis running it.
+//! The answer is Claude Code's hook output: `allow`, `deny`, or `ask` (Claude asks its own user) when the
+//! policy prompts and no operator is attached.
+
+use crate::broker::{NO_OPERATOR, NO_OPERATOR_SUFFIX};
+use crate::hub::Hub;
+use async_trait::async_trait;
+use portcullis_harness::paths::canonicalize_lenient;
+use portcullis_harness::{
+    ActionKind, CallContext, CallOutcome, DecidedBy, Dispatcher, ExecutionAction, Risk, RunContext, Tool,
+    ToolCall, ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
+};
+use portcullis_policy::paths::resolve;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The largest hook input read (Write and Edit inputs carry file contents).
+pub const MAX_HOOK_INPUT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The decision Claude Code receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    Allow,
+    Deny,
+    Ask,
+}
+
+/// The hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HookAnswer {
+    pub decision: HookDecision,
+    pub reason: String,
+}
+
+impl HookAnswer {
+    pub fn deny(reason: impl Into<String>) -> Self {
+        HookAnswer { decision: HookDecision::Deny, reason: reason.into() }
+    }
+
+    /// Claude Code's hook output JSON.
+    pub fn to_hook_output(&self) -> Value {
+        json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": self.decision,
+                "permissionDecisionReason": self.reason,
+            }
+        })
+    }
+}
+
+/// A hook input, checked.
+#[derive(Debug, Clone)]
+pub struct HookInput {
+    pub session_id: String,
+    pub cwd: PathBuf,
+    pub tool_name: String,
+    pub tool_input: Value,
+}
+
+/// Parses and checks a `PreToolUse` input; the error says what is wrong.
+pub fn parse_input(text: &str) -> Result<HookInput, String> {
+    if text.len() > MAX_HOOK_INPUT_BYTES {
+        return Err(format!("the hook input is over {MAX_HOOK_INPUT_BYTES} bytes"));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("the hook input is not JSON: {e}"))?;
+    let field = |name: &str| value.get(name).and_then(Value::as_str).map(str::to_owned);
+    if let Some(event) = field("hook_event_name")
+        && event != "PreToolUse"
+    {
+        return Err(format!("hook_event_name is {event:?}; `portcullis hook claude` answers PreToolUse"));
+    }
+    let tool_name = field("tool_name").ok_or("the hook input has no \"tool_name\" (string)")?;
+    let cwd = field("cwd").ok_or("the hook input has no \"cwd\" (string)")?;
+    if !Path::new(&cwd).is_absolute() {
+        return Err(format!("cwd {cwd:?} is not an absolute path"));
+    }
+    let tool_input = value.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+    if !tool_input.is_object() {
+        return Err("\"tool_input\" must be an object".into());
+    }
+    Ok(HookInput {
+        session_id: field("session_id").unwrap_or_else(|| "claude-code".into()),
+        cwd: PathBuf::from(cwd),
+        tool_name,
+        tool_input,
+    })
+}
+
+fn path_action(
+    kind: ActionKind,
+    operation: &'static str,
+    raw: Option<&str>,
+    cwd: &Path,
+) -> Result<ExecutionAction, String> {
+    let raw = raw.unwrap_or(".");
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let path = resolve(raw, cwd, home.as_deref()).map_err(|e| format!("{raw:?}: {e}"))?;
+    let path = canonicalize_lenient(&path).map_err(|e| format!("{raw:?}: {e}"))?;
+    Ok(ExecutionAction::new(kind, operation).with_paths(vec![path]))
+}
+
+/// Claude Code's tool as a registry name and the action it would take.
+pub fn map_tool(input: &HookInput) -> Result<(String, ExecutionAction), String> {
+    let text = |key: &str| input.tool_input.get(key).and_then(Value::as_str);
+    let cwd = &input.cwd;
+    let mapped = match input.tool_name.as_str() {
+        "Bash" => {
+            let command = text("command").ok_or("Bash needs tool_input.command")?;
+            (
+                "shell".to_owned(),
+                ExecutionAction::new(ActionKind::Execute, "exec")
+                    .with_command(command)
+                    .with_cwd(cwd.clone())
+                    .with_risk(Risk::High),
+            )
+        }
+        "Read" => (
+            "read".into(),
+            path_action(
+                ActionKind::Read,
+                "read",
+                Some(text("file_path").ok_or("Read needs tool_input.file_path")?),
+                cwd,
+            )?,
+        ),
+        "Glob" | "Grep" | "LS" => {
+            ("read".into(), path_action(ActionKind::Read, "search", text("path"), cwd)?)
+        }
+        "Write" => (
+            "write".into(),
+            path_action(
+                ActionKind::Write,
+                "write",
+                Some(text("file_path").ok_or("Write needs tool_input.file_path")?),
+                cwd,
+            )?,
+        ),
+        "Edit" | "MultiEdit" => (
+            "edit".into(),
+            path_action(
+                ActionKind::Write,
+                "edit",
+                Some(text("file_path").ok_or("Edit needs tool_input.file_path")?),
+                cwd,
+            )?,
+        ),
+        "NotebookEdit" => (
+            "edit".into(),
+            path_action(
+                ActionKind::Write,
+                "edit",
+                Some(text("notebook_path").ok_or("NotebookEdit needs tool_input.notebook_path")?),
+                cwd,
+            )?,
+        ),
+        "WebFetch" => ("web_fetch".into(), ExecutionAction::new(ActionKind::Network, "fetch")),
+        "WebSearch" => ("web_search".into(), ExecutionAction::new(ActionKind::Network, "search")),
+        "TodoWrite" | "ExitPlanMode" | "Task" => {
+            (input.tool_name.to_ascii_lowercase(), ExecutionAction::none())
+        }
+        other => match other.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+                (format!("mcp:{server}:{tool}"), ExecutionAction::new(ActionKind::Mcp, "call"))
+            }
+            _ => return Err(format!("Portcullis does not know Claude Code's tool {other:?}")),
+        },
+    };
+    Ok(mapped)
+}
+
+/// A verdict-only tool: the pipeline judges and records it; Claude Code runs the real tool.
+struct HookTool {
+    spec: ToolSpec,
+    action: ExecutionAction,
+}
+
+#[async_trait]
+impl Tool for HookTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe_action(&self, _arguments: &Value, _call: &CallContext) -> Result<ExecutionAction, ToolError> {
+        Ok(self.action.clone())
+    }
+
+    async fn execute(&self, _invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text("allowed; Claude Code runs the tool itself"))
+    }
+}
+
+/// The hook answer for a dispatched verdict.
+pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
+    let by = |d: &DecidedBy| match d {
+        DecidedBy::Rule { rule_id, source } => format!("rule {rule_id} in {source}"),
+        DecidedBy::Operator { operator, .. } => format!("operator {}", operator.as_deref().unwrap_or("")),
+        DecidedBy::SessionGrant { grant_id } => format!("session grant {grant_id}"),
+        DecidedBy::ApprovalTimeout { .. } => "approval timeout".into(),
+        DecidedBy::Grants { scope } => format!("grant scope {scope}"),
+        DecidedBy::Default { detail } => {
+            format!("default{}", detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())
+        }
+        other => format!("{other:?}"),
+    };
+    match &result.outcome {
+        CallOutcome::Finished { .. } => HookAnswer {
+            decision: HookDecision::Allow,
+            reason: format!("Portcullis allows it: {}", by(&result.decided_by)),
+        },
+        CallOutcome::Blocked { error, .. } => {
+            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == NO_OPERATOR) {
+                let why = error.message.strip_suffix(NO_OPERATOR_SUFFIX).unwrap_or(&error.message);
+                HookAnswer {
+                    decision: HookDecision::Ask,
+                    reason: format!("Portcullis asks for confirmation: {why}"),
+                }
+            } else {
+                HookAnswer::deny(format!(
+                    "Portcullis denies it ({}): {}",
+                    by(&result.decided_by),
+                    error.message
+                ))
+            }
+        }
+        CallOutcome::Error { error } => {
+            HookAnswer::deny(format!("Portcullis could not judge it: {}", error.message))
+        }
+    }
+}
+
+impl Hub {
+    /// Judges a hook input through the pipeline and records it (owner `claude-code hook`). An approval
+    /// not answered within `wait` (Claude Code stops waiting for hooks) is withdrawn and the call denied.
+    pub async fn decide_hook(&self, input: &HookInput, wait: std::time::Duration) -> HookAnswer {
+        let (name, action) = match map_tool(input) {
+            Ok(mapped) => mapped,
+            Err(why) => {
+                return HookAnswer {
+                    decision: HookDecision::Ask,
+                    reason: format!("Portcullis cannot judge it: {why}"),
+                };
+            }
+        };
+        let mut registry = ToolRegistry::new();
+        let spec = ToolSpec::new(name.clone(), format!("Claude Code's {}", input.tool_name));
+        if let Err(e) = registry.register(Arc::new(HookTool { spec, action })) {
+            return HookAnswer::deny(format!("Portcullis cannot judge {name}: {e}"));
+        }
+        let state = &self.state;
+        let dispatcher = Dispatcher::builder(registry)
+            .policy(state.live.clone())
+            .approvals(state.broker.clone())
+            .approval_timeout(Some(state.broker.timeout() + std::time::Duration::from_secs(5)))
+            .ledger(state.ledger.clone())
+            .redactor(state.dispatcher.redactor().clone())
+            .build();
+        let mut run = RunContext::new(format!("claude-{}", input.session_id), "hook")
+            .with_owner("claude-code hook")
+            .with_cwd(input.cwd.clone());
+        run.grants = self.grants();
+        let cancel = run.cancel.clone();
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            cancel.cancel();
+        });
+        let call_id = format!("h{:x}", portcullis_harness::Timestamp::now().0);
+        let result = dispatcher.dispatch(ToolCall::new(call_id, name, input.tool_input.clone()), &run).await;
+        timer.abort();
+        answer_of(&result)
+    }
+}
