@@ -110,6 +110,10 @@ pub struct ServeArgs {
     /// Seconds calls in flight get to finish at shutdown.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub shutdown_grace: u64,
+    /// A folder of tool manifests (repeatable; default: ~/.config/portcullis/tools and
+    /// <project>/.portcullis/tools).
+    #[arg(long = "manifests", value_name = "DIR")]
+    pub manifest_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -66,6 +66,7 @@ fn decide(args: &HookArgs, text: &str) -> HookAnswer {
             shutdown_grace: Duration::from_secs(2),
             secrets: Vec::new(),
             unattended: true,
+            manifest_dirs: Vec::new(),
         };
         let hub = match Hub::open(config).await {
             Ok(hub) => hub,

@@ -77,6 +77,7 @@ async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
         shutdown_grace: Duration::from_secs(5),
         secrets: Vec::new(),
         unattended: true,
+        manifest_dirs: Vec::new(),
     };
     let hub =
         Hub::open(config).await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;

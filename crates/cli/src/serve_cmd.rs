@@ -38,6 +38,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         secrets: Vec::new(),
         unattended: false,
+        manifest_dirs: args.manifest_dirs.clone(),
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,
@@ -88,6 +89,11 @@ fn log_events(hub: &Hub) {
         while let Ok(event) = events.recv().await {
             match event {
                 HubEvent::PolicyReloaded { sources } => tracing::warn!(?sources, "policy reloaded"),
+                HubEvent::ManifestRejected { message } => {
+                    tracing::error!(
+                        "tool manifest change rejected, the previous manifests stay in force: {message}"
+                    )
+                }
                 HubEvent::PolicyRejected { message, .. } => {
                     tracing::error!("policy change rejected, the previous policy stays in force: {message}")
                 }

@@ -4,6 +4,7 @@
 use crate::broker::ApprovalBroker;
 use crate::config::RuntimeInfo;
 use crate::error::HubError;
+use crate::manifest::load_manifests;
 use crate::upstreams::Upstreams;
 use async_trait::async_trait;
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
@@ -47,6 +48,21 @@ pub struct HubConfig {
     pub secrets: Vec<String>,
     /// No operator can be reached (an embedded stdio hub): prompts nobody watches are denied at once.
     pub unattended: bool,
+    /// Folders of tool manifests; empty: `<project>/.portcullis/tools` and `<config>/tools`.
+    pub manifest_dirs: Vec<PathBuf>,
+}
+
+impl HubConfig {
+    /// The manifest folders in force.
+    pub fn manifest_folders(&self, project: &Path) -> Vec<PathBuf> {
+        if !self.manifest_dirs.is_empty() {
+            return self.manifest_dirs.clone();
+        }
+        let mut dirs: Vec<PathBuf> =
+            self.config_dir.clone().or_else(user_config_dir).map(|d| d.join("tools")).into_iter().collect();
+        dirs.push(project.join(".portcullis").join("tools"));
+        dirs
+    }
 }
 
 /// Values of environment variables whose names say they hold secrets.
@@ -81,6 +97,10 @@ pub enum HubEvent {
     SessionClosed {
         session_id: String,
     },
+    /// A changed tool manifest did not load; the previous manifests stay in force.
+    ManifestRejected {
+        message: String,
+    },
     /// An upstream server's tools or status changed.
     Upstreams {
         servers: Vec<crate::upstreams::ServerState>,
@@ -103,6 +123,7 @@ pub(crate) struct HubState {
     pub(crate) shutdown: CancellationToken,
     pub(crate) workspace: Arc<Workspace>,
     pub(crate) upstreams: Upstreams,
+    pub(crate) manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -150,6 +171,11 @@ impl Hub {
         let mut registry = ToolRegistry::new();
         register_coding_tools(&mut registry, &workspace)
             .map_err(|e| HubError::Config(format!("coding tools: {e}")))?;
+        let manifests = load_manifests(&config.manifest_folders(&project), &project)
+            .map_err(|e| HubError::Config(format!("tool manifest {e}")))?;
+        for tool in &manifests {
+            registry.register(tool.clone()).map_err(|e| HubError::Config(format!("tool manifest: {e}")))?;
+        }
         let shutdown = CancellationToken::new();
         let (rebuild_tx, rebuild_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         let upstreams = Upstreams::new(
@@ -188,6 +214,7 @@ impl Hub {
                 shutdown,
                 workspace,
                 upstreams,
+                manifests: RwLock::new(manifests),
             }),
         };
         hub.rebuild_on_change(rebuild_rx);
@@ -217,7 +244,8 @@ impl Hub {
         if let Err(e) = register_coding_tools(&mut registry, &self.state.workspace) {
             tracing::error!(error = %e, "coding tools not registered");
         }
-        for tool in self.state.upstreams.tools() {
+        let manifests = self.state.manifests.read().map(|m| m.clone()).unwrap_or_default();
+        for tool in manifests.into_iter().chain(self.state.upstreams.tools()) {
             let name = tool.spec().name.clone();
             if registry.contains(&name) {
                 tracing::error!(tool = %name, "two tools have the same name; the later one is left out");
@@ -271,6 +299,30 @@ impl Hub {
 
     pub(crate) fn grants(&self) -> Arc<Grants> {
         self.state.grants.read().map(|g| g.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Re-reads the tool manifests; a broken one leaves the previous set in force.
+    pub fn reload_manifests(&self) -> Result<(), HubError> {
+        let dirs = self.state.config.manifest_folders(&self.state.project);
+        match load_manifests(&dirs, &self.state.project) {
+            Ok(tools) => {
+                if let Ok(mut m) = self.state.manifests.write() {
+                    *m = tools;
+                }
+                self.rebuild_registry();
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the changed tool manifest was rejected; the previous ones stay in force");
+                let _ = self.state.events.send(HubEvent::ManifestRejected { message: e.to_string() });
+                Err(HubError::Config(format!("tool manifest {e}")))
+            }
+        }
+    }
+
+    /// The manifest folders watched for changes.
+    pub fn manifest_folders(&self) -> Vec<PathBuf> {
+        self.state.config.manifest_folders(&self.state.project)
     }
 
     /// Re-reads the policy files; a policy that does not load leaves the previous one in force.

@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod hook;
 pub mod hub;
+pub mod manifest;
 pub mod reload;
 pub mod server;
 pub mod upstreams;

@@ -46,18 +46,53 @@ pub fn watch(hub: &Hub) -> Result<PolicyWatcher, notify::Error> {
     if names.is_empty() {
         names = vec!["policy.json".into(), ".portcullis".into()];
     }
+    let manifest_dirs = hub.manifest_folders();
+    let manifest_dirs_seen = manifest_dirs.clone();
+    let (mtx, mut mrx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
-            let relevant =
-                event.paths.iter().any(|p| p.file_name().is_some_and(|n| names.iter().any(|w| w == n)));
-            if relevant && !event.kind.is_access() {
+            if event.kind.is_access() {
+                return;
+            }
+            if event.paths.iter().any(|p| p.file_name().is_some_and(|n| names.iter().any(|w| w == n))) {
                 let _ = tx.send(());
+            }
+            let manifest = |p: &std::path::Path| {
+                p.extension().is_some_and(|e| e == "json")
+                    && p.parent().is_some_and(|d| manifest_dirs_seen.iter().any(|m| m == d))
+            };
+            if event.paths.iter().any(|p| manifest(p)) {
+                let _ = mtx.send(());
             }
         }
     })?;
     for dir in folders(hub) {
         watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         tracing::debug!(dir = %dir.display(), "watching for policy changes");
+    }
+    for dir in manifest_dirs.iter().filter(|d| d.is_dir()) {
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        tracing::debug!(dir = %dir.display(), "watching for tool manifest changes");
+    }
+    {
+        let hub = hub.clone();
+        let stop = hub.shutdown_token();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    got = mrx.recv() => if got.is_none() { break },
+                }
+                loop {
+                    match tokio::time::timeout(DEBOUNCE, mrx.recv()).await {
+                        Ok(Some(())) => continue,
+                        Ok(None) => return,
+                        Err(_) => break,
+                    }
+                }
+                let _ = hub.reload_manifests();
+            }
+        });
     }
     let hub = hub.clone();
     let stop = hub.shutdown_token();
