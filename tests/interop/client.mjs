@@ -2,7 +2,8 @@
 // Streamable HTTP (or spawns a stdio server), runs the steps of a scenario, and prints one JSON document
 // with every result. Usage: node client.mjs '<scenario JSON>'
 //   scenario: { "url"?: string, "token"?: string, "headers"?: {..}, "command"?: string, "args"?: [..],
-//               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "call", "name": .., "arguments": {..}} ] }
+//               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "wait", "ms": n} |
+//               {"op": "call", "name": .., "arguments": {..}, "progress"?: true (collect progress notifications)} ] }
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -37,8 +38,11 @@ try {
       } while (cursor);
       out.results.push({ op: "list", tools });
     } else if (step.op === "call") {
-      const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, { timeout: step.timeoutMs ?? 60000 });
-      out.results.push({ op: "call", name: step.name, result });
+      const progress = [];
+      const options = { timeout: step.timeoutMs ?? 60000 };
+      if (step.progress) options.onprogress = (p) => progress.push(p);
+      const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
+      out.results.push({ op: "call", name: step.name, result, progress });
     } else if (step.op === "wait") {
       await new Promise((r) => setTimeout(r, step.ms));
     }

@@ -68,7 +68,7 @@ fn the_everything_server_over_stdio_and_http_passes_the_pipeline() {
     let policy = format!(
         r#"{{
   "grants": [ {{ "name": "agents", "allow": ["shell", "mcp:ev:echo", "mcp:ev:get-tiny-image", "mcp:ev:get-structured-content",
-                 "mcp:ev:get-env", "mcp:evh:echo", "mcp:evh:get-sum"],
+                 "mcp:ev:get-env", "mcp:evh:echo", "mcp:evh:get-sum", "mcp:ev:trigger-long-running-operation"],
                  "deny": ["mcp:ev:get-env"] }} ],
   "servers": [
     {{ "id": "ev", "command": "node", "args": ["{{INTEROP}}/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"] }},
@@ -90,6 +90,7 @@ fn the_everything_server_over_stdio_and_http_passes_the_pipeline() {
         {"op": "call", "name": "ev__get-env", "arguments": {}},
         {"op": "call", "name": "evh__get-sum", "arguments": {"a": 1, "b": 2}},
         {"op": "call", "name": "ev__echo", "arguments": {"message": 7}},
+        {"op": "call", "name": "ev__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 4}, "progress": true},
     ]));
     let tools = report["results"][0]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -100,6 +101,7 @@ fn the_everything_server_over_stdio_and_http_passes_the_pipeline() {
             "ev__echo",
             "ev__get-structured-content",
             "ev__get-tiny-image",
+            "ev__trigger-long-running-operation",
             "evh__echo",
             "evh__get-sum"
         ],
@@ -124,6 +126,12 @@ fn the_everything_server_over_stdio_and_http_passes_the_pipeline() {
     assert!(text_of(&prompted).contains("approval timeout"), "a per-tool prompt nobody answered: {prompted}");
     let invalid = result(7);
     assert!(text_of(&invalid).contains("validation_failed"), "the upstream schema applies: {invalid}");
+    // Progress of a long upstream operation reaches the agent as progress notifications.
+    let long = &report["results"][8];
+    assert_eq!(long["result"]["isError"], false, "{long}");
+    let progress = long["progress"].as_array().unwrap();
+    assert!(progress.len() >= 2, "{long}");
+    assert_eq!(progress.last().unwrap()["total"], 4, "{long}");
 
     let calls = ledger_calls(&served);
     let tools_called: Vec<&str> = calls.iter().rev().map(|c| c["tool"].as_str().unwrap()).collect();
@@ -136,7 +144,8 @@ fn the_everything_server_over_stdio_and_http_passes_the_pipeline() {
             "mcp:ev:get-structured-content",
             "mcp:ev:get-env",
             "mcp:evh:get-sum",
-            "mcp:ev:echo"
+            "mcp:ev:echo",
+            "mcp:ev:trigger-long-running-operation"
         ]
     );
 }

@@ -493,4 +493,8 @@ impl GatewayBackend for HubBackend {
     fn tools_changed(&self) -> watch::Receiver<u64> {
         self.hub.state.tools_changed.subscribe()
     }
+
+    fn events(&self) -> Option<portcullis_harness::EventSubscription> {
+        Some(self.hub.state.dispatcher.events().subscribe())
+    }
 }

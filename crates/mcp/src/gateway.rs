@@ -5,10 +5,11 @@
 use crate::convert::{call_result, tool_of};
 use crate::wire::WireNames;
 use async_trait::async_trait;
-use portcullis_harness::{ToolCallResult, ToolSpec};
+use portcullis_harness::{EventDelivery, EventPayload, EventSubscription, ToolCallResult, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -54,6 +55,63 @@ pub trait GatewayBackend: Send + Sync + 'static {
     ) -> ToolCallResult;
     /// Changes whenever the visible tool list may have changed (grants, policy, registry).
     fn tools_changed(&self) -> watch::Receiver<u64>;
+    /// The pipeline's events (progress of calls is forwarded to clients that asked for it).
+    fn events(&self) -> Option<EventSubscription> {
+        None
+    }
+}
+
+/// MCP progress from a harness progress value: `{"progress": n, "total"?: n, "message"?: s}` as is;
+/// anything else counts as one more step, with the value as the message.
+fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNotificationParam {
+    let number = value.get("progress").and_then(Value::as_f64);
+    let (progress, total, message) = match number {
+        Some(p) => (
+            p,
+            value.get("total").and_then(Value::as_f64),
+            value.get("message").and_then(Value::as_str).map(str::to_owned),
+        ),
+        None => {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (step as f64, None, Some(text.chars().take(1024).collect()))
+        }
+    };
+    let mut param = ProgressNotificationParam::new(token, progress);
+    if let Some(total) = total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = message {
+        param = param.with_message(message);
+    }
+    param
+}
+
+/// Forwards the progress of one call to the client until the call ends.
+fn forward_progress(
+    mut events: EventSubscription,
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    session: String,
+    call_id: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut step = 0;
+        while let Some(delivery) = events.recv().await {
+            let EventDelivery::Event(event) = delivery else { continue };
+            if *event.call.session_id != *session || *event.call.call_id != *call_id {
+                continue;
+            }
+            if let EventPayload::Progress { progress } = &event.payload {
+                step += 1;
+                if let Err(e) = peer.notify_progress(progress_param(token.clone(), progress, step)).await {
+                    tracing::debug!(error = %e, "progress not delivered");
+                }
+            }
+        }
+    })
 }
 
 /// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
@@ -213,9 +271,18 @@ impl ServerHandler for GatewayHandler {
         let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let arguments =
             request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
+        let forwarder = match (context.meta.get_progress_token(), self.connection.backend.events()) {
+            (Some(token), Some(events)) => {
+                Some(forward_progress(events, context.peer.clone(), token, session.clone(), call_id.clone()))
+            }
+            _ => None,
+        };
         // Cancellation goes through the pipeline (the call ends with a record), never by dropping it.
         let result =
             self.connection.backend.call(&session, &call_id, &tool, arguments, context.ct.clone()).await;
+        if let Some(forwarder) = forwarder {
+            forwarder.abort();
+        }
         Ok(call_result(&result).into())
     }
 }

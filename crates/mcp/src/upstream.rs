@@ -6,14 +6,15 @@
 use crate::convert::{annotations_of, output_of};
 use async_trait::async_trait;
 use portcullis_harness::{
-    ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolError, ToolInvocation, ToolOutput, ToolSpec,
-    validate_tool_name,
+    ActionKind, CallContext, ExecutionAction, ProgressReporter, Risk, Tool, ToolError, ToolInvocation,
+    ToolOutput, ToolSpec, validate_tool_name,
 };
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-    PaginatedRequestParams, ProtocolVersion,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, Implementation, JsonObject, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerResult,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
@@ -113,12 +114,18 @@ pub struct Upstream {
     spec: UpstreamSpec,
     state: RwLock<State>,
     on_change: OnChange,
+    progress: ProgressRoutes,
 }
 
-/// The client side of a connection: wakes the supervisor on `tools/list_changed`.
+/// Calls in flight that want the server's progress: upstream progress token → the call's reporter.
+type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressReporter>>>;
+
+/// The client side of a connection: wakes the supervisor on `tools/list_changed` and routes progress
+/// notifications to the calls they belong to.
 #[derive(Clone)]
 struct UpstreamClient {
     changed: Arc<Notify>,
+    progress: ProgressRoutes,
 }
 
 impl ClientHandler for UpstreamClient {
@@ -132,6 +139,28 @@ impl ClientHandler for UpstreamClient {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let reporter = self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(reporter) = reporter {
+            reporter
+                .report(serde_json::json!({
+                    "progress": params.progress,
+                    "total": params.total,
+                    "message": params.message.as_deref().map(|m| cut(m, 1024)),
+                }))
+                .await;
+        }
     }
 }
 
@@ -155,7 +184,12 @@ fn cut(text: &str, max: usize) -> String {
 impl Upstream {
     /// Starts supervising; `on_change` runs after every change of tools or status.
     pub fn start(spec: UpstreamSpec, on_change: OnChange, shutdown: CancellationToken) -> Arc<Upstream> {
-        let upstream = Arc::new(Upstream { spec, state: RwLock::new(State::default()), on_change });
+        let upstream = Arc::new(Upstream {
+            spec,
+            state: RwLock::new(State::default()),
+            on_change,
+            progress: ProgressRoutes::default(),
+        });
         let supervised = upstream.clone();
         tokio::spawn(async move { supervised.supervise(shutdown).await });
         upstream
@@ -264,7 +298,7 @@ impl Upstream {
     }
 
     async fn connect(&self, changed: Arc<Notify>) -> Result<Connection, String> {
-        let client = UpstreamClient { changed };
+        let client = UpstreamClient { changed, progress: self.progress.clone() };
         match &self.spec.transport {
             UpstreamTransport::Stdio { command, args, env, cwd } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -364,6 +398,7 @@ impl Upstream {
                 server: self.spec.id.clone(),
                 peer: peer.clone(),
                 limits: limits.clone(),
+                progress: self.progress.clone(),
             }));
         }
         if !skipped.is_empty() {
@@ -387,6 +422,19 @@ struct McpTool {
     server: String,
     peer: Peer<RoleClient>,
     limits: UpstreamLimits,
+    progress: ProgressRoutes,
+}
+
+/// Removes a call's progress route when the call ends, however it ends.
+struct ProgressRoute {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        self.routes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.token);
+    }
 }
 
 #[async_trait]
@@ -416,15 +464,39 @@ impl Tool for McpTool {
             _ => JsonObject::new(),
         };
         let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
-        let call = self.peer.call_tool(params);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match self.peer.send_request_with_option(request, PeerRequestOptions::no_options()).await
+        {
+            Ok(handle) => handle,
+            Err(e) => {
+                return Err(ToolError::new(
+                    codes::UNAVAILABLE,
+                    format!("{}: {}", self.server, cut(&e.to_string(), 4096)),
+                ));
+            }
+        };
+        // Progress the server sends for this call reaches the harness (events, ledger, the agent).
+        self.progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(handle.progress_token.clone(), invocation.progress.clone());
+        let _route = ProgressRoute { routes: self.progress.clone(), token: handle.progress_token.clone() };
+        let (peer, id) = (handle.peer.clone(), handle.id.clone());
+        let cancel_upstream = |reason: &str| {
+            let param = CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_owned()));
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.notify_cancelled(param).await });
+        };
         let result = tokio::select! {
-            r = tokio::time::timeout(self.limits.call_timeout, call) => r,
+            r = tokio::time::timeout(self.limits.call_timeout, handle.await_response()) => r,
             () = invocation.cancel.cancelled() => {
+                cancel_upstream("cancelled by the caller");
                 return Err(ToolError::new("cancelled", "the call was cancelled"));
             }
         };
         let result = match result {
             Err(_) => {
+                cancel_upstream("timed out");
                 return Err(ToolError::new(
                     codes::TIMEOUT,
                     format!("{} did not answer within {} s", self.server, self.limits.call_timeout.as_secs()),
@@ -448,7 +520,13 @@ impl Tool for McpTool {
                     format!("{}: {}", self.server, cut(&e.to_string(), 4096)),
                 ));
             }
-            Ok(Ok(result)) => result,
+            Ok(Ok(ServerResult::CallToolResult(result))) => result,
+            Ok(Ok(_)) => {
+                return Err(ToolError::new(
+                    codes::ERROR,
+                    format!("{} answered tools/call with something else than a result", self.server),
+                ));
+            }
         };
         let bytes = serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(usize::MAX);
         if bytes > self.limits.result_bytes {
