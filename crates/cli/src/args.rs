@@ -114,6 +114,9 @@ pub struct ServeArgs {
     /// <project>/.portcullis/tools).
     #[arg(long = "manifests", value_name = "DIR")]
     pub manifest_dirs: Vec<PathBuf>,
+    /// Above this many tools, agents see only `search_tools` and find the others by keywords.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub search_tools_above: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

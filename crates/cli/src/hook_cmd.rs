@@ -67,6 +67,7 @@ fn decide(args: &HookArgs, text: &str) -> HookAnswer {
             secrets: Vec::new(),
             unattended: true,
             manifest_dirs: Vec::new(),
+            search_tools_above: 64,
         };
         let hub = match Hub::open(config).await {
             Ok(hub) => hub,

@@ -78,6 +78,7 @@ async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
         secrets: Vec::new(),
         unattended: true,
         manifest_dirs: Vec::new(),
+        search_tools_above: 64,
     };
     let hub =
         Hub::open(config).await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;

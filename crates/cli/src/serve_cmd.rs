@@ -39,6 +39,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         secrets: Vec::new(),
         unattended: false,
         manifest_dirs: args.manifest_dirs.clone(),
+        search_tools_above: args.search_tools_above,
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,

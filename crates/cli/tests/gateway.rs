@@ -64,7 +64,7 @@ fn an_sdk_agent_lists_calls_and_is_refused_with_reasons() {
     assert!(!served.path("escape.txt").exists());
     let hidden = &report["results"][4]["result"];
     assert_eq!(hidden["isError"], true);
-    assert!(text_of(hidden).contains("unknown_tool"), "{hidden}");
+    assert!(text_of(hidden).contains("tool_denied"), "a registered tool the grants hide: {hidden}");
     let invalid = &report["results"][5]["result"];
     assert!(text_of(invalid).contains("validation_failed"), "{invalid}");
 
@@ -84,7 +84,7 @@ fn an_sdk_agent_lists_calls_and_is_refused_with_reasons() {
             ("finished", "rule"),
             ("blocked", "rule"),
             ("blocked", "default"),
-            ("blocked", "registry"),
+            ("blocked", "grants"),
             ("blocked", "validator")
         ]
     );

@@ -8,8 +8,10 @@ use crate::manifest::load_manifests;
 use crate::upstreams::Upstreams;
 use async_trait::async_trait;
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
+use portcullis_harness::disclosure::SEARCH_TOOLS_NAME;
 use portcullis_harness::{
-    Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
+    Dispatcher, Grants, Redactor, RunContext, SearchToolsTool, Timestamp, ToolCall, ToolCallResult,
+    ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend};
@@ -50,6 +52,9 @@ pub struct HubConfig {
     pub unattended: bool,
     /// Folders of tool manifests; empty: `<project>/.portcullis/tools` and `<config>/tools`.
     pub manifest_dirs: Vec<PathBuf>,
+    /// Above this many visible tools, agents are shown only `search_tools` and find the rest by
+    /// keywords (progressive disclosure); the other tools stay callable.
+    pub search_tools_above: usize,
 }
 
 impl HubConfig {
@@ -171,6 +176,9 @@ impl Hub {
         let mut registry = ToolRegistry::new();
         register_coding_tools(&mut registry, &workspace)
             .map_err(|e| HubError::Config(format!("coding tools: {e}")))?;
+        registry
+            .register(Arc::new(SearchToolsTool::default()))
+            .map_err(|e| HubError::Config(format!("search_tools: {e}")))?;
         let manifests = load_manifests(&config.manifest_folders(&project), &project)
             .map_err(|e| HubError::Config(format!("tool manifest {e}")))?;
         for tool in &manifests {
@@ -243,6 +251,9 @@ impl Hub {
         let mut registry = ToolRegistry::new();
         if let Err(e) = register_coding_tools(&mut registry, &self.state.workspace) {
             tracing::error!(error = %e, "coding tools not registered");
+        }
+        if let Err(e) = registry.register(Arc::new(SearchToolsTool::default())) {
+            tracing::error!(error = %e, "search_tools not registered");
         }
         let manifests = self.state.manifests.read().map(|m| m.clone()).unwrap_or_default();
         for tool in manifests.into_iter().chain(self.state.upstreams.tools()) {
@@ -451,7 +462,13 @@ impl HubBackend {
 #[async_trait]
 impl GatewayBackend for HubBackend {
     fn visible_tools(&self) -> Vec<ToolSpec> {
-        self.hub.visible_tools()
+        let (search, rest): (Vec<ToolSpec>, Vec<ToolSpec>) =
+            self.hub.visible_tools().into_iter().partition(|t| t.name == SEARCH_TOOLS_NAME);
+        if rest.len() > self.hub.state.config.search_tools_above && !search.is_empty() {
+            search
+        } else {
+            rest
+        }
     }
 
     fn registered_names(&self) -> Vec<String> {

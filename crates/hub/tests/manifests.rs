@@ -111,6 +111,7 @@ async fn setup() -> Setup {
         secrets: Vec::new(),
         unattended: true,
         manifest_dirs: vec![tools.clone()],
+        search_tools_above: 64,
     })
     .await
     .unwrap();
@@ -132,7 +133,10 @@ fn text(result: &ToolCallResult) -> String {
 async fn fixture_and_process_tools_run_through_the_pipeline() {
     let s = setup().await;
     let names: Vec<String> = s.hub.visible_tools().iter().map(|t| t.name.clone()).collect();
-    assert_eq!(names, ["shell", "read", "write", "edit", "echo_args", "hang", "weather_fixture"]);
+    assert_eq!(
+        names,
+        ["shell", "read", "write", "edit", "search_tools", "echo_args", "hang", "weather_fixture"]
+    );
     let weather = call(&s.hub, "weather_fixture", json!({"city": "Oslo"})).await;
     assert!(text(&weather).contains("Sunny"), "{weather:?}");
     // The manifest's parameters are enforced.
@@ -178,5 +182,30 @@ async fn a_broken_manifest_change_keeps_the_previous_tools() {
     s.hub.reload_manifests().unwrap();
     let result = call(&s.hub, "new_tool", json!({})).await;
     assert!(text(&result).contains("new"));
+    s.hub.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_registries_are_disclosed_through_search_tools() {
+    use portcullis_mcp::gateway::GatewayBackend;
+    let s = setup().await;
+    for i in 0..70 {
+        std::fs::write(
+            s.tools.join(format!("fixture_{i:02}.json")),
+            json!({"name": format!("fixture_{i:02}"), "description": format!("canned answer number {i}"),
+                   "kind": "fixture", "result": {"text": [format!("answer {i}")]}})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    s.hub.reload_manifests().unwrap();
+    let backend = portcullis_hub::HubBackend::new(s.hub.clone());
+    let listed: Vec<String> = backend.visible_tools().iter().map(|t| t.name.clone()).collect();
+    assert_eq!(listed, ["search_tools"], "above 64 tools only the search tool is listed");
+    let found = call(&s.hub, "search_tools", json!({"query": "weather"})).await;
+    assert!(text(&found).contains("weather_fixture"), "{found:?}");
+    // Tools found that way are callable.
+    let result = call(&s.hub, "fixture_42", json!({})).await;
+    assert!(text(&result).contains("answer 42"));
     s.hub.close().await.unwrap();
 }

@@ -61,6 +61,34 @@ pub trait GatewayBackend: Send + Sync + 'static {
     }
 }
 
+/// `search_tools` answers with registry names; agents call wire names.
+fn wire_names_in_search(result: &mut ToolCallResult, names: &WireNames) {
+    let portcullis_harness::CallOutcome::Finished { output } = &mut result.outcome else { return };
+    let output = std::sync::Arc::make_mut(output);
+    if let Some(Value::Array(tools)) = output.structured.as_mut().and_then(|s| s.get_mut("tools")) {
+        for tool in tools.iter_mut() {
+            if let Some(wire) = tool.as_str().and_then(|n| names.wire_name(n)) {
+                *tool = Value::String(wire.to_owned());
+            }
+        }
+    }
+    for content in &mut output.content {
+        if let portcullis_harness::Content::Text { text } = content {
+            *text = text
+                .lines()
+                .map(|line| match line.split_once(": ") {
+                    Some((name, rest)) => match names.wire_name(name) {
+                        Some(wire) => format!("{wire}: {rest}"),
+                        None => line.to_owned(),
+                    },
+                    None => line.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+    }
+}
+
 /// MCP progress from a harness progress value: `{"progress": n, "total"?: n, "message"?: s}` as is;
 /// anything else counts as one more step, with the value as the message.
 fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNotificationParam {
@@ -283,6 +311,37 @@ impl ServerHandler for GatewayHandler {
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }
+        let mut result = result;
+        if tool == portcullis_harness::disclosure::SEARCH_TOOLS_NAME {
+            wire_names_in_search(&mut result, &names);
+        }
         Ok(call_result(&result).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portcullis_harness::{CallOutcome, Content, DecidedBy, ToolOutput};
+
+    #[test]
+    fn search_results_name_tools_as_agents_call_them() {
+        let names = WireNames::new(["search_tools", "mcp:ev:echo", "shell"]);
+        let mut output = ToolOutput::text("mcp:ev:echo: Echoes the input\nshell: Run a command");
+        output.structured = Some(serde_json::json!({"tools": ["mcp:ev:echo", "shell"], "full": false}));
+        let mut result = ToolCallResult {
+            call_id: "c".into(),
+            tool_name: "search_tools".into(),
+            outcome: CallOutcome::Finished { output: std::sync::Arc::new(output) },
+            decided_by: DecidedBy::DEFAULT,
+            redacted: false,
+        };
+        wire_names_in_search(&mut result, &names);
+        let CallOutcome::Finished { output } = &result.outcome else { panic!() };
+        assert_eq!(
+            output.content,
+            vec![Content::Text { text: "ev__echo: Echoes the input\nshell: Run a command".into() }]
+        );
+        assert_eq!(output.structured.as_ref().unwrap()["tools"], serde_json::json!(["ev__echo", "shell"]));
     }
 }
