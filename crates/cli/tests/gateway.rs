@@ -390,3 +390,66 @@ fn portcullis_mcp_runs_an_embedded_hub_when_none_runs() {
     let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();
     assert_eq!(rows["calls"].as_array().unwrap().len(), 2, "{rows}");
 }
+
+#[test]
+fn serve_asks_pending_approvals_on_its_terminal() {
+    node_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
+    std::fs::write(base.join("proj/.portcullis/policy.json"), POLICY).unwrap();
+    // `portcullis serve` on a pseudo-terminal (util-linux `script`), as an operator runs it.
+    let mut child = Command::new("script")
+        .args(["-qec", r#""$PORTCULLIS_BIN" serve --port 0 --db "$DB""#, "/dev/null"])
+        .current_dir(base.join("proj"))
+        .env("SHELL", "/bin/sh")
+        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
+        .env("DB", base.join("ledger.db"))
+        .env("HOME", base.join("home"))
+        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("util-linux `script` gives serve a terminal");
+    let runtime = base.join("config/hub.json");
+    let started = Instant::now();
+    while !runtime.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let agent = {
+        let url = info["mcp_url"].as_str().unwrap().to_owned();
+        std::thread::spawn(move || {
+            let scenario = json!({"url": url, "token": token, "steps": [
+                {"op": "call", "name": "shell", "arguments": {"command": "touch approved-on-terminal"}}
+            ]});
+            Command::new("node")
+                .arg(interop_dir().join("client.mjs"))
+                .arg(scenario.to_string())
+                .output()
+                .unwrap()
+        })
+    };
+    // The operator reads the prompt and types `o`.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write as _;
+    stdin.write_all(b"o\n").unwrap();
+    let out = agent.join().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+    assert!(base.join("proj/approved-on-terminal").exists());
+    let pid = info["pid"].as_u64().unwrap().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    drop(stdin);
+    let shown = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        screen.contains("approval #1 needed for `shell`") && screen.contains("touch approved-on-terminal"),
+        "{screen}"
+    );
+}
