@@ -5,14 +5,14 @@
 
 use crate::args::McpArgs;
 use crate::error::CliError;
-use portcullis_hub::config::{RuntimeInfo, default_ledger_path, load_or_create_token};
+use portcullis_hub::config::{RuntimeInfo, load_or_create_token};
 use portcullis_hub::{Hub, HubBackend, HubConfig};
 use portcullis_mcp::gateway::GatewayHandler;
 use portcullis_policy::discovery::user_config_dir;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -56,16 +56,7 @@ pub fn mcp_cmd(args: &McpArgs) -> Result<ExitCode, CliError> {
 }
 
 async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
-    let project = match &args.project {
-        Some(p) => p.clone(),
-        None => {
-            std::env::current_dir().map_err(|e| CliError::BadArgument(format!("current directory: {e}")))?
-        }
-    };
-    let db = match &args.db {
-        Some(db) => db.clone(),
-        None => default_ledger_path().map_err(|e| CliError::BadArgument(e.to_string()))?,
-    };
+    let (project, db) = crate::serve_cmd::project_and_ledger(args.project.as_ref(), args.db.as_ref())?;
     let config = HubConfig {
         project,
         policy_files: args.policies.clone(),
@@ -150,12 +141,11 @@ impl Relay {
 
 impl ServerHandler for Relay {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
+        portcullis_mcp::gateway::server_config()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        portcullis_mcp::gateway::protocol_versions()
     }
 
     async fn initialize(

@@ -8,6 +8,7 @@ use portcullis_hub::config::default_ledger_path;
 use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, reload, serve};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,17 +17,26 @@ fn hub_error(e: portcullis_hub::HubError) -> CliError {
     CliError::Hub { code: e.code(), message: e.to_string() }
 }
 
-pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
-    let project = match &args.project {
+/// The project folder (default: the current directory) and the ledger (default: the user's).
+pub fn project_and_ledger(
+    project: Option<&PathBuf>,
+    db: Option<&PathBuf>,
+) -> Result<(PathBuf, PathBuf), CliError> {
+    let project = match project {
         Some(p) => p.clone(),
         None => {
             std::env::current_dir().map_err(|e| CliError::BadArgument(format!("current directory: {e}")))?
         }
     };
-    let db = match &args.db {
+    let db = match db {
         Some(db) => db.clone(),
         None => default_ledger_path().map_err(|e| CliError::BadArgument(e.to_string()))?,
     };
+    Ok((project, db))
+}
+
+pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
+    let (project, db) = project_and_ledger(args.project.as_ref(), args.db.as_ref())?;
     let config = HubConfig {
         project,
         policy_files: args.policies.clone(),

@@ -23,11 +23,8 @@ impl TerminalPrompter {
     }
 }
 
-/// The question, as shown.
-pub fn describe(prompt: &ApprovalPrompt) -> String {
-    let request = &prompt.request;
-    let action = &request.action;
-    let mut text = format!("\nportcullis: approval needed for `{}`\n", request.tool_name);
+/// The action's lines of a question: command, folder, paths, and why the policy asks.
+fn action_lines(text: &mut String, action: &portcullis_harness::ExecutionAction, reason: Option<&str>) {
     if let Some(command) = &action.command {
         text.push_str(&format!("  command: {command}\n"));
     }
@@ -37,13 +34,16 @@ pub fn describe(prompt: &ApprovalPrompt) -> String {
     for path in &action.paths {
         text.push_str(&format!("  path:    {} ({})\n", path.display(), action.operation));
     }
-    if let Some(reason) = &request.verdict.reason {
+    if let Some(reason) = reason {
         text.push_str(&format!("  why:     {reason}\n"));
     }
-    text.push_str(&format!("  session: {}  call: {}\n", request.call.session_id, request.call.call_id));
+}
+
+/// The answers on offer; "always" shows what it would write, or why it is not offered.
+fn choice_line(text: &mut String, always: Result<(&portcullis_policy::Amendment, &str), &str>) {
     text.push_str("  [o] allow once   [s] allow for this session   ");
-    match (&prompt.always, &prompt.always_file) {
-        (Ok(amendment), Some(file)) => {
+    match always {
+        Ok((amendment, file)) => {
             let mut adds: Vec<String> = amendment
                 .rules
                 .iter()
@@ -52,10 +52,23 @@ pub fn describe(prompt: &ApprovalPrompt) -> String {
             adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", r.path)));
             text.push_str(&format!("[a] always (adds {} to {file})   ", adds.join(", ")));
         }
-        (Err(why), _) => text.push_str(&format!("(always unavailable: {why})   ")),
-        (Ok(_), None) => {}
+        Err(why) => text.push_str(&format!("(always unavailable: {why})   ")),
     }
     text.push_str("[d] deny\n> ");
+}
+
+/// The question, as shown.
+pub fn describe(prompt: &ApprovalPrompt) -> String {
+    let request = &prompt.request;
+    let mut text = format!("\nportcullis: approval needed for `{}`\n", request.tool_name);
+    action_lines(&mut text, &request.action, request.verdict.reason.as_deref());
+    text.push_str(&format!("  session: {}  call: {}\n", request.call.session_id, request.call.call_id));
+    let always = match (&prompt.always, &prompt.always_file) {
+        (Ok(amendment), Some(file)) => Ok((amendment, file.as_str())),
+        (Err(why), _) => Err(why.as_str()),
+        (Ok(_), None) => Err("no policy file to write to"),
+    };
+    choice_line(&mut text, always);
     text
 }
 
@@ -114,34 +127,14 @@ impl Prompter for TerminalPrompter {
 pub fn describe_pending(p: &portcullis_hub::PendingApproval) -> String {
     let mut text =
         format!("\nportcullis: approval #{} needed for `{}` (session {})\n", p.id, p.tool, p.session_id);
-    if let Some(command) = &p.action.command {
-        text.push_str(&format!("  command: {command}\n"));
-    }
-    if let Some(cwd) = &p.action.cwd {
-        text.push_str(&format!("  in:      {}\n", cwd.display()));
-    }
-    for path in &p.action.paths {
-        text.push_str(&format!("  path:    {} ({})\n", path.display(), p.action.operation));
-    }
-    if let Some(reason) = &p.reason {
-        text.push_str(&format!("  why:     {reason}\n"));
-    }
+    action_lines(&mut text, &p.action, p.reason.as_deref());
     let seconds = (p.deadline.0 - portcullis_harness::Timestamp::now().0).max(0) / 1_000_000;
     text.push_str(&format!("  denied automatically in {seconds} s\n"));
-    text.push_str("  [o] allow once   [s] allow for this session   ");
-    match &p.always {
-        portcullis_hub::AlwaysOffer::Yes { file, amendment } => {
-            let mut adds: Vec<String> = amendment
-                .rules
-                .iter()
-                .map(|r| format!("rule {} ({})", r.id, r.examples.first().map_or("", String::as_str)))
-                .collect();
-            adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", r.path)));
-            text.push_str(&format!("[a] always (adds {} to {file})   ", adds.join(", ")));
-        }
-        portcullis_hub::AlwaysOffer::No { why } => text.push_str(&format!("(always unavailable: {why})   ")),
-    }
-    text.push_str("[d] deny\n> ");
+    let always = match &p.always {
+        portcullis_hub::AlwaysOffer::Yes { file, amendment } => Ok((amendment, file.as_str())),
+        portcullis_hub::AlwaysOffer::No { why } => Err(why.as_str()),
+    };
+    choice_line(&mut text, always);
     text
 }
 

@@ -40,7 +40,7 @@ fn folders(hub: &Hub) -> Vec<PathBuf> {
 
 /// Starts watching; reloads run on the current tokio runtime.
 pub fn watch(hub: &Hub) -> Result<PolicyWatcher, notify::Error> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut names: Vec<std::ffi::OsString> =
         hub.state.config.policy_files.iter().filter_map(|f| f.file_name().map(Into::into)).collect();
     if names.is_empty() {
@@ -48,7 +48,7 @@ pub fn watch(hub: &Hub) -> Result<PolicyWatcher, notify::Error> {
     }
     let manifest_dirs = hub.manifest_folders();
     let manifest_dirs_seen = manifest_dirs.clone();
-    let (mtx, mut mrx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (mtx, mrx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
             if event.kind.is_access() {
@@ -74,44 +74,37 @@ pub fn watch(hub: &Hub) -> Result<PolicyWatcher, notify::Error> {
         watcher.watch(dir, RecursiveMode::NonRecursive)?;
         tracing::debug!(dir = %dir.display(), "watching for tool manifest changes");
     }
-    {
-        let hub = hub.clone();
-        let stop = hub.shutdown_token();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => break,
-                    got = mrx.recv() => if got.is_none() { break },
-                }
-                loop {
-                    match tokio::time::timeout(DEBOUNCE, mrx.recv()).await {
-                        Ok(Some(())) => continue,
-                        Ok(None) => return,
-                        Err(_) => break,
-                    }
-                }
-                let _ = hub.reload_manifests();
-            }
-        });
-    }
-    let hub = hub.clone();
-    let stop = hub.shutdown_token();
+    let (policy_hub, manifest_hub) = (hub.clone(), hub.clone());
+    on_settled(rx, hub.shutdown_token(), move || {
+        let _ = policy_hub.reload();
+    });
+    on_settled(mrx, hub.shutdown_token(), move || {
+        let _ = manifest_hub.reload_manifests();
+    });
+    Ok(PolicyWatcher { _watcher: watcher })
+}
+
+/// Runs `action` once changes stop arriving for [`DEBOUNCE`] (editors write in several steps), until the
+/// hub shuts down.
+fn on_settled(
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+    stop: tokio_util::sync::CancellationToken,
+    action: impl Fn() + Send + 'static,
+) {
     tokio::spawn(async move {
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,
-                got = rx.recv() => if got.is_none() { break },
+                got = changes.recv() => if got.is_none() { break },
             }
-            // Debounce: wait until nothing changed for a moment.
             loop {
-                match tokio::time::timeout(DEBOUNCE, rx.recv()).await {
+                match tokio::time::timeout(DEBOUNCE, changes.recv()).await {
                     Ok(Some(())) => continue,
                     Ok(None) => return,
                     Err(_) => break,
                 }
             }
-            let _ = hub.reload();
+            action();
         }
     });
-    Ok(PolicyWatcher { _watcher: watcher })
 }

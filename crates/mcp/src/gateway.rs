@@ -61,6 +61,21 @@ pub trait GatewayBackend: Send + Sync + 'static {
     }
 }
 
+/// What Portcullis tells agents about itself (the gateway and the stdio relay alike).
+pub fn server_config() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        .with_server_info(Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Portcullis gateway: every tool call passes the operator's policy; a refused call returns \
+             isError with the reason and the deciding rule.",
+        )
+}
+
+/// Sessions with `initialize` (list_changed and progress are sent on the session's stream).
+pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
+    Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+}
+
 /// `search_tools` answers with registry names; agents call wire names.
 fn wire_names_in_search(result: &mut ToolCallResult, names: &WireNames) {
     let portcullis_harness::CallOutcome::Finished { output } = &mut result.outcome else { return };
@@ -215,17 +230,11 @@ impl GatewayHandler {
 
 impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Portcullis gateway: every tool call passes the operator's policy; a refused call returns \
-                 isError with the reason and the deciding rule.",
-            )
+        server_config()
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Sessions with `initialize` (list_changed and progress are sent on the session's stream).
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        protocol_versions()
     }
 
     async fn initialize(
