@@ -10,7 +10,7 @@ use portcullis_hub::{Hub, HubConfig};
 use portcullis_policy::discovery::user_config_dir;
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -56,18 +56,10 @@ fn decide(args: &HookArgs, text: &str) -> HookAnswer {
             Err(e) => return HookAnswer::deny(format!("Portcullis has no ledger to record in: {e}")),
         };
         let config = HubConfig {
-            project: input.cwd.clone(),
             policy_files: args.policies.clone(),
-            db,
-            listen: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
-            allow_remote: false,
-            config_dir: None,
-            allowed_origins: Vec::new(),
             shutdown_grace: Duration::from_secs(2),
-            secrets: Vec::new(),
             unattended: true,
-            manifest_dirs: Vec::new(),
-            search_tools_above: 64,
+            ..HubConfig::new(input.cwd.clone(), db)
         };
         let hub = match Hub::open(config).await {
             Ok(hub) => hub,

@@ -23,7 +23,6 @@ use rmcp::{
 };
 use std::borrow::Cow;
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -58,18 +57,10 @@ pub fn mcp_cmd(args: &McpArgs) -> Result<ExitCode, CliError> {
 async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
     let (project, db) = crate::serve_cmd::project_and_ledger(args.project.as_ref(), args.db.as_ref())?;
     let config = HubConfig {
-        project,
         policy_files: args.policies.clone(),
-        db: db.clone(),
-        listen: SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
-        allow_remote: false,
-        config_dir: None,
-        allowed_origins: Vec::new(),
         shutdown_grace: Duration::from_secs(5),
-        secrets: Vec::new(),
         unattended: true,
-        manifest_dirs: Vec::new(),
-        search_tools_above: 64,
+        ..HubConfig::new(project, db.clone())
     };
     let hub =
         Hub::open(config).await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;

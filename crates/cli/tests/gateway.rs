@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{http, interop_dir, ledger_calls, node_modules, portcullis, serve, text_of};
+use common::{http, interop_dir, ledger_calls, ledger_calls_when, node_modules, portcullis, serve, text_of};
 use serde_json::{Value, json};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -160,7 +160,7 @@ fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
     let timed_out = &report["results"][0]["result"];
     assert!(text_of(timed_out).contains("approval timeout"), "{timed_out}");
     assert!(!served.project().join("unanswered").exists());
-    let calls = ledger_calls(&served);
+    let calls = ledger_calls_when(&served, 3);
     let deciders: Vec<&str> = calls.iter().rev().map(|c| c["decided_by"].as_str().unwrap()).collect();
     assert_eq!(deciders, ["operator", "operator", "approval_timeout"]);
 }
@@ -304,7 +304,7 @@ fn the_inspector_cli_lists_and_calls_through_the_gateway() {
     let (denied, _) =
         run(&["--method", "tools/call", "--tool-name", "shell", "--tool-arg", "command=rm -rf x"]);
     assert!(denied.to_string().contains("rule `remove`"), "{denied}");
-    let calls = ledger_calls(&served);
+    let calls = ledger_calls_when(&served, 2);
     assert!(calls.iter().any(|c| c["owner"].as_str().unwrap().starts_with("inspector-cli")), "{calls:#?}");
 }
 
@@ -328,7 +328,7 @@ fn portcullis_mcp_relays_to_the_running_hub() {
     assert!(text_of(&report["results"][1]["result"]).contains("through-the-relay"));
     assert!(text_of(&report["results"][2]["result"]).contains("rule `remove`"));
     // The hub's ledger has the calls, under the agent's own name.
-    let calls = ledger_calls(&served);
+    let calls = ledger_calls_when(&served, 2);
     assert_eq!(calls.len(), 2, "{calls:#?}");
     assert!(calls.iter().all(|c| c["owner"].as_str().unwrap().starts_with("stdio-only-agent")), "{calls:#?}");
     // The Inspector CLI, spawning `portcullis mcp` as its stdio server.

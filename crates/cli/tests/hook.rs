@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{http, ledger_calls, node_modules, portcullis, serve};
+use common::{http, ledger_calls_when, node_modules, portcullis, serve};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
@@ -176,7 +176,7 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     assert_eq!(decision, "deny", "{reason}");
     let (_, body) = http(&format!("{}/approvals", served.api), "GET", Some(&served.token), &[], None);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["approvals"], json!([]));
-    let calls = ledger_calls(&served);
+    let calls = ledger_calls_when(&served, 3);
     let deciders: Vec<(&str, &str)> = calls
         .iter()
         .rev()

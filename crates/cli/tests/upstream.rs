@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Served, http, interop_dir, ledger_calls, node_modules, serve_with, text_of};
+use common::{Served, http, interop_dir, ledger_calls_when, node_modules, serve_with, text_of};
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -133,7 +133,7 @@ fn the_everything_server_over_stdio_and_http_passes_the_pipeline() {
     assert!(progress.len() >= 2, "{long}");
     assert_eq!(progress.last().unwrap()["total"], 4, "{long}");
 
-    let calls = ledger_calls(&served);
+    let calls = ledger_calls_when(&served, 8);
     let tools_called: Vec<&str> = calls.iter().rev().map(|c| c["tool"].as_str().unwrap()).collect();
     assert_eq!(
         tools_called,

@@ -58,6 +58,25 @@ pub struct HubConfig {
 }
 
 impl HubConfig {
+    /// A hub for `project` writing `db`, with the defaults: 127.0.0.1:7391, the user's config folder,
+    /// no extra Origins, a 10 s shutdown grace, attended, default manifest folders, `search_tools` above 64.
+    pub fn new(project: impl Into<PathBuf>, db: impl Into<PathBuf>) -> Self {
+        HubConfig {
+            project: project.into(),
+            policy_files: Vec::new(),
+            db: db.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], crate::config::DEFAULT_PORT)),
+            allow_remote: false,
+            config_dir: None,
+            allowed_origins: Vec::new(),
+            shutdown_grace: Duration::from_secs(10),
+            secrets: Vec::new(),
+            unattended: false,
+            manifest_dirs: Vec::new(),
+            search_tools_above: 64,
+        }
+    }
+
     /// The manifest folders in force.
     pub fn manifest_folders(&self, project: &Path) -> Vec<PathBuf> {
         if !self.manifest_dirs.is_empty() {

@@ -9,6 +9,7 @@ use crate::hub::{Hub, HubBackend};
 use axum::extract::{Path as UrlPath, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use http::StatusCode;
 use portcullis_mcp::http::{AccessGuard, guard, mcp_service};
@@ -83,6 +84,13 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
         .layer(axum::middleware::from_fn_with_state(access, guard));
     RuntimeInfo::new(addr, &config.db).write(&dir)?;
     let stop = shutdown.clone();
+    // Small streamed answers must not wait for the client's delayed ACK (a ~40 ms stall per call on
+    // kept-alive connections).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
     let server = tokio::spawn(async move {
         if let Err(e) =
             axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await

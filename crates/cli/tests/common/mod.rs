@@ -173,6 +173,19 @@ pub fn http(
     (status, body)
 }
 
+/// The ledger's calls once it holds `n` of them: a running hub commits its rows a moment after it
+/// answers (group commit), so readers wait for the rows they expect (bounded).
+pub fn ledger_calls_when(served: &Served, n: usize) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let calls = ledger_calls(served);
+        if calls.len() >= n || started.elapsed() > Duration::from_secs(15) {
+            return calls;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub fn ledger_calls(served: &Served) -> Vec<Value> {
     let out = portcullis(served.dir.path())
         .args(["ledger", "query", "--json", "--limit", "1000", "--db"])
