@@ -14,6 +14,7 @@ echo "== bench smoke runs (debug builds, small sizes; figures are not asserted)"
 cargo run --quiet --locked -p portcullis-harness --example dispatch_bench -- 2000 >/dev/null
 cargo run --quiet --locked -p portcullis-ledger --example ledger_bench -- 500 2000 >/dev/null
 cargo run --quiet --locked -p portcullis-policy --example eval_bench -- 200 >/dev/null
+cargo run --quiet --locked -p portcullis-hub --example gateway_bench -- 50 >/dev/null
 echo "bench smoke runs: ok"
 
 echo "== tests (workspace, all features)"
