@@ -19,7 +19,7 @@ pub fn node_modules() -> PathBuf {
     let dir = interop_dir().join("node_modules");
     assert!(
         dir.join("@modelcontextprotocol/sdk").is_dir(),
-        "the interop peers are not installed: run `npm ci --prefix tests/interop` (.ci/run does)"
+        "the interop peers are not installed: run `npm install --prefix tests/interop` (.ci/run does)"
     );
     dir
 }
