@@ -219,3 +219,32 @@ fn a_misbehaving_server_gives_bounded_errors_and_is_restarted() {
     let again = served.agent(json!([{"op": "call", "name": "bad__ok", "arguments": {}}]));
     assert_eq!(text_of(&again["results"][0]["result"]), "fine");
 }
+
+#[test]
+fn a_stopped_server_takes_everything_it_started_with_it() {
+    node_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("helper.pid");
+    // The server starts a helper of its own (as `npx` starts `node`), then becomes the MCP server.
+    let policy = format!(
+        r#"{{ "servers": [ {{ "id": "parent", "command": "sh",
+             "args": ["-c", "sleep 300 & echo $! > {}; exec node {{INTEROP}}/misbehaving-server.mjs"] }} ] }}"#,
+        pid_file.display()
+    );
+    let mut served = serve_with(&policy, &[]);
+    wait_for_state(&served, "parent", "ready");
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    assert!(alive(&pid), "the helper runs while its server does");
+    // The policy no longer declares the server: it is stopped, helper included.
+    std::fs::write(served.policy_file(), "{}").unwrap();
+    let started = Instant::now();
+    while alive(&pid) {
+        assert!(started.elapsed() < Duration::from_secs(15), "the server's helper {pid} outlived it");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = served.stop();
+    assert!(out.status.success());
+}

@@ -227,7 +227,8 @@ impl Upstream {
                 match tokio::time::timeout(self.spec.limits.connect_timeout, self.connect(changed.clone()))
                     .await
                 {
-                    Ok(Ok(connection)) => {
+                    // The process group (stdio) lives as long as the connection; it is killed after.
+                    Ok(Ok((connection, _group))) => {
                         match self.serve(connection, changed, &shutdown, &mut failures).await {
                             None => break,
                             Some(error) => error,
@@ -297,16 +298,24 @@ impl Upstream {
         }
     }
 
-    async fn connect(&self, changed: Arc<Notify>) -> Result<Connection, String> {
+    /// Connects; a stdio server comes with the guard of its process group.
+    async fn connect(&self, changed: Arc<Notify>) -> Result<(Connection, Option<ProcessGroup>), String> {
         let client = UpstreamClient { changed, progress: self.progress.clone() };
         match &self.spec.transport {
             UpstreamTransport::Stdio { command, args, env, cwd } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).env_clear().envs(env.iter().cloned()).current_dir(cwd).kill_on_drop(true);
+                // Its own process group, so everything it starts (`npx` → `node`, helpers) goes with it.
+                cmd.args(args)
+                    .env_clear()
+                    .envs(env.iter().cloned())
+                    .current_dir(cwd)
+                    .kill_on_drop(true)
+                    .process_group(0);
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start {command}: {e}"))?;
+                let group = transport.id().map(ProcessGroup);
                 if let Some(stderr) = stderr {
                     let id = self.spec.id.clone();
                     tokio::spawn(async move {
@@ -316,7 +325,9 @@ impl Upstream {
                         }
                     });
                 }
-                client.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
+                let connection =
+                    client.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?;
+                Ok((connection, group))
             }
             UpstreamTransport::Http { url, headers } => {
                 let mut map = HashMap::new();
@@ -328,10 +339,11 @@ impl Upstream {
                     map.insert(name, value);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(map);
-                client
+                let connection = client
                     .serve(StreamableHttpClientTransport::from_config(config))
                     .await
-                    .map_err(|e| format!("initialize failed: {e}"))
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                Ok((connection, None))
             }
         }
     }
@@ -412,6 +424,19 @@ impl Upstream {
         });
         tracing::info!(server = %self.spec.id, tools = count, "upstream tools listed");
         Ok(())
+    }
+}
+
+/// A stdio server's process group: killed (SIGKILL) when the connection is over, so nothing the server
+/// started outlives it.
+struct ProcessGroup(u32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0) {
+            let _ =
+                nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
     }
 }
 
