@@ -93,6 +93,8 @@ pub struct ApprovalBroker {
     always_file: Mutex<Option<String>>,
     /// Deny at once when no approver is subscribed (a hub without an operator API: waiting is futile).
     deny_unattended: bool,
+    /// "Always" is not offered for an action holding a secret (the rule would write it to a file).
+    redactor: Option<portcullis_harness::Redactor>,
 }
 
 impl ApprovalBroker {
@@ -106,7 +108,14 @@ impl ApprovalBroker {
             timeout: Mutex::new(timeout),
             always_file: Mutex::new(always_file),
             deny_unattended: false,
+            redactor: None,
         }
+    }
+
+    /// Secrets this redactor finds are never written into an "always" rule.
+    pub fn with_redactor(mut self, redactor: portcullis_harness::Redactor) -> Self {
+        self.redactor = Some(redactor);
+        self
     }
 
     /// A broker that denies at once when no approver is subscribed.
@@ -193,7 +202,17 @@ impl Approvals for ApprovalBroker {
         let always_file = self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let always = match &always_file {
             Some(file) => match policy.always_amendment(&request.action, &ctx, file, "operator") {
-                Ok(amendment) => AlwaysOffer::Yes { file: file.clone(), amendment },
+                Ok(amendment) => {
+                    let text = serde_json::to_string(&amendment).unwrap_or_default();
+                    if self.redactor.as_ref().is_some_and(|r| r.redact_str(&text).is_some()) {
+                        AlwaysOffer::No {
+                            why: "the command holds a secret, which a rule would write into the policy file"
+                                .into(),
+                        }
+                    } else {
+                        AlwaysOffer::Yes { file: file.clone(), amendment }
+                    }
+                }
                 Err(why) => AlwaysOffer::No { why },
             },
             None => AlwaysOffer::No {

@@ -179,7 +179,10 @@ impl Hub {
         let image_bytes = policy.layers().iter().map(|l| l.document.images.max_bytes).min();
         let servers = policy.servers().to_vec();
         let live = Arc::new(LivePolicy::new(policy, project.clone()));
-        let broker = ApprovalBroker::new(live.clone(), timeout, always_file(&sources));
+        let redactor =
+            Redactor::builder().secrets(config.secrets.iter().cloned().chain(environment_secrets())).build();
+        let broker =
+            ApprovalBroker::new(live.clone(), timeout, always_file(&sources)).with_redactor(redactor.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
         if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
@@ -217,11 +220,7 @@ impl Hub {
             // The broker answers timeouts itself; the harness bound is a backstop.
             .approval_timeout(Some(timeout + Duration::from_secs(5)))
             .ledger(ledger.clone())
-            .redactor(
-                Redactor::builder()
-                    .secrets(config.secrets.iter().cloned().chain(environment_secrets()))
-                    .build(),
-            )
+            .redactor(redactor)
             .build();
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
         let hub = Hub {
