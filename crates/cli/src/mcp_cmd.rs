@@ -10,11 +10,12 @@ use portcullis_hub::{Hub, HubBackend, HubConfig};
 use portcullis_mcp::gateway::GatewayHandler;
 use portcullis_policy::discovery::user_config_dir;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerConfig,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerConfig,
+    ServerResult,
 };
-use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{
@@ -22,6 +23,7 @@ use rmcp::{
     ServiceExt,
 };
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -88,7 +90,11 @@ async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
 struct HubClient {
     info: ClientConfig,
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
+    /// The hub's progress token of a call in flight → the agent's token for it.
+    progress: ProgressTokens,
 }
+
+type ProgressTokens = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressToken>>>;
 
 impl ClientHandler for HubClient {
     fn get_info(&self) -> ClientConfig {
@@ -102,6 +108,31 @@ impl ClientHandler for HubClient {
             tracing::debug!(error = %e, "list_changed not relayed");
         }
     }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let token = self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&params.progress_token)
+            .cloned();
+        if let (Some(token), Some(peer)) = (token, self.downstream.get()) {
+            let mut relayed = ProgressNotificationParam::new(token, params.progress);
+            if let Some(total) = params.total {
+                relayed = relayed.with_total(total);
+            }
+            if let Some(message) = params.message {
+                relayed = relayed.with_message(message);
+            }
+            if let Err(e) = peer.notify_progress(relayed).await {
+                tracing::debug!(error = %e, "progress not relayed");
+            }
+        }
+    }
 }
 
 /// The agent side of the relay: an MCP server whose tools are the hub's.
@@ -111,6 +142,7 @@ struct Relay {
     token: String,
     hub: Arc<Mutex<Option<RunningService<RoleClient, HubClient>>>>,
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
+    progress: ProgressTokens,
 }
 
 fn relay_error(e: ServiceError) -> McpError {
@@ -152,7 +184,7 @@ impl ServerHandler for Relay {
             Implementation::new(request.client_info.name.clone(), request.client_info.version.clone()),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
-        let client = HubClient { info, downstream: self.downstream.clone() };
+        let client = HubClient { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
         let config =
             StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(self.token.clone());
         let service =
@@ -178,16 +210,57 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let hub = self.hub().await?;
-        tokio::select! {
-            result = hub.call_tool(request) => result.map(Into::into).map_err(relay_error),
-            // Dropping the request sends `notifications/cancelled` to the hub, which cancels the run.
-            () = context.ct.cancelled() => Err(McpError::internal_error("cancelled by the client", None)),
+        let Some(agent_token) = context.meta.get_progress_token() else {
+            return tokio::select! {
+                result = hub.call_tool(request) => result.map(Into::into).map_err(relay_error),
+                // Dropping the request sends `notifications/cancelled` to the hub, which cancels the run.
+                () = context.ct.cancelled() => Err(McpError::internal_error("cancelled by the client", None)),
+            };
+        };
+        // The agent wants progress: the hub's progress for this call is relayed under the agent's token.
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+        let handle = hub
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(relay_error)?;
+        let hub_token = handle.progress_token.clone();
+        self.progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(hub_token.clone(), agent_token);
+        let (peer, id) = (handle.peer.clone(), handle.id.clone());
+        let result = tokio::select! {
+            result = handle.await_response() => Some(result),
+            () = context.ct.cancelled() => None,
+        };
+        self.progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&hub_token);
+        match result {
+            None => {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("cancelled by the client".into()),
+                    ))
+                    .await;
+                Err(McpError::internal_error("cancelled by the client", None))
+            }
+            Some(Ok(ServerResult::CallToolResult(result))) => Ok(result.into()),
+            Some(Ok(_)) => {
+                Err(McpError::internal_error("the hub answered tools/call with something else", None))
+            }
+            Some(Err(e)) => Err(relay_error(e)),
         }
     }
 }
 
 async fn relay(url: String, token: String) -> Result<ExitCode, CliError> {
-    let relay = Relay { url, token, hub: Arc::new(Mutex::new(None)), downstream: Arc::new(OnceLock::new()) };
+    let relay = Relay {
+        url,
+        token,
+        hub: Arc::new(Mutex::new(None)),
+        downstream: Arc::new(OnceLock::new()),
+        progress: ProgressTokens::default(),
+    };
     let hub = relay.hub.clone();
     let served = relay.serve(rmcp::transport::stdio()).await;
     let outcome = match served {

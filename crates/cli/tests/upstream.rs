@@ -248,3 +248,28 @@ fn a_stopped_server_takes_everything_it_started_with_it() {
     let out = served.stop();
     assert!(out.status.success());
 }
+
+#[test]
+fn progress_reaches_an_agent_through_the_stdio_relay() {
+    node_modules();
+    let policy = r#"{ "servers": [ { "id": "ev", "command": "node",
+        "args": ["{INTEROP}/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"] } ] }"#;
+    let served = serve_with(policy, &[]);
+    wait_for_state(&served, "ev", "ready");
+    let (report, code) = served.client(json!({
+        "command": env!("CARGO_BIN_EXE_portcullis"),
+        "args": ["mcp"],
+        "env": { "PORTCULLIS_CONFIG_DIR": served.path("config"), "HOME": served.path("home") },
+        "steps": [
+            {"op": "call", "name": "ev__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 3}, "progress": true},
+            {"op": "call", "name": "ev__echo", "arguments": {"message": "no progress asked"}},
+        ]
+    }));
+    assert_eq!(code, 0, "{report}");
+    let long = &report["results"][0];
+    assert_eq!(long["result"]["isError"], false, "{long}");
+    let progress = long["progress"].as_array().unwrap();
+    assert!(progress.len() >= 2, "{long}");
+    assert_eq!(progress.last().unwrap()["total"], 3, "{long}");
+    assert_eq!(text_of(&report["results"][1]["result"]), "Echo: no progress asked");
+}
