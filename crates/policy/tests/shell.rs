@@ -920,3 +920,46 @@ fn wrappers_nest() {
     assert_eq!(rm.wrappers, vec!["sudo", "watch", "flock", "timeout", "busybox"]);
     assert_eq!(rm.argv, vec!["rm", "x"]);
 }
+
+#[test]
+fn older_wrappers_fail_closed_on_options_they_do_not_know() {
+    for script in [
+        "sudo --bogus rm -rf /",
+        "sudo -Z rm x",
+        "timeout --bogus 5 rm x",
+        "nice -z rm x",
+        "xargs --frobnicate rm",
+        "env --nope rm x",
+        "time -Q rm x",
+        "exec -z rm x",
+        "doas -x rm x",
+    ] {
+        let a = analyze(script);
+        assert!(kinds(&a).contains(&OpaqueKind::WrapperOption), "{script}: {:?}", kinds(&a));
+        assert!(
+            programs(&a).contains(&"rm"),
+            "the guessed command is still judged: {script}: {:?}",
+            programs(&a)
+        );
+    }
+    for script in [
+        "sudo -u root -E rm x",
+        "sudo -iu root rm x",
+        "sudo --user=root --preserve-env=PATH rm x",
+        "timeout --signal=KILL -k 5 10 rm x",
+        "timeout -v 5 rm x",
+        "xargs -0 -n1 -I{} rm {}",
+        "xargs -i rm {}",
+        "nice -10 rm x",
+        "nice -n 5 rm x",
+        "env -i -u X FOO=1 rm x",
+        "time -p rm x",
+        "exec -a name rm x",
+        "doas -u root rm x",
+        "command -p rm x",
+    ] {
+        let a = analyze(script);
+        assert!(!kinds(&a).contains(&OpaqueKind::WrapperOption), "{script}: {:?}", kinds(&a));
+        assert!(programs(&a).contains(&"rm"), "{script}: {:?}", programs(&a));
+    }
+}

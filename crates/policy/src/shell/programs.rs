@@ -80,6 +80,10 @@ pub(crate) fn inspect(
         "find" => find(analyzer, args, env, ctx, text),
         p if wrappers::PROGRAMS.contains(&p) => wrappers::inspect(analyzer, p, args, env, ctx, text),
         _ => {
+            if unknown_wrapper_option(program, args).is_some() {
+                // Where the wrapped command starts is a guess past an option we do not know.
+                analyzer.opaque(OpaqueKind::WrapperOption, text);
+            }
             if let Some(inner) = unwrap(program, args, env) {
                 if inner.split_string {
                     analyzer.opaque(OpaqueKind::EnvSplitString, text);
@@ -94,6 +98,162 @@ pub(crate) fn inspect(
             }
         }
     }
+}
+
+/// The options each older wrapper accepts (their getopt tables): flags, options taking a value, and long
+/// options (`=` optional) with and without a value.
+struct WrapperOptions {
+    flags: &'static str,
+    with_value: &'static str,
+    long_flags: &'static [&'static str],
+    long_with_value: &'static [&'static str],
+}
+
+fn wrapper_options(program: &str) -> Option<WrapperOptions> {
+    let o = |flags, with_value, long_flags, long_with_value| {
+        Some(WrapperOptions { flags, with_value, long_flags, long_with_value })
+    };
+    match program {
+        "sudo" => o(
+            "AbBEeHhiKklNnPSsVv",
+            "ugCDprtUTR",
+            &[
+                "askpass",
+                "background",
+                "bell",
+                "preserve-env",
+                "edit",
+                "help",
+                "set-home",
+                "login",
+                "remove-timestamp",
+                "reset-timestamp",
+                "list",
+                "non-interactive",
+                "preserve-groups",
+                "stdin",
+                "shell",
+                "version",
+                "validate",
+            ],
+            &[
+                "user",
+                "group",
+                "close-from",
+                "chdir",
+                "host",
+                "prompt",
+                "role",
+                "type",
+                "other-user",
+                "command-timeout",
+                "chroot",
+            ],
+        ),
+        "doas" => o("nsL", "uC", &[], &[]),
+        "timeout" => o(
+            "v",
+            "sk",
+            &["preserve-status", "foreground", "verbose", "help", "version"],
+            &["signal", "kill-after"],
+        ),
+        "nice" => o("", "n", &["help", "version"], &["adjustment"]),
+        "time" => o(
+            "pvaq",
+            "fo",
+            &["portability", "verbose", "append", "quiet", "help", "version"],
+            &["format", "output"],
+        ),
+        "command" => o("pvV", "", &[], &[]),
+        "exec" => o("cl", "a", &[], &[]),
+        "nohup" | "builtin" => o("", "", &["help", "version"], &[]),
+        "xargs" => o(
+            "0prtxoeil",
+            "adEILnPs",
+            &[
+                "null",
+                "interactive",
+                "no-run-if-empty",
+                "verbose",
+                "exit",
+                "show-limits",
+                "open-tty",
+                "help",
+                "version",
+            ],
+            &[
+                "arg-file",
+                "delimiter",
+                "max-args",
+                "max-procs",
+                "max-chars",
+                "eof",
+                "replace",
+                "max-lines",
+                "process-slot-var",
+            ],
+        ),
+        "env" => o(
+            "i0v",
+            "uCS",
+            &[
+                "ignore-environment",
+                "null",
+                "list-signal-handling",
+                "debug",
+                "help",
+                "version",
+                "block-signal",
+                "default-signal",
+                "ignore-signal",
+            ],
+            &["unset", "chdir", "split-string"],
+        ),
+        _ => None,
+    }
+}
+
+/// The first option (before the wrapped command) an older wrapper does not know, if any.
+fn unknown_wrapper_option(program: &str, args: &[Word]) -> Option<String> {
+    let table = wrapper_options(program)?;
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        let a = arg.text.as_str();
+        i += 1;
+        if a == "--" || a == "-" || !a.starts_with('-') {
+            return None;
+        }
+        if program == "nice" && a[1..].chars().all(|c| c.is_ascii_digit()) {
+            continue; // `nice -10 cmd`
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or_default();
+            if table.long_with_value.contains(&name) {
+                if !long.contains('=') {
+                    i += 1;
+                }
+            } else if !table.long_flags.contains(&name) {
+                return Some(a.to_owned());
+            }
+            continue;
+        }
+        for (pos, c) in a.chars().skip(1).enumerate() {
+            if table.with_value.contains(c) {
+                if pos + 2 == a.chars().count() {
+                    i += 1; // the value is the next word
+                }
+                break;
+            }
+            // xargs -e/-i/-l take an optional value attached to them.
+            if program == "xargs" && "eil".contains(c) {
+                break;
+            }
+            if !table.flags.contains(c) {
+                return Some(a.to_owned());
+            }
+        }
+    }
+    None
 }
 
 /// The command a wrapper runs.
@@ -218,7 +378,7 @@ fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inne
         "xargs" => {
             appends_arguments = true;
             let long = ["arg-file", "delimiter", "max-args", "max-procs", "max-chars", "eof", "replace"];
-            let i = skip_options(args, "adEILnPseil", &long);
+            let i = skip_options(args, "adEILnPs", &long);
             if i >= args.len() {
                 return Some(Inner {
                     argv: vec![Word::literal("echo")],
