@@ -25,6 +25,7 @@ use rmcp::{
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -62,10 +63,20 @@ async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
         policy_files: args.policies.clone(),
         shutdown_grace: Duration::from_secs(5),
         unattended: true,
+        // Published on a free loopback port, so `portcullis hook` and other `portcullis mcp` processes
+        // use this hub (and its ledger) while it runs.
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         ..HubConfig::new(project, db.clone())
     };
     let hub =
         Hub::open(config).await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;
+    let published = match portcullis_hub::serve(hub.clone()).await {
+        Ok(running) => Some(running),
+        Err(e) => {
+            say(&format!("the embedded hub is not published to other processes: {e}"));
+            None
+        }
+    };
     say(&format!(
         "no hub is running: serving an embedded headless hub (policies: {}; ledger: {}); prompts are denied because no operator can answer them — start `portcullis serve` to approve calls",
         hub.policy_sources().join(", "),
@@ -78,7 +89,11 @@ async fn embedded(args: &McpArgs) -> Result<ExitCode, CliError> {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
-    hub.close().await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;
+    let closed = match published {
+        Some(running) => running.shutdown().await,
+        None => hub.close().await,
+    };
+    closed.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => Err(CliError::BadArgument(format!("stdio session failed: {e}"))),

@@ -184,3 +184,47 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
         .collect();
     assert_eq!(deciders, [("finished", "rule"), ("finished", "operator"), ("blocked", "default")]);
 }
+
+#[test]
+fn an_agents_embedded_hub_answers_the_hook_and_keeps_its_rows() {
+    node_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(proj.join(".portcullis")).unwrap();
+    std::fs::write(proj.join(".portcullis/policy.json"), POLICY).unwrap();
+    let db = base.join("embedded.db");
+    // An agent spawned `portcullis mcp` with no hub running: its embedded hub holds the ledger.
+    let scenario = json!({
+        "command": env!("CARGO_BIN_EXE_portcullis"),
+        "args": ["mcp", "--project", proj, "--db", db],
+        "env": { "PORTCULLIS_CONFIG_DIR": base.join("config"), "HOME": base.join("home") },
+        "steps": [ {"op": "call", "name": "shell", "arguments": {"command": "echo agent"}}, {"op": "wait", "ms": 4000} ]
+    });
+    let agent = std::process::Command::new("node")
+        .arg(common::interop_dir().join("client.mjs"))
+        .arg(scenario.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !base.join("config/hub.json").exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the embedded hub was not published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The hook of the same user finds it, instead of failing on the locked ledger.
+    let (decision, reason, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "ls"})));
+    assert_eq!(decision, "allow", "{reason}");
+    let (decision, reason, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "make deploy"})));
+    assert_eq!(decision, "ask", "nobody can answer an embedded hub's prompts: {reason}");
+    let out = agent.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(!base.join("config/hub.json").exists(), "the runtime file goes with the embedded hub");
+    let rows = portcullis(&base).args(["ledger", "query", "--json", "--db"]).arg(&db).output().unwrap();
+    let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();
+    let owners: Vec<&str> =
+        rows["calls"].as_array().unwrap().iter().map(|c| c["owner"].as_str().unwrap()).collect();
+    assert_eq!(owners.iter().filter(|o| **o == "claude-code hook").count(), 2, "{rows}");
+    assert_eq!(owners.len(), 3, "{rows}");
+}
