@@ -3,7 +3,7 @@
 
 use crate::args::{ServeApprover, ServeArgs};
 use crate::error::CliError;
-use crate::terminal::TerminalPrompter;
+use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
 use portcullis_hub::config::default_ledger_path;
 use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, reload, serve};
 use std::io::Write;
@@ -123,24 +123,73 @@ fn log_events(hub: &Hub) {
     });
 }
 
-/// Asks each pending approval on the terminal, one at a time; another approver may answer first.
+/// Asks each pending approval on the terminal, one at a time. Another approver (the API) may answer
+/// first, or the approval may time out: the terminal then says so and moves on.
 fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
+    let mut lines = match prompter.lines() {
+        Ok(lines) => lines,
+        Err(why) => {
+            tracing::warn!("the terminal cannot be read, approvals go through the API only: {why}");
+            return;
+        }
+    };
     let mut events = hub.broker().subscribe();
     let broker = hub.broker().clone();
     tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
-            let BrokerEvent::Pending(pending) = event else { continue };
-            let prompter = prompter.clone();
-            let id = pending.id;
-            let asked = tokio::task::spawn_blocking(move || prompter.ask_pending_blocking(&pending)).await;
-            match asked {
-                Ok(Ok(choice)) => {
-                    if let Err(e) = broker.answer(id, choice, &prompter_name()) {
-                        tracing::warn!(error = %e, "answer not taken");
+        let mut queue: std::collections::VecDeque<portcullis_hub::PendingApproval> = Default::default();
+        loop {
+            let pending = match queue.pop_front() {
+                Some(p) => p,
+                None => match events.recv().await {
+                    Ok(BrokerEvent::Pending(p)) => *p,
+                    Ok(_) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => break,
+                },
+            };
+            if !broker.pending().iter().any(|p| p.id == pending.id) {
+                continue; // settled while it waited its turn
+            }
+            // Lines typed before the question are not answers to it.
+            while lines.try_recv().is_ok() {}
+            let always = matches!(pending.always, portcullis_hub::AlwaysOffer::Yes { .. });
+            prompter.show(&describe_pending(&pending));
+            let mut tries = 0;
+            loop {
+                tokio::select! {
+                    line = lines.recv() => {
+                        let Some(line) = line else { return };
+                        match parse_answer(&line, always) {
+                            Some(choice) => {
+                                if let Err(e) = broker.answer(pending.id, choice, &prompter_name()) {
+                                    prompter.show(&format!("approval #{}: {e}\n", pending.id));
+                                }
+                                break;
+                            }
+                            None if tries < 2 => {
+                                tries += 1;
+                                let options = if always { "o, s, a or d" } else { "o, s or d" };
+                                prompter.show(&format!("answer {options}\n> "));
+                            }
+                            None => {
+                                prompter.show(&format!("approval #{} left to the other approvers or its timeout\n", pending.id));
+                                break;
+                            }
+                        }
                     }
+                    event = events.recv() => match event {
+                        Ok(BrokerEvent::Resolved { id, outcome, operator }) if id == pending.id => {
+                            prompter.show(&format!(
+                                "\napproval #{id} was settled elsewhere: {outcome}{}\n",
+                                operator.map(|o| format!(" by {o}")).unwrap_or_default()
+                            ));
+                            break;
+                        }
+                        Ok(BrokerEvent::Pending(next)) => queue.push_back(*next),
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
                 }
-                Ok(Err(why)) => tracing::warn!(id, "the terminal could not be asked: {why}"),
-                Err(e) => tracing::warn!(id, error = %e, "the terminal prompt failed"),
             }
         }
     });

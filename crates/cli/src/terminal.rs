@@ -139,12 +139,33 @@ pub fn describe_pending(p: &portcullis_hub::PendingApproval) -> String {
 }
 
 impl TerminalPrompter {
-    /// Asks about one of the hub's pending approvals (blocking; run it off the async threads).
-    pub fn ask_pending_blocking(
-        &self,
-        p: &portcullis_hub::PendingApproval,
-    ) -> Result<ApprovalChoice, String> {
-        let always = matches!(p.always, portcullis_hub::AlwaysOffer::Yes { .. });
-        ask_blocking(&self.device, &describe_pending(p), always)
+    /// Every line typed on the terminal, read by one thread for the life of the process (a prompt that
+    /// is settled elsewhere does not leave a read behind to swallow the next answer).
+    pub fn lines(&self) -> Result<tokio::sync::mpsc::UnboundedReceiver<String>, String> {
+        let tty = OpenOptions::new()
+            .read(true)
+            .open(&self.device)
+            .map_err(|e| format!("{}: {e}", self.device.display()))?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("terminal-approver".into())
+            .spawn(move || {
+                for line in BufReader::new(tty).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(rx)
+    }
+
+    /// Writes to the terminal.
+    pub fn show(&self, text: &str) {
+        if let Ok(mut tty) = OpenOptions::new().write(true).open(&self.device) {
+            let _ = tty.write_all(text.as_bytes());
+            let _ = tty.flush();
+        }
     }
 }

@@ -421,10 +421,13 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     }
     let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let api = info["api_url"].as_str().unwrap().to_owned();
     let agent = {
         let url = info["mcp_url"].as_str().unwrap().to_owned();
+        let token = token.clone();
         std::thread::spawn(move || {
             let scenario = json!({"url": url, "token": token, "steps": [
+                {"op": "call", "name": "shell", "arguments": {"command": "touch answered-by-the-api"}},
                 {"op": "call", "name": "shell", "arguments": {"command": "touch approved-on-terminal"}}
             ]});
             Command::new("node")
@@ -434,22 +437,44 @@ fn serve_asks_pending_approvals_on_its_terminal() {
                 .unwrap()
         })
     };
-    // The operator reads the prompt and types `o`.
-    std::thread::sleep(Duration::from_millis(1500));
+    let wait_pending = |id: u64| {
+        let started = Instant::now();
+        loop {
+            let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&token), &[], None);
+            let v: Value = serde_json::from_str(&body).unwrap();
+            if v["approvals"].as_array().unwrap().iter().any(|p| p["id"] == id) {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "approval #{id} never came");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // The first prompt is answered through the API while the terminal shows it.
+    wait_pending(1);
+    std::thread::sleep(Duration::from_millis(300));
+    let body = json!({"answer": "deny", "operator": "api-operator"}).to_string();
+    let (status, _) = http(&format!("{api}/approvals/1"), "POST", Some(&token), &[], Some(&body));
+    assert_eq!(status, 200);
+    // The second one the operator answers on the terminal by typing `o`.
+    wait_pending(2);
+    std::thread::sleep(Duration::from_millis(300));
     let mut stdin = child.stdin.take().unwrap();
     use std::io::Write as _;
     stdin.write_all(b"o\n").unwrap();
     let out = agent.join().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+    assert_eq!(report["results"][0]["result"]["isError"], true, "{report}");
+    assert_eq!(report["results"][1]["result"]["isError"], false, "{report}");
+    assert!(!base.join("proj/answered-by-the-api").exists());
     assert!(base.join("proj/approved-on-terminal").exists());
     let pid = info["pid"].as_u64().unwrap().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     drop(stdin);
     let shown = child.wait_with_output().unwrap();
     let screen = String::from_utf8_lossy(&shown.stdout);
+    assert!(screen.contains("approval #1 was settled elsewhere: deny by api-operator"), "{screen}");
     assert!(
-        screen.contains("approval #1 needed for `shell`") && screen.contains("touch approved-on-terminal"),
+        screen.contains("approval #2 needed for `shell`") && screen.contains("touch approved-on-terminal"),
         "{screen}"
     );
 }
