@@ -469,11 +469,13 @@ impl Hub {
 pub struct HubBackend {
     hub: Hub,
     owners: RwLock<std::collections::HashMap<String, String>>,
+    /// The wire-name table and the tool generation it was built for.
+    wire_names: std::sync::Mutex<Option<(u64, Arc<portcullis_mcp::wire::WireNames>)>>,
 }
 
 impl HubBackend {
     pub fn new(hub: Hub) -> Self {
-        HubBackend { hub, owners: RwLock::new(Default::default()) }
+        HubBackend { hub, owners: RwLock::new(Default::default()), wire_names: std::sync::Mutex::new(None) }
     }
 }
 
@@ -491,6 +493,21 @@ impl GatewayBackend for HubBackend {
 
     fn registered_names(&self) -> Vec<String> {
         self.hub.state.dispatcher.registry().names().map(str::to_owned).collect()
+    }
+
+    fn wire_names(&self) -> Arc<portcullis_mcp::wire::WireNames> {
+        // Registry changes bump the tool generation before agents are told, so the cache follows them.
+        let generation = *self.hub.state.tools_changed.borrow();
+        let mut cache = self.wire_names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((built_for, names)) = cache.as_ref()
+            && *built_for == generation
+        {
+            return names.clone();
+        }
+        let registered = self.registered_names();
+        let names = Arc::new(portcullis_mcp::wire::WireNames::new(registered.iter().map(String::as_str)));
+        *cache = Some((generation, names.clone()));
+        names
     }
 
     async fn open_session(&self, client: ClientIdentity) -> String {

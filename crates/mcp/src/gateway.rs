@@ -40,6 +40,11 @@ pub trait GatewayBackend: Send + Sync + 'static {
     /// Every registered tool name (visible or not), so a call of a hidden tool is refused by name
     /// (`tool_denied`) rather than as unknown.
     fn registered_names(&self) -> Vec<String>;
+    /// The wire-name table of every registered name; backends may cache it until the tools change.
+    fn wire_names(&self) -> std::sync::Arc<WireNames> {
+        let registered = self.registered_names();
+        std::sync::Arc::new(WireNames::new(registered.iter().map(String::as_str)))
+    }
     /// A client finished `initialize`: opens its ledger session and returns the session id.
     async fn open_session(&self, client: ClientIdentity) -> String;
     /// The connection ended.
@@ -272,8 +277,7 @@ impl ServerHandler for GatewayHandler {
     ) -> Result<ListToolsResult, McpError> {
         let specs = self.connection.backend.visible_tools();
         // One table over every registered name, so a tool's wire name does not depend on the grants.
-        let registered = self.connection.backend.registered_names();
-        let names = WireNames::new(registered.iter().map(String::as_str));
+        let names = self.connection.backend.wire_names();
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -300,8 +304,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let session = self.session_id(&context).await;
-        let registered = self.connection.backend.registered_names();
-        let names = WireNames::new(registered.iter().map(String::as_str));
+        let names = self.connection.backend.wire_names();
         // Resolved against every registered tool: the pipeline refuses (and records) what the grants
         // hide; an unknown name is dispatched as given.
         let tool = names.registry_name(&request.name).unwrap_or(&request.name).to_owned();
