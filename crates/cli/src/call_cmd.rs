@@ -7,7 +7,7 @@ use crate::policy_cmd::working_dir;
 use crate::terminal::TerminalPrompter;
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
 use portcullis_harness::{
-    Approvals, CallOutcome, Content, Dispatcher, RunContext, ToolCall, ToolCallResult, ToolRegistry,
+    Approvals, CallOutcome, Content, Dispatcher, Redactor, RunContext, ToolCall, ToolCallResult, ToolRegistry,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_policy::discovery::load_for;
@@ -59,26 +59,34 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
     let grants = policy.grants();
     let timeout = Duration::from_secs(policy.approval_timeout_seconds());
     let live = Arc::new(LivePolicy::new(policy, cwd.clone()));
+    // Secrets from the environment never reach the ledger, nor an "always" rule.
+    let redactor = Redactor::builder().secrets(portcullis_hub::hub::environment_secrets()).build();
     let approver: Arc<dyn Approvals> = match args.approver {
         Some(ApproverKind::Deny) => Arc::new(DenyingApprover),
         Some(ApproverKind::Terminal) => {
             let prompter = TerminalPrompter::controlling().ok_or_else(|| {
                 CliError::BadArgument("--approver terminal: this process has no terminal (/dev/tty)".into())
             })?;
-            Arc::new(OperatorApprover::new(
-                Arc::new(prompter),
-                Arc::new(SessionGrants::new()),
-                live.clone(),
-                always_file,
-            ))
+            Arc::new(
+                OperatorApprover::new(
+                    Arc::new(prompter),
+                    Arc::new(SessionGrants::new()),
+                    live.clone(),
+                    always_file,
+                )
+                .with_redactor(redactor.clone()),
+            )
         }
         None => match TerminalPrompter::controlling() {
-            Some(prompter) => Arc::new(OperatorApprover::new(
-                Arc::new(prompter),
-                Arc::new(SessionGrants::new()),
-                live.clone(),
-                always_file,
-            )),
+            Some(prompter) => Arc::new(
+                OperatorApprover::new(
+                    Arc::new(prompter),
+                    Arc::new(SessionGrants::new()),
+                    live.clone(),
+                    always_file,
+                )
+                .with_redactor(redactor.clone()),
+            ),
             None => Arc::new(DenyingApprover),
         },
     };
@@ -108,6 +116,7 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
             None => None,
         };
         let mut builder = Dispatcher::builder(registry)
+            .redactor(redactor)
             .policy(live.clone())
             .approvals(approver)
             .approval_timeout(Some(timeout));

@@ -334,8 +334,19 @@ fn replay_lists_the_calls_a_new_policy_would_decide_differently() {
 
 /// Runs `portcullis call` on a pseudo-terminal (util-linux `script`), typing `answer`.
 fn call_on_terminal(env: &Env, policy: &Path, command: &str, answer: &str) -> String {
+    call_on_terminal_with(env, policy, command, answer, &[])
+}
+
+fn call_on_terminal_with(
+    env: &Env,
+    policy: &Path,
+    command: &str,
+    answer: &str,
+    vars: &[(&str, &str)],
+) -> String {
     let mut child = env
         .program("script")
+        .envs(vars.iter().copied())
         .args([
             "-qec",
             r#""$PORTCULLIS_BIN" call shell "$CALL_ARGS" --policy "$POLICY" --cwd "$PROJ""#,
@@ -384,4 +395,22 @@ fn the_terminal_approver_asks_and_acts_on_the_answer() {
     assert!(v["deciding_rule"]["id"].as_str().unwrap().starts_with("always-"));
     env.expect(0, &["policy", "test", "--policy", policy]);
     env.expect(0, &["policy", "lint", "--policy", policy]);
+}
+
+#[test]
+fn always_is_never_offered_for_a_command_holding_a_secret() {
+    let env = Env::new();
+    let policy = env.write("proj/.portcullis/policy.json", POLICY_A);
+    let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let before = std::fs::read_to_string(&policy).unwrap();
+    let out = call_on_terminal_with(
+        &env,
+        &policy,
+        &format!("touch file-{secret}"),
+        "a\nd\n",
+        &[("DEPLOY_TOKEN", secret)],
+    );
+    assert!(out.contains("always unavailable: the command holds a secret"), "{out}");
+    assert!(!out.contains("[a] always"), "{out}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), before, "nothing written to the policy");
 }

@@ -90,7 +90,7 @@ impl HubConfig {
 }
 
 /// Values of environment variables whose names say they hold secrets.
-fn environment_secrets() -> Vec<String> {
+pub fn environment_secrets() -> Vec<String> {
     const MARKERS: [&str; 6] = ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "PRIVATE_KEY"];
     std::env::vars()
         .filter(|(name, value)| {

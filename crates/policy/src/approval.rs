@@ -376,6 +376,8 @@ pub struct OperatorApprover {
     grants: Arc<SessionGrants>,
     live: Arc<LivePolicy>,
     always_file: Option<String>,
+    /// Secrets this redactor finds are never written into an "always" rule.
+    redactor: Option<portcullis_harness::Redactor>,
 }
 
 impl OperatorApprover {
@@ -386,7 +388,13 @@ impl OperatorApprover {
         live: Arc<LivePolicy>,
         always_file: Option<String>,
     ) -> Self {
-        OperatorApprover { prompter, grants, live, always_file }
+        OperatorApprover { prompter, grants, live, always_file, redactor: None }
+    }
+
+    /// "Always" is not offered for an action holding a secret this redactor knows.
+    pub fn with_redactor(mut self, redactor: portcullis_harness::Redactor) -> Self {
+        self.redactor = Some(redactor);
+        self
     }
 
     fn operator_said(&self, outcome: OperatorOutcome, rule_written: Option<RuleRef>) -> DecidedBy {
@@ -405,6 +413,16 @@ impl Approvals for OperatorApprover {
         let always = match &self.always_file {
             Some(file) => policy.always_amendment(&request.action, &ctx, file, &self.prompter.operator()),
             None => Err("no policy file to write to".into()),
+        };
+        let holds_secret = |a: &Amendment| {
+            let text = serde_json::to_string(a).unwrap_or_default();
+            self.redactor.as_ref().is_some_and(|r| r.redact_str(&text).is_some())
+        };
+        let always = match always {
+            Ok(a) if holds_secret(&a) => {
+                Err("the command holds a secret, which a rule would write into the policy file".into())
+            }
+            other => other,
         };
         let prompt = ApprovalPrompt { request, always, always_file: self.always_file.clone() };
         let choice = match self.prompter.ask(&prompt).await {
