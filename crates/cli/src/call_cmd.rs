@@ -5,7 +5,7 @@ use crate::args::{ApproverKind, CallArgs};
 use crate::error::CliError;
 use crate::policy_cmd::working_dir;
 use crate::terminal::TerminalPrompter;
-use portcullis_coding::{Limits, Workspace, register_coding_tools};
+use portcullis_coding::{Workspace, register_coding_tools};
 use portcullis_harness::{
     Approvals, CallOutcome, Content, Dispatcher, Redactor, RunContext, ToolCall, ToolCallResult, ToolRegistry,
 };
@@ -44,10 +44,7 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         }
         None => sources.last().filter(|s| Path::new(s).is_file()).cloned(),
     };
-    let limits = Limits {
-        image_bytes: policy.layers().iter().map(|l| l.document.images.max_bytes).min().unwrap_or(10_000_000),
-        ..Limits::default()
-    };
+    let limits = portcullis_hub::hub::coding_limits(&policy);
     let workspace = Arc::new(
         Workspace::new(&cwd)
             .map_err(|e| CliError::BadArgument(format!("workspace {}: {}", cwd.display(), e.message)))?
@@ -56,39 +53,30 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
     let mut registry = ToolRegistry::new();
     register_coding_tools(&mut registry, &workspace)
         .map_err(|e| CliError::BadArgument(format!("cannot register the coding tools: {e}")))?;
-    let grants = policy.grants();
+    let grants = policy.grants().clone();
     let timeout = Duration::from_secs(policy.approval_timeout_seconds());
     let live = Arc::new(LivePolicy::new(policy, cwd.clone()));
     // Secrets from the environment never reach the ledger, nor an "always" rule.
     let redactor = Redactor::builder().secrets(portcullis_hub::hub::environment_secrets()).build();
-    let approver: Arc<dyn Approvals> = match args.approver {
-        Some(ApproverKind::Deny) => Arc::new(DenyingApprover),
-        Some(ApproverKind::Terminal) => {
-            let prompter = TerminalPrompter::controlling().ok_or_else(|| {
-                CliError::BadArgument("--approver terminal: this process has no terminal (/dev/tty)".into())
-            })?;
-            Arc::new(
-                OperatorApprover::new(
-                    Arc::new(prompter),
-                    Arc::new(SessionGrants::new()),
-                    live.clone(),
-                    always_file,
-                )
-                .with_redactor(redactor.clone()),
+    // The terminal when asked for (or, by default, when there is one); otherwise every prompt is denied.
+    let prompter = match args.approver {
+        Some(ApproverKind::Deny) => None,
+        Some(ApproverKind::Terminal) => Some(TerminalPrompter::controlling().ok_or_else(|| {
+            CliError::BadArgument("--approver terminal: this process has no terminal (/dev/tty)".into())
+        })?),
+        None => TerminalPrompter::controlling(),
+    };
+    let approver: Arc<dyn Approvals> = match prompter {
+        Some(prompter) => Arc::new(
+            OperatorApprover::new(
+                Arc::new(prompter),
+                Arc::new(SessionGrants::new()),
+                live.clone(),
+                always_file,
             )
-        }
-        None => match TerminalPrompter::controlling() {
-            Some(prompter) => Arc::new(
-                OperatorApprover::new(
-                    Arc::new(prompter),
-                    Arc::new(SessionGrants::new()),
-                    live.clone(),
-                    always_file,
-                )
-                .with_redactor(redactor.clone()),
-            ),
-            None => Arc::new(DenyingApprover),
-        },
+            .with_redactor(redactor.clone()),
+        ),
+        None => Arc::new(DenyingApprover),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -124,7 +112,8 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
             builder = builder.ledger(ledger.clone());
         }
         let dispatcher = builder.build();
-        let run = RunContext::new(session.clone(), "run-1").with_grants(grants).with_cwd(cwd.clone());
+        let mut run = RunContext::new(session.clone(), "run-1").with_cwd(cwd.clone());
+        run.grants = grants;
         let result = dispatcher.dispatch(ToolCall::new("call-1", args.tool.clone(), arguments), &run).await;
         if let Some(ledger) = ledger {
             ledger.end_session(&session, portcullis_harness::Timestamp::now()).await?;

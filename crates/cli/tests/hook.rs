@@ -72,8 +72,8 @@ fn without_a_hub_the_policy_decides_and_the_ledger_records() {
     let db = base.join("hook.db");
     let db_arg = db.to_str().unwrap();
     let cases = [
-        ("Bash", json!({"command": "git status && ls", "description": "status"}), "allow", "rule listing"),
-        ("Bash", json!({"command": "ls; rm -rf ~"}), "deny", "rule remove"),
+        ("Bash", json!({"command": "git status && ls", "description": "status"}), "allow", "rule `listing`"),
+        ("Bash", json!({"command": "ls; rm -rf ~"}), "deny", "rule `remove`"),
         ("Bash", json!({"command": "make deploy"}), "ask", "no rule matches"),
         (
             "Write",

@@ -78,9 +78,14 @@ impl Tool for ReadTool {
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let args = &invocation.arguments;
-        let max_dimension = optional_u64(args, "max_dimension")?
+        let asked = optional_u64(args, "max_dimension")?
             .map(|d| u32::try_from(d).map_err(|_| invalid("`max_dimension` is too large")))
             .transpose()?;
+        // The configured bound always applies; a call may only ask for smaller.
+        let max_dimension = match (asked, self.workspace.limits.image_max_dimension) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let request = ReadRequest {
             path: action_path(&invocation.action, ActionKind::Read)?,
             offset: optional_u64(args, "offset")?.unwrap_or(1).max(1),

@@ -33,6 +33,9 @@ pub struct Limits {
     pub image_bytes: u64,
     /// Decoder limits used when an image is downscaled: width and height (16,384 each).
     pub image_max_side: u32,
+    /// Images are downscaled to at most this many pixels on their longer side (the policy's
+    /// `images.max_dimension`); a call's own `max_dimension` can only ask for less. None: no bound.
+    pub image_max_dimension: Option<u32>,
     /// Decoder allocation limit (256 MiB).
     pub image_max_alloc: u64,
     /// Largest content `write` accepts (10 MiB).
@@ -52,6 +55,7 @@ impl Default for Limits {
             read_default_lines: 2000,
             image_bytes: 10_000_000,
             image_max_side: 16_384,
+            image_max_dimension: None,
             image_max_alloc: 256 * 1024 * 1024,
             write_bytes: 10 * 1024 * 1024,
             edit_bytes: 10 * 1024 * 1024,

@@ -125,6 +125,18 @@ async fn images_are_returned_as_base64_and_downscaled_on_request() {
     let s = output(&result).structured.clone().unwrap();
     assert_eq!((s["width"].as_u64(), s["height"].as_u64()), (Some(16), Some(8)));
     assert_eq!(s["resized_from"]["width"], 64);
+    // A configured bound applies without being asked, and a call cannot ask for more.
+    let fx = fixture_with(Limits { image_max_dimension: Some(32), ..Limits::default() }, &[]);
+    img.save(fx.root().join("pic.png")).unwrap();
+    for args in [json!({"path": "pic.png"}), json!({"path": "pic.png", "max_dimension": 1000})] {
+        let s = output(&fx.call("read", args).await).structured.clone().unwrap();
+        assert_eq!((s["width"].as_u64(), s["height"].as_u64()), (Some(32), Some(16)));
+    }
+    let s = output(&fx.call("read", json!({"path": "pic.png", "max_dimension": 8})).await)
+        .structured
+        .clone()
+        .unwrap();
+    assert_eq!(s["width"].as_u64(), Some(8));
 }
 
 #[tokio::test]

@@ -5,10 +5,10 @@
 
 use async_trait::async_trait;
 use portcullis_harness::{
-    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome, RuleRef,
-    Timestamp,
+    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, RuleRef, Timestamp,
 };
-use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, SessionGrants, append_amendment};
+use portcullis_policy::approval::{always_offer, settle};
+use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, SessionGrants};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -178,10 +178,6 @@ impl ApprovalBroker {
     }
 }
 
-fn operator_said(outcome: OperatorOutcome, operator: &str, rule_written: Option<RuleRef>) -> DecidedBy {
-    DecidedBy::Operator { outcome, operator: Some(operator.to_owned()), rule_written }
-}
-
 #[async_trait]
 impl Approvals for ApprovalBroker {
     async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
@@ -197,27 +193,14 @@ impl Approvals for ApprovalBroker {
                 decided_by: DecidedBy::Default { detail: Some(NO_OPERATOR.into()) },
             };
         }
-        let policy = self.live.current();
-        let ctx = self.live.context_for(request.call.cwd.as_deref());
         let always_file = self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let always = match &always_file {
-            Some(file) => match policy.always_amendment(&request.action, &ctx, file, "operator") {
-                Ok(amendment) => {
-                    let text = serde_json::to_string(&amendment).unwrap_or_default();
-                    if self.redactor.as_ref().is_some_and(|r| r.redact_str(&text).is_some()) {
-                        AlwaysOffer::No {
-                            why: "the command holds a secret, which a rule would write into the policy file"
-                                .into(),
-                        }
-                    } else {
-                        AlwaysOffer::Yes { file: file.clone(), amendment }
-                    }
-                }
-                Err(why) => AlwaysOffer::No { why },
-            },
-            None => AlwaysOffer::No {
-                why: "no policy file to write to (the built-in default is in force)".into(),
-            },
+        let always = match (
+            always_offer(&self.live, &request, always_file.as_deref(), "operator", self.redactor.as_ref()),
+            always_file,
+        ) {
+            (Ok(amendment), Some(file)) => AlwaysOffer::Yes { file, amendment },
+            (Err(why), _) => AlwaysOffer::No { why },
+            (Ok(_), None) => AlwaysOffer::No { why: "no policy file to write to".into() },
         };
         let timeout = self.timeout();
         let now = Timestamp::now();
@@ -258,46 +241,11 @@ impl Approvals for ApprovalBroker {
         };
         let outcome = serde_json::to_value(choice).ok().and_then(|v| v.as_str().map(str::to_owned));
         self.resolved(id, outcome.as_deref().unwrap_or("answered"), Some(operator.clone()));
-        match choice {
-            ApprovalChoice::Once => ApprovalAnswer::Allow {
-                decided_by: operator_said(OperatorOutcome::ApprovedOnce, &operator, None),
-            },
-            ApprovalChoice::Session => {
-                let _ = self.grants.grant(&request);
-                ApprovalAnswer::Allow {
-                    decided_by: operator_said(OperatorOutcome::ApprovedForSession, &operator, None),
-                }
-            }
-            ApprovalChoice::Always => {
-                let AlwaysOffer::Yes { file, amendment } = &pending.always else {
-                    return ApprovalAnswer::Allow {
-                        decided_by: operator_said(OperatorOutcome::ApprovedOnce, &operator, None),
-                    };
-                };
-                match append_amendment(&policy, file, amendment) {
-                    Ok((amended, written)) => {
-                        self.live.replace(amended);
-                        ApprovalAnswer::Allow {
-                            decided_by: operator_said(
-                                OperatorOutcome::ApprovedAlways,
-                                &operator,
-                                written.into_iter().next(),
-                            ),
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "the always-rule was not written; allowing this call once");
-                        ApprovalAnswer::Allow {
-                            decided_by: operator_said(OperatorOutcome::ApprovedOnce, &operator, None),
-                        }
-                    }
-                }
-            }
-            ApprovalChoice::Deny => ApprovalAnswer::Deny {
-                reason: format!("denied by the operator ({operator})"),
-                decided_by: operator_said(OperatorOutcome::Denied, &operator, None),
-            },
-        }
+        let offered = match &pending.always {
+            AlwaysOffer::Yes { file, amendment } => Some((file.as_str(), amendment)),
+            AlwaysOffer::No { .. } => None,
+        };
+        settle(choice, &request, offered, &operator, &self.grants, &self.live)
     }
 }
 

@@ -196,17 +196,7 @@ impl Tool for HookTool {
 
 /// The hook answer for a dispatched verdict.
 pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
-    let by = |d: &DecidedBy| match d {
-        DecidedBy::Rule { rule_id, source } => format!("rule {rule_id} in {source}"),
-        DecidedBy::Operator { operator, .. } => format!("operator {}", operator.as_deref().unwrap_or("")),
-        DecidedBy::SessionGrant { grant_id } => format!("session grant {grant_id}"),
-        DecidedBy::ApprovalTimeout { .. } => "approval timeout".into(),
-        DecidedBy::Grants { scope } => format!("grant scope {scope}"),
-        DecidedBy::Default { detail } => {
-            format!("default{}", detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())
-        }
-        other => format!("{other:?}"),
-    };
+    let by = portcullis_mcp::convert::describe_decider;
     match &result.outcome {
         CallOutcome::Finished { .. } => HookAnswer {
             decision: HookDecision::Allow,

@@ -138,7 +138,6 @@ pub(crate) struct HubState {
     pub(crate) live: Arc<LivePolicy>,
     pub(crate) broker: Arc<ApprovalBroker>,
     pub(crate) ledger: Arc<SqliteLedger>,
-    pub(crate) grants: RwLock<Arc<Grants>>,
     pub(crate) sources: RwLock<Vec<String>>,
     pub(crate) tools_changed: watch::Sender<u64>,
     pub(crate) events: broadcast::Sender<HubEvent>,
@@ -154,6 +153,16 @@ pub(crate) struct HubState {
 #[derive(Clone)]
 pub struct Hub {
     pub(crate) state: Arc<HubState>,
+}
+
+/// The coding tools' bounds a policy sets (its image bounds).
+pub fn coding_limits(policy: &Policy) -> Limits {
+    let images = policy.image_bounds();
+    Limits {
+        image_bytes: images.max_bytes,
+        image_max_dimension: Some(images.max_dimension),
+        ..Limits::default()
+    }
 }
 
 /// The policy for the project: the files named, else those discovered, else the built-in default.
@@ -174,9 +183,8 @@ impl Hub {
         let project = std::fs::canonicalize(&config.project)
             .map_err(|e| HubError::Config(format!("project folder {}: {e}", config.project.display())))?;
         let (policy, sources) = load_policy(&config.policy_files, &project)?;
-        let grants = policy.grants();
         let timeout = Duration::from_secs(policy.approval_timeout_seconds());
-        let image_bytes = policy.layers().iter().map(|l| l.document.images.max_bytes).min();
+        let limits = coding_limits(&policy);
         let servers = policy.servers().to_vec();
         let live = Arc::new(LivePolicy::new(policy, project.clone()));
         let redactor =
@@ -189,7 +197,6 @@ impl Hub {
                 .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;
         }
         let ledger = Arc::new(SqliteLedger::open(&config.db)?);
-        let limits = Limits { image_bytes: image_bytes.unwrap_or(10_000_000), ..Limits::default() };
         let workspace = Arc::new(
             Workspace::new(&project)
                 .map_err(|e| HubError::Config(format!("workspace {}: {}", project.display(), e.message)))?
@@ -231,7 +238,6 @@ impl Hub {
                 live,
                 broker,
                 ledger,
-                grants: RwLock::new(Arc::new(grants)),
                 sources: RwLock::new(sources),
                 tools_changed: watch::channel(0).0,
                 events: broadcast::channel(256).0,
@@ -326,8 +332,9 @@ impl Hub {
         self.state.shutdown.clone()
     }
 
+    /// The grants of the policy in force.
     pub(crate) fn grants(&self) -> Arc<Grants> {
-        self.state.grants.read().map(|g| g.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        self.state.live.current().grants().clone()
     }
 
     /// Re-reads the tool manifests; a broken one leaves the previous set in force.
@@ -358,14 +365,10 @@ impl Hub {
     pub fn reload(&self) -> Result<(), HubError> {
         match load_policy(&self.state.config.policy_files, &self.state.project) {
             Ok((policy, sources)) => {
-                let grants = policy.grants();
                 let servers = policy.servers().to_vec();
                 let timeout = Duration::from_secs(policy.approval_timeout_seconds());
                 self.state.live.replace(policy);
                 self.state.broker.configure(timeout, always_file(&sources));
-                if let Ok(mut g) = self.state.grants.write() {
-                    *g = Arc::new(grants);
-                }
                 if let Ok(mut s) = self.state.sources.write() {
                     *s = sources.clone();
                 }
@@ -407,11 +410,9 @@ impl Hub {
             .with_cwd(self.state.project.clone());
         run.grants = self.grants();
         run.cancel = cancel;
-        self.state.calls_in_flight.fetch_add(1, Ordering::SeqCst);
-        let result =
-            self.state.dispatcher.dispatch(ToolCall::new(call_id.to_owned(), tool, arguments), &run).await;
-        self.state.calls_in_flight.fetch_sub(1, Ordering::SeqCst);
-        result
+        // Counted until the call ends, however it ends (the caller may drop this future).
+        let _in_flight = InFlight::enter(&self.state.calls_in_flight);
+        self.state.dispatcher.dispatch(ToolCall::new(call_id.to_owned(), tool, arguments), &run).await
     }
 
     /// Opens a ledger session for a client.
@@ -462,6 +463,22 @@ impl Hub {
         }
         self.state.ledger.close().await?;
         Ok(())
+    }
+}
+
+/// One call counted in flight while it lives.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::SeqCst);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -44,7 +44,8 @@ pub fn annotations_of(tool: &Tool) -> ToolAnnotations {
     }
 }
 
-fn decider(decided_by: &DecidedBy) -> String {
+/// What decided a call, in words (for agents' results and hook answers).
+pub fn describe_decider(decided_by: &DecidedBy) -> String {
     match decided_by {
         DecidedBy::Rule { rule_id, source } => format!("rule `{rule_id}` in {source}"),
         DecidedBy::Operator { outcome, operator, .. } => {
@@ -99,7 +100,7 @@ pub fn call_result(result: &ToolCallResult) -> CallToolResult {
             let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
                 "portcullis blocked this call ({reason}): {}. Decided by {}.",
                 error.message.trim_end_matches('.'),
-                decider(&result.decided_by)
+                describe_decider(&result.decided_by)
             ))]);
             r.structured_content = Some(json!({
                 "portcullis": { "blocked": reason.as_str(), "code": error.code, "decided_by": result.decided_by }

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use portcullis_harness::paths::is_inside;
 use portcullis_harness::{
     ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome,
-    RuleRef, Timestamp,
+    Redactor, RuleRef, Timestamp,
 };
 use serde::Serialize;
 use std::io::Write as _;
@@ -377,7 +377,7 @@ pub struct OperatorApprover {
     live: Arc<LivePolicy>,
     always_file: Option<String>,
     /// Secrets this redactor finds are never written into an "always" rule.
-    redactor: Option<portcullis_harness::Redactor>,
+    redactor: Option<Redactor>,
 }
 
 impl OperatorApprover {
@@ -392,13 +392,77 @@ impl OperatorApprover {
     }
 
     /// "Always" is not offered for an action holding a secret this redactor knows.
-    pub fn with_redactor(mut self, redactor: portcullis_harness::Redactor) -> Self {
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
         self.redactor = Some(redactor);
         self
     }
+}
 
-    fn operator_said(&self, outcome: OperatorOutcome, rule_written: Option<RuleRef>) -> DecidedBy {
-        DecidedBy::Operator { outcome, operator: Some(self.prompter.operator()), rule_written }
+/// What "always" would write for this request, or why it is not offered: no policy file, a rule or
+/// construct an allow rule cannot override (see [`Policy::always_amendment`]), or a secret the redactor
+/// knows (the rule would write it into the file).
+pub fn always_offer(
+    live: &LivePolicy,
+    request: &ApprovalRequest,
+    file: Option<&str>,
+    operator: &str,
+    redactor: Option<&Redactor>,
+) -> Result<Amendment, String> {
+    let file = file.ok_or("no policy file to write to (the built-in default is in force)")?;
+    let ctx = live.context_for(request.call.cwd.as_deref());
+    let amendment = live.current().always_amendment(&request.action, &ctx, file, operator)?;
+    let text = serde_json::to_string(&amendment).unwrap_or_default();
+    if redactor.is_some_and(|r| r.redact_str(&text).is_some()) {
+        return Err("the command holds a secret, which a rule would write into the policy file".into());
+    }
+    Ok(amendment)
+}
+
+/// Carries out an operator's answer: once; a session grant; "always" (the offered amendment appended to
+/// `file` and the amended policy put in force — allowed once if it cannot be written); or deny.
+pub fn settle(
+    choice: ApprovalChoice,
+    request: &ApprovalRequest,
+    always: Option<(&str, &Amendment)>,
+    operator: &str,
+    grants: &SessionGrants,
+    live: &LivePolicy,
+) -> ApprovalAnswer {
+    let said = |outcome, rule_written| DecidedBy::Operator {
+        outcome,
+        operator: Some(operator.to_owned()),
+        rule_written,
+    };
+    match choice {
+        ApprovalChoice::Once => {
+            ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedOnce, None) }
+        }
+        ApprovalChoice::Session => {
+            let _grant = grants.grant(request);
+            ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedForSession, None) }
+        }
+        ApprovalChoice::Always => {
+            // "Always" not on offer: the operator still allowed this call.
+            let Some((file, amendment)) = always else {
+                return ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedOnce, None) };
+            };
+            match append_amendment(&live.current(), file, amendment) {
+                Ok((amended, written)) => {
+                    live.replace(amended);
+                    ApprovalAnswer::Allow {
+                        decided_by: said(OperatorOutcome::ApprovedAlways, written.into_iter().next()),
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the always-rule was not written; allowing this call once");
+                    ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedOnce, None) }
+                }
+            }
+        }
+        ApprovalChoice::Deny => ApprovalAnswer::Deny {
+            reason: format!("denied by the operator ({operator})"),
+            decided_by: said(OperatorOutcome::Denied, None),
+        },
     }
 }
 
@@ -408,69 +472,32 @@ impl Approvals for OperatorApprover {
         if let Some(grant_id) = self.grants.covering(&request) {
             return ApprovalAnswer::Allow { decided_by: DecidedBy::SessionGrant { grant_id } };
         }
-        let policy = self.live.current();
-        let ctx = self.live.context_for(request.call.cwd.as_deref());
-        let always = match &self.always_file {
-            Some(file) => policy.always_amendment(&request.action, &ctx, file, &self.prompter.operator()),
-            None => Err("no policy file to write to".into()),
-        };
-        let holds_secret = |a: &Amendment| {
-            let text = serde_json::to_string(a).unwrap_or_default();
-            self.redactor.as_ref().is_some_and(|r| r.redact_str(&text).is_some())
-        };
-        let always = match always {
-            Ok(a) if holds_secret(&a) => {
-                Err("the command holds a secret, which a rule would write into the policy file".into())
-            }
-            other => other,
-        };
+        let operator = self.prompter.operator();
+        let always = always_offer(
+            &self.live,
+            &request,
+            self.always_file.as_deref(),
+            &operator,
+            self.redactor.as_ref(),
+        );
         let prompt = ApprovalPrompt { request, always, always_file: self.always_file.clone() };
         let choice = match self.prompter.ask(&prompt).await {
             Ok(choice) => choice,
             Err(why) => {
                 return ApprovalAnswer::Deny {
                     reason: format!("the operator could not be asked ({why}): denied"),
-                    decided_by: self.operator_said(OperatorOutcome::Denied, None),
+                    decided_by: DecidedBy::Operator {
+                        outcome: OperatorOutcome::Denied,
+                        operator: Some(operator),
+                        rule_written: None,
+                    },
                 };
             }
         };
-        match choice {
-            ApprovalChoice::Once => {
-                ApprovalAnswer::Allow { decided_by: self.operator_said(OperatorOutcome::ApprovedOnce, None) }
-            }
-            ApprovalChoice::Session => {
-                let _grant = self.grants.grant(&prompt.request);
-                ApprovalAnswer::Allow {
-                    decided_by: self.operator_said(OperatorOutcome::ApprovedForSession, None),
-                }
-            }
-            ApprovalChoice::Always => {
-                let (Ok(amendment), Some(file)) = (&prompt.always, &self.always_file) else {
-                    // "Always" was not on offer; the operator still allowed this call.
-                    return ApprovalAnswer::Allow {
-                        decided_by: self.operator_said(OperatorOutcome::ApprovedOnce, None),
-                    };
-                };
-                match append_amendment(&policy, file, amendment) {
-                    Ok((amended, written)) => {
-                        self.live.replace(amended);
-                        ApprovalAnswer::Allow {
-                            decided_by: self
-                                .operator_said(OperatorOutcome::ApprovedAlways, written.into_iter().next()),
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "the always-rule was not written; allowing this call once");
-                        ApprovalAnswer::Allow {
-                            decided_by: self.operator_said(OperatorOutcome::ApprovedOnce, None),
-                        }
-                    }
-                }
-            }
-            ApprovalChoice::Deny => ApprovalAnswer::Deny {
-                reason: "denied by the operator".into(),
-                decided_by: self.operator_said(OperatorOutcome::Denied, None),
-            },
-        }
+        let offered = match (&prompt.always, &self.always_file) {
+            (Ok(amendment), Some(file)) => Some((file.as_str(), amendment)),
+            _ => None,
+        };
+        settle(choice, &prompt.request, offered, &operator, &self.grants, &self.live)
     }
 }

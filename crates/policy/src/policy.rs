@@ -178,6 +178,8 @@ pub struct Policy {
     deny: Vec<String>,
     read_outside: Decision,
     servers: Vec<ServerEntry>,
+    /// The grants of every layer (built once; runs share them).
+    grants: std::sync::Arc<portcullis_harness::Grants>,
 }
 
 /// An upstream server as the policy declares it, with the file it came from and its resolved cwd.
@@ -234,12 +236,10 @@ impl Policy {
         for layer in &layers {
             let doc = &layer.document;
             for server in &doc.servers {
-                let (line, column) = layer.locate(&format!("\"{}\"", server.id));
-                let fail = |message: String| PolicyError::Syntax {
-                    file: layer.source.clone(),
-                    line,
-                    column,
-                    message,
+                // Positions are searched for only when something is wrong (loading stays linear).
+                let fail = |message: String| {
+                    let (line, column) = layer.locate(&format!("\"{}\"", server.id));
+                    PolicyError::Syntax { file: layer.source.clone(), line, column, message }
                 };
                 if !valid_server_id(&server.id) {
                     return Err(fail(format!(
@@ -288,13 +288,15 @@ impl Policy {
             }
             let mut seen = std::collections::HashSet::new();
             for rule in &doc.commands.rules {
-                let (line, column) = layer.locate(&format!("\"{}\"", rule.id));
-                let fail = |message: String| PolicyError::Rule {
-                    file: layer.source.clone(),
-                    line,
-                    column,
-                    rule: rule.id.clone(),
-                    message,
+                let fail = |message: String| {
+                    let (line, column) = layer.locate(&format!("\"{}\"", rule.id));
+                    PolicyError::Rule {
+                        file: layer.source.clone(),
+                        line,
+                        column,
+                        rule: rule.id.clone(),
+                        message,
+                    }
                 };
                 if rule.id.trim().is_empty() {
                     return Err(PolicyError::Invalid {
@@ -353,13 +355,24 @@ impl Policy {
             roots.push((root, Access::Write));
         }
         let policy = Policy {
-            layers,
             rules,
             default: default.unwrap_or(Decision::Prompt),
             roots,
             deny,
             read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
             servers,
+            grants: std::sync::Arc::new(portcullis_harness::Grants::new(
+                layers
+                    .iter()
+                    .flat_map(|l| l.document.grants.iter())
+                    .map(|g| {
+                        portcullis_harness::GrantScope::new(g.name.clone())
+                            .allow(g.allow.clone())
+                            .deny(g.deny.clone())
+                    })
+                    .collect(),
+            )),
+            layers,
         };
         Ok(policy)
     }
@@ -401,7 +414,13 @@ impl Policy {
                 };
                 for (examples, should_match) in [(&rule.examples, true), (&rule.not_match, false)] {
                     for example in examples {
-                        let (line, column) = layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")));
+                        let passed = matches(example) == should_match;
+                        // Only a failing example needs its position (searching the text is not free).
+                        let (line, column) = if passed {
+                            (0, 0)
+                        } else {
+                            layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")))
+                        };
                         outcomes.push(ExampleOutcome {
                             source: layer.source.clone(),
                             line,
@@ -409,7 +428,7 @@ impl Policy {
                             rule: rule.id.clone(),
                             example: example.clone(),
                             should_match,
-                            passed: matches(example) == should_match,
+                            passed,
                         });
                     }
                 }
@@ -461,18 +480,18 @@ impl Policy {
     }
 
     /// The grants of every layer, as the harness filters with them.
-    pub fn grants(&self) -> portcullis_harness::Grants {
-        portcullis_harness::Grants::new(
-            self.layers
-                .iter()
-                .flat_map(|l| l.document.grants.iter())
-                .map(|g| {
-                    portcullis_harness::GrantScope::new(g.name.clone())
-                        .allow(g.allow.clone())
-                        .deny(g.deny.clone())
-                })
-                .collect(),
-        )
+    pub fn grants(&self) -> &std::sync::Arc<portcullis_harness::Grants> {
+        &self.grants
+    }
+
+    /// Image bounds: the strictest each layer sets.
+    pub fn image_bounds(&self) -> crate::document::ImageBounds {
+        let mut bounds = crate::document::ImageBounds::default();
+        for layer in &self.layers {
+            bounds.max_bytes = bounds.max_bytes.min(layer.document.images.max_bytes);
+            bounds.max_dimension = bounds.max_dimension.min(layer.document.images.max_dimension);
+        }
+        bounds
     }
 
     /// Approval timeout: the shortest any layer sets.
@@ -760,7 +779,7 @@ pub enum CallVerdict {
     Evaluated(Evaluation),
 }
 
-/// One rule example's result.
+/// One rule example's result (`line`/`column` are given for failing examples, 0 otherwise).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExampleOutcome {
     pub source: String,
