@@ -767,7 +767,7 @@ impl Shared {
                 BlockedReason::ExecutionDenied,
                 error_codes::EXECUTION_DENIED,
                 "approval required, but no approver is configured",
-                DecidedBy::Default { detail: Some("no approver".into()) },
+                DecidedBy::Default { detail: Some(crate::execution::NO_APPROVER.into()) },
             );
             refusal.matched_rules = matched_rules;
             refusal.action = Some(action);

@@ -160,6 +160,10 @@ pub trait ExecutionPolicy: Send + Sync {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict;
 }
 
+/// The `DecidedBy::Default` detail of a call the policy wanted an operator to approve when nobody could
+/// be asked (no approver configured, or an approver with no operator attached).
+pub const NO_APPROVER: &str = "no approver";
+
 /// What the approver is shown. Arguments are already redacted.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApprovalRequest {

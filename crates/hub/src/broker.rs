@@ -17,8 +17,6 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
 
-/// The `DecidedBy::Default` detail of a prompt denied because no operator is attached.
-pub const NO_OPERATOR: &str = "no operator attached";
 /// How the denial of such a prompt ends.
 pub const NO_OPERATOR_SUFFIX: &str = "; no operator is attached to this hub, so the call is denied";
 
@@ -190,7 +188,7 @@ impl Approvals for ApprovalBroker {
                     "approval required ({}){NO_OPERATOR_SUFFIX}",
                     request.verdict.reason.as_deref().unwrap_or("the policy asks")
                 ),
-                decided_by: DecidedBy::Default { detail: Some(NO_OPERATOR.into()) },
+                decided_by: DecidedBy::Default { detail: Some(portcullis_harness::NO_APPROVER.into()) },
             };
         }
         let always_file = self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();

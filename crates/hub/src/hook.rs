@@ -3,7 +3,7 @@
 //! The answer is Claude Code's hook output: `allow`, `deny`, or `ask` (Claude asks its own user) when the
 //! policy prompts and no operator is attached.
 
-use crate::broker::{NO_OPERATOR, NO_OPERATOR_SUFFIX};
+use crate::broker::NO_OPERATOR_SUFFIX;
 use crate::hub::Hub;
 use async_trait::async_trait;
 use portcullis_harness::paths::canonicalize_lenient;
@@ -203,7 +203,8 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
             reason: format!("Portcullis allows it: {}", by(&result.decided_by)),
         },
         CallOutcome::Blocked { error, .. } => {
-            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == NO_OPERATOR) {
+            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER)
+            {
                 let why = error.message.strip_suffix(NO_OPERATOR_SUFFIX).unwrap_or(&error.message);
                 HookAnswer {
                     decision: HookDecision::Ask,

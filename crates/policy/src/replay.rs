@@ -43,8 +43,7 @@ pub fn recorded_decision(call: &RecordedCall) -> Option<&'static str> {
     match call.blocked_reason {
         Some(BlockedReason::ToolDenied) => Some("tool_denied"),
         Some(BlockedReason::ExecutionDenied) => {
-            let unanswered =
-                matches!(&call.decided_by, DecidedBy::Default { detail: Some(d) } if d == "no approver");
+            let unanswered = matches!(&call.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER);
             Some(if asked || unanswered { "prompt" } else { "forbidden" })
         }
         _ => None,
@@ -176,4 +175,34 @@ fn subject_of_arguments(arguments: &Value) -> String {
         }
     }
     one_line(&arguments.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocked(decided_by: DecidedBy) -> RecordedCall {
+        RecordedCall {
+            session_id: "s".into(),
+            call_id: "c".into(),
+            at: 0,
+            tool: "shell".into(),
+            arguments: None,
+            action: None,
+            cwd: None,
+            ran: false,
+            blocked_reason: Some(BlockedReason::ExecutionDenied),
+            decided_by,
+        }
+    }
+
+    #[test]
+    fn a_prompt_nobody_could_answer_was_a_prompt() {
+        let unanswered = blocked(DecidedBy::Default { detail: Some(portcullis_harness::NO_APPROVER.into()) });
+        assert_eq!(recorded_decision(&unanswered), Some("prompt"));
+        let timed_out = blocked(DecidedBy::ApprovalTimeout { after_ms: 5 });
+        assert_eq!(recorded_decision(&timed_out), Some("prompt"));
+        let by_rule = blocked(DecidedBy::Rule { rule_id: "r".into(), source: "p.json".into() });
+        assert_eq!(recorded_decision(&by_rule), Some("forbidden"));
+    }
 }
