@@ -19,6 +19,7 @@ use portcullis_policy::discovery::{layers_for, user_config_dir};
 use portcullis_policy::{LivePolicy, Policy};
 use serde_json::Value;
 use std::net::SocketAddr;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -192,8 +193,12 @@ impl Hub {
         let broker =
             ApprovalBroker::new(live.clone(), timeout, always_file(&sources)).with_redactor(redactor.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
-        if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
+        if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            // A folder made for the ledger is the owner's alone (the ledger holds what agents did).
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
                 .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;
         }
         let ledger = Arc::new(SqliteLedger::open(&config.db)?);
