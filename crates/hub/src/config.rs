@@ -9,6 +9,10 @@ use std::net::SocketAddr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// The environment variables the hub passes to programs it starts (upstream servers, process tools); they
+/// inherit nothing else unless their configuration says.
+pub const CHILD_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "USER"];
+
 /// The default port of the gateway.
 pub const DEFAULT_PORT: u16 = 7391;
 

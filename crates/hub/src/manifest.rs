@@ -58,7 +58,7 @@ pub enum ManifestKind {
         command: String,
         #[serde(default)]
         args: Vec<String>,
-        /// Environment values (the hub's environment is not inherited beyond PATH, HOME, LANG, TMPDIR).
+        /// Environment values (the hub's environment is not inherited beyond PATH, HOME, LANG, TMPDIR, USER).
         #[serde(default)]
         env: std::collections::BTreeMap<String, String>,
         /// Seconds before the process group is killed (default 30, at most 600).
@@ -267,9 +267,7 @@ async fn run_process(
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .env_clear()
-        .envs(
-            ["PATH", "HOME", "LANG", "TMPDIR"].iter().filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
-        )
+        .envs(crate::config::CHILD_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))))
         .envs(env)
         .current_dir(cwd)
         .stdin(std::process::Stdio::piped())

@@ -2,15 +2,13 @@
 //! one supervisor per server, kept in step with policy reloads (changed servers restarted, removed ones
 //! stopped), and the registry rebuilt whenever a server's tools change.
 
+use crate::config::CHILD_ENV;
 use portcullis_mcp::upstream::{Upstream, UpstreamLimits, UpstreamSpec, UpstreamStatus, UpstreamTransport};
 use portcullis_policy::policy::ServerEntry;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-/// Environment variables every stdio server gets (it inherits nothing else unless the policy says).
-const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "USER"];
 
 fn capped(value: Option<u64>, default: u64, cap: u64) -> u64 {
     value.unwrap_or(default).clamp(1, cap)
@@ -33,10 +31,11 @@ pub fn spec_of(entry: &ServerEntry) -> Result<UpstreamSpec, String> {
     };
     let transport = match (&server.command, &server.url) {
         (Some(command), None) => {
-            let mut env: Vec<(String, String)> = BASE_ENV
+            let mut env: Vec<(String, String)> = CHILD_ENV
                 .iter()
-                .chain(server.pass_env.iter().map(String::as_str).collect::<Vec<_>>().iter())
-                .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v)))
+                .copied()
+                .chain(server.pass_env.iter().map(String::as_str))
+                .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_owned(), v)))
                 .collect();
             env.extend(server.env.iter().map(|(k, v)| (k.clone(), v.clone())));
             UpstreamTransport::Stdio {
