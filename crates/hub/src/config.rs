@@ -26,16 +26,9 @@ pub fn config_dir() -> std::io::Result<PathBuf> {
 /// The default ledger: `$PORTCULLIS_DATA_DIR`, `$XDG_DATA_HOME/portcullis` or `~/.local/share/portcullis`,
 /// file `ledger.db`.
 pub fn default_ledger_path() -> std::io::Result<PathBuf> {
-    let dir = if let Some(d) = std::env::var_os("PORTCULLIS_DATA_DIR").filter(|d| !d.is_empty()) {
-        PathBuf::from(d)
-    } else if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        PathBuf::from(d).join("portcullis")
-    } else if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        PathBuf::from(h).join(".local/share/portcullis")
-    } else {
-        return Err(std::io::Error::other("no data folder: set HOME, XDG_DATA_HOME or PORTCULLIS_DATA_DIR"));
-    };
-    Ok(dir.join("ledger.db"))
+    portcullis_policy::discovery::user_data_dir().map(|dir| dir.join("ledger.db")).ok_or_else(|| {
+        std::io::Error::other("no data folder: set HOME, XDG_DATA_HOME or PORTCULLIS_DATA_DIR")
+    })
 }
 
 fn private_dir(dir: &Path) -> std::io::Result<()> {

@@ -9,7 +9,6 @@ use crate::policy::{EvalContext, Policy, PolicyError, PolicyLayer, tokens_of};
 use crate::shell::analyze;
 use crate::splice::append_to_array;
 use async_trait::async_trait;
-use portcullis_harness::paths::is_inside;
 use portcullis_harness::{
     ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome,
     Redactor, RuleRef, Timestamp,
@@ -167,7 +166,7 @@ impl Policy {
                 let mut seen = std::collections::HashSet::new();
                 for simple in &analysis.commands {
                     let tokens: Vec<String> = tokens_of(simple).into_iter().map(str::to_owned).collect();
-                    if !seen.insert(tokens.clone()) || self.allowed_by_rule(&tokens) {
+                    if !seen.insert(tokens.clone()) || self.allowed_by_rule(target, &tokens) {
                         continue;
                     }
                     let mut n = amendment.rules.len() + 1;
@@ -202,6 +201,10 @@ impl Policy {
             }
             _ => return Err(format!("a {} action is not decided by command rules", action.operation)),
         }
+        if !amendment.read_roots.is_empty() && self.layers()[target].document.paths.roots.is_empty() {
+            // A first root would confine that layer to it (a layer without roots abstains).
+            return Err(format!("{target_source} declares no path roots; a read root cannot be added to it"));
+        }
         if amendment.rules.is_empty() && amendment.read_roots.is_empty() {
             return Err(format!(
                 "no rule or root would change it: {}",
@@ -220,9 +223,9 @@ impl Policy {
         Ok(amendment)
     }
 
-    /// Whether some allow rule matches these tokens.
-    fn allowed_by_rule(&self, tokens: &[String]) -> bool {
-        self.layers().iter().flat_map(|l| &l.document.commands.rules).any(|rule| {
+    /// Whether some allow rule of layer `target` matches these tokens (each layer judges on its own).
+    fn allowed_by_rule(&self, target: usize, tokens: &[String]) -> bool {
+        self.layers().iter().skip(target).take(1).flat_map(|l| &l.document.commands.rules).any(|rule| {
             rule.decision == Decision::Allow
                 && tokens.len() >= rule.pattern.len()
                 && rule.pattern.iter().zip(tokens).all(|(p, t)| p.matches(t))
@@ -230,7 +233,7 @@ impl Policy {
     }
 
     fn add_read_root(&self, path: &Path, amendment: &mut Amendment) {
-        let inside = self.roots().iter().any(|(root, _)| is_inside(path, root));
+        let inside = self.inside_roots(path, Access::Read);
         let text = path.display().to_string();
         if !inside && !amendment.read_roots.iter().any(|r| r.path == text) {
             amendment.read_roots.push(PathRoot { path: text, access: Access::Read });
@@ -245,7 +248,8 @@ impl Policy {
         layer.document.commands.rules.extend(amendment.rules.iter().cloned());
         layer.document.paths.roots.extend(amendment.read_roots.iter().cloned());
         layer.text = Some(text);
-        Policy::from_layers(layers)
+        let protected = self.protected().clone();
+        Policy::from_layers(layers).map(|p| p.with_protected(|z| *z = protected))
     }
 }
 

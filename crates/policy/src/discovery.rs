@@ -22,6 +22,20 @@ pub fn user_config_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".config/portcullis"))
 }
 
+/// The user's data folder for Portcullis (the default ledger's): `$PORTCULLIS_DATA_DIR`, else
+/// `$XDG_DATA_HOME/portcullis`, else `~/.local/share/portcullis`.
+pub fn user_data_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PORTCULLIS_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("portcullis"));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".local/share/portcullis"))
+}
+
 /// The user's policy file, if it exists.
 pub fn user_policy_file() -> Option<PathBuf> {
     user_config_dir().map(|d| d.join("policy.json")).filter(|f| f.is_file())

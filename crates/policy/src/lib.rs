@@ -7,10 +7,12 @@
 pub mod approval;
 pub mod discovery;
 pub mod document;
+mod judge;
 pub mod lint;
 pub mod live;
 pub mod paths;
 pub mod policy;
+pub mod protected;
 pub mod replay;
 pub mod shell;
 mod splice;
@@ -23,5 +25,6 @@ pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
     CallVerdict, EvalContext, Evaluation, ExampleOutcome, MatchedRule, Policy, PolicyError, PolicyLayer,
-    TestOutcome,
+    RootSet, TestOutcome,
 };
+pub use protected::{ProtectedKind, ProtectedPaths};

@@ -8,13 +8,46 @@ use std::path::{Component, Path, PathBuf};
 /// Resolves a path as the kernel would when it is opened: `~` expanded, relative paths joined to the
 /// cwd, then the harness's canonical resolver (the one the tools describe their actions with).
 pub fn resolve(raw: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
-    let expanded = match (raw.strip_prefix('~'), home) {
-        (Some(""), Some(home)) => home.to_path_buf(),
-        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(rest.trim_start_matches('/')),
-        _ => PathBuf::from(raw),
-    };
+    let expanded = expand_tilde(raw, cwd, home)?;
     let absolute = if expanded.is_absolute() { expanded } else { cwd.join(expanded) };
     canonicalize_lenient(&absolute)
+}
+
+/// Tilde expansion as bash does it at the start of a word: `~` and `~/x` are the home folder, `~+` the
+/// working directory, `~name` that user's home (from `/etc/passwd`). What is only known when the command
+/// runs (`~-` is `$OLDPWD`, `~+N`/`~-N` the directory stack) or names no known user is an error, so it is
+/// never taken for a relative path.
+fn expand_tilde(raw: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
+    let Some(rest) = raw.strip_prefix('~') else { return Ok(PathBuf::from(raw)) };
+    let (prefix, tail) = match rest.split_once('/') {
+        Some((prefix, tail)) => (prefix, tail),
+        None => (rest, ""),
+    };
+    let unknown = |why: &str| PathError::Io {
+        path: PathBuf::from(raw),
+        source: std::io::Error::other(format!("the tilde form ~{prefix} {why}")),
+    };
+    let base = match prefix {
+        "" => {
+            home.map(Path::to_path_buf).ok_or_else(|| unknown("needs the home folder, which is not known"))?
+        }
+        "+" => cwd.to_path_buf(),
+        "-" => return Err(unknown("is $OLDPWD, only known when the command runs")),
+        p if p.starts_with('+') || p.starts_with('-') => {
+            return Err(unknown("is the directory stack, only known when the command runs"));
+        }
+        user => user_home(user).ok_or_else(|| unknown("names no user of this machine"))?,
+    };
+    Ok(if tail.is_empty() { base } else { base.join(tail) })
+}
+
+/// A user's home folder from `/etc/passwd`.
+fn user_home(user: &str) -> Option<PathBuf> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[0] == user && !fields[5].is_empty()).then(|| PathBuf::from(fields[5]))
+    })
 }
 
 /// Glob match: `*` and `?` within one component, `**` across components. A pattern without `/` is
@@ -98,5 +131,29 @@ mod tests {
             PathBuf::from("/home/u/.ssh/x")
         );
         assert_eq!(resolve("../../..", cwd, None).unwrap(), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn tilde_forms_expand_as_bash_or_fail() {
+        let cwd = Path::new("/definitely/not/here");
+        let home = Some(Path::new("/home/u"));
+        // One row per form: what it expands to, or None for an error (never a relative path).
+        let rows: &[(&str, Option<&str>)] = &[
+            ("~", Some("/home/u")),
+            ("~/a", Some("/home/u/a")),
+            ("~+", Some("/definitely/not/here")),
+            ("~+/../x", Some("/definitely/not/x")),
+            ("~root/.bashrc", Some("/root/.bashrc")),
+            ("~-", None),
+            ("~-/x", None),
+            ("~+1/x", None),
+            ("~no-such-user-here/x", None),
+            ("a~b", Some("/definitely/not/here/a~b")),
+        ];
+        for (raw, expected) in rows {
+            let got = resolve(raw, cwd, home).ok();
+            assert_eq!(got, expected.map(PathBuf::from), "{raw}");
+        }
+        assert!(resolve("~/x", cwd, None).is_err(), "no home: no guess");
     }
 }

@@ -3,7 +3,7 @@
 //! every path wins.
 
 use crate::document::{Access, DEFAULT_DENY_GLOBS, Decision, PolicyDocument, PolicyTestCase};
-use crate::paths::{glob_matches_path, resolve};
+use crate::paths::resolve;
 use crate::shell::{SimpleCommand, analyze};
 use portcullis_harness::paths::{canonicalize_lenient, is_inside};
 use portcullis_harness::{ActionKind, ExecutionAction};
@@ -118,7 +118,7 @@ pub struct Evaluation {
 }
 
 impl Evaluation {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Evaluation {
             decision: Decision::Allow,
             matched_rules: Vec::new(),
@@ -131,7 +131,7 @@ impl Evaluation {
     }
 
     /// Raises the decision to `decision` if stricter, recording why.
-    fn raise(&mut self, decision: Decision, reason: String, rule: Option<&MatchedRule>) {
+    pub(crate) fn raise(&mut self, decision: Decision, reason: String, rule: Option<&MatchedRule>) {
         if decision > self.decision
             || (decision == self.decision && self.deciding_rule.is_none() && rule.is_some())
         {
@@ -161,22 +161,40 @@ impl EvalContext {
     }
 }
 
-struct Rule {
-    id: String,
-    source: String,
-    pattern: Vec<crate::document::PatternElement>,
-    decision: Decision,
-    justification: Option<String>,
+pub(crate) struct Rule {
+    pub(crate) id: String,
+    pub(crate) source: String,
+    /// The index of the layer that holds it.
+    pub(crate) layer: usize,
+    pub(crate) pattern: Vec<crate::document::PatternElement>,
+    pub(crate) decision: Decision,
+    pub(crate) justification: Option<String>,
 }
 
-/// A loaded, checked, layered policy.
+/// The path roots one layer declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootSet {
+    /// The layer's source (or a note saying where the fallback root came from).
+    pub source: String,
+    pub roots: Vec<(PathBuf, Access)>,
+}
+
+/// A loaded, checked, layered policy. Layering is strictest-wins for every field: each layer judges on
+/// its own (its rules, its default, its roots) and the strictest layer's word stands, so a project layer
+/// narrows, never widens, what the user layer allows.
 pub struct Policy {
     layers: Vec<PolicyLayer>,
-    rules: Vec<Rule>,
-    default: Decision,
-    roots: Vec<(PathBuf, Access)>,
-    deny: Vec<String>,
-    read_outside: Decision,
+    pub(crate) rules: Vec<Rule>,
+    /// Each layer's decision for commands none of its rules match; `None` = the layer abstains (only
+    /// layers after the first may: the first, unset, says `prompt`).
+    pub(crate) defaults: Vec<Option<Decision>>,
+    /// The roots of every layer that declares some (a path must be inside one root of each set); when no
+    /// layer does, the first layer's project folder.
+    pub(crate) root_sets: Vec<RootSet>,
+    pub(crate) deny: Vec<String>,
+    pub(crate) read_outside: Decision,
+    /// Policy files, executed content and the hub's secrets (see [`crate::protected`]).
+    pub(crate) protected: crate::protected::ProtectedPaths,
     servers: Vec<ServerEntry>,
     /// The grants of every layer (built once; runs share them).
     grants: std::sync::Arc<portcullis_harness::Grants>,
@@ -204,7 +222,7 @@ pub(crate) fn tokens_of(command: &SimpleCommand) -> Vec<&str> {
 }
 
 /// The tokens a rule pattern is matched against: the program name, then the arguments.
-fn tokens(command: &SimpleCommand) -> Vec<&str> {
+pub(crate) fn tokens(command: &SimpleCommand) -> Vec<&str> {
     let mut t = vec![command.program.as_str()];
     t.extend(command.argv.iter().skip(1).map(String::as_str));
     t
@@ -227,13 +245,15 @@ impl Policy {
     /// failing example (see [`Policy::example_outcomes`]) instead of the first.
     pub fn from_layers_unchecked(layers: Vec<PolicyLayer>) -> Result<Policy, PolicyError> {
         let mut rules = Vec::new();
-        let mut default: Option<Decision> = None;
-        let mut roots = Vec::new();
+        let mut defaults: Vec<Option<Decision>> = Vec::new();
+        let mut root_sets: Vec<RootSet> = Vec::new();
         let mut deny: Vec<String> = Vec::new();
         let mut read_outside = Decision::Prompt;
-        let mut default_deny = true;
+        // The built-in deny globs hold unless every layer turns them off (strictest wins).
+        let mut default_deny = false;
         let mut servers: Vec<ServerEntry> = Vec::new();
-        for layer in &layers {
+        let mut protected = crate::protected::ProtectedPaths::for_user();
+        for (index, layer) in layers.iter().enumerate() {
             let doc = &layer.document;
             for server in &doc.servers {
                 // Positions are searched for only when something is wrong (loading stays linear).
@@ -313,14 +333,27 @@ impl Policy {
                 rules.push(Rule {
                     id: rule.id.clone(),
                     source: layer.source.clone(),
+                    layer: index,
                     pattern: rule.pattern.clone(),
                     decision: rule.decision,
                     justification: rule.justification.clone(),
                 });
             }
-            if let Some(d) = doc.commands.default {
-                default = Some(default.map_or(d, |old| old.max(d)));
+            defaults.push(match doc.commands.default {
+                Some(d) => Some(d),
+                None if index == 0 => Some(Decision::Prompt),
+                None => None,
+            });
+            let source_file = Path::new(&layer.source);
+            if source_file.is_absolute() {
+                protected.add(source_file, crate::protected::ProtectedKind::Policy, "a policy file in force");
             }
+            protected.add(
+                layer.project_root.join(".portcullis"),
+                crate::protected::ProtectedKind::Policy,
+                "the project's .portcullis folder (policy and tool manifests)",
+            );
+            let mut roots = Vec::new();
             for root in &doc.paths.roots {
                 let home = std::env::var_os("HOME").map(PathBuf::from);
                 let path = resolve(&root.path, &layer.project_root, home.as_deref()).map_err(|e| {
@@ -331,9 +364,12 @@ impl Policy {
                 })?;
                 roots.push((path, root.access));
             }
+            if !roots.is_empty() {
+                root_sets.push(RootSet { source: layer.source.clone(), roots });
+            }
             deny.extend(doc.paths.deny.iter().cloned());
             read_outside = read_outside.max(doc.paths.read_outside_roots);
-            default_deny &= doc.paths.default_deny;
+            default_deny |= doc.paths.default_deny;
             if doc.approvals.on_timeout != Decision::Forbidden {
                 return Err(PolicyError::Invalid {
                     file: layer.source.clone(),
@@ -345,19 +381,23 @@ impl Policy {
         if default_deny {
             deny.extend(DEFAULT_DENY_GLOBS.iter().map(|g| (*g).to_owned()));
         }
-        if roots.is_empty()
+        if root_sets.is_empty()
             && let Some(first) = layers.first()
         {
             let root = canonicalize_lenient(&first.project_root).map_err(|e| PolicyError::Invalid {
                 file: first.source.clone(),
                 message: format!("the project folder cannot be resolved: {e}"),
             })?;
-            roots.push((root, Access::Write));
+            root_sets.push(RootSet {
+                source: format!("{} (no roots declared: its project folder)", first.source),
+                roots: vec![(root, Access::Write)],
+            });
         }
         let policy = Policy {
             rules,
-            default: default.unwrap_or(Decision::Prompt),
-            roots,
+            defaults,
+            root_sets,
+            protected,
             deny,
             read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
             servers,
@@ -441,9 +481,25 @@ impl Policy {
         &self.layers
     }
 
-    /// The resolved path roots of every layer.
-    pub fn roots(&self) -> &[(PathBuf, Access)] {
-        &self.roots
+    /// The path roots of every layer that declares some (or the fallback project folder).
+    pub fn root_sets(&self) -> &[RootSet] {
+        &self.root_sets
+    }
+
+    /// Whether `path` (canonical) is inside a root giving `need` in every root set.
+    pub fn inside_roots(&self, path: &Path, need: Access) -> bool {
+        self.root_sets.iter().all(|set| set.roots.iter().any(|(root, a)| *a >= need && is_inside(path, root)))
+    }
+
+    /// The places tools must not touch on their own.
+    pub fn protected(&self) -> &crate::protected::ProtectedPaths {
+        &self.protected
+    }
+
+    /// This policy with more protected places (the hub's ledger, a manifests folder it was given).
+    pub fn with_protected(mut self, more: impl FnOnce(&mut crate::protected::ProtectedPaths)) -> Self {
+        more(&mut self.protected);
+        self
     }
 
     /// The upstream MCP servers every layer declares.
@@ -474,9 +530,9 @@ impl Policy {
         eval
     }
 
-    /// The decision for commands no rule matches.
+    /// The decision for commands no rule matches: the strictest default a layer sets.
     pub fn default_decision(&self) -> Decision {
-        self.default
+        self.defaults.iter().flatten().copied().max().unwrap_or(Decision::Prompt)
     }
 
     /// The grants of every layer, as the harness filters with them.
@@ -523,6 +579,7 @@ impl Policy {
         for command in &analysis.commands {
             eval.commands.push(command.argv.clone());
             self.judge_command(command, &mut eval);
+            self.judge_operands(command, ctx, &mut eval);
         }
         for redirection in &analysis.redirections {
             if redirection.dynamic {
@@ -537,72 +594,6 @@ impl Policy {
             self.judge_path(&redirection.target, access, ctx, &mut eval);
         }
         eval
-    }
-
-    fn judge_command(&self, command: &SimpleCommand, eval: &mut Evaluation) {
-        let t = tokens(command);
-        let mut strictest: Option<(Decision, MatchedRule, Option<&str>)> = None;
-        for rule in &self.rules {
-            if t.len() < rule.pattern.len() || !rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t)) {
-                continue;
-            }
-            let matched =
-                MatchedRule { id: rule.id.clone(), source: rule.source.clone(), decision: rule.decision };
-            eval.matched_rules.push(matched.clone());
-            if strictest.as_ref().is_none_or(|(d, _, _)| rule.decision > *d) {
-                strictest = Some((rule.decision, matched, rule.justification.as_deref()));
-            }
-        }
-        let shown = shorten(&command.argv.join(" "));
-        match strictest {
-            Some((decision, rule, why)) => {
-                let why = why.map(|w| format!(": {w}")).unwrap_or_default();
-                eval.raise(
-                    decision,
-                    format!("`{shown}`: rule {} says {}{why}", rule.id, decision.as_str()),
-                    Some(&rule),
-                );
-            }
-            None => eval.raise(
-                self.default,
-                format!("`{shown}`: no rule matches; the default is {}", self.default.as_str()),
-                None,
-            ),
-        }
-        if command.dynamic {
-            eval.raise(Decision::Prompt, format!("`{shown}` has words computed at run time"), None);
-        }
-    }
-
-    fn judge_path(&self, raw: &str, access: Access, ctx: &EvalContext, eval: &mut Evaluation) {
-        if access == Access::Write && matches!(raw, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
-            eval.paths.push(raw.to_owned());
-            return;
-        }
-        let path = match resolve(raw, &ctx.cwd, ctx.home.as_deref()) {
-            Ok(path) => path,
-            Err(e) => {
-                // What cannot be resolved cannot be proven inside a root: fail closed.
-                eval.paths.push(raw.to_owned());
-                eval.raise(Decision::Forbidden, format!("{raw:?} cannot be resolved: {e}"), None);
-                return;
-            }
-        };
-        let shown = path.display().to_string();
-        eval.paths.push(shown.clone());
-        if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
-            eval.raise(Decision::Forbidden, format!("{shown} matches the deny glob {glob:?}"), None);
-            return;
-        }
-        let inside = |need: Access| self.roots.iter().any(|(root, a)| *a >= need && is_inside(&path, root));
-        match access {
-            Access::Write if inside(Access::Write) => {}
-            Access::Write => {
-                eval.raise(Decision::Forbidden, format!("{shown} is outside every write root"), None)
-            }
-            Access::Read if inside(Access::Read) => {}
-            Access::Read => eval.raise(self.read_outside, format!("{shown} is outside every root"), None),
-        }
     }
 
     /// Evaluates reading or writing a path (the read/write/edit tools).
@@ -803,7 +794,7 @@ pub struct TestOutcome {
     pub decided_by: String,
 }
 
-fn shorten(text: &str) -> String {
+pub(crate) fn shorten(text: &str) -> String {
     let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(160).collect();
     if text.chars().count() > 160 { format!("{one_line}…") } else { one_line }
 }

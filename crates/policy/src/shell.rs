@@ -1,8 +1,10 @@
 //! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
 //! construct a policy must see, so that rules never match raw strings.
 
+mod options;
 mod programs;
 mod sed;
+mod variables;
 mod words;
 mod wrappers;
 
@@ -126,6 +128,10 @@ pub enum OpaqueKind {
     /// command it runs is guessed by taking the option as a flag), given operands it refuses, or an option
     /// that runs or loads other code (`ssh -o ProxyCommand=...`, `systemd-run -p ExecStartPre=...`).
     WrapperOption,
+    /// A program policies allow as read-only given an option that writes, runs a program or changes the
+    /// system (`sort --compress-program`, `rg --pre`, `date -s`, `git branch -D`), or an option its table
+    /// does not know (`shell/options.rs`).
+    ProgramOption,
     /// The script exceeds [`MAX_SCRIPT_BYTES`].
     TooLarge,
     /// The analysis exceeded [`MAX_NODES`].
@@ -215,7 +221,7 @@ impl Analyzer {
             return;
         }
         match node.kind() {
-            "command" => self.command(node, src, ctx, depth),
+            "command" => self.command(node, src, ctx, depth, Vec::new()),
             "declaration_command" | "unset_command" => self.declaration(node, src, ctx, depth),
             "variable_assignment" => {
                 self.check_assignment(node, src);
@@ -228,7 +234,22 @@ impl Analyzer {
             "redirected_statement" => {
                 let inner =
                     if redirects_stdin(node, src) { ctx.with_stdin_redirected() } else { ctx.clone() };
-                self.visit_children(node, src, &inner, depth);
+                // `cmd >target more words`: the target is one word; the words after it are arguments
+                // of the command (bash runs `cmd more words` with its output in `target`).
+                let extra = redirect_arguments(node, src);
+                let body = node.child_by_field_name("body");
+                if !extra.is_empty() && body.is_none_or(|b| b.kind() != "command") {
+                    // bash refuses words after a redirection of a compound command.
+                    self.out.parse_errors = true;
+                }
+                let mut cursor = node.walk();
+                for child in node.named_children(&mut cursor) {
+                    if Some(child) == body && child.kind() == "command" {
+                        self.command(child, src, &inner, depth + 1, extra.clone());
+                    } else {
+                        self.visit(child, src, &inner, depth + 1);
+                    }
+                }
             }
             "pipeline" => {
                 let mut cursor = node.walk();
@@ -252,7 +273,7 @@ impl Analyzer {
         }
     }
 
-    fn command(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize) {
+    fn command(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize, extra: Vec<Word>) {
         let mut argv = Vec::new();
         let mut env = Vec::new();
         let mut env_dynamic = false;
@@ -269,6 +290,7 @@ impl Analyzer {
                 _ => {}
             }
         }
+        argv.extend(extra);
         let command_ctx = if redirects_stdin(node, src) { ctx.with_stdin_redirected() } else { ctx.clone() };
         // Prefix assignments are checked by `check_assignment` when the children are visited.
         self.emit(argv, env, env_dynamic, &command_ctx, node_text(node, src));
@@ -336,14 +358,20 @@ impl Analyzer {
         let mut fd = None;
         let mut op = String::new();
         let mut target: Option<Word> = None;
+        let mut last_end = 0;
         let mut cursor = node.walk();
         for (index, child) in node.children(&mut cursor).enumerate() {
             match node.field_name_for_child(index as u32) {
                 Some("descriptor") => fd = Some(node_text(child, src).to_owned()),
                 Some("destination") => {
+                    // `repeat1(_literal)`: adjacent literals form one word; a literal after a blank is
+                    // an argument of the command (see `redirect_arguments`), not part of the target.
+                    if target.is_some() && child.start_byte() > last_end {
+                        break;
+                    }
                     let word = resolve(child, src);
+                    last_end = child.end_byte();
                     target = Some(match target.take() {
-                        // `repeat1(_literal)`: adjacent literals form one word.
                         Some(mut previous) => {
                             previous.text.push_str(&word.text);
                             previous.dynamic |= word.dynamic;
@@ -391,6 +419,49 @@ fn assignment(node: Node<'_>, src: &str) -> (String, Word) {
     let name = node.child_by_field_name("name").map(|n| node_text(n, src).to_owned()).unwrap_or_default();
     let value = node.child_by_field_name("value").map_or_else(|| Word::literal(""), |v| resolve(v, src));
     (name, value)
+}
+
+/// The words a redirection's grammar node swallowed after its target (`>x a b`: `a`, `b`): bash passes
+/// them to the command as arguments.
+fn redirect_arguments(node: Node<'_>, src: &str) -> Vec<Word> {
+    let mut words = Vec::new();
+    let mut cursor = node.walk();
+    let redirects: Vec<Node<'_>> = node.children_by_field_name("redirect", &mut cursor).collect();
+    for redirect in redirects.into_iter().filter(|r| r.kind() == "file_redirect") {
+        let mut inner = redirect.walk();
+        let destinations: Vec<Node<'_>> =
+            redirect.children_by_field_name("destination", &mut inner).collect();
+        let mut last_end = None::<usize>;
+        let mut in_target = true;
+        for destination in destinations {
+            if let Some(end) = last_end
+                && destination.start_byte() > end
+            {
+                in_target = false;
+            }
+            last_end = Some(destination.end_byte());
+            if in_target {
+                continue;
+            }
+            let word = resolve(destination, src);
+            match words.last_mut() {
+                // Adjacent literals after the target form one argument too.
+                Some(previous) if previous_end_is(destination, src) => {
+                    let previous: &mut Word = previous;
+                    previous.text.push_str(&word.text);
+                    previous.dynamic |= word.dynamic;
+                }
+                _ => words.push(word),
+            }
+        }
+    }
+    words
+}
+
+/// True when the byte before `node` is not a blank (it continues the previous literal).
+fn previous_end_is(node: Node<'_>, src: &str) -> bool {
+    node.start_byte() > 0
+        && src.as_bytes().get(node.start_byte() - 1).is_some_and(|b| !b.is_ascii_whitespace())
 }
 
 /// True when one of the node's own redirections feeds stdin (`<`, `<>`, heredoc, here-string).

@@ -141,3 +141,42 @@ fn layers_combine_and_the_strictest_wins() {
     assert!(grants.permits("shell") && !grants.permits("write") && !grants.permits("shell_unsafe"));
     assert_eq!(policy.evaluate_path("/project/src/a.rs", Access::Write, &ctx).decision, Decision::Allow);
 }
+
+/// Issue 9, finding 1: a project layer (which an agent might have written) narrows, never widens, what
+/// the user layer allows: not by rules, not by its default, not by roots, not by turning off deny globs.
+#[test]
+fn a_project_layer_cannot_widen_the_user_layer() {
+    let user = r#"{ "commands": { "rules": [
+        { "id": "user-reads", "pattern": [["ls", "cat", "echo"]], "decision": "allow" } ] },
+      "paths": { "roots": [ { "path": "/home/u/proj", "access": "write" } ] } }"#;
+    let project = r#"{ "commands": { "default": "allow", "rules": [
+        { "id": "project-allows-sudo", "pattern": ["sudo"], "decision": "allow" },
+        { "id": "project-forbids-cat", "pattern": ["cat"], "decision": "forbidden" } ] },
+      "paths": { "roots": [ { "path": "/", "access": "write" } ], "default_deny": false } }"#;
+    let user_layer =
+        PolicyLayer::parse("user.json", user, PathBuf::from("/home/u/.config/portcullis")).unwrap();
+    let project_layer = PolicyLayer::parse("project.json", project, PathBuf::from("/home/u/proj")).unwrap();
+    let policy = Policy::from_layers(vec![user_layer, project_layer]).unwrap();
+    let ctx = EvalContext { cwd: PathBuf::from("/home/u/proj"), home: Some(PathBuf::from("/home/u")) };
+    let decide = |command: &str| policy.evaluate_command(command, &ctx);
+    // The project's allow rule and allow default do not override the user layer's unset default (prompt).
+    let sudo = decide("sudo ls");
+    assert_eq!(sudo.decision, Decision::Prompt, "{:?}", sudo.reasons);
+    assert_eq!(decide("make").decision, Decision::Prompt);
+    // Narrowing works: the project forbids what the user allows.
+    assert_eq!(decide("cat a").decision, Decision::Forbidden);
+    assert_eq!(decide("ls").decision, Decision::Allow);
+    // Roots are strictest-wins: the project's root "/" does not widen the user's.
+    let bashrc = decide("echo x > ~/.bashrc");
+    assert_eq!(bashrc.decision, Decision::Forbidden, "{:?}", bashrc.reasons);
+    assert!(
+        bashrc.reasons.iter().any(|r| r.contains("outside every write root of user.json")),
+        "{:?}",
+        bashrc.reasons
+    );
+    assert_eq!(decide("echo x > out.txt").decision, Decision::Allow);
+    // One layer turning the built-in deny globs off does not turn them off for the other.
+    assert_eq!(decide("echo x > .env").decision, Decision::Forbidden);
+    // The default the policy reports is the strictest a layer sets.
+    assert_eq!(policy.default_decision(), Decision::Prompt);
+}

@@ -10,37 +10,7 @@ use super::{Analyzer, Context, MAX_SHELL_DEPTH, OpaqueKind, basename};
 pub(super) const POSIX_SHELLS: &[&str] =
     &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "hush", "yash", "posh", "rbash"];
 
-/// Variables that make later programs load or run other code.
-const CODE_INJECTING_VARIABLES: &[&str] = &[
-    "LD_PRELOAD",
-    "LD_AUDIT",
-    "LD_LIBRARY_PATH",
-    "DYLD_INSERT_LIBRARIES",
-    "DYLD_LIBRARY_PATH",
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PATH",
-    "GIT_SSH",
-    "GIT_SSH_COMMAND",
-    "GIT_EXEC_PATH",
-    "GIT_ASKPASS",
-    "SSH_ASKPASS",
-    "GIT_CONFIG_PARAMETERS",
-    "NODE_OPTIONS",
-    "PERL5OPT",
-    "RUBYOPT",
-    "PYTHONSTARTUP",
-];
-
-/// True for variables listed in [`CODE_INJECTING_VARIABLES`] (and `GIT_CONFIG_KEY_*`/`GIT_CONFIG_VALUE_*`).
-pub(crate) fn injects_code(name: &str) -> bool {
-    CODE_INJECTING_VARIABLES.contains(&name)
-        || name.starts_with("GIT_CONFIG_KEY_")
-        || name.starts_with("GIT_CONFIG_VALUE_")
-}
+pub(crate) use super::variables::injects_code;
 
 /// Looks at one command's program and arguments and reports what it runs or hides.
 pub(crate) fn inspect(
@@ -52,6 +22,7 @@ pub(crate) fn inspect(
     text: &str,
 ) {
     let args = argv.get(1..).unwrap_or(&[]);
+    super::options::inspect(analyzer, program, args, text);
     match program {
         "eval" => analyzer.opaque(OpaqueKind::Eval, text),
         "source" | "." => analyzer.opaque(OpaqueKind::Source, text),

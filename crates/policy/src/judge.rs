@@ -1,0 +1,265 @@
+//! How one command and one path are judged across the layers: each layer decides on its own (its rules,
+//! its default, its roots) and the strictest layer's word stands, so a project layer narrows, never
+//! widens, what the user layer allows. Every path a command names is also checked against the protected
+//! places (policy files, executed content, the hub's secrets).
+
+use crate::document::{Access, Decision};
+use crate::paths::{glob_matches_path, resolve};
+use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
+use crate::protected::ProtectedKind;
+use crate::shell::SimpleCommand;
+
+/// Programs that only read the files their operands name (their writing options are judged by the
+/// analyzer as redirections or opaque options): naming a policy file or executed content is fine for
+/// them; any other program naming one needs an operator.
+const READS_OPERANDS_ONLY: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "diff",
+    "cmp",
+    "ls",
+    "stat",
+    "file",
+    "jq",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "nl",
+    "od",
+    "hexdump",
+    "xxd",
+    "strings",
+    "realpath",
+    "readlink",
+    "basename",
+    "dirname",
+    "du",
+    "tree",
+    "echo",
+    "printf",
+    "test",
+    "[",
+    "true",
+    "false",
+    "pwd",
+];
+
+/// How a program acts on the folders its operands name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TreeRole {
+    /// Deletes or re-permissions every operand tree: a folder holding any protected place.
+    Alters,
+    /// Moves every operand but the last (the destination) away.
+    Moves,
+    /// Copies or archives operand trees: a folder holding the hub's secrets would hand them over.
+    Copies,
+}
+
+/// Programs that act on whole trees: naming a folder that holds a protected place acts on that place too.
+const TREE_PROGRAMS: &[(&str, TreeRole)] = &[
+    ("rm", TreeRole::Alters),
+    ("rmdir", TreeRole::Alters),
+    ("shred", TreeRole::Alters),
+    ("chmod", TreeRole::Alters),
+    ("chown", TreeRole::Alters),
+    ("chgrp", TreeRole::Alters),
+    ("chattr", TreeRole::Alters),
+    ("mv", TreeRole::Moves),
+    ("cp", TreeRole::Copies),
+    ("rsync", TreeRole::Copies),
+    ("scp", TreeRole::Copies),
+    ("tar", TreeRole::Copies),
+    ("zip", TreeRole::Copies),
+    ("7z", TreeRole::Copies),
+    ("cpio", TreeRole::Copies),
+];
+
+/// The texts in one argument that may name a path: the word, the value of `--opt=VALUE` or `KEY=VALUE`,
+/// and the value attached to a short option (`-oFILE`).
+fn operand_candidates(word: &str) -> Vec<&str> {
+    let mut out = vec![word];
+    if let Some((_, value)) = word.split_once('=') {
+        out.push(value);
+    }
+    if word.starts_with('-') && !word.starts_with("--") && word.len() > 2 {
+        out.extend(word.get(2..));
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+impl Policy {
+    /// The strictest matching rule of each layer, else that layer's default; the strictest layer decides.
+    pub(crate) fn judge_command(&self, command: &SimpleCommand, eval: &mut Evaluation) {
+        let t = tokens(command);
+        let mut per_layer: Vec<Option<(Decision, MatchedRule, Option<&str>)>> =
+            vec![None; self.defaults.len()];
+        for rule in &self.rules {
+            if t.len() < rule.pattern.len() || !rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t)) {
+                continue;
+            }
+            let matched =
+                MatchedRule { id: rule.id.clone(), source: rule.source.clone(), decision: rule.decision };
+            eval.matched_rules.push(matched.clone());
+            if let Some(slot) = per_layer.get_mut(rule.layer)
+                && slot.as_ref().is_none_or(|(d, _, _)| rule.decision > *d)
+            {
+                *slot = Some((rule.decision, matched, rule.justification.as_deref()));
+            }
+        }
+        let shown = shorten(&command.argv.join(" "));
+        let several = self.layers().len() > 1;
+        for (index, slot) in per_layer.into_iter().enumerate() {
+            match slot {
+                Some((decision, rule, why)) => {
+                    let why = why.map(|w| format!(": {w}")).unwrap_or_default();
+                    eval.raise(
+                        decision,
+                        format!("`{shown}`: rule {} says {}{why}", rule.id, decision.as_str()),
+                        Some(&rule),
+                    );
+                }
+                None => {
+                    let Some(default) = self.defaults.get(index).copied().flatten() else { continue };
+                    let of = match self.layers().get(index) {
+                        Some(layer) if several => format!(" ({})", layer.source),
+                        _ => String::new(),
+                    };
+                    eval.raise(
+                        default,
+                        format!("`{shown}`: no rule matches; the default is {}{of}", default.as_str()),
+                        None,
+                    );
+                }
+            }
+        }
+        if command.dynamic {
+            eval.raise(Decision::Prompt, format!("`{shown}` has words computed at run time"), None);
+        }
+    }
+
+    /// Checks every path the command's arguments may name against the protected places: the hub's
+    /// secrets are never named; policy files and executed content only by programs that just read them;
+    /// a folder holding a protected place is never handed to a program that moves, copies or deletes
+    /// trees without an operator.
+    pub(crate) fn judge_operands(&self, command: &SimpleCommand, ctx: &EvalContext, eval: &mut Evaluation) {
+        let program = command.program.as_str();
+        let reads_only = READS_OPERANDS_ONLY.contains(&program);
+        let role = TREE_PROGRAMS.iter().find(|(p, _)| *p == program).map(|(_, r)| *r);
+        let last = command.argv.len().saturating_sub(1);
+        for (index, word) in command.argv.iter().enumerate().skip(1) {
+            for candidate in operand_candidates(word) {
+                let Ok(path) = resolve(candidate, &ctx.cwd, ctx.home.as_deref()) else { continue };
+                if let Some(hit) = self.protected.find(&path) {
+                    let decision = match hit.kind {
+                        ProtectedKind::HubSecret => Decision::Forbidden,
+                        _ if reads_only => continue,
+                        _ => Decision::Prompt,
+                    };
+                    eval.raise(
+                        decision,
+                        format!("`{program}` names {} ({}): {}", path.display(), hit.what, hit.kind.why()),
+                        None,
+                    );
+                } else if let Some(role) = role
+                    && !(role == TreeRole::Moves && index == last)
+                    && let Some(hit) = self.protected.below(&path)
+                    && (role != TreeRole::Copies || hit.kind == ProtectedKind::HubSecret)
+                {
+                    let decision = if hit.kind == ProtectedKind::HubSecret {
+                        Decision::Forbidden
+                    } else {
+                        Decision::Prompt
+                    };
+                    eval.raise(
+                        decision,
+                        format!(
+                            "`{program}` acts on {}, which holds {}: {}",
+                            path.display(),
+                            hit.what,
+                            hit.kind.why()
+                        ),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A read or write of one path: deny globs, protected places, then the roots of every layer.
+    pub(crate) fn judge_path(&self, raw: &str, access: Access, ctx: &EvalContext, eval: &mut Evaluation) {
+        if access == Access::Write && matches!(raw, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+            eval.paths.push(raw.to_owned());
+            return;
+        }
+        let path = match resolve(raw, &ctx.cwd, ctx.home.as_deref()) {
+            Ok(path) => path,
+            Err(e) => {
+                // What cannot be resolved cannot be proven inside a root: fail closed.
+                eval.paths.push(raw.to_owned());
+                eval.raise(Decision::Forbidden, format!("{raw:?} cannot be resolved: {e}"), None);
+                return;
+            }
+        };
+        let shown = path.display().to_string();
+        eval.paths.push(shown.clone());
+        if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
+            eval.raise(Decision::Forbidden, format!("{shown} matches the deny glob {glob:?}"), None);
+            return;
+        }
+        if let Some(hit) = self.protected.find(&path)
+            && let Some(decision) = hit.kind.decision(access)
+        {
+            let verb = if access == Access::Write { "writes" } else { "reads" };
+            eval.raise(decision, format!("{verb} {shown} ({}): {}", hit.what, hit.kind.why()), None);
+        }
+        let several = self.root_sets.len() > 1;
+        let outside = |need: Access| {
+            self.root_sets.iter().find(|set| {
+                !set.roots
+                    .iter()
+                    .any(|(root, a)| *a >= need && portcullis_harness::paths::is_inside(&path, root))
+            })
+        };
+        match access {
+            Access::Write => {
+                if let Some(set) = outside(Access::Write) {
+                    let of = if several { format!(" of {}", set.source) } else { String::new() };
+                    eval.raise(Decision::Forbidden, format!("{shown} is outside every write root{of}"), None);
+                }
+            }
+            Access::Read => {
+                if let Some(set) = outside(Access::Read) {
+                    let of = if several { format!(" of {}", set.source) } else { String::new() };
+                    eval.raise(self.read_outside, format!("{shown} is outside every root{of}"), None);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_of_an_argument() {
+        assert_eq!(operand_candidates("a.txt"), vec!["a.txt"]);
+        assert_eq!(operand_candidates("--output=/x"), vec!["--output=/x", "/x"]);
+        assert_eq!(operand_candidates("of=/dev/sda"), vec!["of=/dev/sda", "/dev/sda"]);
+        assert_eq!(operand_candidates("-o/x"), vec!["-o/x", "/x"]);
+        assert_eq!(operand_candidates("-l"), vec!["-l"]);
+        assert_eq!(operand_candidates("--"), vec!["--"]);
+    }
+}

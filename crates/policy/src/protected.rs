@@ -1,0 +1,247 @@
+//! Files an agent's tools must not touch on their own. Policy layers and tool manifests would let an
+//! agent loosen its own policy; files whose content allowed tools execute (`.git/hooks`, `.git/config`,
+//! editor and agent settings) would let it run code through an allowed `git status`; the hub's
+//! credentials and state (tokens, runtime file, ledger) and other processes' memory and environment
+//! would hand it the operator's powers or the hub's secrets. Writing the first two needs an operator's
+//! explicit approval that says what the file is; the last is never read or written by a tool.
+
+use crate::document::{Access, Decision};
+use crate::paths::glob_matches_path;
+use std::path::{Component, Path, PathBuf};
+
+/// What a protected place is, which decides what a tool may do with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtectedKind {
+    /// A policy layer, a `.portcullis` folder or a tool-manifests folder: writes need an operator.
+    Policy,
+    /// Content that allowed programs execute (git hooks and config, editor/agent settings): writes need
+    /// an operator.
+    Executed,
+    /// The hub's credentials and state, other processes' environment and memory: never read or written.
+    HubSecret,
+}
+
+impl ProtectedKind {
+    /// The decision for accessing a place of this kind, if stricter than the roots alone.
+    pub fn decision(self, access: Access) -> Option<Decision> {
+        match (self, access) {
+            (ProtectedKind::HubSecret, _) => Some(Decision::Forbidden),
+            (ProtectedKind::Policy | ProtectedKind::Executed, Access::Write) => Some(Decision::Prompt),
+            (ProtectedKind::Policy | ProtectedKind::Executed, Access::Read) => None,
+        }
+    }
+
+    /// Why, as the operator reads it in the prompt.
+    pub fn why(self) -> &'static str {
+        match self {
+            ProtectedKind::Policy => {
+                "changing a policy or tool manifest needs an operator's explicit approval"
+            }
+            ProtectedKind::Executed => {
+                "allowed programs execute what this file holds (git hooks and config, editor or agent settings); changing it needs an operator's explicit approval"
+            }
+            ProtectedKind::HubSecret => {
+                "the hub's credentials, state and process memory are never read or written by a tool"
+            }
+        }
+    }
+}
+
+/// A protected place found for a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedHit {
+    pub kind: ProtectedKind,
+    /// What the place is ("the project's .portcullis folder", "the hub's ledger"...).
+    pub what: String,
+}
+
+/// Path components that mark a protected place wherever they appear, and what they are.
+const COMPONENTS: &[(&str, ProtectedKind, &str)] = &[
+    (".portcullis", ProtectedKind::Policy, "a Portcullis policy folder"),
+    (".git", ProtectedKind::Executed, "a git repository's metadata (hooks and config run code)"),
+    (".claude", ProtectedKind::Executed, "Claude Code settings (hooks and commands run code)"),
+    (".husky", ProtectedKind::Executed, "git hooks managed by husky"),
+    (".githooks", ProtectedKind::Executed, "a git hooks folder"),
+];
+
+/// Globs (as deny globs match) that mark a protected place, and what they are.
+const GLOBS: &[(&str, ProtectedKind, &str)] = &[
+    (".vscode/tasks.json", ProtectedKind::Executed, "VS Code tasks (run by the editor)"),
+    (
+        ".vscode/settings.json",
+        ProtectedKind::Executed,
+        "VS Code settings (can name programs the editor runs)",
+    ),
+    (".envrc", ProtectedKind::Executed, "a direnv file (run by the shell on entering the folder)"),
+    (".gitmodules", ProtectedKind::Executed, "git submodule settings (can name commands git runs)"),
+    ("/proc/*/environ", ProtectedKind::HubSecret, "a process's environment"),
+    ("/proc/*/task/*/environ", ProtectedKind::HubSecret, "a process's environment"),
+    ("/proc/*/mem", ProtectedKind::HubSecret, "a process's memory"),
+    ("/proc/*/task/*/mem", ProtectedKind::HubSecret, "a process's memory"),
+    ("/proc/kcore", ProtectedKind::HubSecret, "the machine's memory"),
+    ("/dev/mem", ProtectedKind::HubSecret, "the machine's memory"),
+];
+
+/// One concrete protected place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Zone {
+    path: PathBuf,
+    kind: ProtectedKind,
+    what: String,
+    /// Also every path whose text starts with this one (a ledger's `-wal`, `-shm`, `-journal` files).
+    prefix: bool,
+}
+
+/// Every protected place a policy knows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtectedPaths {
+    zones: Vec<Zone>,
+}
+
+impl ProtectedPaths {
+    /// The user's places: the Portcullis config folder (its policy and tools are policy; every other file
+    /// in it — the agent token, the operator credential, the runtime file — is a hub secret) and the data
+    /// folder holding the default ledger.
+    pub fn for_user() -> Self {
+        let mut protected = ProtectedPaths::default();
+        if let Some(config) = crate::discovery::user_config_dir() {
+            protected.add(config.join("policy.json"), ProtectedKind::Policy, "the user's policy");
+            protected.add(config.join("tools"), ProtectedKind::Policy, "the user's tool manifests");
+            protected.add(
+                &config,
+                ProtectedKind::HubSecret,
+                "the Portcullis config folder (tokens, operator credential, runtime file)",
+            );
+        }
+        if let Some(data) = crate::discovery::user_data_dir() {
+            protected.add(data, ProtectedKind::HubSecret, "the hub's data folder (ledger)");
+        }
+        protected
+    }
+
+    /// Protects `path` (resolved now; a missing tail is fine).
+    pub fn add(&mut self, path: impl AsRef<Path>, kind: ProtectedKind, what: &str) {
+        self.push(path.as_ref(), kind, what, false);
+    }
+
+    /// Protects a file and every sibling whose name starts with its name (a SQLite file's `-wal`, `-shm`).
+    pub fn add_with_siblings(&mut self, path: impl AsRef<Path>, kind: ProtectedKind, what: &str) {
+        self.push(path.as_ref(), kind, what, true);
+    }
+
+    fn push(&mut self, path: &Path, kind: ProtectedKind, what: &str, prefix: bool) {
+        let path =
+            portcullis_harness::paths::canonicalize_lenient(path).unwrap_or_else(|_| path.to_path_buf());
+        let zone = Zone { path, kind, what: what.to_owned(), prefix };
+        if !self.zones.contains(&zone) {
+            self.zones.push(zone);
+        }
+    }
+
+    /// The protected place `path` (canonical) lies in, the most specific first: a concrete zone, then a
+    /// marking component or glob.
+    pub fn find(&self, path: &Path) -> Option<ProtectedHit> {
+        let zone = self
+            .zones
+            .iter()
+            .filter(|z| path.starts_with(&z.path) || (z.prefix && starts_with_text(path, &z.path)))
+            .max_by_key(|z| z.path.as_os_str().len());
+        if let Some(zone) = zone {
+            return Some(ProtectedHit { kind: zone.kind, what: zone.what.clone() });
+        }
+        let named = path.components().find_map(|c| match c {
+            Component::Normal(name) => COMPONENTS.iter().find(|(n, _, _)| name == *n),
+            _ => None,
+        });
+        if let Some((_, kind, what)) = named {
+            return Some(ProtectedHit { kind: *kind, what: (*what).to_owned() });
+        }
+        GLOBS
+            .iter()
+            .find(|(glob, _, _)| glob_matches_path(glob, path))
+            .map(|(_, kind, what)| ProtectedHit { kind: *kind, what: (*what).to_owned() })
+    }
+
+    /// The strictest protected place strictly below `dir` (a program moving, copying or deleting `dir`
+    /// acts on it too). Only concrete places are known; marking components are found by `find`.
+    pub fn below(&self, dir: &Path) -> Option<ProtectedHit> {
+        self.zones
+            .iter()
+            .filter(|z| z.path != dir && z.path.starts_with(dir))
+            .max_by_key(|z| z.kind == ProtectedKind::HubSecret)
+            .map(|z| ProtectedHit { kind: z.kind, what: z.what.clone() })
+    }
+}
+
+fn starts_with_text(path: &Path, prefix: &Path) -> bool {
+    path.as_os_str().as_encoded_bytes().starts_with(prefix.as_os_str().as_encoded_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places() -> ProtectedPaths {
+        let mut p = ProtectedPaths::default();
+        p.add("/home/u/.config/portcullis/policy.json", ProtectedKind::Policy, "the user's policy");
+        p.add("/home/u/.config/portcullis", ProtectedKind::HubSecret, "config");
+        p.add_with_siblings("/data/ledger.db", ProtectedKind::HubSecret, "ledger");
+        p
+    }
+
+    #[test]
+    fn each_place_is_found_with_its_kind() {
+        let p = places();
+        let kind = |path: &str| p.find(Path::new(path)).map(|h| h.kind);
+        // One row per rule: concrete zones (most specific wins), siblings, components, globs.
+        let rows: &[(&str, Option<ProtectedKind>)] = &[
+            ("/home/u/.config/portcullis/policy.json", Some(ProtectedKind::Policy)),
+            ("/home/u/.config/portcullis/token", Some(ProtectedKind::HubSecret)),
+            ("/home/u/.config/portcullis", Some(ProtectedKind::HubSecret)),
+            ("/home/u/.config/other", None),
+            ("/data/ledger.db", Some(ProtectedKind::HubSecret)),
+            ("/data/ledger.db-wal", Some(ProtectedKind::HubSecret)),
+            ("/data/ledger.dbx", Some(ProtectedKind::HubSecret)),
+            ("/data/other.db", None),
+            ("/p/.portcullis/policy.json", Some(ProtectedKind::Policy)),
+            ("/p/sub/.portcullis", Some(ProtectedKind::Policy)),
+            ("/p/.git/hooks/pre-commit", Some(ProtectedKind::Executed)),
+            ("/p/.git/config", Some(ProtectedKind::Executed)),
+            ("/p/.gitignore", None),
+            ("/p/.claude/settings.json", Some(ProtectedKind::Executed)),
+            ("/p/.vscode/tasks.json", Some(ProtectedKind::Executed)),
+            ("/p/.vscode/launch.json", None),
+            ("/p/.envrc", Some(ProtectedKind::Executed)),
+            ("/p/.gitmodules", Some(ProtectedKind::Executed)),
+            ("/p/.husky/pre-push", Some(ProtectedKind::Executed)),
+            ("/proc/4242/environ", Some(ProtectedKind::HubSecret)),
+            ("/proc/4242/task/4243/environ", Some(ProtectedKind::HubSecret)),
+            ("/proc/4242/mem", Some(ProtectedKind::HubSecret)),
+            ("/proc/4242/status", None),
+            ("/p/src/main.rs", None),
+        ];
+        for (path, expected) in rows {
+            assert_eq!(kind(path), *expected, "{path}");
+        }
+    }
+
+    #[test]
+    fn places_below_a_folder() {
+        let p = places();
+        assert_eq!(p.below(Path::new("/home/u")).map(|h| h.kind), Some(ProtectedKind::HubSecret));
+        assert_eq!(p.below(Path::new("/data")).map(|h| h.kind), Some(ProtectedKind::HubSecret));
+        assert_eq!(p.below(Path::new("/home/u/src")), None);
+        assert_eq!(p.below(Path::new("/data/ledger.db")), None);
+    }
+
+    #[test]
+    fn decisions_per_kind_and_access() {
+        use ProtectedKind::*;
+        assert_eq!(Policy.decision(Access::Write), Some(Decision::Prompt));
+        assert_eq!(Policy.decision(Access::Read), None);
+        assert_eq!(Executed.decision(Access::Write), Some(Decision::Prompt));
+        assert_eq!(Executed.decision(Access::Read), None);
+        assert_eq!(HubSecret.decision(Access::Read), Some(Decision::Forbidden));
+        assert_eq!(HubSecret.decision(Access::Write), Some(Decision::Forbidden));
+    }
+}
