@@ -31,7 +31,8 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
     let arguments: Value = serde_json::from_str(&args.arguments)
         .map_err(|e| CliError::BadArgument(format!("the arguments are not JSON: {e}")))?;
     let (policy, sources) = load_for(&args.files.policies, &cwd)?;
-    // "Always" writes to a loaded policy file: the one named, else the last (the project's).
+    // "Always" writes to a loaded policy file: the one named, else the base layer's (strictest-wins
+    // layering lets only it widen what is allowed).
     let always_file = match &args.always_file {
         Some(file) => {
             Some(sources.iter().find(|s| same_file(Path::new(s), file)).cloned().ok_or_else(|| {
@@ -42,7 +43,7 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
                 ))
             })?)
         }
-        None => sources.last().filter(|s| Path::new(s).is_file()).cloned(),
+        None => portcullis_policy::approval::default_always_file(&sources),
     };
     let limits = portcullis_hub::hub::coding_limits(&policy);
     let workspace = Arc::new(

@@ -4,6 +4,7 @@
 use crate::args::{ServeApprover, ServeArgs};
 use crate::error::CliError;
 use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
+use portcullis_harness::untrusted::visible;
 use portcullis_hub::config::default_ledger_path;
 use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, reload, serve};
 use std::io::Write;
@@ -162,7 +163,7 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
                         match parse_answer(&line, always) {
                             Some(choice) => {
                                 if let Err(e) = broker.answer(pending.id, choice, &prompter_name()) {
-                                    prompter.show(&format!("approval #{}: {e}\n", pending.id));
+                                    prompter.show(&format!("approval #{}: {}\n", pending.id, visible(&e.to_string())));
                                 }
                                 break;
                             }
@@ -181,7 +182,7 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
                         Ok(BrokerEvent::Resolved { id, outcome, operator }) if id == pending.id => {
                             prompter.show(&format!(
                                 "\napproval #{id} was settled elsewhere: {outcome}{}\n",
-                                operator.map(|o| format!(" by {o}")).unwrap_or_default()
+                                operator.map(|o| format!(" by {}", visible(&o))).unwrap_or_default()
                             ));
                             break;
                         }

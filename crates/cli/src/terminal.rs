@@ -2,6 +2,7 @@
 //! stdout, which carry data) and reads the operator's answer: once, session, always, deny.
 
 use async_trait::async_trait;
+use portcullis_harness::untrusted::visible;
 use portcullis_policy::{ApprovalChoice, ApprovalPrompt, Prompter};
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
@@ -23,19 +24,25 @@ impl TerminalPrompter {
     }
 }
 
-/// The action's lines of a question: command, folder, paths, and why the policy asks.
+/// The action's lines of a question: command, folder, paths, and why the policy asks. Everything here
+/// comes from the agent, so control and invisible characters are shown escaped (a command cannot draw
+/// another command over itself).
 fn action_lines(text: &mut String, action: &portcullis_harness::ExecutionAction, reason: Option<&str>) {
     if let Some(command) = &action.command {
-        text.push_str(&format!("  command: {command}\n"));
+        text.push_str(&format!("  command: {}\n", visible(command)));
     }
     if let Some(cwd) = &action.cwd {
-        text.push_str(&format!("  in:      {}\n", cwd.display()));
+        text.push_str(&format!("  in:      {}\n", visible(&cwd.display().to_string())));
     }
     for path in &action.paths {
-        text.push_str(&format!("  path:    {} ({})\n", path.display(), action.operation));
+        text.push_str(&format!(
+            "  path:    {} ({})\n",
+            visible(&path.display().to_string()),
+            visible(&action.operation)
+        ));
     }
     if let Some(reason) = reason {
-        text.push_str(&format!("  why:     {reason}\n"));
+        text.push_str(&format!("  why:     {}\n", visible(reason)));
     }
 }
 
@@ -47,12 +54,14 @@ fn choice_line(text: &mut String, always: Result<(&portcullis_policy::Amendment,
             let mut adds: Vec<String> = amendment
                 .rules
                 .iter()
-                .map(|r| format!("rule {} ({})", r.id, r.examples.first().map_or("", String::as_str)))
+                .map(|r| {
+                    format!("rule {} ({})", r.id, visible(r.examples.first().map_or("", String::as_str)))
+                })
                 .collect();
-            adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", r.path)));
-            text.push_str(&format!("[a] always (adds {} to {file})   ", adds.join(", ")));
+            adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", visible(&r.path))));
+            text.push_str(&format!("[a] always (adds {} to {})   ", adds.join(", "), visible(file)));
         }
-        Err(why) => text.push_str(&format!("(always unavailable: {why})   ")),
+        Err(why) => text.push_str(&format!("(always unavailable: {})   ", visible(why))),
     }
     text.push_str("[d] deny\n> ");
 }
@@ -60,9 +69,13 @@ fn choice_line(text: &mut String, always: Result<(&portcullis_policy::Amendment,
 /// The question, as shown.
 pub fn describe(prompt: &ApprovalPrompt) -> String {
     let request = &prompt.request;
-    let mut text = format!("\nportcullis: approval needed for `{}`\n", request.tool_name);
+    let mut text = format!("\nportcullis: approval needed for `{}`\n", visible(&request.tool_name));
     action_lines(&mut text, &request.action, request.verdict.reason.as_deref());
-    text.push_str(&format!("  session: {}  call: {}\n", request.call.session_id, request.call.call_id));
+    text.push_str(&format!(
+        "  session: {}  call: {}\n",
+        visible(request.call.session_id.as_ref()),
+        visible(request.call.call_id.as_ref())
+    ));
     let always = match (&prompt.always, &prompt.always_file) {
         (Ok(amendment), Some(file)) => Ok((amendment, file.as_str())),
         (Err(why), _) => Err(why.as_str()),
@@ -125,8 +138,12 @@ impl Prompter for TerminalPrompter {
 
 /// A pending approval of the hub, as shown on the terminal.
 pub fn describe_pending(p: &portcullis_hub::PendingApproval) -> String {
-    let mut text =
-        format!("\nportcullis: approval #{} needed for `{}` (session {})\n", p.id, p.tool, p.session_id);
+    let mut text = format!(
+        "\nportcullis: approval #{} needed for `{}` (session {})\n",
+        p.id,
+        visible(&p.tool),
+        visible(&p.session_id.to_string())
+    );
     action_lines(&mut text, &p.action, p.reason.as_deref());
     let seconds = (p.deadline.0 - portcullis_harness::Timestamp::now().0).max(0) / 1_000_000;
     text.push_str(&format!("  denied automatically in {seconds} s\n"));

@@ -228,3 +228,50 @@ fn an_agents_embedded_hub_answers_the_hook_and_keeps_its_rows() {
     assert_eq!(owners.iter().filter(|o| **o == "claude-code hook").count(), 2, "{rows}");
     assert_eq!(owners.len(), 3, "{rows}");
 }
+
+/// Issue 9: the hook no longer answers allow for Claude Code writing its own policy or a git hook, and
+/// refuses reads of the hub's credentials.
+#[test]
+fn the_hook_guards_policy_files_git_hooks_and_the_hubs_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(proj.join(".portcullis")).unwrap();
+    std::fs::write(proj.join(".portcullis/policy.json"), POLICY).unwrap();
+    let config = base.join("config");
+    let db = base.join("hook.db");
+    let db_arg = db.to_str().unwrap();
+    let open = r#"{"commands": {"default": "allow"}}"#;
+    let cases = [
+        (
+            "Write",
+            json!({"file_path": proj.join(".portcullis/policy.json"), "content": open}),
+            "ask",
+            "explicit approval",
+        ),
+        (
+            "Edit",
+            json!({"file_path": proj.join(".portcullis/policy.json"), "old_string": "prompt", "new_string": "allow"}),
+            "ask",
+            "policy",
+        ),
+        ("Bash", json!({"command": "echo '{}' > .portcullis/policy.json"}), "ask", "policy"),
+        // The word after the redirection target is git's argument (it names the policy), not the target.
+        ("Bash", json!({"command": "git status >/dev/null /../.portcullis/policy.json"}), "ask", "policy"),
+        (
+            "Write",
+            json!({"file_path": proj.join(".git/hooks/pre-commit"), "content": "#!/bin/sh\n"}),
+            "ask",
+            "git",
+        ),
+        ("Read", json!({"file_path": config.join("token")}), "deny", "never read or written"),
+        ("Bash", json!({"command": format!("ls {}", config.display())}), "deny", "never read or written"),
+    ];
+    for (tool, tool_input, decision, why) in cases {
+        let (got, reason, code) = hook(&base, &["--db", db_arg], &input(&proj, tool, tool_input.clone()));
+        assert_eq!(code, 0);
+        assert_eq!(got, decision, "{tool} {tool_input}: {reason}");
+        assert!(reason.contains(why), "{tool} {tool_input}: {reason}");
+    }
+    assert!(std::fs::read_to_string(proj.join(".portcullis/policy.json")).unwrap() == POLICY);
+}

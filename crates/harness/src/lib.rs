@@ -29,6 +29,7 @@ pub mod registry;
 pub mod schema;
 pub mod time;
 pub mod tool;
+pub mod untrusted;
 pub mod validation;
 
 #[cfg(feature = "testing")]

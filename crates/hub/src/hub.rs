@@ -16,7 +16,7 @@ use portcullis_harness::{
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend};
 use portcullis_policy::discovery::{layers_for, user_config_dir};
-use portcullis_policy::{LivePolicy, Policy};
+use portcullis_policy::{LivePolicy, Policy, ProtectedKind};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::os::unix::fs::DirBuilderExt;
@@ -166,16 +166,29 @@ pub fn coding_limits(policy: &Policy) -> Limits {
     }
 }
 
-/// The policy for the project: the files named, else those discovered, else the built-in default.
-pub(crate) fn load_policy(files: &[PathBuf], project: &Path) -> Result<(Policy, Vec<String>), HubError> {
-    let layers = layers_for(files, project)?;
+/// The policy for the project: the files named, else those discovered, else the built-in default. Its
+/// protected places include this hub's own: its ledger (and the SQLite files beside it), its config
+/// folder (tokens, runtime file) and the manifest folders it was given.
+pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
+    let layers = layers_for(&config.policy_files, project)?;
     let sources = layers.iter().map(|l| l.source.clone()).collect();
-    Ok((Policy::from_layers(layers)?, sources))
+    let policy = Policy::from_layers(layers)?.with_protected(|places| {
+        places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
+        if let Some(dir) = &config.config_dir {
+            places.add(dir.join("policy.json"), ProtectedKind::Policy, "the user's policy");
+            places.add(dir.join("tools"), ProtectedKind::Policy, "the user's tool manifests");
+            places.add(dir, ProtectedKind::HubSecret, "the hub's config folder (tokens, runtime file)");
+        }
+        for dir in &config.manifest_dirs {
+            places.add(dir, ProtectedKind::Policy, "a tool-manifests folder");
+        }
+    });
+    Ok((policy, sources))
 }
 
-/// The file "always" appends to: the last loaded policy that is a file (the project's).
+/// The file "always" appends to (see [`portcullis_policy::approval::default_always_file`]).
 pub(crate) fn always_file(sources: &[String]) -> Option<String> {
-    sources.iter().rev().find(|s| Path::new(s).is_file()).cloned()
+    portcullis_policy::approval::default_always_file(sources)
 }
 
 impl Hub {
@@ -183,7 +196,7 @@ impl Hub {
     pub async fn open(config: HubConfig) -> Result<Hub, HubError> {
         let project = std::fs::canonicalize(&config.project)
             .map_err(|e| HubError::Config(format!("project folder {}: {e}", config.project.display())))?;
-        let (policy, sources) = load_policy(&config.policy_files, &project)?;
+        let (policy, sources) = load_policy(&config, &project)?;
         let timeout = Duration::from_secs(policy.approval_timeout_seconds());
         let limits = coding_limits(&policy);
         let servers = policy.servers().to_vec();
@@ -368,7 +381,7 @@ impl Hub {
 
     /// Re-reads the policy files; a policy that does not load leaves the previous one in force.
     pub fn reload(&self) -> Result<(), HubError> {
-        match load_policy(&self.state.config.policy_files, &self.state.project) {
+        match load_policy(&self.state.config, &self.state.project) {
             Ok((policy, sources)) => {
                 let servers = policy.servers().to_vec();
                 let timeout = Duration::from_secs(policy.approval_timeout_seconds());

@@ -402,6 +402,13 @@ impl OperatorApprover {
     }
 }
 
+/// The file "always" appends to when none is named: the first loaded policy that is a file. Layering is
+/// strictest-wins, so only the base layer (the user's when there is one, else the project's) can widen
+/// what the policy allows; an allow rule in a later layer would change nothing.
+pub fn default_always_file(sources: &[String]) -> Option<String> {
+    sources.iter().find(|s| Path::new(s).is_file()).cloned()
+}
+
 /// What "always" would write for this request, or why it is not offered: no policy file, a rule or
 /// construct an allow rule cannot override (see [`Policy::always_amendment`]), or a secret the redactor
 /// knows (the rule would write it into the file).
