@@ -738,6 +738,13 @@ fn git(analyzer: &mut Analyzer, args: &[Word], text: &str) {
     while let Some(arg) = args.get(i) {
         let a = arg.text.as_str();
         if !a.starts_with('-') {
+            // `git config KEY VALUE` (and `git config set`) persists a setting that runs programs.
+            let rest = args.get(i + 1..).unwrap_or(&[]);
+            if a == "config"
+                && rest.iter().any(|w| w.dynamic || git_key_runs_code(&w.text.to_ascii_lowercase()))
+            {
+                analyzer.opaque(OpaqueKind::GitConfigCode, text);
+            }
             return;
         }
         i += 1;
