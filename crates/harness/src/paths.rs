@@ -30,9 +30,26 @@ pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, PathError> {
     if !path.is_absolute() {
         return Err(PathError::NotAbsolute(path.to_owned()));
     }
+    resolve_from(PathBuf::from("/"), path, path)
+}
+
+/// Canonicalizes `relative` against `base`, which must already be canonical (its components are not
+/// looked at again: one `lstat` per component of `relative` instead of one per component of the whole
+/// path). An absolute `relative` is canonicalized from the root.
+pub fn canonicalize_lenient_under(base: &Path, relative: &Path) -> Result<PathBuf, PathError> {
+    if relative.is_absolute() {
+        return canonicalize_lenient(relative);
+    }
+    if !base.is_absolute() {
+        return Err(PathError::NotAbsolute(base.to_owned()));
+    }
+    resolve_from(base.to_path_buf(), relative, &base.join(relative))
+}
+
+fn resolve_from(start: PathBuf, path: &Path, shown: &Path) -> Result<PathBuf, PathError> {
     let mut pending: VecDeque<OsString> = VecDeque::new();
     push_components(&mut pending, path, false);
-    let mut out = PathBuf::from("/");
+    let mut out = start;
     let mut missing = false;
     let mut links = 0usize;
     while let Some(part) = pending.pop_front() {
@@ -48,7 +65,7 @@ pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, PathError> {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
                 if links > MAX_SYMLINKS {
-                    return Err(PathError::TooManyLinks(path.to_owned()));
+                    return Err(PathError::TooManyLinks(shown.to_owned()));
                 }
                 let target =
                     std::fs::read_link(&out).map_err(|source| PathError::Io { path: out.clone(), source })?;
@@ -95,6 +112,27 @@ pub fn is_inside(path: &Path, root: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn under_a_canonical_base_matches_the_whole_resolution() {
+        let dir = std::env::temp_dir().join(format!("portcullis-under-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("real/sub")).unwrap();
+        let _ = std::fs::remove_file(dir.join("link"));
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+        let base = canonicalize_lenient(&dir).unwrap();
+        for rel in ["link/sub/x", "real/../link/new/y", "../outside", "missing/../../z", "link"] {
+            assert_eq!(
+                canonicalize_lenient_under(&base, Path::new(rel)).unwrap(),
+                canonicalize_lenient(&base.join(rel)).unwrap(),
+                "{rel}"
+            );
+        }
+        assert_eq!(
+            canonicalize_lenient_under(&base, Path::new("/etc/../tmp")).unwrap(),
+            PathBuf::from("/tmp")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn missing_tails_and_dotdot() {

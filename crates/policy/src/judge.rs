@@ -4,7 +4,7 @@
 //! places (policy files, executed content, the hub's secrets).
 
 use crate::document::{Access, Decision};
-use crate::paths::{glob_matches_path, resolve};
+use crate::paths::{glob_matches_path, resolve_in};
 use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
 use crate::protected::ProtectedKind;
 use crate::shell::SimpleCommand;
@@ -153,6 +153,7 @@ impl Policy {
     /// secrets are never named; policy files and executed content only by programs that just read them;
     /// a folder holding a protected place is never handed to a program that moves, copies or deletes
     /// trees without an operator.
+    /// `ctx.cwd` must be canonical (see [`EvalContext::canonical`]).
     pub(crate) fn judge_operands(&self, command: &SimpleCommand, ctx: &EvalContext, eval: &mut Evaluation) {
         let program = command.program.as_str();
         let reads_only = READS_OPERANDS_ONLY.contains(&program);
@@ -160,7 +161,7 @@ impl Policy {
         let last = command.argv.len().saturating_sub(1);
         for (index, word) in command.argv.iter().enumerate().skip(1) {
             for candidate in operand_candidates(word) {
-                let Ok(path) = resolve(candidate, &ctx.cwd, ctx.home.as_deref()) else { continue };
+                let Ok(path) = resolve_in(candidate, &ctx.cwd, ctx.home.as_deref()) else { continue };
                 if let Some(hit) = self.protected.find(&path) {
                     let decision = match hit.kind {
                         ProtectedKind::HubSecret => Decision::Forbidden,
@@ -198,12 +199,13 @@ impl Policy {
     }
 
     /// A read or write of one path: deny globs, protected places, then the roots of every layer.
+    /// `ctx.cwd` must be canonical (see [`EvalContext::canonical`]).
     pub(crate) fn judge_path(&self, raw: &str, access: Access, ctx: &EvalContext, eval: &mut Evaluation) {
         if access == Access::Write && matches!(raw, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
             eval.paths.push(raw.to_owned());
             return;
         }
-        let path = match resolve(raw, &ctx.cwd, ctx.home.as_deref()) {
+        let path = match resolve_in(raw, &ctx.cwd, ctx.home.as_deref()) {
             Ok(path) => path,
             Err(e) => {
                 // What cannot be resolved cannot be proven inside a root: fail closed.

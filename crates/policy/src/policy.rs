@@ -159,6 +159,25 @@ impl EvalContext {
     pub fn new(cwd: impl Into<PathBuf>) -> Self {
         EvalContext { cwd: cwd.into(), home: std::env::var_os("HOME").map(PathBuf::from) }
     }
+
+    /// This context with its cwd canonical, so that every path of an evaluation is resolved from it
+    /// without resolving the cwd again; `None` when the cwd cannot be resolved.
+    pub(crate) fn canonical(&self) -> Option<EvalContext> {
+        let cwd = canonicalize_lenient(&self.cwd).ok()?;
+        Some(EvalContext { cwd, home: self.home.clone() })
+    }
+}
+
+/// The evaluation given when the working folder itself cannot be resolved: nothing relative to it can
+/// be proven inside a root.
+fn unresolvable_cwd(ctx: &EvalContext) -> Evaluation {
+    let mut eval = Evaluation::new();
+    eval.raise(
+        Decision::Forbidden,
+        format!("the working folder {} cannot be resolved", ctx.cwd.display()),
+        None,
+    );
+    eval
 }
 
 pub(crate) struct Rule {
@@ -557,6 +576,7 @@ impl Policy {
 
     /// Evaluates a shell command run from `ctx.cwd`.
     pub fn evaluate_command(&self, command: &str, ctx: &EvalContext) -> Evaluation {
+        let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
         let mut eval = Evaluation::new();
         let analysis = analyze(command);
         if analysis.parse_errors {
@@ -598,6 +618,7 @@ impl Policy {
 
     /// Evaluates reading or writing a path (the read/write/edit tools).
     pub fn evaluate_path(&self, raw: &str, access: Access, ctx: &EvalContext) -> Evaluation {
+        let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
         let mut eval = Evaluation::new();
         self.judge_path(raw, access, ctx, &mut eval);
         eval
@@ -673,6 +694,7 @@ impl Policy {
                 }
             }
             ActionKind::Read | ActionKind::Write => {
+                let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
                 let mut eval = Evaluation::new();
                 let access = if action.kind == ActionKind::Write { Access::Write } else { Access::Read };
                 if action.paths.is_empty() {

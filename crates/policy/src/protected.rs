@@ -64,22 +64,28 @@ const COMPONENTS: &[(&str, ProtectedKind, &str)] = &[
     (".githooks", ProtectedKind::Executed, "a git hooks folder"),
 ];
 
-/// Globs (as deny globs match) that mark a protected place, and what they are.
-const GLOBS: &[(&str, ProtectedKind, &str)] = &[
-    (".vscode/tasks.json", ProtectedKind::Executed, "VS Code tasks (run by the editor)"),
+/// File names (with the folder they must sit in, if any) that mark a protected place.
+const FILES: &[(Option<&str>, &str, ProtectedKind, &str)] = &[
+    (Some(".vscode"), "tasks.json", ProtectedKind::Executed, "VS Code tasks (run by the editor)"),
     (
-        ".vscode/settings.json",
+        Some(".vscode"),
+        "settings.json",
         ProtectedKind::Executed,
         "VS Code settings (can name programs the editor runs)",
     ),
-    (".envrc", ProtectedKind::Executed, "a direnv file (run by the shell on entering the folder)"),
-    (".gitmodules", ProtectedKind::Executed, "git submodule settings (can name commands git runs)"),
-    ("/proc/*/environ", ProtectedKind::HubSecret, "a process's environment"),
-    ("/proc/*/task/*/environ", ProtectedKind::HubSecret, "a process's environment"),
-    ("/proc/*/mem", ProtectedKind::HubSecret, "a process's memory"),
-    ("/proc/*/task/*/mem", ProtectedKind::HubSecret, "a process's memory"),
-    ("/proc/kcore", ProtectedKind::HubSecret, "the machine's memory"),
-    ("/dev/mem", ProtectedKind::HubSecret, "the machine's memory"),
+    (None, ".envrc", ProtectedKind::Executed, "a direnv file (run by the shell on entering the folder)"),
+    (None, ".gitmodules", ProtectedKind::Executed, "git submodule settings (can name commands git runs)"),
+];
+
+/// Globs under `/proc` and `/dev` (as deny globs match) that mark another process's or the machine's
+/// memory and environment.
+const SYSTEM_GLOBS: &[(&str, &str)] = &[
+    ("/proc/*/environ", "a process's environment"),
+    ("/proc/*/task/*/environ", "a process's environment"),
+    ("/proc/*/mem", "a process's memory"),
+    ("/proc/*/task/*/mem", "a process's memory"),
+    ("/proc/kcore", "the machine's memory"),
+    ("/dev/mem", "the machine's memory"),
 ];
 
 /// One concrete protected place.
@@ -156,10 +162,21 @@ impl ProtectedPaths {
         if let Some((_, kind, what)) = named {
             return Some(ProtectedHit { kind: *kind, what: (*what).to_owned() });
         }
-        GLOBS
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let parent = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
+        if let Some((_, _, kind, what)) = FILES
             .iter()
-            .find(|(glob, _, _)| glob_matches_path(glob, path))
-            .map(|(_, kind, what)| ProtectedHit { kind: *kind, what: (*what).to_owned() })
+            .find(|(folder, file, _, _)| *file == name && folder.is_none_or(|f| Some(f) == parent))
+        {
+            return Some(ProtectedHit { kind: *kind, what: (*what).to_owned() });
+        }
+        if !(path.starts_with("/proc") || path.starts_with("/dev")) {
+            return None;
+        }
+        SYSTEM_GLOBS
+            .iter()
+            .find(|(glob, _)| glob_matches_path(glob, path))
+            .map(|(_, what)| ProtectedHit { kind: ProtectedKind::HubSecret, what: (*what).to_owned() })
     }
 
     /// The strictest protected place strictly below `dir` (a program moving, copying or deleting `dir`
