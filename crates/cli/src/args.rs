@@ -109,7 +109,7 @@ pub struct ServeArgs {
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_hosts: Vec<String>,
     /// Seconds a connection gets to send a request's headers (idle keep-alive connections included)
-    /// before it is closed.
+    /// before it is closed; a request's body gets as long.
     #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_read_timeout: u64,
     /// Open connections at most (further ones wait until one closes); lowered to stay under the

@@ -195,12 +195,19 @@ fn idle_and_half_sent_connections_are_closed_and_capped_while_clients_are_served
     let served =
         common::serve_with_args(POLICY, &[], &["--max-connections", "8", "--header-read-timeout", "2"]);
     let addr = host_port(&served);
-    // A slowloris: three times the cap of connections that never finish a request.
+    // A slowloris: three times the cap of connections that never finish a request: idle ones, half-sent
+    // headers, and (with the agent's token) a body that stops coming.
+    let slow_body = format!(
+        "POST /v1/hook/claude HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"tool_",
+        served.token
+    );
     let mut hogs = Vec::new();
     for i in 0..24 {
         let mut stream = TcpStream::connect(&addr).unwrap();
-        if i % 2 == 1 {
-            stream.write_all(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap();
+        match i % 3 {
+            1 => stream.write_all(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").unwrap(),
+            2 => stream.write_all(slow_body.as_bytes()).unwrap(),
+            _ => {}
         }
         hogs.push(stream);
     }

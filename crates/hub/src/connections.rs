@@ -1,9 +1,16 @@
 //! The gateway's accept loop, with the two bounds `axum::serve` lacks: a header-read timeout (a
 //! connection that is idle or sends half a request is closed, keep-alive ones between requests too) and
 //! a cap on open connections (at the cap, new ones wait in the listen backlog until one closes), so
-//! nobody can hold the hub's file descriptors and starve agents and the operator of it.
+//! nobody can hold the hub's file descriptors and starve agents and the operator of it. A request's body
+//! gets the same time to arrive.
 
 use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{StatusCode, header};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
@@ -51,6 +58,39 @@ impl ConnectionSlots {
     pub fn open(&self) -> usize {
         self.max.saturating_sub(self.slots.available_permits())
     }
+}
+
+/// How long a request's body may take to arrive, and how large it may be.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyBound {
+    pub timeout: Duration,
+    pub max_bytes: usize,
+}
+
+/// The axum middleware that reads a request's whole body (at most `max_bytes`, else 413) within
+/// `timeout` (else 408, and the connection is closed) before the route sees it: a client dribbling a
+/// body holds its connection no longer than one sending half its headers.
+pub async fn read_body_within(State(bound): State<BodyBound>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let read = Limited::new(body, bound.max_bytes).collect();
+    let bytes = match tokio::time::timeout(bound.timeout, read).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            let message = format!("the request body exceeds {} bytes", bound.max_bytes);
+            return (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONNECTION, "close")], message).into_response();
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "request body not read");
+            let message = "the request body could not be read";
+            return (StatusCode::BAD_REQUEST, [(header::CONNECTION, "close")], message).into_response();
+        }
+        Err(_) => {
+            tracing::warn!(path = %parts.uri.path(), "a request body did not arrive in time");
+            let message = "the request body did not arrive in time";
+            return (StatusCode::REQUEST_TIMEOUT, [(header::CONNECTION, "close")], message).into_response();
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
 /// How connections are served.

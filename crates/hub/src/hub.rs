@@ -54,7 +54,7 @@ pub struct HubConfig {
     /// `allow_remote`.
     pub allowed_hosts: Vec<String>,
     /// A connection that does not finish sending a request's headers within this time (idle
-    /// keep-alive connections included) is closed.
+    /// keep-alive connections included) is closed; an admitted request's body gets the same time.
     pub header_read_timeout: Duration,
     /// Open connections at most; further ones wait to be accepted until one closes. Lowered at start
     /// to half the open-file limit left after a reserve, if that is less.

@@ -6,7 +6,7 @@
 
 use crate::broker::BrokerError;
 use crate::config::RuntimeInfo;
-use crate::connections::{ConnectionLimits, ConnectionSlots, serve_connections};
+use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
 use crate::error::HubError;
 use crate::hub::{Hub, HubBackend};
 use axum::extract::rejection::JsonRejection;
@@ -16,7 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
-use portcullis_mcp::http::{AccessGuard, Admits, LOOPBACK_HOSTS, caller_guard, mcp_service, site_guard};
+use portcullis_mcp::http::{
+    AccessGuard, Admits, LOOPBACK_HOSTS, MAX_REQUEST_BODY_BYTES, caller_guard, mcp_service, site_guard,
+};
 use portcullis_mcp::jsonrpc::screen_jsonrpc;
 use portcullis_policy::ApprovalChoice;
 use portcullis_policy::discovery::user_config_dir;
@@ -107,6 +109,9 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
     let backend = Arc::new(HubBackend::new(hub.clone()));
     let slots = ConnectionSlots::new(config.max_connections);
     // Each group of routes admits one credential; the agents' token never opens the operator's routes.
+    // A caller the guard admitted then has the header-read time to send its body.
+    let body = BodyBound { timeout: config.header_read_timeout, max_bytes: MAX_REQUEST_BODY_BYTES };
+    let body = from_fn_with_state(body, read_body_within);
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service(backend, shutdown.child_token(), hosts))
         .layer(from_fn(screen_jsonrpc));
@@ -116,15 +121,18 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
             "/v1/hook/claude",
             post(claude_hook).layer(axum::extract::DefaultBodyLimit::max(crate::hook::MAX_HOOK_INPUT_BYTES)),
         )
+        .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Agents), caller_guard));
     let for_the_operator = Router::new()
         .route("/v1/approvals", get(pending))
         .route("/v1/approvals/{id}", post(answer))
         .route("/v1/session-grants", get(session_grants))
         .route("/v1/session-grants/{id}", delete(revoke_grant))
+        .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
         .route("/v1/health", get(health))
+        .layer(body)
         .layer(from_fn_with_state(access.admitting(Admits::Both), caller_guard));
     let app = for_agents
         .merge(for_the_operator)
