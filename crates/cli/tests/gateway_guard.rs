@@ -95,17 +95,7 @@ fn agents_cannot_answer_their_own_prompts_and_the_operator_is_named_by_the_chann
         &served,
         json!([{"op": "call", "name": "shell", "arguments": {"command": "touch by-the-agent"}}]),
     );
-    let started = Instant::now();
-    let id = loop {
-        let (status, body) = http(&format!("{api}/approvals"), "GET", Some(&operator), &[], None);
-        assert_eq!(status, 200, "{body}");
-        let v: Value = serde_json::from_str(&body).unwrap();
-        if let Some(p) = v["approvals"].as_array().unwrap().first() {
-            break p["id"].as_u64().unwrap();
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the prompt never came");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let id = first_pending(&served);
     let forged = json!({"answer": "once", "operator": "terminal"}).to_string();
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&forged));
     assert_eq!(status, 400, "a body naming the operator was accepted: {body}");
@@ -242,9 +232,39 @@ fn idle_and_half_sent_connections_are_closed_and_capped_while_clients_are_served
         let outcome = reader.join().unwrap();
         assert!(outcome.is_ok(), "connection {i} was never closed: {outcome:?}");
     }
-    // And the hub serves as before.
+    // And the hub serves as before; a call waiting for its approval longer than the header-read timeout
+    // is not cut (its request was read; the answer is what it waits for).
     let response = raw_http(&addr, &head, "");
     assert_eq!(response.status, 200);
+    let run = agent_in_background(
+        &served,
+        json!([{"op": "call", "name": "shell", "arguments": {"command": "touch after-a-long-wait"}}]),
+    );
+    let id = first_pending(&served);
+    std::thread::sleep(Duration::from_secs(4));
+    let once = json!({"answer": "once"}).to_string();
+    let url = format!("{}/approvals/{id}", served.api);
+    let (status, body) = http(&url, "POST", Some(&served.operator_token), &[], Some(&once));
+    assert_eq!(status, 200, "{body}");
+    let report = run.join().unwrap();
+    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+    assert!(served.project().join("after-a-long-wait").exists());
+}
+
+/// The id of the first pending approval, once there is one (asked with the operator token).
+fn first_pending(served: &Served) -> u64 {
+    let started = Instant::now();
+    loop {
+        let url = format!("{}/approvals", served.api);
+        let (status, body) = http(&url, "GET", Some(&served.operator_token), &[], None);
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if let Some(p) = v["approvals"].as_array().unwrap().first() {
+            return p["id"].as_u64().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the prompt never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
