@@ -103,6 +103,19 @@ pub struct ServeArgs {
     /// A browser Origin allowed to call the gateway (repeatable; none by default).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// A Host name (any port) or host:port the gateway answers to besides the loopback names and the
+    /// listen address (repeatable; only with --allow-remote). Every other Host is refused (DNS
+    /// rebinding).
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// Seconds a connection gets to send a request's headers (idle keep-alive connections included)
+    /// before it is closed; a request's body gets as long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+    /// Open connections at most (further ones wait until one closes); lowered to stay under the
+    /// open-file limit.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
     /// Who answers prompts here: the terminal (default when there is one) or nobody (answers come
     /// through the API; unanswered prompts time out and are denied).
     #[arg(long, value_enum)]

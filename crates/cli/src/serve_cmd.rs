@@ -46,6 +46,9 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         allow_remote: args.allow_remote,
         config_dir: None,
         allowed_origins: args.allow_origins.clone(),
+        allowed_hosts: args.allow_hosts.clone(),
+        header_read_timeout: Duration::from_secs(args.header_read_timeout),
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         secrets: Vec::new(),
         unattended: false,
@@ -65,12 +68,12 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         let hub = Hub::open(config).await.map_err(hub_error)?;
         let running = serve(hub.clone()).await.map_err(hub_error)?;
         let _watcher = reload::watch(&hub).map_err(|e| CliError::BadArgument(format!("watching policies: {e}")))?;
+        let dir = hub_config_dir_display();
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
-            "portcullis: serving MCP at http://{}/mcp (bearer token in {}/token)\nportcullis: policies: {}\nportcullis: ledger: {}",
+            "portcullis: serving MCP at http://{}/mcp (agents' bearer token in {dir}/token; the approval API takes only the operator token in {dir}/operator-token)\nportcullis: policies: {}\nportcullis: ledger: {}",
             running.addr,
-            hub_config_dir_display(),
             hub.policy_sources().join(", "),
             args.db.as_ref().map_or_else(
                 || default_ledger_path().map(|p| p.display().to_string()).unwrap_or_default(),

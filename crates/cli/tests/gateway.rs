@@ -107,7 +107,7 @@ fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
     // A scripted approver answers through the operator API while the agent waits.
     let approver = {
         let api = served.api.clone();
-        let token = served.token.clone();
+        let token = served.operator_token.clone();
         std::thread::spawn(move || {
             let started = Instant::now();
             let mut answered = Vec::new();
@@ -124,7 +124,7 @@ fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
                         "POST",
                         Some(&token),
                         &[],
-                        Some(&json!({"answer": answer, "operator": "script"}).to_string()),
+                        Some(&json!({"answer": answer}).to_string()),
                     );
                     assert_eq!(status, 200, "{body}");
                     // A second answer loses.
@@ -152,7 +152,7 @@ fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
     assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
     assert!(served.project().join("allowed-file").exists());
     let refused = &report["results"][1]["result"];
-    assert!(text_of(refused).contains("denied by the operator (script)"), "{refused}");
+    assert!(text_of(refused).contains("denied by the operator (api)"), "{refused}");
     assert!(!served.project().join("refused-file").exists());
     // Nobody answers this one: it is denied as a timeout, not as an operator's denial.
     let report =
@@ -188,6 +188,9 @@ fn the_guard_refuses_missing_and_wrong_tokens_and_foreign_origins() {
     assert_eq!(status, 403);
     let (status, _) = http(&format!("{}/approvals", served.api), "GET", None, &[], None);
     assert_eq!(status, 401);
+    let (status, _) =
+        http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
+    assert_eq!(status, 200);
     // The token is accepted, with no Origin (non-browser clients) or the hub's own.
     let (status, body) = http(&format!("{}/health", served.api), "GET", Some(&served.token), &[], None);
     assert_eq!(status, 200, "{body}");
@@ -421,6 +424,7 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     }
     let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let operator_token = std::fs::read_to_string(base.join("config/operator-token")).unwrap();
     let api = info["api_url"].as_str().unwrap().to_owned();
     let agent = {
         let url = info["mcp_url"].as_str().unwrap().to_owned();
@@ -440,7 +444,7 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     let wait_pending = |id: u64| {
         let started = Instant::now();
         loop {
-            let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&token), &[], None);
+            let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&operator_token), &[], None);
             let v: Value = serde_json::from_str(&body).unwrap();
             if v["approvals"].as_array().unwrap().iter().any(|p| p["id"] == id) {
                 return;
@@ -452,8 +456,8 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     // The first prompt is answered through the API while the terminal shows it.
     wait_pending(1);
     std::thread::sleep(Duration::from_millis(300));
-    let body = json!({"answer": "deny", "operator": "api-operator"}).to_string();
-    let (status, _) = http(&format!("{api}/approvals/1"), "POST", Some(&token), &[], Some(&body));
+    let body = json!({"answer": "deny"}).to_string();
+    let (status, _) = http(&format!("{api}/approvals/1"), "POST", Some(&operator_token), &[], Some(&body));
     assert_eq!(status, 200);
     // The second one the operator answers on the terminal by typing `o`.
     wait_pending(2);
@@ -472,7 +476,7 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     drop(stdin);
     let shown = child.wait_with_output().unwrap();
     let screen = String::from_utf8_lossy(&shown.stdout);
-    assert!(screen.contains("approval #1 was settled elsewhere: deny by api-operator"), "{screen}");
+    assert!(screen.contains("approval #1 was settled elsewhere: deny by api"), "{screen}");
     assert!(
         screen.contains("approval #2 needed for `shell`") && screen.contains("touch approved-on-terminal"),
         "{screen}"

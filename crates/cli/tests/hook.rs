@@ -140,7 +140,7 @@ fn answer_first_pending(api: &str, token: &str, answer: &str) -> Value {
         let v: Value = serde_json::from_str(&body).unwrap();
         if let Some(p) = v["approvals"].as_array().unwrap().first() {
             let id = p["id"].as_u64().unwrap();
-            let body = json!({"answer": answer, "operator": "reviewer"}).to_string();
+            let body = json!({"answer": answer}).to_string();
             let (status, _) = http(&format!("{api}/approvals/{id}"), "POST", Some(token), &[], Some(&body));
             assert_eq!(status, 200);
             return p.clone();
@@ -161,7 +161,7 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     assert_eq!(decision, "allow");
     // A prompt goes to the hub's operator, who allows it.
     let approver = {
-        let (api, token) = (served.api.clone(), served.token.clone());
+        let (api, token) = (served.api.clone(), served.operator_token.clone());
         std::thread::spawn(move || answer_first_pending(&api, &token, "once"))
     };
     let (decision, reason, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "make deploy"})));
@@ -169,12 +169,13 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     assert_eq!(pending["action"]["command"], "make deploy");
     assert_eq!(pending["tool"], "shell");
     assert_eq!(decision, "allow", "{reason}");
-    assert!(reason.contains("operator reviewer"), "{reason}");
+    assert!(reason.contains("operator api"), "{reason}");
     // Nobody answers within --wait: denied, and the approval is withdrawn.
     let (decision, reason, _) =
         hook(&base, &["--wait", "1"], &input(&proj, "Bash", json!({"command": "make other"})));
     assert_eq!(decision, "deny", "{reason}");
-    let (_, body) = http(&format!("{}/approvals", served.api), "GET", Some(&served.token), &[], None);
+    let (_, body) =
+        http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["approvals"], json!([]));
     let calls = ledger_calls_when(&served, 3);
     let deciders: Vec<(&str, &str)> = calls

@@ -165,7 +165,7 @@ struct Finishing<'a> {
 }
 
 /// A refusal before execution, on its way to becoming a blocked result.
-struct Refusal {
+pub(crate) struct Refusal {
     reason: BlockedReason,
     error: CallError,
     decided_by: DecidedBy,
@@ -175,7 +175,12 @@ struct Refusal {
 }
 
 impl Refusal {
-    fn new(reason: BlockedReason, code: &str, message: impl Into<String>, decided_by: DecidedBy) -> Self {
+    pub(crate) fn new(
+        reason: BlockedReason,
+        code: &str,
+        message: impl Into<String>,
+        decided_by: DecidedBy,
+    ) -> Self {
         Refusal {
             reason,
             error: CallError::new(code, message),
@@ -195,7 +200,7 @@ pub const TRUNCATED_PREVIEW_BYTES: usize = 4096;
 pub const MAX_SHOWN_NAME_BYTES: usize = 256;
 
 /// A caller-supplied name as records show it: bounded in length.
-fn shown_name(name: &str) -> Arc<str> {
+pub(crate) fn shown_name(name: &str) -> Arc<str> {
     Arc::from(truncate(name, MAX_SHOWN_NAME_BYTES))
 }
 
@@ -965,7 +970,7 @@ impl Shared {
     }
 
     /// Turns a refusal into the blocked result, its event and its ledger record.
-    async fn block(
+    pub(crate) async fn block(
         &self,
         ctx: &Arc<CallContext>,
         tool_name: Arc<str>,

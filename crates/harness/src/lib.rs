@@ -20,6 +20,7 @@ pub mod execution;
 pub mod grants;
 pub mod guardrail;
 pub mod ledger;
+pub mod malformed;
 pub mod middleware;
 pub mod name;
 pub mod paths;

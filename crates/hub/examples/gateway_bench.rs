@@ -272,18 +272,11 @@ async fn run(n: usize) -> BenchResult<()> {
     let policy = project(&base, &script)?;
     let db = base.join("ledger.db");
     let hub = Hub::open(HubConfig {
-        project: base.join("proj"),
         policy_files: vec![policy],
-        db: db.clone(),
         listen: "127.0.0.1:0".parse()?,
-        allow_remote: false,
         config_dir: Some(base.join("config")),
-        allowed_origins: Vec::new(),
-        shutdown_grace: Duration::from_secs(10),
-        secrets: Vec::new(),
         unattended: true,
-        manifest_dirs: Vec::new(),
-        search_tools_above: 64,
+        ..HubConfig::new(base.join("proj"), db.clone())
     })
     .await?;
     upstream_ready(&hub).await?;

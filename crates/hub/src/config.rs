@@ -1,6 +1,6 @@
-//! Where the hub keeps things: the bearer token (user config dir, 0600, made on first start), the runtime
-//! file that tells `portcullis mcp` and `portcullis hook` a hub is running, and the default ledger (user
-//! data dir).
+//! Where the hub keeps things: the two bearer tokens, the agents' and the operator's (user config dir,
+//! 0600, made on first start), the runtime file that tells `portcullis mcp` and `portcullis hook` a hub
+//! is running, and the default ledger (user data dir).
 
 use portcullis_policy::discovery::user_config_dir;
 use serde::{Deserialize, Serialize};
@@ -36,39 +36,84 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
-/// The bearer token in `dir/token`: read if present (it must be owner-only), else made from 32 random
-/// bytes and written owner-only.
+/// The agents' bearer token (the gateway token) in `dir/token`: read if present (it must be owner-only),
+/// else made from 32 random bytes and written owner-only. `portcullis mcp` and `portcullis hook` use it.
 pub fn load_or_create_token(dir: &Path) -> std::io::Result<String> {
-    let path = dir.join("token");
-    match std::fs::read_to_string(&path) {
-        Ok(token) => {
-            let mode = std::fs::metadata(&path)?.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(std::io::Error::other(format!(
-                    "{}: the token file is readable by others (mode {mode:o}); run chmod 600 on it",
-                    path.display()
-                )));
-            }
-            let token = token.trim().to_owned();
-            if token.len() < 32 {
-                return Err(std::io::Error::other(format!("{}: the token is too short", path.display())));
-            }
+    load_or_create_secret(dir, "token", "gateway token")
+}
+
+/// The operator's bearer token in `dir/operator-token`, made like the gateway token. Only the operator's
+/// routes (approvals, session grants) accept it, and they accept nothing else.
+pub fn load_or_create_operator_token(dir: &Path) -> std::io::Result<String> {
+    load_or_create_secret(dir, "operator-token", "operator token")
+}
+
+/// The hub's two credentials. Their values are secrets the redactor knows, so a tool that prints a
+/// token file shows neither agents nor the ledger the token.
+#[derive(Clone)]
+pub struct Credentials {
+    /// Held by agents: `/mcp` and the Claude Code hook.
+    pub agent: String,
+    /// Held by the operator: `/v1/approvals`, `/v1/session-grants`.
+    pub operator: String,
+}
+
+impl Credentials {
+    /// Both tokens of the config folder `dir`, made on first use.
+    pub fn load_or_create(dir: &Path) -> std::io::Result<Credentials> {
+        Ok(Credentials { agent: load_or_create_token(dir)?, operator: load_or_create_operator_token(dir)? })
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credentials { .. }")
+    }
+}
+
+fn load_or_create_secret(dir: &Path, file: &str, what: &str) -> std::io::Result<String> {
+    let path = dir.join(file);
+    match read_secret(&path, what) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        read => return read,
+    }
+    private_dir(dir)?;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    // Written whole under a temporary name, then linked into place: a process that starts at the same
+    // time reads either no file or the whole token, and the first one made is the one kept.
+    let temp = dir.join(format!(".{file}.{}", std::process::id()));
+    let mut out =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
+    out.write_all(token.as_bytes())?;
+    out.sync_all()?;
+    let linked = std::fs::hard_link(&temp, &path);
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Ok(()) => {
+            tracing::info!(file = %path.display(), "generated the {what}");
             Ok(token)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            private_dir(dir)?;
-            let mut bytes = [0u8; 32];
-            std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            let mut file =
-                std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-            file.write_all(token.as_bytes())?;
-            file.sync_all()?;
-            tracing::info!(file = %path.display(), "generated the gateway token");
-            Ok(token)
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_secret(&path, what),
         Err(e) => Err(e),
     }
+}
+
+fn read_secret(path: &Path, what: &str) -> std::io::Result<String> {
+    let token = std::fs::read_to_string(path)?;
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{}: the {what} file is readable by others (mode {mode:o}); run chmod 600 on it",
+            path.display()
+        )));
+    }
+    let token = token.trim().to_owned();
+    if token.len() < 32 {
+        return Err(std::io::Error::other(format!("{}: the {what} is too short", path.display())));
+    }
+    Ok(token)
 }
 
 /// What a running hub tells other processes (`dir/hub.json`, owner-only).

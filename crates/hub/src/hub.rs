@@ -2,7 +2,7 @@
 //! ledger) served to agents through the MCP gateway, with the operator's HTTP API beside it.
 
 use crate::broker::ApprovalBroker;
-use crate::config::RuntimeInfo;
+use crate::config::{Credentials, RuntimeInfo};
 use crate::error::HubError;
 use crate::manifest::load_manifests;
 use crate::upstreams::Upstreams;
@@ -27,6 +27,11 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
+/// The default [`HubConfig::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(20);
+/// The default [`HubConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
 /// How to start a hub.
 #[derive(Debug, Clone)]
 pub struct HubConfig {
@@ -44,9 +49,19 @@ pub struct HubConfig {
     pub config_dir: Option<PathBuf>,
     /// Origins allowed besides none (browser pages are refused unless listed).
     pub allowed_origins: Vec<String>,
+    /// Host names (any port) or `host:port` the gateway answers to besides the loopback names and the
+    /// address it listens on (DNS rebinding: any other Host is refused on every route). Only with
+    /// `allow_remote`.
+    pub allowed_hosts: Vec<String>,
+    /// A connection that does not finish sending a request's headers within this time (idle
+    /// keep-alive connections included) is closed; an admitted request's body gets the same time.
+    pub header_read_timeout: Duration,
+    /// Open connections at most; further ones wait to be accepted until one closes. Lowered at start
+    /// to half the open-file limit left after a reserve, if that is less.
+    pub max_connections: usize,
     /// Time allowed for calls to finish at shutdown.
     pub shutdown_grace: Duration,
-    /// Values never written to the ledger or shown (the gateway token, ...); secrets found in the
+    /// Values never written to the ledger or shown; the hub's own tokens and secrets found in the
     /// environment are added.
     pub secrets: Vec<String>,
     /// No operator can be reached (an embedded stdio hub): prompts nobody watches are denied at once.
@@ -60,7 +75,8 @@ pub struct HubConfig {
 
 impl HubConfig {
     /// A hub for `project` writing `db`, with the defaults: 127.0.0.1:7391, the user's config folder,
-    /// no extra Origins, a 10 s shutdown grace, attended, default manifest folders, `search_tools` above 64.
+    /// no extra Origins or Hosts, a 10 s shutdown grace, attended, default manifest folders,
+    /// `search_tools` above 64, a 20 s header-read timeout, 256 connections.
     pub fn new(project: impl Into<PathBuf>, db: impl Into<PathBuf>) -> Self {
         HubConfig {
             project: project.into(),
@@ -70,6 +86,9 @@ impl HubConfig {
             allow_remote: false,
             config_dir: None,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: Duration::from_secs(10),
             secrets: Vec::new(),
             unattended: false,
@@ -148,6 +167,8 @@ pub(crate) struct HubState {
     pub(crate) workspace: Arc<Workspace>,
     pub(crate) upstreams: Upstreams,
     pub(crate) manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
+    /// The agents' and the operator's tokens (none without a config folder: such a hub cannot serve).
+    pub(crate) credentials: Option<Credentials>,
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -201,8 +222,18 @@ impl Hub {
         let limits = coding_limits(&policy);
         let servers = policy.servers().to_vec();
         let live = Arc::new(LivePolicy::new(policy, project.clone()));
-        let redactor =
-            Redactor::builder().secrets(config.secrets.iter().cloned().chain(environment_secrets())).build();
+        // Made here, before the redactor, so both tokens are secrets it knows from the first call on.
+        let credentials = match config.config_dir.clone().or_else(user_config_dir) {
+            Some(dir) => Some(
+                Credentials::load_or_create(&dir)
+                    .map_err(|e| HubError::Config(format!("credentials in {}: {e}", dir.display())))?,
+            ),
+            None => None,
+        };
+        let own_tokens = credentials.iter().flat_map(|c| [c.agent.clone(), c.operator.clone()]);
+        let redactor = Redactor::builder()
+            .secrets(config.secrets.iter().cloned().chain(environment_secrets()).chain(own_tokens))
+            .build();
         let broker =
             ApprovalBroker::new(live.clone(), timeout, always_file(&sources)).with_redactor(redactor.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
@@ -265,6 +296,7 @@ impl Hub {
                 workspace,
                 upstreams,
                 manifests: RwLock::new(manifests),
+                credentials,
             }),
         };
         hub.rebuild_on_change(rebuild_rx);
@@ -433,6 +465,30 @@ impl Hub {
         self.state.dispatcher.dispatch(ToolCall::new(call_id.to_owned(), tool, arguments), &run).await
     }
 
+    /// Records a call whose request was malformed (see [`GatewayBackend::refuse_malformed`]).
+    pub async fn refuse_malformed(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        owner: &str,
+        message: String,
+    ) -> ToolCallResult {
+        let run = RunContext::new(session_id.to_owned(), "mcp")
+            .with_owner(owner.to_owned())
+            .with_cwd(self.state.project.clone());
+        self.state
+            .dispatcher
+            .refuse_malformed(ToolCall::new(call_id.to_owned(), tool, arguments), &run, message)
+            .await
+    }
+
+    /// The hub's tokens, when it has a config folder.
+    pub fn credentials(&self) -> Option<&Credentials> {
+        self.state.credentials.as_ref()
+    }
+
     /// Opens a ledger session for a client.
     pub async fn open_session(&self, client: &str, version: &str) -> String {
         let n = self.state.sessions.fetch_add(1, Ordering::Relaxed) + 1;
@@ -512,6 +568,11 @@ impl HubBackend {
     pub fn new(hub: Hub) -> Self {
         HubBackend { hub, owners: RwLock::new(Default::default()), wire_names: std::sync::Mutex::new(None) }
     }
+
+    /// Who a session's calls are recorded as.
+    fn owner(&self, session_id: &str) -> String {
+        self.owners.read().ok().and_then(|o| o.get(session_id).cloned()).unwrap_or_else(|| "agent".into())
+    }
 }
 
 #[async_trait]
@@ -568,13 +629,20 @@ impl GatewayBackend for HubBackend {
         arguments: Value,
         cancel: CancellationToken,
     ) -> ToolCallResult {
-        let owner = self
-            .owners
-            .read()
-            .ok()
-            .and_then(|o| o.get(session_id).cloned())
-            .unwrap_or_else(|| "agent".into());
+        let owner = self.owner(session_id);
         self.hub.call(session_id, call_id, tool, arguments, &owner, cancel).await
+    }
+
+    async fn refuse_malformed(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        message: String,
+    ) -> ToolCallResult {
+        let owner = self.owner(session_id);
+        self.hub.refuse_malformed(session_id, call_id, tool, arguments, &owner, message).await
     }
 
     fn tools_changed(&self) -> watch::Receiver<u64> {

@@ -4,6 +4,7 @@
 
 pub mod broker;
 pub mod config;
+pub mod connections;
 pub mod error;
 pub mod hook;
 pub mod hub;

@@ -1,18 +1,25 @@
-//! What the hub serves on its loopback port: the MCP gateway at `/mcp` and the operator's API at `/v1`
-//! (health, pending approvals and answers, session grants), all behind the bearer token and the Origin
-//! check. Binding elsewhere than loopback must be asked for.
+//! What the hub serves on its loopback port: the MCP gateway at `/mcp` and the Claude Code hook for
+//! agents (the gateway token), the approval and session-grant API for the operator (the operator token),
+//! health for either; every route behind the Host and Origin checks, `/mcp` behind the JSON-RPC screen,
+//! and the accept loop's connection cap and header-read timeout. Binding elsewhere than loopback must be
+//! asked for.
 
 use crate::broker::BrokerError;
-use crate::config::{RuntimeInfo, load_or_create_token};
+use crate::config::RuntimeInfo;
+use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
 use crate::error::HubError;
 use crate::hub::{Hub, HubBackend};
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Extension, Path as UrlPath, State};
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
-use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use http::StatusCode;
-use portcullis_mcp::http::{AccessGuard, guard, mcp_service};
+use portcullis_mcp::http::{
+    AccessGuard, Admits, LOOPBACK_HOSTS, MAX_REQUEST_BODY_BYTES, caller_guard, mcp_service, site_guard,
+};
+use portcullis_mcp::jsonrpc::screen_jsonrpc;
 use portcullis_policy::ApprovalChoice;
 use portcullis_policy::discovery::user_config_dir;
 use serde::Deserialize;
@@ -21,11 +28,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
+/// The operator recorded for answers given through the operator API: the channel, never the request.
+pub const API_OPERATOR: &str = "api";
+
 /// A hub that listens.
 pub struct RunningHub {
     pub hub: Hub,
     pub addr: SocketAddr,
+    /// The agents' (gateway) token.
     pub token: String,
+    /// The operator's token (approvals, session grants).
+    pub operator_token: String,
     server: JoinHandle<()>,
 }
 
@@ -36,6 +49,27 @@ impl RunningHub {
         let _ = self.server.await;
         result
     }
+}
+
+/// The Host names the gateway answers to: the loopback names, the address it listens on, and (only with
+/// `allow_remote`) the configured ones.
+fn allowed_hosts(hub: &Hub, addr: SocketAddr) -> Result<Vec<String>, HubError> {
+    let config = &hub.state.config;
+    if !config.allowed_hosts.is_empty() && !config.allow_remote {
+        return Err(HubError::Config(
+            "allowed hosts are for a gateway that listens beyond this machine (--allow-remote); a \
+             loopback gateway answers only to localhost, 127.0.0.1 and ::1"
+                .into(),
+        ));
+    }
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+    if !addr.ip().is_unspecified() {
+        hosts.push(addr.ip().to_string());
+    } else if config.allowed_hosts.is_empty() {
+        tracing::warn!(%addr, "listening on every address, but only loopback names are accepted as Host: name this machine's with --allow-host");
+    }
+    hosts.extend(config.allowed_hosts.iter().cloned());
+    Ok(hosts)
 }
 
 /// Binds the gateway and the API, writes the runtime file, and serves until the hub shuts down.
@@ -54,9 +88,11 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
         .config_dir
         .clone()
         .or_else(user_config_dir)
-        .ok_or_else(|| HubError::Config("no config folder for the token (set HOME)".into()))?;
-    let token = load_or_create_token(&dir)
-        .map_err(|e| HubError::Config(format!("token in {}: {e}", dir.display())))?;
+        .ok_or_else(|| HubError::Config("no config folder for the tokens (set HOME)".into()))?;
+    let credentials = hub
+        .credentials()
+        .cloned()
+        .ok_or_else(|| HubError::Config("no config folder for the tokens (set HOME)".into()))?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| HubError::Listen { addr: addr.to_string(), source })?;
@@ -66,47 +102,60 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
         origins.push(format!("http://localhost:{}", addr.port()));
     }
     origins.extend(config.allowed_origins.iter().cloned());
-    let access = AccessGuard::new(token.clone(), origins);
+    let hosts = allowed_hosts(&hub, addr)?;
+    let access =
+        AccessGuard::new(credentials.agent.clone(), credentials.operator.clone(), origins, hosts.clone());
     let shutdown = hub.shutdown_token();
     let backend = Arc::new(HubBackend::new(hub.clone()));
-    let app = Router::new()
-        .nest_service("/mcp", mcp_service(backend, shutdown.child_token()))
-        .route("/v1/health", get(health))
-        .route("/v1/approvals", get(pending))
-        .route("/v1/approvals/{id}", post(answer))
+    let slots = ConnectionSlots::new(config.max_connections);
+    // Each group of routes admits one credential; the agents' token never opens the operator's routes.
+    // A caller the guard admitted then has the header-read time to send its body.
+    let body = BodyBound { timeout: config.header_read_timeout, max_bytes: MAX_REQUEST_BODY_BYTES };
+    let body = from_fn_with_state(body, read_body_within);
+    let mcp = Router::new()
+        .nest_service("/mcp", mcp_service(backend, shutdown.child_token(), hosts))
+        .layer(from_fn(screen_jsonrpc));
+    let for_agents = Router::new()
+        .merge(mcp)
         .route(
             "/v1/hook/claude",
             post(claude_hook).layer(axum::extract::DefaultBodyLimit::max(crate::hook::MAX_HOOK_INPUT_BYTES)),
         )
+        .layer(body.clone())
+        .layer(from_fn_with_state(access.admitting(Admits::Agents), caller_guard));
+    let for_the_operator = Router::new()
+        .route("/v1/approvals", get(pending))
+        .route("/v1/approvals/{id}", post(answer))
         .route("/v1/session-grants", get(session_grants))
         .route("/v1/session-grants/{id}", delete(revoke_grant))
+        .layer(body.clone())
+        .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
+    let for_both = Router::new()
+        .route("/v1/health", get(health))
+        .layer(body)
+        .layer(from_fn_with_state(access.admitting(Admits::Both), caller_guard));
+    let app = for_agents
+        .merge(for_the_operator)
+        .merge(for_both)
         .with_state(hub.clone())
-        .layer(axum::middleware::from_fn_with_state(access, guard));
+        .layer(Extension(slots.clone()))
+        .layer(from_fn_with_state(access, site_guard));
     RuntimeInfo::new(addr, &config.db).write(&dir)?;
-    let stop = shutdown.clone();
-    // Small streamed answers must not wait for the client's delayed ACK (a ~40 ms stall per call on
-    // kept-alive connections).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY not set");
-        }
-    });
-    let server = tokio::spawn(async move {
-        if let Err(e) =
-            axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await
-        {
-            tracing::error!(error = %e, "the gateway stopped with an error");
-        }
-    });
+    let limits = ConnectionLimits {
+        slots,
+        header_read_timeout: config.header_read_timeout,
+        drain: config.shutdown_grace,
+    };
+    let server = tokio::spawn(serve_connections(listener, app, limits, shutdown.clone()));
     tracing::info!(%addr, "gateway listening");
-    Ok(RunningHub { hub, addr, token, server })
+    Ok(RunningHub { hub, addr, token: credentials.agent, operator_token: credentials.operator, server })
 }
 
 fn error(status: StatusCode, code: &str, message: String) -> Response {
     (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response()
 }
 
-async fn health(State(hub): State<Hub>) -> Response {
+async fn health(State(hub): State<Hub>, Extension(slots): Extension<ConnectionSlots>) -> Response {
     Json(json!({
         "status": "ok",
         "version": env!("CARGO_PKG_VERSION"),
@@ -115,6 +164,7 @@ async fn health(State(hub): State<Hub>) -> Response {
         "tools": hub.visible_tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
         "pending_approvals": hub.broker().pending().len(),
         "servers": hub.upstream_states(),
+        "connections": { "open": slots.open(), "max": slots.max() },
     }))
     .into_response()
 }
@@ -123,22 +173,32 @@ async fn pending(State(hub): State<Hub>) -> Response {
     Json(json!({ "approvals": hub.broker().pending() })).into_response()
 }
 
+/// An answer to a pending approval. Who answered is not the request's to say (an `operator` field is
+/// refused): it is the channel, [`API_OPERATOR`].
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Answer {
     /// once | session | always | deny
     answer: String,
-    #[serde(default)]
-    operator: Option<String>,
 }
 
-async fn answer(State(hub): State<Hub>, UrlPath(id): UrlPath<u64>, body: Option<Json<Answer>>) -> Response {
-    let Some(Json(body)) = body else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            "expected {\"answer\": \"once|session|always|deny\"}".into(),
-        );
+async fn answer(
+    State(hub): State<Hub>,
+    UrlPath(id): UrlPath<u64>,
+    body: Result<Json<Answer>, JsonRejection>,
+) -> Response {
+    let body = match body {
+        Ok(Json(body)) => body,
+        Err(rejection) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!(
+                    "expected {{\"answer\": \"once|session|always|deny\"}} and nothing else: {}",
+                    rejection.body_text()
+                ),
+            );
+        }
     };
     let choice = match body.answer.as_str() {
         "once" => ApprovalChoice::Once,
@@ -153,8 +213,7 @@ async fn answer(State(hub): State<Hub>, UrlPath(id): UrlPath<u64>, body: Option<
             );
         }
     };
-    let operator = body.operator.unwrap_or_else(|| "api".into());
-    match hub.broker().answer(id, choice, &operator) {
+    match hub.broker().answer(id, choice, API_OPERATOR) {
         Ok(()) => Json(json!({ "answered": id })).into_response(),
         Err(e) => {
             let status = match e {

@@ -55,18 +55,11 @@ fn config(base: &Path) -> HubConfig {
     }
     HubConfig {
         policy_files: vec![project.join(".portcullis/policy.json")],
-        project,
-        db: base.join("ledger.db"),
         listen: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
         config_dir: Some(base.join("config")),
-        allowed_origins: Vec::new(),
-        shutdown_grace: Duration::from_secs(10),
-        secrets: Vec::new(),
         // Nobody answers prompts here: a call the policy did not allow fails at once instead of waiting.
         unattended: true,
-        manifest_dirs: Vec::new(),
-        search_tools_above: 64,
+        ..HubConfig::new(project, base.join("ledger.db"))
     }
 }
 

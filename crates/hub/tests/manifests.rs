@@ -100,18 +100,12 @@ async fn setup() -> Setup {
     std::fs::copy(repo().join("tool-manifests/examples/weather_fixture.json"), tools.join("weather.json"))
         .unwrap();
     let hub = Hub::open(HubConfig {
-        project: project.clone(),
-        policy_files: Vec::new(),
-        db: base.join("ledger.db"),
         listen: "127.0.0.1:0".parse().unwrap(),
-        allow_remote: false,
         config_dir: Some(base.join("config")),
-        allowed_origins: Vec::new(),
         shutdown_grace: Duration::from_secs(2),
-        secrets: Vec::new(),
         unattended: true,
         manifest_dirs: vec![tools.clone()],
-        search_tools_above: 64,
+        ..HubConfig::new(project.clone(), base.join("ledger.db"))
     })
     .await
     .unwrap();

@@ -3,13 +3,14 @@
 //! or denied call comes back as a tool result with `isError` naming the reason and the deciding rule.
 
 use crate::convert::{call_result, tool_of};
+use crate::jsonrpc::{CLIENT_METHODS, TOOLS_CALL};
 use crate::wire::WireNames;
 use async_trait::async_trait;
 use portcullis_harness::{EventDelivery, EventPayload, EventSubscription, ToolCallResult, ToolSpec};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -58,6 +59,16 @@ pub trait GatewayBackend: Send + Sync + 'static {
         arguments: Value,
         cancel: CancellationToken,
     ) -> ToolCallResult;
+    /// Records a `tools/call` whose params were malformed (no tool name, a name that is not a string,
+    /// arguments that are not an object) as one blocked call (`invalid_arguments`) and returns it.
+    async fn refuse_malformed(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        message: String,
+    ) -> ToolCallResult;
     /// Changes whenever the visible tool list may have changed (grants, policy, registry).
     fn tools_changed(&self) -> watch::Receiver<u64>;
     /// The pipeline's events (progress of calls is forwarded to clients that asked for it).
@@ -79,6 +90,47 @@ pub fn server_config() -> ServerConfig {
 /// Sessions with `initialize` (list_changed and progress are sent on the session's stream).
 pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+}
+
+/// What a `tools/call` whose params rmcp could not read names as its tool (a marker when nothing usable),
+/// the arguments it attempted, and why it is refused.
+fn malformed_call(params: Option<&Value>, names: &WireNames) -> (String, Value, String) {
+    const NO_NAME: &str = "(no tool name)";
+    let Some(Value::Object(params)) = params else {
+        let attempted = params.cloned().unwrap_or(Value::Null);
+        return (
+            NO_NAME.into(),
+            attempted,
+            "the params of tools/call must be an object {name, arguments}".into(),
+        );
+    };
+    match params.get("name") {
+        Some(Value::String(name)) => {
+            let tool = names.registry_name(name).unwrap_or(name).to_owned();
+            let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+            let why = match &arguments {
+                Value::Object(_) | Value::Null => "the params of tools/call do not fit its schema".to_owned(),
+                other => format!("`arguments` must be an object, got {}", json_type(other)),
+            };
+            (tool, arguments, why)
+        }
+        Some(other) => {
+            let why = format!("`name` must be a string, got {}", json_type(other));
+            (NO_NAME.into(), Value::Object(params.clone()), why)
+        }
+        None => (NO_NAME.into(), Value::Object(params.clone()), "`name` is missing".into()),
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// `search_tools` answers with registry names; agents call wire names.
@@ -328,6 +380,38 @@ impl ServerHandler for GatewayHandler {
             wire_names_in_search(&mut result, &names);
         }
         Ok(call_result(&result).into())
+    }
+
+    /// rmcp reads a request to a known method whose params do not fit as a custom request: those are
+    /// invalid params (-32602), and a malformed `tools/call` is also recorded as a blocked call.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method == TOOLS_CALL {
+            let session = self.session_id(&context).await;
+            let names = self.connection.backend.wire_names();
+            let (tool, arguments, why) = malformed_call(request.params.as_ref(), &names);
+            let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
+            let result =
+                self.connection.backend.refuse_malformed(&session, &call_id, &tool, arguments, why).await;
+            let (reason, message) = match &result.outcome {
+                portcullis_harness::CallOutcome::Blocked { reason, error } => {
+                    (reason.to_string(), error.message.clone())
+                }
+                _ => ("invalid_arguments".to_owned(), "malformed tools/call params".to_owned()),
+            };
+            let data = serde_json::json!({ "portcullis": { "blocked": reason, "call_id": call_id } });
+            return Err(McpError::invalid_params(format!("Invalid params: {message}"), Some(data)));
+        }
+        if CLIENT_METHODS.contains(&request.method.as_str()) {
+            return Err(McpError::invalid_params(
+                format!("Invalid params: the params of {} do not fit its schema", request.method),
+                None,
+            ));
+        }
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, request.method, None))
     }
 }
 

@@ -1,49 +1,192 @@
 //! The Streamable HTTP side of the gateway: rmcp's service for `/mcp`, and the guard in front of every
-//! route — a bearer token (compared in constant time) and an Origin check against DNS rebinding and
-//! browser pages. rmcp's own Host allowlist (loopback names) stays on behind it.
+//! route. The guard checks, in order, the Host (only the hub's own names: DNS rebinding), the Origin
+//! (browser pages), and the bearer token, which says who calls: an agent or the operator. Agents and
+//! operators hold separate tokens, and each route admits one of them (or both), so an agent cannot
+//! answer its own prompts. rmcp's own Host allowlist stays on behind it.
 
 use crate::gateway::{GatewayBackend, GatewayHandler};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, StatusCode, Uri, header};
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The Host names a loopback gateway answers to (any port).
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The largest POST body `/mcp` reads (rmcp's default, set explicitly so the JSON-RPC screen in front
+/// of it reads no more than rmcp would).
+pub const MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Who a request's bearer token says it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// An agent: holds the gateway token (`/mcp`, the Claude Code hook).
+    Agent,
+    /// The operator: holds the operator token (approvals, session grants).
+    Operator,
+}
+
+/// Which callers a route admits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admits {
+    Agents,
+    Operators,
+    Both,
+}
+
+/// A refused request: the status, a stable code and a message, answered as
+/// `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: &'static str,
+}
+
+impl Refusal {
+    const fn new(status: StatusCode, code: &'static str, message: &'static str) -> Self {
+        Refusal { status, code, message }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = axum::Json(json!({ "error": { "code": self.code, "message": self.message } }));
+        if self.status == StatusCode::UNAUTHORIZED {
+            (self.status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+        } else {
+            (self.status, body).into_response()
+        }
+    }
+}
+
 /// What the guard lets through.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AccessGuard {
-    token: Arc<str>,
+    agent_token: Arc<str>,
+    operator_token: Arc<str>,
     /// Origins allowed besides none at all (non-browser clients send none).
     allowed_origins: Arc<[String]>,
+    /// Host names (any port) or `name:port` authorities the hub answers to, lower case, IPv6 without
+    /// brackets.
+    allowed_hosts: Arc<[String]>,
+}
+
+impl std::fmt::Debug for AccessGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessGuard")
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AccessGuard {
-    pub fn new(token: impl Into<Arc<str>>, allowed_origins: Vec<String>) -> Self {
-        AccessGuard { token: token.into(), allowed_origins: allowed_origins.into() }
+    /// A guard for the agents' token, the operator's token, the allowed Origins and the allowed Hosts
+    /// (see [`LOOPBACK_HOSTS`]; entries are names, for any port, or `name:port`).
+    pub fn new(
+        agent_token: impl Into<Arc<str>>,
+        operator_token: impl Into<Arc<str>>,
+        allowed_origins: Vec<String>,
+        allowed_hosts: Vec<String>,
+    ) -> Self {
+        let allowed_hosts: Vec<String> = allowed_hosts.iter().map(|h| normalize_host(h)).collect();
+        AccessGuard {
+            agent_token: agent_token.into(),
+            operator_token: operator_token.into(),
+            allowed_origins: allowed_origins.into(),
+            allowed_hosts: allowed_hosts.into(),
+        }
     }
 
-    /// Why a request is refused, if it is.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
+    /// The guard of a route that admits `admits`.
+    pub fn admitting(&self, admits: Admits) -> RouteGuard {
+        RouteGuard { access: self.clone(), admits }
+    }
+
+    /// Whether the request is addressed to this hub, from no browser page or an allowed one.
+    pub fn check_site(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.parse::<http::uri::Authority>().ok())
+            .or_else(|| uri.authority().cloned());
+        let allowed = host.is_some_and(|authority| {
+            let name = normalize_host(authority.host());
+            let with_port = authority.port_u16().map(|p| format!("{name}:{p}"));
+            self.allowed_hosts.iter().any(|a| *a == name || with_port.as_deref() == Some(a.as_str()))
+        });
+        if !allowed {
+            return Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "host_not_allowed",
+                "the Host header does not name this hub",
+            ));
+        }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let allowed = origin.to_str().is_ok_and(|o| self.allowed_origins.iter().any(|a| a == o));
             if !allowed {
-                return Err((StatusCode::FORBIDDEN, "origin not allowed"));
+                return Err(Refusal::new(StatusCode::FORBIDDEN, "origin_not_allowed", "origin not allowed"));
             }
         }
+        Ok(())
+    }
+
+    /// Who the bearer token says is calling, if the route admits them.
+    pub fn check_caller(&self, headers: &HeaderMap, admits: Admits) -> Result<Caller, Refusal> {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-        match presented {
-            Some(token) if constant_time_eq(token.as_bytes(), self.token.as_bytes()) => Ok(()),
-            _ => Err((StatusCode::UNAUTHORIZED, "missing or wrong bearer token")),
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::as_bytes);
+        // Both comparisons always run: which token matched does not show in the time taken.
+        let (agent, operator) = match presented {
+            Some(token) => (
+                constant_time_eq(token, self.agent_token.as_bytes()),
+                constant_time_eq(token, self.operator_token.as_bytes()),
+            ),
+            None => (false, false),
+        };
+        let caller = match (agent, operator) {
+            (true, _) => Caller::Agent,
+            (false, true) => Caller::Operator,
+            (false, false) => {
+                return Err(Refusal::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "missing or wrong bearer token",
+                ));
+            }
+        };
+        match (admits, caller) {
+            (Admits::Both, _) | (Admits::Agents, Caller::Agent) | (Admits::Operators, Caller::Operator) => {
+                Ok(caller)
+            }
+            (Admits::Agents, Caller::Operator) => Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "agent_credential_required",
+                "this route is for agents: use the gateway token, not the operator token",
+            )),
+            (Admits::Operators, Caller::Agent) => Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "operator_credential_required",
+                "this route is for the operator: the gateway (agent) token cannot answer approvals or \
+                 manage grants; use the operator token",
+            )),
         }
     }
+}
+
+/// A host name as compared: lower case, IPv6 literals without brackets.
+fn normalize_host(host: &str) -> String {
+    host.trim().trim_start_matches('[').replace(']', "").to_ascii_lowercase()
 }
 
 /// Equal without leaking where the first difference is (the length is not secret).
@@ -51,28 +194,56 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The axum middleware applying [`AccessGuard`].
-pub async fn guard(State(guard): State<AccessGuard>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers()) {
+/// The axum middleware checking Host and Origin on every route (unknown paths included).
+pub async fn site_guard(State(access): State<AccessGuard>, request: Request, next: Next) -> Response {
+    match access.check_site(request.uri(), request.headers()) {
         Ok(()) => next.run(request).await,
-        Err((status, why)) => {
-            tracing::warn!(%status, why, path = %request.uri().path(), "gateway request refused");
-            (status, [(header::WWW_AUTHENTICATE, "Bearer")], why).into_response()
-        }
+        Err(refusal) => refused(refusal, &request),
     }
 }
 
+/// [`AccessGuard`] for one group of routes.
+#[derive(Debug, Clone)]
+pub struct RouteGuard {
+    access: AccessGuard,
+    admits: Admits,
+}
+
+/// The axum middleware checking the bearer token of a group of routes; the [`Caller`] is put in the
+/// request's extensions for the handlers.
+pub async fn caller_guard(State(guard): State<RouteGuard>, mut request: Request, next: Next) -> Response {
+    match guard.access.check_caller(request.headers(), guard.admits) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => refused(refusal, &request),
+    }
+}
+
+fn refused(refusal: Refusal, request: &Request) -> Response {
+    tracing::warn!(
+        status = %refusal.status,
+        why = refusal.code,
+        path = %request.uri().path(),
+        "gateway request refused"
+    );
+    refusal.into_response()
+}
+
 /// rmcp's Streamable HTTP service over the gateway: one handler (and ledger session) per MCP session;
-/// cancelling `shutdown` ends every session and its streams.
+/// cancelling `shutdown` ends every session and its streams. `allowed_hosts` as for [`AccessGuard`].
 pub fn mcp_service(
     backend: Arc<dyn GatewayBackend>,
     shutdown: CancellationToken,
+    allowed_hosts: Vec<String>,
 ) -> StreamableHttpService<GatewayHandler, LocalSessionManager> {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(Duration::from_secs(30 * 60));
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
-        .with_allowed_hosts(["localhost", "127.0.0.1", "::1"])
+        .with_allowed_hosts(allowed_hosts)
+        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         .with_legacy_session_mode(true);
     StreamableHttpService::new(
         move || Ok(GatewayHandler::new(backend.clone(), "http")),
@@ -94,22 +265,53 @@ mod tests {
         h
     }
 
+    fn guard() -> AccessGuard {
+        AccessGuard::new(
+            "agent-token-0000",
+            "operator-token-00",
+            vec!["http://127.0.0.1:7777".into()],
+            LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(["hub.example:8443".into()]).collect(),
+        )
+    }
+
     #[test]
-    fn token_and_origin() {
-        let g = AccessGuard::new("s3cret-token", vec!["http://127.0.0.1:7777".into()]);
-        assert!(g.check(&headers(&[("authorization", "Bearer s3cret-token")])).is_ok());
-        assert_eq!(g.check(&headers(&[])).unwrap_err().0, StatusCode::UNAUTHORIZED);
+    fn tokens_say_who_calls_and_routes_admit_one_or_both() {
+        let g = guard();
+        let agent = headers(&[("authorization", "Bearer agent-token-0000")]);
+        let operator = headers(&[("authorization", "Bearer operator-token-00")]);
+        assert_eq!(g.check_caller(&agent, Admits::Agents), Ok(Caller::Agent));
+        assert_eq!(g.check_caller(&agent, Admits::Both), Ok(Caller::Agent));
         assert_eq!(
-            g.check(&headers(&[("authorization", "Bearer s3cret-tokeN")])).unwrap_err().0,
-            StatusCode::UNAUTHORIZED
+            g.check_caller(&agent, Admits::Operators).unwrap_err().code,
+            "operator_credential_required"
         );
-        assert_eq!(
-            g.check(&headers(&[("authorization", "Basic s3cret-token")])).unwrap_err().0,
-            StatusCode::UNAUTHORIZED
-        );
-        let foreign = [("authorization", "Bearer s3cret-token"), ("origin", "http://evil.example")];
-        assert_eq!(g.check(&headers(&foreign)).unwrap_err().0, StatusCode::FORBIDDEN);
-        let own = [("authorization", "Bearer s3cret-token"), ("origin", "http://127.0.0.1:7777")];
-        assert!(g.check(&headers(&own)).is_ok());
+        assert_eq!(g.check_caller(&operator, Admits::Operators), Ok(Caller::Operator));
+        assert_eq!(g.check_caller(&operator, Admits::Agents).unwrap_err().code, "agent_credential_required");
+        for wrong in [
+            &headers(&[]),
+            &headers(&[("authorization", "Bearer agent-token-000O")]),
+            &headers(&[("authorization", "Basic agent-token-0000")]),
+        ] {
+            assert_eq!(g.check_caller(wrong, Admits::Both).unwrap_err().status, StatusCode::UNAUTHORIZED);
+        }
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        let g = guard();
+        let uri: Uri = "/v1/health".parse().unwrap();
+        for host in ["localhost", "LOCALHOST:7391", "127.0.0.1:1", "[::1]:7391", "hub.example:8443"] {
+            assert!(g.check_site(&uri, &headers(&[("host", host)])).is_ok(), "{host}");
+        }
+        for host in
+            ["evil.example", "hub.example", "hub.example:8444", "127.0.0.1.evil.example", "localhost."]
+        {
+            assert_eq!(g.check_site(&uri, &headers(&[("host", host)])).unwrap_err().code, "host_not_allowed");
+        }
+        assert_eq!(g.check_site(&uri, &headers(&[])).unwrap_err().code, "host_not_allowed");
+        let foreign = [("host", "127.0.0.1:7777"), ("origin", "http://evil.example")];
+        assert_eq!(g.check_site(&uri, &headers(&foreign)).unwrap_err().code, "origin_not_allowed");
+        let own = [("host", "127.0.0.1:7777"), ("origin", "http://127.0.0.1:7777")];
+        assert!(g.check_site(&uri, &headers(&own)).is_ok());
     }
 }

@@ -5,5 +5,6 @@
 pub mod convert;
 pub mod gateway;
 pub mod http;
+pub mod jsonrpc;
 pub mod upstream;
 pub mod wire;

@@ -29,7 +29,10 @@ pub struct Served {
     child: Option<Child>,
     pub mcp_url: String,
     pub api: String,
+    /// The agents' bearer token (`config/token`).
     pub token: String,
+    /// The operator's bearer token (`config/operator-token`), for the approval and session-grant API.
+    pub operator_token: String,
 }
 
 impl Served {
@@ -104,6 +107,11 @@ pub fn serve(policy: &str) -> Served {
 /// Like [`serve`], with extra environment variables for the hub. `{INTEROP}` in the policy is the
 /// interop folder (where the npm peers are).
 pub fn serve_with(policy: &str, env: &[(&str, &str)]) -> Served {
+    serve_with_args(policy, env, &[])
+}
+
+/// Like [`serve_with`], with extra `portcullis serve` arguments.
+pub fn serve_with_args(policy: &str, env: &[(&str, &str)], args: &[&str]) -> Served {
     let policy = policy.replace("{INTEROP}", &interop_dir().canonicalize().unwrap().display().to_string());
     let dir = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(dir.path()).unwrap();
@@ -112,7 +120,9 @@ pub fn serve_with(policy: &str, env: &[(&str, &str)]) -> Served {
     std::fs::write(base.join("proj/.portcullis/policy.json"), policy).unwrap();
     let child = portcullis(&base)
         .envs(env.iter().copied())
-        .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5", "--db"])
+        .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5"])
+        .args(args)
+        .arg("--db")
         .arg(base.join("ledger.db"))
         .current_dir(base.join("proj"))
         .stdin(Stdio::null())
@@ -129,12 +139,14 @@ pub fn serve_with(policy: &str, env: &[(&str, &str)]) -> Served {
     std::thread::sleep(Duration::from_millis(100));
     let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let operator_token = std::fs::read_to_string(base.join("config/operator-token")).unwrap_or_default();
     Served {
         dir,
         child: Some(child),
         mcp_url: info["mcp_url"].as_str().unwrap().to_owned(),
         api: info["api_url"].as_str().unwrap().to_owned(),
         token,
+        operator_token,
     }
 }
 
@@ -171,6 +183,76 @@ pub fn http(
     let _ = reader.read_to_string(&mut rest);
     let body = rest.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
+}
+
+/// An HTTP/1.1 response as a raw client sees it: status, headers (names lower-cased) and the body
+/// (de-chunked).
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl RawResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON, or the JSON of its first SSE `data:` line (rmcp answers requests as an event
+    /// stream).
+    pub fn json(&self) -> Value {
+        if let Ok(v) = serde_json::from_str(&self.body) {
+            return v;
+        }
+        let data = self
+            .body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|d| !d.is_empty())
+            .unwrap_or_else(|| panic!("no JSON in the response: {}", self.body));
+        serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}"))
+    }
+}
+
+/// One raw HTTP/1.1 request on a fresh connection, headers as given (no Host added), with generous
+/// timeouts; the whole response is read (the request says `Connection: close`).
+pub fn raw_http(addr: &str, request_head: &str, body: &str) -> RawResponse {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut request = request_head.to_owned();
+    if !body.is_empty() {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked { dechunk(rest) } else { rest.to_owned() };
+    RawResponse { status, headers, body }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+    }
+    body
 }
 
 /// The ledger's calls once it holds `n` of them: a running hub commits its rows a moment after it

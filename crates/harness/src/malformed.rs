@@ -1,0 +1,63 @@
+//! Calls a transport could not even read as calls (a protocol request with no tool name, or arguments
+//! that are not an object): they never reach the pipeline, yet every refused call must leave one
+//! `blocked` record and event like any other, so the dispatcher records them here.
+
+use crate::call::{
+    BlockedReason, CallArguments, DecidedBy, RunContext, ToolCall, ToolCallResult, error_codes,
+};
+use crate::dispatch::{Dispatcher, Refusal, shown_name};
+use serde_json::Value;
+use std::sync::Arc;
+
+impl Dispatcher {
+    /// Refuses a malformed call as `invalid_arguments` (decided by the `arguments` validator): one
+    /// `blocked` record (with the redacted, bounded arguments attempted) and one event, and the blocked
+    /// result. `call.name` is what the caller named, or a marker when it named nothing usable.
+    pub async fn refuse_malformed(
+        &self,
+        call: ToolCall,
+        run: &RunContext,
+        message: impl Into<String>,
+    ) -> ToolCallResult {
+        let ctx = Arc::new(run.call(call.id.clone()));
+        let refusal = Refusal::new(
+            BlockedReason::InvalidArguments,
+            error_codes::INVALID_ARGUMENTS,
+            message,
+            DecidedBy::Validator { validator: "arguments".into() },
+        );
+        let arguments = match call.arguments {
+            CallArguments::Json(value) => value,
+            CallArguments::Unparsed { raw, .. } => Value::String(raw),
+        };
+        self.shared.block(&ctx, shown_name(&call.name), refusal, Some(&arguments)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CallOutcome, MemoryLedger, RecordKind, Redactor, ToolRegistry};
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_malformed_call_is_one_blocked_record_with_redacted_arguments() {
+        let ledger = Arc::new(MemoryLedger::default());
+        let dispatcher = Dispatcher::builder(ToolRegistry::new())
+            .ledger(ledger.clone())
+            .redactor(Redactor::builder().secret("hunter22-secret").build())
+            .build();
+        let run = RunContext::new("s1", "r1");
+        let call = ToolCall::new("c1", "shell", json!("echo hunter22-secret"));
+        let result = dispatcher.refuse_malformed(call, &run, "`arguments` must be an object").await;
+        let CallOutcome::Blocked { reason, error } = &result.outcome else { panic!("{result:?}") };
+        assert_eq!(*reason, BlockedReason::InvalidArguments);
+        assert_eq!(error.code, error_codes::INVALID_ARGUMENTS);
+        let records = ledger.records();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].kind, RecordKind::Blocked);
+        assert_eq!(&*records[0].tool_name, "shell");
+        let shown = records[0].arguments.as_ref().unwrap().to_string();
+        assert!(!shown.contains("hunter22-secret") && records[0].redacted, "{shown}");
+    }
+}
