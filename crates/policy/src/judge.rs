@@ -8,6 +8,7 @@ use crate::paths::{glob_matches_path, resolve_in};
 use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
 use crate::protected::ProtectedKind;
 use crate::shell::SimpleCommand;
+use std::path::Path;
 
 /// Programs that only read the files their operands name (their writing options are judged by the
 /// analyzer as redirections or opaque options): naming a policy file or executed content is fine for
@@ -64,6 +65,15 @@ enum TreeRole {
     Moves,
     /// Copies or archives operand trees: a folder holding the hub's secrets would hand them over.
     Copies,
+}
+
+/// How a copy reaches its destination folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Into {
+    /// Files land in it by name.
+    Plainly,
+    /// Whole trees are merged into it (`cp -r`, `rsync -a`): anything below it may be written.
+    Recursively,
 }
 
 /// Programs that act on whole trees: naming a folder that holds a protected place acts on that place too.
@@ -159,43 +169,99 @@ impl Policy {
         let reads_only = READS_OPERANDS_ONLY.contains(&program);
         let role = TREE_PROGRAMS.iter().find(|(p, _)| *p == program).map(|(_, r)| *r);
         let last = command.argv.len().saturating_sub(1);
+        // A recursive copy into a folder may write into any protected place below it.
+        let recursive = command.argv.iter().skip(1).any(|a| {
+            matches!(a.as_str(), "--recursive" | "--archive")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R', 'a']))
+        });
         for (index, word) in command.argv.iter().enumerate().skip(1) {
+            // Copying a policy file or executed content elsewhere is harmless; copying onto one is not.
+            let harmless = reads_only || (role == Some(TreeRole::Copies) && index != last);
             for candidate in operand_candidates(word) {
-                let Ok(path) = resolve_in(candidate, &ctx.cwd, ctx.home.as_deref()) else { continue };
-                if let Some(hit) = self.protected.find(&path) {
-                    let decision = match hit.kind {
-                        ProtectedKind::HubSecret => Decision::Forbidden,
-                        _ if reads_only => continue,
-                        _ => Decision::Prompt,
-                    };
-                    eval.raise(
-                        decision,
-                        format!("`{program}` names {} ({}): {}", path.display(), hit.what, hit.kind.why()),
-                        None,
-                    );
-                } else if let Some(role) = role
-                    && !(role == TreeRole::Moves && index == last)
-                    && let Some(hit) = self.protected.below(&path)
-                    && (role != TreeRole::Copies || hit.kind == ProtectedKind::HubSecret)
-                {
-                    let decision = if hit.kind == ProtectedKind::HubSecret {
-                        Decision::Forbidden
-                    } else {
-                        Decision::Prompt
-                    };
-                    eval.raise(
-                        decision,
-                        format!(
-                            "`{program}` acts on {}, which holds {}: {}",
-                            path.display(),
-                            hit.what,
-                            hit.kind.why()
-                        ),
-                        None,
-                    );
-                }
+                let (hit, shown) = match self.pattern_hit(candidate, ctx) {
+                    Some(hit) => (hit, format!("the pattern {candidate:?}, which may expand to")),
+                    None => {
+                        let Ok(path) = resolve_in(candidate, &ctx.cwd, ctx.home.as_deref()) else { continue };
+                        match self.protected.find(&path) {
+                            Some(hit) => (hit, format!("{}:", path.display())),
+                            None => {
+                                let into = if index == last && recursive {
+                                    Into::Recursively
+                                } else {
+                                    Into::Plainly
+                                };
+                                self.judge_tree(program, role, index == last, into, &path, eval);
+                                continue;
+                            }
+                        }
+                    }
+                };
+                let decision = match hit.kind {
+                    ProtectedKind::HubSecret => Decision::Forbidden,
+                    _ if harmless => continue,
+                    _ => Decision::Prompt,
+                };
+                eval.raise(
+                    decision,
+                    format!("`{program}` names {shown} {}: {}", hit.what, hit.kind.why()),
+                    None,
+                );
             }
         }
+    }
+
+    /// A program acting on whole trees, given a folder holding a protected place, acts on it too.
+    fn judge_tree(
+        &self,
+        program: &str,
+        role: Option<TreeRole>,
+        last: bool,
+        into: Into,
+        path: &Path,
+        eval: &mut Evaluation,
+    ) {
+        let Some(role) = role else { return };
+        if role == TreeRole::Moves && last {
+            return;
+        }
+        let Some(hit) = self.protected.below(path) else { return };
+        let decision = match hit.kind {
+            ProtectedKind::HubSecret => Decision::Forbidden,
+            _ if role == TreeRole::Copies && into == Into::Plainly => return,
+            _ => Decision::Prompt,
+        };
+        eval.raise(
+            decision,
+            format!("`{program}` acts on {}, which holds {}: {}", path.display(), hit.what, hit.kind.why()),
+            None,
+        );
+    }
+
+    /// The protected place a word with pattern characters may expand to (bash expands `*`, `?`, `[..]`
+    /// and `{a,b}` in arguments and, when they match one file, in redirection targets).
+    fn pattern_hit(&self, raw: &str, ctx: &EvalContext) -> Option<crate::protected::ProtectedHit> {
+        // A word holding blanks was quoted (awk and sed programs, messages): bash does not expand it.
+        if raw.contains(char::is_whitespace) || !crate::protected::is_pattern(raw) {
+            return None;
+        }
+        let expanded = crate::paths::expand_tilde(raw, &ctx.cwd, ctx.home.as_deref()).ok()?;
+        let absolute = if expanded.is_absolute() { expanded } else { ctx.cwd.join(expanded) };
+        let mut literal = std::path::PathBuf::from("/");
+        let mut rest = Vec::new();
+        for component in absolute.components().skip(1) {
+            let text = component.as_os_str().to_string_lossy();
+            if rest.is_empty() && !crate::protected::is_pattern(&text) {
+                literal.push(component);
+            } else {
+                rest.push(component);
+            }
+        }
+        if rest.is_empty() {
+            return None;
+        }
+        let mut pattern = portcullis_harness::paths::canonicalize_lenient(&literal).ok()?;
+        pattern.extend(rest);
+        self.protected.pattern_hit(&pattern)
     }
 
     /// A read or write of one path: deny globs, protected places, then the roots of every layer.
@@ -216,6 +282,15 @@ impl Policy {
         };
         let shown = path.display().to_string();
         eval.paths.push(shown.clone());
+        if let Some(hit) = self.pattern_hit(raw, ctx)
+            && let Some(decision) = hit.kind.decision(access)
+        {
+            eval.raise(
+                decision,
+                format!("the pattern {raw:?} may expand to {}: {}", hit.what, hit.kind.why()),
+                None,
+            );
+        }
         if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
             eval.raise(Decision::Forbidden, format!("{shown} matches the deny glob {glob:?}"), None);
             return;

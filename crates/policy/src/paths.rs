@@ -24,7 +24,7 @@ pub fn resolve_in(raw: &str, canonical_cwd: &Path, home: Option<&Path>) -> Resul
 /// working directory, `~name` that user's home (from `/etc/passwd`). What is only known when the command
 /// runs (`~-` is `$OLDPWD`, `~+N`/`~-N` the directory stack) or names no known user is an error, so it is
 /// never taken for a relative path.
-fn expand_tilde(raw: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
+pub(crate) fn expand_tilde(raw: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
     let Some(rest) = raw.strip_prefix('~') else { return Ok(PathBuf::from(raw)) };
     let (prefix, tail) = match rest.split_once('/') {
         Some((prefix, tail)) => (prefix, tail),
@@ -87,7 +87,7 @@ fn glob_parts(pattern: &[&str], text: &[&str]) -> bool {
 }
 
 /// `*` any run, `?` one character, within one component.
-fn glob_component(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_component(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0usize, 0usize);

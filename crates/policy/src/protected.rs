@@ -190,6 +190,159 @@ impl ProtectedPaths {
     }
 }
 
+/// True when a path component holds pattern characters bash expands (`*`, `?`, `[...]`, `{a,b}`).
+pub fn is_pattern(component: &str) -> bool {
+    component.contains(['*', '?', '[', '{'])
+}
+
+/// Whether a pattern component may expand to `name`, as bash's pathname and brace expansion would
+/// (`*`, `?`, `[a-z]`, `[!x]`, `{a,b}`; a `{1..9}` range is taken as `*`). As in bash without `dotglob`
+/// (which `shopt` and `GLOBIGNORE` turn on; the analyzer reports both as opaque), a leading `.` is only
+/// matched by a pattern that starts with one.
+fn may_match(pattern: &str, name: &str) -> bool {
+    if !is_pattern(pattern) {
+        return pattern == name;
+    }
+    brace_alternatives(pattern).iter().any(|alternative| {
+        (!name.starts_with('.') || alternative.starts_with('.'))
+            && glob_match(&alternative.chars().collect::<Vec<_>>(), &name.chars().collect::<Vec<_>>())
+    })
+}
+
+/// The words a brace expression stands for (`a{b,c}d` → `abd`, `acd`; nested ones expanded in turn;
+/// `{x..y}` → `*`). Bounded: past 64 alternatives the rest is `*`.
+fn brace_alternatives(pattern: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut pending = vec![pattern.to_owned()];
+    while let Some(word) = pending.pop() {
+        if out.len() + pending.len() > 64 {
+            out.push("*".to_owned());
+            break;
+        }
+        let Some(open) = word.find('{') else {
+            out.push(word);
+            continue;
+        };
+        let mut depth = 0usize;
+        let mut close = None;
+        let mut commas = Vec::new();
+        for (i, c) in word.char_indices().skip_while(|(i, _)| *i < open) {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                ',' if depth == 1 => commas.push(i),
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            out.push(word.replace('{', ""));
+            continue;
+        };
+        let (head, body, tail) = (&word[..open], &word[open + 1..close], &word[close + 1..]);
+        if commas.is_empty() {
+            let middle = if body.contains("..") { "*" } else { body };
+            pending.push(format!("{head}{middle}{tail}"));
+            continue;
+        }
+        let mut start = open + 1;
+        for at in commas.into_iter().chain([close]) {
+            pending.push(format!("{head}{}{tail}", &word[start..at]));
+            start = at + 1;
+        }
+    }
+    out
+}
+
+/// `*`, `?` and bracket expressions over one component.
+fn glob_match(pattern: &[char], name: &[char]) -> bool {
+    match pattern.split_first() {
+        None => name.is_empty(),
+        Some(('*', rest)) => (0..=name.len()).any(|skip| glob_match(rest, &name[skip..])),
+        Some(('?', rest)) => !name.is_empty() && glob_match(rest, &name[1..]),
+        Some(('[', rest)) => {
+            let Some(end) = rest.iter().skip(1).position(|c| *c == ']').map(|p| p + 1) else {
+                return name.first() == Some(&'[') && glob_match(rest, &name[1..]);
+            };
+            let Some((first, others)) = name.split_first() else { return false };
+            let (negated, set) = match rest[..end].split_first() {
+                Some(('!' | '^', set)) => (true, set),
+                _ => (false, &rest[..end]),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == '-' {
+                    hit |= (set[i]..=set[i + 2]).contains(first);
+                    i += 3;
+                } else {
+                    hit |= set[i] == *first;
+                    i += 1;
+                }
+            }
+            hit != negated && glob_match(&rest[end + 1..], others)
+        }
+        Some((c, rest)) => name.first() == Some(c) && glob_match(rest, &name[1..]),
+    }
+}
+
+impl ProtectedPaths {
+    /// The protected place a path with pattern components (`~/.config/portcul*/op*`, `.port{cullis,x}`)
+    /// may expand to, into or above: bash expands them when the command runs, so the pattern is judged
+    /// by everything it could match. `pattern` is absolute, its literal prefix canonical.
+    pub fn pattern_hit(&self, pattern: &Path) -> Option<ProtectedHit> {
+        let parts: Vec<String> = pattern
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect();
+        if matches!(parts.first().map(String::as_str), Some("proc" | "dev")) {
+            return Some(ProtectedHit {
+                kind: ProtectedKind::HubSecret,
+                what: "a pattern under /proc or /dev (other processes' environment and memory)".into(),
+            });
+        }
+        let strictest = self
+            .zones
+            .iter()
+            .filter(|zone| {
+                let names: Vec<String> = zone
+                    .path
+                    .components()
+                    .filter_map(|c| match c {
+                        Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                        _ => None,
+                    })
+                    .collect();
+                parts.iter().zip(&names).all(|(p, n)| may_match(p, n))
+            })
+            .max_by_key(|zone| zone.kind == ProtectedKind::HubSecret);
+        if let Some(zone) = strictest {
+            return Some(ProtectedHit { kind: zone.kind, what: zone.what.clone() });
+        }
+        let named = parts.iter().filter(|p| is_pattern(p)).find_map(|p| {
+            COMPONENTS.iter().find(|(name, _, _)| may_match(p, name)).map(|(_, k, w)| (*k, *w))
+        });
+        let file = || {
+            let (last, folder) = (parts.last()?, parts.len().checked_sub(2).and_then(|i| parts.get(i)));
+            FILES
+                .iter()
+                .find(|(in_folder, name, _, _)| {
+                    may_match(last, name) && in_folder.is_none_or(|f| folder.is_some_and(|p| may_match(p, f)))
+                })
+                .map(|(_, _, k, w)| (*k, *w))
+        };
+        named.or_else(file).map(|(kind, what)| ProtectedHit { kind, what: what.to_owned() })
+    }
+}
+
 fn starts_with_text(path: &Path, prefix: &Path) -> bool {
     path.as_os_str().as_encoded_bytes().starts_with(prefix.as_os_str().as_encoded_bytes())
 }
@@ -239,6 +392,54 @@ mod tests {
         ];
         for (path, expected) in rows {
             assert_eq!(kind(path), *expected, "{path}");
+        }
+    }
+
+    #[test]
+    fn patterns_are_judged_by_what_they_may_expand_to() {
+        let p = places();
+        let kind = |path: &str| p.pattern_hit(Path::new(path)).map(|h| h.kind);
+        let rows: &[(&str, Option<ProtectedKind>)] = &[
+            ("/home/u/.config/portcul*/token", Some(ProtectedKind::HubSecret)),
+            ("/home/u/.config/{portcullis,x}/token", Some(ProtectedKind::HubSecret)),
+            ("/home/u/.c*", Some(ProtectedKind::HubSecret)),
+            ("/home/u/*/portcullis/operator-token", None),
+            ("/home/u/.*/portcullis/operator-token", Some(ProtectedKind::HubSecret)),
+            ("/p/*", None),
+            ("/p/.*", Some(ProtectedKind::Policy)),
+            ("/data/ledger.d?", Some(ProtectedKind::HubSecret)),
+            ("/proc/*/env*", Some(ProtectedKind::HubSecret)),
+            ("/p/.port*/policy.json", Some(ProtectedKind::Policy)),
+            ("/p/.g?t/hooks/x", Some(ProtectedKind::Executed)),
+            ("/p/src/*.rs", None),
+            ("/home/u/src/*", None),
+        ];
+        for (path, expected) in rows {
+            assert_eq!(kind(path), *expected, "{path}");
+        }
+    }
+
+    #[test]
+    fn pattern_components_match_as_bash_expands_them() {
+        let rows: &[(&str, &str, bool)] = &[
+            ("*", "src", true),
+            ("*", ".portcullis", false),
+            (".*", ".portcullis", true),
+            (".port*", ".portcullis", true),
+            (".portcul?is", ".portcullis", true),
+            (".port[a-d]ullis", ".portcullis", true),
+            (".port[!c]ullis", ".portcullis", false),
+            ("[.]portcullis", ".portcullis", false),
+            (".port{cullis,x}", ".portcullis", true),
+            ("{a,.portcullis}", ".portcullis", true),
+            ("{a,b}", ".portcullis", false),
+            (".git{,hooks}", ".githooks", true),
+            ("x{1..9}", "x5", true),
+            ("[0-9]", "src", false),
+            ("*.rs", "tasks.json", false),
+        ];
+        for (pattern, name, expected) in rows {
+            assert_eq!(may_match(pattern, name), *expected, "{pattern} ~ {name}");
         }
     }
 

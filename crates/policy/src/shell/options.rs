@@ -894,6 +894,12 @@ pub(super) fn inspect(analyzer: &mut Analyzer, program: &str, args: &[Word], tex
     {
         analyzer.opaque(OpaqueKind::CodeInjectingVariable, text);
     }
+    // `shopt -s dotglob|extglob|nocaseglob|globstar...` changes what patterns match; `shopt -p`/`-q`
+    // and listing only read.
+    if program == "shopt" && args.iter().any(|a| a.text.starts_with('-') && a.text.contains(['s', 'u'])) {
+        analyzer.opaque(OpaqueKind::ProgramOption, text);
+        return;
+    }
     if program == "git" {
         let Some((sub, rest)) = git_subcommand(args) else { return };
         let spec = match sub {

@@ -42,6 +42,8 @@ const CODE_INJECTING_VARIABLES: &[&str] = &[
     "RUBYOPT",
     "PYTHONSTARTUP",
     "PYTHONPATH",
+    // Not code, but it makes `*` match dot files (`.portcullis`, `.git`), which patterns are judged without.
+    "GLOBIGNORE",
 ];
 
 /// True for the variables listed above (and `GIT_CONFIG_KEY_*`/`GIT_CONFIG_VALUE_*`).
