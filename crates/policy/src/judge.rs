@@ -97,12 +97,14 @@ const TREE_PROGRAMS: &[(&str, TreeRole)] = &[
 
 /// The texts in one argument that may name a path: the word, the value of `--opt=VALUE` or `KEY=VALUE`,
 /// and the value attached to a short option (`-oFILE`).
-fn operand_candidates(word: &str) -> Vec<&str> {
-    let mut out = vec![word];
+/// Before a `--`, a word starting with `-` is an option, not a file: only its values are candidates.
+fn operand_candidates(word: &str, options_done: bool) -> Vec<&str> {
+    let option = !options_done && word.starts_with('-') && word.len() > 1;
+    let mut out = if option { Vec::new() } else { vec![word] };
     if let Some((_, value)) = word.split_once('=') {
         out.push(value);
     }
-    if word.starts_with('-') && !word.starts_with("--") && word.len() > 2 {
+    if option && !word.starts_with("--") && word.len() > 2 {
         out.extend(word.get(2..));
     }
     out.retain(|c| !c.is_empty());
@@ -174,10 +176,20 @@ impl Policy {
             matches!(a.as_str(), "--recursive" | "--archive")
                 || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R', 'a']))
         });
+        let mut options_done = false;
         for (index, word) in command.argv.iter().enumerate().skip(1) {
-            // Copying a policy file or executed content elsewhere is harmless; copying onto one is not.
-            let harmless = reads_only || (role == Some(TreeRole::Copies) && index != last);
-            for candidate in operand_candidates(word) {
+            if word == "--" && !options_done {
+                options_done = true;
+                continue;
+            }
+            // Copying a policy file or executed content elsewhere is harmless; copying onto one (the last
+            // operand, or the folder `-t`/`--target-directory` names) is not.
+            let destination = index == last
+                || word.starts_with("--target-directory")
+                || word.starts_with("-t")
+                || command.argv.get(index - 1).is_some_and(|w| w == "-t" || w == "--target-directory");
+            let harmless = reads_only || (role == Some(TreeRole::Copies) && !destination);
+            for candidate in operand_candidates(word, options_done) {
                 let (hit, shown) = match self.pattern_hit(candidate, ctx) {
                     Some(hit) => (hit, format!("the pattern {candidate:?}, which may expand to")),
                     None => {
@@ -332,11 +344,13 @@ mod tests {
 
     #[test]
     fn candidates_of_an_argument() {
-        assert_eq!(operand_candidates("a.txt"), vec!["a.txt"]);
-        assert_eq!(operand_candidates("--output=/x"), vec!["--output=/x", "/x"]);
-        assert_eq!(operand_candidates("of=/dev/sda"), vec!["of=/dev/sda", "/dev/sda"]);
-        assert_eq!(operand_candidates("-o/x"), vec!["-o/x", "/x"]);
-        assert_eq!(operand_candidates("-l"), vec!["-l"]);
-        assert_eq!(operand_candidates("--"), vec!["--"]);
+        assert_eq!(operand_candidates("a.txt", false), vec!["a.txt"]);
+        assert_eq!(operand_candidates("--output=/x", false), vec!["/x"]);
+        assert_eq!(operand_candidates("of=/dev/sda", false), vec!["of=/dev/sda", "/dev/sda"]);
+        assert_eq!(operand_candidates("-o/x", false), vec!["/x"]);
+        assert!(operand_candidates("-l", false).is_empty());
+        assert_eq!(operand_candidates("-", false), vec!["-"]);
+        // After `--` a word starting with `-` is a file name (maybe a symlink into a protected place).
+        assert_eq!(operand_candidates("-link", true), vec!["-link"]);
     }
 }
