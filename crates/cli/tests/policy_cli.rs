@@ -415,3 +415,41 @@ fn always_is_never_offered_for_a_command_holding_a_secret() {
     assert!(!out.contains("[a] always"), "{out}");
     assert_eq!(std::fs::read_to_string(&policy).unwrap(), before, "nothing written to the policy");
 }
+
+/// A database URL's password in the environment (a name that is not on any marker list) and secrets
+/// split by shell quotes never reach the ledger in clear: not in the recorded command, its arguments or
+/// the output. The whole ledger file is searched.
+#[test]
+fn url_passwords_and_quote_split_secrets_stay_out_of_the_ledger() {
+    let env = Env::new();
+    let policy = env.write("proj/.portcullis/policy.json", POLICY_A);
+    let db = env.path("ledger.db");
+    let password = "pw-Secret-4242";
+    let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let command = "echo pw-Secret''-4242 ghp_0123456789\"\"abcdefghijABCDEFGHIJ012345 x://u:pw-Secret-4242@h";
+    let out = env
+        .cmd()
+        .env("DATABASE_URL", format!("postgres://app:{password}@db:5432/app"))
+        .args(["call", "shell", &json!({ "command": command }).to_string(), "--approver", "deny", "--json"])
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--cwd")
+        .arg(env.path("proj"))
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("[REDACTED]"), "{stdout}");
+    let mut ledger = std::fs::read(&db).unwrap();
+    if let Ok(wal) = std::fs::read(env.path("ledger.db-wal")) {
+        ledger.extend(wal);
+    }
+    let ledger = String::from_utf8_lossy(&ledger);
+    for leak in [password, "pw-Secret''-4242", token, "ghp_0123456789\\\"\\\"abcdef"] {
+        assert!(!ledger.contains(leak), "{leak} is in the ledger");
+        assert!(!stdout.contains(leak), "{leak} is in the result: {stdout}");
+    }
+    assert!(ledger.contains("echo [REDACTED] [REDACTED] x://u:[REDACTED]@h"), "the call is recorded");
+}

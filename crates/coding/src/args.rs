@@ -24,3 +24,11 @@ pub fn optional_u64(args: &Value, key: &str) -> Result<Option<u64>, ToolError> {
         }
     }
 }
+
+pub fn optional_bool(args: &Value, key: &str) -> Result<Option<bool>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(invalid(format!("`{key}` must be a boolean"))),
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::args::required_str;
 use crate::errors::{codes, invalid, io_error, join_error, too_large};
-use crate::files::{Expect, action_path, atomic_write, identity, open_evaluated};
+use crate::files::{ExecBits, Expect, action_path, atomic_write, identity, open_evaluated};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
 use portcullis_harness::{
@@ -124,7 +124,8 @@ fn edit_blocking(path: PathBuf, old: &str, new: &str, limit: usize) -> Result<(u
         return Err(too_large("the edited file", updated.len() as u64, limit as u64));
     }
     let (dev, ino) = identity(&meta);
-    atomic_write(&path, updated.as_bytes(), false, Expect::Identity(dev, ino))?;
+    // The file keeps its execute bits (an edited script stays runnable); none is added.
+    atomic_write(&path, updated.as_bytes(), false, Expect::Identity(dev, ino), ExecBits::Keep)?;
     let line = 1 + text[..at].bytes().filter(|b| *b == b'\n').count();
     Ok((line, updated.len()))
 }

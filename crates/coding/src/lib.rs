@@ -13,6 +13,7 @@ pub mod imaging;
 pub mod output;
 pub mod paths;
 pub mod read;
+pub mod replace;
 pub mod shell;
 pub mod workspace;
 pub mod write;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{code, fixture, fixture_with, output, write};
+use common::{code, fixture, fixture_with, mode_of, output, set_mode, write};
 use portcullis_coding::{Limits, codes};
 use portcullis_harness::{BlockedReason, Content};
 use serde_json::json;
@@ -244,4 +244,67 @@ fn specs_have_strict_schemas_and_annotations() {
         assert_eq!(spec.annotations.read_only, spec.name == "read");
         assert_eq!(spec.annotations.destructive, spec.name != "read");
     }
+}
+
+/// A writable executable (a sample hook, a script) must not become a program the agent wrote: writing
+/// over it leaves no execute bit, and a new file never gets one.
+#[tokio::test]
+async fn write_never_leaves_execute_bits() {
+    let fx = fixture();
+    let hook = fx.root().join(".git/hooks/pre-commit.sample");
+    write(&hook, "#!/bin/sh\nexit 0\n");
+    set_mode(&hook, 0o755);
+    let result = fx
+        .call("write", json!({"path": ".git/hooks/pre-commit.sample", "content": "#!/bin/sh\nevil\n"}))
+        .await;
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), "#!/bin/sh\nevil\n");
+    assert_eq!(mode_of(&hook), 0o644, "the old mode without its x bits");
+    assert_eq!(output(&result).structured.as_ref().unwrap()["executable"], false);
+    // Set-id bits go too.
+    set_mode(&hook, 0o4750);
+    fx.call("write", json!({"path": ".git/hooks/pre-commit.sample", "content": "x"})).await;
+    assert_eq!(mode_of(&hook), 0o640);
+    // A new file: 0666 & umask, never x.
+    fx.call("write", json!({"path": "new.sh", "content": "#!/bin/sh\n"})).await;
+    assert_eq!(mode_of(&fx.root().join("new.sh")) & 0o111, 0);
+}
+
+/// Asking for an executable file works, and the action says so (operation and risk) for the policy.
+#[tokio::test]
+async fn an_executable_write_is_asked_for_and_described() {
+    use portcullis_harness::{Risk, Tool};
+    let fx = fixture();
+    let tool = portcullis_coding::WriteTool::new(fx.workspace.clone());
+    let ctx = common::ctx();
+    let plain = tool.describe_action(&json!({"path": "run.sh", "content": "x"}), &ctx).unwrap();
+    assert_eq!((plain.operation.as_ref(), plain.risk), ("write", Risk::Medium));
+    let args = json!({"path": "run.sh", "content": "#!/bin/sh\n", "executable": true});
+    let action = tool.describe_action(&args, &ctx).unwrap();
+    assert_eq!((action.operation.as_ref(), action.risk), ("write_executable", Risk::High));
+    let result = fx.call("write", args.clone()).await;
+    assert_eq!(output(&result).structured.as_ref().unwrap()["executable"], true);
+    let path = fx.root().join("run.sh");
+    assert_eq!(mode_of(&path) & 0o100, 0o100, "new executable file");
+    set_mode(&path, 0o640);
+    fx.call("write", args).await;
+    assert_eq!(mode_of(&path), 0o750, "x wherever r");
+    let result = fx.call("write", json!({"path": "run.sh", "content": "x", "executable": "yes"})).await;
+    assert_eq!(result.blocked_reason(), Some(BlockedReason::ValidationFailed));
+}
+
+/// `edit` keeps a script runnable but never adds an execute bit.
+#[tokio::test]
+async fn edit_keeps_but_never_adds_execute_bits() {
+    let fx = fixture();
+    let script = fx.root().join("build.sh");
+    write(&script, "#!/bin/sh\necho one\n");
+    set_mode(&script, 0o755);
+    let result = fx.call("edit", json!({"path": "build.sh", "old_string": "one", "new_string": "two"})).await;
+    assert!(result.is_finished(), "{result:?}");
+    assert_eq!(mode_of(&script), 0o755);
+    let plain = fx.root().join("notes.txt");
+    write(&plain, "one");
+    set_mode(&plain, 0o640);
+    fx.call("edit", json!({"path": "notes.txt", "old_string": "one", "new_string": "two"})).await;
+    assert_eq!(mode_of(&plain), 0o640);
 }

@@ -138,3 +138,57 @@ async fn tool_errors_keep_their_codes_through_the_dispatcher() {
     let result = fx.call("read", json!({"path": "missing.txt"})).await;
     assert_eq!(code(&result), codes::NOT_FOUND);
 }
+
+/// A folder swapped for a symlink to outside, again and again (an atomic exchange of the real folder
+/// and a symlink, racing the tool), never gets a file — final or temporary — outside the project: each
+/// write lands in the folder that was opened, or is refused with `path_changed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_under_a_racing_folder_swap_never_writes_outside() {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let fx = fixture();
+    std::fs::create_dir(fx.root().join("d")).unwrap();
+    symlink(fx.outside(), fx.root().join("swap")).unwrap();
+    let tool = WriteTool::new(fx.workspace.clone());
+    let args = json!({"path": "d/f.txt", "content": "inside"});
+    let action = tool.describe_action(&args, &ctx()).unwrap();
+    assert_eq!(action.paths, vec![fx.root().join("d/f.txt")]);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (d, swap) = (fx.root().join("d"), fx.root().join("swap"));
+    let racer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                renameat2(AT_FDCWD, &d, AT_FDCWD, &swap, RenameFlags::RENAME_EXCHANGE).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (mut written, mut refused, mut other) = (0, 0, Vec::new());
+    let began = std::time::Instant::now();
+    while written + refused < 3000 && began.elapsed() < std::time::Duration::from_secs(8) {
+        match execute(&tool, action.clone(), args.clone()).await {
+            Ok(_) => written += 1,
+            Err(e) if e.code == codes::PATH_CHANGED => refused += 1,
+            Err(e) => other.push(e),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = racer.join().unwrap();
+    println!("{written} written, {refused} refused, {swaps} swaps");
+    let outside: Vec<_> = std::fs::read_dir(fx.outside()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        outside.is_empty(),
+        "written outside the project: {outside:?} ({written} written, {refused} refused, {swaps} swaps)"
+    );
+    assert!(other.is_empty(), "refused otherwise than path_changed: {other:?}");
+    // The real folder (under either name) holds the file and no temp file.
+    let real = if fx.root().join("d").is_symlink() { fx.root().join("swap") } else { fx.root().join("d") };
+    let names: Vec<_> = std::fs::read_dir(&real).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(names.iter().all(|n| n == "f.txt"), "{names:?}");
+    assert!(written > 0 && refused > 0, "the race was run both ways ({written} written, {refused} refused)");
+}

@@ -8,7 +8,8 @@
 //! 5. JSON Schema, then host validators → `validation_failed`
 //! 6. the tool describes its action; the execution policy answers allow / deny / ask; ask goes to the
 //!    approver → `execution_denied` unless allowed. The approved action is the one executed.
-//! 7. `started` event + ledger record → execute (progress → events + ledger snapshots)
+//! 7. `started` ledger record (durable first for a call with a side effect) + event → execute
+//!    (progress → events + ledger snapshots)
 //! 8. middleware `tool_result` → guardrails `tool_output` → redaction → finished | error
 //!
 //! Blocked calls never execute; each writes one `blocked` record and one `tool_execution_blocked` event.
@@ -40,6 +41,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+mod recorded;
 
 /// Longest guardrail refusal message, in bytes.
 pub const MAX_GUARDRAIL_MESSAGE_BYTES: usize = 200;
@@ -164,6 +167,17 @@ struct Finishing<'a> {
     arguments: Option<Value>,
 }
 
+/// What stage 7 needs to record and announce a call about to execute.
+struct StartedCall<'a> {
+    ctx: &'a Arc<CallContext>,
+    tool_name: &'a Arc<str>,
+    arguments: &'a Value,
+    action: &'a ExecutionAction,
+    decided_by: &'a DecidedBy,
+    matched_rules: &'a [RuleRef],
+    started_at: Timestamp,
+}
+
 /// A refusal before execution, on its way to becoming a blocked result.
 pub(crate) struct Refusal {
     reason: BlockedReason,
@@ -191,45 +205,8 @@ impl Refusal {
     }
 }
 
-/// Largest copy of arguments kept in a record, event or approval request (estimated JSON bytes); a larger
-/// one is replaced by `{"$truncated": {"approx_bytes", "preview"}}` so a caller cannot bloat the ledger.
-pub const MAX_RECORDED_ARGUMENT_BYTES: usize = 256 * 1024;
-/// Bytes of serialized JSON kept as the preview of truncated arguments.
-pub const TRUNCATED_PREVIEW_BYTES: usize = 4096;
-/// Longest tool name kept from a caller for a tool that does not exist.
-pub const MAX_SHOWN_NAME_BYTES: usize = 256;
-
-/// A caller-supplied name as records show it: bounded in length.
-pub(crate) fn shown_name(name: &str) -> Arc<str> {
-    Arc::from(truncate(name, MAX_SHOWN_NAME_BYTES))
-}
-
-/// Estimated serialized size of a value, counting no further than `cap + 1`.
-fn approx_json_bytes(value: &Value, cap: usize) -> usize {
-    let mut total = 0usize;
-    let mut stack = vec![value];
-    while let Some(v) = stack.pop() {
-        total += match v {
-            Value::String(s) => s.len() + 2,
-            Value::Array(items) => {
-                stack.extend(items.iter());
-                2 + items.len()
-            }
-            Value::Object(map) => {
-                for (k, item) in map {
-                    total += k.len() + 4;
-                    stack.push(item);
-                }
-                2
-            }
-            _ => 8,
-        };
-        if total > cap {
-            return cap + 1;
-        }
-    }
-    total
-}
+pub(crate) use recorded::shown_name;
+pub use recorded::{MAX_RECORDED_ARGUMENT_BYTES, MAX_SHOWN_NAME_BYTES, TRUNCATED_PREVIEW_BYTES};
 
 /// Sleeps for `limit`, or never returns when there is none.
 async fn sleep_or_forever(limit: Option<Duration>) {
@@ -395,47 +372,17 @@ impl Dispatcher {
         }
         let action = Arc::new(action);
         let started_at = Timestamp::now();
-        let wants_copy = shared.ledger.is_some() || shared.events.has_subscribers();
-        if wants_copy {
-            let (shown, redacted) = shared.shown_arguments(&arguments);
-            let shown = Arc::new(shown);
-            let (shown_action, action_redacted) = shared.shown_action(&action);
-            let shown_action = Arc::new(shown_action);
-            if let Some(ledger) = &shared.ledger {
-                let mut record = ToolCallRecord::new(
-                    RecordKind::Started,
-                    ctx.clone(),
-                    tool_name.clone(),
-                    decided_by.clone(),
-                );
-                record.at = started_at;
-                record.started_at = Some(started_at);
-                record.arguments = Some(shown.clone());
-                record.action = Some(shown_action.clone());
-                record.matched_rules = matched_rules.clone();
-                record.redacted = redacted || action_redacted;
-                if let Err(e) = ledger.record(record).await {
-                    tracing::error!(call_id = %ctx.call_id, error = %e, "started record not written; call not executed");
-                    let error = CallError::new(
-                        error_codes::LEDGER_UNAVAILABLE,
-                        format!(
-                            "the call was not executed because the ledger refused its started record: {e}"
-                        ),
-                    );
-                    return shared.fail_unstarted(&ctx, tool_name, error, decided_by).await;
-                }
-            }
-            if shared.events.has_subscribers() {
-                shared.emit(
-                    &ctx,
-                    &tool_name,
-                    EventPayload::Started {
-                        arguments: shown,
-                        action: shown_action,
-                        decided_by: decided_by.clone(),
-                    },
-                );
-            }
+        let start = StartedCall {
+            ctx: &ctx,
+            tool_name: &tool_name,
+            arguments: &arguments,
+            action: &action,
+            decided_by: &decided_by,
+            matched_rules: &matched_rules,
+            started_at,
+        };
+        if let Err(error) = shared.announce_start(start).await {
+            return shared.fail_unstarted(&ctx, tool_name, error, decided_by).await;
         }
         let kept_arguments = (!shared.guardrails.is_empty()).then(|| arguments.clone());
         let invocation = ToolInvocation {
@@ -778,7 +725,7 @@ impl Shared {
             refusal.action = Some(action);
             return Err(refusal);
         };
-        let (shown, _) = self.shown_arguments(arguments);
+        let (shown, _) = self.shown_arguments(arguments, Some(&action));
         let request = ApprovalRequest {
             call: ctx.clone(),
             tool_name: entry.name.to_string(),
@@ -984,7 +931,7 @@ impl Shared {
             let mut record =
                 ToolCallRecord::new(RecordKind::Blocked, ctx.clone(), tool_name.clone(), decided_by.clone());
             if let Some(args) = arguments {
-                let (shown, args_redacted) = self.shown_arguments(args);
+                let (shown, args_redacted) = self.shown_arguments(args, action.as_ref());
                 redacted |= args_redacted;
                 record.arguments = Some(Arc::new(shown));
             }
@@ -1015,36 +962,6 @@ impl Shared {
             decided_by,
             redacted,
         }
-    }
-
-    /// The arguments as records, events and approvers see them: redacted and bounded in size.
-    fn shown_arguments(&self, arguments: &Value) -> (Value, bool) {
-        let approx = approx_json_bytes(arguments, MAX_RECORDED_ARGUMENT_BYTES);
-        let mut shown = arguments.clone();
-        let redacted = self.redactor.redact_value(&mut shown);
-        if approx <= MAX_RECORDED_ARGUMENT_BYTES {
-            return (shown, redacted);
-        }
-        // Serialize the redacted copy, then scan the text again before cutting it.
-        let text = serde_json::to_string(&shown).unwrap_or_default();
-        let text = self.redactor.redact_str(&text).unwrap_or(text);
-        let preview = truncate(&text, TRUNCATED_PREVIEW_BYTES);
-        let summary = serde_json::json!({ "$truncated": { "approx_bytes_over": MAX_RECORDED_ARGUMENT_BYTES, "preview": preview } });
-        (summary, true)
-    }
-
-    /// The action as records show it: the command redacted like arguments and bounded in size.
-    fn shown_action(&self, action: &ExecutionAction) -> (ExecutionAction, bool) {
-        let mut shown = action.clone();
-        let mut redacted = false;
-        if let Some(command) = &mut shown.command {
-            redacted = self.redactor.redact_string(command);
-            if command.len() > MAX_RECORDED_ARGUMENT_BYTES {
-                *command = format!("{}…", truncate(command, TRUNCATED_PREVIEW_BYTES));
-                redacted = true;
-            }
-        }
-        (shown, redacted)
     }
 
     fn emit(&self, ctx: &Arc<CallContext>, tool_name: &Arc<str>, payload: EventPayload) {

@@ -112,6 +112,16 @@ pub trait Ledger: Send + Sync {
     async fn flush(&self) -> Result<(), LedgerError> {
         Ok(())
     }
+
+    /// Hands in a record and returns once it is stored (durable), or with why it may not be. The
+    /// dispatcher awaits this for the `started` record of a call with a side effect, so no such call
+    /// runs without its record on disk. The default is [`record`](Ledger::record) then
+    /// [`flush`](Ledger::flush); a ledger that commits in groups answers every waiter of a group at
+    /// its commit.
+    async fn record_durable(&self, record: ToolCallRecord) -> Result<(), LedgerError> {
+        self.record(record).await?;
+        self.flush().await
+    }
 }
 
 /// A ledger in memory, for tests and the conformance kit.

@@ -1,6 +1,9 @@
-//! Secret redaction: known secret values, secret-looking values (API keys, bearer tokens, private keys)
-//! and values under secret-looking keys become `[REDACTED]` in errors, events, ledger records and
-//! results. Values are trees (no cycles); depth is bounded and what lies deeper is redacted whole.
+//! Secret redaction: known secret values, secret-looking values (API keys, bearer tokens, private keys,
+//! passwords in URLs) and values under secret-looking keys become `[REDACTED]` in errors, events, ledger
+//! records and results. Values are trees (no cycles); depth is bounded and what lies deeper is redacted
+//! whole. Command lines are also read with shell quoting removed ([`Redactor::redact_command`]).
+
+mod unquote;
 
 use crate::call::CallError;
 use crate::tool::{Content, ToolOutput};
@@ -26,6 +29,8 @@ enum Shape {
     Bearer,
     /// A PEM private-key block up to its END line (or the end of the text).
     PrivateKey,
+    /// `scheme://user:password@host`: only the password is redacted.
+    UrlCredentials,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +74,13 @@ const PATTERNS: &[(&str, Shape)] = &[
     ("bearer ", Shape::Bearer),
     ("BEARER ", Shape::Bearer),
     ("-----BEGIN ", Shape::PrivateKey),
+    ("://", Shape::UrlCredentials),
 ];
+
+/// Passes [`Redactor::redact_command`] makes before it redacts a command whole.
+const MAX_COMMAND_PASSES: usize = 4;
+/// Longest URL authority (`user:password@host:port`) looked at after `://`.
+const MAX_URL_AUTHORITY_BYTES: usize = 2048;
 
 /// Object keys whose (normalized: lower case, no `_`/`-`/`.`) name ends with one of these hold secrets.
 const SECRET_KEY_SUFFIXES: &[&str] = &[
@@ -242,6 +253,49 @@ impl Redactor {
         }
     }
 
+    /// Redacts a command line: as [`redact_str`](Redactor::redact_str) does, and also what a reading
+    /// of it with shell quoting removed holds (`ghp_abc''def`, `"sk-"'rest'`, `\`-escapes, `$'..'`: the
+    /// shell removes the quotes and the real argument is the secret). A secret found in that reading is
+    /// redacted over the original text it came from, quotes included. Shell-agnostic and
+    /// character-level: no parsing, no expansion.
+    ///
+    /// Redacting can unbalance the quotes of what follows, so the result is read again until neither
+    /// it nor its reading shows a secret (a few passes; then the whole command is redacted).
+    pub fn redact_command(&self, command: &str) -> Option<String> {
+        if self.mode == Mode::Everything {
+            return self.redact_str(command);
+        }
+        let mut current: Option<String> = None;
+        for _ in 0..MAX_COMMAND_PASSES {
+            match self.redact_command_pass(current.as_deref().unwrap_or(command)) {
+                Some(next) => current = Some(next),
+                None => return current,
+            }
+        }
+        Some(REDACTED.to_owned())
+    }
+
+    /// One pass of [`redact_command`](Redactor::redact_command): the text and its quote-removed reading.
+    fn redact_command_pass(&self, command: &str) -> Option<String> {
+        let Some(reading) = unquote::Reading::of(command) else { return self.redact_str(command) };
+        let spans = self.secret_spans(&reading.text);
+        if spans.is_empty() {
+            return self.redact_str(command);
+        }
+        let mapped = merge_spans(spans.into_iter().filter_map(|span| reading.original_span(span)).collect());
+        let first = if mapped.is_empty() { REDACTED.to_owned() } else { splice(command, &mapped) };
+        Some(self.redact_str(&first).unwrap_or(first))
+    }
+
+    /// Byte spans of `text` holding a known secret or a secret-looking value (sorted, disjoint).
+    fn secret_spans(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut spans = self.known.as_ref().map(|known| known_spans(known, text)).unwrap_or_default();
+        if let Some(patterns) = &self.patterns {
+            spans.extend(pattern_spans(patterns, text));
+        }
+        merge_spans(spans)
+    }
+
     /// Redacts a string in place; true when it changed.
     pub fn redact_string(&self, text: &mut String) -> bool {
         match self.redact_str(text) {
@@ -333,21 +387,17 @@ impl Redactor {
 
 /// Replaces the union of all (possibly overlapping) occurrences of known secrets.
 fn redact_known(known: &AhoCorasick, text: &str) -> Option<String> {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    for m in known.find_overlapping_iter(text) {
-        match spans.last_mut() {
-            // Matches come in order of their end; merge any that touch the span before.
-            Some(last) if m.start() <= last.1 => {
-                last.0 = last.0.min(m.start());
-                last.1 = last.1.max(m.end());
-            }
-            _ => spans.push((m.start(), m.end())),
-        }
-    }
-    if spans.is_empty() {
-        return None;
-    }
-    // A later match can start before an earlier span (ends are ordered, starts are not): merge again.
+    let spans = known_spans(known, text);
+    (!spans.is_empty()).then(|| splice(text, &spans))
+}
+
+/// The union of all (possibly overlapping) occurrences of known secrets, sorted and disjoint.
+fn known_spans(known: &AhoCorasick, text: &str) -> Vec<(usize, usize)> {
+    merge_spans(known.find_overlapping_iter(text).map(|m| (m.start(), m.end())).collect())
+}
+
+/// Sorts spans and merges the ones that overlap or touch.
+fn merge_spans(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
     for (start, end) in spans {
@@ -356,12 +406,18 @@ fn redact_known(known: &AhoCorasick, text: &str) -> Option<String> {
             _ => merged.push((start, end)),
         }
     }
-    Some(splice(text, &merged))
+    merged
 }
 
-/// Replaces secret-looking values. A prefix that turns out not to be a secret is skipped by one byte
-/// only, so it cannot hide a real one that starts inside it.
+/// Replaces secret-looking values.
 fn redact_patterns(patterns: &AhoCorasick, text: &str) -> Option<String> {
+    let spans = pattern_spans(patterns, text);
+    (!spans.is_empty()).then(|| splice(text, &spans))
+}
+
+/// Spans of secret-looking values, in order. A prefix that turns out not to be a secret is skipped by
+/// one byte only, so it cannot hide a real one that starts inside it.
+fn pattern_spans(patterns: &AhoCorasick, text: &str) -> Vec<(usize, usize)> {
     let bytes = text.as_bytes();
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut at = 0usize;
@@ -376,7 +432,47 @@ fn redact_patterns(patterns: &AhoCorasick, text: &str) -> Option<String> {
             None => at = m.start() + 1, // prefixes are ASCII: the next byte is a char boundary
         }
     }
-    (!spans.is_empty()).then(|| splice(text, &spans))
+    spans
+}
+
+/// The passwords of the `scheme://user:password@host` URLs in `text`, in order.
+pub fn url_passwords(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = find(bytes, from, b"://") {
+        match url_password_span(bytes, at + 3) {
+            Some((start, end)) => {
+                found.push(&text[start..end]);
+                from = end;
+            }
+            None => from = at + 3,
+        }
+    }
+    found
+}
+
+/// The password of a URL authority starting at `from` (just after `://`): the userinfo ends at the
+/// last `@` before the host ends (`/`, `?`, `#` after the first `@`), and the password is what
+/// follows its first `:`. Whitespace, quotes and angle brackets end the URL.
+fn url_password_span(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
+    let rest = bytes.get(from..)?;
+    let len = rest
+        .iter()
+        .take(MAX_URL_AUTHORITY_BYTES)
+        .take_while(|b| !b.is_ascii_whitespace() && !matches!(b, b'"' | b'\'' | b'`' | b'<' | b'>'))
+        .count();
+    let run = &rest[..len];
+    let first_at = run.iter().position(|b| *b == b'@')?;
+    let host_end = run[first_at..]
+        .iter()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .map_or(run.len(), |p| p + first_at);
+    let last_at = run[..host_end].iter().rposition(|b| *b == b'@')?;
+    let colon = run[..last_at].iter().position(|b| *b == b':')?;
+    let password = &run[colon + 1..last_at];
+    // Already redacted: nothing more to do (redaction stays idempotent).
+    (!password.is_empty() && password != REDACTED.as_bytes()).then_some((from + colon + 1, from + last_at))
 }
 
 /// `text` with each (sorted, disjoint) byte span replaced by `[REDACTED]`.
@@ -412,6 +508,9 @@ pub fn is_secret_key(key: &str) -> bool {
 
 /// The byte span to redact for a pattern match at `start..prefix_end`, if the text really looks secret.
 fn secret_span(bytes: &[u8], start: usize, prefix_end: usize, shape: Shape) -> Option<(usize, usize)> {
+    if let Shape::UrlCredentials = shape {
+        return url_password_span(bytes, prefix_end); // `://` follows its scheme: no token boundary
+    }
     if start > 0 && bytes.get(start - 1).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
         return None; // not at a token boundary ("task-..." is not "sk-...")
     }
@@ -441,6 +540,7 @@ fn secret_span(bytes: &[u8], start: usize, prefix_end: usize, shape: Shape) -> O
             };
             Some((start, end))
         }
+        Shape::UrlCredentials => None, // answered above
     }
 }
 
@@ -556,11 +656,13 @@ mod tests {
     }
 
     /// Known secrets dropped at random places into random text never survive, whatever surrounds them.
+    /// The same text as a command, each secret split by quotes, backslashes and `$'..'` escapes: neither
+    /// the recorded command nor its quote-removed reading shows a secret.
     #[test]
     fn randomized_texts_never_leak_a_known_secret() {
         let secrets = ["hunter2-very-secret", "sk-proj-KNOWNSECRET0001", "p@ss w0rd!", "ünïcödé-sëcret"];
         let r = Redactor::builder().secrets(secrets).build();
-        let alphabet: Vec<char> = "abcXYZ019 -_:/\n\"'skghpAKIBearer@üé".chars().collect();
+        let alphabet: Vec<char> = "abcXYZ019 -_:/\n\"'skghpAKIBearer@üé\\$".chars().collect();
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -570,24 +672,108 @@ mod tests {
         };
         for _ in 0..3000 {
             let mut text = String::new();
+            let mut command = String::new();
             for _ in 0..(next() % 6) {
                 for _ in 0..(next() % 12) {
-                    text.push(alphabet[(next() % alphabet.len() as u64) as usize]);
+                    let c = alphabet[(next() % alphabet.len() as u64) as usize];
+                    text.push(c);
+                    command.push(c);
                 }
                 let secret = secrets[(next() % secrets.len() as u64) as usize];
                 // Sometimes glue two secrets or a secret and a pattern prefix together.
-                match next() % 4 {
-                    0 => text.push_str("sk-"),
-                    1 => text.push_str("Bearer "),
-                    _ => {}
-                }
+                let glue = match next() % 4 {
+                    0 => "sk-",
+                    1 => "Bearer ",
+                    _ => "",
+                };
+                text.push_str(glue);
                 text.push_str(secret);
+                command.push_str(glue);
+                for c in secret.chars() {
+                    match next() % 8 {
+                        0 => command.push_str("''"),
+                        1 => command.push_str("\"\""),
+                        2 => command.push('\\'),
+                        3 if c.is_ascii() => {
+                            command.push_str(&format!("$'\\x{:02x}'", c as u32));
+                            continue;
+                        }
+                        4 => {
+                            command.push_str(&format!("'{c}'"));
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    command.push(c);
+                }
             }
             let out = r.redact_str(&text).unwrap_or_else(|| text.clone());
             for secret in secrets {
                 assert!(!out.contains(secret), "{secret:?} leaked from {text:?} as {out:?}");
             }
+            let recorded = r.redact_command(&command).unwrap_or_else(|| command.clone());
+            let reading = unquote::Reading::of(&recorded).map_or_else(|| recorded.clone(), |r| r.text);
+            for secret in secrets {
+                assert!(!recorded.contains(secret), "{secret:?} leaked from {command:?} as {recorded:?}");
+                assert!(!reading.contains(secret), "{secret:?} readable in {recorded:?} (from {command:?})");
+            }
         }
+    }
+
+    #[test]
+    fn passwords_in_urls() {
+        let r = Redactor::default();
+        let cases = [
+            (
+                "DATABASE_URL=postgres://app:hunter2@db:5432/app",
+                "DATABASE_URL=postgres://app:[REDACTED]@db:5432/app",
+            ),
+            ("redis://:p4ss@cache:6379/0", "redis://:[REDACTED]@cache:6379/0"),
+            (
+                "git clone https://x-access-token:abc123@github.com/o/r",
+                "git clone https://x-access-token:[REDACTED]@github.com/o/r",
+            ),
+            ("mysql://root:p@ss:word@h/db?mail=a@b", "mysql://root:[REDACTED]@h/db?mail=a@b"),
+            ("x://u:pa/ss@h/@scope", "x://u:[REDACTED]@h/@scope"),
+            (
+                "'amqp://guest:guest@rabbit' and ftp://u:v@w",
+                "'amqp://guest:[REDACTED]@rabbit' and ftp://u:[REDACTED]@w",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(r.redact_str(input).as_deref(), Some(want), "{input}");
+        }
+        let harmless =
+            ["https://example.com:8443/x", "ssh://git@github.com:22/o/r", "https://u@h/x:y", "a :// b@c"];
+        for harmless in harmless {
+            assert_eq!(r.redact_str(harmless), None, "{harmless}");
+        }
+        assert_eq!(url_passwords("x postgres://a:b%40c@h y https://k:v@z"), vec!["b%40c", "v"]);
+    }
+
+    #[test]
+    fn secrets_split_by_shell_quoting_in_commands() {
+        let r = Redactor::builder().secret("hunter2-very-secret").build();
+        let cases = [
+            ("echo ghp_0123456789''abcdefghijABCDEFGHIJ012345", "echo [REDACTED]"),
+            ("echo ghp_0123456789\"\"abcdefghijABCDEFGHIJ012345 ok", "echo [REDACTED] ok"),
+            ("echo \"sk-\"'proj0123456789abcdefghijkl'", "echo \"[REDACTED]'"),
+            ("echo gh\\p_0123456789abcdefghijABCDEFGHIJ012345", "echo [REDACTED]"),
+            ("echo $'\\x67hp_0123456789abcdefghijABCDEFGHIJ012345'", "echo $'[REDACTED]'"),
+            (
+                "curl -H \"Authorization: Bearer \"'abcdefghijklmnopqrstuvwxyz'",
+                "curl -H \"Authorization: Bearer \"'[REDACTED]'",
+            ),
+            ("echo hunter2-''very-secret | x", "echo [REDACTED] | x"),
+            ("psql 'postgres://app:pa'\"ss\"'word@db/app'", "psql 'postgres://app:[REDACTED]@db/app'"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(r.redact_str(input), None, "plain text is not read as a command: {input}");
+            assert_eq!(r.redact_command(input).as_deref(), Some(want), "{input}");
+        }
+        assert_eq!(r.redact_command("echo 'hello world' \"ok\""), None);
+        let whole = "echo ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        assert_eq!(r.redact_command(whole).as_deref(), Some("echo [REDACTED]"));
     }
 
     #[test]

@@ -109,17 +109,8 @@ impl HubConfig {
     }
 }
 
-/// Values of environment variables whose names say they hold secrets.
-pub fn environment_secrets() -> Vec<String> {
-    const MARKERS: [&str; 6] = ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "PRIVATE_KEY"];
-    std::env::vars()
-        .filter(|(name, value)| {
-            let upper = name.to_ascii_uppercase();
-            value.len() >= 8 && MARKERS.iter().any(|m| upper.contains(m))
-        })
-        .map(|(_, value)| value)
-        .collect()
-}
+/// Values of environment variables that hold secrets (the table is `crate::secrets::SECRET_NAMES`).
+pub use crate::secrets::environment_secrets;
 
 /// Something operators watch: reloads, errors, connections.
 #[derive(Debug, Clone, serde::Serialize)]

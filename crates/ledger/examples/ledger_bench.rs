@@ -1,16 +1,16 @@
 //! SQLite ledger figures, one JSON object per line on stdout.
 //!
 //! `cargo run --release -p portcullis-ledger --example ledger_bench -- [dispatch_calls] [ledger_calls] [KEEP]`
-//! (defaults 100,000 and 1,000,000). Files go to a temporary folder that is removed at the end; with a
+//! (defaults 100,000 and 1,000,000; the latency figures use a fifth of `dispatch_calls`). Files go to a temporary folder that is removed at the end; with a
 //! third argument the generated ledger is written to that path and kept (a realistic ledger to explore
 //! with `portcullis ledger ...`).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use async_trait::async_trait;
 use portcullis_harness::{
-    BlockedReason, CallContext, CallError, DecidedBy, Dispatcher, GrantScope, Grants, Ledger, RecordKind,
-    RuleRef, RunContext, Timestamp, Tool, ToolCall, ToolCallRecord, ToolError, ToolInvocation, ToolOutput,
-    ToolRegistry, ToolSpec,
+    ActionKind, BlockedReason, CallContext, CallError, DecidedBy, Dispatcher, ExecutionAction, GrantScope,
+    Grants, Ledger, RecordKind, RuleRef, RunContext, Timestamp, Tool, ToolCall, ToolCallRecord, ToolError,
+    ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{CallFilter, CallStatus, LedgerReader, SqliteLedger};
 use serde_json::{Value, json};
@@ -25,6 +25,24 @@ struct Echo(ToolSpec);
 impl Tool for Echo {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let text = invocation.arguments.get("text").and_then(Value::as_str).unwrap_or_default();
+        Ok(ToolOutput::text(text))
+    }
+}
+
+/// An echo that says it writes a file (it does not): a call with a side effect, whose `started` record
+/// the dispatcher makes durable before executing it.
+struct SideEffectEcho(ToolSpec);
+
+#[async_trait]
+impl Tool for SideEffectEcho {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    fn describe_action(&self, _: &Value, _: &CallContext) -> Result<ExecutionAction, ToolError> {
+        Ok(ExecutionAction::new(ActionKind::Write, "write").with_paths(vec!["/dev/null".into()]))
     }
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let text = invocation.arguments.get("text").and_then(Value::as_str).unwrap_or_default();
@@ -86,6 +104,70 @@ async fn dispatch_bench(dir: &Path, n: usize) {
         "us_per_call_durable": (durable.as_secs_f64() * 1e6 / n as f64 * 1000.0).round() / 1000.0,
         "rows": rows,
         "rows_per_s": (rows as f64 / durable.as_secs_f64()).round(),
+    }));
+    ledger.close().await.unwrap_or_else(|e| fail("close", e));
+}
+
+/// The `q`-quantile of sorted durations, in µs.
+fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
+    let Some(last) = sorted.len().checked_sub(1) else { return 0.0 };
+    let at = ((last as f64) * q).round() as usize;
+    (sorted[at.min(last)].as_secs_f64() * 1e6 * 10.0).round() / 10.0
+}
+
+/// Per-call latency and throughput of dispatch into a SQLite ledger, for a tool without side effect
+/// (`none`: its `started` record is queued) and one with (`write`: the call waits until its `started`
+/// record is committed), with `tasks` concurrent callers.
+async fn latency_bench(dir: &Path, n: usize, action: &str, tasks: usize) {
+    let path = dir.join(format!("latency-{action}-{tasks}.ledger"));
+    let ledger = Arc::new(SqliteLedger::open(&path).unwrap_or_else(|e| fail("open", e)));
+    let mut registry = ToolRegistry::new();
+    let spec = ToolSpec::new("echo", "Echo the text back");
+    let tool: Arc<dyn Tool> =
+        if action == "write" { Arc::new(SideEffectEcho(spec)) } else { Arc::new(Echo(spec)) };
+    let _ = registry.register(tool);
+    let dispatcher = Dispatcher::builder(registry).ledger(ledger.clone()).build();
+    let args = json!({"text": "hello from the bench, a short line of text"});
+    let per_task = n / tasks;
+    let warm = RunContext::new("bench", "warm");
+    for i in 0..(n / 20).max(10) {
+        dispatcher.dispatch(ToolCall::new(format!("w{i}"), "echo", args.clone()), &warm).await;
+    }
+    let start = Instant::now();
+    let mut joins = Vec::new();
+    for t in 0..tasks {
+        let dispatcher = dispatcher.clone();
+        let args = args.clone();
+        joins.push(tokio::spawn(async move {
+            let run = RunContext::new("bench", format!("run-{t}"));
+            let mut times = Vec::with_capacity(per_task);
+            for i in 0..per_task {
+                let call = ToolCall::new(format!("t{t}-c{i}"), "echo", args.clone());
+                let begun = Instant::now();
+                let result = dispatcher.dispatch(call, &run).await;
+                times.push(begun.elapsed());
+                if !result.is_finished() {
+                    fail("dispatch", format!("{:?}", result.error()));
+                }
+            }
+            times
+        }));
+    }
+    let mut times = Vec::with_capacity(n);
+    for join in joins {
+        times.extend(join.await.unwrap_or_else(|e| fail("join", e)));
+    }
+    let elapsed = start.elapsed();
+    times.sort();
+    emit(json!({
+        "bench": "dispatch_latency_sqlite",
+        "action": action,
+        "tasks": tasks,
+        "calls": times.len(),
+        "p50_us": quantile_us(&times, 0.5),
+        "p90_us": quantile_us(&times, 0.9),
+        "p99_us": quantile_us(&times, 0.99),
+        "calls_per_s": (times.len() as f64 / elapsed.as_secs_f64()).round(),
     }));
     ledger.close().await.unwrap_or_else(|e| fail("close", e));
 }
@@ -275,6 +357,12 @@ fn main() {
         .unwrap_or_else(|e| fail("tokio", e));
     runtime.block_on(async {
         dispatch_bench(&dir, dispatch_calls).await;
+        let latency_calls = (dispatch_calls / 5).max(64);
+        for tasks in [1, 8, 64] {
+            for action in ["none", "write"] {
+                latency_bench(&dir, latency_calls, action, tasks).await;
+            }
+        }
         let big = keep.clone().unwrap_or_else(|| dir.join("big.ledger"));
         if big.exists() {
             fail("keep", format!("{} exists already", big.display()));

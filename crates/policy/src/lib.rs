@@ -7,6 +7,7 @@
 pub mod approval;
 pub mod discovery;
 pub mod document;
+mod examples;
 mod judge;
 pub mod lint;
 pub mod live;
@@ -22,9 +23,9 @@ pub use approval::{
     SessionGrants, append_amendment,
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
+pub use examples::{ExampleOutcome, TestOutcome};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
-    CallVerdict, EvalContext, Evaluation, ExampleOutcome, MatchedRule, Policy, PolicyError, PolicyLayer,
-    RootSet, TestOutcome,
+    CallVerdict, EvalContext, Evaluation, MatchedRule, Policy, PolicyError, PolicyLayer, RootSet,
 };
 pub use protected::{ProtectedKind, ProtectedPaths};

@@ -374,3 +374,23 @@ async fn a_replaced_policy_decides_the_next_call() {
     let second = g.call("s", "2", "shell", json!({ "command": "echo x" })).await;
     assert_eq!(blocked(&second), Some(BlockedReason::ExecutionDenied));
 }
+
+/// Issue 9, finding 6: the write tool leaves no execute bit unless asked, and asking is a prompt.
+#[tokio::test]
+async fn an_executable_write_is_a_prompt_and_a_plain_one_leaves_no_execute_bit() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = project();
+    let g = gate(&p, Some(Arc::new(DenyingApprover)), None);
+    let asked = g
+        .call("s", "1", "write", json!({ "path": "run.sh", "content": "#!/bin/sh\n", "executable": true }))
+        .await;
+    assert_eq!(blocked(&asked), Some(BlockedReason::ExecutionDenied), "{}", text(&asked));
+    assert!(!p.root.join("run.sh").exists());
+    let script = p.root.join("hook.sh");
+    std::fs::write(&script, "old").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plain =
+        g.call("s", "2", "write", json!({ "path": "hook.sh", "content": "#!/bin/sh\nexit 1\n" })).await;
+    assert_eq!(blocked(&plain), None, "{}", text(&plain));
+    assert_eq!(std::fs::metadata(&script).unwrap().permissions().mode() & 0o111, 0);
+}

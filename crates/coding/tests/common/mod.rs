@@ -91,3 +91,12 @@ pub fn write(path: &Path, content: &str) {
     }
     std::fs::write(path, content).unwrap();
 }
+
+/// Permission bits of a file (with set-id and sticky bits).
+pub fn mode_of(path: &Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions()) & 0o7777
+}
+
+pub fn set_mode(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+}
