@@ -7,7 +7,7 @@ use crate::document::{Access, Decision};
 use crate::paths::{glob_matches_path, resolve_in};
 use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
 use crate::protected::ProtectedKind;
-use crate::shell::SimpleCommand;
+use crate::shell::{ShellAnalysis, SimpleCommand};
 use std::path::Path;
 
 /// Programs that only read the files their operands name (their writing options are judged by the
@@ -109,6 +109,44 @@ fn operand_candidates(word: &str, options_done: bool) -> Vec<&str> {
     }
     out.retain(|c| !c.is_empty());
     out
+}
+
+/// The folders a script's relative paths may be resolved from: where it starts, then each folder a
+/// static `cd`/`pushd` reaches, composed in the order they appear (a `cd` in a branch or a subshell is
+/// counted too: an over-approximation). A `cd` whose target is only known at run time (`cd -`, `popd`,
+/// `cd $X`, `CDPATH`) is a prompt: what follows it cannot be placed.
+pub(crate) fn working_folders(
+    analysis: &ShellAnalysis,
+    ctx: &EvalContext,
+    eval: &mut Evaluation,
+) -> Vec<EvalContext> {
+    let mut folders = vec![ctx.clone()];
+    for command in &analysis.commands {
+        if !matches!(command.program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
+            continue;
+        }
+        let target =
+            command.argv.iter().skip(1).find(|a| !(a.starts_with('-') && a.len() > 1) || a.as_str() == "--");
+        let target = match (command.program.as_str(), target.map(String::as_str)) {
+            ("popd", _) | (_, Some("-")) => None,
+            (_, Some(t)) if command.dynamic || t.starts_with('+') => None,
+            (_, Some(t)) => Some(t.to_owned()),
+            (_, None) => ctx.home.as_ref().map(|h| h.display().to_string()),
+        };
+        let from = folders.last().map_or(&ctx.cwd, |f| &f.cwd);
+        match target.and_then(|t| resolve_in(&t, from, ctx.home.as_deref()).ok()) {
+            Some(cwd) => folders.push(EvalContext { cwd, home: ctx.home.clone() }),
+            None => eval.raise(
+                Decision::Prompt,
+                format!(
+                    "`{}` changes to a folder known only at run time: the paths after it cannot be placed",
+                    shorten(&command.argv.join(" "))
+                ),
+                None,
+            ),
+        }
+    }
+    folders
 }
 
 impl Policy {

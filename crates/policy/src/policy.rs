@@ -540,10 +540,14 @@ impl Policy {
         if analysis.commands.is_empty() && analysis.opaque.is_empty() && !analysis.parse_errors {
             eval.reasons.push("no command to run".into());
         }
+        // `cd` moves where relative paths land: each is judged from every folder the script may be in.
+        let folders = crate::judge::working_folders(&analysis, ctx, &mut eval);
         for command in &analysis.commands {
             eval.commands.push(command.argv.clone());
             self.judge_command(command, &mut eval);
-            self.judge_operands(command, ctx, &mut eval);
+            for here in &folders {
+                self.judge_operands(command, here, &mut eval);
+            }
         }
         for redirection in &analysis.redirections {
             if redirection.dynamic {
@@ -555,7 +559,9 @@ impl Policy {
                 continue;
             }
             let access = if redirection.write { Access::Write } else { Access::Read };
-            self.judge_path(&redirection.target, access, ctx, &mut eval);
+            for here in &folders {
+                self.judge_path(&redirection.target, access, here, &mut eval);
+            }
         }
         eval
     }

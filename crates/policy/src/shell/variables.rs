@@ -42,6 +42,8 @@ const CODE_INJECTING_VARIABLES: &[&str] = &[
     "RUBYOPT",
     "PYTHONSTARTUP",
     "PYTHONPATH",
+    // Not code, but it moves where `cd NAME` goes, which relative paths are judged from.
+    "CDPATH",
     // Not code, but it makes `*` match dot files (`.portcullis`, `.git`), which patterns are judged without.
     "GLOBIGNORE",
 ];
