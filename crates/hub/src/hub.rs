@@ -446,14 +446,19 @@ impl Hub {
         owner: &str,
         cancel: CancellationToken,
     ) -> ToolCallResult {
-        let mut run = RunContext::new(session_id.to_owned(), "mcp")
-            .with_owner(owner.to_owned())
-            .with_cwd(self.state.project.clone());
+        let mut run = self.mcp_run(session_id, owner);
         run.grants = self.grants();
         run.cancel = cancel;
         // Counted until the call ends, however it ends (the caller may drop this future).
         let _in_flight = InFlight::enter(&self.state.calls_in_flight);
         self.state.dispatcher.dispatch(ToolCall::new(call_id.to_owned(), tool, arguments), &run).await
+    }
+
+    /// The run of an agent's MCP call: its session, its owner, the project as working folder.
+    fn mcp_run(&self, session_id: &str, owner: &str) -> RunContext {
+        RunContext::new(session_id.to_owned(), "mcp")
+            .with_owner(owner.to_owned())
+            .with_cwd(self.state.project.clone())
     }
 
     /// Records a call whose request was malformed (see [`GatewayBackend::refuse_malformed`]).
@@ -466,9 +471,7 @@ impl Hub {
         owner: &str,
         message: String,
     ) -> ToolCallResult {
-        let run = RunContext::new(session_id.to_owned(), "mcp")
-            .with_owner(owner.to_owned())
-            .with_cwd(self.state.project.clone());
+        let run = self.mcp_run(session_id, owner);
         self.state
             .dispatcher
             .refuse_malformed(ToolCall::new(call_id.to_owned(), tool, arguments), &run, message)
