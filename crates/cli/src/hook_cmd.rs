@@ -1,6 +1,7 @@
 //! `portcullis hook claude`: Claude Code's PreToolUse hook. It asks the running hub (so the operator can
 //! be prompted) or, when none runs, judges with the policies itself; either way the decision is in the
-//! ledger. Whatever goes wrong, the answer is deny (fail closed), with the reason.
+//! ledger. Tools the policy does not govern get no decision (`{}`: Claude Code's own permissions
+//! decide). Whatever goes wrong, the answer is deny (fail closed), with the reason.
 
 use crate::args::HookArgs;
 use crate::error::CliError;
@@ -100,6 +101,12 @@ fn ask_hub(info: &RuntimeInfo, dir: &std::path::Path, body: &str, wait: u64) -> 
     }
     let value: Value =
         serde_json::from_str(body).map_err(|e| format!("the hub's answer is not JSON: {e}"))?;
+    if value.as_object().is_some_and(serde_json::Map::is_empty) {
+        return Ok(HookAnswer {
+            decision: portcullis_hub::hook::HookDecision::Pass,
+            reason: "the hub does not govern this tool".into(),
+        });
+    }
     let output = &value["hookSpecificOutput"];
     let decision = match output["permissionDecision"].as_str() {
         Some("allow") => portcullis_hub::hook::HookDecision::Allow,

@@ -27,6 +27,9 @@ pub enum HookDecision {
     Allow,
     Deny,
     Ask,
+    /// No decision: a tool the policy does not govern (TodoWrite, Task, an MCP server the policy does
+    /// not declare...). Claude Code's own permission flow decides, as without the hook.
+    Pass,
 }
 
 /// The hook's answer.
@@ -41,8 +44,11 @@ impl HookAnswer {
         HookAnswer { decision: HookDecision::Deny, reason: reason.into() }
     }
 
-    /// Claude Code's hook output JSON.
+    /// Claude Code's hook output JSON (`{}` for no decision).
     pub fn to_hook_output(&self) -> Value {
+        if self.decision == HookDecision::Pass {
+            return json!({});
+        }
         json!({
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
@@ -160,17 +166,38 @@ pub fn map_tool(input: &HookInput) -> Result<(String, ExecutionAction), String> 
         ),
         "WebFetch" => ("web_fetch".into(), ExecutionAction::new(ActionKind::Network, "fetch")),
         "WebSearch" => ("web_search".into(), ExecutionAction::new(ActionKind::Network, "search")),
-        "TodoWrite" | "ExitPlanMode" | "Task" => {
-            (input.tool_name.to_ascii_lowercase(), ExecutionAction::none())
-        }
         other => match other.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
             Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
                 (format!("mcp:{server}:{tool}"), ExecutionAction::new(ActionKind::Mcp, "call"))
             }
-            _ => return Err(format!("Portcullis does not know Claude Code's tool {other:?}")),
+            // TodoWrite, Task, ExitPlanMode and tools Claude Code adds later: governed only if a grant
+            // names them (see `governs`).
+            _ => (other.to_ascii_lowercase(), ExecutionAction::none()),
         },
     };
     Ok(mapped)
+}
+
+/// The registry names whose Claude Code tools the policy always governs (commands and paths).
+const ALWAYS_GOVERNED: [&str; 4] = ["shell", "read", "write", "edit"];
+
+/// Whether the policy governs the tool `name` (as [`map_tool`] names it): the coding tools always; any
+/// other when a grant names it (allow or deny); an MCP tool also when the policy declares its server.
+/// What it does not govern is left to Claude Code's own permission flow.
+pub fn governs(policy: &portcullis_policy::Policy, name: &str) -> bool {
+    if ALWAYS_GOVERNED.contains(&name) {
+        return true;
+    }
+    let named = policy
+        .layers()
+        .iter()
+        .flat_map(|l| &l.document.grants)
+        .any(|g| g.allow.iter().chain(&g.deny).any(|t| t == name));
+    let declared = name
+        .strip_prefix("mcp:")
+        .and_then(|rest| rest.split_once(':'))
+        .is_some_and(|(server, _)| policy.servers().iter().any(|s| s.server.id == server));
+    named || declared
 }
 
 /// A verdict-only tool: the pipeline judges and records it; Claude Code runs the real tool.
@@ -237,6 +264,15 @@ impl Hub {
                 };
             }
         };
+        if !governs(&self.state.live.current(), &name) {
+            return HookAnswer {
+                decision: HookDecision::Pass,
+                reason: format!(
+                    "the policy does not govern Claude Code's {}; Claude Code's own permissions decide",
+                    input.tool_name
+                ),
+            };
+        }
         let mut registry = ToolRegistry::new();
         let spec = ToolSpec::new(name.clone(), format!("Claude Code's {}", input.tool_name));
         if let Err(e) = registry.register(Arc::new(HookTool { spec, action })) {
