@@ -253,9 +253,21 @@ pub enum LedgerCommand {
 
 #[derive(Debug, Args)]
 pub struct DbArg {
-    /// The ledger file.
+    /// The ledger file (default: the hub's, `$PORTCULLIS_DATA_DIR/ledger.db`, else
+    /// `~/.local/share/portcullis/ledger.db`).
     #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    /// The file named, else the ledger the hub writes by default.
+    pub fn file(&self) -> Result<PathBuf, crate::error::CliError> {
+        match &self.db {
+            Some(db) => Ok(db.clone()),
+            None => portcullis_hub::config::default_ledger_path()
+                .map_err(|e| crate::error::CliError::BadArgument(format!("--db not given and {e}"))),
+        }
+    }
 }
 
 /// Which calls a command is about. Repeated options (or comma-separated values) mean "any of these".

@@ -114,7 +114,7 @@ fn refuse_same_file(db: &Path, out: &Path) -> Result<(), CliError> {
 pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, CliError> {
     let format: ExportFormat = args.format.parse()?;
     let filter = args.filter.to_filter(Timestamp::now())?;
-    let reader = open_reader(&args.db.db)?;
+    let reader = open_reader(&args.db.file()?)?;
     let mut bar = ProgressBar { enabled: io::stderr().is_terminal(), drawn: false };
     let Some(out_path) = &args.out else {
         let mut sink = PipeWatch { inner: stdout, broken: false };
@@ -128,7 +128,7 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, Cli
             Err(e) => Err(e.into()),
         };
     };
-    refuse_same_file(&args.db.db, out_path)?;
+    refuse_same_file(&args.db.file()?, out_path)?;
     let existed = out_path.exists();
     let file = create_out(out_path)
         .map_err(|e| CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", out_path.display()))))?;

@@ -22,7 +22,7 @@ pub fn open_reader(db: &Path) -> Result<LedgerReader, CliError> {
 pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.filter.to_filter(Timestamp::now())?;
     let before = args.before.as_deref().map(str::parse::<Cursor>).transpose()?;
-    let reader = open_reader(&args.db.db)?;
+    let reader = open_reader(&args.db.file()?)?;
     tracing::debug!(?filter, ?before, limit = args.limit, "querying calls");
     let page = reader.calls(&filter, before, usize::from(args.limit))?;
     if args.json {
@@ -76,13 +76,13 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 }
 
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let reader = open_reader(&args.db.db)?;
+    let reader = open_reader(&args.db.file()?)?;
     let timeline = reader.timeline(&args.call_id, args.session.as_deref())?;
     if timeline.records.is_empty() {
         let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
         return Err(CliError::CallNotFound(format!(
             "{}: no call {:?}{within}",
-            args.db.db.display(),
+            args.db.file()?.display(),
             args.call_id
         )));
     }
@@ -131,7 +131,7 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
 }
 
 pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let reader = open_reader(&args.db.db)?;
+    let reader = open_reader(&args.db.file()?)?;
     let report = reader.check()?;
     let healthy = report.healthy();
     if args.json {
@@ -141,7 +141,7 @@ pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         }
         writeln!(out, "{value}")?;
     } else {
-        writeln!(out, "ledger: {}", args.db.db.display())?;
+        writeln!(out, "ledger: {}", args.db.file()?.display())?;
         if report.integrity_ok {
             writeln!(out, "integrity: ok")?;
         } else {
@@ -174,7 +174,7 @@ pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 }
 
 pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let db = &args.db.db;
+    let db = &args.db.file()?;
     // Opening for writing would create a missing file: a typo must not make an empty ledger.
     if !db.exists() {
         return Err(LedgerStoreError::Missing { path: db.clone() }.into());

@@ -224,11 +224,11 @@ fn recorded_call(record: StoredRecord) -> RecordedCall {
 pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
     let (policy, sources) = load_for(&args.files.policies, &cwd)?;
-    let reader = LedgerReader::open(&args.db.db)?;
+    let reader = LedgerReader::open(&args.db.file()?)?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut replay = Replay::new(&policy, cwd, home);
     if !args.json {
-        writeln!(out, "replaying {} against {}", args.db.db.display(), sources.join(", "))?;
+        writeln!(out, "replaying {} against {}", args.db.file()?.display(), sources.join(", "))?;
     }
     let mut after_id = 0;
     loop {

@@ -19,7 +19,7 @@ const MAX_FILLED_BUCKETS: i64 = 200;
 pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.filter.to_filter(Timestamp::now())?;
     let bucket = args.bucket.as_deref().map(|b| parse_width("--bucket", b)).transpose()?;
-    let reader = open_reader(&args.db.db)?;
+    let reader = open_reader(&args.db.file()?)?;
     let stats = reader.stats(&filter, bucket)?;
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&stats)?)?;

@@ -1,0 +1,39 @@
+//! Issue 10, "what a first-day user hits", through the binary: the ledger commands read the hub's own
+//! ledger when no `--db` is given.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::portcullis;
+use serde_json::Value;
+
+#[test]
+fn ledger_commands_default_to_the_hubs_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    // A call recorded where the hub records by default (HOME is `base/home` for the binary).
+    let ledger = base.join("home/.local/share/portcullis/ledger.db");
+    std::fs::create_dir_all(ledger.parent().unwrap()).unwrap();
+    let call = portcullis(&base)
+        .args(["call", "shell", r#"{"command": "echo first-day"}"#, "--approver", "deny", "--db"])
+        .arg(&ledger)
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    assert!(call.status.success(), "{}", String::from_utf8_lossy(&call.stderr));
+    let query = portcullis(&base).args(["ledger", "query", "--json"]).current_dir(&proj).output().unwrap();
+    assert!(query.status.success(), "{}", String::from_utf8_lossy(&query.stderr));
+    let rows: Value = serde_json::from_slice(&query.stdout).unwrap();
+    assert_eq!(rows["calls"].as_array().unwrap().len(), 1, "{rows}");
+    let stats = portcullis(&base).args(["ledger", "stats"]).current_dir(&proj).output().unwrap();
+    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    assert!(String::from_utf8_lossy(&stats.stdout).contains("shell"), "{}", String::from_utf8_lossy(&stats.stdout));
+    let call_id = rows["calls"][0]["call_id"].as_str().unwrap().to_owned();
+    let show = portcullis(&base).args(["ledger", "show", &call_id]).current_dir(&proj).output().unwrap();
+    assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+    let check = portcullis(&base).args(["ledger", "check"]).current_dir(&proj).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}
