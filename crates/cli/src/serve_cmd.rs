@@ -165,7 +165,7 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
                         let Some(line) = line else { return };
                         match parse_answer(&line, always) {
                             Some(choice) => {
-                                if let Err(e) = broker.answer(pending.id, choice, &prompter_name()) {
+                                if let Err(e) = broker.answer(pending.id, choice, &crate::terminal::terminal_operator()) {
                                     prompter.show(&format!("approval #{}: {}\n", pending.id, visible(&e.to_string())));
                                 }
                                 break;
@@ -197,10 +197,6 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
             }
         }
     });
-}
-
-fn prompter_name() -> String {
-    format!("{} (terminal)", std::env::var("USER").unwrap_or_else(|_| "operator".into()))
 }
 
 async fn wait_for_signal() {

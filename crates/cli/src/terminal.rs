@@ -19,8 +19,16 @@ impl TerminalPrompter {
     pub fn controlling() -> Option<Self> {
         let device = PathBuf::from("/dev/tty");
         OpenOptions::new().read(true).write(true).open(&device).ok()?;
-        let user = std::env::var("USER").unwrap_or_else(|_| "operator".into());
-        Some(TerminalPrompter { device, operator: format!("{user} (terminal)") })
+        Some(TerminalPrompter { device, operator: terminal_operator() })
+    }
+}
+
+/// Who answers on this terminal, as the ledger records it: `alice (terminal)`, or `terminal` when the
+/// user is not known (never "operator", which the texts around it already say).
+pub fn terminal_operator() -> String {
+    match std::env::var("USER") {
+        Ok(user) if !user.is_empty() => format!("{user} (terminal)"),
+        _ => "terminal".into(),
     }
 }
 

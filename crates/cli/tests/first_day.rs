@@ -30,10 +30,32 @@ fn ledger_commands_default_to_the_hubs_ledger() {
     assert_eq!(rows["calls"].as_array().unwrap().len(), 1, "{rows}");
     let stats = portcullis(&base).args(["ledger", "stats"]).current_dir(&proj).output().unwrap();
     assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
-    assert!(String::from_utf8_lossy(&stats.stdout).contains("shell"), "{}", String::from_utf8_lossy(&stats.stdout));
+    assert!(
+        String::from_utf8_lossy(&stats.stdout).contains("shell"),
+        "{}",
+        String::from_utf8_lossy(&stats.stdout)
+    );
     let call_id = rows["calls"][0]["call_id"].as_str().unwrap().to_owned();
     let show = portcullis(&base).args(["ledger", "show", &call_id]).current_dir(&proj).output().unwrap();
     assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
     let check = portcullis(&base).args(["ledger", "check"]).current_dir(&proj).output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+}
+
+/// Issue 10: no doubled words in what people read — "rule remove ((built-in default policy))" (the
+/// terminal operator's name is checked by gate.rs's terminal test, which runs without USER).
+#[test]
+fn texts_do_not_double_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let out = portcullis(&base)
+        .args(["policy", "check", "--", "rm -rf build"])
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("rule remove (built-in default policy)"), "{text}");
+    assert!(!text.contains("(("), "{text}");
 }

@@ -210,6 +210,9 @@ fn the_terminal_prompt_shows_control_characters_instead_of_obeying_them() {
         .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
         .env("RUST_LOG", "warn")
         .env_remove("XDG_CONFIG_HOME")
+        // Issue 10: without USER the terminal operator was named "operator (terminal)", and the agent
+        // read "the operator operator (terminal)".
+        .env_remove("USER")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -257,6 +260,8 @@ fn the_terminal_prompt_shows_control_characters_instead_of_obeying_them() {
     let out = agent.join().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["results"][0]["result"]["isError"], true, "{report}");
+    let refusal = text_of(&report["results"][0]["result"]);
+    assert!(refusal.contains("the operator terminal") && !refusal.contains("operator operator"), "{refusal}");
     assert!(!base.join("proj/spoofed-victim").exists());
     let pid = info["pid"].as_u64().unwrap().to_string();
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();

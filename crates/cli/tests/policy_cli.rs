@@ -108,7 +108,7 @@ fn check_finds_the_built_in_then_project_then_user_policies() {
     let proj_sub = proj_sub.to_str().unwrap();
     // Nothing found: the built-in default, rooted at the working directory.
     let v = env.json(&["policy", "check", "--json", "--cwd", proj_sub, "--", "ls -la"]);
-    assert_eq!(v["policies"], json!(["(built-in default policy)"]));
+    assert_eq!(v["policies"], json!(["built-in default policy"]));
     assert_eq!(v["decision"], "allow");
     // The project's policy, found from a folder below it.
     let project = env.write(

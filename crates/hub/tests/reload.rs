@@ -27,7 +27,7 @@ async fn folders_created_after_start_are_watched() {
     .await
     .unwrap();
     let _watching = reload::watch(&hub).unwrap();
-    assert_eq!(hub.policy_sources(), ["(built-in default policy)"]);
+    assert_eq!(hub.policy_sources(), ["built-in default policy"]);
     // The ledger folder the hub made is the owner's alone.
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(dir.join("data")).unwrap().permissions().mode() & 0o777, 0o700);

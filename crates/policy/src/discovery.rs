@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// The built-in default policy (`tool-manifests/policies/default.json`).
 pub const DEFAULT_POLICY: &str = include_str!("../../../tool-manifests/policies/default.json");
 /// How the built-in default is named in matched rules and errors.
-pub const DEFAULT_POLICY_SOURCE: &str = "(built-in default policy)";
+pub const DEFAULT_POLICY_SOURCE: &str = "built-in default policy";
 
 /// The user's config folder for Portcullis: `$PORTCULLIS_CONFIG_DIR`, else
 /// `$XDG_CONFIG_HOME/portcullis`, else `~/.config/portcullis`.
