@@ -6,7 +6,7 @@ use crate::error::CliError;
 use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
 use portcullis_harness::untrusted::visible;
 use portcullis_hub::config::default_ledger_path;
-use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, reload, serve};
+use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, bind, reload, serve_on};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -65,8 +65,10 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(CliError::Runtime)?;
     runtime.block_on(async move {
+        // Bound before the hub opens: a port in use leaves no token or ledger behind.
+        let listener = bind(&config).await.map_err(hub_error)?;
         let hub = Hub::open(config).await.map_err(hub_error)?;
-        let running = serve(hub.clone()).await.map_err(hub_error)?;
+        let running = serve_on(hub.clone(), listener).await.map_err(hub_error)?;
         let _watcher = reload::watch(&hub).map_err(|e| CliError::BadArgument(format!("watching policies: {e}")))?;
         let dir = hub_config_dir_display();
         let mut err = std::io::stderr().lock();

@@ -59,3 +59,29 @@ fn texts_do_not_double_their_words() {
     assert!(text.contains("rule remove (built-in default policy)"), "{text}");
     assert!(!text.contains("(("), "{text}");
 }
+
+/// Issue 10: a port in use is one clear error that says how to choose another, and nothing (token,
+/// operator credential, ledger) is created before the port is bound.
+#[test]
+fn a_port_in_use_says_how_to_choose_another_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = portcullis(&base)
+        .args(["serve", "--approver", "none", "--port", &port, "--db"])
+        .arg(base.join("data/ledger.db"))
+        .current_dir(&proj)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("port {port}")) && stderr.contains("--port"), "{stderr}");
+    for made in ["config/token", "config/operator-token", "data/ledger.db", "data"] {
+        assert!(!base.join(made).exists(), "{made} was created before the port was bound");
+    }
+    drop(taken);
+}

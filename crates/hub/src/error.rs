@@ -11,8 +11,8 @@ pub enum HubError {
     /// A folder, file or address the hub cannot use.
     #[error("{0}")]
     Config(String),
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
+    #[error("cannot listen on {addr}: {source}{hint}")]
+    Listen { addr: String, source: std::io::Error, hint: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

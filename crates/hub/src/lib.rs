@@ -17,4 +17,4 @@ pub mod upstreams;
 pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingApproval};
 pub use error::HubError;
 pub use hub::{Hub, HubBackend, HubConfig, HubEvent};
-pub use server::{RunningHub, serve};
+pub use server::{RunningHub, bind, serve, serve_on};

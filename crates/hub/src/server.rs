@@ -74,7 +74,13 @@ fn allowed_hosts(hub: &Hub, addr: SocketAddr) -> Result<Vec<String>, HubError> {
 
 /// Binds the gateway and the API, writes the runtime file, and serves until the hub shuts down.
 pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
-    let config = &hub.state.config;
+    let listener = bind(&hub.state.config).await?;
+    serve_on(hub, listener).await
+}
+
+/// Binds the address `config` says (loopback unless `allow_remote`). Front ends bind before they open
+/// the hub, so that a port in use leaves nothing behind (no token, no ledger).
+pub async fn bind(config: &crate::HubConfig) -> Result<tokio::net::TcpListener, HubError> {
     let addr = config.listen;
     if !addr.ip().is_loopback() {
         if !config.allow_remote {
@@ -84,6 +90,22 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
         }
         tracing::warn!(%addr, "the gateway listens beyond this machine: anyone who can reach it and holds the token can run tools");
     }
+    tokio::net::TcpListener::bind(addr).await.map_err(|source| {
+        let hint = if source.kind() == std::io::ErrorKind::AddrInUse {
+            format!(
+                " (another program, maybe another hub, uses port {}: choose another with --port N, or --port 0 for any free one)",
+                addr.port()
+            )
+        } else {
+            String::new()
+        };
+        HubError::Listen { addr: addr.to_string(), source, hint }
+    })
+}
+
+/// Serves the gateway and the API on a bound listener (see [`bind`]) and writes the runtime file.
+pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<RunningHub, HubError> {
+    let config = &hub.state.config;
     let dir = config
         .config_dir
         .clone()
@@ -93,9 +115,6 @@ pub async fn serve(hub: Hub) -> Result<RunningHub, HubError> {
         .credentials()
         .cloned()
         .ok_or_else(|| HubError::Config("no config folder for the tokens (set HOME)".into()))?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| HubError::Listen { addr: addr.to_string(), source })?;
     let addr = listener.local_addr()?;
     let mut origins = vec![format!("http://{addr}")];
     if addr.ip().is_loopback() {
