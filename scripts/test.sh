@@ -10,11 +10,17 @@ cargo fmt --all -- --check
 echo "== cargo clippy (workspace, all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
-echo "== bench smoke runs (debug builds, small sizes; figures are not asserted)"
-cargo run --quiet --locked -p portcullis-harness --example dispatch_bench -- 2000 >/dev/null
-cargo run --quiet --locked -p portcullis-ledger --example ledger_bench -- 500 2000 >/dev/null
-cargo run --quiet --locked -p portcullis-policy --example eval_bench -- 200 >/dev/null
-cargo run --quiet --locked -p portcullis-hub --example gateway_bench -- 50 >/dev/null
+echo "== bench smoke runs (debug builds, small sizes; figures are not asserted; each builds its example first)"
+smoke() {
+  local package=$1 example=$2
+  shift 2
+  echo "   $example ($package) $*"
+  cargo run --quiet --locked -p "$package" --example "$example" -- "$@" >/dev/null
+}
+smoke portcullis-harness dispatch_bench 2000
+smoke portcullis-ledger ledger_bench 500 2000
+smoke portcullis-policy eval_bench 200
+smoke portcullis-hub gateway_bench 50
 echo "bench smoke runs: ok"
 
 echo "== tests (workspace, all features)"

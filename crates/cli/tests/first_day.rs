@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::portcullis;
+use common::{http, node_modules, portcullis, serve};
 use serde_json::Value;
 
 #[test]
@@ -84,4 +84,29 @@ fn a_port_in_use_says_how_to_choose_another_and_creates_nothing() {
         assert!(!base.join(made).exists(), "{made} was created before the port was bound");
     }
     drop(taken);
+}
+
+/// Issue 10: a session whose client never closed it (no DELETE) is ended when the hub stops cleanly.
+#[test]
+fn sessions_left_open_by_their_clients_end_with_the_hub() {
+    node_modules();
+    let mut served = serve(r#"{ "commands": { "default": "prompt" } }"#);
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"never-says-goodbye","version":"1"}}}"#;
+    let accept = [("Accept", "application/json, text/event-stream")];
+    let (status, body) = http(&served.mcp_url, "POST", Some(&served.token), &accept, Some(init));
+    assert_eq!(status, 200, "{body}");
+    // And the official SDK client, which closes its transport without ending the session.
+    served.agent(serde_json::json!([{"op": "list"}]));
+    let out = served.stop();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let db = rusqlite::Connection::open(served.db()).unwrap();
+    let sessions: Vec<(String, Option<i64>)> = db
+        .prepare("SELECT client_name, ended_at FROM sessions")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(sessions.iter().any(|(client, _)| client == "never-says-goodbye"), "{sessions:?}");
+    assert!(sessions.iter().all(|(_, ended)| ended.is_some()), "a session was left open: {sessions:?}");
 }

@@ -153,6 +153,8 @@ pub(crate) struct HubState {
     pub(crate) tools_changed: watch::Sender<u64>,
     pub(crate) events: broadcast::Sender<HubEvent>,
     pub(crate) sessions: AtomicU64,
+    /// Sessions opened and not yet closed: ended at shutdown if their clients never said goodbye.
+    pub(crate) open_sessions: std::sync::Mutex<std::collections::BTreeSet<String>>,
     pub(crate) calls_in_flight: AtomicU64,
     pub(crate) shutdown: CancellationToken,
     pub(crate) workspace: Arc<Workspace>,
@@ -282,6 +284,7 @@ impl Hub {
                 tools_changed: watch::channel(0).0,
                 events: broadcast::channel(256).0,
                 sessions: AtomicU64::new(0),
+                open_sessions: std::sync::Mutex::new(std::collections::BTreeSet::new()),
                 calls_in_flight: AtomicU64::new(0),
                 shutdown,
                 workspace,
@@ -499,6 +502,7 @@ impl Hub {
         if let Err(e) = self.state.ledger.begin_session(info).await {
             tracing::error!(error = %e, session = %id, "session not recorded");
         }
+        self.state.open_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone());
         let _ = self.state.events.send(HubEvent::SessionOpened {
             session_id: id.clone(),
             client: client.to_owned(),
@@ -508,6 +512,11 @@ impl Hub {
     }
 
     pub async fn close_session(&self, session_id: String) {
+        self.state
+            .open_sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&session_id);
         if let Err(e) = self.state.ledger.end_session(&session_id, Timestamp::now()).await {
             tracing::warn!(error = %e, session = %session_id, "session end not recorded");
         }
@@ -528,6 +537,15 @@ impl Hub {
         }
         if let Some(dir) = self.state.config.config_dir.clone().or_else(user_config_dir) {
             RuntimeInfo::remove(&dir);
+        }
+        // Clients that never closed their session (no DELETE) are ended with the hub.
+        let open: Vec<String> = std::mem::take(
+            &mut *self.state.open_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_iter()
+        .collect();
+        for session_id in open {
+            self.close_session(session_id).await;
         }
         self.state.ledger.close().await?;
         Ok(())
