@@ -110,3 +110,75 @@ fn sessions_left_open_by_their_clients_end_with_the_hub() {
     assert!(sessions.iter().any(|(client, _)| client == "never-says-goodbye"), "{sessions:?}");
     assert!(sessions.iter().all(|(_, ended)| ended.is_some()), "a session was left open: {sessions:?}");
 }
+
+/// Issue 10: every approval asked is a row of the ledger's approvals table, linked to its call: answered
+/// (by whom, the channel in the name), timed out, or withdrawn because its caller stopped waiting.
+#[test]
+fn every_approval_is_recorded_with_how_it_ended() {
+    node_modules();
+    let policy = r#"{ "commands": { "default": "prompt" }, "approvals": { "timeout_seconds": 2 } }"#;
+    let mut served = serve(policy);
+    let agent = {
+        let url = served.mcp_url.clone();
+        let token = served.token.clone();
+        std::thread::spawn(move || {
+            let scenario = serde_json::json!({"url": url, "token": token, "steps": [
+                {"op": "call", "name": "shell", "arguments": {"command": "touch answered-once"}},
+                {"op": "call", "name": "shell", "arguments": {"command": "touch answered-deny"}},
+                {"op": "call", "name": "shell", "arguments": {"command": "touch nobody-answers"}},
+            ]});
+            std::process::Command::new("node")
+                .arg(common::interop_dir().join("client.mjs"))
+                .arg(scenario.to_string())
+                .output()
+                .unwrap()
+        })
+    };
+    for answer in ["once", "deny"] {
+        let started = std::time::Instant::now();
+        loop {
+            let (_, body) =
+                http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
+            let v: Value = serde_json::from_str(&body).unwrap();
+            if let Some(p) = v["approvals"].as_array().unwrap().first() {
+                let url = format!("{}/approvals/{}", served.api, p["id"]);
+                let body = serde_json::json!({"answer": answer}).to_string();
+                let (status, text) = http(&url, "POST", Some(&served.operator_token), &[], Some(&body));
+                assert_eq!(status, 200, "{text}");
+                break;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(20), "no approval came");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let out = agent.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stopped = served.stop();
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let calls = common::ledger_calls(&served);
+    let mut outcomes = Vec::new();
+    for call in &calls {
+        let show = portcullis(served.dir.path())
+            .args(["ledger", "show", "--json", "--db"])
+            .arg(served.db())
+            .arg(call["call_id"].as_str().unwrap())
+            .output()
+            .unwrap();
+        assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
+        let timeline: Value = serde_json::from_slice(&show.stdout).unwrap();
+        let approvals = timeline["approvals"].as_array().unwrap();
+        assert_eq!(approvals.len(), 1, "one approval row per prompted call: {timeline}");
+        let a = &approvals[0];
+        assert!(a["resolved_at"].as_i64().unwrap() >= a["requested_at"].as_i64().unwrap(), "{a}");
+        outcomes.push((a["outcome"].as_str().unwrap().to_owned(), a["operator"].as_str().map(str::to_owned)));
+    }
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [
+            ("approved_once".to_owned(), Some("api".to_owned())),
+            ("denied".to_owned(), Some("api".to_owned())),
+            ("timed_out".to_owned(), None),
+        ]
+    );
+}

@@ -193,6 +193,22 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
         .map(|c| (c["status"].as_str().unwrap(), c["decided_by"].as_str().unwrap()))
         .collect();
     assert_eq!(deciders, [("finished", "rule"), ("finished", "operator"), ("blocked", "default")]);
+    // The approvals table says how each prompt ended: answered by the API's operator, withdrawn when
+    // Claude Code stopped waiting (issue 10).
+    let timeline = |call: &Value| -> Value {
+        let out = portcullis(&base)
+            .args(["ledger", "show", "--json", "--db"])
+            .arg(served.db())
+            .arg(call["call_id"].as_str().unwrap())
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let answered = timeline(&calls[1]);
+    assert_eq!(answered["approvals"][0]["outcome"], "approved_once", "{answered}");
+    assert_eq!(answered["approvals"][0]["operator"], "api", "{answered}");
+    let withdrawn = timeline(&calls[0]);
+    assert_eq!(withdrawn["approvals"][0]["outcome"], "withdrawn", "{withdrawn}");
 }
 
 #[test]

@@ -923,7 +923,7 @@ fn check_a_healthy_ledger() {
     assert_eq!(out.status.code(), Some(0));
     let report = text(&out.stdout);
     assert!(report.contains("integrity: ok\n"), "{report}");
-    assert!(report.contains("schema version: 2 (this build: 2)"), "{report}");
+    assert!(report.contains("schema version: 3 (this build: 3)"), "{report}");
     assert!(report.lines().any(|l| l.starts_with("records:") && l.ends_with(" 19")), "{report}");
     assert!(report.ends_with("healthy\n"), "{report}");
 
@@ -934,8 +934,8 @@ fn check_a_healthy_ledger() {
             "healthy": true,
             "integrity_ok": true,
             "integrity_messages": [],
-            "schema_version": 2,
-            "supported_version": 2,
+            "schema_version": 3,
+            "supported_version": 3,
             "records": 19,
             "calls": 11,
             "sessions": 2,
@@ -969,7 +969,7 @@ fn migrate_brings_an_older_schema_forward() {
     let (_dir, path) = fixture();
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version 2\n", path.display())
+        format!("{}: schema version 3\n", path.display())
     );
     // Take the file back to schema 1 (no approvals, no search index).
     {
@@ -980,7 +980,7 @@ fn migrate_brings_an_older_schema_forward() {
     assert!(stderr.contains("migrate"), "{stderr}");
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version 2\n", path.display())
+        format!("{}: schema version 3\n", path.display())
     );
     assert_eq!(query_ids(&path, &[]), ALL_CALLS);
     // The search index was rebuilt from the records.

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use portcullis_harness::{
     ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, RuleRef, Timestamp,
 };
+use portcullis_ledger::ApprovalOutcome;
 use portcullis_policy::approval::{always_offer, settle};
 use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, SessionGrants};
 use serde::Serialize;
@@ -93,6 +94,8 @@ pub struct ApprovalBroker {
     deny_unattended: bool,
     /// "Always" is not offered for an action holding a secret (the rule would write it to a file).
     redactor: Option<portcullis_harness::Redactor>,
+    /// Where every approval asked is recorded with how it ended (the ledger's approvals table).
+    ledger: Option<Arc<portcullis_ledger::SqliteLedger>>,
 }
 
 impl ApprovalBroker {
@@ -107,7 +110,52 @@ impl ApprovalBroker {
             always_file: Mutex::new(always_file),
             deny_unattended: false,
             redactor: None,
+            ledger: None,
         }
+    }
+
+    /// Records every approval asked — answered (by whom: the operator's name says the channel), timed
+    /// out or withdrawn, with when it was asked and settled — in this ledger, linked to its call.
+    pub fn with_ledger(mut self, ledger: Arc<portcullis_ledger::SqliteLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// Writes the approval row of `pending` (in the background: a settled approval never waits for it).
+    fn record(
+        &self,
+        pending: &PendingApproval,
+        outcome: ApprovalOutcome,
+        operator: Option<String>,
+        note: Option<String>,
+    ) {
+        let Some(ledger) = self.ledger.clone() else { return };
+        let rule_written = match (&pending.always, outcome) {
+            (AlwaysOffer::Yes { amendment, .. }, ApprovalOutcome::ApprovedAlways) => {
+                Some(amendment.rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "))
+            }
+            _ => None,
+        };
+        let row = portcullis_ledger::ApprovalRecord {
+            session_id: pending.session_id.clone(),
+            call_id: pending.call_id.clone(),
+            tool: pending.tool.clone(),
+            requested_at: pending.requested_at,
+            resolved_at: Some(Timestamp::now()),
+            outcome: Some(outcome),
+            operator,
+            note,
+            rule_written,
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(id = pending.id, "approval not recorded: no runtime");
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = ledger.record_approval(row).await {
+                tracing::warn!(error = %e, "approval not recorded");
+            }
+        });
     }
 
     /// Secrets this redactor finds are never written into an "always" rule.
@@ -221,7 +269,7 @@ impl Approvals for ApprovalBroker {
         let _ = self.events.send(BrokerEvent::Pending(Box::new(pending.clone())));
         tracing::info!(id, tool = %pending.tool, "approval pending");
         // Dropped by the dispatcher (its own timeout, a cancelled run): the entry must not linger.
-        let mut cleanup = RemoveOnDrop { broker: self, id, armed: true };
+        let mut cleanup = RemoveOnDrop { broker: self, pending: &pending, armed: true };
         let answer = tokio::time::timeout(timeout, rx).await;
         cleanup.armed = false;
         self.lock_waiting().remove(&id);
@@ -229,6 +277,8 @@ impl Approvals for ApprovalBroker {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) | Err(_) => {
                 self.resolved(id, "timeout", None);
+                let note = format!("no answer within {} s", timeout.as_secs());
+                self.record(&pending, ApprovalOutcome::TimedOut, None, Some(note));
                 return ApprovalAnswer::Deny {
                     reason: format!("no answer within {} s; the call is denied", timeout.as_secs()),
                     decided_by: DecidedBy::ApprovalTimeout {
@@ -239,6 +289,13 @@ impl Approvals for ApprovalBroker {
         };
         let outcome = serde_json::to_value(choice).ok().and_then(|v| v.as_str().map(str::to_owned));
         self.resolved(id, outcome.as_deref().unwrap_or("answered"), Some(operator.clone()));
+        let recorded = match choice {
+            ApprovalChoice::Once => ApprovalOutcome::ApprovedOnce,
+            ApprovalChoice::Session => ApprovalOutcome::ApprovedForSession,
+            ApprovalChoice::Always => ApprovalOutcome::ApprovedAlways,
+            ApprovalChoice::Deny => ApprovalOutcome::Denied,
+        };
+        self.record(&pending, recorded, Some(operator.clone()), None);
         let offered = match &pending.always {
             AlwaysOffer::Yes { file, amendment } => Some((file.as_str(), amendment)),
             AlwaysOffer::No { .. } => None,
@@ -249,14 +306,18 @@ impl Approvals for ApprovalBroker {
 
 struct RemoveOnDrop<'a> {
     broker: &'a ApprovalBroker,
-    id: u64,
+    pending: &'a PendingApproval,
     armed: bool,
 }
 
 impl Drop for RemoveOnDrop<'_> {
     fn drop(&mut self) {
-        if self.armed && self.broker.lock_waiting().remove(&self.id).is_some() {
-            self.broker.resolved(self.id, "withdrawn", None);
+        let id = self.pending.id;
+        if self.armed && self.broker.lock_waiting().remove(&id).is_some() {
+            self.broker.resolved(id, "withdrawn", None);
+            let note =
+                "the call stopped waiting before an answer (its caller went away or its run was cancelled)";
+            self.broker.record(self.pending, ApprovalOutcome::Withdrawn, None, Some(note.into()));
         }
     }
 }

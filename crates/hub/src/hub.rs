@@ -227,9 +227,6 @@ impl Hub {
         let redactor = Redactor::builder()
             .secrets(config.secrets.iter().cloned().chain(environment_secrets()).chain(own_tokens))
             .build();
-        let broker =
-            ApprovalBroker::new(live.clone(), timeout, always_file(&sources)).with_redactor(redactor.clone());
-        let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
         if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
             // A folder made for the ledger is the owner's alone (the ledger holds what agents did).
             std::fs::DirBuilder::new()
@@ -239,6 +236,10 @@ impl Hub {
                 .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;
         }
         let ledger = Arc::new(SqliteLedger::open(&config.db)?);
+        let broker = ApprovalBroker::new(live.clone(), timeout, always_file(&sources))
+            .with_redactor(redactor.clone())
+            .with_ledger(ledger.clone());
+        let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
         let workspace = Arc::new(
             Workspace::new(&project)
                 .map_err(|e| HubError::Config(format!("workspace {}: {}", project.display(), e.message)))?

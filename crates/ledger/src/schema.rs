@@ -93,6 +93,27 @@ const MIGRATIONS: &[&str] = &[
                || ' ' || coalesce(json_extract(t.body, '$.error.message'), '')
         FROM records t WHERE t.status IS NOT NULL;
     "#,
+    // 3: an approval can end `withdrawn` (its caller went away before an answer).
+    r#"
+    CREATE TABLE approvals_v3 (
+        id           INTEGER PRIMARY KEY,
+        session_id   TEXT NOT NULL,
+        call_id      TEXT NOT NULL,
+        tool         TEXT NOT NULL,
+        requested_at INTEGER NOT NULL,
+        resolved_at  INTEGER,
+        outcome      TEXT CHECK (outcome IN
+                     ('approved_once','approved_for_session','approved_always','denied','timed_out',
+                      'withdrawn')),
+        operator     TEXT,
+        note         TEXT,
+        rule_written TEXT
+    );
+    INSERT INTO approvals_v3 SELECT * FROM approvals;
+    DROP TABLE approvals;
+    ALTER TABLE approvals_v3 RENAME TO approvals;
+    CREATE INDEX approvals_call ON approvals(session_id, call_id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -72,6 +72,8 @@ pub enum ApprovalOutcome {
     ApprovedAlways,
     Denied,
     TimedOut,
+    /// The call stopped waiting (its caller went away, its run was cancelled) before an answer.
+    Withdrawn,
 }
 
 impl ApprovalOutcome {
@@ -82,6 +84,7 @@ impl ApprovalOutcome {
             ApprovalOutcome::ApprovedAlways => "approved_always",
             ApprovalOutcome::Denied => "denied",
             ApprovalOutcome::TimedOut => "timed_out",
+            ApprovalOutcome::Withdrawn => "withdrawn",
         }
     }
 }
