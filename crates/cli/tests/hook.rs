@@ -118,6 +118,33 @@ fn without_a_hub_the_policy_decides_and_the_ledger_records() {
             .iter()
             .all(|c| c["session_id"] == "claude-claude-session-1" && c["owner"] == "claude-code hook")
     );
+    // An `ask` is recorded as what happened: handed to Claude Code's own prompt (issue 10), and replaying
+    // the ledger against the same policy changes nothing (it was, and is, a prompt).
+    let asked: Vec<String> = calls
+        .iter()
+        .filter(|c| c["decided_by"] == "default")
+        .map(|c| {
+            let out = portcullis(&base)
+                .args(["ledger", "show", "--json", "--db", db_arg, c["call_id"].as_str().unwrap()])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .filter(|t| t.contains("handed to the agent's own prompt"))
+        .collect();
+    assert_eq!(asked.len(), 2, "the two asks (make deploy, mcp__docs__search): {asked:?}");
+    let replay = portcullis(&base)
+        .args(["policy", "replay", "--fail-on-change", "--db", db_arg, "--policy"])
+        .arg(proj.join(".portcullis/policy.json"))
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&replay.stdout),
+        String::from_utf8_lossy(&replay.stderr)
+    );
 }
 
 #[test]

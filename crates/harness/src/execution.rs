@@ -164,6 +164,17 @@ pub trait ExecutionPolicy: Send + Sync {
 /// be asked (no approver configured, or an approver with no operator attached).
 pub const NO_APPROVER: &str = "no approver";
 
+/// The `DecidedBy::Default` detail of a call the policy wanted approved that was handed to the agent's
+/// own permission prompt instead (Claude Code's hook answering `ask` when no operator is attached): the
+/// agent's user decides, outside Portcullis.
+pub const AGENT_PROMPT: &str = "handed to the agent's own prompt";
+
+/// Whether a `DecidedBy::Default` detail says the policy asked and no operator of Portcullis answered
+/// ([`NO_APPROVER`], [`AGENT_PROMPT`]): the policy's decision was `prompt`.
+pub fn prompt_left_unanswered(detail: &str) -> bool {
+    detail == NO_APPROVER || detail == AGENT_PROMPT
+}
+
 /// What the approver is shown. Arguments are already redacted.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApprovalRequest {

@@ -46,8 +46,8 @@ pub use dispatch::{Dispatcher, DispatcherBuilder};
 pub use error::HarnessError;
 pub use events::{EventBus, EventDelivery, EventPayload, EventSubscription, ToolEvent, ToolEventKind};
 pub use execution::{
-    ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy, NO_APPROVER,
-    PolicyDecision, PolicyRequest, PolicyVerdict, Risk,
+    AGENT_PROMPT, ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy,
+    NO_APPROVER, PolicyDecision, PolicyRequest, PolicyVerdict, Risk,
 };
 pub use grants::{GrantScope, Grants};
 pub use guardrail::{

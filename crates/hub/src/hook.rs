@@ -221,6 +221,29 @@ impl Tool for HookTool {
     }
 }
 
+/// The broker as the hook asks it: a prompt no operator of Portcullis can answer (no hub, or a hub
+/// without an operator) is handed to Claude Code's own permission prompt, and recorded as such.
+struct HookApprovals(Arc<crate::broker::ApprovalBroker>);
+
+#[async_trait]
+impl portcullis_harness::Approvals for HookApprovals {
+    async fn request(
+        &self,
+        request: portcullis_harness::ApprovalRequest,
+    ) -> portcullis_harness::ApprovalAnswer {
+        match self.0.request(request).await {
+            portcullis_harness::ApprovalAnswer::Deny {
+                reason,
+                decided_by: DecidedBy::Default { detail: Some(d) },
+            } if d == portcullis_harness::NO_APPROVER => portcullis_harness::ApprovalAnswer::Deny {
+                reason,
+                decided_by: DecidedBy::Default { detail: Some(portcullis_harness::AGENT_PROMPT.into()) },
+            },
+            answer => answer,
+        }
+    }
+}
+
 /// The hook answer for a dispatched verdict.
 pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
     let by = portcullis_mcp::convert::describe_decider;
@@ -230,7 +253,7 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
             reason: format!("Portcullis allows it: {}", by(&result.decided_by)),
         },
         CallOutcome::Blocked { error, .. } => {
-            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER)
+            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if portcullis_harness::execution::prompt_left_unanswered(d))
             {
                 let why = error.message.strip_suffix(NO_OPERATOR_SUFFIX).unwrap_or(&error.message);
                 HookAnswer {
@@ -281,7 +304,7 @@ impl Hub {
         let state = &self.state;
         let dispatcher = Dispatcher::builder(registry)
             .policy(state.live.clone())
-            .approvals(state.broker.clone())
+            .approvals(Arc::new(HookApprovals(state.broker.clone())))
             .approval_timeout(Some(state.broker.timeout() + std::time::Duration::from_secs(5)))
             .ledger(state.ledger.clone())
             .redactor(state.dispatcher.redactor().clone())

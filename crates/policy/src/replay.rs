@@ -43,7 +43,7 @@ pub fn recorded_decision(call: &RecordedCall) -> Option<&'static str> {
     match call.blocked_reason {
         Some(BlockedReason::ToolDenied) => Some("tool_denied"),
         Some(BlockedReason::ExecutionDenied) => {
-            let unanswered = matches!(&call.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER);
+            let unanswered = matches!(&call.decided_by, DecidedBy::Default { detail: Some(d) } if portcullis_harness::execution::prompt_left_unanswered(d));
             Some(if asked || unanswered { "prompt" } else { "forbidden" })
         }
         _ => None,
