@@ -236,6 +236,16 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     assert_eq!(answered["approvals"][0]["operator"], "api", "{answered}");
     let withdrawn = timeline(&calls[0]);
     assert_eq!(withdrawn["approvals"][0]["outcome"], "withdrawn", "{withdrawn}");
+    // Replaying the same policy changes nothing: the withdrawn call was a prompt, not `forbidden`.
+    let replay = portcullis(&base)
+        .args(["policy", "replay", "--fail-on-change", "--db"])
+        .arg(served.db())
+        .arg("--policy")
+        .arg(served.policy_file())
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{}", String::from_utf8_lossy(&replay.stdout));
 }
 
 #[test]

@@ -743,7 +743,7 @@ impl Shared {
             }),
             () = cancel.cancelled() => ApprovalAnswer::Deny {
                 reason: "the run was cancelled while the call awaited approval".into(),
-                decided_by: DecidedBy::Default { detail: Some("run cancelled".into()) },
+                decided_by: DecidedBy::Default { detail: Some(crate::execution::APPROVAL_WITHDRAWN.into()) },
             },
             () = sleep_or_forever(limit) => ApprovalAnswer::Deny {
                 reason: format!(

@@ -169,10 +169,15 @@ pub const NO_APPROVER: &str = "no approver";
 /// agent's user decides, outside Portcullis.
 pub const AGENT_PROMPT: &str = "handed to the agent's own prompt";
 
+/// The `DecidedBy::Default` detail of a call whose run was cancelled while it awaited approval (its
+/// caller went away or gave up): the approval was withdrawn.
+pub const APPROVAL_WITHDRAWN: &str = "run cancelled";
+
 /// Whether a `DecidedBy::Default` detail says the policy asked and no operator of Portcullis answered
-/// ([`NO_APPROVER`], [`AGENT_PROMPT`]): the policy's decision was `prompt`.
+/// ([`NO_APPROVER`], [`AGENT_PROMPT`], [`APPROVAL_WITHDRAWN`]): the policy's decision was `prompt`,
+/// whatever became of the call.
 pub fn prompt_left_unanswered(detail: &str) -> bool {
-    detail == NO_APPROVER || detail == AGENT_PROMPT
+    detail == NO_APPROVER || detail == AGENT_PROMPT || detail == APPROVAL_WITHDRAWN
 }
 
 /// What the approver is shown. Arguments are already redacted.

@@ -253,7 +253,9 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
             reason: format!("Portcullis allows it: {}", by(&result.decided_by)),
         },
         CallOutcome::Blocked { error, .. } => {
-            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if portcullis_harness::execution::prompt_left_unanswered(d))
+            // Nobody of Portcullis could be asked: Claude Code asks its user. (An operator who did not
+            // answer within the wait, a withdrawn approval, is a denial.)
+            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER || d == portcullis_harness::AGENT_PROMPT)
             {
                 let why = error.message.strip_suffix(NO_OPERATOR_SUFFIX).unwrap_or(&error.message);
                 HookAnswer {

@@ -202,6 +202,13 @@ mod tests {
         assert_eq!(recorded_decision(&unanswered), Some("prompt"));
         let timed_out = blocked(DecidedBy::ApprovalTimeout { after_ms: 5 });
         assert_eq!(recorded_decision(&timed_out), Some("prompt"));
+        // Issue 10: withdrawn (the run was cancelled while waiting) and handed to the agent's own prompt.
+        for detail in [portcullis_harness::execution::APPROVAL_WITHDRAWN, portcullis_harness::AGENT_PROMPT] {
+            let call = blocked(DecidedBy::Default { detail: Some(detail.into()) });
+            assert_eq!(recorded_decision(&call), Some("prompt"), "{detail}");
+        }
+        let approver_failed = blocked(DecidedBy::Default { detail: Some("approver failure".into()) });
+        assert_eq!(recorded_decision(&approver_failed), Some("forbidden"));
         let by_rule = blocked(DecidedBy::Rule { rule_id: "r".into(), source: "p.json".into() });
         assert_eq!(recorded_decision(&by_rule), Some("forbidden"));
     }
