@@ -74,7 +74,8 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
-            "portcullis: serving MCP at http://{}/mcp (agents' bearer token in {dir}/token; the approval API takes only the operator token in {dir}/operator-token)\nportcullis: policies: {}\nportcullis: ledger: {}",
+            "portcullis: guarding the project {} (its tools' root; --project DIR to choose another)\nportcullis: serving MCP at http://{}/mcp (agents' bearer token in {dir}/token; the approval API takes only the operator token in {dir}/operator-token)\nportcullis: policies: {}\nportcullis: ledger: {}",
+            hub.project().display(),
             running.addr,
             hub.policy_sources().join(", "),
             args.db.as_ref().map_or_else(

@@ -182,3 +182,35 @@ fn every_approval_is_recorded_with_how_it_ended() {
         ]
     );
 }
+
+/// Issue 10: `serve` says which project folder it guards, and `--project` guards another folder than
+/// the one it was started in (`cargo run` runs inside the repository).
+#[test]
+fn serve_says_which_project_it_guards() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let proj = base.join("my-app");
+    std::fs::create_dir_all(&proj).unwrap();
+    let child = portcullis(&base)
+        .args(["serve", "--approver", "none", "--port", "0", "--project"])
+        .arg(&proj)
+        .arg("--db")
+        .arg(base.join("ledger.db"))
+        .current_dir(&base)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runtime = base.join("config/hub.json");
+    let started = std::time::Instant::now();
+    while !runtime.exists() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the hub did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("guarding the project {}", proj.display())), "{stderr}");
+}
