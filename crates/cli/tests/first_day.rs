@@ -214,3 +214,18 @@ fn serve_says_which_project_it_guards() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("guarding the project {}", proj.display())), "{stderr}");
 }
+
+/// Issue 10: how long a call may wait for an operator is knowable by the agent: every tool's description
+/// says it (the SDK client gives up after 60 s; the policy here waits 2 s).
+#[test]
+fn tool_descriptions_say_how_long_approval_may_take() {
+    node_modules();
+    let served = serve(r#"{ "commands": { "default": "prompt" }, "approvals": { "timeout_seconds": 2 } }"#);
+    let report = served.agent(serde_json::json!([{"op": "list"}]));
+    let tools = report["results"][0]["tools"].as_array().unwrap();
+    assert!(!tools.is_empty());
+    for tool in tools {
+        let description = tool["description"].as_str().unwrap_or_default();
+        assert!(description.contains("waits up to 2 s"), "{tool}");
+    }
+}

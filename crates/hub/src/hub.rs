@@ -594,10 +594,20 @@ impl GatewayBackend for HubBackend {
         let (search, rest): (Vec<ToolSpec>, Vec<ToolSpec>) =
             self.hub.visible_tools().into_iter().partition(|t| t.name == SEARCH_TOOLS_NAME);
         if rest.len() > self.hub.state.config.search_tools_above && !search.is_empty() {
-            search
-        } else {
-            rest
+            return search;
         }
+        // How long a call may wait for an operator is the agent's to know (clients time out requests:
+        // the TypeScript SDK after 60 s).
+        let wait = self.hub.state.broker.timeout().as_secs();
+        let note = format!(
+            " When the policy asks an operator about a call, the call waits up to {wait} s for the answer (unanswered: denied)."
+        );
+        rest.into_iter()
+            .map(|mut spec| {
+                spec.description.push_str(&note);
+                spec
+            })
+            .collect()
     }
 
     fn registered_names(&self) -> Vec<String> {
