@@ -185,6 +185,12 @@ fn policy_check_names_protected_places_and_the_redirection_target() {
         glued["commands"].to_string().contains("/../../proj/decoy23"),
         "the word is an argument: {glued}"
     );
+    // A recursive read of a folder holding the hub's config folder reads the tokens too.
+    for reader in ["grep -r TOKEN", "rg -uuu TOKEN", "grep -rn --include=* x", "find", "diff -r /tmp"] {
+        let v = check(&["--", &format!("{reader} {}", base.display())]);
+        assert_eq!(v["decision"], "forbidden", "{reader}: {v}");
+    }
+    assert_eq!(check(&["--", "grep -rn TOKEN ."])["decision"], "allow");
     let tilde = check(&["--", "echo x > ~root/.bashrc"]);
     assert_eq!(tilde["decision"], "forbidden", "{tilde}");
 }

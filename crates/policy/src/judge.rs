@@ -65,6 +65,11 @@ enum TreeRole {
     Moves,
     /// Copies or archives operand trees: a folder holding the hub's secrets would hand them over.
     Copies,
+    /// Reads the content of whole trees (`rg`, `find`, `grep -r`, `diff -r`): a folder holding the hub's
+    /// secrets would hand them to the agent.
+    Reads,
+    /// [`TreeRole::Reads`] only when given a recursive option (`-r`, `-R`, `--recursive`).
+    ReadsIfRecursive,
 }
 
 /// How a copy reaches its destination folder.
@@ -93,6 +98,14 @@ const TREE_PROGRAMS: &[(&str, TreeRole)] = &[
     ("zip", TreeRole::Copies),
     ("7z", TreeRole::Copies),
     ("cpio", TreeRole::Copies),
+    ("rg", TreeRole::Reads),
+    ("ag", TreeRole::Reads),
+    ("ack", TreeRole::Reads),
+    ("find", TreeRole::Reads),
+    ("grep", TreeRole::ReadsIfRecursive),
+    ("egrep", TreeRole::ReadsIfRecursive),
+    ("fgrep", TreeRole::ReadsIfRecursive),
+    ("diff", TreeRole::ReadsIfRecursive),
 ];
 
 /// The texts in one argument that may name a path: the word, the value of `--opt=VALUE` or `KEY=VALUE`,
@@ -207,13 +220,18 @@ impl Policy {
     pub(crate) fn judge_operands(&self, command: &SimpleCommand, ctx: &EvalContext, eval: &mut Evaluation) {
         let program = command.program.as_str();
         let reads_only = READS_OPERANDS_ONLY.contains(&program);
-        let role = TREE_PROGRAMS.iter().find(|(p, _)| *p == program).map(|(_, r)| *r);
         let last = command.argv.len().saturating_sub(1);
-        // A recursive copy into a folder may write into any protected place below it.
+        // A recursive copy into a folder may write into any protected place below it; a recursive read
+        // of one reads them.
         let recursive = command.argv.iter().skip(1).any(|a| {
-            matches!(a.as_str(), "--recursive" | "--archive")
+            matches!(a.as_str(), "--recursive" | "--archive" | "--dereference-recursive")
                 || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R', 'a']))
         });
+        let role = match TREE_PROGRAMS.iter().find(|(p, _)| *p == program).map(|(_, r)| *r) {
+            Some(TreeRole::ReadsIfRecursive) if recursive => Some(TreeRole::Reads),
+            Some(TreeRole::ReadsIfRecursive) => None,
+            role => role,
+        };
         let mut options_done = false;
         for (index, word) in command.argv.iter().enumerate().skip(1) {
             if word == "--" && !options_done {
@@ -278,6 +296,7 @@ impl Policy {
         let decision = match hit.kind {
             ProtectedKind::HubSecret => Decision::Forbidden,
             _ if role == TreeRole::Copies && into == Into::Plainly => return,
+            _ if role == TreeRole::Reads => return,
             _ => Decision::Prompt,
         };
         eval.raise(
