@@ -3,7 +3,8 @@
 // with every result. Usage: node client.mjs '<scenario JSON>'
 //   scenario: { "url"?: string, "token"?: string, "headers"?: {..}, "command"?: string, "args"?: [..],
 //               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "wait", "ms": n} |
-//               {"op": "call", "name": .., "arguments": {..}, "progress"?: true (collect progress notifications)} ] }
+//               {"op": "call", "name": .., "arguments": {..}, "progress"?: true (collect progress notifications),
+//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true} ] }
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -39,7 +40,7 @@ try {
       out.results.push({ op: "list", tools });
     } else if (step.op === "call") {
       const progress = [];
-      const options = { timeout: step.timeoutMs ?? 60000 };
+      const options = { timeout: step.timeoutMs ?? 60000, resetTimeoutOnProgress: step.resetTimeoutOnProgress ?? false };
       if (step.progress) options.onprogress = (p) => progress.push(p);
       const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
       out.results.push({ op: "call", name: step.name, result, progress });

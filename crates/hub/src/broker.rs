@@ -87,6 +87,9 @@ pub struct ApprovalBroker {
     waiting: Mutex<HashMap<u64, Waiting>>,
     next: AtomicU64,
     events: broadcast::Sender<BrokerEvent>,
+    /// The same events for those who only watch (an agent's gateway connection, told that its call
+    /// waits): they do not count as approvers attending the hub.
+    watchers: broadcast::Sender<BrokerEvent>,
     timeout: Mutex<Duration>,
     /// The policy file "always" appends to.
     always_file: Mutex<Option<String>>,
@@ -106,6 +109,7 @@ impl ApprovalBroker {
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
             events: broadcast::channel(256).0,
+            watchers: broadcast::channel(256).0,
             timeout: Mutex::new(timeout),
             always_file: Mutex::new(always_file),
             deny_unattended: false,
@@ -179,6 +183,19 @@ impl ApprovalBroker {
         self.events.subscribe()
     }
 
+    /// Follows pending and resolved approvals without attending them: a hub whose only subscribers
+    /// watch is still unattended.
+    pub fn watch(&self) -> broadcast::Receiver<BrokerEvent> {
+        self.watchers.subscribe()
+    }
+
+    fn publish(&self, event: BrokerEvent) {
+        if self.watchers.receiver_count() > 0 {
+            let _ = self.watchers.send(event.clone());
+        }
+        let _ = self.events.send(event);
+    }
+
     /// Approvals waiting for an answer, oldest first.
     pub fn pending(&self) -> Vec<PendingApproval> {
         let mut list: Vec<PendingApproval> =
@@ -220,7 +237,7 @@ impl ApprovalBroker {
     }
 
     fn resolved(&self, id: u64, outcome: &str, operator: Option<String>) {
-        let _ = self.events.send(BrokerEvent::Resolved { id, outcome: outcome.into(), operator });
+        self.publish(BrokerEvent::Resolved { id, outcome: outcome.into(), operator });
     }
 }
 
@@ -266,7 +283,7 @@ impl Approvals for ApprovalBroker {
         };
         let (tx, rx) = oneshot::channel();
         self.lock_waiting().insert(id, Waiting { pending: pending.clone(), answer: tx });
-        let _ = self.events.send(BrokerEvent::Pending(Box::new(pending.clone())));
+        self.publish(BrokerEvent::Pending(Box::new(pending.clone())));
         tracing::info!(id, tool = %pending.tool, "approval pending");
         // Dropped by the dispatcher (its own timeout, a cancelled run): the entry must not linger.
         let mut cleanup = RemoveOnDrop { broker: self, pending: &pending, armed: true };

@@ -14,7 +14,7 @@ use portcullis_harness::{
     ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
-use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend};
+use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend, WaitNotes};
 use portcullis_policy::discovery::{layers_for, user_config_dir};
 use portcullis_policy::{LivePolicy, Policy, ProtectedKind};
 use serde_json::Value;
@@ -651,8 +651,14 @@ impl GatewayBackend for HubBackend {
         tool: &str,
         arguments: Value,
         cancel: CancellationToken,
+        waiting: Option<WaitNotes>,
     ) -> ToolCallResult {
         let owner = self.owner(session_id);
+        // Following before the call runs, so the approval it may ask is not missed.
+        let _follower = waiting.map(|notes| {
+            let approvals = self.hub.broker().watch();
+            crate::waiting::follow_approval(approvals, session_id.to_owned(), call_id.to_owned(), notes)
+        });
         self.hub.call(session_id, call_id, tool, arguments, &owner, cancel).await
     }
 

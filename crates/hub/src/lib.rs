@@ -13,6 +13,7 @@ pub mod reload;
 pub mod secrets;
 pub mod server;
 pub mod upstreams;
+pub mod waiting;
 
 pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingApproval};
 pub use error::HubError;

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
+use portcullis_mcp::caller::watch_caller;
 use portcullis_mcp::http::{
     AccessGuard, Admits, LOOPBACK_HOSTS, MAX_REQUEST_BODY_BYTES, caller_guard, mcp_service, site_guard,
 };
@@ -133,6 +134,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     let body = from_fn_with_state(body, read_body_within);
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service(backend, shutdown.child_token(), hosts))
+        .layer(from_fn(watch_caller))
         .layer(from_fn(screen_jsonrpc));
     let for_agents = Router::new()
         .merge(mcp)

@@ -2,6 +2,7 @@
 //! the grants allow under wire-safe names; `tools/call` goes through the hub's pipeline, and a blocked
 //! or denied call comes back as a tool result with `isError` naming the reason and the deciding rule.
 
+use crate::caller::CallerGone;
 use crate::convert::{call_result, tool_of};
 use crate::jsonrpc::{CLIENT_METHODS, TOOLS_CALL};
 use crate::wire::WireNames;
@@ -18,8 +19,11 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+
+/// Where a backend says what a call is waiting for before it runs (one line each).
+pub type WaitNotes = mpsc::UnboundedSender<String>;
 
 /// Tools per `tools/list` page.
 pub const TOOLS_PAGE: usize = 100;
@@ -50,7 +54,10 @@ pub trait GatewayBackend: Send + Sync + 'static {
     async fn open_session(&self, client: ClientIdentity) -> String;
     /// The connection ended.
     async fn close_session(&self, session_id: String);
-    /// Runs one call through the pipeline; `cancel` fires when the client cancels the request.
+    /// Runs one call through the pipeline; `cancel` fires when the client cancels the request or is
+    /// gone (its session ended, its connection closed). Notes on what the call waits for before it runs
+    /// (an operator's approval, and how long it may take) go to `waiting`, when given: the gateway sends
+    /// them as MCP progress to a client that gave a progress token.
     async fn call(
         &self,
         session_id: &str,
@@ -58,6 +65,7 @@ pub trait GatewayBackend: Send + Sync + 'static {
         tool: &str,
         arguments: Value,
         cancel: CancellationToken,
+        waiting: Option<WaitNotes>,
     ) -> ToolCallResult;
     /// Records a `tools/call` whose params were malformed (no tool name, a name that is not a string,
     /// arguments that are not an object) as one blocked call (`invalid_arguments`) and returns it.
@@ -189,9 +197,11 @@ fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNot
     param
 }
 
-/// Forwards the progress of one call to the client until the call ends.
+/// Forwards the progress of one call to the client until the call ends: what it waits for before it
+/// runs (`waiting`), then the tool's own progress. Steps count across both, so progress increases.
 fn forward_progress(
     mut events: EventSubscription,
+    mut waiting: mpsc::UnboundedReceiver<String>,
     peer: Peer<RoleServer>,
     token: ProgressToken,
     session: String,
@@ -199,16 +209,34 @@ fn forward_progress(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut step = 0;
-        while let Some(delivery) = events.recv().await {
-            let EventDelivery::Event(event) = delivery else { continue };
-            if *event.call.session_id != *session || *event.call.call_id != *call_id {
-                continue;
-            }
-            if let EventPayload::Progress { progress } = &event.payload {
-                step += 1;
-                if let Err(e) = peer.notify_progress(progress_param(token.clone(), progress, step)).await {
-                    tracing::debug!(error = %e, "progress not delivered");
-                }
+        let mut notes_open = true;
+        loop {
+            let param = tokio::select! {
+                note = waiting.recv(), if notes_open => match note {
+                    Some(note) => {
+                        step += 1;
+                        ProgressNotificationParam::new(token.clone(), step as f64).with_message(note)
+                    }
+                    None => {
+                        notes_open = false;
+                        continue;
+                    }
+                },
+                delivery = events.recv() => match delivery {
+                    Some(EventDelivery::Event(event)) => {
+                        if *event.call.session_id != *session || *event.call.call_id != *call_id {
+                            continue;
+                        }
+                        let EventPayload::Progress { progress } = &event.payload else { continue };
+                        step += 1;
+                        progress_param(token.clone(), progress, step)
+                    }
+                    Some(_) => continue,
+                    None => break,
+                },
+            };
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!(error = %e, "progress not delivered");
             }
         }
     })
@@ -363,15 +391,38 @@ impl ServerHandler for GatewayHandler {
         let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
         let arguments =
             request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
-        let forwarder = match (context.meta.get_progress_token(), self.connection.backend.events()) {
+        let (forwarder, waiting) = match (context.meta.get_progress_token(), self.connection.backend.events())
+        {
             (Some(token), Some(events)) => {
-                Some(forward_progress(events, context.peer.clone(), token, session.clone(), call_id.clone()))
+                let (notes, waiting) = mpsc::unbounded_channel();
+                let peer = context.peer.clone();
+                (
+                    Some(forward_progress(events, waiting, peer, token, session.clone(), call_id.clone())),
+                    Some(notes),
+                )
             }
-            _ => None,
+            _ => (None, None),
         };
-        // Cancellation goes through the pipeline (the call ends with a record), never by dropping it.
-        let result =
-            self.connection.backend.call(&session, &call_id, &tool, arguments, context.ct.clone()).await;
+        // Cancellation goes through the pipeline (the call ends with a record), never by dropping it: a
+        // caller whose connection closed cancels the call as a cancel request would.
+        let cancel = context.ct.clone();
+        let call =
+            self.connection.backend.call(&session, &call_id, &tool, arguments, cancel.clone(), waiting);
+        let result = match CallerGone::of(&context.extensions) {
+            Some(gone) => {
+                tokio::pin!(call);
+                tokio::select! {
+                    biased;
+                    result = &mut call => result,
+                    () = gone.cancelled() => {
+                        tracing::info!(%session, %call_id, "the caller's connection closed: the call is withdrawn");
+                        cancel.cancel();
+                        call.await
+                    }
+                }
+            }
+            None => call.await,
+        };
         if let Some(forwarder) = forwarder {
             forwarder.abort();
         }

@@ -2,6 +2,7 @@
 //! agents (Streamable HTTP with a bearer token and Origin checks, or stdio), and the bridge that brings
 //! upstream MCP servers' tools into the registry.
 
+pub mod caller;
 pub mod convert;
 pub mod gateway;
 pub mod http;
