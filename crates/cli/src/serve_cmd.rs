@@ -186,10 +186,7 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
                     }
                     event = events.recv() => match event {
                         Ok(BrokerEvent::Resolved { id, outcome, operator }) if id == pending.id => {
-                            prompter.show(&format!(
-                                "\napproval #{id} was settled elsewhere: {outcome}{}\n",
-                                operator.map(|o| format!(" by {}", visible(&o))).unwrap_or_default()
-                            ));
+                            prompter.show(&settled_elsewhere(id, &outcome, operator.as_deref()));
                             break;
                         }
                         Ok(BrokerEvent::Pending(next)) => queue.push_back(*next),
@@ -200,6 +197,21 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
             }
         }
     });
+}
+
+/// What the terminal says when the approval it asks was settled without it.
+fn settled_elsewhere(id: u64, outcome: &str, operator: Option<&str>) -> String {
+    match outcome {
+        "timeout" => format!("\napproval #{id} timed out: nobody answered in time, the call is denied\n"),
+        "withdrawn" => format!(
+            "\napproval #{id} was withdrawn: the agent stopped waiting (it cancelled, or its connection \
+             closed); nothing runs\n"
+        ),
+        answer => format!(
+            "\napproval #{id} was answered elsewhere: {answer}{}\n",
+            operator.map(|o| format!(" by {}", visible(o))).unwrap_or_default()
+        ),
+    }
 }
 
 async fn wait_for_signal() {

@@ -119,3 +119,80 @@ fn a_waiting_call_sends_progress_that_keeps_patient_clients_waiting() {
     let steps: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
     assert!(steps.windows(2).all(|w| w[0] < w[1]), "progress must increase: {steps:?}");
 }
+
+/// The operator at the terminal is not left with a question nobody waits for: when the agent's process
+/// dies mid-wait, the terminal says the approval was withdrawn and that nothing runs, and a late "o"
+/// approves nothing.
+#[test]
+fn the_terminal_says_when_an_approval_is_withdrawn() {
+    node_modules();
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
+    std::fs::write(base.join("proj/.portcullis/policy.json"), r#"{ "commands": { "default": "prompt" } }"#)
+        .unwrap();
+    let mut hub = std::process::Command::new("script")
+        .args(["-qec", r#""$PORTCULLIS_BIN" serve --port 0 --db "$DB""#, "/dev/null"])
+        .current_dir(base.join("proj"))
+        .env("SHELL", "/bin/sh")
+        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
+        .env("DB", base.join("ledger.db"))
+        .env("HOME", base.join("home"))
+        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
+        .env("RUST_LOG", "warn")
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("util-linux `script` gives serve a terminal");
+    let runtime = base.join("config/hub.json");
+    let started = Instant::now();
+    while !runtime.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let scenario = serde_json::json!({"url": info["mcp_url"], "token": token, "steps": [
+        {"op": "call", "name": "shell", "arguments": {"command": "touch ran-for-nobody"}}
+    ]});
+    let mut agent = std::process::Command::new("node")
+        .arg(common::interop_dir().join("client.mjs"))
+        .arg(scenario.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let operator = std::fs::read_to_string(base.join("config/operator-token")).unwrap();
+    let api = info["api_url"].as_str().unwrap();
+    let started = Instant::now();
+    loop {
+        let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&operator), &[], None);
+        if body.contains("ran-for-nobody") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the prompt never came: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    agent.kill().unwrap();
+    let _ = agent.wait();
+    std::thread::sleep(Duration::from_secs(2));
+    let mut stdin = hub.stdin.take().unwrap();
+    use std::io::Write as _;
+    stdin.write_all(b"o\n").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = info["pid"].as_u64().unwrap().to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    drop(stdin);
+    let shown = hub.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&shown.stdout);
+    assert!(screen.contains("touch ran-for-nobody"), "the prompt was shown: {screen}");
+    assert!(
+        screen.contains("approval #1 was withdrawn: the agent stopped waiting")
+            && screen.contains("nothing runs"),
+        "{screen}"
+    );
+    assert!(!base.join("proj/ran-for-nobody").exists(), "the late answer ran the command");
+}
