@@ -196,3 +196,39 @@ fn the_terminal_says_when_an_approval_is_withdrawn() {
     );
     assert!(!base.join("proj/ran-for-nobody").exists(), "the late answer ran the command");
 }
+
+/// Claude Code kills its hook (the user pressed Esc, or the hook's timeout passed) while the hub asks the
+/// operator: the prompt goes with it, recorded as withdrawn.
+#[test]
+fn a_hook_killed_mid_wait_withdraws_its_prompt() {
+    let mut served = serve(r#"{ "commands": { "default": "prompt" } }"#);
+    let input = serde_json::json!({
+        "session_id": "claude-session-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "touch killed-hook"},
+        "cwd": served.project(),
+    });
+    let mut hook = common::portcullis(served.dir.path())
+        .args(["hook", "claude", "--wait", "60"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    hook.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    first_pending(&served);
+    hook.kill().unwrap();
+    let _ = hook.wait();
+    let started = Instant::now();
+    while !pending(&served).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the prompt outlived its hook");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped = served.stop();
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let db = rusqlite::Connection::open(served.db()).unwrap();
+    let outcome: String = db.query_row("SELECT outcome FROM approvals", [], |r| r.get(0)).unwrap();
+    assert_eq!(outcome, "withdrawn");
+}
