@@ -1,12 +1,15 @@
 //! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
 //! construct a policy must see, so that rules never match raw strings.
 
+mod interpreters;
 mod options;
 mod programs;
 mod sed;
 mod variables;
 mod words;
+mod wrapper_specs;
 mod wrappers;
+mod writing_programs;
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};

@@ -487,3 +487,36 @@ fn unknown(analyzer: &mut Analyzer, spec: &Spec, option: &str, text: &str) {
     tracing::debug!(program = spec.program, option, "option not in the table: opaque");
     analyzer.opaque(OpaqueKind::ProgramOption, text);
 }
+
+/// Splits `-abc` option clusters and skips option arguments: `with_arg` letters take the rest of the
+/// cluster or the next word; `long_with_arg` long options take the next word unless written `--x=v`.
+/// Returns the index of the first operand.
+pub(super) fn skip_options(args: &[Word], with_arg: &str, long_with_arg: &[&str]) -> usize {
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        let a = arg.text.as_str();
+        if a == "--" {
+            return i + 1;
+        }
+        if a == "-" || !a.starts_with('-') {
+            return i;
+        }
+        i += 1;
+        if let Some(long) = a.strip_prefix("--") {
+            if !long.contains('=') && long_with_arg.contains(&long) {
+                i += 1;
+            }
+            continue;
+        }
+        let cluster: Vec<char> = a.chars().skip(1).collect();
+        for (pos, c) in cluster.iter().enumerate() {
+            if with_arg.contains(*c) {
+                if pos + 1 == cluster.len() {
+                    i += 1;
+                }
+                break;
+            }
+        }
+    }
+    i
+}
