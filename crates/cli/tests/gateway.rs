@@ -476,7 +476,7 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     drop(stdin);
     let shown = child.wait_with_output().unwrap();
     let screen = String::from_utf8_lossy(&shown.stdout);
-    assert!(screen.contains("approval #1 was settled elsewhere: deny by api"), "{screen}");
+    assert!(screen.contains("approval #1 was answered elsewhere: deny by api"), "{screen}");
     assert!(
         screen.contains("approval #2 needed for `shell`") && screen.contains("touch approved-on-terminal"),
         "{screen}"

@@ -100,12 +100,22 @@ fn agents_cannot_answer_their_own_prompts_and_the_operator_is_named_by_the_chann
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&forged));
     assert_eq!(status, 400, "a body naming the operator was accepted: {body}");
     assert!(body.contains("operator"), "{body}");
-    let deny = json!({"answer": "deny"}).to_string();
+    // An answer that is not one of the four is a bad request, with its code.
+    let maybe = json!({"answer": "maybe"}).to_string();
+    let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&maybe));
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_code(&body), "bad_request");
+    // The operator's note reaches the agent with the denial.
+    let deny = json!({"answer": "deny", "note": "use make check instead"}).to_string();
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&deny));
     assert_eq!(status, 200, "{body}");
+    let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&deny));
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(error_code(&body), "approval_answered");
     let report = run.join().unwrap();
     let result = &report["results"][0]["result"];
     assert!(text_of(result).contains("denied by the operator (api)"), "{report}");
+    assert!(text_of(result).contains("the operator says: use make check instead"), "{report}");
     assert!(!served.project().join("by-the-agent").exists());
     let calls = ledger_calls_when(&served, 1);
     assert_eq!(calls[0]["decided_by"], "operator", "{calls:#?}");

@@ -75,10 +75,21 @@ impl BrokerError {
     }
 }
 
+/// An operator's answer as the waiting call receives it.
+struct Given {
+    choice: ApprovalChoice,
+    operator: String,
+    /// Words for the agent (with a denial) and the ledger.
+    note: Option<String>,
+}
+
 struct Waiting {
     pending: PendingApproval,
-    answer: oneshot::Sender<(ApprovalChoice, String)>,
+    answer: oneshot::Sender<Given>,
 }
+
+/// The longest note an operator's answer carries (characters).
+pub const MAX_NOTE_CHARS: usize = 2000;
 
 /// The hub's approval broker.
 pub struct ApprovalBroker {
@@ -220,6 +231,18 @@ impl ApprovalBroker {
 
     /// Answers a pending approval; the first answer wins.
     pub fn answer(&self, id: u64, choice: ApprovalChoice, operator: &str) -> Result<(), BrokerError> {
+        self.answer_with_note(id, choice, operator, None)
+    }
+
+    /// Answers a pending approval with a note: the agent reads it with a denial, the ledger keeps it
+    /// with any answer (cut to [`MAX_NOTE_CHARS`]). The first answer wins.
+    pub fn answer_with_note(
+        &self,
+        id: u64,
+        choice: ApprovalChoice,
+        operator: &str,
+        note: Option<&str>,
+    ) -> Result<(), BrokerError> {
         let mut waiting = self.lock_waiting();
         let Some(entry) = waiting.get(&id) else {
             return Err(if id > 0 && id <= self.next.load(Ordering::Relaxed) {
@@ -233,7 +256,10 @@ impl ApprovalBroker {
         }
         let Some(entry) = waiting.remove(&id) else { return Err(BrokerError::Unknown(id)) };
         drop(waiting);
-        entry.answer.send((choice, operator.to_owned())).map_err(|_| BrokerError::AlreadyAnswered(id))
+        let note =
+            note.map(str::trim).filter(|n| !n.is_empty()).map(|n| n.chars().take(MAX_NOTE_CHARS).collect());
+        let given = Given { choice, operator: operator.to_owned(), note };
+        entry.answer.send(given).map_err(|_| BrokerError::AlreadyAnswered(id))
     }
 
     fn resolved(&self, id: u64, outcome: &str, operator: Option<String>) {
@@ -290,8 +316,8 @@ impl Approvals for ApprovalBroker {
         let answer = tokio::time::timeout(timeout, rx).await;
         cleanup.armed = false;
         self.lock_waiting().remove(&id);
-        let (choice, operator) = match answer {
-            Ok(Ok(answer)) => answer,
+        let Given { choice, operator, note } = match answer {
+            Ok(Ok(given)) => given,
             Ok(Err(_)) | Err(_) => {
                 self.resolved(id, "timeout", None);
                 let note = format!("no answer within {} s", timeout.as_secs());
@@ -312,12 +338,17 @@ impl Approvals for ApprovalBroker {
             ApprovalChoice::Always => ApprovalOutcome::ApprovedAlways,
             ApprovalChoice::Deny => ApprovalOutcome::Denied,
         };
-        self.record(&pending, recorded, Some(operator.clone()), None);
+        self.record(&pending, recorded, Some(operator.clone()), note.clone());
         let offered = match &pending.always {
             AlwaysOffer::Yes { file, amendment } => Some((file.as_str(), amendment)),
             AlwaysOffer::No { .. } => None,
         };
-        settle(choice, &request, offered, &operator, &self.grants, &self.live)
+        match (settle(choice, &request, offered, &operator, &self.grants, &self.live), note) {
+            (ApprovalAnswer::Deny { reason, decided_by }, Some(note)) => {
+                ApprovalAnswer::Deny { reason: format!("{reason}; the operator says: {note}"), decided_by }
+            }
+            (answer, _) => answer,
+        }
     }
 }
 

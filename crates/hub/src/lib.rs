@@ -2,6 +2,7 @@
 //! ledger and the MCP gateway; owns sessions, the approval broker and policy hot reload; and serves
 //! agents (`/mcp`) and operators (`/v1`) on a loopback port. Used by the CLI now and the desktop app next.
 
+pub mod api;
 pub mod broker;
 pub mod config;
 pub mod connections;

@@ -4,7 +4,8 @@
 //! and the accept loop's connection cap and header-read timeout. Binding elsewhere than loopback must be
 //! asked for.
 
-use crate::broker::BrokerError;
+use crate::api::types::Answer;
+use crate::api::{ApiError, ErrorCode, Operator, OperatorApi};
 use crate::config::RuntimeInfo;
 use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
 use crate::error::HubError;
@@ -21,7 +22,6 @@ use portcullis_mcp::http::{
     AccessGuard, Admits, LOOPBACK_HOSTS, MAX_REQUEST_BODY_BYTES, caller_guard, mcp_service, site_guard,
 };
 use portcullis_mcp::jsonrpc::screen_jsonrpc;
-use portcullis_policy::ApprovalChoice;
 use portcullis_policy::discovery::user_config_dir;
 use serde::Deserialize;
 use serde_json::json;
@@ -172,10 +172,6 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     Ok(RunningHub { hub, addr, token: credentials.agent, operator_token: credentials.operator, server })
 }
 
-fn error(status: StatusCode, code: &str, message: String) -> Response {
-    (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response()
-}
-
 async fn health(State(hub): State<Hub>, Extension(slots): Extension<ConnectionSlots>) -> Response {
     Json(json!({
         "status": "ok",
@@ -190,19 +186,19 @@ async fn health(State(hub): State<Hub>, Extension(slots): Extension<ConnectionSl
     .into_response()
 }
 
+/// An operator API error as HTTP: the status its code maps to, `{"error": {code, message, details}}`.
+fn api_error(e: ApiError) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, Json(json!({ "error": e }))).into_response()
+}
+
 async fn pending(State(hub): State<Hub>) -> Response {
-    Json(json!({ "approvals": hub.broker().pending() })).into_response()
+    Json(json!({ "approvals": OperatorApi::new(hub).pending_approvals() })).into_response()
 }
 
-/// An answer to a pending approval. Who answered is not the request's to say (an `operator` field is
-/// refused): it is the channel, [`API_OPERATOR`].
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Answer {
-    /// once | session | always | deny
-    answer: String,
-}
-
+/// An answer to a pending approval (`{"answer": "once|session|always|deny", "note"?: "..."}`). Who
+/// answered is not the request's to say (an `operator` field is refused): it is the channel,
+/// [`API_OPERATOR`].
 async fn answer(
     State(hub): State<Hub>,
     UrlPath(id): UrlPath<u64>,
@@ -211,40 +207,19 @@ async fn answer(
     let body = match body {
         Ok(Json(body)) => body,
         Err(rejection) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
+            return api_error(ApiError::new(
+                ErrorCode::BadRequest,
                 format!(
-                    "expected {{\"answer\": \"once|session|always|deny\"}} and nothing else: {}",
+                    "expected {{\"answer\": \"once|session|always|deny\", \"note\"?: \"...\"}} and nothing else: {}",
                     rejection.body_text()
                 ),
-            );
+                json!({ "id": id }),
+            ));
         }
     };
-    let choice = match body.answer.as_str() {
-        "once" => ApprovalChoice::Once,
-        "session" => ApprovalChoice::Session,
-        "always" => ApprovalChoice::Always,
-        "deny" => ApprovalChoice::Deny,
-        other => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "bad_answer",
-                format!("unknown answer {other:?}: expected once, session, always or deny"),
-            );
-        }
-    };
-    match hub.broker().answer(id, choice, API_OPERATOR) {
+    match OperatorApi::new(hub).answer_approval(id, &body, &Operator::named(API_OPERATOR)) {
         Ok(()) => Json(json!({ "answered": id })).into_response(),
-        Err(e) => {
-            let status = match e {
-                BrokerError::Unknown(_) => StatusCode::NOT_FOUND,
-                BrokerError::AlreadyAnswered(_) | BrokerError::AlwaysNotOffered { .. } => {
-                    StatusCode::CONFLICT
-                }
-            };
-            error(status, e.code(), e.to_string())
-        }
+        Err(e) => api_error(e),
     }
 }
 
@@ -272,13 +247,12 @@ async fn claude_hook(
 }
 
 async fn session_grants(State(hub): State<Hub>) -> Response {
-    Json(json!({ "grants": hub.broker().session_grants().list() })).into_response()
+    Json(json!({ "grants": OperatorApi::new(hub).session_grants() })).into_response()
 }
 
 async fn revoke_grant(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) -> Response {
-    if hub.broker().session_grants().revoke(&id) {
-        Json(json!({ "revoked": id })).into_response()
-    } else {
-        error(StatusCode::NOT_FOUND, "grant_unknown", format!("no session grant {id}"))
+    match OperatorApi::new(hub).revoke_session_grant(&id) {
+        Ok(()) => Json(json!({ "revoked": id })).into_response(),
+        Err(e) => api_error(e),
     }
 }

@@ -1,0 +1,76 @@
+//! Approvals and session grants through the operator API: what waits for an answer, answering it, and
+//! the "allow for this session" answers in force.
+
+use super::error::{ApiError, ErrorCode};
+use super::types::{AlwaysOffer, Answer, Approval, Choice, SessionGrant};
+use super::{Operator, OperatorApi};
+use crate::broker::{self, PendingApproval};
+use portcullis_policy::ApprovalChoice;
+use serde_json::json;
+
+impl OperatorApi {
+    /// The calls waiting for an answer, oldest first.
+    pub fn pending_approvals(&self) -> Vec<Approval> {
+        self.hub.broker().pending().into_iter().map(approval_of).collect()
+    }
+
+    /// Answers approval `id` as `operator`. The first answer wins: a later one, or one after the
+    /// approval timed out or was withdrawn, is `approval_answered` and changes nothing.
+    pub fn answer_approval(&self, id: u64, answer: &Answer, operator: &Operator) -> Result<(), ApiError> {
+        let choice = match answer.answer {
+            Choice::Once => ApprovalChoice::Once,
+            Choice::Session => ApprovalChoice::Session,
+            Choice::Always => ApprovalChoice::Always,
+            Choice::Deny => ApprovalChoice::Deny,
+        };
+        self.hub.broker().answer_with_note(id, choice, operator.name(), answer.note.as_deref())?;
+        Ok(())
+    }
+
+    /// The session grants in force.
+    pub fn session_grants(&self) -> Vec<SessionGrant> {
+        self.hub
+            .broker()
+            .session_grants()
+            .list()
+            .into_iter()
+            .map(|g| SessionGrant {
+                id: g.id,
+                session_id: g.session_id,
+                tool: g.tool_name,
+                action: g.action,
+                granted_at: g.granted_at,
+            })
+            .collect()
+    }
+
+    /// Revokes session grant `id`: the next such call is asked again.
+    pub fn revoke_session_grant(&self, id: &str) -> Result<(), ApiError> {
+        if self.hub.broker().session_grants().revoke(id) {
+            Ok(())
+        } else {
+            Err(ApiError::new(ErrorCode::GrantUnknown, format!("no session grant {id}"), json!({ "id": id })))
+        }
+    }
+}
+
+fn approval_of(p: PendingApproval) -> Approval {
+    Approval {
+        id: p.id,
+        session_id: p.session_id,
+        call_id: p.call_id,
+        tool: p.tool,
+        arguments: p.arguments,
+        action: p.action,
+        reason: p.reason,
+        matched_rules: p.matched_rules,
+        requested_at: p.requested_at,
+        deadline: p.deadline,
+        always: match p.always {
+            broker::AlwaysOffer::Yes { file, amendment } => {
+                AlwaysOffer::Yes { file, amendment: serde_json::to_value(&amendment).unwrap_or_default() }
+            }
+            broker::AlwaysOffer::No { why } => AlwaysOffer::No { why },
+        },
+    }
+}

@@ -1,0 +1,107 @@
+//! The operator API's one error type: a stable `code` a front end can branch on, a message a person can
+//! read, and details for programs — never a string to parse.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What went wrong, as a front end branches on it. The `snake_case` names are the stable codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// No approval with this id was ever asked.
+    ApprovalUnknown,
+    /// The approval was answered, timed out or withdrawn before this answer.
+    ApprovalAnswered,
+    /// "Always" is not offered for this approval (the reason is in the message).
+    AlwaysNotOffered,
+    /// No session grant with this id.
+    GrantUnknown,
+    /// The request itself is malformed (a field missing or of the wrong kind).
+    BadRequest,
+}
+
+impl ErrorCode {
+    /// The stable code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ApprovalUnknown => "approval_unknown",
+            ErrorCode::ApprovalAnswered => "approval_answered",
+            ErrorCode::AlwaysNotOffered => "always_not_offered",
+            ErrorCode::GrantUnknown => "grant_unknown",
+            ErrorCode::BadRequest => "bad_request",
+        }
+    }
+
+    /// The HTTP status the operator API over HTTP answers this error with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown => 404,
+            ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered => 409,
+            ErrorCode::BadRequest => 400,
+        }
+    }
+}
+
+/// A failed operator API call.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// For programs: the ids, paths or positions the message names.
+    pub details: Value,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>, details: Value) -> Self {
+        ApiError { code, message: message.into(), details }
+    }
+}
+
+impl From<crate::broker::BrokerError> for ApiError {
+    fn from(e: crate::broker::BrokerError) -> Self {
+        use crate::broker::BrokerError;
+        let (code, details) = match &e {
+            BrokerError::Unknown(id) => (ErrorCode::ApprovalUnknown, serde_json::json!({ "id": id })),
+            BrokerError::AlreadyAnswered(id) => {
+                (ErrorCode::ApprovalAnswered, serde_json::json!({ "id": id }))
+            }
+            BrokerError::AlwaysNotOffered { id, why } => {
+                (ErrorCode::AlwaysNotOffered, serde_json::json!({ "id": id, "why": why }))
+            }
+        };
+        ApiError::new(code, e.to_string(), details)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each code's stable name is what serde writes, and each has its HTTP status.
+    #[test]
+    fn codes_are_stable_and_serialize_as_named() {
+        let table = [
+            (ErrorCode::ApprovalUnknown, "approval_unknown", 404),
+            (ErrorCode::ApprovalAnswered, "approval_answered", 409),
+            (ErrorCode::AlwaysNotOffered, "always_not_offered", 409),
+            (ErrorCode::GrantUnknown, "grant_unknown", 404),
+            (ErrorCode::BadRequest, "bad_request", 400),
+        ];
+        for (code, name, status) in table {
+            assert_eq!(code.as_str(), name);
+            assert_eq!(serde_json::to_value(code).unwrap(), name);
+            assert_eq!(code.http_status(), status, "{name}");
+        }
+    }
+
+    #[test]
+    fn an_error_is_code_message_and_details() {
+        let e = ApiError::from(crate::broker::BrokerError::Unknown(7));
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"code": "approval_unknown", "message": "no pending approval 7", "details": {"id": 7}})
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! The operator API: the one set of functions every front end — the CLI, the HTTP operator API under
+//! `/v1`, the desktop app — calls to see and steer a hub. Inputs and outputs are the transport types of
+//! [`types`], never the crates' internal ones; every failure is an [`ApiError`] with a stable code.
+
+mod approvals;
+mod catalog;
+pub mod error;
+pub mod types;
+
+pub use error::{ApiError, ErrorCode};
+
+use crate::hub::Hub;
+
+/// Who answers through a front end, recorded with each answer. It names the channel (`api`,
+/// `alice (terminal)`, `app`), set by the front end, never taken from a request's body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operator(String);
+
+impl Operator {
+    /// The operator of a channel, by the name recorded for it.
+    pub fn named(name: impl Into<String>) -> Self {
+        Operator(name.into())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The operator API of one hub.
+#[derive(Clone)]
+pub struct OperatorApi {
+    hub: Hub,
+}
+
+impl OperatorApi {
+    pub fn new(hub: Hub) -> Self {
+        OperatorApi { hub }
+    }
+}

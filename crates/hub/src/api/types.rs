@@ -1,0 +1,91 @@
+//! The operator API's transport types: what front ends send and receive, serializable, kept apart from
+//! the crates' internal types so that a change inside does not change what the desktop app and the HTTP
+//! API see.
+
+use portcullis_harness::{ExecutionAction, RuleRef, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A call waiting for an operator's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: u64,
+    pub session_id: String,
+    pub call_id: String,
+    pub tool: String,
+    /// The call's arguments, secrets redacted. Agent text: escape it wherever a person reads it.
+    pub arguments: Value,
+    /// What the call would do (kind, operation, command, canonical paths, working folder).
+    pub action: ExecutionAction,
+    /// Why the policy asks.
+    pub reason: Option<String>,
+    /// The rules that matched, each with its source file.
+    pub matched_rules: Vec<RuleRef>,
+    pub requested_at: Timestamp,
+    /// When the call is denied if nobody answers.
+    pub deadline: Timestamp,
+    /// What "always" would write, or why it is not offered.
+    pub always: AlwaysOffer,
+}
+
+/// Whether "always" is on offer for an approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "offered", rename_all = "snake_case")]
+pub enum AlwaysOffer {
+    /// The policy file the amendment goes to, and the amendment (its command rules and read roots).
+    Yes {
+        file: String,
+        amendment: Value,
+    },
+    No {
+        why: String,
+    },
+}
+
+/// An operator's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Choice {
+    /// Allow this call only.
+    Once,
+    /// Allow the same action again in this session without asking.
+    Session,
+    /// Allow it from now on (a rule is written to the policy file).
+    Always,
+    Deny,
+}
+
+/// An answer to one approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    pub answer: Choice,
+    /// Words for the agent (read with a denial) and the ledger (kept with any answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// An "allow for this session" in force.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionGrant {
+    pub id: String,
+    pub session_id: String,
+    pub tool: String,
+    pub action: ExecutionAction,
+    pub granted_at: Timestamp,
+}
+
+/// A tool as agents see it, and whether the grants let them see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogTool {
+    /// The registry's name (`shell`, `mcp:<server>:<tool>`).
+    pub name: String,
+    /// The name agents call it by over MCP.
+    pub wire_name: String,
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: Option<Value>,
+    pub annotations: Value,
+    /// Whether the grants in force let agents see and call it.
+    pub granted: bool,
+}
