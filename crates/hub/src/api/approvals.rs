@@ -54,7 +54,7 @@ impl OperatorApi {
     }
 }
 
-fn approval_of(p: PendingApproval) -> Approval {
+pub(super) fn approval_of(p: PendingApproval) -> Approval {
     Approval {
         id: p.id,
         session_id: p.session_id,

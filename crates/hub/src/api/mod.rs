@@ -5,6 +5,7 @@
 mod approvals;
 mod catalog;
 pub mod error;
+pub mod events;
 pub mod types;
 
 pub use error::{ApiError, ErrorCode};

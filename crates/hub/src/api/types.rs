@@ -89,3 +89,64 @@ pub struct CatalogTool {
     /// Whether the grants in force let agents see and call it.
     pub granted: bool,
 }
+
+/// One item of the operator's event feed, numbered in the order the feed delivered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedItem {
+    /// 1, 2, 3… for this feed: a front end that saw a [`FeedEvent::Missed`] knows how many it lost.
+    pub seq: u64,
+    pub at: Timestamp,
+    pub event: FeedEvent,
+}
+
+/// What happened, by source: the hub, the approval broker, the tools' calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FeedEvent {
+    PolicyReloaded {
+        sources: Vec<String>,
+    },
+    /// A changed policy did not load; the previous one stays in force.
+    PolicyRejected {
+        code: String,
+        message: String,
+    },
+    /// A changed tool manifest did not load; the previous manifests stay in force.
+    ManifestRejected {
+        message: String,
+    },
+    SessionOpened {
+        session_id: String,
+        client: String,
+        version: String,
+    },
+    SessionClosed {
+        session_id: String,
+    },
+    /// An upstream server's tools or status changed: every server's state now.
+    ServersChanged {
+        servers: Value,
+    },
+    ApprovalAsked {
+        approval: Box<Approval>,
+    },
+    /// Answered (`once`, `session`, `always`, `deny`, with who), `timeout` or `withdrawn`.
+    ApprovalSettled {
+        id: u64,
+        outcome: String,
+        operator: Option<String>,
+    },
+    /// A call's lifecycle: `tool_execution_blocked|started|progress|finished|error`, guardrail decisions.
+    Call {
+        session_id: String,
+        call_id: String,
+        tool: String,
+        stage: String,
+        detail: Value,
+    },
+    /// The feed fell behind one of its sources, which dropped `count` events for it.
+    Missed {
+        source: String,
+        count: u64,
+    },
+}

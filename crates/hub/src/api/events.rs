@@ -1,0 +1,103 @@
+//! The operator's event feed: one subscription merging the hub's events (reloads, sessions, servers),
+//! the broker's (approvals asked and settled) and the calls' (lifecycle, progress), each numbered, with
+//! a [`FeedEvent::Missed`] item where the feed fell behind a source. A feed costs nothing while nobody
+//! holds one: the calls' events are emitted only to subscribers.
+
+use super::OperatorApi;
+use super::types::{FeedEvent, FeedItem};
+use crate::broker::BrokerEvent;
+use crate::hub::HubEvent;
+use portcullis_harness::{EventDelivery, Timestamp};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
+
+/// Items a feed holds for a slow reader before its sources start dropping events for it.
+pub const FEED_BUFFER: usize = 1024;
+
+/// A subscription to the hub's events; dropping it ends it.
+pub struct EventFeed {
+    items: mpsc::Receiver<FeedItem>,
+    _merger: AbortOnDropHandle<()>,
+}
+
+impl EventFeed {
+    /// The next item; `None` once the hub has shut down.
+    pub async fn next(&mut self) -> Option<FeedItem> {
+        self.items.recv().await
+    }
+}
+
+impl OperatorApi {
+    /// Subscribes to everything operators watch, from now on.
+    pub fn events(&self) -> EventFeed {
+        let mut hub_events = self.hub.subscribe();
+        let mut approvals = self.hub.broker().watch();
+        let mut calls = self.hub.dispatcher().events().subscribe();
+        let (tx, items) = mpsc::channel(FEED_BUFFER);
+        let merger = tokio::spawn(async move {
+            let mut seq = 0;
+            loop {
+                // In this order when several are ready: an approval is settled before its call starts.
+                let event = tokio::select! {
+                    biased;
+                    e = hub_events.recv() => match e {
+                        Ok(e) => hub_event(e),
+                        Err(RecvError::Lagged(count)) => FeedEvent::Missed { source: "hub".into(), count },
+                        Err(RecvError::Closed) => break,
+                    },
+                    e = approvals.recv() => match e {
+                        Ok(e) => approval_event(e),
+                        Err(RecvError::Lagged(count)) => FeedEvent::Missed { source: "approvals".into(), count },
+                        Err(RecvError::Closed) => break,
+                    },
+                    e = calls.recv() => match e {
+                        Some(EventDelivery::Event(e)) => FeedEvent::Call {
+                            session_id: e.call.session_id.to_string(),
+                            call_id: e.call.call_id.to_string(),
+                            tool: e.tool_name.to_string(),
+                            stage: serde_json::to_value(e.kind())
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                .unwrap_or_default(),
+                            detail: serde_json::to_value(&e.payload).unwrap_or_default(),
+                        },
+                        Some(EventDelivery::Lagged { missed }) => FeedEvent::Missed { source: "calls".into(), count: missed },
+                        None => break,
+                    },
+                };
+                seq += 1;
+                if tx.send(FeedItem { seq, at: Timestamp::now(), event }).await.is_err() {
+                    break;
+                }
+            }
+        });
+        EventFeed { items, _merger: AbortOnDropHandle::new(merger) }
+    }
+}
+
+fn hub_event(e: HubEvent) -> FeedEvent {
+    match e {
+        HubEvent::PolicyReloaded { sources } => FeedEvent::PolicyReloaded { sources },
+        HubEvent::PolicyRejected { code, message } => FeedEvent::PolicyRejected { code, message },
+        HubEvent::SessionOpened { session_id, client, version } => {
+            FeedEvent::SessionOpened { session_id, client, version }
+        }
+        HubEvent::SessionClosed { session_id } => FeedEvent::SessionClosed { session_id },
+        HubEvent::ManifestRejected { message } => FeedEvent::ManifestRejected { message },
+        HubEvent::Upstreams { servers } => {
+            FeedEvent::ServersChanged { servers: serde_json::to_value(servers).unwrap_or_default() }
+        }
+    }
+}
+
+fn approval_event(e: BrokerEvent) -> FeedEvent {
+    match e {
+        BrokerEvent::Pending(p) => {
+            FeedEvent::ApprovalAsked { approval: Box::new(super::approvals::approval_of(*p)) }
+        }
+        BrokerEvent::Resolved { id, outcome, operator } => {
+            FeedEvent::ApprovalSettled { id, outcome, operator }
+        }
+    }
+}

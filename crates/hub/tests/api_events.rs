@@ -1,0 +1,113 @@
+//! The operator API's event feed: one subscription with the broker's approvals and the calls' lifecycle
+//! in order, numbered; a feed that fell behind says how many events it missed.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use portcullis_hub::api::types::{Answer, Choice, FeedEvent, FeedItem};
+use portcullis_hub::api::{Operator, OperatorApi};
+use portcullis_hub::{Hub, HubConfig};
+use serde_json::json;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+async fn hub(dir: &std::path::Path, policy: &str) -> Hub {
+    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
+    std::fs::write(dir.join("proj/.portcullis/policy.json"), policy).unwrap();
+    Hub::open(HubConfig {
+        config_dir: Some(dir.join("config")),
+        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
+    })
+    .await
+    .unwrap()
+}
+
+/// The next item about approvals or calls (the hub also says, for one, that its servers changed).
+async fn next(feed: &mut portcullis_hub::api::events::EventFeed) -> FeedItem {
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), feed.next()).await.unwrap().unwrap();
+        if !matches!(item.event, FeedEvent::ServersChanged { .. }) {
+            return item;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let hub = hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let api = OperatorApi::new(hub.clone());
+    let _attending = hub.broker().subscribe();
+    let mut feed = api.events();
+    let call = {
+        let hub = hub.clone();
+        tokio::spawn(async move {
+            hub.call("s1", "c1", "shell", json!({"command": "echo fed"}), "t", CancellationToken::new()).await
+        })
+    };
+    let asked = next(&mut feed).await;
+    let FeedEvent::ApprovalAsked { approval } = &asked.event else { panic!("{asked:?}") };
+    assert_eq!(approval.action.command.as_deref(), Some("echo fed"));
+    api.answer_approval(approval.id, &Answer { answer: Choice::Once, note: None }, &Operator::named("app"))
+        .unwrap();
+    assert!(call.await.unwrap().is_finished());
+    let mut items = vec![asked];
+    while !items
+        .iter()
+        .any(|i| matches!(&i.event, FeedEvent::Call { stage, .. } if stage == "tool_execution_finished"))
+    {
+        items.push(next(&mut feed).await);
+    }
+    let seqs: Vec<u64> = items.iter().map(|i| i.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let kinds: Vec<String> = items
+        .iter()
+        .map(|i| match &i.event {
+            FeedEvent::ApprovalAsked { .. } => "asked".to_owned(),
+            FeedEvent::ApprovalSettled { outcome, operator, .. } => {
+                format!("settled {outcome} by {}", operator.as_deref().unwrap_or("-"))
+            }
+            FeedEvent::Call { stage, call_id, .. } => format!("{call_id} {stage}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let started = kinds.iter().position(|k| k == "c1 tool_execution_started").unwrap();
+    let settled = kinds.iter().position(|k| k == "settled once by app").unwrap();
+    assert!(settled < started, "{kinds:?}");
+    assert_eq!(kinds.last().unwrap(), "c1 tool_execution_finished", "{kinds:?}");
+    hub.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_that_fell_behind_says_how_many_events_it_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let hub = hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let api = OperatorApi::new(hub.clone());
+    let mut feed = api.events();
+    // Nobody reads while calls come: a blocked call is one event each (the tool is unknown).
+    let calls =
+        portcullis_hub::api::events::FEED_BUFFER + portcullis_harness::events::DEFAULT_EVENT_CAPACITY + 1000;
+    for i in 0..calls {
+        hub.call("s1", &format!("c{i}"), "no-such-tool", json!({}), "t", CancellationToken::new()).await;
+    }
+    let mut seen = 0u64;
+    let mut missed = 0u64;
+    let mut last_seq = 0;
+    while seen + missed < calls as u64 {
+        let item = next(&mut feed).await;
+        assert!(item.seq > last_seq);
+        last_seq = item.seq;
+        match item.event {
+            FeedEvent::Call { .. } => seen += 1,
+            FeedEvent::Missed { source, count } => {
+                assert_eq!(source, "calls");
+                missed += count;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(missed > 0, "the feed never fell behind");
+    assert_eq!(seen + missed, calls as u64);
+    hub.close().await.unwrap();
+}
