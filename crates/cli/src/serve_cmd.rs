@@ -5,8 +5,11 @@ use crate::args::{ServeApprover, ServeArgs};
 use crate::error::CliError;
 use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
 use portcullis_harness::untrusted::visible;
+use portcullis_hub::api::events::FeedSources;
+use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
+use portcullis_hub::api::{Operator, OperatorApi};
 use portcullis_hub::config::default_ledger_path;
-use portcullis_hub::{BrokerEvent, Hub, HubConfig, HubEvent, bind, reload, serve_on};
+use portcullis_hub::{Hub, HubConfig, bind, reload, serve_on};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -84,9 +87,10 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             )
         );
         drop(err);
-        log_events(&hub);
+        let api = OperatorApi::new(hub.clone());
+        log_events(&api);
         if let Some(prompter) = prompter {
-            answer_on_terminal(&hub, Arc::new(prompter));
+            answer_on_terminal(&api, Arc::new(prompter));
         }
         wait_for_signal().await;
         tracing::info!("shutting down");
@@ -101,38 +105,35 @@ fn hub_config_dir_display() -> String {
 }
 
 /// Reload outcomes and rejected policies go to the log (stderr).
-fn log_events(hub: &Hub) {
-    let mut events = hub.subscribe();
+fn log_events(api: &OperatorApi) {
+    let mut feed = api.events_from(FeedSources { hub: true, approvals: false, calls: false });
     tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
-            match event {
-                HubEvent::PolicyReloaded { sources } => tracing::warn!(?sources, "policy reloaded"),
-                HubEvent::ManifestRejected { message } => {
+        while let Some(item) = feed.next().await {
+            match item.event {
+                FeedEvent::PolicyReloaded { sources } => tracing::warn!(?sources, "policy reloaded"),
+                FeedEvent::ManifestRejected { message } => {
                     tracing::error!(
                         "tool manifest change rejected, the previous manifests stay in force: {message}"
                     )
                 }
-                HubEvent::PolicyRejected { message, .. } => {
+                FeedEvent::PolicyRejected { message, .. } => {
                     tracing::error!("policy change rejected, the previous policy stays in force: {message}")
                 }
-                HubEvent::SessionOpened { session_id, client, version } => {
+                FeedEvent::SessionOpened { session_id, client, version } => {
                     tracing::info!(%session_id, %client, %version, "agent connected")
                 }
-                HubEvent::SessionClosed { session_id } => tracing::info!(%session_id, "agent disconnected"),
-                HubEvent::Upstreams { servers } => {
-                    for server in servers {
-                        let status = serde_json::to_string(&server.status).unwrap_or_default();
-                        tracing::info!(server = %server.id, %status, "upstream server");
-                    }
-                }
+                FeedEvent::SessionClosed { session_id } => tracing::info!(%session_id, "agent disconnected"),
+                FeedEvent::ServersChanged { servers } => tracing::info!(%servers, "upstream servers"),
+                FeedEvent::Missed { source, count } => tracing::warn!(%source, count, "events missed"),
+                _ => {}
             }
         }
     });
 }
 
 /// Asks each pending approval on the terminal, one at a time. Another approver (the API) may answer
-/// first, or the approval may time out: the terminal then says so and moves on.
-fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
+/// first, or the approval may time out or be withdrawn: the terminal then says so and moves on.
+fn answer_on_terminal(api: &OperatorApi, prompter: Arc<TerminalPrompter>) {
     let mut lines = match prompter.lines() {
         Ok(lines) => lines,
         Err(why) => {
@@ -140,26 +141,26 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
             return;
         }
     };
-    let mut events = hub.broker().subscribe();
-    let broker = hub.broker().clone();
+    let mut feed = api.events_from(FeedSources { hub: false, approvals: true, calls: false });
+    let api = api.clone();
+    let operator = Operator::named(crate::terminal::terminal_operator());
     tokio::spawn(async move {
-        let mut queue: std::collections::VecDeque<portcullis_hub::PendingApproval> = Default::default();
+        let mut queue: std::collections::VecDeque<Approval> = Default::default();
         loop {
             let pending = match queue.pop_front() {
                 Some(p) => p,
-                None => match events.recv().await {
-                    Ok(BrokerEvent::Pending(p)) => *p,
-                    Ok(_) => continue,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(_) => break,
+                None => match feed.next().await {
+                    Some(FeedItem { event: FeedEvent::ApprovalAsked { approval }, .. }) => *approval,
+                    Some(_) => continue,
+                    None => break,
                 },
             };
-            if !broker.pending().iter().any(|p| p.id == pending.id) {
+            if !api.pending_approvals().iter().any(|p| p.id == pending.id) {
                 continue; // settled while it waited its turn
             }
             // Lines typed before the question are not answers to it.
             while lines.try_recv().is_ok() {}
-            let always = matches!(pending.always, portcullis_hub::AlwaysOffer::Yes { .. });
+            let always = matches!(pending.always, AlwaysOffer::Yes { .. });
             prompter.show(&describe_pending(&pending));
             let mut tries = 0;
             loop {
@@ -168,8 +169,9 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
                         let Some(line) = line else { return };
                         match parse_answer(&line, always) {
                             Some(choice) => {
-                                if let Err(e) = broker.answer(pending.id, choice, &crate::terminal::terminal_operator()) {
-                                    prompter.show(&format!("approval #{}: {}\n", pending.id, visible(&e.to_string())));
+                                let answer = Answer { answer: choice.into(), note: None };
+                                if let Err(e) = api.answer_approval(pending.id, &answer, &operator) {
+                                    prompter.show(&format!("approval #{}: {}\n", pending.id, visible(&e.message)));
                                 }
                                 break;
                             }
@@ -184,14 +186,14 @@ fn answer_on_terminal(hub: &Hub, prompter: Arc<TerminalPrompter>) {
                             }
                         }
                     }
-                    event = events.recv() => match event {
-                        Ok(BrokerEvent::Resolved { id, outcome, operator }) if id == pending.id => {
+                    item = feed.next() => match item.map(|i| i.event) {
+                        Some(FeedEvent::ApprovalSettled { id, outcome, operator }) if id == pending.id => {
                             prompter.show(&settled_elsewhere(id, &outcome, operator.as_deref()));
                             break;
                         }
-                        Ok(BrokerEvent::Pending(next)) => queue.push_back(*next),
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(_) => return,
+                        Some(FeedEvent::ApprovalAsked { approval }) => queue.push_back(*approval),
+                        Some(_) => {}
+                        None => return,
                     },
                 }
             }

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use portcullis_harness::untrusted::visible;
+use portcullis_hub::api::types::{AlwaysOffer, Approval};
 use portcullis_policy::{ApprovalChoice, ApprovalPrompt, Prompter};
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
@@ -55,23 +56,30 @@ fn action_lines(text: &mut String, action: &portcullis_harness::ExecutionAction,
 }
 
 /// The answers on offer; "always" shows what it would write, or why it is not offered.
-fn choice_line(text: &mut String, always: Result<(&portcullis_policy::Amendment, &str), &str>) {
+/// The answers on offer; `always` is what "always" would add and to which file, or why it is not offered.
+fn choice_line(text: &mut String, always: Result<(Vec<String>, &str), &str>) {
     text.push_str("  [o] allow once   [s] allow for this session   ");
     match always {
-        Ok((amendment, file)) => {
-            let mut adds: Vec<String> = amendment
-                .rules
-                .iter()
-                .map(|r| {
-                    format!("rule {} ({})", r.id, visible(r.examples.first().map_or("", String::as_str)))
-                })
-                .collect();
-            adds.extend(amendment.read_roots.iter().map(|r| format!("read root {}", visible(&r.path))));
+        Ok((adds, file)) => {
             text.push_str(&format!("[a] always (adds {} to {})   ", adds.join(", "), visible(file)));
         }
         Err(why) => text.push_str(&format!("(always unavailable: {})   ", visible(why))),
     }
     text.push_str("[d] deny\n> ");
+}
+
+fn rule_added(id: &str, example: &str) -> String {
+    format!("rule {id} ({})", visible(example))
+}
+
+fn read_root_added(path: &str) -> String {
+    format!("read root {}", visible(path))
+}
+
+fn amendment_adds(amendment: &portcullis_policy::Amendment) -> Vec<String> {
+    let rules =
+        amendment.rules.iter().map(|r| rule_added(&r.id, r.examples.first().map_or("", String::as_str)));
+    rules.chain(amendment.read_roots.iter().map(|r| read_root_added(&r.path))).collect()
 }
 
 /// The question, as shown.
@@ -85,7 +93,7 @@ pub fn describe(prompt: &ApprovalPrompt) -> String {
         visible(request.call.call_id.as_ref())
     ));
     let always = match (&prompt.always, &prompt.always_file) {
-        (Ok(amendment), Some(file)) => Ok((amendment, file.as_str())),
+        (Ok(amendment), Some(file)) => Ok((amendment_adds(amendment), file.as_str())),
         (Err(why), _) => Err(why.as_str()),
         (Ok(_), None) => Err("no policy file to write to"),
     };
@@ -145,19 +153,22 @@ impl Prompter for TerminalPrompter {
 }
 
 /// A pending approval of the hub, as shown on the terminal.
-pub fn describe_pending(p: &portcullis_hub::PendingApproval) -> String {
+pub fn describe_pending(p: &Approval) -> String {
     let mut text = format!(
         "\nportcullis: approval #{} needed for `{}` (session {})\n",
         p.id,
         visible(&p.tool),
-        visible(&p.session_id.to_string())
+        visible(&p.session_id)
     );
     action_lines(&mut text, &p.action, p.reason.as_deref());
     let seconds = (p.deadline.0 - portcullis_harness::Timestamp::now().0).max(0) / 1_000_000;
     text.push_str(&format!("  denied automatically in {seconds} s\n"));
     let always = match &p.always {
-        portcullis_hub::AlwaysOffer::Yes { file, amendment } => Ok((amendment, file.as_str())),
-        portcullis_hub::AlwaysOffer::No { why } => Err(why.as_str()),
+        AlwaysOffer::Yes { file, rules, read_roots, .. } => {
+            let rules = rules.iter().map(|r| rule_added(&r.id, &r.example));
+            Ok((rules.chain(read_roots.iter().map(|r| read_root_added(r))).collect(), file.as_str()))
+        }
+        AlwaysOffer::No { why } => Err(why.as_str()),
     };
     choice_line(&mut text, always);
     text

@@ -2,7 +2,7 @@
 //! the "allow for this session" answers in force.
 
 use super::error::{ApiError, ErrorCode};
-use super::types::{AlwaysOffer, Answer, Approval, Choice, SessionGrant};
+use super::types::{AlwaysOffer, AlwaysRule, Answer, Approval, Choice, SessionGrant};
 use super::{Operator, OperatorApi};
 use crate::broker::{self, PendingApproval};
 use portcullis_policy::ApprovalChoice;
@@ -67,9 +67,19 @@ pub(super) fn approval_of(p: PendingApproval) -> Approval {
         requested_at: p.requested_at,
         deadline: p.deadline,
         always: match p.always {
-            broker::AlwaysOffer::Yes { file, amendment } => {
-                AlwaysOffer::Yes { file, amendment: serde_json::to_value(&amendment).unwrap_or_default() }
-            }
+            broker::AlwaysOffer::Yes { file, amendment } => AlwaysOffer::Yes {
+                file,
+                rules: amendment
+                    .rules
+                    .iter()
+                    .map(|r| AlwaysRule {
+                        id: r.id.clone(),
+                        example: r.examples.first().cloned().unwrap_or_default(),
+                    })
+                    .collect(),
+                read_roots: amendment.read_roots.iter().map(|r| r.path.clone()).collect(),
+                amendment: serde_json::to_value(&amendment).unwrap_or_default(),
+            },
             broker::AlwaysOffer::No { why } => AlwaysOffer::No { why },
         },
     }

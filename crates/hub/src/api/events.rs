@@ -28,12 +28,32 @@ impl EventFeed {
     }
 }
 
+/// Which sources a feed follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedSources {
+    /// Reloads, rejected policies and manifests, sessions, servers.
+    pub hub: bool,
+    /// Approvals asked and settled.
+    pub approvals: bool,
+    /// Every call's lifecycle (the pipeline emits these only while someone follows them).
+    pub calls: bool,
+}
+
+impl FeedSources {
+    pub const ALL: FeedSources = FeedSources { hub: true, approvals: true, calls: true };
+}
+
 impl OperatorApi {
     /// Subscribes to everything operators watch, from now on.
     pub fn events(&self) -> EventFeed {
+        self.events_from(FeedSources::ALL)
+    }
+
+    /// Subscribes to the events of `sources`, from now on.
+    pub fn events_from(&self, sources: FeedSources) -> EventFeed {
         let mut hub_events = self.hub.subscribe();
         let mut approvals = self.hub.broker().watch();
-        let mut calls = self.hub.dispatcher().events().subscribe();
+        let mut calls = sources.calls.then(|| self.hub.dispatcher().events().subscribe());
         let (tx, items) = mpsc::channel(FEED_BUFFER);
         let merger = tokio::spawn(async move {
             let mut seq = 0;
@@ -41,18 +61,18 @@ impl OperatorApi {
                 // In this order when several are ready: an approval is settled before its call starts.
                 let event = tokio::select! {
                     biased;
-                    e = hub_events.recv() => match e {
+                    e = hub_events.recv(), if sources.hub => match e {
                         Ok(e) => hub_event(e),
                         Err(RecvError::Lagged(count)) => FeedEvent::Missed { source: "hub".into(), count },
                         Err(RecvError::Closed) => break,
                     },
-                    e = approvals.recv() => match e {
+                    e = approvals.recv(), if sources.approvals => match e {
                         Ok(e) => approval_event(e),
                         Err(RecvError::Lagged(count)) => FeedEvent::Missed { source: "approvals".into(), count },
                         Err(RecvError::Closed) => break,
                     },
-                    e = calls.recv() => match e {
-                        Some(EventDelivery::Event(e)) => FeedEvent::Call {
+                    Some(e) = next_call(&mut calls) => match e {
+                        EventDelivery::Event(e) => FeedEvent::Call {
                             session_id: e.call.session_id.to_string(),
                             call_id: e.call.call_id.to_string(),
                             tool: e.tool_name.to_string(),
@@ -62,9 +82,9 @@ impl OperatorApi {
                                 .unwrap_or_default(),
                             detail: serde_json::to_value(&e.payload).unwrap_or_default(),
                         },
-                        Some(EventDelivery::Lagged { missed }) => FeedEvent::Missed { source: "calls".into(), count: missed },
-                        None => break,
+                        EventDelivery::Lagged { missed } => FeedEvent::Missed { source: "calls".into(), count: missed },
                     },
+                    else => break,
                 };
                 seq += 1;
                 if tx.send(FeedItem { seq, at: Timestamp::now(), event }).await.is_err() {
@@ -73,6 +93,14 @@ impl OperatorApi {
             }
         });
         EventFeed { items, _merger: AbortOnDropHandle::new(merger) }
+    }
+}
+
+/// The next call event, or never when calls are not followed; `None` once the pipeline is gone.
+async fn next_call(calls: &mut Option<portcullis_harness::EventSubscription>) -> Option<EventDelivery> {
+    match calls {
+        Some(calls) => calls.recv().await,
+        None => std::future::pending().await,
     }
 }
 

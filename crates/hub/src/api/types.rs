@@ -32,14 +32,24 @@ pub struct Approval {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "offered", rename_all = "snake_case")]
 pub enum AlwaysOffer {
-    /// The policy file the amendment goes to, and the amendment (its command rules and read roots).
+    /// The policy file the amendment goes to, what it adds, and the amendment as written.
     Yes {
         file: String,
+        rules: Vec<AlwaysRule>,
+        read_roots: Vec<String>,
         amendment: Value,
     },
     No {
         why: String,
     },
+}
+
+/// A command rule "always" would add.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlwaysRule {
+    pub id: String,
+    /// The command it was made from (its first example).
+    pub example: String,
 }
 
 /// An operator's answer.
@@ -149,4 +159,15 @@ pub enum FeedEvent {
         source: String,
         count: u64,
     },
+}
+
+impl From<portcullis_policy::ApprovalChoice> for Choice {
+    fn from(choice: portcullis_policy::ApprovalChoice) -> Self {
+        match choice {
+            portcullis_policy::ApprovalChoice::Once => Choice::Once,
+            portcullis_policy::ApprovalChoice::Session => Choice::Session,
+            portcullis_policy::ApprovalChoice::Always => Choice::Always,
+            portcullis_policy::ApprovalChoice::Deny => Choice::Deny,
+        }
+    }
 }
