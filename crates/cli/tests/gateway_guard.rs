@@ -85,6 +85,15 @@ fn agents_cannot_answer_their_own_prompts_and_the_operator_is_named_by_the_chann
     assert_eq!(error_code(&body), "agent_credential_required");
     let (status, _) = http(&format!("{api}/hook/claude"), "POST", Some(&operator), &[], Some("{}"));
     assert_eq!(status, 403);
+    // The operator's views take only the operator's token.
+    for view in ["sessions", "tools", "servers"] {
+        let (status, body) = http(&format!("{api}/{view}"), "GET", Some(&operator), &[], None);
+        assert_eq!(status, 200, "{view}: {body}");
+        assert!(serde_json::from_str::<Value>(&body).unwrap()[view].is_array(), "{view}: {body}");
+        let (status, body) = http(&format!("{api}/{view}"), "GET", Some(&agent), &[], None);
+        assert_eq!(status, 403, "{view}: {body}");
+        assert_eq!(error_code(&body), "operator_credential_required");
+    }
     // Health answers either.
     for token in [&agent, &operator] {
         let (status, body) = http(&format!("{api}/health"), "GET", Some(token), &[], None);

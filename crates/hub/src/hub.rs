@@ -142,6 +142,14 @@ pub enum HubEvent {
     },
 }
 
+/// An agent session the hub has open.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenSession {
+    pub(crate) client: String,
+    pub(crate) version: String,
+    pub(crate) opened_at: Timestamp,
+}
+
 pub(crate) struct HubState {
     pub(crate) config: HubConfig,
     pub(crate) project: PathBuf,
@@ -154,7 +162,7 @@ pub(crate) struct HubState {
     pub(crate) events: broadcast::Sender<HubEvent>,
     pub(crate) sessions: AtomicU64,
     /// Sessions opened and not yet closed: ended at shutdown if their clients never said goodbye.
-    pub(crate) open_sessions: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    pub(crate) open_sessions: std::sync::Mutex<std::collections::BTreeMap<String, OpenSession>>,
     pub(crate) calls_in_flight: AtomicU64,
     pub(crate) shutdown: CancellationToken,
     pub(crate) workspace: Arc<Workspace>,
@@ -285,7 +293,7 @@ impl Hub {
                 tools_changed: watch::channel(0).0,
                 events: broadcast::channel(256).0,
                 sessions: AtomicU64::new(0),
-                open_sessions: std::sync::Mutex::new(std::collections::BTreeSet::new()),
+                open_sessions: std::sync::Mutex::new(std::collections::BTreeMap::new()),
                 calls_in_flight: AtomicU64::new(0),
                 shutdown,
                 workspace,
@@ -491,19 +499,26 @@ impl Hub {
     pub async fn open_session(&self, client: &str, version: &str) -> String {
         let n = self.state.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("s{:x}-{n}", Timestamp::now().0);
+        let info_started = Timestamp::now();
         let info = SessionInfo {
             id: id.clone(),
             client_name: Some(client.to_owned()),
             client_version: Some(version.to_owned()),
             cwd: Some(self.state.project.display().to_string()),
             policy_hash: None,
-            started_at: Timestamp::now(),
+            started_at: info_started,
             ended_at: None,
         };
         if let Err(e) = self.state.ledger.begin_session(info).await {
             tracing::error!(error = %e, session = %id, "session not recorded");
         }
-        self.state.open_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone());
+        let open =
+            OpenSession { client: client.to_owned(), version: version.to_owned(), opened_at: info_started };
+        self.state
+            .open_sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.clone(), open);
         let _ = self.state.events.send(HubEvent::SessionOpened {
             session_id: id.clone(),
             client: client.to_owned(),
@@ -543,7 +558,7 @@ impl Hub {
         let open: Vec<String> = std::mem::take(
             &mut *self.state.open_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
         )
-        .into_iter()
+        .into_keys()
         .collect();
         for session_id in open {
             self.close_session(session_id).await;

@@ -149,6 +149,9 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/approvals/{id}", post(answer))
         .route("/v1/session-grants", get(session_grants))
         .route("/v1/session-grants/{id}", delete(revoke_grant))
+        .route("/v1/sessions", get(sessions))
+        .route("/v1/tools", get(tools))
+        .route("/v1/servers", get(servers))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
@@ -173,17 +176,24 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
 }
 
 async fn health(State(hub): State<Hub>, Extension(slots): Extension<ConnectionSlots>) -> Response {
-    Json(json!({
-        "status": "ok",
-        "version": env!("CARGO_PKG_VERSION"),
-        "project": hub.project().display().to_string(),
-        "policies": hub.policy_sources(),
-        "tools": hub.visible_tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-        "pending_approvals": hub.broker().pending().len(),
-        "servers": hub.upstream_states(),
-        "connections": { "open": slots.open(), "max": slots.max() },
-    }))
-    .into_response()
+    let mut status = serde_json::to_value(OperatorApi::new(hub).status()).unwrap_or_default();
+    if let Some(fields) = status.as_object_mut() {
+        fields.insert("status".into(), json!("ok"));
+        fields.insert("connections".into(), json!({ "open": slots.open(), "max": slots.max() }));
+    }
+    Json(status).into_response()
+}
+
+async fn sessions(State(hub): State<Hub>) -> Response {
+    Json(json!({ "sessions": OperatorApi::new(hub).sessions() })).into_response()
+}
+
+async fn tools(State(hub): State<Hub>) -> Response {
+    Json(json!({ "tools": OperatorApi::new(hub).tools() })).into_response()
+}
+
+async fn servers(State(hub): State<Hub>) -> Response {
+    Json(json!({ "servers": OperatorApi::new(hub).servers() })).into_response()
 }
 
 /// An operator API error as HTTP: the status its code maps to, `{"error": {code, message, details}}`.

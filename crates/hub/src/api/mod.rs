@@ -4,6 +4,7 @@
 
 mod approvals;
 mod catalog;
+mod connections;
 pub mod error;
 pub mod events;
 pub mod types;

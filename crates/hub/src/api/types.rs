@@ -171,3 +171,36 @@ impl From<portcullis_policy::ApprovalChoice> for Choice {
         }
     }
 }
+
+/// An agent session the hub has open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSession {
+    pub id: String,
+    /// The client's name and version as it said in `initialize` (agent text: escape it).
+    pub client: String,
+    pub version: String,
+    pub opened_at: Timestamp,
+}
+
+/// An upstream MCP server and where it stands (`connecting`, `ready` with its tools, `failed` with the
+/// error and when it retries, `stopped`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamServer {
+    pub id: String,
+    pub status: Value,
+}
+
+/// The hub at a glance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubStatus {
+    pub version: String,
+    /// The project folder whose tools' root the hub guards.
+    pub project: String,
+    /// The policy files in force, in layer order (or the built-in default).
+    pub policies: Vec<String>,
+    /// The tools agents see now.
+    pub tools: Vec<String>,
+    pub pending_approvals: usize,
+    pub sessions: usize,
+    pub servers: Vec<UpstreamServer>,
+}
