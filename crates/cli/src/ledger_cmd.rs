@@ -2,7 +2,9 @@
 
 use crate::args::{CheckArgs, MigrateArgs, QueryArgs, ShowArgs};
 use crate::error::CliError;
-use crate::render::{approval_line, call_decided, clean, duration, record_decided, record_details};
+use crate::render::{
+    approval_line, call_decided, clean, duration, policy_label, record_decided, record_details,
+};
 use crate::table::Table;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::schema::SCHEMA_VERSION;
@@ -99,15 +101,21 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         if i > 0 {
             writeln!(out)?;
         }
+        // What the policy said, when the call reached it (and the ledger kept it).
+        let policy = records
+            .iter()
+            .find(|r| r.policy_decision.is_some())
+            .map(|r| format!("  policy {}", policy_label(r.policy_decision, r.policy_rule.as_deref())))
+            .unwrap_or_default();
         writeln!(
             out,
-            "call {}  tool {}  session {}  run {}  owner {}  status {}",
+            "call {}  tool {}  session {}  run {}  owner {}  status {}{policy}",
             clean(&first.call_id),
             clean(&first.tool),
             clean(&first.session_id),
             clean(&first.run_id),
             clean(&first.owner),
-            if last.kind.is_terminal() { last.kind.as_str() } else { "running" }
+            if last.kind.is_terminal() { last.kind.as_str() } else { "running" },
         )?;
         let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
         for record in &records {

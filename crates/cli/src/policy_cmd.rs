@@ -5,11 +5,11 @@ use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs
 use crate::error::CliError;
 use portcullis_harness::ExecutionAction;
 use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{LedgerReader, StoredKind, StoredRecord};
+use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::discovery::{layers_for, load_for};
 use portcullis_policy::lint::{Severity, lint};
 use portcullis_policy::replay::{RecordedCall, Replay};
-use portcullis_policy::{CallVerdict, EvalContext, Evaluation, Policy};
+use portcullis_policy::{CallVerdict, Decision, EvalContext, Evaluation, Policy};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
@@ -218,6 +218,11 @@ fn recorded_call(record: StoredRecord) -> RecordedCall {
         ran: record.kind == StoredKind::Started,
         blocked_reason: record.reason,
         decided_by: record.body.decided_by,
+        policy_decision: record.policy_decision.map(|d| match d {
+            StoredPolicyDecision::Allow => Decision::Allow,
+            StoredPolicyDecision::Prompt => Decision::Prompt,
+            StoredPolicyDecision::Forbidden => Decision::Forbidden,
+        }),
     }
 }
 

@@ -923,7 +923,7 @@ fn check_a_healthy_ledger() {
     assert_eq!(out.status.code(), Some(0));
     let report = text(&out.stdout);
     assert!(report.contains("integrity: ok\n"), "{report}");
-    assert!(report.contains("schema version: 3 (this build: 3)"), "{report}");
+    assert!(report.contains("schema version: 4 (this build: 4)"), "{report}");
     assert!(report.lines().any(|l| l.starts_with("records:") && l.ends_with(" 19")), "{report}");
     assert!(report.ends_with("healthy\n"), "{report}");
 
@@ -934,8 +934,8 @@ fn check_a_healthy_ledger() {
             "healthy": true,
             "integrity_ok": true,
             "integrity_messages": [],
-            "schema_version": 3,
-            "supported_version": 3,
+            "schema_version": 4,
+            "supported_version": 4,
             "records": 19,
             "calls": 11,
             "sessions": 2,
@@ -969,18 +969,22 @@ fn migrate_brings_an_older_schema_forward() {
     let (_dir, path) = fixture();
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version 3\n", path.display())
+        format!("{}: schema version 4\n", path.display())
     );
-    // Take the file back to schema 1 (no approvals, no search index).
+    // Take the file back to schema 1 (no approvals, no search index, no policy decision columns).
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP TABLE approvals; DROP TABLE records_fts; PRAGMA user_version = 1;").unwrap();
+        conn.execute_batch(
+            "DROP TABLE approvals; DROP TABLE records_fts; ALTER TABLE records DROP COLUMN policy_decision;
+             ALTER TABLE records DROP COLUMN policy_rule; PRAGMA user_version = 1;",
+        )
+        .unwrap();
     }
     let stderr = fails(&["ledger", "query", "--db", db(&path)], "ledger_schema_older");
     assert!(stderr.contains("migrate"), "{stderr}");
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version 3\n", path.display())
+        format!("{}: schema version 4\n", path.display())
     );
     assert_eq!(query_ids(&path, &[]), ALL_CALLS);
     // The search index was rebuilt from the records.

@@ -114,6 +114,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE approvals_v3 RENAME TO approvals;
     CREATE INDEX approvals_call ON approvals(session_id, call_id);
     "#,
+    // 4: what the execution policy said before any approval (allow / prompt / forbidden) and the rule
+    // that said it, apart from the outcome; NULL on rows written before and on calls refused before
+    // the policy stage.
+    r#"
+    ALTER TABLE records ADD COLUMN policy_decision TEXT
+        CHECK (policy_decision IS NULL OR policy_decision IN ('allow','prompt','forbidden'));
+    ALTER TABLE records ADD COLUMN policy_rule TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -479,3 +479,52 @@ async fn sessions_and_approvals_are_kept() {
     assert_eq!(sessions, [SessionInfo { ended_at: Some(Timestamp(99)), ..session }]);
     assert_eq!(reader.timeline("c1", Some("s1")).unwrap().approvals, [approval]);
 }
+
+/// Issue 10: what the policy said before any approval is kept apart from the outcome, on every record of
+/// the call (an `interrupted` one included); rows of an older ledger migrate with no decision.
+#[tokio::test]
+async fn the_policys_decision_is_kept_apart_from_the_outcome() {
+    use portcullis_harness::{PolicyDecision, PolicyRuling};
+    use portcullis_ledger::StoredPolicyDecision;
+    let (_dir, path) = temp();
+    {
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        migrate(&mut conn, 0, 3).unwrap();
+        conn.execute("INSERT INTO writers(pid, opened_at, first_record, closed_at) VALUES (1, 1, 1, 2)", [])
+            .unwrap();
+        conn.execute(
+            "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status, at,
+                 decided_by, redacted, body)
+             VALUES (1, 's', 'r', 'old', ?1, 'agent', 'shell', 'blocked', 'blocked', 5, 'approval_timeout', 0,
+                 '{\"decided_by\": {\"by\": \"approval_timeout\", \"after_ms\": 5}}')",
+            [portcullis_ledger::schema::call_key("old")],
+        )
+        .unwrap();
+    }
+    let ruling = PolicyRuling { decision: PolicyDecision::Ask, decided_by: rule("ask-deploy") };
+    let ledger = SqliteLedger::open(&path).unwrap();
+    let mut asked = started("s", "asked", "shell", 10, DecidedBy::ApprovalTimeout { after_ms: 5 });
+    asked.policy = Some(ruling.clone());
+    let mut refused =
+        blocked("s", "asked", "shell", 12, BlockedReason::ExecutionDenied, asked.decided_by.clone());
+    refused.policy = Some(ruling);
+    ledger.record(asked.clone()).await.unwrap();
+    ledger.record(refused).await.unwrap();
+    let mut open = started("s", "open", "shell", 20, rule("allow-make"));
+    open.policy = Some(PolicyRuling { decision: PolicyDecision::Allow, decided_by: rule("allow-make") });
+    ledger.record(open).await.unwrap();
+    ledger.close().await.unwrap();
+
+    let reader = LedgerReader::open(&path).unwrap();
+    let calls = reader.calls(&CallFilter::default(), None, 10).unwrap().calls;
+    let by_id = |id: &str| calls.iter().find(|c| c.call_id == id).unwrap().clone();
+    assert_eq!(by_id("asked").policy_decision, Some(StoredPolicyDecision::Prompt));
+    assert_eq!(by_id("asked").policy_rule.as_deref(), Some("ask-deploy"));
+    assert_eq!(by_id("asked").decided_by, "approval_timeout");
+    assert_eq!(by_id("open").status, portcullis_ledger::CallStatus::Interrupted);
+    assert_eq!(by_id("open").policy_decision, Some(StoredPolicyDecision::Allow));
+    assert_eq!((by_id("old").policy_decision, by_id("old").policy_rule), (None, None));
+    for record in reader.timeline("asked", None).unwrap().records {
+        assert_eq!(record.policy_decision, Some(StoredPolicyDecision::Prompt), "{record:?}");
+    }
+}

@@ -1,8 +1,9 @@
 //! What-if replay: re-evaluates recorded calls against a candidate policy and reports the calls whose
 //! decision would change. The ledger is read by the caller; this module only needs what each call's
 //! deciding record holds (the `started` record of a call that ran, the `blocked` record of one that did
-//! not).
+//! not), including the policy's own decision where the ledger recorded it.
 
+use crate::document::Decision;
 use crate::policy::{CallVerdict, EvalContext, Evaluation, Policy};
 use portcullis_harness::{BlockedReason, DecidedBy, ExecutionAction};
 use serde::{Deserialize, Serialize};
@@ -27,12 +28,19 @@ pub struct RecordedCall {
     pub ran: bool,
     pub blocked_reason: Option<BlockedReason>,
     pub decided_by: DecidedBy,
+    /// What the policy said before any approval, as recorded (ledgers before schema 4 did not keep it:
+    /// then it is inferred from the outcome).
+    pub policy_decision: Option<Decision>,
 }
 
 /// The decision a recorded call got, in the words policy tests use: `allow`, `prompt` (the operator was
 /// asked, whatever they answered), `forbidden`, `tool_denied`; `None` when a stage before the policy
-/// decided (unknown tool, invalid arguments, a guardrail ...) so no policy can change it.
+/// decided (unknown tool, invalid arguments, a guardrail ...) so no policy can change it. The policy's
+/// recorded decision when there is one; else (older ledgers) inferred from what settled the call.
 pub fn recorded_decision(call: &RecordedCall) -> Option<&'static str> {
+    if let Some(decision) = call.policy_decision {
+        return Some(decision.as_str());
+    }
     let asked = matches!(
         call.decided_by,
         DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } | DecidedBy::ApprovalTimeout { .. }
@@ -193,6 +201,32 @@ mod tests {
             ran: false,
             blocked_reason: Some(BlockedReason::ExecutionDenied),
             decided_by,
+            policy_decision: None,
+        }
+    }
+
+    /// Issue 10: the policy's recorded decision stands, whatever settled the call; without one (older
+    /// ledgers) it is inferred from the outcome.
+    #[test]
+    fn the_recorded_policy_decision_stands() {
+        let rows: [(DecidedBy, Option<Decision>, &str); 4] = [
+            // An approver that failed: inferred as forbidden, but the policy said prompt.
+            (
+                DecidedBy::Default { detail: Some("approver failure".into()) },
+                Some(Decision::Prompt),
+                "prompt",
+            ),
+            (DecidedBy::Default { detail: Some("approver failure".into()) }, None, "forbidden"),
+            (DecidedBy::ApprovalTimeout { after_ms: 5 }, Some(Decision::Prompt), "prompt"),
+            (
+                DecidedBy::Rule { rule_id: "r".into(), source: "p.json".into() },
+                Some(Decision::Forbidden),
+                "forbidden",
+            ),
+        ];
+        for (decided_by, recorded, expected) in rows {
+            let call = RecordedCall { policy_decision: recorded, ..blocked(decided_by.clone()) };
+            assert_eq!(recorded_decision(&call), Some(expected), "{decided_by:?} {recorded:?}");
         }
     }
 

@@ -1,0 +1,66 @@
+//! Issue 10, what the audit trail tells a first-day user, through the binary: the policy's own decision
+//! recorded apart from how the call ended, the rule behind a prompt in `ledger query`, replaying a draft
+//! with relative roots, sessions of a killed hub marked cut, and refused connections in the ledger.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{ledger_calls, node_modules, portcullis, serve};
+use serde_json::{Value, json};
+
+/// `portcullis <args> --db <served ledger>`: stdout, after checking it succeeded.
+fn ledger_command(served: &common::Served, args: &[&str]) -> String {
+    let out = portcullis(served.dir.path()).args(args).arg("--db").arg(served.db()).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A prompt nobody answered in time is recorded as the policy's `prompt` (and the rule that said it)
+/// with its own outcome, `timed_out`; replaying the same policy changes nothing.
+#[test]
+fn a_prompt_that_timed_out_keeps_the_policys_decision_apart_from_its_outcome() {
+    node_modules();
+    let policy = r#"{
+      "commands": {
+        "default": "allow",
+        "rules": [ { "id": "ask-before-touch", "pattern": ["touch"], "decision": "prompt", "match": ["touch x"] } ]
+      },
+      "approvals": { "timeout_seconds": 1 }
+    }"#;
+    let mut served = serve(policy);
+    served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "touch timed-out"}}]));
+    let stopped = served.stop();
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(!served.project().join("timed-out").exists());
+
+    let calls = ledger_calls(&served);
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    let call = &calls[0];
+    assert_eq!(call["status"], "blocked", "{call}");
+    assert_eq!(call["decided_by"], "approval_timeout", "{call}");
+    assert_eq!(call["policy_decision"], "prompt", "{call}");
+    assert_eq!(call["policy_rule"], "ask-before-touch", "{call}");
+
+    let call_id = call["call_id"].as_str().unwrap();
+    let timeline: Value =
+        serde_json::from_str(&ledger_command(&served, &["ledger", "show", "--json", call_id])).unwrap();
+    assert_eq!(timeline["approvals"][0]["outcome"], "timed_out", "{timeline}");
+    let records = timeline["records"].as_array().unwrap();
+    assert!(records.iter().all(|r| r["policy_decision"] == "prompt"), "{timeline}");
+    let shown = ledger_command(&served, &["ledger", "show", call_id]);
+    assert!(shown.contains("policy prompt (rule ask-before-touch)"), "{shown}");
+    assert!(shown.contains("timed_out"), "{shown}");
+
+    let replay = portcullis(served.dir.path())
+        .args(["policy", "replay", "--fail-on-change", "--db"])
+        .arg(served.db())
+        .arg("--policy")
+        .arg(served.policy_file())
+        .current_dir(served.project())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{text}{}", String::from_utf8_lossy(&replay.stderr));
+    assert!(text.contains("1 replayed, 0 would change"), "{text}");
+}
