@@ -53,10 +53,11 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             "TOOL",
             "STATUS",
             "REASON/ERROR",
+            "POLICY",
             "DECIDED BY",
             "DURATION",
         ])
-        .right(7);
+        .right(8);
         for call in &page.calls {
             table.push(vec![
                 format_rfc3339(call.at),
@@ -65,6 +66,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
                 call.tool.clone(),
                 call.status.as_str().to_owned(),
                 call.reason.clone().or_else(|| call.error_code.clone()).unwrap_or_else(|| "-".into()),
+                policy_label(call.policy_decision, call.policy_rule.as_deref()),
                 call_decided(call),
                 call.duration_us.map(duration).unwrap_or_else(|| "-".into()),
             ]);

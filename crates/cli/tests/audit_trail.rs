@@ -64,3 +64,36 @@ fn a_prompt_that_timed_out_keeps_the_policys_decision_apart_from_its_outcome() {
     assert!(replay.status.success(), "{text}{}", String::from_utf8_lossy(&replay.stderr));
     assert!(text.contains("1 replayed, 0 would change"), "{text}");
 }
+
+/// `ledger query` (text) says which rule made the policy prompt or forbid, also when an operator or a
+/// timeout settled the call.
+#[test]
+fn ledger_query_shows_the_rule_behind_a_prompt_or_a_refusal() {
+    node_modules();
+    let policy = r#"{
+      "commands": {
+        "default": "allow",
+        "rules": [
+          { "id": "ask-before-touch", "pattern": ["touch"], "decision": "prompt", "match": ["touch x"] },
+          { "id": "never-rm", "pattern": ["rm"], "decision": "forbidden", "match": ["rm x"] }
+        ]
+      },
+      "approvals": { "timeout_seconds": 1 }
+    }"#;
+    let mut served = serve(policy);
+    served.agent(json!([
+        {"op": "call", "name": "shell", "arguments": {"command": "touch asked"}},
+        {"op": "call", "name": "shell", "arguments": {"command": "rm -f refused"}},
+        {"op": "call", "name": "shell", "arguments": {"command": "echo allowed"}},
+    ]));
+    served.stop();
+    let out = ledger_command(&served, &["ledger", "query"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].contains("POLICY"), "{out}");
+    let row = |needle: &str| {
+        *lines.iter().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {out}"))
+    };
+    assert!(row("approval_timeout").contains("prompt (rule ask-before-touch)"), "{out}");
+    assert!(row("rule:never-rm").contains("forbidden (rule never-rm)"), "{out}");
+    assert!(row("finished").contains(" allow "), "{out}");
+}
