@@ -97,3 +97,32 @@ fn ledger_query_shows_the_rule_behind_a_prompt_or_a_refusal() {
     assert!(row("rule:never-rm").contains("forbidden (rule never-rm)"), "{out}");
     assert!(row("finished").contains(" allow "), "{out}");
 }
+
+/// A draft kept outside the project (`--policy ../drafts/draft.json`) with relative roots is replayed as
+/// it would judge once put in the project: its `"."` is each call's project, not the draft's folder.
+#[test]
+fn a_drafts_relative_roots_are_anchored_at_each_calls_project() {
+    node_modules();
+    let policy = r#"{
+      "commands": { "default": "allow" },
+      "paths": { "roots": [ { "path": ".", "access": "write" } ] }
+    }"#;
+    let mut served = serve(policy);
+    std::fs::write(served.project().join("notes.txt"), "inside the project\n").unwrap();
+    let notes = served.project().join("notes.txt").display().to_string();
+    let report = served.agent(json!([{"op": "call", "name": "read", "arguments": {"path": notes}}]));
+    assert!(report.to_string().contains("inside the project"), "{report}");
+    served.stop();
+    let drafts = served.path("drafts");
+    std::fs::create_dir_all(&drafts).unwrap();
+    std::fs::write(drafts.join("draft.json"), policy).unwrap();
+    let replay = portcullis(served.dir.path())
+        .args(["policy", "replay", "--fail-on-change", "--policy", "draft.json", "--db"])
+        .arg(served.db())
+        .current_dir(&drafts)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{text}{}", String::from_utf8_lossy(&replay.stderr));
+    assert!(text.contains("1 replayed, 0 would change"), "{text}");
+}
