@@ -245,6 +245,9 @@ pub enum LedgerCommand {
     Stats(StatsArgs),
     /// Write every record of the selected calls as JSON Lines or CSV.
     Export(ExportArgs),
+    /// List agent sessions, newest first, with how each ended: closed, or cut (its hub stopped without
+    /// closing it).
+    Sessions(SessionsArgs),
     /// Check that the file is a healthy ledger (exit 0 when healthy, 1 otherwise).
     Check(CheckArgs),
     /// Open the ledger for writing once, migrating an older schema, and close it.
@@ -364,6 +367,24 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Sessions started from this time on: RFC 3339, a date or an age (90s, 15m, 2h, 7d).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Sessions started before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Sessions listed at most.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=10000))]
+    pub limit: u16,
+    /// One JSON object: {"sessions": [...]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
     pub db: DbArg,
@@ -387,7 +408,7 @@ fn parse_reason(text: &str) -> Result<BlockedReason, CliError> {
     })
 }
 
-fn parse_when(option: &str, text: &str, now: Timestamp) -> Result<Timestamp, CliError> {
+pub fn parse_when(option: &str, text: &str, now: Timestamp) -> Result<Timestamp, CliError> {
     parse_time(text, now).map_err(|e| CliError::BadTime(format!("{option}: {e}")))
 }
 

@@ -195,6 +195,7 @@ pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
     // A file it refuses (another application's, a newer schema) is left as it was.
     let ledger = SqliteLedger::open(db)?;
     let interrupted = ledger.interrupted_on_open();
+    let cut = ledger.cut_sessions_on_open();
     runtime.block_on(ledger.close())?;
     drop(ledger);
     // Reading it back proves the schema is now the one this build reads.
@@ -202,6 +203,9 @@ pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
     writeln!(out, "{}: schema version {SCHEMA_VERSION}", db.display())?;
     if interrupted > 0 {
         writeln!(out, "marked {interrupted} calls left open by a stopped writer as interrupted")?;
+    }
+    if cut > 0 {
+        writeln!(out, "marked {cut} sessions still open (their writer stopped without ending them) as cut")?;
     }
     Ok(ExitCode::SUCCESS)
 }

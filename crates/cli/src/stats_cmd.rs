@@ -26,6 +26,15 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "calls: {}", count(stats.total))?;
+    let s = &stats.sessions;
+    writeln!(
+        out,
+        "sessions: {} ({} open, {} closed, {} cut)",
+        count(s.total),
+        count(s.open),
+        count(s.closed),
+        count(s.cut)
+    )?;
     for (title, counts) in [
         ("by tool", &stats.by_tool),
         ("by status", &stats.by_status),

@@ -126,3 +126,65 @@ fn a_drafts_relative_roots_are_anchored_at_each_calls_project() {
     assert!(replay.status.success(), "{text}{}", String::from_utf8_lossy(&replay.stderr));
     assert!(text.contains("1 replayed, 0 would change"), "{text}");
 }
+
+/// The sessions of a `portcullis serve` list, as JSON, once `ready` says they are all there.
+fn sessions_when(served: &common::Served, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let started = std::time::Instant::now();
+    loop {
+        let listed: Value =
+            serde_json::from_str(&ledger_command(served, &["ledger", "sessions", "--json"])).unwrap();
+        let sessions = listed["sessions"].as_array().unwrap().clone();
+        if ready(&sessions) || started.elapsed() > std::time::Duration::from_secs(15) {
+            return sessions;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn initialize(served: &common::Served, client: &str) {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}});
+    let accept = [("Accept", "application/json, text/event-stream")];
+    let (status, body) =
+        common::http(&served.mcp_url, "POST", Some(&served.token), &accept, Some(&init.to_string()));
+    assert_eq!(status, 200, "{body}");
+}
+
+/// A hub killed with SIGKILL leaves its sessions open; the next hub on the same ledger ends them as
+/// `cut` (at their last activity), and only them: its own sessions stay open while it runs.
+#[test]
+fn sessions_of_a_killed_hub_are_cut_at_the_next_start() {
+    let mut served = serve(r#"{ "commands": { "default": "allow" } }"#);
+    initialize(&served, "before-the-kill");
+    let open = sessions_when(&served, |s| s.iter().any(|s| s["client_name"] == "before-the-kill"));
+    assert!(
+        open.iter().any(|s| s["client_name"] == "before-the-kill" && s["ended_at"].is_null()),
+        "{open:?}"
+    );
+    served.kill();
+    served.restart();
+    initialize(&served, "after-the-restart");
+    let sessions = sessions_when(&served, |s| s.iter().any(|s| s["client_name"] == "after-the-restart"));
+    let by_client = |name: &str| sessions.iter().find(|s| s["client_name"] == name).unwrap().clone();
+    let cut = by_client("before-the-kill");
+    assert_eq!(cut["end_reason"], "cut", "{sessions:?}");
+    assert!(cut["ended_at"].as_i64().unwrap() >= cut["started_at"].as_i64().unwrap(), "{cut}");
+    let live = by_client("after-the-restart");
+    assert!(live["ended_at"].is_null() && live.get("end_reason").is_none(), "a live session was cut: {live}");
+
+    let table = ledger_command(&served, &["ledger", "sessions"]);
+    let line = table.lines().find(|l| l.contains("before-the-kill")).unwrap();
+    assert!(line.ends_with("cut"), "{table}");
+    let stats = ledger_command(&served, &["ledger", "stats"]);
+    assert!(stats.contains("sessions: 2 (1 open, 0 closed, 1 cut)"), "{stats}");
+    served.stop();
+    let sessions = sessions_when(&served, |_| true);
+    let ended: Vec<(String, String)> = sessions
+        .iter()
+        .map(|s| {
+            (s["client_name"].as_str().unwrap().to_owned(), s["end_reason"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert!(ended.contains(&("after-the-restart".into(), "closed".into())), "{ended:?}");
+    assert!(ended.contains(&("before-the-kill".into(), "cut".into())), "{ended:?}");
+}

@@ -23,5 +23,6 @@ pub use error::LedgerStoreError;
 pub use export::ExportFormat;
 pub use query::{CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor, LedgerReader};
 pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};
+pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
 pub use stats::Stats;
 pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};

@@ -487,28 +487,6 @@ impl LedgerReader {
         Ok(rows)
     }
 
-    /// One session, if the ledger holds it.
-    pub fn session(&self, id: &str) -> Result<Option<SessionInfo>, LedgerStoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT id, client_name, client_version, cwd, policy_hash, started_at, ended_at
-                 FROM sessions WHERE id = ?1",
-            )
-            .at(&self.path)?;
-        let mut rows = stmt.query([id]).at(&self.path)?;
-        let Some(r) = rows.next().at(&self.path)? else { return Ok(None) };
-        Ok(Some(SessionInfo {
-            id: r.get(0).at(&self.path)?,
-            client_name: r.get(1).at(&self.path)?,
-            client_version: r.get(2).at(&self.path)?,
-            cwd: r.get(3).at(&self.path)?,
-            policy_hash: r.get(4).at(&self.path)?,
-            started_at: Timestamp(r.get(5).at(&self.path)?),
-            ended_at: r.get::<_, Option<i64>>(6).at(&self.path)?.map(Timestamp),
-        }))
-    }
-
     /// Records of one kind, in id order (for tests and tools that read the raw lifecycle).
     pub fn records(&self, after_id: i64, limit: usize) -> Result<Vec<StoredRecord>, LedgerStoreError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2");

@@ -122,6 +122,13 @@ const MIGRATIONS: &[&str] = &[
         CHECK (policy_decision IS NULL OR policy_decision IN ('allow','prompt','forbidden'));
     ALTER TABLE records ADD COLUMN policy_rule TEXT;
     "#,
+    // 5: how a session ended: `closed` (its client or its hub ended it) or `cut` (still open when the
+    // ledger was next opened for writing: the process that held it stopped without closing it).
+    r#"
+    ALTER TABLE sessions ADD COLUMN end_reason TEXT
+        CHECK (end_reason IS NULL OR end_reason IN ('closed','cut'));
+    UPDATE sessions SET end_reason = 'closed' WHERE ended_at IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

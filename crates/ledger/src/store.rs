@@ -6,7 +6,7 @@
 
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::recovery::{OpenCalls, interrupt_open_calls, recover_crashed_writers};
+use crate::recovery::{OpenCalls, Recovered, interrupt_open_calls, recover_crashed_writers};
 use crate::row::{body_of, decided_columns, policy_columns, search_text};
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use async_trait::async_trait;
@@ -174,7 +174,7 @@ pub struct SqliteLedger {
     state: Arc<WriterState>,
     finished: Mutex<Option<oneshot::Receiver<()>>>,
     writer_id: i64,
-    interrupted_on_open: u64,
+    recovered: Recovered,
     running: RunningCalls,
 }
 
@@ -283,9 +283,9 @@ impl SqliteLedger {
         }
         let now = Timestamp::now().0;
         let writer_id = schema::register_writer(&conn, now).at(&path)?;
-        let interrupted_on_open = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
-        if interrupted_on_open > 0 {
-            tracing::warn!(path = %path.display(), calls = interrupted_on_open, "marked calls of a crashed writer interrupted");
+        let recovered = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
+        if recovered != Recovered::default() {
+            tracing::warn!(path = %path.display(), calls = recovered.interrupted_calls, sessions = recovered.cut_sessions, "calls a stopped writer left open marked interrupted, its open sessions cut");
         }
 
         let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
@@ -319,7 +319,7 @@ impl SqliteLedger {
             state,
             finished: Mutex::new(Some(done_rx)),
             writer_id,
-            interrupted_on_open,
+            recovered,
             running,
         })
     }
@@ -335,7 +335,12 @@ impl SqliteLedger {
 
     /// Calls a crashed writer had left open, marked `interrupted` when this ledger opened.
     pub fn interrupted_on_open(&self) -> u64 {
-        self.interrupted_on_open
+        self.recovered.interrupted_calls
+    }
+
+    /// Sessions a stopped writer had left open, ended as `cut` when this ledger opened.
+    pub fn cut_sessions_on_open(&self) -> u64 {
+        self.recovered.cut_sessions
     }
 
     /// Rows committed by this writer so far.
@@ -599,8 +604,10 @@ impl Writer {
                         ])?;
                     }
                     Command::SessionEnd { id, at } => {
-                        tx.prepare_cached("UPDATE sessions SET ended_at = ?1 WHERE id = ?2")?
-                            .execute(params![at.0, id])?;
+                        tx.prepare_cached(
+                            "UPDATE sessions SET ended_at = ?1, end_reason = 'closed' WHERE id = ?2",
+                        )?
+                        .execute(params![at.0, id])?;
                     }
                     Command::Approval(a) => {
                         tx.prepare_cached(

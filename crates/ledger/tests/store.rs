@@ -528,3 +528,64 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
         assert_eq!(record.policy_decision, Some(StoredPolicyDecision::Prompt), "{record:?}");
     }
 }
+
+/// Issue 10: sessions a writer left open when it stopped without closing (killed) are ended as `cut` by
+/// the next writer, at their last recorded activity; sessions ended normally read `closed`.
+#[tokio::test]
+async fn sessions_left_open_by_a_stopped_writer_are_cut() {
+    use portcullis_ledger::{SessionEnd, SessionFilter};
+    let (_dir, path) = temp();
+    let session = |id: &str, at: i64| SessionInfo {
+        id: id.into(),
+        client_name: Some("agent".into()),
+        client_version: None,
+        cwd: None,
+        policy_hash: None,
+        started_at: Timestamp(at),
+        ended_at: None,
+    };
+    let ledger = SqliteLedger::open(&path).unwrap();
+    ledger.begin_session(session("ended", 10)).await.unwrap();
+    ledger.end_session("ended", Timestamp(20)).await.unwrap();
+    ledger.close().await.unwrap();
+    {
+        // A writer that was killed: never closed, its session open, its last call at 70.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO writers(pid, opened_at, first_record) VALUES (1, 30, (SELECT coalesce(max(id), 0) + 1 FROM records))",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO sessions (id, client_name, started_at) VALUES ('killed', 'agent', 40), ('idle', 'agent', 45)",
+            [],
+        )
+        .unwrap();
+        let writer: i64 = conn.query_row("SELECT max(id) FROM writers", [], |r| r.get(0)).unwrap();
+        conn.execute(
+            "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status, at,
+                 decided_by, redacted, body)
+             VALUES (?1, 'killed', 'r', 'c', ?2, 'agent', 'read', 'finished', 'finished', 70, 'default', 0,
+                 '{\"decided_by\": {\"by\": \"default\"}}')",
+            rusqlite::params![writer, portcullis_ledger::schema::call_key("c")],
+        )
+        .unwrap();
+    }
+    let ledger = SqliteLedger::open(&path).unwrap();
+    assert_eq!(ledger.cut_sessions_on_open(), 2);
+    ledger.begin_session(session("live", 100)).await.unwrap();
+    ledger.flush().await.unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let rows = reader.session_rows(&SessionFilter::default(), 10).unwrap();
+    let ended = |id: &str| {
+        let row = rows.iter().find(|r| r.session.id == id).unwrap();
+        (row.end_reason, row.session.ended_at)
+    };
+    assert_eq!(ended("ended"), (Some(SessionEnd::Closed), Some(Timestamp(20))));
+    assert_eq!(ended("killed"), (Some(SessionEnd::Cut), Some(Timestamp(70))));
+    assert_eq!(ended("idle"), (Some(SessionEnd::Cut), Some(Timestamp(45))));
+    assert_eq!(ended("live"), (None, None));
+    let counts = reader.session_counts(&SessionFilter::default()).unwrap();
+    assert_eq!((counts.total, counts.open, counts.closed, counts.cut), (4, 1, 1, 2));
+    ledger.close().await.unwrap();
+}
