@@ -52,6 +52,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             LedgerCommand::Stats(a) => stats_cmd::stats(a, &mut out)?,
             LedgerCommand::Export(a) => export_cmd::export(a, &mut out)?,
             LedgerCommand::Sessions(a) => sessions_cmd::sessions(a, &mut out)?,
+            LedgerCommand::Refusals(a) => sessions_cmd::refusals(a, &mut out)?,
             LedgerCommand::Check(a) => ledger_cmd::check(a, &mut out)?,
             LedgerCommand::Migrate(a) => ledger_cmd::migrate(a, &mut out)?,
         },

@@ -35,6 +35,14 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         count(s.closed),
         count(s.cut)
     )?;
+    let refused = &stats.refusals;
+    let by_code: Vec<String> =
+        refused.by_code.iter().map(|c| format!("{} {}", c.key, count(c.count))).collect();
+    if by_code.is_empty() {
+        writeln!(out, "refused requests: 0")?;
+    } else {
+        writeln!(out, "refused requests: {} ({})", count(refused.requests), by_code.join(", "))?;
+    }
     for (title, counts) in [
         ("by tool", &stats.by_tool),
         ("by status", &stats.by_status),

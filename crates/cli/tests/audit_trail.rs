@@ -188,3 +188,65 @@ fn sessions_of_a_killed_hub_are_cut_at_the_next_start() {
     assert!(ended.contains(&("after-the-restart".into(), "closed".into())), "{ended:?}");
     assert!(ended.contains(&("before-the-kill".into(), "cut".into())), "{ended:?}");
 }
+
+/// Requests the gateway refuses (a wrong token, a foreign Origin) are rows of the ledger, listed by
+/// `ledger refusals` and counted by `ledger stats`; the token presented is nowhere in the ledger's files.
+#[test]
+fn refused_requests_are_recorded_without_the_token_presented() {
+    let mut served = serve(r#"{ "commands": { "default": "allow" } }"#);
+    let presented = "not-the-token-5c1e9a7b3d";
+    let agent = [("User-Agent", "probe-agent/1.0")];
+    for _ in 0..3 {
+        let (status, _) =
+            common::http(&format!("{}/health", served.api), "GET", Some(presented), &agent, None);
+        assert_eq!(status, 401);
+    }
+    let foreign = [("Origin", "http://evil.example"), ("User-Agent", "probe-browser/2.0")];
+    let (status, _) =
+        common::http(&format!("{}/health", served.api), "GET", Some(&served.token), &foreign, None);
+    assert_eq!(status, 403);
+
+    let started = std::time::Instant::now();
+    let refusals = loop {
+        let listed: Value =
+            serde_json::from_str(&ledger_command(&served, &["ledger", "refusals", "--json"])).unwrap();
+        let rows = listed["refusals"].as_array().unwrap().clone();
+        let counted: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+        if counted >= 4 || started.elapsed() > std::time::Duration::from_secs(15) {
+            break rows;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let row =
+        |code: &str| refusals.iter().find(|r| r["code"] == code).unwrap_or_else(|| panic!("{refusals:?}"));
+    let wrong_token = row("unauthorized");
+    assert_eq!(wrong_token["count"], 3, "{refusals:?}");
+    assert_eq!(wrong_token["status"], 401);
+    assert_eq!(wrong_token["method"], "GET");
+    assert_eq!(wrong_token["path"], "/v1/health");
+    assert_eq!(wrong_token["peer"], "127.0.0.1");
+    assert_eq!(wrong_token["user_agent"], "probe-agent/1.0");
+    assert!(wrong_token["host"].as_str().unwrap().starts_with("127.0.0.1:"), "{wrong_token}");
+    let foreign_origin = row("origin_not_allowed");
+    assert_eq!(foreign_origin["origin"], "http://evil.example");
+    assert_eq!(foreign_origin["status"], 403);
+
+    let table = ledger_command(&served, &["ledger", "refusals"]);
+    assert!(table.contains("unauthorized") && table.contains("GET /v1/health"), "{table}");
+    assert!(table.contains("origin_not_allowed") && table.contains("http://evil.example"), "{table}");
+    let stats = ledger_command(&served, &["ledger", "stats"]);
+    assert!(stats.contains("refused requests: 4 (unauthorized 3, origin_not_allowed 1)"), "{stats}");
+
+    served.stop();
+    let mut bytes = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        if let Ok(b) = std::fs::read(format!("{}{suffix}", served.db().display())) {
+            bytes.extend(b);
+        }
+    }
+    assert!(!bytes.is_empty());
+    for secret in [presented, served.token.as_str()] {
+        let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+        assert!(!found, "a token presented is in the ledger's files");
+    }
+}

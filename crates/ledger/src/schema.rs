@@ -129,6 +129,29 @@ const MIGRATIONS: &[&str] = &[
         CHECK (end_reason IS NULL OR end_reason IN ('closed','cut'));
     UPDATE sessions SET end_reason = 'closed' WHERE ended_at IS NOT NULL;
     "#,
+    // 6: requests the gateway refused (no or a wrong token, the wrong credential, a foreign Origin or
+    // Host), identical ones counted per minute in one row. Never a credential.
+    r#"
+    CREATE TABLE refusals (
+        id         INTEGER PRIMARY KEY,
+        -- The minute (start, microseconds) and identity of the refusals this row counts.
+        minute     INTEGER NOT NULL,
+        key        INTEGER NOT NULL,
+        first_at   INTEGER NOT NULL,
+        last_at    INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        status     INTEGER NOT NULL,
+        code       TEXT NOT NULL,
+        method     TEXT,
+        path       TEXT,
+        peer       TEXT,
+        origin     TEXT,
+        host       TEXT,
+        user_agent TEXT,
+        UNIQUE (minute, key)
+    );
+    CREATE INDEX refusals_first_at ON refusals(first_at);
+    "#,
 ];
 
 /// The schema version this build writes.

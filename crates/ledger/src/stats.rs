@@ -3,6 +3,7 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::query::{CallFilter, LedgerReader, call_where};
+use crate::refusals::{RefusalCounts, RefusalFilter};
 use crate::sessions::{SessionCounts, SessionFilter};
 use portcullis_harness::Timestamp;
 use rusqlite::params_from_iter;
@@ -47,6 +48,8 @@ pub struct Stats {
     pub durations: Vec<ToolDurations>,
     /// Sessions started in the filter's time range (or the filter's session): open, closed, cut.
     pub sessions: SessionCounts,
+    /// Requests the gateway refused in the filter's time range (not calls: they never reached a tool).
+    pub refusals: RefusalCounts,
 }
 
 /// Most histogram buckets one stats call may make.
@@ -187,6 +190,7 @@ impl LedgerReader {
             since: filter.since,
             until: filter.until,
         })?;
+        let refusals = self.refusal_counts(&RefusalFilter { since: filter.since, until: filter.until })?;
         Ok(Stats {
             total,
             by_tool: sorted(by_tool),
@@ -197,6 +201,7 @@ impl LedgerReader {
             buckets,
             durations,
             sessions,
+            refusals,
         })
     }
 }

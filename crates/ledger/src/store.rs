@@ -7,6 +7,7 @@
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
 use crate::recovery::{OpenCalls, Recovered, interrupt_open_calls, recover_crashed_writers};
+use crate::refusals::RefusalRow;
 use crate::row::{body_of, decided_columns, policy_columns, search_text};
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use async_trait::async_trait;
@@ -150,6 +151,7 @@ enum Command {
     Session(SessionInfo),
     SessionEnd { id: String, at: Timestamp },
     Approval(ApprovalRecord),
+    Refusal(RefusalRow),
     Flush(oneshot::Sender<Result<(), String>>),
     Shutdown,
 }
@@ -367,6 +369,11 @@ impl SqliteLedger {
 
     pub async fn record_approval(&self, approval: ApprovalRecord) -> Result<(), LedgerStoreError> {
         self.send(Command::Approval(approval)).await
+    }
+
+    /// Adds refused requests to their minute's row (see [`RefusalRow`]).
+    pub async fn record_refusals(&self, refusals: RefusalRow) -> Result<(), LedgerStoreError> {
+        self.send(Command::Refusal(refusals)).await
     }
 
     /// Returns once everything handed in before it is committed, or with the commit's error.
@@ -627,6 +634,7 @@ impl Writer {
                             a.rule_written
                         ])?;
                     }
+                    Command::Refusal(r) => crate::refusals::upsert(&tx, r)?,
                     Command::Flush(_) | Command::Shutdown => {}
                 }
             }

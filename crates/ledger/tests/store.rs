@@ -589,3 +589,45 @@ async fn sessions_left_open_by_a_stopped_writer_are_cut() {
     assert_eq!((counts.total, counts.open, counts.closed, counts.cut), (4, 1, 1, 2));
     ledger.close().await.unwrap();
 }
+
+/// Issue 10: refused requests are one row per kind and minute, with a count.
+#[tokio::test]
+async fn refusals_are_counted_per_kind_and_minute() {
+    use portcullis_ledger::{RefusalFilter, RefusalRow};
+    let (_dir, path) = temp();
+    let refusal = |second: i64, code: &str| RefusalRow {
+        first_at: Timestamp(second * 1_000_000),
+        last_at: Timestamp(second * 1_000_000),
+        count: 1,
+        status: 401,
+        code: code.into(),
+        method: Some("GET".into()),
+        path: Some("/v1/health".into()),
+        peer: Some("127.0.0.1".into()),
+        origin: None,
+        host: Some("127.0.0.1:7391".into()),
+        user_agent: None,
+    };
+    let ledger = SqliteLedger::open(&path).unwrap();
+    for (second, code) in
+        [(60, "unauthorized"), (70, "unauthorized"), (119, "unauthorized"), (120, "unauthorized")]
+    {
+        ledger.record_refusals(refusal(second, code)).await.unwrap();
+    }
+    ledger.record_refusals(refusal(61, "host_not_allowed")).await.unwrap();
+    ledger.close().await.unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let rows = reader.refusals(&RefusalFilter::default(), 10).unwrap();
+    let listed: Vec<(i64, i64, u64, &str)> = rows
+        .iter()
+        .map(|r| (r.first_at.0 / 1_000_000, r.last_at.0 / 1_000_000, r.count, r.code.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [(120, 120, 1, "unauthorized"), (61, 61, 1, "host_not_allowed"), (60, 119, 3, "unauthorized")]
+    );
+    let counts =
+        reader.refusal_counts(&RefusalFilter { since: Some(Timestamp(100_000_000)), until: None }).unwrap();
+    assert_eq!(counts.requests, 1);
+    assert_eq!(reader.refusal_counts(&RefusalFilter::default()).unwrap().requests, 5);
+}
