@@ -245,6 +245,12 @@ pub enum LedgerCommand {
     Stats(StatsArgs),
     /// Write every record of the selected calls as JSON Lines or CSV.
     Export(ExportArgs),
+    /// List agent sessions, newest first, with how each ended: closed, or cut (its hub stopped without
+    /// closing it).
+    Sessions(ListingArgs),
+    /// List requests the hub refused (no or a wrong token, the wrong credential, a foreign Origin or
+    /// Host), newest first; identical ones within a minute are one row with a count.
+    Refusals(ListingArgs),
     /// Check that the file is a healthy ledger (exit 0 when healthy, 1 otherwise).
     Check(CheckArgs),
     /// Open the ledger for writing once, migrating an older schema, and close it.
@@ -363,6 +369,26 @@ pub struct ExportArgs {
     pub out: Option<PathBuf>,
 }
 
+/// The options of `ledger sessions` and `ledger refusals`: a time range (when a session started, when a
+/// refusal was first seen), a limit, JSON.
+#[derive(Debug, Args)]
+pub struct ListingArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// From this time on: RFC 3339, a date or an age (90s, 15m, 2h, 7d).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Rows listed at most.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=10000))]
+    pub limit: u16,
+    /// One JSON object: {"sessions": [...]} or {"refusals": [...]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
@@ -387,7 +413,7 @@ fn parse_reason(text: &str) -> Result<BlockedReason, CliError> {
     })
 }
 
-fn parse_when(option: &str, text: &str, now: Timestamp) -> Result<Timestamp, CliError> {
+pub fn parse_when(option: &str, text: &str, now: Timestamp) -> Result<Timestamp, CliError> {
     parse_time(text, now).map_err(|e| CliError::BadTime(format!("{option}: {e}")))
 }
 

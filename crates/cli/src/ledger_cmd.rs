@@ -2,7 +2,9 @@
 
 use crate::args::{CheckArgs, MigrateArgs, QueryArgs, ShowArgs};
 use crate::error::CliError;
-use crate::render::{approval_line, call_decided, clean, duration, record_decided, record_details};
+use crate::render::{
+    approval_line, call_decided, clean, duration, policy_label, record_decided, record_details,
+};
 use crate::table::Table;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::schema::SCHEMA_VERSION;
@@ -51,10 +53,11 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             "TOOL",
             "STATUS",
             "REASON/ERROR",
+            "POLICY",
             "DECIDED BY",
             "DURATION",
         ])
-        .right(7);
+        .right(8);
         for call in &page.calls {
             table.push(vec![
                 format_rfc3339(call.at),
@@ -63,6 +66,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
                 call.tool.clone(),
                 call.status.as_str().to_owned(),
                 call.reason.clone().or_else(|| call.error_code.clone()).unwrap_or_else(|| "-".into()),
+                policy_label(call.policy_decision, call.policy_rule.as_deref()),
                 call_decided(call),
                 call.duration_us.map(duration).unwrap_or_else(|| "-".into()),
             ]);
@@ -99,15 +103,21 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         if i > 0 {
             writeln!(out)?;
         }
+        // What the policy said, when the call reached it (and the ledger kept it).
+        let policy = records
+            .iter()
+            .find(|r| r.policy_decision.is_some())
+            .map(|r| format!("  policy {}", policy_label(r.policy_decision, r.policy_rule.as_deref())))
+            .unwrap_or_default();
         writeln!(
             out,
-            "call {}  tool {}  session {}  run {}  owner {}  status {}",
+            "call {}  tool {}  session {}  run {}  owner {}  status {}{policy}",
             clean(&first.call_id),
             clean(&first.tool),
             clean(&first.session_id),
             clean(&first.run_id),
             clean(&first.owner),
-            if last.kind.is_terminal() { last.kind.as_str() } else { "running" }
+            if last.kind.is_terminal() { last.kind.as_str() } else { "running" },
         )?;
         let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
         for record in &records {
@@ -185,6 +195,7 @@ pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
     // A file it refuses (another application's, a newer schema) is left as it was.
     let ledger = SqliteLedger::open(db)?;
     let interrupted = ledger.interrupted_on_open();
+    let cut = ledger.cut_sessions_on_open();
     runtime.block_on(ledger.close())?;
     drop(ledger);
     // Reading it back proves the schema is now the one this build reads.
@@ -192,6 +203,9 @@ pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
     writeln!(out, "{}: schema version {SCHEMA_VERSION}", db.display())?;
     if interrupted > 0 {
         writeln!(out, "marked {interrupted} calls left open by a stopped writer as interrupted")?;
+    }
+    if cut > 0 {
+        writeln!(out, "marked {cut} sessions still open (their writer stopped without ending them) as cut")?;
     }
     Ok(ExitCode::SUCCESS)
 }

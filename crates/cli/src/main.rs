@@ -12,6 +12,7 @@ mod mcp_cmd;
 mod policy_cmd;
 mod render;
 mod serve_cmd;
+mod sessions_cmd;
 mod stats_cmd;
 mod table;
 mod terminal;
@@ -50,6 +51,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             LedgerCommand::Show(a) => ledger_cmd::show(a, &mut out)?,
             LedgerCommand::Stats(a) => stats_cmd::stats(a, &mut out)?,
             LedgerCommand::Export(a) => export_cmd::export(a, &mut out)?,
+            LedgerCommand::Sessions(a) => sessions_cmd::sessions(a, &mut out)?,
+            LedgerCommand::Refusals(a) => sessions_cmd::refusals(a, &mut out)?,
             LedgerCommand::Check(a) => ledger_cmd::check(a, &mut out)?,
             LedgerCommand::Migrate(a) => ledger_cmd::migrate(a, &mut out)?,
         },

@@ -5,12 +5,13 @@ use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs
 use crate::error::CliError;
 use portcullis_harness::ExecutionAction;
 use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{LedgerReader, StoredKind, StoredRecord};
-use portcullis_policy::discovery::{layers_for, load_for};
+use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
+use portcullis_policy::discovery::{layers_for, load_for, user_policy_file};
 use portcullis_policy::lint::{Severity, lint};
 use portcullis_policy::replay::{RecordedCall, Replay};
-use portcullis_policy::{CallVerdict, EvalContext, Evaluation, Policy};
+use portcullis_policy::{CallVerdict, Decision, EvalContext, Evaluation, Policy};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -215,10 +216,33 @@ fn recorded_call(record: StoredRecord) -> RecordedCall {
         arguments: record.body.arguments.map(|a| (*a).clone()),
         action: record.body.action.map(|a| ExecutionAction::clone(&a)),
         cwd: record.body.cwd.map(PathBuf::from),
+        project: None,
         ran: record.kind == StoredKind::Started,
         blocked_reason: record.reason,
         decided_by: record.body.decided_by,
+        policy_decision: record.policy_decision.map(|d| match d {
+            StoredPolicyDecision::Allow => Decision::Allow,
+            StoredPolicyDecision::Prompt => Decision::Prompt,
+            StoredPolicyDecision::Forbidden => Decision::Forbidden,
+        }),
     }
+}
+
+/// The named policy files that are drafts: not where a hub finds policies (a `.portcullis` folder, the
+/// user's policy file), so their relative roots are anchored at each replayed call's project.
+fn draft_layers(files: &[PathBuf]) -> Vec<usize> {
+    let user = user_policy_file().and_then(|f| std::fs::canonicalize(f).ok());
+    files
+        .iter()
+        .enumerate()
+        .filter(|(_, file)| {
+            let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+            let in_portcullis_folder =
+                file.parent().and_then(std::path::Path::file_name).is_some_and(|n| n == ".portcullis");
+            !in_portcullis_folder && user.as_ref() != Some(&file)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
@@ -226,7 +250,10 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
     let (policy, sources) = load_for(&args.files.policies, &cwd)?;
     let reader = LedgerReader::open(&args.db.file()?)?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut replay = Replay::new(&policy, cwd, home);
+    // A draft named with --policy is judged as if put in each call's project, not where it lies.
+    let drafts = draft_layers(&args.files.policies);
+    let mut replay = Replay::new(&policy, cwd, home).anchor_drafts_at_calls(drafts);
+    let mut projects: HashMap<String, Option<PathBuf>> = HashMap::new();
     if !args.json {
         writeln!(out, "replaying {} against {}", args.db.file()?.display(), sources.join(", "))?;
     }
@@ -239,7 +266,14 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
             if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
                 continue;
             }
-            let call = recorded_call(record);
+            let mut call = recorded_call(record);
+            if let Some(project) = projects.get(&call.session_id) {
+                call.project = project.clone();
+            } else {
+                let project = reader.session(&call.session_id)?.and_then(|s| s.cwd).map(PathBuf::from);
+                projects.insert(call.session_id.clone(), project.clone());
+                call.project = project;
+            }
             if let Some(change) = replay.replay(&call) {
                 if args.json {
                     writeln!(out, "{}", serde_json::to_value(&change)?)?;

@@ -4,7 +4,7 @@ use crate::error::CliError;
 use portcullis_harness::{Content, DecidedBy};
 use portcullis_ledger::row::decided_columns;
 use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{ApprovalRecord, CallRow, StoredRecord};
+use portcullis_ledger::{ApprovalRecord, CallRow, StoredPolicyDecision, StoredRecord};
 
 /// Longest argument, output or message text shown in a one-line summary.
 const SUMMARY_CHARS: usize = 160;
@@ -103,6 +103,16 @@ fn decided_label(kind: &str, rule: Option<&str>, operator: Option<&str>) -> Stri
         label.push(')');
     }
     label
+}
+
+/// What the execution policy said before any approval: `prompt (rule deploy)`, `forbidden`, or `-`
+/// when the call was refused before the policy stage (or recorded before the ledger kept it).
+pub fn policy_label(decision: Option<StoredPolicyDecision>, rule: Option<&str>) -> String {
+    match (decision, rule) {
+        (Some(decision), Some(rule)) => format!("{} (rule {})", decision.as_str(), clean(rule)),
+        (Some(decision), None) => decision.as_str().to_owned(),
+        (None, _) => "-".into(),
+    }
 }
 
 /// Who decided a call, for a listing.

@@ -26,6 +26,23 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(out, "calls: {}", count(stats.total))?;
+    let s = &stats.sessions;
+    writeln!(
+        out,
+        "sessions: {} ({} open, {} closed, {} cut)",
+        count(s.total),
+        count(s.open),
+        count(s.closed),
+        count(s.cut)
+    )?;
+    let refused = &stats.refusals;
+    let by_code: Vec<String> =
+        refused.by_code.iter().map(|c| format!("{} {}", c.key, count(c.count))).collect();
+    if by_code.is_empty() {
+        writeln!(out, "refused requests: 0")?;
+    } else {
+        writeln!(out, "refused requests: {} ({})", count(refused.requests), by_code.join(", "))?;
+    }
     for (title, counts) in [
         ("by tool", &stats.by_tool),
         ("by status", &stats.by_status),

@@ -923,7 +923,8 @@ fn check_a_healthy_ledger() {
     assert_eq!(out.status.code(), Some(0));
     let report = text(&out.stdout);
     assert!(report.contains("integrity: ok\n"), "{report}");
-    assert!(report.contains("schema version: 3 (this build: 3)"), "{report}");
+    let version = portcullis_ledger::schema::SCHEMA_VERSION;
+    assert!(report.contains(&format!("schema version: {version} (this build: {version})")), "{report}");
     assert!(report.lines().any(|l| l.starts_with("records:") && l.ends_with(" 19")), "{report}");
     assert!(report.ends_with("healthy\n"), "{report}");
 
@@ -934,8 +935,8 @@ fn check_a_healthy_ledger() {
             "healthy": true,
             "integrity_ok": true,
             "integrity_messages": [],
-            "schema_version": 3,
-            "supported_version": 3,
+            "schema_version": version,
+            "supported_version": version,
             "records": 19,
             "calls": 11,
             "sessions": 2,
@@ -967,20 +968,32 @@ fn check_an_unhealthy_ledger_exits_1() {
 #[test]
 fn migrate_brings_an_older_schema_forward() {
     let (_dir, path) = fixture();
+    // The fixture's writer left its two sessions open: the first writer after it ends them as cut.
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version 3\n", path.display())
+        format!(
+            "{}: schema version {}\nmarked 2 sessions still open (their writer stopped without ending them) as cut\n",
+            path.display(),
+            portcullis_ledger::schema::SCHEMA_VERSION
+        )
     );
-    // Take the file back to schema 1 (no approvals, no search index).
+    // Take the file back to schema 1 (no approvals, no search index, no policy decision columns, no
+    // session end reasons, no refusals).
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP TABLE approvals; DROP TABLE records_fts; PRAGMA user_version = 1;").unwrap();
+        conn.execute_batch(
+            "DROP TABLE approvals; DROP TABLE records_fts; DROP TABLE refusals;
+             ALTER TABLE records DROP COLUMN policy_decision;
+             ALTER TABLE records DROP COLUMN policy_rule; ALTER TABLE sessions DROP COLUMN end_reason;
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
     }
     let stderr = fails(&["ledger", "query", "--db", db(&path)], "ledger_schema_older");
     assert!(stderr.contains("migrate"), "{stderr}");
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version 3\n", path.display())
+        format!("{}: schema version {}\n", path.display(), portcullis_ledger::schema::SCHEMA_VERSION)
     );
     assert_eq!(query_ids(&path, &[]), ALL_CALLS);
     // The search index was rebuilt from the records.

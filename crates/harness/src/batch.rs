@@ -138,6 +138,6 @@ impl Dispatcher {
     ) -> ToolCallResult {
         let ctx = Arc::new(run.call(id));
         let tool_name = self.registry().get(name).map_or_else(|| Arc::from(name), |e| e.name.clone());
-        self.shared.fail_unstarted(&ctx, tool_name, error, DecidedBy::DEFAULT).await
+        self.shared.fail_unstarted(&ctx, tool_name, error, DecidedBy::DEFAULT, None).await
     }
 }

@@ -22,7 +22,7 @@ use crate::events::{EventBus, EventPayload, GuardrailOutcome, ToolEvent};
 use crate::execution::{
     ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy, PolicyDecision,
 };
-use crate::execution::{PolicyRequest, PolicyVerdict};
+use crate::execution::{PolicyRequest, PolicyRuling, PolicyVerdict};
 use crate::guardrail::{Guardrail, GuardrailRule, GuardrailStage, GuardrailSubject, GuardrailVerdict};
 use crate::ledger::{Ledger, RecordKind, ToolCallRecord};
 use crate::middleware::Middleware;
@@ -162,6 +162,7 @@ struct Finishing<'a> {
     ctx: &'a Arc<CallContext>,
     tool_name: Arc<str>,
     decided_by: DecidedBy,
+    policy: Option<PolicyRuling>,
     started_at: Timestamp,
     /// A copy of the arguments, kept only when output guardrails will look at them.
     arguments: Option<Value>,
@@ -175,6 +176,7 @@ struct StartedCall<'a> {
     action: &'a ExecutionAction,
     decided_by: &'a DecidedBy,
     matched_rules: &'a [RuleRef],
+    policy: Option<&'a PolicyRuling>,
     started_at: Timestamp,
 }
 
@@ -186,7 +188,13 @@ pub(crate) struct Refusal {
     matched_rules: Vec<RuleRef>,
     /// The action the policy or the operator refused (recorded so audits and replays see it).
     action: Option<ExecutionAction>,
+    /// What the policy said, when the refusal came at or after the policy stage.
+    policy: Option<PolicyRuling>,
 }
+
+/// A call the policy (and an approver) let through: the action to execute, who decided, the rules that
+/// matched, and what the policy itself said.
+type Authorized = (ExecutionAction, DecidedBy, Vec<RuleRef>, Option<PolicyRuling>);
 
 impl Refusal {
     pub(crate) fn new(
@@ -201,6 +209,7 @@ impl Refusal {
             decided_by,
             matched_rules: Vec::new(),
             action: None,
+            policy: None,
         }
     }
 }
@@ -353,7 +362,7 @@ impl Dispatcher {
         let tool_name = entry.name.clone();
 
         // 4-6. permission, validation, execution policy and approval.
-        let (action, decided_by, matched_rules) =
+        let (action, decided_by, matched_rules, policy) =
             match shared.authorize(entry, &arguments, &ctx, &run.cancel).await {
                 Ok(authorized) => authorized,
                 Err(refusal) => return shared.block(&ctx, tool_name, refusal, Some(&arguments)).await,
@@ -368,7 +377,7 @@ impl Dispatcher {
         if run.cancel.is_cancelled() {
             let error =
                 CallError::new(error_codes::NOT_DISPATCHED, "the run was cancelled before this call started");
-            return shared.fail_unstarted(&ctx, tool_name, error, decided_by).await;
+            return shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy).await;
         }
         let action = Arc::new(action);
         let started_at = Timestamp::now();
@@ -379,10 +388,11 @@ impl Dispatcher {
             action: &action,
             decided_by: &decided_by,
             matched_rules: &matched_rules,
+            policy: policy.as_ref(),
             started_at,
         };
         if let Err(error) = shared.announce_start(start).await {
-            return shared.fail_unstarted(&ctx, tool_name, error, decided_by).await;
+            return shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy).await;
         }
         let kept_arguments = (!shared.guardrails.is_empty()).then(|| arguments.clone());
         let invocation = ToolInvocation {
@@ -402,7 +412,8 @@ impl Dispatcher {
         let outcome = shared.execute(entry, invocation, &run.cancel).await;
 
         // 8. middleware `tool_result`, guardrails `tool_output`, redaction, finished | error.
-        let finishing = Finishing { ctx: &ctx, tool_name, decided_by, started_at, arguments: kept_arguments };
+        let finishing =
+            Finishing { ctx: &ctx, tool_name, decided_by, policy, started_at, arguments: kept_arguments };
         shared.finish(finishing, outcome, run).await
     }
 }
@@ -599,7 +610,7 @@ impl Shared {
         arguments: &Value,
         ctx: &Arc<CallContext>,
         cancel: &CancellationToken,
-    ) -> Result<(ExecutionAction, DecidedBy, Vec<RuleRef>), Refusal> {
+    ) -> Result<Authorized, Refusal> {
         let name = &*entry.name;
         let permission = Permission::execute(name);
         if !self.permissions.allows(ctx, &permission) {
@@ -676,7 +687,7 @@ impl Shared {
         };
 
         let Some(policy) = &self.policy else {
-            return Ok((action, DecidedBy::DEFAULT, Vec::new()));
+            return Ok((action, DecidedBy::DEFAULT, Vec::new(), None));
         };
         let request = PolicyRequest { call: ctx, tool: entry.spec(), arguments, action: &action };
         let verdict =
@@ -686,8 +697,9 @@ impl Shared {
                     format!("the execution policy panicked: {}", panic_message(panic.as_ref())),
                 )
             });
+        let ruling = PolicyRuling { decision: verdict.decision, decided_by: verdict.decided_by.clone() };
         match verdict.decision {
-            PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules)),
+            PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules, Some(ruling))),
             PolicyDecision::Deny => {
                 let reason = verdict.reason.unwrap_or_else(|| "denied by the execution policy".into());
                 let mut refusal = Refusal::new(
@@ -698,9 +710,16 @@ impl Shared {
                 );
                 refusal.matched_rules = verdict.matched_rules;
                 refusal.action = Some(action);
+                refusal.policy = Some(ruling);
                 Err(refusal)
             }
-            PolicyDecision::Ask => self.ask(entry, arguments, ctx, action, verdict, cancel).await,
+            PolicyDecision::Ask => match self.ask(entry, arguments, ctx, action, verdict, cancel).await {
+                Ok((action, decided_by, rules)) => Ok((action, decided_by, rules, Some(ruling))),
+                Err(mut refusal) => {
+                    refusal.policy = Some(ruling);
+                    Err(refusal)
+                }
+            },
         }
     }
 
@@ -809,7 +828,7 @@ impl Shared {
         mut outcome: Result<ToolOutput, CallError>,
         run: &RunContext,
     ) -> ToolCallResult {
-        let Finishing { ctx, tool_name, decided_by, started_at, arguments } = finishing;
+        let Finishing { ctx, tool_name, decided_by, policy, started_at, arguments } = finishing;
         if !self.middleware.is_empty() {
             let call = ToolCall::new(ctx.call_id.clone(), tool_name.to_string(), Value::Null);
             for m in self.middleware.iter().rev() {
@@ -861,6 +880,7 @@ impl Shared {
             let mut record = ToolCallRecord::new(kind, ctx.clone(), tool_name.clone(), decided_by.clone());
             record.at = now;
             record.started_at = Some(started_at);
+            record.policy = policy;
             record.redacted = redacted;
             match &outcome {
                 CallOutcome::Finished { output } => record.output = Some(output.clone()),
@@ -893,12 +913,14 @@ impl Shared {
         tool_name: Arc<str>,
         mut error: CallError,
         decided_by: DecidedBy,
+        policy: Option<PolicyRuling>,
     ) -> ToolCallResult {
         let redacted = self.redactor.redact_error(&mut error);
         if let Some(ledger) = &self.ledger {
             let mut record =
                 ToolCallRecord::new(RecordKind::Error, ctx.clone(), tool_name.clone(), decided_by.clone());
             record.error = Some(error.clone());
+            record.policy = policy;
             record.redacted = redacted;
             if let Err(e) = ledger.record(record).await {
                 tracing::error!(call_id = %ctx.call_id, error = %e, "error record not written");
@@ -924,7 +946,7 @@ impl Shared {
         refusal: Refusal,
         arguments: Option<&Value>,
     ) -> ToolCallResult {
-        let Refusal { reason, mut error, decided_by, matched_rules, action } = refusal;
+        let Refusal { reason, mut error, decided_by, matched_rules, action, policy } = refusal;
         let mut redacted = self.redactor.redact_error(&mut error);
         tracing::debug!(call_id = %ctx.call_id, tool = %tool_name, %reason, "tool call blocked");
         if let Some(ledger) = &self.ledger {
@@ -943,6 +965,7 @@ impl Shared {
             record.error = Some(error.clone());
             record.blocked_reason = Some(reason);
             record.matched_rules = matched_rules;
+            record.policy = policy;
             record.redacted = redacted;
             if let Err(e) = ledger.record(record).await {
                 tracing::error!(call_id = %ctx.call_id, error = %e, "blocked record not written");

@@ -145,6 +145,15 @@ impl PolicyVerdict {
     }
 }
 
+/// What the execution policy said about a call before any approval, and what decided it. Kept on the
+/// call's records apart from the outcome, so an audit (and a replay) sees the policy's word even when
+/// an operator, a timeout or a withdrawn prompt settled the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRuling {
+    pub decision: PolicyDecision,
+    pub decided_by: DecidedBy,
+}
+
 /// What the policy is asked about.
 #[derive(Debug)]
 pub struct PolicyRequest<'a> {

@@ -2,7 +2,7 @@
 //! The SQLite ledger lives in `portcullis-ledger`; [`MemoryLedger`] serves tests.
 
 use crate::call::{BlockedReason, CallContext, CallError, DecidedBy, RuleRef};
-use crate::execution::ExecutionAction;
+use crate::execution::{ExecutionAction, PolicyRuling};
 use crate::time::Timestamp;
 use crate::tool::ToolOutput;
 use async_trait::async_trait;
@@ -67,6 +67,9 @@ pub struct ToolCallRecord {
     pub decided_by: DecidedBy,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched_rules: Vec<RuleRef>,
+    /// What the execution policy said before any approval (records of calls that reached the policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyRuling>,
     /// Whether redaction changed anything in this record.
     pub redacted: bool,
 }
@@ -88,6 +91,7 @@ impl ToolCallRecord {
             blocked_reason: None,
             decided_by,
             matched_rules: Vec::new(),
+            policy: None,
             redacted: false,
         }
     }

@@ -2,22 +2,28 @@
 //! connection that is idle or sends half a request is closed, keep-alive ones between requests too) and
 //! a cap on open connections (at the cap, new ones wait in the listen backlog until one closes), so
 //! nobody can hold the hub's file descriptors and starve agents and the operator of it. A request's body
-//! gets the same time to arrive.
+//! gets the same time to arrive. Each request carries its peer's address (`ConnectInfo`), which the
+//! refusal log records.
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{StatusCode, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tower_service::Service;
 
 /// File descriptors kept out of the connection cap's reach: the ledger, policy watches, upstream
 /// servers' pipes, process tools.
@@ -57,6 +63,28 @@ impl ConnectionSlots {
     /// Connections open now.
     pub fn open(&self) -> usize {
         self.max.saturating_sub(self.slots.available_permits())
+    }
+}
+
+/// The app as one connection serves it: every request gets the peer's address as `ConnectInfo`.
+#[derive(Clone)]
+struct WithPeer {
+    app: Router,
+    peer: SocketAddr,
+}
+
+impl Service<http::Request<Incoming>> for WithPeer {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = <Router as Service<http::Request<Incoming>>>::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Service::<http::Request<Incoming>>::poll_ready(&mut self.app, cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<Incoming>) -> Self::Future {
+        request.extensions_mut().insert(ConnectInfo(self.peer));
+        self.app.call(request)
     }
 }
 
@@ -156,7 +184,7 @@ pub async fn serve_connections(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
         }
-        let service = TowerToHyperService::new(app.clone());
+        let service = TowerToHyperService::new(WithPeer { app: app.clone(), peer });
         let stop = stop.clone();
         let header_read_timeout = limits.header_read_timeout;
         tokio::spawn(async move {

@@ -1,8 +1,8 @@
 //! What the hub serves on its loopback port: the MCP gateway at `/mcp` and the Claude Code hook for
 //! agents (the gateway token), the approval and session-grant API for the operator (the operator token),
 //! health for either; every route behind the Host and Origin checks, `/mcp` behind the JSON-RPC screen,
-//! and the accept loop's connection cap and header-read timeout. Binding elsewhere than loopback must be
-//! asked for.
+//! and the accept loop's connection cap and header-read timeout; refused requests are recorded in the
+//! ledger. Binding elsewhere than loopback must be asked for.
 
 use crate::api::types::Answer;
 use crate::api::{ApiError, ErrorCode, Operator, OperatorApi};
@@ -10,6 +10,7 @@ use crate::config::RuntimeInfo;
 use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
 use crate::error::HubError;
 use crate::hub::{Hub, HubBackend};
+use crate::refusals::RefusalRecorder;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Path as UrlPath, State};
 use axum::middleware::{from_fn, from_fn_with_state};
@@ -123,9 +124,16 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     }
     origins.extend(config.allowed_origins.iter().cloned());
     let hosts = allowed_hosts(&hub, addr)?;
-    let access =
-        AccessGuard::new(credentials.agent.clone(), credentials.operator.clone(), origins, hosts.clone());
     let shutdown = hub.shutdown_token();
+    // Refused requests go to the ledger too, from a background task (see `refusals`).
+    let refusals = RefusalRecorder::start(
+        hub.state.ledger.clone(),
+        hub.state.dispatcher.redactor().clone(),
+        shutdown.clone(),
+    );
+    let access =
+        AccessGuard::new(credentials.agent.clone(), credentials.operator.clone(), origins, hosts.clone())
+            .with_refusal_log(refusals);
     let backend = Arc::new(HubBackend::new(hub.clone()));
     let slots = ConnectionSlots::new(config.max_connections);
     // Each group of routes admits one credential; the agents' token never opens the operator's routes.

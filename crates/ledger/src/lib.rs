@@ -6,11 +6,15 @@
 //! recovery); reading through [`LedgerReader`] (read-only, works while another process writes).
 
 pub mod check;
+mod checkpoint;
 pub mod error;
 pub mod export;
 pub mod query;
+mod recovery;
+pub mod refusals;
 pub mod row;
 pub mod schema;
+pub mod sessions;
 pub mod stats;
 pub mod store;
 pub mod timefmt;
@@ -19,6 +23,8 @@ pub use check::CheckReport;
 pub use error::LedgerStoreError;
 pub use export::ExportFormat;
 pub use query::{CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor, LedgerReader};
-pub use row::{RecordBody, StoredKind, StoredRecord};
+pub use refusals::{RefusalCounts, RefusalFilter, RefusalRow};
+pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};
+pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
 pub use stats::Stats;
 pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};

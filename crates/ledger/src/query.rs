@@ -3,7 +3,9 @@
 //! search them in full text, and read one call's whole timeline.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::row::{DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredRecord, stored_record};
+use crate::row::{
+    DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, stored_record,
+};
 use crate::schema::SCHEMA_VERSION;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
 use portcullis_harness::{BlockedReason, Timestamp};
@@ -140,6 +142,13 @@ pub struct CallRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_operator: Option<String>,
     pub redacted: bool,
+    /// What the execution policy said before any approval: allow, prompt or forbidden (absent when the
+    /// call was refused before the policy stage, or recorded before the ledger kept it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_decision: Option<StoredPolicyDecision>,
+    /// The rule that gave the policy's decision, when a rule did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_rule: Option<String>,
 }
 
 /// A page of calls, newest first.
@@ -169,7 +178,7 @@ pub fn fts_query(text: &str) -> Option<String> {
 }
 
 const CALL_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, reason, \
-     error_code, decided_by, decided_rule, decided_source, decided_operator, redacted";
+     error_code, decided_by, decided_rule, decided_source, decided_operator, redacted, policy_decision, policy_rule";
 
 fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
     let kind: String = row.get(6)?;
@@ -198,6 +207,8 @@ fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
         decided_source: row.get(14)?,
         decided_operator: row.get(15)?,
         redacted: row.get(16)?,
+        policy_decision: row.get::<_, Option<String>>(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
+        policy_rule: row.get(18)?,
     })
 }
 

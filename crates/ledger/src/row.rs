@@ -2,8 +2,8 @@
 //! come back as [`StoredRecord`]s.
 
 use portcullis_harness::{
-    BlockedReason, CallError, DecidedBy, ExecutionAction, RecordKind, RuleRef, Timestamp, ToolCallRecord,
-    ToolOutput,
+    BlockedReason, CallError, DecidedBy, ExecutionAction, PolicyDecision, PolicyRuling, RecordKind, RuleRef,
+    Timestamp, ToolCallRecord, ToolOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -65,6 +65,54 @@ impl From<RecordKind> for StoredKind {
             RecordKind::Blocked => StoredKind::Blocked,
         }
     }
+}
+
+/// What the execution policy said about a call before any approval, in the words policies use: the
+/// `policy_decision` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredPolicyDecision {
+    Allow,
+    /// The operator was to be asked (whatever became of the call: answered, timed out, withdrawn).
+    Prompt,
+    Forbidden,
+}
+
+impl StoredPolicyDecision {
+    pub const ALL: [StoredPolicyDecision; 3] =
+        [StoredPolicyDecision::Allow, StoredPolicyDecision::Prompt, StoredPolicyDecision::Forbidden];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoredPolicyDecision::Allow => "allow",
+            StoredPolicyDecision::Prompt => "prompt",
+            StoredPolicyDecision::Forbidden => "forbidden",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StoredPolicyDecision> {
+        StoredPolicyDecision::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+}
+
+impl From<PolicyDecision> for StoredPolicyDecision {
+    fn from(decision: PolicyDecision) -> Self {
+        match decision {
+            PolicyDecision::Allow => StoredPolicyDecision::Allow,
+            PolicyDecision::Ask => StoredPolicyDecision::Prompt,
+            PolicyDecision::Deny => StoredPolicyDecision::Forbidden,
+        }
+    }
+}
+
+/// The columns of what the policy said: (decision, the id of the rule that decided it).
+pub fn policy_columns(ruling: Option<&PolicyRuling>) -> (Option<&'static str>, Option<String>) {
+    let Some(ruling) = ruling else { return (None, None) };
+    let rule = match &ruling.decided_by {
+        DecidedBy::Rule { rule_id, .. } => Some(rule_id.clone()),
+        _ => None,
+    };
+    (Some(StoredPolicyDecision::from(ruling.decision).as_str()), rule)
 }
 
 /// The JSON body: everything of a record that is not a filter column.
@@ -185,13 +233,20 @@ pub struct StoredRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
     pub redacted: bool,
+    /// What the execution policy said before any approval (NULL: refused before the policy stage, or
+    /// written before the ledger kept it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_decision: Option<StoredPolicyDecision>,
+    /// The rule that gave the policy's decision, when a rule did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_rule: Option<String>,
     #[serde(flatten)]
     pub body: RecordBody,
 }
 
 /// The columns `StoredRecord` is read from, in order.
 pub const RECORD_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, \
-     reason, error_code, redacted, body";
+     reason, error_code, redacted, body, policy_decision, policy_rule";
 
 /// Reads a `StoredRecord` from a row selected with [`RECORD_COLUMNS`].
 pub fn stored_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
@@ -221,6 +276,8 @@ pub fn stored_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> 
         reason: reason.and_then(|r| serde_json::from_value(Value::String(r)).ok()),
         error_code: row.get(11)?,
         redacted: row.get(12)?,
+        policy_decision: row.get::<_, Option<String>>(14)?.and_then(|d| StoredPolicyDecision::parse(&d)),
+        policy_rule: row.get(15)?,
         body,
     })
 }

@@ -114,6 +114,44 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE approvals_v3 RENAME TO approvals;
     CREATE INDEX approvals_call ON approvals(session_id, call_id);
     "#,
+    // 4: what the execution policy said before any approval (allow / prompt / forbidden) and the rule
+    // that said it, apart from the outcome; NULL on rows written before and on calls refused before
+    // the policy stage.
+    r#"
+    ALTER TABLE records ADD COLUMN policy_decision TEXT
+        CHECK (policy_decision IS NULL OR policy_decision IN ('allow','prompt','forbidden'));
+    ALTER TABLE records ADD COLUMN policy_rule TEXT;
+    "#,
+    // 5: how a session ended: `closed` (its client or its hub ended it) or `cut` (still open when the
+    // ledger was next opened for writing: the process that held it stopped without closing it).
+    r#"
+    ALTER TABLE sessions ADD COLUMN end_reason TEXT
+        CHECK (end_reason IS NULL OR end_reason IN ('closed','cut'));
+    UPDATE sessions SET end_reason = 'closed' WHERE ended_at IS NOT NULL;
+    "#,
+    // 6: requests the gateway refused (no or a wrong token, the wrong credential, a foreign Origin or
+    // Host), identical ones counted per minute in one row. Never a credential.
+    r#"
+    CREATE TABLE refusals (
+        id         INTEGER PRIMARY KEY,
+        -- The minute (start, microseconds) and identity of the refusals this row counts.
+        minute     INTEGER NOT NULL,
+        key        INTEGER NOT NULL,
+        first_at   INTEGER NOT NULL,
+        last_at    INTEGER NOT NULL,
+        count      INTEGER NOT NULL,
+        status     INTEGER NOT NULL,
+        code       TEXT NOT NULL,
+        method     TEXT,
+        path       TEXT,
+        peer       TEXT,
+        origin     TEXT,
+        host       TEXT,
+        user_agent TEXT,
+        UNIQUE (minute, key)
+    );
+    CREATE INDEX refusals_first_at ON refusals(first_at);
+    "#,
 ];
 
 /// The schema version this build writes.

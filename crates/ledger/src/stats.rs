@@ -3,6 +3,8 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::query::{CallFilter, LedgerReader, call_where};
+use crate::refusals::{RefusalCounts, RefusalFilter};
+use crate::sessions::{SessionCounts, SessionFilter};
 use portcullis_harness::Timestamp;
 use rusqlite::params_from_iter;
 use serde::{Deserialize, Serialize};
@@ -44,6 +46,10 @@ pub struct Stats {
     pub bucket_us: i64,
     pub buckets: Vec<Bucket>,
     pub durations: Vec<ToolDurations>,
+    /// Sessions started in the filter's time range (or the filter's session): open, closed, cut.
+    pub sessions: SessionCounts,
+    /// Requests the gateway refused in the filter's time range (not calls: they never reached a tool).
+    pub refusals: RefusalCounts,
 }
 
 /// Most histogram buckets one stats call may make.
@@ -179,6 +185,12 @@ impl LedgerReader {
             })
             .collect();
         durations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
+        let sessions = self.session_counts(&SessionFilter {
+            id: filter.session.clone(),
+            since: filter.since,
+            until: filter.until,
+        })?;
+        let refusals = self.refusal_counts(&RefusalFilter { since: filter.since, until: filter.until })?;
         Ok(Stats {
             total,
             by_tool: sorted(by_tool),
@@ -188,6 +200,8 @@ impl LedgerReader {
             bucket_us,
             buckets,
             durations,
+            sessions,
+            refusals,
         })
     }
 }

@@ -4,13 +4,15 @@
 //! channel makes callers wait (never drops); a failed commit keeps its rows, retries, and surfaces as an
 //! error on `flush()`, on new `started` records and as a [`WriteFailure`] broadcast.
 
+use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::row::{body_of, decided_columns, search_text};
+use crate::recovery::{OpenCalls, Recovered, interrupt_open_calls, recover_crashed_writers};
+use crate::refusals::RefusalRow;
+use crate::row::{body_of, decided_columns, policy_columns, search_text};
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use async_trait::async_trait;
 use portcullis_harness::{Ledger, LedgerError, RecordKind, Timestamp, ToolCallRecord};
 use rusqlite::{Connection, OpenFlags, params};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -18,6 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub use crate::recovery::INTERRUPTED_MESSAGE;
+pub use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
 
 /// How the writer behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,69 +49,6 @@ impl Default for LedgerOptions {
             busy_timeout: Duration::from_secs(5),
         }
     }
-}
-
-/// An agent session as the ledger keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionInfo {
-    pub id: String,
-    #[serde(default)]
-    pub client_name: Option<String>,
-    #[serde(default)]
-    pub client_version: Option<String>,
-    #[serde(default)]
-    pub cwd: Option<String>,
-    #[serde(default)]
-    pub policy_hash: Option<String>,
-    pub started_at: Timestamp,
-    #[serde(default)]
-    pub ended_at: Option<Timestamp>,
-}
-
-/// How an approval ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalOutcome {
-    ApprovedOnce,
-    ApprovedForSession,
-    ApprovedAlways,
-    Denied,
-    TimedOut,
-    /// The call stopped waiting (its caller went away, its run was cancelled) before an answer.
-    Withdrawn,
-}
-
-impl ApprovalOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalOutcome::ApprovedOnce => "approved_once",
-            ApprovalOutcome::ApprovedForSession => "approved_for_session",
-            ApprovalOutcome::ApprovedAlways => "approved_always",
-            ApprovalOutcome::Denied => "denied",
-            ApprovalOutcome::TimedOut => "timed_out",
-            ApprovalOutcome::Withdrawn => "withdrawn",
-        }
-    }
-}
-
-/// One approval prompt: when it was asked, how and when it was answered, by whom.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApprovalRecord {
-    pub session_id: String,
-    pub call_id: String,
-    pub tool: String,
-    pub requested_at: Timestamp,
-    #[serde(default)]
-    pub resolved_at: Option<Timestamp>,
-    #[serde(default)]
-    pub outcome: Option<ApprovalOutcome>,
-    #[serde(default)]
-    pub operator: Option<String>,
-    #[serde(default)]
-    pub note: Option<String>,
-    /// The rule written by an "always allow" answer.
-    #[serde(default)]
-    pub rule_written: Option<String>,
 }
 
 /// A commit that failed, as broadcast to subscribers.
@@ -141,6 +83,8 @@ struct PreparedRow {
     decided_rule: Option<String>,
     decided_source: Option<String>,
     decided_operator: Option<String>,
+    policy_decision: Option<&'static str>,
+    policy_rule: Option<String>,
     redacted: bool,
     body: String,
     /// The call's whole search document, on terminal records only.
@@ -174,6 +118,7 @@ impl PreparedRow {
             _ => None,
         };
         let (decided, rule, source, operator) = decided_columns(&record.decided_by);
+        let (policy_decision, policy_rule) = policy_columns(record.policy.as_ref());
         Ok(PreparedRow {
             session_id: record.call.session_id.clone(),
             run_id: record.call.run_id.clone(),
@@ -192,6 +137,8 @@ impl PreparedRow {
             decided_rule: rule.map(str::to_owned),
             decided_source: source.map(str::to_owned),
             decided_operator: operator,
+            policy_decision,
+            policy_rule,
             redacted: record.redacted,
             search,
             body: serde_json::to_string(&body)?,
@@ -204,6 +151,7 @@ enum Command {
     Session(SessionInfo),
     SessionEnd { id: String, at: Timestamp },
     Approval(ApprovalRecord),
+    Refusal(RefusalRow),
     Flush(oneshot::Sender<Result<(), String>>),
     Shutdown,
 }
@@ -228,12 +176,9 @@ pub struct SqliteLedger {
     state: Arc<WriterState>,
     finished: Mutex<Option<oneshot::Receiver<()>>>,
     writer_id: i64,
-    interrupted_on_open: u64,
+    recovered: Recovered,
     running: RunningCalls,
 }
-
-/// Message of the records written for calls whose process stopped before they ended.
-pub const INTERRUPTED_MESSAGE: &str = "the process writing this ledger stopped before the call ended";
 
 /// Opens the file, creating it owner-only (0600) if it does not exist.
 fn open_or_create(path: &Path) -> Result<File, LedgerStoreError> {
@@ -340,9 +285,9 @@ impl SqliteLedger {
         }
         let now = Timestamp::now().0;
         let writer_id = schema::register_writer(&conn, now).at(&path)?;
-        let interrupted_on_open = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
-        if interrupted_on_open > 0 {
-            tracing::warn!(path = %path.display(), calls = interrupted_on_open, "marked calls of a crashed writer interrupted");
+        let recovered = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
+        if recovered != Recovered::default() {
+            tracing::warn!(path = %path.display(), calls = recovered.interrupted_calls, sessions = recovered.cut_sessions, "calls a stopped writer left open marked interrupted, its open sessions cut");
         }
 
         let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
@@ -376,7 +321,7 @@ impl SqliteLedger {
             state,
             finished: Mutex::new(Some(done_rx)),
             writer_id,
-            interrupted_on_open,
+            recovered,
             running,
         })
     }
@@ -392,7 +337,12 @@ impl SqliteLedger {
 
     /// Calls a crashed writer had left open, marked `interrupted` when this ledger opened.
     pub fn interrupted_on_open(&self) -> u64 {
-        self.interrupted_on_open
+        self.recovered.interrupted_calls
+    }
+
+    /// Sessions a stopped writer had left open, ended as `cut` when this ledger opened.
+    pub fn cut_sessions_on_open(&self) -> u64 {
+        self.recovered.cut_sessions
     }
 
     /// Rows committed by this writer so far.
@@ -419,6 +369,11 @@ impl SqliteLedger {
 
     pub async fn record_approval(&self, approval: ApprovalRecord) -> Result<(), LedgerStoreError> {
         self.send(Command::Approval(approval)).await
+    }
+
+    /// Adds refused requests to their minute's row (see [`RefusalRow`]).
+    pub async fn record_refusals(&self, refusals: RefusalRow) -> Result<(), LedgerStoreError> {
+        self.send(Command::Refusal(refusals)).await
     }
 
     /// Returns once everything handed in before it is committed, or with the commit's error.
@@ -467,130 +422,9 @@ impl Ledger for SqliteLedger {
     }
 }
 
-/// Marks the open calls of writers that never closed (crashed) `interrupted`, and closes them.
-fn recover_crashed_writers(conn: &mut Connection, current: i64, now: i64) -> rusqlite::Result<u64> {
-    let tx = conn.transaction()?;
-    let crashed: Vec<i64> = {
-        let mut stmt = tx.prepare("SELECT id FROM writers WHERE closed_at IS NULL AND id <> ?1")?;
-        stmt.query_map([current], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
-    };
-    let mut total = 0u64;
-    for writer in crashed {
-        total += interrupt_open_calls(&tx, OpenCalls::OfWriter(writer), current, now)?;
-        tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer])?;
-    }
-    tx.commit()?;
-    Ok(total)
-}
-
-/// Which started records to close as interrupted.
-enum OpenCalls<'a> {
-    /// Every open call of a writer (its id range).
-    OfWriter(i64),
-    /// One call.
-    Call { session_id: &'a str, call_id: &'a str },
-}
-
-/// Appends an `interrupted` record (and its search document) for each started record in scope that has
-/// no terminal record.
-fn interrupt_open_calls(
-    conn: &Connection,
-    scope: OpenCalls<'_>,
-    current: i64,
-    now: i64,
-) -> rusqlite::Result<u64> {
-    let (clause, params): (&str, Vec<rusqlite::types::Value>) = match scope {
-        OpenCalls::OfWriter(writer) => (
-            "s.writer_id = ?4
-             AND s.id >= (SELECT first_record FROM writers WHERE id = ?4)
-             AND s.id < coalesce((SELECT min(first_record) FROM writers WHERE id > ?4), 9223372036854775807)",
-            vec![writer.into()],
-        ),
-        OpenCalls::Call { session_id, call_id } => (
-            "s.call_key = ?4 AND s.session_id = ?5 AND s.call_id = ?6",
-            vec![schema::call_key(call_id).into(), session_id.to_owned().into(), call_id.to_owned().into()],
-        ),
-    };
-    let sql = format!(
-        "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status, at,
-             started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
-             decided_operator, redacted, body)
-         SELECT ?1, s.session_id, s.run_id, s.call_id, s.call_key, s.owner, s.tool, 'interrupted', 'interrupted',
-             ?2, s.at, NULL, NULL, 'interrupted', s.decided_by, s.decided_rule, s.decided_source,
-             s.decided_operator, s.redacted,
-             json_object('decided_by', s.body -> '$.decided_by',
-                         'error', json_object('code', 'interrupted', 'message', ?3))
-         FROM records s
-         WHERE {clause} AND s.kind = 'started'
-           AND NOT EXISTS (SELECT 1 FROM records t WHERE t.call_key = s.call_key AND t.session_id = s.session_id
-                           AND t.call_id = s.call_id AND t.status IS NOT NULL)"
-    );
-    let mut all: Vec<rusqlite::types::Value> =
-        vec![current.into(), now.into(), INTERRUPTED_MESSAGE.to_owned().into()];
-    all.extend(params);
-    let first_new: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM records", [], |r| r.get(0))?;
-    let n = conn.execute(&sql, rusqlite::params_from_iter(all.iter()))?;
-    if n > 0 {
-        // Their search documents: the arguments of the started record.
-        conn.execute(
-            "INSERT INTO records_fts(rowid, content)
-             SELECT i.id, i.tool || ' ' || coalesce(json_extract(s.body, '$.arguments'), '') || ' interrupted'
-             FROM records i JOIN records s ON s.call_key = i.call_key AND s.session_id = i.session_id
-                  AND s.call_id = i.call_id AND s.kind = 'started'
-             WHERE i.id > ?1 AND i.kind = 'interrupted'",
-            [first_new],
-        )?;
-    }
-    Ok(n as u64)
-}
-
 /// Running calls whose arguments the writer keeps for their search document (beyond: not searchable by
 /// arguments, still recorded).
 const MAX_RUNNING_TRACKED: usize = 100_000;
-
-/// Copies the WAL back into the database on its own thread and connection, so the writer never pays
-/// for checkpoints (`wal_autocheckpoint` is off on the writer's connection). Passive: it never blocks
-/// the writer or readers.
-struct Checkpointer {
-    wake: std::sync::mpsc::SyncSender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Checkpointer {
-    fn start(path: &Path, busy_timeout: Duration) -> Result<Self, LedgerStoreError> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .at(path)?;
-        conn.busy_timeout(busy_timeout).at(path)?;
-        let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
-        let shown = path.display().to_string();
-        let thread = std::thread::Builder::new()
-            .name("portcullis-ledger-checkpoint".into())
-            .spawn(move || {
-                while woken.recv().is_ok() {
-                    // Let a burst of commits pass, then copy back what they wrote.
-                    std::thread::sleep(Duration::from_millis(25));
-                    while woken.try_recv().is_ok() {}
-                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                        tracing::warn!(path = %shown, error = %e, "WAL checkpoint failed");
-                    }
-                }
-            })
-            .map_err(|source| LedgerStoreError::Io { path: path.to_owned(), source })?;
-        Ok(Checkpointer { wake, thread })
-    }
-
-    fn nudge(&self) {
-        let _ = self.wake.try_send(());
-    }
-
-    fn stop(self) {
-        drop(self.wake);
-        let _ = self.thread.join();
-    }
-}
 
 struct Writer {
     conn: Connection,
@@ -721,8 +555,9 @@ impl Writer {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status,
                      at, started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
-                     decided_operator, redacted, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                     decided_operator, redacted, body, policy_decision, policy_rule)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                     ?21, ?22)",
             )?;
             let mut index = tx.prepare_cached("INSERT INTO records_fts(rowid, content) VALUES (?1, ?2)")?;
             for command in rows {
@@ -749,6 +584,8 @@ impl Writer {
                             row.decided_operator,
                             row.redacted,
                             row.body,
+                            row.policy_decision,
+                            row.policy_rule,
                         ])?;
                         // One search document per call, at its terminal record.
                         if let Some(text) = &row.search {
@@ -774,8 +611,10 @@ impl Writer {
                         ])?;
                     }
                     Command::SessionEnd { id, at } => {
-                        tx.prepare_cached("UPDATE sessions SET ended_at = ?1 WHERE id = ?2")?
-                            .execute(params![at.0, id])?;
+                        tx.prepare_cached(
+                            "UPDATE sessions SET ended_at = ?1, end_reason = 'closed' WHERE id = ?2",
+                        )?
+                        .execute(params![at.0, id])?;
                     }
                     Command::Approval(a) => {
                         tx.prepare_cached(
@@ -795,6 +634,7 @@ impl Writer {
                             a.rule_written
                         ])?;
                     }
+                    Command::Refusal(r) => crate::refusals::upsert(&tx, r)?,
                     Command::Flush(_) | Command::Shutdown => {}
                 }
             }

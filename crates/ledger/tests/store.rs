@@ -479,3 +479,155 @@ async fn sessions_and_approvals_are_kept() {
     assert_eq!(sessions, [SessionInfo { ended_at: Some(Timestamp(99)), ..session }]);
     assert_eq!(reader.timeline("c1", Some("s1")).unwrap().approvals, [approval]);
 }
+
+/// Issue 10: what the policy said before any approval is kept apart from the outcome, on every record of
+/// the call (an `interrupted` one included); rows of an older ledger migrate with no decision.
+#[tokio::test]
+async fn the_policys_decision_is_kept_apart_from_the_outcome() {
+    use portcullis_harness::{PolicyDecision, PolicyRuling};
+    use portcullis_ledger::StoredPolicyDecision;
+    let (_dir, path) = temp();
+    {
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        migrate(&mut conn, 0, 3).unwrap();
+        conn.execute("INSERT INTO writers(pid, opened_at, first_record, closed_at) VALUES (1, 1, 1, 2)", [])
+            .unwrap();
+        conn.execute(
+            "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status, at,
+                 decided_by, redacted, body)
+             VALUES (1, 's', 'r', 'old', ?1, 'agent', 'shell', 'blocked', 'blocked', 5, 'approval_timeout', 0,
+                 '{\"decided_by\": {\"by\": \"approval_timeout\", \"after_ms\": 5}}')",
+            [portcullis_ledger::schema::call_key("old")],
+        )
+        .unwrap();
+    }
+    let ruling = PolicyRuling { decision: PolicyDecision::Ask, decided_by: rule("ask-deploy") };
+    let ledger = SqliteLedger::open(&path).unwrap();
+    let mut asked = started("s", "asked", "shell", 10, DecidedBy::ApprovalTimeout { after_ms: 5 });
+    asked.policy = Some(ruling.clone());
+    let mut refused =
+        blocked("s", "asked", "shell", 12, BlockedReason::ExecutionDenied, asked.decided_by.clone());
+    refused.policy = Some(ruling);
+    ledger.record(asked.clone()).await.unwrap();
+    ledger.record(refused).await.unwrap();
+    let mut open = started("s", "open", "shell", 20, rule("allow-make"));
+    open.policy = Some(PolicyRuling { decision: PolicyDecision::Allow, decided_by: rule("allow-make") });
+    ledger.record(open).await.unwrap();
+    ledger.close().await.unwrap();
+
+    let reader = LedgerReader::open(&path).unwrap();
+    let calls = reader.calls(&CallFilter::default(), None, 10).unwrap().calls;
+    let by_id = |id: &str| calls.iter().find(|c| c.call_id == id).unwrap().clone();
+    assert_eq!(by_id("asked").policy_decision, Some(StoredPolicyDecision::Prompt));
+    assert_eq!(by_id("asked").policy_rule.as_deref(), Some("ask-deploy"));
+    assert_eq!(by_id("asked").decided_by, "approval_timeout");
+    assert_eq!(by_id("open").status, portcullis_ledger::CallStatus::Interrupted);
+    assert_eq!(by_id("open").policy_decision, Some(StoredPolicyDecision::Allow));
+    assert_eq!((by_id("old").policy_decision, by_id("old").policy_rule), (None, None));
+    for record in reader.timeline("asked", None).unwrap().records {
+        assert_eq!(record.policy_decision, Some(StoredPolicyDecision::Prompt), "{record:?}");
+    }
+}
+
+/// Issue 10: sessions a writer left open when it stopped without closing (killed) are ended as `cut` by
+/// the next writer, at their last recorded activity; sessions ended normally read `closed`.
+#[tokio::test]
+async fn sessions_left_open_by_a_stopped_writer_are_cut() {
+    use portcullis_ledger::{SessionEnd, SessionFilter};
+    let (_dir, path) = temp();
+    let session = |id: &str, at: i64| SessionInfo {
+        id: id.into(),
+        client_name: Some("agent".into()),
+        client_version: None,
+        cwd: None,
+        policy_hash: None,
+        started_at: Timestamp(at),
+        ended_at: None,
+    };
+    let ledger = SqliteLedger::open(&path).unwrap();
+    ledger.begin_session(session("ended", 10)).await.unwrap();
+    ledger.end_session("ended", Timestamp(20)).await.unwrap();
+    ledger.close().await.unwrap();
+    {
+        // A writer that was killed: never closed, its session open, its last call at 70.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO writers(pid, opened_at, first_record) VALUES (1, 30, (SELECT coalesce(max(id), 0) + 1 FROM records))",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO sessions (id, client_name, started_at) VALUES ('killed', 'agent', 40), ('idle', 'agent', 45)",
+            [],
+        )
+        .unwrap();
+        let writer: i64 = conn.query_row("SELECT max(id) FROM writers", [], |r| r.get(0)).unwrap();
+        conn.execute(
+            "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status, at,
+                 decided_by, redacted, body)
+             VALUES (?1, 'killed', 'r', 'c', ?2, 'agent', 'read', 'finished', 'finished', 70, 'default', 0,
+                 '{\"decided_by\": {\"by\": \"default\"}}')",
+            rusqlite::params![writer, portcullis_ledger::schema::call_key("c")],
+        )
+        .unwrap();
+    }
+    let ledger = SqliteLedger::open(&path).unwrap();
+    assert_eq!(ledger.cut_sessions_on_open(), 2);
+    ledger.begin_session(session("live", 100)).await.unwrap();
+    ledger.flush().await.unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let rows = reader.session_rows(&SessionFilter::default(), 10).unwrap();
+    let ended = |id: &str| {
+        let row = rows.iter().find(|r| r.session.id == id).unwrap();
+        (row.end_reason, row.session.ended_at)
+    };
+    assert_eq!(ended("ended"), (Some(SessionEnd::Closed), Some(Timestamp(20))));
+    assert_eq!(ended("killed"), (Some(SessionEnd::Cut), Some(Timestamp(70))));
+    assert_eq!(ended("idle"), (Some(SessionEnd::Cut), Some(Timestamp(45))));
+    assert_eq!(ended("live"), (None, None));
+    let counts = reader.session_counts(&SessionFilter::default()).unwrap();
+    assert_eq!((counts.total, counts.open, counts.closed, counts.cut), (4, 1, 1, 2));
+    ledger.close().await.unwrap();
+}
+
+/// Issue 10: refused requests are one row per kind and minute, with a count.
+#[tokio::test]
+async fn refusals_are_counted_per_kind_and_minute() {
+    use portcullis_ledger::{RefusalFilter, RefusalRow};
+    let (_dir, path) = temp();
+    let refusal = |second: i64, code: &str| RefusalRow {
+        first_at: Timestamp(second * 1_000_000),
+        last_at: Timestamp(second * 1_000_000),
+        count: 1,
+        status: 401,
+        code: code.into(),
+        method: Some("GET".into()),
+        path: Some("/v1/health".into()),
+        peer: Some("127.0.0.1".into()),
+        origin: None,
+        host: Some("127.0.0.1:7391".into()),
+        user_agent: None,
+    };
+    let ledger = SqliteLedger::open(&path).unwrap();
+    for (second, code) in
+        [(60, "unauthorized"), (70, "unauthorized"), (119, "unauthorized"), (120, "unauthorized")]
+    {
+        ledger.record_refusals(refusal(second, code)).await.unwrap();
+    }
+    ledger.record_refusals(refusal(61, "host_not_allowed")).await.unwrap();
+    ledger.close().await.unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let rows = reader.refusals(&RefusalFilter::default(), 10).unwrap();
+    let listed: Vec<(i64, i64, u64, &str)> = rows
+        .iter()
+        .map(|r| (r.first_at.0 / 1_000_000, r.last_at.0 / 1_000_000, r.count, r.code.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [(120, 120, 1, "unauthorized"), (61, 61, 1, "host_not_allowed"), (60, 119, 3, "unauthorized")]
+    );
+    let counts =
+        reader.refusal_counts(&RefusalFilter { since: Some(Timestamp(100_000_000)), until: None }).unwrap();
+    assert_eq!(counts.requests, 1);
+    assert_eq!(reader.refusal_counts(&RefusalFilter::default()).unwrap().requests, 5);
+}

@@ -2,10 +2,11 @@
 //! route. The guard checks, in order, the Host (only the hub's own names: DNS rebinding), the Origin
 //! (browser pages), and the bearer token, which says who calls: an agent or the operator. Agents and
 //! operators hold separate tokens, and each route admits one of them (or both), so an agent cannot
-//! answer its own prompts. rmcp's own Host allowlist stays on behind it.
+//! answer its own prompts. rmcp's own Host allowlist stays on behind it. Every refusal is logged and,
+//! when the guard has a [`RefusalLog`], handed to it (the hub records them in its ledger).
 
 use crate::gateway::{GatewayBackend, GatewayHandler};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, StatusCode, Uri, header};
@@ -13,6 +14,7 @@ use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::json;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -67,6 +69,60 @@ impl IntoResponse for Refusal {
     }
 }
 
+/// Longest header value or path kept of a refused request, in bytes.
+pub const MAX_REFUSED_FIELD_BYTES: usize = 256;
+
+/// A refused request as a [`RefusalLog`] sees it: when, the answer's status and code, the request line,
+/// the peer and the Origin, Host and User-Agent it presented (cut to [`MAX_REFUSED_FIELD_BYTES`]). Never
+/// the Authorization header or any token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedRequest {
+    pub at: portcullis_harness::Timestamp,
+    pub status: u16,
+    pub code: &'static str,
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The peer's address, when the server put it in the request (`ConnectInfo<SocketAddr>`).
+    pub peer: Option<IpAddr>,
+    pub origin: Option<String>,
+    pub host: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+impl RefusedRequest {
+    fn of(refusal: &Refusal, request: &Request) -> Self {
+        let header = |name: header::HeaderName| {
+            request.headers().get(name).map(|v| cut(&String::from_utf8_lossy(v.as_bytes())))
+        };
+        RefusedRequest {
+            at: portcullis_harness::Timestamp::now(),
+            status: refusal.status.as_u16(),
+            code: refusal.code,
+            method: cut(request.method().as_str()),
+            path: cut(request.uri().path()),
+            peer: request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()),
+            origin: header(header::ORIGIN),
+            host: header(header::HOST),
+            user_agent: header(header::USER_AGENT),
+        }
+    }
+}
+
+/// `text`, cut to [`MAX_REFUSED_FIELD_BYTES`] at a character boundary.
+fn cut(text: &str) -> String {
+    let mut end = text.len().min(MAX_REFUSED_FIELD_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// Where refusals go besides the log. Called on the refusal's path: it must not wait (queue and return).
+pub trait RefusalLog: Send + Sync {
+    fn refused(&self, request: RefusedRequest);
+}
+
 /// What the guard lets through.
 #[derive(Clone)]
 pub struct AccessGuard {
@@ -77,6 +133,7 @@ pub struct AccessGuard {
     /// Host names (any port) or `name:port` authorities the hub answers to, lower case, IPv6 without
     /// brackets.
     allowed_hosts: Arc<[String]>,
+    refusals: Option<Arc<dyn RefusalLog>>,
 }
 
 impl std::fmt::Debug for AccessGuard {
@@ -103,7 +160,28 @@ impl AccessGuard {
             operator_token: operator_token.into(),
             allowed_origins: allowed_origins.into(),
             allowed_hosts: allowed_hosts.into(),
+            refusals: None,
         }
+    }
+
+    /// Hands every refusal to `log` as well.
+    pub fn with_refusal_log(mut self, log: Arc<dyn RefusalLog>) -> Self {
+        self.refusals = Some(log);
+        self
+    }
+
+    /// Logs a refusal (and hands it to the refusal log), then answers it.
+    fn refused(&self, refusal: Refusal, request: &Request) -> Response {
+        tracing::warn!(
+            status = %refusal.status,
+            why = refusal.code,
+            path = %request.uri().path(),
+            "gateway request refused"
+        );
+        if let Some(log) = &self.refusals {
+            log.refused(RefusedRequest::of(&refusal, request));
+        }
+        refusal.into_response()
     }
 
     /// The guard of a route that admits `admits`.
@@ -198,7 +276,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub async fn site_guard(State(access): State<AccessGuard>, request: Request, next: Next) -> Response {
     match access.check_site(request.uri(), request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => refused(refusal, &request),
+        Err(refusal) => access.refused(refusal, &request),
     }
 }
 
@@ -217,18 +295,8 @@ pub async fn caller_guard(State(guard): State<RouteGuard>, mut request: Request,
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
-        Err(refusal) => refused(refusal, &request),
+        Err(refusal) => guard.access.refused(refusal, &request),
     }
-}
-
-fn refused(refusal: Refusal, request: &Request) -> Response {
-    tracing::warn!(
-        status = %refusal.status,
-        why = refusal.code,
-        path = %request.uri().path(),
-        "gateway request refused"
-    );
-    refusal.into_response()
 }
 
 /// rmcp's Streamable HTTP service over the gateway: one handler (and ledger session) per MCP session;

@@ -1,14 +1,15 @@
 //! What-if replay: re-evaluates recorded calls against a candidate policy and reports the calls whose
 //! decision would change. The ledger is read by the caller; this module only needs what each call's
 //! deciding record holds (the `started` record of a call that ran, the `blocked` record of one that did
-//! not).
+//! not), including the policy's own decision where the ledger recorded it.
 
-use crate::policy::{CallVerdict, EvalContext, Evaluation, Policy};
+use crate::document::Decision;
+use crate::policy::{CallVerdict, EvalContext, Evaluation, Policy, PolicyLayer};
 use portcullis_harness::{BlockedReason, DecidedBy, ExecutionAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 
 /// One recorded call, as its deciding record holds it.
 #[derive(Debug, Clone)]
@@ -23,16 +24,26 @@ pub struct RecordedCall {
     /// The action the tool described (recorded for calls that ran and calls the policy refused).
     pub action: Option<ExecutionAction>,
     pub cwd: Option<PathBuf>,
+    /// The folder the call's session worked in (the hub's project), when recorded: where a draft's
+    /// relative roots are anchored (else at `cwd`).
+    pub project: Option<PathBuf>,
     /// Whether the call ran (`started`) or was blocked.
     pub ran: bool,
     pub blocked_reason: Option<BlockedReason>,
     pub decided_by: DecidedBy,
+    /// What the policy said before any approval, as recorded (ledgers before schema 4 did not keep it:
+    /// then it is inferred from the outcome).
+    pub policy_decision: Option<Decision>,
 }
 
 /// The decision a recorded call got, in the words policy tests use: `allow`, `prompt` (the operator was
 /// asked, whatever they answered), `forbidden`, `tool_denied`; `None` when a stage before the policy
-/// decided (unknown tool, invalid arguments, a guardrail ...) so no policy can change it.
+/// decided (unknown tool, invalid arguments, a guardrail ...) so no policy can change it. The policy's
+/// recorded decision when there is one; else (older ledgers) inferred from what settled the call.
 pub fn recorded_decision(call: &RecordedCall) -> Option<&'static str> {
+    if let Some(decision) = call.policy_decision {
+        return Some(decision.as_str());
+    }
     let asked = matches!(
         call.decided_by,
         DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } | DecidedBy::ApprovalTimeout { .. }
@@ -80,9 +91,17 @@ pub struct ReplaySummary {
     pub transitions: BTreeMap<String, u64>,
 }
 
+/// Most folders a replay keeps a draft anchored at (beyond, the cache starts over).
+const MAX_ANCHORED_FOLDERS: usize = 256;
+
 /// Re-evaluates calls against a policy.
 pub struct Replay<'a> {
     policy: &'a Policy,
+    /// Layers (by index) whose relative roots are anchored at each call's folder, not at their file's:
+    /// drafts, which will judge calls from the project they are put in.
+    drafts: Vec<usize>,
+    /// The policy with its drafts anchored at a folder, per folder (`None`: it does not load there).
+    anchored: HashMap<PathBuf, Option<Policy>>,
     fallback_cwd: PathBuf,
     home: Option<PathBuf>,
     pub summary: ReplaySummary,
@@ -91,26 +110,76 @@ pub struct Replay<'a> {
 impl<'a> Replay<'a> {
     /// `fallback_cwd`: where calls recorded without a cwd are judged from.
     pub fn new(policy: &'a Policy, fallback_cwd: PathBuf, home: Option<PathBuf>) -> Self {
-        Replay { policy, fallback_cwd, home, summary: ReplaySummary::default() }
+        Replay {
+            policy,
+            drafts: Vec::new(),
+            anchored: HashMap::new(),
+            fallback_cwd,
+            home,
+            summary: ReplaySummary::default(),
+        }
+    }
+
+    /// Anchors the relative roots (and the fallback root) of these layers at each call's project
+    /// folder (its session's), else its cwd: a draft kept in another folder (`--policy ./draft.json`)
+    /// is judged as it would judge once put in the project.
+    pub fn anchor_drafts_at_calls(mut self, drafts: Vec<usize>) -> Self {
+        self.drafts = drafts;
+        self
+    }
+
+    /// The policy a call is judged with: the drafts anchored at `folder`, or the policy as loaded.
+    fn policy_at(&mut self, folder: Option<&Path>) -> &Policy {
+        let Some(folder) = folder.filter(|_| !self.drafts.is_empty()) else { return self.policy };
+        if !self.anchored.contains_key(folder) {
+            if self.anchored.len() >= MAX_ANCHORED_FOLDERS {
+                self.anchored.clear();
+            }
+            let layers: Vec<PolicyLayer> = self
+                .policy
+                .layers()
+                .iter()
+                .enumerate()
+                .map(|(i, layer)| {
+                    let mut layer = layer.clone();
+                    if self.drafts.contains(&i) {
+                        layer.project_root = folder.to_path_buf();
+                    }
+                    layer
+                })
+                .collect();
+            let anchored = Policy::from_layers_unchecked(layers)
+                .inspect_err(|e| {
+                    tracing::warn!(folder = %folder.display(), error = %e, "the draft does not load anchored at this folder; judged where it lies")
+                })
+                .ok();
+            self.anchored.insert(folder.to_path_buf(), anchored);
+        }
+        match self.anchored.get(folder) {
+            Some(Some(policy)) => policy,
+            _ => self.policy,
+        }
     }
 
     /// The decision `call` would get now, with what decides it.
-    pub fn decide(&self, call: &RecordedCall) -> (String, String, String) {
+    pub fn decide(&mut self, call: &RecordedCall) -> (String, String, String) {
         let ctx = EvalContext {
             cwd: call.cwd.clone().unwrap_or_else(|| self.fallback_cwd.clone()),
             home: self.home.clone(),
         };
-        if let Some(scope) = self.policy.grants().refusing_scope(&call.tool) {
+        let folder = call.project.clone().or_else(|| call.cwd.clone());
+        let policy = self.policy_at(folder.as_deref());
+        if let Some(scope) = policy.grants().refusing_scope(&call.tool) {
             return ("tool_denied".into(), format!("grant scope {}", scope.name), call.tool.clone());
         }
         let (evaluation, subject) = match &call.action {
             Some(action) if action.kind == portcullis_harness::ActionKind::Mcp => {
-                (self.policy.evaluate_mcp_tool(&call.tool), call.tool.clone())
+                (policy.evaluate_mcp_tool(&call.tool), call.tool.clone())
             }
-            Some(action) => (self.policy.evaluate_action(action, &ctx), subject_of_action(action)),
+            Some(action) => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
             None => {
                 let arguments = call.arguments.clone().unwrap_or(Value::Null);
-                match self.policy.evaluate_call(&call.tool, &arguments, &ctx) {
+                match policy.evaluate_call(&call.tool, &arguments, &ctx) {
                     CallVerdict::Blocked { reason, detail } => return (reason, detail, call.tool.clone()),
                     CallVerdict::Evaluated(e) => (e, subject_of_arguments(&arguments)),
                 }
@@ -190,9 +259,36 @@ mod tests {
             arguments: None,
             action: None,
             cwd: None,
+            project: None,
             ran: false,
             blocked_reason: Some(BlockedReason::ExecutionDenied),
             decided_by,
+            policy_decision: None,
+        }
+    }
+
+    /// Issue 10: the policy's recorded decision stands, whatever settled the call; without one (older
+    /// ledgers) it is inferred from the outcome.
+    #[test]
+    fn the_recorded_policy_decision_stands() {
+        let rows: [(DecidedBy, Option<Decision>, &str); 4] = [
+            // An approver that failed: inferred as forbidden, but the policy said prompt.
+            (
+                DecidedBy::Default { detail: Some("approver failure".into()) },
+                Some(Decision::Prompt),
+                "prompt",
+            ),
+            (DecidedBy::Default { detail: Some("approver failure".into()) }, None, "forbidden"),
+            (DecidedBy::ApprovalTimeout { after_ms: 5 }, Some(Decision::Prompt), "prompt"),
+            (
+                DecidedBy::Rule { rule_id: "r".into(), source: "p.json".into() },
+                Some(Decision::Forbidden),
+                "forbidden",
+            ),
+        ];
+        for (decided_by, recorded, expected) in rows {
+            let call = RecordedCall { policy_decision: recorded, ..blocked(decided_by.clone()) };
+            assert_eq!(recorded_decision(&call), Some(expected), "{decided_by:?} {recorded:?}");
         }
     }
 

@@ -27,6 +27,9 @@ pub fn node_modules() -> PathBuf {
 pub struct Served {
     pub dir: TempDir,
     child: Option<Child>,
+    /// The hub's extra environment and `serve` arguments (a restart uses them again).
+    env: Vec<(String, String)>,
+    args: Vec<String>,
     pub mcp_url: String,
     pub api: String,
     /// The agents' bearer token (`config/token`).
@@ -70,6 +73,26 @@ impl Served {
         let (report, code) = self.client(json!({ "url": self.mcp_url, "token": self.token, "steps": steps }));
         assert_eq!(code, 0, "{report}");
         report
+    }
+
+    /// Kills the hub with SIGKILL: no clean shutdown (sessions stay open, the runtime file stays).
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// Starts the hub again on the same project, config folder and ledger (after `stop` or `kill`).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the hub still runs");
+        let base = std::fs::canonicalize(self.dir.path()).unwrap();
+        let _ = std::fs::remove_file(base.join("config/hub.json"));
+        let env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let (child, info) = start_hub(&base, &env, &args);
+        self.child = Some(child);
+        self.mcp_url = info["mcp_url"].as_str().unwrap().to_owned();
+        self.api = info["api_url"].as_str().unwrap().to_owned();
     }
 
     pub fn stop(&mut self) -> Output {
@@ -118,7 +141,25 @@ pub fn serve_with_args(policy: &str, env: &[(&str, &str)], args: &[&str]) -> Ser
     std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
     std::fs::create_dir_all(base.join("home")).unwrap();
     std::fs::write(base.join("proj/.portcullis/policy.json"), policy).unwrap();
-    let child = portcullis(&base)
+    let (child, info) = start_hub(&base, env, args);
+    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let operator_token = std::fs::read_to_string(base.join("config/operator-token")).unwrap_or_default();
+    Served {
+        dir,
+        child: Some(child),
+        env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        mcp_url: info["mcp_url"].as_str().unwrap().to_owned(),
+        api: info["api_url"].as_str().unwrap().to_owned(),
+        token,
+        operator_token,
+    }
+}
+
+/// Spawns `portcullis serve --port 0` for the project in `base` (ledger `base/ledger.db`) and waits for
+/// its runtime file; returns the child and the runtime file's content.
+fn start_hub(base: &Path, env: &[(&str, &str)], args: &[&str]) -> (Child, Value) {
+    let child = portcullis(base)
         .envs(env.iter().copied())
         .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5"])
         .args(args)
@@ -138,16 +179,7 @@ pub fn serve_with_args(policy: &str, env: &[(&str, &str)], args: &[&str]) -> Ser
     }
     std::thread::sleep(Duration::from_millis(100));
     let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
-    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
-    let operator_token = std::fs::read_to_string(base.join("config/operator-token")).unwrap_or_default();
-    Served {
-        dir,
-        child: Some(child),
-        mcp_url: info["mcp_url"].as_str().unwrap().to_owned(),
-        api: info["api_url"].as_str().unwrap().to_owned(),
-        token,
-        operator_token,
-    }
+    (child, info)
 }
 
 /// A plain HTTP/1.1 request (the operator API needs nothing more); returns status and body.

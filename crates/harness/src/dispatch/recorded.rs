@@ -122,7 +122,8 @@ impl Shared {
     /// reads reaches the caller only through the hub, after this record) only queues it. An error: the
     /// call must not run.
     pub(super) async fn announce_start(&self, start: StartedCall<'_>) -> Result<(), CallError> {
-        let StartedCall { ctx, tool_name, arguments, action, decided_by, matched_rules, started_at } = start;
+        let StartedCall { ctx, tool_name, arguments, action, decided_by, matched_rules, policy, started_at } =
+            start;
         if self.ledger.is_none() && !self.events.has_subscribers() {
             return Ok(());
         }
@@ -138,6 +139,7 @@ impl Shared {
             record.arguments = Some(shown.clone());
             record.action = Some(shown_action.clone());
             record.matched_rules = matched_rules.to_vec();
+            record.policy = policy.cloned();
             record.redacted = redacted || action_redacted;
             let written = if matches!(action.kind, ActionKind::None | ActionKind::Read) {
                 ledger.record(record).await
