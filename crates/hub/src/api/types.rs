@@ -187,6 +187,8 @@ pub struct AgentSession {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UpstreamServer {
     pub id: String,
+    /// `{"state": …}` and what goes with it, beside the id.
+    #[serde(flatten)]
     pub status: Value,
 }
 
