@@ -10,6 +10,9 @@ pub enum CliError {
     Ledger(#[from] LedgerStoreError),
     #[error(transparent)]
     Policy(#[from] portcullis_policy::PolicyError),
+    /// An operator API call failed (its own code: the policy's or the ledger's when they failed).
+    #[error("{}", .0.message)]
+    Api(portcullis_hub::api::ApiError),
     /// The hub could not start or stop (its own code).
     #[error("{message}")]
     Hub { code: &'static str, message: String },
@@ -37,6 +40,7 @@ impl CliError {
         match self {
             CliError::Ledger(e) => e.code(),
             CliError::Policy(e) => e.code(),
+            CliError::Api(e) => e.code.as_str(),
             CliError::Hub { code, .. } => code,
             CliError::BadTime(_) => "bad_time",
             CliError::BadArgument(_) => "bad_argument",
@@ -65,5 +69,11 @@ impl From<serde_json::Error> for CliError {
             Some(io::ErrorKind::BrokenPipe) => CliError::BrokenPipe,
             _ => CliError::Output(io::Error::other(e)),
         }
+    }
+}
+
+impl From<portcullis_hub::api::ApiError> for CliError {
+    fn from(e: portcullis_hub::api::ApiError) -> Self {
+        CliError::Api(e)
     }
 }

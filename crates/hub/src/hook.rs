@@ -5,11 +5,12 @@
 
 use crate::broker::NO_OPERATOR_SUFFIX;
 use crate::hub::Hub;
+use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline};
 use async_trait::async_trait;
 use portcullis_harness::paths::canonicalize_lenient;
 use portcullis_harness::{
-    ActionKind, CallContext, CallOutcome, DecidedBy, Dispatcher, ExecutionAction, Risk, RunContext, Tool,
-    ToolCall, ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
+    ActionKind, CallContext, CallOutcome, DecidedBy, ExecutionAction, Risk, RunContext, Tool, ToolCall,
+    ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
 use portcullis_policy::paths::resolve;
 use serde::Serialize;
@@ -304,13 +305,14 @@ impl Hub {
             return HookAnswer::deny(format!("Portcullis cannot judge {name}: {e}"));
         }
         let state = &self.state;
-        let dispatcher = Dispatcher::builder(registry)
-            .policy(state.live.clone())
-            .approvals(Arc::new(HookApprovals(state.broker.clone())))
-            .approval_timeout(Some(state.broker.timeout() + std::time::Duration::from_secs(5)))
-            .ledger(state.ledger.clone())
-            .redactor(state.dispatcher.redactor().clone())
-            .build();
+        let dispatcher = Pipeline {
+            policy: state.live.clone(),
+            approvals: Arc::new(HookApprovals(state.broker.clone())),
+            approval_bound: state.broker.timeout() + APPROVAL_BACKSTOP,
+            redactor: state.dispatcher.redactor().clone(),
+            ledger: Some(state.ledger.clone()),
+        }
+        .assemble(registry);
         let mut run = RunContext::new(format!("claude-{}", input.session_id), "hook")
             .with_owner("claude-code hook")
             .with_cwd(input.cwd.clone());

@@ -5,6 +5,7 @@ use crate::broker::ApprovalBroker;
 use crate::config::{Credentials, RuntimeInfo};
 use crate::error::HubError;
 use crate::manifest::load_manifests;
+use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline};
 use crate::upstreams::Upstreams;
 use async_trait::async_trait;
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
@@ -272,14 +273,15 @@ impl Hub {
             }),
             shutdown.clone(),
         );
-        let dispatcher = Dispatcher::builder(registry)
-            .policy(live.clone())
-            .approvals(broker.clone())
+        let dispatcher = Pipeline {
+            policy: live.clone(),
+            approvals: broker.clone(),
             // The broker answers timeouts itself; the harness bound is a backstop.
-            .approval_timeout(Some(timeout + Duration::from_secs(5)))
-            .ledger(ledger.clone())
-            .redactor(redactor)
-            .build();
+            approval_bound: timeout + APPROVAL_BACKSTOP,
+            redactor,
+            ledger: Some(ledger.clone()),
+        }
+        .assemble(registry);
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
         let hub = Hub {
             state: Arc::new(HubState {

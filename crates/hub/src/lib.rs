@@ -10,6 +10,7 @@ pub mod error;
 pub mod hook;
 pub mod hub;
 pub mod manifest;
+pub mod pipeline;
 pub mod refusals;
 pub mod reload;
 pub mod secrets;

@@ -4,9 +4,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// What went wrong, as a front end branches on it. The `snake_case` names are the stable codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What went wrong, as a front end branches on it; serialized as its stable code ([`ErrorCode::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     /// No approval with this id was ever asked.
     ApprovalUnknown,
@@ -18,6 +17,18 @@ pub enum ErrorCode {
     GrantUnknown,
     /// The request itself is malformed (a field missing or of the wrong kind).
     BadRequest,
+    /// An argument names something that cannot be used (a folder, a file not among the policies...).
+    BadArgument,
+    /// A policy did not load or is not valid: the policy crate's own code (`policy_parse`...).
+    Policy(&'static str),
+    /// The ledger failed or is not one: the ledger crate's own code (`not_a_ledger`...).
+    Ledger(&'static str),
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 impl ErrorCode {
@@ -29,6 +40,8 @@ impl ErrorCode {
             ErrorCode::AlwaysNotOffered => "always_not_offered",
             ErrorCode::GrantUnknown => "grant_unknown",
             ErrorCode::BadRequest => "bad_request",
+            ErrorCode::BadArgument => "bad_argument",
+            ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
         }
     }
 
@@ -37,7 +50,8 @@ impl ErrorCode {
         match self {
             ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown => 404,
             ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered => 409,
-            ErrorCode::BadRequest => 400,
+            ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::Policy(_) => 400,
+            ErrorCode::Ledger(_) => 500,
         }
     }
 }
@@ -55,6 +69,18 @@ pub struct ApiError {
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>, details: Value) -> Self {
         ApiError { code, message: message.into(), details }
+    }
+}
+
+impl From<portcullis_policy::PolicyError> for ApiError {
+    fn from(e: portcullis_policy::PolicyError) -> Self {
+        ApiError::new(ErrorCode::Policy(e.code()), e.to_string(), Value::Null)
+    }
+}
+
+impl From<portcullis_ledger::LedgerStoreError> for ApiError {
+    fn from(e: portcullis_ledger::LedgerStoreError) -> Self {
+        ApiError::new(ErrorCode::Ledger(e.code()), e.to_string(), Value::Null)
     }
 }
 
@@ -87,6 +113,9 @@ mod tests {
             (ErrorCode::AlwaysNotOffered, "always_not_offered", 409),
             (ErrorCode::GrantUnknown, "grant_unknown", 404),
             (ErrorCode::BadRequest, "bad_request", 400),
+            (ErrorCode::BadArgument, "bad_argument", 400),
+            (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
+            (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 500),
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);

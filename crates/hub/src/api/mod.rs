@@ -7,6 +7,7 @@ mod catalog;
 mod connections;
 pub mod error;
 pub mod events;
+pub mod one_call;
 pub mod types;
 
 pub use error::{ApiError, ErrorCode};
