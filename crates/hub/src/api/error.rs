@@ -17,6 +17,8 @@ pub enum ErrorCode {
     GrantUnknown,
     /// The request itself is malformed (a field missing or of the wrong kind).
     BadRequest,
+    /// The policy file changed on disk since the editor read it: reload, then edit again.
+    PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
     BadArgument,
     /// A policy did not load or is not valid: the policy crate's own code (`policy_parse`...).
@@ -41,6 +43,7 @@ impl ErrorCode {
             ErrorCode::GrantUnknown => "grant_unknown",
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::BadArgument => "bad_argument",
+            ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
         }
     }
@@ -49,7 +52,7 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown => 404,
-            ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered => 409,
+            ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered | ErrorCode::PolicyChanged => 409,
             ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::Policy(_) => 400,
             ErrorCode::Ledger(_) => 500,
         }
@@ -114,6 +117,7 @@ mod tests {
             (ErrorCode::GrantUnknown, "grant_unknown", 404),
             (ErrorCode::BadRequest, "bad_request", 400),
             (ErrorCode::BadArgument, "bad_argument", 400),
+            (ErrorCode::PolicyChanged, "policy_changed", 409),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
             (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 500),
         ];

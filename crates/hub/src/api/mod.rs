@@ -8,6 +8,7 @@ mod connections;
 pub mod error;
 pub mod events;
 pub mod one_call;
+pub mod policy_files;
 pub mod types;
 
 pub use error::{ApiError, ErrorCode};

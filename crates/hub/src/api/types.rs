@@ -206,3 +206,26 @@ pub struct HubStatus {
     pub sessions: usize,
     pub servers: Vec<UpstreamServer>,
 }
+
+/// A policy file as read, with the version a save must match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyFile {
+    /// The file's path, or `built-in default policy` when no file applies.
+    pub source: String,
+    /// Its place in the layering, first (the user's, the only one that can widen) to last.
+    pub layer: usize,
+    pub text: String,
+    /// The version of `text` (a hash of the bytes): a save names it, and is refused if the file changed.
+    pub version: String,
+    /// False for the built-in default (no file to save to).
+    pub editable: bool,
+}
+
+/// What a valid policy text holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicySummary {
+    pub rules: usize,
+    pub examples: usize,
+    pub tests: usize,
+    pub servers: usize,
+}
