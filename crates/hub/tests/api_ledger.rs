@@ -1,0 +1,103 @@
+//! Ledgers through the operator API: opened read-only while a hub writes them, calls paged by cursor
+//! with filters and search, one call in full, and files that are not ledgers (or of a newer schema)
+//! refused with the ledger's own codes.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use portcullis_hub::api::ErrorCode;
+use portcullis_hub::api::ledger::{CallFilter, CallStatus, LedgerView};
+use portcullis_hub::{Hub, HubConfig};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
+    std::fs::write(
+        dir.join("proj/.portcullis/policy.json"),
+        r#"{ "commands": { "rules": [ { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden" } ],
+             "default": "allow" } }"#,
+    )
+    .unwrap();
+    let hub = Hub::open(HubConfig {
+        config_dir: Some(dir.join("config")),
+        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
+    })
+    .await
+    .unwrap();
+    for i in 0..5 {
+        let r = hub
+            .call(
+                "s1",
+                &format!("c{i}"),
+                "shell",
+                json!({"command": format!("echo zebra-{i}")}),
+                "t",
+                CancellationToken::new(),
+            )
+            .await;
+        assert!(r.is_finished(), "{r:?}");
+    }
+    let refused = hub
+        .call("s1", "c9", "shell", json!({"command": "rm -rf build"}), "t", CancellationToken::new())
+        .await;
+    assert!(!refused.is_finished());
+
+    // Read while the hub still holds the ledger open for writing (its rows committed a moment later).
+    let view = LedgerView::open(&dir.join("ledger.db")).unwrap();
+    let mut total = 0;
+    for _ in 0..200 {
+        total = view.count(&CallFilter::default()).unwrap();
+        if total == 6 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(total, 6);
+    let first = view.calls(&CallFilter::default(), None, 4).unwrap();
+    assert_eq!(first.calls.len(), 4);
+    assert_eq!(first.calls[0].call_id, "c9", "newest first");
+    let rest = view.calls(&CallFilter::default(), first.next, 4).unwrap();
+    assert_eq!(rest.calls.len(), 2);
+    assert!(rest.next.is_none());
+
+    let blocked = CallFilter { statuses: vec![CallStatus::Blocked], ..CallFilter::default() };
+    let page = view.calls(&blocked, None, 10).unwrap();
+    assert_eq!(page.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c9"]);
+    assert_eq!(page.calls[0].decided_rule.as_deref(), Some("no-rm"));
+
+    let search = CallFilter { search: Some("zebra-3".into()), ..CallFilter::default() };
+    let found = view.calls(&search, None, 10).unwrap();
+    assert_eq!(found.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c3"]);
+
+    let timeline = view.call("c9", Some("s1")).unwrap();
+    assert!(!timeline.records.is_empty());
+    let unknown = view.call("nope", None).err().unwrap();
+    assert_eq!(unknown.code, ErrorCode::CallUnknown);
+    assert_eq!(unknown.code.http_status(), 404);
+    hub.close().await.unwrap();
+}
+
+#[test]
+fn files_that_are_not_ledgers_are_refused_with_the_ledgers_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = LedgerView::open(&tmp.path().join("none.db")).err().unwrap();
+    assert_eq!(missing.code, ErrorCode::Ledger("ledger_missing"));
+
+    let text = tmp.path().join("notes.db");
+    std::fs::write(&text, "not a database").unwrap();
+    assert_eq!(LedgerView::open(&text).err().unwrap().code, ErrorCode::Ledger("not_a_ledger"));
+
+    // A ledger of a newer schema than this build: refused, never altered.
+    let newer = tmp.path().join("newer.db");
+    drop(portcullis_ledger::SqliteLedger::open(&newer).unwrap());
+    let conn = rusqlite::Connection::open(&newer).unwrap();
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    conn.execute_batch(&format!("PRAGMA user_version = {}", version + 1)).unwrap();
+    drop(conn);
+    let e = LedgerView::open(&newer).err().unwrap();
+    assert_eq!(e.code, ErrorCode::Ledger("ledger_schema_newer"), "{e:?}");
+    assert!(e.message.contains(&(version + 1).to_string()), "{}", e.message);
+}
