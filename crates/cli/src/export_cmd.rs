@@ -6,7 +6,8 @@ use crate::error::CliError;
 use crate::ledger_cmd::open_reader;
 use crate::render::count;
 use portcullis_harness::Timestamp;
-use portcullis_ledger::{ExportFormat, LedgerStoreError};
+use portcullis_hub::api::ErrorCode;
+use portcullis_ledger::ExportFormat;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::Path;
@@ -124,7 +125,7 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, Cli
                 bar.finish(written);
                 Ok(ExitCode::SUCCESS)
             }
-            Err(LedgerStoreError::Export(_)) if sink.broken => Err(CliError::BrokenPipe),
+            Err(e) if sink.broken && e.code == ErrorCode::Ledger("export_failed") => Err(CliError::BrokenPipe),
             Err(e) => Err(e.into()),
         };
     };

@@ -9,16 +9,18 @@ use crate::table::Table;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::schema::SCHEMA_VERSION;
 use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{Cursor, LedgerReader, LedgerStoreError, SqliteLedger};
+use portcullis_hub::api::ErrorCode;
+use portcullis_hub::api::ledger::LedgerView;
+use portcullis_ledger::{Cursor, LedgerStoreError, SqliteLedger};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Opens a ledger read-only (works while another process writes it).
-pub fn open_reader(db: &Path) -> Result<LedgerReader, CliError> {
+/// Opens a ledger read-only through the operator API (works while another process writes it).
+pub fn open_reader(db: &Path) -> Result<LedgerView, CliError> {
     tracing::debug!(path = %db.display(), "opening ledger read-only");
-    Ok(LedgerReader::open(db)?)
+    Ok(LedgerView::open(db)?)
 }
 
 pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
@@ -81,8 +83,8 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let reader = open_reader(&args.db.file()?)?;
-    let timeline = reader.timeline(&args.call_id, args.session.as_deref())?;
-    if timeline.records.is_empty() {
+    let found = reader.call(&args.call_id, args.session.as_deref());
+    if matches!(&found, Err(e) if e.code == ErrorCode::CallUnknown) {
         let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
         return Err(CliError::CallNotFound(format!(
             "{}: no call {:?}{within}",
@@ -90,6 +92,7 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
             args.call_id
         )));
     }
+    let timeline = found?;
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&timeline)?)?;
         return Ok(ExitCode::SUCCESS);

@@ -75,7 +75,7 @@ pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
     let (since, until) = time_range(args)?;
     let filter = SessionFilter { id: None, since, until };
     let reader = open_reader(&args.db.file()?)?;
-    let rows = reader.session_rows(&filter, usize::from(args.limit))?;
+    let rows = reader.sessions(&filter, usize::from(args.limit))?;
     if args.json {
         writeln!(out, "{}", json!({ "sessions": rows }))?;
         return Ok(ExitCode::SUCCESS);

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 pub use portcullis_ledger::{
-    ApprovalRecord, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor, ExportFormat,
+    ApprovalRecord, CheckReport, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor, ExportFormat,
     RefusalFilter, RefusalRow, SessionFilter, SessionRow, Stats, StoredRecord,
 };
 
@@ -69,6 +69,11 @@ impl LedgerView {
     /// Refused requests (counted per kind and minute), newest first.
     pub fn refusals(&self, filter: &RefusalFilter, limit: usize) -> Result<Vec<RefusalRow>, ApiError> {
         Ok(self.reader.refusals(filter, limit.clamp(1, MAX_PAGE))?)
+    }
+
+    /// The file's integrity and shape: schema version, counts, calls left open, unreadable bodies.
+    pub fn check(&self) -> Result<CheckReport, ApiError> {
+        Ok(self.reader.check()?)
     }
 
     /// Aggregates over the calls matching `filter`; `bucket_us` sets the histogram's width.
