@@ -7,10 +7,10 @@ use crate::render::{
 };
 use crate::table::Table;
 use portcullis_harness::Timestamp;
-use portcullis_ledger::schema::SCHEMA_VERSION;
-use portcullis_ledger::timefmt::format_rfc3339;
 use portcullis_hub::api::ErrorCode;
 use portcullis_hub::api::ledger::LedgerView;
+use portcullis_ledger::schema::SCHEMA_VERSION;
+use portcullis_ledger::timefmt::format_rfc3339;
 use portcullis_ledger::{Cursor, LedgerStoreError, SqliteLedger};
 use serde_json::{Value, json};
 use std::io::Write;

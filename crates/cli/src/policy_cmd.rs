@@ -4,6 +4,7 @@
 use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
 use portcullis_harness::ExecutionAction;
+use portcullis_hub::api::judge::{Judged, judge_call, run_policy_tests};
 use portcullis_ledger::timefmt::format_rfc3339;
 use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::discovery::{layers_for, load_for, user_policy_file};
@@ -53,7 +54,20 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
             if !arguments.is_object() {
                 return Err(CliError::BadArgument("--call \"arguments\" must be an object".into()));
             }
-            policy.evaluate_call(name, &arguments, &ctx)
+            // Judged as a live call is: the tool describes its action, the pipeline judges it.
+            let judgement = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(CliError::Runtime)?
+                .block_on(judge_call(&args.files.policies, &cwd, name, arguments))?;
+            match (judgement.judged, judgement.evaluation) {
+                (Judged::Blocked { reason, detail }, _) => CallVerdict::Blocked { reason, detail },
+                (_, Some(evaluation)) => CallVerdict::Evaluated(evaluation),
+                (judged, None) => CallVerdict::Blocked {
+                    reason: judged.as_str().to_owned(),
+                    detail: "the tool described no action".into(),
+                },
+            }
         }
         (None, []) => {
             return Err(CliError::BadArgument(
@@ -133,7 +147,11 @@ pub fn test(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
     let policy = Policy::from_layers_unchecked(layers_for(&args.files.policies, &cwd)?)?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let examples = policy.example_outcomes();
-    let tests = policy.run_tests(home.as_deref());
+    let tests = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?
+        .block_on(run_policy_tests(&policy, home))?;
     let failed = examples.iter().filter(|e| !e.passed).count() + tests.iter().filter(|t| !t.passed).count();
     if args.json {
         writeln!(

@@ -183,11 +183,11 @@ fn check_reports_every_sub_command_rule_and_path() {
         "echo k >> ~/.ssh/authorized_keys",
     ]);
     assert_eq!(v["decision"], "forbidden");
-    // The built-in default's grants refuse unknown tools before any rule.
+    // A call is judged as a live call is: a tool no server provides is refused as unknown (issue 11).
     let elsewhere = env.path("elsewhere");
     let elsewhere = elsewhere.to_str().unwrap();
     let v = env.json(&["policy", "check", "--json", "--cwd", elsewhere, "--call", r#"{"name": "mcp:x:y"}"#]);
-    assert_eq!(v["decision"], "tool_denied");
+    assert_eq!(v["decision"], "unknown_tool");
     // Human output names the deciding rule.
     let text = env.expect(0, &["policy", "check", "--policy", policy, "--cwd", cwd, "--", "ls; rm x"]);
     assert!(text.contains("decision: forbidden"), "{text}");

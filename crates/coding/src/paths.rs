@@ -14,6 +14,16 @@ pub fn resolve_path(base: &Path, input: &str) -> Result<PathBuf, ToolError> {
     if input.contains('\0') {
         return Err(ToolError::new(codes::INVALID_PATH, "the path contains a NUL byte"));
     }
+    if input.starts_with('~') {
+        // Taken literally, `~/.bashrc` would be a folder named `~` in the project; the caller meant the
+        // home folder, which the tools do not guess.
+        return Err(ToolError::new(
+            codes::INVALID_PATH,
+            format!(
+                "{input:?}: `~` is not expanded here; give a path inside the project, or an absolute path"
+            ),
+        ));
+    }
     let joined = if Path::new(input).is_absolute() { PathBuf::from(input) } else { base.join(input) };
     canonicalize_lenient(&joined)
 }
@@ -29,4 +39,22 @@ pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, ToolError> {
 /// Whether the canonical `path` is `root` or inside it (both canonical).
 pub fn is_inside(root: &Path, path: &Path) -> bool {
     harness_paths::is_inside(path, root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `~` is never taken literally (a folder named `~` in the project) nor guessed (a home folder).
+    #[test]
+    fn a_leading_tilde_is_refused() {
+        let base = std::env::temp_dir();
+        for input in ["~", "~/.bashrc", "~root/.ssh/id_rsa", "~backup"] {
+            let e = resolve_path(&base, input).unwrap_err();
+            assert_eq!(e.code, codes::INVALID_PATH, "{input}");
+            assert!(e.message.contains("not expanded"), "{input}: {}", e.message);
+        }
+        assert!(resolve_path(&base, "notes~").is_ok());
+        assert!(resolve_path(&base, "a/~b").is_ok());
+    }
 }

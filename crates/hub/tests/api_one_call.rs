@@ -68,3 +68,36 @@ async fn bad_input_gets_a_typed_error_with_its_code() {
     assert_eq!(e.code, ErrorCode::BadArgument, "{e:?}");
     assert!(e.details["policies"].is_array(), "{e:?}");
 }
+
+/// `policy check --call` and policy tests judge a call as the pipeline does: the tool describes its
+/// action (a write's canonical path, a command's cwd) and the live policy judges that; nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_is_judged_by_the_pipeline_and_nothing_runs() {
+    use portcullis_hub::api::judge::{Judged, judge_call};
+    let (_tmp, dir) = project(
+        r#"{ "commands": { "rules": [
+        { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden" } ], "default": "prompt" } }"#,
+    );
+    let proj = dir.join("proj");
+    let allowed = judge_call(&[], &proj, "write", json!({"path": "notes.md", "content": "x"})).await.unwrap();
+    assert_eq!(allowed.judged, Judged::Allow);
+    assert!(!proj.join("notes.md").exists(), "judging wrote the file");
+    let action = allowed.action.unwrap();
+    assert_eq!(action.paths, vec![proj.join("notes.md").display().to_string()]);
+    let prompt = judge_call(&[], &proj, "shell", json!({"command": "touch x"})).await.unwrap();
+    assert_eq!(prompt.judged, Judged::Prompt);
+    assert!(!proj.join("x").exists());
+    let forbidden = judge_call(&[], &proj, "shell", json!({"command": "ls && rm -rf build"})).await.unwrap();
+    assert_eq!(forbidden.judged, Judged::Forbidden);
+    let evaluation = forbidden.evaluation.unwrap();
+    assert_eq!(evaluation.deciding_rule.unwrap().id, "no-rm");
+    assert_eq!(evaluation.commands.len(), 2);
+    // Arguments the tool's schema refuses are refused before the policy, as live.
+    let invalid = judge_call(&[], &proj, "shell", json!({"command": 5})).await.unwrap();
+    assert!(
+        matches!(&invalid.judged, Judged::Blocked { reason, .. } if reason == "validation_failed"),
+        "{invalid:?}"
+    );
+    let search = judge_call(&[], &proj, "search_tools", json!({"query": "file"})).await.unwrap();
+    assert!(!matches!(search.judged, Judged::Blocked { .. }), "{search:?}");
+}

@@ -1,12 +1,11 @@
 //! Checking a policy against its own claims: every rule's `match` / `not_match` examples (at load, and
 //! all of them for `portcullis policy test`) and every test case (`call` → expected decision).
 
-use crate::document::PolicyTestCase;
 use crate::paths::resolve;
-use crate::policy::{CallVerdict, EvalContext, Policy, PolicyError, PolicyLayer, tokens};
+use crate::policy::{Policy, PolicyError, tokens};
 use crate::shell::analyze;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 impl Policy {
     /// Every `match` example must be matched by its rule and every `not_match` example must not: the
@@ -69,60 +68,47 @@ impl Policy {
         outcomes
     }
 
-    /// Runs every test case of every layer.
-    pub fn run_tests(&self, home: Option<&Path>) -> Vec<TestOutcome> {
-        let mut outcomes = Vec::new();
+    /// Every test case of every layer, ready to be judged: its call and the folder it is made from
+    /// (the case's `cwd` resolved against its layer's project, else the project). Judging is the
+    /// pipeline's (the hub's `api::judge`), so that a test meets what a live call meets.
+    pub fn test_calls(&self, home: Option<&Path>) -> Vec<TestCall> {
+        let mut calls = Vec::new();
         for layer in self.layers() {
             for (index, case) in layer.document.tests.iter().enumerate() {
-                outcomes.push(self.run_test(layer, index, case, home));
-            }
-        }
-        outcomes
-    }
-
-    fn run_test(
-        &self,
-        layer: &PolicyLayer,
-        index: usize,
-        case: &PolicyTestCase,
-        home: Option<&Path>,
-    ) -> TestOutcome {
-        let name = case.name.clone().unwrap_or_else(|| format!("test #{}", index + 1));
-        let cwd = match case.cwd.as_deref().map(|c| resolve(c, &layer.project_root, home)) {
-            None => layer.project_root.clone(),
-            Some(Ok(cwd)) => cwd,
-            Some(Err(e)) => {
-                return TestOutcome {
-                    source: layer.source.clone(),
-                    name,
-                    expected: case.expect.clone(),
-                    got: "invalid_cwd".into(),
-                    passed: false,
-                    decided_by: e.to_string(),
+                let cwd = match case.cwd.as_deref().map(|c| resolve(c, &layer.project_root, home)) {
+                    None => Ok(layer.project_root.clone()),
+                    Some(Ok(cwd)) => Ok(cwd),
+                    Some(Err(e)) => Err(e.to_string()),
                 };
+                calls.push(TestCall {
+                    source: layer.source.clone(),
+                    project: layer.project_root.clone(),
+                    name: case.name.clone().unwrap_or_else(|| format!("test #{}", index + 1)),
+                    tool: case.call.name.clone(),
+                    arguments: case.call.arguments.clone(),
+                    cwd,
+                    expect: case.expect.clone(),
+                });
             }
-        };
-        let ctx = EvalContext { cwd, home: home.map(Path::to_path_buf) };
-        let verdict = self.evaluate_call(&case.call.name, &case.call.arguments, &ctx);
-        let (got, decided_by) = match &verdict {
-            CallVerdict::Blocked { reason, detail } => (reason.clone(), detail.clone()),
-            CallVerdict::Evaluated(e) => (
-                e.decision.as_str().to_owned(),
-                e.deciding_rule
-                    .as_ref()
-                    .map(|r| format!("rule {} ({})", r.id, r.source))
-                    .unwrap_or_else(|| e.reasons.last().cloned().unwrap_or_else(|| "default".into())),
-            ),
-        };
-        TestOutcome {
-            source: layer.source.clone(),
-            name,
-            expected: case.expect.clone(),
-            got: got.clone(),
-            passed: got == case.expect,
-            decided_by,
         }
+        calls
     }
+}
+
+/// A test case's call, ready to be judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestCall {
+    /// The policy file that holds it.
+    pub source: String,
+    /// Its layer's project folder (where the coding tools are rooted).
+    pub project: PathBuf,
+    pub name: String,
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    /// The folder the call is made from, or why the case's `cwd` does not resolve.
+    pub cwd: Result<PathBuf, String>,
+    /// `allow`, `prompt`, `forbidden`, or a blocked reason.
+    pub expect: String,
 }
 
 /// One rule example's result (`line`/`column` are given for failing examples, 0 otherwise).

@@ -23,7 +23,7 @@ pub use approval::{
     SessionGrants, append_amendment,
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
-pub use examples::{ExampleOutcome, TestOutcome};
+pub use examples::{ExampleOutcome, TestCall, TestOutcome};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
     CallVerdict, EvalContext, Evaluation, MatchedRule, Policy, PolicyError, PolicyLayer, RootSet,

@@ -4,7 +4,9 @@
 use crate::document::Decision;
 use crate::policy::{EvalContext, Evaluation, Policy};
 use async_trait::async_trait;
-use portcullis_harness::{DecidedBy, ExecutionPolicy, PolicyRequest, PolicyVerdict, RuleRef};
+use portcullis_harness::{
+    DecidedBy, ExecutionAction, ExecutionPolicy, PolicyRequest, PolicyVerdict, RuleRef,
+};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -82,16 +84,28 @@ pub fn verdict_of(evaluation: &Evaluation) -> PolicyVerdict {
     )
 }
 
+impl LivePolicy {
+    /// The full evaluation (commands, paths, matched rules, reasons) of what tool `tool` described it
+    /// would do, from `cwd` (the call's; else the fallback): what a live call is judged by.
+    pub fn evaluation(
+        &self,
+        tool: &str,
+        action: &ExecutionAction,
+        cwd: Option<&std::path::Path>,
+    ) -> Evaluation {
+        let policy = self.current();
+        if action.kind == portcullis_harness::ActionKind::Mcp {
+            policy.evaluate_mcp_tool(tool)
+        } else {
+            policy.evaluate_action(action, &self.context_for(cwd))
+        }
+    }
+}
+
 #[async_trait]
 impl ExecutionPolicy for LivePolicy {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
-        let policy = self.current();
-        let ctx = self.context_for(request.call.cwd.as_deref());
-        let evaluation = if request.action.kind == portcullis_harness::ActionKind::Mcp {
-            policy.evaluate_mcp_tool(&request.tool.name)
-        } else {
-            policy.evaluate_action(request.action, &ctx)
-        };
+        let evaluation = self.evaluation(&request.tool.name, request.action, request.call.cwd.as_deref());
         tracing::debug!(
             tool = %request.tool.name,
             decision = evaluation.decision.as_str(),

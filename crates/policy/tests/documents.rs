@@ -31,7 +31,7 @@ fn the_committed_json_schema_is_current() {
 }
 
 #[test]
-fn shipped_policies_reference_the_schema_load_and_pass_their_tests() {
+fn shipped_policies_reference_the_schema_load_and_hold_tests() {
     let dir = workspace().join("tool-manifests/policies");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -43,16 +43,9 @@ fn shipped_policies_reference_the_schema_load_and_pass_their_tests() {
         let text = std::fs::read_to_string(&path).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["$schema"], "../schemas/policy.schema.json", "{}", path.display());
+        // Their test cases are judged through the pipeline: crates/hub/tests/corpus_judged.rs.
         let policy = Policy::load(std::slice::from_ref(&path)).unwrap_or_else(|e| panic!("{e}"));
-        let outcomes = policy.run_tests(Some(Path::new("/home/agent")));
-        assert!(!outcomes.is_empty());
-        for o in outcomes {
-            assert!(
-                o.passed,
-                "{}: {}: expected {}, got {} ({})",
-                o.source, o.name, o.expected, o.got, o.decided_by
-            );
-        }
+        assert!(!policy.test_calls(Some(Path::new("/home/agent"))).is_empty());
     }
     assert!(seen >= 1);
 }

@@ -13,8 +13,8 @@ use std::io::Write;
 use std::path::Path;
 
 pub use portcullis_ledger::{
-    ApprovalRecord, CheckReport, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor, ExportFormat,
-    RefusalFilter, RefusalRow, SessionFilter, SessionRow, Stats, StoredRecord,
+    ApprovalRecord, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, CheckReport, Cursor,
+    ExportFormat, RefusalFilter, RefusalRow, SessionFilter, SessionRow, Stats, StoredRecord,
 };
 
 /// The most calls one page holds.

@@ -7,6 +7,7 @@ mod catalog;
 mod connections;
 pub mod error;
 pub mod events;
+pub mod judge;
 pub mod ledger;
 pub mod one_call;
 pub mod policy_files;
