@@ -15,6 +15,9 @@ pub enum HubError {
     Listen { addr: String, source: std::io::Error, hint: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The stdio MCP session failed.
+    #[error("{0}")]
+    Stdio(String),
 }
 
 impl HubError {
@@ -25,6 +28,7 @@ impl HubError {
             HubError::Config(_) => "hub_config",
             HubError::Listen { .. } => "listen_failed",
             HubError::Io(_) => "io_failed",
+            HubError::Stdio(_) => "stdio_failed",
         }
     }
 }

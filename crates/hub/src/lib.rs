@@ -15,6 +15,7 @@ pub mod refusals;
 pub mod reload;
 pub mod secrets;
 pub mod server;
+pub mod stdio;
 pub mod upstreams;
 pub mod waiting;
 

@@ -95,6 +95,15 @@ pub fn server_config() -> ServerConfig {
         )
 }
 
+/// Serves one agent on stdin/stdout until it closes stdin (the embedded hub of `portcullis mcp`).
+pub async fn serve_stdio(handler: GatewayHandler) -> Result<(), String> {
+    use rmcp::ServiceExt as _;
+    match handler.serve(rmcp::transport::stdio()).await {
+        Ok(service) => service.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Sessions with `initialize` (list_changed and progress are sent on the session's stream).
 pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))

@@ -7,5 +7,6 @@ pub mod convert;
 pub mod gateway;
 pub mod http;
 pub mod jsonrpc;
+pub mod relay;
 pub mod upstream;
 pub mod wire;
