@@ -3,19 +3,17 @@
 
 use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
-use portcullis_harness::ExecutionAction;
 use portcullis_hub::api::judge::{Judged, judge_call, run_policy_tests};
+use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
 use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
-use portcullis_policy::discovery::{layers_for, load_for, user_policy_file};
+use portcullis_policy::discovery::{layers_for, load_for};
 use portcullis_policy::lint::{Severity, lint};
-use portcullis_policy::replay::{RecordedCall, Replay};
-use portcullis_policy::{CallVerdict, Decision, EvalContext, Evaluation, Policy};
+use portcullis_policy::{CallVerdict, EvalContext, Evaluation, Policy};
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 
 /// The working directory of a policy command: `--cwd` (which must exist) or the current one.
 pub fn working_dir(files: &PolicyFiles) -> Result<PathBuf, CliError> {
@@ -224,95 +222,40 @@ pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, 
     Ok(if warnings == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The call a deciding record (started or blocked) describes.
-fn recorded_call(record: StoredRecord) -> RecordedCall {
-    RecordedCall {
-        session_id: record.session_id,
-        call_id: record.call_id,
-        at: record.at.0,
-        tool: record.tool,
-        arguments: record.body.arguments.map(|a| (*a).clone()),
-        action: record.body.action.map(|a| ExecutionAction::clone(&a)),
-        cwd: record.body.cwd.map(PathBuf::from),
-        project: None,
-        ran: record.kind == StoredKind::Started,
-        blocked_reason: record.reason,
-        decided_by: record.body.decided_by,
-        policy_decision: record.policy_decision.map(|d| match d {
-            StoredPolicyDecision::Allow => Decision::Allow,
-            StoredPolicyDecision::Prompt => Decision::Prompt,
-            StoredPolicyDecision::Forbidden => Decision::Forbidden,
-        }),
-    }
-}
-
-/// The named policy files that are drafts: not where a hub finds policies (a `.portcullis` folder, the
-/// user's policy file), so their relative roots are anchored at each replayed call's project.
-fn draft_layers(files: &[PathBuf]) -> Vec<usize> {
-    let user = user_policy_file().and_then(|f| std::fs::canonicalize(f).ok());
-    files
-        .iter()
-        .enumerate()
-        .filter(|(_, file)| {
-            let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-            let in_portcullis_folder =
-                file.parent().and_then(std::path::Path::file_name).is_some_and(|n| n == ".portcullis");
-            !in_portcullis_folder && user.as_ref() != Some(&file)
-        })
-        .map(|(i, _)| i)
-        .collect()
-}
-
 pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
-    let (policy, sources) = load_for(&args.files.policies, &cwd)?;
-    let reader = LedgerReader::open(&args.db.file()?)?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    // A draft named with --policy is judged as if put in each call's project, not where it lies.
-    let drafts = draft_layers(&args.files.policies);
-    let mut replay = Replay::new(&policy, cwd, home).anchor_drafts_at_calls(drafts);
-    let mut projects: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let db = args.db.file()?;
+    // Bad input says so before anything is printed.
+    portcullis_hub::api::ledger::LedgerView::open(&db)?;
     if !args.json {
-        writeln!(out, "replaying {} against {}", args.db.file()?.display(), sources.join(", "))?;
+        let (_, sources) = load_for(&args.files.policies, &cwd)?;
+        writeln!(out, "replaying {} against {}", db.display(), sources.join(", "))?;
     }
-    let mut after_id = 0;
-    loop {
-        let records = reader.records(after_id, 2000)?;
-        let Some(last) = records.last() else { break };
-        after_id = last.id;
-        for record in records {
-            if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
-                continue;
-            }
-            let mut call = recorded_call(record);
-            if let Some(project) = projects.get(&call.session_id) {
-                call.project = project.clone();
-            } else {
-                let project = reader.session(&call.session_id)?.and_then(|s| s.cwd).map(PathBuf::from);
-                projects.insert(call.session_id.clone(), project.clone());
-                call.project = project;
-            }
-            if let Some(change) = replay.replay(&call) {
-                if args.json {
-                    writeln!(out, "{}", serde_json::to_value(&change)?)?;
-                } else {
-                    writeln!(
-                        out,
-                        "{}  {}/{}  {}  {}: {} -> {} ({})",
-                        format_rfc3339(portcullis_harness::Timestamp(change.at)),
-                        change.session_id,
-                        change.call_id,
-                        change.tool,
-                        change.subject,
-                        change.before,
-                        change.after,
-                        change.decided_by
-                    )?;
-                }
-            }
-        }
-    }
-    let summary = &replay.summary;
+    let mut written: Result<(), CliError> = Ok(());
+    let stop = AtomicBool::new(false);
+    let outcome = replay_ledger(&db, &args.files.policies, &cwd, &stop, &mut |event| {
+        let ReplayEvent::Change(change) = event else { return true };
+        let line = if args.json {
+            serde_json::to_value(change).map(|v| v.to_string()).map_err(CliError::from)
+        } else {
+            Ok(format!(
+                "{}  {}/{}  {}  {}: {} -> {} ({})",
+                format_rfc3339(portcullis_harness::Timestamp(change.at)),
+                change.session_id,
+                change.call_id,
+                change.tool,
+                change.subject,
+                change.before,
+                change.after,
+                change.decided_by
+            ))
+        };
+        written = line.and_then(|line| writeln!(out, "{line}").map_err(CliError::from));
+        written.is_ok()
+    })?;
+    written?;
+    let summary = &outcome.summary;
+    let sources = &outcome.policies;
     if args.json {
         writeln!(out, "{}", json!({ "summary": summary, "policies": sources }))?;
     } else {

@@ -11,6 +11,7 @@ pub mod judge;
 pub mod ledger;
 pub mod one_call;
 pub mod policy_files;
+pub mod replay;
 pub mod types;
 
 pub use error::{ApiError, ErrorCode};

@@ -1,0 +1,130 @@
+//! Replaying a policy over a ledger through the operator API: what a draft (or the policy in force)
+//! would have decided for every call the ledger holds, streamed as it goes (each change, and how far it
+//! has read), and stoppable between batches. A draft named by path is judged as if placed in each
+//! recorded call's project.
+
+use super::error::ApiError;
+use portcullis_harness::ExecutionAction;
+use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
+use portcullis_policy::Decision;
+use portcullis_policy::discovery::{load_for, user_policy_file};
+use portcullis_policy::replay::{RecordedCall, Replay};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use portcullis_policy::replay::{ReplayChange, ReplaySummary};
+
+/// Records read per batch (between two checks of the stop flag).
+pub const REPLAY_BATCH: usize = 2000;
+
+/// What a replay reports as it goes.
+#[derive(Debug)]
+pub enum ReplayEvent<'a> {
+    /// A call the policy would decide otherwise.
+    Change(&'a ReplayChange),
+    /// Records read so far.
+    Progress { records: u64 },
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplayOutcome {
+    pub summary: ReplaySummary,
+    /// The policy files replayed, in layer order.
+    pub policies: Vec<String>,
+    /// Stopped before the end (by `stop`, or by the reporter).
+    pub stopped: bool,
+}
+
+/// Replays the policy of `policy_files` (else the one that applies in `cwd`) over the ledger at `db`.
+/// `report` gets each change and the progress; returning false stops the replay, as does `stop`.
+pub fn replay_ledger(
+    db: &Path,
+    policy_files: &[PathBuf],
+    cwd: &Path,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
+) -> Result<ReplayOutcome, ApiError> {
+    let (policy, sources) = load_for(policy_files, cwd)?;
+    let reader = LedgerReader::open(db)?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut replay =
+        Replay::new(&policy, cwd.to_path_buf(), home).anchor_drafts_at_calls(draft_layers(policy_files));
+    let mut projects: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let (mut after_id, mut read, mut stopped) = (0, 0u64, false);
+    'batches: loop {
+        if stop.load(Ordering::Relaxed) {
+            stopped = true;
+            break;
+        }
+        let records = reader.records(after_id, REPLAY_BATCH)?;
+        let Some(last) = records.last() else { break };
+        after_id = last.id;
+        read += records.len() as u64;
+        for record in records {
+            if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
+                continue;
+            }
+            let mut call = recorded_call(record);
+            call.project = match projects.get(&call.session_id) {
+                Some(project) => project.clone(),
+                None => {
+                    let project = reader.session(&call.session_id)?.and_then(|s| s.cwd).map(PathBuf::from);
+                    projects.insert(call.session_id.clone(), project.clone());
+                    project
+                }
+            };
+            if let Some(change) = replay.replay(&call)
+                && !report(ReplayEvent::Change(&change))
+            {
+                stopped = true;
+                break 'batches;
+            }
+        }
+        if !report(ReplayEvent::Progress { records: read }) {
+            stopped = true;
+            break;
+        }
+    }
+    Ok(ReplayOutcome { summary: replay.summary.clone(), policies: sources, stopped })
+}
+
+/// The call a deciding record (started or blocked) describes.
+fn recorded_call(record: StoredRecord) -> RecordedCall {
+    RecordedCall {
+        session_id: record.session_id,
+        call_id: record.call_id,
+        at: record.at.0,
+        tool: record.tool,
+        arguments: record.body.arguments.map(|a| (*a).clone()),
+        action: record.body.action.map(|a| ExecutionAction::clone(&a)),
+        cwd: record.body.cwd.map(PathBuf::from),
+        project: None,
+        ran: record.kind == StoredKind::Started,
+        blocked_reason: record.reason,
+        decided_by: record.body.decided_by,
+        policy_decision: record.policy_decision.map(|d| match d {
+            StoredPolicyDecision::Allow => Decision::Allow,
+            StoredPolicyDecision::Prompt => Decision::Prompt,
+            StoredPolicyDecision::Forbidden => Decision::Forbidden,
+        }),
+    }
+}
+
+/// The named policy files that are drafts: not where a hub finds policies (a `.portcullis` folder, the
+/// user's policy file), so their relative roots are anchored at each replayed call's project.
+fn draft_layers(files: &[PathBuf]) -> Vec<usize> {
+    let user = user_policy_file().and_then(|f| std::fs::canonicalize(f).ok());
+    files
+        .iter()
+        .enumerate()
+        .filter(|(_, file)| {
+            let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+            let in_portcullis_folder =
+                file.parent().and_then(Path::file_name).is_some_and(|n| n == ".portcullis");
+            !in_portcullis_folder && user.as_ref() != Some(&file)
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
