@@ -285,7 +285,7 @@ impl Dispatcher {
             action: (*action).clone(),
             call: ctx.clone(),
             progress: ProgressReporter {
-                shared: Some(self.shared.clone()),
+                sink: Some(self.shared.clone()),
                 call: ctx.clone(),
                 tool_name: tool_name.clone(),
                 started_at,

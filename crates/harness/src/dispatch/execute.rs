@@ -1,6 +1,6 @@
 //! Stage 7's execution: the tool runs with its cancellation token (a grace period, then it is dropped),
-//! panics contained, progress reports recorded and announced; and the error of a call that passed every
-//! check but did not start.
+//! panics contained, progress reports recorded and announced (the dispatcher is the tools'
+//! `ProgressSink`); and the error of a call that passed every check but did not start.
 
 use super::{Shared, panic_message};
 use crate::call::{CallContext, CallError, CallOutcome, DecidedBy, ToolCallResult, error_codes};
@@ -8,7 +8,8 @@ use crate::events::EventPayload;
 use crate::execution::PolicyRuling;
 use crate::ledger::{RecordKind, ToolCallRecord};
 use crate::registry::RegisteredTool;
-use crate::tool::{ProgressReporter, ToolInvocation, ToolOutput};
+use crate::tool::{ProgressReporter, ProgressSink, ToolInvocation, ToolOutput};
+use async_trait::async_trait;
 use futures::FutureExt;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
@@ -79,7 +80,7 @@ impl Shared {
         }
     }
 
-    pub(crate) async fn emit_progress(&self, reporter: &ProgressReporter, mut progress: Value) {
+    async fn emit_progress(&self, reporter: &ProgressReporter, mut progress: Value) {
         let ctx = &reporter.call;
         let tool_name = &reporter.tool_name;
         let redacted = self.redactor.redact_value(&mut progress);
@@ -100,5 +101,13 @@ impl Shared {
         if self.events.has_subscribers() {
             self.emit(ctx, tool_name, EventPayload::Progress { progress });
         }
+    }
+}
+
+/// The dispatcher is where its tools' progress reports go.
+#[async_trait]
+impl ProgressSink for Shared {
+    async fn report(&self, reporter: &ProgressReporter, progress: Value) {
+        self.emit_progress(reporter, progress).await;
     }
 }
