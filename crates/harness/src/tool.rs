@@ -2,7 +2,6 @@
 //! `execute`, plus the values that flow in (invocation) and out (output) of it.
 
 use crate::call::{CallContext, DecidedBy, error_codes};
-use crate::dispatch::Shared;
 use crate::execution::ExecutionAction;
 use crate::grants::Grants;
 use crate::registry::ToolRegistry;
@@ -169,11 +168,19 @@ impl Catalog {
     }
 }
 
+/// Where a [`ProgressReporter`]'s reports go. The dispatcher is the sink (it redacts, records and
+/// announces them); the trait keeps this module from depending on the dispatcher.
+#[async_trait]
+pub(crate) trait ProgressSink: Send + Sync {
+    /// Takes one progress report of `reporter`'s call.
+    async fn report(&self, reporter: &ProgressReporter, progress: Value);
+}
+
 /// Reports progress of a running call: each report becomes a `tool_execution_progress` event and a
 /// progress snapshot in the ledger (redacted first).
 #[derive(Clone)]
 pub struct ProgressReporter {
-    pub(crate) shared: Option<Arc<Shared>>,
+    pub(crate) sink: Option<Arc<dyn ProgressSink>>,
     pub(crate) call: Arc<CallContext>,
     pub(crate) tool_name: Arc<str>,
     pub(crate) started_at: Timestamp,
@@ -184,7 +191,7 @@ impl ProgressReporter {
     /// A reporter that goes nowhere (for running a tool outside a dispatcher).
     pub fn detached(call: CallContext, tool_name: &str) -> Self {
         ProgressReporter {
-            shared: None,
+            sink: None,
             call: Arc::new(call),
             tool_name: Arc::from(tool_name),
             started_at: Timestamp::now(),
@@ -193,8 +200,8 @@ impl ProgressReporter {
     }
 
     pub async fn report(&self, progress: Value) {
-        if let Some(shared) = &self.shared {
-            shared.emit_progress(self, progress).await;
+        if let Some(sink) = &self.sink {
+            sink.report(self, progress).await;
         }
     }
 }

@@ -1,0 +1,162 @@
+//! Stage 6: the tool describes its action, the execution policy answers allow / deny / ask, and an ask
+//! goes to the approver (bounded by the approval timeout, ended by cancelling the run).
+
+use super::{Authorized, Refusal, Shared, panic_message};
+use crate::call::{BlockedReason, CallContext, DecidedBy, RuleRef, error_codes};
+use crate::execution::{
+    ApprovalAnswer, ApprovalRequest, ExecutionAction, PolicyDecision, PolicyRequest, PolicyRuling,
+    PolicyVerdict,
+};
+use crate::registry::RegisteredTool;
+use futures::FutureExt;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Sleeps for `limit`, or never returns when there is none.
+async fn sleep_or_forever(limit: Option<Duration>) {
+    match limit {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending::<()>().await,
+    }
+}
+
+impl Shared {
+    /// Stages 4-6: permission, validation, action description, policy and approval.
+    pub(super) async fn authorize(
+        &self,
+        entry: &RegisteredTool,
+        arguments: &Value,
+        ctx: &Arc<CallContext>,
+        cancel: &CancellationToken,
+    ) -> Result<Authorized, Refusal> {
+        self.permit_and_validate(entry, arguments, ctx)?;
+
+        let action =
+            std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.describe_action(arguments, ctx)))
+                .unwrap_or_else(|panic| {
+                    Err(crate::tool::ToolError::failed(format!(
+                        "describing the action panicked: {}",
+                        panic_message(panic.as_ref())
+                    )))
+                });
+        let action = match action {
+            Ok(a) => a,
+            Err(e) => {
+                let mut refusal = Refusal::new(
+                    BlockedReason::ValidationFailed,
+                    error_codes::VALIDATION_FAILED,
+                    format!("cannot describe the action: {}", e.message),
+                    DecidedBy::Validator { validator: "action".into() },
+                );
+                refusal.error.details = e.details;
+                return Err(refusal);
+            }
+        };
+
+        let Some(policy) = &self.policy else {
+            return Ok((action, DecidedBy::DEFAULT, Vec::new(), None));
+        };
+        let request = PolicyRequest { call: ctx, tool: entry.spec(), arguments, action: &action };
+        let verdict =
+            AssertUnwindSafe(policy.evaluate(request)).catch_unwind().await.unwrap_or_else(|panic| {
+                PolicyVerdict::deny(
+                    DecidedBy::Default { detail: Some("policy failure".into()) },
+                    format!("the execution policy panicked: {}", panic_message(panic.as_ref())),
+                )
+            });
+        let ruling = PolicyRuling { decision: verdict.decision, decided_by: verdict.decided_by.clone() };
+        match verdict.decision {
+            PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules, Some(ruling))),
+            PolicyDecision::Deny => {
+                let reason = verdict.reason.unwrap_or_else(|| "denied by the execution policy".into());
+                let mut refusal = Refusal::new(
+                    BlockedReason::ExecutionDenied,
+                    error_codes::EXECUTION_DENIED,
+                    reason,
+                    verdict.decided_by,
+                );
+                refusal.matched_rules = verdict.matched_rules;
+                refusal.action = Some(action);
+                refusal.policy = Some(ruling);
+                Err(refusal)
+            }
+            PolicyDecision::Ask => match self.ask(entry, arguments, ctx, action, verdict, cancel).await {
+                Ok((action, decided_by, rules)) => Ok((action, decided_by, rules, Some(ruling))),
+                Err(mut refusal) => {
+                    refusal.policy = Some(ruling);
+                    Err(refusal)
+                }
+            },
+        }
+    }
+
+    async fn ask(
+        &self,
+        entry: &RegisteredTool,
+        arguments: &Value,
+        ctx: &Arc<CallContext>,
+        action: ExecutionAction,
+        verdict: PolicyVerdict,
+        cancel: &CancellationToken,
+    ) -> Result<(ExecutionAction, DecidedBy, Vec<RuleRef>), Refusal> {
+        let matched_rules = verdict.matched_rules.clone();
+        let Some(approvals) = &self.approvals else {
+            let mut refusal = Refusal::new(
+                BlockedReason::ExecutionDenied,
+                error_codes::EXECUTION_DENIED,
+                "approval required, but no approver is configured",
+                DecidedBy::Default { detail: Some(crate::execution::NO_APPROVER.into()) },
+            );
+            refusal.matched_rules = matched_rules;
+            refusal.action = Some(action);
+            return Err(refusal);
+        };
+        let (shown, _) = self.shown_arguments(arguments, Some(&action));
+        let request = ApprovalRequest {
+            call: ctx.clone(),
+            tool_name: entry.name.to_string(),
+            arguments: Arc::new(shown),
+            // The approver sees a copy; the action executed is the one kept here.
+            action: action.clone(),
+            verdict,
+        };
+        let asking = AssertUnwindSafe(approvals.request(request)).catch_unwind();
+        let limit = self.approval_timeout;
+        let answer = tokio::select! {
+            answered = asking => answered.unwrap_or_else(|panic| ApprovalAnswer::Deny {
+                reason: format!("the approver panicked: {}", panic_message(panic.as_ref())),
+                decided_by: DecidedBy::Default { detail: Some("approver failure".into()) },
+            }),
+            () = cancel.cancelled() => ApprovalAnswer::Deny {
+                reason: "the run was cancelled while the call awaited approval".into(),
+                decided_by: DecidedBy::Default { detail: Some(crate::execution::APPROVAL_WITHDRAWN.into()) },
+            },
+            () = sleep_or_forever(limit) => ApprovalAnswer::Deny {
+                reason: format!(
+                    "no answer to the approval request within {} s; the call is denied",
+                    limit.map_or(0, |d| d.as_secs())
+                ),
+                decided_by: DecidedBy::ApprovalTimeout {
+                    after_ms: limit.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                },
+            },
+        };
+        match answer {
+            ApprovalAnswer::Allow { decided_by } => Ok((action, decided_by, matched_rules)),
+            ApprovalAnswer::Deny { reason, decided_by } => {
+                let mut refusal = Refusal::new(
+                    BlockedReason::ExecutionDenied,
+                    error_codes::EXECUTION_DENIED,
+                    reason,
+                    decided_by,
+                );
+                refusal.matched_rules = matched_rules;
+                refusal.action = Some(action);
+                Err(refusal)
+            }
+        }
+    }
+}

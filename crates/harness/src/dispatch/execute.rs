@@ -1,0 +1,113 @@
+//! Stage 7's execution: the tool runs with its cancellation token (a grace period, then it is dropped),
+//! panics contained, progress reports recorded and announced (the dispatcher is the tools'
+//! `ProgressSink`); and the error of a call that passed every check but did not start.
+
+use super::{Shared, panic_message};
+use crate::call::{CallContext, CallError, CallOutcome, DecidedBy, ToolCallResult, error_codes};
+use crate::events::EventPayload;
+use crate::execution::PolicyRuling;
+use crate::ledger::{RecordKind, ToolCallRecord};
+use crate::registry::RegisteredTool;
+use crate::tool::{ProgressReporter, ProgressSink, ToolInvocation, ToolOutput};
+use async_trait::async_trait;
+use futures::FutureExt;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+impl Shared {
+    pub(super) async fn execute(
+        &self,
+        entry: &RegisteredTool,
+        invocation: ToolInvocation,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, CallError> {
+        let run = AssertUnwindSafe(entry.tool.execute(invocation)).catch_unwind();
+        tokio::pin!(run);
+        let settled = tokio::select! {
+            biased;
+            settled = &mut run => settled,
+            () = cancel.cancelled() => match tokio::time::timeout(self.cancel_grace, &mut run).await {
+                Ok(settled) => settled,
+                Err(_) => {
+                    return Err(CallError::new(
+                        error_codes::CANCELLED,
+                        "the run was cancelled and the tool did not stop within the grace period",
+                    ));
+                }
+            },
+        };
+        match settled {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(e)) => Err(CallError { code: e.code, message: e.message, details: e.details }),
+            Err(panic) => Err(CallError::new(
+                error_codes::TOOL_PANICKED,
+                format!("the tool panicked: {}", panic_message(panic.as_ref())),
+            )),
+        }
+    }
+
+    /// A call that passed every check but did not start (run cancelled, ledger refused `started`).
+    pub(crate) async fn fail_unstarted(
+        &self,
+        ctx: &Arc<CallContext>,
+        tool_name: Arc<str>,
+        mut error: CallError,
+        decided_by: DecidedBy,
+        policy: Option<PolicyRuling>,
+    ) -> ToolCallResult {
+        let redacted = self.redactor.redact_error(&mut error);
+        if let Some(ledger) = &self.ledger {
+            let mut record =
+                ToolCallRecord::new(RecordKind::Error, ctx.clone(), tool_name.clone(), decided_by.clone());
+            record.error = Some(error.clone());
+            record.policy = policy;
+            record.redacted = redacted;
+            if let Err(e) = ledger.record(record).await {
+                tracing::error!(call_id = %ctx.call_id, error = %e, "error record not written");
+            }
+        }
+        if self.events.has_subscribers() {
+            self.emit(ctx, &tool_name, EventPayload::Error { error: error.clone(), duration_us: 0 });
+        }
+        ToolCallResult {
+            call_id: ctx.call_id.clone(),
+            tool_name,
+            outcome: CallOutcome::Error { error },
+            decided_by,
+            redacted,
+        }
+    }
+
+    async fn emit_progress(&self, reporter: &ProgressReporter, mut progress: Value) {
+        let ctx = &reporter.call;
+        let tool_name = &reporter.tool_name;
+        let redacted = self.redactor.redact_value(&mut progress);
+        if let Some(ledger) = &self.ledger {
+            let mut record = ToolCallRecord::new(
+                RecordKind::Progress,
+                ctx.clone(),
+                tool_name.clone(),
+                reporter.decided_by.clone(),
+            );
+            record.started_at = Some(reporter.started_at);
+            record.progress = Some(progress.clone());
+            record.redacted = redacted;
+            if let Err(e) = ledger.record(record).await {
+                tracing::error!(call_id = %ctx.call_id, error = %e, "progress record not written");
+            }
+        }
+        if self.events.has_subscribers() {
+            self.emit(ctx, tool_name, EventPayload::Progress { progress });
+        }
+    }
+}
+
+/// The dispatcher is where its tools' progress reports go.
+#[async_trait]
+impl ProgressSink for Shared {
+    async fn report(&self, reporter: &ProgressReporter, progress: Value) {
+        self.emit_progress(reporter, progress).await;
+    }
+}

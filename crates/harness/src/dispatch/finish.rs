@@ -1,0 +1,101 @@
+//! Stage 8: middleware `tool_result` (reverse order), guardrails `tool_output`, redaction, then the
+//! `finished` | `error` record and event.
+
+use super::{Finishing, Shared, panic_message};
+use crate::call::{CallError, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes};
+use crate::events::EventPayload;
+use crate::guardrail::{GuardrailStage, GuardrailSubject};
+use crate::ledger::{RecordKind, ToolCallRecord};
+use crate::time::Timestamp;
+use crate::tool::ToolOutput;
+use futures::FutureExt;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+impl Shared {
+    /// Stage 8.
+    pub(super) async fn finish(
+        &self,
+        finishing: Finishing<'_>,
+        mut outcome: Result<ToolOutput, CallError>,
+        run: &RunContext,
+    ) -> ToolCallResult {
+        let Finishing { ctx, tool_name, decided_by, policy, started_at, arguments } = finishing;
+        if !self.middleware.is_empty() {
+            let call = ToolCall::new(ctx.call_id.clone(), tool_name.to_string(), Value::Null);
+            for m in self.middleware.iter().rev() {
+                outcome = AssertUnwindSafe(m.tool_result(&call, outcome, ctx))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|panic| {
+                        Err(CallError::new(
+                            error_codes::TOOL_ERROR,
+                            format!(
+                                "result middleware {} panicked: {}",
+                                m.name(),
+                                panic_message(panic.as_ref())
+                            ),
+                        ))
+                    });
+            }
+        }
+        if let (Ok(output), false) = (&outcome, self.guardrails.is_empty()) {
+            let subject = GuardrailSubject {
+                stage: GuardrailStage::ToolOutput,
+                call: ctx,
+                tool_name: &tool_name,
+                arguments: arguments.as_ref().unwrap_or(&Value::Null),
+                output: Some(output),
+            };
+            if let Err(refusal) = self.run_guardrails(subject, run).await {
+                outcome = Err(refusal.error);
+            }
+        }
+        let (outcome, redacted) = match outcome {
+            Ok(mut output) => {
+                let redacted = self.redactor.redact_output(&mut output);
+                (CallOutcome::Finished { output: Arc::new(output) }, redacted)
+            }
+            Err(mut error) => {
+                let redacted = self.redactor.redact_error(&mut error);
+                (CallOutcome::Error { error }, redacted)
+            }
+        };
+        let now = Timestamp::now();
+        let duration_us = now.micros_since(started_at);
+        if let Some(ledger) = &self.ledger {
+            let kind = if matches!(outcome, CallOutcome::Finished { .. }) {
+                RecordKind::Finished
+            } else {
+                RecordKind::Error
+            };
+            let mut record = ToolCallRecord::new(kind, ctx.clone(), tool_name.clone(), decided_by.clone());
+            record.at = now;
+            record.started_at = Some(started_at);
+            record.policy = policy;
+            record.redacted = redacted;
+            match &outcome {
+                CallOutcome::Finished { output } => record.output = Some(output.clone()),
+                CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => {
+                    record.error = Some(error.clone())
+                }
+            }
+            if let Err(e) = ledger.record(record).await {
+                tracing::error!(call_id = %ctx.call_id, error = %e, "terminal ledger record not written");
+            }
+        }
+        if self.events.has_subscribers() {
+            let payload = match &outcome {
+                CallOutcome::Finished { output } => {
+                    EventPayload::Finished { output: output.clone(), duration_us }
+                }
+                CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => {
+                    EventPayload::Error { error: error.clone(), duration_us }
+                }
+            };
+            self.emit(ctx, &tool_name, payload);
+        }
+        ToolCallResult { call_id: ctx.call_id.clone(), tool_name, outcome, decided_by, redacted }
+    }
+}
