@@ -64,6 +64,11 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
     assert_eq!(asked.action.command.as_deref(), Some("make build"));
     assert!(asked.reason.as_deref().unwrap_or_default().contains("make build"), "{asked:?}");
     assert!(asked.deadline > asked.requested_at);
+    // The full evaluation: every sub-command, the decision and why.
+    let evaluation = asked.evaluation.as_ref().unwrap();
+    assert_eq!(evaluation.commands, vec![vec!["make".to_owned(), "build".to_owned()]]);
+    assert_eq!(evaluation.decision.as_str(), "prompt");
+    assert!(evaluation.deciding_reason.as_deref().unwrap_or_default().contains("default"), "{evaluation:?}");
     assert!(
         matches!(&asked.always, AlwaysOffer::Yes { file, .. } if file.ends_with("policy.json")),
         "{asked:?}"

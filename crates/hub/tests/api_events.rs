@@ -48,6 +48,10 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     let asked = next(&mut feed).await;
     let FeedEvent::ApprovalAsked { approval } = &asked.event else { panic!("{asked:?}") };
     assert_eq!(approval.action.command.as_deref(), Some("echo fed"));
+    assert_eq!(
+        approval.evaluation.as_ref().unwrap().commands,
+        vec![vec!["echo".to_owned(), "fed".to_owned()]]
+    );
     api.answer_approval(approval.id, &Answer { answer: Choice::Once, note: None }, &Operator::named("app"))
         .unwrap();
     assert!(call.await.unwrap().is_finished());

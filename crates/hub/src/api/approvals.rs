@@ -11,7 +11,8 @@ use serde_json::json;
 impl OperatorApi {
     /// The calls waiting for an answer, oldest first.
     pub fn pending_approvals(&self) -> Vec<Approval> {
-        self.hub.broker().pending().into_iter().map(approval_of).collect()
+        let live = self.hub.live_policy();
+        self.hub.broker().pending().into_iter().map(|p| evaluated(p, live)).collect()
     }
 
     /// Answers approval `id` as `operator`. The first answer wins: a later one, or one after the
@@ -54,7 +55,13 @@ impl OperatorApi {
     }
 }
 
-pub(super) fn approval_of(p: PendingApproval) -> Approval {
+/// The approval with the policy's full evaluation of its action as the policy stands now.
+pub(super) fn evaluated(p: PendingApproval, live: &portcullis_policy::LivePolicy) -> Approval {
+    let evaluation = live.evaluation(&p.tool, &p.action, p.action.cwd.as_deref());
+    Approval { evaluation: Some(evaluation), ..approval_of(p) }
+}
+
+fn approval_of(p: PendingApproval) -> Approval {
     Approval {
         id: p.id,
         session_id: p.session_id,
@@ -82,5 +89,6 @@ pub(super) fn approval_of(p: PendingApproval) -> Approval {
             },
             broker::AlwaysOffer::No { why } => AlwaysOffer::No { why },
         },
+        evaluation: None,
     }
 }

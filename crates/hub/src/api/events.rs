@@ -54,6 +54,7 @@ impl OperatorApi {
         let mut hub_events = self.hub.subscribe();
         let mut approvals = self.hub.broker().watch();
         let mut calls = sources.calls.then(|| self.hub.dispatcher().events().subscribe());
+        let live = self.hub.live_policy().clone();
         let (tx, items) = mpsc::channel(FEED_BUFFER);
         let merger = tokio::spawn(async move {
             let mut seq = 0;
@@ -67,7 +68,7 @@ impl OperatorApi {
                         Err(RecvError::Closed) => break,
                     },
                     e = approvals.recv(), if sources.approvals => match e {
-                        Ok(e) => approval_event(e),
+                        Ok(e) => approval_event(e, &live),
                         Err(RecvError::Lagged(count)) => FeedEvent::Missed { source: "approvals".into(), count },
                         Err(RecvError::Closed) => break,
                     },
@@ -119,10 +120,10 @@ fn hub_event(e: HubEvent) -> FeedEvent {
     }
 }
 
-fn approval_event(e: BrokerEvent) -> FeedEvent {
+fn approval_event(e: BrokerEvent, live: &portcullis_policy::LivePolicy) -> FeedEvent {
     match e {
         BrokerEvent::Pending(p) => {
-            FeedEvent::ApprovalAsked { approval: Box::new(super::approvals::approval_of(*p)) }
+            FeedEvent::ApprovalAsked { approval: Box::new(super::approvals::evaluated(*p, live)) }
         }
         BrokerEvent::Resolved { id, outcome, operator } => {
             FeedEvent::ApprovalSettled { id, outcome, operator }

@@ -26,6 +26,10 @@ pub struct Approval {
     pub deadline: Timestamp,
     /// What "always" would write, or why it is not offered.
     pub always: AlwaysOffer,
+    /// The policy's full evaluation of the action as it stands now: every sub-command and path, every
+    /// matched rule with its file, the deciding rule and why (absent for actions it does not judge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<portcullis_policy::Evaluation>,
 }
 
 /// Whether "always" is on offer for an approval.
