@@ -5,14 +5,13 @@ use crate::broker::ApprovalBroker;
 use crate::config::{Credentials, RuntimeInfo};
 use crate::error::HubError;
 use crate::manifest::load_manifests;
-use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline};
+use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline, builtin_registry, builtin_tools};
 use crate::upstreams::Upstreams;
 use async_trait::async_trait;
-use portcullis_coding::{Limits, Workspace, register_coding_tools};
+use portcullis_coding::{Limits, Workspace};
 use portcullis_harness::disclosure::SEARCH_TOOLS_NAME;
 use portcullis_harness::{
-    Dispatcher, Grants, Redactor, RunContext, SearchToolsTool, Timestamp, ToolCall, ToolCallResult,
-    ToolRegistry, ToolSpec,
+    Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend, WaitNotes};
@@ -249,17 +248,7 @@ impl Hub {
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
-        let workspace = Arc::new(
-            Workspace::new(&project)
-                .map_err(|e| HubError::Config(format!("workspace {}: {}", project.display(), e.message)))?
-                .with_limits(limits),
-        );
-        let mut registry = ToolRegistry::new();
-        register_coding_tools(&mut registry, &workspace)
-            .map_err(|e| HubError::Config(format!("coding tools: {e}")))?;
-        registry
-            .register(Arc::new(SearchToolsTool::default()))
-            .map_err(|e| HubError::Config(format!("search_tools: {e}")))?;
+        let (workspace, mut registry) = builtin_tools(&project, limits).map_err(HubError::Config)?;
         let manifests = load_manifests(&config.manifest_folders(&project), &project)
             .map_err(|e| HubError::Config(format!("tool manifest {e}")))?;
         for tool in &manifests {
@@ -327,13 +316,10 @@ impl Hub {
     }
 
     fn rebuild_registry(&self) {
-        let mut registry = ToolRegistry::new();
-        if let Err(e) = register_coding_tools(&mut registry, &self.state.workspace) {
-            tracing::error!(error = %e, "coding tools not registered");
-        }
-        if let Err(e) = registry.register(Arc::new(SearchToolsTool::default())) {
-            tracing::error!(error = %e, "search_tools not registered");
-        }
+        let mut registry = builtin_registry(&self.state.workspace).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "built-in tools not registered");
+            ToolRegistry::new()
+        });
         let manifests = self.state.manifests.read().map(|m| m.clone()).unwrap_or_default();
         for tool in manifests.into_iter().chain(self.state.upstreams.tools()) {
             let name = tool.spec().name.clone();

@@ -3,9 +3,11 @@
 //! pipeline is given (the live policy, the approvals and their bound, the redactor, the ledger) cannot
 //! drift apart between them.
 
-use portcullis_harness::{Approvals, Dispatcher, Redactor, ToolRegistry};
+use portcullis_coding::{Limits, Workspace, register_coding_tools};
+use portcullis_harness::{Approvals, Dispatcher, Redactor, SearchToolsTool, ToolRegistry};
 use portcullis_ledger::SqliteLedger;
 use portcullis_policy::LivePolicy;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,4 +40,22 @@ impl Pipeline {
         }
         builder.build()
     }
+}
+
+/// The built-in tools every pipeline starts from: the coding tools rooted at `project` within `limits`,
+/// and `search_tools`. Returns the workspace with them (the hub keeps it) or what went wrong.
+pub fn builtin_tools(project: &Path, limits: Limits) -> Result<(Arc<Workspace>, ToolRegistry), String> {
+    let workspace =
+        Workspace::new(project).map_err(|e| format!("workspace {}: {}", project.display(), e.message))?;
+    let workspace = Arc::new(workspace.with_limits(limits));
+    let registry = builtin_registry(&workspace)?;
+    Ok((workspace, registry))
+}
+
+/// The built-in tools over an existing workspace (the hub rebuilds its registry from them).
+pub fn builtin_registry(workspace: &Arc<Workspace>) -> Result<ToolRegistry, String> {
+    let mut registry = ToolRegistry::new();
+    register_coding_tools(&mut registry, workspace).map_err(|e| format!("coding tools: {e}"))?;
+    registry.register(Arc::new(SearchToolsTool::default())).map_err(|e| format!("search_tools: {e}"))?;
+    Ok(registry)
 }

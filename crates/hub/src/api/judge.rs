@@ -5,13 +5,12 @@
 //! what a live call meets before an operator is asked; nothing runs.
 
 use super::error::{ApiError, ErrorCode};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, builtin_tools};
 use async_trait::async_trait;
-use portcullis_coding::{Workspace, register_coding_tools};
 use portcullis_harness::{
     ApprovalAnswer, ApprovalRequest, Approvals, BlockedReason, CallContext, CallOutcome, DecidedBy,
-    ExecutionAction, Grants, Redactor, RunContext, SearchToolsTool, Tool, ToolCall, ToolError,
-    ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
+    ExecutionAction, Grants, Redactor, RunContext, Tool, ToolCall, ToolError, ToolInvocation, ToolOutput,
+    ToolRegistry, ToolSpec,
 };
 use portcullis_policy::{Evaluation, LivePolicy, Policy, TestOutcome};
 use serde::Serialize;
@@ -78,34 +77,14 @@ impl Judge {
 
     /// Like [`Judge::new`], with `~` resolving to `home` (policy tests and corpora name their own).
     pub fn with_home(policy: Policy, cwd: &Path, home: Option<PathBuf>) -> Result<Judge, ApiError> {
-        let workspace = Arc::new(
-            Workspace::new(cwd)
-                .map_err(|e| {
-                    ApiError::new(
-                        ErrorCode::BadArgument,
-                        format!("workspace {}: {}", cwd.display(), e.message),
-                        json!({ "folder": cwd }),
-                    )
-                })?
-                .with_limits(crate::hub::coding_limits(&policy)),
-        );
-        let mut coding = ToolRegistry::new();
-        register_coding_tools(&mut coding, &workspace).map_err(|e| {
-            ApiError::new(
-                ErrorCode::BadArgument,
-                format!("cannot register the coding tools: {e}"),
-                Value::Null,
-            )
-        })?;
-        coding.register(Arc::new(SearchToolsTool::default())).map_err(|e| {
-            ApiError::new(ErrorCode::BadArgument, format!("cannot register search_tools: {e}"), Value::Null)
-        })?;
+        let (_, builtin) = builtin_tools(cwd, crate::hub::coding_limits(&policy))
+            .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
         let described = Arc::new(Mutex::new(None));
         let asked = Arc::new(Mutex::new(false));
         let mut registry = ToolRegistry::new();
-        let specs: Vec<ToolSpec> = coding.specs().cloned().collect();
+        let specs: Vec<ToolSpec> = builtin.specs().cloned().collect();
         for spec in &specs {
-            if let Some(tool) = coding.get(&spec.name) {
+            if let Some(tool) = builtin.get(&spec.name) {
                 let dry = DryRun { inner: tool.tool.clone(), described: described.clone() };
                 registry.register(Arc::new(dry)).map_err(|e| {
                     ApiError::new(

@@ -3,11 +3,8 @@
 //! session of its own — through the same pipeline assembly as the hub.
 
 use super::error::{ApiError, ErrorCode};
-use crate::pipeline::Pipeline;
-use portcullis_coding::{Workspace, register_coding_tools};
-use portcullis_harness::{
-    Approvals, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry,
-};
+use crate::pipeline::{Pipeline, builtin_tools};
+use portcullis_harness::{Approvals, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult};
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_policy::discovery::load_for;
 use portcullis_policy::{DenyingApprover, LivePolicy, OperatorApprover, SessionGrants};
@@ -66,21 +63,8 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
         }
         None => portcullis_policy::approval::default_always_file(&sources),
     };
-    let workspace = Arc::new(
-        Workspace::new(&cwd)
-            .map_err(|e| {
-                ApiError::new(
-                    ErrorCode::BadArgument,
-                    format!("workspace {}: {}", cwd.display(), e.message),
-                    json!({ "folder": cwd }),
-                )
-            })?
-            .with_limits(crate::hub::coding_limits(&policy)),
-    );
-    let mut registry = ToolRegistry::new();
-    register_coding_tools(&mut registry, &workspace).map_err(|e| {
-        ApiError::new(ErrorCode::BadArgument, format!("cannot register the coding tools: {e}"), Value::Null)
-    })?;
+    let (_, registry) = builtin_tools(&cwd, crate::hub::coding_limits(&policy))
+        .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
     let grants = policy.grants().clone();
     let timeout = Duration::from_secs(policy.approval_timeout_seconds());
     let live = Arc::new(LivePolicy::new(policy, cwd.clone()));
