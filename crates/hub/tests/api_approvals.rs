@@ -3,25 +3,16 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use portcullis_harness::{CallOutcome, ToolCallResult};
+use portcullis_hub::Hub;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
-use portcullis_hub::{Hub, HubConfig};
 use serde_json::json;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-async fn hub(dir: &std::path::Path, policy: &str) -> Hub {
-    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
-    std::fs::write(dir.join("proj/.portcullis/policy.json"), policy).unwrap();
-    Hub::open(HubConfig {
-        config_dir: Some(dir.join("config")),
-        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
-    })
-    .await
-    .unwrap()
-}
 
 fn call(hub: &Hub, session: &str, id: &str, command: &str) -> JoinHandle<ToolCallResult> {
     let hub = hub.clone();
@@ -50,7 +41,7 @@ fn answer(choice: Choice, note: Option<&str>) -> Answer {
 async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_note() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub = hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
     let api = OperatorApi::new(hub.clone());
     let _attending = hub.broker().subscribe();
     let alice = Operator::named("alice (app)");
@@ -109,8 +100,11 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
 async fn an_answer_after_the_timeout_finds_nothing_to_approve() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub =
-        hub(&dir, r#"{ "commands": { "default": "prompt" }, "approvals": { "timeout_seconds": 1 } }"#).await;
+    let hub = common::hub(
+        &dir,
+        r#"{ "commands": { "default": "prompt" }, "approvals": { "timeout_seconds": 1 } }"#,
+    )
+    .await;
     let api = OperatorApi::new(hub.clone());
     let _attending = hub.broker().subscribe();
     let waiting = call(&hub, "s1", "c1", "touch too-late");
@@ -128,7 +122,7 @@ async fn an_answer_after_the_timeout_finds_nothing_to_approve() {
 async fn session_grants_are_listed_and_revoked_and_always_is_refused_where_not_offered() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub = hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
     let api = OperatorApi::new(hub.clone());
     let _attending = hub.broker().subscribe();
     let op = Operator::named("api");
@@ -164,7 +158,7 @@ async fn the_catalog_lists_every_tool_with_its_wire_name_schema_and_grant_state(
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
     let policy = r#"{ "grants": [ { "name": "no-writes", "deny": ["write"] } ] }"#;
-    let hub = hub(&dir, policy).await;
+    let hub = common::hub(&dir, policy).await;
     let tools = OperatorApi::new(hub.clone()).tools();
     let shell = tools.iter().find(|t| t.name == "shell").unwrap();
     assert!(shell.granted);

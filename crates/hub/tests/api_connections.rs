@@ -3,26 +3,15 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use portcullis_hub::api::OperatorApi;
-use portcullis_hub::{Hub, HubConfig};
+mod common;
 
-async fn hub(dir: &std::path::Path) -> Hub {
-    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
-    std::fs::write(dir.join("proj/.portcullis/policy.json"), r#"{ "commands": { "default": "prompt" } }"#)
-        .unwrap();
-    Hub::open(HubConfig {
-        config_dir: Some(dir.join("config")),
-        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
-    })
-    .await
-    .unwrap()
-}
+use portcullis_hub::api::OperatorApi;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_come_and_go_and_the_status_counts_them() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub = hub(&dir).await;
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
     let api = OperatorApi::new(hub.clone());
     assert!(api.sessions().is_empty());
     let first = hub.open_session("claude-code", "2.1").await;

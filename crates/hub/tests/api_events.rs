@@ -3,23 +3,13 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use portcullis_hub::api::types::{Answer, Choice, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi};
-use portcullis_hub::{Hub, HubConfig};
 use serde_json::json;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-async fn hub(dir: &std::path::Path, policy: &str) -> Hub {
-    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
-    std::fs::write(dir.join("proj/.portcullis/policy.json"), policy).unwrap();
-    Hub::open(HubConfig {
-        config_dir: Some(dir.join("config")),
-        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
-    })
-    .await
-    .unwrap()
-}
 
 /// The next item about approvals or calls (the hub also says, for one, that its servers changed).
 async fn next(feed: &mut portcullis_hub::api::events::EventFeed) -> FeedItem {
@@ -35,7 +25,7 @@ async fn next(feed: &mut portcullis_hub::api::events::EventFeed) -> FeedItem {
 async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub = hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
     let api = OperatorApi::new(hub.clone());
     let _attending = hub.broker().subscribe();
     let mut feed = api.events();
@@ -86,7 +76,7 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
 async fn a_feed_that_fell_behind_says_how_many_events_it_missed() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub = hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
     let api = OperatorApi::new(hub.clone());
     let mut feed = api.events();
     // Nobody reads while calls come: a blocked call is one event each (the tool is unknown).

@@ -4,9 +4,10 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use portcullis_hub::api::ErrorCode;
 use portcullis_hub::api::ledger::{CallFilter, CallStatus, LedgerView};
-use portcullis_hub::{Hub, HubConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -14,19 +15,12 @@ use tokio_util::sync::CancellationToken;
 async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(tmp.path()).unwrap();
-    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
-    std::fs::write(
-        dir.join("proj/.portcullis/policy.json"),
+    let hub = common::hub(
+        &dir,
         r#"{ "commands": { "rules": [ { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden" } ],
              "default": "allow" } }"#,
     )
-    .unwrap();
-    let hub = Hub::open(HubConfig {
-        config_dir: Some(dir.join("config")),
-        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
-    })
-    .await
-    .unwrap();
+    .await;
     for i in 0..5 {
         let r = hub
             .call(

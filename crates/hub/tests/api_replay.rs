@@ -3,8 +3,9 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
-use portcullis_hub::{Hub, HubConfig};
 use serde_json::json;
 use std::sync::atomic::AtomicBool;
 use tokio_util::sync::CancellationToken;
@@ -13,15 +14,7 @@ use tokio_util::sync::CancellationToken;
 async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(tmp.path()).unwrap();
-    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
-    std::fs::write(dir.join("proj/.portcullis/policy.json"), r#"{ "commands": { "default": "allow" } }"#)
-        .unwrap();
-    let hub = Hub::open(HubConfig {
-        config_dir: Some(dir.join("config")),
-        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
-    })
-    .await
-    .unwrap();
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "allow" } }"#).await;
     for i in 0..3 {
         let r = hub
             .call(

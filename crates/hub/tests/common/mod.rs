@@ -1,0 +1,25 @@
+//! What the operator API's tests share: a hub over a fresh project with a given policy.
+// Test helpers may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use portcullis_hub::{Hub, HubConfig};
+use std::path::{Path, PathBuf};
+
+/// A temporary folder and its canonical path (the hub resolves the project's symlinks).
+pub fn folder() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    (tmp, dir)
+}
+
+/// A hub for `dir/proj` whose project policy is `policy`, its ledger `dir/ledger.db`, its config `dir/config`.
+pub async fn hub(dir: &Path, policy: &str) -> Hub {
+    std::fs::create_dir_all(dir.join("proj/.portcullis")).unwrap();
+    std::fs::write(dir.join("proj/.portcullis/policy.json"), policy).unwrap();
+    Hub::open(HubConfig {
+        config_dir: Some(dir.join("config")),
+        ..HubConfig::new(dir.join("proj"), dir.join("ledger.db"))
+    })
+    .await
+    .unwrap()
+}
