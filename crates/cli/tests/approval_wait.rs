@@ -131,28 +131,7 @@ fn the_terminal_says_when_an_approval_is_withdrawn() {
     std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
     std::fs::write(base.join("proj/.portcullis/policy.json"), r#"{ "commands": { "default": "prompt" } }"#)
         .unwrap();
-    let mut hub = std::process::Command::new("script")
-        .args(["-qec", r#""$PORTCULLIS_BIN" serve --port 0 --db "$DB""#, "/dev/null"])
-        .current_dir(base.join("proj"))
-        .env("SHELL", "/bin/sh")
-        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
-        .env("DB", base.join("ledger.db"))
-        .env("HOME", base.join("home"))
-        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
-        .env("RUST_LOG", "warn")
-        .env_remove("XDG_CONFIG_HOME")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("util-linux `script` gives serve a terminal");
-    let runtime = base.join("config/hub.json");
-    let started = Instant::now();
-    while !runtime.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    let (mut hub, info) = common::serve_on_terminal(&base, &[("RUST_LOG", "warn")], &[]);
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
     let scenario = serde_json::json!({"url": info["mcp_url"], "token": token, "steps": [
         {"op": "call", "name": "shell", "arguments": {"command": "touch ran-for-nobody"}}

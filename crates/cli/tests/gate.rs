@@ -206,31 +206,9 @@ fn the_terminal_prompt_shows_control_characters_instead_of_obeying_them() {
         POLICY.replace("\"timeout_seconds\": 2", "\"timeout_seconds\": 30"),
     )
     .unwrap();
-    let mut child = Command::new("script")
-        .args(["-qec", r#""$PORTCULLIS_BIN" serve --port 0 --db "$DB""#, "/dev/null"])
-        .current_dir(base.join("proj"))
-        .env("SHELL", "/bin/sh")
-        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
-        .env("DB", base.join("ledger.db"))
-        .env("HOME", base.join("home"))
-        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
-        .env("RUST_LOG", "warn")
-        .env_remove("XDG_CONFIG_HOME")
-        // Issue 10: without USER the terminal operator was named "operator (terminal)", and the agent
-        // read "the operator operator (terminal)".
-        .env_remove("USER")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("util-linux `script` gives serve a terminal");
-    let runtime = base.join("config/hub.json");
-    let started = Instant::now();
-    while !runtime.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    // Issue 10: without USER the terminal operator was named "operator (terminal)", and the agent
+    // read "the operator operator (terminal)".
+    let (mut child, info) = common::serve_on_terminal(&base, &[("RUST_LOG", "warn")], &["USER"]);
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
     let api = info["api_url"].as_str().unwrap().to_owned();
     // The spoof: delete a file, then return to the line start, clear it and draw a harmless command.

@@ -401,28 +401,8 @@ fn serve_asks_pending_approvals_on_its_terminal() {
     let base = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
     std::fs::write(base.join("proj/.portcullis/policy.json"), POLICY).unwrap();
-    // `portcullis serve` on a pseudo-terminal (util-linux `script`), as an operator runs it.
-    let mut child = Command::new("script")
-        .args(["-qec", r#""$PORTCULLIS_BIN" serve --port 0 --db "$DB""#, "/dev/null"])
-        .current_dir(base.join("proj"))
-        .env("SHELL", "/bin/sh")
-        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
-        .env("DB", base.join("ledger.db"))
-        .env("HOME", base.join("home"))
-        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
-        .env_remove("XDG_CONFIG_HOME")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("util-linux `script` gives serve a terminal");
-    let runtime = base.join("config/hub.json");
-    let started = Instant::now();
-    while !runtime.exists() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    // `portcullis serve` on a pseudo-terminal, as an operator runs it.
+    let (mut child, info) = common::serve_on_terminal(&base, &[], &[]);
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
     let operator_token = std::fs::read_to_string(base.join("config/operator-token")).unwrap();
     let api = info["api_url"].as_str().unwrap().to_owned();

@@ -314,3 +314,35 @@ pub fn ledger_calls(served: &Served) -> Vec<Value> {
 pub fn text_of(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
 }
+
+/// `portcullis serve --port 0` for the project `base/proj` on a pseudo-terminal (util-linux `script`),
+/// as an operator runs it, with `envs` set and `unset` removed; returns the child (stdin piped, the
+/// terminal's output on stdout) and the hub's runtime file once it is written.
+pub fn serve_on_terminal(base: &Path, envs: &[(&str, &str)], unset: &[&str]) -> (std::process::Child, Value) {
+    let mut command = Command::new("script");
+    command
+        .args(["-qec", r#""$PORTCULLIS_BIN" serve --port 0 --db "$DB""#, "/dev/null"])
+        .current_dir(base.join("proj"))
+        .env("SHELL", "/bin/sh")
+        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
+        .env("DB", base.join("ledger.db"))
+        .env("HOME", base.join("home"))
+        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
+        .env_remove("XDG_CONFIG_HOME")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for name in unset {
+        command.env_remove(name);
+    }
+    let child = command.spawn().expect("util-linux `script` gives serve a terminal");
+    let runtime = base.join("config/hub.json");
+    let started = Instant::now();
+    while !runtime.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    (child, info)
+}
