@@ -84,7 +84,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let reader = open_reader(&args.db.file()?)?;
     let found = reader.call(&args.call_id, args.session.as_deref());
-    if matches!(&found, Err(e) if e.code == ErrorCode::CallUnknown) {
+    if matches!(&found, Err(e) if e.code == ErrorCode::CallNotFound) {
         let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
         return Err(CliError::CallNotFound(format!(
             "{}: no call {:?}{within}",

@@ -69,7 +69,7 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     let timeline = view.call("c9", Some("s1")).unwrap();
     assert!(!timeline.records.is_empty());
     let unknown = view.call("nope", None).err().unwrap();
-    assert_eq!(unknown.code, ErrorCode::CallUnknown);
+    assert_eq!(unknown.code, ErrorCode::CallNotFound);
     assert_eq!(unknown.code.http_status(), 404);
     hub.close().await.unwrap();
 }

@@ -18,7 +18,7 @@ pub enum ErrorCode {
     /// The request itself is malformed (a field missing or of the wrong kind).
     BadRequest,
     /// No call with this id in the ledger.
-    CallUnknown,
+    CallNotFound,
     /// The policy file changed on disk since the editor read it: reload, then edit again.
     PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
@@ -46,7 +46,7 @@ impl ErrorCode {
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::BadArgument => "bad_argument",
             ErrorCode::PolicyChanged => "policy_changed",
-            ErrorCode::CallUnknown => "call_not_found",
+            ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
         }
     }
@@ -54,7 +54,7 @@ impl ErrorCode {
     /// The HTTP status the operator API over HTTP answers this error with.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown | ErrorCode::CallUnknown => 404,
+            ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown | ErrorCode::CallNotFound => 404,
             ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered | ErrorCode::PolicyChanged => 409,
             ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::Policy(_) => 400,
             ErrorCode::Ledger(_) => 500,
@@ -121,7 +121,7 @@ mod tests {
             (ErrorCode::BadRequest, "bad_request", 400),
             (ErrorCode::BadArgument, "bad_argument", 400),
             (ErrorCode::PolicyChanged, "policy_changed", 409),
-            (ErrorCode::CallUnknown, "call_not_found", 404),
+            (ErrorCode::CallNotFound, "call_not_found", 404),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
             (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 500),
         ];

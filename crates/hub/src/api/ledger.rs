@@ -53,7 +53,7 @@ impl LedgerView {
         let timeline = self.reader.timeline(call_id, session)?;
         if timeline.records.is_empty() {
             return Err(ApiError::new(
-                ErrorCode::CallUnknown,
+                ErrorCode::CallNotFound,
                 format!("no call {call_id} in {}", self.reader.path().display()),
                 json!({ "call_id": call_id, "session": session }),
             ));
