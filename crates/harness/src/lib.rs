@@ -17,6 +17,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod execution;
+pub mod fnv;
 pub mod grants;
 pub mod guardrail;
 pub mod ledger;

@@ -44,7 +44,7 @@ pub struct RefusalRow {
 impl RefusalRow {
     /// What makes two refusals identical (FNV-1a over the status, code and the request's fields).
     pub fn identity(&self) -> i64 {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut hash = portcullis_harness::fnv::Fnv1a::default();
         let status = self.status.to_string();
         let fields = [
             Some(status.as_str()),
@@ -59,12 +59,10 @@ impl RefusalRow {
         for field in fields {
             // Absent and empty differ; each field ends with a separator.
             let bytes = field.map(str::as_bytes).unwrap_or(b"\xff");
-            for byte in bytes.iter().chain(&[0u8]) {
-                hash ^= u64::from(*byte);
-                hash = hash.wrapping_mul(0x0100_0000_01b3);
-            }
+            hash.write(bytes);
+            hash.write(&[0]);
         }
-        (hash >> 1) as i64
+        (hash.finish() >> 1) as i64
     }
 }
 

@@ -159,12 +159,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The stable 63-bit key of a call id (FNV-1a), stored in `records.call_key` and indexed.
 pub fn call_key(call_id: &str) -> i64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in call_id.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    (hash >> 1) as i64
+    (portcullis_harness::fnv::Fnv1a::of(call_id.as_bytes()) >> 1) as i64
 }
 
 /// Reads `(application_id, user_version)`.

@@ -13,10 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// The version of a policy text: FNV-1a over its bytes, as hex (stable across builds and machines).
 pub fn version_of(text: &str) -> String {
-    let hash = text
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    format!("{hash:016x}")
+    format!("{:016x}", portcullis_harness::fnv::Fnv1a::of(text.as_bytes()))
 }
 
 /// The policy that applies in `cwd` (the named files, else the user's and the project's, else the
