@@ -41,7 +41,10 @@ fn answer(choice: Choice, note: Option<&str>) -> Answer {
 async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_note() {
     let dir = tempfile::tempdir().unwrap();
     let dir = std::fs::canonicalize(dir.path()).unwrap();
-    let hub = common::hub(&dir, r#"{ "commands": { "default": "prompt" } }"#).await;
+    let policy = r#"{ "commands": { "default": "prompt",
+  "rules": [
+    { "id": "deploys-ask", "pattern": ["make", "deploy"], "decision": "prompt" } ] } }"#;
+    let hub = common::hub(&dir, policy).await;
     let api = OperatorApi::new(hub.clone());
     let _attending = hub.broker().subscribe();
     let alice = Operator::named("alice (app)");
@@ -79,6 +82,10 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
     // A denial tells the agent what the operator wrote.
     let second = call(&hub, "s1", "c2", "make deploy");
     let asked = pending_one(&api).await;
+    // The deciding rule names its file and line.
+    let deciding = asked.evaluation.as_ref().and_then(|e| e.deciding_rule.clone()).unwrap();
+    assert_eq!((deciding.id.as_str(), deciding.line), ("deploys-ask", 3), "{deciding:?}");
+    assert!(deciding.source.ends_with("proj/.portcullis/policy.json"), "{deciding:?}");
     api.answer_approval(asked.id, &answer(Choice::Deny, Some("not on a Friday; ask Bob")), &alice).unwrap();
     let result = second.await.unwrap();
     match &result.outcome {

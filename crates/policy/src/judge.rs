@@ -172,8 +172,12 @@ impl Policy {
             if t.len() < rule.pattern.len() || !rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t)) {
                 continue;
             }
-            let matched =
-                MatchedRule { id: rule.id.clone(), source: rule.source.clone(), decision: rule.decision };
+            let matched = MatchedRule {
+                id: rule.id.clone(),
+                source: rule.source.clone(),
+                line: rule.line,
+                decision: rule.decision,
+            };
             eval.matched_rules.push(matched.clone());
             if let Some(slot) = per_layer.get_mut(rule.layer)
                 && slot.as_ref().is_none_or(|(d, _, _)| rule.decision > *d)

@@ -79,15 +79,38 @@ impl PolicyLayer {
         PolicyLayer::parse(&file, &text, project_root)
     }
 
+    /// Line and column (1-based) of the member `"key": value` whose value is the string `value` (the
+    /// first such member after the first `"section"` key), else of the first occurrence of the quoted
+    /// value; `(0, 0)` when unknown.
+    pub(crate) fn locate_member(&self, section: &str, key: &str, value: &str) -> (usize, usize) {
+        let Some(text) = &self.text else { return (0, 0) };
+        let quoted = serde_json::to_string(value).unwrap_or_default();
+        let key = format!("\"{key}\"");
+        let start = text.find(&format!("\"{section}\"")).unwrap_or(0);
+        let member = text.match_indices(&quoted).map(|(at, _)| at).filter(|&at| at > start).find(|&at| {
+            let before = text[..at].trim_end();
+            before.strip_suffix(':').is_some_and(|b| b.trim_end().ends_with(&key))
+        });
+        match member {
+            Some(at) => position(text, at),
+            None => self.locate(&quoted),
+        }
+    }
+
     /// Line and column (1-based) of the first occurrence of `needle` in the text, if known.
     pub(crate) fn locate(&self, needle: &str) -> (usize, usize) {
         let Some(text) = &self.text else { return (0, 0) };
         let Some(at) = text.find(needle) else { return (0, 0) };
-        let before = &text[..at];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rfind('\n').map_or(at, |n| at - n - 1) + 1;
-        (line, column)
+        position(text, at)
     }
+}
+
+/// Line and column (1-based) of byte offset `at` of `text`.
+fn position(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(at, |n| at - n - 1) + 1;
+    (line, column)
 }
 
 /// A rule that matched, with the file it came from.
@@ -95,7 +118,15 @@ impl PolicyLayer {
 pub struct MatchedRule {
     pub id: String,
     pub source: String,
+    /// The line of `source` that declares the rule (1-based; 0 when the text is not known, e.g. a
+    /// built-in policy or a record written before lines were kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub line: usize,
     pub decision: Decision,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The answer of an evaluation, with the evidence.
@@ -187,6 +218,8 @@ fn unresolvable_cwd(ctx: &EvalContext) -> Evaluation {
 pub(crate) struct Rule {
     pub(crate) id: String,
     pub(crate) source: String,
+    /// The line of `source` that declares it.
+    pub(crate) line: usize,
     /// The index of the layer that holds it.
     pub(crate) layer: usize,
     pub(crate) pattern: Vec<crate::document::PatternElement>,
@@ -228,6 +261,8 @@ pub struct Policy {
 pub struct ServerEntry {
     pub server: crate::document::UpstreamServer,
     pub source: String,
+    /// The line of `source` that declares the server.
+    pub line: usize,
     /// The server's working directory (its `cwd`, resolved against the policy's project folder).
     pub cwd: PathBuf,
 }
@@ -327,7 +362,12 @@ impl Policy {
                     })?,
                     None => layer.project_root.clone(),
                 };
-                servers.push(ServerEntry { server: server.clone(), source: layer.source.clone(), cwd });
+                servers.push(ServerEntry {
+                    server: server.clone(),
+                    source: layer.source.clone(),
+                    line: layer.locate_member("servers", "id", &server.id).0,
+                    cwd,
+                });
             }
             let mut seen = std::collections::HashSet::new();
             for rule in &doc.commands.rules {
@@ -356,6 +396,7 @@ impl Policy {
                 rules.push(Rule {
                     id: rule.id.clone(),
                     source: layer.source.clone(),
+                    line: layer.locate_member("commands", "id", &rule.id).0,
                     layer: index,
                     pattern: rule.pattern.clone(),
                     decision: rule.decision,
@@ -487,7 +528,7 @@ impl Policy {
             Some(d) => (*d, format!("server:{server_id}/{tool}")),
             None => (entry.server.decision, format!("server:{server_id}")),
         };
-        let rule = MatchedRule { id: id.clone(), source: entry.source.clone(), decision };
+        let rule = MatchedRule { id: id.clone(), source: entry.source.clone(), line: entry.line, decision };
         eval.matched_rules.push(rule.clone());
         eval.raise(decision, format!("{name}: {id} says {}", decision.as_str()), Some(&rule));
         eval

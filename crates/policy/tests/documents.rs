@@ -127,12 +127,37 @@ fn layers_combine_and_the_strictest_wins() {
     assert_eq!(e.matched_rules.len(), 2);
     let deciding = e.deciding_rule.unwrap();
     assert_eq!((deciding.id.as_str(), deciding.source.as_str()), ("project-forbids-curl", "project.json"));
+    assert_eq!(deciding.line, 2, "the rule is declared on line 2 of project.json");
     assert!(e.reasons.iter().any(|r| r.contains("no network")));
     // The user's default allow is the only default set.
     assert_eq!(policy.evaluate_command("make", &ctx).decision, Decision::Allow);
     let grants = policy.grants();
     assert!(grants.permits("shell") && !grants.permits("write") && !grants.permits("shell_unsafe"));
     assert_eq!(policy.evaluate_path("/project/src/a.rs", Access::Write, &ctx).decision, Decision::Allow);
+}
+
+/// A matched rule names the line that declares it: the `"id"` member, not an earlier word that
+/// happens to be spelled like the id, and not a same-named server.
+#[test]
+fn a_matched_rule_names_the_line_that_declares_it() {
+    let text = r#"{
+  "servers": [ { "id": "git", "command": "git-mcp" } ],
+  "commands": {
+    "rules": [
+      { "id": "deploy", "pattern": ["git"], "decision": "allow" },
+      { "id": "git",
+        "pattern": ["git", "push"], "decision": "forbidden" }
+    ]
+  }
+}"#;
+    let policy = Policy::from_layers(vec![layer("p.json", text).unwrap()]).unwrap();
+    let ctx = EvalContext { cwd: PathBuf::from("/project"), home: None };
+    let e = policy.evaluate_command("git push origin", &ctx);
+    let lines: Vec<(&str, usize)> = e.matched_rules.iter().map(|r| (r.id.as_str(), r.line)).collect();
+    assert_eq!(lines, vec![("deploy", 5), ("git", 6)]);
+    assert_eq!(e.deciding_rule.map(|r| r.line), Some(6));
+    let server = policy.evaluate_mcp_tool("mcp:git:status");
+    assert_eq!(server.deciding_rule.map(|r| (r.id, r.line)), Some(("server:git".to_owned(), 2)));
 }
 
 /// Issue 9, finding 1: a project layer (which an agent might have written) narrows, never widens, what
