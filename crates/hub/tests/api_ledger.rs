@@ -27,7 +27,7 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
                 "s1",
                 &format!("c{i}"),
                 "shell",
-                json!({"command": format!("echo zebra-{i}")}),
+                json!({"command": format!("echo zebra{i}q")}),
                 "t",
                 CancellationToken::new(),
             )
@@ -62,9 +62,21 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     assert_eq!(page.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c9"]);
     assert_eq!(page.calls[0].decided_rule.as_deref(), Some("no-rm"));
 
-    let search = CallFilter { search: Some("zebra-3".into()), ..CallFilter::default() };
+    // One word (a search for `zebra-3` would be `zebra` and `3`, and `3` is also in some outputs'
+    // durations).
+    let search = CallFilter { search: Some("zebra3q".into()), ..CallFilter::default() };
     let found = view.calls(&search, None, 10).unwrap();
     assert_eq!(found.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c3"]);
+    // The snippet: the text the search found, its words marked (in the arguments and in the output).
+    let snippet = found.calls[0].snippet.clone().unwrap();
+    let text: String = snippet.parts.iter().map(|p| p.text.as_str()).collect();
+    assert!(text.starts_with("shell {\"command\":\"echo zebra3q\"}"), "{snippet:?}");
+    let hits: Vec<&str> = snippet.parts.iter().filter(|p| p.hit).map(|p| p.text.as_str()).collect();
+    assert_eq!(hits, ["zebra3q", "zebra3q"], "{snippet:?}");
+    // It starts at the document's start; the structured output after it is cut.
+    assert!(!snippet.cut_before && snippet.cut_after, "{snippet:?}");
+    // Without a search there is no snippet.
+    assert!(first.calls.iter().all(|c| c.snippet.is_none()));
 
     let timeline = view.call("c9", Some("s1")).unwrap();
     assert!(!timeline.records.is_empty());

@@ -15,6 +15,7 @@ pub mod refusals;
 pub mod row;
 pub mod schema;
 pub mod sessions;
+pub mod snippet;
 pub mod stats;
 pub mod store;
 pub mod timefmt;
@@ -26,5 +27,6 @@ pub use query::{CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor,
 pub use refusals::{RefusalCounts, RefusalFilter, RefusalRow};
 pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};
 pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
+pub use snippet::{Snippet, SnippetPart};
 pub use stats::Stats;
 pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};

@@ -4,7 +4,7 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::row::{
-    DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, stored_record,
+    DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
 };
 use crate::schema::SCHEMA_VERSION;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
@@ -149,6 +149,9 @@ pub struct CallRow {
     /// The rule that gave the policy's decision, when a rule did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_rule: Option<String>,
+    /// With a full-text search: the text around the first word found, the words marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<crate::snippet::Snippet>,
 }
 
 /// A page of calls, newest first.
@@ -209,6 +212,7 @@ fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
         redacted: row.get(16)?,
         policy_decision: row.get::<_, Option<String>>(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
         policy_rule: row.get(18)?,
+        snippet: None,
     })
 }
 
@@ -396,7 +400,38 @@ impl LedgerReader {
         } else {
             None
         };
+        if let Some(search) = &filter.search {
+            for call in &mut calls {
+                call.snippet = crate::snippet::snippet(&self.search_document(call)?, search);
+            }
+        }
         Ok(CallPage { calls, next })
+    }
+
+    /// The text the search index was fed for a call (see the writer): its tool, what its `started`
+    /// record says (the arguments) and what its terminal record says.
+    fn search_document(&self, call: &CallRow) -> Result<String, LedgerStoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT kind, body FROM records WHERE call_key = ? AND call_id = ? AND session_id = ?
+                 AND (kind = 'started' OR id = ?) ORDER BY id",
+            )
+            .at(&self.path)?;
+        let key = crate::schema::call_key(&call.call_id);
+        let bodies = stmt
+            .query_map(rusqlite::params![key, call.call_id, call.session_id, call.record_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .at(&self.path)?
+            .collect::<Result<Vec<_>, _>>()
+            .at(&self.path)?;
+        let text = |body: &str| {
+            serde_json::from_str::<crate::row::RecordBody>(body).map(|b| search_text(&b)).unwrap_or_default()
+        };
+        let started = bodies.iter().find(|(k, _)| k == "started").map(|(_, b)| text(b)).unwrap_or_default();
+        let terminal = bodies.iter().find(|(k, _)| k != "started").map(|(_, b)| text(b)).unwrap_or_default();
+        Ok(format!("{} {started} {terminal}", call.tool))
     }
 
     /// Number of calls matching the filter.
