@@ -71,6 +71,8 @@ pub struct HubConfig {
     /// Above this many visible tools, agents are shown only `search_tools` and find the rest by
     /// keywords (progressive disclosure); the other tools stay callable.
     pub search_tools_above: usize,
+    /// The folder `~` means in the commands and paths the policy judges; `None`: `$HOME`.
+    pub home: Option<PathBuf>,
 }
 
 impl HubConfig {
@@ -94,6 +96,7 @@ impl HubConfig {
             unattended: false,
             manifest_dirs: Vec::new(),
             search_tools_above: 64,
+            home: None,
         }
     }
 
@@ -222,7 +225,11 @@ impl Hub {
         let timeout = Duration::from_secs(policy.approval_timeout_seconds());
         let limits = coding_limits(&policy);
         let servers = policy.servers().to_vec();
-        let live = Arc::new(LivePolicy::new(policy, project.clone()));
+        let mut live = LivePolicy::new(policy, project.clone());
+        if let Some(home) = &config.home {
+            live = live.with_home(Some(home.clone()));
+        }
+        let live = Arc::new(live);
         // Made here, before the redactor, so both tokens are secrets it knows from the first call on.
         let credentials = match config.config_dir.clone().or_else(user_config_dir) {
             Some(dir) => Some(
