@@ -1,11 +1,12 @@
 //! Command-line arguments (clap derive): the `ledger` subcommands, their filters, and how the filter
-//! options become a ledger `CallFilter`.
+//! options become the operator API's queries.
 
 use crate::error::CliError;
 use clap::{Args, Parser, Subcommand};
-use portcullis_harness::{BlockedReason, Timestamp};
-use portcullis_ledger::timefmt::parse_time;
-use portcullis_ledger::{CallFilter, CallStatus, LedgerStoreError};
+use portcullis_hub::api::call_query::{CallQuery, TimeRange};
+use portcullis_hub::api::ledger::CallFilter;
+use portcullis_hub::api::types::Timestamp;
+use portcullis_hub::api::{ApiError, ErrorCode};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -403,37 +404,36 @@ pub struct MigrateArgs {
     pub db: DbArg,
 }
 
-fn parse_reason(text: &str) -> Result<BlockedReason, CliError> {
-    BlockedReason::ALL.into_iter().find(|r| r.as_str() == text).ok_or_else(|| {
-        let names: Vec<&str> = BlockedReason::ALL.iter().map(|r| r.as_str()).collect();
-        CliError::Ledger(LedgerStoreError::BadFilter(format!(
-            "unknown reason {text:?}: expected one of {}",
-            names.join(", ")
-        )))
-    })
-}
-
-pub fn parse_when(option: &str, text: &str, now: Timestamp) -> Result<Timestamp, CliError> {
-    parse_time(text, now).map_err(|e| CliError::BadTime(format!("{option}: {e}")))
+/// An operator API error about an option's value, said as the option: `--since: cannot read time ...`.
+pub fn option_error(e: ApiError) -> CliError {
+    match (e.code, e.field()) {
+        (ErrorCode::BadTime, Some(field)) => CliError::BadTime(format!("--{field}: {}", e.message)),
+        _ => CliError::Api(e),
+    }
 }
 
 impl FilterArgs {
     /// The ledger filter these options describe; `now` anchors ages such as `2h`.
     pub fn to_filter(&self, now: Timestamp) -> Result<CallFilter, CliError> {
-        let statuses =
-            self.statuses.iter().map(|s| s.parse::<CallStatus>()).collect::<Result<Vec<_>, _>>()?;
-        let reasons = self.reasons.iter().map(|r| parse_reason(r)).collect::<Result<Vec<_>, _>>()?;
-        Ok(CallFilter {
-            session: self.session.clone(),
-            run: self.run.clone(),
+        let query = CallQuery {
             tools: self.tools.clone(),
-            statuses,
-            reasons,
+            statuses: self.statuses.clone(),
+            reasons: self.reasons.clone(),
             decided_by: self.decided_by.clone(),
             rule: self.rule.clone(),
-            since: self.since.as_deref().map(|t| parse_when("--since", t, now)).transpose()?,
-            until: self.until.as_deref().map(|t| parse_when("--until", t, now)).transpose()?,
+            session: self.session.clone(),
+            run: self.run.clone(),
+            since: self.since.clone(),
+            until: self.until.clone(),
             search: self.search.clone(),
-        })
+        };
+        query.filter(now).map_err(option_error)
+    }
+}
+
+impl ListingArgs {
+    /// The `--since` and `--until` of the listing.
+    pub fn range(&self) -> TimeRange {
+        TimeRange { since: self.since.clone(), until: self.until.clone() }
     }
 }

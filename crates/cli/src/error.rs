@@ -1,15 +1,10 @@
 //! The CLI's one error type: each variant has a stable code, and is shown as one line on stderr.
 
-use portcullis_ledger::LedgerStoreError;
 use std::io;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum CliError {
-    #[error(transparent)]
-    Ledger(#[from] LedgerStoreError),
-    #[error(transparent)]
-    Policy(#[from] portcullis_policy::PolicyError),
     /// An operator API call failed (its own code: the policy's or the ledger's when they failed).
     #[error("{}", .0.message)]
     Api(portcullis_hub::api::ApiError),
@@ -35,11 +30,9 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// A stable, machine-readable code: the ledger's own for ledger errors.
+    /// A stable, machine-readable code: the ledger's or the policy's own when they failed.
     pub fn code(&self) -> &'static str {
         match self {
-            CliError::Ledger(e) => e.code(),
-            CliError::Policy(e) => e.code(),
             CliError::Api(e) => e.code.as_str(),
             CliError::Hub { code, .. } => code,
             CliError::BadTime(_) => "bad_time",

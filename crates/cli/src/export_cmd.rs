@@ -5,12 +5,10 @@ use crate::args::ExportArgs;
 use crate::error::CliError;
 use crate::ledger_cmd::open_reader;
 use crate::render::count;
-use portcullis_harness::Timestamp;
 use portcullis_hub::api::ErrorCode;
-use portcullis_ledger::ExportFormat;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::Path;
+use portcullis_hub::api::ledger::parse_export_format;
+use portcullis_hub::api::types::Timestamp;
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 /// Characters between the brackets of the progress bar.
@@ -90,30 +88,8 @@ impl Write for PipeWatch<'_> {
     }
 }
 
-/// Creates (or truncates) the output file, owner-only when new: exports hold what the ledger holds.
-fn create_out(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-/// Refuses an output path that is the ledger itself.
-fn refuse_same_file(db: &Path, out: &Path) -> Result<(), CliError> {
-    if let (Ok(a), Ok(b)) = (db.canonicalize(), out.canonicalize())
-        && a == b
-    {
-        return Err(CliError::BadArgument(format!("--out {} is the ledger itself", out.display())));
-    }
-    Ok(())
-}
-
 pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let format: ExportFormat = args.format.parse()?;
+    let format = parse_export_format(&args.format)?;
     let filter = args.filter.to_filter(Timestamp::now())?;
     let reader = open_reader(&args.db.file()?)?;
     let mut bar = ProgressBar { enabled: io::stderr().is_terminal(), drawn: false };
@@ -131,23 +107,13 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, Cli
             Err(e) => Err(e.into()),
         };
     };
-    refuse_same_file(&args.db.file()?, out_path)?;
-    let existed = out_path.exists();
-    let file = create_out(out_path)
-        .map_err(|e| CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", out_path.display()))))?;
-    let mut sink = BufWriter::with_capacity(1 << 16, file);
-    let result = reader.export(&filter, format, &mut sink, &mut |done, total| bar.draw(done, total));
-    let written = match result {
-        Ok(written) => written,
-        Err(e) => {
-            drop(sink);
-            if !existed {
-                // A half-written export must not pass for a whole one.
-                let _ = std::fs::remove_file(out_path);
-            }
-            return Err(e.into());
-        }
-    };
+    // Owner-only, never the ledger itself; a failed export leaves no file it created.
+    let written = reader
+        .export_to_file(&filter, format, out_path, &mut |done, total| bar.draw(done, total))
+        .map_err(|e| match e.code {
+            ErrorCode::BadArgument => CliError::BadArgument(format!("--out {}", e.message)),
+            _ => CliError::Api(e),
+        })?;
     bar.finish(written);
     let _ = writeln!(io::stderr().lock(), "exported {written} records to {}", out_path.display());
     Ok(ExitCode::SUCCESS)

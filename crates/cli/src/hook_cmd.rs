@@ -5,10 +5,9 @@
 
 use crate::args::HookArgs;
 use crate::error::CliError;
-use portcullis_hub::config::{RuntimeInfo, default_ledger_path, load_or_create_token};
+use portcullis_hub::config::{RuntimeInfo, default_ledger_path, load_or_create_token, user_config_dir};
 use portcullis_hub::hook::{HookAnswer, MAX_HOOK_INPUT_BYTES, parse_input};
 use portcullis_hub::{Hub, HubConfig};
-use portcullis_policy::discovery::user_config_dir;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -2,16 +2,12 @@
 
 use crate::args::{CheckArgs, MigrateArgs, QueryArgs, ShowArgs};
 use crate::error::CliError;
-use crate::render::{
-    approval_line, call_decided, clean, duration, policy_label, record_decided, record_details,
-};
+use crate::render::{approval_line, call_decided, clean, policy_label, record_decided, record_details};
 use crate::table::Table;
-use portcullis_harness::Timestamp;
 use portcullis_hub::api::ErrorCode;
-use portcullis_hub::api::ledger::LedgerView;
-use portcullis_ledger::schema::SCHEMA_VERSION;
-use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{Cursor, LedgerStoreError, SqliteLedger};
+use portcullis_hub::api::ledger::{LedgerView, migrate_ledger, parse_cursor};
+use portcullis_hub::api::times::{format_duration, format_time};
+use portcullis_hub::api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
@@ -25,7 +21,7 @@ pub fn open_reader(db: &Path) -> Result<LedgerView, CliError> {
 
 pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.filter.to_filter(Timestamp::now())?;
-    let before = args.before.as_deref().map(str::parse::<Cursor>).transpose()?;
+    let before = args.before.as_deref().map(parse_cursor).transpose()?;
     let reader = open_reader(&args.db.file()?)?;
     tracing::debug!(?filter, ?before, limit = args.limit, "querying calls");
     let page = reader.calls(&filter, before, usize::from(args.limit))?;
@@ -36,7 +32,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             .map(|call| {
                 let mut value = serde_json::to_value(call)?;
                 if let Value::Object(map) = &mut value {
-                    map.insert("time".into(), Value::String(format_rfc3339(call.at)));
+                    map.insert("time".into(), Value::String(format_time(call.at)));
                 }
                 Ok(value)
             })
@@ -62,7 +58,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         .right(8);
         for call in &page.calls {
             table.push(vec![
-                format_rfc3339(call.at),
+                format_time(call.at),
                 call.session_id.clone(),
                 call.call_id.clone(),
                 call.tool.clone(),
@@ -70,7 +66,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
                 call.reason.clone().or_else(|| call.error_code.clone()).unwrap_or_else(|| "-".into()),
                 policy_label(call.policy_decision, call.policy_rule.as_deref()),
                 call_decided(call),
-                call.duration_us.map(duration).unwrap_or_else(|| "-".into()),
+                call.duration_us.map(format_duration).unwrap_or_else(|| "-".into()),
             ]);
         }
         table.write(out, "")?;
@@ -125,7 +121,7 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
         for record in &records {
             table.push(vec![
-                format_rfc3339(record.at),
+                format_time(record.at),
                 record.kind.as_str().to_owned(),
                 record_decided(&record.body.decided_by),
                 record_details(record),
@@ -188,22 +184,13 @@ pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 
 pub fn migrate(args: &MigrateArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let db = &args.db.file()?;
-    // Opening for writing would create a missing file: a typo must not make an empty ledger.
-    if !db.exists() {
-        return Err(LedgerStoreError::Missing { path: db.clone() }.into());
-    }
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(CliError::Runtime)?;
-    tracing::debug!(path = %db.display(), "opening ledger for writing");
-    // A file it refuses (another application's, a newer schema) is left as it was.
-    let ledger = SqliteLedger::open(db)?;
-    let interrupted = ledger.interrupted_on_open();
-    let cut = ledger.cut_sessions_on_open();
-    runtime.block_on(ledger.close())?;
-    drop(ledger);
-    // Reading it back proves the schema is now the one this build reads.
-    open_reader(db)?;
-    writeln!(out, "{}: schema version {SCHEMA_VERSION}", db.display())?;
+    // A missing file is not created; a file it refuses (another application's, a newer schema) is left
+    // as it was.
+    let report = runtime.block_on(migrate_ledger(db))?;
+    writeln!(out, "{}: schema version {}", db.display(), report.schema_version)?;
+    let (interrupted, cut) = (report.interrupted_calls, report.cut_sessions);
     if interrupted > 0 {
         writeln!(out, "marked {interrupted} calls left open by a stopped writer as interrupted")?;
     }

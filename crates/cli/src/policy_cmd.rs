@@ -3,12 +3,12 @@
 
 use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
-use portcullis_hub::api::judge::{Judged, judge_call, run_policy_tests};
+use portcullis_hub::api::policy_check::{
+    CallVerdict, Evaluation, LoadedPolicy, PolicyLint, Severity, lint_policy, quote_shell_word, test_policy,
+};
 use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
-use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_policy::discovery::{layers_for, load_for};
-use portcullis_policy::lint::{Severity, lint};
-use portcullis_policy::{CallVerdict, EvalContext, Evaluation, Policy};
+use portcullis_hub::api::times::format_time;
+use portcullis_hub::api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,17 +28,9 @@ pub fn working_dir(files: &PolicyFiles) -> Result<PathBuf, CliError> {
         .ok_or_else(|| CliError::BadArgument(format!("--cwd {}: not a directory", cwd.display())))
 }
 
-/// Quotes a word so bash reads it back as the same word.
-fn shell_quote(word: &str) -> String {
-    let plain =
-        !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,@%+-".contains(c));
-    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
-}
-
 pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
-    let (policy, sources) = load_for(&args.files.policies, &cwd)?;
-    let ctx = EvalContext::new(&cwd);
+    let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
     let verdict = match (&args.call, args.command.as_slice()) {
         (Some(call), _) => {
             let call: Value = serde_json::from_str(call)
@@ -53,31 +45,21 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
                 return Err(CliError::BadArgument("--call \"arguments\" must be an object".into()));
             }
             // Judged as a live call is: the tool describes its action, the pipeline judges it.
-            let judgement = tokio::runtime::Builder::new_current_thread()
+            tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(CliError::Runtime)?
-                .block_on(judge_call(&args.files.policies, &cwd, name, arguments))?;
-            match (judgement.judged, judgement.evaluation) {
-                (Judged::Blocked { reason, detail }, _) => CallVerdict::Blocked { reason, detail },
-                (_, Some(evaluation)) => CallVerdict::Evaluated(evaluation),
-                (judged, None) => CallVerdict::Blocked {
-                    reason: judged.as_str().to_owned(),
-                    detail: "the tool described no action".into(),
-                },
-            }
+                .block_on(policy.check_call(name, arguments))?
         }
         (None, []) => {
             return Err(CliError::BadArgument(
                 "nothing to check: give --call JSON or a command after `--`".into(),
             ));
         }
-        (None, [script]) => CallVerdict::Evaluated(policy.evaluate_command(script, &ctx)),
-        (None, words) => {
-            let script = words.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
-            CallVerdict::Evaluated(policy.evaluate_command(&script, &ctx))
-        }
+        (None, [script]) => CallVerdict::Evaluated(policy.check_command(script)),
+        (None, words) => CallVerdict::Evaluated(policy.check_argv(words)),
     };
+    let sources = policy.sources();
     if args.json {
         let mut value = match &verdict {
             CallVerdict::Evaluated(e) => serde_json::to_value(e)?,
@@ -116,7 +98,7 @@ fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError
     if !e.commands.is_empty() {
         writeln!(out, "commands:")?;
         for argv in &e.commands {
-            writeln!(out, "  {}", argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" "))?;
+            writeln!(out, "  {}", argv.iter().map(|w| quote_shell_word(w)).collect::<Vec<_>>().join(" "))?;
         }
     }
     if !e.paths.is_empty() {
@@ -142,26 +124,14 @@ fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError
 
 pub fn test(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
-    let policy = Policy::from_layers_unchecked(layers_for(&args.files.policies, &cwd)?)?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let examples = policy.example_outcomes();
-    let tests = tokio::runtime::Builder::new_current_thread()
+    let report = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?
-        .block_on(run_policy_tests(&policy, home))?;
-    let failed = examples.iter().filter(|e| !e.passed).count() + tests.iter().filter(|t| !t.passed).count();
+        .block_on(test_policy(&args.files.policies, &cwd))?;
+    let (examples, tests, failed) = (&report.examples, &report.tests, report.failed);
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            json!({
-                "examples": examples,
-                "tests": tests,
-                "failed": failed,
-                "policies": policy.layers().iter().map(|l| l.source.as_str()).collect::<Vec<_>>(),
-            })
-        )?;
+        writeln!(out, "{}", serde_json::to_value(&report)?)?;
     } else {
         for e in examples.iter().filter(|e| !e.passed) {
             writeln!(
@@ -196,9 +166,7 @@ pub fn test(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
 
 pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
-    let policy = Policy::from_layers_unchecked(layers_for(&args.files.policies, &cwd)?)?;
-    let findings = lint(&policy);
-    let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let PolicyLint { findings, warnings, rules, .. } = lint_policy(&args.files.policies, &cwd)?;
     if args.json {
         writeln!(out, "{}", json!({ "findings": findings, "warnings": warnings }))?;
     } else {
@@ -216,7 +184,6 @@ pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, 
                 f.message
             )?;
         }
-        let rules: usize = policy.layers().iter().map(|l| l.document.commands.rules.len()).sum();
         writeln!(out, "{rules} rules: {warnings} warnings, {} notes", findings.len() - warnings)?;
     }
     Ok(if warnings == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -228,8 +195,8 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
     // Bad input says so before anything is printed.
     portcullis_hub::api::ledger::LedgerView::open(&db)?;
     if !args.json {
-        let (_, sources) = load_for(&args.files.policies, &cwd)?;
-        writeln!(out, "replaying {} against {}", db.display(), sources.join(", "))?;
+        let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
+        writeln!(out, "replaying {} against {}", db.display(), policy.sources().join(", "))?;
     }
     let mut written: Result<(), CliError> = Ok(());
     let stop = AtomicBool::new(false);
@@ -240,7 +207,7 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
         } else {
             Ok(format!(
                 "{}  {}/{}  {}  {}: {} -> {} ({})",
-                format_rfc3339(portcullis_harness::Timestamp(change.at)),
+                format_time(Timestamp(change.at)),
                 change.session_id,
                 change.call_id,
                 change.tool,

@@ -1,10 +1,9 @@
-//! Text for people: durations, counts, time widths, who decided, and one-line summaries of records.
+//! Text for people: counts, who decided, and one-line summaries of records (times and durations are
+//! the operator API's, `api::times`).
 
-use crate::error::CliError;
-use portcullis_harness::{Content, DecidedBy};
-use portcullis_ledger::row::decided_columns;
-use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{ApprovalRecord, CallRow, StoredPolicyDecision, StoredRecord};
+use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, Decider, StoredPolicyDecision, StoredRecord};
+use portcullis_hub::api::times::{format_duration, format_time};
+use portcullis_hub::api::types::{Content, DecidedBy};
 
 /// Longest argument, output or message text shown in a one-line summary.
 const SUMMARY_CHARS: usize = 160;
@@ -30,24 +29,6 @@ pub fn shorten(text: &str, max: usize) -> String {
     cut
 }
 
-/// `850us`, `12.3ms`, `1.50s`, `2m05s`, `3h07m`.
-pub fn duration(us: i64) -> String {
-    let us = us.max(0);
-    match us {
-        0..1_000 => format!("{us}us"),
-        1_000..1_000_000 => format!("{:.1}ms", us as f64 / 1e3),
-        1_000_000..60_000_000 => format!("{:.2}s", us as f64 / 1e6),
-        60_000_000..3_600_000_000 => {
-            let s = us / 1_000_000;
-            format!("{}m{:02}s", s / 60, s % 60)
-        }
-        _ => {
-            let m = us / 60_000_000;
-            format!("{}h{:02}m", m / 60, m % 60)
-        }
-    }
-}
-
 /// `12,000`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();
@@ -59,35 +40,6 @@ pub fn count(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-const UNITS: [(char, i64); 4] =
-    [('d', 86_400_000_000), ('h', 3_600_000_000), ('m', 60_000_000), ('s', 1_000_000)];
-
-/// Reads a time width such as `90s`, `15m`, `1h`, `7d` as microseconds.
-pub fn parse_width(option: &str, text: &str) -> Result<i64, CliError> {
-    let bad = || {
-        CliError::BadArgument(format!(
-            "{option}: cannot read {text:?} as a time width: use a whole number and s, m, h or d (90s, 15m, 1h, 7d)"
-        ))
-    };
-    let t = text.trim();
-    let unit = t.chars().last().ok_or_else(bad)?;
-    let per = UNITS.iter().find(|(u, _)| *u == unit).map(|(_, per)| *per).ok_or_else(bad)?;
-    let n: i64 = t[..t.len() - 1].parse().map_err(|_| bad())?;
-    if n <= 0 {
-        return Err(bad());
-    }
-    n.checked_mul(per).ok_or_else(bad)
-}
-
-/// A time width for people: `1h`, `90s`, or `~` and a rounded duration when it is not whole seconds.
-pub fn width(us: i64) -> String {
-    UNITS
-        .iter()
-        .find(|(_, per)| us > 0 && us % per == 0)
-        .map(|(unit, per)| format!("{}{unit}", us / per))
-        .unwrap_or_else(|| format!("~{}", duration(us)))
 }
 
 /// `rule:allow-reads`, `operator (alice: approved_once)`, `default`.
@@ -125,9 +77,9 @@ pub fn record_decided(decided: &DecidedBy) -> String {
     if let DecidedBy::Default { detail: Some(detail) } = decided {
         return format!("default ({detail})");
     }
-    let (kind, rule, source, operator) = decided_columns(decided);
-    let mut label = decided_label(kind, rule, operator.as_deref());
-    if let Some(source) = source {
+    let decider = Decider::of(decided);
+    let mut label = decided_label(&decider.kind, decider.rule.as_deref(), decider.operator.as_deref());
+    if let Some(source) = &decider.source {
         label.push_str(" from ");
         label.push_str(source);
     }
@@ -180,7 +132,7 @@ pub fn record_details(record: &StoredRecord) -> String {
         parts.push(shown);
     }
     if let Some(d) = record.duration_us {
-        parts.push(format!("took {}", duration(d)));
+        parts.push(format!("took {}", format_duration(d)));
     }
     if record.redacted {
         parts.push("redacted".into());
@@ -190,7 +142,7 @@ pub fn record_details(record: &StoredRecord) -> String {
 
 /// One approval on one line.
 pub fn approval_line(a: &ApprovalRecord) -> String {
-    let mut line = format!("requested {}", format_rfc3339(a.requested_at));
+    let mut line = format!("requested {}", format_time(a.requested_at));
     match (a.outcome, a.resolved_at) {
         (Some(outcome), resolved) => {
             line.push_str(&format!(", {}", outcome.as_str()));
@@ -198,10 +150,10 @@ pub fn approval_line(a: &ApprovalRecord) -> String {
                 line.push_str(&format!(" by {}", clean(op)));
             }
             if let Some(at) = resolved {
-                line.push_str(&format!(" at {}", format_rfc3339(at)));
+                line.push_str(&format!(" at {}", format_time(at)));
             }
         }
-        (None, Some(at)) => line.push_str(&format!(", resolved at {}", format_rfc3339(at))),
+        (None, Some(at)) => line.push_str(&format!(", resolved at {}", format_time(at))),
         (None, None) => line.push_str(", unanswered"),
     }
     if let Some(note) = &a.note {
@@ -218,30 +170,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_and_counts() {
-        assert_eq!(duration(850), "850us");
-        assert_eq!(duration(12_340), "12.3ms");
-        assert_eq!(duration(1_500_000), "1.50s");
-        assert_eq!(duration(125_000_000), "2m05s");
-        assert_eq!(duration(3 * 3_600_000_000 + 7 * 60_000_000), "3h07m");
+    fn counts() {
         assert_eq!(count(0), "0");
         assert_eq!(count(999), "999");
         assert_eq!(count(12_000), "12,000");
         assert_eq!(count(1_234_567), "1,234,567");
-    }
-
-    #[test]
-    fn widths() {
-        assert_eq!(parse_width("--bucket", "1h").unwrap(), 3_600_000_000);
-        assert_eq!(parse_width("--bucket", "90s").unwrap(), 90_000_000);
-        assert_eq!(parse_width("--bucket", "7d").unwrap(), 7 * 86_400_000_000);
-        for bad in ["", "h", "0h", "-1h", "1w", "1.5h", "99999999999999d"] {
-            assert!(parse_width("--bucket", bad).is_err(), "{bad}");
-        }
-        assert_eq!(width(3_600_000_000), "1h");
-        assert_eq!(width(90_000_000), "90s");
-        assert_eq!(width(1_500), "~1.5ms");
-        assert_eq!(width(919_808_932_547), "~255h30m");
     }
 
     #[test]

@@ -4,11 +4,10 @@
 use crate::args::{ServeApprover, ServeArgs};
 use crate::error::CliError;
 use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
-use portcullis_harness::untrusted::visible;
 use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
-use portcullis_hub::api::{Operator, OperatorApi};
-use portcullis_hub::config::default_ledger_path;
+use portcullis_hub::api::{Operator, OperatorApi, visible};
+use portcullis_hub::config::{default_ledger_path, user_config_dir};
 use portcullis_hub::{Hub, HubConfig, bind, reload, serve_on};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -101,7 +100,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
 }
 
 fn hub_config_dir_display() -> String {
-    portcullis_policy::discovery::user_config_dir().map(|d| d.display().to_string()).unwrap_or_default()
+    user_config_dir().map(|d| d.display().to_string()).unwrap_or_default()
 }
 
 /// Reload outcomes and rejected policies go to the log (stderr).

@@ -2,31 +2,21 @@
 //! Sessions newest first with how each ended — closed by its client or hub, or cut (the hub holding it
 //! stopped without closing it); refused requests newest first, identical ones counted per minute.
 
-use crate::args::{ListingArgs, parse_when};
+use crate::args::{ListingArgs, option_error};
 use crate::error::CliError;
 use crate::ledger_cmd::open_reader;
 use crate::render::clean;
 use crate::table::Table;
-use portcullis_harness::Timestamp;
-use portcullis_ledger::timefmt::format_rfc3339;
-use portcullis_ledger::{RefusalFilter, SessionFilter};
+use portcullis_hub::api::times::format_time;
+use portcullis_hub::api::types::Timestamp;
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// The `--since` and `--until` of the arguments.
-fn time_range(args: &ListingArgs) -> Result<(Option<Timestamp>, Option<Timestamp>), CliError> {
-    let now = Timestamp::now();
-    Ok((
-        args.since.as_deref().map(|t| parse_when("--since", t, now)).transpose()?,
-        args.until.as_deref().map(|t| parse_when("--until", t, now)).transpose()?,
-    ))
-}
-
 pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let (since, until) = time_range(args)?;
+    let filter = args.range().refusal_filter(Timestamp::now()).map_err(option_error)?;
     let reader = open_reader(&args.db.file()?)?;
-    let rows = reader.refusals(&RefusalFilter { since, until }, usize::from(args.limit))?;
+    let rows = reader.refusals(&filter, usize::from(args.limit))?;
     if args.json {
         writeln!(out, "{}", json!({ "refusals": rows }))?;
         return Ok(ExitCode::SUCCESS);
@@ -55,8 +45,8 @@ pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
             _ => "(details not kept: too many kinds this minute)".into(),
         };
         table.push(vec![
-            format_rfc3339(row.first_at),
-            format_rfc3339(row.last_at),
+            format_time(row.first_at),
+            format_time(row.last_at),
             row.count.to_string(),
             row.status.to_string(),
             row.code.clone(),
@@ -72,8 +62,7 @@ pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
 }
 
 pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let (since, until) = time_range(args)?;
-    let filter = SessionFilter { id: None, since, until };
+    let filter = args.range().session_filter(Timestamp::now()).map_err(option_error)?;
     let reader = open_reader(&args.db.file()?)?;
     let rows = reader.sessions(&filter, usize::from(args.limit))?;
     if args.json {
@@ -98,10 +87,10 @@ pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
             (None, None) => "open",
         };
         table.push(vec![
-            format_rfc3339(s.started_at),
+            format_time(s.started_at),
             clean(&s.id),
             client,
-            s.ended_at.map(format_rfc3339).unwrap_or_else(|| "-".into()),
+            s.ended_at.map(format_time).unwrap_or_else(|| "-".into()),
             end.to_owned(),
         ]);
     }

@@ -2,9 +2,9 @@
 //! stdout, which carry data) and reads the operator's answer: once, session, always, deny.
 
 use async_trait::async_trait;
-use portcullis_harness::untrusted::visible;
-use portcullis_hub::api::types::{AlwaysOffer, Approval};
-use portcullis_policy::{ApprovalChoice, ApprovalPrompt, Prompter};
+use portcullis_hub::api::one_call::{Amendment, ApprovalChoice, ApprovalPrompt, Prompter};
+use portcullis_hub::api::types::{AlwaysOffer, Approval, ExecutionAction, Timestamp};
+use portcullis_hub::api::visible;
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -36,7 +36,7 @@ pub fn terminal_operator() -> String {
 /// The action's lines of a question: command, folder, paths, and why the policy asks. Everything here
 /// comes from the agent, so control and invisible characters are shown escaped (a command cannot draw
 /// another command over itself).
-fn action_lines(text: &mut String, action: &portcullis_harness::ExecutionAction, reason: Option<&str>) {
+fn action_lines(text: &mut String, action: &ExecutionAction, reason: Option<&str>) {
     if let Some(command) = &action.command {
         text.push_str(&format!("  command: {}\n", visible(command)));
     }
@@ -76,7 +76,7 @@ fn read_root_added(path: &str) -> String {
     format!("read root {}", visible(path))
 }
 
-fn amendment_adds(amendment: &portcullis_policy::Amendment) -> Vec<String> {
+fn amendment_adds(amendment: &Amendment) -> Vec<String> {
     let rules =
         amendment.rules.iter().map(|r| rule_added(&r.id, r.examples.first().map_or("", String::as_str)));
     rules.chain(amendment.read_roots.iter().map(|r| read_root_added(&r.path))).collect()
@@ -161,7 +161,7 @@ pub fn describe_pending(p: &Approval) -> String {
         visible(&p.session_id)
     );
     action_lines(&mut text, &p.action, p.reason.as_deref());
-    let seconds = (p.deadline.0 - portcullis_harness::Timestamp::now().0).max(0) / 1_000_000;
+    let seconds = (p.deadline.0 - Timestamp::now().0).max(0) / 1_000_000;
     text.push_str(&format!("  denied automatically in {seconds} s\n"));
     let always = match &p.always {
         AlwaysOffer::Yes { file, rules, read_roots, .. } => {

@@ -8,8 +8,7 @@
 mod ledger_fixture;
 
 use ledger_fixture::*;
-use portcullis_harness::Ledger;
-use portcullis_ledger::SqliteLedger;
+use portcullis_hub::testing::LedgerWriter;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -262,7 +261,7 @@ fn a_running_call_is_listed_while_its_writer_is_open() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("live.db");
     let rt = runtime();
-    let ledger = SqliteLedger::open(&path).unwrap();
+    let ledger = LedgerWriter::open(&path).unwrap();
     let live = Call::new("sess-live", "live-1", "shell", rule("allow-shell"));
     rt.block_on(async {
         ledger.record(live.started(0, json!({"command": "make"}))).await.unwrap();

@@ -7,9 +7,8 @@
 mod ledger_fixture;
 
 use ledger_fixture::*;
-use portcullis_harness::{DecidedBy, Ledger};
-use portcullis_ledger::SqliteLedger;
-use portcullis_ledger::export::CSV_HEADER;
+use portcullis_hub::api::ledger::CSV_HEADER;
+use portcullis_hub::testing::{DecidedBy, LedgerWriter};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -273,7 +272,7 @@ fn debug_logs_go_to_stderr_only() {
 fn big_fixture(dir: &Path) -> PathBuf {
     let path = dir.join("big.db");
     runtime().block_on(async {
-        let ledger = SqliteLedger::open(&path).unwrap();
+        let ledger = LedgerWriter::open(&path).unwrap();
         let padding = "x".repeat(300);
         for i in 0..2000 {
             let c = Call::new("sess-big", &format!("big-{i}"), "echo", DecidedBy::DEFAULT);

@@ -2,7 +2,6 @@
 //! 0600, made on first start), the runtime file that tells `portcullis mcp` and `portcullis hook` a hub
 //! is running, and the default ledger (user data dir).
 
-use portcullis_policy::discovery::user_config_dir;
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -12,6 +11,10 @@ use std::path::{Path, PathBuf};
 /// The environment variables the hub passes to programs it starts (upstream servers, process tools); they
 /// inherit nothing else unless their configuration says.
 pub const CHILD_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "TMPDIR", "USER"];
+
+/// The user's config folder for Portcullis (the tokens', the runtime file's, the user policy's):
+/// `$PORTCULLIS_CONFIG_DIR`, else `$XDG_CONFIG_HOME/portcullis`, else `~/.config/portcullis`.
+pub use portcullis_policy::discovery::user_config_dir;
 
 /// The default port of the gateway.
 pub const DEFAULT_PORT: u16 = 7391;

@@ -16,6 +16,8 @@ pub mod reload;
 pub mod secrets;
 pub mod server;
 pub mod stdio;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod upstreams;
 pub mod waiting;
 

@@ -1,15 +1,14 @@
 //! The ledger the `portcullis ledger` tests read: two sessions, four tools, every record kind and six
-//! kinds of decider, written with the real SQLite writer; and how the tests run the binary and read its
-//! output (JSON pages, CSV).
+//! kinds of decider, written with the real SQLite writer (through `portcullis_hub::testing`); and how
+//! the tests run the binary and read its output (JSON pages, CSV).
 // Fixture builders and run helpers are not #[test] fns, so clippy.toml's test allowance misses them.
 // Each test file uses part of them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
-use portcullis_harness::{
-    BlockedReason, CallContext, CallError, DecidedBy, Ledger, OperatorOutcome, RecordKind, Timestamp,
-    ToolCallRecord, ToolOutput,
+use portcullis_hub::testing::{
+    ApprovalOutcome, ApprovalRecord, BlockedReason, CallContext, CallError, DecidedBy, LedgerWriter,
+    OperatorOutcome, RecordKind, SessionInfo, Timestamp, ToolCallRecord, ToolOutput,
 };
-use portcullis_ledger::{ApprovalOutcome, ApprovalRecord, SessionInfo, SqliteLedger};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -210,7 +209,7 @@ pub fn session(id: &str) -> SessionInfo {
 /// Writes the fixture ledger; `a-shell-2` is still running at close and so becomes `interrupted`.
 pub fn write_fixture(path: &Path) {
     runtime().block_on(async {
-        let ledger = SqliteLedger::open(path).unwrap();
+        let ledger = LedgerWriter::open(path).unwrap();
         ledger.begin_session(session("sess-a")).await.unwrap();
         ledger.begin_session(session("sess-b")).await.unwrap();
         for record in fixture_records() {

@@ -23,6 +23,10 @@ pub enum ErrorCode {
     PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
     BadArgument,
+    /// A time that cannot be read (`details`: the field, when there is one, and the value).
+    BadTime,
+    /// Writing the output a front end asked for (an export file) failed.
+    OutputFailed,
     /// A policy did not load or is not valid: the policy crate's own code (`policy_parse`...).
     Policy(&'static str),
     /// The ledger failed or is not one: the ledger crate's own code (`not_a_ledger`...).
@@ -45,6 +49,8 @@ impl ErrorCode {
             ErrorCode::GrantUnknown => "grant_unknown",
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::BadArgument => "bad_argument",
+            ErrorCode::BadTime => "bad_time",
+            ErrorCode::OutputFailed => "output_failed",
             ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
@@ -56,8 +62,8 @@ impl ErrorCode {
         match self {
             ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown | ErrorCode::CallNotFound => 404,
             ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered | ErrorCode::PolicyChanged => 409,
-            ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::Policy(_) => 400,
-            ErrorCode::Ledger(_) => 500,
+            ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::BadTime | ErrorCode::Policy(_) => 400,
+            ErrorCode::Ledger(_) | ErrorCode::OutputFailed => 500,
         }
     }
 }
@@ -75,6 +81,11 @@ pub struct ApiError {
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>, details: Value) -> Self {
         ApiError { code, message: message.into(), details }
+    }
+
+    /// The field of the request this error is about, when `details` names one (`since`, `until`).
+    pub fn field(&self) -> Option<&str> {
+        self.details.get("field").and_then(Value::as_str)
     }
 }
 
@@ -120,6 +131,8 @@ mod tests {
             (ErrorCode::GrantUnknown, "grant_unknown", 404),
             (ErrorCode::BadRequest, "bad_request", 400),
             (ErrorCode::BadArgument, "bad_argument", 400),
+            (ErrorCode::BadTime, "bad_time", 400),
+            (ErrorCode::OutputFailed, "output_failed", 500),
             (ErrorCode::PolicyChanged, "policy_changed", 409),
             (ErrorCode::CallNotFound, "call_not_found", 404),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),

@@ -1,24 +1,38 @@
 //! Ledgers through the operator API: any ledger file opened read-only (also while a hub writes it),
 //! calls paged newest first by a cursor with filters and full-text search, one call with every record
-//! and approval, sessions with how they ended, refusals, stats and export.
+//! and approval, sessions with how they ended, refusals, stats and export; and a file's upkeep: its
+//! health, its schema, its migration.
 //!
 //! The shapes are the ledger reader's own (`CallRow` for a call's latest state in a listing,
 //! `StoredRecord` for each record of its timeline): they are the transport types of this part of the
 //! API, re-exported here so front ends name them through the API.
 
 use super::error::{ApiError, ErrorCode};
-use portcullis_ledger::LedgerReader;
+use portcullis_harness::{DecidedBy, Timestamp};
+use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
+pub use portcullis_ledger::export::CSV_HEADER;
+pub use portcullis_ledger::stats::{Bucket, Count, ToolDurations};
 pub use portcullis_ledger::{
-    ApprovalRecord, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, CheckReport, Cursor,
-    ExportFormat, RefusalFilter, RefusalRow, SessionFilter, SessionRow, Stats, StoredRecord,
+    ApprovalOutcome, ApprovalRecord, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, CheckReport,
+    Cursor, ExportFormat, RecordBody, RefusalFilter, RefusalRow, SessionEnd, SessionFilter, SessionRow,
+    Stats, StoredKind, StoredPolicyDecision, StoredRecord,
 };
 
 /// The most calls one page holds.
 pub const MAX_PAGE: usize = 1000;
+
+/// The ledger schema version this build reads and writes; older files are migrated by
+/// [`migrate_ledger`], newer ones refused (`ledger_schema_newer`).
+pub const SCHEMA_VERSION: i64 = portcullis_ledger::schema::SCHEMA_VERSION;
+
+/// Most histogram buckets [`fill_histogram`] draws with their empty neighbours filled in.
+pub const MAX_FILLED_BUCKETS: i64 = 200;
 
 /// A ledger opened for reading.
 pub struct LedgerView {
@@ -90,5 +104,172 @@ impl LedgerView {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
         Ok(self.reader.export(filter, format, out, progress)?)
+    }
+
+    /// Writes every record of the matching calls to the file `out`: created owner-only (exports hold
+    /// what the ledger holds) or truncated, never the ledger itself (`bad_argument`). An export that
+    /// fails removes the file it created, so a part never passes for the whole. Returns the records
+    /// written.
+    pub fn export_to_file(
+        &self,
+        filter: &CallFilter,
+        format: ExportFormat,
+        out: &Path,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, ApiError> {
+        if let (Ok(a), Ok(b)) = (self.reader.path().canonicalize(), out.canonicalize())
+            && a == b
+        {
+            return Err(ApiError::new(
+                ErrorCode::BadArgument,
+                format!("{} is the ledger itself", out.display()),
+                json!({ "file": out }),
+            ));
+        }
+        let existed = out.exists();
+        let file = create_owner_only(out).map_err(|e| output_failed(out, &e))?;
+        let mut sink = BufWriter::with_capacity(1 << 16, file);
+        let written = self
+            .export(filter, format, &mut sink, progress)
+            .and_then(|n| sink.flush().map(|()| n).map_err(|e| output_failed(out, &e)));
+        drop(sink);
+        if written.is_err() && !existed {
+            let _ = std::fs::remove_file(out);
+        }
+        written
+    }
+}
+
+/// Creates (or truncates) a file, owner-only when new.
+fn create_owner_only(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
+}
+
+fn output_failed(path: &Path, e: &std::io::Error) -> ApiError {
+    ApiError::new(
+        ErrorCode::OutputFailed,
+        format!("cannot write output: {}: {e}", path.display()),
+        json!({ "file": path }),
+    )
+}
+
+/// Reads a page cursor (the `next` of a page, `<time>.<id>`); anything else is `bad_filter`.
+pub fn parse_cursor(text: &str) -> Result<Cursor, ApiError> {
+    Ok(text.parse::<Cursor>()?)
+}
+
+/// Reads an export format: `jsonl` or `csv`; anything else is `bad_filter`.
+pub fn parse_export_format(text: &str) -> Result<ExportFormat, ApiError> {
+    Ok(text.parse::<ExportFormat>()?)
+}
+
+/// The health of the ledger file at `path` (opened read-only): refused as [`LedgerView::open`] refuses.
+pub fn check_ledger(path: &Path) -> Result<CheckReport, ApiError> {
+    LedgerView::open(path)?.check()
+}
+
+/// What migrating a ledger did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrateReport {
+    /// The file's schema version now ([`SCHEMA_VERSION`]).
+    pub schema_version: i64,
+    /// Calls a writer that stopped left open, now marked interrupted.
+    pub interrupted_calls: u64,
+    /// Sessions a writer that stopped left open, now marked cut.
+    pub cut_sessions: u64,
+}
+
+/// Opens the ledger at `path` for writing once and closes it: an older schema is migrated, what a
+/// stopped writer left open is settled. A missing file is not created (`ledger_missing`); a file this
+/// build refuses (another application's, a newer schema, one a writer holds) is left as it was.
+pub async fn migrate_ledger(path: &Path) -> Result<MigrateReport, ApiError> {
+    if !path.exists() {
+        return Err(LedgerStoreError::Missing { path: path.to_path_buf() }.into());
+    }
+    tracing::debug!(path = %path.display(), "opening ledger for writing");
+    let ledger = SqliteLedger::open(path)?;
+    let interrupted_calls = ledger.interrupted_on_open();
+    let cut_sessions = ledger.cut_sessions_on_open();
+    ledger.close().await?;
+    drop(ledger);
+    // Reading it back proves the schema is now the one this build reads.
+    LedgerReader::open(path)?;
+    Ok(MigrateReport { schema_version: SCHEMA_VERSION, interrupted_calls, cut_sessions })
+}
+
+/// Who decided a record, as the ledger's columns (and its CSV export) hold it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decider {
+    /// `default`, `rule`, `operator`, `session_grant`, `approval_timeout`, `grants`, `guardrail`,
+    /// `permission`, `registry`, `validator`.
+    pub kind: String,
+    /// The rule (or grant, scope, guardrail rule, permission, validator) that decided.
+    pub rule: Option<String>,
+    /// Where that rule is: its policy file, the guardrail's pack.
+    pub source: Option<String>,
+    /// The operator and their answer (`alice: approved_once`).
+    pub operator: Option<String>,
+}
+
+impl Decider {
+    pub fn of(decided: &DecidedBy) -> Decider {
+        let (kind, rule, source, operator) = portcullis_ledger::row::decided_columns(decided);
+        Decider {
+            kind: kind.to_owned(),
+            rule: rule.map(str::to_owned),
+            source: source.map(str::to_owned),
+            operator,
+        }
+    }
+}
+
+/// A histogram ready to draw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub buckets: Vec<Bucket>,
+    /// The empty buckets between them are left out (there would be more than [`MAX_FILLED_BUCKETS`]).
+    pub empty_left_out: bool,
+}
+
+/// The stats' buckets (only the non-empty ones) with the empty buckets between them filled in, when
+/// there are no more than [`MAX_FILLED_BUCKETS`] in all.
+pub fn fill_histogram(buckets: &[Bucket], bucket_us: i64) -> Histogram {
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
+        return Histogram { buckets: Vec::new(), empty_left_out: false };
+    };
+    let width = bucket_us.max(1);
+    let span = (last.start.0 - first.start.0) / width + 1;
+    if span > MAX_FILLED_BUCKETS {
+        return Histogram { buckets: buckets.to_vec(), empty_left_out: true };
+    }
+    let mut all = Vec::new();
+    let mut given = buckets.iter().peekable();
+    for i in 0..span {
+        let start = Timestamp(first.start.0 + i * bucket_us);
+        let count = match given.peek() {
+            Some(b) if b.start == start => given.next().map(|b| b.count).unwrap_or(0),
+            _ => 0,
+        };
+        all.push(Bucket { start, count });
+    }
+    Histogram { buckets: all, empty_left_out: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_gaps_between_buckets() {
+        let b = |s, count| Bucket { start: Timestamp(s), count };
+        let filled = fill_histogram(&[b(0, 2), b(30, 1)], 10);
+        assert!(!filled.empty_left_out);
+        let counts: Vec<u64> = filled.buckets.iter().map(|b| b.count).collect();
+        assert_eq!(counts, [2, 0, 0, 1]);
+        let sparse = fill_histogram(&[b(0, 2), b(10_000, 1)], 10);
+        assert!(sparse.empty_left_out);
+        assert_eq!(sparse.buckets.len(), 2);
+        assert_eq!(fill_histogram(&[], 10).buckets, []);
     }
 }

@@ -3,6 +3,7 @@
 //! [`types`], never the crates' internal ones; every failure is an [`ApiError`] with a stable code.
 
 mod approvals;
+pub mod call_query;
 mod catalog;
 mod connections;
 pub mod error;
@@ -10,11 +11,16 @@ pub mod events;
 pub mod judge;
 pub mod ledger;
 pub mod one_call;
+pub mod policy_check;
 pub mod policy_files;
 pub mod replay;
+pub mod times;
 pub mod types;
 
 pub use error::{ApiError, ErrorCode};
+/// Agent text (commands, paths, tool names, reasons quoting them) made safe to show a person: control
+/// and invisible characters written as visible escapes. Every front end escapes agent text with it.
+pub use portcullis_harness::untrusted::visible;
 
 use crate::hub::Hub;
 

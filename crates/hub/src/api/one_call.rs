@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use portcullis_policy::{ApprovalChoice, ApprovalPrompt, Prompter};
+pub use portcullis_policy::{Amendment, ApprovalChoice, ApprovalPrompt, Prompter};
 
 /// One call and where it runs.
 pub struct OneCall {

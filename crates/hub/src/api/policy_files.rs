@@ -89,7 +89,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     written
 }
 
-fn parse_for(path: &Path, text: &str) -> Result<PolicyLayer, ApiError> {
+pub(super) fn parse_for(path: &Path, text: &str) -> Result<PolicyLayer, ApiError> {
     let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
     // A file in a `.portcullis` folder roots its relative paths at the project, as when it is loaded.
     let root = if folder.file_name().is_some_and(|n| n == ".portcullis") {
@@ -101,7 +101,7 @@ fn parse_for(path: &Path, text: &str) -> Result<PolicyLayer, ApiError> {
 }
 
 /// A policy error with where it is as details.
-fn located(e: PolicyError) -> ApiError {
+pub(super) fn located(e: PolicyError) -> ApiError {
     let details = match &e {
         PolicyError::Syntax { file, line, column, .. } => {
             json!({ "file": file, "line": line, "column": column })

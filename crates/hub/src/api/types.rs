@@ -2,9 +2,15 @@
 //! the crates' internal types so that a change inside does not change what the desktop app and the HTTP
 //! API see.
 
-use portcullis_harness::{ExecutionAction, RuleRef, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// The crates' types that are part of this API's contract (fields of the transport types, a call's
+/// result), re-exported so front ends name them through the API.
+pub use portcullis_harness::{
+    CallError, CallOutcome, Content, DecidedBy, ExecutionAction, OperatorOutcome, RuleRef, Timestamp,
+    ToolCallResult, ToolOutput,
+};
 
 /// A call waiting for an operator's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
