@@ -56,6 +56,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         unattended: false,
         manifest_dirs: args.manifest_dirs.clone(),
         search_tools_above: args.search_tools_above,
+        home: None,
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,

@@ -63,6 +63,12 @@ impl ErrorCode {
             ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown | ErrorCode::CallNotFound => 404,
             ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered | ErrorCode::PolicyChanged => 409,
             ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::BadTime | ErrorCode::Policy(_) => 400,
+            // What the caller named: a filter it wrote, a file that is missing or not a ledger.
+            ErrorCode::Ledger("bad_filter") => 400,
+            ErrorCode::Ledger(
+                "ledger_missing" | "not_a_ledger" | "ledger_schema_newer" | "ledger_schema_older",
+            ) => 422,
+            ErrorCode::Ledger("ledger_locked") => 409,
             ErrorCode::Ledger(_) | ErrorCode::OutputFailed => 500,
         }
     }
@@ -136,7 +142,11 @@ mod tests {
             (ErrorCode::PolicyChanged, "policy_changed", 409),
             (ErrorCode::CallNotFound, "call_not_found", 404),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
-            (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 500),
+            (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 422),
+            (ErrorCode::Ledger("ledger_schema_newer"), "ledger_schema_newer", 422),
+            (ErrorCode::Ledger("bad_filter"), "bad_filter", 400),
+            (ErrorCode::Ledger("ledger_locked"), "ledger_locked", 409),
+            (ErrorCode::Ledger("ledger_sqlite"), "ledger_sqlite", 500),
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);
