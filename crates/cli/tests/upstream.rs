@@ -273,3 +273,63 @@ fn progress_reaches_an_agent_through_the_stdio_relay() {
     assert_eq!(progress.last().unwrap()["total"], 3, "{long}");
     assert_eq!(text_of(&report["results"][1]["result"]), "Echo: no progress asked");
 }
+
+/// `POST /v1/servers/{id}/restart`: the operator's token only, the hub's own Origin only; an unknown id
+/// is a 404 with its code; a restart is accepted, and the server is back, ready, its restarts counted
+/// and its stderr (across both runs) in `/v1/servers/{id}`.
+#[test]
+fn an_operator_restarts_an_upstream_over_http() {
+    node_modules();
+    let policy = r#"{ "servers": [ { "id": "ev", "command": "sh",
+        "args": ["-c", "echo \"started as $$\" >&2; exec node {INTEROP}/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio"] } ] }"#;
+    let served = serve_with(policy, &[]);
+    wait_for_state(&served, "ev", "ready");
+    let restart = format!("{}/servers/ev/restart", served.api);
+    let code = |body: &str| serde_json::from_str::<Value>(body).unwrap()["error"]["code"].clone();
+    let (status, body) = http(&restart, "POST", None, &[], None);
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = http(&restart, "POST", Some(&served.token), &[], None);
+    assert_eq!((status, code(&body)), (403, json!("operator_credential_required")), "{body}");
+    let foreign = [("Origin", "http://evil.example")];
+    let (status, body) = http(&restart, "POST", Some(&served.operator_token), &foreign, None);
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = http(
+        &format!("{}/servers/nope/restart", served.api),
+        "POST",
+        Some(&served.operator_token),
+        &[],
+        None,
+    );
+    assert_eq!((status, code(&body)), (404, json!("server_unknown")), "{body}");
+    let (status, body) =
+        http(&format!("{}/servers/nope", served.api), "GET", Some(&served.operator_token), &[], None);
+    assert_eq!((status, code(&body)), (404, json!("server_unknown")), "{body}");
+    let server = || {
+        let (status, body) =
+            http(&format!("{}/servers/ev", served.api), "GET", Some(&served.operator_token), &[], None);
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["server"].clone()
+    };
+    assert_eq!(server()["restarts"], 0);
+    let (status, body) = http(&restart, "POST", Some(&served.operator_token), &[], None);
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({"restarting": "ev"}));
+    let started = Instant::now();
+    let back = loop {
+        let s = server();
+        if s["state"] == "ready" && s["restarts"] == 1 {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "not back: {s}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let starts = back["stderr_tail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l.as_str().unwrap().starts_with("started as "))
+        .count();
+    assert_eq!(starts, 2, "{back}");
+    let again = served.agent(json!([{"op": "call", "name": "ev__echo", "arguments": {"message": "back"}}]));
+    assert_eq!(text_of(&again["results"][0]["result"]), "Echo: back");
+}

@@ -160,6 +160,8 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/sessions", get(sessions))
         .route("/v1/tools", get(tools))
         .route("/v1/servers", get(servers))
+        .route("/v1/servers/{id}", get(server))
+        .route("/v1/servers/{id}/restart", post(restart_server))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
@@ -202,6 +204,22 @@ async fn tools(State(hub): State<Hub>) -> Response {
 
 async fn servers(State(hub): State<Hub>) -> Response {
     Json(json!({ "servers": OperatorApi::new(hub).servers() })).into_response()
+}
+
+async fn server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) -> Response {
+    match OperatorApi::new(hub).server(&id) {
+        Ok(server) => Json(json!({ "server": server })).into_response(),
+        Err(e) => api_error(e),
+    }
+}
+
+/// Restarts an upstream server: `202 {"restarting": id}` once the restart is under way (the server's
+/// state tells when it is ready again).
+async fn restart_server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) -> Response {
+    match OperatorApi::new(hub).restart_server(&id) {
+        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "restarting": id }))).into_response(),
+        Err(e) => api_error(e),
+    }
 }
 
 /// An operator API error as HTTP: the status its code maps to, `{"error": {code, message, details}}`.

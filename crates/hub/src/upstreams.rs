@@ -1,9 +1,13 @@
 //! The hub's upstream MCP servers: specs from the policy (environment-sourced headers, capped bounds),
 //! one supervisor per server, kept in step with policy reloads (changed servers restarted, removed ones
-//! stopped), and the registry rebuilt whenever a server's tools change.
+//! stopped), and the registry rebuilt whenever a server's tools change; an operator's restart of one.
 
 use crate::config::CHILD_ENV;
-use portcullis_mcp::upstream::{Upstream, UpstreamLimits, UpstreamSpec, UpstreamStatus, UpstreamTransport};
+use portcullis_harness::Timestamp;
+use portcullis_mcp::upstream::{
+    Upstream, UpstreamFailure, UpstreamLimits, UpstreamReport, UpstreamSpec, UpstreamStatus,
+    UpstreamTransport,
+};
 use portcullis_policy::policy::ServerEntry;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
@@ -74,11 +78,27 @@ pub struct ServerState {
     pub status: UpstreamStatus,
 }
 
+/// Servers the policy declares but that could not be specified (a missing environment variable).
+struct Unstartable {
+    id: String,
+    why: String,
+    since: Timestamp,
+}
+
+/// Why a server was not restarted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestartRefused {
+    #[error("no upstream server {0:?}")]
+    Unknown(String),
+    /// Declared, but not started at all: restarting cannot help until the policy or environment changes.
+    #[error("{why}")]
+    Unstartable { id: String, why: String },
+}
+
 /// The supervised servers.
 pub struct Upstreams {
     running: Mutex<Vec<Running>>,
-    /// Servers the policy declares but that could not be specified (a missing environment variable).
-    broken: Mutex<Vec<(String, String)>>,
+    broken: Mutex<Vec<Unstartable>>,
     on_change: portcullis_mcp::upstream::OnChange,
     shutdown: CancellationToken,
 }
@@ -97,7 +117,7 @@ impl Upstreams {
                 Ok(spec) => wanted.push(spec),
                 Err(why) => {
                     tracing::error!("{why}");
-                    broken.push((entry.server.id.clone(), why));
+                    broken.push(Unstartable { id: entry.server.id.clone(), why, since: Timestamp::now() });
                 }
             }
         }
@@ -120,7 +140,15 @@ impl Upstreams {
             running.push(Running { spec, stop, upstream });
         }
         drop(running);
-        *self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = broken;
+        let mut was_broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A server that stays unstartable for the same reason keeps the time it became so.
+        for now in &mut broken {
+            if let Some(before) = was_broken.iter().find(|b| b.id == now.id && b.why == now.why) {
+                now.since = before.since;
+            }
+        }
+        *was_broken = broken;
+        drop(was_broken);
         (self.on_change)("");
     }
 
@@ -137,10 +165,49 @@ impl Upstreams {
             .map(|r| ServerState { id: r.spec.id.clone(), status: r.upstream.status() })
             .collect();
         let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        states.extend(broken.iter().map(|(id, why)| ServerState {
-            id: id.clone(),
-            status: UpstreamStatus::Failed { error: why.clone(), failures: 0, retry_in_ms: 0 },
-        }));
+        states.extend(broken.iter().map(|b| ServerState { id: b.id.clone(), status: unstartable_status(b) }));
         states
     }
+
+    /// Every server's report (state, since when, restarts, last error, stderr tail), by id, in the
+    /// order of [`Upstreams::states`].
+    pub fn reports(&self) -> Vec<(String, UpstreamReport)> {
+        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut reports: Vec<(String, UpstreamReport)> =
+            running.iter().map(|r| (r.spec.id.clone(), r.upstream.report())).collect();
+        drop(running);
+        let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        reports.extend(broken.iter().map(|b| {
+            let report = UpstreamReport {
+                status: unstartable_status(b),
+                since: b.since,
+                tools: 0,
+                restarts: 0,
+                last_error: Some(UpstreamFailure { message: b.why.clone(), at: b.since }),
+                stderr_tail: Vec::new(),
+            };
+            (b.id.clone(), report)
+        }));
+        reports
+    }
+
+    /// Restarts a running server now (see [`Upstream::restart`]).
+    pub fn restart(&self, id: &str) -> Result<(), RestartRefused> {
+        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(r) = running.iter().find(|r| r.spec.id == id) {
+            r.upstream.restart();
+            return Ok(());
+        }
+        drop(running);
+        let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match broken.iter().find(|b| b.id == id) {
+            Some(b) => Err(RestartRefused::Unstartable { id: b.id.clone(), why: b.why.clone() }),
+            None => Err(RestartRefused::Unknown(id.to_owned())),
+        }
+    }
+}
+
+/// A server that could not be specified reads as failed, not retried (it is not running).
+fn unstartable_status(b: &Unstartable) -> UpstreamStatus {
+    UpstreamStatus::Failed { error: b.why.clone(), failures: 0, retry_in_ms: 0 }
 }

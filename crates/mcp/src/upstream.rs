@@ -2,13 +2,20 @@
 //! or Streamable HTTP), its tools listed within bounds and registered as `mcp:<server>:<tool>` tools that
 //! pass the same pipeline as any other; refreshed on `tools/list_changed`; and reconnected with backoff
 //! when it dies. While a server is down its tools stay listed and calls fail fast with a bounded error.
+//! An operator can restart a server now ([`Upstream::restart`]); what operators see of it beyond its
+//! status (restarts, last error, stderr tail) is in [`report`].
+
+mod report;
+
+pub use report::{STDERR_LINE_BYTES, STDERR_TAIL_LINES, UpstreamFailure, UpstreamReport};
 
 use crate::convert::{annotations_of, output_of};
 use async_trait::async_trait;
 use portcullis_harness::{
-    ActionKind, CallContext, ExecutionAction, ProgressReporter, Risk, Tool, ToolError, ToolInvocation,
-    ToolOutput, ToolSpec, validate_tool_name,
+    ActionKind, CallContext, ExecutionAction, ProgressReporter, Risk, Timestamp, Tool, ToolError,
+    ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
 };
+use report::{SharedStderrTail, StderrTail};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
     ClientRequest, Implementation, JsonObject, PaginatedRequestParams, ProgressNotificationParam,
@@ -22,9 +29,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -99,11 +105,13 @@ pub enum UpstreamStatus {
     Stopped,
 }
 
-#[derive(Default)]
 struct State {
-    peer: Option<Peer<RoleClient>>,
     tools: Vec<Arc<dyn Tool>>,
     status: Option<UpstreamStatus>,
+    /// When `status` last changed its kind (see [`UpstreamReport::since`]).
+    since: Timestamp,
+    restarts: u64,
+    last_error: Option<UpstreamFailure>,
 }
 
 /// Called with the server id whenever its tools or status change.
@@ -115,7 +123,25 @@ pub struct Upstream {
     state: RwLock<State>,
     on_change: OnChange,
     progress: ProgressRoutes,
+    live: LivePeer,
+    /// An operator's restart, waiting for the supervisor (at most one is kept).
+    restart: Notify,
+    stderr: SharedStderrTail,
 }
+
+/// How a live connection ended.
+enum Ended {
+    /// The hub shuts down (or stops this server).
+    Shutdown,
+    /// An operator asked for a restart.
+    Restart,
+    /// The server went away or misbehaved.
+    Lost(String),
+}
+
+/// The live connection's peer, if any: a server's tools call through it, so that after a reconnect
+/// the tools still in the registry reach the new connection before the registry is rebuilt.
+type LivePeer = Arc<RwLock<Option<Peer<RoleClient>>>>;
 
 /// Calls in flight that want the server's progress: upstream progress token → the call's reporter.
 type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressReporter>>>;
@@ -166,6 +192,9 @@ impl ClientHandler for UpstreamClient {
 
 type Connection = RunningService<RoleClient, UpstreamClient>;
 
+/// How long a restarted connection may take to close before its task is dropped.
+const RESTART_CLOSE: Duration = Duration::from_secs(5);
+
 fn backoff(failures: u32) -> Duration {
     Duration::from_millis((500u64 << failures.min(7)).min(60_000))
 }
@@ -186,9 +215,18 @@ impl Upstream {
     pub fn start(spec: UpstreamSpec, on_change: OnChange, shutdown: CancellationToken) -> Arc<Upstream> {
         let upstream = Arc::new(Upstream {
             spec,
-            state: RwLock::new(State::default()),
+            state: RwLock::new(State {
+                tools: Vec::new(),
+                status: None,
+                since: Timestamp::now(),
+                restarts: 0,
+                last_error: None,
+            }),
             on_change,
             progress: ProgressRoutes::default(),
+            live: LivePeer::default(),
+            restart: Notify::new(),
+            stderr: Arc::new(Mutex::new(StderrTail::new(STDERR_TAIL_LINES))),
         });
         let supervised = upstream.clone();
         tokio::spawn(async move { supervised.supervise(shutdown).await });
@@ -208,69 +246,127 @@ impl Upstream {
         self.state.read().ok().and_then(|s| s.status.clone()).unwrap_or(UpstreamStatus::Connecting)
     }
 
+    /// Its status with since when, its restarts, last error and stderr tail.
+    pub fn report(&self) -> UpstreamReport {
+        let stderr_tail = self.stderr.lock().unwrap_or_else(std::sync::PoisonError::into_inner).lines();
+        let state = self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        UpstreamReport {
+            status: state.status.clone().unwrap_or(UpstreamStatus::Connecting),
+            since: state.since,
+            tools: state.tools.len(),
+            restarts: state.restarts,
+            last_error: state.last_error.clone(),
+            stderr_tail,
+        }
+    }
+
+    /// Restarts the server now: a live connection is closed (a stdio server's process group killed)
+    /// and calls in flight on it fail with `upstream_unavailable`; a connection attempt under way is
+    /// abandoned; a wait before the next attempt is cut short. The supervisor then connects again at
+    /// once. Asking again before the supervisor took the first request changes nothing; a server
+    /// that is stopped stays stopped.
+    pub fn restart(&self) {
+        tracing::info!(server = %self.spec.id, "restart asked");
+        self.restart.notify_one();
+    }
+
+    /// New calls find no connection (and fail with `upstream_unavailable`) until the next one is ready.
+    fn disconnected(&self) {
+        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
     fn set(&self, update: impl FnOnce(&mut State)) {
         if let Ok(mut state) = self.state.write() {
+            let kind = |s: &State| s.status.as_ref().map(std::mem::discriminant);
+            let before = kind(&state);
             update(&mut state);
+            if kind(&state) != before {
+                state.since = Timestamp::now();
+            }
         }
         (self.on_change)(&self.spec.id);
     }
 
     async fn supervise(self: Arc<Self>, shutdown: CancellationToken) {
         let mut failures: u32 = 0;
+        let mut first = true;
         loop {
             if shutdown.is_cancelled() {
                 break;
             }
-            self.set(|s| s.status = Some(UpstreamStatus::Connecting));
+            let restarting = !std::mem::take(&mut first);
+            self.set(|s| {
+                s.status = Some(UpstreamStatus::Connecting);
+                s.restarts += u64::from(restarting);
+            });
             let changed = Arc::new(Notify::new());
-            let error =
-                match tokio::time::timeout(self.spec.limits.connect_timeout, self.connect(changed.clone()))
-                    .await
-                {
-                    // The process group (stdio) lives as long as the connection; it is killed after.
-                    Ok(Ok((connection, _group))) => {
-                        match self.serve(connection, changed, &shutdown, &mut failures).await {
-                            None => break,
-                            Some(error) => error,
+            let connecting =
+                tokio::time::timeout(self.spec.limits.connect_timeout, self.connect(changed.clone()));
+            let connected = tokio::select! {
+                () = shutdown.cancelled() => break,
+                // Dropping the attempt drops its child (and process group) with it.
+                () = self.restart.notified() => {
+                    self.disconnected();
+                    continue;
+                }
+                connected = connecting => connected,
+            };
+            let error = match connected {
+                Ok(Ok((connection, group))) => {
+                    match self.serve(connection, group, changed, &shutdown, &mut failures).await {
+                        Ended::Shutdown => break,
+                        Ended::Restart => {
+                            self.disconnected();
+                            continue;
                         }
+                        Ended::Lost(error) => error,
                     }
-                    Ok(Err(error)) => error,
-                    Err(_) => format!("no answer within {} s", self.spec.limits.connect_timeout.as_secs()),
-                };
+                }
+                Ok(Err(error)) => error,
+                Err(_) => format!("no answer within {} s", self.spec.limits.connect_timeout.as_secs()),
+            };
             failures = failures.saturating_add(1);
             let wait = backoff(failures);
             tracing::warn!(server = %self.spec.id, %error, failures, retry_in_ms = wait.as_millis() as u64, "upstream server down");
+            let error = cut(&error, 2000);
+            self.disconnected();
             self.set(|s| {
-                s.peer = None;
+                s.last_error = Some(UpstreamFailure { message: error.clone(), at: Timestamp::now() });
                 s.status = Some(UpstreamStatus::Failed {
-                    error: cut(&error, 2000),
+                    error,
                     failures,
                     retry_in_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 });
             });
             tokio::select! {
                 () = shutdown.cancelled() => break,
+                () = self.restart.notified() => {}
                 () = tokio::time::sleep(wait) => {}
             }
         }
+        self.disconnected();
         self.set(|s| {
-            s.peer = None;
             s.status = Some(UpstreamStatus::Stopped);
         });
     }
 
-    /// Serves a live connection until it ends (`Some(why)`) or the hub shuts down (`None`).
+    /// Serves a live connection until it ends, an operator restarts it, or the hub shuts down. A stdio
+    /// server's process group lives as long as the connection; it is killed when this returns.
     async fn serve(
         &self,
         connection: Connection,
+        mut group: Option<ProcessGroup>,
         changed: Arc<Notify>,
         shutdown: &CancellationToken,
         failures: &mut u32,
-    ) -> Option<String> {
+    ) -> Ended {
         let peer = connection.peer().clone();
         peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
-        if let Err(e) = self.refresh(&peer).await {
-            return Some(e);
+        tokio::select! {
+            () = self.restart.notified() => return Ended::Restart,
+            listed = self.refresh(&peer) => if let Err(e) = listed {
+                return Ended::Lost(e);
+            }
         }
         *failures = 0;
         let stop = connection.cancellation_token();
@@ -280,16 +376,25 @@ impl Upstream {
                 () = shutdown.cancelled() => {
                     stop.cancel();
                     let _ = ended.await;
-                    return None;
+                    return Ended::Shutdown;
+                }
+                () = self.restart.notified() => {
+                    // Killed first, so the connection's close does not wait for a graceful exit.
+                    drop(group.take());
+                    stop.cancel();
+                    if tokio::time::timeout(RESTART_CLOSE, &mut ended).await.is_err() {
+                        ended.abort();
+                    }
+                    return Ended::Restart;
                 }
                 () = changed.notified() => {
                     if let Err(e) = self.refresh(&peer).await {
                         stop.cancel();
-                        return Some(format!("refreshing tools failed: {e}"));
+                        return Ended::Lost(format!("refreshing tools failed: {e}"));
                     }
                 }
                 quit = &mut ended => {
-                    return Some(match quit {
+                    return Ended::Lost(match quit {
                         Ok(reason) => format!("the connection ended ({reason:?})"),
                         Err(e) => format!("the connection task failed: {e}"),
                     });
@@ -317,13 +422,7 @@ impl Upstream {
                     .map_err(|e| format!("cannot start {command}: {e}"))?;
                 let group = transport.id().map(ProcessGroup);
                 if let Some(stderr) = stderr {
-                    let id = self.spec.id.clone();
-                    tokio::spawn(async move {
-                        let mut lines = BufReader::new(stderr).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            tracing::debug!(server = %id, "stderr: {}", cut(&line, 2000));
-                        }
-                    });
+                    tokio::spawn(report::read_stderr(stderr, self.stderr.clone(), self.spec.id.clone()));
                 }
                 let connection =
                     client.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?;
@@ -408,7 +507,7 @@ impl Upstream {
                 spec,
                 upstream_name: tool.name.to_string(),
                 server: self.spec.id.clone(),
-                peer: peer.clone(),
+                live: self.live.clone(),
                 limits: limits.clone(),
                 progress: self.progress.clone(),
             }));
@@ -417,8 +516,8 @@ impl Upstream {
             tracing::warn!(server = %self.spec.id, ?skipped, "upstream tools left out");
         }
         let count = tools.len();
+        *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(peer.clone());
         self.set(|s| {
-            s.peer = Some(peer.clone());
             s.tools = tools;
             s.status = Some(UpstreamStatus::Ready { tools: count, skipped });
         });
@@ -445,7 +544,7 @@ struct McpTool {
     spec: ToolSpec,
     upstream_name: String,
     server: String,
-    peer: Peer<RoleClient>,
+    live: LivePeer,
     limits: UpstreamLimits,
     progress: ProgressRoutes,
 }
@@ -478,20 +577,23 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        if self.peer.is_transport_closed() {
-            return Err(ToolError::new(
-                codes::UNAVAILABLE,
-                format!("the server {} is not connected", self.server),
-            ));
-        }
+        let live = self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let peer = match live {
+            Some(peer) if !peer.is_transport_closed() => peer,
+            _ => {
+                return Err(ToolError::new(
+                    codes::UNAVAILABLE,
+                    format!("the server {} is not connected", self.server),
+                ));
+            }
+        };
         let arguments: JsonObject = match invocation.arguments {
             Value::Object(map) => map,
             _ => JsonObject::new(),
         };
         let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match self.peer.send_request_with_option(request, PeerRequestOptions::no_options()).await
-        {
+        let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
             Err(e) => {
                 return Err(ToolError::new(
@@ -533,7 +635,15 @@ impl Tool for McpTool {
                     format!("{} answered with an error: {}", self.server, cut(&e.message, 4096)),
                 ));
             }
-            Ok(Err(e)) if self.peer.is_transport_closed() => {
+            // The connection closed under the call (the server died, or an operator restarted it); the
+            // transport may be seen closed a moment after the call's answer is dropped.
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                return Err(ToolError::new(
+                    codes::UNAVAILABLE,
+                    format!("the server {} went away: {e}", self.server),
+                ));
+            }
+            Ok(Err(e)) if peer.is_transport_closed() => {
                 return Err(ToolError::new(
                     codes::UNAVAILABLE,
                     format!("the server {} went away: {e}", self.server),

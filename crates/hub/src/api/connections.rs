@@ -1,8 +1,11 @@
 //! Connections through the operator API: the agent sessions the hub has open, its upstream MCP
-//! servers, and the hub at a glance.
+//! servers (and their restart), and the hub at a glance.
 
-use super::OperatorApi;
-use super::types::{AgentSession, HubStatus, UpstreamServer};
+use super::types::{AgentSession, HubStatus, ServerFailure, UpstreamServer, UpstreamState};
+use super::{ApiError, ErrorCode, OperatorApi};
+use crate::upstreams::RestartRefused;
+use portcullis_mcp::upstream::{UpstreamReport, UpstreamStatus};
+use serde_json::json;
 
 impl OperatorApi {
     /// The agent sessions open now, oldest first.
@@ -21,13 +24,29 @@ impl OperatorApi {
         sessions
     }
 
-    /// The upstream servers and their states, in policy order.
+    /// The upstream servers: state, restarts, last error, stderr tail. Running servers in the order they
+    /// were started, then those that could not be specified.
     pub fn servers(&self) -> Vec<UpstreamServer> {
-        self.hub
-            .upstream_states()
-            .into_iter()
-            .map(|s| UpstreamServer { id: s.id, status: serde_json::to_value(&s.status).unwrap_or_default() })
-            .collect()
+        self.hub.state.upstreams.reports().into_iter().map(|(id, report)| server_of(id, report)).collect()
+    }
+
+    /// One upstream server; `server_unknown` if the policy declares none with this id.
+    pub fn server(&self, id: &str) -> Result<UpstreamServer, ApiError> {
+        self.servers().into_iter().find(|s| s.id == id).ok_or_else(|| unknown_server(id))
+    }
+
+    /// Restarts an upstream server now: its connection (a stdio server's process group) is closed, calls
+    /// in flight on it fail with `upstream_unavailable`, and it connects again at once, without waiting
+    /// out a backoff; its `restarts` goes up by one. The restart is under way when this returns: watch
+    /// [`OperatorApi::server`] (or the event feed) for `ready`. `server_unknown` for an id the policy does
+    /// not declare; `bad_argument` for a server that could not be specified (it is not running).
+    pub fn restart_server(&self, id: &str) -> Result<(), ApiError> {
+        self.hub.state.upstreams.restart(id).map_err(|refused| match refused {
+            RestartRefused::Unknown(id) => unknown_server(&id),
+            RestartRefused::Unstartable { ref id, ref why } => {
+                ApiError::new(ErrorCode::BadArgument, refused.to_string(), json!({ "id": id, "why": why }))
+            }
+        })
     }
 
     /// The hub at a glance.
@@ -47,5 +66,29 @@ impl OperatorApi {
                 .len(),
             servers: self.servers(),
         }
+    }
+}
+
+fn unknown_server(id: &str) -> ApiError {
+    ApiError::new(ErrorCode::ServerUnknown, format!("no upstream server {id:?}"), json!({ "id": id }))
+}
+
+fn server_of(id: String, report: UpstreamReport) -> UpstreamServer {
+    let state = match report.status {
+        UpstreamStatus::Connecting => UpstreamState::Connecting,
+        UpstreamStatus::Ready { tools: _, skipped } => UpstreamState::Ready { skipped },
+        UpstreamStatus::Failed { error, failures, retry_in_ms } => {
+            UpstreamState::Failed { error, failures, retry_in_ms }
+        }
+        UpstreamStatus::Stopped => UpstreamState::Stopped,
+    };
+    UpstreamServer {
+        id,
+        state,
+        since: report.since,
+        tools: report.tools,
+        restarts: report.restarts,
+        last_error: report.last_error.map(|f| ServerFailure { message: f.message, at: f.at }),
+        stderr_tail: report.stderr_tail,
     }
 }

@@ -19,6 +19,8 @@ pub enum ErrorCode {
     BadRequest,
     /// No call with this id in the ledger.
     CallNotFound,
+    /// No upstream server with this id.
+    ServerUnknown,
     /// The policy file changed on disk since the editor read it: reload, then edit again.
     PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
@@ -53,6 +55,7 @@ impl ErrorCode {
             ErrorCode::OutputFailed => "output_failed",
             ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::CallNotFound => "call_not_found",
+            ErrorCode::ServerUnknown => "server_unknown",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
         }
     }
@@ -60,7 +63,10 @@ impl ErrorCode {
     /// The HTTP status the operator API over HTTP answers this error with.
     pub fn http_status(self) -> u16 {
         match self {
-            ErrorCode::ApprovalUnknown | ErrorCode::GrantUnknown | ErrorCode::CallNotFound => 404,
+            ErrorCode::ApprovalUnknown
+            | ErrorCode::GrantUnknown
+            | ErrorCode::CallNotFound
+            | ErrorCode::ServerUnknown => 404,
             ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered | ErrorCode::PolicyChanged => 409,
             ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::BadTime | ErrorCode::Policy(_) => 400,
             // What the caller named: a filter it wrote, a file that is missing or not a ledger.
@@ -141,6 +147,7 @@ mod tests {
             (ErrorCode::OutputFailed, "output_failed", 500),
             (ErrorCode::PolicyChanged, "policy_changed", 409),
             (ErrorCode::CallNotFound, "call_not_found", 404),
+            (ErrorCode::ServerUnknown, "server_unknown", 404),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
             (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 422),
             (ErrorCode::Ledger("ledger_schema_newer"), "ledger_schema_newer", 422),

@@ -192,14 +192,52 @@ pub struct AgentSession {
     pub opened_at: Timestamp,
 }
 
-/// An upstream MCP server and where it stands (`connecting`, `ready` with its tools, `failed` with the
-/// error and when it retries, `stopped`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An upstream MCP server: where it stands and since when, its tools, how often it was restarted, its
+/// last error and the last lines it wrote to stderr.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpstreamServer {
     pub id: String,
-    /// `{"state": …}` and what goes with it, beside the id.
+    /// `"state"` and what goes with it, beside the id.
     #[serde(flatten)]
-    pub status: Value,
+    pub state: UpstreamState,
+    /// When it entered this state (a tools refresh while ready does not move it).
+    pub since: Timestamp,
+    /// Its tools in the registry: the last listed ones while it reconnects.
+    pub tools: usize,
+    /// Connection attempts after the first: each reconnect after it went down or failed to connect, and
+    /// each restart an operator asked for.
+    pub restarts: u64,
+    /// The last error that took it down or kept it from connecting; kept once it is back.
+    pub last_error: Option<ServerFailure>,
+    /// Its last stderr lines (at most 50, each at most 1 KiB), oldest first, across restarts; empty for
+    /// HTTP servers. Server text: escape it wherever a person reads it.
+    pub stderr_tail: Vec<String>,
+}
+
+/// Where an upstream server stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum UpstreamState {
+    /// Starting and listing its tools.
+    Connecting,
+    Ready {
+        /// Tools left out, with why (invalid name, schema too large, over the tool limit).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
+    },
+    /// Down: connecting again in `retry_in_ms` (the `failures`-th failure in a row). A server that could
+    /// not be specified at all (a missing environment variable) is failed with 0 failures and is not
+    /// retried until the policy or environment changes.
+    Failed { error: String, failures: u32, retry_in_ms: u64 },
+    /// No longer supervised (the hub shuts down).
+    Stopped,
+}
+
+/// An error that took an upstream server down, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerFailure {
+    pub message: String,
+    pub at: Timestamp,
 }
 
 /// The hub at a glance.
