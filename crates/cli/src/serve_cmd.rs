@@ -123,7 +123,11 @@ fn log_events(api: &OperatorApi) {
                     tracing::info!(%session_id, %client, %version, "agent connected")
                 }
                 FeedEvent::SessionClosed { session_id } => tracing::info!(%session_id, "agent disconnected"),
-                FeedEvent::ServersChanged { servers } => tracing::info!(%servers, "upstream servers"),
+                FeedEvent::ServersChanged { servers } => {
+                    for s in servers {
+                        tracing::info!(server = %s.id, state = ?s.state, restarts = s.restarts, "upstream server");
+                    }
+                }
                 FeedEvent::Missed { source, count } => tracing::warn!(%source, count, "events missed"),
                 _ => {}
             }

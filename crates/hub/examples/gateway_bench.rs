@@ -245,7 +245,11 @@ async fn upstream_ready(hub: &Hub) -> BenchResult<()> {
     let start = Instant::now();
     while !hub.visible_tools().iter().any(|t| t.name == REGISTRY_NAME) {
         if start.elapsed() > Duration::from_secs(60) {
-            return Err(format!("{REGISTRY_NAME} never became available: {:?}", hub.upstream_states()).into());
+            return Err(format!(
+                "{REGISTRY_NAME} never became available: {:?}",
+                portcullis_hub::api::OperatorApi::new(hub.clone()).servers()
+            )
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -141,7 +141,7 @@ pub enum HubEvent {
     },
     /// An upstream server's tools or status changed.
     Upstreams {
-        servers: Vec<crate::upstreams::ServerState>,
+        servers: Vec<crate::api::types::UpstreamServer>,
     },
 }
 
@@ -344,12 +344,9 @@ impl Hub {
         if before != after {
             self.state.tools_changed.send_modify(|v| *v += 1);
         }
-        let _ = self.state.events.send(HubEvent::Upstreams { servers: self.state.upstreams.states() });
-    }
-
-    /// The upstream servers and where they stand.
-    pub fn upstream_states(&self) -> Vec<crate::upstreams::ServerState> {
-        self.state.upstreams.states()
+        let _ = self.state.events.send(HubEvent::Upstreams {
+            servers: crate::api::connections::servers_of(&self.state.upstreams),
+        });
     }
 
     pub fn broker(&self) -> &Arc<ApprovalBroker> {

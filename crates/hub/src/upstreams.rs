@@ -9,7 +9,6 @@ use portcullis_mcp::upstream::{
     UpstreamTransport,
 };
 use portcullis_policy::policy::ServerEntry;
-use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -68,14 +67,6 @@ struct Running {
     spec: UpstreamSpec,
     stop: CancellationToken,
     upstream: Arc<Upstream>,
-}
-
-/// A server's state as operators see it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerState {
-    pub id: String,
-    #[serde(flatten)]
-    pub status: UpstreamStatus,
 }
 
 /// Servers the policy declares but that could not be specified (a missing environment variable).
@@ -156,17 +147,6 @@ impl Upstreams {
     pub fn tools(&self) -> Vec<Arc<dyn portcullis_harness::Tool>> {
         let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         running.iter().flat_map(|r| r.upstream.tools()).collect()
-    }
-
-    pub fn states(&self) -> Vec<ServerState> {
-        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut states: Vec<ServerState> = running
-            .iter()
-            .map(|r| ServerState { id: r.spec.id.clone(), status: r.upstream.status() })
-            .collect();
-        let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        states.extend(broken.iter().map(|b| ServerState { id: b.id.clone(), status: unstartable_status(b) }));
-        states
     }
 
     /// Every server's report (state, since when, restarts, last error, stderr tail), by id, in the

@@ -27,7 +27,7 @@ impl OperatorApi {
     /// The upstream servers: state, restarts, last error, stderr tail. Running servers in the order they
     /// were started, then those that could not be specified.
     pub fn servers(&self) -> Vec<UpstreamServer> {
-        self.hub.state.upstreams.reports().into_iter().map(|(id, report)| server_of(id, report)).collect()
+        servers_of(&self.hub.state.upstreams)
     }
 
     /// One upstream server; `server_unknown` if the policy declares none with this id.
@@ -71,6 +71,11 @@ impl OperatorApi {
 
 fn unknown_server(id: &str) -> ApiError {
     ApiError::new(ErrorCode::ServerUnknown, format!("no upstream server {id:?}"), json!({ "id": id }))
+}
+
+/// Every upstream server as operators see it, in policy order.
+pub(crate) fn servers_of(upstreams: &crate::upstreams::Upstreams) -> Vec<UpstreamServer> {
+    upstreams.reports().into_iter().map(|(id, report)| server_of(id, report)).collect()
 }
 
 fn server_of(id: String, report: UpstreamReport) -> UpstreamServer {

@@ -114,9 +114,7 @@ fn hub_event(e: HubEvent) -> FeedEvent {
         }
         HubEvent::SessionClosed { session_id } => FeedEvent::SessionClosed { session_id },
         HubEvent::ManifestRejected { message } => FeedEvent::ManifestRejected { message },
-        HubEvent::Upstreams { servers } => {
-            FeedEvent::ServersChanged { servers: serde_json::to_value(servers).unwrap_or_default() }
-        }
+        HubEvent::Upstreams { servers } => FeedEvent::ServersChanged { servers },
     }
 }
 

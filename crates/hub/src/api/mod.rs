@@ -5,7 +5,7 @@
 mod approvals;
 pub mod call_query;
 mod catalog;
-mod connections;
+pub(crate) mod connections;
 pub mod error;
 pub mod events;
 pub mod judge;

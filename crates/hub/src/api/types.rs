@@ -145,7 +145,7 @@ pub enum FeedEvent {
     },
     /// An upstream server's tools or status changed: every server's state now.
     ServersChanged {
-        servers: Value,
+        servers: Vec<UpstreamServer>,
     },
     ApprovalAsked {
         approval: Box<Approval>,
