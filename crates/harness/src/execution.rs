@@ -91,7 +91,22 @@ impl ExecutionAction {
         self.risk = risk;
         self
     }
+
+    /// Whether running it may change anything: every kind but `None` and `Read`, and an upstream call
+    /// unless its server declares the tool read-only (described with the operation [`MCP_READ`]).
+    /// The dispatcher makes the `started` record durable before running a call that has one.
+    pub fn has_side_effect(&self) -> bool {
+        match self.kind {
+            ActionKind::None | ActionKind::Read => false,
+            ActionKind::Mcp => self.operation != MCP_READ,
+            ActionKind::Write | ActionKind::Execute | ActionKind::Network | ActionKind::Other => true,
+        }
+    }
 }
+
+/// The operation of an upstream call whose server declares the tool read-only (`readOnlyHint`). The
+/// hint is the server's word; the server is one the operator configured.
+pub const MCP_READ: &str = "read";
 
 /// A policy's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -212,4 +227,33 @@ pub enum ApprovalAnswer {
 #[async_trait]
 pub trait Approvals: Send + Sync {
     async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which actions wait for a durable `started` record before they run, one row per case.
+    #[test]
+    fn side_effects_by_kind_and_operation() {
+        let table = [
+            (ActionKind::None, "call", false),
+            (ActionKind::Read, "read", false),
+            (ActionKind::Write, "write", true),
+            (ActionKind::Execute, "exec", true),
+            (ActionKind::Network, "fetch", true),
+            (ActionKind::Other, "call", true),
+            (ActionKind::Mcp, "call", true),
+            (ActionKind::Mcp, MCP_READ, false),
+            // Only the exact operation counts.
+            (ActionKind::Mcp, "Read", true),
+        ];
+        for (kind, operation, side_effect) in table {
+            assert_eq!(
+                ExecutionAction::new(kind, operation).has_side_effect(),
+                side_effect,
+                "{kind:?} {operation}"
+            );
+        }
+    }
 }

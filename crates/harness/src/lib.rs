@@ -48,7 +48,7 @@ pub use error::HarnessError;
 pub use events::{EventBus, EventDelivery, EventPayload, EventSubscription, ToolEvent, ToolEventKind};
 pub use execution::{
     AGENT_PROMPT, ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy,
-    NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling, PolicyVerdict, Risk,
+    MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling, PolicyVerdict, Risk,
 };
 pub use grants::{GrantScope, Grants};
 pub use guardrail::{

@@ -12,7 +12,7 @@ pub use report::{STDERR_LINE_BYTES, STDERR_TAIL_LINES, UpstreamFailure, Upstream
 use crate::convert::{annotations_of, output_of};
 use async_trait::async_trait;
 use portcullis_harness::{
-    ActionKind, CallContext, ExecutionAction, ProgressReporter, Risk, Timestamp, Tool, ToolError,
+    ActionKind, CallContext, ExecutionAction, MCP_READ, ProgressReporter, Risk, Timestamp, Tool, ToolError,
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
 };
 use report::{SharedStderrTail, StderrTail};
@@ -573,7 +573,8 @@ impl Tool for McpTool {
             (_, true) => Risk::High,
             _ => Risk::Medium,
         };
-        Ok(ExecutionAction::new(ActionKind::Mcp, "call").with_risk(risk))
+        let operation = if self.spec.annotations.read_only { MCP_READ } else { "call" };
+        Ok(ExecutionAction::new(ActionKind::Mcp, operation).with_risk(risk))
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {

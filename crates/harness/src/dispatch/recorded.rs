@@ -5,7 +5,7 @@
 use super::{Shared, StartedCall};
 use crate::call::{CallError, error_codes};
 use crate::events::EventPayload;
-use crate::execution::{ActionKind, ExecutionAction};
+use crate::execution::ExecutionAction;
 use crate::ledger::{RecordKind, ToolCallRecord};
 use crate::schema::truncate;
 use serde_json::Value;
@@ -118,8 +118,9 @@ impl Shared {
 
     /// Stage 7 before execution: the `started` record, then the `tool_execution_started` event. A call
     /// whose action has a side effect waits until its record is durable (committed), so it never runs
-    /// unrecorded; one without (`ActionKind::None`) or one that only reads (`ActionKind::Read`: what it
-    /// reads reaches the caller only through the hub, after this record) only queues it. An error: the
+    /// unrecorded; one without (`ActionKind::None`) or one that only reads (`ActionKind::Read`, an
+    /// upstream tool its server declares read-only: what it reads reaches the caller only through the
+    /// hub, after this record) only queues it (see `ExecutionAction::has_side_effect`). An error: the
     /// call must not run.
     pub(super) async fn announce_start(&self, start: StartedCall<'_>) -> Result<(), CallError> {
         let StartedCall { ctx, tool_name, arguments, action, decided_by, matched_rules, policy, started_at } =
@@ -141,10 +142,10 @@ impl Shared {
             record.matched_rules = matched_rules.to_vec();
             record.policy = policy.cloned();
             record.redacted = redacted || action_redacted;
-            let written = if matches!(action.kind, ActionKind::None | ActionKind::Read) {
-                ledger.record(record).await
-            } else {
+            let written = if action.has_side_effect() {
                 ledger.record_durable(record).await
+            } else {
+                ledger.record(record).await
             };
             if let Err(e) = written {
                 tracing::error!(call_id = %ctx.call_id, error = %e, "started record not written; call not executed");
