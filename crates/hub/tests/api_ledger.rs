@@ -78,6 +78,13 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     // Without a search there is no snippet.
     assert!(first.calls.iter().all(|c| c.snippet.is_none()));
 
+    // A listing row is the projection of the record it stands for (policy decisions, rules and all).
+    for row in first.calls.iter().chain(&rest.calls) {
+        let timeline = view.call(&row.call_id, Some(&row.session_id)).unwrap();
+        let record = timeline.records.iter().find(|r| r.id == row.record_id).unwrap();
+        assert_eq!(&portcullis_hub::api::ledger::CallRow::of(record), row);
+    }
+
     let timeline = view.call("c9", Some("s1")).unwrap();
     assert!(!timeline.records.is_empty());
     let unknown = view.call("nope", None).err().unwrap();

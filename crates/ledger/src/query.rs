@@ -154,6 +154,47 @@ pub struct CallRow {
     pub snippet: Option<crate::snippet::Snippet>,
 }
 
+impl CallRow {
+    /// The listing row a record stands for: its terminal record (or `started`, for a running call),
+    /// projected. A listing reads the same values from the record's columns without its body; a test
+    /// holds the two equal.
+    pub fn of(record: &StoredRecord) -> CallRow {
+        let status = match record.kind {
+            StoredKind::Finished => CallStatus::Finished,
+            StoredKind::Error => CallStatus::Error,
+            StoredKind::Blocked => CallStatus::Blocked,
+            StoredKind::Interrupted => CallStatus::Interrupted,
+            StoredKind::Started | StoredKind::Progress => CallStatus::Running,
+        };
+        let (decided_by, rule, source, operator) = crate::row::decided_columns(&record.body.decided_by);
+        CallRow {
+            record_id: record.id,
+            session_id: record.session_id.clone(),
+            run_id: record.run_id.clone(),
+            call_id: record.call_id.clone(),
+            owner: record.owner.clone(),
+            tool: record.tool.clone(),
+            status,
+            at: record.at,
+            started_at: record.started_at,
+            duration_us: record.duration_us,
+            reason: record
+                .reason
+                .and_then(|r| serde_json::to_value(r).ok())
+                .and_then(|v| v.as_str().map(str::to_owned)),
+            error_code: record.error_code.clone(),
+            decided_by: decided_by.to_owned(),
+            decided_rule: rule.map(str::to_owned),
+            decided_source: source.map(str::to_owned),
+            decided_operator: operator,
+            redacted: record.redacted,
+            policy_decision: record.policy_decision,
+            policy_rule: record.policy_rule.clone(),
+            snippet: None,
+        }
+    }
+}
+
 /// A page of calls, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallPage {

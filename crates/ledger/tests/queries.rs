@@ -365,3 +365,24 @@ async fn exports_stream_every_record_of_the_filtered_calls() {
         (0..40).filter(|i| i % 4 == 0).map(|i| if i % 5 == 4 { 1 } else { 2 }).sum::<u64>() + 1;
     assert_eq!(n, shell_records);
 }
+
+/// One call, two shapes: the listing's row of a call is exactly the projection of the record it
+/// stands for (`CallRow::of`), for every call of the fixture and a running one.
+#[tokio::test]
+async fn a_listing_row_is_the_projection_of_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.ledger");
+    fixture(&path).await;
+    let ledger = SqliteLedger::open(&path).unwrap();
+    ledger.record(started("odd", "running-1", "shell", 99_000, DecidedBy::DEFAULT)).await.unwrap();
+    ledger.close().await.unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let all = CallFilter { statuses: CallStatus::ALL.to_vec(), ..CallFilter::default() };
+    let page = reader.calls(&all, None, 1000).unwrap();
+    assert_eq!(page.calls.len(), 41);
+    for row in &page.calls {
+        let timeline = reader.timeline(&row.call_id, Some(&row.session_id)).unwrap();
+        let record: &StoredRecord = timeline.records.iter().find(|r| r.id == row.record_id).unwrap();
+        assert_eq!(&portcullis_ledger::CallRow::of(record), row, "{}", row.call_id);
+    }
+}
