@@ -105,3 +105,35 @@ async fn a_feed_that_fell_behind_says_how_many_events_it_missed() {
     assert_eq!(seen + missed, calls as u64);
     hub.close().await.unwrap();
 }
+
+/// A feed of chosen sources carries only theirs: without `calls`, an allowed call's lifecycle is not
+/// in it; with only `calls`, it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_follows_only_the_sources_it_names() {
+    use portcullis_hub::api::events::FeedSources;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let hub = common::hub(&dir, r#"{ "commands": { "default": "allow" } }"#).await;
+    let api = OperatorApi::new(hub.clone());
+    let mut no_calls = api.events_from(FeedSources { calls: false, ..FeedSources::ALL });
+    let mut only_calls = api.events_from(FeedSources { hub: false, approvals: false, calls: true });
+    let result =
+        hub.call("s1", "c1", "shell", json!({"command": "echo fed"}), "t", CancellationToken::new()).await;
+    assert!(result.is_finished(), "{result:?}");
+    let first = next(&mut only_calls).await;
+    assert!(matches!(&first.event, FeedEvent::Call { call_id, .. } if call_id == "c1"), "{first:?}");
+    assert_eq!(first.seq, 1);
+    // Nothing about the call reaches the other feed (the hub's own events may).
+    let quiet = tokio::time::timeout(Duration::from_millis(300), async {
+        loop {
+            match no_calls.next().await.map(|i| i.event) {
+                Some(FeedEvent::Call { .. }) => return true,
+                Some(_) => continue,
+                None => return false,
+            }
+        }
+    })
+    .await;
+    assert!(!matches!(quiet, Ok(true)), "a call's event reached a feed without calls");
+    hub.close().await.unwrap();
+}

@@ -85,6 +85,18 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
         assert_eq!(&portcullis_hub::api::ledger::CallRow::of(record), row);
     }
 
+    // Stats over the same calls: five finished shell calls, one blocked by the rule; no refusals.
+    let stats = view.stats(&CallFilter::default(), None).unwrap();
+    assert_eq!(stats.total, 6);
+    let count = |counts: &[portcullis_hub::api::ledger::Count], key: &str| {
+        counts.iter().find(|c| c.key == key).map(|c| c.count)
+    };
+    assert_eq!(count(&stats.by_status, "finished"), Some(5), "{:?}", stats.by_status);
+    assert_eq!(count(&stats.by_status, "blocked"), Some(1), "{:?}", stats.by_status);
+    assert_eq!(count(&stats.by_tool, "shell"), Some(6), "{:?}", stats.by_tool);
+    let refusals = view.refusals(&portcullis_hub::api::ledger::RefusalFilter::default(), 10).unwrap();
+    assert!(refusals.is_empty(), "{refusals:?}");
+
     let timeline = view.call("c9", Some("s1")).unwrap();
     assert!(!timeline.records.is_empty());
     let unknown = view.call("nope", None).err().unwrap();
