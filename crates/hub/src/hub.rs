@@ -349,15 +349,18 @@ impl Hub {
         });
     }
 
+    /// The approval broker. Front ends answer through [`crate::api::OperatorApi`]; this is for tests of
+    /// the broker itself and for embedding.
     pub fn broker(&self) -> &Arc<ApprovalBroker> {
         &self.state.broker
     }
 
+    /// The policy in force (tests of hot reload read it).
     pub fn live_policy(&self) -> &Arc<LivePolicy> {
         &self.state.live
     }
 
-    pub fn dispatcher(&self) -> &Dispatcher {
+    pub(crate) fn dispatcher(&self) -> &Dispatcher {
         &self.state.dispatcher
     }
 
