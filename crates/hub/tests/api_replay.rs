@@ -78,3 +78,55 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
     let e = replay_ledger(&dir.join("not.db"), &[draft], &proj, &never, &mut |_| true).unwrap_err();
     assert_eq!(e.code.as_str(), "not_a_ledger");
 }
+
+/// A call a grant refused was never described by its tool (the grant comes first), so the ledger holds
+/// no action for it. Replayed under a draft that grants the tool, it is described now by the same
+/// tools, rooted at its project, and judged from that description: a command the draft forbids is
+/// `forbidden`, one it allows `allow`; a tool nobody knows is skipped, not guessed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_refused_by_a_grant_is_described_by_its_tool_when_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let hub = common::hub(
+        &dir,
+        r#"{ "grants": [ { "name": "no-shell", "deny": ["shell"] } ], "commands": { "default": "allow" } }"#,
+    )
+    .await;
+    for (id, command) in [("rm", "rm -rf build"), ("ls", "ls -la")] {
+        let r = hub.call("s1", id, "shell", json!({"command": command}), "t", CancellationToken::new()).await;
+        assert!(!r.is_finished(), "{r:?}");
+    }
+    let unknown = hub.call("s1", "nope", "no_such_tool", json!({}), "t", CancellationToken::new()).await;
+    assert!(!unknown.is_finished());
+    hub.close().await.unwrap();
+    let draft = dir.join("draft.json");
+    std::fs::write(
+        &draft,
+        r#"{ "commands": { "rules": [ { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden" } ], "default": "allow" } }"#,
+    )
+    .unwrap();
+    let mut changes = Vec::new();
+    let never = AtomicBool::new(false);
+    let outcome = replay_ledger(
+        &dir.join("ledger.db"),
+        std::slice::from_ref(&draft),
+        &dir.join("proj"),
+        &never,
+        &mut |e| {
+            if let ReplayEvent::Change(c) = e {
+                changes.push((c.call_id.clone(), c.before.clone(), c.after.clone(), c.subject.clone()));
+            }
+            true
+        },
+    )
+    .unwrap();
+    changes.sort();
+    assert_eq!(
+        changes,
+        [
+            ("ls".to_owned(), "tool_denied".to_owned(), "allow".to_owned(), "ls -la".to_owned()),
+            ("rm".to_owned(), "tool_denied".to_owned(), "forbidden".to_owned(), "rm -rf build".to_owned()),
+        ]
+    );
+    assert_eq!(outcome.summary.replayed, 2, "{:?}", outcome.summary);
+}

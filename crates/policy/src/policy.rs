@@ -8,7 +8,6 @@ use crate::shell::{SimpleCommand, analyze};
 use portcullis_harness::paths::{canonicalize_lenient, is_inside};
 use portcullis_harness::{ActionKind, ExecutionAction};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -613,54 +612,6 @@ impl Policy {
         let mut eval = Evaluation::new();
         self.judge_path(raw, access, ctx, &mut eval);
         eval
-    }
-
-    /// Evaluates a tool call as the coding tools describe it: `shell` → its command, `read` → a read of
-    /// `path`, `write`/`edit` → a write of `path`; other tools have no command or path to judge.
-    pub fn evaluate_call(&self, name: &str, arguments: &Value, ctx: &EvalContext) -> CallVerdict {
-        let grants = self.grants();
-        if let Some(scope) = grants.refusing_scope(name) {
-            return CallVerdict::Blocked {
-                reason: "tool_denied".into(),
-                detail: format!("grant scope {}", scope.name),
-            };
-        }
-        let text = |key: &str| arguments.get(key).and_then(Value::as_str);
-        let cwd_ctx;
-        let ctx = match text("cwd") {
-            Some(cwd) => {
-                let Ok(resolved) = resolve(cwd, &ctx.cwd, ctx.home.as_deref()) else {
-                    return CallVerdict::Blocked {
-                        reason: "validation_failed".into(),
-                        detail: format!("cwd {cwd:?} cannot be resolved"),
-                    };
-                };
-                cwd_ctx = EvalContext { cwd: resolved, home: ctx.home.clone() };
-                &cwd_ctx
-            }
-            None => ctx,
-        };
-        let evaluation = match (name, text("command"), text("path")) {
-            ("shell", Some(command), _) => self.evaluate_command(command, ctx),
-            ("read", _, Some(path)) => self.evaluate_path(path, Access::Read, ctx),
-            ("write" | "edit", _, Some(path)) => self.evaluate_path(path, Access::Write, ctx),
-            ("shell" | "read" | "write" | "edit", _, _) => {
-                return CallVerdict::Blocked {
-                    reason: "validation_failed".into(),
-                    detail: format!(
-                        "{name} needs its {} argument",
-                        if name == "shell" { "command" } else { "path" }
-                    ),
-                };
-            }
-            _ if name.starts_with("mcp:") => self.evaluate_mcp_tool(name),
-            _ => {
-                let mut e = Evaluation::new();
-                e.reasons.push(format!("{name} has no command or path to judge; its grant allows it"));
-                e
-            }
-        };
-        CallVerdict::Evaluated(evaluation)
     }
 
     /// Evaluates what a tool described it would do (the harness's execution-policy seam): `execute` →

@@ -4,7 +4,7 @@
 //! not), including the policy's own decision where the ledger recorded it.
 
 use crate::document::Decision;
-use crate::policy::{CallVerdict, EvalContext, Evaluation, Policy, PolicyLayer};
+use crate::policy::{EvalContext, Evaluation, Policy, PolicyLayer};
 use portcullis_harness::{BlockedReason, DecidedBy, ExecutionAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -161,8 +161,9 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// The decision `call` would get now, with what decides it.
-    pub fn decide(&mut self, call: &RecordedCall) -> (String, String, String) {
+    /// The decision `call` would get now, with what decides it; `None` when the call holds no action
+    /// its tool described (nothing to judge it by).
+    pub fn decide(&mut self, call: &RecordedCall) -> Option<(String, String, String)> {
         let ctx = EvalContext {
             cwd: call.cwd.clone().unwrap_or_else(|| self.fallback_cwd.clone()),
             home: self.home.clone(),
@@ -170,22 +171,15 @@ impl<'a> Replay<'a> {
         let folder = call.project.clone().or_else(|| call.cwd.clone());
         let policy = self.policy_at(folder.as_deref());
         if let Some(scope) = policy.grants().refusing_scope(&call.tool) {
-            return ("tool_denied".into(), format!("grant scope {}", scope.name), call.tool.clone());
+            return Some(("tool_denied".into(), format!("grant scope {}", scope.name), call.tool.clone()));
         }
-        let (evaluation, subject) = match &call.action {
-            Some(action) if action.kind == portcullis_harness::ActionKind::Mcp => {
+        let (evaluation, subject) = match call.action.as_ref()? {
+            action if action.kind == portcullis_harness::ActionKind::Mcp => {
                 (policy.evaluate_mcp_tool(&call.tool), call.tool.clone())
             }
-            Some(action) => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
-            None => {
-                let arguments = call.arguments.clone().unwrap_or(Value::Null);
-                match policy.evaluate_call(&call.tool, &arguments, &ctx) {
-                    CallVerdict::Blocked { reason, detail } => return (reason, detail, call.tool.clone()),
-                    CallVerdict::Evaluated(e) => (e, subject_of_arguments(&arguments)),
-                }
-            }
+            action => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
         };
-        (evaluation.decision.as_str().to_owned(), deciding(&evaluation), subject)
+        Some((evaluation.decision.as_str().to_owned(), deciding(&evaluation), subject))
     }
 
     /// Replays one call: `Some` when its decision would change.
@@ -195,8 +189,11 @@ impl<'a> Replay<'a> {
             self.summary.skipped += 1;
             return None;
         };
+        let Some((after, decided_by, subject)) = self.decide(call) else {
+            self.summary.skipped += 1;
+            return None;
+        };
         self.summary.replayed += 1;
-        let (after, decided_by, subject) = self.decide(call);
         if after == before {
             self.summary.unchanged += 1;
             return None;
@@ -235,15 +232,6 @@ fn subject_of_action(action: &ExecutionAction) -> String {
             one_line(&action.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
         }
     }
-}
-
-fn subject_of_arguments(arguments: &Value) -> String {
-    for key in ["command", "path"] {
-        if let Some(text) = arguments.get(key).and_then(Value::as_str) {
-            return one_line(text);
-        }
-    }
-    one_line(&arguments.to_string())
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! Replaying a policy over a ledger through the operator API: what a draft (or the policy in force)
 //! would have decided for every call the ledger holds, streamed as it goes (each change, and how far it
 //! has read), and stoppable between batches. A draft named by path is judged as if placed in each
-//! recorded call's project.
+//! recorded call's project. A call recorded without the action its tool described (refused before the
+//! tool described it, e.g. by a grant) is described now by the same tools, rooted at its project: every
+//! call is judged from its tool's description, as live.
 
 use super::error::ApiError;
-use portcullis_harness::ExecutionAction;
+use portcullis_harness::{ActionKind, CallContext, ExecutionAction, ToolRegistry};
 use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
 use portcullis_policy::discovery::{load_for, user_policy_file};
@@ -52,6 +54,7 @@ pub fn replay_ledger(
     let mut replay =
         Replay::new(&policy, cwd.to_path_buf(), home).anchor_drafts_at_calls(draft_layers(policy_files));
     let mut projects: HashMap<String, Option<PathBuf>> = HashMap::new();
+    let mut tools = ToolsByFolder { limits: crate::hub::coding_limits(&policy), folders: HashMap::new() };
     let (mut after_id, mut read, mut stopped) = (0, 0u64, false);
     'batches: loop {
         if stop.load(Ordering::Relaxed) {
@@ -75,6 +78,9 @@ pub fn replay_ledger(
                     project
                 }
             };
+            if call.action.is_none() {
+                call.action = tools.describe(&call, cwd);
+            }
             if let Some(change) = replay.replay(&call)
                 && !report(ReplayEvent::Change(&change))
             {
@@ -88,6 +94,40 @@ pub fn replay_ledger(
         }
     }
     Ok(ReplayOutcome { summary: replay.summary.clone(), policies: sources, stopped })
+}
+
+/// The built-in tools rooted at each folder calls were made in, to describe a call the ledger holds no
+/// description of (`None` for a folder that is gone).
+struct ToolsByFolder {
+    limits: portcullis_coding::Limits,
+    folders: HashMap<PathBuf, Option<ToolRegistry>>,
+}
+
+impl ToolsByFolder {
+    /// What `call`'s tool says it would do, as the tool describes it now; an upstream tool's call is an
+    /// `mcp` action (judged by its name). `None`: the tool is unknown, or its arguments describe nothing.
+    fn describe(&mut self, call: &RecordedCall, fallback: &Path) -> Option<ExecutionAction> {
+        if call.tool.starts_with("mcp:") {
+            return Some(ExecutionAction::new(ActionKind::Mcp, "call"));
+        }
+        let folder =
+            call.project.clone().or_else(|| call.cwd.clone()).unwrap_or_else(|| fallback.to_path_buf());
+        let limits = self.limits.clone();
+        let registry = self
+            .folders
+            .entry(folder.clone())
+            .or_insert_with(|| crate::pipeline::builtin_tools(&folder, limits).ok().map(|(_, r)| r))
+            .as_ref()?;
+        let tool = registry.get(&call.tool)?;
+        let context = CallContext {
+            session_id: call.session_id.as_str().into(),
+            run_id: "replay".into(),
+            call_id: call.call_id.as_str().into(),
+            owner: "replay".into(),
+            cwd: call.cwd.clone().map(|c| c.into()),
+        };
+        tool.tool.describe_action(call.arguments.as_ref()?, &context).ok()
+    }
 }
 
 /// The call a deciding record (started or blocked) describes.
