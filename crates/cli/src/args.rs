@@ -297,6 +297,12 @@ pub struct FilterArgs {
     /// Only calls decided by this rule id.
     #[arg(long, value_name = "ID")]
     pub rule: Option<String>,
+    /// What the policy said before any approval: allow, prompt, forbidden (repeatable).
+    #[arg(long = "policy-decision", value_name = "DECISION", value_delimiter = ',')]
+    pub policy_decisions: Vec<String>,
+    /// Only calls of these agents (the client each call came from; repeatable).
+    #[arg(long = "agent", value_name = "NAME")]
+    pub agents: Vec<String>,
     #[arg(long, value_name = "SESSION")]
     pub session: Option<String>,
     #[arg(long, value_name = "RUN")]
@@ -421,6 +427,8 @@ impl FilterArgs {
             reasons: self.reasons.clone(),
             decided_by: self.decided_by.clone(),
             rule: self.rule.clone(),
+            policy_decisions: self.policy_decisions.clone(),
+            agents: self.agents.clone(),
             session: self.session.clone(),
             run: self.run.clone(),
             since: self.since.clone(),

@@ -174,6 +174,10 @@ fn each_filter_narrows() {
     assert_eq!(q(&["--since", "1d"]), ["sess-a/a-shell-2"]);
     assert_eq!(q(&["--session", "sess-a", "--status", "blocked"]), ["sess-a/a-fetch-1", "sess-a/a-write-1"]);
     assert!(q(&["--tool", "no_such_tool"]).is_empty());
+    // An agent's name is taken whole (commas, quotes and newlines included).
+    assert_eq!(q(&["--agent", ledger_fixture::OWNER_WITH_COMMAS]), ["sess-b/b-read-1"]);
+    // The fixture's records were written without the policy's own decision.
+    assert!(q(&["--policy-decision", "allow,prompt,forbidden"]).is_empty());
     let none = ok(&["ledger", "query", "--db", db(&path), "--tool", "no_such_tool"]);
     assert_eq!(none, "no calls match\n");
 }

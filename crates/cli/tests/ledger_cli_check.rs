@@ -174,6 +174,7 @@ fn bad_options_are_one_line_errors() {
     assert!(stderr.contains("\"done\""), "{stderr}");
     q(&["--reason", "because"], "bad_filter");
     q(&["--decided-by", "nobody"], "bad_filter");
+    q(&["--policy-decision", "maybe"], "bad_filter");
     let stderr = q(&["--since", "yesterday"], "bad_time");
     assert!(stderr.contains("--since"), "{stderr}");
     q(&["--until", "2026-13-01"], "bad_time");

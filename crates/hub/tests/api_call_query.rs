@@ -40,6 +40,19 @@ fn a_query_becomes_the_ledgers_filter() {
     let sent: CallQuery = serde_json::from_str(r#"{"statuses": ["running"], "since": "15m"}"#).unwrap();
     assert_eq!(sent.filter(NOW).unwrap().statuses, [CallStatus::Running]);
     assert!(serde_json::from_str::<CallQuery>(r#"{"status": ["running"]}"#).is_err());
+    // Policy decisions and agents pass through; an unknown decision is `bad_filter`.
+    let q = CallQuery {
+        policy_decisions: vec!["prompt".into()],
+        agents: vec!["claude-code".into()],
+        ..CallQuery::default()
+    };
+    let filter = q.filter(NOW).unwrap();
+    assert_eq!(filter.policy_decisions.iter().map(|d| d.as_str()).collect::<Vec<_>>(), ["prompt"]);
+    assert_eq!(filter.owners, ["claude-code"]);
+    let bad = CallQuery { policy_decisions: vec!["maybe".into()], ..CallQuery::default() };
+    let e = bad.filter(NOW).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Ledger("bad_filter"));
+    assert!(e.message.contains("maybe"), "{e}");
 }
 
 #[test]

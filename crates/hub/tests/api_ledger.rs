@@ -85,6 +85,20 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
         assert_eq!(&portcullis_hub::api::ledger::CallRow::of(record), row);
     }
 
+    // By what the policy said, and by agent (the calls' owner).
+    let query = |q: portcullis_hub::api::call_query::CallQuery| {
+        let filter = q.filter(portcullis_hub::api::types::Timestamp::now()).unwrap();
+        view.calls(&filter, None, 10).unwrap().calls.into_iter().map(|c| c.call_id).collect::<Vec<_>>()
+    };
+    use portcullis_hub::api::call_query::CallQuery;
+    assert_eq!(
+        query(CallQuery { policy_decisions: vec!["forbidden".into()], ..CallQuery::default() }),
+        ["c9"]
+    );
+    assert_eq!(query(CallQuery { policy_decisions: vec!["allow".into()], ..CallQuery::default() }).len(), 5);
+    assert_eq!(query(CallQuery { agents: vec!["t".into()], ..CallQuery::default() }).len(), 6);
+    assert!(query(CallQuery { agents: vec!["someone-else".into()], ..CallQuery::default() }).is_empty());
+
     // Stats over the same calls: five finished shell calls, one blocked by the rule; no refusals.
     let stats = view.stats(&CallFilter::default(), None).unwrap();
     assert_eq!(stats.total, 6);

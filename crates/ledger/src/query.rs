@@ -83,6 +83,12 @@ pub struct CallFilter {
     /// A rule id (the deciding rule).
     #[serde(default)]
     pub rule: Option<String>,
+    /// What the policy said before any approval: allow, prompt, forbidden.
+    #[serde(default)]
+    pub policy_decisions: Vec<StoredPolicyDecision>,
+    /// The agents (each call's owner: the client that made it).
+    #[serde(default)]
+    pub owners: Vec<String>,
     #[serde(default)]
     pub since: Option<Timestamp>,
     #[serde(default)]
@@ -335,6 +341,8 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
     w.list("r.tool", filter.tools.iter().cloned());
     w.list("r.reason", filter.reasons.iter().map(|r| r.as_str().to_owned()));
     w.list("r.decided_by", filter.decided_by.iter().cloned());
+    w.list("r.policy_decision", filter.policy_decisions.iter().map(|d| d.as_str().to_owned()));
+    w.list("r.owner", filter.owners.iter().cloned());
     if let Some(rule) = &filter.rule {
         w.push("r.decided_rule = ?");
         w.params.push(Sql::Text(rule.clone()));

@@ -6,6 +6,7 @@ use super::error::ApiError;
 use super::ledger::{CallFilter, CallStatus, RefusalFilter, SessionFilter};
 use super::times::parse_time;
 use portcullis_harness::{BlockedReason, Timestamp};
+use portcullis_ledger::{LedgerStoreError, StoredPolicyDecision};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -24,6 +25,10 @@ pub struct CallQuery {
     pub decided_by: Vec<String>,
     /// Only calls decided by this rule id.
     pub rule: Option<String>,
+    /// What the policy said before any approval: `allow`, `prompt`, `forbidden`.
+    pub policy_decisions: Vec<String>,
+    /// Agents: the calls' owners (the client that made each).
+    pub agents: Vec<String>,
     pub session: Option<String>,
     pub run: Option<String>,
     /// From this time on (as [`parse_time`] reads it).
@@ -44,6 +49,17 @@ impl CallQuery {
             .map(|s| s.parse::<CallStatus>().map_err(ApiError::from))
             .collect::<Result<Vec<_>, _>>()?;
         let reasons = self.reasons.iter().map(|r| parse_reason(r)).collect::<Result<Vec<_>, _>>()?;
+        let policy_decisions = self
+            .policy_decisions
+            .iter()
+            .map(|d| {
+                StoredPolicyDecision::parse(d).ok_or_else(|| {
+                    ApiError::from(LedgerStoreError::BadFilter(format!(
+                        "unknown policy decision {d:?}: expected one of allow, prompt, forbidden"
+                    )))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let range = TimeRange { since: self.since.clone(), until: self.until.clone() };
         let (since, until) = range.bounds(now)?;
         Ok(CallFilter {
@@ -54,6 +70,8 @@ impl CallQuery {
             reasons,
             decided_by: self.decided_by.clone(),
             rule: self.rule.clone(),
+            policy_decisions,
+            owners: self.agents.clone(),
             since,
             until,
             search: self.search.clone(),
