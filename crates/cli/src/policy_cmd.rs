@@ -4,7 +4,8 @@
 use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
 use portcullis_hub::api::policy_check::{
-    CallVerdict, Evaluation, LoadedPolicy, PolicyLint, Severity, lint_policy, quote_shell_word, test_policy,
+    CallVerdict, Evaluation, LoadedPolicy, MatchedRule, PolicyLint, Severity, lint_policy, quote_shell_word,
+    test_policy,
 };
 use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
 use portcullis_hub::api::times::format_time;
@@ -88,10 +89,18 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where a rule is declared: `file:line` (the file alone when its line is not known).
+fn declared_at(rule: &MatchedRule) -> String {
+    match rule.line {
+        0 => rule.source.clone(),
+        line => format!("{}:{line}", rule.source),
+    }
+}
+
 fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError> {
     writeln!(out, "decision: {}", e.decision.as_str())?;
     match (&e.deciding_rule, &e.deciding_reason) {
-        (Some(rule), _) => writeln!(out, "decided by: rule {} ({})", rule.id, rule.source)?,
+        (Some(rule), _) => writeln!(out, "decided by: rule {} ({})", rule.id, declared_at(rule))?,
         (None, Some(reason)) => writeln!(out, "decided by: {reason}")?,
         (None, None) => {}
     }
@@ -110,7 +119,7 @@ fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError
     if !e.matched_rules.is_empty() {
         writeln!(out, "matched rules:")?;
         for rule in &e.matched_rules {
-            writeln!(out, "  {} ({}) in {}", rule.id, rule.decision.as_str(), rule.source)?;
+            writeln!(out, "  {} ({}) in {}", rule.id, rule.decision.as_str(), declared_at(rule))?;
         }
     }
     if !e.reasons.is_empty() {

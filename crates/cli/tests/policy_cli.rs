@@ -191,7 +191,9 @@ fn check_reports_every_sub_command_rule_and_path() {
     // Human output names the deciding rule.
     let text = env.expect(0, &["policy", "check", "--policy", policy, "--cwd", cwd, "--", "ls; rm x"]);
     assert!(text.contains("decision: forbidden"), "{text}");
-    assert!(text.contains(&format!("decided by: rule remove ({policy})")), "{text}");
+    // ... with the line that declares it.
+    assert!(text.contains(&format!("decided by: rule remove ({policy}:7)")), "{text}");
+    assert!(text.contains(&format!("  remove (forbidden) in {policy}:7")), "{text}");
 }
 
 #[test]
