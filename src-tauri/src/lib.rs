@@ -91,6 +91,7 @@ pub fn run() -> ExitCode {
             }
             app.manage(host);
             app.manage(EventStreams::default());
+            exit_on_signal(app.handle().clone());
             Ok(())
         })
         .on_window_event(|window, event| {
@@ -138,6 +139,23 @@ fn show_pending_in_title(app: tauri::AppHandle, api: portcullis_hub::api::Operat
                 };
                 let _ = window.set_title(&title);
             }
+        }
+    });
+}
+
+/// SIGTERM and SIGINT end the app as closing it does: the hub shuts down cleanly (`RunEvent::Exit`).
+fn exit_on_signal(app: tauri::AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut int)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::info!("signal received: stopping");
+            app.exit(0);
         }
     });
 }

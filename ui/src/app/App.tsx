@@ -1,9 +1,10 @@
 // The window's shell: the hub's state on top, the nav (Approvals, Live, Connections; the policy and
 // ledger views slot in here), the view, and the "quit while calls wait?" question.
 import { useEffect, useMemo, useState, type ReactNode } from "react";
-import { QueryClient, QueryClientProvider, useQuery } from "@tanstack/react-query";
+import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { Backend, HubState } from "../backend/backend";
 import { followFeed } from "../data/feed";
+import { keepQueriesCurrent } from "../data/invalidation";
 import { ApprovalsView } from "../features/approvals/ApprovalsView";
 import { ConnectionsView } from "../features/connections/ConnectionsView";
 import { LiveView } from "../features/live/LiveView";
@@ -62,6 +63,8 @@ function Shell({ hub }: { hub: Extract<HubState, { state: "running" }> }) {
   const backend = useBackend();
   const feed = useMemo(() => followFeed(backend), [backend]);
   useEffect(() => () => feed.stop(), [feed]);
+  const queryClient = useQueryClient();
+  useEffect(() => keepQueriesCurrent(feed, queryClient), [feed, queryClient]);
   const [view, setView] = useState<ViewId>("approvals");
   const [closing, setClosing] = useState<number | null>(null);
   useEffect(() => backend.onCloseAsked(setClosing), [backend]);

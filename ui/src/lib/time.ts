@@ -5,7 +5,7 @@ export const millis = (micros: number): number => Math.floor(micros / 1000);
 
 /** `1:05` for 65 seconds; `0:00` once past. */
 export function clock(seconds: number): string {
-  const s = Math.max(0, Math.ceil(seconds));
+  const s = Math.max(0, Math.floor(seconds));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 

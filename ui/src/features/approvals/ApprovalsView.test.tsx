@@ -37,7 +37,7 @@ describe("the approvals inbox", () => {
     const rules = within(card).getByTestId("rules");
     const deciding = rules.querySelector("tr[data-deciding]");
     expect(deciding).toHaveTextContent("git-push");
-    expect(deciding).toHaveTextContent("/home/dev/shop/.portcullis/policy.json:14");
+    expect(deciding).toHaveTextContent("…/shop/.portcullis/policy.json:14");
     expect(deciding).toHaveTextContent("decides");
     expect(within(rules).getByText("rm-build").closest("tr")).not.toHaveAttribute("data-deciding");
     expect(within(card).getByText(/claude-code 2\.1\.0/)).toBeInTheDocument();

@@ -1,8 +1,8 @@
 // Connections: the agent sessions the hub has open, its upstream MCP servers (state, restarts, restart
-// button) and the tool catalog as agents see it. Lists are refetched when the feed says they changed.
-import { useEffect } from "react";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useBackend, useFeed } from "../../app/context";
+// button) and the tool catalog as agents see it. Lists are refetched when the feed says they changed
+// (data/invalidation.ts).
+import { useQuery } from "@tanstack/react-query";
+import { useBackend } from "../../app/context";
 import { asBackendError } from "../../backend/backend";
 import { ago, absolute } from "../../lib/time";
 import { useNow } from "../../lib/useNow";
@@ -10,28 +10,10 @@ import { visible } from "../../lib/visible";
 
 export function ConnectionsView() {
   const backend = useBackend();
-  const feed = useFeed();
-  const client = useQueryClient();
   const now = useNow(5000);
   const sessions = useQuery({ queryKey: ["sessions"], queryFn: () => backend.sessions() });
   const servers = useQuery({ queryKey: ["servers"], queryFn: () => backend.servers() });
   const tools = useQuery({ queryKey: ["tools"], queryFn: () => backend.tools() });
-  useEffect(
-    () =>
-      feed.listen((items) => {
-        for (const { event } of items) {
-          if (event.kind === "session_opened" || event.kind === "session_closed") {
-            void client.invalidateQueries({ queryKey: ["sessions"] });
-          } else if (event.kind === "servers_changed") {
-            client.setQueryData(["servers"], event.servers);
-            void client.invalidateQueries({ queryKey: ["tools"] });
-          } else if (event.kind === "policy_reloaded") {
-            void client.invalidateQueries({ queryKey: ["tools"] });
-          }
-        }
-      }),
-    [feed, client],
-  );
   const failure = [sessions.error, servers.error, tools.error].find(Boolean);
   return (
     <section className="view connections" aria-label="Connections">

@@ -39,11 +39,11 @@ export function ApprovalCard(props: ApprovalCardProps) {
       <header className="card-head">
         <span className="tool mono">{visible(a.tool)}</span>
         <span className="who">
-          {session ? `${visible(session.client)} ${visible(session.version)}` : "agent"}
+          {session ? `${visible(session.client)} ${visible(session.version)}` : "agent (session closed)"}
           <span className="muted"> · session {visible(a.session_id.slice(0, 8))}</span>
         </span>
         <span className={`countdown${left < 20 ? " urgent" : ""}`} title={`deadline ${absolute(a.deadline)}`}>
-          ⏱ {clock(left)} <span className="muted">then denied (timeout)</span>
+          {clock(left)} left <span className="muted">· then denied (timeout)</span>
         </span>
       </header>
       {command != null && (
@@ -115,12 +115,16 @@ export function ApprovalCard(props: ApprovalCardProps) {
         )}
         {noting && <DenyNote onDeny={(note) => props.onAnswer("deny", note)} onCancel={() => props.onNote(false)} />}
       </footer>
-      {always && a.always.offered === "yes" && (
-        <p className="muted small">
-          Always writes {a.always.rules.map((r) => visible(r.id)).join(", ") || "a rule"} to{" "}
-          <span className="mono">{visible(a.always.file)}</span>
-        </p>
-      )}
+      <p className="muted small" data-testid="always-offer">
+        {a.always.offered === "yes" ? (
+          <>
+            Always writes {a.always.rules.map((r) => visible(r.id)).join(", ") || "a rule"} to{" "}
+            <span className="mono">{visible(a.always.file)}</span>
+          </>
+        ) : (
+          <>Always is not offered: {visible(a.always.why)}</>
+        )}
+      </p>
     </article>
   );
 }

@@ -6,8 +6,26 @@ import { visible } from "../../../lib/visible";
 
 const where = (rule: MatchedRule) => (rule.line ? `${rule.source}:${rule.line}` : rule.source);
 
-const same = (a: MatchedRule, b: MatchedRule | null) =>
-  !!b && a.id === b.id && a.source === b.source && a.line === b.line;
+/** `…/shop/.portcullis/policy.json:11`: the last three parts of a path (the whole one on hover). */
+const short = (path: string) => {
+  const parts = path.split("/");
+  return parts.length > 4 ? `…/${parts.slice(-3).join("/")}` : path;
+};
+
+/** The rules once each, in order, with how many sub-commands each matched. */
+function distinct(rules: MatchedRule[]): Array<[MatchedRule, number]> {
+  const seen: Array<[MatchedRule, number]> = [];
+  for (const rule of rules) {
+    const known = seen.find(([r]) => same(r, rule));
+    if (known) known[1] += 1;
+    else seen.push([rule, 1]);
+  }
+  return seen;
+}
+
+function same(a: MatchedRule, b: MatchedRule | null): boolean {
+  return !!b && a.id === b.id && a.source === b.source && a.line === b.line;
+}
 
 export function SubCommands({ evaluation }: { evaluation: Evaluation }) {
   if (evaluation.commands.length === 0) return null;
@@ -34,10 +52,11 @@ export function SubCommands({ evaluation }: { evaluation: Evaluation }) {
 
 export function Rules({ evaluation }: { evaluation: Evaluation }) {
   const deciding = evaluation.deciding_rule ?? null;
+  const rules = distinct(evaluation.matched_rules);
   return (
     <table className="grid" data-testid="rules">
       <caption>
-        Rules that matched ({evaluation.matched_rules.length})
+        Rules that matched ({rules.length})
         {!deciding && evaluation.deciding_reason ? ` — decided by: ${visible(evaluation.deciding_reason)}` : ""}
       </caption>
       <thead>
@@ -56,18 +75,21 @@ export function Rules({ evaluation }: { evaluation: Evaluation }) {
             </td>
           </tr>
         )}
-        {evaluation.matched_rules.map((rule, i) => {
+        {rules.map(([rule, times], i) => {
           const decides = same(rule, deciding);
           return (
             <tr key={i} className={decides ? "deciding" : undefined} data-deciding={decides || undefined}>
-              <td className="mono">{visible(rule.id)}</td>
+              <td className="mono nowrap">
+                {visible(rule.id)}
+                {times > 1 ? <span className="muted"> ×{times}</span> : null}
+              </td>
               <td>
                 <DecisionBadge decision={rule.decision} />
               </td>
-              <td className="mono path" title={where(rule)}>
-                {visible(where(rule))}
+              <td className="mono" title={visible(where(rule))}>
+                {visible(short(where(rule)))}
               </td>
-              <td>{decides ? <strong>◀ decides</strong> : null}</td>
+              <td className="nowrap">{decides ? <strong>◀ decides</strong> : null}</td>
             </tr>
           );
         })}
