@@ -2,7 +2,8 @@
 // its in-process hub, and the official MCP TypeScript SDK client as the agent. A prompted `git push`
 // appears as a card with its parsed sub-commands and the deciding rule (file:line); clicking "Allow
 // once" lets it run and the agent gets its output; the deny key refuses a second one and the agent is
-// told; the ledger says who decided. The inbox with its card is captured for docs/screenshots/.
+// told; the ledger says who decided. The inbox with its card is captured (for docs/screenshots/ with
+// PORTCULLIS_SCREENSHOTS=docs/screenshots bash scripts/e2e.sh).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -63,9 +64,12 @@ test("a prompted shell command is a card; Allow once runs it and the agent gets 
   assert.ok(deciding.includes(`.portcullis/policy.json:${GIT_PUSH_LINE}`), deciding);
   assert.match(await card().getText(), /claude-code/);
 
-  mkdirSync(path.join(repo, "docs/screenshots"), { recursive: true });
+  // Into docs/screenshots/ when asked (PORTCULLIS_SCREENSHOTS=docs/screenshots), else beside the specs,
+  // so an ordinary test run leaves the committed pictures alone.
+  const shots = path.resolve(repo, process.env.PORTCULLIS_SCREENSHOTS ?? "ui/e2e/out");
+  mkdirSync(shots, { recursive: true });
   await settled(browser);
-  await browser.saveScreenshot(path.join(repo, "docs/screenshots/approvals-inbox.png"));
+  await browser.saveScreenshot(path.join(shots, "approvals-inbox.png"));
 
   await card().$('[data-testid="answer-once"]').click();
   const { code, report } = await call;
