@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# Every test of the workspace, as CI runs it: formatting, lints, smoke runs of the benches (their figures
-# are not asserted; benchmarks are not tests), then unit, integration, conformance, crash and CLI tests.
+# Every test of the workspace, as CI runs it: the UI's lint, typecheck and unit tests (and its build, which
+# the app crate embeds), formatting, lints, smoke runs of the benches (their figures are not asserted;
+# benchmarks are not tests), unit, integration, conformance, crash and CLI tests, then the desktop app
+# driven end to end in a virtual display.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== desktop dependencies (installs only what is missing)"
+bash scripts/desktop-deps.sh --with-driver
+
+echo "== UI: lint (no @tauri-apps/* outside src/backend), typecheck, unit tests, build"
+npm --prefix ui run lint --silent
+npm --prefix ui run typecheck --silent
+npm --prefix ui test --silent -- --reporter=dot
+npm --prefix ui run build --silent
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -31,3 +42,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --all-features --locked --lib --tests --no-fail-fast
 fi
+
+echo "== desktop app end to end (tauri-driver + WebKitWebDriver under Xvfb)"
+bash scripts/e2e.sh

@@ -8,7 +8,7 @@ use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
 use portcullis_hub::config::{default_ledger_path, user_config_dir};
-use portcullis_hub::{Hub, HubConfig, bind, reload, serve_on};
+use portcullis_hub::{HubConfig, launch};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -68,18 +68,18 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(CliError::Runtime)?;
     runtime.block_on(async move {
-        // Bound before the hub opens: a port in use leaves no token or ledger behind.
-        let listener = bind(&config).await.map_err(hub_error)?;
-        let hub = Hub::open(config).await.map_err(hub_error)?;
-        let running = serve_on(hub.clone(), listener).await.map_err(hub_error)?;
-        let _watcher = reload::watch(&hub).map_err(|e| CliError::BadArgument(format!("watching policies: {e}")))?;
+        // Bound before the hub opens (a port in use leaves no token or ledger behind); another hub of
+        // this user on the port or the ledger is named.
+        let launched = launch(config).await.map_err(|e| CliError::Hub { code: e.code(), message: e.to_string() })?;
+        let hub = launched.running.hub.clone();
+        let addr = launched.running.addr;
         let dir = hub_config_dir_display();
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
             "portcullis: guarding the project {} (its tools' root; --project DIR to choose another)\nportcullis: serving MCP at http://{}/mcp (agents' bearer token in {dir}/token; the approval API takes only the operator token in {dir}/operator-token)\nportcullis: policies: {}\nportcullis: ledger: {}",
             hub.project().display(),
-            running.addr,
+            addr,
             hub.policy_sources().join(", "),
             args.db.as_ref().map_or_else(
                 || default_ledger_path().map(|p| p.display().to_string()).unwrap_or_default(),
@@ -87,14 +87,14 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             )
         );
         drop(err);
-        let api = OperatorApi::new(hub.clone());
+        let api = launched.api();
         log_events(&api);
         if let Some(prompter) = prompter {
             answer_on_terminal(&api, Arc::new(prompter));
         }
         wait_for_signal().await;
         tracing::info!("shutting down");
-        running.shutdown().await.map_err(hub_error)?;
+        launched.shutdown().await.map_err(hub_error)?;
         let _ = writeln!(std::io::stderr().lock(), "portcullis: stopped");
         Ok(ExitCode::SUCCESS)
     })

@@ -220,6 +220,7 @@ impl fmt::Display for CallError {
 }
 
 /// A policy rule that matched, by id and the file it came from.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RuleRef {
     pub id: String,

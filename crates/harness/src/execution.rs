@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The broad kind of side effect.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
@@ -27,6 +28,7 @@ pub enum ActionKind {
 }
 
 /// How much harm the action could do, as the tool judges it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
@@ -37,6 +39,7 @@ pub enum Risk {
 }
 
 /// What a call would do, described by its tool before it runs.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecutionAction {
     pub kind: ActionKind,

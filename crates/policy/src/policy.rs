@@ -113,6 +113,7 @@ fn position(text: &str, at: usize) -> (usize, usize) {
 }
 
 /// A rule that matched, with the file it came from.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedRule {
     pub id: String,
@@ -129,6 +130,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// The answer of an evaluation, with the evidence.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evaluation {
     pub decision: Decision,

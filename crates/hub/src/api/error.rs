@@ -29,6 +29,8 @@ pub enum ErrorCode {
     BadTime,
     /// Writing the output a front end asked for (an export file) failed.
     OutputFailed,
+    /// No hub runs behind this front end (it did not start: another one holds the port or ledger).
+    HubUnavailable,
     /// A policy did not load or is not valid: the policy crate's own code (`policy_parse`...).
     Policy(&'static str),
     /// The ledger failed or is not one: the ledger crate's own code (`not_a_ledger`...).
@@ -56,6 +58,7 @@ impl ErrorCode {
             ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::ServerUnknown => "server_unknown",
+            ErrorCode::HubUnavailable => "hub_unavailable",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
         }
     }
@@ -76,14 +79,18 @@ impl ErrorCode {
             ) => 422,
             ErrorCode::Ledger("ledger_locked") => 409,
             ErrorCode::Ledger(_) | ErrorCode::OutputFailed => 500,
+            ErrorCode::HubUnavailable => 503,
         }
     }
 }
 
 /// A failed operator API call.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ApiError {
+    /// The stable code ([`ErrorCode::as_str`]): one of a known set, plus the policy's and the ledger's own.
+    #[cfg_attr(feature = "specta", specta(type = String))]
     pub code: ErrorCode,
     pub message: String,
     /// For programs: the ids, paths or positions the message names.
@@ -148,6 +155,7 @@ mod tests {
             (ErrorCode::PolicyChanged, "policy_changed", 409),
             (ErrorCode::CallNotFound, "call_not_found", 404),
             (ErrorCode::ServerUnknown, "server_unknown", 404),
+            (ErrorCode::HubUnavailable, "hub_unavailable", 503),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
             (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 422),
             (ErrorCode::Ledger("ledger_schema_newer"), "ledger_schema_newer", 422),

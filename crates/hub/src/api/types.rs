@@ -13,6 +13,7 @@ pub use portcullis_harness::{
 };
 
 /// A call waiting for an operator's answer.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Approval {
     pub id: u64,
@@ -39,6 +40,7 @@ pub struct Approval {
 }
 
 /// Whether "always" is on offer for an approval.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "offered", rename_all = "snake_case")]
 pub enum AlwaysOffer {
@@ -55,6 +57,7 @@ pub enum AlwaysOffer {
 }
 
 /// A command rule "always" would add.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlwaysRule {
     pub id: String,
@@ -63,6 +66,7 @@ pub struct AlwaysRule {
 }
 
 /// An operator's answer.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Choice {
@@ -76,6 +80,7 @@ pub enum Choice {
 }
 
 /// An answer to one approval.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Answer {
@@ -86,6 +91,7 @@ pub struct Answer {
 }
 
 /// An "allow for this session" in force.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionGrant {
     pub id: String,
@@ -96,6 +102,7 @@ pub struct SessionGrant {
 }
 
 /// A tool as agents see it, and whether the grants let them see it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CatalogTool {
     /// The registry's name (`shell`, `mcp:<server>:<tool>`).
@@ -111,6 +118,7 @@ pub struct CatalogTool {
 }
 
 /// One item of the operator's event feed, numbered in the order the feed delivered it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeedItem {
     /// 1, 2, 3… for this feed: a front end that saw a [`FeedEvent::Missed`] knows how many it lost.
@@ -120,6 +128,7 @@ pub struct FeedItem {
 }
 
 /// What happened, by source: the hub, the approval broker, the tools' calls.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FeedEvent {
@@ -183,6 +192,7 @@ impl From<portcullis_policy::ApprovalChoice> for Choice {
 }
 
 /// An agent session the hub has open.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentSession {
     pub id: String,
@@ -194,6 +204,7 @@ pub struct AgentSession {
 
 /// An upstream MCP server: where it stands and since when, its tools, how often it was restarted, its
 /// last error and the last lines it wrote to stderr.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpstreamServer {
     pub id: String,
@@ -215,6 +226,7 @@ pub struct UpstreamServer {
 }
 
 /// Where an upstream server stands.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum UpstreamState {
@@ -234,6 +246,7 @@ pub enum UpstreamState {
 }
 
 /// An error that took an upstream server down, and when.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerFailure {
     pub message: String,
@@ -241,6 +254,7 @@ pub struct ServerFailure {
 }
 
 /// The hub at a glance.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HubStatus {
     pub version: String,
@@ -256,6 +270,7 @@ pub struct HubStatus {
 }
 
 /// A policy file as read, with the version a save must match.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyFile {
     /// The file's path, or `built-in default policy` when no file applies.
@@ -270,6 +285,7 @@ pub struct PolicyFile {
 }
 
 /// What a valid policy text holds.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicySummary {
     pub rules: usize,

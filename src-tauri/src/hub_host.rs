@@ -1,0 +1,191 @@
+//! The hub the app runs in-process, started exactly as `portcullis serve` starts it (`hub::launch`: same
+//! defaults, gateway on 127.0.0.1:7391, tokens, ledger, hot reload) and stopped cleanly at exit — or,
+//! when it could not start (another hub of this user holds the port or the ledger), why, so that the
+//! window says so instead of starting a second hub on the same ledger.
+
+use portcullis_hub::api::{ApiError, ErrorCode, Operator, OperatorApi};
+use portcullis_hub::config::{default_ledger_path, user_config_dir};
+use portcullis_hub::{HubConfig, LaunchedHub, launch};
+use serde::Serialize;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Where the app's hub runs, or why it does not.
+#[derive(Debug, Clone, Serialize, specta::Type)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum HubState {
+    Running {
+        /// The gateway agents connect to.
+        mcp_url: String,
+        /// The file holding the agents' bearer token.
+        token_file: String,
+        project: String,
+        ledger: String,
+    },
+    /// The hub did not start; `code` is `hub_already_running` when another hub holds the port or ledger.
+    NotRunning { code: String, message: String },
+}
+
+/// What the command line may change (as `portcullis serve --project DIR --port N --db FILE`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartOptions {
+    pub project: Option<PathBuf>,
+    pub port: Option<u16>,
+    pub db: Option<PathBuf>,
+}
+
+impl StartOptions {
+    /// Reads `--project DIR`, `--port N` and `--db FILE`; anything else is refused with a message.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<StartOptions, String> {
+        let mut options = StartOptions::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--project" => options.project = Some(PathBuf::from(value()?)),
+                "--db" => options.db = Some(PathBuf::from(value()?)),
+                "--port" => {
+                    let v = value()?;
+                    options.port = Some(v.parse().map_err(|_| format!("--port {v}: not a port number"))?);
+                }
+                other => {
+                    return Err(format!(
+                        "unknown argument {other:?} (known: --project DIR, --port N, --db FILE)"
+                    ));
+                }
+            }
+        }
+        Ok(options)
+    }
+
+    /// The hub's configuration: `portcullis serve`'s defaults with these options applied.
+    pub fn config(&self) -> Result<HubConfig, String> {
+        let project = match &self.project {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().map_err(|e| format!("current directory: {e}"))?,
+        };
+        let db = match &self.db {
+            Some(db) => db.clone(),
+            None => default_ledger_path().map_err(|e| e.to_string())?,
+        };
+        let mut config = HubConfig::new(project, db);
+        if let Some(port) = self.port {
+            config.listen = SocketAddr::new(config.listen.ip(), port);
+        }
+        Ok(config)
+    }
+}
+
+/// The app's hub: the launched hub (taken at exit to shut it down) and its operator API.
+pub struct HubHost {
+    launched: Mutex<Option<LaunchedHub>>,
+    api: Option<OperatorApi>,
+    state: HubState,
+    operator: Operator,
+}
+
+impl HubHost {
+    /// Starts the hub (on the current tokio runtime); a failure is kept as the state the window shows.
+    pub async fn start(options: &StartOptions) -> HubHost {
+        let config = match options.config() {
+            Ok(config) => config,
+            Err(message) => return HubHost::not_running("bad_argument".into(), message),
+        };
+        let (project, ledger) = (config.project.display().to_string(), config.db.display().to_string());
+        match launch(config).await {
+            Ok(launched) => {
+                let token_file =
+                    user_config_dir().map(|d| d.join("token").display().to_string()).unwrap_or_default();
+                let state = HubState::Running {
+                    mcp_url: format!("http://{}/mcp", launched.running.addr),
+                    token_file,
+                    project,
+                    ledger,
+                };
+                tracing::info!(?state, "hub started");
+                HubHost {
+                    api: Some(launched.api()),
+                    launched: Mutex::new(Some(launched)),
+                    state,
+                    operator: app_operator(),
+                }
+            }
+            Err(e) => {
+                tracing::error!(code = e.code(), "the hub did not start: {e}");
+                HubHost::not_running(e.code().into(), e.to_string())
+            }
+        }
+    }
+
+    fn not_running(code: String, message: String) -> HubHost {
+        HubHost {
+            launched: Mutex::new(None),
+            api: None,
+            state: HubState::NotRunning { code, message },
+            operator: app_operator(),
+        }
+    }
+
+    pub fn state(&self) -> HubState {
+        self.state.clone()
+    }
+
+    /// The operator API, or `hub_unavailable` when the hub did not start.
+    pub fn api(&self) -> Result<&OperatorApi, ApiError> {
+        self.api.as_ref().ok_or_else(|| {
+            let why = match &self.state {
+                HubState::NotRunning { message, .. } => message.clone(),
+                HubState::Running { .. } => String::new(),
+            };
+            ApiError::new(ErrorCode::HubUnavailable, format!("no hub runs in this app: {why}"), json!({}))
+        })
+    }
+
+    /// Who answers through this window, as the ledger records it.
+    pub fn operator(&self) -> &Operator {
+        &self.operator
+    }
+
+    /// Stops the hub: calls in flight finish within the grace period or are recorded as interrupted.
+    pub async fn shutdown(&self) {
+        let launched = self.launched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(launched) = launched
+            && let Err(e) = launched.shutdown().await
+        {
+            tracing::error!("the hub did not shut down cleanly: {e}");
+        }
+    }
+}
+
+/// `alice (app)`: the user and the channel, as the terminal approver records `alice (terminal)`.
+fn app_operator() -> Operator {
+    match std::env::var("USER") {
+        Ok(user) if !user.is_empty() => Operator::named(format!("{user} (app)")),
+        _ => Operator::named("app"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_read_like_serve() {
+        let args = ["--project", "/p", "--port", "0", "--db", "/l.db"].map(String::from);
+        let options = StartOptions::parse(args).unwrap();
+        assert_eq!(options.project, Some(PathBuf::from("/p")));
+        let config = options.config().unwrap();
+        assert_eq!(config.listen.port(), 0);
+        assert!(config.listen.ip().is_loopback());
+        assert!(StartOptions::parse(["--nope".to_owned()]).is_err());
+        assert!(StartOptions::parse(["--port".to_owned(), "x".to_owned()]).is_err());
+    }
+
+    #[test]
+    fn without_options_the_gateway_is_servers_default() {
+        let config = StartOptions::default().config().unwrap();
+        assert_eq!(config.listen, SocketAddr::from(([127, 0, 0, 1], 7391)));
+    }
+}

@@ -1,0 +1,161 @@
+//! Portcullis desktop app: a Tauri 2 shell over the hub it runs in-process. Its commands are thin calls
+//! into the operator API (`commands`), the event feed reaches the window through a batched channel
+//! (`event_stream`), and the TypeScript contract (`ui/src/backend/bindings.ts`) is generated from the
+//! builder here by tauri-specta.
+
+pub mod commands;
+pub mod event_stream;
+pub mod hub_host;
+
+use event_stream::EventStreams;
+use hub_host::{HubHost, StartOptions};
+use portcullis_hub::api::events::FeedSources;
+use portcullis_hub::api::types::FeedEvent;
+use serde::{Deserialize, Serialize};
+use std::process::ExitCode;
+use tauri::{Manager, RunEvent, WindowEvent};
+use tauri_specta::Event;
+
+/// Sent to the window when the operator closes it while calls wait for an answer: the window asks
+/// before it quits (`commands::quit`).
+#[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
+pub struct CloseAsked {
+    /// How many calls wait for an answer now.
+    pub pending: u32,
+}
+
+/// The typed contract: every command and event the window may use, with the types they carry.
+pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
+    tauri_specta::Builder::<tauri::Wry>::new()
+        .commands(tauri_specta::collect_commands![
+            commands::hub_state,
+            commands::hub_status,
+            commands::pending_approvals,
+            commands::answer_approval,
+            commands::session_grants,
+            commands::revoke_session_grant,
+            commands::sessions,
+            commands::servers,
+            commands::restart_server,
+            commands::tools,
+            commands::follow_events,
+            commands::unfollow_events,
+            commands::quit,
+        ])
+        .events(tauri_specta::collect_events![CloseAsked])
+        // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
+        .dangerously_cast_bigints_to_number()
+        // One TypeScript type per Rust type: the window reads what Rust serializes and sends what it reads.
+        .disable_serde_phases()
+}
+
+/// Writes the bindings the window is compiled against (`ui/src/backend/bindings.ts`) to `path`.
+pub fn export_bindings(path: &std::path::Path) -> Result<(), String> {
+    let typescript = specta_typescript::Typescript::default()
+        .header("// Generated from the Rust commands by tauri-specta (src-tauri/src/lib.rs). Do not edit.\n// Regenerate: PORTCULLIS_WRITE_BINDINGS=1 cargo test -p portcullis-app --test bindings\n");
+    bindings_builder().export(typescript, path).map_err(|e| e.to_string())
+}
+
+/// Runs the app: starts the hub, opens the window, and shuts the hub down cleanly on exit.
+pub fn run() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,portcullis_app=info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let options = match StartOptions::parse(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(why) => {
+            tracing::error!("{why}");
+            return ExitCode::from(2);
+        }
+    };
+    let builder = bindings_builder();
+    let app = tauri::Builder::default()
+        // First: a second launch only focuses this window.
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            if let Some(window) = app.get_webview_window("main") {
+                let _ = window.unminimize();
+                let _ = window.show();
+                let _ = window.set_focus();
+            }
+        }))
+        .invoke_handler(builder.invoke_handler())
+        .setup(move |app| {
+            builder.mount_events(app);
+            let host = tauri::async_runtime::block_on(HubHost::start(&options));
+            if let Ok(api) = host.api() {
+                show_pending_in_title(app.handle().clone(), api.clone());
+            }
+            app.manage(host);
+            app.manage(EventStreams::default());
+            exit_on_signal(app.handle().clone());
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            if let WindowEvent::CloseRequested { api, .. } = event {
+                let pending = window
+                    .try_state::<HubHost>()
+                    .and_then(|host| host.api().ok().map(|api| api.pending_approvals().len()))
+                    .unwrap_or(0);
+                if pending > 0 {
+                    api.prevent_close();
+                    let _ = CloseAsked { pending: u32::try_from(pending).unwrap_or(u32::MAX) }.emit(window);
+                }
+            }
+        })
+        .build(tauri::generate_context!());
+    let app = match app {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!("the window did not open: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    app.run(|app, event| {
+        if let RunEvent::Exit = event
+            && let Some(host) = app.try_state::<HubHost>()
+        {
+            tauri::async_runtime::block_on(host.shutdown());
+        }
+    });
+    ExitCode::SUCCESS
+}
+
+/// Keeps the window title on the number of calls waiting: `Portcullis — 2 waiting`.
+fn show_pending_in_title(app: tauri::AppHandle, api: portcullis_hub::api::OperatorApi) {
+    tauri::async_runtime::spawn(async move {
+        // Made inside the task: a feed spawns its merger on the current runtime.
+        let mut feed = api.events_from(FeedSources { hub: false, approvals: true, calls: false });
+        while let Some(item) = feed.next().await {
+            if matches!(item.event, FeedEvent::ApprovalAsked { .. } | FeedEvent::ApprovalSettled { .. })
+                && let Some(window) = app.get_webview_window("main")
+            {
+                let title = match api.pending_approvals().len() {
+                    0 => "Portcullis".to_owned(),
+                    n => format!("Portcullis — {n} waiting"),
+                };
+                let _ = window.set_title(&title);
+            }
+        }
+    });
+}
+
+/// SIGTERM and SIGINT end the app as closing it does: the hub shuts down cleanly (`RunEvent::Exit`).
+fn exit_on_signal(app: tauri::AppHandle) {
+    tauri::async_runtime::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut term), Ok(mut int)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::info!("signal received: stopping");
+            app.exit(0);
+        }
+    });
+}

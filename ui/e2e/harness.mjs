@@ -1,0 +1,188 @@
+// What the end-to-end specs share: a fresh project, home and config folder; tauri-driver (with
+// WebKitWebDriver) driving the real app binary; the official MCP TypeScript SDK client from
+// tests/interop as the agent; the ledger read through `portcullis ledger query`; and teardown that ends
+// every process the run started, by pid.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { remote } from "webdriverio";
+
+export const repo = path.resolve(import.meta.dirname, "../..");
+const target = process.env.CARGO_TARGET_DIR ?? path.join(repo, "target");
+export const appBin = process.env.PORTCULLIS_APP_BIN ?? path.join(target, "debug/portcullis-app");
+export const cliBin = process.env.PORTCULLIS_BIN ?? path.join(target, "debug/portcullis");
+const tauriDriver = process.env.TAURI_DRIVER ?? path.join(os.homedir(), ".cargo/bin/tauri-driver");
+const interop = path.join(repo, "tests/interop");
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A free loopback port. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(what, check, timeoutMs = 30_000) {
+  const started = Date.now();
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** A fresh world: home, config and data folders, and a project with `policy` and a git repository
+ * whose `origin` is a local bare repository (so `git push` really runs). */
+export function world(policy) {
+  const base = mkdtempSync(path.join(os.tmpdir(), "portcullis-e2e-"));
+  const dirs = { base, home: `${base}/home`, config: `${base}/config`, data: `${base}/data`, proj: `${base}/shop` };
+  for (const d of [dirs.home, dirs.config, dirs.data, `${dirs.proj}/.portcullis`]) mkdirSync(d, { recursive: true });
+  writeFileSync(`${dirs.proj}/.portcullis/policy.json`, policy);
+  const git = (...args) => execFileSync("git", args, { cwd: dirs.proj, stdio: "ignore", env: { ...process.env, HOME: dirs.home } });
+  execFileSync("git", ["init", "-q", "--bare", `${base}/origin.git`], { stdio: "ignore" });
+  git("init", "-q", "-b", "main");
+  writeFileSync(`${dirs.proj}/README.md`, "# shop\n");
+  git("add", "README.md");
+  git("-c", "user.name=dev", "-c", "user.email=dev@example.invalid", "commit", "-q", "-m", "first");
+  git("remote", "add", "origin", `${base}/origin.git`);
+  dirs.env = {
+    ...process.env,
+    HOME: dirs.home,
+    PORTCULLIS_CONFIG_DIR: dirs.config,
+    PORTCULLIS_DATA_DIR: dirs.data,
+    XDG_CONFIG_HOME: "",
+    XDG_DATA_HOME: "",
+    RUST_LOG: "warn",
+    USER: "e2e-operator",
+  };
+  delete dirs.env.XDG_CONFIG_HOME;
+  delete dirs.env.XDG_DATA_HOME;
+  dirs.ledger = `${dirs.data}/ledger.db`;
+  return dirs;
+}
+
+/** The processes under `pid` now (children first found, then theirs). */
+function descendants(pid) {
+  const parents = new Map();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parents.set(Number(entry), ppid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found = [];
+  const walk = (p) => {
+    for (const [child, parent] of parents) {
+      if (parent === p) {
+        found.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** The app, started by tauri-driver for `w`, with its hub on `port`; returns the browser and teardown. */
+export async function startApp(w, port) {
+  const driverPort = await freePort();
+  const nativePort = await freePort();
+  const log = openSync(`${w.base}/driver.log`, "a");
+  const driver = spawn(tauriDriver, ["--port", String(driverPort), "--native-port", String(nativePort)], {
+    env: w.env,
+    cwd: w.proj,
+    stdio: ["ignore", log, log],
+  });
+  await waitFor("tauri-driver", () =>
+    new Promise((resolve) => {
+      const socket = net.connect(driverPort, "127.0.0.1", () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.on("error", () => resolve(false));
+    }),
+  );
+  const started = Date.now();
+  const browser = await remote({
+    hostname: "127.0.0.1",
+    port: driverPort,
+    logLevel: "error",
+    connectionRetryCount: 0,
+    capabilities: {
+      "tauri:options": { application: appBin, args: ["--project", w.proj, "--port", String(port)] },
+    },
+  });
+  const stop = async () => {
+    const tagged = descendants(driver.pid);
+    try {
+      await browser.deleteSession();
+    } catch {
+      // the window may be gone already
+    }
+    driver.kill("SIGTERM");
+    await new Promise((r) => (driver.exitCode != null ? r() : driver.once("exit", r)));
+    await sleep(300);
+    for (const pid of tagged) {
+      try {
+        process.kill(pid, "SIGTERM");
+      } catch {
+        // already ended
+      }
+    }
+  };
+  return { browser, stop, started };
+}
+
+/** The hub's runtime file once the app's hub listens. */
+export function hubInfo(w) {
+  return waitFor("the app's hub", () => {
+    const file = `${w.config}/hub.json`;
+    return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
+  });
+}
+
+/** Runs the SDK client (tests/interop/client.mjs) as the agent `claude-code`; resolves to its report. */
+export function agent(info, w, steps) {
+  const token = readFileSync(`${w.config}/token`, "utf8").trim();
+  const scenario = { url: info.mcp_url, token, clientName: "claude-code", steps };
+  const child = spawn("node", [path.join(interop, "client.mjs"), JSON.stringify(scenario)], {
+    cwd: interop,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  return new Promise((resolve) =>
+    child.on("exit", (code) => resolve({ code, report: out.trim() ? JSON.parse(out) : null })),
+  );
+}
+
+/** The ledger's calls, newest first, as `portcullis ledger query --json` lists them. */
+export function ledgerCalls(w) {
+  const out = execFileSync(cliBin, ["ledger", "query", "--json", "--limit", "100", "--db", w.ledger], { env: w.env });
+  return JSON.parse(out.toString()).calls;
+}
+
+/** Waits until the ledger holds a row that `match` accepts. */
+export function ledgerRow(w, match) {
+  return waitFor("the ledger row", () => ledgerCalls(w).find(match), 15_000);
+}
+
+/** Two animation frames: what a screenshot then captures is what the last change painted. */
+export function settled(browser) {
+  return browser.executeAsync((done) =>
+    globalThis.requestAnimationFrame(() => globalThis.requestAnimationFrame(() => done(true))),
+  );
+}

@@ -1,0 +1,60 @@
+// A Backend for tests: answers only the commands a test gives handlers for (any other rejects with
+// `no_handler`), records every call, and pushes feed batches when the test says.
+import {
+  BackendError,
+  type Backend,
+  type FeedItem,
+  type Unsubscribe,
+} from "./backend";
+
+type Handlers = { [K in keyof Backend]?: Backend[K] };
+
+export interface FakeBackend extends Backend {
+  /** Every call made, in order: [method, arguments]. */
+  readonly calls: Array<[string, unknown[]]>;
+  /** Delivers a batch to every feed subscriber. */
+  push(items: FeedItem[]): void;
+  /** Says the window is being closed with `pending` calls waiting. */
+  askClose(pending: number): void;
+}
+
+export function fakeBackend(handlers: Handlers = {}): FakeBackend {
+  const calls: Array<[string, unknown[]]> = [];
+  const feeds = new Set<(items: FeedItem[]) => void>();
+  const closers = new Set<(pending: number) => void>();
+  const call = (name: keyof Backend, args: unknown[]): Promise<never> => {
+    calls.push([name, args]);
+    const handler = handlers[name] as ((...a: unknown[]) => unknown) | undefined;
+    if (!handler) {
+      return Promise.reject(
+        new BackendError({ code: "no_handler", message: `the fake backend has no handler for ${name}`, details: null }),
+      );
+    }
+    return Promise.resolve(handler(...args)) as Promise<never>;
+  };
+  const subscribe = <T>(set: Set<T>, item: T): Unsubscribe => {
+    set.add(item);
+    return () => set.delete(item);
+  };
+  return {
+    calls,
+    push: (items) => feeds.forEach((f) => f(items)),
+    askClose: (pending) => closers.forEach((c) => c(pending)),
+    hubState: (...a) => call("hubState", a),
+    hubStatus: (...a) => call("hubStatus", a),
+    pendingApprovals: (...a) => call("pendingApprovals", a),
+    answerApproval: (...a) => call("answerApproval", a),
+    sessionGrants: (...a) => call("sessionGrants", a),
+    revokeSessionGrant: (...a) => call("revokeSessionGrant", a),
+    sessions: (...a) => call("sessions", a),
+    servers: (...a) => call("servers", a),
+    restartServer: (...a) => call("restartServer", a),
+    tools: (...a) => call("tools", a),
+    quit: (...a) => call("quit", a),
+    followEvents: (onBatch) => {
+      calls.push(["followEvents", []]);
+      return subscribe(feeds, onBatch);
+    },
+    onCloseAsked: (handler) => subscribe(closers, handler),
+  };
+}

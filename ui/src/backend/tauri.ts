@@ -1,0 +1,70 @@
+// The Backend in the app: the generated command wrappers (bindings.ts) over Tauri's IPC, errors turned
+// into BackendError, the event feed over a Tauri channel (attached before the stream starts).
+import { Channel } from "@tauri-apps/api/core";
+import { commands, events, type ApiError, type FeedItem } from "./bindings";
+import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
+
+type Result<T> = { status: "ok"; data: T } | { status: "error"; error: ApiError };
+
+async function unwrap<T>(call: Promise<Result<T>>): Promise<T> {
+  let result: Result<T>;
+  try {
+    result = await call;
+  } catch (e) {
+    throw asBackendError(e);
+  }
+  if (result.status === "error") throw new BackendError(result.error);
+  return result.data;
+}
+
+const done = async (call: Promise<Result<null>>): Promise<void> => {
+  await unwrap(call);
+};
+
+export function tauriBackend(): Backend {
+  return {
+    hubState: () => commands.hubState(),
+    hubStatus: () => unwrap(commands.hubStatus()),
+    pendingApprovals: () => unwrap(commands.pendingApprovals()),
+    answerApproval: (id, answer) => done(commands.answerApproval(id, answer)),
+    sessionGrants: () => unwrap(commands.sessionGrants()),
+    revokeSessionGrant: (id) => done(commands.revokeSessionGrant(id)),
+    sessions: () => unwrap(commands.sessions()),
+    servers: () => unwrap(commands.servers()),
+    restartServer: (id) => done(commands.restartServer(id)),
+    tools: () => unwrap(commands.tools()),
+    quit: () => commands.quit(),
+    followEvents: (onBatch): Unsubscribe => {
+      const channel = new Channel<FeedItem[]>();
+      let stopped = false;
+      let id: number | null = null;
+      channel.onmessage = (items) => {
+        if (!stopped) onBatch(items);
+      };
+      unwrap(commands.followEvents(channel)).then(
+        (streamId) => {
+          id = streamId;
+          if (stopped) void commands.unfollowEvents(streamId);
+        },
+        (e) => console.error("the event feed did not start", e),
+      );
+      return () => {
+        if (stopped) return;
+        stopped = true;
+        if (id != null) void commands.unfollowEvents(id);
+      };
+    },
+    onCloseAsked: (handler): Unsubscribe => {
+      let stop: (() => void) | null = null;
+      let stopped = false;
+      void events.closeAsked.listen((e) => handler(e.payload.pending)).then((unlisten) => {
+        if (stopped) unlisten();
+        else stop = unlisten;
+      });
+      return () => {
+        stopped = true;
+        stop?.();
+      };
+    },
+  };
+}

@@ -1,0 +1,85 @@
+// The pending approvals as the window shows them: fetched once, then kept current from the feed
+// (asked → added, settled → removed), with the answers in flight and the last answer that failed.
+import { asBackendError, type Approval, type Backend, type Choice, type FeedItem } from "../../backend/backend";
+import type { Feed } from "../../data/feed";
+
+export interface ApprovalsState {
+  pending: Approval[];
+  /** Ids whose answer is on its way. */
+  answering: number[];
+  /** The last failure, in words (which approval, what went wrong). */
+  failure: string | null;
+  loaded: boolean;
+}
+
+export interface ApprovalsStore {
+  subscribe(listener: () => void): () => void;
+  snapshot(): ApprovalsState;
+  answer(id: number, choice: Choice, note?: string): Promise<void>;
+  stop(): void;
+}
+
+export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
+  let state: ApprovalsState = { pending: [], answering: [], failure: null, loaded: false };
+  const listeners = new Set<() => void>();
+  const settled = new Set<number>();
+  const set = (next: Partial<ApprovalsState>) => {
+    state = { ...state, ...next };
+    listeners.forEach((l) => l());
+  };
+  const apply = (items: FeedItem[]) => {
+    let pending = state.pending;
+    for (const { event } of items) {
+      if (event.kind === "approval_asked" && !settled.has(event.approval.id)) {
+        if (!pending.some((p) => p.id === event.approval.id)) pending = [...pending, event.approval];
+      } else if (event.kind === "approval_settled") {
+        settled.add(event.id);
+        pending = pending.filter((p) => p.id !== event.id);
+      }
+    }
+    if (pending !== state.pending) {
+      set({ pending, answering: state.answering.filter((id) => pending.some((p) => p.id === id)) });
+    }
+  };
+  // Listen first, then fetch: nothing asked in between is lost.
+  const unlisten = feed.listen(apply);
+  backend.pendingApprovals().then(
+    (fetched) => {
+      const known = new Set(state.pending.map((p) => p.id));
+      const fresh = fetched.filter((p) => !settled.has(p.id) && !known.has(p.id));
+      const pending = [...fresh, ...state.pending].sort((a, b) => a.id - b.id);
+      set({ pending, loaded: true });
+    },
+    (e) => set({ failure: `Loading the pending approvals failed: ${asBackendError(e).message}`, loaded: true }),
+  );
+  return {
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    snapshot: () => state,
+    answer: async (id, choice, note) => {
+      if (state.answering.includes(id)) return;
+      set({ answering: [...state.answering, id], failure: null });
+      try {
+        await backend.answerApproval(id, { answer: choice, note: note?.trim() ? note.trim() : null });
+        settled.add(id);
+        set({ pending: state.pending.filter((p) => p.id !== id) });
+      } catch (e) {
+        const error = asBackendError(e);
+        const why =
+          error.code === "approval_answered"
+            ? "it was already settled (answered elsewhere, timed out or withdrawn)"
+            : error.message;
+        set({ failure: `Approval #${id} was not answered: ${why}` });
+        if (error.code === "approval_answered" || error.code === "approval_unknown") {
+          settled.add(id);
+          set({ pending: state.pending.filter((p) => p.id !== id) });
+        }
+      } finally {
+        set({ answering: state.answering.filter((a) => a !== id) });
+      }
+    },
+    stop: unlisten,
+  };
+}

@@ -1,0 +1,115 @@
+// What the policy saw in a call: the sub-commands the parser found (one row each), the rules that
+// matched with their file:line, the deciding one marked, and the paths it checked. All agent text.
+import type { Evaluation, MatchedRule } from "../../../backend/backend";
+import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
+import { visible } from "../../../lib/visible";
+
+const where = (rule: MatchedRule) => (rule.line ? `${rule.source}:${rule.line}` : rule.source);
+
+/** `…/shop/.portcullis/policy.json:11`: the last three parts of a path (the whole one on hover). */
+const short = (path: string) => {
+  const parts = path.split("/");
+  return parts.length > 4 ? `…/${parts.slice(-3).join("/")}` : path;
+};
+
+/** The rules once each, in order, with how many sub-commands each matched. */
+function distinct(rules: MatchedRule[]): Array<[MatchedRule, number]> {
+  const seen: Array<[MatchedRule, number]> = [];
+  for (const rule of rules) {
+    const known = seen.find(([r]) => same(r, rule));
+    if (known) known[1] += 1;
+    else seen.push([rule, 1]);
+  }
+  return seen;
+}
+
+function same(a: MatchedRule, b: MatchedRule | null): boolean {
+  return !!b && a.id === b.id && a.source === b.source && a.line === b.line;
+}
+
+export function SubCommands({ evaluation }: { evaluation: Evaluation }) {
+  if (evaluation.commands.length === 0) return null;
+  return (
+    <table className="grid" data-testid="sub-commands">
+      <caption>Commands the parser found ({evaluation.commands.length})</caption>
+      <thead>
+        <tr>
+          <th className="num">#</th>
+          <th>command</th>
+        </tr>
+      </thead>
+      <tbody>
+        {evaluation.commands.map((argv, i) => (
+          <tr key={i}>
+            <td className="num">{i + 1}</td>
+            <td className="mono">{argv.map(visible).join(" ")}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function Rules({ evaluation }: { evaluation: Evaluation }) {
+  const deciding = evaluation.deciding_rule ?? null;
+  const rules = distinct(evaluation.matched_rules);
+  return (
+    <table className="grid" data-testid="rules">
+      <caption>
+        Rules that matched ({rules.length})
+        {!deciding && evaluation.deciding_reason ? ` — decided by: ${visible(evaluation.deciding_reason)}` : ""}
+      </caption>
+      <thead>
+        <tr>
+          <th>rule</th>
+          <th>says</th>
+          <th>where</th>
+          <th />
+        </tr>
+      </thead>
+      <tbody>
+        {evaluation.matched_rules.length === 0 && (
+          <tr>
+            <td colSpan={4} className="muted">
+              no rule matched: the policy's default decided
+            </td>
+          </tr>
+        )}
+        {rules.map(([rule, times], i) => {
+          const decides = same(rule, deciding);
+          return (
+            <tr key={i} className={decides ? "deciding" : undefined} data-deciding={decides || undefined}>
+              <td className="mono nowrap">
+                {visible(rule.id)}
+                {times > 1 ? <span className="muted"> ×{times}</span> : null}
+              </td>
+              <td>
+                <DecisionBadge decision={rule.decision} />
+              </td>
+              <td className="mono" title={visible(where(rule))}>
+                {visible(short(where(rule)))}
+              </td>
+              <td className="nowrap">{decides ? <strong>◀ decides</strong> : null}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+export function Paths({ evaluation }: { evaluation: Evaluation }) {
+  if (evaluation.paths.length === 0) return null;
+  return (
+    <div className="paths">
+      <span className="label">Paths</span>
+      <ul>
+        {evaluation.paths.map((p, i) => (
+          <li key={i} className="mono">
+            {visible(p)}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,19 @@
+// One color language for what decided: a word and a sign, never color alone.
+const SIGNS: Record<string, string> = {
+  allow: "✓",
+  prompt: "?",
+  forbidden: "✕",
+  deny: "✕",
+  denied: "✕",
+  timeout: "⏱",
+  error: "!",
+};
+
+export function DecisionBadge({ decision }: { decision: string }) {
+  const tone = decision === "deny" || decision === "denied" ? "forbidden" : decision;
+  return (
+    <span className={`badge badge-${tone}`}>
+      <span aria-hidden="true">{SIGNS[decision] ?? "•"}</span> {decision}
+    </span>
+  );
+}

@@ -1,0 +1,59 @@
+// Payloads as the backend sends them (shapes from the generated bindings), for the unit tests.
+import type { AgentSession, Approval, FeedItem } from "../backend/backend";
+
+const now = () => Date.now() * 1000;
+
+export function shellApproval(id = 7): Approval {
+  return {
+    id,
+    session_id: "5f0c2a9e-4d1b-4c55-9a5e-0c1d2e3f4a5b",
+    call_id: `call-${id}`,
+    tool: "shell",
+    arguments: { command: "git push origin main && rm -rf build" },
+    action: {
+      kind: "execute",
+      operation: "exec",
+      command: "git push origin main && rm -rf build",
+      cwd: "/home/dev/shop",
+      paths: ["/home/dev/shop/build"],
+      risk: "high",
+    },
+    reason: "rule git-push says prompt: pushing publishes commits",
+    matched_rules: [{ id: "git-push", source: "/home/dev/shop/.portcullis/policy.json", decision: "prompt" }],
+    requested_at: now(),
+    deadline: now() + 120_000_000,
+    always: {
+      offered: "yes",
+      file: "/home/dev/.config/portcullis/policy.json",
+      rules: [{ id: "always-git-push", example: "git push origin main" }],
+      read_roots: [],
+      amendment: {},
+    },
+    evaluation: {
+      decision: "prompt",
+      matched_rules: [
+        { id: "git-push", source: "/home/dev/shop/.portcullis/policy.json", line: 14, decision: "prompt" },
+        { id: "rm-build", source: "/home/dev/shop/.portcullis/policy.json", line: 22, decision: "allow" },
+      ],
+      commands: [
+        ["git", "push", "origin", "main"],
+        ["rm", "-rf", "build"],
+      ],
+      paths: ["/home/dev/shop/build"],
+      reasons: ["rule git-push says prompt"],
+      deciding_rule: { id: "git-push", source: "/home/dev/shop/.portcullis/policy.json", line: 14, decision: "prompt" },
+      deciding_reason: "rule git-push says prompt",
+    },
+  };
+}
+
+export const session: AgentSession = {
+  id: "5f0c2a9e-4d1b-4c55-9a5e-0c1d2e3f4a5b",
+  client: "claude-code",
+  version: "2.1.0",
+  opened_at: now(),
+};
+
+export function asked(seq: number, approval: Approval): FeedItem {
+  return { seq, at: now(), event: { kind: "approval_asked", approval } };
+}
