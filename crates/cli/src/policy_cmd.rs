@@ -89,11 +89,12 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
     Ok(ExitCode::SUCCESS)
 }
 
-/// Where a rule is declared: `file:line` (the file alone when its line is not known).
+/// Where a rule is declared: `file:line`; the source alone when its line is not known or the source is
+/// not a file one can open (the built-in default policy).
 fn declared_at(rule: &MatchedRule) -> String {
     match rule.line {
-        0 => rule.source.clone(),
-        line => format!("{}:{line}", rule.source),
+        line if line > 0 && std::path::Path::new(&rule.source).is_file() => format!("{}:{line}", rule.source),
+        _ => rule.source.clone(),
     }
 }
 
