@@ -1,5 +1,5 @@
-// Connections: the agent sessions the hub has open, its upstream MCP servers (state, restarts, restart
-// button) and the tool catalog as agents see it. Lists are refetched when the feed says they changed
+// Connections: the agent sessions the hub has open, its upstream MCP servers (state, restarts, last
+// stderr lines, restart button) and the tool catalog as agents see it. Lists are refetched when the feed says they changed
 // (data/invalidation.ts).
 import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../app/context";
@@ -63,7 +63,18 @@ export function ConnectionsView() {
               </td>
               <td className="num">{s.tools}</td>
               <td className="num">{s.restarts}</td>
-              <td className="mono">{s.last_error ? visible(s.last_error.message) : ""}</td>
+              <td className="mono">
+                {s.last_error ? visible(s.last_error.message) : ""}
+                {s.stderr_tail.length > 0 && (
+                  <details data-testid="stderr-tail">
+                    <summary>
+                      last {s.stderr_tail.length} stderr line{s.stderr_tail.length === 1 ? "" : "s"}
+                    </summary>
+                    {/* Server text: each line shown with its control characters made visible. */}
+                    <pre>{s.stderr_tail.map(visible).join("\n")}</pre>
+                  </details>
+                )}
+              </td>
               <td>
                 <button type="button" onClick={() => void backend.restartServer(s.id)}>
                   Restart
