@@ -6,39 +6,13 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod corpus;
+
+use corpus::{call_of, folders};
 use portcullis_hub::api::judge::Judge;
 use portcullis_policy::Policy;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/policy-corpus").canonicalize().unwrap()
-}
-
-fn folders() -> Vec<PathBuf> {
-    let mut folders: Vec<PathBuf> =
-        std::fs::read_dir(corpus()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    folders.sort();
-    assert!(folders.len() >= 5);
-    folders
-}
-
-/// A case as a call: `{"shell": cmd}`, `{"read"|"write"|"edit": path}`, or `{"tool": name}`.
-fn call_of(case: &Value) -> (String, Value) {
-    if let Some(command) = case["shell"].as_str() {
-        ("shell".to_owned(), json!({ "command": command }))
-    } else if let Some(tool) = case["tool"].as_str() {
-        (tool.to_owned(), json!({}))
-    } else {
-        let kind = ["read", "write", "edit"].into_iter().find(|k| case[*k].is_string()).unwrap();
-        let arguments = match kind {
-            "write" => json!({ "path": case[kind], "content": "" }),
-            "edit" => json!({ "path": case[kind], "old_string": "a", "new_string": "b" }),
-            _ => json!({ "path": case[kind] }),
-        };
-        (kind.to_owned(), arguments)
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_corpus_case_gets_its_decision_through_the_pipeline() {

@@ -9,37 +9,19 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod corpus;
+
+use corpus::{call_of, folders};
 use portcullis_harness::{BlockedReason, CallOutcome};
 use portcullis_hub::api::judge::Judge;
 use portcullis_hub::api::types::{Answer, Choice, FeedEvent};
 use portcullis_hub::api::{Operator, OperatorApi};
 use portcullis_hub::{Hub, HubConfig};
 use portcullis_policy::Policy;
-use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use serde_json::Value;
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/policy-corpus").canonicalize().unwrap()
-}
-
-/// A case as a call: `{"shell": cmd}`, `{"read"|"write"|"edit": path}`, or `{"tool": name}`.
-fn call_of(case: &Value) -> (String, Value) {
-    if let Some(command) = case["shell"].as_str() {
-        ("shell".to_owned(), json!({ "command": command }))
-    } else if let Some(tool) = case["tool"].as_str() {
-        (tool.to_owned(), json!({}))
-    } else {
-        let kind = ["read", "write", "edit"].into_iter().find(|k| case[*k].is_string()).unwrap();
-        let arguments = match kind {
-            "write" => json!({ "path": case[kind], "content": "" }),
-            "edit" => json!({ "path": case[kind], "old_string": "a", "new_string": "b" }),
-            _ => json!({ "path": case[kind] }),
-        };
-        (kind.to_owned(), arguments)
-    }
-}
 
 /// What a live call met: `allow`, `prompt`, `forbidden`, or the reason it was blocked.
 async fn live(hub: &Hub, api: &OperatorApi, id: &str, tool: &str, arguments: Value) -> String {
@@ -89,9 +71,7 @@ async fn live(hub: &Hub, api: &OperatorApi, id: &str, tool: &str, arguments: Val
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_test_and_live_calls_agree_on_every_corpus_case() {
     let home = PathBuf::from("/home/agent");
-    let mut folders: Vec<PathBuf> =
-        std::fs::read_dir(corpus()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
-    folders.sort();
+    let folders = folders();
     let (mut total, mut by_answer) = (0, std::collections::BTreeMap::<String, usize>::new());
     let mut disagreements = Vec::new();
     for folder in folders {

@@ -112,11 +112,10 @@ impl ToolsByFolder {
         }
         let folder =
             call.project.clone().or_else(|| call.cwd.clone()).unwrap_or_else(|| fallback.to_path_buf());
-        let limits = self.limits.clone();
-        let registry = self
-            .folders
+        let ToolsByFolder { limits, folders } = self;
+        let registry = folders
             .entry(folder.clone())
-            .or_insert_with(|| crate::pipeline::builtin_tools(&folder, limits).ok().map(|(_, r)| r))
+            .or_insert_with(|| crate::pipeline::builtin_tools(&folder, limits.clone()).ok().map(|(_, r)| r))
             .as_ref()?;
         let tool = registry.get(&call.tool)?;
         let context = CallContext {
