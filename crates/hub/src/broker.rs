@@ -9,7 +9,7 @@ use portcullis_harness::{
 };
 use portcullis_ledger::ApprovalOutcome;
 use portcullis_policy::approval::{always_offer, settle};
-use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, SessionGrants};
+use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, RuleScope, SessionGrants};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,6 +63,8 @@ pub enum BrokerError {
     AlreadyAnswered(u64),
     #[error("\"always\" is not offered for approval {id}: {why}")]
     AlwaysNotOffered { id: u64, why: String },
+    #[error("the scope given for approval {id}'s \"always\" rules does not fit: {why}")]
+    BadScope { id: u64, why: String },
 }
 
 impl BrokerError {
@@ -71,6 +73,7 @@ impl BrokerError {
             BrokerError::Unknown(_) => "approval_unknown",
             BrokerError::AlreadyAnswered(_) => "approval_answered",
             BrokerError::AlwaysNotOffered { .. } => "always_not_offered",
+            BrokerError::BadScope { .. } => "bad_scope",
         }
     }
 }
@@ -81,6 +84,8 @@ struct Given {
     operator: String,
     /// Words for the agent (with a denial) and the ledger.
     note: Option<String>,
+    /// "Always" with the operator's scope: the offered amendment cut to it.
+    scoped: Option<Amendment>,
 }
 
 struct Waiting {
@@ -143,10 +148,11 @@ impl ApprovalBroker {
         outcome: ApprovalOutcome,
         operator: Option<String>,
         note: Option<String>,
+        written: Option<&Amendment>,
     ) {
         let Some(ledger) = self.ledger.clone() else { return };
-        let rule_written = match (&pending.always, outcome) {
-            (AlwaysOffer::Yes { amendment, .. }, ApprovalOutcome::ApprovedAlways) => {
+        let rule_written = match (written, outcome) {
+            (Some(amendment), ApprovalOutcome::ApprovedAlways) => {
                 Some(amendment.rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "))
             }
             _ => None,
@@ -215,6 +221,17 @@ impl ApprovalBroker {
         list
     }
 
+    /// Approval `id` while it waits; else why not (answered or never asked).
+    pub fn pending_one(&self, id: u64) -> Result<PendingApproval, BrokerError> {
+        match self.lock_waiting().get(&id) {
+            Some(entry) => Ok(entry.pending.clone()),
+            None if id > 0 && id <= self.next.load(Ordering::Relaxed) => {
+                Err(BrokerError::AlreadyAnswered(id))
+            }
+            None => Err(BrokerError::Unknown(id)),
+        }
+    }
+
     pub fn session_grants(&self) -> &Arc<SessionGrants> {
         &self.grants
     }
@@ -243,6 +260,19 @@ impl ApprovalBroker {
         operator: &str,
         note: Option<&str>,
     ) -> Result<(), BrokerError> {
+        self.answer_scoped(id, choice, operator, note, None)
+    }
+
+    /// Answers as [`Self::answer_with_note`]; "always" writes its rules cut to `scope` (one per offered
+    /// rule; `None`: as offered, exact).
+    pub fn answer_scoped(
+        &self,
+        id: u64,
+        choice: ApprovalChoice,
+        operator: &str,
+        note: Option<&str>,
+        scope: Option<&[RuleScope]>,
+    ) -> Result<(), BrokerError> {
         let mut waiting = self.lock_waiting();
         let Some(entry) = waiting.get(&id) else {
             return Err(if id > 0 && id <= self.next.load(Ordering::Relaxed) {
@@ -254,11 +284,17 @@ impl ApprovalBroker {
         if let (ApprovalChoice::Always, AlwaysOffer::No { why }) = (choice, &entry.pending.always) {
             return Err(BrokerError::AlwaysNotOffered { id, why: why.clone() });
         }
+        let scoped = match (choice, &entry.pending.always, scope) {
+            (ApprovalChoice::Always, AlwaysOffer::Yes { amendment, .. }, Some(scope)) => {
+                Some(amendment.scoped(scope).map_err(|why| BrokerError::BadScope { id, why })?)
+            }
+            _ => None,
+        };
         let Some(entry) = waiting.remove(&id) else { return Err(BrokerError::Unknown(id)) };
         drop(waiting);
         let note =
             note.map(str::trim).filter(|n| !n.is_empty()).map(|n| n.chars().take(MAX_NOTE_CHARS).collect());
-        let given = Given { choice, operator: operator.to_owned(), note };
+        let given = Given { choice, operator: operator.to_owned(), note, scoped };
         entry.answer.send(given).map_err(|_| BrokerError::AlreadyAnswered(id))
     }
 
@@ -316,12 +352,12 @@ impl Approvals for ApprovalBroker {
         let answer = tokio::time::timeout(timeout, rx).await;
         cleanup.armed = false;
         self.lock_waiting().remove(&id);
-        let Given { choice, operator, note } = match answer {
+        let Given { choice, operator, note, scoped } = match answer {
             Ok(Ok(given)) => given,
             Ok(Err(_)) | Err(_) => {
                 self.resolved(id, "timeout", None);
                 let note = format!("no answer within {} s", timeout.as_secs());
-                self.record(&pending, ApprovalOutcome::TimedOut, None, Some(note));
+                self.record(&pending, ApprovalOutcome::TimedOut, None, Some(note), None);
                 return ApprovalAnswer::Deny {
                     reason: format!("no answer within {} s; the call is denied", timeout.as_secs()),
                     decided_by: DecidedBy::ApprovalTimeout {
@@ -338,11 +374,13 @@ impl Approvals for ApprovalBroker {
             ApprovalChoice::Always => ApprovalOutcome::ApprovedAlways,
             ApprovalChoice::Deny => ApprovalOutcome::Denied,
         };
-        self.record(&pending, recorded, Some(operator.clone()), note.clone());
         let offered = match &pending.always {
-            AlwaysOffer::Yes { file, amendment } => Some((file.as_str(), amendment)),
+            AlwaysOffer::Yes { file, amendment } => {
+                Some((file.as_str(), scoped.as_ref().unwrap_or(amendment)))
+            }
             AlwaysOffer::No { .. } => None,
         };
+        self.record(&pending, recorded, Some(operator.clone()), note.clone(), offered.map(|(_, a)| a));
         match (settle(choice, &request, offered, &operator, &self.grants, &self.live), note) {
             (ApprovalAnswer::Deny { reason, decided_by }, Some(note)) => {
                 ApprovalAnswer::Deny { reason: format!("{reason}; the operator says: {note}"), decided_by }
@@ -365,7 +403,7 @@ impl Drop for RemoveOnDrop<'_> {
             self.broker.resolved(id, "withdrawn", None);
             let note =
                 "the call stopped waiting before an answer (its caller went away or its run was cancelled)";
-            self.broker.record(self.pending, ApprovalOutcome::Withdrawn, None, Some(note.into()));
+            self.broker.record(self.pending, ApprovalOutcome::Withdrawn, None, Some(note.into()), None);
         }
     }
 }

@@ -364,6 +364,11 @@ impl Hub {
         &self.state.dispatcher
     }
 
+    /// The ledger file the hub writes.
+    pub fn ledger_path(&self) -> &Path {
+        &self.state.config.db
+    }
+
     pub fn project(&self) -> &Path {
         &self.state.project
     }

@@ -34,7 +34,7 @@ async fn pending_one(api: &OperatorApi) -> Approval {
 }
 
 fn answer(choice: Choice, note: Option<&str>) -> Answer {
-    Answer { answer: choice, note: note.map(str::to_owned) }
+    Answer { answer: choice, note: note.map(str::to_owned), scope: None }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

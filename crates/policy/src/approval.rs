@@ -126,6 +126,50 @@ pub struct Amendment {
     pub read_roots: Vec<PathRoot>,
 }
 
+/// How widely one rule of an "always" amendment applies, as the operator chose it: the command's first
+/// `words` words, and (`exact`) no more words after them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RuleScope {
+    pub words: u32,
+    pub exact: bool,
+}
+
+impl Amendment {
+    /// This amendment with rule `i` cut to `scopes[i]`: a prefix of at least the program's name, and
+    /// exact only when it keeps every word. A read root is not scoped.
+    pub fn scoped(&self, scopes: &[RuleScope]) -> Result<Amendment, String> {
+        if scopes.len() != self.rules.len() {
+            return Err(format!("{} scopes given for {} rules", scopes.len(), self.rules.len()));
+        }
+        let mut scoped = self.clone();
+        for (rule, scope) in scoped.rules.iter_mut().zip(scopes) {
+            let all = rule.pattern.len();
+            let words = usize::try_from(scope.words).unwrap_or(usize::MAX);
+            if words == 0 || words > all {
+                return Err(format!(
+                    "rule {} has {all} words; a scope keeps 1 to {all}, not {words}",
+                    rule.id
+                ));
+            }
+            if scope.exact && words != all {
+                return Err(format!("rule {}: only the whole command ({all} words) can be exact", rule.id));
+            }
+            rule.pattern.truncate(words);
+            rule.exact = scope.exact;
+        }
+        Ok(scoped)
+    }
+
+    /// Each rule's scope as offered: every word, exact.
+    pub fn scopes(&self) -> Vec<RuleScope> {
+        self.rules
+            .iter()
+            .map(|r| RuleScope { words: u32::try_from(r.pattern.len()).unwrap_or(u32::MAX), exact: r.exact })
+            .collect()
+    }
+}
+
 /// Quotes a word so bash reads it back as the same word.
 fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
@@ -179,6 +223,7 @@ impl Policy {
                     amendment.rules.push(CommandRule {
                         id,
                         pattern: tokens.into_iter().map(PatternElement::Token).collect(),
+                        exact: true,
                         decision: Decision::Allow,
                         justification: Some(format!(
                             "approved always by {operator} for `{}`",
@@ -227,8 +272,7 @@ impl Policy {
     fn allowed_by_rule(&self, target: usize, tokens: &[String]) -> bool {
         self.layers().iter().skip(target).take(1).flat_map(|l| &l.document.commands.rules).any(|rule| {
             rule.decision == Decision::Allow
-                && tokens.len() >= rule.pattern.len()
-                && rule.pattern.iter().zip(tokens).all(|(p, t)| p.matches(t))
+                && crate::document::pattern_matches(&rule.pattern, rule.exact, tokens)
         })
     }
 
@@ -238,6 +282,24 @@ impl Policy {
         if !inside && !amendment.read_roots.iter().any(|r| r.path == text) {
             amendment.read_roots.push(PathRoot { path: text, access: Access::Read });
         }
+    }
+
+    /// This policy with `amendment` added to the layer loaded from `target_source` (not written
+    /// anywhere), and that layer's new text.
+    pub fn with_amendment(
+        &self,
+        target_source: &str,
+        amendment: &Amendment,
+    ) -> Result<(Policy, String), String> {
+        let target = self
+            .layers()
+            .iter()
+            .position(|l| l.source == target_source)
+            .ok_or_else(|| format!("{target_source} is not one of the loaded policy files"))?;
+        let amended =
+            self.amended(target, amendment).map_err(|e| format!("the amended policy fails: {e}"))?;
+        let text = amended.layers()[target].text.clone().unwrap_or_default();
+        Ok((amended, text))
     }
 
     /// This policy with `amendment` added to layer `target` (not written anywhere).

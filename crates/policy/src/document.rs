@@ -160,6 +160,12 @@ impl PatternElement {
     }
 }
 
+/// Whether a command's `tokens` match `pattern`: its first tokens, or (`exact`) all of them.
+pub fn pattern_matches<T: AsRef<str>>(pattern: &[PatternElement], exact: bool, tokens: &[T]) -> bool {
+    let length_fits = if exact { tokens.len() == pattern.len() } else { tokens.len() >= pattern.len() };
+    length_fits && pattern.iter().zip(tokens).all(|(p, t)| p.matches(t.as_ref()))
+}
+
 /// A command rule: a command whose first tokens match `pattern` gets `decision`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -167,6 +173,10 @@ pub struct CommandRule {
     pub id: String,
     /// Token prefix: the program name (a path like `/bin/rm` matches `rm`) then arguments.
     pub pattern: Vec<PatternElement>,
+    /// The command must be exactly `pattern`, with no further words (`git push origin main`, and not
+    /// `git push origin main --force`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
     pub decision: Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub justification: Option<String>,

@@ -39,8 +39,7 @@ impl Policy {
                 let matches = |example: &str| {
                     analyze(example).commands.iter().any(|c| {
                         let t = tokens(c);
-                        t.len() >= rule.pattern.len()
-                            && rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t))
+                        crate::document::pattern_matches(&rule.pattern, rule.exact, &t)
                     })
                 };
                 for (examples, should_match) in [(&rule.examples, true), (&rule.not_match, false)] {

@@ -169,7 +169,7 @@ impl Policy {
         let mut per_layer: Vec<Option<(Decision, MatchedRule, Option<&str>)>> =
             vec![None; self.defaults.len()];
         for rule in &self.rules {
-            if t.len() < rule.pattern.len() || !rule.pattern.iter().zip(&t).all(|(p, t)| p.matches(t)) {
+            if !crate::document::pattern_matches(&rule.pattern, rule.exact, &t) {
                 continue;
             }
             let matched = MatchedRule {

@@ -7,6 +7,7 @@
 pub mod approval;
 pub mod discovery;
 pub mod document;
+mod evaluation;
 mod examples;
 mod judge;
 pub mod lint;
@@ -19,13 +20,14 @@ pub mod shell;
 mod splice;
 
 pub use approval::{
-    Amendment, ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, SessionGrant,
-    SessionGrants, append_amendment,
+    Amendment, ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, RuleScope,
+    SessionGrant, SessionGrants, append_amendment,
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
 pub use examples::{ExampleOutcome, TestCall, TestOutcome};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
-    CallVerdict, EvalContext, Evaluation, MatchedRule, Policy, PolicyError, PolicyLayer, RootSet,
+    CallVerdict, EvalContext, Evaluation, MatchedRule, Part, PartKind, Policy, PolicyError, PolicyLayer,
+    RootSet,
 };
 pub use protected::{ProtectedKind, ProtectedPaths};

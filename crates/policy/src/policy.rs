@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+pub use crate::evaluation::{Evaluation, MatchedRule, Part, PartKind};
+
 /// Why a policy did not load. Every variant names the file; syntax errors give line and column.
 #[derive(Debug, Error)]
 pub enum PolicyError {
@@ -112,74 +114,6 @@ fn position(text: &str, at: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// A rule that matched, with the file it came from.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MatchedRule {
-    pub id: String,
-    pub source: String,
-    /// The line of `source` that declares the rule (1-based; 0 when the text is not known, e.g. a
-    /// built-in policy or a record written before lines were kept).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub line: usize,
-    pub decision: Decision,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-/// The answer of an evaluation, with the evidence.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Evaluation {
-    pub decision: Decision,
-    /// Every rule that matched any sub-command (in order of appearance).
-    pub matched_rules: Vec<MatchedRule>,
-    /// The commands seen (argv of each simple command, wrappers unwrapped).
-    pub commands: Vec<Vec<String>>,
-    /// Canonical paths checked.
-    pub paths: Vec<String>,
-    /// Why, one line each.
-    pub reasons: Vec<String>,
-    /// The rule that gave the final decision, if a rule did (else the default or a path rule decided).
-    pub deciding_rule: Option<MatchedRule>,
-    /// The reason that set the final decision (one of `reasons`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deciding_reason: Option<String>,
-}
-
-impl Evaluation {
-    pub(crate) fn new() -> Self {
-        Evaluation {
-            decision: Decision::Allow,
-            matched_rules: Vec::new(),
-            commands: Vec::new(),
-            paths: Vec::new(),
-            reasons: Vec::new(),
-            deciding_rule: None,
-            deciding_reason: None,
-        }
-    }
-
-    /// Raises the decision to `decision` if stricter, recording why.
-    pub(crate) fn raise(&mut self, decision: Decision, reason: String, rule: Option<&MatchedRule>) {
-        if decision > self.decision
-            || (decision == self.decision && self.deciding_rule.is_none() && rule.is_some())
-        {
-            if decision > self.decision {
-                self.deciding_rule = None;
-            }
-            self.decision = decision;
-            if let Some(rule) = rule {
-                self.deciding_rule = Some(rule.clone());
-            }
-            self.deciding_reason = Some(reason.clone());
-        }
-        self.reasons.push(reason);
-    }
-}
-
 /// Where an evaluation happens.
 #[derive(Debug, Clone)]
 pub struct EvalContext {
@@ -224,6 +158,7 @@ pub(crate) struct Rule {
     /// The index of the layer that holds it.
     pub(crate) layer: usize,
     pub(crate) pattern: Vec<crate::document::PatternElement>,
+    pub(crate) exact: bool,
     pub(crate) decision: Decision,
     pub(crate) justification: Option<String>,
 }
@@ -400,6 +335,7 @@ impl Policy {
                     line: layer.locate_member("commands", "id", &rule.id).0,
                     layer: index,
                     pattern: rule.pattern.clone(),
+                    exact: rule.exact,
                     decision: rule.decision,
                     justification: rule.justification.clone(),
                 });
@@ -566,18 +502,22 @@ impl Policy {
         let mut eval = Evaluation::new();
         let analysis = analyze(command);
         if analysis.parse_errors {
-            eval.raise(
-                Decision::Prompt,
-                "the command does not parse cleanly; it cannot be proven harmless".into(),
-                None,
-            );
+            eval.judge_part(PartKind::Unseen, shorten(command), true, |part| {
+                part.raise(
+                    Decision::Prompt,
+                    "the command does not parse cleanly; it cannot be proven harmless".into(),
+                    None,
+                );
+            });
         }
         for opaque in &analysis.opaque {
-            eval.raise(
-                Decision::Prompt,
-                format!("{:?} cannot be judged statically: {}", opaque.kind, shorten(&opaque.text)),
-                None,
-            );
+            eval.judge_part(PartKind::Unseen, shorten(&opaque.text), true, |part| {
+                part.raise(
+                    Decision::Prompt,
+                    format!("{:?} cannot be judged statically: {}", opaque.kind, shorten(&opaque.text)),
+                    None,
+                );
+            });
         }
         if analysis.commands.is_empty() && analysis.opaque.is_empty() && !analysis.parse_errors {
             eval.reasons.push("no command to run".into());
@@ -586,24 +526,29 @@ impl Policy {
         let folders = crate::judge::working_folders(&analysis, ctx, &mut eval);
         for command in &analysis.commands {
             eval.commands.push(command.argv.clone());
-            self.judge_command(command, &mut eval);
-            for here in &folders {
-                self.judge_operands(command, here, &mut eval);
-            }
+            eval.judge_part(PartKind::Command, shorten(&command.argv.join(" ")), command.dynamic, |part| {
+                self.judge_command(command, part);
+                for here in &folders {
+                    self.judge_operands(command, here, part);
+                }
+            });
         }
         for redirection in &analysis.redirections {
-            if redirection.dynamic {
-                eval.raise(
-                    Decision::Prompt,
-                    format!("redirection target {:?} is computed at run time", redirection.target),
-                    None,
-                );
-                continue;
-            }
-            let access = if redirection.write { Access::Write } else { Access::Read };
-            for here in &folders {
-                self.judge_path(&redirection.target, access, here, &mut eval);
-            }
+            let text = shorten(&format!("{} {}", redirection.op, redirection.target));
+            eval.judge_part(PartKind::Redirection, text, redirection.dynamic, |part| {
+                if redirection.dynamic {
+                    part.raise(
+                        Decision::Prompt,
+                        format!("redirection target {:?} is computed at run time", redirection.target),
+                        None,
+                    );
+                    return;
+                }
+                let access = if redirection.write { Access::Write } else { Access::Read };
+                for here in &folders {
+                    self.judge_path(&redirection.target, access, here, part);
+                }
+            });
         }
         eval
     }

@@ -74,6 +74,9 @@ pub struct ReplayChange {
     pub after: String,
     /// What decides it now: `rule <id> (<file>)` or the reason.
     pub decided_by: String,
+    /// The call ran then (else it was refused: by the policy, an operator, a timeout).
+    #[serde(default)]
+    pub ran: bool,
 }
 
 /// Totals of a replay.
@@ -209,6 +212,7 @@ impl<'a> Replay<'a> {
             before: before.to_owned(),
             after,
             decided_by,
+            ran: call.ran,
         })
     }
 }

@@ -24,7 +24,13 @@ impl OperatorApi {
             Choice::Always => ApprovalChoice::Always,
             Choice::Deny => ApprovalChoice::Deny,
         };
-        self.hub.broker().answer_with_note(id, choice, operator.name(), answer.note.as_deref())?;
+        self.hub.broker().answer_scoped(
+            id,
+            choice,
+            operator.name(),
+            answer.note.as_deref(),
+            answer.scope.as_deref(),
+        )?;
         Ok(())
     }
 
@@ -82,6 +88,7 @@ fn approval_of(p: PendingApproval) -> Approval {
                     .map(|r| AlwaysRule {
                         id: r.id.clone(),
                         example: r.examples.first().cloned().unwrap_or_default(),
+                        words: r.pattern.iter().map(pattern_word).collect(),
                     })
                     .collect(),
                 read_roots: amendment.read_roots.iter().map(|r| r.path.clone()).collect(),
@@ -90,5 +97,13 @@ fn approval_of(p: PendingApproval) -> Approval {
             broker::AlwaysOffer::No { why } => AlwaysOffer::No { why },
         },
         evaluation: None,
+    }
+}
+
+/// A word of an offered rule's pattern ("always" writes single words, never lists of alternatives).
+pub(super) fn pattern_word(element: &portcullis_policy::document::PatternElement) -> String {
+    match element {
+        portcullis_policy::document::PatternElement::Token(word) => word.clone(),
+        portcullis_policy::document::PatternElement::AnyOf(words) => words.join("|"),
     }
 }

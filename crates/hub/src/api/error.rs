@@ -131,6 +131,9 @@ impl From<crate::broker::BrokerError> for ApiError {
             BrokerError::AlwaysNotOffered { id, why } => {
                 (ErrorCode::AlwaysNotOffered, serde_json::json!({ "id": id, "why": why }))
             }
+            BrokerError::BadScope { id, why } => {
+                (ErrorCode::BadArgument, serde_json::json!({ "id": id, "field": "scope", "why": why }))
+            }
         };
         ApiError::new(code, e.to_string(), details)
     }

@@ -2,6 +2,7 @@
 //! `/v1`, the desktop app — calls to see and steer a hub. Inputs and outputs are the transport types of
 //! [`types`], never the crates' internal ones; every failure is an [`ApiError`] with a stable code.
 
+pub mod always;
 mod approvals;
 pub mod call_query;
 mod catalog;
@@ -10,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod judge;
 pub mod ledger;
+pub mod line_diff;
 pub mod one_call;
 pub mod policy_check;
 pub mod policy_files;

@@ -49,12 +49,25 @@ pub fn replay_ledger(
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<ReplayOutcome, ApiError> {
     let (policy, sources) = load_for(policy_files, cwd)?;
+    let (summary, stopped) = replay_policy(db, &policy, draft_layers(policy_files), cwd, stop, report)?;
+    Ok(ReplayOutcome { summary, policies: sources, stopped })
+}
+
+/// Replays `policy` (loaded, or amended in memory) over the ledger at `db`; layers `drafts` are anchored
+/// at each call's project. The summary, and whether it stopped early.
+pub(crate) fn replay_policy(
+    db: &Path,
+    policy: &portcullis_policy::Policy,
+    drafts: Vec<usize>,
+    cwd: &Path,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
+) -> Result<(ReplaySummary, bool), ApiError> {
     let reader = LedgerReader::open(db)?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut replay =
-        Replay::new(&policy, cwd.to_path_buf(), home).anchor_drafts_at_calls(draft_layers(policy_files));
+    let mut replay = Replay::new(policy, cwd.to_path_buf(), home).anchor_drafts_at_calls(drafts);
     let mut projects: HashMap<String, Option<PathBuf>> = HashMap::new();
-    let mut tools = ToolsByFolder { limits: crate::hub::coding_limits(&policy), folders: HashMap::new() };
+    let mut tools = ToolsByFolder { limits: crate::hub::coding_limits(policy), folders: HashMap::new() };
     let (mut after_id, mut read, mut stopped) = (0, 0u64, false);
     'batches: loop {
         if stop.load(Ordering::Relaxed) {
@@ -93,7 +106,7 @@ pub fn replay_ledger(
             break;
         }
     }
-    Ok(ReplayOutcome { summary: replay.summary.clone(), policies: sources, stopped })
+    Ok((replay.summary.clone(), stopped))
 }
 
 /// The built-in tools rooted at each folder calls were made in, to describe a call the ledger holds no

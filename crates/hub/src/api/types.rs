@@ -63,6 +63,8 @@ pub struct AlwaysRule {
     pub id: String,
     /// The command it was made from (its first example).
     pub example: String,
+    /// The command's words, which a narrower scope keeps a prefix of.
+    pub words: Vec<String>,
 }
 
 /// An operator's answer.
@@ -88,6 +90,10 @@ pub struct Answer {
     /// Words for the agent (read with a denial) and the ledger (kept with any answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// With "always": how widely each offered rule applies, in the order offered (absent: each rule
+    /// as offered, the exact command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Vec<portcullis_policy::RuleScope>>,
 }
 
 /// An "allow for this session" in force.

@@ -1,0 +1,155 @@
+//! What an evaluation answers: the decision, the rules that matched, and the verdict of each part of a
+//! shell command, so that an operator sees why a call prompts and which part caused it.
+
+use crate::document::Decision;
+use serde::{Deserialize, Serialize};
+
+/// A rule that matched, with the file it came from.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedRule {
+    pub id: String,
+    pub source: String,
+    /// The line of `source` that declares the rule (1-based; 0 when the text is not known, e.g. a
+    /// built-in policy or a record written before lines were kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub line: usize,
+    pub decision: Decision,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The answer of an evaluation, with the evidence.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub decision: Decision,
+    /// Every rule that matched any sub-command (in order of appearance).
+    pub matched_rules: Vec<MatchedRule>,
+    /// The commands seen (argv of each simple command, wrappers unwrapped).
+    pub commands: Vec<Vec<String>>,
+    /// Canonical paths checked.
+    pub paths: Vec<String>,
+    /// Why, one line each.
+    pub reasons: Vec<String>,
+    /// The rule that gave the final decision, if a rule did (else the default or a path rule decided).
+    pub deciding_rule: Option<MatchedRule>,
+    /// The reason that set the final decision (one of `reasons`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deciding_reason: Option<String>,
+    /// A shell command's parts, each with its own verdict: sub-commands, redirections and what the
+    /// parser could not see through (empty for other actions and for records written before parts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
+}
+
+/// One part of a shell command and the policy's word on it alone.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    pub kind: PartKind,
+    /// The sub-command's words, the redirection (`> out.txt`), or the construct's source text.
+    pub text: String,
+    /// The strictest decision this part alone raised (allow when it raised nothing).
+    pub decision: Decision,
+    /// The rule that decided this part, if a rule did.
+    pub rule: Option<MatchedRule>,
+    /// Why this part got its decision (the first reason at its level).
+    pub reason: Option<String>,
+    /// Every reason this part raised.
+    pub reasons: Vec<String>,
+    /// The paths checked for this part, canonical where they resolve.
+    pub paths: Vec<String>,
+    /// Some of it is only known at run time (an expansion, a substitution, a construct the parser
+    /// cannot see through), so it was judged without being seen.
+    pub unseen: bool,
+}
+
+/// What a [`Part`] is.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartKind {
+    /// A simple command (wrappers unwrapped).
+    Command,
+    /// A file read or written by a redirection or a writing program (`tee`, `sed -i`).
+    Redirection,
+    /// A construct whose effect is only known at run time (`eval`, interpreter code, a parse error).
+    Unseen,
+}
+
+impl Evaluation {
+    pub(crate) fn new() -> Self {
+        Evaluation {
+            decision: Decision::Allow,
+            matched_rules: Vec::new(),
+            commands: Vec::new(),
+            paths: Vec::new(),
+            reasons: Vec::new(),
+            deciding_rule: None,
+            deciding_reason: None,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Judges one part on its own (`judge` raises into a fresh evaluation), records its verdict, and
+    /// folds it into this one exactly as if `judge` had raised here.
+    pub(crate) fn judge_part(
+        &mut self,
+        kind: PartKind,
+        text: String,
+        unseen: bool,
+        judge: impl FnOnce(&mut Evaluation),
+    ) {
+        let mut part = Evaluation::new();
+        judge(&mut part);
+        self.parts.push(Part {
+            kind,
+            text,
+            decision: part.decision,
+            rule: part.deciding_rule.clone(),
+            reason: part.deciding_reason.clone(),
+            reasons: part.reasons.clone(),
+            paths: part.paths.clone(),
+            unseen,
+        });
+        self.matched_rules.extend(part.matched_rules);
+        self.paths.extend(part.paths);
+        if part.decision > self.decision
+            || (part.decision == self.decision
+                && self.deciding_rule.is_none()
+                && part.deciding_rule.is_some())
+        {
+            if part.decision > self.decision {
+                self.deciding_rule = None;
+            }
+            self.decision = part.decision;
+            if part.deciding_rule.is_some() {
+                self.deciding_rule = part.deciding_rule;
+            }
+            if part.deciding_reason.is_some() {
+                self.deciding_reason = part.deciding_reason;
+            }
+        }
+        self.reasons.extend(part.reasons);
+    }
+
+    /// Raises the decision to `decision` if stricter, recording why.
+    pub(crate) fn raise(&mut self, decision: Decision, reason: String, rule: Option<&MatchedRule>) {
+        if decision > self.decision
+            || (decision == self.decision && self.deciding_rule.is_none() && rule.is_some())
+        {
+            if decision > self.decision {
+                self.deciding_rule = None;
+            }
+            self.decision = decision;
+            if let Some(rule) = rule {
+                self.deciding_rule = Some(rule.clone());
+            }
+            self.deciding_reason = Some(reason.clone());
+        }
+        self.reasons.push(reason);
+    }
+}
