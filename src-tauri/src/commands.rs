@@ -3,9 +3,11 @@
 
 use crate::event_stream::EventStreams;
 use crate::hub_host::{HubHost, HubState};
-use portcullis_hub::api::ApiError;
+use portcullis_hub::api::always::AlwaysPreview;
+use portcullis_hub::api::{ApiError, ErrorCode};
+
 use portcullis_hub::api::types::{
-    AgentSession, Answer, Approval, CatalogTool, FeedItem, HubStatus, SessionGrant, UpstreamServer,
+    AgentSession, Answer, Approval, CatalogTool, FeedItem, HubStatus, RuleScope, SessionGrant, UpstreamServer,
 };
 use tauri::State;
 use tauri::ipc::Channel;
@@ -36,6 +38,21 @@ pub async fn pending_approvals(host: State<'_, HubHost>) -> Result<Vec<Approval>
 #[specta::specta]
 pub async fn answer_approval(host: State<'_, HubHost>, id: u64, answer: Answer) -> Result<(), ApiError> {
     host.api()?.answer_approval(id, &answer, host.operator())
+}
+
+/// What answering "always" for approval `id` with `scope` would write, and what it would have changed
+/// over the ledger (replayed off the async runtime: a large ledger takes a while).
+#[tauri::command]
+#[specta::specta]
+pub async fn always_preview(
+    host: State<'_, HubHost>,
+    id: u64,
+    scope: Option<Vec<RuleScope>>,
+) -> Result<AlwaysPreview, ApiError> {
+    let api = host.api()?.clone();
+    tauri::async_runtime::spawn_blocking(move || api.always_preview(id, scope.as_deref()))
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::HubUnavailable, e.to_string(), serde_json::Value::Null))?
 }
 
 #[tauri::command]

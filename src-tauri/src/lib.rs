@@ -32,6 +32,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::hub_status,
             commands::pending_approvals,
             commands::answer_approval,
+            commands::always_preview,
             commands::session_grants,
             commands::revoke_session_grant,
             commands::sessions,

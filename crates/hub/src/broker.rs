@@ -179,6 +179,11 @@ impl ApprovalBroker {
         });
     }
 
+    /// The redactor of the hub's secrets, when one is set.
+    pub(crate) fn redactor(&self) -> Option<&portcullis_harness::Redactor> {
+        self.redactor.as_ref()
+    }
+
     /// Secrets this redactor finds are never written into an "always" rule.
     pub fn with_redactor(mut self, redactor: portcullis_harness::Redactor) -> Self {
         self.redactor = Some(redactor);

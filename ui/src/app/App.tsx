@@ -1,5 +1,6 @@
 // The window's shell: the hub's state on top, the nav (Approvals, Live, Connections; the policy and
 // ledger views slot in here), the view, and the "quit while calls wait?" question.
+import { PolicyBanner } from "./PolicyBanner";
 import { useEffect, useMemo, useState, type ReactNode } from "react";
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { Backend, HubState } from "../backend/backend";
@@ -100,7 +101,10 @@ function Shell({ hub }: { hub: Extract<HubState, { state: "running" }> }) {
             agents connect to <span className="mono">{hub.mcp_url}</span>
           </span>
         </nav>
-        <main className="main">{VIEWS.find((v) => v.id === view)?.render()}</main>
+        <main className="main">
+          <PolicyBanner />
+          {VIEWS.find((v) => v.id === view)?.render()}
+        </main>
         {closing != null && (
           <Confirm>
             <p>

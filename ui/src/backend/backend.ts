@@ -4,6 +4,7 @@
 // bindings (bindings.ts); none is written here by hand.
 import type {
   AgentSession,
+  AlwaysPreview,
   Answer,
   ApiError,
   Approval,
@@ -11,6 +12,7 @@ import type {
   FeedItem,
   HubState,
   HubStatus,
+  RuleScope,
   SessionGrant,
   UpstreamServer,
 } from "./bindings";
@@ -18,6 +20,11 @@ import type {
 export type {
   AgentSession,
   AlwaysOffer,
+  AlwaysPreview,
+  DiffLine,
+  FileChange,
+  Part,
+  RuleScope,
   Answer,
   ApiError,
   Approval,
@@ -42,6 +49,8 @@ export interface Backend {
   hubStatus(): Promise<HubStatus>;
   pendingApprovals(): Promise<Approval[]>;
   answerApproval(id: number, answer: Answer): Promise<void>;
+  /** What "always" with `scope` would write for approval `id`, and its effect over the ledger. */
+  alwaysPreview(id: number, scope: RuleScope[] | null): Promise<AlwaysPreview>;
   sessionGrants(): Promise<SessionGrant[]>;
   revokeSessionGrant(id: string): Promise<void>;
   sessions(): Promise<AgentSession[]>;

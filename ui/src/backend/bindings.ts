@@ -16,6 +16,11 @@ export const commands = {
 	pendingApprovals: () => typedError<Approval[], ApiError>(__TAURI_INVOKE("pending_approvals")),
 	/**  Answers approval `id`; the operator recorded is this window's (`<user> (app)`). */
 	answerApproval: (id: number, answer: Answer) => typedError<null, ApiError>(__TAURI_INVOKE("answer_approval", { id, answer })),
+	/**
+	 *  What answering "always" for approval `id` with `scope` would write, and what it would have changed
+	 *  over the ledger (replayed off the async runtime: a large ledger takes a while).
+	 */
+	alwaysPreview: (id: number, scope: RuleScope[] | null) => typedError<AlwaysPreview, ApiError>(__TAURI_INVOKE("always_preview", { id, scope })),
 	sessionGrants: () => typedError<SessionGrant[], ApiError>(__TAURI_INVOKE("session_grants")),
 	revokeSessionGrant: (id: string) => typedError<null, ApiError>(__TAURI_INVOKE("revoke_session_grant", { id })),
 	sessions: () => typedError<AgentSession[], ApiError>(__TAURI_INVOKE("sessions")),
@@ -60,11 +65,30 @@ export type AlwaysOffer =
 /**  The policy file the amendment goes to, what it adds, and the amendment as written. */
 { offered: "yes"; file: string; rules: AlwaysRule[]; read_roots: string[]; amendment: Value } | { offered: "no"; why: string };
 
+/**  What answering "always" with a scope would write and change. */
+export type AlwaysPreview = {
+	approval_id: number,
+	/**  The policy file the rules are appended to. */
+	file: string,
+	rules: PreviewRule[],
+	/**  Read roots added (a file read outside every root). */
+	read_roots: string[],
+	/**  The file's text before and after, as changed lines with context. */
+	diff: DiffLine[],
+	/**  The amended policy allows the waiting call. */
+	allows_call: boolean,
+	/**  Over the hub's ledger; `None` when it could not be read (`impact_error` says why). */
+	impact: LedgerImpact | null,
+	impact_error: string | null,
+};
+
 /**  A command rule "always" would add. */
 export type AlwaysRule = {
 	id: string,
 	/**  The command it was made from (its first example). */
 	example: string,
+	/**  The command's words, which a narrower scope keeps a prefix of. */
+	words: string[],
 };
 
 /**  An answer to one approval. */
@@ -72,6 +96,11 @@ export type Answer = {
 	answer: Choice,
 	/**  Words for the agent (read with a denial) and the ledger (kept with any answer). */
 	note?: string | null,
+	/**
+	 *  With "always": how widely each offered rule applies, in the order offered (absent: each rule
+	 *  as offered, the exact command).
+	 */
+	scope?: RuleScope[] | null,
 };
 
 /**  A failed operator API call. */
@@ -107,6 +136,8 @@ export type Approval = {
 	 *  matched rule with its file, the deciding rule and why (absent for actions it does not judge).
 	 */
 	evaluation?: Evaluation | null,
+	/**  For the `write` and `edit` tools: the file as it is and as the call would leave it. */
+	file_change?: FileChange | null,
 };
 
 /**  A tool as agents see it, and whether the grants let them see it. */
@@ -148,6 +179,11 @@ export type Decision = "allow" |
 /**  Never, whoever asks. */
 "forbidden";
 
+/**  One line of a diff, or a run of unchanged lines left out. */
+export type DiffLine = { kind: "same"; old: number; new: number; text: string } | { kind: "removed"; old: number; text: string } | { kind: "added"; new: number; text: string } | 
+/**  `count` unchanged lines not shown. */
+{ kind: "skipped"; count: number };
+
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {
 	decision: Decision,
@@ -163,6 +199,11 @@ export type Evaluation = {
 	deciding_rule: MatchedRule | null,
 	/**  The reason that set the final decision (one of `reasons`). */
 	deciding_reason?: string | null,
+	/**
+	 *  A shell command's parts, each with its own verdict: sub-commands, redirections and what the
+	 *  parser could not see through (empty for other actions and for records written before parts).
+	 */
+	parts?: Part[],
 };
 
 /**  What a call would do, described by its tool before it runs. */
@@ -202,6 +243,21 @@ export type FeedItem = {
 	event: FeedEvent,
 };
 
+/**  The change a file tool's call would make. */
+export type FileChange = {
+	/**  The canonical path the tool resolved. */
+	path: string,
+	/**  The file exists now (else the call creates it). */
+	exists: boolean,
+	/**  The lines that change, with context; empty when there is nothing to show (see `note`). */
+	diff: DiffLine[],
+	/**
+	 *  Why the diff is incomplete or what the call will do instead (too large, not text, the edit's text
+	 *  not found once).
+	 */
+	note: string | null,
+};
+
 /**  Where the app's hub runs, or why it does not. */
 export type HubState = { state: "running"; 
 /**  The gateway agents connect to. */
@@ -225,6 +281,18 @@ export type HubStatus = {
 	servers: UpstreamServer[],
 };
 
+/**  What the amended policy would have decided differently for the calls the ledger holds. */
+export type LedgerImpact = {
+	/**  Calls read. */
+	calls: number,
+	/**  Calls the policy then did not allow (prompt or forbidden) that it would now allow. */
+	would_allow: number,
+	/**  Of those, the ones that did not run (an operator denied them, they timed out, were forbidden). */
+	were_refused: number,
+	/**  A few of them: what was judged (one line each). */
+	examples: string[],
+};
+
 /**  A rule that matched, with the file it came from. */
 export type MatchedRule = {
 	id: string,
@@ -237,6 +305,50 @@ export type MatchedRule = {
 	decision: Decision,
 };
 
+/**  One part of a shell command and the policy's word on it alone. */
+export type Part = {
+	kind: PartKind,
+	/**  The sub-command's words, the redirection (`> out.txt`), or the construct's source text. */
+	text: string,
+	/**  The strictest decision this part alone raised (allow when it raised nothing). */
+	decision: Decision,
+	/**  The rule that decided this part, if a rule did. */
+	rule: MatchedRule | null,
+	/**  Why this part got its decision (the first reason at its level). */
+	reason: string | null,
+	/**  Every reason this part raised. */
+	reasons: string[],
+	/**  The paths checked for this part, canonical where they resolve. */
+	paths: string[],
+	/**
+	 *  Some of it is only known at run time (an expansion, a substitution, a construct the parser
+	 *  cannot see through), so it was judged without being seen.
+	 */
+	unseen: boolean,
+};
+
+/**  What a [`Part`] is. */
+export type PartKind = 
+/**  A simple command (wrappers unwrapped). */
+"command" | 
+/**  A file read or written by a redirection or a writing program (`tee`, `sed -i`). */
+"redirection" | 
+/**  A construct whose effect is only known at run time (`eval`, interpreter code, a parse error). */
+"unseen";
+
+/**  One rule as it would be written. */
+export type PreviewRule = {
+	id: string,
+	/**  The words the rule matches, in order. */
+	pattern: string[],
+	/**  No further words allowed after them. */
+	exact: boolean,
+	/**  The whole command it was made from. */
+	example: string,
+	/**  How many words the command has (the widest exact scope). */
+	words_offered: number,
+};
+
 /**  How much harm the action could do, as the tool judges it. */
 export type Risk = "low" | "medium" | "high";
 
@@ -246,6 +358,15 @@ export type RuleRef = {
 	source: string,
 	/**  The decision this rule gives on its own (`allow`, `prompt`, `forbidden`). */
 	decision?: string | null,
+};
+
+/**
+ *  How widely one rule of an "always" amendment applies, as the operator chose it: the command's first
+ *  `words` words, and (`exact`) no more words after them.
+ */
+export type RuleScope = {
+	words: number,
+	exact: boolean,
 };
 
 /**  An error that took an upstream server down, and when. */

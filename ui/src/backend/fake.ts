@@ -44,6 +44,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
     hubStatus: (...a) => call("hubStatus", a),
     pendingApprovals: (...a) => call("pendingApprovals", a),
     answerApproval: (...a) => call("answerApproval", a),
+    alwaysPreview: (...a) => call("alwaysPreview", a),
     sessionGrants: (...a) => call("sessionGrants", a),
     revokeSessionGrant: (...a) => call("revokeSessionGrant", a),
     sessions: (...a) => call("sessions", a),

@@ -27,6 +27,7 @@ export function tauriBackend(): Backend {
     hubStatus: () => unwrap(commands.hubStatus()),
     pendingApprovals: () => unwrap(commands.pendingApprovals()),
     answerApproval: (id, answer) => done(commands.answerApproval(id, answer)),
+    alwaysPreview: (id, scope) => unwrap(commands.alwaysPreview(id, scope)),
     sessionGrants: () => unwrap(commands.sessionGrants()),
     revokeSessionGrant: (id) => done(commands.revokeSessionGrant(id)),
     sessions: () => unwrap(commands.sessions()),

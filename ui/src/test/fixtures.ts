@@ -25,7 +25,7 @@ export function shellApproval(id = 7): Approval {
     always: {
       offered: "yes",
       file: "/home/dev/.config/portcullis/policy.json",
-      rules: [{ id: "always-git-push", example: "git push origin main" }],
+      rules: [{ id: "always-git-push", example: "git push origin main", words: ["git", "push", "origin", "main"] }],
       read_roots: [],
       amendment: {},
     },
@@ -43,6 +43,28 @@ export function shellApproval(id = 7): Approval {
       reasons: ["rule git-push says prompt"],
       deciding_rule: { id: "git-push", source: "/home/dev/shop/.portcullis/policy.json", line: 14, decision: "prompt" },
       deciding_reason: "rule git-push says prompt",
+      parts: [
+        {
+          kind: "command",
+          text: "git push origin main",
+          decision: "prompt",
+          rule: { id: "git-push", source: "/home/dev/shop/.portcullis/policy.json", line: 14, decision: "prompt" },
+          reason: "`git push origin main`: rule git-push says prompt: pushing publishes commits",
+          reasons: ["`git push origin main`: rule git-push says prompt: pushing publishes commits"],
+          paths: [],
+          unseen: false,
+        },
+        {
+          kind: "command",
+          text: "rm -rf build",
+          decision: "allow",
+          rule: { id: "rm-build", source: "/home/dev/shop/.portcullis/policy.json", line: 22, decision: "allow" },
+          reason: "`rm -rf build`: rule rm-build says allow",
+          reasons: ["`rm -rf build`: rule rm-build says allow"],
+          paths: ["/home/dev/shop/build"],
+          unseen: false,
+        },
+      ],
     },
   };
 }

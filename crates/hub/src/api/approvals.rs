@@ -12,7 +12,8 @@ impl OperatorApi {
     /// The calls waiting for an answer, oldest first.
     pub fn pending_approvals(&self) -> Vec<Approval> {
         let live = self.hub.live_policy();
-        self.hub.broker().pending().into_iter().map(|p| evaluated(p, live)).collect()
+        let broker = self.hub.broker();
+        broker.pending().into_iter().map(|p| evaluated(p, live, broker.redactor())).collect()
     }
 
     /// Answers approval `id` as `operator`. The first answer wins: a later one, or one after the
@@ -62,9 +63,14 @@ impl OperatorApi {
 }
 
 /// The approval with the policy's full evaluation of its action as the policy stands now.
-pub(super) fn evaluated(p: PendingApproval, live: &portcullis_policy::LivePolicy) -> Approval {
+pub(super) fn evaluated(
+    p: PendingApproval,
+    live: &portcullis_policy::LivePolicy,
+    redactor: Option<&portcullis_harness::Redactor>,
+) -> Approval {
     let evaluation = live.evaluation(&p.tool, &p.action, p.action.cwd.as_deref());
-    Approval { evaluation: Some(evaluation), ..approval_of(p) }
+    let file_change = super::file_change::file_change(&p.tool, &p.arguments, &p.action, redactor);
+    Approval { evaluation: Some(evaluation), file_change, ..approval_of(p) }
 }
 
 fn approval_of(p: PendingApproval) -> Approval {
@@ -97,6 +103,7 @@ fn approval_of(p: PendingApproval) -> Approval {
             broker::AlwaysOffer::No { why } => AlwaysOffer::No { why },
         },
         evaluation: None,
+        file_change: None,
     }
 }
 

@@ -55,6 +55,7 @@ impl OperatorApi {
         let mut approvals = self.hub.broker().watch();
         let mut calls = sources.calls.then(|| self.hub.dispatcher().events().subscribe());
         let live = self.hub.live_policy().clone();
+        let redactor = self.hub.broker().redactor().cloned();
         let (tx, items) = mpsc::channel(FEED_BUFFER);
         let merger = tokio::spawn(async move {
             let mut seq = 0;
@@ -68,7 +69,7 @@ impl OperatorApi {
                         Err(RecvError::Closed) => break,
                     },
                     e = approvals.recv(), if sources.approvals => match e {
-                        Ok(e) => approval_event(e, &live),
+                        Ok(e) => approval_event(e, &live, redactor.as_ref()),
                         Err(RecvError::Lagged(count)) => FeedEvent::Missed { source: "approvals".into(), count },
                         Err(RecvError::Closed) => break,
                     },
@@ -118,10 +119,14 @@ fn hub_event(e: HubEvent) -> FeedEvent {
     }
 }
 
-fn approval_event(e: BrokerEvent, live: &portcullis_policy::LivePolicy) -> FeedEvent {
+fn approval_event(
+    e: BrokerEvent,
+    live: &portcullis_policy::LivePolicy,
+    redactor: Option<&portcullis_harness::Redactor>,
+) -> FeedEvent {
     match e {
         BrokerEvent::Pending(p) => {
-            FeedEvent::ApprovalAsked { approval: Box::new(super::approvals::evaluated(*p, live)) }
+            FeedEvent::ApprovalAsked { approval: Box::new(super::approvals::evaluated(*p, live, redactor)) }
         }
         BrokerEvent::Resolved { id, outcome, operator } => {
             FeedEvent::ApprovalSettled { id, outcome, operator }

@@ -9,6 +9,7 @@ mod catalog;
 pub(crate) mod connections;
 pub mod error;
 pub mod events;
+pub mod file_change;
 pub mod judge;
 pub mod ledger;
 pub mod line_diff;

@@ -11,6 +11,7 @@ pub use portcullis_harness::{
     CallError, CallOutcome, Content, DecidedBy, ExecutionAction, OperatorOutcome, RuleRef, Timestamp,
     ToolCallResult, ToolOutput,
 };
+pub use portcullis_policy::{Part, PartKind, RuleScope};
 
 /// A call waiting for an operator's answer.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -37,6 +38,9 @@ pub struct Approval {
     /// matched rule with its file, the deciding rule and why (absent for actions it does not judge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<portcullis_policy::Evaluation>,
+    /// For the `write` and `edit` tools: the file as it is and as the call would leave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_change: Option<super::file_change::FileChange>,
 }
 
 /// Whether "always" is on offer for an approval.

@@ -21,6 +21,7 @@ function backendWith(pending = [shellApproval()]) {
     answerApproval: async (id, answer) => {
       answers.push([id, answer]);
     },
+    sessionGrants: async () => [],
   });
   return { backend, answers };
 }
@@ -45,16 +46,157 @@ describe("the approvals inbox", () => {
     expect(within(card).getByText("/home/dev/shop")).toBeInTheDocument();
   });
 
-  it("answers the selected card by key: 1 is once, d is deny", async () => {
+  it("marks the part that caused the prompt, and flags what the parser could not see through", async () => {
+    const approval = shellApproval();
+    approval.evaluation!.parts!.push({
+      kind: "unseen",
+      text: "eval \"$x\"",
+      decision: "prompt",
+      rule: null,
+      reason: "Eval cannot be judged statically",
+      reasons: [],
+      paths: [],
+      unseen: true,
+    });
+    const { backend } = backendWith([approval]);
+    render(<App backend={backend} />);
+    const parts = await screen.findByTestId("sub-commands");
+    const rows = within(parts).getAllByTestId("part");
+    expect(rows[0]).toHaveAttribute("data-cause");
+    expect(rows[0]).toHaveTextContent("git-push");
+    expect(rows[1]).not.toHaveAttribute("data-cause");
+    expect(rows[1]).toHaveTextContent("…/dev/shop/build");
+    expect(rows[2]).toHaveTextContent("not seen through");
+    expect(within(parts).getByTestId("unseen-note")).toHaveTextContent("1 the parser could not see through");
+  });
+
+  it("shows one card for identical calls and answers them all together", async () => {
     const { backend, answers } = backendWith([shellApproval(7), shellApproval(8)]);
+    const user = userEvent.setup();
+    render(<App backend={backend} />);
+    const card = await screen.findByTestId("approval-card");
+    expect(within(card).getByTestId("identical")).toHaveTextContent("×2 identical calls");
+    await user.keyboard("s");
+    await waitFor(() =>
+      expect(answers).toEqual([
+        [7, { answer: "session", note: null, scope: null }],
+        [8, { answer: "session", note: null, scope: null }],
+      ]),
+    );
+  });
+
+  it("opens the always sheet: scope, file, diff and ledger impact before anything is written", async () => {
+    const previews: Array<unknown> = [];
+    const { backend, answers } = backendWith();
+    backend.alwaysPreview = async (id, scope) => {
+      previews.push([id, scope]);
+      const words = scope?.[0]?.words ?? 4;
+      const pattern = ["git", "push", "origin", "main"].slice(0, words);
+      return {
+        approval_id: id,
+        file: "/home/dev/.config/portcullis/policy.json",
+        rules: [{ id: "always-1", pattern, exact: scope?.[0]?.exact ?? true, example: "git push origin main", words_offered: 4 }],
+        read_roots: [],
+        diff: [
+          { kind: "same", old: 3, new: 3, text: '    "rules": [' },
+          { kind: "added", new: 4, text: `{"id":"always-1","pattern":${JSON.stringify(pattern)}}` },
+        ],
+        allows_call: true,
+        impact: { calls: 40, would_allow: 3, were_refused: 2, examples: ["git push origin main"] },
+        impact_error: null,
+      };
+    };
+    const user = userEvent.setup();
+    render(<App backend={backend} />);
+    await screen.findByTestId("approval-card");
+    await user.keyboard("a");
+    const sheet = await screen.findByTestId("always-sheet");
+    expect(await within(sheet).findByTestId("always-impact")).toHaveTextContent(
+      "it would have allowed 3 past calls the policy did not allow; 2 of them were refused",
+    );
+    expect(within(sheet).getByTestId("always-file")).toHaveTextContent("/home/dev/.config/portcullis/policy.json");
+    expect(answers).toEqual([]);
+    await user.selectOptions(within(sheet).getByTestId("always-scope"), "2:prefix");
+    await waitFor(() => expect(within(sheet).getByTestId("always-diff")).toHaveTextContent('["git","push"]'));
+    expect(previews.at(-1)).toEqual([7, [{ words: 2, exact: false }]]);
+    await user.click(within(sheet).getByTestId("always-write"));
+    await waitFor(() =>
+      expect(answers).toEqual([[7, { answer: "always", note: null, scope: [{ words: 2, exact: false }] }]]),
+    );
+  });
+
+  it("lists session grants and revokes one", async () => {
+    const { backend } = backendWith([]);
+    let grants = [
+      {
+        id: "g1",
+        session_id: session.id,
+        tool: "shell",
+        action: { kind: "execute" as const, operation: "exec", command: "npm test", cwd: null, paths: [], risk: "low" as const },
+        granted_at: Date.now() * 1000,
+      },
+    ];
+    backend.sessionGrants = async () => grants;
+    backend.revokeSessionGrant = async (id) => {
+      grants = grants.filter((g) => g.id !== id);
+    };
+    const user = userEvent.setup();
+    render(<App backend={backend} />);
+    const row = await screen.findByTestId("session-grant");
+    expect(row).toHaveTextContent("npm test");
+    await user.click(within(row).getByTestId("revoke-grant"));
+    await waitFor(() => expect(screen.queryByTestId("session-grant")).not.toBeInTheDocument());
+  });
+
+  it("shows a write's diff", async () => {
+    const write = shellApproval(11);
+    write.tool = "write";
+    write.arguments = { path: "run.sh", content: "echo 2" };
+    write.action = { kind: "write", operation: "write", command: null, cwd: "/home/dev/shop", paths: ["/home/dev/shop/run.sh"], risk: "medium" };
+    write.file_change = {
+      path: "/home/dev/shop/run.sh",
+      exists: true,
+      diff: [
+        { kind: "removed", old: 1, text: "echo 1" },
+        { kind: "added", new: 1, text: "echo 2" },
+      ],
+      note: null,
+    };
+    const { backend } = backendWith([write]);
+    render(<App backend={backend} />);
+    const change = await screen.findByTestId("file-change");
+    expect(change).toHaveTextContent(/changes\s*\/home\/dev\/shop\/run.sh/);
+    expect(within(change).getByTestId("file-diff")).toHaveTextContent("−echo 1");
+    expect(within(change).getByTestId("file-diff")).toHaveTextContent("+echo 2");
+  });
+
+  it("keeps a broken policy's error in view, with its place, until a good one loads", async () => {
+    const { backend } = backendWith([]);
+    render(<App backend={backend} />);
+    await screen.findByTestId("inbox-empty");
+    act(() =>
+      backend.push([
+        { seq: 1, at: 0, event: { kind: "policy_rejected", code: "policy_parse", message: "/p/.portcullis/policy.json:3:7: expected `,`" } },
+      ]),
+    );
+    expect(await screen.findByTestId("policy-rejected")).toHaveTextContent("policy.json:3:7");
+    expect(screen.getByTestId("policy-rejected")).toHaveTextContent("the working policy stays in force");
+    act(() => backend.push([{ seq: 2, at: 0, event: { kind: "policy_reloaded", sources: [] } }]));
+    await waitFor(() => expect(screen.queryByTestId("policy-rejected")).not.toBeInTheDocument());
+  });
+
+  it("answers the selected card by key: 1 is once, d is deny", async () => {
+    const other = shellApproval(8);
+    other.arguments = { command: "git push --tags" };
+    const { backend, answers } = backendWith([shellApproval(7), other]);
     const user = userEvent.setup();
     render(<App backend={backend} />);
     await screen.findAllByTestId("approval-card");
     await user.keyboard("1");
-    await waitFor(() => expect(answers).toEqual([[7, { answer: "once", note: null }]]));
+    await waitFor(() => expect(answers).toEqual([[7, { answer: "once", note: null, scope: null }]]));
     await waitFor(() => expect(screen.getAllByTestId("approval-card")).toHaveLength(1));
     await user.keyboard("d");
-    await waitFor(() => expect(answers[1]).toEqual([8, { answer: "deny", note: null }]));
+    await waitFor(() => expect(answers[1]).toEqual([8, { answer: "deny", note: null, scope: null }]));
     expect(await screen.findByTestId("inbox-empty")).toBeInTheDocument();
   });
 
@@ -67,7 +209,7 @@ describe("the approvals inbox", () => {
     expect(screen.getByTestId("key-list")).toHaveTextContent("Allow once");
     await user.keyboard("n");
     await user.type(screen.getByTestId("deny-note"), "use the staging remote{Enter}");
-    await waitFor(() => expect(answers).toEqual([[7, { answer: "deny", note: "use the staging remote" }]]));
+    await waitFor(() => expect(answers).toEqual([[7, { answer: "deny", note: "use the staging remote", scope: null }]]));
   });
 
   it("adds cards the feed announces, and shows agent text escaped", async () => {

@@ -3,10 +3,13 @@
 // where it is until it is settled.
 import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
 import { useQuery } from "@tanstack/react-query";
+import type { Approval } from "../../backend/backend";
 import { useBackend, useFeed } from "../../app/context";
 import { useNow } from "../../lib/useNow";
 import { Kbd } from "../../lib/ui/Kbd";
-import { approvalsStore } from "./approvalsStore";
+import { approvalsStore, identicalGroups } from "./approvalsStore";
+import { AlwaysSheet } from "./parts/AlwaysSheet";
+import { SessionGrants } from "./parts/SessionGrants";
 import { ANSWER_KEYS, OTHER_KEYS, choiceOfKey } from "./keys";
 import { ApprovalCard } from "./parts/ApprovalCard";
 
@@ -21,13 +24,20 @@ export function ApprovalsView() {
   const [selectedId, setSelectedId] = useState<number | null>(null);
   const [noting, setNoting] = useState<number | null>(null);
   const [showKeys, setShowKeys] = useState(false);
+  /** The id of the card whose "always" sheet is open. */
+  const [alwaysFor, setAlwaysFor] = useState<number | null>(null);
 
-  const pending = state.pending;
+  const groups = useMemo(() => identicalGroups(state.pending), [state.pending]);
+  // One card per group of identical calls: its oldest.
+  const pending = useMemo(() => groups.map((g) => g[0]!), [groups]);
+  const idsOf = (a: Approval) => groups.find((g) => g[0] === a)?.map((p) => p.id) ?? [a.id];
   const selected = pending.find((p) => p.id === selectedId) ?? pending[0];
+  const sheetFor = pending.find((p) => p.id === alwaysFor);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.altKey || e.ctrlKey || e.metaKey) return;
+      if (alwaysFor != null) return;
       const target = e.target as HTMLElement | null;
       if (target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA")) return;
       if (e.key === "?") {
@@ -51,12 +61,13 @@ export function ApprovalsView() {
         const choice = choiceOfKey(e.key);
         if (!choice || (choice === "always" && selected.always.offered !== "yes")) return;
         e.preventDefault();
-        void store.answer(selected.id, choice);
+        if (choice === "always") setAlwaysFor(selected.id);
+        else void store.answerAll(idsOf(selected), choice);
       }
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [pending, selected, store]);
+  });
 
   return (
     <section className="view approvals" aria-label="Approvals">
@@ -84,6 +95,7 @@ export function ApprovalsView() {
           <ApprovalCard
             key={a.id}
             approval={a}
+            count={idsOf(a).length}
             session={sessions.data?.find((s) => s.id === a.session_id)}
             now={now}
             selected={a === selected}
@@ -93,11 +105,24 @@ export function ApprovalsView() {
             onNote={(open) => setNoting(open ? a.id : null)}
             onAnswer={(choice, note) => {
               setNoting(null);
-              void store.answer(a.id, choice, note);
+              if (choice === "always") setAlwaysFor(a.id);
+              else void store.answerAll(idsOf(a), choice, note);
             }}
           />
         ))}
       </div>
+      {sheetFor && (
+        <AlwaysSheet
+          approval={sheetFor}
+          count={idsOf(sheetFor).length}
+          onCancel={() => setAlwaysFor(null)}
+          onWrite={(scope) => {
+            setAlwaysFor(null);
+            void store.answerAll(idsOf(sheetFor), "always", undefined, scope);
+          }}
+        />
+      )}
+      <SessionGrants />
     </section>
   );
 }

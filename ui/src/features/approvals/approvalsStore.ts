@@ -1,6 +1,13 @@
 // The pending approvals as the window shows them: fetched once, then kept current from the feed
 // (asked → added, settled → removed), with the answers in flight and the last answer that failed.
-import { asBackendError, type Approval, type Backend, type Choice, type FeedItem } from "../../backend/backend";
+import {
+  asBackendError,
+  type Approval,
+  type Backend,
+  type Choice,
+  type FeedItem,
+  type RuleScope,
+} from "../../backend/backend";
 import type { Feed } from "../../data/feed";
 
 export interface ApprovalsState {
@@ -15,7 +22,10 @@ export interface ApprovalsState {
 export interface ApprovalsStore {
   subscribe(listener: () => void): () => void;
   snapshot(): ApprovalsState;
-  answer(id: number, choice: Choice, note?: string): Promise<void>;
+  answer(id: number, choice: Choice, note?: string, scope?: RuleScope[]): Promise<void>;
+  /** Answers identical calls together: the first as chosen, the others (for "always", once the rule is
+   * written) with the same answer, "always" becoming "once" for them. */
+  answerAll(ids: number[], choice: Choice, note?: string, scope?: RuleScope[]): Promise<void>;
   stop(): void;
 }
 
@@ -58,28 +68,58 @@ export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
       return () => listeners.delete(listener);
     },
     snapshot: () => state,
-    answer: async (id, choice, note) => {
-      if (state.answering.includes(id)) return;
-      set({ answering: [...state.answering, id], failure: null });
-      try {
-        await backend.answerApproval(id, { answer: choice, note: note?.trim() ? note.trim() : null });
-        settled.add(id);
-        set({ pending: state.pending.filter((p) => p.id !== id) });
-      } catch (e) {
-        const error = asBackendError(e);
-        const why =
-          error.code === "approval_answered"
-            ? "it was already settled (answered elsewhere, timed out or withdrawn)"
-            : error.message;
-        set({ failure: `Approval #${id} was not answered: ${why}` });
-        if (error.code === "approval_answered" || error.code === "approval_unknown") {
-          settled.add(id);
-          set({ pending: state.pending.filter((p) => p.id !== id) });
-        }
-      } finally {
-        set({ answering: state.answering.filter((a) => a !== id) });
-      }
+    answer: (id, choice, note, scope) => answer(id, choice, note, scope),
+    answerAll: async (ids, choice, note, scope) => {
+      const [first, ...rest] = ids;
+      if (first == null) return;
+      await answer(first, choice, note, scope);
+      const then: Choice = choice === "always" ? "once" : choice;
+      await Promise.all(rest.map((id) => answer(id, then, note)));
     },
     stop: unlisten,
   };
+
+  async function answer(id: number, choice: Choice, note?: string, scope?: RuleScope[]) {
+    if (state.answering.includes(id)) return;
+    set({ answering: [...state.answering, id], failure: null });
+    try {
+      await backend.answerApproval(id, {
+        answer: choice,
+        note: note?.trim() ? note.trim() : null,
+        scope: choice === "always" && scope ? scope : null,
+      });
+      settled.add(id);
+      set({ pending: state.pending.filter((p) => p.id !== id) });
+    } catch (e) {
+      const error = asBackendError(e);
+      const why =
+        error.code === "approval_answered"
+          ? "it was already settled (answered elsewhere, timed out or withdrawn)"
+          : error.message;
+      set({ failure: `Approval #${id} was not answered: ${why}` });
+      if (error.code === "approval_answered" || error.code === "approval_unknown") {
+        settled.add(id);
+        set({ pending: state.pending.filter((p) => p.id !== id) });
+      }
+    } finally {
+      set({ answering: state.answering.filter((a) => a !== id) });
+    }
+  }
+}
+
+/** Calls that are the same call: same tool, arguments and working folder (any agent session). */
+export function sameCallKey(a: Approval): string {
+  return JSON.stringify([a.tool, a.arguments, a.action.cwd ?? null]);
+}
+
+/** The pending calls grouped by [`sameCallKey`], in the order of each group's oldest. */
+export function identicalGroups(pending: Approval[]): Approval[][] {
+  const groups = new Map<string, Approval[]>();
+  for (const a of pending) {
+    const key = sameCallKey(a);
+    const group = groups.get(key);
+    if (group) group.push(a);
+    else groups.set(key, [a]);
+  }
+  return [...groups.values()];
 }

@@ -9,9 +9,12 @@ import { absolute, clock, millis } from "../../../lib/time";
 import { visible } from "../../../lib/visible";
 import { ANSWER_KEYS } from "../keys";
 import { Paths, Rules, SubCommands } from "./Evidence";
+import { FileChangeView } from "./FileChangeView";
 
 export interface ApprovalCardProps {
   approval: Approval;
+  /** Identical calls waiting with it (itself included); an answer covers them all. */
+  count: number;
   session: AgentSession | undefined;
   now: number;
   selected: boolean;
@@ -24,7 +27,7 @@ export interface ApprovalCardProps {
 }
 
 export function ApprovalCard(props: ApprovalCardProps) {
-  const { approval: a, session, now, selected, answering, noting } = props;
+  const { approval: a, count, session, now, selected, answering, noting } = props;
   const left = (millis(a.deadline) - now) / 1000;
   const always = a.always.offered === "yes";
   const command = a.action.command;
@@ -46,6 +49,11 @@ export function ApprovalCard(props: ApprovalCardProps) {
           {clock(left)} left <span className="muted">· then denied (timeout)</span>
         </span>
       </header>
+      {count > 1 && (
+        <p className="identical" data-testid="identical">
+          ×{count} identical calls wait — an answer here answers all {count}
+        </p>
+      )}
       {command != null && (
         <pre className="command mono" data-testid="command">
           <span className="prompt-sign" aria-hidden="true">$ </span>
@@ -72,7 +80,8 @@ export function ApprovalCard(props: ApprovalCardProps) {
           <Paths evaluation={a.evaluation} />
         </div>
       )}
-      {command == null && (
+      {a.file_change && <FileChangeView change={a.file_change} />}
+      {command == null && !a.file_change && (
         <pre className="arguments mono" data-testid="arguments">
           {visible(JSON.stringify(a.arguments, null, 2) ?? "")}
         </pre>
@@ -97,6 +106,7 @@ export function ApprovalCard(props: ApprovalCardProps) {
             >
               <Kbd>{k.keys[0]}</Kbd>
               <Kbd>{k.keys[1]}</Kbd> {k.label}
+              {k.choice === "always" ? "…" : ""}
             </button>
           );
         })}

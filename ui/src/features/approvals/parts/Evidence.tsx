@@ -1,6 +1,6 @@
 // What the policy saw in a call: the sub-commands the parser found (one row each), the rules that
 // matched with their file:line, the deciding one marked, and the paths it checked. All agent text.
-import type { Evaluation, MatchedRule } from "../../../backend/backend";
+import type { Evaluation, MatchedRule, Part } from "../../../backend/backend";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { visible } from "../../../lib/visible";
 
@@ -27,24 +27,92 @@ function same(a: MatchedRule, b: MatchedRule | null): boolean {
   return !!b && a.id === b.id && a.source === b.source && a.line === b.line;
 }
 
+/** The parts that set the call's decision: as strict as the whole, and not an allow. */
+export function causes(evaluation: Evaluation, part: Part): boolean {
+  return part.decision !== "allow" && part.decision === evaluation.decision;
+}
+
+const KIND: Record<Part["kind"], string> = { command: "command", redirection: "file", unseen: "unseen" };
+
+/** Each part of the command the parser found, with its own decision, rule and paths; the parts that
+ * caused the prompt are marked, and what the parser could not see through is flagged. */
 export function SubCommands({ evaluation }: { evaluation: Evaluation }) {
-  if (evaluation.commands.length === 0) return null;
+  const parts = evaluation.parts ?? [];
+  if (parts.length === 0) {
+    if (evaluation.commands.length === 0) return null;
+    return (
+      <table className="grid" data-testid="sub-commands">
+        <caption>Commands the parser found ({evaluation.commands.length})</caption>
+        <tbody>
+          {evaluation.commands.map((argv, i) => (
+            <tr key={i}>
+              <td className="num">{i + 1}</td>
+              <td className="mono">{argv.map(visible).join(" ")}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    );
+  }
+  const blind = parts.filter((p) => p.unseen).length;
   return (
-    <table className="grid" data-testid="sub-commands">
-      <caption>Commands the parser found ({evaluation.commands.length})</caption>
+    <table className="grid parts" data-testid="sub-commands">
+      <caption>
+        What the command does ({parts.length} part{parts.length === 1 ? "" : "s"})
+        {blind > 0 ? (
+          <span className="unseen-note" data-testid="unseen-note">
+            {" "}
+            — ⚠ {blind} the parser could not see through
+          </span>
+        ) : null}
+      </caption>
       <thead>
         <tr>
           <th className="num">#</th>
-          <th>command</th>
+          <th>part</th>
+          <th>says</th>
+          <th>why (rule, file:line)</th>
         </tr>
       </thead>
       <tbody>
-        {evaluation.commands.map((argv, i) => (
-          <tr key={i}>
-            <td className="num">{i + 1}</td>
-            <td className="mono">{argv.map(visible).join(" ")}</td>
-          </tr>
-        ))}
+        {parts.map((part, i) => {
+          const cause = causes(evaluation, part);
+          return (
+            <tr key={i} className={cause ? "deciding" : undefined} data-cause={cause || undefined} data-testid="part">
+              <td className="num">{i + 1}</td>
+              <td>
+                <span className="mono">{visible(part.text)}</span>
+                {part.kind !== "command" ? <span className="tag">{KIND[part.kind]}</span> : null}
+                {part.unseen ? (
+                  <span className="tag tag-unseen" title="known only at run time: judged without being seen">
+                    ⚠ not seen through
+                  </span>
+                ) : null}
+                {part.paths.length > 0 ? (
+                  <ul className="part-paths">
+                    {part.paths.map((p, j) => (
+                      <li key={j} className="mono" title={visible(p)}>
+                        {visible(short(p))}
+                      </li>
+                    ))}
+                  </ul>
+                ) : null}
+              </td>
+              <td>
+                <DecisionBadge decision={part.decision} />
+                {cause ? <strong className="cause"> ◀ asks</strong> : null}
+              </td>
+              <td>
+                {part.rule ? (
+                  <span className="mono" title={visible(where(part.rule))}>
+                    {visible(part.rule.id)} <span className="muted">{visible(short(where(part.rule)))}</span>
+                  </span>
+                ) : null}
+                {part.reason ? <div className="small">{visible(part.reason)}</div> : null}
+              </td>
+            </tr>
+          );
+        })}
       </tbody>
     </table>
   );
