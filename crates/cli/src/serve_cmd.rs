@@ -173,7 +173,7 @@ fn answer_on_terminal(api: &OperatorApi, prompter: Arc<TerminalPrompter>) {
                         let Some(line) = line else { return };
                         match parse_answer(&line, always) {
                             Some(choice) => {
-                                let answer = Answer { answer: choice.into(), note: None };
+                                let answer = Answer { answer: choice.into(), note: None, scope: None };
                                 if let Err(e) = api.answer_approval(pending.id, &answer, &operator) {
                                     prompter.show(&format!("approval #{}: {}\n", pending.id, visible(&e.message)));
                                 }

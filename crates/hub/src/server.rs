@@ -246,7 +246,7 @@ async fn answer(
             return api_error(ApiError::new(
                 ErrorCode::BadRequest,
                 format!(
-                    "expected {{\"answer\": \"once|session|always|deny\", \"note\"?: \"...\"}} and nothing else: {}",
+                    "expected {{\"answer\": \"once|session|always|deny\", \"note\"?: \"...\", \"scope\"?: [{{\"words\": n, \"exact\": bool}}]}} and nothing else: {}",
                     rejection.body_text()
                 ),
                 json!({ "id": id }),

@@ -42,8 +42,12 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
         approval.evaluation.as_ref().unwrap().commands,
         vec![vec!["echo".to_owned(), "fed".to_owned()]]
     );
-    api.answer_approval(approval.id, &Answer { answer: Choice::Once, note: None }, &Operator::named("app"))
-        .unwrap();
+    api.answer_approval(
+        approval.id,
+        &Answer { answer: Choice::Once, note: None, scope: None },
+        &Operator::named("app"),
+    )
+    .unwrap();
     assert!(call.await.unwrap().is_finished());
     let mut items = vec![asked];
     while !items

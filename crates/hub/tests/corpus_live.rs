@@ -39,7 +39,7 @@ async fn live(hub: &Hub, api: &OperatorApi, id: &str, tool: &str, arguments: Val
         match feed.next().await.map(|i| i.event) {
             Some(FeedEvent::ApprovalAsked { approval }) if approval.call_id == id => {
                 asked = true;
-                let deny = Answer { answer: Choice::Deny, note: None };
+                let deny = Answer { answer: Choice::Deny, note: None, scope: None };
                 api.answer_approval(approval.id, &deny, &operator).unwrap();
             }
             Some(FeedEvent::Call { call_id, stage, .. }) if call_id == id => {
