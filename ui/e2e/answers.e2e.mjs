@@ -75,7 +75,7 @@ test("always by key: the sheet previews the rule, file, diff and impact; the rul
   const diff = sheet.$('[data-testid="always-diff"]');
   await browser.waitUntil(async () => (await diff.getText()).includes('["git","log"]'), { timeout: 10_000 });
   const shownAdded = (await browser.execute(() =>
-    [...document.querySelectorAll('[data-testid="always-diff"] tr.diff-added td:last-child')].map((td) => td.textContent),
+    [...globalThis.document.querySelectorAll('[data-testid="always-diff"] tr.diff-added td:last-child')].map((td) => td.textContent),
   ));
   await settled(browser);
   await browser.saveScreenshot(path.join(shots, "always-sheet.png"));

@@ -182,7 +182,9 @@ export type Decision = "allow" |
 /**  One line of a diff, or a run of unchanged lines left out. */
 export type DiffLine = { kind: "same"; old: number; new: number; text: string } | { kind: "removed"; old: number; text: string } | { kind: "added"; new: number; text: string } | 
 /**  `count` unchanged lines not shown. */
-{ kind: "skipped"; count: number };
+{ kind: "skipped"; count: number } | 
+/**  The diff goes on for `count` more lines (changed or not), past [`MAX_LINES_SHOWN`]. */
+{ kind: "truncated"; count: number };
 
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {

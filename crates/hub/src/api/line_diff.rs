@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 /// Unchanged lines shown before and after each change.
 pub const CONTEXT_LINES: usize = 3;
 
+/// Lines a diff shows at most (a window must not be handed an agent's megabyte of text to lay out).
+pub const MAX_LINES_SHOWN: usize = 2000;
+
 /// Middles (after the common head and tail are cut) longer than this, multiplied, are not aligned line
 /// by line: the whole middle is shown removed, then added.
 const MAX_ALIGNED_CELLS: usize = 4_000_000;
@@ -30,6 +33,10 @@ pub enum DiffLine {
     },
     /// `count` unchanged lines not shown.
     Skipped {
+        count: u32,
+    },
+    /// The diff goes on for `count` more lines (changed or not), past [`MAX_LINES_SHOWN`].
+    Truncated {
         count: u32,
     },
 }
@@ -132,6 +139,11 @@ fn render(ops: &[Op], old: &[&str], new: &[&str]) -> Vec<DiffLine> {
     if skipped > 0 {
         lines.push(DiffLine::Skipped { count: skipped });
     }
+    if lines.len() > MAX_LINES_SHOWN {
+        let rest = lines.len() - MAX_LINES_SHOWN;
+        lines.truncate(MAX_LINES_SHOWN);
+        lines.push(DiffLine::Truncated { count: u32::try_from(rest).unwrap_or(u32::MAX) });
+    }
     lines
 }
 
@@ -147,6 +159,7 @@ mod tests {
                 DiffLine::Removed { text, .. } => format!("-{text}"),
                 DiffLine::Added { text, .. } => format!("+{text}"),
                 DiffLine::Skipped { count } => format!("…{count}"),
+                DiffLine::Truncated { count } => format!("+{count} more"),
             })
             .collect()
     }
@@ -166,6 +179,14 @@ mod tests {
         for (before, after, want) in table {
             assert_eq!(shown(&line_diff(before, after)), *want, "{before:?} -> {after:?}");
         }
+    }
+
+    #[test]
+    fn a_huge_diff_is_cut_and_says_how_much_more_there_is() {
+        let after: String = (0..5000).map(|n| format!("{n}\n")).collect();
+        let lines = line_diff("", &after);
+        assert_eq!(lines.len(), MAX_LINES_SHOWN + 1);
+        assert_eq!(lines.last(), Some(&DiffLine::Truncated { count: 3000 }));
     }
 
     #[test]

@@ -16,6 +16,14 @@ export function Diff({ lines, testId }: { lines: DiffLine[]; testId?: string }) 
                   <td colSpan={3}>⋯ {line.count} unchanged line{line.count === 1 ? "" : "s"}</td>
                 </tr>
               );
+            case "truncated":
+              return (
+                <tr key={i} className="diff-skipped" data-testid="diff-truncated">
+                  <td colSpan={3}>
+                    … and {line.count} more line{line.count === 1 ? "" : "s"}, not shown
+                  </td>
+                </tr>
+              );
             case "same":
               return (
                 <tr key={i}>
