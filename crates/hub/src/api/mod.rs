@@ -4,10 +4,12 @@
 
 mod approvals;
 pub mod call_query;
+mod call_steps;
 mod catalog;
 pub(crate) mod connections;
 pub mod error;
 pub mod events;
+mod hookup;
 pub mod judge;
 pub mod ledger;
 pub mod one_call;
