@@ -83,12 +83,17 @@ test("agent calls appear one row per call; a row expands into its stages with ti
   console.log(`six calls made to six rows shown: ${Date.now() - asked} ms (includes two clients' start)`);
 
   const rowOf = async (text) => {
-    for (const row of await browser.$$('[data-testid="live-call"]')) if ((await row.getText()).includes(text)) return row;
-    throw new Error(`no row with ${text}`);
+    const seen = [];
+    for (const row of await browser.$$('[data-testid="live-call"]')) {
+      const said = await row.getProperty("textContent");
+      if (said.includes(text)) return row;
+      seen.push(said);
+    }
+    throw new Error(`no row with ${text} among ${JSON.stringify(seen)}`);
   };
   const echo = await rowOf("echo hi");
   assert.equal(await echo.getAttribute("data-state"), "finished");
-  assert.match(await echo.getText(), /allow/);
+  assert.match(await echo.getProperty("textContent"), /allow/);
   await echo.$('[data-testid="live-call-toggle"]').click();
   const steps = await browser.$('[data-testid="live-steps"]');
   await steps.waitForDisplayed({ timeout: 5_000 });
@@ -96,10 +101,10 @@ test("agent calls appear one row per call; a row expands into its stages with ti
   const stages = [];
   for (const line of lines) stages.push(`${await line.getAttribute("data-stage")} ${await line.getAttribute("data-outcome")}`);
   assert.deepEqual(stages, ["policy passed", "execution started", "execution finished"]);
-  const policyLine = await lines[0].getText();
+  const policyLine = await lines[0].getProperty("textContent");
   assert.match(policyLine, /^\+0\.0 ms/, policyLine);
   assert.match(policyLine, /rule read-only \(.*\.portcullis\/policy\.json\)/, policyLine);
-  const finishedLine = await lines[2].getText();
+  const finishedLine = await lines[2].getProperty("textContent");
   assert.match(finishedLine, /^\+\d+(\.\d)? ms/, finishedLine);
   assert.match(finishedLine, /took \d+(\.\d)? ms/, finishedLine);
 
@@ -107,7 +112,7 @@ test("agent calls appear one row per call; a row expands into its stages with ti
   assert.equal(await rm.getAttribute("data-state"), "blocked");
   await rm.$('[data-testid="live-call-toggle"]').click();
   await until("the forbidden call's steps", async () => (await browser.$$('[data-testid="live-steps"]')).length === 2);
-  const forbidden = await browser.$('[data-testid="live-step"][data-outcome="blocked"]').getText();
+  const forbidden = await browser.$('[data-testid="live-step"][data-outcome="blocked"]').getProperty("textContent");
   assert.match(forbidden, /forbidden/);
   assert.match(forbidden, /rule no-rm/);
 
@@ -160,10 +165,17 @@ test("an upstream server killed from outside shows as restarting, then connected
   assert.match(await row().$('[data-testid="server-state"]').getText(), /connected/);
   assert.match(await row().getText(), /exited|closed|ended/i);
 
+  const sessions = [];
   await until("the lingering agent's session with its call", async () => {
-    for (const s of await browser.$$('[data-testid="session"]')) if (/claude-code.*\bhttp\b.*\b1\b/s.test(await s.getText())) return true;
+    for (const s of await browser.$$('[data-testid="session"]')) {
+      const said = await s.getText();
+      sessions.push(said);
+      if (said.startsWith("claude-code") && (await s.getAttribute("data-calls")) === "1") return true;
+    }
     return false;
-  }, 10_000);
+  }, 10_000).catch((e) => {
+    throw new Error(`${e.message}; sessions seen: ${JSON.stringify(sessions.slice(-3))}`);
+  });
   const snippets = await browser.$$('[data-testid="hookup-snippet"]');
   assert.equal(snippets.length, 3);
   const port = new URL(info.mcp_url).port;

@@ -54,6 +54,15 @@ async fn the_snippets_name_the_real_port_and_token_file() {
     assert!(command.starts_with(&format!("PORTCULLIS_CONFIG_DIR='{}' ", config.display())), "{command}");
     assert!(command.ends_with("portcullis hook claude"), "{command}");
     assert_eq!(hook["hooks"]["PreToolUse"][0]["matcher"], "*");
+    assert_eq!(hook["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 60);
+    // The README's shape: the hook entry on one line.
+    assert!(
+        snippets[1]
+            .text
+            .contains("      { \"matcher\": \"*\", \"hooks\": [ { \"type\": \"command\", \"command\": "),
+        "{}",
+        snippets[1].text
+    );
     let codex = &snippets[2].text;
     assert!(codex.starts_with("[mcp_servers.portcullis]\ncommand = \""), "{codex}");
     assert!(codex.contains("portcullis\"\nargs = [\"mcp\"]\n"), "{codex}");

@@ -73,21 +73,28 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
 /// What the call does, in one line, when the event says (its start carries the action).
 pub(crate) fn action_of(payload: &EventPayload) -> Option<String> {
     match payload {
-        EventPayload::Started { action, .. } => Some(one_line(action)),
+        EventPayload::Started { action, arguments, .. } => Some(one_line(action, arguments)),
         _ => None,
     }
 }
 
-fn one_line(action: &ExecutionAction) -> String {
+/// At most this many characters of a call's arguments stand for an action with no command or path.
+const ARGUMENTS_SHOWN: usize = 160;
+
+fn one_line(action: &ExecutionAction, arguments: &serde_json::Value) -> String {
     if let Some(command) = &action.command {
         return command.clone();
     }
     let paths: Vec<String> = action.paths.iter().map(|p| p.display().to_string()).collect();
-    if paths.is_empty() {
-        action.operation.to_string()
-    } else {
-        format!("{} {}", action.operation, paths.join(" "))
+    if !paths.is_empty() {
+        return format!("{} {}", action.operation, paths.join(" "));
     }
+    // An upstream tool's call: its (redacted) arguments say what it does.
+    let all = arguments.to_string();
+    if all.chars().count() <= ARGUMENTS_SHOWN {
+        return all;
+    }
+    all.chars().take(ARGUMENTS_SHOWN).collect::<String>() + "…"
 }
 
 fn step(stage: PipelineStage, outcome: StepOutcome) -> CallStep {

@@ -38,13 +38,11 @@ fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippet> {
         "claude mcp add --transport http portcullis {mcp_url} \\\n  --header \"Authorization: Bearer $(cat {})\"",
         sh(&token.display().to_string())
     );
-    let hook = json!({
-        "hooks": {
-            "PreToolUse": [
-                { "matcher": "*", "hooks": [ { "type": "command", "command": format!("{env_prefix}{} hook claude", sh(&bin)), "timeout": 60 } ] }
-            ]
-        }
-    });
+    // In the README's shape: one line per hook entry, the order Claude Code's documentation uses.
+    let command = serde_json::to_string(&format!("{env_prefix}{} hook claude", sh(&bin))).unwrap_or_default();
+    let hook = format!(
+        "{{\n  \"hooks\": {{\n    \"PreToolUse\": [\n      {{ \"matcher\": \"*\", \"hooks\": [ {{ \"type\": \"command\", \"command\": {command}, \"timeout\": 60 }} ] }}\n    ]\n  }}\n}}\n"
+    );
     let mut codex = format!("[mcp_servers.portcullis]\ncommand = {}\nargs = [\"mcp\"]\n", toml_str(&bin));
     if let Some(c) = &custom_config {
         codex.push_str(&format!("env = {{ PORTCULLIS_CONFIG_DIR = {} }}\n", toml_str(c)));
@@ -62,7 +60,7 @@ fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippet> {
             purpose: "PreToolUse hook: Claude Code's own tools under the same policy".into(),
             file: Some("~/.claude/settings.json".into()),
             language: "json".into(),
-            text: serde_json::to_string_pretty(&hook).unwrap_or_default(),
+            text: hook,
         },
         HookupSnippet {
             client: "Codex".into(),

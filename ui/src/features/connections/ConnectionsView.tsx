@@ -1,7 +1,7 @@
-// Connections: how to hook agents up (copyable snippets the hub made for itself), the agent sessions
-// open now (client, transport, since, calls), the upstream MCP servers (state, transport, restarts,
-// last error and stderr lines, restart button) and the tool catalog as agents see it (wire name,
-// schema, annotations, whether the grants let them). Lists are refetched when the feed says they
+// Connections: the agent sessions open now (client, transport, since, calls), the upstream MCP servers
+// (state, transport, restarts, last error and stderr lines, restart button), the tool catalog as agents
+// see it (wire name, schema, annotations, whether the grants let them), and how to hook agents up
+// (copyable snippets the hub made for itself). Lists are refetched when the feed says they
 // changed (data/invalidation.ts); the sessions' call counts every few seconds.
 import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../app/context";
@@ -39,8 +39,6 @@ export function ConnectionsView() {
         <h1>Connections</h1>
       </div>
       {failure && <p className="failure">{asBackendError(failure).message}</p>}
-      <h2>Hook an agent up</h2>
-      {hookup.data && <HookupSnippets snippets={hookup.data} />}
       <h2>Agent sessions ({sessions.data?.length ?? 0})</h2>
       <table className="grid tabular" data-testid="sessions">
         <thead>
@@ -54,7 +52,7 @@ export function ConnectionsView() {
         </thead>
         <tbody>
           {sessions.data?.map((s) => (
-            <tr key={s.id} data-testid="session">
+            <tr key={s.id} data-testid="session" data-calls={s.calls}>
               <td>
                 {visible(s.client)} <span className="muted">{visible(s.version)}</span>
               </td>
@@ -83,7 +81,7 @@ export function ConnectionsView() {
         <tbody>
           {servers.data?.map((s) => (
             <tr key={s.id} data-testid="server" data-server={s.id} data-state={s.state}>
-              <td className="mono">{visible(s.id)}</td>
+              <td className="mono nowrap">{visible(s.id)}</td>
               <td className="nowrap" title={absolute(s.since)}>
                 <span className={`state-word state-${s.state}`} data-testid="server-state">
                   {stateWords(s)}
@@ -115,7 +113,7 @@ export function ConnectionsView() {
                   </details>
                 )}
               </td>
-              <td>
+              <td className="nowrap">
                 <button type="button" onClick={() => void backend.restartServer(s.id)}>
                   Restart
                 </button>
@@ -145,6 +143,8 @@ export function ConnectionsView() {
           ))}
         </tbody>
       </table>
+      <h2>Hook an agent up</h2>
+      {hookup.data && <HookupSnippets snippets={hookup.data} />}
     </section>
   );
 }
@@ -160,8 +160,8 @@ function ToolLine({ tool: t }: { tool: CatalogTool }) {
         {visible(t.wire_name)}
         {t.wire_name !== t.name && <div className="muted small">{visible(t.name)}</div>}
       </td>
-      <td className={t.granted ? "state-ready" : "state-failed"}>{t.granted ? "✓ granted" : "✕ not granted"}</td>
-      <td>
+      <td className={`nowrap ${t.granted ? "state-ready" : "state-failed"}`}>{t.granted ? "✓ granted" : "✕ not granted"}</td>
+      <td className="hints">
         {hints.map(([k, v]) => (
           <span key={k} className="hint mono">
             {v === true ? visible(k) : `${visible(k)}: ${visibleValue(v)}`}

@@ -38,10 +38,13 @@ export const CallRowView = memo(function CallRowView({
   onToggle: (key: string) => void;
 }) {
   const took = row.durationUs != null ? span(row.durationUs) : "";
+  // A blocked call never started, so no action: what blocked it says what it was.
+  const why = row.steps.find((s) => s.outcome === "blocked")?.error;
+  const what = row.action ?? why;
   return (
     <>
       <tr
-        className={`call-row state-${row.state}${expanded ? " expanded" : ""}`}
+        className={`call-row row-${row.state}${expanded ? " expanded" : ""}`}
         data-testid="live-call"
         data-tool={row.tool}
         data-state={row.state}
@@ -69,8 +72,8 @@ export const CallRowView = memo(function CallRowView({
         <td className="mono clip" title={visible(row.tool)}>
           {visible(row.tool)}
         </td>
-        <td className="mono clip" title={row.action != null ? visible(row.action) : undefined}>
-          {row.action != null ? visible(row.action) : ""}
+        <td className="mono clip" title={what != null ? visible(what) : undefined}>
+          {row.action != null ? visible(row.action) : why != null ? <span className="why">{visible(why)}</span> : ""}
         </td>
         <td>{row.decision ? <DecisionBadge decision={row.decision} /> : null}</td>
         <td className={`state state-${row.state}`}>{STATE_WORDS[row.state]}</td>
