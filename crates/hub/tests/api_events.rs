@@ -77,11 +77,12 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     let FeedEvent::Call { steps, action, agent, at: started_at, .. } = calls[0] else { unreachable!() };
     assert_eq!(agent, "t");
     assert_eq!(action.as_deref(), Some("echo fed"));
-    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!(steps.len(), 3, "{steps:?}");
     assert_eq!((steps[0].stage, steps[0].decision), (PipelineStage::Approval, Some(CallDecision::Approved)));
     let decider = steps[0].decided_by.as_ref().unwrap();
     assert_eq!((decider.kind, decider.words.as_str()), (DeciderKind::Operator, "app: approved once"));
-    assert_eq!((steps[1].stage, steps[1].outcome), (PipelineStage::Execution, StepOutcome::Started));
+    assert_eq!((steps[1].stage, steps[1].outcome), (PipelineStage::Ledger, StepOutcome::Passed));
+    assert_eq!((steps[2].stage, steps[2].outcome), (PipelineStage::Execution, StepOutcome::Started));
     let FeedEvent::Call { steps, at: finished_at, .. } = calls[calls.len() - 1] else { unreachable!() };
     assert_eq!((steps[0].stage, steps[0].outcome), (PipelineStage::Execution, StepOutcome::Finished));
     assert!(steps[0].duration_us.is_some(), "{steps:?}");

@@ -330,6 +330,8 @@ export type PipelineStage =
 "policy" | 
 /**  An operator's answer, or a session grant standing for one. */
 "approval" | 
+/**  The ledger's `started` row, written before the tool runs (durably for a call with side effects). */
+"ledger" | 
 /**  The tool running (then its result's guardrails and redaction, and the ledger row). */
 "execution";
 

@@ -81,7 +81,7 @@ export function callEvent(
   };
 }
 
-/** The events of a call a rule allows: started (policy, execution) at `at`, finished `tookUs` later. */
+/** The events of a call a rule allows at `at`: started (policy, ledger, execution), finished `tookUs` later. */
 export function allowedCall(seq: number, callId: string, at: number, tookUs: number, opts: { tool?: string; agent?: string; action?: string } = {}): FeedItem[] {
   return [
     callEvent(
@@ -90,9 +90,11 @@ export function allowedCall(seq: number, callId: string, at: number, tookUs: num
       "tool_execution_started",
       [
         { stage: "policy", outcome: "passed", decision: "allow", decided_by: { kind: "rule", words: "rule read-only (/home/dev/shop/.portcullis/policy.json)" }, duration_us: null, error: null },
+        { stage: "ledger", outcome: "passed", decision: null, decided_by: null, duration_us: null, error: null },
         { stage: "execution", outcome: "started", decision: null, decided_by: null, duration_us: null, error: null },
       ],
-      { at, action: opts.action ?? "echo hi", ...opts },
+      // Announced once the ledger holds its started row, a quarter of the call's time after it was allowed.
+      { at: at + Math.floor(tookUs / 4), action: opts.action ?? "echo hi", ...opts },
     ),
     callEvent(
       seq + 1,

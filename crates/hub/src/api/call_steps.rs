@@ -54,6 +54,8 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
                     decided_by: Some(decider(decided_by)),
                     ..step(stage, StepOutcome::Passed)
                 },
+                // The start is announced once the ledger holds its `started` row.
+                step(PipelineStage::Ledger, StepOutcome::Passed),
                 step(PipelineStage::Execution, StepOutcome::Started),
             ]
         }

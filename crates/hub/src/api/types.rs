@@ -230,6 +230,8 @@ pub enum PipelineStage {
     Policy,
     /// An operator's answer, or a session grant standing for one.
     Approval,
+    /// The ledger's `started` row, written before the tool runs (durably for a call with side effects).
+    Ledger,
     /// The tool running (then its result's guardrails and redaction, and the ledger row).
     Execution,
 }

@@ -32,7 +32,8 @@ describe("the live calls store", () => {
     expect(row).toMatchObject({ tool: "shell", action: "echo hi", decision: "allow", state: "finished", durationUs: 3_400 });
     expect(row?.steps.map((s) => `${s.stage} ${s.outcome} +${s.at - T0}`)).toEqual([
       "policy passed +0",
-      "execution started +0",
+      "ledger passed +850",
+      "execution started +850",
       "execution finished +3400",
     ]);
   });
@@ -53,7 +54,11 @@ describe("the live calls store", () => {
     const [row] = store.snapshot().calls;
     expect(store.snapshot().calls).toHaveLength(1);
     expect(row).toMatchObject({ state: "running", decision: "approved", agent: "claude-code 2.1.0 (http)" });
-    expect(row?.steps.map((s) => s.outcome)).toEqual(["asked", "passed", "started"]);
+    expect(row?.steps.map((s) => `${s.stage} ${s.outcome}`)).toEqual([
+      "approval asked",
+      "approval passed",
+      "execution started",
+    ]);
   });
 
   it("keeps the last RING calls and counts the events the hub dropped", () => {
@@ -124,8 +129,9 @@ describe("the live calls view", () => {
     const steps = within(screen.getByTestId("live-steps")).getAllByTestId("live-step");
     expect(steps.map((s) => s.textContent)).toEqual([
       expect.stringMatching(/^\+0\.0 mspolicypassed.*allow.*by rule read-only/),
-      expect.stringMatching(/^\+0\.0 msexecutionstarted/),
-      expect.stringMatching(/^\+12 msexecutionfinished.*took 12 ms/),
+      expect.stringMatching(/^\+3\.1 msledgerpassed.*started row written/),
+      expect.stringMatching(/^\+3\.1 msexecutionstarted/),
+      expect.stringMatching(/^\+12 msexecutionfinished/),
     ]);
     // Agent text in an error is shown with its control characters made visible.
     await userEvent.click(within(rows[0] as HTMLElement).getByTestId("live-call-toggle"));

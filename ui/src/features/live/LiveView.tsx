@@ -105,7 +105,7 @@ export function LiveView() {
             ))}
           </select>
         </label>
-        <span className="muted tabular">
+        <span className="muted tabular" data-testid="live-count">
           {shown.length} of {state.calls.length} calls (the last {RING} kept) · click a call for its steps
         </span>
       </div>

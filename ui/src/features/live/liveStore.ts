@@ -207,12 +207,20 @@ function addStep(row: CallRow, step: CallStep, at: number) {
       row.state = "running";
       break;
     case "finished":
-      row.state = "finished";
-      row.durationUs = step.duration_us ?? undefined;
-      break;
     case "error":
-      row.state = "error";
+      row.state = step.outcome;
       row.durationUs = step.duration_us ?? undefined;
+      if (step.duration_us != null) retime(row, at - step.duration_us);
       break;
   }
+}
+
+/** The call was allowed at `begun` (its duration counts from there, before its ledger row was written):
+ * its decision step is placed there rather than where the start was announced, and the call starts
+ * there if nothing came earlier (an approval asked). */
+function retime(row: CallRow, begun: number) {
+  row.steps = row.steps.map((s) =>
+    s.outcome === "passed" && (s.stage === "policy" || s.stage === "approval") && s.at > begun ? { ...s, at: begun } : s,
+  );
+  if (begun < row.startedAt) row.startedAt = begun;
 }

@@ -110,8 +110,7 @@ function StepLine({ step, startedAt }: { step: StepView; startedAt: number }) {
         {who}
       </td>
       <td className="clip mono said" title={said != null ? visible(said) : undefined}>
-        {step.durationUs != null ? `took ${span(step.durationUs)}` : ""}
-        {step.durationUs != null && said != null ? " · " : ""}
+        {step.stage === "ledger" ? <span className="muted">started row written</span> : null}
         {said != null ? visible(said) : ""}
       </td>
     </tr>
