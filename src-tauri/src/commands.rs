@@ -7,7 +7,8 @@ use portcullis_hub::api::always::AlwaysPreview;
 use portcullis_hub::api::{ApiError, ErrorCode};
 
 use portcullis_hub::api::types::{
-    AgentSession, Answer, Approval, CatalogTool, FeedItem, HubStatus, RuleScope, SessionGrant, UpstreamServer,
+    AgentSession, Answer, Approval, CatalogTool, FeedItem, HookupSnippet, HubStatus, RuleScope, SessionGrant,
+    UpstreamServer,
 };
 use tauri::State;
 use tauri::ipc::Channel;
@@ -90,6 +91,13 @@ pub async fn restart_server(host: State<'_, HubHost>, id: String) -> Result<(), 
 #[specta::specta]
 pub async fn tools(host: State<'_, HubHost>) -> Result<Vec<CatalogTool>, ApiError> {
     Ok(host.api()?.tools())
+}
+
+/// What to paste to hook Claude Code and Codex up to this hub (its real address, token file, binary).
+#[tauri::command]
+#[specta::specta]
+pub async fn hookup_snippets(host: State<'_, HubHost>) -> Result<Vec<HookupSnippet>, ApiError> {
+    host.api()?.hookup_snippets()
 }
 
 /// Streams the operator's event feed, from now on, to `on_batch` in batches; returns the stream's id.

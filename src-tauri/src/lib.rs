@@ -39,6 +39,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::servers,
             commands::restart_server,
             commands::tools,
+            commands::hookup_snippets,
             commands::follow_events,
             commands::unfollow_events,
             commands::quit,

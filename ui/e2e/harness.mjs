@@ -71,7 +71,7 @@ export function world(policy) {
 }
 
 /** The processes under `pid` now (children first found, then theirs). */
-function descendants(pid) {
+export function descendants(pid) {
   const parents = new Map();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -143,7 +143,7 @@ export async function startApp(w, port) {
       }
     }
   };
-  return { browser, stop, started };
+  return { browser, stop, started, driverPid: driver.pid };
 }
 
 /** The hub's runtime file once the app's hub listens. */
@@ -155,9 +155,9 @@ export function hubInfo(w) {
 }
 
 /** Runs the SDK client (tests/interop/client.mjs) as the agent `claude-code`; resolves to its report. */
-export function agent(info, w, steps) {
+export function agent(info, w, steps, clientName = "claude-code") {
   const token = readFileSync(`${w.config}/token`, "utf8").trim();
-  const scenario = { url: info.mcp_url, token, clientName: "claude-code", steps };
+  const scenario = { url: info.mcp_url, token, clientName, steps };
   const child = spawn("node", [path.join(interop, "client.mjs"), JSON.stringify(scenario)], {
     cwd: interop,
     stdio: ["ignore", "pipe", "inherit"],

@@ -150,7 +150,11 @@ pub enum HubEvent {
 pub(crate) struct OpenSession {
     pub(crate) client: String,
     pub(crate) version: String,
+    /// `http`, `stdio`, or `in-process`.
+    pub(crate) transport: String,
     pub(crate) opened_at: Timestamp,
+    /// Calls made so far, blocked ones included.
+    pub(crate) calls: u64,
 }
 
 pub(crate) struct HubState {
@@ -173,6 +177,8 @@ pub(crate) struct HubState {
     pub(crate) manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
     /// The agents' and the operator's tokens (none without a config folder: such a hub cannot serve).
     pub(crate) credentials: Option<Credentials>,
+    /// The address the gateway listens on, once it serves.
+    pub(crate) served_at: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -298,6 +304,7 @@ impl Hub {
                 upstreams,
                 manifests: RwLock::new(manifests),
                 credentials,
+                served_at: std::sync::OnceLock::new(),
             }),
         };
         hub.rebuild_on_change(rebuild_rx);
@@ -458,12 +465,21 @@ impl Hub {
         owner: &str,
         cancel: CancellationToken,
     ) -> ToolCallResult {
+        self.count_call(session_id);
         let mut run = self.mcp_run(session_id, owner);
         run.grants = self.grants();
         run.cancel = cancel;
         // Counted until the call ends, however it ends (the caller may drop this future).
         let _in_flight = InFlight::enter(&self.state.calls_in_flight);
         self.state.dispatcher.dispatch(ToolCall::new(call_id.to_owned(), tool, arguments), &run).await
+    }
+
+    /// One more call for an open session (the connections view shows how many).
+    fn count_call(&self, session_id: &str) {
+        let mut open = self.state.open_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(session) = open.get_mut(session_id) {
+            session.calls += 1;
+        }
     }
 
     /// The run of an agent's MCP call: its session, its owner, the project as working folder.
@@ -483,6 +499,7 @@ impl Hub {
         owner: &str,
         message: String,
     ) -> ToolCallResult {
+        self.count_call(session_id);
         let run = self.mcp_run(session_id, owner);
         self.state
             .dispatcher
@@ -495,8 +512,13 @@ impl Hub {
         self.state.credentials.as_ref()
     }
 
-    /// Opens a ledger session for a client.
+    /// Opens a ledger session for a client that calls in-process (a front end's own, a test's).
     pub async fn open_session(&self, client: &str, version: &str) -> String {
+        self.open_session_over(client, version, "in-process").await
+    }
+
+    /// Opens a ledger session for a client connected over `transport` (`http`, `stdio`).
+    pub async fn open_session_over(&self, client: &str, version: &str, transport: &str) -> String {
         let n = self.state.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("s{:x}-{n}", Timestamp::now().0);
         let info_started = Timestamp::now();
@@ -512,8 +534,13 @@ impl Hub {
         if let Err(e) = self.state.ledger.begin_session(info).await {
             tracing::error!(error = %e, session = %id, "session not recorded");
         }
-        let open =
-            OpenSession { client: client.to_owned(), version: version.to_owned(), opened_at: info_started };
+        let open = OpenSession {
+            client: client.to_owned(),
+            version: version.to_owned(),
+            transport: transport.to_owned(),
+            opened_at: info_started,
+            calls: 0,
+        };
         self.state
             .open_sessions
             .lock()
@@ -645,7 +672,7 @@ impl GatewayBackend for HubBackend {
     }
 
     async fn open_session(&self, client: ClientIdentity) -> String {
-        let id = self.hub.open_session(&client.name, &client.version).await;
+        let id = self.hub.open_session_over(&client.name, &client.version, client.transport).await;
         if let Ok(mut owners) = self.owners.write() {
             owners.insert(id.clone(), format!("{} {} ({})", client.name, client.version, client.transport));
         }

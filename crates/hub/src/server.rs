@@ -118,6 +118,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .cloned()
         .ok_or_else(|| HubError::Config("no config folder for the tokens (set HOME)".into()))?;
     let addr = listener.local_addr()?;
+    let _ = hub.state.served_at.set(addr);
     let mut origins = vec![format!("http://{addr}")];
     if addr.ip().is_loopback() {
         origins.push(format!("http://localhost:{}", addr.port()));

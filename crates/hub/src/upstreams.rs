@@ -152,9 +152,16 @@ impl Upstreams {
     /// Every server's report (state, since when, restarts, last error, stderr tail), by id, in the
     /// order of [`Upstreams::states`].
     pub fn reports(&self) -> Vec<(String, UpstreamReport)> {
+        self.reports_with_transport().into_iter().map(|(id, _, report)| (id, report)).collect()
+    }
+
+    /// [`Upstreams::reports`] with each server's transport (`None` for one that could not be specified).
+    pub fn reports_with_transport(&self) -> Vec<(String, Option<UpstreamTransport>, UpstreamReport)> {
         let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut reports: Vec<(String, UpstreamReport)> =
-            running.iter().map(|r| (r.spec.id.clone(), r.upstream.report())).collect();
+        let mut reports: Vec<(String, Option<UpstreamTransport>, UpstreamReport)> = running
+            .iter()
+            .map(|r| (r.spec.id.clone(), Some(r.spec.transport.clone()), r.upstream.report()))
+            .collect();
         drop(running);
         let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         reports.extend(broken.iter().map(|b| {
@@ -166,7 +173,7 @@ impl Upstreams {
                 last_error: Some(UpstreamFailure { message: b.why.clone(), at: b.since }),
                 stderr_tail: Vec::new(),
             };
-            (b.id.clone(), report)
+            (b.id.clone(), None, report)
         }));
         reports
     }

@@ -19,6 +19,11 @@ async fn sessions_come_and_go_and_the_status_counts_them() {
     let sessions = api.sessions();
     assert_eq!(sessions.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [first.as_str(), second.as_str()]);
     assert_eq!((sessions[0].client.as_str(), sessions[0].version.as_str()), ("claude-code", "2.1"));
+    assert_eq!((sessions[0].transport.as_str(), sessions[0].calls), ("in-process", 0));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    hub.call(&first, "c1", "no-such-tool", json!({}), "t", cancel.clone()).await;
+    hub.call(&first, "c2", "no-such-tool", json!({}), "t", cancel).await;
+    assert_eq!(api.sessions()[0].calls, 2, "blocked calls count too");
     // Agent text stays as sent: front ends escape it where a person reads it.
     assert_eq!(sessions[1].client, "cursor\u{1b}[31m");
     let status = api.status();

@@ -5,7 +5,9 @@
 
 mod common;
 
-use portcullis_hub::api::types::{Answer, Choice, FeedEvent, FeedItem};
+use portcullis_hub::api::types::{
+    Answer, CallDecision, Choice, DeciderKind, FeedEvent, FeedItem, PipelineStage, StepOutcome,
+};
 use portcullis_hub::api::{Operator, OperatorApi};
 use serde_json::json;
 use std::time::Duration;
@@ -73,6 +75,62 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     let settled = kinds.iter().position(|k| k == "settled once by app").unwrap();
     assert!(settled < started, "{kinds:?}");
     assert_eq!(kinds.last().unwrap(), "c1 tool_execution_finished", "{kinds:?}");
+    // The start says the operator approved it (the approval stage), and what runs; the finish how long.
+    let calls: Vec<&FeedEvent> =
+        items.iter().map(|i| &i.event).filter(|e| matches!(e, FeedEvent::Call { .. })).collect();
+    let FeedEvent::Call { steps, action, agent, at: started_at, .. } = calls[0] else { unreachable!() };
+    assert_eq!(agent, "t");
+    assert_eq!(action.as_deref(), Some("echo fed"));
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert_eq!((steps[0].stage, steps[0].decision), (PipelineStage::Approval, Some(CallDecision::Approved)));
+    let decider = steps[0].decided_by.as_ref().unwrap();
+    assert_eq!((decider.kind, decider.words.as_str()), (DeciderKind::Operator, "app: approved once"));
+    assert_eq!((steps[1].stage, steps[1].outcome), (PipelineStage::Ledger, StepOutcome::Passed));
+    assert_eq!((steps[2].stage, steps[2].outcome), (PipelineStage::Execution, StepOutcome::Started));
+    let FeedEvent::Call { steps, at: finished_at, .. } = calls[calls.len() - 1] else { unreachable!() };
+    assert_eq!((steps[0].stage, steps[0].outcome), (PipelineStage::Execution, StepOutcome::Finished));
+    assert!(steps[0].duration_us.is_some(), "{steps:?}");
+    assert!(finished_at >= started_at);
+    hub.close().await.unwrap();
+}
+
+/// A call a rule allows passes the policy stage with the rule named; one the policy forbids stops there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_event_says_which_stage_decided_and_who() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(dir.path()).unwrap();
+    let policy = r#"{ "commands": { "default": "prompt", "rules": [
+        { "id": "echo-ok", "pattern": ["echo"], "decision": "allow" },
+        { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden" } ] } }"#;
+    let hub = common::hub(&dir, policy).await;
+    let api = OperatorApi::new(hub.clone());
+    let mut feed = api.events_from(portcullis_hub::api::events::FeedSources {
+        hub: false,
+        approvals: false,
+        calls: true,
+    });
+    let allowed =
+        hub.call("s1", "c1", "shell", json!({"command": "echo hi"}), "t", CancellationToken::new()).await;
+    assert!(allowed.is_finished(), "{allowed:?}");
+    let refused =
+        hub.call("s1", "c2", "shell", json!({"command": "rm -rf x"}), "t", CancellationToken::new()).await;
+    assert!(!refused.is_finished());
+    let mut steps_of = std::collections::BTreeMap::<String, Vec<portcullis_hub::api::types::CallStep>>::new();
+    while steps_of.get("c2").is_none_or(Vec::is_empty) {
+        if let FeedEvent::Call { call_id, steps, .. } = next(&mut feed).await.event {
+            steps_of.entry(call_id).or_default().extend(steps);
+        }
+    }
+    let c1 = &steps_of["c1"];
+    assert_eq!((c1[0].stage, c1[0].decision), (PipelineStage::Policy, Some(CallDecision::Allow)));
+    let words = &c1[0].decided_by.as_ref().unwrap().words;
+    assert!(words.starts_with("rule echo-ok (") && words.ends_with("policy.json)"), "{words}");
+    let c2 = &steps_of["c2"];
+    assert_eq!(
+        (c2[0].stage, c2[0].outcome, c2[0].decision),
+        (PipelineStage::Policy, StepOutcome::Blocked, Some(CallDecision::Forbidden))
+    );
+    assert!(c2[0].error.as_deref().unwrap().starts_with("execution_denied"), "{c2:?}");
     hub.close().await.unwrap();
 }
 

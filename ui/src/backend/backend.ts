@@ -10,6 +10,7 @@ import type {
   Approval,
   CatalogTool,
   FeedItem,
+  HookupSnippet,
   HubState,
   HubStatus,
   RuleScope,
@@ -28,16 +29,22 @@ export type {
   Answer,
   ApiError,
   Approval,
+  CallDecision,
+  CallStep,
   CatalogTool,
   Choice,
+  Decider,
   Evaluation,
   ExecutionAction,
   FeedEvent,
   FeedItem,
+  HookupSnippet,
   HubState,
   HubStatus,
   MatchedRule,
+  PipelineStage,
   SessionGrant,
+  StepOutcome,
   UpstreamServer,
 } from "./bindings";
 
@@ -57,6 +64,8 @@ export interface Backend {
   servers(): Promise<UpstreamServer[]>;
   restartServer(id: string): Promise<void>;
   tools(): Promise<CatalogTool[]>;
+  /** What to paste to hook Claude Code and Codex up to this hub. */
+  hookupSnippets(): Promise<HookupSnippet[]>;
   /** The hub's event feed from now on, in batches; `onBatch` is attached before the stream starts. */
   followEvents(onBatch: (items: FeedItem[]) => void): Unsubscribe;
   /** The operator closed the window while `pending` calls wait for an answer. */

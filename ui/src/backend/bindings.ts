@@ -28,6 +28,8 @@ export const commands = {
 	restartServer: (id: string) => typedError<null, ApiError>(__TAURI_INVOKE("restart_server", { id })),
 	/**  The tool catalog as agents see it. */
 	tools: () => typedError<CatalogTool[], ApiError>(__TAURI_INVOKE("tools")),
+	/**  What to paste to hook Claude Code and Codex up to this hub (its real address, token file, binary). */
+	hookupSnippets: () => typedError<HookupSnippet[], ApiError>(__TAURI_INVOKE("hookup_snippets")),
 	/**  Streams the operator's event feed, from now on, to `on_batch` in batches; returns the stream's id. */
 	followEvents: (onBatch: Channel<FeedItem[]>) => typedError<number, ApiError>(__TAURI_INVOKE("follow_events", { onBatch })),
 	/**  Stops the event stream `id` (false if it had already stopped). */
@@ -57,7 +59,11 @@ export type AgentSession = {
 	/**  The client's name and version as it said in `initialize` (agent text: escape it). */
 	client: string,
 	version: string,
+	/**  `http` or `stdio` (the relay), or `in-process` for a session a front end opened itself. */
+	transport: string,
 	opened_at: Timestamp,
+	/**  Calls the session made so far (blocked ones included). */
+	calls: number,
 };
 
 /**  Whether "always" is on offer for an approval. */
@@ -140,6 +146,33 @@ export type Approval = {
 	file_change?: FileChange | null,
 };
 
+/**  A decision on a call, in the color language every view shares. */
+export type CallDecision = 
+/**  Allowed without asking (a rule, the default, a grant). */
+"allow" | 
+/**  Allowed by an operator, or by a session grant an operator gave. */
+"approved" | 
+/**  Refused by the policy (`forbidden`). */
+"forbidden" | 
+/**  Refused by an operator, the grants, a guardrail, the permission check or the argument checks. */
+"denied" | 
+/**  Nobody answered the approval in time (denied, never recorded as an operator's denial). */
+"timeout";
+
+/**  One stage of the pipeline a call passed or stopped at, as a lifecycle event tells it. */
+export type CallStep = {
+	stage: PipelineStage,
+	outcome: StepOutcome,
+	/**  What the stage decided, when it decides (policy, approval, a stage that blocked the call). */
+	decision?: CallDecision | null,
+	/**  Who decided, when the stage decided. */
+	decided_by?: Decider | null,
+	/**  How long execution took (finished or failed calls), in µs. */
+	duration_us?: number | null,
+	/**  Why the call was blocked or failed: `code: message`. Agent text may be quoted in it. */
+	error?: string | null,
+};
+
 /**  A tool as agents see it, and whether the grants let them see it. */
 export type CatalogTool = {
 	/**  The registry's name (`shell`, `mcp:<server>:<tool>`). */
@@ -171,6 +204,19 @@ export type CloseAsked = {
 	/**  How many calls wait for an answer now. */
 	pending: number,
 };
+
+/**  Who decided, as a kind a view can branch on and words a person reads. */
+export type Decider = {
+	kind: DeciderKind,
+	/**
+	 *  `rule read-only (/home/dev/shop/.portcullis/policy.json)`, `alice (app): approved once`,
+	 *  `session grant g-3`... Rule ids, operators' and guardrails' names may be agent text.
+	 */
+	words: string,
+};
+
+/**  The kinds of decider (the ledger's `decided_by`). */
+export type DeciderKind = "default" | "rule" | "operator" | "session_grant" | "approval_timeout" | "grants" | "guardrail" | "permission" | "registry" | "validator";
 
 /**  What a rule (or the policy as a whole) says about an action. Ordered from lenient to strict. */
 export type Decision = "allow" | 
@@ -232,8 +278,28 @@ export type FeedEvent = { kind: "policy_reloaded"; sources: string[] } |
 { kind: "servers_changed"; servers: UpstreamServer[] } | { kind: "approval_asked"; approval: Approval } | 
 /**  Answered (`once`, `session`, `always`, `deny`, with who), `timeout` or `withdrawn`. */
 { kind: "approval_settled"; id: number; outcome: string; operator: string | null } | 
-/**  A call's lifecycle: `tool_execution_blocked|started|progress|finished|error`, guardrail decisions. */
-{ kind: "call"; session_id: string; call_id: string; tool: string; stage: string; detail: Value } | 
+/**
+ *  A call's lifecycle event (`tool_execution_blocked|started|progress|finished|error`, a guardrail's
+ *  decision) with the pipeline steps it closes. The event's arguments and output stay in the ledger:
+ *  a feed that carries a thousand calls a second carries their decisions, not their bodies.
+ */
+{ kind: "call"; session_id: string; call_id: string; tool: string; 
+/**
+ *  Who the call is recorded as: the client's name, version and transport (`claude-code 2.1 (http)`).
+ *  Agent text: escape it wherever a person reads it.
+ */
+agent: string; 
+/**  When the pipeline emitted the event (µs since the epoch). */
+at: Timestamp; 
+/**  The lifecycle event's kind (`tool_execution_started`...). */
+stage: string; 
+/**  What the event says about the pipeline's stages, in pipeline order. */
+steps: CallStep[]; 
+/**
+ *  What the call does, in one line (its command, or its operation and paths), when the event says.
+ *  Agent text.
+ */
+action?: string | null } | 
 /**  The feed fell behind one of its sources, which dropped `count` events for it. */
 { kind: "missed"; source: string; count: number };
 
@@ -258,6 +324,19 @@ export type FileChange = {
 	 *  not found once).
 	 */
 	note: string | null,
+};
+
+/**  How to hook one client up to this hub: a command to run or what to put in a file. */
+export type HookupSnippet = {
+	/**  The client (`Claude Code`, `Codex`). */
+	client: string,
+	/**  What the snippet does (`MCP server over HTTP`, `PreToolUse hook`...). */
+	purpose: string,
+	/**  Where it goes: a file to merge it into, or `None` for a command to run in a terminal. */
+	file: string | null,
+	/**  `sh`, `json` or `toml`. */
+	language: string,
+	text: string,
 };
 
 /**  Where the app's hub runs, or why it does not. */
@@ -338,6 +417,25 @@ export type PartKind =
 /**  A construct whose effect is only known at run time (`eval`, interpreter code, a parse error). */
 "unseen";
 
+/**  The pipeline's stages, in the order a call passes them. */
+export type PipelineStage = 
+/**  Input and output guardrails. */
+"guardrail" | 
+/**  Tool lookup and the grants (exact allow/deny names). */
+"grant" | 
+/**  The arguments' shape and JSON Schema, and host validators. */
+"arguments" | 
+/**  The `tool:<name>:execute` permission. */
+"permission" | 
+/**  The execution policy (command rules, path roots). */
+"policy" | 
+/**  An operator's answer, or a session grant standing for one. */
+"approval" | 
+/**  The ledger's `started` row, written before the tool runs (durably for a call with side effects). */
+"ledger" | 
+/**  The tool running (then its result's guardrails and redaction, and the ledger row). */
+"execution";
+
 /**  One rule as it would be written. */
 export type PreviewRule = {
 	id: string,
@@ -386,6 +484,9 @@ export type SessionGrant = {
 	granted_at: Timestamp,
 };
 
+/**  What happened at a stage. */
+export type StepOutcome = "passed" | "blocked" | "started" | "progress" | "finished" | "error";
+
 /**  Microseconds since the Unix epoch (UTC). */
 export type Timestamp = number;
 
@@ -395,6 +496,10 @@ export type Timestamp = number;
  */
 export type UpstreamServer = {
 	id: string,
+	/**  `stdio` or `http`; empty for a server that could not be specified. */
+	transport: string,
+	/**  The command line it runs, or its URL (never its headers). */
+	endpoint: string,
 	/**  When it entered this state (a tools refresh while ready does not move it). */
 	since: Timestamp,
 	/**  Its tools in the registry: the last listed ones while it reconnects. */

@@ -51,6 +51,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
     servers: (...a) => call("servers", a),
     restartServer: (...a) => call("restartServer", a),
     tools: (...a) => call("tools", a),
+    hookupSnippets: (...a) => call("hookupSnippets", a),
     quit: (...a) => call("quit", a),
     followEvents: (onBatch) => {
       calls.push(["followEvents", []]);

@@ -34,6 +34,7 @@ export function tauriBackend(): Backend {
     servers: () => unwrap(commands.servers()),
     restartServer: (id) => done(commands.restartServer(id)),
     tools: () => unwrap(commands.tools()),
+    hookupSnippets: () => unwrap(commands.hookupSnippets()),
     quit: () => commands.quit(),
     followEvents: (onBatch): Unsubscribe => {
       const channel = new Channel<FeedItem[]>();

@@ -1,5 +1,5 @@
 // Payloads as the backend sends them (shapes from the generated bindings), for the unit tests.
-import type { AgentSession, Approval, FeedItem } from "../backend/backend";
+import type { AgentSession, Approval, CallStep, FeedItem } from "../backend/backend";
 
 const now = () => Date.now() * 1000;
 
@@ -73,8 +73,60 @@ export const session: AgentSession = {
   id: "5f0c2a9e-4d1b-4c55-9a5e-0c1d2e3f4a5b",
   client: "claude-code",
   version: "2.1.0",
+  transport: "http",
   opened_at: now(),
+  calls: 0,
 };
+
+/** A call's lifecycle event as the hub's feed carries it. */
+export function callEvent(
+  seq: number,
+  callId: string,
+  stage: string,
+  steps: CallStep[],
+  opts: { at?: number; tool?: string; agent?: string; action?: string; session?: string } = {},
+): FeedItem {
+  return {
+    seq,
+    at: now(),
+    event: {
+      kind: "call",
+      session_id: opts.session ?? session.id,
+      call_id: callId,
+      tool: opts.tool ?? "shell",
+      agent: opts.agent ?? "claude-code 2.1.0 (http)",
+      at: opts.at ?? now(),
+      stage,
+      steps,
+      action: opts.action ?? null,
+    },
+  };
+}
+
+/** The events of a call a rule allows at `at`: started (policy, ledger, execution), finished `tookUs` later. */
+export function allowedCall(seq: number, callId: string, at: number, tookUs: number, opts: { tool?: string; agent?: string; action?: string } = {}): FeedItem[] {
+  return [
+    callEvent(
+      seq,
+      callId,
+      "tool_execution_started",
+      [
+        { stage: "policy", outcome: "passed", decision: "allow", decided_by: { kind: "rule", words: "rule read-only (/home/dev/shop/.portcullis/policy.json)" }, duration_us: null, error: null },
+        { stage: "ledger", outcome: "passed", decision: null, decided_by: null, duration_us: null, error: null },
+        { stage: "execution", outcome: "started", decision: null, decided_by: null, duration_us: null, error: null },
+      ],
+      // Announced once the ledger holds its started row, a quarter of the call's time after it was allowed.
+      { at: at + Math.floor(tookUs / 4), action: opts.action ?? "echo hi", ...opts },
+    ),
+    callEvent(
+      seq + 1,
+      callId,
+      "tool_execution_finished",
+      [{ stage: "execution", outcome: "finished", decision: null, decided_by: null, duration_us: tookUs, error: null }],
+      { at: at + tookUs, ...opts },
+    ),
+  ];
+}
 
 export function asked(seq: number, approval: Approval): FeedItem {
   return { seq, at: now(), event: { kind: "approval_asked", approval } };

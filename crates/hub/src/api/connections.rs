@@ -4,7 +4,7 @@
 use super::types::{AgentSession, HubStatus, ServerFailure, UpstreamServer, UpstreamState};
 use super::{ApiError, ErrorCode, OperatorApi};
 use crate::upstreams::RestartRefused;
-use portcullis_mcp::upstream::{UpstreamReport, UpstreamStatus};
+use portcullis_mcp::upstream::{UpstreamReport, UpstreamStatus, UpstreamTransport};
 use serde_json::json;
 
 impl OperatorApi {
@@ -17,7 +17,9 @@ impl OperatorApi {
                 id: id.clone(),
                 client: s.client.clone(),
                 version: s.version.clone(),
+                transport: s.transport.clone(),
                 opened_at: s.opened_at,
+                calls: s.calls,
             })
             .collect();
         sessions.sort_by_key(|s| s.opened_at);
@@ -75,10 +77,22 @@ fn unknown_server(id: &str) -> ApiError {
 
 /// Every upstream server as operators see it, in policy order.
 pub(crate) fn servers_of(upstreams: &crate::upstreams::Upstreams) -> Vec<UpstreamServer> {
-    upstreams.reports().into_iter().map(|(id, report)| server_of(id, report)).collect()
+    upstreams
+        .reports_with_transport()
+        .into_iter()
+        .map(|(id, transport, report)| server_of(id, transport, report))
+        .collect()
 }
 
-fn server_of(id: String, report: UpstreamReport) -> UpstreamServer {
+fn server_of(id: String, transport: Option<UpstreamTransport>, report: UpstreamReport) -> UpstreamServer {
+    let (transport, endpoint) = match transport {
+        Some(UpstreamTransport::Stdio { command, args, .. }) => {
+            ("stdio".to_owned(), std::iter::once(command).chain(args).collect::<Vec<_>>().join(" "))
+        }
+        // The URL only: its headers may hold secrets.
+        Some(UpstreamTransport::Http { url, .. }) => ("http".to_owned(), url),
+        None => (String::new(), String::new()),
+    };
     let state = match report.status {
         UpstreamStatus::Connecting => UpstreamState::Connecting,
         UpstreamStatus::Ready { tools: _, skipped } => UpstreamState::Ready { skipped },
@@ -89,6 +103,8 @@ fn server_of(id: String, report: UpstreamReport) -> UpstreamServer {
     };
     UpstreamServer {
         id,
+        transport,
+        endpoint,
         state,
         since: report.since,
         tools: report.tools,

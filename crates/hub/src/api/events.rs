@@ -3,8 +3,8 @@
 //! a [`FeedEvent::Missed`] item where the feed fell behind a source. A feed costs nothing while nobody
 //! holds one: the calls' events are emitted only to subscribers.
 
-use super::OperatorApi;
 use super::types::{FeedEvent, FeedItem};
+use super::{OperatorApi, call_steps};
 use crate::broker::BrokerEvent;
 use crate::hub::HubEvent;
 use portcullis_harness::{EventDelivery, Timestamp};
@@ -78,11 +78,11 @@ impl OperatorApi {
                             session_id: e.call.session_id.to_string(),
                             call_id: e.call.call_id.to_string(),
                             tool: e.tool_name.to_string(),
-                            stage: serde_json::to_value(e.kind())
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_owned))
-                                .unwrap_or_default(),
-                            detail: serde_json::to_value(&e.payload).unwrap_or_default(),
+                            agent: e.call.owner.to_string(),
+                            at: e.at,
+                            stage: e.kind().as_str().to_owned(),
+                            steps: call_steps::steps_of(&e.payload),
+                            action: call_steps::action_of(&e.payload),
                         },
                         EventDelivery::Lagged { missed } => FeedEvent::Missed { source: "calls".into(), count: missed },
                     },

@@ -5,11 +5,13 @@
 pub mod always;
 mod approvals;
 pub mod call_query;
+mod call_steps;
 mod catalog;
 pub(crate) mod connections;
 pub mod error;
 pub mod events;
 pub mod file_change;
+mod hookup;
 pub mod judge;
 pub mod ledger;
 pub mod line_diff;

@@ -175,19 +175,147 @@ pub enum FeedEvent {
         outcome: String,
         operator: Option<String>,
     },
-    /// A call's lifecycle: `tool_execution_blocked|started|progress|finished|error`, guardrail decisions.
+    /// A call's lifecycle event (`tool_execution_blocked|started|progress|finished|error`, a guardrail's
+    /// decision) with the pipeline steps it closes. The event's arguments and output stay in the ledger:
+    /// a feed that carries a thousand calls a second carries their decisions, not their bodies.
     Call {
         session_id: String,
         call_id: String,
         tool: String,
+        /// Who the call is recorded as: the client's name, version and transport (`claude-code 2.1 (http)`).
+        /// Agent text: escape it wherever a person reads it.
+        agent: String,
+        /// When the pipeline emitted the event (µs since the epoch).
+        at: Timestamp,
+        /// The lifecycle event's kind (`tool_execution_started`...).
         stage: String,
-        detail: Value,
+        /// What the event says about the pipeline's stages, in pipeline order.
+        steps: Vec<CallStep>,
+        /// What the call does, in one line (its command, or its operation and paths), when the event says.
+        /// Agent text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<String>,
     },
     /// The feed fell behind one of its sources, which dropped `count` events for it.
     Missed {
         source: String,
         count: u64,
     },
+}
+
+/// One stage of the pipeline a call passed or stopped at, as a lifecycle event tells it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallStep {
+    pub stage: PipelineStage,
+    pub outcome: StepOutcome,
+    /// What the stage decided, when it decides (policy, approval, a stage that blocked the call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<CallDecision>,
+    /// Who decided, when the stage decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<Decider>,
+    /// How long execution took (finished or failed calls), in µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
+    /// Why the call was blocked or failed: `code: message`. Agent text may be quoted in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The pipeline's stages, in the order a call passes them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipelineStage {
+    /// Input and output guardrails.
+    Guardrail,
+    /// Tool lookup and the grants (exact allow/deny names).
+    Grant,
+    /// The arguments' shape and JSON Schema, and host validators.
+    Arguments,
+    /// The `tool:<name>:execute` permission.
+    Permission,
+    /// The execution policy (command rules, path roots).
+    Policy,
+    /// An operator's answer, or a session grant standing for one.
+    Approval,
+    /// The ledger's `started` row, written before the tool runs (durably for a call with side effects).
+    Ledger,
+    /// The tool running (then its result's guardrails and redaction, and the ledger row).
+    Execution,
+}
+
+/// What happened at a stage.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepOutcome {
+    Passed,
+    Blocked,
+    Started,
+    Progress,
+    Finished,
+    Error,
+}
+
+/// A decision on a call, in the color language every view shares.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallDecision {
+    /// Allowed without asking (a rule, the default, a grant).
+    Allow,
+    /// Allowed by an operator, or by a session grant an operator gave.
+    Approved,
+    /// Refused by the policy (`forbidden`).
+    Forbidden,
+    /// Refused by an operator, the grants, a guardrail, the permission check or the argument checks.
+    Denied,
+    /// Nobody answered the approval in time (denied, never recorded as an operator's denial).
+    Timeout,
+}
+
+/// Who decided, as a kind a view can branch on and words a person reads.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decider {
+    pub kind: DeciderKind,
+    /// `rule read-only (/home/dev/shop/.portcullis/policy.json)`, `alice (app): approved once`,
+    /// `session grant g-3`... Rule ids, operators' and guardrails' names may be agent text.
+    pub words: String,
+}
+
+/// The kinds of decider (the ledger's `decided_by`).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeciderKind {
+    Default,
+    Rule,
+    Operator,
+    SessionGrant,
+    ApprovalTimeout,
+    Grants,
+    Guardrail,
+    Permission,
+    Registry,
+    Validator,
+}
+
+/// How to hook one client up to this hub: a command to run or what to put in a file.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookupSnippet {
+    /// The client (`Claude Code`, `Codex`).
+    pub client: String,
+    /// What the snippet does (`MCP server over HTTP`, `PreToolUse hook`...).
+    pub purpose: String,
+    /// Where it goes: a file to merge it into, or `None` for a command to run in a terminal.
+    pub file: Option<String>,
+    /// `sh`, `json` or `toml`.
+    pub language: String,
+    pub text: String,
 }
 
 impl From<portcullis_policy::ApprovalChoice> for Choice {
@@ -209,7 +337,11 @@ pub struct AgentSession {
     /// The client's name and version as it said in `initialize` (agent text: escape it).
     pub client: String,
     pub version: String,
+    /// `http` or `stdio` (the relay), or `in-process` for a session a front end opened itself.
+    pub transport: String,
     pub opened_at: Timestamp,
+    /// Calls the session made so far (blocked ones included).
+    pub calls: u64,
 }
 
 /// An upstream MCP server: where it stands and since when, its tools, how often it was restarted, its
@@ -218,6 +350,10 @@ pub struct AgentSession {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UpstreamServer {
     pub id: String,
+    /// `stdio` or `http`; empty for a server that could not be specified.
+    pub transport: String,
+    /// The command line it runs, or its URL (never its headers).
+    pub endpoint: String,
     /// `"state"` and what goes with it, beside the id.
     #[serde(flatten)]
     pub state: UpstreamState,

@@ -1,14 +1,17 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { ConnectionsView } from "./ConnectionsView";
 import { BackendContext } from "../../app/context";
 import { fakeBackend } from "../../backend/fake";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import type { UpstreamServer } from "../../backend/backend";
+import type { HookupSnippet, UpstreamServer } from "../../backend/backend";
+import { session } from "../../test/fixtures";
 
 const server: UpstreamServer = {
   id: "github",
+  transport: "stdio",
+  endpoint: "npx -y github-mcp",
   state: "failed",
   error: "the server exited (status 1)",
   failures: 2,
@@ -20,12 +23,30 @@ const server: UpstreamServer = {
   stderr_tail: ["listening on stdio", "fatal: token \u001b[31mexpired\u001b[0m"],
 };
 
+const snippets: HookupSnippet[] = [
+  {
+    client: "Claude Code",
+    purpose: "MCP server over HTTP, with the gateway token",
+    file: null,
+    language: "sh",
+    text: 'claude mcp add --transport http portcullis http://127.0.0.1:7391/mcp \\\n  --header "Authorization: Bearer $(cat /home/dev/.config/portcullis/token)"',
+  },
+  {
+    client: "Codex",
+    purpose: "MCP server through the stdio relay",
+    file: "~/.codex/config.toml",
+    language: "toml",
+    text: '[mcp_servers.portcullis]\ncommand = "/usr/bin/portcullis"\nargs = ["mcp"]\n',
+  },
+];
+
 function renderWith(servers: UpstreamServer[]) {
   const backend = fakeBackend({
-    sessions: async () => [],
+    sessions: async () => [{ ...session, transport: "http", calls: 12 }],
     servers: async () => servers,
     tools: async () => [],
     restartServer: async () => {},
+    hookupSnippets: async () => snippets,
   });
   render(
     <QueryClientProvider client={new QueryClient()}>
@@ -41,7 +62,8 @@ describe("the connections view", () => {
   it("shows a server's last stderr lines with control characters made visible, and restarts it", async () => {
     const backend = renderWith([server]);
     const row = (await screen.findByText("github")).closest("tr") as HTMLElement;
-    expect(row).toHaveTextContent("failed");
+    expect(row).toHaveTextContent("down, restarting in 4 s");
+    expect(row).toHaveTextContent("npx -y github-mcp");
     const tail = within(row).getByTestId("stderr-tail");
     expect(tail).toHaveTextContent("last 2 stderr lines");
     const text = tail.querySelector("pre")?.textContent ?? "";
@@ -56,5 +78,30 @@ describe("the connections view", () => {
     renderWith([{ ...server, stderr_tail: [] }]);
     const row = (await screen.findByText("github")).closest("tr") as HTMLElement;
     expect(within(row).queryByTestId("stderr-tail")).toBeNull();
+  });
+
+  it("shows each session's transport and calls", async () => {
+    renderWith([]);
+    const row = (await screen.findByText("claude-code")).closest("tr") as HTMLElement;
+    expect(row).toHaveTextContent("http");
+    expect(row).toHaveTextContent("12");
+  });
+
+  it("copies a hook-up snippet and says so; when the clipboard refuses, selects the text", async () => {
+    const user = userEvent.setup();
+    renderWith([]);
+    const written: string[] = [];
+    const clipboard = { writeText: vi.fn(async (t: string) => void written.push(t)) };
+    Object.defineProperty(navigator, "clipboard", { value: clipboard, configurable: true });
+    const [claude, codex] = await screen.findAllByTestId("hookup-snippet");
+    expect(claude).toHaveTextContent("run in a terminal");
+    expect(codex).toHaveTextContent("in ~/.codex/config.toml");
+    await user.click(within(claude as HTMLElement).getByRole("button", { name: "Copy" }));
+    expect(written).toEqual([snippets[0]?.text]);
+    expect(within(claude as HTMLElement).getByRole("button", { name: "✓ Copied" })).toBeInTheDocument();
+    clipboard.writeText.mockRejectedValueOnce(new Error("denied"));
+    await user.click(within(codex as HTMLElement).getByRole("button", { name: "Copy" }));
+    expect(await within(codex as HTMLElement).findByText(/the text is selected/)).toBeInTheDocument();
+    expect(window.getSelection()?.toString()).toBe(snippets[1]?.text);
   });
 });

@@ -1,68 +1,150 @@
-// Live calls: every call event as it passes (newest first, the last 500), pausable; says how many events
-// it missed instead of dropping them silently. Expanding a call into its stages comes with the next issue.
-import { useEffect, useMemo, useSyncExternalStore } from "react";
-import type { FeedItem } from "../../backend/backend";
+// Live calls: one row per call (the newest first, the last RING), expandable into its pipeline steps
+// with their times from the call's start and who decided; filters by agent, tool and decision; pause
+// (P). Rows keep their places while the pointer is on the list. Says how many events it missed.
+import { useCallback, useEffect, useMemo, useState, useSyncExternalStore, type ChangeEvent } from "react";
 import { useFeed } from "../../app/context";
-import { absolute, millis } from "../../lib/time";
+import { Kbd } from "../../lib/ui/Kbd";
 import { visible } from "../../lib/visible";
-import { RING, liveStore } from "./liveStore";
+import { RING, liveStore, type CallRow } from "./liveStore";
+import { CallRowView } from "./parts/CallRowView";
 
-function describe(item: FeedItem): [string, string, string] {
-  const e = item.event;
-  switch (e.kind) {
-    case "call":
-      return [e.stage.replace("tool_execution_", ""), visible(e.tool), e.session_id.slice(0, 8)];
-    case "approval_asked":
-      return ["approval asked", visible(e.approval.tool), e.approval.session_id.slice(0, 8)];
-    case "approval_settled":
-      return [`approval ${e.outcome}`, e.operator ? `by ${visible(e.operator)}` : "", `#${e.id}`];
-    default:
-      return [e.kind, "", ""];
-  }
+const DECISIONS = ["allow", "approved", "prompt", "denied", "forbidden", "timeout", "error"] as const;
+
+interface Filters {
+  agent: string;
+  tool: string;
+  decision: string;
 }
+
+const matches = (row: CallRow, f: Filters) =>
+  (!f.agent || row.agent === f.agent) &&
+  (!f.tool || row.tool === f.tool) &&
+  (!f.decision || (f.decision === "error" ? row.state === "error" : row.decision === f.decision));
 
 export function LiveView() {
   const feed = useFeed();
   const store = useMemo(() => liveStore(feed), [feed]);
   useEffect(() => () => store.stop(), [store]);
   const state = useSyncExternalStore(store.subscribe, store.snapshot);
+  const [filters, setFilters] = useState<Filters>({ agent: "", tool: "", decision: "" });
+  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
+  const toggle = useCallback(
+    (key: string) =>
+      setExpanded((open) => {
+        const next = new Set(open);
+        if (!next.delete(key)) next.add(key);
+        return next;
+      }),
+    [],
+  );
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const typing = e.target instanceof HTMLElement && e.target.closest("input, select, textarea");
+      if (!typing && !e.altKey && !e.ctrlKey && !e.metaKey && e.key.toLowerCase() === "p") {
+        e.preventDefault();
+        store.setPaused(!store.snapshot().paused);
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [store]);
+  const agents = useMemo(() => distinct(state.calls.map((c) => c.agent)), [state.calls]);
+  const tools = useMemo(() => distinct(state.calls.map((c) => c.tool)), [state.calls]);
+  const shown = useMemo(() => state.calls.filter((c) => matches(c, filters)), [state.calls, filters]);
+  const set = (field: keyof Filters) => (e: ChangeEvent<HTMLSelectElement>) =>
+    setFilters((f) => ({ ...f, [field]: e.target.value }));
   return (
     <section className="view live" aria-label="Live calls">
       <div className="view-head">
         <h1>Live calls</h1>
         <button type="button" onClick={() => store.setPaused(!state.paused)} data-testid="live-pause">
-          {state.paused ? `Resume (${state.skipped} held back)` : "Pause"}
+          {state.paused ? "Resume" : "Pause"} <Kbd>P</Kbd>
         </button>
-        <span className={state.missed ? "failure" : "muted"} data-testid="live-missed">
+        <span className={`tabular ${state.held ? "held" : "muted"}`} data-testid="live-held">
+          {state.held
+            ? `${state.held} new call${state.held === 1 ? "" : "s"} held ${state.paused ? "while paused" : "while the pointer is on the list"}`
+            : state.paused
+              ? "paused"
+              : "streaming"}
+        </span>
+        <span className={`tabular ${state.missed ? "failure" : "muted"}`} data-testid="live-missed">
           {state.missed ? `${state.missed} events missed (the window fell behind)` : "no events missed"}
         </span>
-        <span className="muted">the last {RING} shown</span>
+      </div>
+      <div className="filters">
+        <label>
+          agent{" "}
+          <select value={filters.agent} onChange={set("agent")} data-testid="filter-agent">
+            <option value="">all</option>
+            {agents.map((a) => (
+              <option key={a} value={a}>
+                {visible(a)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          tool{" "}
+          <select value={filters.tool} onChange={set("tool")} data-testid="filter-tool">
+            <option value="">all</option>
+            {tools.map((t) => (
+              <option key={t} value={t}>
+                {visible(t)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          decision{" "}
+          <select value={filters.decision} onChange={set("decision")} data-testid="filter-decision">
+            <option value="">all</option>
+            {DECISIONS.map((d) => (
+              <option key={d} value={d}>
+                {d}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span className="muted tabular" data-testid="live-count">
+          {shown.length} of {state.calls.length} calls (the last {RING} kept) · click a call for its steps
+        </span>
       </div>
       <table className="grid live-table">
+        <colgroup>
+          <col className="c-time" />
+          <col className="c-agent" />
+          <col className="c-tool" />
+          <col />
+          <col className="c-decision" />
+          <col className="c-state" />
+          <col className="c-took" />
+        </colgroup>
         <thead>
           <tr>
-            <th className="num">seq</th>
-            <th>time</th>
-            <th>what</th>
+            <th>started</th>
+            <th>agent</th>
             <th>tool</th>
-            <th>session</th>
+            <th>what it does</th>
+            <th>decision</th>
+            <th>state</th>
+            <th className="num">took</th>
           </tr>
         </thead>
-        <tbody>
-          {state.items.map((item) => {
-            const [what, tool, session] = describe(item);
-            return (
-              <tr key={item.seq}>
-                <td className="num">{item.seq}</td>
-                <td title={absolute(item.at)}>{new Date(millis(item.at)).toLocaleTimeString()}</td>
-                <td>{what}</td>
-                <td className="mono">{tool}</td>
-                <td className="mono">{session}</td>
-              </tr>
-            );
-          })}
+        <tbody onMouseEnter={() => store.setHovering(true)} onMouseLeave={() => store.setHovering(false)}>
+          {shown.map((row) => (
+            <CallRowView key={row.key} row={row} expanded={expanded.has(row.key)} onToggle={toggle} />
+          ))}
         </tbody>
       </table>
+      {state.calls.length === 0 && (
+        <p className="empty" data-testid="live-empty">
+          No calls yet: they appear here as agents make them.
+        </p>
+      )}
     </section>
   );
+}
+
+function distinct(values: string[]): string[] {
+  return [...new Set(values.filter(Boolean))].sort();
 }

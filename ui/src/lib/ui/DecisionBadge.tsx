@@ -1,6 +1,7 @@
 // One color language for what decided: a word and a sign, never color alone.
 const SIGNS: Record<string, string> = {
   allow: "✓",
+  approved: "✓",
   prompt: "?",
   forbidden: "✕",
   deny: "✕",
@@ -10,7 +11,8 @@ const SIGNS: Record<string, string> = {
 };
 
 export function DecisionBadge({ decision }: { decision: string }) {
-  const tone = decision === "deny" || decision === "denied" ? "forbidden" : decision;
+  const tone =
+    decision === "deny" || decision === "denied" ? "forbidden" : decision === "approved" ? "allow" : decision;
   return (
     <span className={`badge badge-${tone}`}>
       <span aria-hidden="true">{SIGNS[decision] ?? "•"}</span> {decision}

@@ -1,0 +1,199 @@
+//! A call's lifecycle event read as pipeline steps: which stage it closes (grant, arguments, policy,
+//! approval, execution…), what that stage decided and who decided, how long execution took. Computed
+//! here, once, so that every front end that shows a call's timeline shows the same stages and words.
+
+use super::types::{CallDecision, CallStep, Decider, DeciderKind, PipelineStage, StepOutcome};
+use portcullis_harness::events::GuardrailOutcome;
+use portcullis_harness::{BlockedReason, DecidedBy, EventPayload, ExecutionAction, OperatorOutcome};
+
+/// The steps a lifecycle event closes, in pipeline order.
+pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
+    match payload {
+        EventPayload::GuardrailDecision { guardrail, outcome, rule, message, .. } => {
+            let blocked = !matches!(outcome, GuardrailOutcome::Allow);
+            let words = match rule {
+                Some(rule) => format!("guardrail {guardrail} ({}/{})", rule.pack, rule.rule),
+                None => format!("guardrail {guardrail}"),
+            };
+            vec![CallStep {
+                decision: blocked.then_some(CallDecision::Denied),
+                decided_by: Some(Decider { kind: DeciderKind::Guardrail, words }),
+                error: if blocked { message.clone() } else { None },
+                ..step(
+                    PipelineStage::Guardrail,
+                    if blocked { StepOutcome::Blocked } else { StepOutcome::Passed },
+                )
+            }]
+        }
+        EventPayload::Blocked { reason, error, decided_by } => {
+            let stage = blocked_stage(*reason, decided_by);
+            let decision = match (decided_by, reason) {
+                (DecidedBy::ApprovalTimeout { .. }, _) => CallDecision::Timeout,
+                (DecidedBy::Rule { .. } | DecidedBy::Default { .. }, BlockedReason::ExecutionDenied) => {
+                    CallDecision::Forbidden
+                }
+                _ => CallDecision::Denied,
+            };
+            vec![CallStep {
+                decision: Some(decision),
+                decided_by: Some(decider(decided_by)),
+                error: Some(error.to_string()),
+                ..step(stage, StepOutcome::Blocked)
+            }]
+        }
+        EventPayload::Started { decided_by, .. } => {
+            let (stage, decision) = match decided_by {
+                DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } => {
+                    (PipelineStage::Approval, CallDecision::Approved)
+                }
+                _ => (PipelineStage::Policy, CallDecision::Allow),
+            };
+            vec![
+                CallStep {
+                    decision: Some(decision),
+                    decided_by: Some(decider(decided_by)),
+                    ..step(stage, StepOutcome::Passed)
+                },
+                // The start is announced once the ledger holds its `started` row.
+                step(PipelineStage::Ledger, StepOutcome::Passed),
+                step(PipelineStage::Execution, StepOutcome::Started),
+            ]
+        }
+        EventPayload::Progress { .. } => vec![step(PipelineStage::Execution, StepOutcome::Progress)],
+        EventPayload::Finished { duration_us, .. } => vec![CallStep {
+            duration_us: Some(*duration_us),
+            ..step(PipelineStage::Execution, StepOutcome::Finished)
+        }],
+        EventPayload::Error { error, duration_us } => vec![CallStep {
+            duration_us: Some(*duration_us),
+            error: Some(error.to_string()),
+            ..step(PipelineStage::Execution, StepOutcome::Error)
+        }],
+    }
+}
+
+/// What the call does, in one line, when the event says (its start carries the action).
+pub(crate) fn action_of(payload: &EventPayload) -> Option<String> {
+    match payload {
+        EventPayload::Started { action, arguments, .. } => Some(one_line(action, arguments)),
+        _ => None,
+    }
+}
+
+/// At most this many characters of a call's arguments stand for an action with no command or path.
+const ARGUMENTS_SHOWN: usize = 160;
+
+fn one_line(action: &ExecutionAction, arguments: &serde_json::Value) -> String {
+    if let Some(command) = &action.command {
+        return command.clone();
+    }
+    let paths: Vec<String> = action.paths.iter().map(|p| p.display().to_string()).collect();
+    if !paths.is_empty() {
+        return format!("{} {}", action.operation, paths.join(" "));
+    }
+    // An upstream tool's call: its (redacted) arguments say what it does.
+    let all = arguments.to_string();
+    if all.chars().count() <= ARGUMENTS_SHOWN {
+        return all;
+    }
+    all.chars().take(ARGUMENTS_SHOWN).collect::<String>() + "…"
+}
+
+fn step(stage: PipelineStage, outcome: StepOutcome) -> CallStep {
+    CallStep { stage, outcome, decision: None, decided_by: None, duration_us: None, error: None }
+}
+
+/// The stage that blocked a call, by the pipeline's reason (and, for an execution denial, who decided).
+fn blocked_stage(reason: BlockedReason, decided_by: &DecidedBy) -> PipelineStage {
+    match reason {
+        BlockedReason::GuardrailBlocked => PipelineStage::Guardrail,
+        BlockedReason::UnknownTool | BlockedReason::ToolDenied => PipelineStage::Grant,
+        BlockedReason::InvalidArguments | BlockedReason::ValidationFailed => PipelineStage::Arguments,
+        BlockedReason::PermissionDenied => PipelineStage::Permission,
+        BlockedReason::ExecutionDenied => match decided_by {
+            DecidedBy::Operator { .. }
+            | DecidedBy::ApprovalTimeout { .. }
+            | DecidedBy::SessionGrant { .. } => PipelineStage::Approval,
+            _ => PipelineStage::Policy,
+        },
+    }
+}
+
+/// Who decided, in words.
+pub(crate) fn decider(decided_by: &DecidedBy) -> Decider {
+    let (kind, words) = match decided_by {
+        DecidedBy::Default { detail: Some(detail) } => (DeciderKind::Default, format!("default ({detail})")),
+        DecidedBy::Default { detail: None } => (DeciderKind::Default, "default".to_owned()),
+        DecidedBy::Rule { rule_id, source } => (DeciderKind::Rule, format!("rule {rule_id} ({source})")),
+        DecidedBy::Operator { outcome, operator, rule_written } => {
+            let what = match outcome {
+                OperatorOutcome::ApprovedOnce => "approved once",
+                OperatorOutcome::ApprovedForSession => "approved for the session",
+                OperatorOutcome::ApprovedAlways => "approved always",
+                OperatorOutcome::Denied => "denied",
+            };
+            let who = operator.as_deref().unwrap_or("operator");
+            let written =
+                rule_written.as_ref().map(|r| format!(", rule {} written", r.id)).unwrap_or_default();
+            (DeciderKind::Operator, format!("{who}: {what}{written}"))
+        }
+        DecidedBy::SessionGrant { grant_id } => {
+            (DeciderKind::SessionGrant, format!("session grant {grant_id} (approved earlier)"))
+        }
+        DecidedBy::ApprovalTimeout { after_ms } => {
+            (DeciderKind::ApprovalTimeout, format!("nobody answered within {} s", after_ms.div_ceil(1000)))
+        }
+        DecidedBy::Grants { scope } => (DeciderKind::Grants, format!("grants ({scope})")),
+        DecidedBy::Guardrail { pack, rule } => (DeciderKind::Guardrail, format!("guardrail {pack}/{rule}")),
+        DecidedBy::Permission { permission } => (DeciderKind::Permission, format!("permission {permission}")),
+        DecidedBy::Registry => (DeciderKind::Registry, "no such tool".to_owned()),
+        DecidedBy::Validator { validator } => (DeciderKind::Validator, format!("validator {validator}")),
+    };
+    Decider { kind, words }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portcullis_harness::CallError;
+
+    #[test]
+    fn a_timed_out_approval_is_its_own_decision_at_the_approval_stage() {
+        let steps = steps_of(&EventPayload::Blocked {
+            reason: BlockedReason::ExecutionDenied,
+            error: CallError::new("execution_denied", "nobody answered"),
+            decided_by: DecidedBy::ApprovalTimeout { after_ms: 120_000 },
+        });
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].stage, PipelineStage::Approval);
+        assert_eq!(steps[0].decision, Some(CallDecision::Timeout));
+        assert_eq!(
+            steps[0].decided_by.as_ref().map(|d| d.words.as_str()),
+            Some("nobody answered within 120 s")
+        );
+    }
+
+    #[test]
+    fn a_forbidding_rule_blocks_at_the_policy_stage() {
+        let steps = steps_of(&EventPayload::Blocked {
+            reason: BlockedReason::ExecutionDenied,
+            error: CallError::new("execution_denied", "rm -rf / is forbidden"),
+            decided_by: DecidedBy::Rule { rule_id: "no-rm".into(), source: "/p/policy.json".into() },
+        });
+        assert_eq!(
+            (steps[0].stage, steps[0].decision),
+            (PipelineStage::Policy, Some(CallDecision::Forbidden))
+        );
+        assert_eq!(steps[0].error.as_deref(), Some("execution_denied: rm -rf / is forbidden"));
+    }
+
+    #[test]
+    fn an_unknown_tool_is_refused_at_the_grant_stage() {
+        let steps = steps_of(&EventPayload::Blocked {
+            reason: BlockedReason::UnknownTool,
+            error: CallError::new("unknown_tool", "no tool nope"),
+            decided_by: DecidedBy::Registry,
+        });
+        assert_eq!((steps[0].stage, steps[0].decision), (PipelineStage::Grant, Some(CallDecision::Denied)));
+    }
+}
