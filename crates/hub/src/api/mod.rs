@@ -10,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod judge;
 pub mod ledger;
+pub mod notice;
 pub mod one_call;
 pub mod policy_check;
 pub mod policy_files;
