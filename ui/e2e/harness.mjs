@@ -71,7 +71,7 @@ export function world(policy) {
 }
 
 /** The processes under `pid` now (children first found, then theirs). */
-function descendants(pid) {
+export function descendants(pid) {
   const parents = new Map();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -96,7 +96,8 @@ function descendants(pid) {
   return found;
 }
 
-/** The app, started by tauri-driver for `w`, with its hub on `port`; returns the browser and teardown. */
+/** The app, started by tauri-driver for `w`, with its hub on `port`; returns the browser, teardown, when
+ * the session was asked for and tauri-driver's pid (the app and its WebKit processes run under it). */
 export async function startApp(w, port) {
   const driverPort = await freePort();
   const nativePort = await freePort();
@@ -143,7 +144,7 @@ export async function startApp(w, port) {
       }
     }
   };
-  return { browser, stop, started };
+  return { browser, stop, started, driverPid: driver.pid };
 }
 
 /** The hub's runtime file once the app's hub listens. */

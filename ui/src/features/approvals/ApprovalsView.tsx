@@ -4,6 +4,7 @@
 import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { useBackend, useFeed } from "../../app/context";
+import { useFirstTime } from "../../lib/useFirstTime";
 import { useNow } from "../../lib/useNow";
 import { Kbd } from "../../lib/ui/Kbd";
 import { approvalsStore } from "./approvalsStore";
@@ -23,6 +24,7 @@ export function ApprovalsView() {
   const [showKeys, setShowKeys] = useState(false);
 
   const pending = state.pending;
+  const loadedAt = useFirstTime(state.loaded);
   const selected = pending.find((p) => p.id === selectedId) ?? pending[0];
 
   useEffect(() => {
@@ -59,7 +61,7 @@ export function ApprovalsView() {
   }, [pending, selected, store]);
 
   return (
-    <section className="view approvals" aria-label="Approvals">
+    <section className="view approvals" aria-label="Approvals" data-loaded-at={loadedAt}>
       <div className="view-head">
         <h1>
           Approvals <span className="count">{pending.length} waiting</span>
