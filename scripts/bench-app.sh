@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 profile=release
 [[ "${1:-}" == "--debug" ]] && profile=debug
 [[ -d tests/interop/node_modules/@modelcontextprotocol/sdk ]] || npm install --prefix tests/interop --no-audit --no-fund --loglevel=error
-npm --prefix ui run build --silent
+npm --prefix ui run build --silent >&2
 if [[ $profile == release ]]; then
   cargo build --release --locked --quiet -p portcullis-app
 else
