@@ -1,20 +1,24 @@
 //! Portcullis desktop app: a Tauri 2 shell over the hub it runs in-process. Its commands are thin calls
 //! into the operator API (`commands`), the event feed reaches the window through a batched channel
-//! (`event_stream`), and the TypeScript contract (`ui/src/backend/bindings.ts`) is generated from the
-//! builder here by tauri-specta.
+//! (`event_stream`), the calls waiting show in the title, the tray and notifications (`pending`), and
+//! the TypeScript contract (`ui/src/backend/bindings.ts`) is generated from the builder here by
+//! tauri-specta.
 
 pub mod commands;
 pub mod event_stream;
 pub mod hub_host;
+pub mod notifications;
+pub mod pending;
+pub mod tray;
+pub mod window;
 
 use event_stream::EventStreams;
 use hub_host::{HubHost, StartOptions};
-use portcullis_hub::api::events::FeedSources;
-use portcullis_hub::api::types::FeedEvent;
+use notifications::Notifier;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 use tauri::{Manager, RunEvent, WindowEvent};
-use tauri_specta::Event;
+use tray::Tray;
 
 /// Sent to the window when the operator closes it while calls wait for an answer: the window asks
 /// before it quits (`commands::quit`).
@@ -77,19 +81,14 @@ pub fn run() -> ExitCode {
     let builder = bindings_builder();
     let app = tauri::Builder::default()
         // First: a second launch only focuses this window.
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            if let Some(window) = app.get_webview_window("main") {
-                let _ = window.unminimize();
-                let _ = window.show();
-                let _ = window.set_focus();
-            }
-        }))
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| window::bring(app)))
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {
             builder.mount_events(app);
             let host = tauri::async_runtime::block_on(HubHost::start(&options));
             if let Ok(api) = host.api() {
-                show_pending_in_title(app.handle().clone(), api.clone());
+                let (tray, notifier) = (Tray::create(app.handle()), Notifier::start(app.handle().clone()));
+                pending::follow(app.handle().clone(), api.clone(), tray, notifier);
             }
             app.manage(host);
             app.manage(EventStreams::default());
@@ -97,15 +96,10 @@ pub fn run() -> ExitCode {
             Ok(())
         })
         .on_window_event(|window, event| {
-            if let WindowEvent::CloseRequested { api, .. } = event {
-                let pending = window
-                    .try_state::<HubHost>()
-                    .and_then(|host| host.api().ok().map(|api| api.pending_approvals().len()))
-                    .unwrap_or(0);
-                if pending > 0 {
-                    api.prevent_close();
-                    let _ = CloseAsked { pending: u32::try_from(pending).unwrap_or(u32::MAX) }.emit(window);
-                }
+            if let WindowEvent::CloseRequested { api, .. } = event
+                && window::ask_before_quitting(window.app_handle())
+            {
+                api.prevent_close();
             }
         })
         .build(tauri::generate_context!());
@@ -124,25 +118,6 @@ pub fn run() -> ExitCode {
         }
     });
     ExitCode::SUCCESS
-}
-
-/// Keeps the window title on the number of calls waiting: `Portcullis — 2 waiting`.
-fn show_pending_in_title(app: tauri::AppHandle, api: portcullis_hub::api::OperatorApi) {
-    tauri::async_runtime::spawn(async move {
-        // Made inside the task: a feed spawns its merger on the current runtime.
-        let mut feed = api.events_from(FeedSources { hub: false, approvals: true, calls: false });
-        while let Some(item) = feed.next().await {
-            if matches!(item.event, FeedEvent::ApprovalAsked { .. } | FeedEvent::ApprovalSettled { .. })
-                && let Some(window) = app.get_webview_window("main")
-            {
-                let title = match api.pending_approvals().len() {
-                    0 => "Portcullis".to_owned(),
-                    n => format!("Portcullis — {n} waiting"),
-                };
-                let _ = window.set_title(&title);
-            }
-        }
-    });
 }
 
 /// SIGTERM and SIGINT end the app as closing it does: the hub shuts down cleanly (`RunEvent::Exit`).

@@ -96,7 +96,8 @@ export function descendants(pid) {
   return found;
 }
 
-/** The app, started by tauri-driver for `w`, with its hub on `port`; returns the browser and teardown. */
+/** The app, started by tauri-driver for `w`, with its hub on `port`; returns the browser, teardown, when
+ * the session was asked for and tauri-driver's pid (the app and its WebKit processes run under it). */
 export async function startApp(w, port) {
   const driverPort = await freePort();
   const nativePort = await freePort();

@@ -1,11 +1,13 @@
 // The approvals inbox, end to end: the real app binary under tauri-driver + WebKitWebDriver (Xvfb),
 // its in-process hub, and the official MCP TypeScript SDK client as the agent. A prompted `git push`
-// appears as a card with its parsed sub-commands and the deciding rule (file:line); clicking "Allow
-// once" lets it run and the agent gets its output; the deny key refuses a second one and the agent is
+// appears as a card with its parsed sub-commands and the deciding rule (file:line), and the window's
+// title (read from the X server) says one call waits; clicking "Allow once" lets it run and the agent
+// gets its output; the deny key refuses a second one and the agent is
 // told; the ledger says who decided. The inbox with its card is captured (for docs/screenshots/ with
 // PORTCULLIS_SCREENSHOTS=docs/screenshots bash scripts/e2e.sh).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { agent, freePort, hubInfo, ledgerRow, repo, settled, startApp, world } from "./harness.mjs";
@@ -47,6 +49,16 @@ after(async () => {
 
 const card = () => app.browser.$('[data-testid="approval-card"]');
 
+/** Whether an X window is titled exactly `title` (the native title the app sets, not document.title). */
+function windowTitled(title) {
+  try {
+    const ids = execFileSync("xdotool", ["search", "--name", `^${title}$`], { stdio: ["ignore", "pipe", "ignore"] });
+    return ids.toString().trim() !== "";
+  } catch {
+    return false; // xdotool exits 1 when no window matches
+  }
+}
+
 test("a prompted shell command is a card; Allow once runs it and the agent gets its output", async () => {
   const { browser } = app;
   const asked = Date.now();
@@ -63,6 +75,7 @@ test("a prompted shell command is a card; Allow once runs it and the agent gets 
   assert.match(deciding, /git-push/);
   assert.ok(deciding.includes(`.portcullis/policy.json:${GIT_PUSH_LINE}`), deciding);
   assert.match(await card().getText(), /claude-code/);
+  await browser.waitUntil(() => windowTitled("Portcullis — 1 waiting"), { timeout: 5000, interval: 50 });
 
   // Into docs/screenshots/ when asked (PORTCULLIS_SCREENSHOTS=docs/screenshots), else beside the specs,
   // so an ordinary test run leaves the committed pictures alone.
@@ -78,6 +91,10 @@ test("a prompted shell command is a card; Allow once runs it and the agent gets 
   assert.ok(!result.isError, JSON.stringify(result));
   assert.match(JSON.stringify(result.content), /\b1\b/, "the agent gets the command's output");
   await app.browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 10_000 });
+  await browser.waitUntil(() => windowTitled("Portcullis") && !windowTitled("Portcullis — 1 waiting"), {
+    timeout: 5000,
+    interval: 50,
+  });
 
   const row = await ledgerRow(w, (c) => c.status === "finished" && c.tool === "shell");
   assert.equal(row.decided_by, "operator", JSON.stringify(row));

@@ -218,6 +218,11 @@ impl ApprovalBroker {
         let _ = self.events.send(event);
     }
 
+    /// How many approvals wait, without copying them.
+    pub fn pending_count(&self) -> usize {
+        self.lock_waiting().len()
+    }
+
     /// Approvals waiting for an answer, oldest first.
     pub fn pending(&self) -> Vec<PendingApproval> {
         let mut list: Vec<PendingApproval> =

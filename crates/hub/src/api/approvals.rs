@@ -16,6 +16,11 @@ impl OperatorApi {
         broker.pending().into_iter().map(|p| evaluated(p, live, broker.redactor())).collect()
     }
 
+    /// How many calls wait for an answer (what a window title or a tray shows), cheaply.
+    pub fn pending_count(&self) -> usize {
+        self.hub.broker().pending_count()
+    }
+
     /// Answers approval `id` as `operator`. The first answer wins: a later one, or one after the
     /// approval timed out or was withdrawn, is `approval_answered` and changes nothing.
     pub fn answer_approval(&self, id: u64, answer: &Answer, operator: &Operator) -> Result<(), ApiError> {

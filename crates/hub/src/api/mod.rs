@@ -15,6 +15,7 @@ mod hookup;
 pub mod judge;
 pub mod ledger;
 pub mod line_diff;
+pub mod notice;
 pub mod one_call;
 pub mod policy_check;
 pub mod policy_files;

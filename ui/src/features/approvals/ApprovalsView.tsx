@@ -5,6 +5,7 @@ import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { Approval } from "../../backend/backend";
 import { useBackend, useFeed } from "../../app/context";
+import { useFirstTime } from "../../lib/useFirstTime";
 import { useNow } from "../../lib/useNow";
 import { Kbd } from "../../lib/ui/Kbd";
 import { approvalsStore, identicalGroups } from "./approvalsStore";
@@ -31,6 +32,7 @@ export function ApprovalsView() {
   // One card per group of identical calls: its oldest.
   const pending = useMemo(() => groups.map((g) => g[0]!), [groups]);
   const idsOf = (a: Approval) => groups.find((g) => g[0] === a)?.map((p) => p.id) ?? [a.id];
+  const loadedAt = useFirstTime(state.loaded);
   const selected = pending.find((p) => p.id === selectedId) ?? pending[0];
   const sheetFor = pending.find((p) => p.id === alwaysFor);
 
@@ -70,7 +72,7 @@ export function ApprovalsView() {
   });
 
   return (
-    <section className="view approvals" aria-label="Approvals">
+    <section className="view approvals" aria-label="Approvals" data-loaded-at={loadedAt}>
       <div className="view-head">
         <h1>
           Approvals <span className="count">{pending.length} waiting</span>

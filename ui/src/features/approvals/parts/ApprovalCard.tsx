@@ -6,6 +6,7 @@ import type { AgentSession, Approval, Choice } from "../../../backend/backend";
 import { Kbd } from "../../../lib/ui/Kbd";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { absolute, clock, millis } from "../../../lib/time";
+import { useFirstTime } from "../../../lib/useFirstTime";
 import { visible } from "../../../lib/visible";
 import { ANSWER_KEYS } from "../keys";
 import { Paths, Rules, SubCommands } from "./Evidence";
@@ -31,11 +32,13 @@ export function ApprovalCard(props: ApprovalCardProps) {
   const left = (millis(a.deadline) - now) / 1000;
   const always = a.always.offered === "yes";
   const command = a.action.command;
+  const shownAt = useFirstTime(true);
   return (
     <article
       className={`card${selected ? " selected" : ""}`}
       data-testid="approval-card"
       data-approval-id={a.id}
+      data-shown-at={shownAt}
       aria-current={selected || undefined}
       onClick={props.onSelect}
     >
