@@ -90,6 +90,7 @@ mod tests {
             deadline: Timestamp(0),
             always: AlwaysOffer::No { why: "test".into() },
             evaluation: None,
+            file_change: None,
         }
     }
 
