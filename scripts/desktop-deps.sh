@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 
 packages=(libwebkit2gtk-4.1-dev build-essential file libssl-dev libayatana-appindicator3-dev librsvg2-dev
-  libxdo-dev xvfb xauth webkit2gtk-driver git dbus-daemon)
+  libxdo-dev xvfb xauth webkit2gtk-driver git dbus-daemon xdotool)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,3 +4,19 @@ import { cleanup } from "@testing-library/react";
 import { afterEach } from "vitest";
 
 afterEach(() => cleanup());
+
+// jsdom lays nothing out, so every element measures 0×0: a virtualized list (the live calls) would show
+// no rows. Its scroll area measures as a window's (1200×720) here, so its first rows render as in the app.
+for (const [property, size] of [
+  ["clientWidth", 1200],
+  ["clientHeight", 720],
+] as const) {
+  const jsdom = Object.getOwnPropertyDescriptor(HTMLElement.prototype, property) ??
+    Object.getOwnPropertyDescriptor(Element.prototype, property);
+  Object.defineProperty(HTMLElement.prototype, property, {
+    configurable: true,
+    get(this: HTMLElement) {
+      return this.dataset.testid === "live-scroll" ? size : (jsdom?.get?.call(this) ?? 0);
+    },
+  });
+}

@@ -122,7 +122,7 @@ describe("the live calls view", () => {
       ]);
       await new Promise((r) => requestAnimationFrame(() => r(null)));
     });
-    const rows = screen.getAllByTestId("live-call");
+    const rows = await screen.findAllByTestId("live-call");
     expect(rows).toHaveLength(3);
     expect(rows[0]).toHaveTextContent("forbidden");
     await userEvent.click(within(rows[2] as HTMLElement).getByTestId("live-call-toggle"));

@@ -1,12 +1,13 @@
 // Live calls: one row per call (the newest first, the last RING), expandable into its pipeline steps
 // with their times from the call's start and who decided; filters by agent, tool and decision; pause
 // (P). Rows keep their places while the pointer is on the list. Says how many events it missed.
-import { useCallback, useEffect, useMemo, useState, useSyncExternalStore, type ChangeEvent } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore, type ChangeEvent } from "react";
+import { useVirtualizer } from "@tanstack/react-virtual";
 import { useFeed } from "../../app/context";
 import { Kbd } from "../../lib/ui/Kbd";
 import { visible } from "../../lib/visible";
 import { RING, liveStore, type CallRow } from "./liveStore";
-import { CallRowView } from "./parts/CallRowView";
+import { COLUMNS, CallRowView, ROW_HEIGHT, STEP_HEIGHT } from "./parts/CallRowView";
 
 const DECISIONS = ["allow", "approved", "prompt", "denied", "forbidden", "timeout", "error"] as const;
 
@@ -51,6 +52,27 @@ export function LiveView() {
   const agents = useMemo(() => distinct(state.calls.map((c) => c.agent)), [state.calls]);
   const tools = useMemo(() => distinct(state.calls.map((c) => c.tool)), [state.calls]);
   const shown = useMemo(() => state.calls.filter((c) => matches(c, filters)), [state.calls, filters]);
+  // Only the rows in view (and a few beyond) are in the page: at 1,000 calls a second the window lays
+  // out a screenful, not 500 rows, each frame. Heights are fixed (a row, and a step line when expanded).
+  const scroller = useRef<HTMLDivElement>(null);
+  // The React compiler skips this component (the virtualizer hands out functions it cannot memoize);
+  // the rows are memoized by hand (CallRowView), which is what matters here.
+  // eslint-disable-next-line react-hooks/incompatible-library
+  const rows = useVirtualizer({
+    count: shown.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: (i) => {
+      const row = shown[i];
+      return row && expanded.has(row.key) ? ROW_HEIGHT + 8 + row.steps.length * STEP_HEIGHT : ROW_HEIGHT;
+    },
+    getItemKey: (i) => shown[i]?.key ?? i,
+    overscan: 8,
+    initialRect: { width: 1200, height: 720 },
+  });
+  useEffect(() => rows.measure(), [expanded, rows]);
+  const items = rows.getVirtualItems();
+  const above = items[0]?.start ?? 0;
+  const below = rows.getTotalSize() - (items[items.length - 1]?.end ?? 0);
   const set = (field: keyof Filters) => (e: ChangeEvent<HTMLSelectElement>) =>
     setFilters((f) => ({ ...f, [field]: e.target.value }));
   return (
@@ -109,6 +131,7 @@ export function LiveView() {
           {shown.length} of {state.calls.length} calls (the last {RING} kept) · click a call for its steps
         </span>
       </div>
+      <div className="live-scroll" ref={scroller} data-testid="live-scroll">
       <table className="grid live-table">
         <colgroup>
           <col className="c-time" />
@@ -131,11 +154,25 @@ export function LiveView() {
           </tr>
         </thead>
         <tbody onMouseEnter={() => store.setHovering(true)} onMouseLeave={() => store.setHovering(false)}>
-          {shown.map((row) => (
-            <CallRowView key={row.key} row={row} expanded={expanded.has(row.key)} onToggle={toggle} />
-          ))}
+          {above > 0 && (
+            <tr aria-hidden="true" style={{ height: above }}>
+              <td colSpan={COLUMNS} />
+            </tr>
+          )}
+          {items.map((item) => {
+            const row = shown[item.index];
+            return row ? (
+              <CallRowView key={row.key} row={row} expanded={expanded.has(row.key)} onToggle={toggle} />
+            ) : null;
+          })}
+          {below > 0 && (
+            <tr aria-hidden="true" style={{ height: below }}>
+              <td colSpan={COLUMNS} />
+            </tr>
+          )}
         </tbody>
       </table>
+      </div>
       {state.calls.length === 0 && (
         <p className="empty" data-testid="live-empty">
           No calls yet: they appear here as agents make them.

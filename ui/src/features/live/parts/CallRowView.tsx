@@ -27,6 +27,9 @@ const OUTCOME_WORDS: Record<StepView["outcome"], string> = {
 };
 
 export const COLUMNS = 7;
+/** A call's row and an expanded step line, in pixels (the stylesheet holds them to these). */
+export const ROW_HEIGHT = 28;
+export const STEP_HEIGHT = 24;
 
 export const CallRowView = memo(function CallRowView({
   row,
