@@ -62,6 +62,12 @@ test("always by key: the sheet previews the rule, file, diff and impact; the rul
   const { browser } = app;
   const policyFile = `${w.proj}/.portcullis/policy.json`;
   const before = readFileSync(policyFile, "utf8");
+  // Once refused: the sheet's ledger line then counts it.
+  const refused = agent(info, w, [shell("git log --oneline -1")]);
+  await card().waitForDisplayed({ timeout: 20_000 });
+  await card().$('[data-testid="answer-deny"]').click();
+  await refused;
+  await browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 10_000 });
   const run = agent(info, w, [shell("git log --oneline -1")]);
   await card().waitForDisplayed({ timeout: 20_000 });
   await card().click();
@@ -69,6 +75,10 @@ test("always by key: the sheet previews the rule, file, diff and impact; the rul
   const sheet = browser.$('[data-testid="always-sheet"]');
   await sheet.waitForDisplayed({ timeout: 10_000 });
   await sheet.$('[data-testid="always-impact"]').waitForDisplayed({ timeout: 20_000 });
+  assert.match(
+    await sheet.$('[data-testid="always-impact"]').getText(),
+    /it would have allowed 1 past call the policy did not allow; 1 of them were refused then/,
+  );
   assert.match(await sheet.$('[data-testid="always-file"]').getText(), /\.portcullis\/policy\.json$/);
   // Narrow the scope to the prefix `git log`; the preview follows.
   await sheet.$('[data-testid="always-scope"]').selectByAttribute("value", "2:prefix");
