@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { act, render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { FeedContext } from "../../app/context";
@@ -23,6 +23,26 @@ function manualStore() {
 }
 
 describe("the live calls store", () => {
+  it("under a stream of events changes at most once per gap; a lone call shows at once", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      const backend = fakeBackend();
+      const feed = followFeed(backend);
+      const store = liveStore(feed, (work) => work(), 100);
+      backend.push(allowedCall(1, "c1", T0, 3_400));
+      expect(store.snapshot().calls).toHaveLength(1);
+      backend.push(allowedCall(3, "c2", T0 + 5, 800));
+      backend.push(allowedCall(5, "c3", T0 + 9, 800));
+      expect(store.snapshot().calls).toHaveLength(1);
+      vi.advanceTimersByTime(99);
+      expect(store.snapshot().calls).toHaveLength(1);
+      vi.advanceTimersByTime(2);
+      expect(store.snapshot().calls).toHaveLength(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("groups a call's events into one row with its steps, applied once per frame", () => {
     const { backend, store, paint } = manualStore();
     backend.push(allowedCall(1, "c1", T0, 3_400));

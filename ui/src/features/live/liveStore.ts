@@ -66,7 +66,15 @@ export type Frame = (work: () => void) => void;
 
 const nextFrame: Frame = (work) => void requestAnimationFrame(work);
 
-export function liveStore(feed: Feed, frame: Frame = nextFrame): LiveStore {
+/** Under a stream of events the view changes at most this often (rows that move faster cannot be read,
+ * and each change costs the window a layout); a lone call still shows in the next frame. */
+export const MIN_APPLY_GAP_MS = 100;
+
+export function liveStore(
+  feed: Feed,
+  frame: Frame = nextFrame,
+  minGapMs: number = frame === nextFrame ? MIN_APPLY_GAP_MS : 0,
+): LiveStore {
   let state: LiveState = { calls: [], paused: false, hovering: false, held: 0, missed: 0 };
   const listeners = new Set<() => void>();
   // Every call the store knows, shown or held, by key.
@@ -76,6 +84,7 @@ export function liveStore(feed: Feed, frame: Frame = nextFrame): LiveStore {
   let queue: FeedItem[] = [];
   let scheduled = false;
   let stopped = false;
+  let lastApply = -Infinity;
 
   const publish = (next: Partial<LiveState>) => {
     state = { ...state, ...next };
@@ -86,6 +95,7 @@ export function liveStore(feed: Feed, frame: Frame = nextFrame): LiveStore {
   const apply = () => {
     scheduled = false;
     if (stopped) return;
+    lastApply = performance.now();
     const items = queue;
     queue = [];
     let missed = state.missed;
@@ -150,7 +160,9 @@ export function liveStore(feed: Feed, frame: Frame = nextFrame): LiveStore {
     for (const item of batch) queue.push(item);
     if (!scheduled) {
       scheduled = true;
-      frame(apply);
+      const wait = lastApply + minGapMs - performance.now();
+      if (wait > 0) setTimeout(() => frame(apply), wait);
+      else frame(apply);
     }
   });
 
