@@ -108,6 +108,7 @@ struct StartedCall<'a> {
     matched_rules: &'a [RuleRef],
     policy: Option<&'a PolicyRuling>,
     started_at: Timestamp,
+    stages: crate::events::StageTimes,
 }
 
 /// A refusal before execution, on its way to becoming a blocked result.
@@ -237,7 +238,11 @@ impl Dispatcher {
 
         // 3. lookup, grants, arguments shape.
         let registry = self.registry();
-        let (entry, arguments) = match shared.admit(&registry, requested_name.as_deref(), call, run) {
+        let mut stages = crate::events::StageTimes::default();
+        let admitting = std::time::Instant::now();
+        let admitted = shared.admit(&registry, requested_name.as_deref(), call, run);
+        stages.grant_us = crate::events::micros_since(admitting);
+        let (entry, arguments) = match admitted {
             Ok(admitted) => admitted,
             Err(refused) => {
                 let (name, refusal, args) = *refused;
@@ -248,7 +253,7 @@ impl Dispatcher {
 
         // 4-6. permission, validation, execution policy and approval.
         let (action, decided_by, matched_rules, policy) =
-            match shared.authorize(entry, &arguments, &ctx, &run.cancel).await {
+            match shared.authorize(entry, &arguments, &ctx, &run.cancel, &mut stages).await {
                 Ok(authorized) => authorized,
                 Err(refusal) => return shared.block(&ctx, tool_name, refusal, Some(&arguments)).await,
             };
@@ -275,6 +280,7 @@ impl Dispatcher {
             matched_rules: &matched_rules,
             policy: policy.as_ref(),
             started_at,
+            stages,
         };
         if let Err(error) = shared.announce_start(start).await {
             return shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy).await;

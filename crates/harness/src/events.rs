@@ -48,6 +48,24 @@ pub enum GuardrailOutcome {
     Failed,
 }
 
+/// How long each check before a call's start took, in microseconds, as the dispatcher measured them: the
+/// lookup and grants, the arguments (permission, shape, JSON Schema, the tool describing its action), the
+/// execution policy, an operator's answer (when asked), and the ledger's `started` row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StageTimes {
+    pub grant_us: u64,
+    pub arguments_us: u64,
+    pub policy_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_us: Option<u64>,
+    pub ledger_us: u64,
+}
+
+/// Microseconds since `since`, saturating.
+pub(crate) fn micros_since(since: std::time::Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 /// What happened. Every text in it is redacted.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -55,11 +73,12 @@ pub enum EventPayload {
     #[serde(rename = "tool_execution_blocked")]
     Blocked { reason: BlockedReason, error: CallError, decided_by: DecidedBy },
     #[serde(rename = "tool_execution_started")]
-    Started { arguments: Arc<Value>, action: Arc<ExecutionAction>, decided_by: DecidedBy },
+    Started { arguments: Arc<Value>, action: Arc<ExecutionAction>, decided_by: DecidedBy, stages: StageTimes },
     #[serde(rename = "tool_execution_progress")]
     Progress { progress: Value },
     #[serde(rename = "tool_execution_finished")]
-    Finished { output: Arc<ToolOutput>, duration_us: u64 },
+    /// `redaction_us`: redacting the output, after the tool ran (inside `duration_us`).
+    Finished { output: Arc<ToolOutput>, duration_us: u64, redaction_us: u64 },
     #[serde(rename = "tool_execution_error")]
     Error { error: CallError, duration_us: u64 },
     GuardrailDecision {

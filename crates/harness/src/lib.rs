@@ -45,7 +45,9 @@ pub use call::{
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
 pub use error::HarnessError;
-pub use events::{EventBus, EventDelivery, EventPayload, EventSubscription, ToolEvent, ToolEventKind};
+pub use events::{
+    EventBus, EventDelivery, EventPayload, EventSubscription, StageTimes, ToolEvent, ToolEventKind,
+};
 pub use execution::{
     AGENT_PROMPT, ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy,
     MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling, PolicyVerdict, Risk,

@@ -75,21 +75,35 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     let settled = kinds.iter().position(|k| k == "settled once by app").unwrap();
     assert!(settled < started, "{kinds:?}");
     assert_eq!(kinds.last().unwrap(), "c1 tool_execution_finished", "{kinds:?}");
-    // The start says the operator approved it (the approval stage), and what runs; the finish how long.
+    // The start says each check passed and how long it took, that the operator approved it (the approval
+    // stage), and what runs; the finish how long the run and the redaction took.
     let calls: Vec<&FeedEvent> =
         items.iter().map(|i| &i.event).filter(|e| matches!(e, FeedEvent::Call { .. })).collect();
     let FeedEvent::Call { steps, action, agent, at: started_at, .. } = calls[0] else { unreachable!() };
     assert_eq!(agent, "t");
     assert_eq!(action.as_deref(), Some("echo fed"));
-    assert_eq!(steps.len(), 3, "{steps:?}");
-    assert_eq!((steps[0].stage, steps[0].decision), (PipelineStage::Approval, Some(CallDecision::Approved)));
-    let decider = steps[0].decided_by.as_ref().unwrap();
+    let stages: Vec<(PipelineStage, StepOutcome)> = steps.iter().map(|s| (s.stage, s.outcome)).collect();
+    assert_eq!(
+        stages,
+        vec![
+            (PipelineStage::Grant, StepOutcome::Passed),
+            (PipelineStage::Arguments, StepOutcome::Passed),
+            (PipelineStage::Policy, StepOutcome::Passed),
+            (PipelineStage::Approval, StepOutcome::Passed),
+            (PipelineStage::Ledger, StepOutcome::Passed),
+            (PipelineStage::Execution, StepOutcome::Started),
+        ]
+    );
+    assert!(steps[..5].iter().all(|s| s.duration_us.is_some()), "{steps:?}");
+    assert_eq!(steps[3].decision, Some(CallDecision::Approved));
+    // The approval took as long as the operator did (answered after the card was listed).
+    assert!(steps[3].duration_us.unwrap() > steps[0].duration_us.unwrap(), "{steps:?}");
+    let decider = steps[3].decided_by.as_ref().unwrap();
     assert_eq!((decider.kind, decider.words.as_str()), (DeciderKind::Operator, "app: approved once"));
-    assert_eq!((steps[1].stage, steps[1].outcome), (PipelineStage::Ledger, StepOutcome::Passed));
-    assert_eq!((steps[2].stage, steps[2].outcome), (PipelineStage::Execution, StepOutcome::Started));
     let FeedEvent::Call { steps, at: finished_at, .. } = calls[calls.len() - 1] else { unreachable!() };
-    assert_eq!((steps[0].stage, steps[0].outcome), (PipelineStage::Execution, StepOutcome::Finished));
-    assert!(steps[0].duration_us.is_some(), "{steps:?}");
+    assert_eq!((steps[0].stage, steps[0].outcome), (PipelineStage::Redaction, StepOutcome::Passed));
+    assert_eq!((steps[1].stage, steps[1].outcome), (PipelineStage::Execution, StepOutcome::Finished));
+    assert!(steps[1].duration_us.unwrap() >= steps[0].duration_us.unwrap(), "{steps:?}");
     assert!(finished_at >= started_at);
     hub.close().await.unwrap();
 }
@@ -122,8 +136,9 @@ async fn each_call_event_says_which_stage_decided_and_who() {
         }
     }
     let c1 = &steps_of["c1"];
-    assert_eq!((c1[0].stage, c1[0].decision), (PipelineStage::Policy, Some(CallDecision::Allow)));
-    let words = &c1[0].decided_by.as_ref().unwrap().words;
+    assert_eq!((c1[0].stage, c1[1].stage), (PipelineStage::Grant, PipelineStage::Arguments));
+    assert_eq!((c1[2].stage, c1[2].decision), (PipelineStage::Policy, Some(CallDecision::Allow)));
+    let words = &c1[2].decided_by.as_ref().unwrap().words;
     assert!(words.starts_with("rule echo-ok (") && words.ends_with("policy.json)"), "{words}");
     let c2 = &steps_of["c2"];
     assert_eq!(

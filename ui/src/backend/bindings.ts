@@ -434,7 +434,9 @@ export type PipelineStage =
 /**  The ledger's `started` row, written before the tool runs (durably for a call with side effects). */
 "ledger" | 
 /**  The tool running (then its result's guardrails and redaction, and the ledger row). */
-"execution";
+"execution" | 
+/**  Secrets redacted from the result (before anyone sees it). */
+"redaction";
 
 /**  One rule as it would be written. */
 export type PreviewRule = {

@@ -3,6 +3,7 @@
 
 use super::{Authorized, Refusal, Shared, panic_message};
 use crate::call::{BlockedReason, CallContext, DecidedBy, RuleRef, error_codes};
+use crate::events::{StageTimes, micros_since};
 use crate::execution::{
     ApprovalAnswer, ApprovalRequest, ExecutionAction, PolicyDecision, PolicyRequest, PolicyRuling,
     PolicyVerdict,
@@ -12,7 +13,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Sleeps for `limit`, or never returns when there is none.
@@ -31,7 +32,9 @@ impl Shared {
         arguments: &Value,
         ctx: &Arc<CallContext>,
         cancel: &CancellationToken,
+        stages: &mut StageTimes,
     ) -> Result<Authorized, Refusal> {
+        let checking = Instant::now();
         self.permit_and_validate(entry, arguments, ctx)?;
 
         let action =
@@ -42,6 +45,7 @@ impl Shared {
                         panic_message(panic.as_ref())
                     )))
                 });
+        stages.arguments_us = micros_since(checking);
         let action = match action {
             Ok(a) => a,
             Err(e) => {
@@ -60,6 +64,7 @@ impl Shared {
             return Ok((action, DecidedBy::DEFAULT, Vec::new(), None));
         };
         let request = PolicyRequest { call: ctx, tool: entry.spec(), arguments, action: &action };
+        let judging = Instant::now();
         let verdict =
             AssertUnwindSafe(policy.evaluate(request)).catch_unwind().await.unwrap_or_else(|panic| {
                 PolicyVerdict::deny(
@@ -67,6 +72,7 @@ impl Shared {
                     format!("the execution policy panicked: {}", panic_message(panic.as_ref())),
                 )
             });
+        stages.policy_us = micros_since(judging);
         let ruling = PolicyRuling { decision: verdict.decision, decided_by: verdict.decided_by.clone() };
         match verdict.decision {
             PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules, Some(ruling))),
@@ -83,13 +89,18 @@ impl Shared {
                 refusal.policy = Some(ruling);
                 Err(refusal)
             }
-            PolicyDecision::Ask => match self.ask(entry, arguments, ctx, action, verdict, cancel).await {
-                Ok((action, decided_by, rules)) => Ok((action, decided_by, rules, Some(ruling))),
-                Err(mut refusal) => {
-                    refusal.policy = Some(ruling);
-                    Err(refusal)
+            PolicyDecision::Ask => {
+                let asking = Instant::now();
+                let answered = self.ask(entry, arguments, ctx, action, verdict, cancel).await;
+                stages.approval_us = Some(micros_since(asking));
+                match answered {
+                    Ok((action, decided_by, rules)) => Ok((action, decided_by, rules, Some(ruling))),
+                    Err(mut refusal) => {
+                        refusal.policy = Some(ruling);
+                        Err(refusal)
+                    }
                 }
-            },
+            }
         }
     }
 

@@ -52,6 +52,7 @@ impl Shared {
                 outcome = Err(refusal.error);
             }
         }
+        let redacting = std::time::Instant::now();
         let (outcome, redacted) = match outcome {
             Ok(mut output) => {
                 let redacted = self.redactor.redact_output(&mut output);
@@ -62,6 +63,7 @@ impl Shared {
                 (CallOutcome::Error { error }, redacted)
             }
         };
+        let redaction_us = crate::events::micros_since(redacting);
         let now = Timestamp::now();
         let duration_us = now.micros_since(started_at);
         if let Some(ledger) = &self.ledger {
@@ -88,7 +90,7 @@ impl Shared {
         if self.events.has_subscribers() {
             let payload = match &outcome {
                 CallOutcome::Finished { output } => {
-                    EventPayload::Finished { output: output.clone(), duration_us }
+                    EventPayload::Finished { output: output.clone(), duration_us, redaction_us }
                 }
                 CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => {
                     EventPayload::Error { error: error.clone(), duration_us }

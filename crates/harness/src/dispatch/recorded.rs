@@ -123,8 +123,18 @@ impl Shared {
     /// hub, after this record) only queues it (see `ExecutionAction::has_side_effect`). An error: the
     /// call must not run.
     pub(super) async fn announce_start(&self, start: StartedCall<'_>) -> Result<(), CallError> {
-        let StartedCall { ctx, tool_name, arguments, action, decided_by, matched_rules, policy, started_at } =
-            start;
+        let StartedCall {
+            ctx,
+            tool_name,
+            arguments,
+            action,
+            decided_by,
+            matched_rules,
+            policy,
+            started_at,
+            mut stages,
+        } = start;
+        let recording = std::time::Instant::now();
         if self.ledger.is_none() && !self.events.has_subscribers() {
             return Ok(());
         }
@@ -156,6 +166,7 @@ impl Shared {
             }
         }
         if self.events.has_subscribers() {
+            stages.ledger_us = crate::events::micros_since(recording);
             self.emit(
                 ctx,
                 tool_name,
@@ -163,6 +174,7 @@ impl Shared {
                     arguments: shown,
                     action: shown_action,
                     decided_by: decided_by.clone(),
+                    stages,
                 },
             );
         }

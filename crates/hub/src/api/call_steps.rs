@@ -41,29 +41,59 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
                 ..step(stage, StepOutcome::Blocked)
             }]
         }
-        EventPayload::Started { decided_by, .. } => {
-            let (stage, decision) = match decided_by {
-                DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } => {
-                    (PipelineStage::Approval, CallDecision::Approved)
-                }
-                _ => (PipelineStage::Policy, CallDecision::Allow),
-            };
-            vec![
+        EventPayload::Started { decided_by, stages, .. } => {
+            let took = |us: u64| Some(us);
+            let mut steps = vec![
                 CallStep {
-                    decision: Some(decision),
-                    decided_by: Some(decider(decided_by)),
-                    ..step(stage, StepOutcome::Passed)
+                    duration_us: took(stages.grant_us),
+                    ..step(PipelineStage::Grant, StepOutcome::Passed)
                 },
-                // The start is announced once the ledger holds its `started` row.
-                step(PipelineStage::Ledger, StepOutcome::Passed),
-                step(PipelineStage::Execution, StepOutcome::Started),
-            ]
+                CallStep {
+                    duration_us: took(stages.arguments_us),
+                    ..step(PipelineStage::Arguments, StepOutcome::Passed)
+                },
+            ];
+            let decided = Some(decider(decided_by));
+            match decided_by {
+                DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } => {
+                    // The policy asked; an operator (or a session grant they gave) allowed it.
+                    steps.push(CallStep {
+                        duration_us: took(stages.policy_us),
+                        ..step(PipelineStage::Policy, StepOutcome::Passed)
+                    });
+                    steps.push(CallStep {
+                        decision: Some(CallDecision::Approved),
+                        decided_by: decided,
+                        duration_us: stages.approval_us,
+                        ..step(PipelineStage::Approval, StepOutcome::Passed)
+                    });
+                }
+                _ => steps.push(CallStep {
+                    decision: Some(CallDecision::Allow),
+                    decided_by: decided,
+                    duration_us: took(stages.policy_us),
+                    ..step(PipelineStage::Policy, StepOutcome::Passed)
+                }),
+            }
+            // The start is announced once the ledger holds its `started` row.
+            steps.push(CallStep {
+                duration_us: took(stages.ledger_us),
+                ..step(PipelineStage::Ledger, StepOutcome::Passed)
+            });
+            steps.push(step(PipelineStage::Execution, StepOutcome::Started));
+            steps
         }
         EventPayload::Progress { .. } => vec![step(PipelineStage::Execution, StepOutcome::Progress)],
-        EventPayload::Finished { duration_us, .. } => vec![CallStep {
-            duration_us: Some(*duration_us),
-            ..step(PipelineStage::Execution, StepOutcome::Finished)
-        }],
+        EventPayload::Finished { duration_us, redaction_us, .. } => vec![
+            CallStep {
+                duration_us: Some(*redaction_us),
+                ..step(PipelineStage::Redaction, StepOutcome::Passed)
+            },
+            CallStep {
+                duration_us: Some(*duration_us),
+                ..step(PipelineStage::Execution, StepOutcome::Finished)
+            },
+        ],
         EventPayload::Error { error, duration_us } => vec![CallStep {
             duration_us: Some(*duration_us),
             error: Some(error.to_string()),

@@ -244,6 +244,8 @@ pub enum PipelineStage {
     Ledger,
     /// The tool running (then its result's guardrails and redaction, and the ledger row).
     Execution,
+    /// Secrets redacted from the result (before anyone sees it).
+    Redaction,
 }
 
 /// What happened at a stage.

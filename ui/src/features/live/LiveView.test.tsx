@@ -7,7 +7,7 @@ import { followFeed } from "../../data/feed";
 import { allowedCall, callEvent, shellApproval } from "../../test/fixtures";
 import type { FeedItem } from "../../backend/backend";
 import { LiveView } from "./LiveView";
-import { RING, liveStore, type Frame } from "./liveStore";
+import { RING, liveStore, placed, type Frame } from "./liveStore";
 
 const T0 = 1_767_000_000_000_000;
 
@@ -23,6 +23,20 @@ function manualStore() {
 }
 
 describe("the live calls store", () => {
+  it("lays an event's checks back from its time by their durations", () => {
+    const passed = (stage: "grant" | "arguments" | "policy" | "ledger", us: number) => ({
+      stage,
+      outcome: "passed" as const,
+      decision: null,
+      decided_by: null,
+      duration_us: us,
+      error: null,
+    });
+    const started = { stage: "execution" as const, outcome: "started" as const, decision: null, decided_by: null, duration_us: null, error: null };
+    const steps = [passed("grant", 5), passed("arguments", 20), passed("policy", 100), passed("ledger", 300), started];
+    expect(placed(steps, 1_000)).toEqual([575, 580, 600, 700, 1_000]);
+  });
+
   it("under a stream of events changes at most once per gap; a lone call shows at once", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     try {
@@ -151,7 +165,7 @@ describe("the live calls view", () => {
       expect.stringMatching(/^\+0\.0 mspolicypassed.*allow.*by rule read-only/),
       expect.stringMatching(/^\+3\.1 msledgerpassed.*started row written/),
       expect.stringMatching(/^\+3\.1 msexecutionstarted/),
-      expect.stringMatching(/^\+12 msexecutionfinished/),
+      expect.stringMatching(/^\+12 msexecution12 msfinished/),
     ]);
     // Agent text in an error is shown with its control characters made visible.
     await userEvent.click(within(rows[0] as HTMLElement).getByTestId("live-call-toggle"));

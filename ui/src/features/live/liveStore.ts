@@ -128,7 +128,7 @@ export function liveStore(
         }));
         if (event.action != null) row.action = event.action;
         if (!row.agent) row.agent = event.agent;
-        for (const step of event.steps) addStep(row, step, event.at);
+        placed(event.steps, event.at).forEach((at, i) => addStep(row, event.steps[i]!, at));
       } else if (event.kind === "approval_asked") {
         const a = event.approval;
         const key = `${a.session_id}/${a.call_id}`;
@@ -199,7 +199,21 @@ function release(calls: CallRow[], held: CallRow[], known: Map<string, CallRow>)
   return { calls: all.slice(0, RING), held: [] as CallRow[] };
 }
 
+/** When each of an event's steps began: the event is emitted as its last step ends, and each passed check
+ * before it took its `duration_us`, so they are laid back from the event's time, last first. */
+export function placed(steps: CallStep[], at: number): number[] {
+  const times = new Array<number>(steps.length);
+  let cursor = at;
+  for (let i = steps.length - 1; i >= 0; i -= 1) {
+    const step = steps[i]!;
+    if (step.outcome === "passed" && step.duration_us != null) cursor -= step.duration_us;
+    times[i] = cursor;
+  }
+  return times;
+}
+
 function addStep(row: CallRow, step: CallStep, at: number) {
+  if (at < row.startedAt) row.startedAt = at;
   row.steps.push({
     at,
     stage: step.stage,

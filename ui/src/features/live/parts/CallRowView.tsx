@@ -106,6 +106,7 @@ function StepLine({ step, startedAt }: { step: StepView; startedAt: number }) {
     <tr data-testid="live-step" data-stage={step.stage} data-outcome={step.outcome}>
       <td className="num at">{offset(step.at - startedAt)}</td>
       <td className="stage">{step.stage}</td>
+      <td className="num took">{step.durationUs != null ? span(step.durationUs) : ""}</td>
       <td className={`outcome outcome-${step.outcome}`}>{OUTCOME_WORDS[step.outcome]}</td>
       <td>{step.decision ? <DecisionBadge decision={step.decision} /> : null}</td>
       <td className="clip who" title={who}>

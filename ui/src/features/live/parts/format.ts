@@ -3,11 +3,16 @@
 
 /** `+0.3 ms`, `+12 ms`, `+1.24 s`. */
 export function offset(us: number): string {
-  return `+${span(Math.max(0, us))}`;
+  return `+${inMillis(Math.max(0, us))}`;
+}
+
+/** A duration, below a millisecond in µs: `14 µs`, `2.1 ms`, `12 ms`, `1.24 s`. */
+export function span(us: number): string {
+  return us < 1000 ? `${Math.round(us)} µs` : inMillis(us);
 }
 
 /** `0.3 ms`, `12 ms`, `1.24 s`, `2m 05s`. */
-export function span(us: number): string {
+function inMillis(us: number): string {
   const ms = us / 1000;
   if (ms < 10) return `${ms.toFixed(1)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
