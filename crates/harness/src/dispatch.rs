@@ -238,8 +238,8 @@ impl Dispatcher {
 
         // 3. lookup, grants, arguments shape.
         let registry = self.registry();
-        let mut stages = crate::events::StageTimes::default();
-        let admitting = std::time::Instant::now();
+        let mut stages = crate::events::StageTimes::when(shared.events.has_subscribers());
+        let admitting = stages.clock();
         let admitted = shared.admit(&registry, requested_name.as_deref(), call, run);
         stages.grant_us = crate::events::micros_since(admitting);
         let (entry, arguments) = match admitted {

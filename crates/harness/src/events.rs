@@ -59,11 +59,25 @@ pub struct StageTimes {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_us: Option<u64>,
     pub ledger_us: u64,
+    /// Whether anyone will read them (an event subscriber): else the clock is not read at all.
+    #[serde(skip)]
+    pub(crate) timed: bool,
 }
 
-/// Microseconds since `since`, saturating.
-pub(crate) fn micros_since(since: std::time::Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+impl StageTimes {
+    pub(crate) fn when(timed: bool) -> Self {
+        StageTimes { timed, ..StageTimes::default() }
+    }
+
+    /// Now, when the stages are timed.
+    pub(crate) fn clock(&self) -> Option<std::time::Instant> {
+        self.timed.then(std::time::Instant::now)
+    }
+}
+
+/// Microseconds since `since` (0 when the clock was not read), saturating.
+pub(crate) fn micros_since(since: Option<std::time::Instant>) -> u64 {
+    since.map_or(0, |t| u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX))
 }
 
 /// What happened. Every text in it is redacted.

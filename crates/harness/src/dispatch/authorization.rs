@@ -13,7 +13,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Sleeps for `limit`, or never returns when there is none.
@@ -34,7 +34,7 @@ impl Shared {
         cancel: &CancellationToken,
         stages: &mut StageTimes,
     ) -> Result<Authorized, Refusal> {
-        let checking = Instant::now();
+        let checking = stages.clock();
         self.permit_and_validate(entry, arguments, ctx)?;
 
         let action =
@@ -64,7 +64,7 @@ impl Shared {
             return Ok((action, DecidedBy::DEFAULT, Vec::new(), None));
         };
         let request = PolicyRequest { call: ctx, tool: entry.spec(), arguments, action: &action };
-        let judging = Instant::now();
+        let judging = stages.clock();
         let verdict =
             AssertUnwindSafe(policy.evaluate(request)).catch_unwind().await.unwrap_or_else(|panic| {
                 PolicyVerdict::deny(
@@ -90,7 +90,7 @@ impl Shared {
                 Err(refusal)
             }
             PolicyDecision::Ask => {
-                let asking = Instant::now();
+                let asking = stages.clock();
                 let answered = self.ask(entry, arguments, ctx, action, verdict, cancel).await;
                 stages.approval_us = Some(micros_since(asking));
                 match answered {

@@ -52,7 +52,7 @@ impl Shared {
                 outcome = Err(refusal.error);
             }
         }
-        let redacting = std::time::Instant::now();
+        let redacting = self.events.has_subscribers().then(std::time::Instant::now);
         let (outcome, redacted) = match outcome {
             Ok(mut output) => {
                 let redacted = self.redactor.redact_output(&mut output);

@@ -134,7 +134,7 @@ impl Shared {
             started_at,
             mut stages,
         } = start;
-        let recording = std::time::Instant::now();
+        let recording = stages.clock();
         if self.ledger.is_none() && !self.events.has_subscribers() {
             return Ok(());
         }
