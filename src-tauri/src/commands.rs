@@ -3,8 +3,8 @@
 
 use crate::event_stream::EventStreams;
 use crate::hub_host::{HubHost, HubState};
+use portcullis_hub::api::ApiError;
 use portcullis_hub::api::always::AlwaysPreview;
-use portcullis_hub::api::{ApiError, ErrorCode};
 
 use portcullis_hub::api::types::{
     AgentSession, Answer, Approval, CatalogTool, FeedItem, HookupSnippet, HubStatus, RuleScope, SessionGrant,
@@ -42,7 +42,7 @@ pub async fn answer_approval(host: State<'_, HubHost>, id: u64, answer: Answer) 
 }
 
 /// What answering "always" for approval `id` with `scope` would write, and what it would have changed
-/// over the ledger (replayed off the async runtime: a large ledger takes a while).
+/// over the ledger (replayed on this worker with the runtime told it blocks: a large ledger takes a while).
 #[tauri::command]
 #[specta::specta]
 pub async fn always_preview(
@@ -50,10 +50,8 @@ pub async fn always_preview(
     id: u64,
     scope: Option<Vec<RuleScope>>,
 ) -> Result<AlwaysPreview, ApiError> {
-    let api = host.api()?.clone();
-    tauri::async_runtime::spawn_blocking(move || api.always_preview(id, scope.as_deref()))
-        .await
-        .map_err(|e| ApiError::new(ErrorCode::HubUnavailable, e.to_string(), serde_json::Value::Null))?
+    let api = host.api()?;
+    tokio::task::block_in_place(|| api.always_preview(id, scope.as_deref()))
 }
 
 #[tauri::command]

@@ -6,9 +6,8 @@
 // window and a second answer is refused; a policy file broken while the app runs shows file:line:column and the working policy stays.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import path from "node:path";
-import { agent, freePort, hubInfo, ledgerRow, repo, settled, startApp, world } from "./harness.mjs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { agent, ledgerRow, openApp, screenshot } from "./harness.mjs";
 
 const POLICY = `{
   "approvals": { "timeout_seconds": 15 },
@@ -23,14 +22,9 @@ const POLICY = `{
 `;
 
 let w, app, info;
-const shots = path.resolve(repo, process.env.PORTCULLIS_SCREENSHOTS ?? "ui/e2e/out");
 
 before(async () => {
-  mkdirSync(shots, { recursive: true });
-  w = world(POLICY);
-  app = await startApp(w, await freePort());
-  info = await hubInfo(w);
-  await app.browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 20_000 });
+  ({ w, app, info } = await openApp(POLICY));
 });
 
 after(async () => {
@@ -87,8 +81,7 @@ test("always by key: the sheet previews the rule, file, diff and impact; the rul
   const shownAdded = (await browser.execute(() =>
     [...globalThis.document.querySelectorAll('[data-testid="always-diff"] tr.diff-added td:last-child')].map((td) => td.textContent),
   ));
-  await settled(browser);
-  await browser.saveScreenshot(path.join(shots, "always-sheet.png"));
+  await screenshot(browser, "always-sheet.png");
   await browser.keys("Enter");
   const { code, report } = await run;
   assert.equal(code, 0, JSON.stringify(report));
@@ -157,8 +150,7 @@ test("a policy broken while the app runs shows file:line:column, and the working
   const banner = browser.$('[data-testid="policy-rejected"]');
   await banner.waitForDisplayed({ timeout: 15_000 });
   assert.match(await banner.getText(), /policy\.json:\d+:\d+/);
-  await settled(browser);
-  await browser.saveScreenshot(path.join(shots, "broken-policy.png"));
+  await screenshot(browser, "broken-policy.png");
   // The working policy still allows `echo` without asking.
   const { report } = await agent(info, w, [shell("echo still-allowed")]);
   assert.ok(!report.results[0].result.isError, output(report, 0));

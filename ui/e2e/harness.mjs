@@ -187,3 +187,21 @@ export function settled(browser) {
     globalThis.requestAnimationFrame(() => globalThis.requestAnimationFrame(() => done(true))),
   );
 }
+
+/** A fresh world with `policy` and the app on it, once its inbox is interactive. */
+export async function openApp(policy) {
+  const w = world(policy);
+  const app = await startApp(w, await freePort());
+  const info = await hubInfo(w);
+  await app.browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 20_000 });
+  return { w, app, info };
+}
+
+/** Saves the window as `name` into docs/screenshots/ when asked (PORTCULLIS_SCREENSHOTS=docs/screenshots),
+ * else beside the specs (ui/e2e/out/, ignored), so an ordinary run leaves the committed pictures alone. */
+export async function screenshot(browser, name) {
+  const dir = path.resolve(repo, process.env.PORTCULLIS_SCREENSHOTS ?? "ui/e2e/out");
+  mkdirSync(dir, { recursive: true });
+  await settled(browser);
+  await browser.saveScreenshot(path.join(dir, name));
+}

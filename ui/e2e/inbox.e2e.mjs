@@ -8,9 +8,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { agent, freePort, hubInfo, ledgerRow, repo, settled, startApp, world } from "./harness.mjs";
+import { agent, ledgerRow, openApp, screenshot } from "./harness.mjs";
 
 const POLICY = `{
   "commands": {
@@ -36,10 +34,7 @@ const GIT_PUSH_LINE = POLICY.split("\n").findIndex((l) => l.includes('"git-push"
 let w, app, info;
 
 before(async () => {
-  w = world(POLICY);
-  app = await startApp(w, await freePort());
-  info = await hubInfo(w);
-  await app.browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 20_000 });
+  ({ w, app, info } = await openApp(POLICY));
   console.log(`app start to an interactive inbox: ${Date.now() - app.started} ms`);
 });
 
@@ -77,12 +72,7 @@ test("a prompted shell command is a card; Allow once runs it and the agent gets 
   assert.match(await card().getText(), /claude-code/);
   await browser.waitUntil(() => windowTitled("Portcullis — 1 waiting"), { timeout: 5000, interval: 50 });
 
-  // Into docs/screenshots/ when asked (PORTCULLIS_SCREENSHOTS=docs/screenshots), else beside the specs,
-  // so an ordinary test run leaves the committed pictures alone.
-  const shots = path.resolve(repo, process.env.PORTCULLIS_SCREENSHOTS ?? "ui/e2e/out");
-  mkdirSync(shots, { recursive: true });
-  await settled(browser);
-  await browser.saveScreenshot(path.join(shots, "approvals-inbox.png"));
+  await screenshot(browser, "approvals-inbox.png");
 
   await card().$('[data-testid="answer-once"]').click();
   const { code, report } = await call;

@@ -7,9 +7,9 @@
 // (live-calls.png, connections.png: into PORTCULLIS_SCREENSHOTS when set, else ui/e2e/out).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { agent, descendants, freePort, hubInfo, repo, settled, startApp, world } from "./harness.mjs";
+import { agent, descendants, openApp, repo, screenshot } from "./harness.mjs";
 
 const EVERYTHING = path.join(repo, "tests/interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
@@ -28,16 +28,11 @@ const POLICY = JSON.stringify(
   2,
 );
 
-const shots = path.resolve(repo, process.env.PORTCULLIS_SCREENSHOTS ?? "ui/e2e/out");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let w, app, info;
 
 before(async () => {
-  w = world(POLICY);
-  app = await startApp(w, await freePort());
-  info = await hubInfo(w);
-  await app.browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 20_000 });
-  mkdirSync(shots, { recursive: true });
+  ({ w, app, info } = await openApp(POLICY));
 });
 
 after(async () => {
@@ -131,8 +126,7 @@ test("agent calls appear one row per call; a row expands into its stages with ti
   assert.match(forbidden, /rule no-rm/);
 
   await browser.$("h1").moveTo();
-  await settled(browser);
-  await browser.saveScreenshot(path.join(shots, "live-calls.png"));
+  await screenshot(browser, "live-calls.png");
 });
 
 test("an upstream server killed from outside shows as restarting, then connected again", async () => {
@@ -198,8 +192,7 @@ test("an upstream server killed from outside shows as restarting, then connected
   await snippets[0].$('[data-testid="copy-snippet"]').click();
   await until("the copy said", async () => /Copied|selected/.test(await snippets[0].getText()), 5_000);
   await browser.$("h1").moveTo();
-  await settled(browser);
-  await browser.saveScreenshot(path.join(shots, "connections.png"));
+  await screenshot(browser, "connections.png");
   assert.equal((await lingering).code, 0);
 });
 

@@ -9,7 +9,7 @@ mod common;
 use portcullis_harness::ToolCallResult;
 use portcullis_hub::Hub;
 use portcullis_hub::api::line_diff::{DiffLine, line_diff};
-use portcullis_hub::api::types::{Answer, Approval, Choice};
+use portcullis_hub::api::types::{Answer, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
 use portcullis_policy::RuleScope;
 use serde_json::json;
@@ -34,16 +34,6 @@ fn call(hub: &Hub, id: &str, command: &str) -> JoinHandle<ToolCallResult> {
     })
 }
 
-async fn pending_one(api: &OperatorApi) -> Approval {
-    for _ in 0..300 {
-        if let Some(p) = api.pending_approvals().into_iter().next() {
-            return p;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no approval became pending");
-}
-
 fn answer(choice: Choice, scope: Option<Vec<RuleScope>>) -> Answer {
     Answer { answer: choice, note: None, scope }
 }
@@ -64,13 +54,13 @@ async fn the_preview_shows_rule_file_diff_and_ledger_impact_and_always_writes_ex
         ("c3", "make deploy", Choice::Deny),
     ] {
         let running = call(&hub, id, command);
-        let asked = pending_one(&api).await;
+        let asked = common::pending_one(&api).await;
         api.answer_approval(asked.id, &answer(choice, None), &op).unwrap();
         running.await.unwrap();
     }
 
     let running = call(&hub, "c4", "git push origin main");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     let mut preview = api.always_preview(asked.id, None).unwrap();
     for _ in 0..200 {
         if preview.impact.as_ref().is_some_and(|i| i.would_allow >= 2) {
@@ -136,13 +126,13 @@ async fn an_exact_always_rule_allows_only_that_command() {
     let _attending = hub.broker().subscribe();
     let op = Operator::named("alice (app)");
     let running = call(&hub, "c1", "git push origin main");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     api.answer_approval(asked.id, &answer(Choice::Always, None), &op).unwrap();
     assert!(running.await.unwrap().is_finished());
     assert!(call(&hub, "c2", "git push origin main").await.unwrap().is_finished());
     // More words than the exact rule: asked again.
     let more = call(&hub, "c3", "git push origin main --force");
-    let again = pending_one(&api).await;
+    let again = common::pending_one(&api).await;
     assert_eq!(again.action.command.as_deref(), Some("git push origin main --force"));
     api.answer_approval(again.id, &answer(Choice::Deny, None), &op).unwrap();
     assert!(!more.await.unwrap().is_finished());

@@ -7,10 +7,9 @@ mod common;
 
 use portcullis_harness::{CallOutcome, ToolCallResult};
 use portcullis_hub::Hub;
-use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, Choice};
+use portcullis_hub::api::types::{AlwaysOffer, Answer, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
 use serde_json::json;
-use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -21,16 +20,6 @@ fn call(hub: &Hub, session: &str, id: &str, command: &str) -> JoinHandle<ToolCal
         hub.call(&session, &id, "shell", json!({"command": command}), "tester", CancellationToken::new())
             .await
     })
-}
-
-async fn pending_one(api: &OperatorApi) -> Approval {
-    for _ in 0..300 {
-        if let Some(p) = api.pending_approvals().into_iter().next() {
-            return p;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no approval became pending");
 }
 
 fn answer(choice: Choice, note: Option<&str>) -> Answer {
@@ -50,7 +39,7 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
     let alice = Operator::named("alice (app)");
 
     let first = call(&hub, "s1", "c1", "make build");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     assert_eq!(
         (asked.session_id.as_str(), asked.call_id.as_str(), asked.tool.as_str()),
         ("s1", "c1", "shell")
@@ -81,7 +70,7 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
 
     // A denial tells the agent what the operator wrote.
     let second = call(&hub, "s1", "c2", "make deploy");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     // The deciding rule names its file and line.
     let deciding = asked.evaluation.as_ref().and_then(|e| e.deciding_rule.clone()).unwrap();
     assert_eq!((deciding.id.as_str(), deciding.line), ("deploys-ask", 3), "{deciding:?}");
@@ -115,7 +104,7 @@ async fn an_answer_after_the_timeout_finds_nothing_to_approve() {
     let api = OperatorApi::new(hub.clone());
     let _attending = hub.broker().subscribe();
     let waiting = call(&hub, "s1", "c1", "touch too-late");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     let result = waiting.await.unwrap();
     assert!(matches!(result.outcome, CallOutcome::Blocked { .. }), "{result:?}");
     let late =
@@ -135,7 +124,7 @@ async fn session_grants_are_listed_and_revoked_and_always_is_refused_where_not_o
     let op = Operator::named("api");
 
     let first = call(&hub, "s1", "c1", "make test");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     api.answer_approval(asked.id, &answer(Choice::Session, None), &op).unwrap();
     assert!(first.await.unwrap().is_finished());
     let grants = api.session_grants();
@@ -150,7 +139,7 @@ async fn session_grants_are_listed_and_revoked_and_always_is_refused_where_not_o
 
     // Writing to a policy file is never offered "always".
     let policy_write = call(&hub, "s1", "c3", "echo '{}' > .portcullis/policy.json");
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     assert!(matches!(asked.always, AlwaysOffer::No { .. }), "{asked:?}");
     let refused = api.answer_approval(asked.id, &answer(Choice::Always, None), &op).unwrap_err();
     assert_eq!(refused.code, ErrorCode::AlwaysNotOffered);

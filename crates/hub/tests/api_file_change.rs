@@ -6,21 +6,10 @@
 mod common;
 
 use portcullis_hub::api::line_diff::DiffLine;
-use portcullis_hub::api::types::{Answer, Approval, Choice};
+use portcullis_hub::api::types::{Answer, Choice};
 use portcullis_hub::api::{Operator, OperatorApi};
 use serde_json::json;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-async fn pending_one(api: &OperatorApi) -> Approval {
-    for _ in 0..300 {
-        if let Some(p) = api.pending_approvals().into_iter().next() {
-            return p;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no approval became pending");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_write_shows_its_diff_and_a_shell_call_none() {
@@ -35,7 +24,7 @@ async fn a_waiting_write_shows_its_diff_and_a_shell_call_none() {
         let args = json!({"path": "run.sh", "content": "#!/bin/sh\necho one\necho 2\n", "executable": true});
         h.call("s1", "c1", "write", args, "tester", CancellationToken::new()).await
     });
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     let change = asked.file_change.clone().expect("a write shows its change");
     assert!(change.exists);
     assert!(change.path.ends_with("proj/run.sh"), "{change:?}");
@@ -62,7 +51,7 @@ async fn a_waiting_write_shows_its_diff_and_a_shell_call_none() {
     let shell = tokio::spawn(async move {
         h.call("s1", "c2", "shell", json!({"command": "make"}), "tester", CancellationToken::new()).await
     });
-    let asked = pending_one(&api).await;
+    let asked = common::pending_one(&api).await;
     assert!(asked.file_change.is_none());
     api.answer_approval(
         asked.id,

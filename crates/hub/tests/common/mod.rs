@@ -2,6 +2,8 @@
 // Test helpers may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
+use portcullis_hub::api::OperatorApi;
+use portcullis_hub::api::types::Approval;
 use portcullis_hub::{Hub, HubConfig};
 use std::path::{Path, PathBuf};
 
@@ -22,4 +24,15 @@ pub async fn hub(dir: &Path, policy: &str) -> Hub {
     })
     .await
     .unwrap()
+}
+
+/// The oldest pending approval, once one is asked (within 3 s).
+pub async fn pending_one(api: &OperatorApi) -> Approval {
+    for _ in 0..300 {
+        if let Some(p) = api.pending_approvals().into_iter().next() {
+            return p;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("no approval became pending");
 }
