@@ -18,7 +18,7 @@ export const commands = {
 	answerApproval: (id: number, answer: Answer) => typedError<null, ApiError>(__TAURI_INVOKE("answer_approval", { id, answer })),
 	/**
 	 *  What answering "always" for approval `id` with `scope` would write, and what it would have changed
-	 *  over the ledger (replayed off the async runtime: a large ledger takes a while).
+	 *  over the ledger (replayed on this worker with the runtime told it blocks: a large ledger takes a while).
 	 */
 	alwaysPreview: (id: number, scope: RuleScope[] | null) => typedError<AlwaysPreview, ApiError>(__TAURI_INVOKE("always_preview", { id, scope })),
 	sessionGrants: () => typedError<SessionGrant[], ApiError>(__TAURI_INVOKE("session_grants")),
