@@ -1,0 +1,17 @@
+//! The crate's integration tests as one binary: one link instead of one per file, which keeps a cold
+//! build's disk and link time small. Each file is a module; shared fixtures are modules beside them.
+
+mod approval_wait;
+mod audit_trail;
+mod common;
+mod first_day;
+mod gate;
+mod gateway;
+mod gateway_guard;
+mod hook;
+mod ledger_cli;
+mod ledger_cli_check;
+mod ledger_cli_output;
+mod ledger_fixture;
+mod policy_cli;
+mod upstream;

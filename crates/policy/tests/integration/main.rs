@@ -1,0 +1,13 @@
+//! The crate's integration tests as one binary: one link instead of one per file, which keeps a cold
+//! build's disk and link time small. Each file is a module; shared fixtures are modules beside them.
+
+mod common;
+mod containment;
+mod documents;
+mod lint;
+mod parts;
+mod pipeline;
+mod shell;
+mod shell_opaque;
+mod shell_redirections;
+mod shell_wrappers;
