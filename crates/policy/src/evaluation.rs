@@ -1,7 +1,7 @@
 //! What an evaluation answers: the decision, the rules that matched, and the verdict of each part of a
 //! shell command, so that an operator sees why a call prompts and which part caused it.
 
-use crate::document::Decision;
+use crate::document::{Access, Decision};
 use serde::{Deserialize, Serialize};
 
 /// A rule that matched, with the file it came from.
@@ -32,6 +32,10 @@ pub struct Evaluation {
     pub commands: Vec<Vec<String>>,
     /// Canonical paths checked.
     pub paths: Vec<String>,
+    /// Every file the call reads or writes (redirections, the files a program's operands and options
+    /// name, the read/write tools' paths), each with its access and the policy's verdict on it alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accesses: Vec<PathVerdict>,
     /// Why, one line each.
     pub reasons: Vec<String>,
     /// The rule that gave the final decision, if a rule did (else the default or a path rule decided).
@@ -62,9 +66,30 @@ pub struct Part {
     pub reasons: Vec<String>,
     /// The paths checked for this part, canonical where they resolve.
     pub paths: Vec<String>,
+    /// The files this part reads or writes, each with its verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accesses: Vec<PathVerdict>,
     /// Some of it is only known at run time (an expansion, a substitution, a construct the parser
     /// cannot see through), so it was judged without being seen.
     pub unseen: bool,
+}
+
+/// One file read or written, and the policy's word on that access alone.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathVerdict {
+    /// Canonical where it resolves; as written when it does not (or when it is computed at run time).
+    pub path: String,
+    pub access: Access,
+    /// The whole tree below `path` is read or written (`grep -r`, `rg`, `cp -r`, `rm -r`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
+    /// How the command reaches it: `<`, `>`, `tee`, `cat operand`, `sort -o`, `read tool`...
+    pub via: String,
+    pub decision: Decision,
+    /// Why it got its decision (the first reason at its level); none when nothing was raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What a [`Part`] is.
@@ -87,6 +112,7 @@ impl Evaluation {
             matched_rules: Vec::new(),
             commands: Vec::new(),
             paths: Vec::new(),
+            accesses: Vec::new(),
             reasons: Vec::new(),
             deciding_rule: None,
             deciding_reason: None,
@@ -113,10 +139,40 @@ impl Evaluation {
             reason: part.deciding_reason.clone(),
             reasons: part.reasons.clone(),
             paths: part.paths.clone(),
+            accesses: part.accesses.clone(),
             unseen,
         });
+        self.fold(part);
+    }
+
+    /// Judges one file access on its own, records its verdict in `accesses`, and folds it into this
+    /// evaluation exactly as if `judge` had raised here.
+    pub(crate) fn judge_access(
+        &mut self,
+        path: &str,
+        access: Access,
+        recursive: bool,
+        via: &str,
+        judge: impl FnOnce(&mut Evaluation),
+    ) {
+        let mut one = Evaluation::new();
+        judge(&mut one);
+        self.accesses.push(PathVerdict {
+            path: one.paths.first().cloned().unwrap_or_else(|| path.to_owned()),
+            access,
+            recursive,
+            via: via.to_owned(),
+            decision: one.decision,
+            reason: one.deciding_reason.clone(),
+        });
+        self.fold(one);
+    }
+
+    /// Takes in what `other` raised, as if it had been raised here.
+    fn fold(&mut self, part: Evaluation) {
         self.matched_rules.extend(part.matched_rules);
         self.paths.extend(part.paths);
+        self.accesses.extend(part.accesses);
         if part.decision > self.decision
             || (part.decision == self.decision
                 && self.deciding_rule.is_none()

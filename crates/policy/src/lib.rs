@@ -27,7 +27,7 @@ pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
 pub use examples::{ExampleOutcome, TestCall, TestOutcome};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
-    CallVerdict, EvalContext, Evaluation, MatchedRule, Part, PartKind, Policy, PolicyError, PolicyLayer,
-    RootSet,
+    CallVerdict, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict, Policy, PolicyError,
+    PolicyLayer, RootSet,
 };
 pub use protected::{ProtectedKind, ProtectedPaths};

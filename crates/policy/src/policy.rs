@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-pub use crate::evaluation::{Evaluation, MatchedRule, Part, PartKind};
+pub use crate::evaluation::{Evaluation, MatchedRule, Part, PartKind, PathVerdict};
 
 /// Why a policy did not load. Every variant names the file; syntax errors give line and column.
 #[derive(Debug, Error)]
@@ -536,17 +536,21 @@ impl Policy {
         for redirection in &analysis.redirections {
             let text = shorten(&format!("{} {}", redirection.op, redirection.target));
             eval.judge_part(PartKind::Redirection, text, redirection.dynamic, |part| {
+                let access = if redirection.write { Access::Write } else { Access::Read };
                 if redirection.dynamic {
-                    part.raise(
-                        Decision::Prompt,
-                        format!("redirection target {:?} is computed at run time", redirection.target),
-                        None,
-                    );
+                    part.judge_access(&redirection.target, access, false, &redirection.op, |one| {
+                        one.raise(
+                            Decision::Prompt,
+                            format!("redirection target {:?} is computed at run time", redirection.target),
+                            None,
+                        );
+                    });
                     return;
                 }
-                let access = if redirection.write { Access::Write } else { Access::Read };
                 for here in &folders {
-                    self.judge_path(&redirection.target, access, here, part);
+                    part.judge_access(&redirection.target, access, false, &redirection.op, |one| {
+                        self.judge_path(&redirection.target, access, here, one);
+                    });
                 }
             });
         }
@@ -557,7 +561,7 @@ impl Policy {
     pub fn evaluate_path(&self, raw: &str, access: Access, ctx: &EvalContext) -> Evaluation {
         let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
         let mut eval = Evaluation::new();
-        self.judge_path(raw, access, ctx, &mut eval);
+        eval.judge_access(raw, access, false, "path", |one| self.judge_path(raw, access, ctx, one));
         eval
     }
 
@@ -597,7 +601,10 @@ impl Policy {
                     );
                 }
                 for path in &action.paths {
-                    self.judge_path(&path.to_string_lossy(), access, ctx, &mut eval);
+                    let raw = path.to_string_lossy();
+                    eval.judge_access(&raw, access, false, &action.operation, |one| {
+                        self.judge_path(&raw, access, ctx, one);
+                    });
                 }
                 if action.operation == EXECUTABLE_WRITE {
                     eval.raise(
