@@ -10,6 +10,7 @@ pub mod document;
 mod evaluation;
 mod examples;
 mod judge;
+mod judge_files;
 pub mod lint;
 pub mod live;
 pub mod paths;

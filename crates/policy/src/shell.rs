@@ -1,8 +1,11 @@
 //! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
 //! construct a policy must see, so that rules never match raw strings.
 
+mod file_operands;
 mod interpreters;
 mod options;
+mod program_specs;
+mod program_specs_files;
 mod programs;
 mod sed;
 mod variables;
@@ -61,6 +64,35 @@ pub struct SimpleCommand {
     pub wrappers: Vec<String>,
     /// Some word holds an expansion or substitution, or (for `xargs`) arguments are appended at run time.
     pub dynamic: bool,
+    /// The files the program's operands and options name, as its table in `shell/program_specs.rs`
+    /// knows them (`cat F` reads F, `cp A B` reads A and writes B, `grep -r x D` reads the tree D).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileOperand>,
+}
+
+/// A file a program opens because an operand or an option names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileOperand {
+    /// The word as bash passes it (tilde, globs and braces not yet expanded; see `dynamic`).
+    pub path: String,
+    pub role: FileRole,
+    /// The whole tree below the path is read or written (`grep -r`, `rg`, `cp -r`, `rm -r`, `tar -c`).
+    pub recursive: bool,
+    /// The word holds an expansion or substitution: the path is only known at run time.
+    pub dynamic: bool,
+    /// How the program reaches it: `cat operand`, `sort -o`, `cp destination`...
+    pub via: String,
+}
+
+/// What a program does with a file it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileRole {
+    Read,
+    /// Created, changed, moved away or deleted.
+    Write,
+    /// Code there runs (`make -C DIR`, `make -f FILE`, `cargo --manifest-path`, `npm --prefix`).
+    RunsCode,
 }
 
 /// A file a command reads from or writes to.
@@ -345,15 +377,30 @@ impl Analyzer {
         let program = basename(&first.text).to_owned();
         let dynamic = extra_dynamic || argv.iter().any(|w| w.dynamic);
         let name_dynamic = first.dynamic;
+        let index = self.out.commands.len();
         self.out.commands.push(SimpleCommand {
             argv: argv.iter().map(|w| w.text.clone()).collect(),
             program: program.clone(),
             env: env.clone(),
             wrappers: ctx.wrappers.clone(),
             dynamic,
+            files: Vec::new(),
         });
         if !name_dynamic {
-            programs::inspect(self, &program, &argv, &env, ctx, text);
+            programs::inspect(self, index, &program, &argv, &env, ctx, text);
+        }
+    }
+
+    /// Records a file the command at `index` names through an operand or an option.
+    pub(crate) fn add_file(&mut self, index: usize, word: &Word, role: FileRole, recursive: bool, via: &str) {
+        if let Some(command) = self.out.commands.get_mut(index) {
+            command.files.push(FileOperand {
+                path: word.text.clone(),
+                role,
+                recursive,
+                dynamic: word.dynamic,
+                via: via.to_owned(),
+            });
         }
     }
 

@@ -44,6 +44,11 @@ export const events = {
 };
 
 /* Types */
+/**  Access a root grants. */
+export type Access = "read" | 
+/**  Read and write. */
+"write";
+
 /**  The broad kind of side effect. */
 export type ActionKind = 
 /**  No side effect beyond computing an answer. */
@@ -241,6 +246,11 @@ export type Evaluation = {
 	commands: string[][],
 	/**  Canonical paths checked. */
 	paths: string[],
+	/**
+	 *  Every file the call reads or writes (redirections, the files a program's operands and options
+	 *  name, the read/write tools' paths), each with its access and the policy's verdict on it alone.
+	 */
+	accesses?: PathVerdict[],
 	/**  Why, one line each. */
 	reasons: string[],
 	/**  The rule that gave the final decision, if a rule did (else the default or a path rule decided). */
@@ -401,6 +411,8 @@ export type Part = {
 	reasons: string[],
 	/**  The paths checked for this part, canonical where they resolve. */
 	paths: string[],
+	/**  The files this part reads or writes, each with its verdict. */
+	accesses?: PathVerdict[],
 	/**
 	 *  Some of it is only known at run time (an expansion, a substitution, a construct the parser
 	 *  cannot see through), so it was judged without being seen.
@@ -416,6 +428,20 @@ export type PartKind =
 "redirection" | 
 /**  A construct whose effect is only known at run time (`eval`, interpreter code, a parse error). */
 "unseen";
+
+/**  One file read or written, and the policy's word on that access alone. */
+export type PathVerdict = {
+	/**  Canonical where it resolves; as written when it does not (or when it is computed at run time). */
+	path: string,
+	access: Access,
+	/**  The whole tree below `path` is read or written (`grep -r`, `rg`, `cp -r`, `rm -r`). */
+	recursive?: boolean,
+	/**  How the command reaches it: `<`, `>`, `tee`, `cat operand`, `sort -o`, `read tool`... */
+	via: string,
+	decision: Decision,
+	/**  Why it got its decision (the first reason at its level); none when nothing was raised. */
+	reason?: string | null,
+};
 
 /**  The pipeline's stages, in the order a call passes them. */
 export type PipelineStage = 

@@ -245,7 +245,7 @@ fn policy_changes_reload_and_broken_ones_are_rejected() {
     };
     let report = served.agent(json!([
         {"op": "list"},
-        {"op": "wait", "ms": 3000},
+        {"op": "wait", "ms": 6000},
         {"op": "list"},
         {"op": "call", "name": "shell", "arguments": {"command": "echo three"}},
     ]));

@@ -147,8 +147,15 @@ fn check_reports_every_sub_command_rule_and_path() {
     assert_eq!(ids(&v["matched_rules"]), ["listing", "remove"]);
     assert_eq!(v["matched_rules"][1]["source"], policy);
     assert_eq!(v["matched_rules"][1]["decision"], "forbidden");
-    // `ls`'s rule, `rm`'s rule, and `rm` acting on the home folder that holds the hub's credentials.
-    assert_eq!(v["reasons"].as_array().unwrap().len(), 3, "{}", v["reasons"]);
+    // `ls`'s rule, `rm`'s rule, `rm` acting on the home folder that holds the hub's credentials, and
+    // the home folder written (deleted) outside every write root.
+    assert_eq!(v["reasons"].as_array().unwrap().len(), 4, "{}", v["reasons"]);
+    let accesses = v["accesses"].as_array().unwrap();
+    let home = accesses.iter().find(|a| a["via"] == "rm operand").unwrap();
+    assert_eq!(
+        (&home["access"], &home["recursive"], &home["decision"]),
+        (&json!("write"), &json!(true), &json!("forbidden"))
+    );
     // Several words after `--` are one command's argv, as the user's shell split them.
     let v = env.json(&[
         "policy",
@@ -393,7 +400,10 @@ fn the_terminal_approver_asks_and_acts_on_the_answer() {
     let after = std::fs::read_to_string(&policy).unwrap();
     assert!(after.contains("\"pattern\":[\"touch\",\"always-file\"]"), "{after}");
     let policy = policy.to_str().unwrap();
-    let v = env.json(&["policy", "check", "--json", "--policy", policy, "--", "touch always-file"]);
+    let proj = env.path("proj");
+    let cwd = proj.to_str().unwrap();
+    let v =
+        env.json(&["policy", "check", "--json", "--policy", policy, "--cwd", cwd, "--", "touch always-file"]);
     assert_eq!(v["decision"], "allow");
     assert!(v["deciding_rule"]["id"].as_str().unwrap().starts_with("always-"));
     env.expect(0, &["policy", "test", "--policy", policy]);

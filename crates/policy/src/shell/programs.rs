@@ -15,6 +15,7 @@ pub(crate) use super::variables::injects_code;
 /// Looks at one command's program and arguments and reports what it runs or hides.
 pub(crate) fn inspect(
     analyzer: &mut Analyzer,
+    index: usize,
     program: &str,
     argv: &[Word],
     env: &[(String, String)],
@@ -22,7 +23,7 @@ pub(crate) fn inspect(
     text: &str,
 ) {
     let args = argv.get(1..).unwrap_or(&[]);
-    super::options::inspect(analyzer, program, args, text);
+    super::options::inspect(analyzer, index, program, args, text);
     match program {
         "eval" => analyzer.opaque(OpaqueKind::Eval, text),
         "source" | "." => analyzer.opaque(OpaqueKind::Source, text),
@@ -44,11 +45,11 @@ pub(crate) fn inspect(
         p if ctx.stdin_redirected && reads_code_from_stdin(p, args) => {
             analyzer.opaque(OpaqueKind::StdinCode, text);
         }
-        "awk" | "gawk" | "mawk" | "nawk" => awk(analyzer, args, text),
-        "sed" | "gsed" => sed_command(analyzer, args, text),
+        "awk" | "gawk" | "mawk" | "nawk" => awk(analyzer, index, args, text),
+        "sed" | "gsed" => sed_command(analyzer, index, args, text),
         "git" => git(analyzer, args, text),
         "tee" => tee(analyzer, args, text),
-        "find" => find(analyzer, args, env, ctx, text),
+        "find" => find(analyzer, index, args, env, ctx, text),
         p if wrappers::PROGRAMS.contains(&p) => wrappers::inspect(analyzer, p, args, env, ctx, text),
         _ => {
             if unknown_wrapper_option(program, args).is_some() {

@@ -3,11 +3,11 @@
 
 use super::sed::{self, SedVerdict};
 use super::words::Word;
-use super::{Analyzer, Context, OpaqueKind, basename};
+use super::{Analyzer, Context, FileRole, OpaqueKind, basename};
 
 /// `awk` programs that call `system(`, use pipes (`cmd | getline`, `print | "sh"`), write files
 /// (`print > "f"`, `printf ... >> f`), load code (`@load`, `@include`), or come from a file.
-pub(super) fn awk(analyzer: &mut Analyzer, args: &[Word], text: &str) {
+pub(super) fn awk(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &str) {
     let mut i = 0;
     let mut program: Option<&Word> = None;
     while let Some(arg) = args.get(i) {
@@ -38,7 +38,17 @@ pub(super) fn awk(analyzer: &mut Analyzer, args: &[Word], text: &str) {
             break;
         }
     }
+    let files_from = if program.is_some() { i } else { i + 1 };
     let Some(program) = program.or_else(|| args.get(i)) else { return };
+    // After the program: input files, except `var=value` assignments.
+    for file in args.get(files_from..).unwrap_or(&[]) {
+        let assignment = file.text.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if !assignment && file.text != "-" {
+            analyzer.add_file(index, file, FileRole::Read, false, "awk operand");
+        }
+    }
     let code = program.text.as_str();
     let calls_system = code.match_indices("system").any(|(pos, _)| {
         code.get(pos + "system".len()..).is_some_and(|rest| rest.trim_start().starts_with('('))
@@ -99,7 +109,7 @@ fn awk_prints_to_file(code: &str) -> bool {
 
 /// `sed` scripts with `e`, `w`, `W`, read from a file (`-f`), or not readable; `sed -i` file operands (and
 /// their backups) are write redirections (`op` is `sed -i`).
-pub(super) fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
+pub(super) fn sed_command(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &str) {
     let mut scripts: Vec<&Word> = Vec::new();
     let mut operands: Vec<&Word> = Vec::new();
     let mut from_file = false;
@@ -160,6 +170,9 @@ pub(super) fn sed_command(analyzer: &mut Analyzer, args: &[Word], text: &str) {
         }
     }
     let script_operand = scripts.is_empty() && !from_file;
+    for file in operands.iter().skip(usize::from(script_operand)).filter(|f| f.text != "-") {
+        analyzer.add_file(index, file, FileRole::Read, false, "sed operand");
+    }
     if let Some(suffix) = in_place {
         for file in operands.iter().skip(usize::from(script_operand)) {
             analyzer.add_redirection(None, "sed -i".to_owned(), (*file).clone(), text);
@@ -289,6 +302,7 @@ pub(super) fn tee(analyzer: &mut Analyzer, args: &[Word], text: &str) {
 /// reported as the synthetic command `find -delete START...` inside wrapper `find`; `-fprint` files are writes.
 pub(super) fn find(
     analyzer: &mut Analyzer,
+    index: usize,
     args: &[Word],
     env: &[(String, String)],
     ctx: &Context,
@@ -311,6 +325,12 @@ pub(super) fn find(
         .cloned()
         .collect();
     i += starts.len();
+    for start in &starts {
+        analyzer.add_file(index, start, FileRole::Read, true, "find start");
+    }
+    if starts.is_empty() {
+        analyzer.add_file(index, &Word::literal("."), FileRole::Read, true, "find start");
+    }
     let inner_ctx = ctx.inside("find");
     let mut deletes = false;
     while let Some(arg) = args.get(i) {
@@ -325,7 +345,7 @@ pub(super) fn find(
                     }
                     i += 1;
                 }
-                let inner = args.get(begin..i).unwrap_or(&[]).to_vec();
+                let inner = with_found_file(args.get(begin..i).unwrap_or(&[]), &starts);
                 i += 1;
                 analyzer.emit(inner, env.to_vec(), false, &inner_ctx, text);
             }
@@ -349,6 +369,27 @@ pub(super) fn find(
             env: env.to_vec(),
             wrappers: inner_ctx.wrappers,
             dynamic,
+            files: Vec::new(),
         });
     }
+}
+
+/// The command `find -exec` runs, with `{}` standing for a file found below the start: the start itself
+/// when there is one (every path below it is inside wherever it is), else a path known only at run time.
+fn with_found_file(words: &[Word], starts: &[Word]) -> Vec<Word> {
+    let start = match starts {
+        [] => Some(Word::literal(".")),
+        [one] => Some(one.clone()),
+        _ => None,
+    };
+    words
+        .iter()
+        .map(|w| match (&start, w.text.contains("{}")) {
+            (_, false) => w.clone(),
+            (Some(start), true) => {
+                Word { text: w.text.replace("{}", &start.text), dynamic: w.dynamic || start.dynamic }
+            }
+            (None, true) => Word { text: w.text.clone(), dynamic: true },
+        })
+        .collect()
 }

@@ -1,0 +1,340 @@
+//! How the files a program's operands and options name are judged: each is a read or a write checked
+//! exactly as a redirection or the read/write tools are (deny globs, protected places, roots), after the
+//! expansions bash would make where they are certain (tilde, braces, a glob matched against the files
+//! there now); a path only known at run time is never allowed without an operator.
+
+use crate::document::{Access, Decision};
+use crate::paths::{expand_tilde, glob_component, glob_matches_path, resolve_in};
+use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::shell::{FileOperand, FileRole};
+use std::path::{Component, Path, PathBuf};
+
+/// A pattern matching more files than this is not expanded: the command needs an operator.
+pub const MAX_PATTERN_MATCHES: usize = 256;
+/// Brace alternatives expanded per word (`{a,b}{c,d}` is four).
+const MAX_BRACE_WORDS: usize = 64;
+
+impl Policy {
+    /// Judges one file a command names, from the folder `ctx` (canonical), into `eval` (the command's
+    /// part), each expanded path recorded in `accesses` with its verdict.
+    pub(crate) fn judge_file(&self, file: &FileOperand, ctx: &EvalContext, eval: &mut Evaluation) {
+        let access = match file.role {
+            FileRole::Write => Access::Write,
+            FileRole::Read | FileRole::RunsCode => Access::Read,
+        };
+        let via = file.via.as_str();
+        if file.dynamic {
+            eval.judge_access(&file.path, access, file.recursive, via, |one| {
+                one.raise(
+                    Decision::Prompt,
+                    format!("`{via}` names {:?}, a path known only when the command runs", file.path),
+                    None,
+                );
+            });
+            return;
+        }
+        let paths = match expand(&file.path, ctx) {
+            Ok(paths) => paths,
+            Err(why) => {
+                eval.judge_access(&file.path, access, file.recursive, via, |one| {
+                    one.raise(Decision::Prompt, format!("`{via}` names {:?}: {why}", file.path), None);
+                });
+                return;
+            }
+        };
+        for path in paths {
+            eval.judge_access(&path, access, file.recursive, via, |one| {
+                self.judge_path(&path, access, ctx, one);
+                if file.recursive {
+                    self.judge_tree_below(&path, access, ctx, one);
+                }
+                if file.role == FileRole::RunsCode {
+                    self.judge_code_folder(&path, via, ctx, one);
+                }
+            });
+        }
+    }
+
+    /// A whole tree read or written: a file below it that a deny glob names makes it a prompt, naming
+    /// the file; so does a tree too large to look through.
+    fn judge_tree_below(&self, raw: &str, access: Access, ctx: &EvalContext, eval: &mut Evaluation) {
+        if self.deny.is_empty() {
+            return;
+        }
+        let Ok(path) = resolve_in(raw, &ctx.cwd, ctx.home.as_deref()) else { return };
+        let verb = if access == Access::Write { "writes" } else { "reads" };
+        // An anchored glob reaches below the tree when its fixed part is inside it.
+        let anchored = self.deny.iter().filter(|g| g.starts_with('/')).find(|glob| {
+            let fixed: PathBuf =
+                Path::new(glob.as_str()).components().take_while(|c| !is_pattern_component(c)).collect();
+            fixed.starts_with(&path) && fixed != path
+        });
+        if let Some(glob) = anchored {
+            eval.raise(
+                Decision::Prompt,
+                format!("{verb} the whole tree {}, where the deny glob {glob:?} reaches", path.display()),
+                None,
+            );
+            return;
+        }
+        let floating: Vec<&String> = self.deny.iter().filter(|g| !g.starts_with('/')).collect();
+        match find_below(&path, &floating) {
+            Below::Clean => {}
+            Below::Denied(file, glob) => eval.raise(
+                Decision::Prompt,
+                format!(
+                    "{verb} the whole tree {}, which holds {} (deny glob {glob:?})",
+                    path.display(),
+                    file.display()
+                ),
+                None,
+            ),
+            Below::TooLarge => eval.raise(
+                Decision::Prompt,
+                format!(
+                    "{verb} the whole tree {}, too large ({MAX_TREE_ENTRIES}+ entries) to check for files \
+                     the deny globs name",
+                    path.display()
+                ),
+                None,
+            ),
+        }
+    }
+
+    /// Code in a folder outside every root runs (`make -C`, `git -C`, `cargo --manifest-path`): what it
+    /// holds was never seen by the operator.
+    fn judge_code_folder(&self, raw: &str, via: &str, ctx: &EvalContext, eval: &mut Evaluation) {
+        let Ok(path) = resolve_in(raw, &ctx.cwd, ctx.home.as_deref()) else { return };
+        if !self.inside_roots(&path, Access::Read) {
+            eval.raise(
+                Decision::Prompt,
+                format!("`{via}` runs code from {}, outside every root", path.display()),
+                None,
+            );
+        }
+    }
+}
+
+/// Entries looked at below a tree read or written as a whole before giving up (and prompting).
+pub const MAX_TREE_ENTRIES: usize = 20_000;
+
+/// What a walk below a tree found.
+enum Below {
+    Clean,
+    Denied(PathBuf, String),
+    TooLarge,
+}
+
+/// Walks below `root` (symlinks not followed, as `grep -r`, `rg`, `cp -r` and `rm -r` do) looking for a
+/// path a deny glob names.
+fn find_below(root: &Path, globs: &[&String]) -> Below {
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_TREE_ENTRIES {
+                return Below::TooLarge;
+            }
+            let path = entry.path();
+            if let Some(glob) = globs.iter().find(|g| glob_matches_path(g, &path)) {
+                return Below::Denied(path, (*glob).clone());
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    Below::Clean
+}
+
+fn is_pattern_component(component: &Component<'_>) -> bool {
+    component.as_os_str().to_str().is_some_and(|c| c.contains(['*', '?', '[']))
+}
+
+/// The paths a word names after the expansions bash makes: braces, then each pattern matched against
+/// the files there now (a pattern that matches nothing stays as written, as bash leaves it). Words are
+/// taken as unquoted: a quoted `*` expanded here is judged more strictly, never less.
+pub(crate) fn expand(word: &str, ctx: &EvalContext) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for alternative in expand_braces(word)? {
+        if !alternative.contains(['*', '?', '[']) {
+            out.push(alternative);
+            continue;
+        }
+        let matches = match_pattern(&alternative, ctx)?;
+        out.push(alternative);
+        out.extend(matches.into_iter().map(|p| p.display().to_string()));
+        if out.len() > MAX_PATTERN_MATCHES {
+            return Err(format!("the pattern matches more than {MAX_PATTERN_MATCHES} files"));
+        }
+    }
+    Ok(out)
+}
+
+/// `a{b,c}d` is `abd acd`; nested and repeated groups expand in turn. A group without a comma (or a
+/// `{1..3}` range) is kept as written: it names one file, inside the folder the rest of the word names.
+fn expand_braces(word: &str) -> Result<Vec<String>, String> {
+    let mut done = Vec::new();
+    let mut todo = vec![word.to_owned()];
+    while let Some(next) = todo.pop() {
+        match first_group(&next) {
+            None => done.push(next),
+            Some((open, close)) => {
+                let (head, inner, tail) = (&next[..open], &next[open + 1..close], &next[close + 1..]);
+                for alternative in split_top_level(inner) {
+                    todo.push(format!("{head}{alternative}{tail}"));
+                }
+            }
+        }
+        if done.len() + todo.len() > MAX_BRACE_WORDS {
+            return Err(format!("its braces expand to more than {MAX_BRACE_WORDS} words"));
+        }
+    }
+    Ok(done)
+}
+
+/// The first `{...}` group holding a comma at its own level.
+fn first_group(word: &str) -> Option<(usize, usize)> {
+    let bytes = word.as_bytes();
+    let mut start = 0;
+    while let Some(open) = word.get(start..)?.find('{').map(|o| o + start) {
+        let mut depth = 0usize;
+        let mut comma = false;
+        for (at, b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if comma {
+                            return Some((open, at));
+                        }
+                        break;
+                    }
+                }
+                b',' if depth == 1 => comma = true,
+                _ => {}
+            }
+        }
+        start = open + 1;
+    }
+    None
+}
+
+fn split_top_level(inner: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut from = 0;
+    for (at, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&inner[from..at]);
+                from = at + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[from..]);
+    parts
+}
+
+/// The files a pattern matches now, from the working folder; `[...]` classes are taken as any one
+/// character and dot files match too, so the set is never smaller than bash's.
+fn match_pattern(pattern: &str, ctx: &EvalContext) -> Result<Vec<PathBuf>, String> {
+    let expanded = expand_tilde(pattern, &ctx.cwd, ctx.home.as_deref()).map_err(|e| e.to_string())?;
+    let absolute = if expanded.is_absolute() { expanded } else { ctx.cwd.join(expanded) };
+    let mut found = vec![PathBuf::from("/")];
+    for component in absolute.components().skip(1) {
+        let Some(text) = component.as_os_str().to_str() else { return Err("a path is not UTF-8".into()) };
+        if !text.contains(['*', '?', '[']) {
+            found.iter_mut().for_each(|f| f.push(component));
+            continue;
+        }
+        let simple = simplify_classes(text);
+        let mut next = Vec::new();
+        for folder in &found {
+            let Ok(entries) = std::fs::read_dir(folder) else { continue };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if name.to_str().is_some_and(|n| glob_component(&simple, n)) {
+                    next.push(folder.join(name));
+                    if next.len() > MAX_PATTERN_MATCHES {
+                        return Err(format!("the pattern matches more than {MAX_PATTERN_MATCHES} files"));
+                    }
+                }
+            }
+        }
+        found = next;
+    }
+    Ok(found)
+}
+
+/// `[abc]` and `[!a-z]` become `?`.
+fn simplify_classes(component: &str) -> String {
+    let mut out = String::new();
+    let mut chars = component.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '[' {
+            let rest: String = chars.clone().collect();
+            if let Some(close) = rest.get(1..).and_then(|r| r.find(']')).map(|c| c + 1) {
+                for _ in 0..=close {
+                    chars.next();
+                }
+                out.push('?');
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn braces_expand_as_bash() {
+        let rows: &[(&str, &[&str])] = &[
+            ("a{b,c}d", &["abd", "acd"]),
+            ("/etc/{passwd,shadow}", &["/etc/passwd", "/etc/shadow"]),
+            ("x{1..3}", &["x{1..3}"]),
+            ("{a,{b,c}}", &["a", "b", "c"]),
+            ("plain", &["plain"]),
+        ];
+        for (word, expected) in rows {
+            let mut got = expand_braces(word).unwrap();
+            got.sort();
+            let mut want: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+            want.sort();
+            assert_eq!(got, want, "{word}");
+        }
+        assert!(expand_braces("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}").is_err());
+    }
+
+    #[test]
+    fn classes_become_one_character() {
+        assert_eq!(simplify_classes("id_[rd]sa"), "id_?sa");
+        assert_eq!(simplify_classes("[!a]x"), "?x");
+        assert_eq!(simplify_classes("a[b"), "a[b");
+    }
+
+    #[test]
+    fn patterns_match_files_there_now() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "").unwrap();
+        std::fs::write(dir.path().join(".hidden.txt"), "").unwrap();
+        std::fs::write(dir.path().join("b.rs"), "").unwrap();
+        let ctx = EvalContext { cwd: dir.path().canonicalize().unwrap(), home: None };
+        let mut got = expand("*.txt", &ctx).unwrap();
+        got.sort();
+        assert_eq!(got.len(), 3, "{got:?}"); // the pattern itself, a.txt and .hidden.txt
+        assert!(got.iter().any(|p| p.ends_with("/a.txt")));
+        assert!(got.iter().any(|p| p.ends_with("/.hidden.txt")));
+        assert_eq!(expand("none*", &ctx).unwrap(), vec!["none*".to_owned()]);
+    }
+}

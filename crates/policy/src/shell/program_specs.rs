@@ -1,0 +1,506 @@
+//! The knowledge of programs as data: for each program policies commonly allow or prompt, its options
+//! (GNU getopt style) and what its operands and option values are — files read, files written, code run
+//! — so that `cat ~/.ssh/id_rsa` is judged as a read of that file and `sort -o /etc/x` as a write there.
+//! One row per program; `shell/options.rs` parses a command against its row, `shell/file_operands.rs`
+//! turns the operands into files. Rows of file utilities, archives and build tools are in
+//! `shell/program_specs_files.rs`.
+
+/// What an option does besides reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Effect {
+    /// Its value is a file written.
+    Writes,
+    /// Its value is a folder whose tree is written (`unzip -d`, `cargo --target-dir`).
+    WritesTree,
+    /// Its value is a file read (`grep -f`, `wc --files0-from`, `touch -r`).
+    Reads,
+    /// Its value is a folder whose tree is read (`make -I`, `jq -L`).
+    ReadsTree,
+    /// Code in the file or folder its value names runs (`make -C`, `make -f`, `cargo --manifest-path`,
+    /// `git -C`).
+    RunsCode,
+    /// It runs a program or changes the system or the repository.
+    Acts,
+    /// The pattern or program comes from this option (`grep -e`, `jq -f`), so the first operand is a file.
+    PatternGiven,
+    /// Its value is the destination folder (`cp -t DIR`): every operand is a source.
+    Target,
+    /// The operands are written too (`yq -i`, `sed -i` is handled by its own module).
+    InPlace,
+    /// The operands after it are not files (`jq --args`).
+    OperandsNotFiles,
+    /// Sources become links (`cp -s`, `cp -l`): writing through them later writes the source, so
+    /// sources are judged as written.
+    Links,
+    /// Only lists or tests an archive (`unzip -l`): nothing is extracted.
+    NoExtract,
+    /// `chmod --reference=FILE`: no mode operand; every operand is a file.
+    NoModeOperand,
+}
+
+/// What a program's operands are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Operands {
+    /// Not files (`echo`, `which`, targets of `make`, names of `cargo test`).
+    NotFiles,
+    /// Files read; trees when a recursive option is given.
+    Read,
+    /// Trees read (`rg`, `du`, `tree`).
+    ReadTree,
+    /// A pattern, then files read (`grep`, `rg`, `ag`), unless an option gave the pattern.
+    PatternThenRead,
+    /// A program, then files read (`jq FILTER FILE...`), unless an option gave the program.
+    ProgramThenRead,
+    /// `uniq [IN [OUT]]`: the second is written.
+    SecondWritten,
+    /// `date [+FORMAT]`: any other operand sets the clock.
+    FormatOnly,
+    /// `git branch NAME`: without a listing option an operand creates a branch.
+    CreatesUnlessListing,
+    /// Files written (`touch`, `mkdir`, `rm`, `rmdir`); trees when a recursive option is given.
+    Written,
+    /// A mode or owner, then files written (`chmod`, `chown`, `chgrp`).
+    FirstThenWritten,
+    /// Sources read, the last operand (or the `-t` folder) written (`cp`, `install`).
+    CopyToLast,
+    /// Sources moved away (written), the last operand (or the `-t` folder) written (`mv`).
+    MoveToLast,
+    /// `ln TARGET... LINK`: the link is written; a target is judged as written too (writing through
+    /// the link writes it), from the working directory and, for `-s`, from the link's folder.
+    Link,
+    /// `zip ARCHIVE FILE...`: the archive written, the files read.
+    ArchiveFirstWritten,
+    /// `unzip ARCHIVE [MEMBER...]`: the archive read, the tree of the working folder (or `-d`) written.
+    ArchiveExtract,
+    /// `git diff|log|show`: revisions and pathspecs inside the repository; with `--no-index` files read.
+    GitRevisions,
+    /// `make` targets, where a `VAR=value` override can change which programs run.
+    MakeTargets,
+}
+
+/// One program's options (GNU getopt style). Long options: `name` is a flag, `name=` takes a value
+/// (attached or the next word), `name?` takes an optional attached value, `name==` takes two words
+/// (`jq --arg NAME VALUE`; the effect applies to the second). Unambiguous abbreviations of long options,
+/// which getopt accepts, are not listed, so they fail closed.
+pub(super) struct Spec {
+    pub(super) program: &'static str,
+    pub(super) flags: &'static str,
+    /// Short options taking a value, attached (`-n5`) or the next word (`-n 5`).
+    pub(super) with_value: &'static str,
+    /// Short options taking an optional value, attached only (`git diff -M50%`, `date -Iseconds`).
+    pub(super) attached_value: &'static str,
+    /// `-5` (head, tail, grep, diff, git log) is a number option.
+    pub(super) digits: bool,
+    /// Space-separated.
+    pub(super) long: &'static str,
+    /// Options (`-o`, `--output`) with an effect; an option may have several.
+    pub(super) effects: &'static [(&'static str, Effect)],
+    pub(super) operands: Operands,
+    /// Options that make operand trees read or written as a whole (`-r`, `-R`, `--recursive`).
+    pub(super) recursive: &'static [&'static str],
+}
+
+/// `recursive` of a program that always walks the trees its operands name (`rg`, `ag`, `find`).
+pub(super) const ALWAYS: &[&str] = &["*"];
+
+pub(super) const fn spec(program: &'static str, flags: &'static str, with_value: &'static str) -> Spec {
+    Spec {
+        program,
+        flags,
+        with_value,
+        attached_value: "",
+        digits: false,
+        long: "",
+        effects: &[],
+        operands: Operands::Read,
+        recursive: &[],
+    }
+}
+
+/// The row for `program`: its own, or that of the program it is another name of.
+pub(super) fn find(program: &str) -> Option<&'static Spec> {
+    let name = match program {
+        "egrep" | "fgrep" | "rgrep" => "grep",
+        "gcp" => "cp",
+        "gmv" => "mv",
+        "md5sum" | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" | "b2sum" => "sha256sum",
+        other => other,
+    };
+    SPECS.iter().chain(super::program_specs_files::SPECS).find(|s| s.program == name)
+}
+
+/// The row of a git subcommand policies allow or prompt; other subcommands are for rules to judge.
+pub(super) fn git(sub: &str) -> Option<&'static Spec> {
+    match sub {
+        "diff" | "log" | "show" | "whatchanged" => Some(&GIT_DIFF_LOG),
+        "status" => Some(&GIT_STATUS),
+        "blame" | "annotate" => Some(&GIT_BLAME),
+        "branch" => Some(&GIT_BRANCH),
+        _ => None,
+    }
+}
+
+pub(super) const HELP: &str = "help version";
+
+const SPECS: &[Spec] = &[
+    Spec {
+        long: "all almost-all author escape block-size= ignore-backups color? colour? classify? file-type \
+format= full-time group-directories-first no-group human-readable si dereference-command-line \
+dereference-command-line-symlink-to-dir hide= hyperlink? indicator-style= inode ignore= \
+kibibytes literal numeric-uid-gid hide-control-chars show-control-chars quote-name \
+quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero \
+directory dereference help version",
+        recursive: &["-R", "--recursive"],
+        ..spec("ls", "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", "ITw")
+    },
+    Spec {
+        long: "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting help version",
+        ..spec("cat", "AbeEnstTuv", "")
+    },
+    Spec {
+        digits: true,
+        long: "bytes= lines= quiet silent verbose zero-terminated help version",
+        ..spec("head", "qvz", "cn")
+    },
+    Spec {
+        digits: true,
+        long: "bytes= follow? lines= max-unchanged-stats= pid= quiet silent retry sleep-interval= verbose \
+zero-terminated help version",
+        ..spec("tail", "fFqvz", "cns")
+    },
+    Spec {
+        long: "bytes chars lines files0-from= max-line-length words total= help version",
+        effects: &[("--files0-from", Effect::Reads)],
+        ..spec("wc", "clmwL", "")
+    },
+    Spec {
+        long: "dereference file-system cached= format= printf= terse help version",
+        ..spec("stat", "LfSt", "c")
+    },
+    Spec {
+        long: "brief checking-printout exclude= exclude-quiet= extension files-from= separator= mime mime-type \
+mime-encoding keep-going list dereference no-dereference no-buffer no-pad preserve-date \
+parameter= raw special-files uncompress uncompress-noreport print0 magic-file= compile help \
+version",
+        effects: &[
+            ("-C", Effect::Acts),
+            ("--compile", Effect::Acts),
+            ("-f", Effect::Reads),
+            ("--files-from", Effect::Reads),
+            ("-m", Effect::Reads),
+            ("--magic-file", Effect::Reads),
+        ],
+        ..spec("file", "bcCdEhiIklLNnprsSvzZ0", "eFfmP")
+    },
+    Spec {
+        digits: true,
+        long: "normal brief report-identical-files context? unified? ed rcs side-by-side width= left-column \
+suppress-common-lines show-c-function show-function-line= label= expand-tabs initial-tab \
+tabsize= suppress-blank-empty paginate recursive no-dereference new-file unidirectional-new-file \
+ignore-file-name-case no-ignore-file-name-case exclude= exclude-from= starting-file= from-file= \
+to-file= ignore-case ignore-tab-expansion ignore-trailing-space ignore-space-change \
+ignore-all-space ignore-blank-lines ignore-matching-lines= text strip-trailing-cr minimal \
+horizon-lines= speed-large-files color? palette= old-line-format= new-line-format= \
+unchanged-line-format= line-format= old-group-format= new-group-format= unchanged-group-format= \
+changed-group-format= help version",
+        effects: &[
+            ("-X", Effect::Reads),
+            ("--exclude-from", Effect::Reads),
+            ("--from-file", Effect::Reads),
+            ("--to-file", Effect::Reads),
+        ],
+        recursive: &["-r", "--recursive"],
+        ..spec("diff", "abBcdeEfiilnNpqrsStTuvwyZ", "CDFILSUWxX")
+    },
+    Spec {
+        digits: true,
+        long: "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case \
+word-regexp line-regexp null-data no-messages invert-match max-count= byte-offset line-number \
+no-line-number line-buffered with-filename no-filename label= only-matching quiet silent \
+binary-files= text directories= devices= recursive dereference-recursive include= exclude= \
+exclude-from= exclude-dir= files-without-match files-with-matches count initial-tab null \
+before-context= after-context= context= color? colour? binary help version",
+        effects: &[
+            ("-e", Effect::PatternGiven),
+            ("--regexp", Effect::PatternGiven),
+            ("-f", Effect::PatternGiven),
+            ("-f", Effect::Reads),
+            ("--file", Effect::PatternGiven),
+            ("--file", Effect::Reads),
+            ("--exclude-from", Effect::Reads),
+        ],
+        operands: Operands::PatternThenRead,
+        recursive: &["-r", "-R", "--recursive", "--dereference-recursive"],
+        ..spec("grep", "EFGPiyvwxcLloqsbHhnTZzUraRI", "efmABCdD")
+    },
+    Spec {
+        long: "regexp= file= after-context= before-context= context= binary block-buffered byte-offset \
+case-sensitive color= colors= column context-separator= count count-matches crlf debug \
+dfa-size-limit= encoding= engine= field-context-separator= field-match-separator= files \
+files-with-matches files-without-match fixed-strings follow glob= glob-case-insensitive heading \
+no-heading hidden iglob= ignore-case ignore-file= ignore-file-case-insensitive include-zero \
+invert-match json line-buffered line-number line-regexp max-columns= max-columns-preview \
+max-count= max-depth= max-filesize= mmap multiline multiline-dotall no-config no-ignore \
+no-ignore-dot no-ignore-exclude no-ignore-files no-ignore-global no-ignore-messages \
+no-ignore-parent no-ignore-vcs no-line-number no-messages no-mmap no-require-git no-unicode null \
+null-data one-file-system only-matching passthru path-separator= pcre2 pre-glob= pretty quiet \
+regex-size-limit= replace= search-zip smart-case sort= sortr= stats stop-on-nonmatch text \
+threads= trim type= type-not= type-add= type-clear= type-list unrestricted vimgrep with-filename \
+no-filename word-regexp auto-hybrid-regex hostname-bin= pre= help version",
+        effects: &[
+            ("--pre", Effect::Acts),
+            ("--hostname-bin", Effect::Acts),
+            ("-e", Effect::PatternGiven),
+            ("--regexp", Effect::PatternGiven),
+            ("-f", Effect::PatternGiven),
+            ("-f", Effect::Reads),
+            ("--file", Effect::PatternGiven),
+            ("--file", Effect::Reads),
+            ("--files", Effect::PatternGiven),
+            ("--type-list", Effect::PatternGiven),
+            ("--ignore-file", Effect::Reads),
+        ],
+        operands: Operands::PatternThenRead,
+        recursive: ALWAYS,
+        ..spec("rg", "abcFHhiIlLnNopqsSuUvwxz0.", "ABCeEfgjmMrtT")
+    },
+    Spec {
+        long: "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting \
+month-sort human-numeric-sort numeric-sort random-sort random-source= reverse sort= version-sort \
+batch-size= check? compress-program= debug files0-from= key= merge output= stable buffer-size= \
+field-separator= temporary-directory= parallel= unique zero-terminated help version",
+        effects: &[
+            ("-o", Effect::Writes),
+            ("--output", Effect::Writes),
+            ("--compress-program", Effect::Acts),
+            ("-T", Effect::Writes),
+            ("--temporary-directory", Effect::Writes),
+            ("--files0-from", Effect::Reads),
+            ("--random-source", Effect::Reads),
+        ],
+        ..spec("sort", "bcCdfghiMmnrRsuVz", "kSoTt")
+    },
+    Spec {
+        long: "count repeated all-repeated? skip-fields= group? ignore-case skip-chars= unique zero-terminated \
+check-chars= help version",
+        operands: Operands::SecondWritten,
+        ..spec("uniq", "cdDiuz", "fsw")
+    },
+    Spec {
+        long: "gitignore gitfile= ignore-case matchdirs metafirst prune info infofile= noreport charset= \
+filelimit= timefmt= si du inodes device dirsfirst filesfirst sort= nolinks fromfile fromtabfile \
+fflinks hyperlink scheme= authority= opt-toggle condense help version",
+        effects: &[("-o", Effect::Writes)],
+        operands: Operands::ReadTree,
+        ..spec("tree", "adlfxRqNQpugshDFvtcUriASnCXJ", "LPIoHT")
+    },
+    Spec {
+        long: "date= debug file= iso-8601? resolution rfc-email rfc-3339= reference= set= universal utc help \
+version",
+        effects: &[
+            ("-s", Effect::Acts),
+            ("--set", Effect::Acts),
+            ("-f", Effect::Reads),
+            ("--file", Effect::Reads),
+            ("-r", Effect::Reads),
+            ("--reference", Effect::Reads),
+        ],
+        operands: Operands::FormatOnly,
+        attached_value: "I",
+        ..spec("date", "Ru", "dfrs")
+    },
+    Spec {
+        long: "all skip-alias skip-functions help version",
+        operands: Operands::NotFiles,
+        ..spec("which", "as", "")
+    },
+    Spec {
+        long: "all kernel-name nodename kernel-release kernel-version machine processor hardware-platform \
+operating-system help version",
+        operands: Operands::NotFiles,
+        ..spec("uname", "asnrvmpio", "")
+    },
+    Spec { long: HELP, operands: Operands::NotFiles, ..spec("whoami", "", "") },
+    Spec { long: HELP, operands: Operands::NotFiles, ..spec("pwd", "LP", "") },
+    Spec {
+        long: "quit-at-eof QUIT-AT-EOF quit-if-one-screen ignore-case IGNORE-CASE LONG-PROMPT LINE-NUMBERS \
+line-numbers RAW-CONTROL-CHARS raw-control-chars chop-long-lines no-init squeeze-blank-lines silent \
+SILENT tabs= log-file= LOG-FILE= pattern= prompt= tag= tag-file= follow-name incsearch mouse \
+no-histdups use-color wordwrap help version",
+        effects: &[
+            ("-o", Effect::Writes),
+            ("-O", Effect::Writes),
+            ("--log-file", Effect::Writes),
+            ("--LOG-FILE", Effect::Writes),
+            ("-k", Effect::Reads),
+            ("-T", Effect::Reads),
+            ("--tag-file", Effect::Reads),
+        ],
+        ..spec("less", "aABcCdeEfFgGiIJKLmMnNqQrRsSuUVwWXX~", "bhjkoOpPtTxyz#")
+    },
+    Spec {
+        long: "silent logical no-pause print-over clean-print squeeze plain lines= help version",
+        ..spec("more", "dlfpcsu", "n")
+    },
+    Spec {
+        long: "bytes= characters= delimiter= fields= complement only-delimited output-delimiter= \
+zero-terminated help version",
+        ..spec("cut", "nsz", "bcdf")
+    },
+    Spec {
+        long: "print-bytes ignore-initial= verbose bytes= quiet silent help version",
+        ..spec("cmp", "blsz", "in")
+    },
+    Spec {
+        long: "check-order nocheck-order output-delimiter= total zero-terminated help version",
+        ..spec("comm", "123z", "")
+    },
+    Spec {
+        long: "ackmate all-types all-text before= after= context= break no-break color no-color column count \
+case-sensitive ignore-case smart-case literal fixed-strings files-with-matches files-without-matches \
+filename no-filename follow group no-group hidden ignore= ignore-dir= skip-vcs-ignores unrestricted \
+search-binary line-numbers no-numbers max-count= depth= one-device only-matching print-long-lines \
+passthrough silent stats vimgrep word-regexp null print0 path-to-ignore= help version",
+        effects: &[("-g", Effect::PatternGiven), ("-p", Effect::Reads), ("--path-to-ignore", Effect::Reads)],
+        operands: Operands::PatternThenRead,
+        recursive: ALWAYS,
+        ..spec("ag", "acDfhHilLnoQrsStuUvVwz0", "ABCGgmp")
+    },
+    Spec {
+        long: "null-input raw-input slurp compact-output raw-output raw-output0 join-output ascii-output \
+sort-keys color-output monochrome-output tab indent= unbuffered stream stream-errors seq exit-status \
+arg== argjson== slurpfile== rawfile== args jsonargs from-file= library-path= help version \
+build-configuration",
+        effects: &[
+            ("-f", Effect::PatternGiven),
+            ("-f", Effect::Reads),
+            ("--from-file", Effect::PatternGiven),
+            ("--from-file", Effect::Reads),
+            ("--slurpfile", Effect::Reads),
+            ("--rawfile", Effect::Reads),
+            ("-L", Effect::ReadsTree),
+            ("--library-path", Effect::ReadsTree),
+            ("--args", Effect::OperandsNotFiles),
+            ("--jsonargs", Effect::OperandsNotFiles),
+        ],
+        operands: Operands::ProgramThenRead,
+        ..spec("jq", "nRscrjaSCMeh0V", "fL")
+    },
+    Spec {
+        long: "yaml-output yaml-roundtrip yaml-output-grammar-version= width= indentless-lists explicit-start \
+explicit-end in-place null-input raw-input slurp compact-output raw-output join-output ascii-output \
+sort-keys color-output monochrome-output tab indent= seq exit-status arg== argjson== slurpfile== \
+rawfile== args jsonargs from-file= help version",
+        effects: &[
+            ("-i", Effect::InPlace),
+            ("--in-place", Effect::InPlace),
+            ("-f", Effect::PatternGiven),
+            ("-f", Effect::Reads),
+            ("--from-file", Effect::PatternGiven),
+            ("--from-file", Effect::Reads),
+            ("--slurpfile", Effect::Reads),
+            ("--rawfile", Effect::Reads),
+            ("--args", Effect::OperandsNotFiles),
+            ("--jsonargs", Effect::OperandsNotFiles),
+        ],
+        operands: Operands::ProgramThenRead,
+        ..spec("yq", "yYinRscrjaSCMeh", "wf")
+    },
+    Spec {
+        long: "binary check tag text zero ignore-missing quiet status strict warn help version",
+        ..spec("sha256sum", "bctzw", "")
+    },
+];
+
+/// `git status|diff|log|show|blame|branch` (the read subcommands policies allow) have tables too; other
+/// subcommands are for rules to judge.
+const GIT_DIFF_LOG_LONG: &str = "patch no-patch unified= output= output-indicator-new= output-indicator-old= \
+output-indicator-context= raw patch-with-raw indent-heuristic no-indent-heuristic minimal \
+patience histogram anchored= diff-algorithm= stat? compact-summary numstat shortstat dirstat? \
+cumulative dirstat-by-file? summary patch-with-stat name-only name-status submodule? color? \
+no-color color-moved? no-color-moved color-moved-ws= no-color-moved-ws word-diff? \
+word-diff-regex= color-words? no-renames rename-empty no-rename-empty check ws-error-highlight= \
+full-index binary abbrev? no-abbrev break-rewrites? find-renames? find-copies? \
+find-copies-harder irreversible-delete diff-filter= find-object= pickaxe-all pickaxe-regex \
+skip-to= rotate-to= relative? no-relative text ignore-cr-at-eol ignore-space-at-eol \
+ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= \
+inter-hunk-context= function-context exit-code quiet ext-diff no-ext-diff textconv no-textconv \
+ignore-submodules? src-prefix= dst-prefix= no-prefix default-prefix line-prefix= \
+ita-invisible-in-index ita-visible-in-default cached staged merge-base no-index follow \
+no-decorate decorate? decorate-refs= decorate-refs-exclude= clear-decorations source mailmap \
+no-mailmap use-mailmap no-use-mailmap full-diff log-size max-count= skip= since= after= \
+since-as-filter= until= before= author= committer= grep-reflog= grep= all-match invert-grep \
+regexp-ignore-case basic-regexp extended-regexp fixed-strings perl-regexp remove-empty merges \
+no-merges min-parents= max-parents= no-min-parents no-max-parents first-parent \
+exclude-first-parent-only not all branches? tags? remotes? glob= exclude= reflog alternate-refs \
+single-worktree ignore-missing bisect stdin cherry-mark cherry-pick left-only right-only cherry \
+walk-reflogs merge boundary simplify-by-decoration show-pulls full-history dense sparse \
+simplify-merges ancestry-path? date-order author-date-order topo-order reverse no-walk? do-walk \
+pretty? format= abbrev-commit no-abbrev-commit oneline encoding= expand-tabs? no-expand-tabs \
+notes? no-notes show-notes? show-signature relative-date date= parents children left-right graph \
+show-linear-break? diff-merges= no-diff-merges combined-all-paths remerge-diff cc dd root \
+show-stats name-rev ignore-cr-at-eol show-origin raw no-stat help";
+
+const GIT_DIFF_LOG: Spec = Spec {
+    digits: true,
+    long: GIT_DIFF_LOG_LONG,
+    effects: &[
+        ("--output", Effect::Writes),
+        ("-O", Effect::Reads),
+        ("--ext-diff", Effect::Acts),
+        ("--textconv", Effect::Acts),
+        ("--show-signature", Effect::Acts),
+    ],
+    attached_value: "UMCBX",
+    operands: Operands::GitRevisions,
+    ..spec("git", "pusRabwWDzEFPigcmtr", "nSGOlL")
+};
+
+const GIT_STATUS: Spec = Spec {
+    long: "short branch show-stash porcelain? long verbose untracked-files? ignore-submodules? ignored? \
+column? no-column ahead-behind no-ahead-behind renames no-renames find-renames? null help",
+    attached_value: "u",
+    operands: Operands::NotFiles,
+    ..spec("git status", "sbvz", "")
+};
+
+const GIT_BLAME: Spec = Spec {
+    long: "root show-stats score-debug show-name show-number show-email porcelain line-porcelain \
+incremental encoding= contents= date= progress no-progress reverse= first-parent ignore-rev= \
+ignore-revs-file= color-lines color-by-age minimal abbrev? help",
+    effects: &[("--contents", Effect::Reads), ("--ignore-revs-file", Effect::Reads)],
+    attached_value: "MC",
+    operands: Operands::NotFiles,
+    ..spec("git blame", "bcfhlnpstwe", "LS")
+};
+
+const GIT_BRANCH: Spec = Spec {
+    long: "all remotes list verbose quiet color? no-color contains? no-contains? merged? no-merged? \
+points-at= sort= format= column? no-column show-current ignore-case abbrev= no-abbrev omit-empty \
+delete move copy force set-upstream-to= unset-upstream edit-description track? no-track \
+create-reflog recurse-submodules help",
+    effects: &[
+        ("-d", Effect::Acts),
+        ("-D", Effect::Acts),
+        ("--delete", Effect::Acts),
+        ("-m", Effect::Acts),
+        ("-M", Effect::Acts),
+        ("--move", Effect::Acts),
+        ("-c", Effect::Acts),
+        ("-C", Effect::Acts),
+        ("--copy", Effect::Acts),
+        ("-f", Effect::Acts),
+        ("--force", Effect::Acts),
+        ("-u", Effect::Acts),
+        ("--set-upstream-to", Effect::Acts),
+        ("--unset-upstream", Effect::Acts),
+        ("--edit-description", Effect::Acts),
+        ("-t", Effect::Acts),
+        ("--track", Effect::Acts),
+        ("--no-track", Effect::Acts),
+        ("--create-reflog", Effect::Acts),
+        ("--recurse-submodules", Effect::Acts),
+    ],
+    operands: Operands::CreatesUnlessListing,
+    ..spec("git branch", "arlvqiCcdDfmMt", "u")
+};
