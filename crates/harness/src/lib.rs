@@ -18,6 +18,8 @@ pub mod error;
 pub mod events;
 pub mod execution;
 pub mod fnv;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod grants;
 pub mod guardrail;
 pub mod ledger;

@@ -7,6 +7,8 @@ pub mod broker;
 pub mod config;
 pub mod connections;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hook;
 pub mod hub;
 pub mod launch;

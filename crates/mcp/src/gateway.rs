@@ -111,7 +111,7 @@ pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
 
 /// What a `tools/call` whose params rmcp could not read names as its tool (a marker when nothing usable),
 /// the arguments it attempted, and why it is refused.
-fn malformed_call(params: Option<&Value>, names: &WireNames) -> (String, Value, String) {
+pub(crate) fn malformed_call(params: Option<&Value>, names: &WireNames) -> (String, Value, String) {
     const NO_NAME: &str = "(no tool name)";
     let Some(Value::Object(params)) = params else {
         let attempted = params.cloned().unwrap_or(Value::Null);

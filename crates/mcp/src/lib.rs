@@ -4,6 +4,8 @@
 
 pub mod caller;
 pub mod convert;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gateway;
 pub mod http;
 pub mod jsonrpc;

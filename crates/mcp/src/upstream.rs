@@ -210,6 +210,30 @@ fn cut(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
+/// The registry spec of a tool an upstream server listed (`mcp:<server>:<tool>`, its input schema,
+/// its description cut to the limit, its hints), or why it is left out: a name the registry refuses, or
+/// an input schema over the limit.
+pub fn spec_of_listed(
+    server: &str,
+    tool: &rmcp::model::Tool,
+    limits: &UpstreamLimits,
+) -> Result<ToolSpec, String> {
+    let name = format!("mcp:{server}:{}", tool.name);
+    validate_tool_name(&name).map_err(|e| format!("{}: {e}", tool.name))?;
+    let schema = Value::Object((*tool.input_schema).clone());
+    let schema_bytes = serde_json::to_vec(&schema).map(|v| v.len()).unwrap_or(usize::MAX);
+    if schema_bytes > limits.schema_bytes {
+        return Err(format!(
+            "{}: input schema of {schema_bytes} bytes (limit {})",
+            tool.name, limits.schema_bytes
+        ));
+    }
+    let description = cut(tool.description.as_deref().unwrap_or_default(), limits.description_bytes);
+    let spec =
+        ToolSpec::new(name, description).with_parameters(schema).with_annotations(annotations_of(tool));
+    Ok(ToolSpec { meta: Some(serde_json::json!({ "server": server, "upstream_name": tool.name })), ..spec })
+}
+
 impl Upstream {
     /// Starts supervising; `on_change` runs after every change of tools or status.
     pub fn start(spec: UpstreamSpec, on_change: OnChange, shutdown: CancellationToken) -> Arc<Upstream> {
@@ -473,36 +497,21 @@ impl Upstream {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut skipped = Vec::new();
         for tool in listed {
-            let name = format!("mcp:{}:{}", self.spec.id, tool.name);
             if tools.len() >= limits.max_tools {
                 skipped.push(format!("{}: over the limit of {} tools", tool.name, limits.max_tools));
                 continue;
             }
-            if let Err(e) = validate_tool_name(&name) {
-                skipped.push(format!("{}: {e}", tool.name));
-                continue;
-            }
-            let schema = Value::Object((*tool.input_schema).clone());
-            let schema_bytes = serde_json::to_vec(&schema).map(|v| v.len()).unwrap_or(usize::MAX);
-            if schema_bytes > limits.schema_bytes {
-                skipped.push(format!(
-                    "{}: input schema of {schema_bytes} bytes (limit {})",
-                    tool.name, limits.schema_bytes
-                ));
-                continue;
-            }
-            if tools.iter().any(|t| t.spec().name == name) {
+            let spec = match spec_of_listed(&self.spec.id, &tool, limits) {
+                Ok(spec) => spec,
+                Err(why) => {
+                    skipped.push(why);
+                    continue;
+                }
+            };
+            if tools.iter().any(|t| t.spec().name == spec.name) {
                 skipped.push(format!("{}: listed twice", tool.name));
                 continue;
             }
-            let description = cut(tool.description.as_deref().unwrap_or_default(), limits.description_bytes);
-            let spec = ToolSpec::new(name, description)
-                .with_parameters(schema)
-                .with_annotations(annotations_of(&tool));
-            let spec = ToolSpec {
-                meta: Some(serde_json::json!({ "server": self.spec.id, "upstream_name": tool.name })),
-                ..spec
-            };
             tools.push(Arc::new(McpTool {
                 spec,
                 upstream_name: tool.name.to_string(),

@@ -63,13 +63,21 @@ pub struct WireNames {
 
 impl WireNames {
     /// Builds the table; when two registry names map to the same wire name, the later one gets a hash
-    /// suffix, so every wire name stands for exactly one tool.
+    /// suffix (hashed again, with a round number, while that is taken too: another name may be exactly
+    /// that suffixed name), so every wire name stands for exactly one tool.
     pub fn new<'a>(registry_names: impl IntoIterator<Item = &'a str>) -> Self {
         let mut table = WireNames::default();
         for name in registry_names {
-            let mut wire = wire_name(name);
-            if table.to_registry.contains_key(&wire) {
-                wire = hashed(&wire, name);
+            let plain = wire_name(name);
+            let mut wire = plain.clone();
+            let mut round = 0u32;
+            while table.to_registry.contains_key(&wire) {
+                round += 1;
+                wire = if round == 1 {
+                    hashed(&plain, name)
+                } else {
+                    hashed(&plain, &format!("{name}#{round}"))
+                };
             }
             table.to_registry.insert(wire.clone(), name.to_owned());
             table.to_wire.insert(name.to_owned(), wire);
@@ -105,6 +113,18 @@ mod tests {
         assert!(is_wire_safe(&wa) && is_wire_safe(&wb));
         assert_eq!(wa.len(), MAX_WIRE_NAME);
         assert_ne!(wa, wb);
+    }
+
+    #[test]
+    fn a_suffixed_name_taken_by_another_tool_is_hashed_again() {
+        // "mcp:s:a.b" is `s__a_b_<h>`; both that and its second suffix `s__a_b_<h>_<h>` are other tools.
+        let h = format!("{:08x}", fnv32("mcp:s:a.b"));
+        let (first, second) = (format!("mcp:s:a_b_{h}_{h}"), format!("mcp:s:a_b_{h}"));
+        let names = [first.as_str(), second.as_str(), "mcp:s:a.b"];
+        let table = WireNames::new(names);
+        for name in names {
+            assert_eq!(table.registry_name(table.wire_name(name).unwrap()), Some(name));
+        }
     }
 
     #[test]

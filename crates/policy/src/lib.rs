@@ -9,6 +9,8 @@ pub mod discovery;
 pub mod document;
 mod evaluation;
 mod examples;
+#[doc(hidden)]
+pub mod fuzzing;
 mod judge;
 mod judge_files;
 pub mod lint;

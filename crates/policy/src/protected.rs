@@ -244,6 +244,12 @@ fn brace_alternatives(pattern: &str) -> Vec<String> {
             out.push(word.replace('{', ""));
             continue;
         };
+        // Checked before the alternatives are made: a word of thousands of commas and a long tail
+        // made a gigabyte of alternatives only to drop them.
+        if out.len() + pending.len() + commas.len() + 1 > 64 {
+            out.push("*".to_owned());
+            break;
+        }
         let (head, body, tail) = (&word[..open], &word[open + 1..close], &word[close + 1..]);
         if commas.is_empty() {
             let middle = if body.contains("..") { "*" } else { body };
@@ -259,36 +265,101 @@ fn brace_alternatives(pattern: &str) -> Vec<String> {
     out
 }
 
-/// `*`, `?` and bracket expressions over one component.
-fn glob_match(pattern: &[char], name: &[char]) -> bool {
-    match pattern.split_first() {
-        None => name.is_empty(),
-        Some(('*', rest)) => (0..=name.len()).any(|skip| glob_match(rest, &name[skip..])),
-        Some(('?', rest)) => !name.is_empty() && glob_match(rest, &name[1..]),
-        Some(('[', rest)) => {
-            let Some(end) = rest.iter().skip(1).position(|c| *c == ']').map(|p| p + 1) else {
-                return name.first() == Some(&'[') && glob_match(rest, &name[1..]);
-            };
-            let Some((first, others)) = name.split_first() else { return false };
-            let (negated, set) = match rest[..end].split_first() {
-                Some(('!' | '^', set)) => (true, set),
-                _ => (false, &rest[..end]),
-            };
-            let mut hit = false;
-            let mut i = 0;
-            while i < set.len() {
-                if i + 2 < set.len() && set[i + 1] == '-' {
-                    hit |= (set[i]..=set[i + 2]).contains(first);
-                    i += 3;
-                } else {
-                    hit |= set[i] == *first;
-                    i += 1;
+/// One element of a component pattern: `*`, `?`, a bracket expression, or a literal character.
+enum Glob {
+    Star,
+    Any,
+    /// `[...]`: its set (ranges `a-z` included) and whether it is negated (`[!...]`, `[^...]`).
+    Class {
+        set: Vec<char>,
+        negated: bool,
+    },
+    Literal(char),
+}
+
+impl Glob {
+    /// Whether this element (not `*`) matches the character `c`.
+    fn matches(&self, c: char) -> bool {
+        match self {
+            Glob::Star | Glob::Any => true,
+            Glob::Literal(l) => *l == c,
+            Glob::Class { set, negated } => {
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= (set[i]..=set[i + 2]).contains(&c);
+                        i += 3;
+                    } else {
+                        hit |= set[i] == c;
+                        i += 1;
+                    }
                 }
+                hit != *negated
             }
-            hit != negated && glob_match(&rest[end + 1..], others)
         }
-        Some((c, rest)) => name.first() == Some(c) && glob_match(rest, &name[1..]),
     }
+}
+
+/// A component pattern's elements. A `[` without a closing `]` is a literal `[`; a `]` right after
+/// `[` (or `[!`) belongs to the set.
+fn glob_elements(pattern: &[char]) -> Vec<Glob> {
+    let mut elements = Vec::new();
+    let mut at = 0;
+    while let Some(&c) = pattern.get(at) {
+        at += 1;
+        match c {
+            '*' => elements.push(Glob::Star),
+            '?' => elements.push(Glob::Any),
+            '[' => {
+                let rest = &pattern[at..];
+                let Some(end) = rest.iter().skip(1).position(|c| *c == ']').map(|p| p + 1) else {
+                    elements.push(Glob::Literal('['));
+                    continue;
+                };
+                let (negated, set) = match rest[..end].split_first() {
+                    Some(('!' | '^', set)) => (true, set),
+                    _ => (false, &rest[..end]),
+                };
+                elements.push(Glob::Class { set: set.to_vec(), negated });
+                at += end + 1;
+            }
+            c => elements.push(Glob::Literal(c)),
+        }
+    }
+    elements
+}
+
+/// `*`, `?` and bracket expressions over one component. Linear backtracking (only to the last `*`):
+/// at most pattern × name steps, where trying every split at every `*` took exponential time on a
+/// pattern of many stars (a command of 44 bytes hung an evaluation; found by the `shell_analyzer` fuzz
+/// target, input in `fuzz/regressions/shell_analyzer/`).
+fn glob_match(pattern: &[char], name: &[char]) -> bool {
+    let elements = glob_elements(pattern);
+    let (mut p, mut n) = (0usize, 0usize);
+    // The element after the last `*` seen, and the name position that `*` stopped at.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match elements.get(p) {
+            Some(Glob::Star) => {
+                p += 1;
+                star = Some((p, n));
+            }
+            Some(element) if element.matches(name[n]) => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((after, stopped)) => {
+                    star = Some((after, stopped + 1));
+                    p = after;
+                    n = stopped + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    elements[p..].iter().all(|e| matches!(e, Glob::Star))
 }
 
 impl ProtectedPaths {
@@ -441,6 +512,77 @@ mod tests {
         for (pattern, name, expected) in rows {
             assert_eq!(may_match(pattern, name), *expected, "{pattern} ~ {name}");
         }
+    }
+
+    /// The former matcher (every split at every `*`: exponential), as the reference of the new one.
+    fn reference(pattern: &[char], name: &[char]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some(('*', rest)) => (0..=name.len()).any(|skip| reference(rest, &name[skip..])),
+            Some(('?', rest)) => !name.is_empty() && reference(rest, &name[1..]),
+            Some(('[', rest)) => {
+                let Some(end) = rest.iter().skip(1).position(|c| *c == ']').map(|p| p + 1) else {
+                    return name.first() == Some(&'[') && reference(rest, &name[1..]);
+                };
+                let Some((first, others)) = name.split_first() else { return false };
+                let (negated, set) = match rest[..end].split_first() {
+                    Some(('!' | '^', set)) => (true, set),
+                    _ => (false, &rest[..end]),
+                };
+                let mut hit = false;
+                let mut i = 0;
+                while i < set.len() {
+                    if i + 2 < set.len() && set[i + 1] == '-' {
+                        hit |= (set[i]..=set[i + 2]).contains(first);
+                        i += 3;
+                    } else {
+                        hit |= set[i] == *first;
+                        i += 1;
+                    }
+                }
+                hit != negated && reference(&rest[end + 1..], others)
+            }
+            Some((c, rest)) => name.first() == Some(c) && reference(rest, &name[1..]),
+        }
+    }
+
+    #[test]
+    fn component_globs_match_as_the_former_matcher_did() {
+        // Every pattern of up to 3 elements over these atoms, against every name of up to 5 characters.
+        let atoms = ["*", "?", "a", "b", "[ab]", "[!a]", "[a-b]", "[", "]", "[]a]"];
+        let mut patterns = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> =
+                patterns.iter().flat_map(|p| atoms.iter().map(move |a| format!("{p}{a}"))).collect();
+            patterns.extend(longer);
+        }
+        patterns.sort();
+        patterns.dedup();
+        let mut names = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> =
+                names.iter().flat_map(|n| ["a", "b", "["].map(|c| format!("{n}{c}"))).collect();
+            names.extend(longer);
+        }
+        names.sort();
+        names.dedup();
+        for pattern in &patterns {
+            let p: Vec<char> = pattern.chars().collect();
+            for name in &names {
+                let n: Vec<char> = name.chars().collect();
+                assert_eq!(glob_match(&p, &n), reference(&p, &n), "{pattern} ~ {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn many_stars_and_many_alternatives_stay_cheap() {
+        // `fuzz/regressions/shell_analyzer/`: a star run hung the former matcher.
+        let stars: Vec<char> = format!("E{}F", "*".repeat(30)).chars().collect();
+        let name: Vec<char> = "E".repeat(60).chars().collect();
+        assert!(!glob_match(&stars, &name));
+        let braces = format!("{{{}}}{}", ",".repeat(30_000), "x".repeat(30_000));
+        assert_eq!(brace_alternatives(&braces), vec!["*".to_owned()]);
     }
 
     #[test]

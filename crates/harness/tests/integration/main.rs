@@ -4,6 +4,7 @@
 mod batch;
 mod common;
 mod conformance;
+mod fuzz_corpus;
 mod pipeline;
 mod pipeline_approval;
 mod pipeline_guards;

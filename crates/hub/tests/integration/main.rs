@@ -19,6 +19,7 @@ mod common;
 mod corpus;
 mod corpus_judged;
 mod corpus_live;
+mod fuzz_corpus;
 mod launch;
 mod load;
 mod manifests;
