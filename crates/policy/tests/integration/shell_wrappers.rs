@@ -374,8 +374,7 @@ fn systemd_run_command_environment_and_properties() {
 fn parallel_template_is_shell_code_with_dynamic_arguments() {
     let a = clean("parallel rm {} ::: a b");
     let rm = only(&a, "rm");
-    // `{}` is a file found below the start, judged as the start (every path below it is where it is).
-    assert_eq!(rm.argv, vec!["rm", "."]);
+    assert_eq!(rm.argv, vec!["rm", "{}"]);
     assert_eq!(rm.wrappers, vec!["parallel"]);
     assert!(rm.dynamic);
     assert!(a.opaque.is_empty());
