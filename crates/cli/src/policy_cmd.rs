@@ -3,9 +3,10 @@
 
 use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
+use crate::render::clean;
 use portcullis_hub::api::policy_check::{
-    CallVerdict, Evaluation, LoadedPolicy, MatchedRule, PolicyLint, Severity, lint_policy, quote_shell_word,
-    test_policy,
+    Access, CallVerdict, Evaluation, LoadedPolicy, MatchedRule, PolicyLint, Severity, lint_policy,
+    quote_shell_word, test_policy,
 };
 use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
 use portcullis_hub::api::times::format_time;
@@ -98,35 +99,49 @@ fn declared_at(rule: &MatchedRule) -> String {
     }
 }
 
+/// The evaluation as text; every line goes through [`clean`]: commands and paths are an agent's text.
 fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError> {
-    writeln!(out, "decision: {}", e.decision.as_str())?;
+    let mut line = |text: String| writeln!(out, "{}", clean(&text));
+    line(format!("decision: {}", e.decision.as_str()))?;
     match (&e.deciding_rule, &e.deciding_reason) {
-        (Some(rule), _) => writeln!(out, "decided by: rule {} ({})", rule.id, declared_at(rule))?,
-        (None, Some(reason)) => writeln!(out, "decided by: {reason}")?,
+        (Some(rule), _) => line(format!("decided by: rule {} ({})", rule.id, declared_at(rule)))?,
+        (None, Some(reason)) => line(format!("decided by: {reason}"))?,
         (None, None) => {}
     }
     if !e.commands.is_empty() {
-        writeln!(out, "commands:")?;
+        line("commands:".into())?;
         for argv in &e.commands {
-            writeln!(out, "  {}", argv.iter().map(|w| quote_shell_word(w)).collect::<Vec<_>>().join(" "))?;
+            line(format!("  {}", argv.iter().map(|w| quote_shell_word(w)).collect::<Vec<_>>().join(" ")))?;
         }
     }
-    if !e.paths.is_empty() {
-        writeln!(out, "paths:")?;
+    if !e.accesses.is_empty() {
+        // Every file read or written, with how the command reaches it and the verdict on it alone.
+        line("files:".into())?;
+        for a in &e.accesses {
+            let access = match a.access {
+                Access::Read => "read ",
+                Access::Write => "write",
+            };
+            let tree = if a.recursive { " (whole tree)" } else { "" };
+            let why = a.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+            line(format!("  {access} {}{tree} via {}: {}{why}", a.path, a.via, a.decision.as_str()))?;
+        }
+    } else if !e.paths.is_empty() {
+        line("paths:".into())?;
         for path in &e.paths {
-            writeln!(out, "  {path}")?;
+            line(format!("  {path}"))?;
         }
     }
     if !e.matched_rules.is_empty() {
-        writeln!(out, "matched rules:")?;
+        line("matched rules:".into())?;
         for rule in &e.matched_rules {
-            writeln!(out, "  {} ({}) in {}", rule.id, rule.decision.as_str(), declared_at(rule))?;
+            line(format!("  {} ({}) in {}", rule.id, rule.decision.as_str(), declared_at(rule)))?;
         }
     }
     if !e.reasons.is_empty() {
-        writeln!(out, "reasons:")?;
+        line("reasons:".into())?;
         for reason in &e.reasons {
-            writeln!(out, "  - {reason}")?;
+            line(format!("  - {reason}"))?;
         }
     }
     Ok(())

@@ -465,3 +465,28 @@ fn url_passwords_and_quote_split_secrets_stay_out_of_the_ledger() {
     }
     assert!(ledger.contains("echo [REDACTED] [REDACTED] x://u:[REDACTED]@h"), "the call is recorded");
 }
+
+/// `check` lists every file a command's operands and options name, with its access and its own verdict,
+/// escaped for the terminal; the read of a file outside the project needs an operator even when the
+/// program's rule allows it, and a write there is forbidden.
+#[test]
+fn check_lists_every_file_with_its_access_and_verdict() {
+    let env = Env::new();
+    let policy = env.write("proj/.portcullis/policy.json", POLICY_A);
+    env.write("proj/notes.txt", "x");
+    let policy = policy.to_str().unwrap();
+    let proj = env.path("proj");
+    let cwd = proj.to_str().unwrap();
+    let home = env.path("home");
+    let check =
+        |command: &str| env.expect(0, &["policy", "check", "--policy", policy, "--cwd", cwd, "--", command]);
+    let out = check("ls notes.txt ../home");
+    assert!(out.starts_with("decision: prompt\n"), "{out}");
+    assert!(out.contains(&format!("  read  {cwd}/notes.txt via ls operand: allow\n")), "{out}");
+    assert!(out.contains(&format!("  read  {} via ls operand: prompt: ", home.display())), "{out}");
+    let out = check("echo x && ls \"$HOME\"");
+    assert!(out.contains("via ls operand: prompt: `ls operand` names \"$HOME\", a path known only"), "{out}");
+    let out = check("ls $'/tmp/\\e[31mred'");
+    assert!(out.contains("/tmp/\\u{1b}[31mred via ls operand"), "{out}");
+    assert!(!out.contains('\u{1b}'), "{out}");
+}

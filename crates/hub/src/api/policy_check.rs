@@ -14,7 +14,9 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub use portcullis_policy::lint::{LintFinding, LintKind, RelatedRule, Severity};
-pub use portcullis_policy::{CallVerdict, Decision, Evaluation, ExampleOutcome, MatchedRule, TestOutcome};
+pub use portcullis_policy::{
+    Access, CallVerdict, Decision, Evaluation, ExampleOutcome, MatchedRule, PathVerdict, TestOutcome,
+};
 
 /// Quotes a word so bash reads it back as the same word (`it's` → `'it'\''s'`); plain words stay.
 pub fn quote_shell_word(word: &str) -> String {

@@ -91,9 +91,10 @@ pub(super) fn record(analyzer: &mut Analyzer, index: usize, spec: &Spec, parsed:
         }
         Operands::Link => link(operands, given(Effect::Target), parsed, &mut add),
         Operands::ArchiveFirstWritten => {
-            let Some((archive, files)) = operands.split_first() else { return };
+            // The archive is written even when the other operands are not files (`zip -d a.zip member`).
+            let Some(archive) = parsed.operands.first() else { return };
             add(archive, FileRole::Write, false, "archive");
-            for file in files {
+            for file in operands.get(1..).unwrap_or(&[]) {
                 let role = if given(Effect::InPlace) { FileRole::Write } else { FileRole::Read };
                 add(file, role, recursive, "operand");
             }
@@ -222,23 +223,15 @@ pub(super) fn tar(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &s
     let mut rest = args.iter();
     if let Some(first) = args.first().filter(|w| !w.text.starts_with('-') && !w.text.is_empty()) {
         rest.next();
-        let mut values = Vec::new();
+        // `tar czf out.tgz`: each letter is an option; each valued letter takes the next word, in order.
         for c in first.text.chars() {
             words.push(Word { text: format!("-{c}"), dynamic: first.dynamic });
-            if TAR_WITH_VALUE.contains(c) {
-                values.push(c);
+            if TAR_WITH_VALUE.contains(c)
+                && let Some(value) = rest.next()
+            {
+                words.push(value.clone());
             }
         }
-        // `tar czf out.tgz`: each valued letter takes the next word, in order.
-        let mut expanded = Vec::new();
-        for word in words.drain(..) {
-            let takes = word.text.chars().nth(1).is_some_and(|c| TAR_WITH_VALUE.contains(c));
-            expanded.push(word);
-            if takes && let Some(value) = rest.next() {
-                expanded.push(value.clone());
-            }
-        }
-        words = expanded;
     }
     words.extend(rest.cloned());
     let mut mode = None::<char>;

@@ -131,9 +131,10 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
         i += 1;
         let a = arg.text.as_str();
         // `chmod -w FILE`: a mode, not an option.
-        let chmod_mode =
-            spec.program == "chmod" && a.len() > 1 && a[1..].chars().all(|c| "rwxXst".contains(c));
-        if options_done || a == "-" || !a.starts_with('-') || chmod_mode {
+        let dash_operand = !spec.dash_operands.is_empty()
+            && a.len() > 1
+            && a[1..].chars().all(|c| spec.dash_operands.contains(c));
+        if options_done || a == "-" || !a.starts_with('-') || dash_operand {
             parsed.operands.push(arg);
             continue;
         }
@@ -151,6 +152,10 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
                 return unknown(analyzer, spec, a, text);
             };
             if attached.is_some() && !entry.ends_with(['=', '?']) {
+                return unknown(analyzer, spec, a, text);
+            }
+            if entry.ends_with("==") && attached.is_some() {
+                // `--arg=NAME VALUE` is not getopt's: where the value is would be a guess.
                 return unknown(analyzer, spec, a, text);
             }
             if entry.ends_with("==") {

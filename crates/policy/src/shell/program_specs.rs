@@ -98,6 +98,8 @@ pub(super) struct Spec {
     pub(super) operands: Operands,
     /// Options that make operand trees read or written as a whole (`-r`, `-R`, `--recursive`).
     pub(super) recursive: &'static [&'static str],
+    /// Letters that make a word starting with `-` an operand, not options (`chmod -w FILE`).
+    pub(super) dash_operands: &'static str,
 }
 
 /// `recursive` of a program that always walks the trees its operands name (`rg`, `ag`, `find`).
@@ -114,6 +116,7 @@ pub(super) const fn spec(program: &'static str, flags: &'static str, with_value:
         effects: &[],
         operands: Operands::Read,
         recursive: &[],
+        dash_operands: "",
     }
 }
 

@@ -79,6 +79,7 @@ version",
         effects: &[("--reference", Effect::Reads), ("--reference", Effect::NoModeOperand)],
         operands: Operands::FirstThenWritten,
         recursive: &["-R", "--recursive"],
+        dash_operands: "rwxXst",
         ..spec("chmod", "cfvR", "")
     },
     Spec {

@@ -4,6 +4,7 @@
 mod common;
 mod containment;
 mod documents;
+mod file_operands;
 mod fuzz_corpus;
 mod lint;
 mod parts;
