@@ -230,8 +230,11 @@ test("a burst of calls from several agents: the view keeps the last 500 (laying 
   await browser.execute(() => {
     globalThis.document.querySelector('[data-testid="live-scroll"]').scrollTop = 0;
   });
+  // The list lays out only what is in view, so the rows found before scrolling may have been replaced:
+  // look for the top row again once it is back in view.
+  await until("the first rows back in view", async () => (await browser.$$('[data-testid="live-call"]')).length > 0, 5_000);
   const asked = Date.now();
-  await rows[0].$('[data-testid="live-call-toggle"]').click();
+  await browser.$('[data-testid="live-call"] [data-testid="live-call-toggle"]').click();
   await browser.$('[data-testid="live-steps"]').waitForDisplayed({ timeout: 5_000 });
   console.log(`expanding a call after the burst: ${Date.now() - asked} ms to its steps`);
   const blocked = await browser.$('[data-testid="live-step"]').getProperty("textContent");
