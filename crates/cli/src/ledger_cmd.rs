@@ -128,6 +128,13 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
             ]);
         }
         table.write(out, "  ")?;
+        // Every file the call reads or writes, as the policy saw it, with its verdict on each.
+        if let Some(record) = records.iter().find(|r| !r.body.files.is_empty()) {
+            writeln!(out, "  files:")?;
+            for f in &record.body.files {
+                writeln!(out, "    {}", clean(&file_line(f)))?;
+            }
+        }
         let approvals: Vec<_> = timeline.approvals.iter().filter(|a| a.session_id == *session).collect();
         if !approvals.is_empty() {
             writeln!(out, "  approvals:")?;
@@ -137,6 +144,22 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `read  /p/a.txt via cat operand: allow`, as `policy check` prints a file.
+fn file_line(f: &portcullis_hub::api::types::FileVerdict) -> String {
+    let access = match f.access {
+        portcullis_hub::api::types::FileAccess::Read => "read ",
+        portcullis_hub::api::types::FileAccess::Write => "write",
+    };
+    let decision = match f.decision {
+        portcullis_hub::api::types::PolicyDecision::Allow => "allow",
+        portcullis_hub::api::types::PolicyDecision::Ask => "prompt",
+        portcullis_hub::api::types::PolicyDecision::Deny => "forbidden",
+    };
+    let tree = if f.recursive { " (whole tree)" } else { "" };
+    let why = f.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    format!("{access} {}{tree} via {}: {decision}{why}", f.path, f.via)
 }
 
 pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {

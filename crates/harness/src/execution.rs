@@ -132,11 +132,45 @@ pub struct PolicyVerdict {
     /// Human-readable explanation (justification of the deciding rule, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Every file the call reads or writes, as the policy saw it, each with its own verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileVerdict>,
+}
+
+/// Whether a file is read or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileAccess {
+    Read,
+    Write,
+}
+
+/// One file a call reads or writes and the policy's word on that access alone: what an audit of the
+/// call's records lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileVerdict {
+    /// Canonical where it resolves; as written otherwise.
+    pub path: String,
+    pub access: FileAccess,
+    /// The whole tree below `path`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
+    /// How the call reaches it (`<`, `cat operand`, `sort -o`, `read tool`...).
+    pub via: String,
+    pub decision: PolicyDecision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl PolicyVerdict {
     pub fn allow(decided_by: DecidedBy) -> Self {
-        PolicyVerdict { decision: PolicyDecision::Allow, decided_by, matched_rules: Vec::new(), reason: None }
+        PolicyVerdict {
+            decision: PolicyDecision::Allow,
+            decided_by,
+            matched_rules: Vec::new(),
+            reason: None,
+            files: Vec::new(),
+        }
     }
 
     pub fn ask(decided_by: DecidedBy, reason: impl Into<String>) -> Self {
@@ -145,6 +179,7 @@ impl PolicyVerdict {
             decided_by,
             matched_rules: Vec::new(),
             reason: Some(reason.into()),
+            files: Vec::new(),
         }
     }
 
@@ -154,11 +189,17 @@ impl PolicyVerdict {
             decided_by,
             matched_rules: Vec::new(),
             reason: Some(reason.into()),
+            files: Vec::new(),
         }
     }
 
     pub fn with_matched_rules(mut self, rules: Vec<RuleRef>) -> Self {
         self.matched_rules = rules;
+        self
+    }
+
+    pub fn with_files(mut self, files: Vec<FileVerdict>) -> Self {
+        self.files = files;
         self
     }
 }
@@ -170,6 +211,9 @@ impl PolicyVerdict {
 pub struct PolicyRuling {
     pub decision: PolicyDecision,
     pub decided_by: DecidedBy,
+    /// Every file the call reads or writes, each with the policy's verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileVerdict>,
 }
 
 /// What the policy is asked about.

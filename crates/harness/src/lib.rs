@@ -52,7 +52,8 @@ pub use events::{
 };
 pub use execution::{
     AGENT_PROMPT, ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy,
-    MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling, PolicyVerdict, Risk,
+    FileAccess, FileVerdict, MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling,
+    PolicyVerdict, Risk,
 };
 pub use grants::{GrantScope, Grants};
 pub use guardrail::{

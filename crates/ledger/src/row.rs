@@ -2,8 +2,8 @@
 //! come back as [`StoredRecord`]s.
 
 use portcullis_harness::{
-    BlockedReason, CallError, DecidedBy, ExecutionAction, PolicyDecision, PolicyRuling, RecordKind, RuleRef,
-    Timestamp, ToolCallRecord, ToolOutput,
+    BlockedReason, CallError, DecidedBy, ExecutionAction, FileVerdict, PolicyDecision, PolicyRuling,
+    RecordKind, RuleRef, Timestamp, ToolCallRecord, ToolOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -133,6 +133,9 @@ pub struct RecordBody {
     pub decided_by: DecidedBy,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Every file the call reads or writes, each with the policy's verdict on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileVerdict>,
 }
 
 /// The columns of what decided a call: (kind, rule id, rule source, operator).
@@ -187,6 +190,7 @@ pub fn body_of(record: &ToolCallRecord) -> RecordBody {
         matched_rules: record.matched_rules.clone(),
         decided_by: record.decided_by.clone(),
         cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        files: record.policy.as_ref().map(|p| p.files.clone()).unwrap_or_default(),
     }
 }
 

@@ -353,6 +353,19 @@ impl Policy {
                 return;
             }
         };
+        self.judge_resolved(raw, &path, access, ctx, eval);
+    }
+
+    /// Judges `path`, already resolved from `raw` as written.
+    pub(crate) fn judge_resolved(
+        &self,
+        raw: &str,
+        path: &std::path::Path,
+        access: Access,
+        ctx: &EvalContext,
+        eval: &mut Evaluation,
+    ) {
+        let path = path.to_path_buf();
         let shown = path.display().to_string();
         eval.paths.push(shown.clone());
         if let Some(hit) = self.pattern_hit(raw, ctx)

@@ -6,7 +6,7 @@
 use crate::document::{Access, Decision};
 use crate::paths::{expand_tilde, glob_component, glob_matches_path, resolve_in};
 use crate::policy::{EvalContext, Evaluation, Policy};
-use crate::shell::{FileOperand, FileRole};
+use crate::shell::{FileOperand, FileRole, SimpleCommand};
 use std::path::{Component, Path, PathBuf};
 
 /// A pattern matching more files than this is not expanded: the command needs an operator.
@@ -43,6 +43,15 @@ impl Policy {
             }
         };
         for path in paths {
+            // `rm link`, `mv link x`: the link itself is removed or replaced, wherever it points.
+            if access == Access::Write
+                && let Some(link) = link_itself(&path, ctx)
+            {
+                let shown = link.display().to_string();
+                eval.judge_access(&shown, access, false, &format!("{via} (the link itself)"), |one| {
+                    self.judge_resolved(&shown, &link, access, ctx, one);
+                });
+            }
             eval.judge_access(&path, access, file.recursive, via, |one| {
                 self.judge_path(&path, access, ctx, one);
                 if file.recursive {
@@ -52,6 +61,33 @@ impl Policy {
                     self.judge_code_folder(&path, via, ctx, one);
                 }
             });
+        }
+    }
+
+    /// Bash lists a folder to expand a pattern in any word of a command (`echo ~/.ssh/*` lists
+    /// `~/.ssh`): each folder listed is judged as a read of it.
+    pub(crate) fn judge_listings(&self, command: &SimpleCommand, ctx: &EvalContext, eval: &mut Evaluation) {
+        let mut seen: Vec<PathBuf> = Vec::new();
+        for word in &command.patterns {
+            let folders = match listed_folders(word, ctx) {
+                Ok(folders) => folders,
+                Err(why) => {
+                    eval.judge_access(word, Access::Read, false, "pattern", |one| {
+                        one.raise(Decision::Prompt, format!("the pattern {word:?}: {why}"), None);
+                    });
+                    continue;
+                }
+            };
+            for folder in folders {
+                if seen.contains(&folder) {
+                    continue;
+                }
+                let shown = folder.display().to_string();
+                eval.judge_access(&shown, Access::Read, false, &format!("listed for {word}"), |one| {
+                    self.judge_path(&shown, Access::Read, ctx, one);
+                });
+                seen.push(folder);
+            }
         }
     }
 
@@ -118,6 +154,29 @@ impl Policy {
 /// Entries looked at below a tree read or written as a whole before giving up (and prompting).
 pub const MAX_TREE_ENTRIES: usize = 20_000;
 
+/// The link a written path names, when its last component is a symbolic link: its folder resolved,
+/// the link not followed.
+fn link_itself(raw: &str, ctx: &EvalContext) -> Option<PathBuf> {
+    let expanded = expand_tilde(raw, &ctx.cwd, ctx.home.as_deref()).ok()?;
+    let path = if expanded.is_absolute() { expanded } else { ctx.cwd.join(expanded) };
+    if !std::fs::symlink_metadata(&path).ok()?.file_type().is_symlink() {
+        return None;
+    }
+    let folder = path.parent()?.canonicalize().ok()?;
+    Some(folder.join(path.file_name()?))
+}
+
+/// The folders bash lists to expand the patterns of a word (`../outside/*.txt` lists `../outside`).
+fn listed_folders(word: &str, ctx: &EvalContext) -> Result<Vec<PathBuf>, String> {
+    let mut listed = Vec::new();
+    for alternative in expand_braces(word)? {
+        if alternative.contains(['*', '?', '[']) {
+            match_pattern(&alternative, ctx, &mut listed)?;
+        }
+    }
+    Ok(listed)
+}
+
 /// What a walk below a tree found.
 enum Below {
     Clean,
@@ -163,7 +222,7 @@ pub(crate) fn expand(word: &str, ctx: &EvalContext) -> Result<Vec<String>, Strin
             out.push(alternative);
             continue;
         }
-        let matches = match_pattern(&alternative, ctx)?;
+        let matches = match_pattern(&alternative, ctx, &mut Vec::new())?;
         out.push(alternative);
         out.extend(matches.into_iter().map(|p| p.display().to_string()));
         if out.len() > MAX_PATTERN_MATCHES {
@@ -244,7 +303,11 @@ fn split_top_level(inner: &str) -> Vec<&str> {
 
 /// The files a pattern matches now, from the working folder; `[...]` classes are taken as any one
 /// character and dot files match too, so the set is never smaller than bash's.
-fn match_pattern(pattern: &str, ctx: &EvalContext) -> Result<Vec<PathBuf>, String> {
+fn match_pattern(
+    pattern: &str,
+    ctx: &EvalContext,
+    listed: &mut Vec<PathBuf>,
+) -> Result<Vec<PathBuf>, String> {
     let expanded = expand_tilde(pattern, &ctx.cwd, ctx.home.as_deref()).map_err(|e| e.to_string())?;
     let absolute = if expanded.is_absolute() { expanded } else { ctx.cwd.join(expanded) };
     let mut found = vec![PathBuf::from("/")];
@@ -257,6 +320,7 @@ fn match_pattern(pattern: &str, ctx: &EvalContext) -> Result<Vec<PathBuf>, Strin
         let simple = simplify_classes(text);
         let mut next = Vec::new();
         for folder in &found {
+            listed.push(folder.clone());
             let Ok(entries) = std::fs::read_dir(folder) else { continue };
             for entry in entries.flatten() {
                 let name = entry.file_name();

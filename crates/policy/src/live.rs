@@ -5,7 +5,8 @@ use crate::document::Decision;
 use crate::policy::{EvalContext, Evaluation, Policy};
 use async_trait::async_trait;
 use portcullis_harness::{
-    DecidedBy, ExecutionAction, ExecutionPolicy, PolicyRequest, PolicyVerdict, RuleRef,
+    DecidedBy, ExecutionAction, ExecutionPolicy, FileAccess, FileVerdict, PolicyDecision, PolicyRequest,
+    PolicyVerdict, RuleRef,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -71,17 +72,37 @@ pub fn verdict_of(evaluation: &Evaluation) -> PolicyVerdict {
         Decision::Prompt => PolicyVerdict::ask(decided_by, reason),
         Decision::Forbidden => PolicyVerdict::deny(decided_by, reason),
     };
-    verdict.with_matched_rules(
-        evaluation
-            .matched_rules
-            .iter()
-            .map(|r| RuleRef {
-                id: r.id.clone(),
-                source: r.source.clone(),
-                decision: Some(r.decision.as_str().to_owned()),
-            })
-            .collect(),
-    )
+    verdict
+        .with_matched_rules(
+            evaluation
+                .matched_rules
+                .iter()
+                .map(|r| RuleRef {
+                    id: r.id.clone(),
+                    source: r.source.clone(),
+                    decision: Some(r.decision.as_str().to_owned()),
+                })
+                .collect(),
+        )
+        .with_files(evaluation.accesses.iter().map(file_verdict).collect())
+}
+
+fn file_verdict(a: &crate::PathVerdict) -> FileVerdict {
+    FileVerdict {
+        path: a.path.clone(),
+        access: match a.access {
+            crate::Access::Read => FileAccess::Read,
+            crate::Access::Write => FileAccess::Write,
+        },
+        recursive: a.recursive,
+        via: a.via.clone(),
+        decision: match a.decision {
+            Decision::Allow => PolicyDecision::Allow,
+            Decision::Prompt => PolicyDecision::Ask,
+            Decision::Forbidden => PolicyDecision::Deny,
+        },
+        reason: a.reason.clone(),
+    }
 }
 
 impl LivePolicy {

@@ -530,6 +530,7 @@ impl Policy {
                 self.judge_command(command, part);
                 for here in &folders {
                     self.judge_operands(command, here, part);
+                    self.judge_listings(command, here, part);
                     for file in &command.files {
                         self.judge_file(file, here, part);
                     }

@@ -6,6 +6,7 @@ mod interpreters;
 mod options;
 mod program_specs;
 mod program_specs_files;
+mod program_table;
 mod programs;
 mod sed;
 mod variables;
@@ -16,7 +17,9 @@ mod writing_programs;
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
-use words::{Word, node_text, resolve};
+use words::{Word, is_pattern, node_text, resolve};
+
+pub use program_table::{OptionRow, OptionValue, ProgramRow, program_table};
 
 /// Scripts longer than this are not parsed: the analysis holds only an [`OpaqueKind::TooLarge`].
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
@@ -68,6 +71,10 @@ pub struct SimpleCommand {
     /// knows them (`cat F` reads F, `cp A B` reads A and writes B, `grep -r x D` reads the tree D).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileOperand>,
+    /// The words bash expands as patterns before the program runs (`*.txt`, `~/.ssh/*`; not `'*.txt'`):
+    /// bash lists the folders they name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<String>,
 }
 
 /// A file a program opens because an operand or an option names it.
@@ -310,13 +317,20 @@ impl Analyzer {
 
     fn command(&mut self, node: Node<'_>, src: &str, ctx: &Context, depth: usize, extra: Vec<Word>) {
         let mut argv = Vec::new();
+        let mut patterns = Vec::new();
         let mut env = Vec::new();
         let mut env_dynamic = false;
         let mut cursor = node.walk();
         for (index, child) in node.children(&mut cursor).enumerate() {
             let field = node.field_name_for_child(index as u32);
             match (field, child.kind()) {
-                (Some("name" | "argument"), _) => argv.push(resolve(child, src)),
+                (Some("name" | "argument"), _) => {
+                    let word = resolve(child, src);
+                    if field == Some("argument") && !word.dynamic && is_pattern(child, src) {
+                        patterns.push(word.text.clone());
+                    }
+                    argv.push(word);
+                }
                 (None, "variable_assignment") => {
                     let (name, value) = assignment(child, src);
                     env_dynamic |= value.dynamic;
@@ -328,7 +342,11 @@ impl Analyzer {
         argv.extend(extra);
         let command_ctx = if redirects_stdin(node, src) { ctx.with_stdin_redirected() } else { ctx.clone() };
         // Prefix assignments are checked by `check_assignment` when the children are visited.
+        let index = self.out.commands.len();
         self.emit(argv, env, env_dynamic, &command_ctx, node_text(node, src));
+        if let Some(command) = self.out.commands.get_mut(index) {
+            command.patterns = patterns;
+        }
         self.visit_children(node, src, ctx, depth);
     }
 
@@ -385,6 +403,7 @@ impl Analyzer {
             wrappers: ctx.wrappers.clone(),
             dynamic,
             files: Vec::new(),
+            patterns: Vec::new(),
         });
         if !name_dynamic {
             programs::inspect(self, index, &program, &argv, &env, ctx, text);

@@ -250,3 +250,36 @@ fn refused_requests_are_recorded_without_the_token_presented() {
         assert!(!found, "a token presented is in the ledger's files");
     }
 }
+
+/// A call's records keep every file its command reads or writes with the policy's verdict on each, and
+/// `ledger show` lists them (issue 13): an auditor sees what `cat` read and what `sort -o` wrote.
+#[test]
+fn ledger_show_lists_every_file_a_command_touched_with_its_verdict() {
+    node_modules();
+    let policy = r#"{ "commands": { "default": "allow", "rules": [] } }"#;
+    let mut served = serve(policy);
+    std::fs::write(served.project().join("notes.txt"), "b\na\n").unwrap();
+    served.agent(json!([
+        {"op": "call", "name": "shell", "arguments": {"command": "cat notes.txt && sort -o sorted.txt notes.txt"}},
+    ]));
+    served.stop();
+    assert_eq!(std::fs::read_to_string(served.project().join("sorted.txt")).unwrap(), "a\nb\n");
+    let calls = ledger_calls(&served);
+    let call_id = calls[0]["call_id"].as_str().unwrap();
+    let project = served.project().canonicalize().unwrap();
+    let shown = ledger_command(&served, &["ledger", "show", call_id]);
+    assert!(shown.contains("  files:"), "{shown}");
+    let read = format!("read  {}/notes.txt via cat operand: allow", project.display());
+    let written = format!("write {}/sorted.txt via sort -o: allow", project.display());
+    assert!(shown.contains(&read), "{shown}");
+    assert!(shown.contains(&written), "{shown}");
+    let timeline: Value =
+        serde_json::from_str(&ledger_command(&served, &["ledger", "show", "--json", call_id])).unwrap();
+    let files = timeline["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| r["files"].as_array().filter(|f| !f.is_empty()))
+        .unwrap_or_else(|| panic!("no record lists files: {timeline}"));
+    assert!(files.iter().any(|f| f["access"] == "write" && f["via"] == "sort -o"), "{files:?}");
+}

@@ -73,7 +73,11 @@ impl Shared {
                 )
             });
         stages.policy_us = micros_since(judging);
-        let ruling = PolicyRuling { decision: verdict.decision, decided_by: verdict.decided_by.clone() };
+        let ruling = PolicyRuling {
+            decision: verdict.decision,
+            decided_by: verdict.decided_by.clone(),
+            files: verdict.files.clone(),
+        };
         match verdict.decision {
             PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules, Some(ruling))),
             PolicyDecision::Deny => {

@@ -499,7 +499,8 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
         )
         .unwrap();
     }
-    let ruling = PolicyRuling { decision: PolicyDecision::Ask, decided_by: rule("ask-deploy") };
+    let ruling =
+        PolicyRuling { decision: PolicyDecision::Ask, decided_by: rule("ask-deploy"), files: Vec::new() };
     let ledger = SqliteLedger::open(&path).unwrap();
     let mut asked = started("s", "asked", "shell", 10, DecidedBy::ApprovalTimeout { after_ms: 5 });
     asked.policy = Some(ruling.clone());
@@ -509,7 +510,11 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
     ledger.record(asked.clone()).await.unwrap();
     ledger.record(refused).await.unwrap();
     let mut open = started("s", "open", "shell", 20, rule("allow-make"));
-    open.policy = Some(PolicyRuling { decision: PolicyDecision::Allow, decided_by: rule("allow-make") });
+    open.policy = Some(PolicyRuling {
+        decision: PolicyDecision::Allow,
+        decided_by: rule("allow-make"),
+        files: Vec::new(),
+    });
     ledger.record(open).await.unwrap();
     ledger.close().await.unwrap();
 

@@ -19,7 +19,8 @@ pub(super) fn record(analyzer: &mut Analyzer, index: usize, spec: &Spec, parsed:
             Effect::ReadsTree => (FileRole::Read, true),
             Effect::WritesTree => (FileRole::Write, true),
             Effect::RunsCode => (FileRole::RunsCode, true),
-            Effect::Target => (FileRole::Write, recursive),
+            // Whatever lands in the folder is written below it.
+            Effect::Target => (FileRole::Write, true),
             _ => continue,
         };
         analyzer.add_file(index, word, role, tree, &via);
@@ -79,8 +80,9 @@ pub(super) fn record(analyzer: &mut Analyzer, index: usize, spec: &Spec, parsed:
             let sources = if given(Effect::Target) {
                 operands
             } else {
+                // An existing folder as the destination receives the sources below it.
                 if let Some(destination) = operands.last() {
-                    add(destination, FileRole::Write, recursive || moves, "destination");
+                    add(destination, FileRole::Write, true, "destination");
                 }
                 operands.get(..operands.len().saturating_sub(1)).unwrap_or(&[])
             };
@@ -94,6 +96,15 @@ pub(super) fn record(analyzer: &mut Analyzer, index: usize, spec: &Spec, parsed:
             // The archive is written even when the other operands are not files (`zip -d a.zip member`).
             let Some(archive) = parsed.operands.first() else { return };
             add(archive, FileRole::Write, false, "archive");
+            // zip adds `.zip` to a name without an extension.
+            let name = archive.text.rsplit('/').next().unwrap_or_default();
+            if !name.contains('.') {
+                // After an expansion the name is another: judged as known only at run time.
+                let home = archive.text == "~" || archive.text.contains(['*', '?', '[', '{']);
+                let with_suffix =
+                    Word { text: format!("{}.zip", archive.text), dynamic: archive.dynamic || home };
+                add(&with_suffix, FileRole::Write, false, "archive");
+            }
             for file in operands.get(1..).unwrap_or(&[]) {
                 let role = if given(Effect::InPlace) { FileRole::Write } else { FileRole::Read };
                 add(file, role, recursive, "operand");
@@ -105,6 +116,11 @@ pub(super) fn record(analyzer: &mut Analyzer, index: usize, spec: &Spec, parsed:
             let into_folder = parsed.values.iter().any(|(_, e, _)| *e == Effect::WritesTree);
             if !given(Effect::NoExtract) && !into_folder {
                 add(&Word::literal("."), FileRole::Write, true, "extracts into the working folder");
+            }
+        }
+        Operands::GitDiff => {
+            for file in operands {
+                add(file, FileRole::Read, true, "operand");
             }
         }
         Operands::GitRevisions => {
@@ -139,8 +155,9 @@ fn link(
         _ if target_given => (operands, None),
         [targets @ .., last] => (targets, Some(*last)),
     };
+    // An existing folder as the link name receives the links below it.
     if let Some(name) = link_name {
-        add(name, FileRole::Write, false, "link");
+        add(name, FileRole::Write, true, "link");
     }
     for target in targets {
         add(target, FileRole::Write, false, "target");

@@ -6,7 +6,7 @@
 
 use super::program_specs::{self, Effect, Operands, Spec};
 use super::words::Word;
-use super::{Analyzer, OpaqueKind};
+use super::{Analyzer, FileRole, OpaqueKind};
 
 /// Reports the options of `program` (with `args` after its name) that write, act or are unknown, the
 /// files its operands and options name (onto the command at `index`), and the variables builtins assign
@@ -162,7 +162,7 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
                 i += 1; // `--arg NAME VALUE`: the name, then the value below
             }
             let value = match attached {
-                Some(v) => Some(Word { text: v.to_owned(), dynamic: arg.dynamic }),
+                Some(v) => Some(Word { text: literal_tilde(v), dynamic: arg.dynamic }),
                 None if entry.ends_with('=') => {
                     i += 1;
                     args.get(i - 1).cloned()
@@ -187,7 +187,7 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
                     i += 1;
                     args.get(i - 1).cloned()
                 } else {
-                    Some(Word { text: rest, dynamic: arg.dynamic })
+                    Some(Word { text: literal_tilde(&rest), dynamic: arg.dynamic })
                 };
                 effect(analyzer, spec, &format!("-{c}"), value, &mut parsed, text);
                 break;
@@ -207,8 +207,11 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
     }
     match spec.operands {
         Operands::SecondWritten => {
-            if let Some(out) = parsed.operands.get(1) {
-                analyzer.add_redirection(None, format!("{} output", spec.program), (*out).clone(), text);
+            // A glob or braces may expand to two files, the second then being the output.
+            let expands = parsed.operands.iter().any(|o| o.text.contains(['*', '?', '[', '{']));
+            let outputs = if expands { parsed.operands.get(..) } else { parsed.operands.get(1..2) };
+            for out in outputs.unwrap_or(&[]) {
+                analyzer.add_file(index, out, FileRole::Write, false, &format!("{} output", spec.program));
             }
         }
         Operands::FormatOnly if parsed.operands.iter().any(|o| !o.text.starts_with('+')) => {
@@ -259,6 +262,12 @@ fn effect(
             | Effect::NoModeOperand => {}
         }
     }
+}
+
+/// An option value attached to its option (`--output=~/x`, `-o~/x`): bash expands no tilde there, so
+/// the program gets a folder literally named `~`.
+fn literal_tilde(value: &str) -> String {
+    if value.starts_with('~') { format!("./{value}") } else { value.to_owned() }
 }
 
 fn unknown(analyzer: &mut Analyzer, spec: &Spec, option: &str, text: &str) {

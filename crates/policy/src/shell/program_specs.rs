@@ -72,8 +72,11 @@ pub(super) enum Operands {
     ArchiveFirstWritten,
     /// `unzip ARCHIVE [MEMBER...]`: the archive read, the tree of the working folder (or `-d`) written.
     ArchiveExtract,
-    /// `git diff|log|show`: revisions and pathspecs inside the repository; with `--no-index` files read.
+    /// `git log|show`: revisions and pathspecs inside the repository; with `--no-index` files read.
     GitRevisions,
+    /// `git diff`: revisions and pathspecs, but given paths outside the repository git compares them as
+    /// files (as with `--no-index`): every operand is judged as a file read.
+    GitDiff,
     /// `make` targets, where a `VAR=value` override can change which programs run.
     MakeTargets,
 }
@@ -129,13 +132,19 @@ pub(super) fn find(program: &str) -> Option<&'static Spec> {
         "md5sum" | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" | "b2sum" => "sha256sum",
         other => other,
     };
-    SPECS.iter().chain(super::program_specs_files::SPECS).find(|s| s.program == name)
+    all().find(|s| s.program == name)
+}
+
+/// Every program's row (git subcommands apart: [`git`]).
+pub(super) fn all() -> impl Iterator<Item = &'static Spec> {
+    SPECS.iter().chain(super::program_specs_files::SPECS)
 }
 
 /// The row of a git subcommand policies allow or prompt; other subcommands are for rules to judge.
 pub(super) fn git(sub: &str) -> Option<&'static Spec> {
     match sub {
-        "diff" | "log" | "show" | "whatchanged" => Some(&GIT_DIFF_LOG),
+        "diff" => Some(&GIT_DIFF),
+        "log" | "show" | "whatchanged" => Some(&GIT_DIFF_LOG),
         "status" => Some(&GIT_STATUS),
         "blame" | "annotate" => Some(&GIT_BLAME),
         "branch" => Some(&GIT_BRANCH),
@@ -192,6 +201,9 @@ version",
             ("--files-from", Effect::Reads),
             ("-m", Effect::Reads),
             ("--magic-file", Effect::Reads),
+            // Restoring the access time writes the file's times.
+            ("-p", Effect::InPlace),
+            ("--preserve-date", Effect::InPlace),
         ],
         ..spec("file", "bcCdEhiIklLNnprsSvzZ0", "eFfmP")
     },
@@ -442,7 +454,7 @@ simplify-merges ancestry-path? date-order author-date-order topo-order reverse n
 pretty? format= abbrev-commit no-abbrev-commit oneline encoding= expand-tabs? no-expand-tabs \
 notes? no-notes show-notes? show-signature relative-date date= parents children left-right graph \
 show-linear-break? diff-merges= no-diff-merges combined-all-paths remerge-diff cc dd root \
-show-stats name-rev ignore-cr-at-eol show-origin raw no-stat help";
+show-stats name-rev ignore-cr-at-eol show-origin raw no-stat";
 
 const GIT_DIFF_LOG: Spec = Spec {
     digits: true,
@@ -459,9 +471,11 @@ const GIT_DIFF_LOG: Spec = Spec {
     ..spec("git", "pusRabwWDzEFPigcmtr", "nSGOlL")
 };
 
+const GIT_DIFF: Spec = Spec { operands: Operands::GitDiff, ..GIT_DIFF_LOG };
+
 const GIT_STATUS: Spec = Spec {
     long: "short branch show-stash porcelain? long verbose untracked-files? ignore-submodules? ignored? \
-column? no-column ahead-behind no-ahead-behind renames no-renames find-renames? null help",
+column? no-column ahead-behind no-ahead-behind renames no-renames find-renames? null",
     attached_value: "u",
     operands: Operands::NotFiles,
     ..spec("git status", "sbvz", "")
@@ -470,7 +484,7 @@ column? no-column ahead-behind no-ahead-behind renames no-renames find-renames? 
 const GIT_BLAME: Spec = Spec {
     long: "root show-stats score-debug show-name show-number show-email porcelain line-porcelain \
 incremental encoding= contents= date= progress no-progress reverse= first-parent ignore-rev= \
-ignore-revs-file= color-lines color-by-age minimal abbrev? help",
+ignore-revs-file= color-lines color-by-age minimal abbrev?",
     effects: &[("--contents", Effect::Reads), ("--ignore-revs-file", Effect::Reads)],
     attached_value: "MC",
     operands: Operands::NotFiles,
@@ -481,7 +495,7 @@ const GIT_BRANCH: Spec = Spec {
     long: "all remotes list verbose quiet color? no-color contains? no-contains? merged? no-merged? \
 points-at= sort= format= column? no-column show-current ignore-case abbrev= no-abbrev omit-empty \
 delete move copy force set-upstream-to= unset-upstream edit-description track? no-track \
-create-reflog recurse-submodules help",
+create-reflog recurse-submodules",
     effects: &[
         ("-d", Effect::Acts),
         ("-D", Effect::Acts),

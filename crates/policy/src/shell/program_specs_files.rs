@@ -40,6 +40,9 @@ strip-program=",
             ("-d", Effect::InPlace),
             ("--directory", Effect::InPlace),
             ("--strip-program", Effect::Acts),
+            // Runs `strip` on the installed file.
+            ("-s", Effect::Acts),
+            ("--strip", Effect::Acts),
         ],
         operands: Operands::CopyToLast,
         ..spec("install", "bCcDdpsTvZ", "gmoSt")
@@ -112,12 +115,13 @@ time-style= exclude-from= exclude= one-file-system help version",
     },
     Spec {
         digits: true,
-        long: "recurse-paths recurse-patterns quiet verbose junk-paths update freshen move delete test \
+        long: "recurse-paths quiet verbose junk-paths update freshen move delete test \
 symlinks exclude= include= temp-path= output-file= password= compression-method= suffixes= \
 no-dir-entries no-extra fix fixfix grow encrypt help version",
         effects: &[
-            ("-b", Effect::Writes),
-            ("--temp-path", Effect::Writes),
+            // A folder the temporary archive is written in.
+            ("-b", Effect::WritesTree),
+            ("--temp-path", Effect::WritesTree),
             ("-O", Effect::Writes),
             ("--output-file", Effect::Writes),
             ("-m", Effect::InPlace),
@@ -129,8 +133,9 @@ no-dir-entries no-extra fix fixfix grow encrypt help version",
             ("-@", Effect::Acts),
         ],
         operands: Operands::ArchiveFirstWritten,
-        recursive: &["-r", "-R", "--recurse-paths", "--recurse-patterns"],
-        ..spec("zip", "qvjrRufmdTDXyglAcFSe@", "bOPZnxit")
+        // `-R` walks the working folder for patterns the operands give: not in the table, so it prompts.
+        recursive: &["-r", "--recurse-paths"],
+        ..spec("zip", "qvjrufmdTDXyglAcFSe@", "bOPZnxit")
     },
     Spec {
         long: "help version",

@@ -47,6 +47,46 @@ pub(crate) fn resolve(node: Node<'_>, src: &str) -> Word {
     }
 }
 
+/// Whether bash expands `node` as a pattern: a `*`, `?` or `[` outside quotes and not escaped
+/// (`*.txt`, `src/*"x"`; not `'*.txt'` or `\*`).
+pub(crate) fn is_pattern(node: Node<'_>, src: &str) -> bool {
+    match node.kind() {
+        "word" => unquoted_glob(node_text(node, src)),
+        "extglob_pattern" => true,
+        "concatenation" => {
+            let mut pos = node.start_byte();
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                let gap = src.get(pos..child.start_byte()).unwrap_or("");
+                if unquoted_glob(gap) || (child.is_named() && is_pattern(child, src)) {
+                    return true;
+                }
+                if !child.is_named() && unquoted_glob(node_text(child, src)) {
+                    return true;
+                }
+                pos = child.end_byte();
+            }
+            unquoted_glob(src.get(pos..node.end_byte()).unwrap_or(""))
+        }
+        _ => false,
+    }
+}
+
+/// Unquoted text holding a glob character that no backslash escapes.
+fn unquoted_glob(text: &str) -> bool {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Concatenates the children of a concatenation; text between children is taken as unquoted.
 fn resolve_pieces(node: Node<'_>, src: &str) -> Word {
     let mut out = Word::literal(String::new());

@@ -370,6 +370,7 @@ pub(super) fn find(
             wrappers: inner_ctx.wrappers,
             dynamic,
             files: Vec::new(),
+            patterns: Vec::new(),
         });
     }
 }

@@ -7,6 +7,7 @@ mod documents;
 mod file_operands;
 mod fuzz_corpus;
 mod lint;
+mod oracle;
 mod parts;
 mod pipeline;
 mod shell;
