@@ -76,7 +76,7 @@ impl Shared {
         let ruling = PolicyRuling {
             decision: verdict.decision,
             decided_by: verdict.decided_by.clone(),
-            files: verdict.files.clone(),
+            files: self.shown_files(&verdict.files),
         };
         match verdict.decision {
             PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules, Some(ruling))),

@@ -98,6 +98,26 @@ impl Shared {
         (summary, true)
     }
 
+    /// The files of a policy's verdict as records show them: a path or reason holding a secret (a file
+    /// named after a token) is redacted like the command that named it.
+    pub(super) fn shown_files(
+        &self,
+        files: &[crate::execution::FileVerdict],
+    ) -> Vec<crate::execution::FileVerdict> {
+        files
+            .iter()
+            .map(|f| {
+                let mut shown = f.clone();
+                self.redactor.redact_string(&mut shown.path);
+                self.redactor.redact_string(&mut shown.via);
+                if let Some(reason) = &mut shown.reason {
+                    self.redactor.redact_string(reason);
+                }
+                shown
+            })
+            .collect()
+    }
+
     /// The action as records show it: the command redacted as a command (what a quote-removed reading
     /// of it holds too) and bounded in size.
     pub(super) fn shown_action(&self, action: &ExecutionAction) -> (ExecutionAction, bool) {
