@@ -4,7 +4,7 @@
 
 use crate::document::{Access, DEFAULT_DENY_GLOBS, Decision, PolicyDocument};
 use crate::paths::resolve;
-use crate::shell::{SimpleCommand, analyze};
+use crate::shell::{FileRole, SimpleCommand, analyze};
 use portcullis_harness::paths::{canonicalize_lenient, is_inside};
 use portcullis_harness::{ActionKind, ExecutionAction};
 use serde::{Deserialize, Serialize};
@@ -540,8 +540,8 @@ impl Policy {
         for redirection in &analysis.redirections {
             let text = shorten(&format!("{} {}", redirection.op, redirection.target));
             eval.judge_part(PartKind::Redirection, text, redirection.dynamic, |part| {
-                let access = if redirection.write { Access::Write } else { Access::Read };
                 if redirection.dynamic {
+                    let access = if redirection.write { Access::Write } else { Access::Read };
                     part.judge_access(&redirection.target, access, false, &redirection.op, |one| {
                         one.raise(
                             Decision::Prompt,
@@ -551,10 +551,17 @@ impl Policy {
                     });
                     return;
                 }
+                // Bash expands braces and patterns in the target too (more than one word is an error):
+                // each expansion is judged, as a file a program names is.
+                let file = crate::shell::FileOperand {
+                    path: redirection.target.clone(),
+                    role: if redirection.write { FileRole::Write } else { FileRole::Read },
+                    recursive: false,
+                    dynamic: false,
+                    via: redirection.op.clone(),
+                };
                 for here in &folders {
-                    part.judge_access(&redirection.target, access, false, &redirection.op, |one| {
-                        self.judge_path(&redirection.target, access, here, one);
-                    });
+                    self.judge_file(&file, here, part);
                 }
             });
         }

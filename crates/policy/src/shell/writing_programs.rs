@@ -175,7 +175,8 @@ pub(super) fn sed_command(analyzer: &mut Analyzer, index: usize, args: &[Word], 
     }
     if let Some(suffix) = in_place {
         for file in operands.iter().skip(usize::from(script_operand)) {
-            analyzer.add_redirection(None, "sed -i".to_owned(), (*file).clone(), text);
+            // The file is replaced, not written through: a link is replaced by a file.
+            analyzer.add_file(index, file, FileRole::Write, false, "sed -i");
             if !suffix.is_empty() {
                 analyzer.add_redirection(None, "sed -i".to_owned(), sed_backup(file, &suffix), text);
             }
@@ -360,6 +361,11 @@ pub(super) fn find(
         }
     }
     if deletes {
+        // Everything found below each start may be removed, the start itself too.
+        let found: Vec<Word> = if starts.is_empty() { vec![Word::literal(".")] } else { starts.clone() };
+        for start in &found {
+            analyzer.add_file(index, start, FileRole::Write, true, "find -delete");
+        }
         let mut argv = vec![Word::literal("find"), Word::literal("-delete")];
         argv.extend(starts);
         let dynamic = argv.iter().any(|w| w.dynamic);

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::*;
-use portcullis_policy::shell::{OpaqueKind, analyze};
+use portcullis_policy::shell::{FileRole, OpaqueKind, analyze};
 
 #[test]
 fn prefix_assignments_are_env() {
@@ -448,23 +448,28 @@ fn awk_output_redirections_are_opaque() {
 
 #[test]
 fn sed_in_place_files_are_writes() {
+    // The file itself is replaced (a file of the command); a backup is written as a redirection is.
+    fn in_place(script: &str) -> Vec<String> {
+        let a = clean(script);
+        let files = a.commands.iter().flat_map(|c| &c.files).filter(|f| f.via == "sed -i").map(|f| {
+            assert_eq!(f.role, FileRole::Write, "{script}");
+            f.path.clone()
+        });
+        let backups = a.redirections.iter().filter(|r| r.op == "sed -i" && r.write).map(|r| r.target.clone());
+        files.chain(backups).collect()
+    }
     let a = clean("sed -i 's/a/b/' f.txt ../g.txt");
     assert!(a.opaque.is_empty());
-    assert_eq!(redirs(&a), vec![("sed -i", "f.txt", true), ("sed -i", "../g.txt", true)]);
-    assert_eq!(redirs(&clean("sed -i -e 's/a/b/' -e '/x/d' f")), vec![("sed -i", "f", true)]);
-    assert_eq!(
-        redirs(&clean("sed --in-place=.orig 's/a/b/' d/f")),
-        vec![("sed -i", "d/f", true), ("sed -i", "d/f.orig", true)]
-    );
-    assert_eq!(
-        redirs(&clean("sed -i'bak/*' 's/a/b/' d/f")),
-        vec![("sed -i", "d/f", true), ("sed -i", "bak/f", true)]
-    );
-    assert_eq!(redirs(&clean("sed -ni 's/a/b/p' f")), vec![("sed -i", "f", true)]);
+    assert_eq!(in_place("sed -i 's/a/b/' f.txt ../g.txt"), vec!["f.txt", "../g.txt"]);
+    assert_eq!(in_place("sed -i -e 's/a/b/' -e '/x/d' f"), vec!["f"]);
+    assert_eq!(in_place("sed --in-place=.orig 's/a/b/' d/f"), vec!["d/f", "d/f.orig"]);
+    assert_eq!(in_place("sed -i'bak/*' 's/a/b/' d/f"), vec!["d/f", "bak/f"]);
+    assert_eq!(in_place("sed -ni 's/a/b/p' f"), vec!["f"]);
     // `-ie` is `-i` with suffix `e`, not a script option.
-    assert_eq!(redirs(&clean("sed -ie 's/a/b/' f")), vec![("sed -i", "f", true), ("sed -i", "fe", true)]);
-    assert!(clean("sed 's/a/b/' f").redirections.is_empty());
-    assert!(clean("sed -i \"s/a/b/\" \"$F\"").redirections[0].dynamic);
+    assert_eq!(in_place("sed -ie 's/a/b/' f"), vec!["f", "fe"]);
+    assert!(in_place("sed 's/a/b/' f").is_empty());
+    let dynamic = clean("sed -i \"s/a/b/\" \"$F\"");
+    assert!(dynamic.commands[0].files.iter().any(|f| f.via == "sed -i" && f.dynamic));
     // perl -i is interpreter code anyway.
     assert_eq!(kinds(&clean("perl -pi -e 's/a/b/' f")), vec![OpaqueKind::InterpreterCode]);
     assert_eq!(kinds(&clean("perl -i.bak -pe 's/a/b/' f")), vec![OpaqueKind::InterpreterCode]);

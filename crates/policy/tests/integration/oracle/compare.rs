@@ -97,10 +97,11 @@ pub fn mismatches(
         if accepted {
             continue;
         }
-        if let Some(i) = IMPLICIT
-            .iter()
-            .position(|row| row.matches(event.kind, (&event.parent, &event.program), &event.path, &places))
-        {
+        let seen = forms(&event.path);
+        let by = (event.parent.as_str(), event.program.as_str());
+        let row =
+            IMPLICIT.iter().position(|row| seen.iter().any(|p| row.matches(event.kind, by, p, &places)));
+        if let Some(i) = row {
             hits[i] += 1;
             continue;
         }

@@ -5,6 +5,11 @@
 
 use portcullis_policy::shell::{OptionValue, ProgramRow, program_table};
 
+/// The programs of [`OWN_MODULES`], for the policy that allows them.
+pub fn own_modules() -> impl Iterator<Item = &'static str> {
+    OWN_MODULES.iter().map(|(p, _)| *p)
+}
+
 /// Paths as a command names them from the project. `@OUT@` is the absolute outside folder.
 pub const PATHS: &[&str] = &[
     "a.txt",
@@ -40,10 +45,101 @@ const VALUE_PATHS: &[&str] =
 /// the table's; the corpus runs them.
 const RUNS_PROJECT_CODE: &[&str] = &["cargo", "npm", "make"];
 
+/// The programs exercised, listed here and not taken from the table, so that a row removed from the
+/// table still has its program run and the oracle sees what the analysis then misses: the list
+/// (what policies commonly allow or prompt). A program without a row is tried as one reading its
+/// operands; the table's own rows are all tried too.
+pub const PROGRAMS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "sort",
+    "uniq",
+    "cut",
+    "diff",
+    "cmp",
+    "comm",
+    "ls",
+    "tree",
+    "file",
+    "stat",
+    "du",
+    "jq",
+    "yq",
+    "zip",
+    "unzip",
+    "cp",
+    "mv",
+    "ln",
+    "touch",
+    "mkdir",
+    "rm",
+    "rmdir",
+    "chmod",
+    "chown",
+    "chgrp",
+    "install",
+    "date",
+    "sha256sum",
+    "md5sum",
+    "git diff",
+    "git log",
+    "git status",
+    "git blame",
+    "git branch",
+];
+
+/// Programs known by another's row.
+const ALIASES: &[(&str, &str)] = &[("egrep", "grep"), ("fgrep", "grep"), ("md5sum", "sha256sum")];
+
+/// Programs whose analysis has its own module rather than a table row, with the commands tried (`{}` is
+/// the path).
+const OWN_MODULES: &[(&str, &[&str])] = &[
+    ("find", &["find {}", "find {} -name '*.txt'", "find {} -type f -exec cat {{}} +", "find {} -delete"]),
+    ("awk", &["awk 1 {}", "awk -f prog.awk {}"]),
+    ("sed", &["sed -n p {}", "sed -i s/alpha/omega/ {}"]),
+    ("tar", &["tar -cf {} a.txt", "tar -cf out.tar {}", "tar -xf archive.tar -C {}", "tar -tf {}"]),
+    ("tee", &["echo x | tee {}"]),
+];
+
 /// Every generated command.
 pub fn commands() -> Vec<String> {
     let mut out = Vec::new();
-    for row in program_table() {
+    let table = program_table();
+    for program in PROGRAMS {
+        if table.iter().any(|r| r.program == *program) {
+            continue;
+        }
+        // Another name of a row's program (`egrep` is `grep`) takes that row's operand places.
+        let alias = ALIASES
+            .iter()
+            .find(|(a, _)| a == program)
+            .and_then(|(_, p)| table.iter().find(|r| r.program == *p));
+        for path in PATHS {
+            match alias {
+                Some(row) => out.extend(
+                    operand_forms(row, path).into_iter().map(|c| c.replacen(row.program, program, 1)),
+                ),
+                None => out.push(format!("{program} {path}")),
+            }
+        }
+    }
+    for (_, forms) in OWN_MODULES {
+        for form in *forms {
+            for path in PATHS {
+                out.push(form.replace("{}", path).replace("{{}}", "{}"));
+            }
+        }
+    }
+    for row in table {
         if RUNS_PROJECT_CODE.contains(&row.program) {
             continue;
         }

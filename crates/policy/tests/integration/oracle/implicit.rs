@@ -75,6 +75,12 @@ pub const IMPLICIT: &[Implicit] = &[
         "{written_dir}/zi*",
         "zip writes the new archive to a temporary file beside it, then renames it",
     ),
+    row(
+        "tar",
+        Kind::Write,
+        "/proc/self/fd/*",
+        "tar sets a mode through /proc/self/fd of a file it has just written",
+    ),
     row("script", Kind::Write, "/dev/ptmx", "script opens a pseudo-terminal"),
     setup("yq", Kind::Read, "/usr/bin", "Python looks for its modules (Debian's yq is a Python program)"),
     setup("yq", Kind::Read, "/usr/local/lib/python3*/**", "Python's site packages"),
@@ -82,6 +88,8 @@ pub const IMPLICIT: &[Implicit] = &[
     row("*", Kind::Read, "/sys/devices/system/cpu/**", "how many CPUs there are (ag)"),
     row("ag", Kind::Exec, "sh", "ag asks git for the global excludes file: sh -c 'git config ...'"),
     row("ag>sh", Kind::Exec, "git", "ag asks git for the global excludes file: sh -c 'git config ...'"),
+    row("egrep", Kind::Exec, "grep", "egrep and fgrep are scripts that run grep -E / grep -F"),
+    row("fgrep", Kind::Exec, "grep", "egrep and fgrep are scripts that run grep -E / grep -F"),
     row("watch", Kind::Exec, "sh", "watch runs its command through sh -c; the analysis reads the command"),
     row("flock", Kind::Exec, "sh", "flock -c runs its command through sh -c; the analysis reads the command"),
 ];

@@ -100,12 +100,15 @@ fn generated_jobs() -> Vec<Job> {
 fn wide_policy(scratch: &Scratch) -> String {
     let mut programs: Vec<String> = portcullis_policy::shell::program_table()
         .into_iter()
-        .filter(|r| !r.program.starts_with("git "))
-        .map(|r| r.program.to_owned())
+        .map(|r| r.program)
+        .chain(generated::PROGRAMS.iter().copied())
+        .chain(generated::own_modules())
+        .filter(|p| !p.starts_with("git "))
+        .map(str::to_owned)
         .collect();
-    programs.extend(
-        ["egrep", "fgrep", "echo", "printf", "true", "find", "awk", "sed", "tar", "xargs"].map(String::from),
-    );
+    programs.sort();
+    programs.dedup();
+    programs.extend(["echo", "printf", "true", "xargs"].map(String::from));
     serde_json::json!({
         "grants": [{ "name": "default", "allow": ["shell"] }],
         "commands": {

@@ -26,6 +26,7 @@ const FILES: &[(&str, &str)] = &[
     ("proj/src/main.rs", "fn main() {}\n"),
     ("proj/src/lib.rs", "pub fn f() {}\n"),
     ("proj/sub/deep/c.txt", "gamma\n"),
+    ("proj/prog.awk", "{ print }\n"),
     ("home/.bash_history", "ssh prod\n"),
     ("home/notes.txt", "private\n"),
     ("home/.ssh/id_rsa", "KEY\n"),
@@ -73,6 +74,7 @@ impl Scratch {
         let env = scratch.env_for(&scratch.template.join("home"), &scratch.template.join("tmp"));
         for args in [
             &["zip", "-q", "archive.zip", "a.txt", "b.txt"][..],
+            &["tar", "-cf", "archive.tar", "a.txt", "sub"],
             &["git", "init", "-q", "-b", "main"],
             &["git", "add", "-A"],
             &["git", "commit", "-q", "-m", "init"],
