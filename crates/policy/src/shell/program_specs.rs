@@ -425,6 +425,44 @@ rawfile== args jsonargs from-file= help version",
         long: "binary check tag text zero ignore-missing quiet status strict warn help version",
         ..spec("sha256sum", "bctzw", "")
     },
+    Spec {
+        long: "body-numbering= section-delimiter= footer-numbering= header-numbering= line-increment= \
+join-blank-lines= number-format= no-renumber number-separator= starting-line-number= number-width= help version",
+        ..spec("nl", "p", "bdfhilnsvw")
+    },
+    Spec {
+        long: "address-radix= endian= skip-bytes= read-bytes= strings? format= output-duplicates width? \
+traditional help version",
+        attached_value: "w",
+        ..spec("od", "abcdfilosvx", "AjNSt")
+    },
+    Spec { long: "decode ignore-garbage wrap= help version", ..spec("base64", "di", "w") },
+    Spec { long: "before regex separator= help version", ..spec("tac", "br", "s") },
+    Spec { long: "bytes spaces width= help version", ..spec("fold", "bs", "w") },
+    Spec { long: "delimiters= serial zero-terminated help version", ..spec("paste", "sz", "d") },
+    Spec {
+        digits: true,
+        long: "crown-margin prefix= split-only tagged-paragraph uniform-spacing width= goal= help version",
+        ..spec("fmt", "cstu", "pwg")
+    },
+    Spec { digits: true, long: "initial tabs= help version", ..spec("expand", "i", "t") },
+    Spec { long: HELP, ..spec("rev", "hV", "") },
+    Spec {
+        long: "canonicalize-existing canonicalize-missing logical physical quiet relative-to= relative-base= \
+strip no-symlinks zero help version",
+        ..spec("realpath", "emLPqsz", "")
+    },
+    Spec {
+        long: "canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent verbose zero help \
+version",
+        ..spec("readlink", "femnqsvz", "")
+    },
+    Spec {
+        long: "multiple suffix= zero help version",
+        operands: Operands::NotFiles,
+        ..spec("basename", "az", "s")
+    },
+    Spec { long: "zero help version", operands: Operands::NotFiles, ..spec("dirname", "z", "") },
 ];
 
 /// `git status|diff|log|show|blame|branch` (the read subcommands policies allow) have tables too; other
