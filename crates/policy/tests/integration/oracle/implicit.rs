@@ -149,6 +149,12 @@ fn wildcard(pattern: &str, text: &str) -> bool {
 
 #[test]
 fn rows_match_what_they_name_and_nothing_else() {
+    for (i, row) in IMPLICIT.iter().enumerate() {
+        let twin = IMPLICIT[..i]
+            .iter()
+            .any(|r| (r.program, r.kind, r.pattern) == (row.program, row.kind, row.pattern));
+        assert!(!twin, "the row {} {:?} {} is there twice", row.program, row.kind, row.pattern);
+    }
     let places = [("home", PathBuf::from("/s/home"))];
     let git = IMPLICIT.iter().find(|r| r.pattern == "{home}/.gitconfig").unwrap();
     assert!(git.matches(Kind::Read, ("bash", "git"), Path::new("/s/home/.gitconfig"), &places));

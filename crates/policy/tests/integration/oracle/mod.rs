@@ -189,6 +189,11 @@ fn run_jobs(jobs: Vec<Job>) -> Tally {
         let command = scratch.place(&job.command);
         let evaluation = policy.evaluate_command(&command, &ctx);
         tally.evaluated += 1;
+        // `PORTCULLIS_ORACLE_SHOW=text`: what the analysis said about commands holding `text`.
+        let shown = std::env::var("PORTCULLIS_ORACLE_SHOW").is_ok_and(|s| command.contains(&s));
+        if shown {
+            eprintln!("{}: `{command}`: {:?} {:#?}", job.origin, evaluation.decision, evaluation.accesses);
+        }
         if evaluation.decision != Decision::Allow {
             continue;
         }
@@ -208,6 +213,9 @@ fn run_jobs(jobs: Vec<Job>) -> Tally {
             job.origin,
             run.status
         );
+        if shown {
+            eprintln!("{:#?}", run.events.iter().filter(|e| !e.path.starts_with("/usr")).collect::<Vec<_>>());
+        }
         let found = compare::mismatches(&Reported::of(&evaluation), &run.events, &scratch, &mut tally.hits);
         for mismatch in found {
             tally.failures.push(format!("{}: `{}`: {mismatch}", job.origin, job.command));
