@@ -192,7 +192,7 @@ fn run_jobs(jobs: Vec<Job>) -> Tally {
         // `PORTCULLIS_ORACLE_SHOW=text`: what the analysis said about commands holding `text`.
         let shown = std::env::var("PORTCULLIS_ORACLE_SHOW").is_ok_and(|s| command.contains(&s));
         if shown {
-            eprintln!("{}: `{command}`: {:?} {:#?}", job.origin, evaluation.decision, evaluation.accesses);
+            println!("{}: `{command}`: {:?} {:#?}", job.origin, evaluation.decision, evaluation.accesses);
         }
         if evaluation.decision != Decision::Allow {
             continue;
@@ -214,7 +214,7 @@ fn run_jobs(jobs: Vec<Job>) -> Tally {
             run.status
         );
         if shown {
-            eprintln!("{:#?}", run.events.iter().filter(|e| !e.path.starts_with("/usr")).collect::<Vec<_>>());
+            println!("{:#?}", run.events.iter().filter(|e| !e.path.starts_with("/usr")).collect::<Vec<_>>());
         }
         let found = compare::mismatches(&Reported::of(&evaluation), &run.events, &scratch, &mut tally.hits);
         for mismatch in found {
