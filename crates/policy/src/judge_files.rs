@@ -11,13 +11,22 @@ use std::path::{Component, Path, PathBuf};
 
 /// A pattern matching more files than this is not expanded: the command needs an operator.
 pub const MAX_PATTERN_MATCHES: usize = 256;
+/// Files (after expansion) and listed folders one evaluation judges: a command naming more (`cat * * *
+/// ...` repeated) needs an operator, and neither the evaluation nor the call's records grow with it.
+pub const MAX_FILES_PER_EVALUATION: usize = 4096;
 /// Brace alternatives expanded per word (`{a,b}{c,d}` is four).
 const MAX_BRACE_WORDS: usize = 64;
 
 impl Policy {
     /// Judges one file a command names, from the folder `ctx` (canonical), into `eval` (the command's
     /// part), each expanded path recorded in `accesses` with its verdict.
-    pub(crate) fn judge_file(&self, file: &FileOperand, ctx: &EvalContext, eval: &mut Evaluation) {
+    pub(crate) fn judge_file(
+        &self,
+        file: &FileOperand,
+        ctx: &EvalContext,
+        eval: &mut Evaluation,
+        budget: &mut FileBudget,
+    ) {
         let access = match file.role {
             FileRole::Write => Access::Write,
             FileRole::Read | FileRole::RunsCode => Access::Read,
@@ -42,6 +51,9 @@ impl Policy {
                 return;
             }
         };
+        if !budget.spend(paths.len(), eval) {
+            return;
+        }
         for path in paths {
             // `rm link`, `mv link x`: the link itself is removed or replaced, wherever it points.
             if access == Access::Write
@@ -66,7 +78,13 @@ impl Policy {
 
     /// Bash lists a folder to expand a pattern in any word of a command (`echo ~/.ssh/*` lists
     /// `~/.ssh`): each folder listed is judged as a read of it.
-    pub(crate) fn judge_listings(&self, command: &SimpleCommand, ctx: &EvalContext, eval: &mut Evaluation) {
+    pub(crate) fn judge_listings(
+        &self,
+        command: &SimpleCommand,
+        ctx: &EvalContext,
+        eval: &mut Evaluation,
+        budget: &mut FileBudget,
+    ) {
         let mut seen: Vec<PathBuf> = Vec::new();
         for word in &command.patterns {
             let folders = match listed_folders(word, ctx) {
@@ -81,6 +99,9 @@ impl Policy {
             for folder in folders {
                 if seen.contains(&folder) {
                     continue;
+                }
+                if !budget.spend(1, eval) {
+                    return;
                 }
                 let shown = folder.display().to_string();
                 eval.judge_access(&shown, Access::Read, false, &format!("listed for {word}"), |one| {
@@ -153,6 +174,36 @@ impl Policy {
 
 /// Entries looked at below a tree read or written as a whole before giving up (and prompting).
 pub const MAX_TREE_ENTRIES: usize = 20_000;
+
+/// What one evaluation may still judge of [`MAX_FILES_PER_EVALUATION`].
+pub(crate) struct FileBudget {
+    left: usize,
+    exceeded: bool,
+}
+
+impl FileBudget {
+    pub(crate) fn new() -> Self {
+        FileBudget { left: MAX_FILES_PER_EVALUATION, exceeded: false }
+    }
+
+    /// Takes `n` files; when they do not fit, the command prompts (said once: the strictest decision
+    /// of any part is the evaluation's) and nothing more is judged.
+    fn spend(&mut self, n: usize, eval: &mut Evaluation) -> bool {
+        if !self.exceeded && n <= self.left {
+            self.left -= n;
+            return true;
+        }
+        if !self.exceeded {
+            self.exceeded = true;
+            eval.raise(
+                Decision::Prompt,
+                format!("the command names more than {MAX_FILES_PER_EVALUATION} files; an operator decides"),
+                None,
+            );
+        }
+        false
+    }
+}
 
 /// The link a written path names, when its last component is a symbolic link: its folder resolved,
 /// the link not followed.

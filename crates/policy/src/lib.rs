@@ -28,6 +28,7 @@ pub use approval::{
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
 pub use examples::{ExampleOutcome, TestCall, TestOutcome};
+pub use judge_files::{MAX_FILES_PER_EVALUATION, MAX_PATTERN_MATCHES};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
     CallVerdict, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict, Policy, PolicyError,

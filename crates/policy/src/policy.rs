@@ -524,15 +524,16 @@ impl Policy {
         }
         // `cd` moves where relative paths land: each is judged from every folder the script may be in.
         let folders = crate::judge::working_folders(&analysis, ctx, &mut eval);
+        let mut budget = crate::judge_files::FileBudget::new();
         for command in &analysis.commands {
             eval.commands.push(command.argv.clone());
             eval.judge_part(PartKind::Command, shorten(&command.argv.join(" ")), command.dynamic, |part| {
                 self.judge_command(command, part);
                 for here in &folders {
                     self.judge_operands(command, here, part);
-                    self.judge_listings(command, here, part);
+                    self.judge_listings(command, here, part, &mut budget);
                     for file in &command.files {
-                        self.judge_file(file, here, part);
+                        self.judge_file(file, here, part, &mut budget);
                     }
                 }
             });
@@ -561,7 +562,7 @@ impl Policy {
                     via: redirection.op.clone(),
                 };
                 for here in &folders {
-                    self.judge_file(&file, here, part);
+                    self.judge_file(&file, here, part, &mut budget);
                 }
             });
         }

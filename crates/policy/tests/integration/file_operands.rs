@@ -161,3 +161,33 @@ fn words_known_only_at_run_time_are_marked() {
     let cat = b.commands.iter().find(|c| c.program == "cat").unwrap();
     assert!(cat.files.iter().all(|f| f.dynamic), "{cat:?}");
 }
+
+/// A short command naming a pattern many times (`cat * * * ...`) would judge hundreds of thousands of
+/// files and fill the call's records: past `MAX_FILES_PER_EVALUATION` it prompts, and the evaluation
+/// stays bounded.
+#[test]
+fn a_command_naming_too_many_files_prompts_and_stays_bounded() {
+    use portcullis_policy::{Decision, EvalContext, Policy};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(
+        root.join("policy.json"),
+        r#"{ "commands": { "default": "allow", "rules": [] }, "paths": { "roots": [{ "path": ".", "access": "write" }] } }"#,
+    )
+    .unwrap();
+    for i in 0..200 {
+        std::fs::write(root.join(format!("f{i}")), "").unwrap();
+    }
+    let policy = Policy::load(&[root.join("policy.json")]).unwrap();
+    let ctx = EvalContext { cwd: root.clone(), home: None };
+    let few = policy.evaluate_command("cat * *", &ctx);
+    assert_eq!(few.decision, Decision::Allow, "{:?}", few.reasons);
+    let many = policy.evaluate_command(&format!("cat{}", " *".repeat(100)), &ctx);
+    assert_eq!(many.decision, Decision::Prompt);
+    assert!(many.reasons.iter().any(|r| r.contains("names more than 4096 files")), "{:?}", many.reasons);
+    assert!(
+        many.accesses.len() <= portcullis_policy::MAX_FILES_PER_EVALUATION + 1,
+        "{}",
+        many.accesses.len()
+    );
+}
