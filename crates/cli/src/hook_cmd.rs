@@ -59,6 +59,8 @@ fn decide(args: &HookArgs, text: &str) -> HookAnswer {
             policy_files: args.policies.clone(),
             shutdown_grace: Duration::from_secs(2),
             unattended: true,
+            // The agent runs the commands a hook judges itself: no launcher, no probe on each call.
+            sandbox_launcher: None,
             ..HubConfig::new(input.cwd.clone(), db)
         };
         let hub = match Hub::open(config).await {

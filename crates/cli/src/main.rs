@@ -70,6 +70,10 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread: this binary is also the sandbox launcher (`portcullis sandbox-exec`).
+    if let Some(code) = portcullis_hub::sandboxing::entry_point() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     init_logging();
     let cli = Cli::parse();
     match run(cli) {

@@ -24,6 +24,8 @@ pub mod codes {
     /// An image the decoder refused (dimensions or allocation over the limits, or corrupt).
     pub const IMAGE_REFUSED: &str = "image_refused";
     pub const SPAWN_FAILED: &str = "spawn_failed";
+    /// The sandbox a command must run in could not be built (or this hub has no launcher): it did not run.
+    pub const SANDBOX_FAILED: &str = "sandbox_failed";
     pub const IO: &str = "io_error";
     /// The evaluated action is not one this tool can execute (no path, wrong kind).
     pub const BAD_ACTION: &str = "bad_action";

@@ -2,6 +2,7 @@
 //! filtered environment, bounded output and a timeout; the whole group is killed on timeout or cancel.
 
 use crate::args::{optional_str, optional_u64, required_str};
+use crate::confined::{self, PrivateTmp};
 use crate::errors::{codes, invalid, io_error, path_changed};
 use crate::output::BoundedOutput;
 use crate::paths::canonicalize_lenient;
@@ -10,9 +11,10 @@ use async_trait::async_trait;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use portcullis_harness::{
-    ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError, ToolInvocation,
-    ToolOutput, ToolSpec,
+    ActionKind, CallContext, ExecutionAction, Risk, SandboxProfile, Tool, ToolAnnotations, ToolError,
+    ToolInvocation, ToolOutput, ToolSpec,
 };
+use portcullis_sandbox::{LaunchRequest, SandboxLauncher};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -109,6 +111,18 @@ impl Tool for ShellTool {
         let timeout = optional_u64(&invocation.arguments, "timeout_ms")?
             .map_or(limits.shell_timeout, Duration::from_millis)
             .min(limits.shell_timeout_cap());
+        let sandbox = match (&action.sandbox, &self.workspace.sandbox) {
+            (Some(profile), Some(launcher)) if profile.is_confined() => {
+                Some((launcher.clone(), (**profile).clone()))
+            }
+            (Some(profile), None) if profile.is_confined() => {
+                return Err(ToolError::new(
+                    codes::SANDBOX_FAILED,
+                    "the policy confines this command, but this hub has no sandbox launcher: it did not run",
+                ));
+            }
+            _ => None,
+        };
         let run = RunSpec {
             command: command.clone(),
             cwd: cwd.clone(),
@@ -116,6 +130,7 @@ impl Tool for ShellTool {
             timeout,
             output_bytes: limits.shell_output_bytes,
             kill_grace: limits.shell_kill_grace,
+            sandbox,
         };
         run_command(run, &invocation.cancel).await
     }
@@ -160,6 +175,8 @@ pub struct RunSpec {
     pub timeout: Duration,
     pub output_bytes: usize,
     pub kill_grace: Duration,
+    /// Run inside this profile through this launcher; none: run directly.
+    pub sandbox: Option<(SandboxLauncher, SandboxProfile)>,
 }
 
 enum Ending {
@@ -215,19 +232,48 @@ pub async fn run_command(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
-    let mut child = Command::new(interpreter())
-        .arg("-c")
-        .arg(&run.command)
-        .current_dir(&run.cwd)
-        .env_clear()
-        .envs(run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
+    let (mut command, pending) = match &run.sandbox {
+        None => {
+            let mut command = Command::new(interpreter());
+            command
+                .arg("-c")
+                .arg(&run.command)
+                .current_dir(&run.cwd)
+                .env_clear()
+                .envs(run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .stdin(Stdio::null());
+            (command, None)
+        }
+        Some((launcher, profile)) => {
+            let (command, conversation) = confined::command(launcher)?;
+            let tmp = PrivateTmp::new().map_err(|e| {
+                ToolError::new(
+                    codes::SANDBOX_FAILED,
+                    format!("could not make the command's temporary folder: {e}"),
+                )
+            })?;
+            let request = LaunchRequest {
+                profile: profile.clone(),
+                program: PathBuf::from(interpreter()),
+                args: vec!["-c".into(), run.command.clone()],
+                env: run.env.clone(),
+                cwd: run.cwd.clone(),
+                private_tmp: tmp.path().to_path_buf(),
+                stdin: None,
+            };
+            (command, Some((conversation, request, tmp)))
+        }
+    };
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| ToolError::new(codes::SPAWN_FAILED, format!("could not start the shell: {e}")))?;
+    // The command holds the launcher's end of the socket: drop it so its end is the launcher's alone.
+    drop(command);
+    let launch = pending.map(|(conversation, request, tmp)| confined::begin(conversation, request, tmp));
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     let stdout = reader(child.stdout.take(), run.output_bytes);
     let stderr = reader(child.stderr.take(), run.output_bytes);
@@ -257,8 +303,25 @@ pub async fn run_command(
     let stdout = collect(stdout, run.output_bytes).await;
     let stderr = collect(stderr, run.output_bytes).await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let exit_code = status.and_then(|s| s.code());
-    let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+    let mut exit_code = status.and_then(|s| s.code());
+    let mut signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
+    let mut sandbox_value = None;
+    let mut sandbox_lines = Vec::new();
+    if let Some(launch) = launch {
+        let (outcome, profile, cwd) = confined::finish(launch, DRAIN_GRACE).await;
+        if let Some((step, message)) = &outcome.failed {
+            return Err(confined::walls_failed(step, message));
+        }
+        if matches!(ending, Ending::Exited(_)) && outcome.applied.is_none() {
+            return Err(confined::walls_failed("launcher", "it ended without starting the command"));
+        }
+        // The launcher's own status says nothing: the command's is the one it reported.
+        exit_code = outcome.exit_code;
+        signal = outcome.signal;
+        let (value, lines) = confined::describe(&outcome, &profile, &cwd, &stderr.render());
+        sandbox_value = Some(value);
+        sandbox_lines = lines;
+    }
     let structured = json!({
         "exit_code": exit_code,
         "signal": signal,
@@ -268,6 +331,7 @@ pub async fn run_command(
         "stderr_bytes": stderr.total(),
         "stdout_omitted_bytes": stdout.dropped(),
         "stderr_omitted_bytes": stderr.dropped(),
+        "sandbox": sandbox_value,
     });
     let mut text = stdout.render();
     let err_text = stderr.render();
@@ -277,6 +341,12 @@ pub async fn run_command(
         }
         text.push_str("[stderr]\n");
         text.push_str(&err_text);
+    }
+    for line in sandbox_lines {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&line);
     }
     match ending {
         Ending::Exited(_) => {

@@ -97,6 +97,8 @@ pub struct Workspace {
     pub limits: Limits,
     /// Extra environment variable names the shell passes through (exact names).
     pub env_passthrough: Vec<String>,
+    /// The launcher that runs commands inside their sandbox; none: a confined profile cannot run.
+    pub sandbox: Option<portcullis_sandbox::SandboxLauncher>,
     locks: PathLocks,
 }
 
@@ -115,12 +117,19 @@ impl Workspace {
             root,
             limits: Limits::default(),
             env_passthrough: Vec::new(),
+            sandbox: None,
             locks: PathLocks::default(),
         })
     }
 
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Runs confined commands through `launcher`.
+    pub fn with_sandbox(mut self, launcher: Option<portcullis_sandbox::SandboxLauncher>) -> Self {
+        self.sandbox = launcher;
         self
     }
 

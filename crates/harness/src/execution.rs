@@ -2,6 +2,7 @@
 //! ask, and "ask" goes to an approver. The approved action is the one executed.
 
 use crate::call::{CallContext, DecidedBy, RuleRef};
+use crate::sandbox::SandboxProfile;
 use crate::tool::ToolSpec;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -56,6 +57,9 @@ pub struct ExecutionAction {
     pub cwd: Option<PathBuf>,
     #[serde(default)]
     pub risk: Risk,
+    /// The walls the command runs inside (set by the policy for `Execute`; shown to the approver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Box<SandboxProfile>>,
 }
 
 impl ExecutionAction {
@@ -68,6 +72,7 @@ impl ExecutionAction {
             command: None,
             cwd: None,
             risk: Risk::Low,
+            sandbox: None,
         }
     }
 
@@ -135,6 +140,9 @@ pub struct PolicyVerdict {
     /// Every file the call reads or writes, as the policy saw it, each with its own verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileVerdict>,
+    /// The walls a command would run inside (for `Execute` actions under a policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Box<SandboxProfile>>,
 }
 
 /// Whether a file is read or written.
@@ -170,6 +178,7 @@ impl PolicyVerdict {
             matched_rules: Vec::new(),
             reason: None,
             files: Vec::new(),
+            sandbox: None,
         }
     }
 
@@ -180,6 +189,7 @@ impl PolicyVerdict {
             matched_rules: Vec::new(),
             reason: Some(reason.into()),
             files: Vec::new(),
+            sandbox: None,
         }
     }
 
@@ -190,6 +200,7 @@ impl PolicyVerdict {
             matched_rules: Vec::new(),
             reason: Some(reason.into()),
             files: Vec::new(),
+            sandbox: None,
         }
     }
 
@@ -200,6 +211,11 @@ impl PolicyVerdict {
 
     pub fn with_files(mut self, files: Vec<FileVerdict>) -> Self {
         self.files = files;
+        self
+    }
+
+    pub fn with_sandbox(mut self, sandbox: Option<SandboxProfile>) -> Self {
+        self.sandbox = sandbox.map(Box::new);
         self
     }
 }

@@ -30,6 +30,7 @@ pub mod paths;
 pub mod permission;
 pub mod redaction;
 pub mod registry;
+pub mod sandbox;
 pub mod schema;
 pub mod time;
 pub mod tool;
@@ -65,6 +66,7 @@ pub use name::{NameError, validate_tool_name};
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
+pub use sandbox::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
 pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
 pub use tool::{

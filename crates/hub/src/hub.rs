@@ -5,7 +5,7 @@ use crate::broker::ApprovalBroker;
 use crate::config::{Credentials, RuntimeInfo};
 use crate::error::HubError;
 use crate::manifest::load_manifests;
-use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline, builtin_registry, builtin_tools};
+use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline, builtin_registry, builtin_tools_confined};
 use crate::upstreams::Upstreams;
 use async_trait::async_trait;
 use portcullis_coding::{Limits, Workspace};
@@ -73,6 +73,9 @@ pub struct HubConfig {
     pub search_tools_above: usize,
     /// The folder `~` means in the commands and paths the policy judges; `None`: `$HOME`.
     pub home: Option<PathBuf>,
+    /// The program that runs commands inside their sandbox; default: this binary when its `main` set
+    /// itself up as one ([`portcullis_sandbox::entry_point`]). None: commands run unconfined, and say so.
+    pub sandbox_launcher: Option<portcullis_sandbox::SandboxLauncher>,
 }
 
 impl HubConfig {
@@ -97,6 +100,7 @@ impl HubConfig {
             manifest_dirs: Vec::new(),
             search_tools_above: 64,
             home: None,
+            sandbox_launcher: portcullis_sandbox::this_binary(),
         }
     }
 
@@ -231,7 +235,8 @@ impl Hub {
         let timeout = Duration::from_secs(policy.approval_timeout_seconds());
         let limits = coding_limits(&policy);
         let servers = policy.servers().to_vec();
-        let mut live = LivePolicy::new(policy, project.clone());
+        let support = crate::sandboxing::probe(config.sandbox_launcher.as_ref()).await;
+        let mut live = LivePolicy::new(policy, project.clone()).with_sandbox_support(support);
         if let Some(home) = &config.home {
             live = live.with_home(Some(home.clone()));
         }
@@ -261,9 +266,12 @@ impl Hub {
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
-        let (workspace, mut registry) = builtin_tools(&project, limits).map_err(HubError::Config)?;
-        let manifests = load_manifests(&config.manifest_folders(&project), &project)
-            .map_err(|e| HubError::Config(format!("tool manifest {e}")))?;
+        let (workspace, mut registry) =
+            builtin_tools_confined(&project, limits, config.sandbox_launcher.clone())
+                .map_err(HubError::Config)?;
+        let manifests =
+            load_manifests(&config.manifest_folders(&project), &project, config.sandbox_launcher.as_ref())
+                .map_err(|e| HubError::Config(format!("tool manifest {e}")))?;
         for tool in &manifests {
             registry.register(tool.clone()).map_err(|e| HubError::Config(format!("tool manifest: {e}")))?;
         }
@@ -400,7 +408,7 @@ impl Hub {
     /// Re-reads the tool manifests; a broken one leaves the previous set in force.
     pub fn reload_manifests(&self) -> Result<(), HubError> {
         let dirs = self.state.config.manifest_folders(&self.state.project);
-        match load_manifests(&dirs, &self.state.project) {
+        match load_manifests(&dirs, &self.state.project, self.state.config.sandbox_launcher.as_ref()) {
             Ok(tools) => {
                 if let Ok(mut m) = self.state.manifests.write() {
                     *m = tools;

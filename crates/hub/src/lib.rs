@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod pipeline;
 pub mod refusals;
 pub mod reload;
+pub mod sandboxing;
 pub mod secrets;
 pub mod server;
 pub mod stdio;

@@ -4,10 +4,12 @@
 //! output bound, process group killed); kind `fixture` answers a canned result (for policy testing).
 
 use async_trait::async_trait;
+use portcullis_coding::confined::{self, PrivateTmp};
 use portcullis_harness::{
     ActionKind, CallContext, Content, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError,
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
 };
+use portcullis_sandbox::{LaunchRequest, SandboxLauncher};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -157,7 +159,11 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ToolManifest, ManifestEr
 }
 
 /// Loads every `*.json` of `dirs` (missing folders are skipped), in name order; any bad file fails all.
-pub fn load_manifests(dirs: &[PathBuf], project: &Path) -> Result<Vec<Arc<dyn Tool>>, ManifestError> {
+pub fn load_manifests(
+    dirs: &[PathBuf],
+    project: &Path,
+    launcher: Option<&SandboxLauncher>,
+) -> Result<Vec<Arc<dyn Tool>>, ManifestError> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else { continue };
@@ -183,7 +189,8 @@ pub fn load_manifests(dirs: &[PathBuf], project: &Path) -> Result<Vec<Arc<dyn To
                     message: format!("another manifest already declares {:?}", manifest.name),
                 });
             }
-            tools.push(Arc::new(ManifestTool::new(manifest, project.to_path_buf())));
+            let tool = ManifestTool::new(manifest, project.to_path_buf()).with_sandbox(launcher.cloned());
+            tools.push(Arc::new(tool));
         }
     }
     Ok(tools)
@@ -194,6 +201,8 @@ pub struct ManifestTool {
     spec: ToolSpec,
     kind: ManifestKind,
     project: PathBuf,
+    /// Runs its process inside the sandbox the policy chose.
+    sandbox: Option<SandboxLauncher>,
 }
 
 impl ManifestTool {
@@ -206,7 +215,13 @@ impl ManifestTool {
             open_world: a.open_world,
         });
         spec.parameters = Some(manifest.parameters.unwrap_or_else(|| serde_json::json!({"type": "object"})));
-        ManifestTool { spec, kind: manifest.kind, project }
+        ManifestTool { spec, kind: manifest.kind, project, sandbox: None }
+    }
+
+    /// Runs confined processes through `launcher`.
+    pub fn with_sandbox(mut self, launcher: Option<SandboxLauncher>) -> Self {
+        self.sandbox = launcher;
+        self
     }
 }
 
@@ -250,7 +265,7 @@ impl Tool for ManifestTool {
             ManifestKind::Process { command, args, env, timeout_seconds, max_output_bytes, output } => {
                 let cwd = invocation.action.cwd.clone().unwrap_or_else(|| self.project.clone());
                 let limits = (Duration::from_secs(*timeout_seconds), *max_output_bytes, *output);
-                run_process(command, args, env, &cwd, &invocation, limits).await
+                run_process(command, args, env, &cwd, &invocation, limits, self.sandbox.as_ref()).await
             }
         }
     }
@@ -263,20 +278,52 @@ async fn run_process(
     cwd: &Path,
     invocation: &ToolInvocation,
     (timeout, max_output, output): (Duration, u64, ProcessOutput),
+    launcher: Option<&SandboxLauncher>,
 ) -> Result<ToolOutput, ToolError> {
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args)
-        .env_clear()
-        .envs(crate::config::CHILD_ENV.iter().filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))))
-        .envs(env)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
+    let input = serde_json::to_vec(&invocation.arguments).unwrap_or_default();
+    let environment: Vec<(String, String)> = crate::config::CHILD_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+        .chain(env.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    let confined_profile = invocation.action.sandbox.as_deref().filter(|p| p.is_confined());
+    let (mut cmd, pending) = match (confined_profile, launcher) {
+        (Some(_), None) => {
+            return Err(ToolError::new(
+                "sandbox_failed",
+                "the policy confines this process, but this hub has no sandbox launcher: it did not run",
+            ));
+        }
+        (Some(profile), Some(launcher)) => {
+            let (cmd, conversation) = confined::command(launcher)?;
+            let tmp = PrivateTmp::new().map_err(|e| {
+                ToolError::new("sandbox_failed", format!("no temporary folder for the process: {e}"))
+            })?;
+            let request = LaunchRequest {
+                profile: profile.clone(),
+                program: PathBuf::from(command),
+                args: args.to_vec(),
+                env: environment,
+                cwd: cwd.to_path_buf(),
+                private_tmp: tmp.path().to_path_buf(),
+                stdin: Some(String::from_utf8_lossy(&input).into_owned()),
+            };
+            (cmd, Some((conversation, request, tmp)))
+        }
+        (None, _) => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).env_clear().envs(environment).current_dir(cwd).stdin(std::process::Stdio::piped());
+            (cmd, None)
+        }
+    };
+    cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
     let mut child =
         cmd.spawn().map_err(|e| ToolError::new("process_failed", format!("cannot start {command}: {e}")))?;
+    drop(cmd);
+    let launch = pending.map(|(conversation, request, tmp)| confined::begin(conversation, request, tmp));
     let pid = child.id();
     let kill_group = move || {
         if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
@@ -284,7 +331,6 @@ async fn run_process(
                 nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
         }
     };
-    let input = serde_json::to_vec(&invocation.arguments).unwrap_or_default();
     let mut stdin = child.stdin.take();
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
@@ -326,6 +372,23 @@ async fn run_process(
         return Err(ToolError::new("too_large", format!("{command} wrote more than {max_output} bytes")));
     }
     let status = status.map_err(|e| ToolError::new("process_failed", e.to_string()))?;
+    let (success, status) = match launch {
+        None => (status.success(), status.to_string()),
+        Some(launch) => {
+            let (outcome, profile, _) = confined::finish(launch, Duration::from_millis(500)).await;
+            if let Some((step, message)) = &outcome.failed {
+                return Err(confined::walls_failed(step, message));
+            }
+            let limit =
+                outcome.limit.as_deref().map(|l| format!(" at {}", confined::limit_text(l, &profile)));
+            match (outcome.exit_code, outcome.signal) {
+                (Some(0), _) => (true, "exit status: 0".to_owned()),
+                (Some(code), _) => (false, format!("exit status: {code}{}", limit.unwrap_or_default())),
+                (None, Some(sig)) => (false, format!("signal: {sig}{}", limit.unwrap_or_default())),
+                (None, None) => (false, "an unknown status (the sandbox gave none)".to_owned()),
+            }
+        }
+    };
     let stderr_tail = String::from_utf8_lossy(&err)
         .chars()
         .rev()
@@ -334,7 +397,7 @@ async fn run_process(
         .chars()
         .rev()
         .collect::<String>();
-    if !status.success() {
+    if !success {
         return Ok(ToolOutput {
             content: vec![Content::Text { text: format!("{command} exited with {status}: {stderr_tail}") }],
             structured: None,

@@ -45,9 +45,18 @@ impl Pipeline {
 /// The built-in tools every pipeline starts from: the coding tools rooted at `project` within `limits`,
 /// and `search_tools`. Returns the workspace with them (the hub keeps it) or what went wrong.
 pub fn builtin_tools(project: &Path, limits: Limits) -> Result<(Arc<Workspace>, ToolRegistry), String> {
+    builtin_tools_confined(project, limits, None)
+}
+
+/// [`builtin_tools`] whose shell runs confined commands through `launcher`.
+pub fn builtin_tools_confined(
+    project: &Path,
+    limits: Limits,
+    launcher: Option<portcullis_sandbox::SandboxLauncher>,
+) -> Result<(Arc<Workspace>, ToolRegistry), String> {
     let workspace =
         Workspace::new(project).map_err(|e| format!("workspace {}: {}", project.display(), e.message))?;
-    let workspace = Arc::new(workspace.with_limits(limits));
+    let workspace = Arc::new(workspace.with_limits(limits).with_sandbox(launcher));
     let registry = builtin_registry(&workspace)?;
     Ok((workspace, registry))
 }

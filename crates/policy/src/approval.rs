@@ -229,6 +229,7 @@ impl Policy {
                             "approved always by {operator} for `{}`",
                             command.chars().take(200).collect::<String>()
                         )),
+                        network: false,
                         examples: vec![example],
                         not_match: Vec::new(),
                     });

@@ -47,6 +47,9 @@ pub struct PolicyDocument {
     pub approvals: ApprovalSettings,
     #[serde(default)]
     pub images: ImageBounds,
+    /// How the kernel confines the commands tools run (Landlock, namespaces, resource limits).
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
     /// Upstream MCP servers whose tools join the registry as `mcp:<id>:<tool>`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<UpstreamServer>,
@@ -180,12 +183,71 @@ pub struct CommandRule {
     pub decision: Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub justification: Option<String>,
+    /// Commands this rule matches may use the network (TCP and the machine's interfaces) inside their
+    /// sandbox; without such a rule a command runs with no network.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
     /// Commands this rule must match (checked when the policy loads).
     #[serde(rename = "match", default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
     /// Commands this rule must not match (checked when the policy loads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_match: Vec<String>,
+}
+
+/// Whether commands must be confined by the kernel.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Confined where the kernel can; elsewhere commands run unconfined and every ledger row says so.
+    Preferred,
+    /// Where the kernel cannot confine commands, they are forbidden.
+    Required,
+}
+
+/// The sandbox section: whether it is required, and the resource limits of one command.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// `preferred` when no layer sets it; `required` in any layer wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SandboxMode>,
+    #[serde(default, skip_serializing_if = "SandboxLimitSettings::is_empty")]
+    pub limits: SandboxLimitSettings,
+}
+
+impl SandboxSettings {
+    pub fn is_empty(&self) -> bool {
+        self.mode.is_none() && self.limits.is_empty()
+    }
+}
+
+/// Resource limits; each unset one keeps its default, and the smallest value of all layers holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxLimitSettings {
+    /// Data memory of one process, MiB (default 4,096; 16 to 1,048,576).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u32>,
+    /// CPU time of one process, seconds (default 600; 1 to 86,400).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<u32>,
+    /// Processes and threads of one command (default 512; 8 to 65,536).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
+    /// Largest file one process may write, MiB (default 1,024; 1 to 1,048,576).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_size_mb: Option<u32>,
+    /// Open files of one process (default 4,096; 16 to 1,048,576).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files: Option<u32>,
+}
+
+impl SandboxLimitSettings {
+    pub fn is_empty(&self) -> bool {
+        *self == SandboxLimitSettings::default()
+    }
 }
 
 /// Access a root grants.

@@ -19,6 +19,7 @@ pub mod paths;
 pub mod policy;
 pub mod protected;
 pub mod replay;
+pub mod sandbox;
 pub mod shell;
 mod splice;
 

@@ -5,8 +5,8 @@ use crate::document::Decision;
 use crate::policy::{EvalContext, Evaluation, Policy};
 use async_trait::async_trait;
 use portcullis_harness::{
-    DecidedBy, ExecutionAction, ExecutionPolicy, FileAccess, FileVerdict, PolicyDecision, PolicyRequest,
-    PolicyVerdict, RuleRef,
+    ActionKind, DecidedBy, ExecutionAction, ExecutionPolicy, FileAccess, FileVerdict, PolicyDecision,
+    PolicyRequest, PolicyVerdict, RuleRef, SandboxSupport,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -17,6 +17,8 @@ pub struct LivePolicy {
     /// The folder a call without a cwd is judged from.
     fallback_cwd: PathBuf,
     home: Option<PathBuf>,
+    /// What the kernel can enforce here (the hub probes it at start; unknown means nothing).
+    support: SandboxSupport,
 }
 
 impl LivePolicy {
@@ -25,7 +27,18 @@ impl LivePolicy {
             current: RwLock::new(Arc::new(policy)),
             fallback_cwd,
             home: std::env::var_os("HOME").map(PathBuf::from),
+            support: SandboxSupport::unavailable("no sandbox launcher was set up for this hub"),
         }
+    }
+
+    /// What the kernel can enforce on this machine (what the hub's probe found).
+    pub fn with_sandbox_support(mut self, support: SandboxSupport) -> Self {
+        self.support = support;
+        self
+    }
+
+    pub fn sandbox_support(&self) -> &SandboxSupport {
+        &self.support
     }
 
     /// Overrides the home folder `~` resolves to (tests, other users).
@@ -133,7 +146,41 @@ impl ExecutionPolicy for LivePolicy {
             rule = evaluation.deciding_rule.as_ref().map(|r| r.id.as_str()),
             "policy evaluated"
         );
-        verdict_of(&evaluation)
+        let verdict = verdict_of(&evaluation);
+        if request.action.kind != ActionKind::Execute {
+            return verdict;
+        }
+        let policy = self.current();
+        let ctx = self.context_for(request.action.cwd.as_deref().or(request.call.cwd.as_deref()));
+        let profile = policy.sandbox_profile(&evaluation, &ctx, &self.support);
+        sandboxed_verdict(verdict, profile, policy.sandbox_mode())
+    }
+}
+
+/// A command's verdict with the walls it runs inside; forbidden when the policy requires walls this
+/// machine cannot build.
+pub fn sandboxed_verdict(
+    verdict: PolicyVerdict,
+    profile: portcullis_harness::SandboxProfile,
+    mode: crate::document::SandboxMode,
+) -> PolicyVerdict {
+    match (&profile.enforcement, mode) {
+        (portcullis_harness::Enforcement::Unconfined { reason }, crate::document::SandboxMode::Required)
+            if verdict.decision != PolicyDecision::Deny =>
+        {
+            let files = verdict.files.clone();
+            let rules = verdict.matched_rules.clone();
+            PolicyVerdict::deny(
+                DecidedBy::Default { detail: Some("sandbox required".into()) },
+                format!(
+                    "the policy requires the sandbox (sandbox.mode: required) and commands cannot be confined here: {reason}"
+                ),
+            )
+            .with_matched_rules(rules)
+            .with_files(files)
+            .with_sandbox(Some(profile))
+        }
+        _ => verdict.with_sandbox(Some(profile)),
     }
 }
 

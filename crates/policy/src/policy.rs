@@ -161,6 +161,8 @@ pub(crate) struct Rule {
     pub(crate) exact: bool,
     pub(crate) decision: Decision,
     pub(crate) justification: Option<String>,
+    /// Commands it matches may use the network inside their sandbox.
+    pub(crate) network: bool,
 }
 
 /// The path roots one layer declares.
@@ -188,6 +190,8 @@ pub struct Policy {
     /// Policy files, executed content and the hub's secrets (see [`crate::protected`]).
     pub(crate) protected: crate::protected::ProtectedPaths,
     servers: Vec<ServerEntry>,
+    /// The sandbox section of every layer, merged (strictest wins).
+    pub(crate) sandbox: crate::sandbox::SandboxRules,
     /// The grants of every layer (built once; runs share them).
     grants: std::sync::Arc<portcullis_harness::Grants>,
 }
@@ -247,8 +251,12 @@ impl Policy {
         let mut default_deny = false;
         let mut servers: Vec<ServerEntry> = Vec::new();
         let mut protected = crate::protected::ProtectedPaths::for_user();
+        let mut sandbox = crate::sandbox::SandboxRules::default();
         for (index, layer) in layers.iter().enumerate() {
             let doc = &layer.document;
+            sandbox
+                .merge(&doc.sandbox)
+                .map_err(|message| PolicyError::Invalid { file: layer.source.clone(), message })?;
             for server in &doc.servers {
                 // Positions are searched for only when something is wrong (loading stays linear).
                 let fail = |message: String| {
@@ -338,6 +346,7 @@ impl Policy {
                     exact: rule.exact,
                     decision: rule.decision,
                     justification: rule.justification.clone(),
+                    network: rule.network,
                 });
             }
             defaults.push(match doc.commands.default {
@@ -402,6 +411,7 @@ impl Policy {
             deny,
             read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
             servers,
+            sandbox,
             grants: std::sync::Arc::new(portcullis_harness::Grants::new(
                 layers
                     .iter()

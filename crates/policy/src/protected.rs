@@ -179,6 +179,12 @@ impl ProtectedPaths {
             .map(|(_, what)| ProtectedHit { kind: ProtectedKind::HubSecret, what: (*what).to_owned() })
     }
 
+    /// Every concrete protected place: its path, its kind, and whether files beside it whose names
+    /// start with its name (a SQLite file's `-wal`, `-shm`) belong to it.
+    pub fn places(&self) -> impl Iterator<Item = (&Path, ProtectedKind, bool)> {
+        self.zones.iter().map(|z| (z.path.as_path(), z.kind, z.prefix))
+    }
+
     /// The strictest protected place strictly below `dir` (a program moving, copying or deleting `dir`
     /// acts on it too). Only concrete places are known; marking components are found by `find`.
     pub fn below(&self, dir: &Path) -> Option<ProtectedHit> {

@@ -237,6 +237,13 @@ export type DiffLine = { kind: "same"; old: number; new: number; text: string } 
 /**  The diff goes on for `count` more lines (changed or not), past [`MAX_LINES_SHOWN`]. */
 { kind: "truncated"; count: number };
 
+/**  Whether the kernel confines the command. */
+export type Enforcement = 
+/**  Landlock (and, where the kernel has them, namespaces) confine it. */
+{ state: "confined" } | 
+/**  It runs without walls: this kernel cannot enforce them and the policy does not demand it. */
+{ state: "unconfined"; reason: string };
+
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {
 	decision: Decision,
@@ -276,6 +283,8 @@ export type ExecutionAction = {
 	/**  The working directory, for `Execute`. */
 	cwd?: string | null,
 	risk?: Risk,
+	/**  The walls the command runs inside (set by the policy for `Execute`; shown to the approver). */
+	sandbox?: SandboxProfile | null,
 };
 
 /**  What happened, by source: the hub, the approval broker, the tools' calls. */
@@ -495,6 +504,46 @@ export type RuleRef = {
 export type RuleScope = {
 	words: number,
 	exact: boolean,
+};
+
+/**
+ *  Resource limits of one command (each process it starts has them; `processes` counts the whole
+ *  command).
+ */
+export type SandboxLimits = {
+	/**  Data memory of one process, MiB (heap and private mappings). */
+	memory_mb: number,
+	/**  CPU time of one process, seconds. */
+	cpu_seconds: number,
+	/**  Processes and threads of the whole command. */
+	processes: number,
+	/**  Largest file one process may write, MiB. */
+	file_size_mb: number,
+	/**  Open files of one process. */
+	open_files: number,
+};
+
+/**  The walls of one command. */
+export type SandboxProfile = {
+	enforcement: Enforcement,
+	/**  System folders readable and executable (programs, libraries, `/etc`). */
+	system: string[],
+	/**  Further trees readable and executable: toolchains, read roots, reads the operator approved. */
+	read: string[],
+	/**
+	 *  Trees readable and writable: write roots and writes the operator approved (a private temporary
+	 *  folder is added when the command starts).
+	 */
+	write: string[],
+	/**  Places that exist but are never visible inside (secrets folders, the hub's files): empty there. */
+	hidden: string[],
+	/**  Places inside writable trees kept read-only (git hooks and config, editor settings). */
+	read_only: string[],
+	/**  Whether the command may use the network (TCP connect and bind, the machine's interfaces). */
+	network: boolean,
+	/**  Why the network is open or closed (the rule that allows it). */
+	network_reason?: string | null,
+	limits: SandboxLimits,
 };
 
 /**  An error that took an upstream server down, and when. */

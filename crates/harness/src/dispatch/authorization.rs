@@ -46,7 +46,7 @@ impl Shared {
                     )))
                 });
         stages.arguments_us = micros_since(checking);
-        let action = match action {
+        let mut action = match action {
             Ok(a) => a,
             Err(e) => {
                 let mut refusal = Refusal::new(
@@ -73,6 +73,9 @@ impl Shared {
                 )
             });
         stages.policy_us = micros_since(judging);
+        // The walls the policy chose travel with the action: the approver sees them, the tool applies
+        // them, the ledger keeps them.
+        action.sandbox = verdict.sandbox.clone();
         let ruling = PolicyRuling {
             decision: verdict.decision,
             decided_by: verdict.decided_by.clone(),

@@ -3,7 +3,7 @@
 //! session of its own — through the same pipeline assembly as the hub.
 
 use super::error::{ApiError, ErrorCode};
-use crate::pipeline::{Pipeline, builtin_tools};
+use crate::pipeline::Pipeline;
 use portcullis_harness::{Approvals, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult};
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_policy::discovery::load_for;
@@ -63,11 +63,15 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
         }
         None => portcullis_policy::approval::default_always_file(&sources),
     };
-    let (_, registry) = builtin_tools(&cwd, crate::hub::coding_limits(&policy))
-        .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
+    // Commands run inside the sandbox when this binary is a launcher (the CLI's is).
+    let launcher = crate::sandboxing::this_binary();
+    let support = crate::sandboxing::probe(launcher.as_ref()).await;
+    let (_, registry) =
+        crate::pipeline::builtin_tools_confined(&cwd, crate::hub::coding_limits(&policy), launcher)
+            .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
     let grants = policy.grants().clone();
     let timeout = Duration::from_secs(policy.approval_timeout_seconds());
-    let live = Arc::new(LivePolicy::new(policy, cwd.clone()));
+    let live = Arc::new(LivePolicy::new(policy, cwd.clone()).with_sandbox_support(support));
     // Secrets from the environment never reach the ledger, nor an "always" rule.
     let redactor = Redactor::builder().secrets(crate::secrets::environment_secrets()).build();
     let approvals: Arc<dyn Approvals> = match call.prompter {

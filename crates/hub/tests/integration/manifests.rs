@@ -30,7 +30,7 @@ fn the_committed_schema_is_current() {
 
 #[test]
 fn the_shipped_examples_load() {
-    let tools = load_manifests(&[repo().join("tool-manifests/examples")], &repo()).unwrap();
+    let tools = load_manifests(&[repo().join("tool-manifests/examples")], &repo(), None).unwrap();
     let names: Vec<String> = tools.iter().map(|t| t.spec().name.clone()).collect();
     assert!(names.contains(&"weather_fixture".to_owned()) && names.contains(&"recent_commits".to_owned()));
 }

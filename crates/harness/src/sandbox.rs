@@ -1,0 +1,102 @@
+//! The sandbox a command runs in: what the kernel lets it read, write and reach, and the resource limits
+//! it runs under. The policy derives a profile from its roots and the approved action; the tools that
+//! start processes hand it to the launcher (`portcullis-sandbox`), which applies it before the command
+//! starts. It travels on the [`crate::ExecutionAction`], so the approval card, the live view and the
+//! ledger show the walls a command runs inside.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Whether the kernel confines the command.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Landlock (and, where the kernel has them, namespaces) confine it.
+    Confined,
+    /// It runs without walls: this kernel cannot enforce them and the policy does not demand it.
+    Unconfined { reason: String },
+}
+
+/// Resource limits of one command (each process it starts has them; `processes` counts the whole
+/// command).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxLimits {
+    /// Data memory of one process, MiB (heap and private mappings).
+    pub memory_mb: u32,
+    /// CPU time of one process, seconds.
+    pub cpu_seconds: u32,
+    /// Processes and threads of the whole command.
+    pub processes: u32,
+    /// Largest file one process may write, MiB.
+    pub file_size_mb: u32,
+    /// Open files of one process.
+    pub open_files: u32,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        SandboxLimits {
+            memory_mb: 4096,
+            cpu_seconds: 600,
+            processes: 512,
+            file_size_mb: 1024,
+            open_files: 4096,
+        }
+    }
+}
+
+/// The walls of one command.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxProfile {
+    pub enforcement: Enforcement,
+    /// System folders readable and executable (programs, libraries, `/etc`).
+    pub system: Vec<PathBuf>,
+    /// Further trees readable and executable: toolchains, read roots, reads the operator approved.
+    pub read: Vec<PathBuf>,
+    /// Trees readable and writable: write roots and writes the operator approved (a private temporary
+    /// folder is added when the command starts).
+    pub write: Vec<PathBuf>,
+    /// Places that exist but are never visible inside (secrets folders, the hub's files): empty there.
+    pub hidden: Vec<PathBuf>,
+    /// Places inside writable trees kept read-only (git hooks and config, editor settings).
+    pub read_only: Vec<PathBuf>,
+    /// Whether the command may use the network (TCP connect and bind, the machine's interfaces).
+    pub network: bool,
+    /// Why the network is open or closed (the rule that allows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_reason: Option<String>,
+    pub limits: SandboxLimits,
+}
+
+impl SandboxProfile {
+    pub fn is_confined(&self) -> bool {
+        self.enforcement == Enforcement::Confined
+    }
+}
+
+/// What this machine's kernel can enforce, as the launcher found when the hub started.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSupport {
+    /// The Landlock ABI the kernel offers (none: no Landlock).
+    pub landlock_abi: Option<u8>,
+    /// User, mount, PID and network namespaces could be made.
+    pub namespaces: bool,
+    /// Why commands cannot be confined here (no launcher, no Landlock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl SandboxSupport {
+    /// A machine where nothing can be confined, and why.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        SandboxSupport { landlock_abi: None, namespaces: false, unavailable: Some(reason.into()) }
+    }
+
+    pub fn can_confine(&self) -> bool {
+        self.unavailable.is_none() && self.landlock_abi.is_some()
+    }
+}

@@ -1,0 +1,337 @@
+//! The sandbox profile of a command: the policy's roots, the files the analysis found and the operator
+//! approved, and the system folders programs need — minus the places no command may see (secrets
+//! folders, the hub's files) — with the resource limits of the `sandbox` section. The kernel enforces
+//! it (`portcullis-sandbox`); this module decides what it holds. The places are data: tables with a
+//! reason per row.
+
+use crate::document::{Access, Decision, SandboxLimitSettings, SandboxMode, SandboxSettings};
+use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::protected::ProtectedKind;
+use portcullis_harness::paths::canonicalize_lenient;
+use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+use std::path::{Path, PathBuf};
+
+/// Folders programs need to start and run: readable and executable, never writable.
+pub const SYSTEM_FOLDERS: &[(&str, &str)] = &[
+    ("/usr", "programs, libraries and their data"),
+    ("/bin", "programs (often a link into /usr)"),
+    ("/sbin", "system programs"),
+    ("/lib", "libraries and the dynamic loader"),
+    ("/lib32", "32-bit libraries"),
+    ("/lib64", "the dynamic loader"),
+    ("/libx32", "x32 libraries"),
+    ("/etc", "configuration: the loader's cache, users, name service, certificates, alternatives"),
+    ("/opt", "software installed outside the package manager"),
+    ("/sys", "facts about the machine programs read (CPUs, memory)"),
+];
+
+/// Toolchains in the home folder: readable and executable, so `cargo`, `rustup`, `pyenv` or `nvm`
+/// shims run. Their caches stay read-only unless a write root names them.
+pub const HOME_TOOLCHAINS: &[(&str, &str)] = &[
+    (".cargo", "Rust: cargo, its registry and installed programs"),
+    (".rustup", "Rust toolchains"),
+    (".pyenv", "Python versions and their shims"),
+    (".nvm", "Node.js versions"),
+    (".volta", "Node.js toolchains"),
+    (".bun", "the Bun runtime"),
+    (".deno", "the Deno runtime"),
+    (".local/bin", "programs the user installed"),
+    (".local/lib", "Python packages the user installed"),
+    (".rbenv", "Ruby versions"),
+    (".sdkman", "JVM toolchains"),
+    ("go", "Go modules and installed programs"),
+];
+
+/// Secrets in the home folder: never visible to a command, whatever a root or an approval says.
+pub const HOME_SECRETS: &[(&str, &str)] = &[
+    (".ssh", "SSH keys"),
+    (".aws", "AWS credentials"),
+    (".config", "application settings and tokens (gh, gcloud, Portcullis's own tokens and policy)"),
+    (".gnupg", "GPG keys"),
+    (".local/share/keyrings", "desktop keyrings"),
+    (".local/share/portcullis", "the hub's ledger"),
+    (".password-store", "pass's password store"),
+    (".kube", "Kubernetes credentials"),
+    (".docker", "Docker registry credentials"),
+    (".azure", "Azure credentials"),
+    (".netrc", "HTTP credentials"),
+    (".git-credentials", "git's stored credentials"),
+    (".npmrc", "npm tokens"),
+    (".pypirc", "PyPI tokens"),
+    (".pgpass", "PostgreSQL passwords"),
+    (".vault-token", "a Vault token"),
+    (".cargo/credentials", "the crates.io token"),
+    (".cargo/credentials.toml", "the crates.io token"),
+    (".bash_history", "shell history (commands with secrets in them)"),
+    (".zsh_history", "shell history (commands with secrets in them)"),
+];
+
+/// Secrets of the machine: never visible to a command.
+pub const SYSTEM_SECRETS: &[(&str, &str)] = &[
+    ("/etc/shadow", "password hashes"),
+    ("/etc/gshadow", "group password hashes"),
+    ("/etc/ssh", "the machine's SSH host keys"),
+    ("/etc/sudoers", "sudo's rules"),
+    ("/etc/sudoers.d", "sudo's rules"),
+    ("/run/user", "per-user sockets: the session bus, keyrings, the SSH agent"),
+    ("/run/dbus", "the system bus"),
+    ("/run/docker.sock", "the Docker daemon (root on the machine)"),
+];
+
+/// Places inside a writable tree kept read-only: allowed programs execute what they hold, so writing
+/// them is running code later (the policy prompts for it; the kernel keeps it unless approved).
+pub const KEPT_READ_ONLY: &[(&str, &str)] = &[
+    (".git/hooks", "git runs its hooks"),
+    (".git/config", "git runs commands it names (core.fsmonitor, aliases)"),
+    (".gitmodules", "git runs commands submodule settings name"),
+    (".envrc", "direnv runs it on entering the folder"),
+    (".vscode", "the editor runs its tasks and settings"),
+    (".claude", "Claude Code runs its hooks and commands"),
+    (".husky", "git hooks managed by husky"),
+    (".githooks", "a git hooks folder"),
+];
+
+/// The merged `sandbox` sections of a policy's layers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxRules {
+    mode: Option<SandboxMode>,
+    memory_mb: Option<u32>,
+    cpu_seconds: Option<u32>,
+    processes: Option<u32>,
+    file_size_mb: Option<u32>,
+    open_files: Option<u32>,
+}
+
+/// Each limit: its name, the range it must lie in, and where it is in the settings and the rules.
+type LimitRow = (
+    &'static str,
+    u32,
+    u32,
+    fn(&SandboxLimitSettings) -> Option<u32>,
+    fn(&mut SandboxRules) -> &mut Option<u32>,
+);
+
+const LIMIT_ROWS: &[LimitRow] = &[
+    ("memory_mb", 16, 1 << 20, |s| s.memory_mb, |r| &mut r.memory_mb),
+    ("cpu_seconds", 1, 86_400, |s| s.cpu_seconds, |r| &mut r.cpu_seconds),
+    ("processes", 8, 65_536, |s| s.processes, |r| &mut r.processes),
+    ("file_size_mb", 1, 1 << 20, |s| s.file_size_mb, |r| &mut r.file_size_mb),
+    ("open_files", 16, 1 << 20, |s| s.open_files, |r| &mut r.open_files),
+];
+
+impl SandboxRules {
+    /// Adds one layer's section: `required` wins, and the smallest value of each limit holds.
+    pub fn merge(&mut self, settings: &SandboxSettings) -> Result<(), String> {
+        if let Some(mode) = settings.mode {
+            self.mode = Some(self.mode.map_or(mode, |m| m.max(mode)));
+        }
+        for (name, low, high, get, slot) in LIMIT_ROWS {
+            if let Some(value) = get(&settings.limits) {
+                if !(*low..=*high).contains(&value) {
+                    return Err(format!("sandbox.limits.{name} is {value}; expected {low} to {high}"));
+                }
+                let slot = slot(self);
+                *slot = Some(slot.map_or(value, |v| v.min(value)));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn mode(&self) -> SandboxMode {
+        self.mode.unwrap_or(SandboxMode::Preferred)
+    }
+
+    pub fn limits(&self) -> SandboxLimits {
+        let d = SandboxLimits::default();
+        SandboxLimits {
+            memory_mb: self.memory_mb.unwrap_or(d.memory_mb),
+            cpu_seconds: self.cpu_seconds.unwrap_or(d.cpu_seconds),
+            processes: self.processes.unwrap_or(d.processes),
+            file_size_mb: self.file_size_mb.unwrap_or(d.file_size_mb),
+            open_files: self.open_files.unwrap_or(d.open_files),
+        }
+    }
+}
+
+/// The trees every root set grants (a path must be inside a root of each set), with the access all of
+/// them give.
+fn granted_trees(policy: &Policy) -> Vec<(PathBuf, Access)> {
+    let mut granted: Option<Vec<(PathBuf, Access)>> = None;
+    for set in policy.root_sets() {
+        let roots: Vec<(PathBuf, Access)> = set
+            .roots
+            .iter()
+            .map(|(p, a)| (canonicalize_lenient(p).unwrap_or_else(|_| p.clone()), *a))
+            .collect();
+        granted = Some(match granted {
+            None => roots,
+            Some(before) => {
+                let mut both = Vec::new();
+                for (a, access_a) in &before {
+                    for (b, access_b) in &roots {
+                        let access = (*access_a).min(*access_b);
+                        if a.starts_with(b) {
+                            both.push((a.clone(), access));
+                        } else if b.starts_with(a) {
+                            both.push((b.clone(), access));
+                        }
+                    }
+                }
+                both
+            }
+        });
+    }
+    granted.unwrap_or_default()
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// Drops entries inside another entry of the list, sorts, dedupes.
+fn outermost(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths.sort();
+    paths.dedup();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        if !kept.iter().any(|k| p.starts_with(k)) {
+            kept.push(p);
+        }
+    }
+    kept
+}
+
+/// The hub's own places a policy knows (its files, tokens, ledger), with the ledger's `-wal`/`-shm`.
+fn hub_places(policy: &Policy) -> Vec<PathBuf> {
+    let mut places = Vec::new();
+    for (path, kind, prefix) in policy.protected().places() {
+        if !matches!(kind, ProtectedKind::HubSecret | ProtectedKind::Policy) {
+            continue;
+        }
+        places.push(path.to_path_buf());
+        if prefix
+            && let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+            && let Ok(entries) = std::fs::read_dir(dir)
+        {
+            places.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(name)))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    places
+}
+
+impl Policy {
+    /// Whether commands must be confined (`sandbox.mode`).
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        self.sandbox.mode()
+    }
+
+    /// The resource limits of one command.
+    pub fn sandbox_limits(&self) -> SandboxLimits {
+        self.sandbox.limits()
+    }
+
+    /// The walls the command `evaluation` judged runs inside, on a machine that can enforce `support`.
+    /// Reads and writes outside the roots that the evaluation lists and did not forbid are included:
+    /// they run only once an operator approved them.
+    pub fn sandbox_profile(
+        &self,
+        evaluation: &Evaluation,
+        ctx: &EvalContext,
+        support: &SandboxSupport,
+    ) -> SandboxProfile {
+        let trees = granted_trees(self);
+        let mut write: Vec<PathBuf> =
+            trees.iter().filter(|(_, a)| *a == Access::Write).map(|(p, _)| p.clone()).collect();
+        let mut read: Vec<PathBuf> =
+            trees.iter().filter(|(_, a)| *a == Access::Read).map(|(p, _)| p.clone()).collect();
+        let system: Vec<PathBuf> =
+            SYSTEM_FOLDERS.iter().map(|(p, _)| PathBuf::from(p)).filter(|p| exists(p)).collect();
+        if let Some(home) = &ctx.home {
+            read.extend(HOME_TOOLCHAINS.iter().map(|(p, _)| home.join(p)).filter(|p| exists(p)));
+        }
+        for access in evaluation.accesses.iter().filter(|a| a.decision != Decision::Forbidden) {
+            let path = PathBuf::from(&access.path);
+            if !path.is_absolute() || !exists(&path) {
+                continue;
+            }
+            let need = access.access;
+            if trees.iter().any(|(root, a)| *a >= need && path.starts_with(root)) {
+                continue;
+            }
+            match need {
+                Access::Write => write.push(path),
+                Access::Read => read.push(path),
+            }
+        }
+        let mut hidden: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(|(p, _)| PathBuf::from(p)).collect();
+        if let Some(home) = &ctx.home {
+            hidden.extend(HOME_SECRETS.iter().map(|(p, _)| home.join(p)));
+        }
+        hidden.extend(hub_places(self));
+        let hidden: Vec<PathBuf> =
+            hidden.into_iter().map(|p| canonicalize_lenient(&p).unwrap_or(p)).filter(|p| exists(p)).collect();
+        // A tree inside a hidden place is not granted at all: the place stays empty.
+        let visible = |p: &PathBuf| !hidden.iter().any(|h| p.starts_with(h));
+        write.retain(visible);
+        read.retain(visible);
+        let write = outermost(write);
+        let read: Vec<PathBuf> =
+            outermost(read).into_iter().filter(|p| !write.iter().any(|w| p.starts_with(w))).collect();
+        let granted = |p: &PathBuf| system.iter().chain(&read).chain(&write).any(|t| p.starts_with(t));
+        let hidden = outermost(hidden.into_iter().filter(granted).collect());
+        let approved_writes: Vec<PathBuf> = evaluation
+            .accesses
+            .iter()
+            .filter(|a| a.access == Access::Write && a.decision == Decision::Prompt)
+            .map(|a| PathBuf::from(&a.path))
+            .collect();
+        let read_only = write
+            .iter()
+            .flat_map(|w| KEPT_READ_ONLY.iter().map(move |(rel, _)| w.join(rel)))
+            .filter(|p| exists(p) && !approved_writes.iter().any(|a| a.starts_with(p)))
+            .collect();
+        let (network, network_reason) = self.network_use(evaluation);
+        let enforcement = match (&support.unavailable, support.landlock_abi, support.namespaces) {
+            (Some(reason), _, _) => Enforcement::Unconfined { reason: reason.clone() },
+            (None, None, _) => Enforcement::Unconfined { reason: "this kernel has no Landlock".into() },
+            (None, Some(_), false) => Enforcement::Unconfined {
+                reason: "this kernel does not let the hub make user namespaces".into(),
+            },
+            (None, Some(_), true) => Enforcement::Confined,
+        };
+        SandboxProfile {
+            enforcement,
+            system,
+            read,
+            write,
+            hidden,
+            read_only,
+            network,
+            network_reason: Some(network_reason),
+            limits: self.sandbox_limits(),
+        }
+    }
+
+    /// Whether a rule that matched (and did not forbid) lets the command use the network, and why.
+    fn network_use(&self, evaluation: &Evaluation) -> (bool, String) {
+        if evaluation.decision == Decision::Forbidden {
+            return (false, "the command is forbidden".into());
+        }
+        let rule = evaluation.matched_rules.iter().find(|m| {
+            m.decision != Decision::Forbidden
+                && self.rules.iter().any(|r| r.id == m.id && r.source == m.source && r.network)
+        });
+        match rule {
+            Some(m) => (true, format!("rule `{}` ({}) allows network use", m.id, m.source)),
+            None => (false, "no rule that matched allows network use".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

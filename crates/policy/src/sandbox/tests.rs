@@ -1,0 +1,133 @@
+use super::*;
+use crate::policy::PolicyLayer;
+
+fn confining() -> SandboxSupport {
+    SandboxSupport { landlock_abi: Some(7), namespaces: true, unavailable: None }
+}
+
+fn policy_in(dir: &Path, text: &str) -> Policy {
+    let layer = PolicyLayer::parse("test.json", text, dir.to_path_buf()).unwrap();
+    Policy::from_layers(vec![layer]).unwrap()
+}
+
+struct World {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    home: PathBuf,
+}
+
+fn world() -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = canonicalize_lenient(tmp.path()).unwrap();
+    let project = root.join("project");
+    let home = root.join("home");
+    for dir in
+        [project.join(".git/hooks"), project.join(".portcullis"), home.join(".ssh"), home.join(".cargo/bin")]
+    {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(project.join(".git/config"), "").unwrap();
+    World { _tmp: tmp, root, project, home }
+}
+
+fn profile(w: &World, policy: &Policy, command: &str) -> SandboxProfile {
+    let ctx = EvalContext { cwd: w.project.clone(), home: Some(w.home.clone()) };
+    let evaluation = policy.evaluate_command(command, &ctx);
+    policy.sandbox_profile(&evaluation, &ctx, &confining())
+}
+
+#[test]
+fn the_project_is_writable_and_its_policy_folder_hidden_and_git_hooks_read_only() {
+    let w = world();
+    let policy = policy_in(&w.project, r#"{"commands":{"default":"allow"}}"#);
+    let p = profile(&w, &policy, "ls");
+    assert_eq!(p.write, vec![w.project.clone()]);
+    assert!(p.hidden.contains(&w.project.join(".portcullis")), "{:?}", p.hidden);
+    assert!(p.read_only.contains(&w.project.join(".git/hooks")), "{:?}", p.read_only);
+    assert!(p.read_only.contains(&w.project.join(".git/config")), "{:?}", p.read_only);
+    assert!(p.read.contains(&w.home.join(".cargo")), "{:?}", p.read);
+    assert!(!p.network);
+    assert_eq!(p.enforcement, Enforcement::Confined);
+    assert!(p.system.contains(&PathBuf::from("/usr")));
+}
+
+#[test]
+fn a_home_root_still_hides_the_secrets_folders_in_it() {
+    let w = world();
+    let policy = policy_in(
+        &w.project,
+        &format!(
+            r#"{{"paths":{{"roots":[{{"path":".","access":"write"}},{{"path":"{}","access":"read"}}]}}}}"#,
+            w.home.display()
+        ),
+    );
+    let p = profile(&w, &policy, "ls");
+    assert!(p.read.contains(&w.home), "{:?}", p.read);
+    assert!(p.hidden.contains(&w.home.join(".ssh")), "{:?}", p.hidden);
+}
+
+#[test]
+fn secrets_outside_every_granted_tree_need_no_mount() {
+    let w = world();
+    let policy = policy_in(&w.project, r#"{}"#);
+    let p = profile(&w, &policy, "ls");
+    assert!(!p.hidden.contains(&w.home.join(".ssh")), "{:?}", p.hidden);
+}
+
+#[test]
+fn only_a_rule_that_says_so_opens_the_network() {
+    let w = world();
+    let policy = policy_in(
+        &w.project,
+        r#"{"commands":{"rules":[
+            {"id":"fetch","pattern":["curl"],"decision":"allow","network":true},
+            {"id":"list","pattern":["ls"],"decision":"allow"}]}}"#,
+    );
+    let open = profile(&w, &policy, "curl -s http://127.0.0.1:1/");
+    assert!(open.network);
+    assert!(open.network_reason.unwrap().contains("`fetch`"));
+    assert!(!profile(&w, &policy, "ls").network);
+}
+
+#[test]
+fn an_approved_read_outside_the_roots_is_readable_and_nothing_else_there() {
+    let w = world();
+    let outside = w.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("notes.txt"), "x").unwrap();
+    std::fs::write(outside.join("other.txt"), "x").unwrap();
+    let policy = policy_in(&w.project, r#"{"commands":{"default":"allow"}}"#);
+    let p = profile(&w, &policy, &format!("cat {}", outside.join("notes.txt").display()));
+    assert!(p.read.contains(&outside.join("notes.txt")), "{:?}", p.read);
+    assert!(!p.read.iter().any(|r| r == &outside || outside.join("other.txt").starts_with(r)));
+}
+
+#[test]
+fn limits_take_the_smallest_value_of_every_layer_and_reject_nonsense() {
+    let mut rules = SandboxRules::default();
+    let doc: SandboxSettings =
+        serde_json::from_str(r#"{"mode":"required","limits":{"memory_mb":512,"processes":64}}"#).unwrap();
+    rules.merge(&doc).unwrap();
+    let doc: SandboxSettings =
+        serde_json::from_str(r#"{"mode":"preferred","limits":{"memory_mb":1024}}"#).unwrap();
+    rules.merge(&doc).unwrap();
+    assert_eq!(rules.mode(), SandboxMode::Required);
+    assert_eq!(rules.limits().memory_mb, 512);
+    assert_eq!(rules.limits().processes, 64);
+    assert_eq!(rules.limits().cpu_seconds, SandboxLimits::default().cpu_seconds);
+    let bad: SandboxSettings = serde_json::from_str(r#"{"limits":{"processes":2}}"#).unwrap();
+    let err = rules.merge(&bad).unwrap_err();
+    assert!(err.contains("sandbox.limits.processes is 2"), "{err}");
+}
+
+#[test]
+fn without_landlock_the_profile_says_why_it_is_unconfined() {
+    let w = world();
+    let policy = policy_in(&w.project, r#"{}"#);
+    let ctx = EvalContext { cwd: w.project.clone(), home: Some(w.home.clone()) };
+    let evaluation = policy.evaluate_command("ls", &ctx);
+    let none = SandboxSupport { landlock_abi: None, namespaces: true, unavailable: None };
+    let p = policy.sandbox_profile(&evaluation, &ctx, &none);
+    assert_eq!(p.enforcement, Enforcement::Unconfined { reason: "this kernel has no Landlock".into() });
+}

@@ -1,0 +1,151 @@
+//! The hub's side of the launcher: a command that starts it with a socket on its standard input, the
+//! conversation over that socket (the request down, reports up), and the probe the hub runs at start to
+//! learn what this machine's kernel can enforce.
+
+use crate::ENTRY;
+use crate::protocol::{LaunchReport, LaunchRequest};
+use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// The largest report line read (a report is small; more is a broken launcher).
+const MAX_REPORT_LINE: usize = 64 * 1024;
+
+/// The program that runs commands inside their sandbox: a Portcullis binary whose `main` calls
+/// [`crate::entry_point`].
+#[derive(Debug, Clone)]
+pub struct SandboxLauncher {
+    program: PathBuf,
+}
+
+/// The hub's end of the socket to one launcher.
+#[derive(Debug)]
+pub struct Conversation {
+    stream: tokio::net::UnixStream,
+}
+
+impl SandboxLauncher {
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        SandboxLauncher { program: program.into() }
+    }
+
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// A command starting the launcher, and the conversation with it. Set its output and process group,
+    /// spawn it, drop the command (it holds the launcher's end of the socket), then
+    /// [`Conversation::run`] the request.
+    pub fn command(&self) -> std::io::Result<(tokio::process::Command, Conversation)> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+        ours.set_nonblocking(true)?;
+        let stream = tokio::net::UnixStream::from_std(ours)?;
+        let mut command = tokio::process::Command::new(&self.program);
+        command.arg(ENTRY).env_clear().stdin(Stdio::from(OwnedFd::from(theirs)));
+        Ok((command, Conversation { stream }))
+    }
+
+    /// What this machine's kernel enforces: runs `true` inside a minimal profile and reads what the walls
+    /// held. Takes a few milliseconds; the hub runs it once at start.
+    pub async fn probe(&self) -> SandboxSupport {
+        let dir = match tempfile_dir() {
+            Ok(d) => d,
+            Err(e) => return SandboxSupport::unavailable(format!("no temporary folder for the probe: {e}")),
+        };
+        let system =
+            ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(PathBuf::from).filter(|p| p.exists());
+        let profile = SandboxProfile {
+            enforcement: Enforcement::Confined,
+            system: system.collect(),
+            read: Vec::new(),
+            write: Vec::new(),
+            hidden: Vec::new(),
+            read_only: Vec::new(),
+            network: false,
+            network_reason: None,
+            limits: SandboxLimits::default(),
+        };
+        let program = ["/usr/bin/true", "/bin/true"].iter().map(PathBuf::from).find(|p| p.exists());
+        let request = LaunchRequest {
+            profile,
+            program: program.unwrap_or_else(|| PathBuf::from("/bin/true")),
+            args: Vec::new(),
+            env: Vec::new(),
+            // Not the private folder: it becomes `/tmp` inside, so its own path is gone there.
+            cwd: PathBuf::from("/usr"),
+            private_tmp: dir.clone(),
+            stdin: None,
+        };
+        let reports = tokio::time::timeout(Duration::from_secs(10), self.run_quietly(&request)).await;
+        let _ = std::fs::remove_dir(&dir);
+        let reports = match reports {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return SandboxSupport::unavailable(format!("the launcher could not start: {e}")),
+            Err(_) => return SandboxSupport::unavailable("the launcher gave no answer within 10 s"),
+        };
+        for report in reports {
+            match report {
+                LaunchReport::Confined { applied } => {
+                    return SandboxSupport {
+                        landlock_abi: Some(applied.landlock_abi),
+                        namespaces: true,
+                        unavailable: None,
+                    };
+                }
+                LaunchReport::Failed { step, message } => {
+                    return SandboxSupport::unavailable(format!("{step}: {message}"));
+                }
+                LaunchReport::Ended { .. } => {}
+            }
+        }
+        SandboxSupport::unavailable("the launcher ended without saying what it built")
+    }
+
+    /// Runs `request` with its output discarded, and returns the reports.
+    pub async fn run_quietly(&self, request: &LaunchRequest) -> std::io::Result<Vec<LaunchReport>> {
+        let (mut command, conversation) = self.command()?;
+        command.stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true);
+        let mut child = command.spawn()?;
+        drop(command);
+        let reports = conversation.run(request).await;
+        let _ = child.wait().await;
+        Ok(reports)
+    }
+}
+
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "portcullis-probe-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
+impl Conversation {
+    /// Sends the request, then reads the launcher's reports until it ends (or the socket breaks).
+    pub async fn run(mut self, request: &LaunchRequest) -> Vec<LaunchReport> {
+        let mut reports = Vec::new();
+        let Ok(body) = serde_json::to_vec(request) else { return reports };
+        if self.stream.write_all(&body).await.is_err() || self.stream.shutdown().await.is_err() {
+            return reports;
+        }
+        let mut lines = BufReader::new(self.stream);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match (&mut lines).take(MAX_REPORT_LINE as u64).read_line(&mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => match serde_json::from_str::<LaunchReport>(line.trim_end()) {
+                    Ok(report) => reports.push(report),
+                    Err(e) => tracing::warn!(%e, "the sandbox launcher sent a report that is not valid"),
+                },
+            }
+        }
+        reports
+    }
+}

@@ -1,0 +1,99 @@
+//! The launcher's first stage, started by the hub: makes the namespaces, maps the hub's user to root
+//! inside them (so the second stage may mount), starts the second stage as the first process of the new
+//! PID namespace, and relays its reports to the hub.
+
+use crate::channel::{from_stdin, read_request, send};
+use crate::protocol::LaunchReport;
+use crate::{ENTRY, INIT, WALLS_FAILED};
+use nix::sched::{CloneFlags, unshare};
+use nix::unistd::{getgid, getuid};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+/// The variable that tells the second stage the hub's user and group (`uid gid`).
+pub(crate) const IDS_VAR: &str = "PORTCULLIS_SANDBOX_IDS";
+
+/// Writes this process's user and group maps: `inside` is `outside` in the parent namespace.
+pub(crate) fn map_ids(inside: (u32, u32), outside: (u32, u32)) -> std::io::Result<()> {
+    match std::fs::write("/proc/self/setgroups", "deny") {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::write("/proc/self/uid_map", format!("{} {} 1\n", inside.0, outside.0))?;
+    std::fs::write("/proc/self/gid_map", format!("{} {} 1\n", inside.1, outside.1))
+}
+
+pub(crate) fn launch_main() -> i32 {
+    let Ok(mut hub) = from_stdin() else { return WALLS_FAILED };
+    let (raw, request) = match read_request(&mut hub) {
+        Ok(r) => r,
+        Err(message) => {
+            send(&mut hub, &LaunchReport::failed("request", message));
+            return WALLS_FAILED;
+        }
+    };
+    let ids = (getuid().as_raw(), getgid().as_raw());
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWIPC;
+    if !request.profile.network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if let Err(e) = unshare(flags) {
+        send(
+            &mut hub,
+            &LaunchReport::failed("namespaces", format!("the kernel refused new namespaces: {e}")),
+        );
+        return WALLS_FAILED;
+    }
+    if let Err(e) = map_ids((0, 0), ids) {
+        send(
+            &mut hub,
+            &LaunchReport::failed("namespaces", format!("mapping the user into the namespace: {e}")),
+        );
+        return WALLS_FAILED;
+    }
+    let started = UnixStream::pair().and_then(|(ours, theirs)| {
+        let exe = std::env::current_exe()?;
+        let child = Command::new(exe)
+            .arg(ENTRY)
+            .arg(INIT)
+            .env_clear()
+            .env(IDS_VAR, format!("{} {}", ids.0, ids.1))
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .spawn()?;
+        Ok((ours, child))
+    });
+    let (mut init, mut child) = match started {
+        Ok(s) => s,
+        Err(e) => {
+            send(
+                &mut hub,
+                &LaunchReport::failed("start", format!("starting the sandbox's first process: {e}")),
+            );
+            return WALLS_FAILED;
+        }
+    };
+    let _ = init.write_all(&raw);
+    let _ = init.shutdown(std::net::Shutdown::Write);
+    let mut ended = false;
+    for line in BufReader::new(&init).lines() {
+        let Ok(line) = line else { break };
+        ended |= matches!(serde_json::from_str(&line), Ok(LaunchReport::Ended { .. }));
+        let _ = hub.write_all(line.as_bytes());
+        let _ = hub.write_all(b"\n");
+    }
+    let status = child.wait();
+    if !ended {
+        let (exit_code, signal) = match &status {
+            Ok(s) => (s.code(), s.signal()),
+            Err(_) => (None, None),
+        };
+        send(&mut hub, &LaunchReport::Ended { exit_code, signal, limit: None });
+    }
+    0
+}

@@ -1,0 +1,55 @@
+//! Portcullis sandbox: runs one command inside the walls of its profile. The hub starts its own binary
+//! as the launcher (`<binary> sandbox-exec`); the launcher makes user, mount, PID, IPC and (without
+//! network) network namespaces, starts itself again as the first process of the new PID namespace, and
+//! that process hides the places no command may see, keeps protected places read-only, bounds the
+//! process count, drops to the hub's own user, confines itself with Landlock and resource limits, and
+//! only then starts the command. Both stages are safe Rust: no `pre_exec`, no `fork`.
+//!
+//! The hub side ([`SandboxLauncher`]) sends the request over a socket on the launcher's standard input
+//! and reads back what the walls hold, and how the command ended ([`LaunchReport`]). [`findings`] reads
+//! what the kernel refused from the command's own error output.
+
+mod channel;
+mod client;
+pub mod findings;
+mod init;
+mod launcher;
+mod protocol;
+mod walls;
+
+pub use client::{Conversation, SandboxLauncher};
+pub use protocol::{Applied, LaunchReport, LaunchRequest};
+
+/// The first argument that makes a Portcullis binary the launcher.
+pub const ENTRY: &str = "sandbox-exec";
+/// The second argument of the launcher's second stage (the new PID namespace's first process).
+const INIT: &str = "--init";
+/// The launcher's exit code when the walls could not be built (the command did not run).
+pub const WALLS_FAILED: i32 = 125;
+
+/// Set once `main` called [`entry_point`]: this binary can be the launcher.
+static ENTRY_REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// This binary as the launcher, when its `main` called [`entry_point`] (test binaries do not).
+pub fn this_binary() -> Option<SandboxLauncher> {
+    if !ENTRY_REGISTERED.load(std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
+    std::env::current_exe().ok().map(SandboxLauncher::new)
+}
+
+/// Runs the launcher when this process was started as one (`<binary> sandbox-exec [--init]`), and
+/// returns its exit code; `None` otherwise. Call it first in `main`, before any thread starts (a
+/// process with threads cannot make a user namespace).
+pub fn entry_point() -> Option<i32> {
+    ENTRY_REGISTERED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != ENTRY {
+        return None;
+    }
+    Some(match args.next() {
+        None => launcher::launch_main(),
+        Some(flag) if flag == INIT => init::init_main(),
+        Some(_) => 2,
+    })
+}

@@ -1,0 +1,216 @@
+//! The walls, built by the second stage before the command starts, in this order: mounts (a private
+//! view, a new `/proc`, hidden and read-only places, a private `/tmp` and `/dev/shm`), the process
+//! count, the drop to the hub's own user, Landlock, resource limits. Every step that fails stops the
+//! command: it never runs behind half-built walls.
+
+use crate::launcher::map_ids;
+use crate::protocol::{Applied, LaunchRequest};
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+};
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::resource::{Resource, setrlimit};
+use portcullis_harness::SandboxLimits;
+use std::path::{Path, PathBuf};
+
+/// Devices a command may read and write.
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+
+/// The Landlock ABI the rules are written for (the kernel may offer less; what it offers is reported).
+const ABI_USED: ABI = ABI::V6;
+
+/// The smallest `pid_max` the kernel accepts in a PID namespace.
+const PID_MAX_FLOOR: u32 = 301;
+
+/// A step that failed: its name and what went wrong.
+pub(crate) type Failure = (&'static str, String);
+
+fn fail(step: &'static str) -> impl FnOnce(nix::errno::Errno) -> Failure {
+    move |e| (step, e.to_string())
+}
+
+/// What the second stage built, for the command it starts.
+pub(crate) struct Built {
+    pub applied: Applied,
+    /// `TMPDIR` inside.
+    pub tmp: PathBuf,
+    /// The process count the watchdog enforces (the namespace's `pid_max` bounds it too).
+    pub processes: u32,
+}
+
+pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32)) -> Result<Built, Failure> {
+    let profile = &request.profile;
+    let mut applied = Applied {
+        namespaces: ["user", "mount", "pid", "ipc"].iter().map(|s| (*s).to_owned()).collect(),
+        ..Applied::default()
+    };
+    if !profile.network {
+        applied.namespaces.push("net".into());
+    }
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(fail("private mounts"))?;
+    let proc_mounted = mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        none,
+    );
+    if let Err(e) = &proc_mounted {
+        applied.notes.push(format!(
+            "/proc is the host's ({e}); Landlock still keeps other processes' memory and environment closed"
+        ));
+    }
+    let limits = profile.limits;
+    applied.processes = match proc_mounted.ok().map(|()| {
+        std::fs::write("/proc/sys/kernel/pid_max", (limits.processes + 2).max(PID_MAX_FLOOR).to_string())
+    }) {
+        Some(Ok(())) => format!("{} processes (the PID namespace's size, watched)", limits.processes),
+        _ => {
+            applied
+                .notes
+                .push("this kernel cannot size a PID namespace: only the watchdog counts processes".into());
+            format!("{} processes (watched)", limits.processes)
+        }
+    };
+    for place in &profile.hidden {
+        hide(place)?;
+    }
+    for place in &profile.read_only {
+        read_only(place)?;
+    }
+    if Path::new("/dev/shm").is_dir()
+        && let Err(e) = mount(
+            Some("tmpfs"),
+            "/dev/shm",
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("size=64m,mode=1777"),
+        )
+    {
+        applied.notes.push(format!("/dev/shm is not private ({e}); it is not writable either"));
+    }
+    let granted = || profile.system.iter().chain(&profile.read).chain(&profile.write);
+    let tmp = if granted().any(|p| p.starts_with("/tmp")) {
+        request.private_tmp.clone()
+    } else {
+        mount(Some(&request.private_tmp), "/tmp", none, MsFlags::MS_BIND, none)
+            .map_err(fail("private /tmp"))?;
+        PathBuf::from("/tmp")
+    };
+    unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("dropping to the hub's user"))?;
+    map_ids(ids, (0, 0)).map_err(|e| ("dropping to the hub's user", e.to_string()))?;
+    landlock(request, &tmp, &mut applied)?;
+    resource_limits(&limits)?;
+    Ok(Built { applied, tmp, processes: limits.processes })
+}
+
+/// Makes `place` empty inside: an empty read-only tmpfs over a folder, the null device over a file.
+fn hide(place: &Path) -> Result<(), Failure> {
+    let none: Option<&str> = None;
+    let step = "hiding a place";
+    let what = |e: nix::errno::Errno| (step, format!("{}: {e}", place.display()));
+    match std::fs::metadata(place) {
+        Err(_) => Ok(()),
+        Ok(meta) if meta.is_dir() => mount(
+            Some("tmpfs"),
+            place,
+            Some("tmpfs"),
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("size=4k,mode=000"),
+        )
+        .map_err(what),
+        Ok(_) => {
+            mount(Some("/dev/null"), place, none, MsFlags::MS_BIND, none).map_err(what)?;
+            mount(none, place, none, MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY, none)
+                .map_err(what)
+        }
+    }
+}
+
+/// Keeps `place` read-only inside.
+fn read_only(place: &Path) -> Result<(), Failure> {
+    let none: Option<&str> = None;
+    let what = |e: nix::errno::Errno| ("keeping a place read-only", format!("{}: {e}", place.display()));
+    if std::fs::symlink_metadata(place).is_err() {
+        return Ok(());
+    }
+    mount(Some(place), place, none, MsFlags::MS_BIND | MsFlags::MS_REC, none).map_err(what)?;
+    mount(none, place, none, MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY, none).map_err(what)
+}
+
+fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<&'a PathBuf> {
+    paths.into_iter().filter(|p| p.exists()).collect()
+}
+
+/// Confines this process (and so the command) with Landlock: reads only beneath the readable trees,
+/// writes only beneath the writable ones, no TCP without network, no signals or abstract sockets out.
+fn landlock(request: &LaunchRequest, tmp: &Path, applied: &mut Applied) -> Result<(), Failure> {
+    let profile = &request.profile;
+    let err = |e: landlock::RulesetError| ("Landlock", e.to_string());
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI_USED))
+        .map_err(err)?;
+    if !profile.network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(ABI_USED)).map_err(err)?;
+    }
+    let readable: Vec<&PathBuf> = existing(profile.system.iter().chain(&profile.read));
+    let writable: Vec<&PathBuf> = existing(&profile.write);
+    let proc_dir = PathBuf::from("/proc");
+    let shm = PathBuf::from("/dev/shm");
+    let tmp = tmp.to_path_buf();
+    let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
+    let status = ruleset
+        .scope(Scope::from_all(ABI_USED))
+        .map_err(err)?
+        .create()
+        .map_err(err)?
+        .add_rules(path_beneath_rules(readable, AccessFs::from_read(ABI_USED)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules([&proc_dir], AccessFs::ReadFile | AccessFs::ReadDir))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(writable.into_iter().chain([&tmp]), AccessFs::from_all(ABI_USED)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(existing([&shm]), AccessFs::from_all(ABI_USED)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(&devices, AccessFs::from_file(ABI_USED)))
+        .map_err(err)?
+        .restrict_self()
+        .map_err(err)?;
+    applied.landlock = match status.ruleset {
+        RulesetStatus::FullyEnforced => "fully enforced".into(),
+        RulesetStatus::PartiallyEnforced => {
+            "partially enforced (an older kernel: some rights unhandled)".into()
+        }
+        RulesetStatus::NotEnforced => {
+            return Err(("Landlock", "this kernel does not enforce Landlock".into()));
+        }
+    };
+    applied.landlock_abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as u8,
+        _ => 0,
+    };
+    Ok(())
+}
+
+/// Sets the per-process limits (the process count is the namespace's and the watchdog's).
+fn resource_limits(limits: &SandboxLimits) -> Result<(), Failure> {
+    let mib = |n: u32| u64::from(n) << 20;
+    let rows = [
+        (Resource::RLIMIT_DATA, mib(limits.memory_mb)),
+        (Resource::RLIMIT_CPU, u64::from(limits.cpu_seconds)),
+        (Resource::RLIMIT_FSIZE, mib(limits.file_size_mb)),
+        (Resource::RLIMIT_NOFILE, u64::from(limits.open_files)),
+        // A process killed at a limit leaves no core file in the project.
+        (Resource::RLIMIT_CORE, 0),
+    ];
+    for (resource, value) in rows {
+        // Never above what the hub itself may use (raising a hard limit needs privilege).
+        let value = nix::sys::resource::getrlimit(resource).map_or(value, |(_, hard)| value.min(hard));
+        setrlimit(resource, value, value).map_err(|e| ("resource limits", format!("{resource:?}: {e}")))?;
+    }
+    Ok(())
+}
