@@ -42,6 +42,31 @@ pub enum Command {
         #[command(subcommand)]
         agent: HookAgent,
     },
+    /// The kernel sandbox commands run in.
+    Sandbox {
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Print the sandbox a shell command would run in: what it may read and write, what is hidden or
+    /// kept read-only, whether it has network, its resource limits, and whether this machine can
+    /// enforce it.
+    Explain(SandboxExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxExplainArgs {
+    #[command(flatten)]
+    pub files: PolicyFiles,
+    /// Print the profile as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The shell command: one word is a whole script; several words are one command's argv.
+    #[arg(last = true, value_name = "COMMAND", required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -135,6 +135,21 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
                 writeln!(out, "    {}", clean(&file_line(f)))?;
             }
         }
+        // The walls a command ran inside, and what they refused.
+        if let Some(profile) =
+            records.iter().find_map(|r| r.body.action.as_ref().and_then(|a| a.sandbox.as_ref()))
+        {
+            for line in crate::sandbox_cmd::profile_lines(profile) {
+                writeln!(out, "  {}", clean(&line))?;
+            }
+        }
+        for record in records.iter() {
+            for line in crate::sandbox_cmd::refusal_lines(
+                record.body.output.as_deref().and_then(|o| o.structured.as_ref()),
+            ) {
+                writeln!(out, "  {}", clean(&line))?;
+            }
+        }
         let approvals: Vec<_> = timeline.approvals.iter().filter(|a| a.session_id == *session).collect();
         if !approvals.is_empty() {
             writeln!(out, "  approvals:")?;

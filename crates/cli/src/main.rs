@@ -11,13 +11,14 @@ mod ledger_cmd;
 mod mcp_cmd;
 mod policy_cmd;
 mod render;
+mod sandbox_cmd;
 mod serve_cmd;
 mod sessions_cmd;
 mod stats_cmd;
 mod table;
 mod terminal;
 
-use crate::args::{Cli, Command, HookAgent, LedgerCommand, PolicyCommand};
+use crate::args::{Cli, Command, HookAgent, LedgerCommand, PolicyCommand, SandboxCommand};
 use crate::error::CliError;
 use clap::Parser;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -63,6 +64,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             PolicyCommand::Replay(a) => policy_cmd::replay(a, &mut out)?,
         },
         Command::Call(a) => call_cmd::call(a, &mut out)?,
+        Command::Sandbox { command: SandboxCommand::Explain(a) } => sandbox_cmd::explain(a, &mut out)?,
         Command::Serve(_) | Command::Mcp(_) | Command::Hook { .. } => ExitCode::SUCCESS,
     };
     out.flush()?;

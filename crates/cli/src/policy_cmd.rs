@@ -84,7 +84,20 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
         CallVerdict::Blocked { reason, detail } => {
             writeln!(out, "decision: {reason} (blocked before any rule: {detail})")?;
         }
-        CallVerdict::Evaluated(e) => render_evaluation(e, out)?,
+        CallVerdict::Evaluated(e) => {
+            render_evaluation(e, out)?;
+            // A shell command: the walls it would run inside (`portcullis sandbox explain` has more).
+            if args.call.is_none() {
+                let support = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(CliError::Runtime)?
+                    .block_on(portcullis_hub::api::policy_check::probe_sandbox());
+                for line in crate::sandbox_cmd::profile_lines(&policy.sandbox_profile(e, &support)) {
+                    writeln!(out, "{}", clean(&line))?;
+                }
+            }
+        }
     }
     writeln!(out, "policies: {}", sources.join(", "))?;
     Ok(ExitCode::SUCCESS)

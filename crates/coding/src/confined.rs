@@ -134,7 +134,8 @@ pub fn describe(
             Some(p) => format!("{} ({p})", f.meaning),
             None => f.meaning.clone(),
         };
-        lines.push(format!("[sandbox refused: {what}]"));
+        let times = if f.count > 1 { format!(" ×{}", f.count) } else { String::new() };
+        lines.push(format!("[sandbox refused: {what}{times}]"));
     }
     let value = json!({
         "confined": true,

@@ -27,7 +27,7 @@ pub struct SandboxLimits {
     pub memory_mb: u32,
     /// CPU time of one process, seconds.
     pub cpu_seconds: u32,
-    /// Processes and threads of the whole command.
+    /// Processes of the whole command.
     pub processes: u32,
     /// Largest file one process may write, MiB.
     pub file_size_mb: u32,

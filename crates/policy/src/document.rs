@@ -233,7 +233,8 @@ pub struct SandboxLimitSettings {
     /// CPU time of one process, seconds (default 600; 1 to 86,400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<u32>,
-    /// Processes and threads of one command (default 512; 8 to 65,536).
+    /// Processes of one command (default 512; 16 to 65,536). The command's PID namespace is sized a
+    /// little above it, and the command is ended when it passes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<u32>,
     /// Largest file one process may write, MiB (default 1,024; 1 to 1,048,576).

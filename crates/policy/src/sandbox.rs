@@ -114,7 +114,7 @@ type LimitRow = (
 const LIMIT_ROWS: &[LimitRow] = &[
     ("memory_mb", 16, 1 << 20, |s| s.memory_mb, |r| &mut r.memory_mb),
     ("cpu_seconds", 1, 86_400, |s| s.cpu_seconds, |r| &mut r.cpu_seconds),
-    ("processes", 8, 65_536, |s| s.processes, |r| &mut r.processes),
+    ("processes", 16, 65_536, |s| s.processes, |r| &mut r.processes),
     ("file_size_mb", 1, 1 << 20, |s| s.file_size_mb, |r| &mut r.file_size_mb),
     ("open_files", 16, 1 << 20, |s| s.open_files, |r| &mut r.open_files),
 ];

@@ -4,6 +4,7 @@
 //! result, the ledger and the live view show. Knowledge as data: one row per sign.
 
 use portcullis_harness::SandboxProfile;
+use portcullis_harness::paths::canonicalize_lenient;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,11 @@ pub enum Wall {
 
 /// The messages programs print when the walls refuse, and what they mean.
 pub const SIGNS: &[(&str, Wall, &str)] = &[
-    ("Permission denied", Wall::Files, "EACCES: Landlock refuses what the profile does not grant"),
+    (
+        "Permission denied",
+        Wall::Files,
+        "EACCES: Landlock refuses what the profile does not grant (a file, or TCP without network)",
+    ),
     ("Operation not permitted", Wall::Files, "EPERM: refused by the sandbox"),
     ("Read-only file system", Wall::Files, "EROFS: a place kept read-only inside"),
     ("Invalid cross-device link", Wall::Files, "EXDEV: Landlock refuses links and renames that widen access"),
@@ -35,6 +40,7 @@ pub const SIGNS: &[(&str, Wall, &str)] = &[
     ("Name or service not known", Wall::Network, "no network: names cannot be looked up"),
     ("Cannot allocate memory", Wall::Limit, "the memory limit"),
     ("cannot allocate", Wall::Limit, "the memory limit"),
+    ("failed to allocate", Wall::Limit, "the memory limit"),
     ("memory exhausted", Wall::Limit, "the memory limit"),
     ("MemoryError", Wall::Limit, "the memory limit"),
     ("out of memory", Wall::Limit, "the memory limit"),
@@ -42,6 +48,11 @@ pub const SIGNS: &[(&str, Wall, &str)] = &[
     ("Too many open files", Wall::Limit, "the open files limit"),
     ("Resource temporarily unavailable", Wall::Limit, "the process limit (fork failed)"),
 ];
+
+/// Messages that show a wall only when the place they name is hidden inside the sandbox (an empty
+/// folder there, so a file in it is "not found" rather than refused).
+pub const HIDDEN_SIGNS: &[(&str, &str)] =
+    &[("No such file or directory", "hidden inside the sandbox (a secret or the hub's own file)")];
 
 /// One line of a command's error output that shows a wall at work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +65,8 @@ pub struct Finding {
     /// The place the line names, when it names one outside what the profile grants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// How many lines said the same (same wall, meaning and place); `line` is the first.
+    pub count: usize,
 }
 
 /// The most findings kept for one command.
@@ -73,7 +86,7 @@ fn paths_in(line: &str) -> Vec<String> {
     }
     for word in line.split(|c: char| c.is_whitespace() || c == ':' || c == ',' || c == '(' || c == ')') {
         let word = word.trim_matches(|c| c == '\'' || c == '"' || c == '`' || c == '‘' || c == '’');
-        if word.starts_with('/') || word.starts_with("./") {
+        if word.contains('/') && !word.contains("://") {
             found.push(word.to_owned());
         }
     }
@@ -94,14 +107,25 @@ fn granted(profile: &SandboxProfile, path: &Path) -> (bool, bool) {
 /// The findings in `stderr` of a command run from `cwd` inside `profile`.
 pub fn findings(stderr: &str, profile: &SandboxProfile, cwd: &Path) -> Vec<Finding> {
     let mut out = Vec::new();
+    // Resolved as the kernel resolved it: a link inside the project may point outside.
+    let full = |p: &String| {
+        let joined = if p.starts_with('/') { PathBuf::from(p) } else { cwd.join(p) };
+        canonicalize_lenient(&joined).unwrap_or(joined)
+    };
     for line in stderr.lines() {
+        if let Some((_, meaning)) = HIDDEN_SIGNS.iter().find(|(sign, _)| line.contains(sign))
+            && let Some(path) =
+                paths_in(line).into_iter().find(|p| profile.hidden.iter().any(|h| full(p).starts_with(h)))
+        {
+            push(&mut out, Wall::Files, meaning, line, Some(path));
+            continue;
+        }
         let Some((_, wall, meaning)) = SIGNS.iter().find(|(sign, _, _)| line.contains(sign)) else {
             continue;
         };
         let path = if *wall == Wall::Files {
             let outside = paths_in(line).into_iter().find(|p| {
-                let full = if p.starts_with('/') { PathBuf::from(p) } else { cwd.join(p) };
-                let (read, write) = granted(profile, &full);
+                let (read, write) = granted(profile, &full(p));
                 !(read && write)
             });
             match outside {
@@ -113,17 +137,26 @@ pub fn findings(stderr: &str, profile: &SandboxProfile, cwd: &Path) -> Vec<Findi
         } else {
             None
         };
-        out.push(Finding {
-            wall: *wall,
-            meaning: (*meaning).to_owned(),
-            line: line.chars().take(MAX_LINE).collect(),
-            path,
-        });
-        if out.len() == MAX_FINDINGS {
-            break;
-        }
+        push(&mut out, *wall, meaning, line, path);
     }
     out
+}
+
+/// Adds a finding, or counts it again when one says the same.
+fn push(out: &mut Vec<Finding>, wall: Wall, meaning: &str, line: &str, path: Option<String>) {
+    if let Some(same) = out.iter_mut().find(|f| f.meaning == meaning && f.path == path) {
+        same.count += 1;
+        return;
+    }
+    if out.len() < MAX_FINDINGS {
+        out.push(Finding {
+            wall,
+            meaning: meaning.to_owned(),
+            line: line.chars().take(MAX_LINE).collect(),
+            path,
+            count: 1,
+        });
+    }
 }
 
 #[cfg(test)]
@@ -155,7 +188,7 @@ mod tests {
                 "PermissionError: [Errno 13] Permission denied: '/home/u/.ssh/id_rsa'",
                 Some("/home/u/.ssh/id_rsa"),
             ),
-            ("bash: .git/hooks/pre-commit: Read-only file system", None),
+            ("bash: .git/hooks/pre-commit: Read-only file system", Some(".git/hooks/pre-commit")),
             (
                 "ln: failed to create hard link 'x' => '/outside/f': Invalid cross-device link",
                 Some("/outside/f"),
@@ -168,6 +201,14 @@ mod tests {
         }
         let net = findings("curl: (7) Failed to connect: Network is unreachable", &profile(), cwd);
         assert_eq!(net[0].wall, Wall::Network);
+    }
+
+    #[test]
+    fn a_missing_file_is_a_finding_only_inside_a_hidden_place() {
+        let cwd = Path::new("/work/p");
+        let hidden = findings("cat: /home/u/.ssh/id_rsa: No such file or directory", &profile(), cwd);
+        assert_eq!(hidden[0].path.as_deref(), Some("/home/u/.ssh/id_rsa"));
+        assert!(findings("cat: missing.txt: No such file or directory", &profile(), cwd).is_empty());
     }
 
     #[test]

@@ -21,8 +21,19 @@ const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random",
 /// The Landlock ABI the rules are written for (the kernel may offer less; what it offers is reported).
 const ABI_USED: ABI = ABI::V6;
 
-/// The smallest `pid_max` the kernel accepts in a PID namespace.
-const PID_MAX_FLOOR: u32 = 301;
+/// PIDs below this are the kernel's to hand out only before the first wrap (`RESERVED_PIDS`): after it,
+/// a PID namespace allocates from here to its `pid_max`.
+const RESERVED_PIDS: u32 = 300;
+
+/// Room the namespace keeps above the process limit, so a command pressing against the kernel's bound
+/// is always seen above the limit by the watchdog (which then ends it, and says so).
+const PID_HEADROOM: u32 = 32;
+
+/// The namespace's `pid_max` for a process limit: even after PIDs wrap, the limit and the headroom fit.
+/// (The kernel accepts nothing under 301.)
+fn pid_max(processes: u32) -> u32 {
+    RESERVED_PIDS + processes + PID_HEADROOM
+}
 
 /// A step that failed: its name and what went wrong.
 pub(crate) type Failure = (&'static str, String);
@@ -64,9 +75,10 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32)) -> Result<Built, F
         ));
     }
     let limits = profile.limits;
-    applied.processes = match proc_mounted.ok().map(|()| {
-        std::fs::write("/proc/sys/kernel/pid_max", (limits.processes + 2).max(PID_MAX_FLOOR).to_string())
-    }) {
+    applied.processes = match proc_mounted
+        .ok()
+        .map(|()| std::fs::write("/proc/sys/kernel/pid_max", pid_max(limits.processes).to_string()))
+    {
         Some(Ok(())) => format!("{} processes (the PID namespace's size, watched)", limits.processes),
         _ => {
             applied

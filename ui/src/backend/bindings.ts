@@ -515,7 +515,7 @@ export type SandboxLimits = {
 	memory_mb: number,
 	/**  CPU time of one process, seconds. */
 	cpu_seconds: number,
-	/**  Processes and threads of the whole command. */
+	/**  Processes of the whole command. */
 	processes: number,
 	/**  Largest file one process may write, MiB. */
 	file_size_mb: number,

@@ -14,4 +14,5 @@ mod ledger_cli_check;
 mod ledger_cli_output;
 mod ledger_fixture;
 mod policy_cli;
+mod sandbox;
 mod upstream;

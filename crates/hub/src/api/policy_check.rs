@@ -53,6 +53,21 @@ impl LoadedPolicy {
         self.policy.evaluate_command(script, &EvalContext::new(&self.cwd))
     }
 
+    /// The walls the command `evaluation` judged would run inside, on a machine that can enforce
+    /// `support` (see [`probe_sandbox`]).
+    pub fn sandbox_profile(
+        &self,
+        evaluation: &Evaluation,
+        support: &portcullis_harness::SandboxSupport,
+    ) -> portcullis_harness::SandboxProfile {
+        self.policy.sandbox_profile(evaluation, &EvalContext::new(&self.cwd), support)
+    }
+
+    /// Whether the policy forbids commands it cannot confine (`sandbox.mode: required`).
+    pub fn sandbox_required(&self) -> bool {
+        self.policy.sandbox_mode() == portcullis_policy::document::SandboxMode::Required
+    }
+
     /// Evaluates one command given as its words (argv), each quoted so the shell reads it back whole.
     pub fn check_argv(&self, argv: &[String]) -> Evaluation {
         let script = argv.iter().map(|w| quote_shell_word(w)).collect::<Vec<_>>().join(" ");
@@ -150,4 +165,10 @@ mod tests {
         assert_eq!(quote_shell_word(""), "''");
         assert_eq!(quote_shell_word("it's"), "'it'\\''s'");
     }
+}
+
+/// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
+/// this binary is not one).
+pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
+    crate::sandboxing::probe(crate::sandboxing::this_binary().as_ref()).await
 }

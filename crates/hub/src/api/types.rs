@@ -11,6 +11,7 @@ pub use portcullis_harness::{
     CallError, CallOutcome, Content, DecidedBy, ExecutionAction, FileAccess, FileVerdict, OperatorOutcome,
     PolicyDecision, RuleRef, Timestamp, ToolCallResult, ToolOutput,
 };
+pub use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
 pub use portcullis_policy::{Part, PartKind, RuleScope};
 
 /// A call waiting for an operator's answer.
