@@ -154,6 +154,12 @@ fn lint_of(policy: &Policy) -> PolicyLint {
     PolicyLint { findings, warnings, rules, policies: sources_of(policy) }
 }
 
+/// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
+/// this binary is not one).
+pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
+    crate::sandboxing::probe(crate::sandboxing::this_binary().as_ref()).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::quote_shell_word;
@@ -165,10 +171,4 @@ mod tests {
         assert_eq!(quote_shell_word(""), "''");
         assert_eq!(quote_shell_word("it's"), "'it'\\''s'");
     }
-}
-
-/// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
-/// this binary is not one).
-pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
-    crate::sandboxing::probe(crate::sandboxing::this_binary().as_ref()).await
 }
