@@ -70,6 +70,10 @@ test("a prompted shell command is a card; Allow once runs it and the agent gets 
   assert.match(deciding, /git-push/);
   assert.ok(deciding.includes(`.portcullis/policy.json:${GIT_PUSH_LINE}`), deciding);
   assert.match(await card().getText(), /claude-code/);
+  // The walls it will run inside, before the operator answers: the kernel confines it, no network.
+  const walls = await card().$('[data-testid="sandbox"]').getText();
+  assert.match(walls, /^confined/, walls);
+  assert.match(walls, /network closed/, walls);
   await browser.waitUntil(() => windowTitled("Portcullis — 1 waiting"), { timeout: 5000, interval: 50 });
 
   await screenshot(browser, "approvals-inbox.png");

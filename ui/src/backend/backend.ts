@@ -19,6 +19,7 @@ import type {
 } from "./bindings";
 
 export type {
+  SandboxProfile,
   AgentSession,
   AlwaysOffer,
   AlwaysPreview,

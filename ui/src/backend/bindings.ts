@@ -318,7 +318,9 @@ steps: CallStep[];
  *  What the call does, in one line (its command, or its operation and paths), when the event says.
  *  Agent text.
  */
-action?: string | null } | 
+action?: string | null; 
+/**  The walls the command runs inside, in one line, when the event says (its start carries them). */
+sandbox?: string | null } | 
 /**  The feed fell behind one of its sources, which dropped `count` events for it. */
 { kind: "missed"; source: string; count: number };
 

@@ -17,6 +17,17 @@ export function shellApproval(id = 7): Approval {
       cwd: "/home/dev/shop",
       paths: ["/home/dev/shop/build"],
       risk: "high",
+      sandbox: {
+        enforcement: { state: "confined" },
+        system: ["/usr", "/bin", "/lib", "/etc"],
+        read: ["/home/dev/.cargo"],
+        write: ["/home/dev/shop"],
+        hidden: ["/home/dev/shop/.portcullis", "/home/dev/.ssh"],
+        read_only: ["/home/dev/shop/.git/hooks"],
+        network: false,
+        network_reason: "no rule that matched allows network use",
+        limits: { memory_mb: 4096, cpu_seconds: 600, processes: 512, file_size_mb: 1024, open_files: 4096 },
+      },
     },
     reason: "rule git-push says prompt: pushing publishes commits",
     matched_rules: [{ id: "git-push", source: "/home/dev/shop/.portcullis/policy.json", decision: "prompt" }],
@@ -84,7 +95,7 @@ export function callEvent(
   callId: string,
   stage: string,
   steps: CallStep[],
-  opts: { at?: number; tool?: string; agent?: string; action?: string; session?: string } = {},
+  opts: { at?: number; tool?: string; agent?: string; action?: string; session?: string; sandbox?: string } = {},
 ): FeedItem {
   return {
     seq,
@@ -99,12 +110,13 @@ export function callEvent(
       stage,
       steps,
       action: opts.action ?? null,
+      sandbox: opts.sandbox ?? null,
     },
   };
 }
 
 /** The events of a call a rule allows at `at`: started (policy, ledger, execution), finished `tookUs` later. */
-export function allowedCall(seq: number, callId: string, at: number, tookUs: number, opts: { tool?: string; agent?: string; action?: string } = {}): FeedItem[] {
+export function allowedCall(seq: number, callId: string, at: number, tookUs: number, opts: { tool?: string; agent?: string; action?: string; sandbox?: string } = {}): FeedItem[] {
   return [
     callEvent(
       seq,

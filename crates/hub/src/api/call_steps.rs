@@ -110,6 +110,30 @@ pub(crate) fn action_of(payload: &EventPayload) -> Option<String> {
     }
 }
 
+/// The walls a command runs inside, in one line, when the event says (its start carries them):
+/// `confined · writes /p · network closed · 512 processes`, or `UNCONFINED: <why>`.
+pub(crate) fn sandbox_of(payload: &EventPayload) -> Option<String> {
+    let EventPayload::Started { action, .. } = payload else { return None };
+    Some(sandbox_line(action.sandbox.as_deref()?))
+}
+
+/// One line for a profile (the live view's, the ledger's).
+pub fn sandbox_line(p: &portcullis_harness::SandboxProfile) -> String {
+    match &p.enforcement {
+        portcullis_harness::Enforcement::Unconfined { reason } => format!("UNCONFINED: {reason}"),
+        portcullis_harness::Enforcement::Confined => {
+            let writes: Vec<String> = p.write.iter().map(|w| w.display().to_string()).collect();
+            format!(
+                "confined · writes {} · network {} · {} processes, {} MiB each",
+                if writes.is_empty() { "nothing".to_owned() } else { writes.join(", ") },
+                if p.network { "open" } else { "closed" },
+                p.limits.processes,
+                p.limits.memory_mb
+            )
+        }
+    }
+}
+
 /// At most this many characters of a call's arguments stand for an action with no command or path.
 const ARGUMENTS_SHOWN: usize = 160;
 

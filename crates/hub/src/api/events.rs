@@ -83,6 +83,7 @@ impl OperatorApi {
                             stage: e.kind().as_str().to_owned(),
                             steps: call_steps::steps_of(&e.payload),
                             action: call_steps::action_of(&e.payload),
+                            sandbox: call_steps::sandbox_of(&e.payload),
                         },
                         EventDelivery::Lagged { missed } => FeedEvent::Missed { source: "calls".into(), count: missed },
                     },

@@ -196,6 +196,9 @@ pub enum FeedEvent {
         /// Agent text.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         action: Option<String>,
+        /// The walls the command runs inside, in one line, when the event says (its start carries them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<String>,
     },
     /// The feed fell behind one of its sources, which dropped `count` events for it.
     Missed {

@@ -43,7 +43,27 @@ describe("the approvals inbox", () => {
     expect(within(rules).getByText("rm-build").closest("tr")).not.toHaveAttribute("data-deciding");
     expect(within(card).getByText(/claude-code 2\.1\.0/)).toBeInTheDocument();
     expect(within(card).getByText(/then denied \(timeout\)/)).toBeInTheDocument();
-    expect(within(card).getByText("/home/dev/shop")).toBeInTheDocument();
+    expect(within(card).getAllByText("/home/dev/shop")[0]).toBeInTheDocument();
+  });
+
+  it("shows the walls the command will run inside, and warns when it would run without them", async () => {
+    const unconfined = shellApproval(8);
+    unconfined.action.command = "make";
+    unconfined.arguments = { command: "make" };
+    unconfined.action.sandbox = {
+      ...unconfined.action.sandbox!,
+      enforcement: { state: "unconfined", reason: "this kernel has no Landlock" },
+    };
+    const { backend } = backendWith([shellApproval(), unconfined]);
+    render(<App backend={backend} />);
+    const cards = await screen.findAllByTestId("approval-card");
+    const walls = within(cards[0]!).getByTestId("sandbox");
+    expect(walls).toHaveTextContent("confined");
+    expect(walls).toHaveTextContent("writes only /home/dev/shop");
+    expect(within(walls).getByTestId("sandbox-network")).toHaveTextContent("closed");
+    expect(walls).toHaveTextContent("hides 2 places");
+    expect(within(cards[1]!).getByTestId("sandbox")).toHaveTextContent("unconfined");
+    expect(within(cards[1]!).getByTestId("sandbox")).toHaveTextContent("this kernel has no Landlock");
   });
 
   it("marks the part that caused the prompt, and flags what the parser could not see through", async () => {

@@ -138,6 +138,29 @@ describe("the live calls store", () => {
 });
 
 describe("the live calls view", () => {
+  it("marks each command with its walls: confined, or unconfined in the warning colour", async () => {
+    const backend = fakeBackend();
+    const feed = followFeed(backend);
+    render(
+      <FeedContext.Provider value={feed}>
+        <LiveView />
+      </FeedContext.Provider>,
+    );
+    await act(async () => {
+      backend.push([
+        ...allowedCall(1, "c1", T0, 900, { action: "make test", sandbox: "confined · writes /home/dev/shop · network closed · 512 processes, 4096 MiB each" }),
+        ...allowedCall(3, "c2", T0 + 5, 700, { action: "ls", sandbox: "UNCONFINED: this kernel has no Landlock" }),
+      ]);
+      await new Promise((r) => requestAnimationFrame(() => r(null)));
+    });
+    const rows = await screen.findAllByTestId("live-call");
+    const walls = rows.map((r) => within(r).getByTestId("live-walls"));
+    expect(walls.map((w) => w.textContent)).toEqual(["unconfined", "confined"]);
+    expect(walls[0]).toHaveClass("walls-open");
+    await userEvent.click(within(rows[1] as HTMLElement).getByTestId("live-call-toggle"));
+    expect(screen.getByTestId("live-sandbox")).toHaveTextContent("walls: confined · writes /home/dev/shop · network closed");
+  });
+
   it("shows one row per call; expanding it shows each stage's time from the start and who decided", async () => {
     const backend = fakeBackend();
     const feed = followFeed(backend);

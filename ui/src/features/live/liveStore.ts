@@ -32,6 +32,8 @@ export interface CallRow {
   tool: string;
   agent: string;
   action?: string;
+  /** The walls the command runs inside, in one line (`UNCONFINED: …` when it has none). */
+  sandbox?: string;
   /** When its first event happened (µs since the epoch): the steps' times count from it. */
   startedAt: number;
   decision?: CallDecision | "prompt";
@@ -127,6 +129,7 @@ export function liveStore(
           steps: [],
         }));
         if (event.action != null) row.action = event.action;
+        if (event.sandbox != null) row.sandbox = event.sandbox;
         if (!row.agent) row.agent = event.agent;
         placed(event.steps, event.at).forEach((at, i) => addStep(row, event.steps[i]!, at));
       } else if (event.kind === "approval_asked") {

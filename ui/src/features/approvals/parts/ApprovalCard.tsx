@@ -1,6 +1,6 @@
 // One pending call: who asks (agent, session), which tool, where (cwd), the countdown to its deadline
 // and what happens then, why the policy asks, what it would run (parsed sub-commands and the rules with
-// file:line), and the four answers with their keys.
+// file:line), the walls it will run inside, and the four answers with their keys.
 import { useState } from "react";
 import type { AgentSession, Approval, Choice } from "../../../backend/backend";
 import { Kbd } from "../../../lib/ui/Kbd";
@@ -11,6 +11,7 @@ import { visible } from "../../../lib/visible";
 import { ANSWER_KEYS } from "../keys";
 import { Paths, Rules, SubCommands } from "./Evidence";
 import { FileChangeView } from "./FileChangeView";
+import { SandboxFacts } from "./SandboxFacts";
 
 export interface ApprovalCardProps {
   approval: Approval;
@@ -75,6 +76,12 @@ export function ApprovalCard(props: ApprovalCardProps) {
           <DecisionBadge decision={a.evaluation?.decision ?? "prompt"} />{" "}
           {a.reason ? <span className="reason">{visible(a.reason)}</span> : null}
         </dd>
+        {a.action.sandbox != null && (
+          <>
+            <dt>walls</dt>
+            <SandboxFacts profile={a.action.sandbox} />
+          </>
+        )}
       </dl>
       {a.evaluation && (
         <div className="evidence">

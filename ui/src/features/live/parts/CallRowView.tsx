@@ -76,6 +76,7 @@ export const CallRowView = memo(function CallRowView({
           {visible(row.tool)}
         </td>
         <td className="mono clip" title={what != null ? visible(what) : undefined}>
+          {row.sandbox != null && <Walls line={row.sandbox} />}
           {row.action != null ? visible(row.action) : why != null ? <span className="why">{visible(why)}</span> : ""}
         </td>
         <td>{row.decision ? <DecisionBadge decision={row.decision} /> : null}</td>
@@ -85,6 +86,11 @@ export const CallRowView = memo(function CallRowView({
       {expanded && (
         <tr className="steps-row">
           <td colSpan={COLUMNS}>
+            {row.sandbox != null && (
+              <p className="walls-line mono" data-testid="live-sandbox">
+                walls: {visible(row.sandbox)}
+              </p>
+            )}
             <table className="steps" data-testid="live-steps">
               <tbody>
                 {row.steps.map((step, i) => (
@@ -98,6 +104,16 @@ export const CallRowView = memo(function CallRowView({
     </>
   );
 });
+
+/** A command's walls at a glance: `confined`, or `unconfined` in the warning colour. */
+function Walls({ line }: { line: string }) {
+  const open = line.startsWith("UNCONFINED");
+  return (
+    <span className={`walls${open ? " walls-open" : ""}`} data-testid="live-walls" title={visible(line)}>
+      {open ? "unconfined" : "confined"}
+    </span>
+  );
+}
 
 function StepLine({ step, startedAt }: { step: StepView; startedAt: number }) {
   const who = step.decidedBy ? visible(step.decidedBy.words) : "";

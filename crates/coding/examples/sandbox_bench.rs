@@ -1,0 +1,72 @@
+//! What the sandbox adds to a command: `true` run by the shell tool's runner directly, then inside a
+//! profile (namespaces, Landlock, limits, the private /tmp), N times each, alternating; prints the
+//! median and p90 of each and the difference. This binary is its own launcher (`entry_point` first).
+//!
+//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500`
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use portcullis_coding::shell::{RunSpec, run_command};
+use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn main() {
+    if let Some(code) = portcullis_sandbox::entry_point() {
+        std::process::exit(code);
+    }
+    let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let project = std::env::temp_dir().join(format!("portcullis-sandbox-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&project).unwrap();
+    let project = std::fs::canonicalize(&project).unwrap();
+    let launcher = portcullis_sandbox::this_binary().expect("entry_point was called");
+    let profile = SandboxProfile {
+        enforcement: Enforcement::Confined,
+        system: ["/usr", "/bin", "/lib", "/lib64", "/etc"]
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .collect(),
+        read: Vec::new(),
+        write: vec![project.clone()],
+        hidden: Vec::new(),
+        read_only: Vec::new(),
+        network: false,
+        network_reason: None,
+        limits: SandboxLimits::default(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let spec = |sandbox: Option<(portcullis_sandbox::SandboxLauncher, SandboxProfile)>| RunSpec {
+        command: "true".into(),
+        cwd: project.clone(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        timeout: Duration::from_secs(10),
+        output_bytes: 4096,
+        kill_grace: Duration::from_millis(100),
+        sandbox,
+    };
+    let (mut direct, mut confined) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    runtime.block_on(async {
+        for _ in 0..runs {
+            let t = Instant::now();
+            let out = run_command(spec(None), &cancel).await.unwrap();
+            direct.push(t.elapsed());
+            assert!(out.joined_text().contains("[exit code: 0]"));
+            let t = Instant::now();
+            let out = run_command(spec(Some((launcher.clone(), profile.clone()))), &cancel).await.unwrap();
+            confined.push(t.elapsed());
+            assert!(out.joined_text().contains("[exit code: 0]"), "{}", out.joined_text());
+        }
+    });
+    let stats = |v: &mut Vec<Duration>| {
+        v.sort();
+        (v[v.len() / 2], v[v.len() * 9 / 10])
+    };
+    let (d50, d90) = stats(&mut direct);
+    let (c50, c90) = stats(&mut confined);
+    println!("`true` through the shell runner, {runs} runs each (alternating)");
+    println!("  direct:   median {:>8.2?}  p90 {:>8.2?}", d50, d90);
+    println!("  confined: median {:>8.2?}  p90 {:>8.2?}", c50, c90);
+    println!("  added:    median {:>8.2?}  p90 {:>8.2?}", c50.saturating_sub(d50), c90.saturating_sub(d90));
+    let _ = std::fs::remove_dir_all(&project);
+}
