@@ -2,7 +2,7 @@
 //! profile (namespaces, Landlock, limits, the private /tmp), N times each, alternating; prints the
 //! median and p90 of each and the difference. This binary is its own launcher (`entry_point` first).
 //!
-//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500`
+//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500 [open]`
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use portcullis_coding::shell::{RunSpec, run_command};
@@ -30,7 +30,9 @@ fn main() {
         write: vec![project.clone()],
         hidden: Vec::new(),
         read_only: Vec::new(),
-        network: false,
+        // `open` as the second argument: the profile of a command a network rule allows (no network
+        // namespace, no TCP rules): what the namespace itself costs.
+        network: std::env::args().nth(2).is_some_and(|a| a == "open"),
         network_reason: None,
         limits: SandboxLimits::default(),
     };

@@ -24,3 +24,4 @@ mod launch;
 mod load;
 mod manifests;
 mod reload;
+mod sandbox_required;
