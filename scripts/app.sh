@@ -7,5 +7,6 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/desktop-deps.sh"
 npm --prefix "$root/ui" run build --silent
-cargo build --manifest-path "$root/Cargo.toml" -p portcullis-app --locked
+# The app and the sandbox launcher its hub starts for every command (found beside the app's binary).
+cargo build --manifest-path "$root/Cargo.toml" -p portcullis-app -p portcullis-sandbox --locked
 exec "${CARGO_TARGET_DIR:-$root/target}/debug/portcullis-app" "$@"

@@ -10,7 +10,10 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { agent, ledgerRow, openApp, screenshot } from "./harness.mjs";
 
+// The push writes the bare remote beside the project: the policy names it as a write root, or the
+// sandbox the approved command runs in refuses the write (as it should).
 const POLICY = `{
+  "paths": { "roots": [ { "path": ".", "access": "write" }, { "path": "../origin.git", "access": "write" } ] },
   "commands": {
     "default": "prompt",
     "rules": [

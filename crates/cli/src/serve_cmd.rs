@@ -57,7 +57,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         manifest_dirs: args.manifest_dirs.clone(),
         search_tools_above: args.search_tools_above,
         home: None,
-        sandbox_launcher: portcullis_hub::sandboxing::this_binary(),
+        sandbox_launcher: portcullis_hub::sandboxing::default_launcher(),
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,

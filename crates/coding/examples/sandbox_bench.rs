@@ -2,7 +2,7 @@
 //! profile (namespaces, Landlock, limits, the private /tmp), N times each, alternating; prints the
 //! median and p90 of each and the difference. This binary is its own launcher (`entry_point` first).
 //!
-//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500 [open]`
+//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500 [open|closed] [launcher]`
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use portcullis_coding::shell::{RunSpec, run_command};
@@ -18,7 +18,11 @@ fn main() {
     let project = std::env::temp_dir().join(format!("portcullis-sandbox-bench-{}", std::process::id()));
     std::fs::create_dir_all(&project).unwrap();
     let project = std::fs::canonicalize(&project).unwrap();
-    let launcher = portcullis_sandbox::this_binary().expect("entry_point was called");
+    // The dedicated launcher when given (`target/release/portcullis-sandbox`), else this binary.
+    let launcher = match std::env::args().nth(3) {
+        Some(path) => portcullis_sandbox::SandboxLauncher::new(path),
+        None => portcullis_sandbox::this_binary().expect("entry_point was called"),
+    };
     let profile = SandboxProfile {
         enforcement: Enforcement::Confined,
         system: ["/usr", "/bin", "/lib", "/lib64", "/etc"]

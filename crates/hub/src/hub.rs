@@ -73,8 +73,9 @@ pub struct HubConfig {
     pub search_tools_above: usize,
     /// The folder `~` means in the commands and paths the policy judges; `None`: `$HOME`.
     pub home: Option<PathBuf>,
-    /// The program that runs commands inside their sandbox; default: this binary when its `main` set
-    /// itself up as one ([`portcullis_sandbox::entry_point`]). None: commands run unconfined, and say so.
+    /// The program that runs commands inside their sandbox; default: `portcullis-sandbox` beside this
+    /// program, else this binary when its `main` set itself up as one
+    /// ([`portcullis_sandbox::default_launcher`]). None: commands run unconfined, and say so.
     pub sandbox_launcher: Option<portcullis_sandbox::SandboxLauncher>,
 }
 
@@ -100,7 +101,7 @@ impl HubConfig {
             manifest_dirs: Vec::new(),
             search_tools_above: 64,
             home: None,
-            sandbox_launcher: portcullis_sandbox::this_binary(),
+            sandbox_launcher: portcullis_sandbox::default_launcher(),
         }
     }
 

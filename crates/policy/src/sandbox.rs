@@ -25,8 +25,9 @@ pub const SYSTEM_FOLDERS: &[(&str, &str)] = &[
     ("/sys", "facts about the machine programs read (CPUs, memory)"),
 ];
 
-/// Toolchains in the home folder: readable and executable, so `cargo`, `rustup`, `pyenv` or `nvm`
-/// shims run. Their caches stay read-only unless a write root names them.
+/// Toolchains (and git's settings) in the home folder: readable and executable, so `cargo`, `rustup`,
+/// `pyenv` or `nvm` shims run and `git commit` knows its author. Caches stay read-only unless a write root
+/// names them.
 pub const HOME_TOOLCHAINS: &[(&str, &str)] = &[
     (".cargo", "Rust: cargo, its registry and installed programs"),
     (".rustup", "Rust toolchains"),
@@ -40,6 +41,7 @@ pub const HOME_TOOLCHAINS: &[(&str, &str)] = &[
     (".rbenv", "Ruby versions"),
     (".sdkman", "JVM toolchains"),
     ("go", "Go modules and installed programs"),
+    (".gitconfig", "git's identity and settings (`git commit` needs the author)"),
 ];
 
 /// Secrets in the home folder: never visible to a command, whatever a root or an approval says.

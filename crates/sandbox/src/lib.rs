@@ -30,12 +30,27 @@ pub const WALLS_FAILED: i32 = 125;
 /// Set once `main` called [`entry_point`]: this binary can be the launcher.
 static ENTRY_REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The dedicated launcher's file name (`crates/sandbox/src/main.rs`), installed beside the CLI and the app.
+pub const LAUNCHER_BINARY: &str = "portcullis-sandbox";
+
 /// This binary as the launcher, when its `main` called [`entry_point`] (test binaries do not).
 pub fn this_binary() -> Option<SandboxLauncher> {
     if !ENTRY_REGISTERED.load(std::sync::atomic::Ordering::SeqCst) {
         return None;
     }
     std::env::current_exe().ok().map(SandboxLauncher::new)
+}
+
+/// The launcher a hub uses: the dedicated `portcullis-sandbox` beside this program (small, so quick to
+/// start; and the only choice for a program whose libraries start threads before `main`, as the desktop
+/// app's do: a process with threads cannot make a user namespace), else this binary when its `main` is
+/// the launcher's entry point (the CLI's is).
+pub fn default_launcher() -> Option<SandboxLauncher> {
+    let sibling = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(LAUNCHER_BINARY)));
+    match sibling {
+        Some(path) if path.is_file() => Some(SandboxLauncher::new(path)),
+        _ => this_binary(),
+    }
 }
 
 /// Runs the launcher when this process was started as one (`<binary> sandbox-exec [--init]`), and

@@ -64,7 +64,7 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
         None => portcullis_policy::approval::default_always_file(&sources),
     };
     // Commands run inside the sandbox when this binary is a launcher (the CLI's is).
-    let launcher = crate::sandboxing::this_binary();
+    let launcher = crate::sandboxing::default_launcher();
     let support = crate::sandboxing::probe(launcher.as_ref()).await;
     let (_, registry) =
         crate::pipeline::builtin_tools_confined(&cwd, crate::hub::coding_limits(&policy), launcher)

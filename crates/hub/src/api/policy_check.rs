@@ -157,7 +157,7 @@ fn lint_of(policy: &Policy) -> PolicyLint {
 /// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
 /// this binary is not one).
 pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
-    crate::sandboxing::probe(crate::sandboxing::this_binary().as_ref()).await
+    crate::sandboxing::probe(crate::sandboxing::default_launcher().as_ref()).await
 }
 
 #[cfg(test)]
