@@ -137,15 +137,21 @@ describe("the live calls store", () => {
   });
 });
 
+/** The live view over a fake backend's feed; returns the backend to push events into and the feed. */
+function showLive() {
+  const backend = fakeBackend();
+  const feed = followFeed(backend);
+  render(
+    <FeedContext.Provider value={feed}>
+      <LiveView />
+    </FeedContext.Provider>,
+  );
+  return { backend, feed };
+}
+
 describe("the live calls view", () => {
   it("marks each command with its walls: confined, or unconfined in the warning colour", async () => {
-    const backend = fakeBackend();
-    const feed = followFeed(backend);
-    render(
-      <FeedContext.Provider value={feed}>
-        <LiveView />
-      </FeedContext.Provider>,
-    );
+    const { backend } = showLive();
     await act(async () => {
       backend.push([
         ...allowedCall(1, "c1", T0, 900, { action: "make test", sandbox: "confined · writes /home/dev/shop · network closed · 512 processes, 4096 MiB each" }),
@@ -162,13 +168,7 @@ describe("the live calls view", () => {
   });
 
   it("shows one row per call; expanding it shows each stage's time from the start and who decided", async () => {
-    const backend = fakeBackend();
-    const feed = followFeed(backend);
-    render(
-      <FeedContext.Provider value={feed}>
-        <LiveView />
-      </FeedContext.Provider>,
-    );
+    const { backend, feed } = showLive();
     await act(async () => {
       backend.push([
         ...allowedCall(1, "c1", T0, 12_300, { action: "echo hi" }),
