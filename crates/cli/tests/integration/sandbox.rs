@@ -340,3 +340,39 @@ fn sandbox_explain_prints_the_profile_a_command_would_get() {
     let check = String::from_utf8(out.stdout).unwrap();
     assert!(check.contains("sandbox: confined by the kernel"), "{check}");
 }
+
+/// A process tool from a manifest runs inside the same walls as the shell: its program (a script the
+/// agent wrote, run by an allowed `bash`) cannot write outside the roots either.
+#[test]
+fn a_manifest_process_tool_runs_inside_the_same_walls() {
+    let w = world(SCRIPTS_ALLOWED);
+    let tools = w.served.project().join(".portcullis/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        w.served.project().join("escape.sh"),
+        format!("echo pwned > {}/from-tool\n", w.outside.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        tools.join("escape.json"),
+        r#"{ "name": "escape", "description": "runs a script", "kind": "process", "command": "bash",
+             "args": ["escape.sh"], "timeout_seconds": 10, "max_output_bytes": 10000, "output": "text" }"#,
+    )
+    .unwrap();
+    // The hub picks the new manifest up by itself (hot reload).
+    let started = Instant::now();
+    let report = loop {
+        let report =
+            w.served.agent(json!([{"op": "list"}, {"op": "call", "name": "escape", "arguments": {}}]));
+        if report["results"][0].to_string().contains("\"escape\"")
+            || started.elapsed() > Duration::from_secs(15)
+        {
+            break report;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let result = &report["results"][1]["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text_of(result).contains("Permission denied"), "{result}");
+    assert!(!w.outside.join("from-tool").exists(), "the tool wrote outside the roots");
+}
