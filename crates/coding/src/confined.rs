@@ -5,7 +5,7 @@
 use crate::errors::codes;
 use portcullis_harness::{SandboxProfile, ToolError};
 use portcullis_sandbox::findings::{Finding, findings};
-use portcullis_sandbox::{Applied, Conversation, LaunchReport, LaunchRequest, SandboxLauncher};
+use portcullis_sandbox::{Applied, Conversation, LaunchReport, LaunchRequest, SandboxLauncher, Started};
 use serde_json::{Value, json};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -46,11 +46,10 @@ pub struct Launch {
     pub tmp: PrivateTmp,
 }
 
-/// The launcher command for `program args` in `cwd` inside `profile`, and the pending request (start
-/// [`Launch`] with [`begin`] once the command is spawned).
-pub fn command(launcher: &SandboxLauncher) -> Result<(tokio::process::Command, Conversation), ToolError> {
-    launcher.command().map_err(|e| {
-        ToolError::new(codes::SANDBOX_FAILED, format!("could not prepare the sandbox launcher: {e}"))
+/// A launcher ready for the request (see [`SandboxLauncher::start`]); start [`Launch`] with [`begin`].
+pub fn start(launcher: &SandboxLauncher, profile: &SandboxProfile) -> Result<Started, ToolError> {
+    launcher.start(profile.network).map_err(|e| {
+        ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
     })
 }
 

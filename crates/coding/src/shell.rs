@@ -232,26 +232,33 @@ pub async fn run_command(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
-    let (mut command, pending) = match &run.sandbox {
+    let (mut child, launch) = match &run.sandbox {
         None => {
-            let mut command = Command::new(interpreter());
-            command
+            let child = Command::new(interpreter())
                 .arg("-c")
                 .arg(&run.command)
                 .current_dir(&run.cwd)
                 .env_clear()
                 .envs(run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .stdin(Stdio::null());
-            (command, None)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| {
+                    ToolError::new(codes::SPAWN_FAILED, format!("could not start the shell: {e}"))
+                })?;
+            (child, None)
         }
         Some((launcher, profile)) => {
-            let (command, conversation) = confined::command(launcher)?;
             let tmp = PrivateTmp::new().map_err(|e| {
                 ToolError::new(
                     codes::SANDBOX_FAILED,
                     format!("could not make the command's temporary folder: {e}"),
                 )
             })?;
+            let started = confined::start(launcher, profile)?;
             let request = LaunchRequest {
                 profile: profile.clone(),
                 program: PathBuf::from(interpreter()),
@@ -261,19 +268,9 @@ pub async fn run_command(
                 private_tmp: tmp.path().to_path_buf(),
                 stdin: None,
             };
-            (command, Some((conversation, request, tmp)))
+            (started.child, Some(confined::begin(started.conversation, request, tmp)))
         }
     };
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::new(codes::SPAWN_FAILED, format!("could not start the shell: {e}")))?;
-    // The command holds the launcher's end of the socket: drop it so its end is the launcher's alone.
-    drop(command);
-    let launch = pending.map(|(conversation, request, tmp)| confined::begin(conversation, request, tmp));
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     let stdout = reader(child.stdout.take(), run.output_bytes);
     let stderr = reader(child.stderr.take(), run.output_bytes);

@@ -287,7 +287,7 @@ async fn run_process(
         .chain(env.iter().map(|(k, v)| (k.clone(), v.clone())))
         .collect();
     let confined_profile = invocation.action.sandbox.as_deref().filter(|p| p.is_confined());
-    let (mut cmd, pending) = match (confined_profile, launcher) {
+    let (mut child, launch) = match (confined_profile, launcher) {
         (Some(_), None) => {
             return Err(ToolError::new(
                 "sandbox_failed",
@@ -295,10 +295,10 @@ async fn run_process(
             ));
         }
         (Some(profile), Some(launcher)) => {
-            let (cmd, conversation) = confined::command(launcher)?;
             let tmp = PrivateTmp::new().map_err(|e| {
                 ToolError::new("sandbox_failed", format!("no temporary folder for the process: {e}"))
             })?;
+            let started = confined::start(launcher, profile)?;
             let request = LaunchRequest {
                 profile: profile.clone(),
                 program: PathBuf::from(command),
@@ -308,22 +308,24 @@ async fn run_process(
                 private_tmp: tmp.path().to_path_buf(),
                 stdin: Some(String::from_utf8_lossy(&input).into_owned()),
             };
-            (cmd, Some((conversation, request, tmp)))
+            (started.child, Some(confined::begin(started.conversation, request, tmp)))
         }
         (None, _) => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).env_clear().envs(environment).current_dir(cwd).stdin(std::process::Stdio::piped());
-            (cmd, None)
+            let child = tokio::process::Command::new(command)
+                .args(args)
+                .env_clear()
+                .envs(environment)
+                .current_dir(cwd)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| ToolError::new("process_failed", format!("cannot start {command}: {e}")))?;
+            (child, None)
         }
     };
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child =
-        cmd.spawn().map_err(|e| ToolError::new("process_failed", format!("cannot start {command}: {e}")))?;
-    drop(cmd);
-    let launch = pending.map(|(conversation, request, tmp)| confined::begin(conversation, request, tmp));
     let pid = child.id();
     let kill_group = move || {
         if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {

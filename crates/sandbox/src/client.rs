@@ -8,6 +8,7 @@ use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupp
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -19,6 +20,20 @@ const MAX_REPORT_LINE: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct SandboxLauncher {
     program: PathBuf,
+    /// Launchers started ahead, waiting for their request, one for commands with network and one
+    /// without (its network namespace made already); shared by the clones of this launcher.
+    ahead: Arc<Mutex<Ahead>>,
+}
+
+/// The launchers started ahead: `[with network, without]`.
+type Ahead = [Option<Started>; 2];
+
+/// A launcher process waiting for its request: its output piped, in a process group of its own, killed
+/// when dropped.
+#[derive(Debug)]
+pub struct Started {
+    pub child: tokio::process::Child,
+    pub conversation: Conversation,
 }
 
 /// The hub's end of the socket to one launcher.
@@ -29,11 +44,45 @@ pub struct Conversation {
 
 impl SandboxLauncher {
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        SandboxLauncher { program: program.into() }
+        SandboxLauncher { program: program.into(), ahead: Arc::new(Mutex::new([None, None])) }
+    }
+
+    /// A launcher ready for one request for a command with or without `network`: the one started ahead
+    /// when it still waits, else a new one; either way another is started ahead for the next such
+    /// command (its namespaces made and its second stage waiting, so a command pays only for the walls
+    /// that depend on its profile). Call it within a tokio runtime.
+    pub fn start(&self, network: bool) -> std::io::Result<Started> {
+        let slot = usize::from(!network);
+        let ready = self.ahead.lock().unwrap_or_else(PoisonError::into_inner)[slot].take();
+        let waiting = ready.and_then(|mut s| matches!(s.child.try_wait(), Ok(None)).then_some(s));
+        let started = match waiting {
+            Some(s) => s,
+            None => self.spawn_piped(!network)?,
+        };
+        let next = self.clone();
+        tokio::spawn(async move {
+            match next.spawn_piped(!network) {
+                Ok(s) => next.ahead.lock().unwrap_or_else(PoisonError::into_inner)[slot] = Some(s),
+                Err(e) => tracing::warn!(%e, "could not start a sandbox launcher ahead"),
+            }
+        });
+        Ok(started)
     }
 
     pub fn program(&self) -> &Path {
         &self.program
+    }
+
+    fn spawn_piped(&self, offline: bool) -> std::io::Result<Started> {
+        let (mut command, conversation) = self.command()?;
+        if offline {
+            command.arg(crate::OFFLINE);
+        }
+        command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+        let child = command.spawn()?;
+        // The command holds the launcher's end of the socket: dropped, the end is the launcher's alone.
+        drop(command);
+        Ok(Started { child, conversation })
     }
 
     /// A command starting the launcher, and the conversation with it. Set its output and process group,
@@ -131,8 +180,9 @@ impl Conversation {
     pub async fn run(mut self, request: &LaunchRequest) -> Vec<LaunchReport> {
         let mut reports = Vec::new();
         let Ok(body) = serde_json::to_vec(request) else { return reports };
-        if self.stream.write_all(&body).await.is_err() || self.stream.shutdown().await.is_err() {
-            return reports;
+        // A launcher that failed before reading the request has said why: read on regardless.
+        if self.stream.write_all(&body).await.is_ok() {
+            let _ = self.stream.shutdown().await;
         }
         let mut lines = BufReader::new(self.stream);
         let mut line = String::new();

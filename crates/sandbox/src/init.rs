@@ -51,8 +51,20 @@ fn watchdog(limit: u32, tripped: Arc<AtomicBool>) {
     });
 }
 
-pub(crate) fn init_main() -> i32 {
+pub(crate) fn init_main(offline: bool) -> i32 {
     let Ok(mut launcher) = from_stdin() else { return WALLS_FAILED };
+    let Some(ids) = ids() else {
+        send(&mut launcher, &LaunchReport::failed("request", "the hub's user is not known"));
+        return WALLS_FAILED;
+    };
+    // Before the request: what every command gets.
+    let prepared = match walls::prepare(offline) {
+        Ok(p) => p,
+        Err((step, message)) => {
+            send(&mut launcher, &LaunchReport::failed(step, message));
+            return WALLS_FAILED;
+        }
+    };
     let request = match read_request(&mut launcher) {
         Ok((_, r)) => r,
         Err(message) => {
@@ -60,11 +72,7 @@ pub(crate) fn init_main() -> i32 {
             return WALLS_FAILED;
         }
     };
-    let Some(ids) = ids() else {
-        send(&mut launcher, &LaunchReport::failed("request", "the hub's user is not known"));
-        return WALLS_FAILED;
-    };
-    let built = match walls::build(&request, ids) {
+    let built = match walls::build(&request, ids, &prepared) {
         Ok(b) => b,
         Err((step, message)) => {
             send(&mut launcher, &LaunchReport::failed(step, message));

@@ -4,7 +4,7 @@
 
 use crate::channel::{from_stdin, read_request, send};
 use crate::protocol::LaunchReport;
-use crate::{ENTRY, INIT, WALLS_FAILED};
+use crate::{ENTRY, INIT, OFFLINE, WALLS_FAILED};
 use nix::sched::{CloneFlags, unshare};
 use nix::unistd::{getgid, getuid};
 use std::io::{BufRead, BufReader, Write};
@@ -26,42 +26,33 @@ pub(crate) fn map_ids(inside: (u32, u32), outside: (u32, u32)) -> std::io::Resul
     std::fs::write("/proc/self/gid_map", format!("{} {} 1\n", inside.1, outside.1))
 }
 
-pub(crate) fn launch_main() -> i32 {
+pub(crate) fn launch_main(offline: bool) -> i32 {
     let Ok(mut hub) = from_stdin() else { return WALLS_FAILED };
-    let (raw, request) = match read_request(&mut hub) {
-        Ok(r) => r,
-        Err(message) => {
-            send(&mut hub, &LaunchReport::failed("request", message));
-            return WALLS_FAILED;
-        }
-    };
+    // Everything up to the second stage waiting for the request is done before the request comes: a
+    // hub keeps one launcher started ahead, so a command pays only for what depends on its profile.
     let ids = (getuid().as_raw(), getgid().as_raw());
-    let mut flags = CloneFlags::CLONE_NEWUSER
+    let flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWPID
         | CloneFlags::CLONE_NEWIPC;
-    if !request.profile.network {
-        flags |= CloneFlags::CLONE_NEWNET;
-    }
     if let Err(e) = unshare(flags) {
-        send(
-            &mut hub,
-            &LaunchReport::failed("namespaces", format!("the kernel refused new namespaces: {e}")),
-        );
+        let message = format!("the kernel refused new namespaces: {e}");
+        send(&mut hub, &LaunchReport::failed("namespaces", message));
         return WALLS_FAILED;
     }
     if let Err(e) = map_ids((0, 0), ids) {
-        send(
-            &mut hub,
-            &LaunchReport::failed("namespaces", format!("mapping the user into the namespace: {e}")),
-        );
+        let message = format!("mapping the user into the namespace: {e}");
+        send(&mut hub, &LaunchReport::failed("namespaces", message));
         return WALLS_FAILED;
     }
     let started = UnixStream::pair().and_then(|(ours, theirs)| {
         let exe = std::env::current_exe()?;
-        let child = Command::new(exe)
-            .arg(ENTRY)
-            .arg(INIT)
+        let mut command = Command::new(exe);
+        command.arg(ENTRY).arg(INIT);
+        if offline {
+            command.arg(OFFLINE);
+        }
+        let child = command
             .env_clear()
             .env(IDS_VAR, format!("{} {}", ids.0, ids.1))
             .stdin(Stdio::from(OwnedFd::from(theirs)))
@@ -71,10 +62,15 @@ pub(crate) fn launch_main() -> i32 {
     let (mut init, mut child) = match started {
         Ok(s) => s,
         Err(e) => {
-            send(
-                &mut hub,
-                &LaunchReport::failed("start", format!("starting the sandbox's first process: {e}")),
-            );
+            let message = format!("starting the sandbox's first process: {e}");
+            send(&mut hub, &LaunchReport::failed("start", message));
+            return WALLS_FAILED;
+        }
+    };
+    let raw = match read_request(&mut hub) {
+        Ok((raw, _)) => raw,
+        Err(message) => {
+            send(&mut hub, &LaunchReport::failed("request", message));
             return WALLS_FAILED;
         }
     };

@@ -17,13 +17,16 @@ mod launcher;
 mod protocol;
 mod walls;
 
-pub use client::{Conversation, SandboxLauncher};
+pub use client::{Conversation, SandboxLauncher, Started};
 pub use protocol::{Applied, LaunchReport, LaunchRequest};
 
 /// The first argument that makes a Portcullis binary the launcher.
 pub const ENTRY: &str = "sandbox-exec";
 /// The second argument of the launcher's second stage (the new PID namespace's first process).
 const INIT: &str = "--init";
+/// The flag of a launcher started ahead for a command without network: its network namespace is made
+/// before the request comes.
+const OFFLINE: &str = "--offline";
 /// The launcher's exit code when the walls could not be built (the command did not run).
 pub const WALLS_FAILED: i32 = 125;
 
@@ -62,9 +65,12 @@ pub fn entry_point() -> Option<i32> {
     if args.next()? != ENTRY {
         return None;
     }
-    Some(match args.next() {
-        None => launcher::launch_main(),
-        Some(flag) if flag == INIT => init::init_main(),
+    let rest: Vec<std::ffi::OsString> = args.collect();
+    let offline = rest.iter().any(|a| a == OFFLINE);
+    Some(match rest.first() {
+        Some(flag) if flag == INIT => init::init_main(offline),
+        None => launcher::launch_main(false),
+        Some(flag) if flag == OFFLINE && rest.len() == 1 => launcher::launch_main(true),
         Some(_) => 2,
     })
 }

@@ -51,16 +51,20 @@ pub(crate) struct Built {
     pub processes: u32,
 }
 
-pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32)) -> Result<Built, Failure> {
-    let profile = &request.profile;
-    let mut applied = Applied {
-        namespaces: ["user", "mount", "pid", "ipc"].iter().map(|s| (*s).to_owned()).collect(),
-        ..Applied::default()
-    };
-    if !profile.network {
-        applied.namespaces.push("net".into());
-    }
+/// What the second stage builds before its request comes (the same for every command): a private view
+/// of the mounts and a `/proc` of the new PID namespace.
+pub(crate) struct Prepared {
+    /// Why `/proc` is still the host's, if it is.
+    proc_error: Option<String>,
+    /// The network namespace is made already (a launcher started ahead for commands without network).
+    offline: bool,
+}
+
+pub(crate) fn prepare(offline: bool) -> Result<Prepared, Failure> {
     let none: Option<&str> = None;
+    if offline {
+        unshare(CloneFlags::CLONE_NEWNET).map_err(fail("a network namespace"))?;
+    }
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(fail("private mounts"))?;
     let proc_mounted = mount(
         Some("proc"),
@@ -69,16 +73,43 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32)) -> Result<Built, F
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         none,
     );
-    if let Err(e) = &proc_mounted {
+    Ok(Prepared { proc_error: proc_mounted.err().map(|e| e.to_string()), offline })
+}
+
+pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepared) -> Result<Built, Failure> {
+    let profile = &request.profile;
+    let mut applied = Applied {
+        namespaces: ["user", "mount", "pid", "ipc"].iter().map(|s| (*s).to_owned()).collect(),
+        ..Applied::default()
+    };
+    match (profile.network, prepared.offline) {
+        (true, true) => {
+            return Err((
+                "a network namespace",
+                "this launcher was started for commands without network".into(),
+            ));
+        }
+        (true, false) => {}
+        (false, offline) => {
+            if !offline {
+                // Still root of the first user namespace: a network namespace of its own, empty.
+                unshare(CloneFlags::CLONE_NEWNET).map_err(fail("a network namespace"))?;
+            }
+            applied.namespaces.push("net".into());
+        }
+    }
+    let none: Option<&str> = None;
+    if let Some(e) = &prepared.proc_error {
         applied.notes.push(format!(
             "/proc is the host's ({e}); Landlock still keeps other processes' memory and environment closed"
         ));
     }
     let limits = profile.limits;
-    applied.processes = match proc_mounted
-        .ok()
-        .map(|()| std::fs::write("/proc/sys/kernel/pid_max", pid_max(limits.processes).to_string()))
-    {
+    let sized = prepared
+        .proc_error
+        .is_none()
+        .then(|| std::fs::write("/proc/sys/kernel/pid_max", pid_max(limits.processes).to_string()));
+    applied.processes = match sized {
         Some(Ok(())) => format!("{} processes (the PID namespace's size, watched)", limits.processes),
         _ => {
             applied

@@ -1,0 +1,157 @@
+//! The launcher binary (`portcullis-sandbox`) on its own: a request goes in over the socket, the command
+//! runs inside the profile's walls, the reports come back. Real namespaces, real Landlock.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile};
+use portcullis_sandbox::{LaunchReport, LaunchRequest, SandboxLauncher};
+use std::path::PathBuf;
+use tokio::io::AsyncReadExt;
+
+struct World {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    outside: PathBuf,
+    private_tmp: PathBuf,
+}
+
+fn world() -> World {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let (project, outside, private_tmp) = (root.join("project"), root.join("outside"), root.join("tmp"));
+    for dir in [project.join(".git/hooks"), project.join("secrets"), outside.clone(), private_tmp.clone()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(project.join("secrets/key"), "sandbox-secret").unwrap();
+    std::fs::write(outside.join("notes"), "outside").unwrap();
+    World { _tmp: tmp, project, outside, private_tmp }
+}
+
+fn profile(w: &World, network: bool) -> SandboxProfile {
+    SandboxProfile {
+        enforcement: Enforcement::Confined,
+        system: ["/usr", "/bin", "/lib", "/lib64", "/etc"]
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .collect(),
+        read: Vec::new(),
+        write: vec![w.project.clone()],
+        hidden: vec![w.project.join("secrets")],
+        read_only: vec![w.project.join(".git/hooks")],
+        network,
+        network_reason: None,
+        limits: SandboxLimits::default(),
+    }
+}
+
+/// Runs `script` with `sh -c` inside `profile`: the reports, stdout and stderr.
+async fn run(
+    launcher: &SandboxLauncher,
+    w: &World,
+    profile: SandboxProfile,
+    script: &str,
+) -> (Vec<LaunchReport>, String, String) {
+    let network = profile.network;
+    let started = launcher.start(network).unwrap();
+    let mut child = started.child;
+    let request = LaunchRequest {
+        profile,
+        program: PathBuf::from("/bin/sh"),
+        args: vec!["-c".into(), script.into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: w.project.clone(),
+        private_tmp: w.private_tmp.clone(),
+        stdin: None,
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let (reports, _, _, _) = tokio::join!(
+        started.conversation.run(&request),
+        stdout.read_to_string(&mut out),
+        stderr.read_to_string(&mut err),
+        child.wait()
+    );
+    (reports, out, err)
+}
+
+fn launcher() -> SandboxLauncher {
+    SandboxLauncher::new(env!("CARGO_BIN_EXE_portcullis-sandbox"))
+}
+
+fn ended(reports: &[LaunchReport]) -> (Option<i32>, Option<String>) {
+    reports
+        .iter()
+        .find_map(|r| match r {
+            LaunchReport::Ended { exit_code, limit, .. } => Some((*exit_code, limit.clone())),
+            _ => None,
+        })
+        .expect("an Ended report")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_walls_hold_what_the_profile_says() {
+    let w = world();
+    let launcher = launcher();
+    let script = format!(
+        "echo inside > made.txt && echo made; \
+         echo escape > {o}/escaped 2>/dev/null || echo no-write-outside; \
+         cat {o}/notes 2>/dev/null || echo no-read-outside; \
+         cat secrets/key 2>/dev/null || echo hidden; \
+         echo hook > .git/hooks/pre-commit 2>/dev/null || echo hooks-read-only; \
+         echo $TMPDIR; ls /proc | grep -c '^[0-9]'",
+        o = w.outside.display()
+    );
+    let (reports, out, err) = run(&launcher, &w, profile(&w, false), &script).await;
+    assert!(matches!(reports.first(), Some(LaunchReport::Confined { .. })), "{reports:?} {err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        &lines[..5],
+        ["made", "no-write-outside", "no-read-outside", "hidden", "hooks-read-only"],
+        "{out}{err}"
+    );
+    assert_eq!(std::fs::read_to_string(w.project.join("made.txt")).unwrap(), "inside\n");
+    assert!(!w.outside.join("escaped").exists());
+    assert!(!w.project.join(".git/hooks/pre-commit").exists());
+    // The project lies under /tmp here, so /tmp stays as it is and the command's folder is its TMPDIR.
+    assert_eq!(lines[5], w.private_tmp.display().to_string(), "{out}");
+    // Its own PID namespace: the launcher's second stage, `sh`, `ls` and `grep` at most.
+    let processes: usize = lines[6].parse().unwrap();
+    assert!(processes <= 4, "{processes} processes visible");
+    assert_eq!(ended(&reports).0, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launchers_started_ahead_serve_the_next_commands_with_and_without_network() {
+    let w = world();
+    let launcher = launcher();
+    for network in [false, true, false, true] {
+        let (reports, out, _) =
+            run(&launcher, &w, profile(&w, network), "cat /proc/net/dev | grep -c :").await;
+        let Some(LaunchReport::Confined { applied }) = reports.first() else { panic!("{reports:?}") };
+        assert_eq!(applied.namespaces.contains(&"net".to_owned()), !network, "{applied:?}");
+        // Without network only the loopback interface exists.
+        let interfaces: usize = out.trim().parse().unwrap();
+        if !network {
+            assert_eq!(interfaces, 1, "{out}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_command_ends_at_the_process_limit() {
+    let w = world();
+    let mut p = profile(&w, false);
+    p.limits.processes = 32;
+    let (reports, _, _) =
+        run(&launcher(), &w, p, "i=0; while [ $i -lt 200 ]; do sleep 5 & i=$((i+1)); done; wait").await;
+    assert_eq!(ended(&reports).1.as_deref(), Some("processes"), "{reports:?}");
+}
+
+#[test]
+fn the_launcher_binary_says_what_it_is_for() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_portcullis-sandbox")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the hub starts this program"));
+}
