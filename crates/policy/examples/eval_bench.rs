@@ -281,4 +281,14 @@ fn main() {
         policy.evaluate_command(std::hint::black_box(SIMPLE), &ctx).decision == Decision::Allow
     });
     report("evaluate_simple", n, &samples, json!({"rules": RULES, "command": SIMPLE, "decision": "allow"}));
+
+    // What a live shell call pays on top of its evaluation since issue 14: the sandbox profile (roots,
+    // tables, hidden places: about thirty `stat`s).
+    let evaluation = policy.evaluate_command(COMPOUND, &ctx);
+    let support =
+        portcullis_harness::SandboxSupport { landlock_abi: Some(7), namespaces: true, unavailable: None };
+    let samples = time_each(n, || {
+        policy.sandbox_profile(std::hint::black_box(&evaluation), &ctx, &support).is_confined()
+    });
+    report("sandbox_profile", n, &samples, json!({"command": COMPOUND}));
 }

@@ -160,11 +160,8 @@ impl SandboxRules {
 fn granted_trees(policy: &Policy) -> Vec<(PathBuf, Access)> {
     let mut granted: Option<Vec<(PathBuf, Access)>> = None;
     for set in policy.root_sets() {
-        let roots: Vec<(PathBuf, Access)> = set
-            .roots
-            .iter()
-            .map(|(p, a)| (canonicalize_lenient(p).unwrap_or_else(|_| p.clone()), *a))
-            .collect();
+        // Roots are resolved (canonical) when the policy loads.
+        let roots: Vec<(PathBuf, Access)> = set.roots.clone();
         granted = Some(match granted {
             None => roots,
             Some(before) => {
@@ -211,7 +208,9 @@ fn hub_places(policy: &Policy) -> Vec<PathBuf> {
             continue;
         }
         places.push(path.to_path_buf());
+        // The ledger's `-wal`, `-shm` and `-journal` files beside it, when the ledger is there.
         if prefix
+            && exists(path)
             && let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
             && let Ok(entries) = std::fs::read_dir(dir)
         {
@@ -275,8 +274,9 @@ impl Policy {
             hidden.extend(HOME_SECRETS.iter().map(|(p, _)| home.join(p)));
         }
         hidden.extend(hub_places(self));
+        // Only places that exist are covered (one `lstat` each; the few that exist are resolved).
         let hidden: Vec<PathBuf> =
-            hidden.into_iter().map(|p| canonicalize_lenient(&p).unwrap_or(p)).filter(|p| exists(p)).collect();
+            hidden.into_iter().filter(|p| exists(p)).map(|p| canonicalize_lenient(&p).unwrap_or(p)).collect();
         // A tree inside a hidden place is not granted at all: the place stays empty.
         let visible = |p: &PathBuf| !hidden.iter().any(|h| p.starts_with(h));
         write.retain(visible);
