@@ -6,8 +6,7 @@
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use portcullis_coding::shell::{RunSpec, run_command};
-use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile};
-use std::path::PathBuf;
+use portcullis_harness::SandboxProfile;
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -23,23 +22,10 @@ fn main() {
         Some(path) => portcullis_sandbox::SandboxLauncher::new(path),
         None => portcullis_sandbox::this_binary().expect("entry_point was called"),
     };
-    let profile = SandboxProfile {
-        enforcement: Enforcement::Confined,
-        system: ["/usr", "/bin", "/lib", "/lib64", "/etc"]
-            .iter()
-            .map(PathBuf::from)
-            .filter(|p| p.exists())
-            .collect(),
-        read: Vec::new(),
-        write: vec![project.clone()],
-        hidden: Vec::new(),
-        read_only: Vec::new(),
-        // `open` as the second argument: the profile of a command a network rule allows (no network
-        // namespace, no TCP rules): what the namespace itself costs.
-        network: std::env::args().nth(2).is_some_and(|a| a == "open"),
-        network_reason: None,
-        limits: SandboxLimits::default(),
-    };
+    let mut profile = portcullis_sandbox::system_only(vec![project.clone()]);
+    // `open` as the second argument: the profile of a command a network rule allows (no network
+    // namespace, no TCP rules).
+    profile.network = std::env::args().nth(2).is_some_and(|a| a == "open");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let cancel = tokio_util::sync::CancellationToken::new();
     let spec = |sandbox: Option<(portcullis_sandbox::SandboxLauncher, SandboxProfile)>| RunSpec {

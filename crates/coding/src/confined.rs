@@ -5,26 +5,33 @@
 use crate::errors::codes;
 use portcullis_harness::{SandboxProfile, ToolError};
 use portcullis_sandbox::findings::{Finding, findings};
-use portcullis_sandbox::{Applied, Conversation, LaunchReport, LaunchRequest, SandboxLauncher, Started};
+use portcullis_sandbox::{Applied, LaunchReport, LaunchRequest, SandboxLauncher};
 use serde_json::{Value, json};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::task::JoinHandle;
 
 /// A command's own temporary folder, removed when the command is done.
 #[derive(Debug)]
 pub struct PrivateTmp(PathBuf);
 
-static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
-
 impl PrivateTmp {
+    /// A new folder under the system's temporary folder, owner-only, with a name nobody can guess (a
+    /// name made in advance — a link planted there — is never reused: creating fails and another is
+    /// tried).
     pub fn new() -> std::io::Result<Self> {
-        let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("portcullis-cmd-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        Ok(PrivateTmp(dir))
+        use std::hash::{BuildHasher, Hasher};
+        let mut last = None;
+        for _ in 0..8 {
+            let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+            let dir =
+                std::env::temp_dir().join(format!("portcullis-cmd-{}-{random:016x}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(PrivateTmp(dir)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("no temporary folder")))
     }
 
     pub fn path(&self) -> &Path {
@@ -46,19 +53,36 @@ pub struct Launch {
     pub tmp: PrivateTmp,
 }
 
-/// A launcher ready for the request (see [`SandboxLauncher::start`]); start [`Launch`] with [`begin`].
-pub fn start(launcher: &SandboxLauncher, profile: &SandboxProfile) -> Result<Started, ToolError> {
-    launcher.start(profile.network).map_err(|e| {
+/// Starts `program args` in `cwd` with `env` (and `stdin`, if any) inside `profile`: a launcher ready
+/// for it (see [`SandboxLauncher::start`]) with its output piped, and the launch whose reports
+/// [`finish`] reads once the command ended.
+pub fn launch(
+    launcher: &SandboxLauncher,
+    profile: &SandboxProfile,
+    program: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: PathBuf,
+    stdin: Option<String>,
+) -> Result<(tokio::process::Child, Launch), ToolError> {
+    let tmp = PrivateTmp::new().map_err(|e| {
+        ToolError::new(codes::SANDBOX_FAILED, format!("could not make the command's temporary folder: {e}"))
+    })?;
+    let started = launcher.start(profile.network).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
-    })
-}
-
-/// Sends the request to a spawned launcher and collects its reports in the background.
-pub fn begin(conversation: Conversation, request: LaunchRequest, tmp: PrivateTmp) -> Launch {
-    let profile = request.profile.clone();
-    let cwd = request.cwd.clone();
+    })?;
+    let request = LaunchRequest {
+        profile: profile.clone(),
+        program,
+        args,
+        env,
+        cwd: cwd.clone(),
+        private_tmp: tmp.path().to_path_buf(),
+        stdin,
+    };
+    let conversation = started.conversation;
     let talk = tokio::spawn(async move { conversation.run(&request).await });
-    Launch { talk, profile, cwd, tmp }
+    Ok((started.child, Launch { talk, profile: profile.clone(), cwd, tmp }))
 }
 
 /// How a confined command ended, as the launcher saw it.

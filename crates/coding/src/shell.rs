@@ -2,7 +2,7 @@
 //! filtered environment, bounded output and a timeout; the whole group is killed on timeout or cancel.
 
 use crate::args::{optional_str, optional_u64, required_str};
-use crate::confined::{self, PrivateTmp};
+use crate::confined;
 use crate::errors::{codes, invalid, io_error, path_changed};
 use crate::output::BoundedOutput;
 use crate::paths::canonicalize_lenient;
@@ -14,7 +14,7 @@ use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, Risk, SandboxProfile, Tool, ToolAnnotations, ToolError,
     ToolInvocation, ToolOutput, ToolSpec,
 };
-use portcullis_sandbox::{LaunchRequest, SandboxLauncher};
+use portcullis_sandbox::SandboxLauncher;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -251,25 +251,16 @@ pub async fn run_command(
                 })?;
             (child, None)
         }
-        Some((launcher, profile)) => {
-            let tmp = PrivateTmp::new().map_err(|e| {
-                ToolError::new(
-                    codes::SANDBOX_FAILED,
-                    format!("could not make the command's temporary folder: {e}"),
-                )
-            })?;
-            let started = confined::start(launcher, profile)?;
-            let request = LaunchRequest {
-                profile: profile.clone(),
-                program: PathBuf::from(interpreter()),
-                args: vec!["-c".into(), run.command.clone()],
-                env: run.env.clone(),
-                cwd: run.cwd.clone(),
-                private_tmp: tmp.path().to_path_buf(),
-                stdin: None,
-            };
-            (started.child, Some(confined::begin(started.conversation, request, tmp)))
-        }
+        Some((launcher, profile)) => confined::launch(
+            launcher,
+            profile,
+            PathBuf::from(interpreter()),
+            vec!["-c".into(), run.command.clone()],
+            run.env.clone(),
+            run.cwd.clone(),
+            None,
+        )
+        .map(|(child, launch)| (child, Some(launch)))?,
     };
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
     let stdout = reader(child.stdout.take(), run.output_bytes);

@@ -59,7 +59,8 @@ pub struct SandboxProfile {
     /// Trees readable and writable: write roots and writes the operator approved (a private temporary
     /// folder is added when the command starts).
     pub write: Vec<PathBuf>,
-    /// Places that exist but are never visible inside (secrets folders, the hub's files): empty there.
+    /// Places never visible inside (secrets folders, the hub's files): empty there. One that does not
+    /// exist (a project's `.portcullis`) is made as an empty folder, so nothing can be created there.
     pub hidden: Vec<PathBuf>,
     /// Places inside writable trees kept read-only (git hooks and config, editor settings).
     pub read_only: Vec<PathBuf>,

@@ -4,12 +4,12 @@
 //! output bound, process group killed); kind `fixture` answers a canned result (for policy testing).
 
 use async_trait::async_trait;
-use portcullis_coding::confined::{self, PrivateTmp};
+use portcullis_coding::confined;
 use portcullis_harness::{
     ActionKind, CallContext, Content, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError,
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
 };
-use portcullis_sandbox::{LaunchRequest, SandboxLauncher};
+use portcullis_sandbox::SandboxLauncher;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -294,22 +294,16 @@ async fn run_process(
                 "the policy confines this process, but this hub has no sandbox launcher: it did not run",
             ));
         }
-        (Some(profile), Some(launcher)) => {
-            let tmp = PrivateTmp::new().map_err(|e| {
-                ToolError::new("sandbox_failed", format!("no temporary folder for the process: {e}"))
-            })?;
-            let started = confined::start(launcher, profile)?;
-            let request = LaunchRequest {
-                profile: profile.clone(),
-                program: PathBuf::from(command),
-                args: args.to_vec(),
-                env: environment,
-                cwd: cwd.to_path_buf(),
-                private_tmp: tmp.path().to_path_buf(),
-                stdin: Some(String::from_utf8_lossy(&input).into_owned()),
-            };
-            (started.child, Some(confined::begin(started.conversation, request, tmp)))
-        }
+        (Some(profile), Some(launcher)) => confined::launch(
+            launcher,
+            profile,
+            PathBuf::from(command),
+            args.to_vec(),
+            environment,
+            cwd.to_path_buf(),
+            Some(String::from_utf8_lossy(&input).into_owned()),
+        )
+        .map(|(child, launch)| (child, Some(launch)))?,
         (None, _) => {
             let child = tokio::process::Command::new(command)
                 .args(args)

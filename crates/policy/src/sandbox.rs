@@ -93,6 +93,14 @@ pub const KEPT_READ_ONLY: &[(&str, &str)] = &[
     (".githooks", "a git hooks folder"),
 ];
 
+/// Places at the top of each writable tree that stay empty inside even where they do not exist yet (the
+/// launcher makes them, as empty folders, so nothing can be created there): the hub watches them and
+/// loads what appears.
+pub const RESERVED_IN_WRITE_ROOTS: &[(&str, &str)] = &[(
+    ".portcullis",
+    "the project's policy and tool manifests: hot reload would load a policy or a tool a command put there",
+)];
+
 /// The merged `sandbox` sections of a policy's layers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SandboxRules {
@@ -285,7 +293,10 @@ impl Policy {
         let read: Vec<PathBuf> =
             outermost(read).into_iter().filter(|p| !write.iter().any(|w| p.starts_with(w))).collect();
         let granted = |p: &PathBuf| system.iter().chain(&read).chain(&write).any(|t| p.starts_with(t));
-        let hidden = outermost(hidden.into_iter().filter(granted).collect());
+        // Reserved places of each writable tree, made by the launcher where they are missing.
+        let reserved =
+            write.iter().flat_map(|w| RESERVED_IN_WRITE_ROOTS.iter().map(move |(rel, _)| w.join(rel)));
+        let hidden = outermost(hidden.into_iter().filter(granted).chain(reserved).collect());
         let approved_writes: Vec<PathBuf> = evaluation
             .accesses
             .iter()

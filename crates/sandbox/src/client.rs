@@ -4,7 +4,7 @@
 
 use crate::ENTRY;
 use crate::protocol::{LaunchReport, LaunchRequest};
-use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+use portcullis_harness::SandboxSupport;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -104,19 +104,7 @@ impl SandboxLauncher {
             Ok(d) => d,
             Err(e) => return SandboxSupport::unavailable(format!("no temporary folder for the probe: {e}")),
         };
-        let system =
-            ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(PathBuf::from).filter(|p| p.exists());
-        let profile = SandboxProfile {
-            enforcement: Enforcement::Confined,
-            system: system.collect(),
-            read: Vec::new(),
-            write: Vec::new(),
-            hidden: Vec::new(),
-            read_only: Vec::new(),
-            network: false,
-            network_reason: None,
-            limits: SandboxLimits::default(),
-        };
+        let profile = crate::system_only(Vec::new());
         let program = ["/usr/bin/true", "/bin/true"].iter().map(PathBuf::from).find(|p| p.exists());
         let request = LaunchRequest {
             profile,

@@ -33,6 +33,24 @@ pub const WALLS_FAILED: i32 = 125;
 /// Set once `main` called [`entry_point`]: this binary can be the launcher.
 static ENTRY_REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The smallest profile that runs programs: the system folders programs start from, readable; `write`
+/// writable; no network, default limits. The hub's probe, the bench and the launcher's tests use it; a
+/// policy's profiles come from `portcullis_policy`.
+pub fn system_only(write: Vec<std::path::PathBuf>) -> portcullis_harness::SandboxProfile {
+    let system = ["/usr", "/bin", "/lib", "/lib64", "/etc"].iter().map(std::path::PathBuf::from);
+    portcullis_harness::SandboxProfile {
+        enforcement: portcullis_harness::Enforcement::Confined,
+        system: system.filter(|p| p.exists()).collect(),
+        read: Vec::new(),
+        write,
+        hidden: Vec::new(),
+        read_only: Vec::new(),
+        network: false,
+        network_reason: None,
+        limits: portcullis_harness::SandboxLimits::default(),
+    }
+}
+
 /// The dedicated launcher's file name (`crates/sandbox/src/main.rs`), installed beside the CLI and the app.
 pub const LAUNCHER_BINARY: &str = "portcullis-sandbox";
 

@@ -150,14 +150,25 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepare
     Ok(Built { applied, tmp, processes: limits.processes })
 }
 
-/// Makes `place` empty inside: an empty read-only tmpfs over a folder, the null device over a file.
+/// Makes `place` empty inside: an empty read-only tmpfs over a folder, the null device over a file. A
+/// place that does not exist is made first, as an empty folder (the profile lists missing places only
+/// where nothing may be created: a project's `.portcullis`), so it cannot be created inside either.
 fn hide(place: &Path) -> Result<(), Failure> {
     let none: Option<&str> = None;
     let step = "hiding a place";
     let what = |e: nix::errno::Errno| (step, format!("{}: {e}", place.display()));
-    match std::fs::metadata(place) {
-        Err(_) => Ok(()),
-        Ok(meta) if meta.is_dir() => mount(
+    let meta = match std::fs::metadata(place) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                .create(place)
+                .and_then(|()| std::fs::metadata(place))
+                .map_err(|e| (step, format!("{}: {e}", place.display())))?
+        }
+        Err(e) => return Err((step, format!("{}: {e}", place.display()))),
+    };
+    match meta {
+        meta if meta.is_dir() => mount(
             Some("tmpfs"),
             place,
             Some("tmpfs"),
@@ -165,7 +176,7 @@ fn hide(place: &Path) -> Result<(), Failure> {
             Some("size=4k,mode=000"),
         )
         .map_err(what),
-        Ok(_) => {
+        _ => {
             mount(Some("/dev/null"), place, none, MsFlags::MS_BIND, none).map_err(what)?;
             mount(none, place, none, MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY, none)
                 .map_err(what)

@@ -3,7 +3,7 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile};
+use portcullis_harness::SandboxProfile;
 use portcullis_sandbox::{LaunchReport, LaunchRequest, SandboxLauncher};
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
@@ -28,21 +28,11 @@ fn world() -> World {
 }
 
 fn profile(w: &World, network: bool) -> SandboxProfile {
-    SandboxProfile {
-        enforcement: Enforcement::Confined,
-        system: ["/usr", "/bin", "/lib", "/lib64", "/etc"]
-            .iter()
-            .map(PathBuf::from)
-            .filter(|p| p.exists())
-            .collect(),
-        read: Vec::new(),
-        write: vec![w.project.clone()],
-        hidden: vec![w.project.join("secrets")],
-        read_only: vec![w.project.join(".git/hooks")],
-        network,
-        network_reason: None,
-        limits: SandboxLimits::default(),
-    }
+    let mut profile = portcullis_sandbox::system_only(vec![w.project.clone()]);
+    profile.hidden = vec![w.project.join("secrets"), w.project.join(".portcullis")];
+    profile.read_only = vec![w.project.join(".git/hooks")];
+    profile.network = network;
+    profile
 }
 
 /// Runs `script` with `sh -c` inside `profile`: the reports, stdout and stderr.
@@ -100,6 +90,7 @@ async fn the_walls_hold_what_the_profile_says() {
          cat {o}/notes 2>/dev/null || echo no-read-outside; \
          cat secrets/key 2>/dev/null || echo hidden; \
          echo hook > .git/hooks/pre-commit 2>/dev/null || echo hooks-read-only; \
+         mkdir -p .portcullis/tools 2>/dev/null || echo policy-folder-reserved; \
          echo $TMPDIR; ls /proc | grep -c '^[0-9]'",
         o = w.outside.display()
     );
@@ -107,17 +98,27 @@ async fn the_walls_hold_what_the_profile_says() {
     assert!(matches!(reports.first(), Some(LaunchReport::Confined { .. })), "{reports:?} {err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
-        &lines[..5],
-        ["made", "no-write-outside", "no-read-outside", "hidden", "hooks-read-only"],
+        &lines[..6],
+        [
+            "made",
+            "no-write-outside",
+            "no-read-outside",
+            "hidden",
+            "hooks-read-only",
+            "policy-folder-reserved"
+        ],
         "{out}{err}"
     );
     assert_eq!(std::fs::read_to_string(w.project.join("made.txt")).unwrap(), "inside\n");
     assert!(!w.outside.join("escaped").exists());
     assert!(!w.project.join(".git/hooks/pre-commit").exists());
+    // The project had no `.portcullis`: the launcher made it, empty, so nothing could be put there.
+    assert!(w.project.join(".portcullis").is_dir());
+    assert_eq!(std::fs::read_dir(w.project.join(".portcullis")).unwrap().count(), 0);
     // The project lies under /tmp here, so /tmp stays as it is and the command's folder is its TMPDIR.
-    assert_eq!(lines[5], w.private_tmp.display().to_string(), "{out}");
+    assert_eq!(lines[6], w.private_tmp.display().to_string(), "{out}");
     // Its own PID namespace: the launcher's second stage, `sh`, `ls` and `grep` at most.
-    let processes: usize = lines[6].parse().unwrap();
+    let processes: usize = lines[7].parse().unwrap();
     assert!(processes <= 4, "{processes} processes visible");
     assert_eq!(ended(&reports).0, Some(0));
 }

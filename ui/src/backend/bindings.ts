@@ -537,7 +537,10 @@ export type SandboxProfile = {
 	 *  folder is added when the command starts).
 	 */
 	write: string[],
-	/**  Places that exist but are never visible inside (secrets folders, the hub's files): empty there. */
+	/**
+	 *  Places never visible inside (secrets folders, the hub's files): empty there. One that does not
+	 *  exist (a project's `.portcullis`) is made as an empty folder, so nothing can be created there.
+	 */
 	hidden: string[],
 	/**  Places inside writable trees kept read-only (git hooks and config, editor settings). */
 	read_only: string[],

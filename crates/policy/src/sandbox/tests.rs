@@ -131,3 +131,12 @@ fn without_landlock_the_profile_says_why_it_is_unconfined() {
     let p = policy.sandbox_profile(&evaluation, &ctx, &none);
     assert_eq!(p.enforcement, Enforcement::Unconfined { reason: "this kernel has no Landlock".into() });
 }
+
+#[test]
+fn a_projects_missing_policy_folder_is_reserved_so_no_command_can_create_it() {
+    let w = world();
+    std::fs::remove_dir_all(w.project.join(".portcullis")).unwrap();
+    let policy = policy_in(&w.project, r#"{"commands":{"default":"allow"}}"#);
+    let p = profile(&w, &policy, "ls");
+    assert!(p.hidden.contains(&w.project.join(".portcullis")), "{:?}", p.hidden);
+}
