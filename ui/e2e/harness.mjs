@@ -99,6 +99,19 @@ export function descendants(pid) {
 /** The app, started by tauri-driver for `w`, with its hub on `port`; returns the browser, teardown, when
  * the session was asked for and tauri-driver's pid (the app and its WebKit processes run under it). */
 export async function startApp(w, port) {
+  // One more try when the driver drops the session request (seen once in CI: UND_ERR_SOCKET while
+  // creating the session; the same spec passed on its own right after).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startAppOnce(w, port);
+    } catch (e) {
+      if (attempt >= 2) throw e;
+      console.log(`the app's session could not be made (${e.message}); trying once more`);
+    }
+  }
+}
+
+async function startAppOnce(w, port) {
   const driverPort = await freePort();
   const nativePort = await freePort();
   const log = openSync(`${w.base}/driver.log`, "a");
@@ -117,15 +130,31 @@ export async function startApp(w, port) {
     }),
   );
   const started = Date.now();
-  const browser = await remote({
-    hostname: "127.0.0.1",
-    port: driverPort,
-    logLevel: "error",
-    connectionRetryCount: 0,
-    capabilities: {
-      "tauri:options": { application: appBin, args: ["--project", w.proj, "--port", String(port)] },
-    },
-  });
+  let browser;
+  try {
+    browser = await remote({
+      hostname: "127.0.0.1",
+      port: driverPort,
+      logLevel: "error",
+      connectionRetryCount: 0,
+      capabilities: {
+        "tauri:options": { application: appBin, args: ["--project", w.proj, "--port", String(port)] },
+      },
+    });
+  } catch (e) {
+    // Without a session nobody stops the driver: ended here, or the spec's process never exits (and a
+    // CI run waits for its time limit instead of failing).
+    const tagged = descendants(driver.pid);
+    driver.kill("SIGKILL");
+    for (const pid of tagged) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already ended
+      }
+    }
+    throw e;
+  }
   const stop = async () => {
     const tagged = descendants(driver.pid);
     try {
