@@ -389,6 +389,11 @@ impl Hub {
         &self.state.project
     }
 
+    /// The policy files named at start (`--policy`); empty when the hub finds its own.
+    pub fn named_policy_files(&self) -> &[PathBuf] {
+        &self.state.config.policy_files
+    }
+
     pub fn policy_sources(&self) -> Vec<String> {
         self.state.sources.read().map(|s| s.clone()).unwrap_or_default()
     }

@@ -571,6 +571,13 @@ impl LedgerReader {
         Ok(rows)
     }
 
+    /// The id of the newest record (0 for an empty ledger): how far [`LedgerReader::records`] will go.
+    pub fn last_record_id(&self) -> Result<i64, LedgerStoreError> {
+        let id: Option<i64> =
+            self.conn.query_row("SELECT max(id) FROM records", [], |r| r.get(0)).at(&self.path)?;
+        Ok(id.unwrap_or(0))
+    }
+
     /// Records of one kind, in id order (for tests and tools that read the raw lifecycle).
     pub fn records(&self, after_id: i64, limit: usize) -> Result<Vec<StoredRecord>, LedgerStoreError> {
         let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2");

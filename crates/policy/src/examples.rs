@@ -1,6 +1,7 @@
 //! Checking a policy against its own claims: every rule's `match` / `not_match` examples (at load, and
 //! all of them for `portcullis policy test`) and every test case (`call` → expected decision).
 
+use crate::document::PatternElement;
 use crate::paths::resolve;
 use crate::policy::{Policy, PolicyError, tokens};
 use crate::shell::analyze;
@@ -33,23 +34,33 @@ impl Policy {
 
     /// Every rule example with whether it holds.
     pub fn example_outcomes(&self) -> Vec<ExampleOutcome> {
+        self.example_outcomes_with(&mut ExampleCommands::default())
+    }
+
+    /// Every rule example with whether it holds, and why a failing one fails; the examples' commands
+    /// are parsed once per text and kept in `parsed` (an editor re-checks a draft as it is typed).
+    pub fn example_outcomes_with(&self, parsed: &mut ExampleCommands) -> Vec<ExampleOutcome> {
         let mut outcomes = Vec::new();
         for layer in self.layers() {
-            for rule in &layer.document.commands.rules {
-                let matches = |example: &str| {
-                    analyze(example).commands.iter().any(|c| {
-                        let t = tokens(c);
-                        crate::document::pattern_matches(&rule.pattern, rule.exact, &t)
-                    })
-                };
+            for (rule_index, rule) in layer.document.commands.rules.iter().enumerate() {
                 for (examples, should_match) in [(&rule.examples, true), (&rule.not_match, false)] {
-                    for example in examples {
-                        let passed = matches(example) == should_match;
-                        // Only a failing example needs its position (searching the text is not free).
-                        let (line, column) = if passed {
-                            (0, 0)
+                    for (example_index, example) in examples.iter().enumerate() {
+                        let commands = parsed.of(example);
+                        let matching = commands
+                            .iter()
+                            .find(|t| crate::document::pattern_matches(&rule.pattern, rule.exact, t));
+                        let passed = matching.is_some() == should_match;
+                        // Only a failing example needs its position and reason (neither is free).
+                        let (line, column, why) = if passed {
+                            (0, 0, None)
                         } else {
-                            layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")))
+                            let (line, column) =
+                                layer.locate(&format!("\"{}\"", example.replace('"', "\\\"")));
+                            let why = match matching {
+                                Some(command) => format!("`{}` matches the pattern", command.join(" ")),
+                                None => why_no_match(&rule.pattern, rule.exact, commands),
+                            };
+                            (line, column, Some(why))
                         };
                         outcomes.push(ExampleOutcome {
                             source: layer.source.clone(),
@@ -59,6 +70,9 @@ impl Policy {
                             example: example.clone(),
                             should_match,
                             passed,
+                            rule_index,
+                            example_index,
+                            why,
                         });
                     }
                 }
@@ -111,6 +125,7 @@ pub struct TestCall {
 }
 
 /// One rule example's result (`line`/`column` are given for failing examples, 0 otherwise).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExampleOutcome {
     pub source: String,
@@ -121,9 +136,84 @@ pub struct ExampleOutcome {
     /// A `match` example (true) or a `not_match` one.
     pub should_match: bool,
     pub passed: bool,
+    /// The rule's place in its layer's `commands.rules`.
+    #[serde(default)]
+    pub rule_index: usize,
+    /// The example's place in the rule's `match` (or `not_match`) list.
+    #[serde(default)]
+    pub example_index: usize,
+    /// Why a failing example fails: the word that differs from the pattern, or the sub-command that
+    /// matches a `not_match` example.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// The commands (pattern tokens of each simple command) of example texts, parsed once per text.
+#[derive(Debug, Default)]
+pub struct ExampleCommands {
+    parsed: std::collections::HashMap<String, Vec<Vec<String>>>,
+}
+
+/// Most example texts kept parsed (beyond, the cache starts over).
+const MAX_PARSED_EXAMPLES: usize = 50_000;
+
+impl ExampleCommands {
+    /// The pattern tokens of each simple command of `example`.
+    pub fn of(&mut self, example: &str) -> &[Vec<String>] {
+        if !self.parsed.contains_key(example) {
+            if self.parsed.len() >= MAX_PARSED_EXAMPLES {
+                self.parsed.clear();
+            }
+            let commands = analyze(example)
+                .commands
+                .iter()
+                .map(|c| tokens(c).into_iter().map(str::to_owned).collect())
+                .collect();
+            self.parsed.insert(example.to_owned(), commands);
+        }
+        self.parsed.get(example).map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+/// Why none of `commands` matches `pattern`: the sub-command that comes closest, and the word where
+/// it leaves the pattern.
+pub fn why_no_match(pattern: &[PatternElement], exact: bool, commands: &[Vec<String>]) -> String {
+    let prefix = |t: &Vec<String>| pattern.iter().zip(t).take_while(|(p, t)| p.matches(t)).count();
+    let Some((command, matched)) = commands.iter().map(|c| (c, prefix(c))).max_by_key(|(_, m)| *m) else {
+        return "it holds no command".to_owned();
+    };
+    let shown = command.join(" ");
+    match (pattern.get(matched), command.get(matched)) {
+        (Some(wanted), Some(word)) => {
+            format!(
+                "word {} of `{shown}` is `{word}`; the pattern wants {}",
+                matched + 1,
+                wanted_words(wanted)
+            )
+        }
+        (Some(wanted), None) => format!(
+            "`{shown}` ends after {matched} word{}; the pattern wants {} next",
+            if matched == 1 { "" } else { "s" },
+            wanted_words(wanted)
+        ),
+        (None, Some(word)) if exact => {
+            format!("the rule is exact and `{shown}` goes on with `{word}`")
+        }
+        _ => format!("`{shown}` matches the pattern"),
+    }
+}
+
+fn wanted_words(element: &PatternElement) -> String {
+    match element {
+        PatternElement::Token(t) => format!("`{t}`"),
+        PatternElement::AnyOf(list) => {
+            format!("one of {}", list.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))
+        }
+    }
 }
 
 /// One test case's result.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestOutcome {
     pub source: String,
@@ -132,4 +222,65 @@ pub struct TestOutcome {
     pub got: String,
     pub passed: bool,
     pub decided_by: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(words: &[&str]) -> Vec<PatternElement> {
+        words
+            .iter()
+            .map(|w| match w.split_once('|') {
+                Some(_) => PatternElement::AnyOf(w.split('|').map(str::to_owned).collect()),
+                None => PatternElement::Token((*w).to_owned()),
+            })
+            .collect()
+    }
+
+    fn commands(example: &str) -> Vec<Vec<String>> {
+        ExampleCommands::default().of(example).to_vec()
+    }
+
+    /// Each row: pattern, exact, example, why it does not match.
+    const WHY: &[(&[&str], bool, &str, &str)] = &[
+        (&["git", "status"], false, "git push", "word 2 of `git push` is `push`; the pattern wants `status`"),
+        (&["git", "status"], false, "git", "`git` ends after 1 word; the pattern wants `status` next"),
+        (
+            &["git", "log|show"],
+            false,
+            "git diff HEAD",
+            "word 2 of `git diff HEAD` is `diff`; the pattern wants one of `log`, `show`",
+        ),
+        (
+            &["git", "push"],
+            true,
+            "git push --force",
+            "the rule is exact and `git push --force` goes on with `--force`",
+        ),
+        (
+            &["npm", "test"],
+            false,
+            "cd x && npm run test",
+            "word 2 of `npm run test` is `run`; the pattern wants `test`",
+        ),
+        (&["ls"], false, "", "it holds no command"),
+        (&["ls"], false, "cat a", "word 1 of `cat a` is `cat`; the pattern wants `ls`"),
+    ];
+
+    #[test]
+    fn a_failing_example_says_which_word_left_the_pattern() {
+        for (words, exact, example, why) in WHY {
+            assert_eq!(why_no_match(&pattern(words), *exact, &commands(example)), *why, "{example}");
+        }
+    }
+
+    #[test]
+    fn parsed_examples_are_kept_by_text() {
+        let mut parsed = ExampleCommands::default();
+        assert_eq!(parsed.of("/bin/rm -rf x | cat"), &[vec!["rm", "-rf", "x"], vec!["cat"]]);
+        assert_eq!(parsed.parsed.len(), 1);
+        parsed.of("/bin/rm -rf x | cat");
+        assert_eq!(parsed.parsed.len(), 1);
+    }
 }

@@ -28,7 +28,7 @@ pub use approval::{
     SessionGrant, SessionGrants, append_amendment,
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
-pub use examples::{ExampleOutcome, TestCall, TestOutcome};
+pub use examples::{ExampleCommands, ExampleOutcome, TestCall, TestOutcome, why_no_match};
 pub use judge_files::{MAX_FILES_PER_EVALUATION, MAX_PATTERN_MATCHES};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{

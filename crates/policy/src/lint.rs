@@ -9,6 +9,7 @@ use crate::shell::analyze;
 use serde::{Deserialize, Serialize};
 
 /// How much a finding matters: warnings fail `portcullis policy lint`, notes do not.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
@@ -17,6 +18,7 @@ pub enum Severity {
 }
 
 /// What is wrong with a rule.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LintKind {
@@ -33,6 +35,7 @@ pub enum LintKind {
 }
 
 /// One finding about one rule.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LintFinding {
     pub kind: LintKind,
@@ -47,6 +50,7 @@ pub struct LintFinding {
     pub related: Option<RelatedRule>,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelatedRule {
     pub rule: String,

@@ -655,6 +655,7 @@ impl Policy {
 }
 
 /// A tool call's verdict: blocked before any policy rule (grants, missing arguments), or evaluated.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum CallVerdict {

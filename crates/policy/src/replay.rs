@@ -62,6 +62,7 @@ pub fn recorded_decision(call: &RecordedCall) -> Option<&'static str> {
 }
 
 /// A call whose decision would change.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayChange {
     pub session_id: String,
@@ -74,12 +75,16 @@ pub struct ReplayChange {
     pub after: String,
     /// What decides it now: `rule <id> (<file>)` or the reason.
     pub decided_by: String,
+    /// What decided it before, when the baseline is a policy judged now (not the ledger's record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_by: Option<String>,
     /// The call ran then (else it was refused: by the policy, an operator, a timeout).
     #[serde(default)]
     pub ran: bool,
 }
 
 /// Totals of a replay.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplaySummary {
     /// Calls read from the ledger.
@@ -92,6 +97,18 @@ pub struct ReplaySummary {
     pub skipped: u64,
     /// `before -> after` counts.
     pub transitions: BTreeMap<String, u64>,
+    /// Calls whose decision stays, by decision (with `transitions`, the whole before x after matrix).
+    #[serde(default)]
+    pub kept: BTreeMap<String, u64>,
+}
+
+/// How a policy judges a recorded call now.
+#[derive(Debug, Clone)]
+pub enum Judged {
+    /// A grant scope hides the tool.
+    ToolDenied { scope: String },
+    /// The policy's evaluation of the call's action, and what it judged (one line).
+    Evaluated { evaluation: Box<Evaluation>, subject: String },
 }
 
 /// Most folders a replay keeps a draft anchored at (beyond, the cache starts over).
@@ -167,6 +184,18 @@ impl<'a> Replay<'a> {
     /// The decision `call` would get now, with what decides it; `None` when the call holds no action
     /// its tool described (nothing to judge it by).
     pub fn decide(&mut self, call: &RecordedCall) -> Option<(String, String, String)> {
+        Some(match self.judge(call)? {
+            Judged::ToolDenied { scope } => {
+                ("tool_denied".into(), format!("grant scope {scope}"), call.tool.clone())
+            }
+            Judged::Evaluated { evaluation, subject } => {
+                (evaluation.decision.as_str().to_owned(), deciding(&evaluation), subject)
+            }
+        })
+    }
+
+    /// How the policy judges `call` now, with the whole evaluation; `None` as for [`Replay::decide`].
+    pub fn judge(&mut self, call: &RecordedCall) -> Option<Judged> {
         let ctx = EvalContext {
             cwd: call.cwd.clone().unwrap_or_else(|| self.fallback_cwd.clone()),
             home: self.home.clone(),
@@ -174,7 +203,7 @@ impl<'a> Replay<'a> {
         let folder = call.project.clone().or_else(|| call.cwd.clone());
         let policy = self.policy_at(folder.as_deref());
         if let Some(scope) = policy.grants().refusing_scope(&call.tool) {
-            return Some(("tool_denied".into(), format!("grant scope {}", scope.name), call.tool.clone()));
+            return Some(Judged::ToolDenied { scope: scope.name.clone() });
         }
         let (evaluation, subject) = match call.action.as_ref()? {
             action if action.kind == portcullis_harness::ActionKind::Mcp => {
@@ -182,13 +211,34 @@ impl<'a> Replay<'a> {
             }
             action => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
         };
-        Some((evaluation.decision.as_str().to_owned(), deciding(&evaluation), subject))
+        Some(Judged::Evaluated { evaluation: Box::new(evaluation), subject })
     }
 
-    /// Replays one call: `Some` when its decision would change.
+    /// Replays one call: `Some` when its decision would change from the one recorded.
     pub fn replay(&mut self, call: &RecordedCall) -> Option<ReplayChange> {
+        let before = recorded_decision(call).map(|d| (d.to_owned(), None));
+        self.replay_from(call, before)
+    }
+
+    /// Replays one call against what `baseline` (the policy in force) decides for it now, not what was
+    /// recorded: `Some` when this policy would decide otherwise. A draft's own effect, whatever changed
+    /// since the call was recorded.
+    pub fn compare(&mut self, baseline: &mut Replay<'_>, call: &RecordedCall) -> Option<ReplayChange> {
+        let before = match recorded_decision(call) {
+            // Settled before the policy stage then: settled so now too.
+            None => None,
+            Some(_) => baseline.decide(call).map(|(decision, by, _)| (decision, Some(by))),
+        };
+        self.replay_from(call, before)
+    }
+
+    fn replay_from(
+        &mut self,
+        call: &RecordedCall,
+        before: Option<(String, Option<String>)>,
+    ) -> Option<ReplayChange> {
         self.summary.calls += 1;
-        let Some(before) = recorded_decision(call) else {
+        let Some((before, before_by)) = before else {
             self.summary.skipped += 1;
             return None;
         };
@@ -199,6 +249,7 @@ impl<'a> Replay<'a> {
         self.summary.replayed += 1;
         if after == before {
             self.summary.unchanged += 1;
+            *self.summary.kept.entry(after).or_default() += 1;
             return None;
         }
         self.summary.changed += 1;
@@ -209,9 +260,10 @@ impl<'a> Replay<'a> {
             at: call.at,
             tool: call.tool.clone(),
             subject,
-            before: before.to_owned(),
+            before,
             after,
             decided_by,
+            before_by,
             ran: call.ran,
         })
     }

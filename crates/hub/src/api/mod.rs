@@ -8,6 +8,7 @@ pub mod call_query;
 mod call_steps;
 mod catalog;
 pub(crate) mod connections;
+pub mod draft_replay;
 pub mod error;
 pub mod events;
 pub mod file_change;
@@ -22,6 +23,7 @@ pub mod policy_files;
 pub mod replay;
 pub mod times;
 pub mod types;
+pub mod workbench;
 
 pub use error::{ApiError, ErrorCode};
 /// Agent text (commands, paths, tool names, reasons quoting them) made safe to show a person: control

@@ -25,8 +25,8 @@ pub const REPLAY_BATCH: usize = 2000;
 pub enum ReplayEvent<'a> {
     /// A call the policy would decide otherwise.
     Change(&'a ReplayChange),
-    /// Records read so far.
-    Progress { records: u64 },
+    /// Records read so far, up to the record with id `last_id`.
+    Progress { records: u64, last_id: i64 },
 }
 
 /// How a replay ended.
@@ -63,50 +63,120 @@ pub(crate) fn replay_policy(
     stop: &AtomicBool,
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<(ReplaySummary, bool), ApiError> {
-    let reader = LedgerReader::open(db)?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut replay = Replay::new(policy, cwd.to_path_buf(), home).anchor_drafts_at_calls(drafts);
-    let mut projects: HashMap<String, Option<PathBuf>> = HashMap::new();
-    let mut tools = ToolsByFolder { limits: crate::hub::coding_limits(policy), folders: HashMap::new() };
-    let (mut after_id, mut read, mut stopped) = (0, 0u64, false);
-    'batches: loop {
-        if stop.load(Ordering::Relaxed) {
-            stopped = true;
-            break;
-        }
-        let records = reader.records(after_id, REPLAY_BATCH)?;
-        let Some(last) = records.last() else { break };
-        after_id = last.id;
-        read += records.len() as u64;
-        for record in records {
-            if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
-                continue;
-            }
-            let mut call = recorded_call(record);
-            call.project = match projects.get(&call.session_id) {
-                Some(project) => project.clone(),
-                None => {
-                    let project = reader.session(&call.session_id)?.and_then(|s| s.cwd).map(PathBuf::from);
-                    projects.insert(call.session_id.clone(), project.clone());
-                    project
-                }
-            };
-            if call.action.is_none() {
-                call.action = tools.describe(&call, cwd);
-            }
-            if let Some(change) = replay.replay(&call)
-                && !report(ReplayEvent::Change(&change))
-            {
-                stopped = true;
-                break 'batches;
-            }
-        }
-        if !report(ReplayEvent::Progress { records: read }) {
-            stopped = true;
-            break;
+    let mut calls = LedgerCalls::open(db, policy, cwd)?;
+    let stopped = calls.each(stop, report, &mut |call| replay.replay(call))?;
+    Ok((replay.summary.clone(), stopped))
+}
+
+/// Replays `draft` over the ledger at `db` against `baseline` (the policy in force) as both judge each
+/// call now: only what the draft itself changes is reported.
+pub(crate) fn compare_policies(
+    db: &Path,
+    baseline: &portcullis_policy::Policy,
+    draft: &portcullis_policy::Policy,
+    cwd: &Path,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
+) -> Result<(ReplaySummary, bool), ApiError> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut before = Replay::new(baseline, cwd.to_path_buf(), home.clone());
+    let mut after = Replay::new(draft, cwd.to_path_buf(), home);
+    let mut calls = LedgerCalls::open(db, draft, cwd)?;
+    let stopped = calls.each(stop, report, &mut |call| after.compare(&mut before, call))?;
+    Ok((after.summary.clone(), stopped))
+}
+
+/// The calls a ledger holds, read in batches, each with its session's project and (when the ledger
+/// holds none) the action its tool describes now.
+pub(crate) struct LedgerCalls<'a> {
+    reader: LedgerReader,
+    projects: HashMap<String, Option<PathBuf>>,
+    tools: ToolsByFolder,
+    cwd: &'a Path,
+}
+
+impl<'a> LedgerCalls<'a> {
+    pub(crate) fn open(
+        db: &Path,
+        policy: &portcullis_policy::Policy,
+        cwd: &'a Path,
+    ) -> Result<Self, ApiError> {
+        Ok(LedgerCalls {
+            reader: LedgerReader::open(db)?,
+            projects: HashMap::new(),
+            tools: ToolsByFolder { limits: crate::hub::coding_limits(policy), folders: HashMap::new() },
+            cwd,
+        })
+    }
+
+    /// The id of the ledger's newest record (how far a replay reads).
+    pub(crate) fn last_record_id(&self) -> Result<i64, ApiError> {
+        Ok(self.reader.last_record_id()?)
+    }
+
+    /// The deciding record of call `call_id` (of `session`) as a recorded call, if the ledger holds it.
+    pub(crate) fn one(&mut self, call_id: &str, session: &str) -> Result<Option<RecordedCall>, ApiError> {
+        let timeline = self.reader.timeline(call_id, Some(session))?;
+        let deciding = timeline
+            .records
+            .into_iter()
+            .find(|r| matches!(r.kind, StoredKind::Started | StoredKind::Blocked));
+        match deciding {
+            Some(record) => Ok(Some(self.complete(recorded_call(record))?)),
+            None => Ok(None),
         }
     }
-    Ok((replay.summary.clone(), stopped))
+
+    /// Feeds every deciding record to `judge` and reports what it returns; true when stopped early.
+    fn each(
+        &mut self,
+        stop: &AtomicBool,
+        report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
+        judge: &mut dyn FnMut(&RecordedCall) -> Option<ReplayChange>,
+    ) -> Result<bool, ApiError> {
+        let (mut after_id, mut read) = (0, 0u64);
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(true);
+            }
+            let records = self.reader.records(after_id, REPLAY_BATCH)?;
+            let Some(last) = records.last() else { return Ok(false) };
+            after_id = last.id;
+            read += records.len() as u64;
+            for record in records {
+                if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
+                    continue;
+                }
+                let call = self.complete(recorded_call(record))?;
+                if let Some(change) = judge(&call)
+                    && !report(ReplayEvent::Change(&change))
+                {
+                    return Ok(true);
+                }
+            }
+            if !report(ReplayEvent::Progress { records: read, last_id: after_id }) {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// `call` with its session's project, and its action described now if the ledger holds none.
+    fn complete(&mut self, mut call: RecordedCall) -> Result<RecordedCall, ApiError> {
+        call.project = match self.projects.get(&call.session_id) {
+            Some(project) => project.clone(),
+            None => {
+                let project = self.reader.session(&call.session_id)?.and_then(|s| s.cwd).map(PathBuf::from);
+                self.projects.insert(call.session_id.clone(), project.clone());
+                project
+            }
+        };
+        if call.action.is_none() {
+            call.action = self.tools.describe(&call, self.cwd);
+        }
+        Ok(call)
+    }
 }
 
 /// The built-in tools rooted at each folder calls were made in, to describe a call the ledger holds no

@@ -39,7 +39,7 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
     let outcome = replay_ledger(&db, std::slice::from_ref(&draft), &proj, &never, &mut |event| {
         match event {
             ReplayEvent::Change(c) => changes.push((c.call_id.clone(), c.before.clone(), c.after.clone())),
-            ReplayEvent::Progress { records } => progress = records,
+            ReplayEvent::Progress { records, .. } => progress = records,
         }
         true
     })
