@@ -12,5 +12,7 @@ export default defineConfig({
     environment: "jsdom",
     setupFiles: ["./src/test/setup.ts"],
     include: ["src/**/*.test.{ts,tsx}"],
+    // Its published ES build has extensionless imports Node cannot resolve: vitest bundles it instead.
+    server: { deps: { inline: ["codemirror-json-schema"] } },
   },
 });

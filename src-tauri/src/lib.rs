@@ -11,6 +11,7 @@ pub mod notifications;
 pub mod pending;
 pub mod tray;
 pub mod window;
+pub mod workbench;
 
 use event_stream::EventStreams;
 use hub_host::{HubHost, StartOptions};
@@ -47,6 +48,16 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::follow_events,
             commands::unfollow_events,
             commands::quit,
+            workbench::policy_layers,
+            workbench::check_policy_draft,
+            workbench::lint_policy_draft,
+            workbench::try_policy_draft,
+            workbench::test_policy_draft,
+            workbench::diff_policy_draft,
+            workbench::save_policy_file,
+            workbench::replay_policy_draft,
+            workbench::stop_policy_replay,
+            workbench::draft_call_traces,
         ])
         .events(tauri_specta::collect_events![CloseAsked])
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
@@ -92,6 +103,8 @@ pub fn run() -> ExitCode {
             }
             app.manage(host);
             app.manage(EventStreams::default());
+            app.manage(workbench::ParsedExamples::default());
+            app.manage(workbench::PolicyReplays::default());
             exit_on_signal(app.handle().clone());
             Ok(())
         })

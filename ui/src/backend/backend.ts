@@ -8,8 +8,17 @@ import type {
   Answer,
   ApiError,
   Approval,
+  CallTraces,
   CatalogTool,
+  DraftCheck,
+  DraftDiff,
+  DraftReplayUpdate,
+  DraftTrial,
   FeedItem,
+  PolicyLayers,
+  PolicyLint,
+  TestOutcome,
+  TrialInput,
   HookupSnippet,
   HubState,
   HubStatus,
@@ -19,6 +28,25 @@ import type {
 } from "./bindings";
 
 export type {
+  CallTraces,
+  CallVerdict,
+  ChangeGroup,
+  DraftCheck,
+  DraftDiff,
+  DraftProblem,
+  DraftReplayOutcome,
+  DraftReplayUpdate,
+  DraftTrial,
+  ExampleOutcome,
+  LayerFile,
+  LayerKind,
+  LintFinding,
+  PolicyLayers,
+  PolicyLint,
+  ReplayChange,
+  ReplaySummary,
+  TestOutcome,
+  TrialInput,
   SandboxProfile,
   AgentSession,
   AlwaysOffer,
@@ -72,6 +100,32 @@ export interface Backend {
   /** The operator closed the window while `pending` calls wait for an answer. */
   onCloseAsked(handler: (pending: number) => void): Unsubscribe;
   quit(): Promise<void>;
+
+  // The policy workbench: drafts of the hub's own policy files (never any other file).
+  /** The hub's policy layer by layer, each file with its text and version. */
+  policyLayers(): Promise<PolicyLayers>;
+  /** A draft checked as it is typed: where it does not load, every rule example (failing ones say why). */
+  checkPolicyDraft(file: string, text: string): Promise<DraftCheck>;
+  /** Lint findings of the hub's policy with the draft in its file's place. */
+  lintPolicyDraft(file: string, text: string): Promise<PolicyLint>;
+  /** The whole trace of a command or call under the hub's policy with the draft in place. */
+  tryPolicyDraft(file: string, text: string, input: TrialInput): Promise<DraftTrial>;
+  /** Every test case of the hub's policy with the draft in place, judged as live calls are. */
+  testPolicyDraft(file: string, text: string): Promise<TestOutcome[]>;
+  /** The draft against the file on disk. */
+  diffPolicyDraft(file: string, text: string): Promise<DraftDiff>;
+  /** Saves the draft if the file on disk is still `expectedVersion` (null: a file to create); the new version. */
+  savePolicyFile(file: string, text: string, expectedVersion: string | null): Promise<string>;
+  /** Replays the draft over `ledger` (null: the hub's) against the policy in force; updates stream to
+   * `onUpdate` (the last is `done` or `failed`). The returned function stops it. */
+  replayPolicyDraft(
+    file: string,
+    text: string,
+    ledger: string | null,
+    onUpdate: (update: DraftReplayUpdate) => void,
+  ): Unsubscribe;
+  /** How the policy in force and the draft judge one recorded call. */
+  draftCallTraces(file: string, text: string, ledger: string | null, session: string, callId: string): Promise<CallTraces>;
 }
 
 /** A failed backend call: the API's `{code, message, details}`. Views branch on `code`. */

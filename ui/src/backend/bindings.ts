@@ -36,6 +36,29 @@ export const commands = {
 	unfollowEvents: (id: number) => __TAURI_INVOKE<boolean>("unfollow_events", { id }),
 	/**  Closes the window and stops the app even though calls wait for an answer (asked first by the window). */
 	quit: () => __TAURI_INVOKE<void>("quit"),
+	/**  The hub's policy layer by layer, each file with its text and version. */
+	policyLayers: () => typedError<PolicyLayers, ApiError>(__TAURI_INVOKE("policy_layers")),
+	/**  A draft of policy file `file` checked as it is typed: where it does not load, every rule example. */
+	checkPolicyDraft: (file: string, text: string) => typedError<DraftCheck, ApiError>(__TAURI_INVOKE("check_policy_draft", { file, text })),
+	/**  Lint findings of the hub's policy with the draft of `file` in its place. */
+	lintPolicyDraft: (file: string, text: string) => typedError<PolicyLint, ApiError>(__TAURI_INVOKE("lint_policy_draft", { file, text })),
+	/**  The trace of a command or call under the hub's policy with the draft of `file` in its place. */
+	tryPolicyDraft: (file: string, text: string, input: TrialInput) => typedError<DraftTrial, ApiError>(__TAURI_INVOKE("try_policy_draft", { file, text, input })),
+	/**  Every test case of the hub's policy with the draft of `file` in its place, and how each went. */
+	testPolicyDraft: (file: string, text: string) => typedError<TestOutcome[], ApiError>(__TAURI_INVOKE("test_policy_draft", { file, text })),
+	/**  The draft of `file` against the file on disk. */
+	diffPolicyDraft: (file: string, text: string) => typedError<DraftDiff, ApiError>(__TAURI_INVOKE("diff_policy_draft", { file, text })),
+	/**  Saves the draft as `file` if the file on disk is still `expected_version`; the new version. */
+	savePolicyFile: (file: string, text: string, expectedVersion: string | null) => typedError<string, ApiError>(__TAURI_INVOKE("save_policy_file", { file, text, expectedVersion })),
+	/**
+	 *  Replays the draft of `file` over `ledger` (else the hub's) against the policy in force, streaming
+	 *  its updates to `on_update` (the last one `done` or `failed`); returns the replay's id.
+	 */
+	replayPolicyDraft: (file: string, text: string, ledger: string | null, onUpdate: Channel<DraftReplayUpdate>) => typedError<number, ApiError>(__TAURI_INVOKE("replay_policy_draft", { file, text, ledger, onUpdate })),
+	/**  Stops replay `id` (false when it had already ended or was never started). */
+	stopPolicyReplay: (id: number) => __TAURI_INVOKE<boolean>("stop_policy_replay", { id }),
+	/**  How the policy in force and the draft of `file` judge one recorded call, both traces. */
+	draftCallTraces: (file: string, text: string, ledger: string | null, session: string, callId: string) => typedError<CallTraces, ApiError>(__TAURI_INVOKE("draft_call_traces", { file, text, ledger, session, callId })),
 };
 
 /** Events */
@@ -178,6 +201,21 @@ export type CallStep = {
 	error?: string | null,
 };
 
+/**  One recorded call as the policy in force and the draft judge it now. */
+export type CallTraces = {
+	session_id: string,
+	call_id: string,
+	tool: string,
+	/**  `None` when the call holds nothing a policy judges (settled before the policy stage). */
+	before: CallVerdict | null,
+	after: CallVerdict | null,
+};
+
+/**  A tool call's verdict: blocked before any policy rule (grants, missing arguments), or evaluated. */
+export type CallVerdict = { verdict: "blocked"; reason: string; detail: string } | {
+	verdict: "evaluated",
+} & Evaluation;
+
 /**  A tool as agents see it, and whether the grants let them see it. */
 export type CatalogTool = {
 	/**  The registry's name (`shell`, `mcp:<server>:<tool>`). */
@@ -190,6 +228,15 @@ export type CatalogTool = {
 	annotations: Value,
 	/**  Whether the grants in force let agents see and call it. */
 	granted: boolean,
+};
+
+/**  Changed calls decided by one rule (or reason) under the draft. */
+export type ChangeGroup = {
+	/**  `rule <id> (<file>)`, or the reason that decides them under the draft. */
+	decided_by: string,
+	calls: number,
+	/**  Of them, calls the draft allows that the policy in force did not. */
+	loosened: number,
 };
 
 /**  An operator's answer. */
@@ -237,6 +284,67 @@ export type DiffLine = { kind: "same"; old: number; new: number; text: string } 
 /**  The diff goes on for `count` more lines (changed or not), past [`MAX_LINES_SHOWN`]. */
 { kind: "truncated"; count: number };
 
+/**  A draft checked as it is typed. */
+export type DraftCheck = {
+	/**  The version of the text checked: a window drops answers to texts it no longer shows. */
+	version: string,
+	/**  Why the draft would not load (a syntax error, an invalid field, a failing rule example). */
+	problem: DraftProblem | null,
+	/**  Every rule example of the draft, failing ones with where and why. */
+	examples: ExampleOutcome[],
+	summary: PolicySummary | null,
+};
+
+/**  A draft against the file on disk. */
+export type DraftDiff = {
+	diff: DiffLine[],
+	/**  The version on disk now (`None`: no file yet). */
+	version_on_disk: string | null,
+};
+
+/**  Why a draft does not load, and where. */
+export type DraftProblem = {
+	code: string,
+	message: string,
+	/**  1-based; 0 when unknown. */
+	line: number,
+	column: number,
+	rule: string | null,
+};
+
+/**  How a draft replay ended. */
+export type DraftReplayOutcome = {
+	ledger: string,
+	/**  Totals; `transitions` and `kept` make the before × after matrix. */
+	summary: ReplaySummary,
+	/**  Changed calls the draft allows that the policy in force did not. */
+	loosened: number,
+	/**  Changed calls by what decides them under the draft, most first. */
+	groups: ChangeGroup[],
+	/**  Changed calls past [`MAX_LISTED_CHANGES`] (counted, not sent). */
+	unlisted: number,
+	stopped: boolean,
+	millis: number,
+};
+
+/**  What a draft replay reports as it goes. */
+export type DraftReplayUpdate = 
+/**  Records read so far, up to record `last_id` of `total_id`. */
+{ kind: "progress"; records: number; last_id: number; total_id: number } | 
+/**  More changed calls (in ledger order). */
+{ kind: "changes"; changes: ReplayChange[] } | 
+/**  The replay ended (or was stopped). */
+{ kind: "done"; outcome: DraftReplayOutcome } | 
+/**  The replay could not go on. */
+{ kind: "failed"; error: ApiError };
+
+/**  A draft's verdict on a trial input, with every layer's name (a matched rule names its layer's file). */
+export type DraftTrial = {
+	verdict: CallVerdict,
+	/**  The layers judged with, in order (the draft in its file's place). */
+	layers: string[],
+};
+
 /**  Whether the kernel confines the command. */
 export type Enforcement = 
 /**  Landlock (and, where the kernel has them, namespaces) confine it. */
@@ -269,6 +377,27 @@ export type Evaluation = {
 	 *  parser could not see through (empty for other actions and for records written before parts).
 	 */
 	parts?: Part[],
+};
+
+/**  One rule example's result (`line`/`column` are given for failing examples, 0 otherwise). */
+export type ExampleOutcome = {
+	source: string,
+	line: number,
+	column: number,
+	rule: string,
+	example: string,
+	/**  A `match` example (true) or a `not_match` one. */
+	should_match: boolean,
+	passed: boolean,
+	/**  The rule's place in its layer's `commands.rules`. */
+	rule_index?: number,
+	/**  The example's place in the rule's `match` (or `not_match`) list. */
+	example_index?: number,
+	/**
+	 *  Why a failing example fails: the word that differs from the pattern, or the sub-command that
+	 *  matches a `not_match` example.
+	 */
+	why?: string | null,
 };
 
 /**  What a call would do, described by its tool before it runs. */
@@ -383,6 +512,33 @@ export type HubStatus = {
 	servers: UpstreamServer[],
 };
 
+/**  One layer of the hub's policy, as the workbench edits it. */
+export type LayerFile = {
+	/**  The file's path (the name drafts, saves and evaluations use), or `built-in default policy`. */
+	source: string,
+	kind: LayerKind,
+	/**  Its place in the layering, first to last; `None` for a file not in force yet (to be created). */
+	layer: number | null,
+	/**  The file's text on disk (for a file to be created: the text it starts from). */
+	text: string,
+	/**  The version of the text on disk (a save names it); `None` when the file does not exist. */
+	version: string | null,
+	editable: boolean,
+	/**  The text on disk is the one in force (false: it changed and did not load, or is not loaded yet). */
+	in_force: boolean,
+};
+
+/**  Where a layer comes from. */
+export type LayerKind = 
+/**  The user's policy file (the only layer that may widen what the others allow). */
+"user" | 
+/**  The project's `.portcullis/policy.json`. */
+"project" | 
+/**  A file named on the command line (`--policy`). */
+"named" | 
+/**  The built-in default (in force when no file applies; not editable). */
+"built_in";
+
 /**  What the amended policy would have decided differently for the calls the ledger holds. */
 export type LedgerImpact = {
 	/**  Calls read. */
@@ -394,6 +550,32 @@ export type LedgerImpact = {
 	/**  A few of them: what was judged (one line each). */
 	examples: string[],
 };
+
+/**  One finding about one rule. */
+export type LintFinding = {
+	kind: LintKind,
+	severity: Severity,
+	rule: string,
+	source: string,
+	line: number,
+	column: number,
+	message: string,
+	/**  The other rule involved (the one that shadows, voids or makes it redundant). */
+	related?: RelatedRule | null,
+};
+
+/**  What is wrong with a rule. */
+export type LintKind = 
+/**  No command the analyzer produces can match the pattern. */
+"never_matches" | 
+/**  An allow rule that a broader prompt or forbidden rule covers: it never allows anything. */
+"voided_allow" | 
+/**  A prompt rule that a broader forbidden rule covers. */
+"shadowed" | 
+/**  A broader rule with the same decision already covers it. */
+"redundant" | 
+/**  No `match` example: nothing proves the rule matches what its author meant. */
+"no_examples";
 
 /**  A rule that matched, with the file it came from. */
 export type MatchedRule = {
@@ -475,6 +657,31 @@ export type PipelineStage =
 /**  Secrets redacted from the result (before anyone sees it). */
 "redaction";
 
+/**  The hub's policy, layer by layer. */
+export type PolicyLayers = {
+	project: string,
+	layers: LayerFile[],
+};
+
+/**  What lint found in a policy. */
+export type PolicyLint = {
+	findings: LintFinding[],
+	/**  Findings of severity warning (the rest are notes). */
+	warnings: number,
+	/**  Command rules linted, over every layer. */
+	rules: number,
+	/**  The policy's files in layer order. */
+	policies: string[],
+};
+
+/**  What a valid policy text holds. */
+export type PolicySummary = {
+	rules: number,
+	examples: number,
+	tests: number,
+	servers: number,
+};
+
 /**  One rule as it would be written. */
 export type PreviewRule = {
 	id: string,
@@ -486,6 +693,46 @@ export type PreviewRule = {
 	example: string,
 	/**  How many words the command has (the widest exact scope). */
 	words_offered: number,
+};
+
+export type RelatedRule = {
+	rule: string,
+	source: string,
+	decision: Decision,
+};
+
+/**  A call whose decision would change. */
+export type ReplayChange = {
+	session_id: string,
+	call_id: string,
+	at: number,
+	tool: string,
+	/**  The command or paths judged, one line. */
+	subject: string,
+	before: string,
+	after: string,
+	/**  What decides it now: `rule <id> (<file>)` or the reason. */
+	decided_by: string,
+	/**  What decided it before, when the baseline is a policy judged now (not the ledger's record). */
+	before_by?: string | null,
+	/**  The call ran then (else it was refused: by the policy, an operator, a timeout). */
+	ran?: boolean,
+};
+
+/**  Totals of a replay. */
+export type ReplaySummary = {
+	/**  Calls read from the ledger. */
+	calls: number,
+	/**  Calls a policy decided (the others were settled before the policy stage). */
+	replayed: number,
+	unchanged: number,
+	changed: number,
+	/**  Settled before the policy stage (unknown tool, invalid arguments, guardrails ...). */
+	skipped: number,
+	/**  `before -> after` counts. */
+	transitions: { [key in string]: number },
+	/**  Calls whose decision stays, by decision (with `transitions`, the whole before x after matrix). */
+	kept?: { [key in string]: number },
 };
 
 /**  How much harm the action could do, as the tool judges it. */
@@ -566,11 +813,31 @@ export type SessionGrant = {
 	granted_at: Timestamp,
 };
 
+/**  How much a finding matters: warnings fail `portcullis policy lint`, notes do not. */
+export type Severity = "note" | "warning";
+
 /**  What happened at a stage. */
 export type StepOutcome = "passed" | "blocked" | "started" | "progress" | "finished" | "error";
 
+/**  One test case's result. */
+export type TestOutcome = {
+	source: string,
+	name: string,
+	expected: string,
+	got: string,
+	passed: boolean,
+	decided_by: string,
+};
+
 /**  Microseconds since the Unix epoch (UTC). */
 export type Timestamp = number;
+
+/**  What to try a draft on. */
+export type TrialInput = 
+/**  A shell command, as the `shell` tool would run it in the project. */
+{ kind: "command"; script: string } | 
+/**  A whole tool call, judged as a live call is (the tool describes its action; nothing runs). */
+{ kind: "call"; tool: string; arguments: Value };
 
 /**
  *  An upstream MCP server: where it stands and since when, its tools, how often it was restarted, its

@@ -53,6 +53,23 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
     tools: (...a) => call("tools", a),
     hookupSnippets: (...a) => call("hookupSnippets", a),
     quit: (...a) => call("quit", a),
+    policyLayers: (...a) => call("policyLayers", a),
+    checkPolicyDraft: (...a) => call("checkPolicyDraft", a),
+    lintPolicyDraft: (...a) => call("lintPolicyDraft", a),
+    tryPolicyDraft: (...a) => call("tryPolicyDraft", a),
+    testPolicyDraft: (...a) => call("testPolicyDraft", a),
+    diffPolicyDraft: (...a) => call("diffPolicyDraft", a),
+    savePolicyFile: (...a) => call("savePolicyFile", a),
+    draftCallTraces: (...a) => call("draftCallTraces", a),
+    replayPolicyDraft: (file, text, ledger, onUpdate) => {
+      calls.push(["replayPolicyDraft", [file, text, ledger]]);
+      const handler = handlers.replayPolicyDraft;
+      if (!handler) {
+        onUpdate({ kind: "failed", error: { code: "no_handler", message: "the fake backend has no handler for replayPolicyDraft", details: null } });
+        return () => {};
+      }
+      return handler(file, text, ledger, onUpdate);
+    },
     followEvents: (onBatch) => {
       calls.push(["followEvents", []]);
       return subscribe(feeds, onBatch);

@@ -1,7 +1,7 @@
 // The Backend in the app: the generated command wrappers (bindings.ts) over Tauri's IPC, errors turned
 // into BackendError, the event feed over a Tauri channel (attached before the stream starts).
 import { Channel } from "@tauri-apps/api/core";
-import { commands, events, type ApiError, type FeedItem } from "./bindings";
+import { commands, events, type ApiError, type DraftReplayUpdate, type FeedItem } from "./bindings";
 import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: ApiError };
@@ -36,6 +36,38 @@ export function tauriBackend(): Backend {
     tools: () => unwrap(commands.tools()),
     hookupSnippets: () => unwrap(commands.hookupSnippets()),
     quit: () => commands.quit(),
+    policyLayers: () => unwrap(commands.policyLayers()),
+    checkPolicyDraft: (file, text) => unwrap(commands.checkPolicyDraft(file, text)),
+    lintPolicyDraft: (file, text) => unwrap(commands.lintPolicyDraft(file, text)),
+    tryPolicyDraft: (file, text, input) => unwrap(commands.tryPolicyDraft(file, text, input)),
+    testPolicyDraft: (file, text) => unwrap(commands.testPolicyDraft(file, text)),
+    diffPolicyDraft: (file, text) => unwrap(commands.diffPolicyDraft(file, text)),
+    savePolicyFile: (file, text, expected) => unwrap(commands.savePolicyFile(file, text, expected)),
+    draftCallTraces: (file, text, ledger, session, callId) =>
+      unwrap(commands.draftCallTraces(file, text, ledger, session, callId)),
+    replayPolicyDraft: (file, text, ledger, onUpdate): Unsubscribe => {
+      const channel = new Channel<DraftReplayUpdate>();
+      let stopped = false;
+      let id: number | null = null;
+      channel.onmessage = (update) => {
+        if (!stopped) onUpdate(update);
+      };
+      unwrap(commands.replayPolicyDraft(file, text, ledger, channel)).then(
+        (replayId) => {
+          id = replayId;
+          if (stopped) void commands.stopPolicyReplay(replayId);
+        },
+        (e) => {
+          const { code, message } = asBackendError(e);
+          if (!stopped) onUpdate({ kind: "failed", error: { code, message, details: null } });
+        },
+      );
+      return () => {
+        if (stopped) return;
+        stopped = true;
+        if (id != null) void commands.stopPolicyReplay(id);
+      };
+    },
     followEvents: (onBatch): Unsubscribe => {
       const channel = new Channel<FeedItem[]>();
       let stopped = false;

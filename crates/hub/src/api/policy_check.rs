@@ -114,6 +114,7 @@ pub async fn test_policy(files: &[PathBuf], cwd: &Path) -> Result<PolicyTestRepo
 }
 
 /// What lint found in a policy.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyLint {
     pub findings: Vec<LintFinding>,

@@ -7,14 +7,16 @@
 
 use super::OperatorApi;
 use super::error::{ApiError, ErrorCode};
-use super::judge::{Judge, Judged};
+use super::judge::{Judge, Judged, run_policy_tests};
 use super::line_diff::{DiffLine, line_diff};
 use super::policy_check::PolicyLint;
 use super::policy_files::{located, parse_for, save_policy, version_of};
 use super::types::PolicySummary;
 use portcullis_policy::discovery::{DEFAULT_POLICY, DEFAULT_POLICY_SOURCE, user_policy_file};
 use portcullis_policy::lint::{Severity, lint};
-use portcullis_policy::{CallVerdict, EvalContext, ExampleCommands, ExampleOutcome, Policy, PolicyLayer};
+use portcullis_policy::{
+    CallVerdict, EvalContext, ExampleCommands, ExampleOutcome, Policy, PolicyLayer, TestOutcome,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -263,6 +265,13 @@ impl OperatorApi {
             }
         };
         Ok(DraftTrial { verdict, layers: names })
+    }
+
+    /// Every test case of the hub's policy with the draft of `file` in its place, judged as live calls
+    /// are (nothing runs), `~` being this user's home.
+    pub async fn test_policy_draft(&self, file: &str, text: &str) -> Result<Vec<TestOutcome>, ApiError> {
+        let policy = Policy::from_layers_unchecked(self.layers_with_draft(file, text)?).map_err(located)?;
+        run_policy_tests(&policy, std::env::var_os("HOME").map(PathBuf::from)).await
     }
 
     /// The draft of `file` against the file on disk, line by line.

@@ -108,6 +108,19 @@ async fn a_draft_is_checked_tried_and_saved_only_over_what_was_read() {
     let CallVerdict::Evaluated(evaluation) = trial.verdict else { panic!() };
     assert_eq!(evaluation.deciding_rule.unwrap().id, "git-read");
 
+    // The draft's test cases, judged as live calls.
+    let with_test = POLICY.replace(
+        "\n}",
+        r#", "tests": [ { "name": "rm refused", "call": { "name": "shell", "arguments": { "command": "rm -rf /" } }, "expect": "forbidden" },
+                      { "name": "wrong", "call": { "name": "shell", "arguments": { "command": "git status" } }, "expect": "forbidden" } ] }"#,
+    );
+    let tests = api.test_policy_draft(&file, &with_test).await.unwrap();
+    assert_eq!(
+        tests.iter().map(|t| (t.name.as_str(), t.passed)).collect::<Vec<_>>(),
+        [("rm refused", true), ("wrong", false)]
+    );
+    assert_eq!(tests[1].decided_by, format!("rule git-read ({file})"));
+
     // Lint with the layers around it: a rule shadowed by an earlier one.
     let shadowed = with_rule(POLICY, r#"{ "id": "all-git", "pattern": ["git"], "decision": "prompt" }"#);
     let lint = api.lint_policy_draft(&file, &shadowed).unwrap();
