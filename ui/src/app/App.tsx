@@ -1,7 +1,7 @@
-// The window's shell: the hub's state on top, the nav (Approvals, Live, Connections; the policy and
-// ledger views slot in here), the view, and the "quit while calls wait?" question.
+// The window's shell: the hub's state on top, the nav (Approvals, Live, Connections, Policy; the
+// ledger view slots in here), the view, and the "quit while calls wait?" question.
 import { PolicyBanner } from "./PolicyBanner";
-import { useEffect, useMemo, useState, type ReactNode } from "react";
+import { Suspense, lazy, useEffect, useMemo, useState, type ReactNode } from "react";
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { Backend, HubState } from "../backend/backend";
 import { followFeed } from "../data/feed";
@@ -12,11 +12,25 @@ import { LiveView } from "../features/live/LiveView";
 import { Kbd } from "../lib/ui/Kbd";
 import { visible } from "../lib/visible";
 import { BackendContext, FeedContext, useBackend } from "./context";
+import { ViewBoundary } from "./ViewBoundary";
+
+// The policy workbench carries CodeMirror and the schema tooling: loaded when first opened.
+const PolicyView = lazy(() => import("../features/policy/PolicyView").then((m) => ({ default: m.PolicyView })));
 
 const VIEWS = [
   { id: "approvals", label: "Approvals", key: "1", render: () => <ApprovalsView /> },
   { id: "live", label: "Live", key: "2", render: () => <LiveView /> },
   { id: "connections", label: "Connections", key: "3", render: () => <ConnectionsView /> },
+  {
+    id: "policy",
+    label: "Policy",
+    key: "4",
+    render: () => (
+      <Suspense fallback={<p className="muted">Opening the policy workbench…</p>}>
+        <PolicyView />
+      </Suspense>
+    ),
+  },
 ] as const;
 
 type ViewId = (typeof VIEWS)[number]["id"];
@@ -103,7 +117,9 @@ function Shell({ hub }: { hub: Extract<HubState, { state: "running" }> }) {
         </nav>
         <main className="main">
           <PolicyBanner />
-          {VIEWS.find((v) => v.id === view)?.render()}
+          <ViewBoundary key={view} view={view}>
+            {VIEWS.find((v) => v.id === view)?.render()}
+          </ViewBoundary>
         </main>
         {closing != null && (
           <Confirm>

@@ -2,6 +2,7 @@
 // completion/hover/lint (codemirror-json-schema), the backend's diagnostics, history, folding, the
 // gutters and keymaps. Schema messages and hovers are rendered as text here (see plainText.ts), never
 // through the library's Markdown-to-HTML rendering, because they can quote the document.
+import { cspNonce } from "./cspNonce";
 import { Compartment, EditorState, type Extension } from "@codemirror/state";
 import {
   EditorView, crosshairCursor, drawSelection, dropCursor, highlightActiveLine, highlightActiveLineGutter,
@@ -52,7 +53,9 @@ export interface PolicyExtensionsOptions {
 }
 
 export function policyExtensions({ schema, readOnly, readOnlyValue, onDocChanged }: PolicyExtensionsOptions): Extension {
+  const nonce = cspNonce();
   return [
+    nonce ? EditorView.cspNonce.of(nonce) : [],
     lineNumbers(),
     foldGutter(),
     lintGutter(),
