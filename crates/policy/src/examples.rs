@@ -284,3 +284,46 @@ mod tests {
         assert_eq!(parsed.parsed.len(), 1);
     }
 }
+
+#[cfg(test)]
+mod rule_lines {
+    use crate::policy::PolicyLayer;
+
+    /// The one-pass rule lines agree with the per-rule search, on every policy the repository holds and
+    /// on ids that need escapes or appear as another member's value first.
+    #[test]
+    fn rules_are_located_in_one_pass_as_one_by_one() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut texts: Vec<String> = Vec::new();
+        for dir in ["tests/policy-corpus", "tool-manifests/policies"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                let file = if path.is_dir() { path.join("policy.json") } else { path };
+                if file.extension().is_some_and(|e| e == "json") && file.is_file() {
+                    texts.push(std::fs::read_to_string(file).unwrap());
+                }
+            }
+        }
+        assert!(texts.len() >= 8);
+        texts.push(
+            r#"{ "tests": [ { "name": "x", "call": { "name": "shell", "arguments": { "id": "b" } }, "expect": "allow" } ],
+  "commands": { "rules": [
+    { "id": "a \"quoted\" id", "pattern": ["a"], "decision": "allow" },
+    { "id": "b", "pattern": ["b"], "decision": "allow" }
+  ] } }"#
+                .into(),
+        );
+        for text in texts {
+            let layer = PolicyLayer::parse("p.json", &text, "/tmp".into()).unwrap();
+            let lines = layer.member_lines("commands", "id");
+            for rule in &layer.document.commands.rules {
+                assert_eq!(
+                    lines.get(&rule.id).copied(),
+                    Some(layer.locate_member("commands", "id", &rule.id).0),
+                    "{}",
+                    rule.id
+                );
+            }
+        }
+    }
+}

@@ -98,12 +98,50 @@ impl PolicyLayer {
         }
     }
 
+    /// The line (1-based) of every member `"key": "<string>"` after the first `"section"` key, by its
+    /// value (the first such member of each value), found in one pass: a policy of a thousand rules
+    /// locates its rules in linear time, not a search of the whole text per rule.
+    pub(crate) fn member_lines(&self, section: &str, key: &str) -> std::collections::HashMap<String, usize> {
+        let mut lines = std::collections::HashMap::new();
+        let Some(text) = &self.text else { return lines };
+        let key = format!("\"{key}\"");
+        let start = text.find(&format!("\"{section}\"")).unwrap_or(0);
+        let (mut line, mut counted) = (text[..start].matches('\n').count() + 1, start);
+        for (at, _) in text[start..].match_indices(&key).map(|(at, k)| (at + start, k)) {
+            let rest = text[at + key.len()..].trim_start();
+            let Some(rest) = rest.strip_prefix(':') else { continue };
+            let rest = rest.trim_start();
+            if !rest.starts_with('"') {
+                continue;
+            }
+            let Some(value) = leading_json_string(rest) else { continue };
+            line += text[counted..at].matches('\n').count();
+            counted = at;
+            lines.entry(value).or_insert(line);
+        }
+        lines
+    }
+
     /// Line and column (1-based) of the first occurrence of `needle` in the text, if known.
     pub(crate) fn locate(&self, needle: &str) -> (usize, usize) {
         let Some(text) = &self.text else { return (0, 0) };
         let Some(at) = text.find(needle) else { return (0, 0) };
         position(text, at)
     }
+}
+
+/// The JSON string literal `text` starts with, decoded.
+fn leading_json_string(text: &str) -> Option<String> {
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return serde_json::from_str(&text[..=i]).ok(),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Line and column (1-based) of byte offset `at` of `text`.
@@ -314,6 +352,7 @@ impl Policy {
                 });
             }
             let mut seen = std::collections::HashSet::new();
+            let rule_lines = layer.member_lines("commands", "id");
             for rule in &doc.commands.rules {
                 let fail = |message: String| {
                     let (line, column) = layer.locate(&format!("\"{}\"", rule.id));
@@ -340,7 +379,10 @@ impl Policy {
                 rules.push(Rule {
                     id: rule.id.clone(),
                     source: layer.source.clone(),
-                    line: layer.locate_member("commands", "id", &rule.id).0,
+                    line: match rule_lines.get(&rule.id) {
+                        Some(line) => *line,
+                        None => layer.locate_member("commands", "id", &rule.id).0,
+                    },
                     layer: index,
                     pattern: rule.pattern.clone(),
                     exact: rule.exact,

@@ -186,7 +186,7 @@ export function DraftEditor({ layer, layers, onDirty }: { layer: LayerFile; laye
             {panel === "rules" && <RulesPanel draft={draft} check={current ? check : null} />}
             {panel === "playground" && <PlaygroundPanel draft={draft} layers={layers} />}
             {panel === "tests" && <TestsPanel draft={draft} check={check} />}
-            {panel === "replay" && <ReplayPanel draft={draft} loads={!problem} />}
+            {panel === "replay" && <ReplayPanel draft={draft} loads={!problem} layers={layers} />}
             {panel === "layers" && <LayersPanel layers={layers} open={layer.source} />}
           </div>
         </div>

@@ -3,7 +3,7 @@
 // loosened calls (anything that becomes allow) apart, the changed calls grouped by what decides them under
 // the draft, and for one call the two traces side by side.
 import { useEffect, useRef, useState } from "react";
-import type { CallTraces, DraftReplayOutcome, ReplayChange, Unsubscribe } from "../../../backend/backend";
+import type { CallTraces, DraftReplayOutcome, LayerFile, ReplayChange, Unsubscribe } from "../../../backend/backend";
 import { asBackendError } from "../../../backend/backend";
 import { useBackend } from "../../../app/context";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
@@ -21,7 +21,7 @@ type Run =
 /** Changed calls listed per group before "show all". */
 const PER_GROUP = 25;
 
-export function ReplayPanel({ draft, loads }: { draft: DraftContext; loads: boolean }) {
+export function ReplayPanel({ draft, loads, layers }: { draft: DraftContext; loads: boolean; layers: LayerFile[] }) {
   const backend = useBackend();
   const [ledger, setLedger] = useState<"hub" | "file">("hub");
   const [path, setPath] = useState("");
@@ -92,7 +92,7 @@ export function ReplayPanel({ draft, loads }: { draft: DraftContext; loads: bool
       {run.state === "done" && changes.length === 0 && (
         <p data-testid="replay-nothing">No call of this ledger would be decided otherwise.</p>
       )}
-      {picked && <Traces key={`${picked.session_id}/${picked.call_id}`} draft={draft} ledger={ledger === "hub" ? null : path} change={picked} />}
+      {picked && <Traces key={`${picked.session_id}/${picked.call_id}`} draft={draft} layers={layers} ledger={ledger === "hub" ? null : path} change={picked} />}
     </div>
   );
 }
@@ -174,7 +174,7 @@ function Changes({ changes, onPick, picked }: { changes: ReplayChange[]; onPick(
   );
 }
 
-function Traces({ draft, ledger, change }: { draft: DraftContext; ledger: string | null; change: ReplayChange }) {
+function Traces({ draft, layers, ledger, change }: { draft: DraftContext; layers: LayerFile[]; ledger: string | null; change: ReplayChange }) {
   const backend = useBackend();
   const [traces, setTraces] = useState<CallTraces | string | null>(null);
   useEffect(() => {
@@ -199,11 +199,11 @@ function Traces({ draft, ledger, change }: { draft: DraftContext; ledger: string
       <div className="side-by-side">
         <div>
           <h4>Policy in force</h4>
-          {traces.before ? <TraceView verdict={traces.before} layers={[]} /> : <p className="muted">not judged by a policy</p>}
+          {traces.before ? <TraceView verdict={traces.before} layers={layers} /> : <p className="muted">not judged by a policy</p>}
         </div>
         <div>
           <h4>Draft</h4>
-          {traces.after ? <TraceView verdict={traces.after} layers={[]} /> : <p className="muted">not judged by a policy</p>}
+          {traces.after ? <TraceView verdict={traces.after} layers={layers} /> : <p className="muted">not judged by a policy</p>}
         </div>
       </div>
     </div>

@@ -56,6 +56,8 @@ export function policyExtensions({ schema, readOnly, readOnlyValue, onDocChanged
   const nonce = cspNonce();
   return [
     nonce ? EditorView.cspNonce.of(nonce) : [],
+    // Policy files keep a rule on one line: wrapped, a whole rule stays in view.
+    EditorView.lineWrapping,
     lineNumbers(),
     foldGutter(),
     lintGutter(),
