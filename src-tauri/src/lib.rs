@@ -58,6 +58,9 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             workbench::replay_policy_draft,
             workbench::stop_policy_replay,
             workbench::draft_call_traces,
+            workbench::rule_activity,
+            workbench::grants_with_draft,
+            workbench::probe_path_draft,
         ])
         .events(tauri_specta::collect_events![CloseAsked])
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).

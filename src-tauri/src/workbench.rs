@@ -4,8 +4,10 @@
 
 use crate::hub_host::HubHost;
 use portcullis_hub::api::ApiError;
+use portcullis_hub::api::draft_access::{PathProbe, ToolGrant};
 use portcullis_hub::api::draft_replay::{CallTraces, DraftReplayUpdate};
 use portcullis_hub::api::policy_check::PolicyLint;
+use portcullis_hub::api::rule_activity::RuleActivity;
 use portcullis_hub::api::workbench::{DraftCheck, DraftDiff, DraftTrial, PolicyLayers, TrialInput};
 use portcullis_policy::{ExampleCommands, TestOutcome};
 use std::collections::HashMap;
@@ -137,6 +139,38 @@ pub async fn replay_policy_draft(
         app.state::<PolicyReplays>().lock().remove(&id);
     });
     Ok(id)
+}
+
+/// What each rule decided in the hub's ledger over the last day and week, and this week's most
+/// prompted shell commands (candidate rules). Read on a blocking worker (a large week takes a while).
+#[tauri::command]
+#[specta::specta]
+pub async fn rule_activity(host: State<'_, HubHost>) -> Result<RuleActivity, ApiError> {
+    let api = host.api()?.clone();
+    tokio::task::block_in_place(|| api.rule_activity())
+}
+
+/// Every registered tool, visible to agents now and with the draft of `file` in place.
+#[tauri::command]
+#[specta::specta]
+pub async fn grants_with_draft(
+    host: State<'_, HubHost>,
+    file: String,
+    text: String,
+) -> Result<Vec<ToolGrant>, ApiError> {
+    host.api()?.grants_with_draft(&file, &text)
+}
+
+/// Whether `path` would be readable and writable by the `read` and `write` tools under the draft.
+#[tauri::command]
+#[specta::specta]
+pub async fn probe_path_draft(
+    host: State<'_, HubHost>,
+    file: String,
+    text: String,
+    path: String,
+) -> Result<PathProbe, ApiError> {
+    host.api()?.probe_path_draft(&file, &text, &path).await
 }
 
 /// Stops replay `id` (false when it had already ended or was never started).

@@ -28,7 +28,7 @@ let w, app, info, file;
 const shell = (command) => ({ op: "call", name: "shell", arguments: { command } });
 const $ = (sel) => app.browser.$(sel);
 /** The source editor's text, lines as lines (the document is short: every line is drawn). */
-const source = () => app.browser.execute(() => document.querySelector(".cm-content")?.innerText ?? "");
+const source = () => app.browser.execute(() => globalThis.document.querySelector(".cm-content")?.innerText ?? "");
 
 /** Replaces an input's value by typing, a key at a time at a fast typist's pace (each key is an edit of
  * the policy text). Keys sent back to back by WebDriver (about 1 ms apart) lose every space after the
@@ -156,7 +156,7 @@ test("a syntax error shows at its line and the hub keeps its policy; a save puts
   const line = $(".cm-line.cm-external-error-line");
   await line.waitForDisplayed({ timeout: 5_000 });
   assert.equal(await line.getText(), "x", "the last line, where the text goes on after the policy");
-  const lines = await app.browser.execute(() => document.querySelectorAll(".cm-line").length);
+  const lines = await app.browser.execute(() => globalThis.document.querySelectorAll(".cm-line").length);
   assert.equal(await line.getAttribute("data-line"), String(lines));
   assert.match(await $('[data-testid="draft-state"]').getProperty("textContent"), /does not load: .*:\d+:\d+: trailing characters/);
   await $('[data-testid="draft-save"]').click();
@@ -219,9 +219,46 @@ test("a change on disk while editing is detected and merged, never overwritten",
   await settled(app.browser);
 });
 
+test("the grant matrix shows which tools agents would see; the path probe asks the real tools", async () => {
+  await $('[data-testid="panel-grants"]').click();
+  await $('[data-testid="grants-panel"]').waitForDisplayed({ timeout: 5_000 });
+  await $('input[aria-label="New scope name"]').setValue("agents");
+  await $('[data-testid="scope-add"]').click();
+  const shellRow = $('[data-testid="grant-row"][data-tool="shell"]');
+  await shellRow.waitForDisplayed({ timeout: 10_000 });
+  const cell = shellRow.$('[data-testid="grant-cell-0"]');
+  await cell.waitForDisplayed({ timeout: 5_000 });
+  await cell.click(); // allow
+  await cell.click(); // deny
+  await app.browser.waitUntil(async () => (await shellRow.$('[data-testid="grant-visible"]').getAttribute("data-visible")) === "false", { timeout: 5_000 });
+  assert.match(await shellRow.$('[data-testid="grant-visible"]').getText(), /no — agents/);
+  assert.match(await source(), /"name": "agents", "deny": \["shell"\]/);
+  await screenshot(app.browser, "policy-grants.png");
+  await cell.click(); // neither: shell visible again
+  await app.browser.waitUntil(async () => (await shellRow.$('[data-testid="grant-visible"]').getAttribute("data-visible")) === "true", { timeout: 5_000 });
+
+  await $('[data-testid="panel-paths"]').click();
+  const probe = $('[data-testid="probe-path"]');
+  await probe.waitForDisplayed({ timeout: 5_000 });
+  await probe.setValue("README.md");
+  await $('[data-testid="probe-run"]').click();
+  await $('[data-testid="probe-result"]').waitForDisplayed({ timeout: 10_000 });
+  assert.equal(await $('[data-testid="probe-read"]').getAttribute("data-decision"), "allow");
+  assert.equal(await $('[data-testid="probe-write"]').getAttribute("data-decision"), "allow");
+  assert.match(await $('[data-testid="probe-result"]').getText(), new RegExp(`${w.proj}/README.md`));
+  await probe.setValue(`${w.home}/.ssh/id_ed25519`);
+  await $('[data-testid="probe-run"]').click();
+  await app.browser.waitUntil(async () => (await $('[data-testid="probe-result"]').getText()).includes(".ssh/id_ed25519"), { timeout: 10_000 });
+  const said = await $('[data-testid="probe-result"]').getText();
+  assert.equal(await $('[data-testid="probe-read"]').getAttribute("data-decision"), "forbidden", said);
+  assert.equal(await $('[data-testid="probe-write"]').getAttribute("data-decision"), "forbidden", said);
+  await screenshot(app.browser, "policy-paths.png");
+});
+
 test("the layers and the tests panels", async () => {
   await $('[data-testid="panel-tests"]').click();
   await $('[data-testid="tests-panel"]').waitForDisplayed({ timeout: 5_000 });
+  await screenshot(app.browser, "policy-tests.png");
   await $('[data-testid="panel-layers"]').click();
   const layers = $('[data-testid="layers-panel"]');
   await layers.waitForDisplayed({ timeout: 5_000 });

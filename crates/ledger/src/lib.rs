@@ -5,6 +5,7 @@
 //! [`SqliteLedger`] (one writer thread, bounded channel, group commit, `flush()` barrier, crash
 //! recovery); reading through [`LedgerReader`] (read-only, works while another process writes).
 
+pub mod activity;
 pub mod check;
 mod checkpoint;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod stats;
 pub mod store;
 pub mod timefmt;
 
+pub use activity::{PromptedCommand, RuleHits};
 pub use check::CheckReport;
 pub use error::LedgerStoreError;
 pub use export::ExportFormat;

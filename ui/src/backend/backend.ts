@@ -16,8 +16,11 @@ import type {
   DraftTrial,
   FeedItem,
   PolicyLayers,
+  PathProbe,
   PolicyLint,
+  RuleActivity,
   TestOutcome,
+  ToolGrant,
   TrialInput,
   HookupSnippet,
   HubState,
@@ -45,6 +48,11 @@ export type {
   PolicyLint,
   ReplayChange,
   ReplaySummary,
+  PathProbe,
+  ToolGrant,
+  RuleActivity,
+  CandidateRule,
+  RuleHitCount,
   TestOutcome,
   TrialInput,
   SandboxProfile,
@@ -124,6 +132,12 @@ export interface Backend {
     ledger: string | null,
     onUpdate: (update: DraftReplayUpdate) => void,
   ): Unsubscribe;
+  /** Calls each rule decided in the hub's ledger lately, and the most prompted commands (candidate rules). */
+  ruleActivity(): Promise<RuleActivity>;
+  /** Every registered tool, visible to agents now and with the draft in place. */
+  grantsWithDraft(file: string, text: string): Promise<ToolGrant[]>;
+  /** Whether a path would be readable and writable by the read and write tools under the draft. */
+  probePathDraft(file: string, text: string, path: string): Promise<PathProbe>;
   /** How the policy in force and the draft judge one recorded call. */
   draftCallTraces(file: string, text: string, ledger: string | null, session: string, callId: string): Promise<CallTraces>;
 }

@@ -59,6 +59,15 @@ export const commands = {
 	stopPolicyReplay: (id: number) => __TAURI_INVOKE<boolean>("stop_policy_replay", { id }),
 	/**  How the policy in force and the draft of `file` judge one recorded call, both traces. */
 	draftCallTraces: (file: string, text: string, ledger: string | null, session: string, callId: string) => typedError<CallTraces, ApiError>(__TAURI_INVOKE("draft_call_traces", { file, text, ledger, session, callId })),
+	/**
+	 *  What each rule decided in the hub's ledger over the last day and week, and this week's most
+	 *  prompted shell commands (candidate rules). Read on a blocking worker (a large week takes a while).
+	 */
+	ruleActivity: () => typedError<RuleActivity, ApiError>(__TAURI_INVOKE("rule_activity")),
+	/**  Every registered tool, visible to agents now and with the draft of `file` in place. */
+	grantsWithDraft: (file: string, text: string) => typedError<ToolGrant[], ApiError>(__TAURI_INVOKE("grants_with_draft", { file, text })),
+	/**  Whether `path` would be readable and writable by the `read` and `write` tools under the draft. */
+	probePathDraft: (file: string, text: string, path: string) => typedError<PathProbe, ApiError>(__TAURI_INVOKE("probe_path_draft", { file, text, path })),
 };
 
 /** Events */
@@ -215,6 +224,19 @@ export type CallTraces = {
 export type CallVerdict = { verdict: "blocked"; reason: string; detail: string } | {
 	verdict: "evaluated",
 } & Evaluation;
+
+/**  A command the policy prompted for often: a candidate rule. */
+export type CandidateRule = {
+	/**  As recorded (redacted). */
+	command: string,
+	/**  Prompts for it this week. */
+	calls: number,
+	/**
+	 *  Its words (program, then arguments), when it is one simple command; else `None` (a rule matches
+	 *  one simple command).
+	 */
+	words: string[] | null,
+};
 
 /**  A tool as agents see it, and whether the grants let them see it. */
 export type CatalogTool = {
@@ -622,6 +644,15 @@ export type PartKind =
 /**  A construct whose effect is only known at run time (`eval`, interpreter code, a parse error). */
 "unseen";
 
+/**  What a path would get from the `read` and `write` tools under the draft. */
+export type PathProbe = {
+	path: string,
+	/**  The path the tools would touch (resolved as they resolve it), when they got that far. */
+	resolved: string | null,
+	read: CallVerdict,
+	write: CallVerdict,
+};
+
 /**  One file read or written, and the policy's word on that access alone. */
 export type PathVerdict = {
 	/**  Canonical where it resolves; as written when it does not (or when it is computed at run time). */
@@ -738,6 +769,22 @@ export type ReplaySummary = {
 /**  How much harm the action could do, as the tool judges it. */
 export type Risk = "low" | "medium" | "high";
 
+/**  What the rules did lately. */
+export type RuleActivity = {
+	hits: RuleHitCount[],
+	candidates: CandidateRule[],
+	/**  How long reading the ledger took. */
+	millis: number,
+};
+
+/**  Calls a rule decided lately. */
+export type RuleHitCount = {
+	/**  The rule's id (the same id in two files is counted together). */
+	rule: string,
+	day: number,
+	week: number,
+};
+
 /**  A policy rule that matched, by id and the file it came from. */
 export type RuleRef = {
 	id: string,
@@ -831,6 +878,18 @@ export type TestOutcome = {
 
 /**  Microseconds since the Unix epoch (UTC). */
 export type Timestamp = number;
+
+/**  One registered tool under the grants in force and under the draft's. */
+export type ToolGrant = {
+	/**  The registry's name (`shell`, `mcp:<server>:<tool>`): what grant scopes name. */
+	name: string,
+	/**  The name agents call it by. */
+	wire_name: string,
+	visible_now: boolean,
+	visible_with_draft: boolean,
+	/**  The draft's scope that hides it. */
+	refused_by: string | null,
+};
 
 /**  What to try a draft on. */
 export type TrialInput = 

@@ -121,6 +121,36 @@ async fn a_draft_is_checked_tried_and_saved_only_over_what_was_read() {
     );
     assert_eq!(tests[1].decided_by, format!("rule git-read ({file})"));
 
+    // Grants: which tools agents would see with the draft's scopes.
+    let scoped = POLICY.replacen(
+        "{\n",
+        "{\n  \"grants\": [ { \"name\": \"no-shell\", \"deny\": [\"shell\"] } ],\n",
+        1,
+    );
+    let grants = api.grants_with_draft(&file, &scoped).unwrap();
+    let shell = grants.iter().find(|g| g.name == "shell").unwrap();
+    assert_eq!(
+        (shell.visible_now, shell.visible_with_draft, shell.refused_by.as_deref()),
+        (true, false, Some("no-shell"))
+    );
+    let reader = grants.iter().find(|g| g.name == "read").unwrap();
+    assert!(reader.visible_now && reader.visible_with_draft && reader.refused_by.is_none());
+
+    // Paths: asked of the real read and write tools, which resolve symlinks.
+    std::fs::write(dir.join("proj/README.md"), "# proj\n").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", dir.join("proj/host")).unwrap();
+    let decision = |v: &CallVerdict| match v {
+        CallVerdict::Evaluated(e) => e.decision.as_str().to_owned(),
+        CallVerdict::Blocked { reason, .. } => reason.clone(),
+    };
+    let inside = api.probe_path_draft(&file, POLICY, "README.md").await.unwrap();
+    assert_eq!(inside.resolved.as_deref(), Some(dir.join("proj/README.md").to_str().unwrap()));
+    assert_eq!((decision(&inside.read), decision(&inside.write)), ("allow".into(), "allow".into()));
+    let link = api.probe_path_draft(&file, POLICY, "host").await.unwrap();
+    assert_eq!(link.resolved.as_deref(), Some("/etc/hostname"), "{link:?}");
+    assert_eq!(decision(&link.write), "forbidden", "{link:?}");
+    assert_ne!(decision(&link.read), "allow", "{link:?}");
+
     // Lint with the layers around it: a rule shadowed by an earlier one.
     let shadowed = with_rule(POLICY, r#"{ "id": "all-git", "pattern": ["git"], "decision": "prompt" }"#);
     let lint = api.lint_policy_draft(&file, &shadowed).unwrap();
@@ -180,6 +210,27 @@ async fn a_draft_replays_over_the_ledger_against_the_policy_in_force() {
         }
         call.await.unwrap();
     }
+    // What each rule decided lately, and the commands prompted for most (candidate rules).
+    let mut activity = api.rule_activity().unwrap();
+    for _ in 0..200 {
+        if activity.hits.iter().map(|h| h.week).sum::<u64>() == 5 && activity.candidates.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        activity = api.rule_activity().unwrap();
+    }
+    let hits: Vec<(&str, u64, u64)> =
+        activity.hits.iter().map(|h| (h.rule.as_str(), h.day, h.week)).collect();
+    assert_eq!(hits, [("ask-curl", 2, 2), ("git-read", 2, 2), ("no-rm", 1, 1)], "{activity:?}");
+    let candidates: Vec<(&str, u64, Option<Vec<String>>)> =
+        activity.candidates.iter().map(|c| (c.command.as_str(), c.calls, c.words.clone())).collect();
+    assert_eq!(candidates.len(), 3, "{candidates:?}");
+    assert!(candidates.contains(&(
+        "curl -I example.com",
+        1,
+        Some(vec!["curl".into(), "-I".into(), "example.com".into()])
+    )));
+
     // A draft that allows curl: exactly the two curl calls change, both loosened.
     let draft = POLICY.replace(
         r#""pattern": ["curl"], "decision": "prompt""#,

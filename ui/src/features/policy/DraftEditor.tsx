@@ -13,6 +13,8 @@ import { useDraftCheck } from "./useDraftCheck";
 import { RulesPanel } from "./parts/RulesPanel";
 import { PlaygroundPanel } from "./parts/PlaygroundPanel";
 import { TestsPanel } from "./parts/TestsPanel";
+import { GrantsPanel } from "./parts/GrantsPanel";
+import { PathsPanel } from "./parts/PathsPanel";
 import { ReplayPanel } from "./parts/ReplayPanel";
 import { LayersPanel } from "./parts/LayersPanel";
 import { SaveDialog } from "./parts/SaveDialog";
@@ -21,6 +23,8 @@ import { ConflictBanner } from "./parts/ConflictBanner";
 const PANELS = [
   { id: "rules", label: "Rules", key: "r" },
   { id: "playground", label: "Playground", key: "p" },
+  { id: "grants", label: "Grants", key: "g" },
+  { id: "paths", label: "Paths", key: "h" },
   { id: "tests", label: "Tests & lint", key: "t" },
   { id: "replay", label: "What-if replay", key: "y" },
   { id: "layers", label: "Layers", key: "l" },
@@ -185,6 +189,8 @@ export function DraftEditor({ layer, layers, onDirty }: { layer: LayerFile; laye
           <div className="panel-body">
             {panel === "rules" && <RulesPanel draft={draft} check={current ? check : null} />}
             {panel === "playground" && <PlaygroundPanel draft={draft} layers={layers} />}
+            {panel === "grants" && <GrantsPanel draft={draft} />}
+            {panel === "paths" && <PathsPanel draft={draft} />}
             {panel === "tests" && <TestsPanel draft={draft} check={check} />}
             {panel === "replay" && <ReplayPanel draft={draft} loads={!problem} layers={layers} />}
             {panel === "layers" && <LayersPanel layers={layers} open={layer.source} />}

@@ -62,6 +62,14 @@ function setup(): FakeBackend {
     checkPolicyDraft: async (_file, text) => check(text),
     diffPolicyDraft: async () => ({ diff: [{ kind: "added", new: 4, text: "x" }], version_on_disk: "v1" }),
     savePolicyFile: async () => "v2",
+    ruleActivity: async () => ({
+      hits: [{ rule: "git-read", day: 3, week: 9 }],
+      candidates: [
+        { command: "npm run build", calls: 4, words: ["npm", "run", "build"] },
+        { command: "make && make install", calls: 2, words: null },
+      ],
+      millis: 1,
+    }),
   });
   const feed = followFeed(backend);
   render(
@@ -113,5 +121,22 @@ describe("typing into a rule's field", () => {
     await waitFor(() => expect(field).toHaveValue("reading is safe, mostly"));
     const last = backend.calls.filter(([m]) => m === "checkPolicyDraft").at(-1);
     expect(String(last?.[1][1])).toContain('"justification": "reading is safe, mostly"');
+  });
+});
+
+describe("what the rules did lately", () => {
+  it("shows each rule's calls and offers the most prompted commands as rules", async () => {
+    const backend = setup();
+    const card = await screen.findByTestId("rule-0");
+    await waitFor(() => expect(within(card).getByTestId("rule-hits")).toHaveTextContent("3 today · 9 this week"));
+    const candidates = screen.getByTestId("candidates");
+    expect(candidates).toHaveTextContent("make && make install");
+    expect(within(candidates).getAllByTestId("candidate-add")).toHaveLength(1);
+    await userEvent.click(within(candidates).getByText(/Most prompted/));
+    await userEvent.click(within(candidates).getByTestId("candidate-add"));
+    const card1 = await screen.findByTestId("rule-1");
+    expect(within(card1).getByTestId("rule-id")).toHaveValue("npm-run");
+    const last = backend.calls.filter(([m]) => m === "checkPolicyDraft").at(-1);
+    expect(String(last?.[1][1])).toContain('{ "id": "npm-run", "pattern": ["npm", "run", "build"], "decision": "allow", "exact": true, "match": ["npm run build"] }');
   });
 });

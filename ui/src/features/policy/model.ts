@@ -68,12 +68,12 @@ export function readRules(text: string): ReadRules {
 export function setRuleField<K extends keyof Rule>(text: string, index: number, field: K, value: Rule[K]): Edit[] {
   const empty =
     OPTIONAL.has(field) && (value === undefined || value === false || value === "" || (Array.isArray(value) && value.length === 0));
-  return quietModify(text, ["commands", "rules", index, field], empty ? undefined : value);
+  return quietEdit(text, ["commands", "rules", index, field], empty ? undefined : value);
 }
 
 /** The edits that append `rule` to the rules (creating `commands.rules` when missing). */
 export function addRule(text: string, rule: Rule): Edit[] {
-  return append(text, ["commands", "rules"], clean(rule));
+  return addToList(text, ["commands", "rules"], clean(rule));
 }
 
 /** The edits that remove rule `index`. */
@@ -83,7 +83,7 @@ export function removeRule(text: string, index: number): Edit[] {
 
 /** The edits that append a test case (creating `tests` when missing). */
 export function addTest(text: string, test: TestCase): Edit[] {
-  return append(text, ["tests"], test);
+  return addToList(text, ["tests"], test);
 }
 
 /**
@@ -91,7 +91,7 @@ export function addTest(text: string, test: TestCase): Edit[] {
  * one line of JSON (the neighbours are left exactly as they are); into an empty or missing list, the
  * list is written formatted.
  */
-function append(text: string, path: (string | number)[], value: unknown): Edit[] {
+export function addToList(text: string, path: (string | number)[], value: unknown): Edit[] {
   const list = findNodeAtLocation(parseTree(text) ?? { type: "null", offset: 0, length: 0 }, path);
   const last = list?.type === "array" ? list.children?.at(-1) : undefined;
   if (!last) return modify(text, [...path, 0], value, { formattingOptions: FORMAT, isArrayInsertion: true });
@@ -102,7 +102,7 @@ function append(text: string, path: (string | number)[], value: unknown): Edit[]
 }
 
 /** jsonc-parser's smallest edit for `path`, its JSON written on one line with the usual spaces. */
-function quietModify(text: string, path: (string | number)[], value: unknown): Edit[] {
+export function quietEdit(text: string, path: (string | number)[], value: unknown): Edit[] {
   return modify(text, path, value, {}).map((e) => ({ ...e, content: oneLine(e.content) }));
 }
 
@@ -144,6 +144,21 @@ export function elementText(element: PatternElement): string {
 export function elementOf(text: string): PatternElement {
   if (!text.includes("|")) return text.trim();
   return text.split("|").map((t) => t.trim());
+}
+
+/** Several edits made one after the other (each computed on the text the previous left) as one minimal
+ * replacement of `text`: one undo step, exact offsets. */
+export function inSequence(text: string, steps: ((text: string) => Edit[])[]): Edit[] {
+  const after = steps.reduce((t, step) => applyEdits(t, step(t)), text);
+  let start = 0;
+  while (start < text.length && start < after.length && text[start] === after[start]) start++;
+  let end = text.length;
+  let endAfter = after.length;
+  while (end > start && endAfter > start && text[end - 1] === after[endAfter - 1]) {
+    end--;
+    endAfter--;
+  }
+  return after === text ? [] : [{ offset: start, length: end - start, content: after.slice(start, endAfter) }];
 }
 
 /** Applies jsonc-parser edits to a text (for tests and for texts not in an editor). */

@@ -2,7 +2,7 @@
 // and network, justification, and its `match` / `not_match` examples, each with the mark of the last
 // check and, when it fails, the word where it leaves the pattern. Every change is a text edit.
 import { useState } from "react";
-import type { ExampleOutcome } from "../../../backend/backend";
+import type { ExampleOutcome, RuleHitCount } from "../../../backend/backend";
 import type { DraftContext } from "../DraftEditor";
 import { DECISIONS, elementOf, elementText, removeRule, setRuleField, type Rule } from "../model";
 import { visible } from "../../../lib/visible";
@@ -15,9 +15,11 @@ interface Props {
   draft: DraftContext;
   editable: boolean;
   outcomes: Map<string, ExampleOutcome>;
+  /** Calls this rule decided lately (`null`: none; undefined: not known yet). */
+  hits?: RuleHitCount | null;
 }
 
-export function RuleCard({ rule, index, draft, editable, outcomes }: Props) {
+export function RuleCard({ rule, index, draft, editable, outcomes, hits }: Props) {
   const set = <K extends keyof Rule>(field: K, value: Rule[K]) => draft.edit((text) => setRuleField(text, index, field, value));
   const setWord = (i: number, text: string) => set("pattern", rule.pattern.map((p, j) => (j === i ? elementOf(text) : p)));
   return (
@@ -47,6 +49,11 @@ export function RuleCard({ rule, index, draft, editable, outcomes }: Props) {
           <input type="checkbox" checked={rule.network ?? false} disabled={!editable} onChange={(e) => set("network", e.target.checked)} /> network
         </label>
         <span className="spacer" />
+        {hits !== undefined && (
+          <span className="hits muted small" data-testid="rule-hits" title="Calls this rule decided in the hub's ledger (rules with this id in any layer)">
+            {hits ? `${hits.day} today · ${hits.week} this week` : "no calls this week"}
+          </span>
+        )}
         <button type="button" className="link small" disabled={!editable} onClick={() => draft.edit((text) => removeRule(text, index))} aria-label={`Remove rule ${rule.id}`}>
           remove
         </button>

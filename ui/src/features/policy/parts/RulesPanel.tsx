@@ -2,7 +2,10 @@
 // parse keeps showing the last readable rules, read-only, with where the source breaks. Each card edits
 // its rule through text edits (one undo step each), and shows its examples' marks from the last check.
 import { useMemo, useState } from "react";
-import type { DraftCheck, ExampleOutcome } from "../../../backend/backend";
+import { useQuery } from "@tanstack/react-query";
+import type { DraftCheck, ExampleOutcome, RuleHitCount } from "../../../backend/backend";
+import { useBackend } from "../../../app/context";
+import { Candidates } from "./Candidates";
 import type { DraftContext } from "../DraftEditor";
 import { addRule, freshId, readRules, type Rule } from "../model";
 import { RuleCard } from "./RuleCard";
@@ -19,6 +22,9 @@ export function RulesPanel({ draft, check }: { draft: DraftContext; check: Draft
   const [filter, setFilter] = useState("");
   const [shown, setShown] = useState(SHOWN);
   const outcomes = useMemo(() => byExample(check?.examples ?? []), [check]);
+  const backend = useBackend();
+  const activity = useQuery({ queryKey: ["rule_activity"], queryFn: () => backend.ruleActivity(), refetchInterval: 30_000 });
+  const hits = useMemo(() => new Map<string, RuleHitCount>((activity.data?.hits ?? []).map((h) => [h.rule, h])), [activity.data]);
   const failing = check?.examples.filter((e) => !e.passed).length ?? 0;
   const visibleRules = rules
     .map((rule, index) => ({ rule, index }))
@@ -46,6 +52,9 @@ export function RulesPanel({ draft, check }: { draft: DraftContext; check: Draft
           + Add rule
         </button>
       </div>
+      {activity.data && activity.data.candidates.length > 0 && (
+        <Candidates candidates={activity.data.candidates} rules={rules} draft={draft} editable={editable} />
+      )}
       {!read.ok && (
         <p className="notice bad small" role="alert" data-testid="rules-unreadable">
           The source does not parse ({read.error}): fix it on the right. The rules below are the last readable ones, read-only.
@@ -54,7 +63,7 @@ export function RulesPanel({ draft, check }: { draft: DraftContext; check: Draft
       {rules.length === 0 && read.ok && <p className="muted">No command rules yet: every command gets the default decision.</p>}
       <ol className="rule-list">
         {visibleRules.slice(0, shown).map(({ rule, index }) => (
-          <RuleCard key={index} rule={rule} index={index} draft={draft} editable={editable} outcomes={outcomes} />
+          <RuleCard key={index} rule={rule} index={index} draft={draft} editable={editable} outcomes={outcomes} hits={activity.data ? (hits.get(rule.id) ?? null) : undefined} />
         ))}
       </ol>
       {visibleRules.length > shown && (

@@ -18,11 +18,16 @@ import { externalDiagnostics } from "./externalDiagnostics";
 import { plainText } from "./plainText";
 import { policyTheme } from "./theme";
 
+/** Documents past this size skip the schema linter: it validates the whole document on the main thread
+ * (seconds for a 1,000-rule policy in WebKit), and the hub's check of every draft reports the same
+ * mistakes (unknown fields, wrong types) with their line and column. */
+export const SCHEMA_LINT_MAX_BYTES = 64 * 1024;
+
 /** The schema linter, its messages shown as text (the library would render them as Markdown HTML). */
 function schemaLint(): (view: EditorView) => Diagnostic[] {
   const lint = jsonSchemaLinter();
   return (view) =>
-    lint(view).map(({ from, to, severity, message, source }) => ({
+    view.state.doc.length > SCHEMA_LINT_MAX_BYTES ? [] : lint(view).map(({ from, to, severity, message, source }) => ({
       from, to, severity, message, source,
       renderMessage: () => plainText(message),
     }));
