@@ -14,8 +14,6 @@ import { addDenyGlob, addRoot, readPaths, removeDenyGlob, removeRoot, setRootAcc
 export function PathsPanel({ draft }: { draft: DraftContext }) {
   const backend = useBackend();
   const paths = readPaths(draft.text);
-  const [root, setRoot] = useState("");
-  const [glob, setGlob] = useState("");
   const [probe, setProbe] = useState("README.md");
   const asked = useMutation({ mutationFn: (path: string) => backend.probePathDraft(draft.file, draft.text, path) });
   if (!paths) return <p className="bad small">The source does not parse: fix it on the right first.</p>;
@@ -62,22 +60,11 @@ export function PathsPanel({ draft }: { draft: DraftContext }) {
               <option value="read">read</option>
               <option value="write">read and write</option>
             </select>{" "}
-            {ed && (
-              <button type="button" className="link small" onClick={() => draft.edit((t) => removeRoot(t, i))}>
-                remove
-              </button>
-            )}
+            {ed && <Remove onClick={() => draft.edit((t) => removeRoot(t, i))} />}
           </li>
         ))}
       </ul>
-      {ed && (
-        <div className="row">
-          <input className="mono" placeholder="~/src/lib or ./vendor" aria-label="New root" value={root} onChange={(e) => setRoot(e.target.value)} />
-          <button type="button" disabled={!root.trim()} onClick={() => { draft.edit((t) => addRoot(t, { path: root.trim(), access: "read" })); setRoot(""); }}>
-            + read root
-          </button>
-        </div>
-      )}
+      {ed && <AddRow label="New root" placeholder="/home/dev/src/lib or ./vendor" button="+ read root" onAdd={(path) => draft.edit((t) => addRoot(t, { path, access: "read" }))} />}
       <h3>Never read or written</h3>
       <p className="muted small">
         {paths.default_deny ? "The built-in globs hold (.env*, .ssh, .aws, .gnupg, .netrc, private keys)." : "The built-in deny globs are off in this file (another layer may keep them)."}{" "}
@@ -87,22 +74,11 @@ export function PathsPanel({ draft }: { draft: DraftContext }) {
         {paths.deny.map((g, i) => (
           <li key={i}>
             <code className="mono">{visible(g)}</code>{" "}
-            {ed && (
-              <button type="button" className="link small" onClick={() => draft.edit((t) => removeDenyGlob(t, i))}>
-                remove
-              </button>
-            )}
+            {ed && <Remove onClick={() => draft.edit((t) => removeDenyGlob(t, i))} />}
           </li>
         ))}
       </ul>
-      {ed && (
-        <div className="row">
-          <input className="mono" placeholder="*.sqlite or secrets/**" aria-label="New deny glob" value={glob} onChange={(e) => setGlob(e.target.value)} />
-          <button type="button" disabled={!glob.trim()} onClick={() => { draft.edit((t) => addDenyGlob(t, glob.trim())); setGlob(""); }}>
-            + deny glob
-          </button>
-        </div>
-      )}
+      {ed && <AddRow label="New deny glob" placeholder="*.sqlite or secrets/**" button="+ deny glob" onAdd={(glob) => draft.edit((t) => addDenyGlob(t, glob))} />}
     </div>
   );
 }
@@ -121,5 +97,31 @@ function Answer({ label, verdict }: { label: string; verdict: CallVerdict }) {
         </>
       )}
     </p>
+  );
+}
+
+function Remove({ onClick }: { onClick(): void }) {
+  return (
+    <button type="button" className="link small" onClick={onClick}>
+      remove
+    </button>
+  );
+}
+
+/** A text box and its add button (Enter adds too); the box empties once added. */
+function AddRow({ label, placeholder, button, onAdd }: { label: string; placeholder: string; button: string; onAdd(value: string): void }) {
+  const [value, setValue] = useState("");
+  const add = () => {
+    if (!value.trim()) return;
+    onAdd(value.trim());
+    setValue("");
+  };
+  return (
+    <div className="row">
+      <input className="mono" placeholder={placeholder} aria-label={label} value={value} onChange={(e) => setValue(e.target.value)} onKeyDown={(e) => e.key === "Enter" && add()} />
+      <button type="button" disabled={!value.trim()} onClick={add}>
+        {button}
+      </button>
+    </div>
   );
 }
