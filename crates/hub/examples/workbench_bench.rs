@@ -110,6 +110,20 @@ async fn main() -> BenchResult<()> {
     );
 
     if ledger.is_some() {
+        // What the rules did lately (the rule cards' counts and the candidate rules), over the week.
+        let mut reads = Vec::new();
+        let mut hits = 0;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let activity = api.rule_activity()?;
+            reads.push(started.elapsed().as_secs_f64() * 1e3);
+            hits = activity.hits.iter().map(|h| h.week).sum::<u64>();
+        }
+        reads.sort_by(f64::total_cmp);
+        println!(
+            "{}",
+            json!({ "bench": "rule_activity", "calls_with_a_rule_this_week": hits, "median_ms": percentile(&reads, 0.5) })
+        );
         // A draft that loosens one rule, replayed against the policy in force.
         let loosened = text.replacen(
             r#""id": "r2", "pattern": ["tool2", ["run", "check"]], "decision": "forbidden""#,
