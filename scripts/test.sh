@@ -33,6 +33,7 @@ smoke portcullis-ledger ledger_bench 500 2000
 smoke portcullis-policy eval_bench 200
 smoke portcullis-hub gateway_bench 50
 smoke portcullis-coding sandbox_bench 20
+smoke portcullis-hub workbench_bench 50
 echo "bench smoke runs: ok"
 
 echo "== tests (workspace, all features)"
