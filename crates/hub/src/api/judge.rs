@@ -57,6 +57,21 @@ pub struct Judgement {
     pub evaluation: Option<Evaluation>,
 }
 
+impl Judgement {
+    /// As a call's verdict: blocked before the policy (with why), or the policy's evaluation.
+    pub fn into_verdict(self) -> portcullis_policy::CallVerdict {
+        use portcullis_policy::CallVerdict;
+        match (self.judged, self.evaluation) {
+            (Judged::Blocked { reason, detail }, _) => CallVerdict::Blocked { reason, detail },
+            (_, Some(evaluation)) => CallVerdict::Evaluated(evaluation),
+            (judged, None) => CallVerdict::Blocked {
+                reason: judged.as_str().to_owned(),
+                detail: "the tool described no action".into(),
+            },
+        }
+    }
+}
+
 /// The tools a judge runs: the project's coding tools, described but never executed.
 pub struct Judge {
     live: Arc<LivePolicy>,

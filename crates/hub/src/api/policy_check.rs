@@ -4,7 +4,7 @@
 //! the policy's code and, in `details`, the file, line and column.
 
 use super::error::ApiError;
-use super::judge::{Judge, Judged, run_policy_tests};
+use super::judge::{Judge, run_policy_tests};
 use super::policy_files::{located, parse_for};
 use portcullis_policy::discovery::layers_for;
 use portcullis_policy::lint::lint;
@@ -80,14 +80,7 @@ impl LoadedPolicy {
         let policy = Policy::from_layers_unchecked(self.policy.layers().to_vec()).map_err(located)?;
         let mut judge = Judge::new(policy, &self.cwd)?;
         let judgement = judge.judge(tool, arguments, &self.cwd).await;
-        Ok(match (judgement.judged, judgement.evaluation) {
-            (Judged::Blocked { reason, detail }, _) => CallVerdict::Blocked { reason, detail },
-            (_, Some(evaluation)) => CallVerdict::Evaluated(evaluation),
-            (judged, None) => CallVerdict::Blocked {
-                reason: judged.as_str().to_owned(),
-                detail: "the tool described no action".into(),
-            },
-        })
+        Ok(judgement.into_verdict())
     }
 }
 
@@ -148,7 +141,7 @@ fn sources_of(policy: &Policy) -> Vec<String> {
     policy.layers().iter().map(|l| l.source.clone()).collect()
 }
 
-fn lint_of(policy: &Policy) -> PolicyLint {
+pub(super) fn lint_of(policy: &Policy) -> PolicyLint {
     let findings = lint(policy);
     let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
     let rules = policy.layers().iter().map(|l| l.document.commands.rules.len()).sum();

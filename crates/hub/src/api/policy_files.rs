@@ -36,12 +36,7 @@ pub fn policy_files(files: &[PathBuf], cwd: &Path) -> Result<Vec<PolicyFile>, Ap
 /// rule).
 pub fn validate_policy(path: &Path, text: &str) -> Result<PolicySummary, ApiError> {
     let layer = parse_for(path, text)?;
-    let summary = PolicySummary {
-        rules: layer.document.commands.rules.len(),
-        examples: layer.document.commands.rules.iter().map(|r| r.examples.len() + r.not_match.len()).sum(),
-        tests: layer.document.tests.len(),
-        servers: layer.document.servers.len(),
-    };
+    let summary = summary_of(&layer);
     Policy::from_layers(vec![layer]).map_err(located)?;
     Ok(summary)
 }
@@ -87,6 +82,17 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     written
+}
+
+/// What a parsed policy file holds.
+pub(super) fn summary_of(layer: &PolicyLayer) -> PolicySummary {
+    let rules = &layer.document.commands.rules;
+    PolicySummary {
+        rules: rules.len(),
+        examples: rules.iter().map(|r| r.examples.len() + r.not_match.len()).sum(),
+        tests: layer.document.tests.len(),
+        servers: layer.document.servers.len(),
+    }
 }
 
 pub(super) fn parse_for(path: &Path, text: &str) -> Result<PolicyLayer, ApiError> {

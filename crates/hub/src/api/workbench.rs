@@ -7,13 +7,12 @@
 
 use super::OperatorApi;
 use super::error::{ApiError, ErrorCode};
-use super::judge::{Judge, Judged, run_policy_tests};
+use super::judge::{Judge, run_policy_tests};
 use super::line_diff::{DiffLine, line_diff};
-use super::policy_check::PolicyLint;
-use super::policy_files::{located, parse_for, save_policy, version_of};
+use super::policy_check::{PolicyLint, lint_of};
+use super::policy_files::{located, parse_for, save_policy, summary_of, version_of};
 use super::types::PolicySummary;
 use portcullis_policy::discovery::{DEFAULT_POLICY, DEFAULT_POLICY_SOURCE, user_policy_file};
-use portcullis_policy::lint::{Severity, lint};
 use portcullis_policy::{
     CallVerdict, EvalContext, ExampleCommands, ExampleOutcome, Policy, PolicyLayer, TestOutcome,
 };
@@ -156,8 +155,7 @@ impl OperatorApi {
                 editable: true,
             });
         }
-        if !named && !layers.iter().any(|l| l.kind == LayerKind::Project) {
-            let file = self.hub.project().join(".portcullis").join("policy.json");
+        if let Some(file) = self.project_file_to_create(&policy) {
             let on_disk = read_optional(&file)?;
             layers.push(LayerFile {
                 source: file.display().to_string(),
@@ -224,11 +222,7 @@ impl OperatorApi {
     /// another's).
     pub fn lint_policy_draft(&self, file: &str, text: &str) -> Result<PolicyLint, ApiError> {
         let policy = Policy::from_layers_unchecked(self.layers_with_draft(file, text)?).map_err(located)?;
-        let findings = lint(&policy);
-        let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
-        let rules = policy.layers().iter().map(|l| l.document.commands.rules.len()).sum();
-        let policies = policy.layers().iter().map(|l| l.source.clone()).collect();
-        Ok(PolicyLint { findings, warnings, rules, policies })
+        Ok(lint_of(&policy))
     }
 
     /// What the hub's policy with the draft of `file` in its place decides for `input` in the project:
@@ -254,14 +248,7 @@ impl OperatorApi {
             TrialInput::Call { tool, arguments } => {
                 let mut judge = Judge::new(policy, project)?;
                 let judgement = judge.judge(&tool, arguments, project).await;
-                match (judgement.judged, judgement.evaluation) {
-                    (Judged::Blocked { reason, detail }, _) => CallVerdict::Blocked { reason, detail },
-                    (_, Some(evaluation)) => CallVerdict::Evaluated(evaluation),
-                    (judged, None) => CallVerdict::Blocked {
-                        reason: judged.as_str().to_owned(),
-                        detail: "the tool described no action".into(),
-                    },
-                }
+                judgement.into_verdict()
             }
         };
         Ok(DraftTrial { verdict, layers: names })
@@ -314,8 +301,11 @@ impl OperatorApi {
     /// `file` if it is one of the files the workbench edits (the hub's policy files, or the project
     /// file to create); anything else is refused.
     fn draft_file(&self, file: &str) -> Result<PathBuf, ApiError> {
-        let known = self.policy_layers()?.layers.into_iter().any(|l| l.editable && l.source == file);
-        if known {
+        // Asked on every keystroke: decided from the layers in force, no file read.
+        let policy = self.hub.live_policy().current();
+        let in_force = policy.layers().iter().any(|l| l.source == file && l.source != DEFAULT_POLICY_SOURCE);
+        let to_create = self.project_file_to_create(&policy).is_some_and(|f| f.as_os_str() == file);
+        if in_force || to_create {
             Ok(PathBuf::from(file))
         } else {
             Err(ApiError::new(
@@ -324,6 +314,18 @@ impl OperatorApi {
                 json!({ "field": "file", "file": file }),
             ))
         }
+    }
+
+    /// The project's policy file when none is in force (and no files were named at start): the file the
+    /// workbench offers to create.
+    fn project_file_to_create(&self, policy: &Policy) -> Option<PathBuf> {
+        let user = user_policy_file().map(|f| f.display().to_string());
+        let project_in_force = policy
+            .layers()
+            .iter()
+            .any(|l| l.source != DEFAULT_POLICY_SOURCE && user.as_deref() != Some(l.source.as_str()));
+        (self.hub.named_policy_files().is_empty() && !project_in_force)
+            .then(|| self.hub.project().join(".portcullis").join("policy.json"))
     }
 
     /// The hub's layers with the draft of `file` in its place (a project file to create takes the
@@ -352,16 +354,6 @@ fn read_optional(path: &Path) -> Result<Option<String>, ApiError> {
             format!("cannot read {}: {e}", path.display()),
             json!({ "file": path }),
         )),
-    }
-}
-
-fn summary_of(layer: &PolicyLayer) -> PolicySummary {
-    let rules = &layer.document.commands.rules;
-    PolicySummary {
-        rules: rules.len(),
-        examples: rules.iter().map(|r| r.examples.len() + r.not_match.len()).sum(),
-        tests: layer.document.tests.len(),
-        servers: layer.document.servers.len(),
     }
 }
 

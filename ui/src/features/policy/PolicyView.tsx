@@ -3,18 +3,12 @@
 // change on disk (an "always" answer, another editor) reaches the open draft.
 import { useEffect, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import type { LayerFile } from "../../backend/backend";
 import { useBackend, useFeed } from "../../app/context";
 import { visible } from "../../lib/visible";
 import { DraftEditor } from "./DraftEditor";
+import { LAYER_KIND } from "./layerKind";
 import "./policy.css";
 
-export const LAYER_KIND: Record<LayerFile["kind"], string> = {
-  user: "user",
-  project: "project",
-  named: "named file",
-  built_in: "built-in default",
-};
 
 export function PolicyView() {
   const backend = useBackend();

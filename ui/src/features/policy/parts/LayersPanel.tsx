@@ -6,7 +6,7 @@ import type { LayerFile } from "../../../backend/backend";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { visible } from "../../../lib/visible";
 import { readRules } from "../model";
-import { LAYER_KIND } from "../PolicyView";
+import { LAYER_KIND } from "../layerKind";
 
 export function LayersPanel({ layers, open }: { layers: LayerFile[]; open: string }) {
   return (

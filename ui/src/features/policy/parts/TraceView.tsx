@@ -5,7 +5,7 @@
 import type { CallVerdict, LayerFile, MatchedRule } from "../../../backend/backend";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { visible } from "../../../lib/visible";
-import { LAYER_KIND } from "../PolicyView";
+import { LAYER_KIND } from "../layerKind";
 
 export function TraceView({ verdict, layers, testId }: { verdict: CallVerdict; layers: LayerFile[]; testId?: string }) {
   if (verdict.verdict === "blocked") {
