@@ -30,7 +30,13 @@ export function TestsPanel({ draft, check }: { draft: DraftContext; check: Draft
     <div className="tests-panel" data-testid="tests-panel">
       <h3>
         Test cases{" "}
-        <span className="muted small">{tests.data ? `${tests.data.filter((t) => t.passed).length}/${tests.data.length} pass` : loads ? "running…" : "the draft must load first"}</span>
+        <span className="muted small">{tests.data
+            ? tests.data.length === 0
+              ? "none yet: save a playground trial as a test case"
+              : `${tests.data.filter((t) => t.passed).length}/${tests.data.length} pass`
+            : loads
+              ? "running…"
+              : "the draft must load first"}</span>
       </h3>
       {tests.isError && <p className="bad">{visible((tests.error as Error).message)}</p>}
       <ul className="results">
