@@ -7,6 +7,7 @@
 pub mod commands;
 pub mod event_stream;
 pub mod hub_host;
+pub mod ledger;
 pub mod notifications;
 pub mod pending;
 pub mod tray;
@@ -61,6 +62,26 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             workbench::rule_activity,
             workbench::grants_with_draft,
             workbench::probe_path_draft,
+            ledger::open_ledger,
+            ledger::close_ledger,
+            ledger::ledger_summary,
+            ledger::ledger_calls,
+            ledger::ledger_count,
+            ledger::ledger_call,
+            ledger::ledger_facets,
+            ledger::ledger_stats,
+            ledger::ledger_approvals,
+            ledger::ledger_top_commands,
+            ledger::ledger_sessions,
+            ledger::ledger_session_timeline,
+            ledger::export_ledger,
+            ledger::stop_ledger_export,
+            ledger::ledger_library,
+            ledger::save_ledger_view,
+            ledger::delete_ledger_view,
+            ledger::pick_ledger_file,
+            ledger::pick_export_file,
+            ledger::candidate_rule,
         ])
         .events(tauri_specta::collect_events![CloseAsked])
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
@@ -96,6 +117,8 @@ pub fn run() -> ExitCode {
     let app = tauri::Builder::default()
         // First: a second launch only focuses this window.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| window::bring(app)))
+        // Open and save dialogs, called from Rust only (the window holds no dialog permission).
+        .plugin(tauri_plugin_dialog::init())
         .invoke_handler(builder.invoke_handler())
         .setup(move |app| {
             builder.mount_events(app);
@@ -108,6 +131,7 @@ pub fn run() -> ExitCode {
             app.manage(EventStreams::default());
             app.manage(workbench::ParsedExamples::default());
             app.manage(workbench::PolicyReplays::default());
+            app.manage(ledger::OpenLedgers::default());
             exit_on_signal(app.handle().clone());
             Ok(())
         })

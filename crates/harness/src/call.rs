@@ -141,6 +141,7 @@ pub struct CallContext {
 }
 
 /// Why a call was blocked before it executed.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockedReason {

@@ -8,7 +8,9 @@ use crate::timefmt::format_rfc3339;
 use rusqlite::params_from_iter;
 use std::io::Write;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ExportFormat {
     Jsonl,
     Csv,

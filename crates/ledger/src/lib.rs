@@ -6,22 +6,27 @@
 //! recovery); reading through [`LedgerReader`] (read-only, works while another process writes).
 
 pub mod activity;
+pub mod audit;
 pub mod check;
 mod checkpoint;
+pub mod durations;
 pub mod error;
 pub mod export;
 pub mod query;
 mod recovery;
 pub mod refusals;
+pub mod rollup;
 pub mod row;
 pub mod schema;
 pub mod sessions;
 pub mod snippet;
 pub mod stats;
+mod stats_rollup;
 pub mod store;
 pub mod timefmt;
 
 pub use activity::{PromptedCommand, RuleHits};
+pub use audit::{ApprovalSummary, CommandCount, CommandOutcome};
 pub use check::CheckReport;
 pub use error::LedgerStoreError;
 pub use export::ExportFormat;
@@ -30,5 +35,5 @@ pub use refusals::{RefusalCounts, RefusalFilter, RefusalRow};
 pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};
 pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
 pub use snippet::{Snippet, SnippetPart};
-pub use stats::Stats;
+pub use stats::{Stats, StatsSource};
 pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};

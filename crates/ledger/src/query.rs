@@ -22,6 +22,7 @@ pub const MAX_PAGE: usize = 1000;
 /// A call's status in listings: its terminal record's kind, or `running`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum CallStatus {
     Finished,
     Error,
@@ -64,6 +65,7 @@ impl FromStr for CallStatus {
 
 /// Which calls a query is about. Empty lists mean "any".
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CallFilter {
     #[serde(default)]
     pub session: Option<String>,
@@ -100,6 +102,7 @@ pub struct CallFilter {
 
 /// A position in the newest-first order: the last call of the previous page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Cursor {
     pub at: i64,
     pub id: i64,
@@ -122,6 +125,7 @@ impl FromStr for Cursor {
 
 /// One call in a listing: its latest state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CallRow {
     /// The id of the record this row stands for (terminal, or `started` for running calls).
     pub record_id: i64,
@@ -155,6 +159,9 @@ pub struct CallRow {
     /// The rule that gave the policy's decision, when a rule did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_rule: Option<String>,
+    /// What the call does in one line: its command, path, URL… ([`argument_summary`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     /// With a full-text search: the text around the first word found, the words marked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snippet: Option<crate::snippet::Snippet>,
@@ -196,13 +203,33 @@ impl CallRow {
             redacted: record.redacted,
             policy_decision: record.policy_decision,
             policy_rule: record.policy_rule.clone(),
+            summary: record.body.arguments.as_deref().and_then(argument_summary),
             snippet: None,
         }
     }
 }
 
+impl CallRow {
+    /// The listing row of the call whose records (in id order) are `records`, standing for record
+    /// `id`: [`CallRow::of`] that record, its summary from the `started` record when the record itself
+    /// holds no arguments — as a listing reads it.
+    pub fn of_call(records: &[StoredRecord], id: i64) -> Option<CallRow> {
+        let record = records.iter().find(|r| r.id == id)?;
+        let mut row = CallRow::of(record);
+        if record.body.arguments.is_none() {
+            row.summary = records
+                .iter()
+                .find(|r| r.kind == StoredKind::Started)
+                .and_then(|r| r.body.arguments.as_deref())
+                .and_then(argument_summary);
+        }
+        Some(row)
+    }
+}
+
 /// A page of calls, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CallPage {
     pub calls: Vec<CallRow>,
     /// Pass as `before` to get the next (older) page; `None` on the last page.
@@ -229,6 +256,45 @@ pub fn fts_query(text: &str) -> Option<String> {
 
 const CALL_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, reason, \
      error_code, decided_by, decided_rule, decided_source, decided_operator, redacted, policy_decision, policy_rule";
+
+/// The listing's columns over `records r`: the call's columns and its arguments (for the summary).
+fn call_columns() -> String {
+    let mut columns = CALL_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
+    // A terminal record may not repeat the arguments: then they are its call's `started` record's.
+    columns.push_str(
+        ", coalesce(json_extract(r.body, '$.arguments'), (SELECT json_extract(s.body, '$.arguments') \
+         FROM records s WHERE s.call_key = r.call_key AND s.session_id = r.session_id \
+         AND s.call_id = r.call_id AND s.kind = 'started'))",
+    );
+    columns
+}
+
+/// The argument that says what a call does, by the first of these keys its arguments hold.
+pub const SUMMARY_KEYS: [&str; 6] = ["command", "path", "file_path", "url", "query", "name"];
+
+/// Most characters of a call's summary.
+pub const SUMMARY_CHARS: usize = 200;
+
+/// One line saying what a call does: its command, path, URL… (the first of [`SUMMARY_KEYS`] its
+/// arguments hold, when a string), else its arguments as compact JSON; at most [`SUMMARY_CHARS`]
+/// characters (`…` when cut).
+pub fn argument_summary(arguments: &serde_json::Value) -> Option<String> {
+    let text = SUMMARY_KEYS
+        .iter()
+        .find_map(|k| arguments.get(k).and_then(|v| v.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| match arguments {
+            serde_json::Value::Null => String::new(),
+            serde_json::Value::Object(o) if o.is_empty() => String::new(),
+            other => other.to_string(),
+        });
+    if text.is_empty() {
+        return None;
+    }
+    Some(match text.char_indices().nth(SUMMARY_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    })
+}
 
 fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
     let kind: String = row.get(6)?;
@@ -259,6 +325,10 @@ fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
         redacted: row.get(16)?,
         policy_decision: row.get::<_, Option<String>>(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
         policy_rule: row.get(18)?,
+        summary: row
+            .get::<_, Option<String>>(19)?
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|args| argument_summary(&args)),
         snippet: None,
     })
 }
@@ -399,7 +469,7 @@ impl LedgerReader {
         limit: usize,
     ) -> Result<CallPage, LedgerStoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
-        let columns = CALL_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
+        let columns = call_columns();
         let sql = if let Some(search) = &filter.search {
             // Driven by the search index, newest document first (records are appended in time order,
             // so this is newest call first); the cursor compares ids.
@@ -449,6 +519,60 @@ impl LedgerReader {
         } else {
             None
         };
+        if let Some(search) = &filter.search {
+            for call in &mut calls {
+                call.snippet = crate::snippet::snippet(&self.search_document(call)?, search);
+            }
+        }
+        Ok(CallPage { calls, next })
+    }
+
+    /// One page of calls matching the filter, OLDEST first, starting after `after` (the last call of
+    /// the previous page; `None`: from the first call). `next` is the cursor of the page's last call
+    /// even on the last page, so a live tail asks again from there for calls written since.
+    pub fn calls_oldest_first(
+        &self,
+        filter: &CallFilter,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Result<CallPage, LedgerStoreError> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        let columns = call_columns();
+        let (sql, params) = if let Some(search) = &filter.search {
+            call_where(filter)?;
+            let query = search_query(search)?;
+            let mut w = call_where(&CallFilter { search: None, ..filter.clone() })?;
+            let mut params = vec![Sql::Text(query)];
+            params.append(&mut w.params);
+            w.params = params;
+            if let Some(c) = after {
+                w.push("f.rowid > ?");
+                w.params.push(Sql::Integer(c.id));
+            }
+            let sql = format!(
+                "SELECT {columns} FROM records_fts f JOIN records r ON r.id = f.rowid
+                 WHERE records_fts MATCH ? AND {} ORDER BY f.rowid LIMIT {limit}",
+                w.sql
+            );
+            (sql, w.params)
+        } else {
+            let mut w = call_where(filter)?;
+            if let Some(c) = after {
+                w.push("(r.at, r.id) > (?, ?)");
+                w.params.push(Sql::Integer(c.at));
+                w.params.push(Sql::Integer(c.id));
+            }
+            let sql =
+                format!("SELECT {columns} FROM records r WHERE {} ORDER BY r.at, r.id LIMIT {limit}", w.sql);
+            (sql, w.params)
+        };
+        let mut stmt = self.conn.prepare_cached(&sql).at(&self.path)?;
+        let mut calls: Vec<CallRow> = stmt
+            .query_map(params_from_iter(params.iter()), call_row)
+            .at(&self.path)?
+            .collect::<Result<_, _>>()
+            .at(&self.path)?;
+        let next = calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id }).or(after);
         if let Some(search) = &filter.search {
             for call in &mut calls {
                 call.snippet = crate::snippet::snippet(&self.search_document(call)?, search);
@@ -571,6 +695,17 @@ impl LedgerReader {
         Ok(rows)
     }
 
+    /// How many calls have ended, and the times of the first and last of them.
+    pub fn extent(&self) -> Result<(u64, Option<Timestamp>, Option<Timestamp>), LedgerStoreError> {
+        let (n, first, last): (i64, Option<i64>, Option<i64>) = self
+            .conn
+            .query_row("SELECT count(*), min(at), max(at) FROM records WHERE status IS NOT NULL", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .at(&self.path)?;
+        Ok((u64::try_from(n).unwrap_or(0), first.map(Timestamp), last.map(Timestamp)))
+    }
+
     /// The id of the newest record (0 for an empty ledger): how far [`LedgerReader::records`] will go.
     pub fn last_record_id(&self) -> Result<i64, LedgerStoreError> {
         let id: Option<i64> =
@@ -594,4 +729,30 @@ impl LedgerReader {
 /// Parses a record kind name (for filters on raw records).
 pub fn parse_kind(s: &str) -> Result<StoredKind, LedgerStoreError> {
     StoredKind::parse(s).ok_or_else(|| LedgerStoreError::BadFilter(format!("unknown record kind {s:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::argument_summary;
+    use serde_json::json;
+
+    #[test]
+    fn summaries_by_key_in_order() {
+        let rows = [
+            (json!({"command": "ls -la", "path": "/x"}), Some("ls -la".to_owned())),
+            (json!({"path": "src/main.rs", "content": "…"}), Some("src/main.rs".to_owned())),
+            (json!({"url": "https://example.com"}), Some("https://example.com".to_owned())),
+            (json!({"command": 7}), Some("{\"command\":7}".to_owned())),
+            (json!({"a": 1}), Some("{\"a\":1}".to_owned())),
+            (json!({}), None),
+            (json!(null), None),
+        ];
+        for (args, want) in rows {
+            assert_eq!(argument_summary(&args), want, "{args}");
+        }
+        let long = "x".repeat(500);
+        let cut = argument_summary(&json!({ "command": long })).unwrap();
+        assert_eq!(cut.chars().count(), 201);
+        assert!(cut.ends_with('…'));
+    }
 }

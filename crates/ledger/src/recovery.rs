@@ -88,8 +88,8 @@ pub(crate) enum OpenCalls<'a> {
     Call { session_id: &'a str, call_id: &'a str },
 }
 
-/// Appends an `interrupted` record (and its search document) for each started record in scope that has
-/// no terminal record.
+/// Appends an `interrupted` record (its search document, its count in the rollups) for each started record
+/// in scope that has no terminal record.
 pub(crate) fn interrupt_open_calls(
     conn: &Connection,
     scope: OpenCalls<'_>,
@@ -138,6 +138,8 @@ pub(crate) fn interrupt_open_calls(
              WHERE i.id > ?1 AND i.kind = 'interrupted'",
             [first_new],
         )?;
+        // They are calls now: counted in the hourly rollups in the same transaction.
+        crate::rollup::add_records_after(conn, first_new)?;
     }
     Ok(n as u64)
 }

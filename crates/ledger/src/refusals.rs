@@ -119,6 +119,7 @@ impl RefusalFilter {
 
 /// Refused requests counted: all of them, and by code.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RefusalCounts {
     pub requests: u64,
     pub by_code: Vec<Count>,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 /// The kinds a stored record can have: the harness's kinds plus `interrupted`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum StoredKind {
     Started,
     Progress,
@@ -71,6 +72,7 @@ impl From<RecordKind> for StoredKind {
 /// `policy_decision` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum StoredPolicyDecision {
     Allow,
     /// The operator was to be asked (whatever became of the call: answered, timed out, withdrawn).

@@ -152,7 +152,48 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX refusals_first_at ON refusals(first_at);
     "#,
+    // 7: rollups of calls (terminal records) per hour and per day, for stats without a scan (see
+    // `rollup.rs`); the rows already in the file are added by `rollup::backfill` in the same transaction.
+    r#"
+    -- Each distinct combination of what the ledger browser filters calls on. `reason`, `decided_rule`
+    -- and `policy_decision` are NULL where the records' columns are (the writer looks keys up with IS).
+    CREATE TABLE call_keys (
+        id              INTEGER PRIMARY KEY,
+        tool            TEXT NOT NULL,
+        status          TEXT NOT NULL,
+        reason          TEXT,
+        decided_by      TEXT NOT NULL,
+        decided_rule    TEXT,
+        policy_decision TEXT,
+        owner           TEXT NOT NULL
+    );
+    CREATE INDEX call_keys_dims ON call_keys(tool, status, decided_by, owner);
+    -- Per hour (`at` floored to 3,600,000,000 µs) and key: calls ended, the shortest and longest
+    -- duration, and a log-scale histogram of durations (`durations.rs`; NULL when none of them ran).
+    CREATE TABLE call_hours (
+        hour      INTEGER NOT NULL,
+        key       INTEGER NOT NULL,
+        calls     INTEGER NOT NULL,
+        min_us    INTEGER,
+        max_us    INTEGER,
+        durations BLOB,
+        PRIMARY KEY (hour, key)
+    ) WITHOUT ROWID;
+    -- The same per UTC day (`at` floored to 86,400,000,000 µs): what long spans read.
+    CREATE TABLE call_days (
+        day       INTEGER NOT NULL,
+        key       INTEGER NOT NULL,
+        calls     INTEGER NOT NULL,
+        min_us    INTEGER,
+        max_us    INTEGER,
+        durations BLOB,
+        PRIMARY KEY (day, key)
+    ) WITHOUT ROWID;
+    "#,
 ];
+
+/// The schema version whose step made the rollups (and backfills them).
+const ROLLUP_VERSION: i64 = 7;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -177,10 +218,14 @@ pub fn is_empty(conn: &Connection) -> rusqlite::Result<bool> {
 
 /// Migrates from `from` up to `to` (each step in its own transaction).
 pub fn migrate(conn: &mut Connection, from: i64, to: i64) -> rusqlite::Result<()> {
+    crate::rollup::register_functions(conn)?;
     for version in from..to {
         let Some(step) = usize::try_from(version).ok().and_then(|i| MIGRATIONS.get(i)) else { break };
         let tx = conn.transaction()?;
         tx.execute_batch(step)?;
+        if version + 1 == ROLLUP_VERSION {
+            crate::rollup::backfill(&tx)?;
+        }
         tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))?;
         if version == 0 {
             tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;

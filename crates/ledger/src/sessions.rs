@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// An agent session as the ledger keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionInfo {
     pub id: String,
     #[serde(default)]
@@ -28,6 +29,7 @@ pub struct SessionInfo {
 /// How an approval ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ApprovalOutcome {
     ApprovedOnce,
     ApprovedForSession,
@@ -53,6 +55,7 @@ impl ApprovalOutcome {
 
 /// One approval prompt: when it was asked, how and when it was answered, by whom.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ApprovalRecord {
     pub session_id: String,
     pub call_id: String,
@@ -74,6 +77,7 @@ pub struct ApprovalRecord {
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum SessionEnd {
     /// Its client ended it, or its hub did at a clean shutdown.
     Closed,
@@ -98,6 +102,7 @@ impl SessionEnd {
 /// A session as listed: what the ledger keeps of it and how it ended (`None`: open, or ended before the
 /// ledger kept why).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionRow {
     #[serde(flatten)]
     pub session: SessionInfo,
@@ -107,6 +112,7 @@ pub struct SessionRow {
 
 /// Sessions by how they stand.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionCounts {
     pub total: u64,
     pub open: u64,
@@ -116,6 +122,7 @@ pub struct SessionCounts {
 
 /// Which sessions: started in `[since, until)`, or one of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionFilter {
     pub id: Option<String>,
     pub since: Option<Timestamp>,

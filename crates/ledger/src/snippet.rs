@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// The text around the first hit, at most about [`SNIPPET_CHARS`] characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Snippet {
     pub parts: Vec<SnippetPart>,
     /// Text was left out before the first part.
@@ -19,6 +20,7 @@ pub struct Snippet {
 
 /// A run of the snippet's text: a word the search asked for (`hit`), or the text between.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SnippetPart {
     pub text: String,
     pub hit: bool,

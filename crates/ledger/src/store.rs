@@ -8,11 +8,13 @@ use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
 use crate::recovery::{OpenCalls, Recovered, interrupt_open_calls, recover_crashed_writers};
 use crate::refusals::RefusalRow;
+use crate::rollup::{self, Dims, KeyCache, Pending};
 use crate::row::{body_of, decided_columns, policy_columns, search_text};
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use async_trait::async_trait;
 use portcullis_harness::{Ledger, LedgerError, RecordKind, Timestamp, ToolCallRecord};
 use rusqlite::{Connection, OpenFlags, params};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -272,6 +274,7 @@ impl SqliteLedger {
         )
         .at(&path)?;
         conn.busy_timeout(options.busy_timeout).at(&path)?;
+        rollup::register_functions(&conn).at(&path)?;
         let version = check_identity(&conn, &path, true)?;
         tighten_permissions(&lock, &path)?;
         conn.execute_batch(&format!(
@@ -299,6 +302,7 @@ impl SqliteLedger {
         let checkpoints = Checkpointer::start(&path, options.busy_timeout)?;
         let writer = Writer {
             conn,
+            keys: KeyCache::default(),
             checkpoints: Some(checkpoints),
             running: running.clone(),
             receiver,
@@ -428,6 +432,8 @@ const MAX_RUNNING_TRACKED: usize = 100_000;
 
 struct Writer {
     conn: Connection,
+    /// `call_keys` ids of the rollups (forgotten when a commit fails: its new keys rolled back).
+    keys: KeyCache,
     checkpoints: Option<Checkpointer>,
     running: RunningCalls,
     receiver: mpsc::Receiver<Command>,
@@ -487,6 +493,7 @@ impl Writer {
                 }
                 Err(e) => {
                     failures += 1;
+                    self.keys.forget();
                     let message =
                         format!("{}: commit of {} rows failed: {e}", self.path.display(), batch.rows.len());
                     tracing::error!(%message, attempt = failures, "ledger commit failed; rows kept for retry");
@@ -637,6 +644,27 @@ impl Writer {
                     Command::Refusal(r) => crate::refusals::upsert(&tx, r)?,
                     Command::Flush(_) | Command::Shutdown => {}
                 }
+            }
+            // The hourly rollups of the calls this batch ends, in the same transaction as their records.
+            let mut ended = Pending::default();
+            for command in rows {
+                if let Command::Record(row) = command
+                    && let Some(status) = row.status
+                {
+                    let dims = Dims {
+                        tool: Cow::Borrowed(&*row.tool),
+                        status: Cow::Borrowed(status),
+                        reason: row.reason.map(Cow::Borrowed),
+                        decided_by: Cow::Borrowed(row.decided),
+                        rule: row.decided_rule.as_deref().map(Cow::Borrowed),
+                        policy_decision: row.policy_decision.map(Cow::Borrowed),
+                        owner: Cow::Borrowed(&*row.owner),
+                    };
+                    ended.add(row.at, dims, row.duration_us);
+                }
+            }
+            if !ended.is_empty() {
+                ended.write(&tx, &mut self.keys)?;
             }
         }
         tx.commit()?;

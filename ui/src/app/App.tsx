@@ -1,5 +1,6 @@
-// The window's shell: the hub's state on top, the nav (Approvals, Live, Connections, Policy; the
-// ledger view slots in here), the view, and the "quit while calls wait?" question.
+// The window's shell: the hub's state on top, the nav (Approvals, Live, Connections, Policy, Ledger),
+// the view named by the URL's hash (so a view, with its own state, can be bookmarked), and the "quit
+// while calls wait?" question.
 import { PolicyBanner } from "./PolicyBanner";
 import { Suspense, lazy, useEffect, useMemo, useState, type ReactNode } from "react";
 import { QueryClient, QueryClientProvider, useQuery, useQueryClient } from "@tanstack/react-query";
@@ -13,9 +14,12 @@ import { Kbd } from "../lib/ui/Kbd";
 import { visible } from "../lib/visible";
 import { BackendContext, FeedContext, useBackend } from "./context";
 import { ViewBoundary } from "./ViewBoundary";
+import { navigate, parseRoute, useRoute } from "./route";
 
 // The policy workbench carries CodeMirror and the schema tooling: loaded when first opened.
 const PolicyView = lazy(() => import("../features/policy/PolicyView").then((m) => ({ default: m.PolicyView })));
+// The ledger browser carries the charting library: loaded when first opened.
+const LedgerView = lazy(() => import("../features/ledger/LedgerView").then((m) => ({ default: m.LedgerView })));
 
 const VIEWS = [
   { id: "approvals", label: "Approvals", key: "1", render: () => <ApprovalsView /> },
@@ -28,6 +32,16 @@ const VIEWS = [
     render: () => (
       <Suspense fallback={<p className="muted">Opening the policy workbench…</p>}>
         <PolicyView />
+      </Suspense>
+    ),
+  },
+  {
+    id: "ledger",
+    label: "Ledger",
+    key: "5",
+    render: () => (
+      <Suspense fallback={<p className="muted">Opening the ledger browser…</p>}>
+        <LedgerView />
       </Suspense>
     ),
   },
@@ -80,7 +94,9 @@ function Shell({ hub }: { hub: Extract<HubState, { state: "running" }> }) {
   useEffect(() => () => feed.stop(), [feed]);
   const queryClient = useQueryClient();
   useEffect(() => keepQueriesCurrent(feed, queryClient), [feed, queryClient]);
-  const [view, setView] = useState<ViewId>("approvals");
+  const route = useRoute();
+  const view: ViewId = VIEWS.some((v) => v.id === route.view) ? (route.view as ViewId) : "approvals";
+  const setView = (id: ViewId) => navigate({ view: id, params: id === route.view ? route.params : "" });
   const [closing, setClosing] = useState<number | null>(null);
   useEffect(() => backend.onCloseAsked(setClosing), [backend]);
   useEffect(() => {
@@ -88,7 +104,7 @@ function Shell({ hub }: { hub: Extract<HubState, { state: "running" }> }) {
       const v = e.altKey ? VIEWS.find((x) => x.key === e.key) : undefined;
       if (v) {
         e.preventDefault();
-        setView(v.id);
+        if (parseRoute(window.location.hash).view !== v.id) navigate({ view: v.id, params: "" });
       }
     };
     window.addEventListener("keydown", onKey);

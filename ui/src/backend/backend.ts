@@ -3,6 +3,25 @@
 // a web implementation over the HTTP operator API can follow. Every type comes from the generated
 // bindings (bindings.ts); none is written here by hand.
 import type {
+  CandidateRule,
+  ApprovalSummary,
+  CallDetail,
+  CallFilter,
+  CallOrder,
+  CallPage,
+  CommandCount,
+  CommandOutcome,
+  Cursor,
+  ExportFormat,
+  ExportUpdate,
+  Facets,
+  LedgerLibrary,
+  LedgerSummary,
+  OpenedLedger,
+  SavedView,
+  SessionRow,
+  SessionTimeline,
+  Stats,
   AgentSession,
   AlwaysPreview,
   Answer,
@@ -31,6 +50,36 @@ import type {
 } from "./bindings";
 
 export type {
+  ApprovalSummary,
+  Bucket,
+  CallDetail,
+  CallFilter,
+  CallOrder,
+  CallPage,
+  CallRow,
+  CallStatus,
+  CallTimings,
+  CommandCount,
+  CommandOutcome,
+  Count,
+  Cursor,
+  ExportFormat,
+  ExportUpdate,
+  Facets,
+  LedgerLibrary,
+  LedgerSummary,
+  OpenedLedger,
+  OutputPart,
+  RecentLedger,
+  RecordStep,
+  SavedView,
+  SessionRow,
+  SessionTimeline,
+  Snippet,
+  Stats,
+  StoredPolicyDecision,
+  TimelineCall,
+  ToolDurations,
   CallTraces,
   CallVerdict,
   ChangeGroup,
@@ -140,6 +189,43 @@ export interface Backend {
   probePathDraft(file: string, text: string, path: string): Promise<PathProbe>;
   /** How the policy in force and the draft judge one recorded call. */
   draftCallTraces(file: string, text: string, ledger: string | null, session: string, callId: string): Promise<CallTraces>;
+
+  // The ledger browser: ledgers held open read-only by id (null path: the hub's own).
+  /** Opens a ledger file read-only; a file that is not a ledger is refused and left untouched. */
+  openLedger(path: string | null): Promise<OpenedLedger>;
+  closeLedger(id: number): Promise<void>;
+  ledgerSummary(id: number): Promise<LedgerSummary>;
+  /** One page of calls by key: newest first after `cursor` (older), or oldest first after it (newer). */
+  ledgerCalls(id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number): Promise<CallPage>;
+  ledgerCount(id: number, filter: CallFilter): Promise<number>;
+  ledgerCall(id: number, callId: string, session: string): Promise<CallDetail>;
+  /** Counts beside the filter chips; `exact: false` is fast and may be approximate. */
+  ledgerFacets(id: number, filter: CallFilter, exact: boolean): Promise<Facets>;
+  ledgerStats(id: number, filter: CallFilter, bucketUs: number | null): Promise<Stats>;
+  ledgerApprovals(id: number, filter: CallFilter): Promise<ApprovalSummary>;
+  ledgerTopCommands(id: number, filter: CallFilter, outcome: CommandOutcome, limit: number): Promise<CommandCount[]>;
+  ledgerSessions(id: number, since: number | null, until: number | null, limit: number): Promise<SessionRow[]>;
+  ledgerSessionTimeline(id: number, session: string): Promise<SessionTimeline>;
+  /** Exports the filtered calls' records to `file`; updates stream to `onUpdate` (the last `done` or
+   * `failed`). The returned function stops it (the export then fails with `cancelled`, no file left). */
+  exportLedger(
+    id: number,
+    filter: CallFilter,
+    format: ExportFormat,
+    file: string,
+    onUpdate: (update: ExportUpdate) => void,
+  ): Unsubscribe;
+  ledgerLibrary(): Promise<LedgerLibrary>;
+  saveLedgerView(view: SavedView): Promise<LedgerLibrary>;
+  deleteLedgerView(name: string): Promise<LedgerLibrary>;
+  /** The system's open dialog for a ledger file (null: cancelled). */
+  pickLedgerFile(): Promise<string | null>;
+  /** The system's save dialog for an export (null: cancelled). */
+  pickExportFile(suggested: string): Promise<string | null>;
+  /** A rule offered for a recorded shell command (its words when it is one simple command). */
+  candidateRule(command: string): Promise<CandidateRule>;
+  /** Files dropped on the window, by path. */
+  onFileDrop(handler: (paths: string[]) => void): Unsubscribe;
 }
 
 /** A failed backend call: the API's `{code, message, details}`. Views branch on `code`. */

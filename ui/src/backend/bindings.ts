@@ -68,6 +68,53 @@ export const commands = {
 	grantsWithDraft: (file: string, text: string) => typedError<ToolGrant[], ApiError>(__TAURI_INVOKE("grants_with_draft", { file, text })),
 	/**  Whether `path` would be readable and writable by the `read` and `write` tools under the draft. */
 	probePathDraft: (file: string, text: string, path: string) => typedError<PathProbe, ApiError>(__TAURI_INVOKE("probe_path_draft", { file, text, path })),
+	/**
+	 *  Opens `path` read-only (none: the hub's own ledger) and returns its id and summary. A file that is
+	 *  not a ledger, of a newer schema, or damaged is refused with the ledger's code and left untouched.
+	 *  Any other file opened is put first in the recent list.
+	 */
+	openLedger: (path: string | null) => typedError<OpenedLedger, ApiError>(__TAURI_INVOKE("open_ledger", { path })),
+	/**  Closes ledger `id` (false when it was not open). */
+	closeLedger: (id: number) => __TAURI_INVOKE<boolean>("close_ledger", { id }),
+	/**  Ledger `id` at a glance, now (calls keep arriving in the hub's own). */
+	ledgerSummary: (id: number) => typedError<LedgerSummary, ApiError>(__TAURI_INVOKE("ledger_summary", { id })),
+	/**  One page of the calls `filter` selects, by key, in `order` after `cursor`. */
+	ledgerCalls: (id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number) => typedError<CallPage, ApiError>(__TAURI_INVOKE("ledger_calls", { id, filter, order, cursor, limit })),
+	/**  How many calls `filter` selects. */
+	ledgerCount: (id: number, filter: CallFilter) => typedError<number, ApiError>(__TAURI_INVOKE("ledger_count", { id, filter })),
+	/**  One call, everything the detail drawer shows. */
+	ledgerCall: (id: number, callId: string, session: string) => typedError<CallDetail, ApiError>(__TAURI_INVOKE("ledger_call", { id, callId, session })),
+	/**  The counts beside the filter chips; `exact: false` answers from hourly aggregates first. */
+	ledgerFacets: (id: number, filter: CallFilter, exact: boolean) => typedError<Facets, ApiError>(__TAURI_INVOKE("ledger_facets", { id, filter, exact })),
+	/**  Aggregates over the calls `filter` selects (`bucket_us`: the time histogram's width). */
+	ledgerStats: (id: number, filter: CallFilter, bucketUs: number | null) => typedError<Stats, ApiError>(__TAURI_INVOKE("ledger_stats", { id, filter, bucketUs })),
+	/**  How the approvals asked in the filter's time range went. */
+	ledgerApprovals: (id: number, filter: CallFilter) => typedError<ApprovalSummary, ApiError>(__TAURI_INVOKE("ledger_approvals", { id, filter })),
+	/**  The shell commands the selected calls prompted for (or were blocked for) most. */
+	ledgerTopCommands: (id: number, filter: CallFilter, outcome: CommandOutcome, limit: number) => typedError<CommandCount[], ApiError>(__TAURI_INVOKE("ledger_top_commands", { id, filter, outcome, limit })),
+	/**  Sessions started in `[since, until)`, newest first. */
+	ledgerSessions: (id: number, since: Timestamp | null, until: Timestamp | null, limit: number) => typedError<SessionRow[], ApiError>(__TAURI_INVOKE("ledger_sessions", { id, since, until, limit })),
+	/**  One session's calls over time, each on a lane (calls that ran at once on different lanes). */
+	ledgerSessionTimeline: (id: number, session: string) => typedError<SessionTimeline, ApiError>(__TAURI_INVOKE("ledger_session_timeline", { id, session })),
+	/**
+	 *  Exports every record of the calls `filter` selects to `file` as JSONL or CSV, streaming progress to
+	 *  `on_update` (the last update `done` or `failed`); returns the export's id for `stop_ledger_export`.
+	 */
+	exportLedger: (id: number, filter: CallFilter, format: ExportFormat, file: string, onUpdate: Channel<ExportUpdate>) => typedError<number, ApiError>(__TAURI_INVOKE("export_ledger", { id, filter, format, file, onUpdate })),
+	/**  Stops export `id` (false when it had already ended or was never started). */
+	stopLedgerExport: (id: number) => __TAURI_INVOKE<boolean>("stop_ledger_export", { id }),
+	/**  The recent ledgers and the saved views. */
+	ledgerLibrary: () => typedError<LedgerLibrary, ApiError>(__TAURI_INVOKE("ledger_library")),
+	/**  Saves a view by name (replacing one of that name); the library after. */
+	saveLedgerView: (view: SavedView) => typedError<LedgerLibrary, ApiError>(__TAURI_INVOKE("save_ledger_view", { view })),
+	/**  Deletes the view named `name`; the library after. */
+	deleteLedgerView: (name: string) => typedError<LedgerLibrary, ApiError>(__TAURI_INVOKE("delete_ledger_view", { name })),
+	/**  Asks the operator for a ledger file in the system's open dialog (none: they cancelled). */
+	pickLedgerFile: () => __TAURI_INVOKE<string | null>("pick_ledger_file"),
+	/**  Asks the operator where to export to, in the system's save dialog (none: they cancelled). */
+	pickExportFile: (suggested: string) => __TAURI_INVOKE<string | null>("pick_export_file", { suggested }),
+	/**  A rule offered for a recorded shell command: its words when it is one simple command. */
+	candidateRule: (command: string) => __TAURI_INVOKE<CandidateRule>("candidate_rule", { command }),
 };
 
 /** Events */
@@ -183,6 +230,60 @@ export type Approval = {
 	file_change?: FileChange | null,
 };
 
+/**  How an approval ended. */
+export type ApprovalOutcome = "approved_once" | "approved_for_session" | "approved_always" | "denied" | "timed_out" | 
+/**  The call stopped waiting (its caller went away, its run was cancelled) before an answer. */
+"withdrawn";
+
+/**  One approval prompt: when it was asked, how and when it was answered, by whom. */
+export type ApprovalRecord = {
+	session_id: string,
+	call_id: string,
+	tool: string,
+	requested_at: Timestamp,
+	resolved_at?: Timestamp | null,
+	outcome?: ApprovalOutcome | null,
+	operator?: string | null,
+	note?: string | null,
+	/**  The rule written by an "always allow" answer. */
+	rule_written?: string | null,
+};
+
+/**  How the approvals asked in a time range went. */
+export type ApprovalSummary = {
+	/**  Prompts asked. */
+	asked: number,
+	approved: number,
+	denied: number,
+	timed_out: number,
+	/**  The call stopped waiting before an answer. */
+	withdrawn: number,
+	/**  Not answered (yet, or the hub stopped first). */
+	unanswered: number,
+	/**  How long the operator took, over the answered prompts (approved or denied), microseconds. */
+	wait_p50_us: number,
+	wait_p90_us: number,
+	wait_max_us: number,
+};
+
+/**  Why a call was blocked before it executed. */
+export type BlockedReason = "guardrail_blocked" | "unknown_tool" | "tool_denied" | "invalid_arguments" | "permission_denied" | "validation_failed" | "execution_denied";
+
+/**
+ *  Calls in one time bucket, all of them and by outcome (the outcomes of running calls are not known:
+ *  they count in `count` only).
+ */
+export type Bucket = {
+	start: Timestamp,
+	count: number,
+	finished?: number,
+	error?: number,
+	blocked?: number,
+	interrupted?: number,
+	/**  Calls the policy prompted for (`policy_decision` = prompt), whatever their outcome. */
+	prompted?: number,
+};
+
 /**  A decision on a call, in the color language every view shares. */
 export type CallDecision = 
 /**  Allowed without asking (a rule, the default, a grant). */
@@ -196,6 +297,102 @@ export type CallDecision =
 /**  Nobody answered the approval in time (denied, never recorded as an operator's denial). */
 "timeout";
 
+/**  One call, everything the detail view shows. */
+export type CallDetail = {
+	/**  Its latest state, as the table lists it. */
+	call: CallRow,
+	/**  The arguments as recorded (secrets already replaced by `[REDACTED]`). */
+	arguments: Value | null,
+	output: OutputPart[],
+	/**  The tool reported a failure to the agent. */
+	output_is_error: boolean,
+	/**  The error the call ended with: code and message. */
+	error: Value | null,
+	/**  What decided the call (the terminal record's decider). */
+	decider: LedgerDecider,
+	/**  The rules that matched, in order (each with its file). */
+	matched_rules: Value[],
+	/**  The files the call reads or writes, with the policy's verdict on each. */
+	files: Value[],
+	cwd: string | null,
+	timings: CallTimings,
+	records: RecordStep[],
+	approvals: ApprovalRecord[],
+};
+
+/**  Which calls a query is about. Empty lists mean "any". */
+export type CallFilter = {
+	session?: string | null,
+	run?: string | null,
+	tools?: string[],
+	/**  Default: every terminal status (`running` only when asked for). */
+	statuses?: CallStatus[],
+	reasons?: BlockedReason[],
+	/**
+	 *  Kinds of decider: default, rule, operator, session_grant, approval_timeout, grants, guardrail,
+	 *  permission, registry, validator.
+	 */
+	decided_by?: string[],
+	/**  A rule id (the deciding rule). */
+	rule?: string | null,
+	/**  What the policy said before any approval: allow, prompt, forbidden. */
+	policy_decisions?: StoredPolicyDecision[],
+	/**  The agents (each call's owner: the client that made it). */
+	owners?: string[],
+	since?: Timestamp | null,
+	until?: Timestamp | null,
+	/**  Full-text search over tool names, arguments and results (words, all must appear). */
+	search?: string | null,
+};
+
+/**  Which way a page of calls runs. */
+export type CallOrder = "newest_first" | "oldest_first";
+
+/**  A page of calls, newest first. */
+export type CallPage = {
+	calls: CallRow[],
+	/**  Pass as `before` to get the next (older) page; `None` on the last page. */
+	next: Cursor | null,
+};
+
+/**  One call in a listing: its latest state. */
+export type CallRow = {
+	/**  The id of the record this row stands for (terminal, or `started` for running calls). */
+	record_id: number,
+	session_id: string,
+	run_id: string,
+	call_id: string,
+	owner: string,
+	tool: string,
+	status: CallStatus,
+	at: Timestamp,
+	started_at?: Timestamp | null,
+	duration_us?: number | null,
+	reason?: string | null,
+	error_code?: string | null,
+	decided_by: string,
+	decided_rule?: string | null,
+	decided_source?: string | null,
+	decided_operator?: string | null,
+	redacted: boolean,
+	/**
+	 *  What the execution policy said before any approval: allow, prompt or forbidden (absent when the
+	 *  call was refused before the policy stage, or recorded before the ledger kept it).
+	 */
+	policy_decision?: StoredPolicyDecision | null,
+	/**  The rule that gave the policy's decision, when a rule did. */
+	policy_rule?: string | null,
+	/**  What the call does in one line: its command, path, URL… ([`argument_summary`]). */
+	summary?: string | null,
+	/**  With a full-text search: the text around the first word found, the words marked. */
+	snippet?: Snippet | null,
+};
+
+/**  A call's status in listings: its terminal record's kind, or `running`. */
+export type CallStatus = "finished" | "error" | "blocked" | "interrupted" | 
+/**  Started, no terminal record yet. */
+"running";
+
 /**  One stage of the pipeline a call passed or stopped at, as a lifecycle event tells it. */
 export type CallStep = {
 	stage: PipelineStage,
@@ -208,6 +405,22 @@ export type CallStep = {
 	duration_us?: number | null,
 	/**  Why the call was blocked or failed: `code: message`. Agent text may be quoted in it. */
 	error?: string | null,
+};
+
+/**  When each stage of a call happened and how long it took (microseconds). */
+export type CallTimings = {
+	/**  The first record of the call (asked, or refused at once). */
+	first_at: Timestamp,
+	/**  Execution began. */
+	started_at: Timestamp | null,
+	/**  The terminal record. */
+	ended_at: Timestamp | null,
+	/**  The operator's answer took this long (asked to answered, or to the timeout). */
+	approval_wait_us: number | null,
+	/**  Execution took this long. */
+	run_us: number | null,
+	/**  From the first record to the last. */
+	total_us: number,
 };
 
 /**  One recorded call as the policy in force and the draft judge it now. */
@@ -277,6 +490,31 @@ export type Choice =
 export type CloseAsked = {
 	/**  How many calls wait for an answer now. */
 	pending: number,
+};
+
+/**  A shell command and how many of the selected calls ran it. */
+export type CommandCount = {
+	/**  The command as recorded (redacted). */
+	command: string,
+	calls: number,
+};
+
+/**  Which shell commands [`LedgerReader::top_commands`] counts. */
+export type CommandOutcome = 
+/**  The policy asked the operator (whatever the answer). */
+"prompted" | 
+/**  The call was blocked (by a rule, the operator, a timeout, a grant…). */
+"blocked";
+
+export type Count = {
+	key: string,
+	count: number,
+};
+
+/**  A position in the newest-first order: the last call of the previous page. */
+export type Cursor = {
+	at: number,
+	id: number,
 };
 
 /**  Who decided, as a kind a view can branch on and words a person reads. */
@@ -438,6 +676,25 @@ export type ExecutionAction = {
 	sandbox?: SandboxProfile | null,
 };
 
+export type ExportFormat = "jsonl" | "csv";
+
+/**  How an export goes: progress, then `done` or `failed` (`cancelled` when stopped). */
+export type ExportUpdate = { kind: "progress"; done: number; total: number } | { kind: "done"; records: number; file: string } | { kind: "failed"; error: ApiError };
+
+/**  The counts beside the filter chips (see [`BrowsedLedger::facets`]). */
+export type Facets = {
+	/**  Calls the whole filter selects. */
+	total: number,
+	tools: Count[],
+	statuses: Count[],
+	decided_by: Count[],
+	rules: Count[],
+	owners: Count[],
+	policy_decisions: Count[],
+	/**  Counted without the search, session or partial hours: the exact counts follow. */
+	approximate: boolean,
+};
+
 /**  What happened, by source: the hub, the approval broker, the tools' calls. */
 export type FeedEvent = { kind: "policy_reloaded"; sources: string[] } | 
 /**  A changed policy did not load; the previous one stays in force. */
@@ -561,6 +818,21 @@ export type LayerKind =
 /**  The built-in default (in force when no file applies; not editable). */
 "built_in";
 
+/**  Who decided a record, as the ledger's columns (and its CSV export) hold it. */
+export type LedgerDecider = {
+	/**
+	 *  `default`, `rule`, `operator`, `session_grant`, `approval_timeout`, `grants`, `guardrail`,
+	 *  `permission`, `registry`, `validator`.
+	 */
+	kind: string,
+	/**  The rule (or grant, scope, guardrail rule, permission, validator) that decided. */
+	rule: string | null,
+	/**  Where that rule is: its policy file, the guardrail's pack. */
+	source: string | null,
+	/**  The operator and their answer (`alice: approved_once`). */
+	operator: string | null,
+};
+
 /**  What the amended policy would have decided differently for the calls the ledger holds. */
 export type LedgerImpact = {
 	/**  Calls read. */
@@ -571,6 +843,24 @@ export type LedgerImpact = {
 	were_refused: number,
 	/**  A few of them: what was judged (one line each). */
 	examples: string[],
+};
+
+/**  The recent ledgers and saved views. */
+export type LedgerLibrary = {
+	recent?: RecentLedger[],
+	views?: SavedView[],
+};
+
+/**  What a ledger holds, at a glance. */
+export type LedgerSummary = {
+	path: string,
+	/**  The database file and its write-ahead log. */
+	bytes: number,
+	schema_version: number,
+	/**  Calls that ended. */
+	calls: number,
+	first_at: Timestamp | null,
+	last_at: Timestamp | null,
 };
 
 /**  One finding about one rule. */
@@ -610,6 +900,21 @@ export type MatchedRule = {
 	line?: number,
 	decision: Decision,
 };
+
+/**  A ledger opened in the window. */
+export type OpenedLedger = {
+	id: number,
+	/**  The hub's own ledger (live: new calls arrive while it is open). */
+	hub: boolean,
+	summary: LedgerSummary,
+};
+
+/**  One block of a call's output, as a front end shows it. */
+export type OutputPart = { type: "text"; text: string } | 
+/**  A raster image of one of [`DRAWN_IMAGE_TYPES`], base64. */
+{ type: "image"; mime_type: string; data: string } | 
+/**  Anything else (a resource, an image of another type), as recorded, to show as JSON. */
+{ type: "other"; value: Value };
 
 /**  One part of a shell command and the policy's word on it alone. */
 export type Part = {
@@ -724,6 +1029,29 @@ export type PreviewRule = {
 	example: string,
 	/**  How many words the command has (the widest exact scope). */
 	words_offered: number,
+};
+
+/**  A ledger file opened lately. */
+export type RecentLedger = {
+	path: string,
+	opened_at: Timestamp,
+};
+
+/**  One record of a call's lifecycle, as the detail view lists it. */
+export type RecordStep = {
+	id: number,
+	/**  started, progress, finished, error, blocked, interrupted. */
+	kind: string,
+	at: Timestamp,
+	/**  A progress record's snapshot. */
+	progress: Value | null,
+	decider: LedgerDecider,
+};
+
+/**  Refused requests counted: all of them, and by code. */
+export type RefusalCounts = {
+	requests: number,
+	by_code: Count[],
 };
 
 export type RelatedRule = {
@@ -845,11 +1173,36 @@ export type SandboxProfile = {
 	limits: SandboxLimits,
 };
 
+/**  A view saved by name: which ledger (none: the hub's own) and its filters as a query string. */
+export type SavedView = {
+	name: string,
+	ledger: string | null,
+	query: string,
+};
+
 /**  An error that took an upstream server down, and when. */
 export type ServerFailure = {
 	message: string,
 	at: Timestamp,
 };
+
+/**  Sessions by how they stand. */
+export type SessionCounts = {
+	total: number,
+	open: number,
+	closed: number,
+	cut: number,
+};
+
+/**  How a session ended. */
+export type SessionEnd = 
+/**  Its client ended it, or its hub did at a clean shutdown. */
+"closed" | 
+/**
+ *  Still open when the ledger was next opened for writing: the hub holding it stopped without
+ *  closing it (killed, crashed). It ends at its last recorded activity.
+ */
+"cut";
 
 /**  An "allow for this session" in force. */
 export type SessionGrant = {
@@ -860,11 +1213,98 @@ export type SessionGrant = {
 	granted_at: Timestamp,
 };
 
+/**  An agent session as the ledger keeps it. */
+export type SessionInfo = {
+	id: string,
+	client_name?: string | null,
+	client_version?: string | null,
+	cwd?: string | null,
+	policy_hash?: string | null,
+	started_at: Timestamp,
+	ended_at?: Timestamp | null,
+};
+
+/**
+ *  A session as listed: what the ledger keeps of it and how it ended (`None`: open, or ended before the
+ *  ledger kept why).
+ */
+export type SessionRow = {
+	end_reason?: SessionEnd | null,
+} & SessionInfo;
+
+/**  One session's calls over time. */
+export type SessionTimeline = {
+	session: SessionRow | null,
+	calls: TimelineCall[],
+	/**  Calls of the session in all (more than listed when over [`SESSION_TIMELINE_MAX`]). */
+	total: number,
+	/**  Lanes used: the most calls that ran at once. */
+	lanes: number,
+};
+
 /**  How much a finding matters: warnings fail `portcullis policy lint`, notes do not. */
 export type Severity = "note" | "warning";
 
+/**  The text around the first hit, at most about [`SNIPPET_CHARS`] characters. */
+export type Snippet = {
+	parts: SnippetPart[],
+	/**  Text was left out before the first part. */
+	cut_before: boolean,
+	/**  Text was left out after the last part. */
+	cut_after: boolean,
+};
+
+/**  A run of the snippet's text: a word the search asked for (`hit`), or the text between. */
+export type SnippetPart = {
+	text: string,
+	hit: boolean,
+};
+
+export type Stats = {
+	total: number,
+	by_tool: Count[],
+	by_status: Count[],
+	by_reason: Count[],
+	by_decided_by: Count[],
+	/**  By deciding rule (`decided_rule`); calls without one are left out. */
+	by_rule?: Count[],
+	/**  By agent (each call's owner). */
+	by_owner?: Count[],
+	/**  By what the policy said before any approval; calls refused before the policy stage left out. */
+	by_policy_decision?: Count[],
+	/**  Width of the time buckets, microseconds. */
+	bucket_us: number,
+	buckets: Bucket[],
+	durations: ToolDurations[],
+	/**
+	 *  Whether `durations` are exact. `false`: p50 and p95 were read from the rollups' log-scale
+	 *  histograms, each within 4.43 % (+ 0.5 µs) of the exact value; counts and `max_us` are exact.
+	 */
+	durations_exact?: boolean,
+	source?: StatsSource,
+	/**  Sessions started in the filter's time range (or the filter's session): open, closed, cut. */
+	sessions: SessionCounts,
+	/**  Requests the gateway refused in the filter's time range (not calls: they never reached a tool). */
+	refusals: RefusalCounts,
+};
+
+/**  How a [`Stats`] was computed. */
+export type StatsSource = 
+/**  From the hourly rollups (whole hours) and the records of the partial hours at the edges. */
+"rollup" | 
+/**  From every matching record. */
+"scan";
+
 /**  What happened at a stage. */
 export type StepOutcome = "passed" | "blocked" | "started" | "progress" | "finished" | "error";
+
+/**
+ *  What the execution policy said about a call before any approval, in the words policies use: the
+ *  `policy_decision` column.
+ */
+export type StoredPolicyDecision = "allow" | 
+/**  The operator was to be asked (whatever became of the call: answered, timed out, withdrawn). */
+"prompt" | "forbidden";
 
 /**  One test case's result. */
 export type TestOutcome = {
@@ -876,8 +1316,27 @@ export type TestOutcome = {
 	decided_by: string,
 };
 
+/**  A call on a session's timeline. */
+export type TimelineCall = {
+	call: CallRow,
+	/**  From when execution began (or the call was refused) to its end. */
+	from: Timestamp,
+	to: Timestamp,
+	/**  The row it is drawn on: calls that overlap in time are on different lanes. */
+	lane: number,
+};
+
 /**  Microseconds since the Unix epoch (UTC). */
 export type Timestamp = number;
+
+export type ToolDurations = {
+	tool: string,
+	/**  Calls that ran (finished or error) and so have a duration. */
+	count: number,
+	p50_us: number,
+	p95_us: number,
+	max_us: number,
+};
 
 /**  One registered tool under the grants in force and under the draft's. */
 export type ToolGrant = {

@@ -16,12 +16,15 @@ export interface FakeBackend extends Backend {
   push(items: FeedItem[]): void;
   /** Says the window is being closed with `pending` calls waiting. */
   askClose(pending: number): void;
+  /** Drops files on the window. */
+  dropFiles(paths: string[]): void;
 }
 
 export function fakeBackend(handlers: Handlers = {}): FakeBackend {
   const calls: Array<[string, unknown[]]> = [];
   const feeds = new Set<(items: FeedItem[]) => void>();
   const closers = new Set<(pending: number) => void>();
+  const drops = new Set<(paths: string[]) => void>();
   const call = (name: keyof Backend, args: unknown[]): Promise<never> => {
     calls.push([name, args]);
     const handler = handlers[name] as ((...a: unknown[]) => unknown) | undefined;
@@ -73,6 +76,35 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
       }
       return handler(file, text, ledger, onUpdate);
     },
+    openLedger: (...a) => call("openLedger", a),
+    closeLedger: (...a) => call("closeLedger", a),
+    ledgerSummary: (...a) => call("ledgerSummary", a),
+    ledgerCalls: (...a) => call("ledgerCalls", a),
+    ledgerCount: (...a) => call("ledgerCount", a),
+    ledgerCall: (...a) => call("ledgerCall", a),
+    ledgerFacets: (...a) => call("ledgerFacets", a),
+    ledgerStats: (...a) => call("ledgerStats", a),
+    ledgerApprovals: (...a) => call("ledgerApprovals", a),
+    ledgerTopCommands: (...a) => call("ledgerTopCommands", a),
+    ledgerSessions: (...a) => call("ledgerSessions", a),
+    ledgerSessionTimeline: (...a) => call("ledgerSessionTimeline", a),
+    ledgerLibrary: (...a) => call("ledgerLibrary", a),
+    saveLedgerView: (...a) => call("saveLedgerView", a),
+    deleteLedgerView: (...a) => call("deleteLedgerView", a),
+    pickLedgerFile: (...a) => call("pickLedgerFile", a),
+    candidateRule: (...a) => call("candidateRule", a),
+    pickExportFile: (...a) => call("pickExportFile", a),
+    exportLedger: (id, filter, format, file, onUpdate) => {
+      calls.push(["exportLedger", [id, filter, format, file]]);
+      const handler = handlers.exportLedger;
+      if (!handler) {
+        onUpdate({ kind: "failed", error: { code: "no_handler", message: "the fake backend has no handler for exportLedger", details: null } });
+        return () => {};
+      }
+      return handler(id, filter, format, file, onUpdate);
+    },
+    onFileDrop: (handler) => subscribe(drops, handler),
+    dropFiles: (paths) => drops.forEach((d) => d(paths)),
     followEvents: (onBatch) => {
       calls.push(["followEvents", []]);
       return subscribe(feeds, onBatch);

@@ -1,7 +1,15 @@
 // The Backend in the app: the generated command wrappers (bindings.ts) over Tauri's IPC, errors turned
 // into BackendError, the event feed over a Tauri channel (attached before the stream starts).
 import { Channel } from "@tauri-apps/api/core";
-import { commands, events, type ApiError, type DraftReplayUpdate, type FeedItem } from "./bindings";
+import { getCurrentWebview } from "@tauri-apps/api/webview";
+import {
+  commands,
+  events,
+  type ApiError,
+  type DraftReplayUpdate,
+  type ExportUpdate,
+  type FeedItem,
+} from "./bindings";
 import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: ApiError };
@@ -69,6 +77,63 @@ export function tauriBackend(): Backend {
         if (stopped) return;
         stopped = true;
         if (id != null) void commands.stopPolicyReplay(id);
+      };
+    },
+    openLedger: (path) => unwrap(commands.openLedger(path)),
+    closeLedger: async (id) => {
+      await commands.closeLedger(id);
+    },
+    ledgerSummary: (id) => unwrap(commands.ledgerSummary(id)),
+    ledgerCalls: (id, filter, order, cursor, limit) => unwrap(commands.ledgerCalls(id, filter, order, cursor, limit)),
+    ledgerCount: (id, filter) => unwrap(commands.ledgerCount(id, filter)),
+    ledgerCall: (id, callId, session) => unwrap(commands.ledgerCall(id, callId, session)),
+    ledgerFacets: (id, filter, exact) => unwrap(commands.ledgerFacets(id, filter, exact)),
+    ledgerStats: (id, filter, bucketUs) => unwrap(commands.ledgerStats(id, filter, bucketUs)),
+    ledgerApprovals: (id, filter) => unwrap(commands.ledgerApprovals(id, filter)),
+    ledgerTopCommands: (id, filter, outcome, limit) => unwrap(commands.ledgerTopCommands(id, filter, outcome, limit)),
+    ledgerSessions: (id, since, until, limit) => unwrap(commands.ledgerSessions(id, since, until, limit)),
+    ledgerSessionTimeline: (id, session) => unwrap(commands.ledgerSessionTimeline(id, session)),
+    ledgerLibrary: () => unwrap(commands.ledgerLibrary()),
+    saveLedgerView: (view) => unwrap(commands.saveLedgerView(view)),
+    deleteLedgerView: (name) => unwrap(commands.deleteLedgerView(name)),
+    pickLedgerFile: () => commands.pickLedgerFile(),
+    candidateRule: (command) => commands.candidateRule(command),
+    pickExportFile: (suggested) => commands.pickExportFile(suggested),
+    exportLedger: (id, filter, format, file, onUpdate): Unsubscribe => {
+      const channel = new Channel<ExportUpdate>();
+      let stopped = false;
+      let exportId: number | null = null;
+      channel.onmessage = (update) => onUpdate(update);
+      unwrap(commands.exportLedger(id, filter, format, file, channel)).then(
+        (started) => {
+          exportId = started;
+          if (stopped) void commands.stopLedgerExport(started);
+        },
+        (e) => {
+          const { code, message } = asBackendError(e);
+          onUpdate({ kind: "failed", error: { code, message, details: null } });
+        },
+      );
+      return () => {
+        if (stopped) return;
+        stopped = true;
+        if (exportId != null) void commands.stopLedgerExport(exportId);
+      };
+    },
+    onFileDrop: (handler): Unsubscribe => {
+      let stop: (() => void) | null = null;
+      let stopped = false;
+      void getCurrentWebview()
+        .onDragDropEvent((e) => {
+          if (e.payload.type === "drop") handler(e.payload.paths);
+        })
+        .then((unlisten) => {
+          if (stopped) unlisten();
+          else stop = unlisten;
+        });
+      return () => {
+        stopped = true;
+        stop?.();
       };
     },
     followEvents: (onBatch): Unsubscribe => {

@@ -29,6 +29,8 @@ pub enum ErrorCode {
     BadTime,
     /// Writing the output a front end asked for (an export file) failed.
     OutputFailed,
+    /// The operator stopped the work (an export) before it ended; nothing partial was left behind.
+    Cancelled,
     /// No hub runs behind this front end (it did not start: another one holds the port or ledger).
     HubUnavailable,
     /// A policy did not load or is not valid: the policy crate's own code (`policy_parse`...).
@@ -59,6 +61,7 @@ impl ErrorCode {
             ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::ServerUnknown => "server_unknown",
             ErrorCode::HubUnavailable => "hub_unavailable",
+            ErrorCode::Cancelled => "cancelled",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
         }
     }
@@ -70,7 +73,10 @@ impl ErrorCode {
             | ErrorCode::GrantUnknown
             | ErrorCode::CallNotFound
             | ErrorCode::ServerUnknown => 404,
-            ErrorCode::ApprovalAnswered | ErrorCode::AlwaysNotOffered | ErrorCode::PolicyChanged => 409,
+            ErrorCode::ApprovalAnswered
+            | ErrorCode::AlwaysNotOffered
+            | ErrorCode::PolicyChanged
+            | ErrorCode::Cancelled => 409,
             ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::BadTime | ErrorCode::Policy(_) => 400,
             // What the caller named: a filter it wrote, a file that is missing or not a ledger.
             ErrorCode::Ledger("bad_filter") => 400,
@@ -159,6 +165,7 @@ mod tests {
             (ErrorCode::CallNotFound, "call_not_found", 404),
             (ErrorCode::ServerUnknown, "server_unknown", 404),
             (ErrorCode::HubUnavailable, "hub_unavailable", 503),
+            (ErrorCode::Cancelled, "cancelled", 409),
             (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
             (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 422),
             (ErrorCode::Ledger("ledger_schema_newer"), "ledger_schema_newer", 422),

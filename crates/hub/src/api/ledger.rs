@@ -8,20 +8,22 @@
 //! API, re-exported here so front ends name them through the API.
 
 use super::error::{ApiError, ErrorCode};
-use portcullis_harness::{DecidedBy, Timestamp};
+use portcullis_harness::DecidedBy;
 use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use portcullis_harness::Timestamp;
 pub use portcullis_ledger::export::CSV_HEADER;
 pub use portcullis_ledger::stats::{Bucket, Count, ToolDurations};
 pub use portcullis_ledger::{
-    ApprovalOutcome, ApprovalRecord, CallFilter, CallPage, CallRow, CallStatus, CallTimeline, CheckReport,
-    Cursor, ExportFormat, RecordBody, RefusalFilter, RefusalRow, SessionEnd, SessionFilter, SessionRow,
-    Stats, StoredKind, StoredPolicyDecision, StoredRecord,
+    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallPage, CallRow, CallStatus,
+    CallTimeline, CheckReport, CommandCount, CommandOutcome, Cursor, ExportFormat, RecordBody, RefusalFilter,
+    RefusalRow, SessionEnd, SessionFilter, SessionRow, Stats, StoredKind, StoredPolicyDecision, StoredRecord,
 };
 
 /// The most calls one page holds.
@@ -106,15 +108,28 @@ impl LedgerView {
         Ok(self.reader.export(filter, format, out, progress)?)
     }
 
-    /// Writes every record of the matching calls to the file `out`: created owner-only (exports hold
-    /// what the ledger holds) or truncated, never the ledger itself (`bad_argument`). An export that
-    /// fails removes the file it created, so a part never passes for the whole. Returns the records
-    /// written.
+    /// Writes every record of the matching calls to the file `out`, owner-only (exports hold what the
+    /// ledger holds), never the ledger itself (`bad_argument`). The records go to a hidden file beside
+    /// `out` that is renamed over it only when all were written, so a failed or stopped export never
+    /// leaves a part that passes for the whole, nor spoils a file `out` already was. Returns the
+    /// records written.
     pub fn export_to_file(
         &self,
         filter: &CallFilter,
         format: ExportFormat,
         out: &Path,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, ApiError> {
+        self.export_to_file_until(filter, format, out, &AtomicBool::new(false), progress)
+    }
+
+    /// [`LedgerView::export_to_file`], ended early (with no file left behind) once `stop` is set.
+    pub fn export_to_file_until(
+        &self,
+        filter: &CallFilter,
+        format: ExportFormat,
+        out: &Path,
+        stop: &AtomicBool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
         if let (Ok(a), Ok(b)) = (self.reader.path().canonicalize(), out.canonicalize())
@@ -126,17 +141,53 @@ impl LedgerView {
                 json!({ "file": out }),
             ));
         }
-        let existed = out.exists();
-        let file = create_owner_only(out).map_err(|e| output_failed(out, &e))?;
-        let mut sink = BufWriter::with_capacity(1 << 16, file);
+        if out.is_dir() {
+            return Err(ApiError::new(
+                ErrorCode::BadArgument,
+                format!("{} is a folder: name a file to export to", out.display()),
+                json!({ "file": out }),
+            ));
+        }
+        let part = part_file(out);
+        let file = create_owner_only(&part).map_err(|e| output_failed(out, &e))?;
+        let mut sink = Stoppable { inner: BufWriter::with_capacity(1 << 16, file), stop };
         let written = self
             .export(filter, format, &mut sink, progress)
-            .and_then(|n| sink.flush().map(|()| n).map_err(|e| output_failed(out, &e)));
+            .and_then(|n| sink.flush().map(|()| n).map_err(|e| output_failed(out, &e)))
+            .and_then(|n| {
+                sink.inner.get_ref().sync_all().map_err(|e| output_failed(out, &e))?;
+                std::fs::rename(&part, out).map(|()| n).map_err(|e| output_failed(out, &e))
+            });
         drop(sink);
-        if written.is_err() && !existed {
-            let _ = std::fs::remove_file(out);
+        if written.is_err() {
+            let _ = std::fs::remove_file(&part);
         }
         written
+    }
+}
+
+/// The hidden file an export is written to before it is renamed to `out`.
+fn part_file(out: &Path) -> PathBuf {
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    out.with_file_name(format!(".{name}.{}.part", std::process::id()))
+}
+
+/// A writer that fails once `stop` is set (the export then ends and removes its file).
+struct Stoppable<'a, W: Write> {
+    inner: W,
+    stop: &'a AtomicBool,
+}
+
+impl<W: Write> Write for Stoppable<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("export stopped"));
+        }
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -200,6 +251,9 @@ pub async fn migrate_ledger(path: &Path) -> Result<MigrateReport, ApiError> {
 
 /// Who decided a record, as the ledger's columns (and its CSV export) hold it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+// Named apart from the live feed's `types::Decider` in the generated TypeScript (JSON is unchanged).
+#[serde(rename = "LedgerDecider")]
 pub struct Decider {
     /// `default`, `rule`, `operator`, `session_grant`, `approval_timeout`, `grants`, `guardrail`,
     /// `permission`, `registry`, `validator`.
@@ -247,11 +301,11 @@ pub fn fill_histogram(buckets: &[Bucket], bucket_us: i64) -> Histogram {
     let mut given = buckets.iter().peekable();
     for i in 0..span {
         let start = Timestamp(first.start.0 + i * bucket_us);
-        let count = match given.peek() {
-            Some(b) if b.start == start => given.next().map(|b| b.count).unwrap_or(0),
-            _ => 0,
+        let bucket = match given.peek() {
+            Some(b) if b.start == start => given.next().cloned().unwrap_or_else(|| Bucket::empty(start)),
+            _ => Bucket::empty(start),
         };
-        all.push(Bucket { start, count });
+        all.push(bucket);
     }
     Histogram { buckets: all, empty_left_out: false }
 }
@@ -262,7 +316,7 @@ mod tests {
 
     #[test]
     fn fills_gaps_between_buckets() {
-        let b = |s, count| Bucket { start: Timestamp(s), count };
+        let b = |s, count| Bucket { start: Timestamp(s), count, ..Bucket::default() };
         let filled = fill_histogram(&[b(0, 2), b(30, 1)], 10);
         assert!(!filled.empty_left_out);
         let counts: Vec<u64> = filled.buckets.iter().map(|b| b.count).collect();

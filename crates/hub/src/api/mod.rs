@@ -16,6 +16,8 @@ pub mod file_change;
 mod hookup;
 pub mod judge;
 pub mod ledger;
+pub mod ledger_browse;
+pub mod ledger_library;
 pub mod line_diff;
 pub mod notice;
 pub mod one_call;

@@ -67,7 +67,7 @@ pub fn save_policy(path: &Path, text: &str, expected_version: Option<&str>) -> R
 }
 
 /// Writes a temporary file beside `path` (same permissions), flushes it, and renames it over `path`.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+pub(super) fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temp = path.with_file_name(format!(".{name}.{}.saving", std::process::id()));

@@ -80,3 +80,28 @@ impl OperatorApi {
         })
     }
 }
+
+/// A rule offered for one recorded shell command (the ledger browser's "make a rule from this call"):
+/// its words when it is one simple command, parsed as rules match commands.
+pub fn candidate_rule(command: &str) -> CandidateRule {
+    let mut parsed = ExampleCommands::default();
+    let words = match parsed.of(command) {
+        [only] => Some(only.clone()),
+        _ => None,
+    };
+    CandidateRule { command: command.to_owned(), calls: 0, words }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::candidate_rule;
+
+    #[test]
+    fn a_candidate_has_words_only_for_one_simple_command() {
+        assert_eq!(
+            candidate_rule("git push origin main").words,
+            Some(vec!["git".into(), "push".into(), "origin".into(), "main".into()])
+        );
+        assert_eq!(candidate_rule("git status && rm -rf ~").words, None);
+    }
+}

@@ -82,7 +82,10 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     for row in first.calls.iter().chain(&rest.calls) {
         let timeline = view.call(&row.call_id, Some(&row.session_id)).unwrap();
         let record = timeline.records.iter().find(|r| r.id == row.record_id).unwrap();
-        assert_eq!(&portcullis_hub::api::ledger::CallRow::of(record), row);
+        assert_eq!(
+            &portcullis_hub::api::ledger::CallRow::of_call(&timeline.records, record.id).unwrap(),
+            row
+        );
     }
 
     // By what the policy said, and by agent (the calls' owner).

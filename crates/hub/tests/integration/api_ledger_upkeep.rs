@@ -163,7 +163,7 @@ fn cursors_formats_deciders_and_histograms() {
     let rule = Decider::of(&DecidedBy::Rule { rule_id: "git-push".into(), source: "p.json".into() });
     assert_eq!((rule.rule.as_deref(), rule.source.as_deref()), (Some("git-push"), Some("p.json")));
 
-    let b = |start, count| Bucket { start: Timestamp(start), count };
+    let b = |start, count| Bucket { start: Timestamp(start), count, ..Bucket::default() };
     let histogram = fill_histogram(&[b(0, 3), b(20, 1)], 10);
     assert_eq!(histogram.buckets, [b(0, 3), b(10, 0), b(20, 1)]);
     assert!(!histogram.empty_left_out);

@@ -1,6 +1,7 @@
 //! Crash safety: a writer process is killed with SIGKILL at random moments, again and again, on the same
 //! ledger. Each time the ledger opens, passes `PRAGMA integrity_check`, holds every record the child
-//! had seen flushed, and shows the calls the kill cut off as `interrupted`.
+//! had seen flushed, shows the calls the kill cut off as `interrupted`, and its hourly rollups agree with
+//! its records.
 //!
 //! The child is this test binary itself, re-run with `--exact crash_child` and the ledger path in an
 //! environment variable; without that variable `crash_child` does nothing.
@@ -152,6 +153,15 @@ fn sigkill_at_random_moments_loses_nothing_flushed() {
             .count(&CallFilter { statuses: vec![CallStatus::Interrupted], ..CallFilter::default() })
             .unwrap();
         assert_eq!(interrupted, interrupted_total, "round {round}");
+        // The hourly rollups were kept in the same transactions as the records: they still agree.
+        let rolled = reader.stats(&CallFilter::default(), None).unwrap();
+        let scanned = reader.stats_by_scan(&CallFilter::default(), None).unwrap();
+        assert_eq!(rolled.source, portcullis_ledger::StatsSource::Rollup);
+        assert_eq!(
+            (rolled.total, &rolled.by_status, &rolled.buckets),
+            (scanned.total, &scanned.by_status, &scanned.buckets),
+            "round {round}"
+        );
     }
     assert!(interrupted_total > 0, "some calls were cut off (seed {seed})");
 }

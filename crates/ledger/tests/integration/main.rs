@@ -5,4 +5,5 @@ mod common;
 mod crash;
 mod durable_start;
 mod queries;
+mod rollups;
 mod store;

@@ -11,6 +11,7 @@ import { PolicySource, type ExternalDiagnostic, type PolicySourceHandle, type Te
 import { policySchema } from "./source/policySchema";
 import { useDraftCheck } from "./useDraftCheck";
 import { RulesPanel } from "./parts/RulesPanel";
+import { parseRoute } from "../../app/route";
 import { PlaygroundPanel } from "./parts/PlaygroundPanel";
 import { TestsPanel } from "./parts/TestsPanel";
 import { GrantsPanel } from "./parts/GrantsPanel";
@@ -51,7 +52,8 @@ export function DraftEditor({ layer, layers, onDirty }: { layer: LayerFile; laye
   const editor = useRef<PolicySourceHandle>(null);
   const [base, setBase] = useState({ text: layer.text, version: layer.version });
   const [text, setText] = useState(layer.text);
-  const [panel, setPanel] = useState<PanelId>("rules");
+  // The ledger browser opens the playground with a recorded call (`#policy?try=...`).
+  const [panel, setPanel] = useState<PanelId>(() => (new URLSearchParams(parseRoute(window.location.hash).params).has("try") ? "playground" : "rules"));
   const [saving, setSaving] = useState(false);
   const [reloaded, setReloaded] = useState<string | null>(null);
   const [history, setHistory] = useState({ undo: false, redo: false });

@@ -7,11 +7,24 @@ import { visible } from "../../../lib/visible";
 import type { DraftContext } from "../DraftEditor";
 import { addRule, type Rule } from "../model";
 
-export function Candidates({ candidates, rules, draft, editable }: { candidates: CandidateRule[]; rules: Rule[]; draft: DraftContext; editable: boolean }) {
+export function Candidates({
+  candidates,
+  rules,
+  draft,
+  editable,
+  title,
+}: {
+  candidates: CandidateRule[];
+  rules: Rule[];
+  draft: DraftContext;
+  editable: boolean;
+  /** Shown open with this title (a command brought from the ledger browser). */
+  title?: string;
+}) {
   return (
-    <details className="candidates" data-testid="candidates">
+    <details className="candidates" data-testid={title ? "ledger-candidate" : "candidates"} open={title != null}>
       <summary className="small">
-        Most prompted this week: {candidates.length} command{candidates.length === 1 ? "" : "s"} you could write a rule for
+        {title ?? `Most prompted this week: ${candidates.length} command${candidates.length === 1 ? "" : "s"} you could write a rule for`}
       </summary>
       <ul>
         {candidates.map((c) => (

@@ -2,6 +2,7 @@
 // file's place (nothing runs), shown as its full trace; one click saves it as a test case of the draft
 // that expects the decision it got.
 import { useState } from "react";
+import { parseRoute } from "../../../app/route";
 import { useMutation } from "@tanstack/react-query";
 import type { DraftTrial, LayerFile, TrialInput } from "../../../backend/backend";
 import { useBackend } from "../../../app/context";
@@ -10,12 +11,27 @@ import type { DraftContext } from "../DraftEditor";
 import { addTest } from "../model";
 import { TraceView } from "./TraceView";
 
+/** A call the ledger browser brought (`#policy?try={"tool":…,"arguments":…}`), as the playground's inputs. */
+function broughtCall(): { mode: "command" | "call"; script?: string; tool?: string; args?: string } | null {
+  const text = new URLSearchParams(parseRoute(window.location.hash).params).get("try");
+  if (!text) return null;
+  try {
+    const call = JSON.parse(text) as { tool?: unknown; arguments?: unknown };
+    const command = (call.arguments as { command?: unknown } | null)?.command;
+    if (call.tool === "shell" && typeof command === "string") return { mode: "command", script: command };
+    return { mode: "call", tool: String(call.tool ?? ""), args: JSON.stringify(call.arguments ?? {}, null, 2) };
+  } catch {
+    return null;
+  }
+}
+
 export function PlaygroundPanel({ draft, layers }: { draft: DraftContext; layers: LayerFile[] }) {
   const backend = useBackend();
-  const [mode, setMode] = useState<"command" | "call">("command");
-  const [script, setScript] = useState("git status && rm -rf ~");
-  const [tool, setTool] = useState("read");
-  const [args, setArgs] = useState('{ "path": "README.md" }');
+  const [brought] = useState(broughtCall);
+  const [mode, setMode] = useState<"command" | "call">(brought?.mode ?? "command");
+  const [script, setScript] = useState(brought?.script ?? "git status && rm -rf ~");
+  const [tool, setTool] = useState(brought?.tool ?? "read");
+  const [args, setArgs] = useState(brought?.args ?? '{ "path": "README.md" }');
   const [saved, setSaved] = useState<string | null>(null);
   const trial = useMutation({
     mutationFn: (input: TrialInput) => backend.tryPolicyDraft(draft.file, draft.text, input),

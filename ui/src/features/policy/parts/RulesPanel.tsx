@@ -5,6 +5,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { DraftCheck, ExampleOutcome, RuleHitCount } from "../../../backend/backend";
 import { useBackend } from "../../../app/context";
+import { useRoute } from "../../../app/route";
 import { Candidates } from "./Candidates";
 import type { DraftContext } from "../DraftEditor";
 import { addRule, freshId, readRules, type Rule } from "../model";
@@ -24,6 +25,13 @@ export function RulesPanel({ draft, check }: { draft: DraftContext; check: Draft
   const outcomes = useMemo(() => byExample(check?.examples ?? []), [check]);
   const backend = useBackend();
   const activity = useQuery({ queryKey: ["rule_activity"], queryFn: () => backend.ruleActivity(), refetchInterval: 30_000 });
+  // "Make a rule from this call" in the ledger browser brings the call's command here.
+  const fromLedger = new URLSearchParams(useRoute().params).get("rule");
+  const brought = useQuery({
+    queryKey: ["candidate_rule", fromLedger],
+    queryFn: () => backend.candidateRule(fromLedger ?? ""),
+    enabled: fromLedger != null,
+  });
   const hits = useMemo(() => new Map<string, RuleHitCount>((activity.data?.hits ?? []).map((h) => [h.rule, h])), [activity.data]);
   const failing = check?.examples.filter((e) => !e.passed).length ?? 0;
   const visibleRules = rules
@@ -52,6 +60,9 @@ export function RulesPanel({ draft, check }: { draft: DraftContext; check: Draft
           + Add rule
         </button>
       </div>
+      {brought.data && (
+        <Candidates candidates={[brought.data]} rules={rules} draft={draft} editable={editable} title="From the ledger: a rule for this recorded command" />
+      )}
       {activity.data && activity.data.candidates.length > 0 && (
         <Candidates candidates={activity.data.candidates} rules={rules} draft={draft} editable={editable} />
       )}

@@ -1,0 +1,562 @@
+//! The ledger browser's half of the operator API: a ledger file held open read-only for a window that
+//! pages, filters, searches and audits it — the hub's own while it writes, or any other a person opens.
+//! Short queries (pages, one call, the tail) and long ones (stats, facets, a session) run on separate
+//! connections, so a slow aggregate never holds up scrolling. What a front end shows of one call (its
+//! timings, what decided it, its output's parts) is computed here, once, for every front end.
+
+use super::error::{ApiError, ErrorCode};
+use super::ledger::{Decider, LedgerView};
+use portcullis_harness::{Content, Timestamp, ToolOutput};
+use portcullis_ledger::stats::Count;
+use portcullis_ledger::{
+    ApprovalRecord, ApprovalSummary, CallFilter, CallPage, CallRow, CommandCount, CommandOutcome, Cursor,
+    ExportFormat, LedgerReader, SessionFilter, SessionRow, Stats, StoredKind, StoredRecord,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Most calls a session timeline holds (the rest are counted, not listed).
+pub const SESSION_TIMELINE_MAX: usize = 5000;
+
+/// Image types a front end may draw from a call's output; any other is described, never drawn.
+pub const DRAWN_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Which way a page of calls runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum CallOrder {
+    #[default]
+    NewestFirst,
+    OldestFirst,
+}
+
+/// What a ledger holds, at a glance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct LedgerSummary {
+    pub path: String,
+    /// The database file and its write-ahead log.
+    pub bytes: u64,
+    pub schema_version: i64,
+    /// Calls that ended.
+    pub calls: u64,
+    pub first_at: Option<Timestamp>,
+    pub last_at: Option<Timestamp>,
+}
+
+/// A ledger opened for browsing.
+pub struct BrowsedLedger {
+    path: PathBuf,
+    rows: Mutex<LedgerReader>,
+    aggregates: Mutex<LedgerReader>,
+}
+
+fn lock(reader: &Mutex<LedgerReader>) -> MutexGuard<'_, LedgerReader> {
+    reader.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl BrowsedLedger {
+    /// Opens `path` read-only (twice: one connection for rows, one for aggregates). Refused, with the
+    /// ledger's code and the file untouched, when it is missing, not a ledger, damaged, or of another
+    /// schema version.
+    pub fn open(path: &Path) -> Result<Self, ApiError> {
+        if path.is_dir() {
+            return Err(ApiError::new(
+                ErrorCode::BadArgument,
+                format!("{} is a folder, not a ledger file", path.display()),
+                json!({ "file": path }),
+            ));
+        }
+        let rows = LedgerReader::open(path)?;
+        // A damaged file can open and fail only when a page is read: read one now.
+        rows.calls(&CallFilter::default(), None, 1)?;
+        let aggregates = LedgerReader::open(path)?;
+        Ok(BrowsedLedger {
+            path: path.to_owned(),
+            rows: Mutex::new(rows),
+            aggregates: Mutex::new(aggregates),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Size, schema, how many calls and over which time.
+    pub fn summary(&self) -> Result<LedgerSummary, ApiError> {
+        let bytes = [self.path.clone(), wal_of(&self.path)]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        let (calls, first_at, last_at) = lock(&self.rows).extent()?;
+        Ok(LedgerSummary {
+            path: self.path.display().to_string(),
+            bytes,
+            schema_version: portcullis_ledger::schema::SCHEMA_VERSION,
+            calls,
+            first_at,
+            last_at,
+        })
+    }
+
+    /// One page of the calls `filter` selects, by key: newest first after `cursor` (older calls), or
+    /// oldest first after it (newer calls — the live tail asks this from its newest call).
+    pub fn page(
+        &self,
+        filter: &CallFilter,
+        order: CallOrder,
+        cursor: Option<Cursor>,
+        limit: usize,
+    ) -> Result<CallPage, ApiError> {
+        let rows = lock(&self.rows);
+        let limit = limit.clamp(1, super::ledger::MAX_PAGE);
+        Ok(match order {
+            CallOrder::NewestFirst => rows.calls(filter, cursor, limit)?,
+            CallOrder::OldestFirst => rows.calls_oldest_first(filter, cursor, limit)?,
+        })
+    }
+
+    /// How many calls `filter` selects.
+    pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
+        Ok(lock(&self.aggregates).count(filter)?)
+    }
+
+    /// One call as the detail view shows it.
+    pub fn call(&self, call_id: &str, session: &str) -> Result<CallDetail, ApiError> {
+        let timeline = lock(&self.rows).timeline(call_id, Some(session))?;
+        CallDetail::of(timeline.records, timeline.approvals).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::CallNotFound,
+                format!("no call {call_id} of session {session} in {}", self.path.display()),
+                json!({ "call_id": call_id, "session": session }),
+            )
+        })
+    }
+
+    /// Aggregates over the calls `filter` selects.
+    pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
+        Ok(lock(&self.aggregates).stats(filter, bucket_us)?)
+    }
+
+    /// The counts beside each filter chip: for every dimension, the calls each of its values would
+    /// select with the rest of the filter kept (a dimension's own selection left out, so its other values
+    /// count too). `exact: false` answers from the writer's hourly aggregates only (search, session
+    /// and the partial hours at the ends left out): fast, and marked approximate.
+    pub fn facets(&self, filter: &CallFilter, exact: bool) -> Result<Facets, ApiError> {
+        let reader = lock(&self.aggregates);
+        let stats = |f: &CallFilter| -> Result<Stats, ApiError> {
+            Ok(if exact { reader.stats(f, None)? } else { reader.stats_approximate(f, None)? })
+        };
+        let all = stats(filter)?;
+        let without = |f: CallFilter, pick: fn(Stats) -> Vec<Count>| -> Result<Vec<Count>, ApiError> {
+            Ok(pick(stats(&f)?))
+        };
+        let tools = if filter.tools.is_empty() {
+            all.by_tool.clone()
+        } else {
+            without(CallFilter { tools: Vec::new(), ..filter.clone() }, |s| s.by_tool)?
+        };
+        let statuses = if filter.statuses.is_empty() {
+            all.by_status.clone()
+        } else {
+            without(CallFilter { statuses: Vec::new(), ..filter.clone() }, |s| s.by_status)?
+        };
+        let decided_by = if filter.decided_by.is_empty() {
+            all.by_decided_by.clone()
+        } else {
+            without(CallFilter { decided_by: Vec::new(), ..filter.clone() }, |s| s.by_decided_by)?
+        };
+        let rules = if filter.rule.is_none() {
+            all.by_rule.clone()
+        } else {
+            without(CallFilter { rule: None, ..filter.clone() }, |s| s.by_rule)?
+        };
+        let owners = if filter.owners.is_empty() {
+            all.by_owner.clone()
+        } else {
+            without(CallFilter { owners: Vec::new(), ..filter.clone() }, |s| s.by_owner)?
+        };
+        let policy_decisions = if filter.policy_decisions.is_empty() {
+            all.by_policy_decision.clone()
+        } else {
+            without(CallFilter { policy_decisions: Vec::new(), ..filter.clone() }, |s| s.by_policy_decision)?
+        };
+        let approximate =
+            !exact && (filter.search.is_some() || filter.session.is_some() || filter.run.is_some());
+        Ok(Facets {
+            total: all.total,
+            tools,
+            statuses,
+            decided_by,
+            rules,
+            owners,
+            policy_decisions,
+            approximate,
+        })
+    }
+
+    /// How the approvals asked in the filter's time range (its tools, its session) went.
+    pub fn approvals(&self, filter: &CallFilter) -> Result<ApprovalSummary, ApiError> {
+        Ok(lock(&self.aggregates).approval_summary(filter)?)
+    }
+
+    /// The shell commands the selected calls prompted for (or were blocked for) most.
+    pub fn top_commands(
+        &self,
+        filter: &CallFilter,
+        outcome: CommandOutcome,
+        limit: usize,
+    ) -> Result<Vec<CommandCount>, ApiError> {
+        Ok(lock(&self.aggregates).top_commands(filter, outcome, limit.clamp(1, 100))?)
+    }
+
+    /// Sessions started in `[since, until)`, newest first.
+    pub fn sessions(
+        &self,
+        since: Option<Timestamp>,
+        until: Option<Timestamp>,
+        limit: usize,
+    ) -> Result<Vec<SessionRow>, ApiError> {
+        let filter = SessionFilter { id: None, since, until };
+        Ok(lock(&self.aggregates).session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))?)
+    }
+
+    /// One session's calls over time, oldest first, each on a lane so that calls that overlap (run
+    /// concurrently) sit on different lanes.
+    pub fn session_timeline(&self, session: &str) -> Result<SessionTimeline, ApiError> {
+        let reader = lock(&self.aggregates);
+        let row = reader
+            .session_rows(&SessionFilter { id: Some(session.to_owned()), since: None, until: None }, 1)?
+            .into_iter()
+            .next();
+        let filter = CallFilter { session: Some(session.to_owned()), ..CallFilter::default() };
+        let mut calls = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = reader.calls_oldest_first(&filter, cursor, super::ledger::MAX_PAGE)?;
+            let ended = page.calls.len() < super::ledger::MAX_PAGE;
+            calls.extend(page.calls);
+            cursor = page.next;
+            if ended || calls.len() >= SESSION_TIMELINE_MAX {
+                break;
+            }
+        }
+        let total =
+            if calls.len() >= SESSION_TIMELINE_MAX { reader.count(&filter)? } else { calls.len() as u64 };
+        calls.truncate(SESSION_TIMELINE_MAX);
+        if row.is_none() && calls.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::BadArgument,
+                format!("no session {session} in {}", self.path.display()),
+                json!({ "session": session }),
+            ));
+        }
+        Ok(SessionTimeline::of(row, calls, total))
+    }
+
+    /// Writes every record of the calls `filter` selects to `out` (see [`LedgerView::export_to_file`]),
+    /// on a connection of its own; `stop` set ends it with `cancelled` and no file left behind.
+    pub fn export(
+        &self,
+        filter: &CallFilter,
+        format: ExportFormat,
+        out: &Path,
+        stop: &AtomicBool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, ApiError> {
+        let view = LedgerView::open(&self.path)?;
+        let mut report = |done: u64, total: u64| progress(done, total);
+        let written = view.export_to_file_until(filter, format, out, stop, &mut report);
+        if stop.load(Ordering::Relaxed) {
+            return Err(ApiError::new(
+                ErrorCode::Cancelled,
+                format!("export to {} stopped; no file was left", out.display()),
+                json!({ "file": out }),
+            ));
+        }
+        written
+    }
+}
+
+fn wal_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// The counts beside the filter chips (see [`BrowsedLedger::facets`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Facets {
+    /// Calls the whole filter selects.
+    pub total: u64,
+    pub tools: Vec<Count>,
+    pub statuses: Vec<Count>,
+    pub decided_by: Vec<Count>,
+    pub rules: Vec<Count>,
+    pub owners: Vec<Count>,
+    pub policy_decisions: Vec<Count>,
+    /// Counted without the search, session or partial hours: the exact counts follow.
+    pub approximate: bool,
+}
+
+/// One block of a call's output, as a front end shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputPart {
+    Text {
+        text: String,
+    },
+    /// A raster image of one of [`DRAWN_IMAGE_TYPES`], base64.
+    Image {
+        mime_type: String,
+        data: String,
+    },
+    /// Anything else (a resource, an image of another type), as recorded, to show as JSON.
+    Other {
+        value: Value,
+    },
+}
+
+fn output_parts(output: &ToolOutput) -> Vec<OutputPart> {
+    let mut parts: Vec<OutputPart> = output
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text { text } => OutputPart::Text { text: text.clone() },
+            Content::Image { data, mime_type } if DRAWN_IMAGE_TYPES.contains(&mime_type.as_str()) => {
+                OutputPart::Image { mime_type: mime_type.clone(), data: data.clone() }
+            }
+            other => OutputPart::Other { value: serde_json::to_value(other).unwrap_or(Value::Null) },
+        })
+        .collect();
+    if let Some(structured) = &output.structured {
+        parts.push(OutputPart::Other { value: structured.clone() });
+    }
+    parts
+}
+
+/// One record of a call's lifecycle, as the detail view lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RecordStep {
+    pub id: i64,
+    /// started, progress, finished, error, blocked, interrupted.
+    pub kind: String,
+    pub at: Timestamp,
+    /// A progress record's snapshot.
+    pub progress: Option<Value>,
+    pub decider: Decider,
+}
+
+/// When each stage of a call happened and how long it took (microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CallTimings {
+    /// The first record of the call (asked, or refused at once).
+    pub first_at: Timestamp,
+    /// Execution began.
+    pub started_at: Option<Timestamp>,
+    /// The terminal record.
+    pub ended_at: Option<Timestamp>,
+    /// The operator's answer took this long (asked to answered, or to the timeout).
+    pub approval_wait_us: Option<i64>,
+    /// Execution took this long.
+    pub run_us: Option<i64>,
+    /// From the first record to the last.
+    pub total_us: i64,
+}
+
+/// One call, everything the detail view shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CallDetail {
+    /// Its latest state, as the table lists it.
+    pub call: CallRow,
+    /// The arguments as recorded (secrets already replaced by `[REDACTED]`).
+    pub arguments: Option<Value>,
+    pub output: Vec<OutputPart>,
+    /// The tool reported a failure to the agent.
+    pub output_is_error: bool,
+    /// The error the call ended with: code and message.
+    pub error: Option<Value>,
+    /// What decided the call (the terminal record's decider).
+    pub decider: Decider,
+    /// The rules that matched, in order (each with its file).
+    pub matched_rules: Vec<Value>,
+    /// The files the call reads or writes, with the policy's verdict on each.
+    pub files: Vec<Value>,
+    pub cwd: Option<String>,
+    pub timings: CallTimings,
+    pub records: Vec<RecordStep>,
+    pub approvals: Vec<ApprovalRecord>,
+}
+
+impl CallDetail {
+    /// The detail of a call from its records (in id order) and approvals; `None` without records.
+    fn of(records: Vec<StoredRecord>, approvals: Vec<ApprovalRecord>) -> Option<CallDetail> {
+        let terminal = records.iter().rev().find(|r| r.kind.is_terminal());
+        let last = terminal.or(records.last())?;
+        let started = records.iter().find(|r| r.kind == StoredKind::Started);
+        let first_at = records.first().map_or(last.at, |r| r.at);
+        let ended_at = terminal.map(|r| r.at);
+        let approval_wait_us = approvals
+            .iter()
+            .filter_map(|a| a.resolved_at.map(|done| done.0.saturating_sub(a.requested_at.0)))
+            .reduce(|a, b| a + b);
+        let started_at = terminal.and_then(|t| t.started_at).or(started.map(|s| s.at));
+        let run_us = terminal.and_then(|t| t.duration_us);
+        let body = &last.body;
+        Some(CallDetail {
+            call: CallRow::of_call(&records, last.id).unwrap_or_else(|| CallRow::of(last)),
+            arguments: records.iter().find_map(|r| r.body.arguments.as_deref().cloned()),
+            output: body.output.as_deref().map(output_parts).unwrap_or_default(),
+            output_is_error: body.output.as_deref().is_some_and(|o| o.is_error),
+            error: body.error.as_ref().and_then(|e| serde_json::to_value(e).ok()),
+            decider: Decider::of(&body.decided_by),
+            matched_rules: body.matched_rules.iter().filter_map(|r| serde_json::to_value(r).ok()).collect(),
+            files: body.files.iter().filter_map(|f| serde_json::to_value(f).ok()).collect(),
+            cwd: records.iter().find_map(|r| r.body.cwd.clone()),
+            timings: CallTimings {
+                first_at,
+                started_at,
+                ended_at,
+                approval_wait_us,
+                run_us,
+                total_us: last.at.0.max(first_at.0) - first_at.0,
+            },
+            records: records
+                .iter()
+                .map(|r| RecordStep {
+                    id: r.id,
+                    kind: r.kind.as_str().to_owned(),
+                    at: r.at,
+                    progress: r.body.progress.clone(),
+                    decider: Decider::of(&r.body.decided_by),
+                })
+                .collect(),
+            approvals,
+        })
+    }
+}
+
+/// A call on a session's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct TimelineCall {
+    pub call: CallRow,
+    /// From when execution began (or the call was refused) to its end.
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// The row it is drawn on: calls that overlap in time are on different lanes.
+    pub lane: u32,
+}
+
+/// One session's calls over time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct SessionTimeline {
+    pub session: Option<SessionRow>,
+    pub calls: Vec<TimelineCall>,
+    /// Calls of the session in all (more than listed when over [`SESSION_TIMELINE_MAX`]).
+    pub total: u64,
+    /// Lanes used: the most calls that ran at once.
+    pub lanes: u32,
+}
+
+impl SessionTimeline {
+    fn of(session: Option<SessionRow>, rows: Vec<CallRow>, total: u64) -> SessionTimeline {
+        let mut calls: Vec<TimelineCall> = rows
+            .into_iter()
+            .map(|call| {
+                let from = call.started_at.unwrap_or(call.at).min(call.at);
+                TimelineCall { to: call.at, from, call, lane: 0 }
+            })
+            .collect();
+        calls.sort_by_key(|c| (c.from, c.to));
+        // Greedy interval partitioning: each call takes the lowest lane free at its start.
+        let mut lane_ends: Vec<Timestamp> = Vec::new();
+        for call in &mut calls {
+            let free = lane_ends.iter().position(|end| *end <= call.from);
+            let lane = match free {
+                Some(i) => i,
+                None => {
+                    lane_ends.push(call.to);
+                    lane_ends.len() - 1
+                }
+            };
+            lane_ends[lane] = call.to;
+            call.lane = u32::try_from(lane).unwrap_or(u32::MAX);
+        }
+        SessionTimeline { session, calls, total, lanes: u32::try_from(lane_ends.len()).unwrap_or(u32::MAX) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portcullis_ledger::CallStatus;
+
+    fn row(id: i64, started: Option<i64>, at: i64) -> CallRow {
+        CallRow {
+            record_id: id,
+            session_id: "s".into(),
+            run_id: "r".into(),
+            call_id: format!("c{id}"),
+            owner: "agent".into(),
+            tool: "shell".into(),
+            status: CallStatus::Finished,
+            at: Timestamp(at),
+            started_at: started.map(Timestamp),
+            duration_us: None,
+            reason: None,
+            error_code: None,
+            decided_by: "rule".into(),
+            decided_rule: None,
+            decided_source: None,
+            decided_operator: None,
+            redacted: false,
+            policy_decision: None,
+            policy_rule: None,
+            summary: None,
+            snippet: None,
+        }
+    }
+
+    #[test]
+    fn overlapping_calls_take_separate_lanes_and_lanes_are_reused() {
+        // c1 [0,10), c2 [5,15) overlaps c1, c3 [10,20) reuses c1's lane, c4 blocked at 30 (no start).
+        let t = SessionTimeline::of(
+            None,
+            vec![row(1, Some(0), 10), row(2, Some(5), 15), row(3, Some(10), 20), row(4, None, 30)],
+            4,
+        );
+        let lanes: Vec<(String, u32)> = t.calls.iter().map(|c| (c.call.call_id.clone(), c.lane)).collect();
+        assert_eq!(lanes, [("c1".into(), 0), ("c2".into(), 1), ("c3".into(), 0), ("c4".into(), 0)]);
+        assert_eq!(t.lanes, 2);
+        assert_eq!(t.calls[3].from, Timestamp(30));
+    }
+
+    #[test]
+    fn only_raster_images_are_drawn() {
+        let output = ToolOutput {
+            content: vec![
+                Content::Text { text: "hi".into() },
+                Content::Image { data: "AAAA".into(), mime_type: "image/png".into() },
+                Content::Image { data: "PHN2Zz4=".into(), mime_type: "image/svg+xml".into() },
+            ],
+            structured: None,
+            is_error: false,
+        };
+        let parts = output_parts(&output);
+        assert!(matches!(&parts[0], OutputPart::Text { text } if text == "hi"));
+        assert!(matches!(&parts[1], OutputPart::Image { mime_type, .. } if mime_type == "image/png"));
+        assert!(matches!(&parts[2], OutputPart::Other { .. }), "svg is shown as data, never drawn");
+    }
+}

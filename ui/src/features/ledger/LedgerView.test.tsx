@@ -1,0 +1,144 @@
+// The ledger browser against the fake backend: the hub's ledger opened by default with its rows, a
+// facet chosen as a chip (and kept in the URL), a search's snippet marked, the detail drawer with a
+// redaction drawn as one, and a file that is not a ledger refused with what it means.
+import { beforeEach, describe, expect, it } from "vitest";
+import { render, screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { BackendContext } from "../../app/context";
+import { BackendError, type CallDetail, type CallFilter, type CallRow, type Facets } from "../../backend/backend";
+import { fakeBackend, type FakeBackend } from "../../backend/fake";
+import { LedgerView } from "./LedgerView";
+
+const NOW = Date.now() * 1000;
+
+function row(n: number, over: Partial<CallRow> = {}): CallRow {
+  return {
+    record_id: 100 - n,
+    session_id: "claude-code-00001",
+    run_id: "r",
+    call_id: `call-${n}`,
+    owner: "claude-code",
+    tool: "shell",
+    status: "finished",
+    at: NOW - n * 1_000_000,
+    decided_by: "rule",
+    decided_rule: "git-read",
+    redacted: false,
+    summary: `git status #${n}`,
+    ...over,
+  } as CallRow;
+}
+
+const ROWS = [row(1), row(2, { status: "blocked", decided_rule: "no-rm", summary: "rm -rf /" }), row(3, { redacted: true, summary: "export GITHUB_TOKEN=[REDACTED] && gh pr list" })];
+
+const FACETS: Facets = {
+  total: 3,
+  tools: [{ key: "shell", count: 3 }],
+  statuses: [
+    { key: "finished", count: 2 },
+    { key: "blocked", count: 1 },
+  ],
+  decided_by: [{ key: "rule", count: 3 }],
+  rules: [],
+  owners: [{ key: "claude-code", count: 3 }],
+  policy_decisions: [],
+  approximate: false,
+};
+
+function detail(r: CallRow): CallDetail {
+  return {
+    call: r,
+    arguments: { command: r.summary },
+    output: [{ type: "text", text: "ok" }],
+    output_is_error: false,
+    error: null,
+    decider: { kind: "rule", rule: r.decided_rule ?? null, source: ".portcullis/policy.json", operator: null },
+    matched_rules: [],
+    files: [],
+    cwd: "/home/dev/shop",
+    timings: { first_at: r.at, started_at: r.at, ended_at: r.at + 1000, approval_wait_us: null, run_us: 1000, total_us: 1000 },
+    records: [],
+    approvals: [],
+  } as CallDetail;
+}
+
+let backend: FakeBackend;
+
+function mount() {
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  return render(
+    <BackendContext.Provider value={backend}>
+      <QueryClientProvider client={client}>
+        <LedgerView />
+      </QueryClientProvider>
+    </BackendContext.Provider>,
+  );
+}
+
+beforeEach(() => {
+  window.location.hash = "#ledger";
+  backend = fakeBackend({
+    openLedger: async (path) => {
+      if (path === "/tmp/notes.db") {
+        throw new BackendError({ code: "not_a_ledger", message: "/tmp/notes.db: not a Portcullis ledger (file is not a database)", details: null });
+      }
+      return { id: 1, hub: path == null, summary: { path: path ?? "/data/ledger.db", bytes: 4096, schema_version: 7, calls: 3, first_at: NOW - 3e6, last_at: NOW } };
+    },
+    closeLedger: async () => {},
+    ledgerSummary: async () => ({ path: "/data/ledger.db", bytes: 4096, schema_version: 7, calls: 3, first_at: NOW - 3e6, last_at: NOW }),
+    ledgerCalls: async (_id, filter: CallFilter, order) => {
+      if (order === "oldest_first") return { calls: [], next: null };
+      const statuses = filter.statuses ?? [];
+      let calls = ROWS.filter((r) => statuses.length === 0 || statuses.includes(r.status));
+      if (filter.search) {
+        calls = calls
+          .filter((r) => r.summary?.includes(filter.search ?? ""))
+          .map((r) => ({ ...r, snippet: { parts: [{ text: filter.search ?? "", hit: true }, { text: " -rf /", hit: false }], cut_before: false, cut_after: false } }));
+      }
+      return { calls, next: null };
+    },
+    ledgerFacets: async () => FACETS,
+    ledgerCall: async (_id, callId) => detail(ROWS.find((r) => r.call_id === callId) ?? row(1)),
+    ledgerLibrary: async () => ({ recent: [], views: [] }),
+  });
+});
+
+describe("the ledger browser", () => {
+  it("shows the hub's ledger; a status chip narrows the rows and lands in the URL", async () => {
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(3));
+    expect(screen.getByTestId("ledger-name")).toHaveTextContent("The hub's ledger");
+    await userEvent.click(screen.getByTestId("facet-statuses"));
+    const menu = screen.getByTestId("facet-menu-statuses");
+    expect(within(menu).getByText("blocked").parentElement).toHaveTextContent("1");
+    await userEvent.click(within(menu).getByText("blocked"));
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(1));
+    expect(window.location.hash).toBe("#ledger?status=blocked");
+    expect(screen.getByTestId("chips")).toHaveTextContent("Status: blocked");
+  });
+
+  it("marks a search's words in the row's snippet", async () => {
+    window.location.hash = "#ledger?q=rm";
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(1));
+    expect(screen.getByTestId("call-row").querySelector("mark")).toHaveTextContent("rm");
+  });
+
+  it("draws a redaction in the detail as a redaction", async () => {
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(3));
+    await userEvent.click(screen.getAllByTestId("call-row")[2]!);
+    const args = await screen.findByTestId("drawer-arguments");
+    expect(within(args).getByTestId("redacted-span")).toHaveTextContent("[REDACTED]");
+    expect(window.location.hash).toContain("call=claude-code-00001%2Fcall-3");
+  });
+
+  it("refuses a file that is not a ledger and says what that means", async () => {
+    window.location.hash = "#ledger?file=%2Ftmp%2Fnotes.db";
+    mount();
+    const error = await screen.findByTestId("ledger-error");
+    expect(error).toHaveTextContent("This file is not a Portcullis ledger.");
+    expect(error).toHaveTextContent("was not changed");
+  });
+});

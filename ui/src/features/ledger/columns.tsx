@@ -1,0 +1,72 @@
+// The calls table's columns as data: id, header, default width, and how a row's cell reads. Every
+// agent-written value goes through visible() and renders as text.
+import type { ReactNode } from "react";
+import type { CallRow, Snippet } from "../../backend/backend";
+import { absolute, ago, millis } from "../../lib/time";
+import { visible } from "../../lib/visible";
+import { StatusBadge } from "./parts/StatusBadge";
+
+export interface Column {
+  id: string;
+  label: string;
+  width: number;
+  cell: (row: CallRow, now: number) => ReactNode;
+}
+
+export function duration(us: number | null | undefined): string {
+  if (us == null) return "";
+  if (us < 1000) return `${us} µs`;
+  if (us < 1_000_000) return `${(us / 1000).toFixed(us < 10_000 ? 1 : 0)} ms`;
+  return `${(us / 1_000_000).toFixed(us < 10_000_000 ? 2 : 1)} s`;
+}
+
+export function SnippetText({ snippet }: { snippet: Snippet }) {
+  return (
+    <>
+      {snippet.cut_before && "…"}
+      {snippet.parts.map((p, i) => (p.hit ? <mark key={i}>{visible(p.text)}</mark> : <span key={i}>{visible(p.text)}</span>))}
+      {snippet.cut_after && "…"}
+    </>
+  );
+}
+
+function decidedWords(row: CallRow): string {
+  const who = row.decided_operator ?? row.decided_rule;
+  return who ? `${row.decided_by} · ${visible(who)}` : row.decided_by;
+}
+
+export const COLUMNS: Column[] = [
+  {
+    id: "at",
+    label: "Time",
+    width: 150,
+    cell: (r, now) => (
+      <time dateTime={new Date(millis(r.at)).toISOString()} title={absolute(r.at)}>
+        {now - millis(r.at) < 86_400_000 ? ago(r.at, now) : absolute(r.at)}
+      </time>
+    ),
+  },
+  { id: "status", label: "Status", width: 120, cell: (r) => <StatusBadge row={r} /> },
+  { id: "tool", label: "Tool", width: 150, cell: (r) => <span className="mono">{visible(r.tool)}</span> },
+  {
+    id: "what",
+    label: "What",
+    width: 420,
+    cell: (r) => (
+      <span className="mono">
+        {r.snippet ? <SnippetText snippet={r.snippet} /> : visible(r.summary ?? "")}
+        {r.redacted && <span className="redacted-tag" title="secrets in this call were replaced before it was recorded">redacted</span>}
+      </span>
+    ),
+  },
+  { id: "decided", label: "Decided by", width: 200, cell: (r) => decidedWords(r) },
+  { id: "policy", label: "Policy said", width: 100, cell: (r) => r.policy_decision ?? "" },
+  { id: "agent", label: "Agent", width: 140, cell: (r) => visible(r.owner) },
+  { id: "session", label: "Session", width: 120, cell: (r) => <span className="mono">{visible(r.session_id)}</span> },
+  { id: "duration", label: "Took", width: 90, cell: (r) => duration(r.duration_us) },
+  { id: "call", label: "Call id", width: 140, cell: (r) => <span className="mono">{visible(r.call_id)}</span> },
+];
+
+export const DEFAULT_COLUMNS = ["at", "status", "tool", "what", "decided", "agent", "duration"];
+
+export const columnById = (id: string): Column | undefined => COLUMNS.find((c) => c.id === id);

@@ -1,0 +1,249 @@
+// One call in full, beside the table: what decided it (rule and file, operator and answer, session
+// grant, timeout), when each stage happened and how long it took, the approvals and their wait, the
+// arguments and output (images drawn, redactions marked), progress snapshots, and what to do next:
+// try it in the policy playground, make a rule from it, copy it as JSON.
+import { useEffect } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { useBackend } from "../../../app/context";
+import { navigate } from "../../../app/route";
+import type { CallDetail, OutputPart } from "../../../backend/backend";
+import { absolute, millis } from "../../../lib/time";
+import { visible } from "../../../lib/visible";
+import { duration } from "../columns";
+import { JsonView, TextBlock } from "./JsonView";
+import { StatusBadge } from "./StatusBadge";
+import { dateTime, timeOfDay } from "../../../lib/numbers";
+
+export function CallDrawer({
+  ledgerId,
+  session,
+  callId,
+  onClose,
+  onSession,
+}: {
+  ledgerId: number;
+  session: string;
+  callId: string;
+  onClose: () => void;
+  onSession: (session: string) => void;
+}) {
+  const backend = useBackend();
+  const detail = useQuery({
+    queryKey: ["ledger_call", ledgerId, session, callId],
+    queryFn: () => backend.ledgerCall(ledgerId, callId, session),
+  });
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === "Escape") onClose();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [onClose]);
+  return (
+    <aside className="call-drawer" aria-label="Call detail" data-testid="call-drawer">
+      <header className="drawer-head">
+        <h2 className="mono">{visible(callId)}</h2>
+        <button type="button" onClick={onClose} aria-label="Close the call">
+          ✕ <kbd>Esc</kbd>
+        </button>
+      </header>
+      {detail.isPending && <p className="muted">Reading the call…</p>}
+      {detail.isError && (
+        <p className="error" role="alert">
+          {String((detail.error as Error).message)}
+        </p>
+      )}
+      {detail.data && <Detail detail={detail.data} onSession={onSession} />}
+    </aside>
+  );
+}
+
+function copyText(text: string) {
+  if (navigator.clipboard?.writeText) {
+    navigator.clipboard.writeText(text).catch(() => copyByTextarea(text));
+  } else copyByTextarea(text);
+}
+
+function copyByTextarea(text: string) {
+  const area = document.createElement("textarea");
+  area.value = text;
+  document.body.appendChild(area);
+  area.select();
+  document.execCommand("copy");
+  area.remove();
+}
+
+function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: string) => void }) {
+  const { call, decider, timings } = detail;
+  const command = typeof (detail.arguments as { command?: unknown } | null)?.command === "string"
+    ? String((detail.arguments as { command: string }).command)
+    : null;
+  return (
+    <div className="drawer-body">
+      <p className="drawer-summary">
+        <StatusBadge row={call} /> <span className="mono">{visible(call.tool)}</span> by{" "}
+        <span className="mono">{visible(call.owner)}</span> in session{" "}
+        <button type="button" className="link mono" data-testid="drawer-session" onClick={() => onSession(call.session_id)}>
+          {visible(call.session_id)}
+        </button>
+      </p>
+      <div className="drawer-actions">
+        <button
+          type="button"
+          data-testid="try-in-playground"
+          onClick={() =>
+            navigate({
+              view: "policy",
+              params: new URLSearchParams({ try: JSON.stringify({ tool: call.tool, arguments: detail.arguments ?? {} }) }).toString(),
+            })
+          }
+        >
+          Test in the policy playground
+        </button>
+        {command && (
+          <button
+            type="button"
+            data-testid="make-rule"
+            onClick={() => navigate({ view: "policy", params: new URLSearchParams({ rule: command }).toString() })}
+          >
+            Make a rule from this call
+          </button>
+        )}
+        <button type="button" data-testid="copy-json" onClick={() => copyText(JSON.stringify(detail, null, 2))}>
+          Copy as JSON
+        </button>
+      </div>
+
+      <section>
+        <h3>Decision</h3>
+        <dl className="facts">
+          <dt>Decided by</dt>
+          <dd data-testid="drawer-decider">{decider.kind.replace("_", " ")}</dd>
+          {decider.rule && (
+            <>
+              <dt>{decider.kind === "rule" || decider.kind === "operator" ? "Rule" : "Which"}</dt>
+              <dd className="mono">{visible(decider.rule)}</dd>
+            </>
+          )}
+          {decider.source && (
+            <>
+              <dt>File</dt>
+              <dd className="mono">{visible(decider.source)}</dd>
+            </>
+          )}
+          {decider.operator && (
+            <>
+              <dt>Operator</dt>
+              <dd>{visible(decider.operator)}</dd>
+            </>
+          )}
+          {call.policy_decision && (
+            <>
+              <dt>Policy said</dt>
+              <dd>
+                {call.policy_decision}
+                {call.policy_rule ? <span className="mono"> ({visible(call.policy_rule)})</span> : null}
+              </dd>
+            </>
+          )}
+          {call.reason && (
+            <>
+              <dt>Blocked because</dt>
+              <dd>{call.reason.replaceAll("_", " ")}</dd>
+            </>
+          )}
+        </dl>
+      </section>
+
+      <section>
+        <h3>Timings</h3>
+        <dl className="facts" data-testid="drawer-timings">
+          <dt>First seen</dt>
+          <dd title={absolute(timings.first_at)}>{dateTime(millis(timings.first_at))}</dd>
+          {timings.approval_wait_us != null && (
+            <>
+              <dt>Waited for the operator</dt>
+              <dd>{duration(timings.approval_wait_us)}</dd>
+            </>
+          )}
+          {timings.run_us != null && (
+            <>
+              <dt>Ran</dt>
+              <dd>{duration(timings.run_us)}</dd>
+            </>
+          )}
+          <dt>In all</dt>
+          <dd>{duration(timings.total_us)}</dd>
+        </dl>
+      </section>
+
+      {detail.approvals.length > 0 && (
+        <section>
+          <h3>Approvals</h3>
+          <ul className="plain">
+            {detail.approvals.map((a, i) => (
+              <li key={i}>
+                asked {timeOfDay(millis(a.requested_at))} →{" "}
+                <strong>{a.outcome?.replaceAll("_", " ") ?? "no answer"}</strong>
+                {a.operator ? ` by ${visible(a.operator)}` : ""}
+                {a.resolved_at != null ? ` after ${duration(a.resolved_at - a.requested_at)}` : ""}
+                {a.rule_written ? <span className="mono"> · wrote {visible(a.rule_written)}</span> : null}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      <section>
+        <h3>Arguments{call.redacted ? <span className="redacted-tag">redacted</span> : null}</h3>
+        {detail.arguments == null ? <p className="muted">None recorded.</p> : <JsonView value={detail.arguments} testId="drawer-arguments" />}
+        {detail.cwd && (
+          <p className="muted">
+            in <span className="mono">{visible(detail.cwd)}</span>
+          </p>
+        )}
+      </section>
+
+      {(detail.output.length > 0 || detail.error) && (
+        <section>
+          <h3>{detail.output_is_error ? "Output (the tool reported a failure)" : "Output"}</h3>
+          {detail.output.map((part, i) => (
+            <Part key={i} part={part} />
+          ))}
+          {detail.error != null && <JsonView value={detail.error} testId="drawer-error" />}
+        </section>
+      )}
+
+      {detail.files.length > 0 && (
+        <section>
+          <h3>Files</h3>
+          <JsonView value={detail.files} />
+        </section>
+      )}
+
+      <section>
+        <h3>Records</h3>
+        <ol className="records" data-testid="drawer-records">
+          {detail.records.map((r) => (
+            <li key={r.id}>
+              <span className="mono">{timeOfDay(millis(r.at))}</span> {r.kind}
+              {r.kind !== "progress" ? <span className="muted"> · {r.decider.kind.replace("_", " ")}</span> : null}
+              {r.progress != null && <JsonView value={r.progress} />}
+            </li>
+          ))}
+        </ol>
+      </section>
+    </div>
+  );
+}
+
+function Part({ part }: { part: OutputPart }) {
+  switch (part.type) {
+    case "text":
+      return <TextBlock text={part.text} testId="drawer-output" />;
+    case "image":
+      return <img className="output-image" alt="image the tool returned" src={`data:${part.mime_type};base64,${part.data}`} />;
+    case "other":
+      return <JsonView value={part.value} testId="drawer-output" />;
+  }
+}

@@ -1,0 +1,210 @@
+// The filter: a full-text search, a time range (presets or custom), and chips — one per value chosen
+// for tool, status, who decided, what the policy said, rule, agent and session — each dimension with
+// a menu of its values and their counts. Counts come fast from the writer's hourly aggregates
+// (marked ≈ when the search or session could not be applied) and are replaced by exact ones when
+// ready; they never hold up the table.
+import { useEffect, useRef, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { useBackend } from "../../../app/context";
+import type { CallFilter, Count, Facets } from "../../../backend/backend";
+import { visible } from "../../../lib/visible";
+import { DECISIONS, RANGES, STATUSES, type LedgerQuery, type Range } from "../query";
+import type { SetQuery } from "../useLedgerQuery";
+import { count } from "../../../lib/numbers";
+
+type ListField = "tools" | "statuses" | "deciders" | "decisions" | "owners";
+
+const DIMENSIONS: Array<{ field: ListField | "rule"; label: string; facet: keyof Omit<Facets, "total" | "approximate">; fixed?: readonly string[] }> = [
+  { field: "tools", label: "Tool", facet: "tools" },
+  { field: "statuses", label: "Status", facet: "statuses", fixed: STATUSES },
+  { field: "decisions", label: "Policy said", facet: "policy_decisions", fixed: DECISIONS },
+  { field: "deciders", label: "Decided by", facet: "decided_by" },
+  { field: "rule", label: "Rule", facet: "rules" },
+  { field: "owners", label: "Agent", facet: "owners" },
+];
+
+export function useFacets(ledgerId: number, filter: CallFilter) {
+  const backend = useBackend();
+  const key = JSON.stringify(filter);
+  const approx = useQuery({
+    queryKey: ["ledger_facets", ledgerId, key, false],
+    queryFn: () => backend.ledgerFacets(ledgerId, filter, false),
+    staleTime: 5000,
+  });
+  const exact = useQuery({
+    queryKey: ["ledger_facets", ledgerId, key, true],
+    queryFn: () => backend.ledgerFacets(ledgerId, filter, true),
+    staleTime: 5000,
+  });
+  return exact.data ?? approx.data;
+}
+
+export function FilterBar({
+  ledgerId,
+  filter,
+  query,
+  setQuery,
+}: {
+  ledgerId: number;
+  filter: CallFilter;
+  query: LedgerQuery;
+  setQuery: SetQuery;
+}) {
+  const facets = useFacets(ledgerId, filter);
+  const [menu, setMenu] = useState<string | null>(null);
+  const values = (field: ListField | "rule"): string[] => (field === "rule" ? (query.rule ? [query.rule] : []) : query[field]);
+  const toggle = (field: ListField | "rule", value: string) => {
+    if (field === "rule") setQuery((q) => ({ rule: q.rule === value ? null : value, call: null }));
+    else
+      setQuery((q) => ({
+        [field]: q[field].includes(value) ? q[field].filter((v) => v !== value) : [...q[field], value],
+        call: null,
+      }));
+  };
+  return (
+    <div className="filter-bar" data-testid="filter-bar">
+      <SearchBox value={query.search} onChange={(search) => setQuery({ search, call: null }, true)} />
+      <RangePicker query={query} setQuery={setQuery} />
+      {DIMENSIONS.map((d) => {
+        const counts: Count[] = facets?.[d.facet] ?? [];
+        const chosen = values(d.field);
+        const listed = [...new Set([...(d.fixed ?? []), ...counts.map((c) => c.key), ...chosen])];
+        const countOf = (v: string) => counts.find((c) => c.key === v)?.count;
+        return (
+          <span key={d.field} className="facet">
+            <button
+              type="button"
+              className={`facet-button${chosen.length ? " active" : ""}`}
+              aria-expanded={menu === d.field}
+              data-testid={`facet-${d.field}`}
+              onClick={() => setMenu(menu === d.field ? null : d.field)}
+            >
+              {d.label} ▾
+            </button>
+            {menu === d.field && (
+              <div className="facet-menu" role="menu" data-testid={`facet-menu-${d.field}`}>
+                {listed.length === 0 && <p className="muted">No values in this selection.</p>}
+                {listed.slice(0, 200).map((v) => (
+                  <label key={v} className="facet-item">
+                    <input type="checkbox" checked={chosen.includes(v)} onChange={() => toggle(d.field, v)} />
+                    <span className="mono">{visible(v)}</span>
+                    <span className="facet-count muted" data-testid="facet-count">
+                      {countOf(v) === undefined ? "0" : `${facets?.approximate ? "≈" : ""}${count(countOf(v) ?? 0)}`}
+                    </span>
+                  </label>
+                ))}
+              </div>
+            )}
+          </span>
+        );
+      })}
+      <div className="chips" data-testid="chips">
+        {DIMENSIONS.flatMap((d) =>
+          values(d.field).map((v) => (
+            <span key={`${d.field}:${v}`} className="chip" data-testid="chip">
+              {d.label}: <span className="mono">{visible(v)}</span>
+              <button type="button" aria-label={`Remove ${d.label} ${v}`} onClick={() => toggle(d.field, v)}>
+                ×
+              </button>
+            </span>
+          )),
+        )}
+        {query.session && (
+          <span className="chip" data-testid="chip">
+            Session: <span className="mono">{visible(query.session)}</span>
+            <button type="button" aria-label="Remove session" onClick={() => setQuery({ session: null, call: null })}>
+              ×
+            </button>
+          </span>
+        )}
+        {facets && (
+          <span className="muted match-count" data-testid="match-count">
+            {facets.approximate ? "≈" : ""}
+            {count(facets.total)} {facets.total === 1 ? "call" : "calls"}
+          </span>
+        )}
+      </div>
+    </div>
+  );
+}
+
+function SearchBox({ value, onChange }: { value: string; onChange: (v: string) => void }) {
+  const [text, setText] = useState(value);
+  const last = useRef(value);
+  useEffect(() => {
+    if (value !== last.current) {
+      last.current = value;
+      setText(value);
+    }
+  }, [value]);
+  useEffect(() => {
+    if (text === last.current) return;
+    const timer = window.setTimeout(() => {
+      last.current = text;
+      onChange(text);
+    }, 250);
+    return () => window.clearTimeout(timer);
+  }, [text, onChange]);
+  return (
+    <input
+      type="search"
+      className="search"
+      placeholder="Search arguments and results…"
+      aria-label="Search calls"
+      data-testid="ledger-search"
+      value={text}
+      onChange={(e) => setText(e.target.value)}
+    />
+  );
+}
+
+/** `2026-11-30T14:05` (local) of an ISO time, for datetime-local inputs. */
+const localInput = (iso: string | null): string => {
+  if (!iso) return "";
+  const d = new Date(iso);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+};
+
+function RangePicker({ query, setQuery }: { query: LedgerQuery; setQuery: SetQuery }) {
+  const custom = !query.range && (query.since || query.until);
+  return (
+    <span className="range" data-testid="range">
+      <select
+        aria-label="Time range"
+        data-testid="range-select"
+        value={query.range ?? (custom ? "custom" : "all")}
+        onChange={(e) => {
+          const v = e.target.value;
+          if (v === "all") setQuery({ range: null, since: null, until: null });
+          else if (v === "custom") setQuery({ range: null, since: new Date(Date.now() - 86_400_000).toISOString(), until: null });
+          else setQuery({ range: v as Range, since: null, until: null });
+        }}
+      >
+        <option value="all">All time</option>
+        {Object.keys(RANGES).map((r) => (
+          <option key={r} value={r}>
+            Last {r}
+          </option>
+        ))}
+        <option value="custom">Custom…</option>
+      </select>
+      {custom && (
+        <>
+          <input
+            type="datetime-local"
+            aria-label="From"
+            value={localInput(query.since)}
+            onChange={(e) => setQuery({ since: e.target.value ? new Date(e.target.value).toISOString() : null }, true)}
+          />
+          <input
+            type="datetime-local"
+            aria-label="Until"
+            value={localInput(query.until)}
+            onChange={(e) => setQuery({ until: e.target.value ? new Date(e.target.value).toISOString() : null }, true)}
+          />
+        </>
+      )}
+    </span>
+  );
+}
