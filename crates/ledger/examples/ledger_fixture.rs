@@ -5,6 +5,7 @@
 //! reads, edits, writes and MCP tools; errors, progress snapshots, an image, and secrets already
 //! replaced by `[REDACTED]` as the redactor leaves them. Written through `SqliteLedger`, so every
 //! index, the search and the writer's aggregates are what a real hub writes. Prints one JSON line.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a fixture tool reports on stdout and stderr
 
 use portcullis_harness::{
     BlockedReason, CallContext, CallError, Content, DecidedBy, Ledger, OperatorOutcome, PolicyDecision,

@@ -212,17 +212,15 @@ impl CallRow {
 impl CallRow {
     /// The listing row of the call whose records (in id order) are `records`, standing for record
     /// `id`: [`CallRow::of`] that record, its summary from the `started` record when the record itself
-    /// holds no arguments — as a listing reads it.
+    /// holds no arguments, redacted when either record was — as a listing reads it.
     pub fn of_call(records: &[StoredRecord], id: i64) -> Option<CallRow> {
         let record = records.iter().find(|r| r.id == id)?;
         let mut row = CallRow::of(record);
+        let started = records.iter().find(|r| r.kind == StoredKind::Started);
         if record.body.arguments.is_none() {
-            row.summary = records
-                .iter()
-                .find(|r| r.kind == StoredKind::Started)
-                .and_then(|r| r.body.arguments.as_deref())
-                .and_then(argument_summary);
+            row.summary = started.and_then(|r| r.body.arguments.as_deref()).and_then(argument_summary);
         }
+        row.redacted |= started.is_some_and(|r| r.redacted);
         Some(row)
     }
 }
@@ -259,13 +257,21 @@ const CALL_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, 
 
 /// The listing's columns over `records r`: the call's columns and its arguments (for the summary).
 fn call_columns() -> String {
-    let mut columns = CALL_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
+    const STARTED: &str = "FROM records s WHERE s.call_key = r.call_key AND s.session_id = r.session_id \
+                           AND s.call_id = r.call_id AND s.kind = 'started'";
+    let mut columns = CALL_COLUMNS
+        .split(", ")
+        .map(|c| match c {
+            // A call is redacted when any of its records was: its arguments are on `started`.
+            "redacted" => format!("(r.redacted OR coalesce((SELECT s.redacted {STARTED}), 0))"),
+            c => format!("r.{c}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     // A terminal record may not repeat the arguments: then they are its call's `started` record's.
-    columns.push_str(
-        ", coalesce(json_extract(r.body, '$.arguments'), (SELECT json_extract(s.body, '$.arguments') \
-         FROM records s WHERE s.call_key = r.call_key AND s.session_id = r.session_id \
-         AND s.call_id = r.call_id AND s.kind = 'started'))",
-    );
+    columns.push_str(&format!(
+        ", coalesce(json_extract(r.body, '$.arguments'), (SELECT json_extract(s.body, '$.arguments') {STARTED}))"
+    ));
     columns
 }
 

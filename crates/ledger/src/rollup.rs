@@ -293,8 +293,7 @@ mod tests {
 
     #[test]
     fn cells_absorb_each_other() {
-        let mut a = Cell::default();
-        a.calls = 2;
+        let mut a = Cell { calls: 2, ..Cell::default() };
         let mut b = Cell { calls: 1, min_us: Some(4), max_us: Some(9), ..Cell::default() };
         b.durations.add(4);
         a.absorb(&b);

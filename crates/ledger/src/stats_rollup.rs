@@ -20,6 +20,10 @@ use std::ops::Range;
 /// Key ids beyond this (a table with huge gaps in its ids) make the rollups' answer fall back to a scan.
 const MAX_KEY_ID: i64 = 1 << 24;
 
+/// Up to this many selected calls, percentiles are computed from every duration (a few ms to read)
+/// instead of the rollups' histograms: small ledgers and narrow filters get exact figures.
+pub const EXACT_DURATIONS_UP_TO: u64 = 20_000;
+
 /// A `call_keys` row: what its calls are counted under.
 #[derive(Debug)]
 struct Key {
@@ -455,8 +459,31 @@ impl LedgerReader {
             // Buckets finer than an hour (short spans, by default): the calls' times from the records.
             self.bucket_by_scan(filter, &mut grid)?;
         }
-        let (durations, durations_exact) = tool_durations(times);
+        let (mut durations, mut durations_exact) = tool_durations(times);
+        if !durations_exact && tally.total <= EXACT_DURATIONS_UP_TO {
+            // Few calls: their exact durations cost less than a frame to read.
+            (durations, durations_exact) = tool_durations(self.durations_by_scan(filter)?);
+        }
         self.assemble(filter, tally, grid, durations, durations_exact, StatsSource::Rollup).map(Some)
+    }
+
+    /// Every duration of the calls `filter` selects, by tool, read from the records.
+    fn durations_by_scan(&self, filter: &CallFilter) -> Result<HashMap<String, ToolTimes>, LedgerStoreError> {
+        let path = self.path();
+        let w = call_where(filter)?;
+        let sql = format!(
+            "SELECT r.tool, r.duration_us FROM records r WHERE {} AND r.duration_us IS NOT NULL",
+            w.sql
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).at(path)?;
+        let mut rows = stmt.query(params_from_iter(w.params.iter())).at(path)?;
+        let mut times: HashMap<String, ToolTimes> = HashMap::new();
+        while let Some(row) = rows.next().at(path)? {
+            let tool: String = row.get(0).at(path)?;
+            let duration: i64 = row.get(1).at(path)?;
+            times.entry(tool).or_default().push(duration);
+        }
+        Ok(times)
     }
 
     /// Fills the buckets from the records: each selected call's time, status and policy decision.

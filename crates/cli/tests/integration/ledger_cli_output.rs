@@ -92,7 +92,12 @@ fn stats_json_counts_and_durations() {
     assert_eq!(stats["bucket_us"], 60 * SEC);
     assert_eq!(
         stats["buckets"],
-        json!([{"start": T0, "count": 5}, {"start": T0 + 60 * SEC, "count": 2}, {"start": T0 + 120 * SEC, "count": 3}])
+        // Each bucket by outcome too (they add up to its count), and the calls the policy prompted for.
+        json!([
+            {"start": T0, "count": 5, "finished": 2, "error": 1, "blocked": 2, "interrupted": 0, "prompted": 0},
+            {"start": T0 + 60 * SEC, "count": 2, "finished": 2, "error": 0, "blocked": 0, "interrupted": 0, "prompted": 0},
+            {"start": T0 + 120 * SEC, "count": 3, "finished": 0, "error": 1, "blocked": 2, "interrupted": 0, "prompted": 0}
+        ])
     );
     let b: Value =
         serde_json::from_str(&ok(&["ledger", "stats", "--db", db(&path), "--json", "--session", "sess-b"]))

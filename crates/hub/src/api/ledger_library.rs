@@ -109,7 +109,7 @@ impl LedgerLibrary {
             ));
         }
         library.views.push(view);
-        library.views.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()));
+        library.views.sort_by_key(|v| v.name.to_lowercase());
         library.store(file)?;
         Ok(library)
     }

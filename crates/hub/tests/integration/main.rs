@@ -9,6 +9,7 @@ mod api_events;
 mod api_file_change;
 mod api_hookup;
 mod api_ledger;
+mod api_ledger_browse;
 mod api_ledger_upkeep;
 mod api_one_call;
 mod api_policy_check;
