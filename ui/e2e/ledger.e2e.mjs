@@ -111,6 +111,35 @@ test("the detail shows a redacted secret as redacted and never its value", async
   await $('[data-testid="call-drawer"]').waitForDisplayed({ reverse: true, timeout: 5_000 });
 });
 
+test("a call goes from its detail to the policy playground and to a rule", async () => {
+  const open = async () => {
+    await $('[data-testid="nav-ledger"]').click();
+    const row = await app.browser.waitUntil(
+      async () => {
+        for (const r of await $$('[data-testid="call-row"]')) if ((await r.getText()).includes("echo hello-ledger")) return r;
+        return false;
+      },
+      { timeout: 10_000, timeoutMsg: "the echo call is not listed" },
+    );
+    await row.click();
+    await $('[data-testid="drawer-arguments"]').waitForDisplayed({ timeout: 10_000 });
+  };
+  await open();
+  await $('[data-testid="try-in-playground"]').click();
+  const box = $('[data-testid="playground-command"]');
+  await box.waitForDisplayed({ timeout: 20_000 });
+  assert.equal(await box.getValue(), "echo hello-ledger");
+  await open();
+  await $('[data-testid="make-rule"]').click();
+  const offered = $('[data-testid="ledger-candidate"]');
+  await offered.waitForDisplayed({ timeout: 20_000 });
+  assert.match(await offered.getText(), /echo hello-ledger/);
+  assert.ok(await offered.$('[data-testid="candidate-add"]').isExisting(), "one simple command: offered as a rule");
+  await $('[data-testid="nav-ledger"]').click();
+  await $('[data-testid="call-row"]').waitForDisplayed({ timeout: 10_000 });
+  await app.browser.keys(["Escape"]);
+});
+
 test("the live tail shows a call made while the view is open", async () => {
   const nonce = `tail-${Date.now()}`;
   const { code } = await agent(info, w, [shell(`echo ${nonce}`)]);

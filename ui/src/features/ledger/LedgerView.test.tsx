@@ -76,9 +76,8 @@ function mount() {
   );
 }
 
-beforeEach(() => {
-  window.location.hash = "#ledger";
-  backend = fakeBackend({
+function handlers(): Parameters<typeof fakeBackend>[0] {
+  return {
     openLedger: async (path) => {
       if (path === "/tmp/notes.db") {
         throw new BackendError({ code: "not_a_ledger", message: "/tmp/notes.db: not a Portcullis ledger (file is not a database)", details: null });
@@ -101,7 +100,12 @@ beforeEach(() => {
     ledgerFacets: async () => FACETS,
     ledgerCall: async (_id, callId) => detail(ROWS.find((r) => r.call_id === callId) ?? row(1)),
     ledgerLibrary: async () => ({ recent: [], views: [] }),
-  });
+  };
+}
+
+beforeEach(() => {
+  window.location.hash = "#ledger";
+  backend = fakeBackend(handlers());
 });
 
 describe("the ledger browser", () => {
@@ -140,5 +144,28 @@ describe("the ledger browser", () => {
     const error = await screen.findByTestId("ledger-error");
     expect(error).toHaveTextContent("This file is not a Portcullis ledger.");
     expect(error).toHaveTextContent("was not changed");
+  });
+
+  it("saves the view's filter by name and chooses columns into the URL", async () => {
+    window.location.hash = "#ledger?status=blocked";
+    const saved: unknown[] = [];
+    backend = fakeBackend({
+      ...handlers(),
+      saveLedgerView: async (view) => {
+        saved.push(view);
+        return { recent: [], views: [view] };
+      },
+    });
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(1));
+    await userEvent.click(screen.getByTestId("ledger-views"));
+    await userEvent.type(screen.getByTestId("view-name"), "blocked calls");
+    await userEvent.click(screen.getByTestId("view-save"));
+    await waitFor(() => expect(saved).toEqual([{ name: "blocked calls", ledger: null, query: "status=blocked" }]));
+    expect(within(screen.getByTestId("views-menu")).getByText("blocked calls")).toBeInTheDocument();
+    await userEvent.click(screen.getByTestId("columns-button"));
+    await userEvent.click(within(screen.getByTestId("columns-menu")).getByLabelText("Session"));
+    await waitFor(() => expect(window.location.hash).toContain("cols=at%2Cstatus%2Ctool%2Cwhat%2Cdecided%2Cagent%2Csession%2Cduration"));
+    expect(screen.getByRole("columnheader", { name: /Session/ })).toBeInTheDocument();
   });
 });

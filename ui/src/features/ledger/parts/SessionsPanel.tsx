@@ -100,7 +100,7 @@ function Timeline({ timeline, onCall }: { timeline: SessionTimeline; onCall: (s:
             key={`${c.call.call_id}/${c.call.record_id}`}
             type="button"
             className={`timeline-bar bar-${barTone(c)}${c.call.policy_decision === "prompt" ? " bar-prompted" : ""}`}
-            title={`${c.call.tool} · ${c.call.status} · ${timeOfDay(millis(c.from))}${c.call.summary ? ` · ${c.call.summary}` : ""}`}
+            title={visible(`${c.call.tool} · ${c.call.status} · ${timeOfDay(millis(c.from))}${c.call.summary ? ` · ${c.call.summary}` : ""}`)}
             style={{
               left: `${pct(c.from)}%`,
               width: `max(3px, ${pct(c.to) - pct(c.from)}%)`,
