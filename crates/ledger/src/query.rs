@@ -701,13 +701,18 @@ impl LedgerReader {
         Ok(rows)
     }
 
-    /// How many calls have ended, and the times of the first and last of them.
+    /// How many calls have ended (summed from the writer's daily rollups: no scan), and the times of
+    /// the first and last of them.
     pub fn extent(&self) -> Result<(u64, Option<Timestamp>, Option<Timestamp>), LedgerStoreError> {
         let (n, first, last): (i64, Option<i64>, Option<i64>) = self
             .conn
-            .query_row("SELECT count(*), min(at), max(at) FROM records WHERE status IS NOT NULL", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+            .query_row(
+                "SELECT (SELECT coalesce(sum(calls), 0) FROM call_days),
+                        (SELECT min(at) FROM records WHERE status IS NOT NULL),
+                        (SELECT max(at) FROM records WHERE status IS NOT NULL)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .at(&self.path)?;
         Ok((u64::try_from(n).unwrap_or(0), first.map(Timestamp), last.map(Timestamp)))
     }

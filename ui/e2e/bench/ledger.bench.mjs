@@ -6,12 +6,16 @@
 // and counts, each frame, the rows of the viewport that were not drawn yet (blank). Prints JSON; never
 // asserts. Usage:
 //   PORTCULLIS_APP_BIN=target/release/portcullis-app BENCH_LEDGER=/tmp/big.ledger \
-//     xvfb-run -a -s "-screen 0 1280x900x24" node ui/e2e/bench/ledger.bench.mjs [rows-per-frame ...]
+//     xvfb-run -a -s "-screen 0 1280x900x24" node ui/e2e/bench/ledger.bench.mjs [rows-per-frame:rows ...]
 import { freePort, hubInfo, startApp, world } from "../harness.mjs";
 
 const LEDGER = process.env.BENCH_LEDGER ?? "/tmp/big.ledger";
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
-const SPEEDS = process.argv.slice(2).map(Number).filter((n) => n > 0);
+// Scrolls as `rows-per-frame:rows` (default: a fast wheel over 100,000 rows, a dragged thumb over all).
+const SPEEDS = (process.argv.slice(2).length ? process.argv.slice(2) : ["40:100000", "400:1000000"]).map((a) => {
+  const [step, limit] = a.split(":").map(Number);
+  return { step, limit: limit || 1_000_000 };
+});
 const POLICY = `{ "commands": { "default": "prompt", "rules": [] } }\n`;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -36,23 +40,20 @@ function timeView(browser, hash, selector, test = null) {
   );
 }
 
-/** Scrolls the calls table `step` rows a frame to the end (or `limit` rows); blank rows per frame. */
-function scrollAll(browser, step, limit) {
+/** Scrolls the calls table `step` rows a frame for up to 20 s (a WebDriver call must end well within
+ * its timeout), from where it is; what the frames saw. */
+function scrollFor(browser, step, limit) {
   return browser.executeAsync(
     (step, limit, done) => {
       const el = globalThis.document.querySelector('[data-testid="calls-scroll"]');
       const ROW = 28;
-      let frames = 0;
-      let blankFrames = 0;
-      let blankRows = 0;
-      let travelled = 0;
+      const seen = { frames: 0, blank_frames: 0, blank_rows: 0, rows_scrolled: 0, worst_frame_gap_ms: 0, ended: false };
       let last = performance.now();
-      let worstGap = 0;
       const t0 = last;
       const tick = (t) => {
-        worstGap = Math.max(worstGap, t - last);
+        seen.worst_frame_gap_ms = Math.max(seen.worst_frame_gap_ms, t - last);
         last = t;
-        frames++;
+        seen.frames++;
         // What the viewport shows: rows drawn in it, against rows it holds room for.
         const top = el.scrollTop;
         const view = el.getBoundingClientRect();
@@ -62,17 +63,17 @@ function scrollAll(browser, step, limit) {
         }).length;
         const room = Math.floor((view.height - 30) / ROW);
         const blank = Math.max(0, room - drawn);
-        const atEnd = top + el.clientHeight >= el.scrollHeight - 2 && !el.querySelector(".calls-more");
-        if (blank > 0 && !atEnd) {
-          blankFrames++;
-          blankRows += blank;
+        seen.ended = top + el.clientHeight >= el.scrollHeight - 2 && !el.querySelector(".calls-more");
+        if (blank > 0 && !seen.ended) {
+          seen.blank_frames++;
+          seen.blank_rows += blank;
         }
-        if (atEnd || travelled >= limit) {
-          done({ frames, blank_frames: blankFrames, blank_rows: blankRows, rows_scrolled: travelled, seconds: (t - t0) / 1000, worst_frame_gap_ms: worstGap });
+        if (seen.ended || seen.rows_scrolled >= limit || t - t0 > 20_000) {
+          done(seen);
           return;
         }
         el.scrollTop = top + step * ROW;
-        travelled += Math.round((el.scrollTop - top) / ROW) > 0 ? step : 0;
+        seen.rows_scrolled += Math.max(0, Math.round((el.scrollTop - top) / ROW));
         globalThis.requestAnimationFrame(tick);
       };
       globalThis.requestAnimationFrame(tick);
@@ -80,6 +81,25 @@ function scrollAll(browser, step, limit) {
     step,
     limit,
   );
+}
+
+/** Scrolls `limit` rows (or to the end), `step` rows a frame; the sum of what the frames saw. */
+async function scrollAll(browser, step, limit) {
+  const total = { frames: 0, blank_frames: 0, blank_rows: 0, rows_scrolled: 0, worst_frame_gap_ms: 0, seconds: 0 };
+  const started = Date.now();
+  for (;;) {
+    const seen = await scrollFor(browser, step, limit - total.rows_scrolled);
+    for (const k of ["frames", "blank_frames", "blank_rows", "rows_scrolled"]) total[k] += seen[k];
+    total.worst_frame_gap_ms = Math.max(total.worst_frame_gap_ms, seen.worst_frame_gap_ms);
+    if (seen.ended || total.rows_scrolled >= limit) break;
+    if (seen.rows_scrolled === 0) {
+      // 20 s without a row scrolled: the table stopped loading (reported, not waited on forever).
+      total.stuck = true;
+      break;
+    }
+  }
+  total.seconds = (Date.now() - started) / 1000;
+  return total;
 }
 
 const w = world(POLICY);
@@ -103,13 +123,13 @@ try {
     stats.push(await timeView(browser, `#ledger?file=${file}&tab=stats&r=${i}`, '[data-testid="stat-total"]'));
   }
   const statsRust = await browser.$('[data-testid="stats-source"]').getText();
-  await timeView(browser, `#ledger?file=${file}`, '[data-testid="call-row"]');
+  console.log(JSON.stringify({ first_rows_ms: open, search_common_ms: search, search_rare_ms: rare, stats_ms: stats, statsRust }));
   const scrolls = [];
-  for (const step of SPEEDS.length ? SPEEDS : [40, 200]) {
-    await browser.execute(() => {
-      globalThis.document.querySelector('[data-testid="calls-scroll"]').scrollTop = 0;
-    });
-    scrolls.push({ rows_per_frame: step, ...(await scrollAll(browser, step, 1_000_000)) });
+  for (const { step, limit } of SPEEDS) {
+    await timeView(browser, "#ledger", '[data-testid="ledger-name"]', "hub's ledger");
+    await timeView(browser, `#ledger?file=${file}`, '[data-testid="call-row"]');
+    scrolls.push({ rows_per_frame: step, ...(await scrollAll(browser, step, limit)) });
+    console.log(JSON.stringify(scrolls[scrolls.length - 1]));
   }
   console.log(
     JSON.stringify({

@@ -7,6 +7,8 @@ import { useBackend } from "../../app/context";
 import type { CallFilter, CallOrder, CallRow, Cursor } from "../../backend/backend";
 
 export const PAGE = 500;
+/** The first page is small: it is what the operator waits for (search snippets are cut per row). */
+export const FIRST_PAGE = 100;
 export const MAX_PAGES = 40;
 /** How often the tail asks for new calls. */
 export const TAIL_MS = 1000;
@@ -35,14 +37,15 @@ export function useCallPages(ledgerId: number, filter: CallFilter, order: "newes
     initialPageParam: { dir: "down", cursor: null } as Param,
     queryFn: async ({ pageParam }): Promise<Page> => {
       if (pageParam.dir === "down") {
-        const page = await backend.ledgerCalls(ledgerId, filter, forward, pageParam.cursor, PAGE);
+        const limit = pageParam.cursor === null ? FIRST_PAGE : PAGE;
+        const page = await backend.ledgerCalls(ledgerId, filter, forward, pageParam.cursor, limit);
         const rows = page.calls;
         const first = rows[0];
         const last = rows[rows.length - 1];
         return {
           rows,
           up: pageParam.cursor === null ? null : first ? cursorOf(first) : pageParam.cursor,
-          down: rows.length < PAGE || !last ? null : cursorOf(last),
+          down: rows.length < limit || !last ? null : cursorOf(last),
         };
       }
       const page = await backend.ledgerCalls(ledgerId, filter, backward, pageParam.cursor, PAGE);
