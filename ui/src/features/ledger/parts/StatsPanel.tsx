@@ -22,17 +22,23 @@ export function StatsPanel({ ledgerId, filter, setQuery }: { ledgerId: number; f
       return { stats: s, ms: performance.now() - t0 };
     },
   });
+  // The audit queries read call bodies (hundreds of ms over a million calls, a core each): asked once
+  // the stats are shown, so they never take the cores the stats need.
+  const after = stats.isSuccess;
   const approvals = useQuery({
     queryKey: ["ledger_approvals", ledgerId, key],
     queryFn: () => backend.ledgerApprovals(ledgerId, filter),
+    enabled: after,
   });
   const prompted = useQuery({
     queryKey: ["ledger_top_commands", ledgerId, key, "prompted"],
     queryFn: () => backend.ledgerTopCommands(ledgerId, filter, "prompted", 10),
+    enabled: after,
   });
   const blocked = useQuery({
     queryKey: ["ledger_top_commands", ledgerId, key, "blocked"],
     queryFn: () => backend.ledgerTopCommands(ledgerId, filter, "blocked", 10),
+    enabled: after && prompted.isSuccess,
   });
   if (stats.isError) return <p className="error">{String((stats.error as Error).message)}</p>;
   if (!stats.data) return <p className="muted">Counting…</p>;
