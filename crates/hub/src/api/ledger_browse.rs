@@ -53,6 +53,8 @@ pub struct BrowsedLedger {
     path: PathBuf,
     rows: Mutex<LedgerReader>,
     aggregates: Mutex<LedgerReader>,
+    /// The facet counts (one or more stats each): never queued before the stats the view shows.
+    facets: Mutex<LedgerReader>,
     /// The slow audit queries (commands and approvals read from bodies): never in the stats' way.
     audit: Mutex<LedgerReader>,
 }
@@ -62,7 +64,7 @@ fn lock(reader: &Mutex<LedgerReader>) -> MutexGuard<'_, LedgerReader> {
 }
 
 impl BrowsedLedger {
-    /// Opens `path` read-only (three connections: rows, aggregates, audit queries). Refused, with the
+    /// Opens `path` read-only (four connections: rows, aggregates, facets, audit queries). Refused, with the
     /// ledger's code and the file untouched, when it is missing, not a ledger, damaged, or of another
     /// schema version.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
@@ -77,11 +79,13 @@ impl BrowsedLedger {
         // A damaged file can open and fail only when a page is read: read one now.
         rows.calls(&CallFilter::default(), None, 1)?;
         let aggregates = LedgerReader::open(path)?;
+        let facets = LedgerReader::open(path)?;
         let audit = LedgerReader::open(path)?;
         Ok(BrowsedLedger {
             path: path.to_owned(),
             rows: Mutex::new(rows),
             aggregates: Mutex::new(aggregates),
+            facets: Mutex::new(facets),
             audit: Mutex::new(audit),
         })
     }
@@ -152,7 +156,7 @@ impl BrowsedLedger {
     /// count too). `exact: false` answers from the writer's hourly aggregates only (search, session
     /// and the partial hours at the ends left out): fast, and marked approximate.
     pub fn facets(&self, filter: &CallFilter, exact: bool) -> Result<Facets, ApiError> {
-        let reader = lock(&self.aggregates);
+        let reader = lock(&self.facets);
         let stats = |f: &CallFilter| -> Result<Stats, ApiError> {
             Ok(if exact { reader.stats(f, None)? } else { reader.stats_approximate(f, None)? })
         };
