@@ -5,7 +5,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import type { CallFilter, CallRow } from "../../../backend/backend";
 import { useNow } from "../../../lib/useNow";
-import { COLUMNS, DEFAULT_COLUMNS, columnById } from "../columns";
+import { DEFAULT_COLUMNS, columnById } from "../columns";
 import type { LedgerQuery } from "../query";
 import { rowKey, useCallPages } from "../useCallPages";
 import type { SetQuery } from "../useLedgerQuery";
@@ -213,4 +213,3 @@ export function CallsTable({
   );
 }
 
-export { COLUMNS };
