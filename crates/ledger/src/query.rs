@@ -475,61 +475,15 @@ impl LedgerReader {
         limit: usize,
     ) -> Result<CallPage, LedgerStoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
-        let columns = call_columns();
-        let sql = if let Some(search) = &filter.search {
-            // Driven by the search index, newest document first (records are appended in time order,
-            // so this is newest call first); the cursor compares ids.
-            // Checks the whole filter (search with `running` is refused there).
-            call_where(filter)?;
-            let query = search_query(search)?;
-            let unsearched = CallFilter { search: None, ..filter.clone() };
-            let mut w = call_where(&unsearched)?;
-            let mut params = vec![Sql::Text(query)];
-            params.append(&mut w.params);
-            w.params = params;
-            if let Some(c) = before {
-                w.push("f.rowid < ?");
-                w.params.push(Sql::Integer(c.id));
-            }
-            let sql = format!(
-                "SELECT {columns} FROM records_fts f JOIN records r ON r.id = f.rowid
-                 WHERE records_fts MATCH ? AND {} ORDER BY f.rowid DESC LIMIT {}",
-                w.sql,
-                limit + 1
-            );
-            (sql, w.params)
-        } else {
-            let mut w = call_where(filter)?;
-            if let Some(c) = before {
-                w.push("(r.at, r.id) < (?, ?)");
-                w.params.push(Sql::Integer(c.at));
-                w.params.push(Sql::Integer(c.id));
-            }
-            let sql = format!(
-                "SELECT {columns} FROM records r WHERE {} ORDER BY r.at DESC, r.id DESC LIMIT {}",
-                w.sql,
-                limit + 1
-            );
-            (sql, w.params)
-        };
-        let (sql, params) = sql;
-        let mut stmt = self.conn.prepare_cached(&sql).at(&self.path)?;
-        let mut calls: Vec<CallRow> = stmt
-            .query_map(params_from_iter(params.iter()), call_row)
-            .at(&self.path)?
-            .collect::<Result<_, _>>()
-            .at(&self.path)?;
+        // One row more than asked: whether there is a next page.
+        let mut calls = self.page_rows(filter, before, limit + 1, true)?;
         let next = if calls.len() > limit {
             calls.truncate(limit);
             calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })
         } else {
             None
         };
-        if let Some(search) = &filter.search {
-            for call in &mut calls {
-                call.snippet = crate::snippet::snippet(&self.search_document(call)?, search);
-            }
-        }
+        self.add_snippets(filter, &mut calls)?;
         Ok(CallPage { calls, next })
     }
 
@@ -542,49 +496,72 @@ impl LedgerReader {
         after: Option<Cursor>,
         limit: usize,
     ) -> Result<CallPage, LedgerStoreError> {
-        let limit = limit.clamp(1, MAX_PAGE);
+        let mut calls = self.page_rows(filter, after, limit.clamp(1, MAX_PAGE), false)?;
+        let next = calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id }).or(after);
+        self.add_snippets(filter, &mut calls)?;
+        Ok(CallPage { calls, next })
+    }
+
+    /// Up to `rows` calls past `cursor` in the order asked. With a search, driven by the search index
+    /// (records are appended in time order, so document order is call order) and the cursor compares
+    /// ids; else by `(at, id)`.
+    fn page_rows(
+        &self,
+        filter: &CallFilter,
+        cursor: Option<Cursor>,
+        rows: usize,
+        newest_first: bool,
+    ) -> Result<Vec<CallRow>, LedgerStoreError> {
         let columns = call_columns();
+        let (past, order) = if newest_first { ("<", "DESC") } else { (">", "") };
         let (sql, params) = if let Some(search) = &filter.search {
+            // Checks the whole filter (search with `running` is refused there).
             call_where(filter)?;
             let query = search_query(search)?;
             let mut w = call_where(&CallFilter { search: None, ..filter.clone() })?;
             let mut params = vec![Sql::Text(query)];
             params.append(&mut w.params);
             w.params = params;
-            if let Some(c) = after {
-                w.push("f.rowid > ?");
+            if let Some(c) = cursor {
+                w.push(&format!("f.rowid {past} ?"));
                 w.params.push(Sql::Integer(c.id));
             }
             let sql = format!(
                 "SELECT {columns} FROM records_fts f JOIN records r ON r.id = f.rowid
-                 WHERE records_fts MATCH ? AND {} ORDER BY f.rowid LIMIT {limit}",
+                 WHERE records_fts MATCH ? AND {} ORDER BY f.rowid {order} LIMIT {rows}",
                 w.sql
             );
             (sql, w.params)
         } else {
             let mut w = call_where(filter)?;
-            if let Some(c) = after {
-                w.push("(r.at, r.id) > (?, ?)");
+            if let Some(c) = cursor {
+                w.push(&format!("(r.at, r.id) {past} (?, ?)"));
                 w.params.push(Sql::Integer(c.at));
                 w.params.push(Sql::Integer(c.id));
             }
-            let sql =
-                format!("SELECT {columns} FROM records r WHERE {} ORDER BY r.at, r.id LIMIT {limit}", w.sql);
+            let sql = format!(
+                "SELECT {columns} FROM records r WHERE {} ORDER BY r.at {order}, r.id {order} LIMIT {rows}",
+                w.sql
+            );
             (sql, w.params)
         };
         let mut stmt = self.conn.prepare_cached(&sql).at(&self.path)?;
-        let mut calls: Vec<CallRow> = stmt
+        let calls = stmt
             .query_map(params_from_iter(params.iter()), call_row)
             .at(&self.path)?
             .collect::<Result<_, _>>()
             .at(&self.path)?;
-        let next = calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id }).or(after);
+        Ok(calls)
+    }
+
+    /// With a search: each call's snippet, the words found marked.
+    fn add_snippets(&self, filter: &CallFilter, calls: &mut [CallRow]) -> Result<(), LedgerStoreError> {
         if let Some(search) = &filter.search {
-            for call in &mut calls {
+            for call in calls {
                 call.snippet = crate::snippet::snippet(&self.search_document(call)?, search);
             }
         }
-        Ok(CallPage { calls, next })
+        Ok(())
     }
 
     /// The text the search index was fed for a call (see the writer): its tool, what its `started`
