@@ -8,7 +8,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { agent, cliBin, ledgerRow, openApp, repo, screenshot } from "./harness.mjs";
 
@@ -66,6 +66,8 @@ before(async () => {
 
 after(async () => {
   await app?.stop();
+  // the generated ledger is over a gigabyte: a CI machine's disk is not the place to keep it
+  if (big) for (const suffix of ["", "-wal", "-shm"]) rmSync(big + suffix, { force: true });
 });
 
 test("the hub's ledger: filter and search narrow the rows to the expected calls", async () => {
