@@ -45,6 +45,7 @@ mod admission;
 mod authorization;
 mod blocked;
 mod builder;
+mod ending;
 mod execute;
 mod finish;
 mod guards;
@@ -117,10 +118,12 @@ pub(crate) struct Refusal {
     error: CallError,
     decided_by: DecidedBy,
     matched_rules: Vec<RuleRef>,
-    /// The action the policy or the operator refused (recorded so audits and replays see it).
-    action: Option<ExecutionAction>,
+    /// The action the policy or the operator refused (recorded so audits and replays see it). Boxed,
+    /// like `policy`: most refusals come before the policy stage, and a smaller refusal is cheaper to
+    /// carry through the pipeline's futures.
+    action: Option<Box<ExecutionAction>>,
     /// What the policy said, when the refusal came at or after the policy stage.
-    policy: Option<PolicyRuling>,
+    policy: Option<Box<PolicyRuling>>,
 }
 
 /// A call the policy (and an approver) let through: the action to execute, who decided, the rules that
@@ -194,8 +197,13 @@ impl Dispatcher {
     }
 
     /// Runs one call through the whole pipeline.
-    pub async fn dispatch(&self, call: ToolCall, run: &RunContext) -> ToolCallResult {
-        self.dispatch_gated(call, run, None).await
+    /// (The pipeline's own future, not one wrapping it: every wrapper copies it once more.)
+    pub fn dispatch<'a>(
+        &'a self,
+        call: ToolCall,
+        run: &'a RunContext,
+    ) -> impl Future<Output = ToolCallResult> + Send + 'a {
+        self.dispatch_gated(call, run, None)
     }
 
     /// The pipeline, with an optional batch gate: an exclusive tool executes holding it for writing,
@@ -212,9 +220,16 @@ impl Dispatcher {
 
         // 1. middleware `tool_call`.
         let requested_name = (!shared.middleware.is_empty()).then(|| call.name.clone());
-        let call = match shared.apply_call_middleware(call, &ctx).await {
-            Ok(call) => call,
-            Err((name, refusal)) => return shared.block(&ctx, shown_name(&name), refusal, None).await,
+        let call = if shared.middleware.is_empty() {
+            call
+        } else {
+            // Boxed, like every stage a host may leave out: its future would grow every call's.
+            match Box::pin(shared.apply_call_middleware(call, &ctx)).await {
+                Ok(call) => call,
+                Err((name, refusal)) => {
+                    return shared.end(&ctx, shared.refused(&ctx, shown_name(&name), refusal, None)).await;
+                }
+            }
         };
 
         // 2. guardrails `tool_input`.
@@ -230,9 +245,11 @@ impl Dispatcher {
                 arguments: &args_view,
                 output: None,
             };
-            if let Err(refusal) = shared.run_guardrails(subject, run).await {
+            if let Err(refusal) = Box::pin(shared.run_guardrails(subject, run)).await {
                 let args = args_view.into_owned();
-                return shared.block(&ctx, Arc::from(call.name.as_str()), refusal, Some(&args)).await;
+                return shared
+                    .end(&ctx, shared.refused(&ctx, Arc::from(call.name.as_str()), refusal, Some(args)))
+                    .await;
             }
         }
 
@@ -246,17 +263,29 @@ impl Dispatcher {
             Ok(admitted) => admitted,
             Err(refused) => {
                 let (name, refusal, args) = *refused;
-                return shared.block(&ctx, name, refusal, args.as_ref()).await;
+                return shared.end(&ctx, shared.refused(&ctx, name, refusal, args)).await;
             }
         };
         let tool_name = entry.name.clone();
 
         // 4-6. permission, validation, execution policy and approval.
-        let (action, decided_by, matched_rules, policy) =
-            match shared.authorize(entry, &arguments, &ctx, &run.cancel, &mut stages).await {
-                Ok(authorized) => authorized,
-                Err(refusal) => return shared.block(&ctx, tool_name, refusal, Some(&arguments)).await,
-            };
+        let authorized = match shared.check_and_describe(entry, &arguments, &ctx, &mut stages) {
+            Ok(action) => match &shared.policy {
+                None => Ok((action, DecidedBy::DEFAULT, Vec::new(), None)),
+                // Boxed: the policy's future is large and only hosts with a policy need it.
+                Some(policy) => {
+                    Box::pin(shared.judge(policy, entry, &arguments, &ctx, action, &run.cancel, &mut stages))
+                        .await
+                }
+            },
+            Err(refusal) => Err(refusal),
+        };
+        let (action, decided_by, matched_rules, policy) = match authorized {
+            Ok(authorized) => authorized,
+            Err(refusal) => {
+                return shared.end(&ctx, shared.refused(&ctx, tool_name, refusal, Some(arguments))).await;
+            }
+        };
 
         // 7. started, execute.
         let _turn = match gate {
@@ -267,9 +296,8 @@ impl Dispatcher {
         if run.cancel.is_cancelled() {
             let error =
                 CallError::new(error_codes::NOT_DISPATCHED, "the run was cancelled before this call started");
-            return shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy).await;
+            return Box::pin(shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy)).await;
         }
-        let action = Arc::new(action);
         let started_at = Timestamp::now();
         let start = StartedCall {
             ctx: &ctx,
@@ -282,13 +310,15 @@ impl Dispatcher {
             started_at,
             stages,
         };
-        if let Err(error) = shared.announce_start(start).await {
-            return shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy).await;
+        if (shared.ledger.is_some() || shared.events.has_subscribers())
+            && let Err(error) = shared.announce_start(start).await
+        {
+            return Box::pin(shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy)).await;
         }
         let kept_arguments = (!shared.guardrails.is_empty()).then(|| arguments.clone());
         let invocation = ToolInvocation {
             arguments,
-            action: (*action).clone(),
+            action,
             call: ctx.clone(),
             progress: ProgressReporter {
                 sink: Some(self.shared.clone()),

@@ -56,7 +56,7 @@ pub use execution::{
     FileAccess, FileVerdict, MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling,
     PolicyVerdict, Risk,
 };
-pub use grants::{GrantScope, Grants};
+pub use grants::{GrantScope, Grants, NameSet};
 pub use guardrail::{
     Guardrail, GuardrailError, GuardrailRule, GuardrailStage, GuardrailSubject, GuardrailVerdict,
 };

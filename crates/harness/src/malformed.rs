@@ -30,7 +30,7 @@ impl Dispatcher {
             CallArguments::Json(value) => value,
             CallArguments::Unparsed { raw, .. } => Value::String(raw),
         };
-        self.shared.block(&ctx, shown_name(&call.name), refusal, Some(&arguments)).await
+        self.shared.block(&ctx, shown_name(&call.name), refusal, Some(arguments)).await
     }
 }
 

@@ -2,9 +2,10 @@
 
 use crate::name::{NameError, validate_tool_name};
 use crate::schema::SchemaKey;
+use crate::schema::ToolSchemaSlot;
 use crate::tool::{Tool, ToolSpec};
 use indexmap::IndexMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -34,6 +35,9 @@ pub struct RegisteredTool {
     /// The name, shared by every event and record of this tool's calls.
     pub name: Arc<str>,
     pub(crate) schema_key: Option<SchemaKey>,
+    /// The compiled schema, once a validator has compiled it: later calls reach it without the
+    /// validator's cache (no mutex, no hashing; an uncontended read lock). Shared by clones.
+    pub(crate) compiled: Arc<RwLock<Option<ToolSchemaSlot>>>,
 }
 
 impl RegisteredTool {
@@ -45,7 +49,8 @@ impl RegisteredTool {
 /// The registry. Build it, then hand it to a dispatcher (which can swap in a new one at run time).
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: IndexMap<String, RegisteredTool>,
+    /// foldhash: a lookup per call (see `grants::NameSet`).
+    tools: IndexMap<String, RegisteredTool, foldhash::fast::RandomState>,
     duplicates: DuplicatePolicy,
 }
 
@@ -55,7 +60,7 @@ impl ToolRegistry {
     }
 
     pub fn with_duplicate_policy(duplicates: DuplicatePolicy) -> Self {
-        ToolRegistry { tools: IndexMap::new(), duplicates }
+        ToolRegistry { tools: IndexMap::default(), duplicates }
     }
 
     /// Registers a tool. Returns the tool it replaced, if any.
@@ -66,7 +71,8 @@ impl ToolRegistry {
             return Err(RegistryError::Duplicate(name));
         }
         let schema_key = tool.spec().parameters.as_ref().map(SchemaKey::of);
-        let entry = RegisteredTool { tool, name: Arc::from(name.as_str()), schema_key };
+        let entry =
+            RegisteredTool { tool, name: Arc::from(name.as_str()), schema_key, compiled: Arc::default() };
         Ok(self.tools.insert(name, entry).map(|old| old.tool))
     }
 

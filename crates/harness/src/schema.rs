@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::hash::{DefaultHasher, Hasher};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use thiserror::Error;
 
 /// Keys an argument object may never carry anywhere (prototype pollution in JavaScript servers).
@@ -207,8 +207,20 @@ impl SchemaKey {
 
 type Compiled = Result<jsonschema::Validator, SchemaError>;
 
+/// Where a registered tool finds its compiled schema without the validator's cache (see
+/// [`RegisteredTool`]): the validator's id (its limits decide what compiles) and a weak reference to
+/// the cache's slot, so the cache's bound still holds (an evicted schema is compiled again).
+pub(crate) struct ToolSchemaSlot {
+    validator: u64,
+    slot: Weak<OnceLock<Compiled>>,
+}
+
+/// Ids of validators, so a tool's slot is only used by the validator that filled it.
+static NEXT_VALIDATOR_ID: AtomicU64 = AtomicU64::new(1);
+
 /// Validates arguments against tool schemas, compiling each distinct schema once.
 pub struct SchemaValidator {
+    id: u64,
     schema_limits: SchemaLimits,
     instance_limits: InstanceLimits,
     missing: MissingSchema,
@@ -234,6 +246,7 @@ impl SchemaValidator {
     fn build(schema_limits: SchemaLimits, instance_limits: InstanceLimits, missing: MissingSchema) -> Self {
         let entries = NonZeroUsize::new(schema_limits.cache_entries).unwrap_or(NonZeroUsize::MIN);
         SchemaValidator {
+            id: NEXT_VALIDATOR_ID.fetch_add(1, Ordering::Relaxed),
             schema_limits,
             instance_limits,
             missing,
@@ -267,10 +280,29 @@ impl SchemaValidator {
     }
 
     /// Validates a registered tool's arguments.
+    /// The tool keeps the compiled schema, so after its first call no lock or hash is taken.
     pub fn validate_tool(&self, tool: &RegisteredTool, arguments: &Value) -> Result<(), ValidationIssue> {
         let schema = tool.spec().parameters.as_ref();
         match (schema, tool.schema_key) {
-            (Some(schema), Some(key)) => self.validate_keyed(key, schema, arguments),
+            (Some(schema), Some(key)) => {
+                let kept = tool.compiled.read().ok().and_then(|kept| {
+                    kept.as_ref()
+                        .filter(|kept| kept.validator == self.id)
+                        .and_then(|kept| kept.slot.upgrade())
+                });
+                let slot = match kept {
+                    Some(slot) => slot,
+                    None => {
+                        let slot = self.slot(key)?;
+                        if let Ok(mut kept) = tool.compiled.write() {
+                            *kept = Some(ToolSchemaSlot { validator: self.id, slot: Arc::downgrade(&slot) });
+                        }
+                        slot
+                    }
+                };
+                check_instance(arguments, &self.instance_limits)?;
+                self.validate_in(&slot, schema, arguments)
+            }
             (Some(schema), None) => self.validate_keyed(SchemaKey::of(schema), schema, arguments),
             (None, _) => self.validate_without_schema(arguments),
         }
@@ -297,6 +329,15 @@ impl SchemaValidator {
     ) -> Result<(), ValidationIssue> {
         check_instance(arguments, &self.instance_limits)?;
         let slot = self.slot(key)?;
+        self.validate_in(&slot, schema, arguments)
+    }
+
+    fn validate_in(
+        &self,
+        slot: &OnceLock<Compiled>,
+        schema: &Value,
+        arguments: &Value,
+    ) -> Result<(), ValidationIssue> {
         let compiled = slot.get_or_init(|| self.compile(schema));
         let validator = match compiled {
             Ok(v) => v,

@@ -1,9 +1,11 @@
 //! SQLite ledger figures, one JSON object per line on stdout.
 //!
-//! `cargo run --release -p portcullis-ledger --example ledger_bench -- [dispatch_calls] [ledger_calls] [KEEP]`
-//! (defaults 100,000 and 1,000,000; the latency figures use a fifth of `dispatch_calls`). Files go to a temporary folder that is removed at the end; with a
-//! third argument the generated ledger is written to that path and kept (a realistic ledger to explore
-//! with `portcullis ledger ...`).
+//! `cargo run --release -p portcullis-ledger --example ledger_bench -- [dispatch_calls] [ledger_calls] [KEEP]
+//! [--runs R] [--only dispatch,dispatch_allowed,dispatch_blocked,latency,queries]`
+//! (defaults 100,000 and 1,000,000, one run, every part; the latency figures use a fifth of
+//! `dispatch_calls`; `--runs` repeats the dispatch figures and reports their min, median and max).
+//! Files go to a temporary folder that is removed at the end; with a third argument the generated
+//! ledger is written to that path and kept (a realistic ledger to explore with `portcullis ledger ...`).
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use async_trait::async_trait;
@@ -73,39 +75,81 @@ fn file_bytes(path: &Path) -> u64 {
         .sum()
 }
 
-async fn dispatch_bench(dir: &Path, n: usize) {
-    let path = dir.join("dispatch.ledger");
-    let ledger = Arc::new(SqliteLedger::open(&path).unwrap_or_else(|e| fail("open", e)));
+/// Min, median and max of `runs` durations, in µs per call (three decimals).
+fn spread_us(runs: &[Duration], n: usize) -> Value {
+    let mut sorted = runs.to_vec();
+    sorted.sort();
+    let us = |d: Duration| (d.as_secs_f64() * 1e9 / n as f64).round() / 1000.0;
+    json!({"min": us(sorted[0]), "median": us(sorted[sorted.len() / 2]), "max": us(sorted[sorted.len() - 1])})
+}
+
+/// Sequential dispatch into a fresh SQLite ledger file per run: `allowed` calls (echo with the JSON
+/// Schema of the harness bench: a queued `started` record and a `finished` one) or `blocked` calls (a
+/// tool the grants refuse: one `blocked` record). A run is `n` calls after a warm-up of n/10; it counts
+/// until the last dispatch returned (`us_per_call`) and until a flush after it returned (`durable`:
+/// everything committed).
+async fn dispatch_bench(dir: &Path, n: usize, runs: usize, variant: &str) {
     let schema =
         json!({"type":"object","properties":{"text":{"type":"string","maxLength":1000}},"required":["text"]});
-    let mut registry = ToolRegistry::new();
-    let _ = registry
-        .register(Arc::new(Echo(ToolSpec::new("echo", "Echo the text back").with_parameters(schema))));
-    let dispatcher = Dispatcher::builder(registry).ledger(ledger.clone()).build();
-    let run =
-        RunContext::new("bench", "run").with_grants(Grants::new(vec![GrantScope::new("b").allow(["echo"])]));
     let args = json!({"text": "hello from the bench, a short line of text"});
-    let calls: Vec<ToolCall> = (0..n).map(|i| ToolCall::new(format!("c{i}"), "echo", args.clone())).collect();
-    let start = Instant::now();
-    for call in calls {
-        let result = dispatcher.dispatch(call, &run).await;
-        if !result.is_finished() {
-            fail("dispatch", format!("{:?}", result.error()));
+    let (tool, expect_finished) =
+        if variant == "blocked" { ("forbidden_echo", false) } else { ("echo", true) };
+    let mut dispatched = Vec::with_capacity(runs);
+    let mut durable = Vec::with_capacity(runs);
+    let mut rows = 0;
+    let mut bytes = 0;
+    for r in 0..runs {
+        let path = dir.join(format!("dispatch-{variant}-{r}.ledger"));
+        let ledger = Arc::new(SqliteLedger::open(&path).unwrap_or_else(|e| fail("open", e)));
+        let mut registry = ToolRegistry::new();
+        let _ = registry.register(Arc::new(Echo(
+            ToolSpec::new("echo", "Echo the text back").with_parameters(schema.clone()),
+        )));
+        let _ = registry.register(Arc::new(Echo(ToolSpec::new("forbidden_echo", "Never granted"))));
+        let dispatcher = Dispatcher::builder(registry).ledger(ledger.clone()).build();
+        let run = RunContext::new("bench", "run")
+            .with_grants(Grants::new(vec![GrantScope::new("b").allow(["echo"])]));
+        let check = |result: &portcullis_harness::ToolCallResult| {
+            if result.is_finished() != expect_finished {
+                fail("dispatch", format!("{variant}: {:?}", result.error()));
+            }
+        };
+        for i in 0..n / 10 {
+            check(&dispatcher.dispatch(ToolCall::new(format!("w{i}"), tool, args.clone()), &run).await);
         }
+        ledger.flush().await.unwrap_or_else(|e| fail("flush", e));
+        let before = ledger.committed_rows();
+        let calls: Vec<ToolCall> =
+            (0..n).map(|i| ToolCall::new(format!("c{i}"), tool, args.clone())).collect();
+        let start = Instant::now();
+        for call in calls {
+            check(&dispatcher.dispatch(call, &run).await);
+        }
+        dispatched.push(start.elapsed());
+        ledger.flush().await.unwrap_or_else(|e| fail("flush", e));
+        durable.push(start.elapsed());
+        rows = ledger.committed_rows() - before;
+        ledger.close().await.unwrap_or_else(|e| fail("close", e));
+        bytes = file_bytes(&path);
+        let _ =
+            ["", "-wal", "-shm"].map(|suffix| std::fs::remove_file(format!("{}{suffix}", path.display())));
     }
-    let dispatched = start.elapsed();
-    ledger.flush().await.unwrap_or_else(|e| fail("flush", e));
-    let durable = start.elapsed();
-    let rows = ledger.committed_rows();
+    let median_durable = {
+        let mut sorted = durable.clone();
+        sorted.sort();
+        sorted[sorted.len() / 2]
+    };
     emit(json!({
         "bench": "dispatch_with_sqlite_ledger",
+        "variant": variant,
         "calls": n,
-        "us_per_call": (dispatched.as_secs_f64() * 1e6 / n as f64 * 1000.0).round() / 1000.0,
-        "us_per_call_durable": (durable.as_secs_f64() * 1e6 / n as f64 * 1000.0).round() / 1000.0,
-        "rows": rows,
-        "rows_per_s": (rows as f64 / durable.as_secs_f64()).round(),
+        "runs": runs,
+        "us_per_call": spread_us(&dispatched, n),
+        "us_per_call_durable": spread_us(&durable, n),
+        "rows_per_run": rows,
+        "rows_per_s": (rows as f64 / median_durable.as_secs_f64()).round(),
+        "file_bytes_after_close": bytes,
     }));
-    ledger.close().await.unwrap_or_else(|e| fail("close", e));
 }
 
 /// The `q`-quantile of sorted durations, in µs.
@@ -388,10 +432,21 @@ async fn query_bench(path: &Path, n: usize) {
 }
 
 fn main() {
+    let mut positional = Vec::new();
+    let mut runs = 1usize;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
-    let dispatch_calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let ledger_calls: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
-    let keep = args.next().map(std::path::PathBuf::from);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--runs" => runs = args.next().and_then(|r| r.parse().ok()).filter(|r| *r > 0).unwrap_or(1),
+            "--only" => only = args.next(),
+            _ => positional.push(arg),
+        }
+    }
+    let part = |name: &str| only.as_deref().is_none_or(|o| o.split(',').any(|p| p == name));
+    let dispatch_calls: usize = positional.first().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let ledger_calls: usize = positional.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let keep = positional.get(2).map(std::path::PathBuf::from);
     let dir = std::env::temp_dir().join(format!("portcullis-ledger-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| fail("temp dir", e));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -400,18 +455,26 @@ fn main() {
         .build()
         .unwrap_or_else(|e| fail("tokio", e));
     runtime.block_on(async {
-        dispatch_bench(&dir, dispatch_calls).await;
-        let latency_calls = (dispatch_calls / 5).max(64);
-        for tasks in [1, 8, 64] {
-            for action in ["none", "write"] {
-                latency_bench(&dir, latency_calls, action, tasks).await;
+        for variant in ["allowed", "blocked"] {
+            if part("dispatch") || part(&format!("dispatch_{variant}")) {
+                dispatch_bench(&dir, dispatch_calls, runs, variant).await;
             }
         }
-        let big = keep.clone().unwrap_or_else(|| dir.join("big.ledger"));
-        if big.exists() {
-            fail("keep", format!("{} exists already", big.display()));
+        if part("latency") {
+            let latency_calls = (dispatch_calls / 5).max(64);
+            for tasks in [1, 8, 64] {
+                for action in ["none", "write"] {
+                    latency_bench(&dir, latency_calls, action, tasks).await;
+                }
+            }
         }
-        query_bench(&big, ledger_calls).await;
+        if part("queries") {
+            let big = keep.clone().unwrap_or_else(|| dir.join("big.ledger"));
+            if big.exists() {
+                fail("keep", format!("{} exists already", big.display()));
+            }
+            query_bench(&big, ledger_calls).await;
+        }
     });
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -35,9 +35,10 @@ impl Shared {
         run: &RunContext,
     ) -> Result<(&'r RegisteredTool, Value), Box<(Arc<str>, Refusal, Option<Value>)>> {
         let ToolCall { name, arguments, .. } = call;
-        let args_for_record = |arguments: &CallArguments| match arguments {
-            CallArguments::Json(v) => Some(v.clone()),
-            CallArguments::Unparsed { raw, .. } => Some(Value::String(raw.clone())),
+        // A refused call's arguments go to its record as they are (moved, not copied).
+        let args_for_record = |arguments: CallArguments| match arguments {
+            CallArguments::Json(v) => Some(v),
+            CallArguments::Unparsed { raw, .. } => Some(Value::String(raw)),
         };
         if let Some(requested) = requested_name.filter(|r| *r != name)
             && let Some(scope) = run.grants.denying_scope(requested)
@@ -51,7 +52,7 @@ impl Shared {
                 ),
                 DecidedBy::Grants { scope: scope.name.clone() },
             );
-            return Err(Box::new((shown_name(&name), refusal, args_for_record(&arguments))));
+            return Err(Box::new((shown_name(&name), refusal, args_for_record(arguments))));
         }
         let Some(entry) = registry.get(&name) else {
             let refusal = Refusal::new(
@@ -60,7 +61,7 @@ impl Shared {
                 format!("Unknown tool: {name}"),
                 DecidedBy::Registry,
             );
-            let args = args_for_record(&arguments);
+            let args = args_for_record(arguments);
             return Err(Box::new((shown_name(&name), refusal, args)));
         };
         if let Some(scope) = run.grants.refusing_scope(&name) {
@@ -70,7 +71,7 @@ impl Shared {
                 format!("Tool {name} is not granted (grant scope {})", scope.name),
                 DecidedBy::Grants { scope: scope.name.clone() },
             );
-            return Err(Box::new((entry.name.clone(), refusal, args_for_record(&arguments))));
+            return Err(Box::new((entry.name.clone(), refusal, args_for_record(arguments))));
         }
         match arguments {
             CallArguments::Json(Value::Object(map)) => Ok((entry, Value::Object(map))),

@@ -5,8 +5,8 @@ use super::{Authorized, Refusal, Shared, panic_message};
 use crate::call::{BlockedReason, CallContext, DecidedBy, RuleRef, error_codes};
 use crate::events::{StageTimes, micros_since};
 use crate::execution::{
-    ApprovalAnswer, ApprovalRequest, ExecutionAction, PolicyDecision, PolicyRequest, PolicyRuling,
-    PolicyVerdict,
+    ApprovalAnswer, ApprovalRequest, ExecutionAction, ExecutionPolicy, PolicyDecision, PolicyRequest,
+    PolicyRuling, PolicyVerdict,
 };
 use crate::registry::RegisteredTool;
 use futures::FutureExt;
@@ -25,15 +25,16 @@ async fn sleep_or_forever(limit: Option<Duration>) {
 }
 
 impl Shared {
-    /// Stages 4-6: permission, validation, action description, policy and approval.
-    pub(super) async fn authorize(
+    /// Stages 4-6 without a policy or approver to ask: permission, validation and the action's
+    /// description, all synchronous (no future is built when no policy is configured).
+    #[allow(clippy::result_large_err)] // the `Refusal` every stage returns, unboxed as in `permit_and_validate`
+    pub(super) fn check_and_describe(
         &self,
         entry: &RegisteredTool,
         arguments: &Value,
         ctx: &Arc<CallContext>,
-        cancel: &CancellationToken,
         stages: &mut StageTimes,
-    ) -> Result<Authorized, Refusal> {
+    ) -> Result<ExecutionAction, Refusal> {
         let checking = stages.clock();
         self.permit_and_validate(entry, arguments, ctx)?;
 
@@ -46,23 +47,30 @@ impl Shared {
                     )))
                 });
         stages.arguments_us = micros_since(checking);
-        let mut action = match action {
-            Ok(a) => a,
-            Err(e) => {
-                let mut refusal = Refusal::new(
-                    BlockedReason::ValidationFailed,
-                    error_codes::VALIDATION_FAILED,
-                    format!("cannot describe the action: {}", e.message),
-                    DecidedBy::Validator { validator: "action".into() },
-                );
-                refusal.error.details = e.details;
-                return Err(refusal);
-            }
-        };
+        action.map_err(|e| {
+            let mut refusal = Refusal::new(
+                BlockedReason::ValidationFailed,
+                error_codes::VALIDATION_FAILED,
+                format!("cannot describe the action: {}", e.message),
+                DecidedBy::Validator { validator: "action".into() },
+            );
+            refusal.error.details = e.details;
+            refusal
+        })
+    }
 
-        let Some(policy) = &self.policy else {
-            return Ok((action, DecidedBy::DEFAULT, Vec::new(), None));
-        };
+    /// Stage 6 with a policy: its verdict, and an approver's answer when it asks.
+    #[allow(clippy::too_many_arguments)] // the call's parts the stage reads, each borrowed
+    pub(super) async fn judge(
+        &self,
+        policy: &Arc<dyn ExecutionPolicy>,
+        entry: &RegisteredTool,
+        arguments: &Value,
+        ctx: &Arc<CallContext>,
+        mut action: ExecutionAction,
+        cancel: &CancellationToken,
+        stages: &mut StageTimes,
+    ) -> Result<Authorized, Refusal> {
         let request = PolicyRequest { call: ctx, tool: entry.spec(), arguments, action: &action };
         let judging = stages.clock();
         let verdict =
@@ -92,18 +100,20 @@ impl Shared {
                     verdict.decided_by,
                 );
                 refusal.matched_rules = verdict.matched_rules;
-                refusal.action = Some(action);
-                refusal.policy = Some(ruling);
+                refusal.action = Some(Box::new(action));
+                refusal.policy = Some(Box::new(ruling));
                 Err(refusal)
             }
             PolicyDecision::Ask => {
                 let asking = stages.clock();
-                let answered = self.ask(entry, arguments, ctx, action, verdict, cancel).await;
+                // Boxed: a call waiting for a person is rare, and its future would otherwise make
+                // every call's future larger (and every move of it longer).
+                let answered = Box::pin(self.ask(entry, arguments, ctx, action, verdict, cancel)).await;
                 stages.approval_us = Some(micros_since(asking));
                 match answered {
                     Ok((action, decided_by, rules)) => Ok((action, decided_by, rules, Some(ruling))),
                     Err(mut refusal) => {
-                        refusal.policy = Some(ruling);
+                        refusal.policy = Some(Box::new(ruling));
                         Err(refusal)
                     }
                 }
@@ -129,10 +139,10 @@ impl Shared {
                 DecidedBy::Default { detail: Some(crate::execution::NO_APPROVER.into()) },
             );
             refusal.matched_rules = matched_rules;
-            refusal.action = Some(action);
+            refusal.action = Some(Box::new(action));
             return Err(refusal);
         };
-        let (shown, _) = self.shown_arguments(arguments, Some(&action));
+        let (shown, _) = self.shown_arguments(std::borrow::Cow::Borrowed(arguments), Some(&action));
         let request = ApprovalRequest {
             call: ctx.clone(),
             tool_name: entry.name.to_string(),
@@ -172,7 +182,7 @@ impl Shared {
                     decided_by,
                 );
                 refusal.matched_rules = matched_rules;
-                refusal.action = Some(action);
+                refusal.action = Some(Box::new(action));
                 Err(refusal)
             }
         }

@@ -1,11 +1,13 @@
 //! How a refused call ends: the blocked result, its one `blocked` ledger record (with the redacted
-//! arguments and action that were attempted) and its one `tool_execution_blocked` event.
+//! arguments and action that were attempted) and its one `tool_execution_blocked` event. Built
+//! synchronously; only the ledger write awaits, so a refusal is the cheapest thing the pipeline does.
 
+use super::ending::{EndEvent, Ending};
 use super::{Refusal, Shared};
 use crate::call::{CallContext, CallOutcome, ToolCallResult};
-use crate::events::EventPayload;
 use crate::ledger::{RecordKind, ToolCallRecord};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 impl Shared {
@@ -15,16 +17,28 @@ impl Shared {
         ctx: &Arc<CallContext>,
         tool_name: Arc<str>,
         refusal: Refusal,
-        arguments: Option<&Value>,
+        arguments: Option<Value>,
     ) -> ToolCallResult {
+        let ending = self.refused(ctx, tool_name, refusal, arguments);
+        self.end(ctx, ending).await
+    }
+
+    /// The blocked result, with the write of its record (when there is a ledger) started.
+    pub(super) fn refused(
+        &self,
+        ctx: &Arc<CallContext>,
+        tool_name: Arc<str>,
+        refusal: Refusal,
+        arguments: Option<Value>,
+    ) -> Ending<'_> {
         let Refusal { reason, mut error, decided_by, matched_rules, action, policy } = refusal;
         let mut redacted = self.redactor.redact_error(&mut error);
         tracing::debug!(call_id = %ctx.call_id, tool = %tool_name, %reason, "tool call blocked");
-        if let Some(ledger) = &self.ledger {
+        let record = self.ledger.is_some().then(|| {
             let mut record =
                 ToolCallRecord::new(RecordKind::Blocked, ctx.clone(), tool_name.clone(), decided_by.clone());
             if let Some(args) = arguments {
-                let (shown, args_redacted) = self.shown_arguments(args, action.as_ref());
+                let (shown, args_redacted) = self.shown_arguments(Cow::Owned(args), action.as_deref());
                 redacted |= args_redacted;
                 record.arguments = Some(Arc::new(shown));
             }
@@ -36,25 +50,18 @@ impl Shared {
             record.error = Some(error.clone());
             record.blocked_reason = Some(reason);
             record.matched_rules = matched_rules;
-            record.policy = policy;
+            record.policy = policy.map(|p| *p);
             record.redacted = redacted;
-            if let Err(e) = ledger.record(record).await {
-                tracing::error!(call_id = %ctx.call_id, error = %e, "blocked record not written");
-            }
-        }
-        if self.events.has_subscribers() {
-            self.emit(
-                ctx,
-                &tool_name,
-                EventPayload::Blocked { reason, error: error.clone(), decided_by: decided_by.clone() },
-            );
-        }
-        ToolCallResult {
+            record
+        });
+        let result = ToolCallResult {
             call_id: ctx.call_id.clone(),
             tool_name,
             outcome: CallOutcome::Blocked { reason, error },
             decided_by,
             redacted,
-        }
+        };
+        let event = if self.events.has_subscribers() { EndEvent::Blocked } else { EndEvent::Silent };
+        self.ending(result, record, event, "blocked")
     }
 }

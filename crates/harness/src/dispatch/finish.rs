@@ -1,9 +1,10 @@
 //! Stage 8: middleware `tool_result` (reverse order), guardrails `tool_output`, redaction, then the
-//! `finished` | `error` record and event.
+//! `finished` | `error` record and event. Without middleware or guardrails nothing here awaits but the
+//! ledger: the result, record and event are built synchronously (`conclude`).
 
+use super::ending::{EndEvent, Ending};
 use super::{Finishing, Shared, panic_message};
-use crate::call::{CallError, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes};
-use crate::events::EventPayload;
+use crate::call::{CallContext, CallError, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes};
 use crate::guardrail::{GuardrailStage, GuardrailSubject};
 use crate::ledger::{RecordKind, ToolCallRecord};
 use crate::time::Timestamp;
@@ -18,12 +19,30 @@ impl Shared {
     pub(super) async fn finish(
         &self,
         finishing: Finishing<'_>,
-        mut outcome: Result<ToolOutput, CallError>,
+        outcome: Result<ToolOutput, CallError>,
         run: &RunContext,
     ) -> ToolCallResult {
-        let Finishing { ctx, tool_name, decided_by, policy, started_at, arguments } = finishing;
+        let outcome = if self.middleware.is_empty() && self.guardrails.is_empty() {
+            outcome
+        } else {
+            // Boxed: only hosts with result middleware or output guardrails pay for this future.
+            Box::pin(self.guard_outcome(&finishing, outcome, run)).await
+        };
+        let ctx = finishing.ctx;
+        let ending = self.conclude(finishing, outcome);
+        self.end(ctx, ending).await
+    }
+
+    /// Middleware `tool_result` (reverse order), then guardrails `tool_output`.
+    async fn guard_outcome(
+        &self,
+        finishing: &Finishing<'_>,
+        mut outcome: Result<ToolOutput, CallError>,
+        run: &RunContext,
+    ) -> Result<ToolOutput, CallError> {
+        let ctx: &Arc<CallContext> = finishing.ctx;
         if !self.middleware.is_empty() {
-            let call = ToolCall::new(ctx.call_id.clone(), tool_name.to_string(), Value::Null);
+            let call = ToolCall::new(ctx.call_id.clone(), finishing.tool_name.to_string(), Value::Null);
             for m in self.middleware.iter().rev() {
                 outcome = AssertUnwindSafe(m.tool_result(&call, outcome, ctx))
                     .catch_unwind()
@@ -44,15 +63,26 @@ impl Shared {
             let subject = GuardrailSubject {
                 stage: GuardrailStage::ToolOutput,
                 call: ctx,
-                tool_name: &tool_name,
-                arguments: arguments.as_ref().unwrap_or(&Value::Null),
+                tool_name: &finishing.tool_name,
+                arguments: finishing.arguments.as_ref().unwrap_or(&Value::Null),
                 output: Some(output),
             };
             if let Err(refusal) = self.run_guardrails(subject, run).await {
                 outcome = Err(refusal.error);
             }
         }
-        let redacting = self.events.has_subscribers().then(std::time::Instant::now);
+        outcome
+    }
+
+    /// Redaction, then the result, with the write of its record (when there is a ledger) started.
+    pub(super) fn conclude(
+        &self,
+        finishing: Finishing<'_>,
+        outcome: Result<ToolOutput, CallError>,
+    ) -> Ending<'_> {
+        let Finishing { ctx, tool_name, decided_by, policy, started_at, arguments: _ } = finishing;
+        let listening = self.events.has_subscribers();
+        let redacting = listening.then(std::time::Instant::now);
         let (outcome, redacted) = match outcome {
             Ok(mut output) => {
                 let redacted = self.redactor.redact_output(&mut output);
@@ -66,7 +96,7 @@ impl Shared {
         let redaction_us = crate::events::micros_since(redacting);
         let now = Timestamp::now();
         let duration_us = now.micros_since(started_at);
-        if let Some(ledger) = &self.ledger {
+        let record = self.ledger.is_some().then(|| {
             let kind = if matches!(outcome, CallOutcome::Finished { .. }) {
                 RecordKind::Finished
             } else {
@@ -83,21 +113,11 @@ impl Shared {
                     record.error = Some(error.clone())
                 }
             }
-            if let Err(e) = ledger.record(record).await {
-                tracing::error!(call_id = %ctx.call_id, error = %e, "terminal ledger record not written");
-            }
-        }
-        if self.events.has_subscribers() {
-            let payload = match &outcome {
-                CallOutcome::Finished { output } => {
-                    EventPayload::Finished { output: output.clone(), duration_us, redaction_us }
-                }
-                CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => {
-                    EventPayload::Error { error: error.clone(), duration_us }
-                }
-            };
-            self.emit(ctx, &tool_name, payload);
-        }
-        ToolCallResult { call_id: ctx.call_id.clone(), tool_name, outcome, decided_by, redacted }
+            record
+        });
+        let event = if listening { EndEvent::Ended { duration_us, redaction_us } } else { EndEvent::Silent };
+        let result =
+            ToolCallResult { call_id: ctx.call_id.clone(), tool_name, outcome, decided_by, redacted };
+        self.ending(result, record, event, "terminal")
     }
 }

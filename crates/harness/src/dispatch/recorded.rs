@@ -9,6 +9,7 @@ use crate::execution::ExecutionAction;
 use crate::ledger::{RecordKind, ToolCallRecord};
 use crate::schema::truncate;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Largest copy of arguments kept in a record, event or approval request (estimated JSON bytes); a larger
@@ -73,13 +74,14 @@ fn replace_command(value: &mut Value, command: &str, shown: &str, depth: usize) 
 impl Shared {
     /// The arguments as records, events and approvers see them: redacted and bounded in size. An
     /// argument that is the action's command line is redacted as a command (quote-removed reading too).
+    /// Owned arguments are redacted in place; borrowed ones are copied first.
     pub(super) fn shown_arguments(
         &self,
-        arguments: &Value,
+        arguments: Cow<'_, Value>,
         action: Option<&ExecutionAction>,
     ) -> (Value, bool) {
-        let approx = approx_json_bytes(arguments, MAX_RECORDED_ARGUMENT_BYTES);
-        let mut shown = arguments.clone();
+        let approx = approx_json_bytes(&arguments, MAX_RECORDED_ARGUMENT_BYTES);
+        let mut shown = arguments.into_owned();
         let mut redacted = false;
         if let Some(command) = action.and_then(|a| a.command.as_deref())
             && let Some(command_shown) = self.redactor.redact_command(command)
@@ -158,7 +160,7 @@ impl Shared {
         if self.ledger.is_none() && !self.events.has_subscribers() {
             return Ok(());
         }
-        let (shown, redacted) = self.shown_arguments(arguments, Some(action));
+        let (shown, redacted) = self.shown_arguments(Cow::Borrowed(arguments), Some(action));
         let shown = Arc::new(shown);
         let (shown_action, action_redacted) = self.shown_action(action);
         let shown_action = Arc::new(shown_action);
