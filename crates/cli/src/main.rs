@@ -71,6 +71,11 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     Ok(code)
 }
 
+/// mimalloc: a call allocates a handful of small objects and frees them on another thread (the
+/// ledger's writer); measured in docs/benchmarks.md ("The hot path").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // First, before any thread: this binary is also the sandbox launcher (`portcullis sandbox-exec`).
     if let Some(code) = portcullis_hub::sandboxing::entry_point() {

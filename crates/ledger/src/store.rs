@@ -163,6 +163,8 @@ struct WriterState {
     failure: Mutex<Option<String>>,
     failures: broadcast::Sender<WriteFailure>,
     committed: AtomicU64,
+    /// Transactions committed (with at least one row): rows per commit is how well commits group.
+    commits: AtomicU64,
 }
 
 impl WriterState {
@@ -295,8 +297,12 @@ impl SqliteLedger {
 
         let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
         let (failures, _) = broadcast::channel(64);
-        let state =
-            Arc::new(WriterState { failure: Mutex::new(None), failures, committed: AtomicU64::new(0) });
+        let state = Arc::new(WriterState {
+            failure: Mutex::new(None),
+            failures,
+            committed: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+        });
         let (done_tx, done_rx) = oneshot::channel();
         let running: RunningCalls = Arc::new(Mutex::new(HashMap::new()));
         let checkpoints = Checkpointer::start(&path, options.busy_timeout)?;
@@ -352,6 +358,11 @@ impl SqliteLedger {
     /// Rows committed by this writer so far.
     pub fn committed_rows(&self) -> u64 {
         self.state.committed.load(Ordering::Relaxed)
+    }
+
+    /// Transactions this writer committed so far (each with at least one row).
+    pub fn commits(&self) -> u64 {
+        self.state.commits.load(Ordering::Relaxed)
     }
 
     /// Commit failures, as they happen.
@@ -483,6 +494,9 @@ impl Writer {
                         c.nudge();
                     }
                     self.state.committed.fetch_add(batch.rows.len() as u64, Ordering::Relaxed);
+                    if !batch.rows.is_empty() {
+                        self.state.commits.fetch_add(1, Ordering::Relaxed);
+                    }
                     batch.rows.clear();
                     if let Ok(mut f) = self.state.failure.lock() {
                         *f = None;
