@@ -227,7 +227,7 @@ impl Dispatcher {
             match Box::pin(shared.apply_call_middleware(call, &ctx)).await {
                 Ok(call) => call,
                 Err((name, refusal)) => {
-                    return shared.end(&ctx, shared.refused(&ctx, shown_name(&name), refusal, None)).await;
+                    return shared.block(&ctx, shown_name(&name), refusal, None).await;
                 }
             }
         };
@@ -247,9 +247,7 @@ impl Dispatcher {
             };
             if let Err(refusal) = Box::pin(shared.run_guardrails(subject, run)).await {
                 let args = args_view.into_owned();
-                return shared
-                    .end(&ctx, shared.refused(&ctx, Arc::from(call.name.as_str()), refusal, Some(args)))
-                    .await;
+                return shared.block(&ctx, Arc::from(call.name.as_str()), refusal, Some(args)).await;
             }
         }
 
@@ -263,7 +261,7 @@ impl Dispatcher {
             Ok(admitted) => admitted,
             Err(refused) => {
                 let (name, refusal, args) = *refused;
-                return shared.end(&ctx, shared.refused(&ctx, name, refusal, args)).await;
+                return shared.block(&ctx, name, refusal, args).await;
             }
         };
         let tool_name = entry.name.clone();
@@ -283,7 +281,7 @@ impl Dispatcher {
         let (action, decided_by, matched_rules, policy) = match authorized {
             Ok(authorized) => authorized,
             Err(refusal) => {
-                return shared.end(&ctx, shared.refused(&ctx, tool_name, refusal, Some(arguments))).await;
+                return shared.block(&ctx, tool_name, refusal, Some(arguments)).await;
             }
         };
 

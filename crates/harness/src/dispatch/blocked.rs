@@ -11,20 +11,22 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 impl Shared {
-    /// Turns a refusal into the blocked result, its event and its ledger record.
-    pub(crate) async fn block(
-        &self,
-        ctx: &Arc<CallContext>,
+    /// Turns a refusal into the blocked result, its event and its ledger record. The result and record
+    /// are built before this returns; the future only waits for the ledger's write (so it stays small
+    /// inside the pipeline's future, whatever the refusal held).
+    pub(crate) fn block<'a>(
+        &'a self,
+        ctx: &'a Arc<CallContext>,
         tool_name: Arc<str>,
         refusal: Refusal,
         arguments: Option<Value>,
-    ) -> ToolCallResult {
+    ) -> impl Future<Output = ToolCallResult> + Send + 'a {
         let ending = self.refused(ctx, tool_name, refusal, arguments);
-        self.end(ctx, ending).await
+        self.end(ctx, ending)
     }
 
     /// The blocked result, with the write of its record (when there is a ledger) started.
-    pub(super) fn refused(
+    fn refused(
         &self,
         ctx: &Arc<CallContext>,
         tool_name: Arc<str>,

@@ -143,7 +143,8 @@ impl Shared {
     /// unrecorded; one without (`ActionKind::None`) or one that only reads (`ActionKind::Read`, an
     /// upstream tool its server declares read-only: what it reads reaches the caller only through the
     /// hub, after this record) only queues it (see `ExecutionAction::has_side_effect`). An error: the
-    /// call must not run.
+    /// call must not run. Called only when there is a ledger or a subscriber (the pipeline checks, so
+    /// no future is built otherwise).
     pub(super) async fn announce_start(&self, start: StartedCall<'_>) -> Result<(), CallError> {
         let StartedCall {
             ctx,
@@ -157,9 +158,6 @@ impl Shared {
             mut stages,
         } = start;
         let recording = stages.clock();
-        if self.ledger.is_none() && !self.events.has_subscribers() {
-            return Ok(());
-        }
         let (shown, redacted) = self.shown_arguments(Cow::Borrowed(arguments), Some(action));
         let shown = Arc::new(shown);
         let (shown_action, action_redacted) = self.shown_action(action);

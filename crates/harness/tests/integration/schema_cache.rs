@@ -168,3 +168,25 @@ async fn missing_schema_reject_blocks_the_tool() {
     assert!(call(&dispatcher, "c2", "typed", json!({})).await.is_finished());
     assert_eq!(typed_runs.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn each_validator_applies_its_own_limits_to_a_shared_registry() {
+    // A tool keeps its compiled schema for the validator that compiled it; a second dispatcher with
+    // tighter limits over the same registry entries must not reuse it.
+    let deep = json!({ "type": "object", "properties": { "a": { "type": "object", "properties": {
+        "b": { "type": "string" } } } } });
+    let (tool, _) = echo("t", Some(deep));
+    let mut registry = ToolRegistry::new();
+    registry.register(tool).unwrap();
+    let roomy = Dispatcher::builder(registry.clone()).build();
+    let tight = Dispatcher::builder(registry)
+        .schema_validator(schema_validator(SchemaLimits { max_depth: 2, ..SchemaLimits::default() }))
+        .build();
+    let args = json!({ "a": { "b": "x" } });
+    for round in 0..3 {
+        assert!(call(&roomy, &format!("r{round}"), "t", args.clone()).await.is_finished());
+        let message = blocked_message(&call(&tight, &format!("t{round}"), "t", args.clone()).await);
+        assert!(message.starts_with("tool schema rejected: "), "{message}");
+    }
+    assert_eq!(roomy.schema_validator().compile_count(), 1);
+}
