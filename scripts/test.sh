@@ -24,7 +24,6 @@ cargo fmt --all -- --check
 echo "== cargo clippy (workspace, all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 
-
 echo "== tests (workspace, all features)"
 if cargo nextest --version >/dev/null 2>&1; then
   # nextest does not run doc tests: run them first, so nextest's summary closes the output

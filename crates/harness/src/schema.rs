@@ -280,7 +280,8 @@ impl SchemaValidator {
     }
 
     /// Validates a registered tool's arguments.
-    /// The tool keeps the compiled schema, so after its first call no lock or hash is taken.
+    /// The tool keeps a handle on the compiled schema, so after its first call the validator's cache
+    /// (mutex, hash) is not touched: an uncontended read lock and a weak upgrade instead.
     pub fn validate_tool(&self, tool: &RegisteredTool, arguments: &Value) -> Result<(), ValidationIssue> {
         let schema = tool.spec().parameters.as_ref();
         match (schema, tool.schema_key) {
