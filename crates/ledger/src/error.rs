@@ -25,6 +25,10 @@ pub enum LedgerStoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: SQLite: {source}")]
     Sqlite { path: PathBuf, source: rusqlite::Error },
+    /// The journal beside a ledger cannot be replayed; the ledger is not opened for writing (nothing in
+    /// either file is changed).
+    #[error("{path}: {why}")]
+    Journal { path: PathBuf, why: String },
     #[error("invalid filter: {0}")]
     BadFilter(String),
     #[error("ledger writer failed: {0}")]
@@ -46,6 +50,7 @@ impl LedgerStoreError {
             LedgerStoreError::Locked { .. } => "ledger_locked",
             LedgerStoreError::Io { .. } => "ledger_io",
             LedgerStoreError::Sqlite { .. } => "ledger_sqlite",
+            LedgerStoreError::Journal { .. } => "ledger_journal_damaged",
             LedgerStoreError::BadFilter(_) => "bad_filter",
             LedgerStoreError::Writer(_) => "ledger_writer_failed",
             LedgerStoreError::Closed => "ledger_closed",

@@ -1,17 +1,23 @@
 //! Portcullis ledger: the durable SQLite implementation of the harness's `Ledger` seam, and the query
 //! API the CLI and the desktop app share.
 //!
-//! One file per ledger (WAL, `synchronous=NORMAL`, foreign keys, mode 0600). Writing goes through
-//! [`SqliteLedger`] (one writer thread, bounded channel, group commit, `flush()` barrier, crash
-//! recovery); reading through [`LedgerReader`] (read-only, works while another process writes).
+//! One file per ledger (WAL, `synchronous=NORMAL`, foreign keys, mode 0600) and its journal
+//! (`<ledger>.journal`, 0600). Writing goes through [`SqliteLedger`] (bounded channel, an appender
+//! thread making groups durable in the journal, an indexer thread moving them into SQLite in large
+//! transactions, `flush_durable()` / `flush()` barriers, replay and crash recovery on open); reading
+//! through [`LedgerReader`] (read-only, works while another process writes).
 
 pub mod activity;
+mod appender;
 pub mod audit;
 pub mod check;
 mod checkpoint;
 pub mod durations;
 pub mod error;
 pub mod export;
+mod indexer;
+mod journal;
+mod prepared;
 pub mod query;
 mod recovery;
 pub mod refusals;
@@ -19,11 +25,13 @@ pub mod rollup;
 pub mod row;
 pub mod schema;
 pub mod sessions;
+mod shared;
 pub mod snippet;
 pub mod stats;
 mod stats_rollup;
 pub mod store;
 pub mod timefmt;
+mod wire;
 
 pub use activity::{PromptedCommand, RuleHits};
 pub use audit::{ApprovalSummary, CommandCount, CommandOutcome};

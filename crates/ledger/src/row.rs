@@ -198,11 +198,20 @@ pub fn body_of(record: &ToolCallRecord) -> RecordBody {
 
 /// The text full-text search sees: arguments, output text, error message (not the JSON keys of the body).
 pub fn search_text(body: &RecordBody) -> String {
+    search_text_of(body.arguments.as_deref(), body.output.as_deref(), body.error.as_ref())
+}
+
+/// [`search_text`] from the parts of a record.
+pub(crate) fn search_text_of(
+    arguments: Option<&Value>,
+    output: Option<&ToolOutput>,
+    error: Option<&CallError>,
+) -> String {
     let mut text = String::new();
-    if let Some(args) = &body.arguments {
+    if let Some(args) = arguments {
         text.push_str(&args.to_string());
     }
-    if let Some(output) = &body.output {
+    if let Some(output) = output {
         text.push(' ');
         text.push_str(&output.joined_text());
         if let Some(s) = &output.structured {
@@ -210,13 +219,52 @@ pub fn search_text(body: &RecordBody) -> String {
             text.push_str(&s.to_string());
         }
     }
-    if let Some(error) = &body.error {
+    if let Some(error) = error {
         text.push(' ');
         text.push_str(&error.code);
         text.push(' ');
         text.push_str(&error.message);
     }
     text
+}
+
+/// [`RecordBody`] borrowed from a record: serializes to the same JSON without copying the record's
+/// values (the writer's hot path). A test checks the two agree.
+#[derive(Serialize)]
+pub(crate) struct BodyRef<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    action: Option<&'a ExecutionAction>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    progress: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a ToolOutput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a CallError>,
+    #[serde(skip_serializing_if = "<[RuleRef]>::is_empty")]
+    matched_rules: &'a [RuleRef],
+    decided_by: &'a DecidedBy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<std::borrow::Cow<'a, str>>,
+    #[serde(skip_serializing_if = "<[FileVerdict]>::is_empty")]
+    files: &'a [FileVerdict],
+}
+
+impl<'a> BodyRef<'a> {
+    pub(crate) fn of(record: &'a ToolCallRecord) -> Self {
+        BodyRef {
+            arguments: record.arguments.as_deref(),
+            action: record.action.as_deref(),
+            progress: record.progress.as_ref(),
+            output: record.output.as_deref(),
+            error: record.error.as_ref(),
+            matched_rules: &record.matched_rules,
+            decided_by: &record.decided_by,
+            cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy()),
+            files: record.policy.as_ref().map(|p| p.files.as_slice()).unwrap_or_default(),
+        }
+    }
 }
 
 /// One stored record.

@@ -190,6 +190,16 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (day, key)
     ) WITHOUT ROWID;
     "#,
+    // 8: how far the indexer has moved the journal (`<ledger>.journal`, see `journal.rs`) into this
+    // file, written in the same transaction as the rows: opening replays the journal from here.
+    r#"
+    CREATE TABLE journal_state (
+        id     INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch  INTEGER NOT NULL,
+        offset INTEGER NOT NULL
+    );
+    INSERT INTO journal_state (id, epoch, offset) VALUES (1, 0, 0);
+    "#,
 ];
 
 /// The schema version whose step made the rollups (and backfills them).

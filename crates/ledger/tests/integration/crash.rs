@@ -1,7 +1,9 @@
 //! Crash safety: a writer process is killed with SIGKILL at random moments, again and again, on the same
 //! ledger. Each time the ledger opens, passes `PRAGMA integrity_check`, holds every record the child
 //! had seen flushed, shows the calls the kill cut off as `interrupted`, and its hourly rollups agree with
-//! its records.
+//! its records. Even rounds wait for durability only (`flush_durable`: the journal), so the kill finds
+//! rows the indexer had not moved into SQLite yet and the next open replays them; odd rounds wait until
+//! SQLite has them (`flush`).
 //!
 //! The child is this test binary itself, re-run with `--exact crash_child` and the ledger path in an
 //! environment variable; without that variable `crash_child` does nothing.
@@ -20,8 +22,10 @@ const CHILD_LEDGER: &str = "PORTCULLIS_CRASH_CHILD_LEDGER";
 const CHILD_ROUND: &str = "PORTCULLIS_CRASH_CHILD_ROUND";
 
 /// Calls `r{round}-c{i}`: a started record each, a finished record unless `i % 3 == 0` (those stay
-/// open and must come back as interrupted). Every 25 calls: flush, then print `flushed {i}`.
+/// open and must come back as interrupted). Every 25 calls: flush (durable only in even rounds), then
+/// print `flushed {i}`.
 async fn write_until_killed(path: &str, round: &str) {
+    let durable_only = round.parse::<u64>().unwrap() % 2 == 0;
     let ledger = SqliteLedger::open(path).unwrap();
     println!("ready");
     std::io::stdout().flush().unwrap();
@@ -38,7 +42,11 @@ async fn write_until_killed(path: &str, round: &str) {
             ledger.record(finished("crash", &call, "shell", at, 1, DecidedBy::DEFAULT)).await.unwrap();
         }
         if i % 25 == 24 {
-            ledger.flush().await.unwrap();
+            if durable_only {
+                ledger.flush_durable().await.unwrap();
+            } else {
+                ledger.flush().await.unwrap();
+            }
             println!("flushed {i}");
             std::io::stdout().flush().unwrap();
         }
@@ -74,6 +82,7 @@ fn sigkill_at_random_moments_loses_nothing_flushed() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let rounds = 12;
     let mut interrupted_total = 0;
+    let mut replayed_total = 0;
     for round in 0..rounds {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "crash::crash_child", "--nocapture", "--test-threads=1"])
@@ -118,13 +127,15 @@ fn sigkill_at_random_moments_loses_nothing_flushed() {
         // Recovery: the next writer opens the file, marks the cut-off calls interrupted.
         let recovered = runtime.block_on(async {
             let ledger = SqliteLedger::open(&path).unwrap();
-            let n = ledger.interrupted_on_open();
+            let n = (ledger.interrupted_on_open(), ledger.replayed_on_open());
             ledger.close().await.unwrap();
             n
         });
+        let (recovered, replayed) = recovered;
         interrupted_total += recovered;
+        replayed_total += replayed;
         println!(
-            "round {round}: alive {alive:?}, flushed up to {flushed:?}, interrupted on open {recovered}"
+            "round {round}: alive {alive:?}, flushed up to {flushed:?}, replayed from the journal {replayed}, interrupted on open {recovered}"
         );
         let reader = LedgerReader::open(&path).unwrap();
         let report = reader.check().unwrap();
@@ -164,4 +175,5 @@ fn sigkill_at_random_moments_loses_nothing_flushed() {
         );
     }
     assert!(interrupted_total > 0, "some calls were cut off (seed {seed})");
+    assert!(replayed_total > 0, "some kills found rows only in the journal (seed {seed})");
 }

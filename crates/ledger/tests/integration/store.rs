@@ -634,3 +634,52 @@ async fn refusals_are_counted_per_kind_and_minute() {
     assert_eq!(counts.requests, 1);
     assert_eq!(reader.refusal_counts(&RefusalFilter::default()).unwrap().requests, 5);
 }
+
+/// A journal that is not this ledger's (foreign bytes, or an epoch older than the one the ledger
+/// indexed) is refused: the ledger is not opened for writing and neither file is changed.
+#[tokio::test]
+async fn a_journal_that_is_not_this_ledgers_is_refused() {
+    let (_dir, path) = temp();
+    let ledger = SqliteLedger::open(&path).unwrap();
+    ledger.record(started("s", "c1", "read", 1, DecidedBy::DEFAULT)).await.unwrap();
+    ledger.close().await.unwrap();
+    let journal = {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".journal");
+        std::path::PathBuf::from(name)
+    };
+    let kept = std::fs::read(&journal).unwrap();
+    assert_eq!(kept.len(), 16, "a closed ledger's journal is empty (its header only)");
+    for (what, bytes) in [
+        ("foreign", b"SQLite format 3\0 some other file".to_vec()),
+        ("older epoch", [&kept[..8], &0u64.to_le_bytes()[..], &[7u8; 12][..]].concat()),
+    ] {
+        std::fs::write(&journal, &bytes).unwrap();
+        let db = std::fs::read(&path).unwrap();
+        let Err(e) = SqliteLedger::open(&path) else { panic!("{what}: opened") };
+        assert_eq!(e.code(), "ledger_journal_damaged", "{what}: {e}");
+        assert!(e.to_string().contains(".journal"), "{what}: the message names the file: {e}");
+        assert_eq!(std::fs::read(&journal).unwrap(), bytes, "{what}: journal unchanged");
+        assert_eq!(std::fs::read(&path).unwrap(), db, "{what}: ledger unchanged");
+    }
+    std::fs::write(&journal, &kept).unwrap();
+    SqliteLedger::open(&path).unwrap().close().await.unwrap();
+}
+
+/// `flush_durable` answers once the rows are in the journal; `flush` once readers see them. Both hold
+/// every row handed in before them; a crash between the two loses nothing (the crash test).
+#[tokio::test]
+async fn durable_and_visible_flushes() {
+    let (_dir, path) = temp();
+    let ledger = SqliteLedger::open(&path).unwrap();
+    for i in 0..500 {
+        ledger.record(started("s", &format!("c{i}"), "read", i, DecidedBy::DEFAULT)).await.unwrap();
+        ledger.record(finished("s", &format!("c{i}"), "read", i, 1, DecidedBy::DEFAULT)).await.unwrap();
+    }
+    ledger.flush_durable().await.unwrap();
+    assert_eq!(ledger.journaled_rows(), 1000);
+    ledger.flush().await.unwrap();
+    assert_eq!((ledger.committed_rows(), ledger.index_backlog()), (1000, 0));
+    assert_eq!(LedgerReader::open(&path).unwrap().count(&CallFilter::default()).unwrap(), 500);
+    ledger.close().await.unwrap();
+}

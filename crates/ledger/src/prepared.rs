@@ -1,0 +1,120 @@
+//! What callers hand the writer (the commands of its channel) and how the appender turns a harness
+//! record into the journal's row encoding: the filter columns, the JSON body and the call's search
+//! document, written straight into the frame (on the appender's thread, not the caller's).
+
+use crate::refusals::RefusalRow;
+use crate::row::{BodyRef, decided_columns, policy_columns, search_text_of};
+use crate::schema;
+use crate::sessions::{ApprovalRecord, SessionInfo};
+use crate::wire;
+use portcullis_harness::{RecordKind, Timestamp, ToolCallRecord};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// Calls with a `started` record and no terminal one yet, with the text of their arguments (for the
+/// search document of their terminal record). The appender's own.
+pub(crate) type RunningCalls = HashMap<(Arc<str>, Arc<str>), String>;
+
+/// Running calls whose arguments are kept for their search document (beyond: not searchable by
+/// arguments, still recorded).
+pub(crate) const MAX_RUNNING_TRACKED: usize = 100_000;
+
+/// Whether a record of this kind ends its call (it is then a row of the calls' indexes).
+pub(crate) fn is_terminal(kind: RecordKind) -> bool {
+    matches!(kind, RecordKind::Finished | RecordKind::Error | RecordKind::Blocked)
+}
+
+/// What the journal keeps besides records.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Entry {
+    Session(SessionInfo),
+    SessionEnd { id: String, at: Timestamp },
+    Approval(ApprovalRecord),
+    Refusal(RefusalRow),
+}
+
+/// How far a flush waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Barrier {
+    /// Until everything before it is in the journal (survives a crash of the process).
+    Durable,
+    /// Until everything before it is in SQLite too (other connections see it).
+    Visible,
+}
+
+pub(crate) type Waiter = oneshot::Sender<Result<(), String>>;
+
+/// One message on the writer's channel.
+// Records are nearly every message: boxing them would add an allocation per record for nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Command {
+    Record(ToolCallRecord),
+    Entry(Entry),
+    Flush(Barrier, Waiter),
+    Shutdown,
+}
+
+/// Appends `record` to `out` in the journal's row encoding (see `wire::RowRef` for the fields): its
+/// columns, its JSON body and, on a terminal record, its call's search document (tool, the started
+/// record's arguments kept in `running`, its own text). Nothing is appended on error.
+pub(crate) fn encode_record(
+    record: &ToolCallRecord,
+    running: &mut RunningCalls,
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    let mark = out.len();
+    if let Err(e) = write_columns(record, out) {
+        out.truncate(mark);
+        return Err(e);
+    }
+    let own = || search_text_of(record.arguments.as_deref(), record.output.as_deref(), record.error.as_ref());
+    let key = (record.call.session_id.clone(), record.call.call_id.clone());
+    match record.kind {
+        RecordKind::Started => {
+            if running.len() < MAX_RUNNING_TRACKED {
+                running.insert(key, own());
+            }
+            wire::put_opt_str(out, None);
+        }
+        RecordKind::Progress => wire::put_opt_str(out, None),
+        RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
+            let arguments = running.remove(&key).unwrap_or_default();
+            let text = format!("{} {arguments} {}", record.tool_name, own());
+            wire::put_opt_str(out, Some(&text));
+        }
+    }
+    Ok(())
+}
+
+fn write_columns(record: &ToolCallRecord, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    out.push(wire::TAG_RECORD);
+    wire::put_str(out, &record.call.session_id);
+    wire::put_str(out, &record.call.run_id);
+    wire::put_str(out, &record.call.call_id);
+    wire::put_i64(out, schema::call_key(&record.call.call_id));
+    wire::put_str(out, &record.call.owner);
+    wire::put_str(out, &record.tool_name);
+    out.push(wire::kind_byte(record.kind));
+    wire::put_i64(out, record.at.0);
+    wire::put_opt_i64(out, record.started_at.map(|t| t.0));
+    let duration = match record.kind {
+        RecordKind::Finished | RecordKind::Error => {
+            record.started_at.map(|s| record.at.0.saturating_sub(s.0))
+        }
+        _ => None,
+    };
+    wire::put_opt_i64(out, duration);
+    wire::put_opt_str(out, record.blocked_reason.map(|r| r.as_str()));
+    wire::put_opt_str(out, record.error.as_ref().map(|e| e.code.as_str()));
+    let (decided, rule, source, operator) = decided_columns(&record.decided_by);
+    wire::put_str(out, decided);
+    wire::put_opt_str(out, rule);
+    wire::put_opt_str(out, source);
+    wire::put_opt_str(out, operator.as_deref());
+    let (policy_decision, policy_rule) = policy_columns(record.policy.as_ref());
+    wire::put_opt_str(out, policy_decision);
+    wire::put_opt_str(out, policy_rule.as_deref());
+    out.push(u8::from(record.redacted));
+    wire::put_with(out, |out| serde_json::to_writer(out, &BodyRef::of(record)))
+}
