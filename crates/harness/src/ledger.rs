@@ -107,10 +107,26 @@ pub enum LedgerError {
     Closed,
 }
 
+/// What [`Ledger::offer`] did with a record.
+#[derive(Debug)]
+pub enum Offered {
+    /// Taken, as [`Ledger::record`] would have taken it.
+    Taken,
+    /// Taking it now would mean waiting: hand it in with [`Ledger::record`].
+    Wait(Box<ToolCallRecord>),
+}
+
 /// Where records go. `record` may wait (back-pressure) but must not drop.
 #[async_trait]
 pub trait Ledger: Send + Sync {
     async fn record(&self, record: ToolCallRecord) -> Result<(), LedgerError>;
+
+    /// Hands in a record if that needs no waiting, synchronously: the dispatcher's fast path (no boxed
+    /// future per record). Refusals are the same as `record`'s. The default declines, so every record
+    /// goes through `record`.
+    fn offer(&self, record: ToolCallRecord) -> Result<Offered, LedgerError> {
+        Ok(Offered::Wait(Box::new(record)))
+    }
 
     /// A durability barrier: returns once every record handed in before it is stored.
     async fn flush(&self) -> Result<(), LedgerError> {
@@ -169,10 +185,14 @@ impl MemoryLedger {
 #[async_trait]
 impl Ledger for MemoryLedger {
     async fn record(&self, record: ToolCallRecord) -> Result<(), LedgerError> {
+        self.offer(record).map(|_| ())
+    }
+
+    fn offer(&self, record: ToolCallRecord) -> Result<Offered, LedgerError> {
         self.records
             .lock()
             .map_err(|_| LedgerError::Unavailable("memory ledger lock poisoned".into()))?
             .push(record);
-        Ok(())
+        Ok(Offered::Taken)
     }
 }

@@ -60,7 +60,7 @@ pub use grants::{GrantScope, Grants, NameSet};
 pub use guardrail::{
     Guardrail, GuardrailError, GuardrailRule, GuardrailStage, GuardrailSubject, GuardrailVerdict,
 };
-pub use ledger::{Ledger, LedgerError, MemoryLedger, RecordKind, ToolCallRecord};
+pub use ledger::{Ledger, LedgerError, MemoryLedger, Offered, RecordKind, ToolCallRecord};
 pub use middleware::{Middleware, MiddlewareError};
 pub use name::{NameError, validate_tool_name};
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};

@@ -27,6 +27,10 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("portcullis-ledger-checkpoint".into())
             .spawn(move || {
+                // Background work, like the indexer's: calls never wait for it.
+                if let Err(e) = rustix::process::nice(crate::indexer::INDEXER_NICE) {
+                    tracing::debug!(error = %e, "ledger checkpointer keeps its priority");
+                }
                 while woken.recv().is_ok() {
                     // Let a burst of commits pass, then copy back what they wrote.
                     std::thread::sleep(Duration::from_millis(25));

@@ -237,8 +237,8 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// How much the indexer thread lowers its priority.
-const INDEXER_NICE: i32 = 10;
+/// How much the indexer and checkpoint threads lower their priority.
+pub(crate) const INDEXER_NICE: i32 = 10;
 
 /// The thread that owns the writing SQLite connection.
 pub(crate) struct Indexer {

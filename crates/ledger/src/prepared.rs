@@ -3,12 +3,13 @@
 //! document, written straight into the frame (on the appender's thread, not the caller's).
 
 use crate::refusals::RefusalRow;
-use crate::row::{BodyRef, decided_columns, policy_columns, search_text_of};
+use crate::row::{decided_columns, policy_columns, write_body, write_search_text};
 use crate::schema;
 use crate::sessions::{ApprovalRecord, SessionInfo};
 use crate::wire;
 use portcullis_harness::{RecordKind, Timestamp, ToolCallRecord};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -64,30 +65,19 @@ pub(crate) fn encode_record(
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     let mark = out.len();
-    if let Err(e) = write_columns(record, out) {
+    let written =
+        write_columns(record, out).and_then(|arguments| write_search(record, arguments, running, out));
+    if written.is_err() {
         out.truncate(mark);
-        return Err(e);
     }
-    let own = || search_text_of(record.arguments.as_deref(), record.output.as_deref(), record.error.as_ref());
-    let key = (record.call.session_id.clone(), record.call.call_id.clone());
-    match record.kind {
-        RecordKind::Started => {
-            if running.len() < MAX_RUNNING_TRACKED {
-                running.insert(key, own());
-            }
-            wire::put_opt_str(out, None);
-        }
-        RecordKind::Progress => wire::put_opt_str(out, None),
-        RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
-            let arguments = running.remove(&key).unwrap_or_default();
-            let text = format!("{} {arguments} {}", record.tool_name, own());
-            wire::put_opt_str(out, Some(&text));
-        }
-    }
-    Ok(())
+    written
 }
 
-fn write_columns(record: &ToolCallRecord, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+/// The columns and the body; returns where the body's arguments are in `out`.
+fn write_columns(
+    record: &ToolCallRecord,
+    out: &mut Vec<u8>,
+) -> Result<Option<Range<usize>>, serde_json::Error> {
     out.push(wire::TAG_RECORD);
     wire::put_str(out, &record.call.session_id);
     wire::put_str(out, &record.call.run_id);
@@ -116,5 +106,45 @@ fn write_columns(record: &ToolCallRecord, out: &mut Vec<u8>) -> Result<(), serde
     wire::put_opt_str(out, policy_decision);
     wire::put_opt_str(out, policy_rule.as_deref());
     out.push(u8::from(record.redacted));
-    wire::put_with(out, |out| serde_json::to_writer(out, &BodyRef::of(record)))
+    let mut arguments = None;
+    wire::put_with(out, |out| write_body(record, out).map(|range| arguments = range))?;
+    Ok(arguments)
+}
+
+/// The search document: none on started and progress records (a started record's text is kept for
+/// its call's end), the whole call's on a terminal record.
+fn write_search(
+    record: &ToolCallRecord,
+    arguments: Option<Range<usize>>,
+    running: &mut RunningCalls,
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    let key = (record.call.session_id.clone(), record.call.call_id.clone());
+    match record.kind {
+        RecordKind::Started => {
+            if running.len() < MAX_RUNNING_TRACKED {
+                let mut text = Vec::new();
+                let own = arguments.map(|r| &out[r]);
+                text.extend_from_slice(own.unwrap_or_default());
+                if record.output.is_some() || record.error.is_some() {
+                    write_search_text(&mut text, None, record.output.as_deref(), record.error.as_ref())?;
+                }
+                running.insert(key, String::from_utf8(text).unwrap_or_default());
+            }
+            out.push(0);
+        }
+        RecordKind::Progress => out.push(0),
+        RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
+            let started = running.remove(&key).unwrap_or_default();
+            out.push(1);
+            wire::put_with(out, |out| {
+                out.extend_from_slice(record.tool_name.as_bytes());
+                out.push(b' ');
+                out.extend_from_slice(started.as_bytes());
+                out.push(b' ');
+                write_search_text(out, arguments, record.output.as_deref(), record.error.as_ref())
+            })?;
+        }
+    }
+    Ok(())
 }

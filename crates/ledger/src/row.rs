@@ -7,6 +7,7 @@ use portcullis_harness::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// The kinds a stored record can have: the harness's kinds plus `interrupted`.
@@ -228,43 +229,98 @@ pub(crate) fn search_text_of(
     text
 }
 
-/// [`RecordBody`] borrowed from a record: serializes to the same JSON without copying the record's
-/// values (the writer's hot path). A test checks the two agree.
-#[derive(Serialize)]
-pub(crate) struct BodyRef<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    action: Option<&'a ExecutionAction>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    progress: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output: Option<&'a ToolOutput>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a CallError>,
-    #[serde(skip_serializing_if = "<[RuleRef]>::is_empty")]
-    matched_rules: &'a [RuleRef],
-    decided_by: &'a DecidedBy,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cwd: Option<std::borrow::Cow<'a, str>>,
-    #[serde(skip_serializing_if = "<[FileVerdict]>::is_empty")]
-    files: &'a [FileVerdict],
+/// Writes the JSON of [`RecordBody`] for `record` into `out` without copying the record's values (the
+/// writer's hot path), field by field in `RecordBody`'s order and with its omissions (a test checks the
+/// two agree byte for byte). Returns where the arguments' JSON is in `out`, for the search document.
+pub(crate) fn write_body(
+    record: &ToolCallRecord,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<Option<Range<usize>>> {
+    fn key(out: &mut Vec<u8>, first: &mut bool, name: &str) {
+        if !std::mem::take(first) {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+    }
+    let mut first = true;
+    let mut arguments = None;
+    out.push(b'{');
+    if let Some(value) = record.arguments.as_deref() {
+        key(out, &mut first, "arguments");
+        let start = out.len();
+        serde_json::to_writer(&mut *out, value)?;
+        arguments = Some(start..out.len());
+    }
+    if let Some(action) = record.action.as_deref() {
+        key(out, &mut first, "action");
+        serde_json::to_writer(&mut *out, action)?;
+    }
+    if let Some(progress) = &record.progress {
+        key(out, &mut first, "progress");
+        serde_json::to_writer(&mut *out, progress)?;
+    }
+    if let Some(output) = record.output.as_deref() {
+        key(out, &mut first, "output");
+        serde_json::to_writer(&mut *out, output)?;
+    }
+    if let Some(error) = &record.error {
+        key(out, &mut first, "error");
+        serde_json::to_writer(&mut *out, error)?;
+    }
+    if !record.matched_rules.is_empty() {
+        key(out, &mut first, "matched_rules");
+        serde_json::to_writer(&mut *out, &record.matched_rules)?;
+    }
+    key(out, &mut first, "decided_by");
+    serde_json::to_writer(&mut *out, &record.decided_by)?;
+    if let Some(cwd) = &record.call.cwd {
+        key(out, &mut first, "cwd");
+        serde_json::to_writer(&mut *out, &cwd.to_string_lossy())?;
+    }
+    if let Some(policy) = record.policy.as_ref().filter(|p| !p.files.is_empty()) {
+        key(out, &mut first, "files");
+        serde_json::to_writer(&mut *out, &policy.files)?;
+    }
+    out.push(b'}');
+    Ok(arguments)
 }
 
-impl<'a> BodyRef<'a> {
-    pub(crate) fn of(record: &'a ToolCallRecord) -> Self {
-        BodyRef {
-            arguments: record.arguments.as_deref(),
-            action: record.action.as_deref(),
-            progress: record.progress.as_ref(),
-            output: record.output.as_deref(),
-            error: record.error.as_ref(),
-            matched_rules: &record.matched_rules,
-            decided_by: &record.decided_by,
-            cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy()),
-            files: record.policy.as_ref().map(|p| p.files.as_slice()).unwrap_or_default(),
+/// Appends [`search_text_of`] to `out` directly, the arguments' JSON taken from `arguments` (a range of
+/// `out` itself, written by [`write_body`]).
+pub(crate) fn write_search_text(
+    out: &mut Vec<u8>,
+    arguments: Option<Range<usize>>,
+    output: Option<&ToolOutput>,
+    error: Option<&CallError>,
+) -> serde_json::Result<()> {
+    if let Some(range) = arguments {
+        out.extend_from_within(range);
+    }
+    if let Some(output) = output {
+        out.push(b' ');
+        let mut first = true;
+        for block in &output.content {
+            if let portcullis_harness::Content::Text { text } = block {
+                if !std::mem::take(&mut first) {
+                    out.push(b'\n');
+                }
+                out.extend_from_slice(text.as_bytes());
+            }
+        }
+        if let Some(structured) = &output.structured {
+            out.push(b' ');
+            serde_json::to_writer(&mut *out, structured)?;
         }
     }
+    if let Some(error) = error {
+        out.push(b' ');
+        out.extend_from_slice(error.code.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(error.message.as_bytes());
+    }
+    Ok(())
 }
 
 /// One stored record.

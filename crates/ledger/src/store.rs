@@ -18,7 +18,7 @@ use crate::rollup::{self, KeyCache};
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
 use crate::shared::WriterState;
 use async_trait::async_trait;
-use portcullis_harness::{Ledger, LedgerError, RecordKind, Timestamp, ToolCallRecord};
+use portcullis_harness::{Ledger, LedgerError, Offered, RecordKind, Timestamp, ToolCallRecord};
 use rusqlite::{Connection, OpenFlags};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -349,6 +349,17 @@ impl SqliteLedger {
         self.barrier(Barrier::Durable).await
     }
 
+    /// Fail closed: while writes fail, no new call may start unaudited. Records of calls already running
+    /// are still queued (and retried), never dropped.
+    fn admit(&self, record: &ToolCallRecord) -> Result<(), LedgerError> {
+        if record.kind == RecordKind::Started
+            && let Some(failure) = self.state.failure()
+        {
+            return Err(LedgerError::Write(failure));
+        }
+        Ok(())
+    }
+
     /// Drains, marks this writer's unfinished calls `interrupted`, and stops the writer.
     pub async fn close(&self) -> Result<(), LedgerStoreError> {
         let flushed = self.flush().await;
@@ -365,14 +376,20 @@ impl SqliteLedger {
 #[async_trait]
 impl Ledger for SqliteLedger {
     async fn record(&self, record: ToolCallRecord) -> Result<(), LedgerError> {
-        // Fail closed: while commits fail, no new call may start unaudited. Records of calls already
-        // running are still queued (and retried), never dropped.
-        if record.kind == RecordKind::Started
-            && let Some(failure) = self.state.failure()
-        {
-            return Err(LedgerError::Write(failure));
-        }
+        self.admit(&record)?;
         self.sender.send(Command::Record(record)).await.map_err(|_| LedgerError::Closed)
+    }
+
+    /// Into the channel without waiting when it has room (the dispatcher's path for nearly every record).
+    fn offer(&self, record: ToolCallRecord) -> Result<Offered, LedgerError> {
+        self.admit(&record)?;
+        match self.sender.try_send(Command::Record(record)) {
+            Ok(()) => Ok(Offered::Taken),
+            Err(mpsc::error::TrySendError::Full(Command::Record(record))) => {
+                Ok(Offered::Wait(Box::new(record)))
+            }
+            Err(_) => Err(LedgerError::Closed),
+        }
     }
 
     /// Durable, not necessarily visible to readers yet (see [`SqliteLedger::flush_durable`]).

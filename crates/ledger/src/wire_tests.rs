@@ -4,7 +4,7 @@
 use super::*;
 use crate::prepared::{RunningCalls, encode_record};
 use crate::refusals::RefusalRow;
-use crate::row::{RecordBody, body_of, decided_columns, policy_columns};
+use crate::row::{RecordBody, body_of, decided_columns, policy_columns, search_text_of};
 use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
 use portcullis_harness::{
     ActionKind, BlockedReason, CallContext, CallError, DecidedBy, ExecutionAction, FileAccess, FileVerdict,
@@ -72,8 +72,8 @@ fn records() -> Vec<ToolCallRecord> {
 /// `decided_columns`, `policy_columns`): the borrowed body serializes exactly like `RecordBody`.
 #[test]
 fn records_decode_to_the_columns_and_body_of_the_record() {
-    let mut running = RunningCalls::new();
     for record in records() {
+        let mut running = RunningCalls::new();
         let mut bytes = Vec::new();
         encode_record(&record, &mut running, &mut bytes).unwrap();
         let mut reader = Reader::new(&bytes);
@@ -111,6 +111,12 @@ fn records_decode_to_the_columns_and_body_of_the_record() {
         assert_eq!(row.redacted, record.redacted);
         assert_eq!(row.status().is_some(), crate::prepared::is_terminal(record.kind), "{what}");
         assert_eq!(row.search.is_some(), crate::prepared::is_terminal(record.kind), "{what}");
+        // Each record is its own call here: the started arguments are empty.
+        let own =
+            search_text_of(record.arguments.as_deref(), record.output.as_deref(), record.error.as_ref());
+        if let Some(search) = row.search {
+            assert_eq!(search, format!("{}  {own}", record.tool_name), "{what}");
+        }
     }
 }
 

@@ -6,12 +6,13 @@
 use super::Shared;
 use crate::call::{CallContext, CallOutcome, ToolCallResult};
 use crate::events::EventPayload;
-use crate::ledger::{LedgerError, ToolCallRecord};
+use crate::ledger::{LedgerError, Offered, ToolCallRecord};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-/// A ledger write under way (the boxed future `Ledger::record` returns).
+/// A ledger write under way (the boxed future `Ledger::record` returns), when `Ledger::offer` could
+/// not take the record at once.
 type LedgerWrite<'a> = Pin<Box<dyn Future<Output = Result<(), LedgerError>> + Send + 'a>>;
 
 /// The event a call's end announces, once its record is handed to the ledger.
@@ -45,7 +46,12 @@ impl Shared {
         what: &'static str,
     ) -> Ending<'a> {
         let write = match (&self.ledger, record) {
-            (Some(ledger), Some(record)) => Some(ledger.record(record)),
+            // The ledger takes it now (no boxed future), or later through `record`.
+            (Some(ledger), Some(record)) => match ledger.offer(record) {
+                Ok(Offered::Taken) => None,
+                Ok(Offered::Wait(record)) => Some(ledger.record(*record)),
+                Err(e) => Some(Box::pin(std::future::ready(Err(e))) as LedgerWrite<'a>),
+            },
             _ => None,
         };
         Ending { result, write, event, what }

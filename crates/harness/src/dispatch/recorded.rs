@@ -6,7 +6,7 @@ use super::{Shared, StartedCall};
 use crate::call::{CallError, error_codes};
 use crate::events::EventPayload;
 use crate::execution::ExecutionAction;
-use crate::ledger::{RecordKind, ToolCallRecord};
+use crate::ledger::{Offered, RecordKind, ToolCallRecord};
 use crate::schema::truncate;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -175,7 +175,11 @@ impl Shared {
             let written = if action.has_side_effect() {
                 ledger.record_durable(record).await
             } else {
-                ledger.record(record).await
+                match ledger.offer(record) {
+                    Ok(Offered::Taken) => Ok(()),
+                    Ok(Offered::Wait(record)) => ledger.record(*record).await,
+                    Err(e) => Err(e),
+                }
             };
             if let Err(e) = written {
                 tracing::error!(call_id = %ctx.call_id, error = %e, "started record not written; call not executed");
