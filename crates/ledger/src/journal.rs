@@ -63,6 +63,13 @@ impl Journal {
     /// replayed: what it held is in SQLite.
     pub(crate) fn start(path: &Path, epoch: u64, sync: bool) -> io::Result<Journal> {
         let file = open_file(path)?;
+        // Owner-only like the ledger, also when an older file was wider.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if file.metadata()?.permissions().mode() & 0o077 != 0 {
+                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
+        }
         let mut journal = Journal { file, epoch, end: HEADER, sync };
         journal.write_header()?;
         Ok(journal)

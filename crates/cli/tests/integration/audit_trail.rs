@@ -239,7 +239,7 @@ fn refused_requests_are_recorded_without_the_token_presented() {
 
     served.stop();
     let mut bytes = Vec::new();
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", ".journal"] {
         if let Ok(b) = std::fs::read(format!("{}{suffix}", served.db().display())) {
             bytes.extend(b);
         }

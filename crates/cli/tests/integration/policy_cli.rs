@@ -455,8 +455,10 @@ fn url_passwords_and_quote_split_secrets_stay_out_of_the_ledger() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("[REDACTED]"), "{stdout}");
     let mut ledger = std::fs::read(&db).unwrap();
-    if let Ok(wal) = std::fs::read(env.path("ledger.db-wal")) {
-        ledger.extend(wal);
+    for beside in ["ledger.db-wal", "ledger.db.journal"] {
+        if let Ok(bytes) = std::fs::read(env.path(beside)) {
+            ledger.extend(bytes);
+        }
     }
     let ledger = String::from_utf8_lossy(&ledger);
     for leak in [password, "pw-Secret''-4242", token, "ghp_0123456789\\\"\\\"abcdef"] {

@@ -38,6 +38,8 @@ async fn a_fresh_ledger_is_ours_owner_only_and_current() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        let journal = std::fs::metadata(format!("{}.journal", path.display())).unwrap();
+        assert_eq!(journal.permissions().mode() & 0o777, 0o600, "the journal is owner-only too");
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
     let (app, version) = portcullis_ledger::schema::identity(&conn).unwrap();
@@ -56,9 +58,12 @@ async fn an_existing_world_readable_file_is_tightened() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
+        let journal = format!("{}.journal", path.display());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o644)).unwrap();
         SqliteLedger::open(&path).unwrap().close().await.unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&journal).unwrap().permissions().mode() & 0o777, 0o600);
     }
 }
 

@@ -82,10 +82,10 @@ pub fn blocked(
     r
 }
 
-/// Every file of a ledger (main, WAL, shared memory), read raw.
+/// Every file of a ledger (main, WAL, shared memory, journal), read raw.
 pub fn raw_bytes(path: &Path) -> Vec<u8> {
     let mut all = Vec::new();
-    for suffix in ["", "-wal", "-shm", "-journal"] {
+    for suffix in ["", "-wal", "-shm", "-journal", ".journal"] {
         if let Ok(bytes) = std::fs::read(format!("{}{suffix}", path.display())) {
             all.extend(bytes);
         }
