@@ -94,7 +94,7 @@ struct Zone {
     path: PathBuf,
     kind: ProtectedKind,
     what: String,
-    /// Also every path whose text starts with this one (a ledger's `-wal`, `-shm`, `-journal` files).
+    /// Also every path whose text starts with this one (a ledger's `-wal`, `-shm`, `.journal` files).
     prefix: bool,
 }
 
@@ -448,6 +448,7 @@ mod tests {
             ("/home/u/.config/other", None),
             ("/data/ledger.db", Some(ProtectedKind::HubSecret)),
             ("/data/ledger.db-wal", Some(ProtectedKind::HubSecret)),
+            ("/data/ledger.db.journal", Some(ProtectedKind::HubSecret)),
             ("/data/ledger.dbx", Some(ProtectedKind::HubSecret)),
             ("/data/other.db", None),
             ("/p/.portcullis/policy.json", Some(ProtectedKind::Policy)),
