@@ -18,8 +18,6 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// How long the appender polls an empty channel before it parks.
-const SPIN: Duration = Duration::from_micros(50);
 /// A journal this long or longer is emptied once the indexer has everything in it.
 const RESTART_BYTES: u64 = 8 << 20;
 
@@ -92,7 +90,7 @@ impl Appender {
         let mut failures = 0u32;
         loop {
             if batch.is_idle() && !batch.shutdown && !batch.closed {
-                match self.next_command() {
+                match self.receiver.blocking_recv() {
                     Some(command) => self.take(&mut batch, &mut running, command),
                     None => batch.closed = true,
                 }
@@ -156,21 +154,6 @@ impl Appender {
         }
         let _ = self.indexer.send(ToIndexer::Close(running.into_keys().collect()));
         self.journal
-    }
-
-    /// The next command: polled for up to [`SPIN`] first, then waited for. While calls come in a burst
-    /// the next one arrives within the spin, so the callers never pay for waking a parked thread (a
-    /// futex call and a context switch per record, the largest cost a caller had).
-    fn next_command(&mut self) -> Option<Command> {
-        let until = Instant::now() + SPIN;
-        loop {
-            match self.receiver.try_recv() {
-                Ok(command) => return Some(command),
-                Err(mpsc::error::TryRecvError::Disconnected) => return None,
-                Err(mpsc::error::TryRecvError::Empty) if Instant::now() < until => std::hint::spin_loop(),
-                Err(mpsc::error::TryRecvError::Empty) => return self.receiver.blocking_recv(),
-            }
-        }
     }
 
     /// Adds whatever is queued (up to the batch size), waiting up to `batch_max_delay` for more.
