@@ -9,7 +9,7 @@
 use crate::indexer::{Group, ToIndexer};
 use crate::journal::{self, Journal};
 use crate::prepared::{Barrier, Command, RunningCalls, Waiter, encode_record};
-use crate::shared::WriterState;
+use crate::shared::{WriterState, retry_pause};
 use crate::store::{LedgerOptions, WriteFailure};
 use crate::wire;
 use std::path::PathBuf;
@@ -105,18 +105,13 @@ impl Appender {
                         format!("{}: journal write of {rows} rows failed: {e}", self.path.display());
                     tracing::error!(%message, attempt = failures, "ledger journal write failed; rows kept for retry");
                     self.state.journal_failed(Some(message.clone()));
-                    let _ = self
-                        .state
-                        .failures
-                        .send(WriteFailure { message: message.clone(), pending_rows: rows });
-                    for waiter in batch.durable.drain(..).chain(batch.visible.drain(..)) {
-                        let _ = waiter.send(Err(message.clone()));
-                    }
+                    let waiters = batch.durable.drain(..).chain(batch.visible.drain(..));
+                    self.state.report_failure(message, rows, waiters);
                     if (batch.shutdown || batch.closed || self.state.closing()) && failures >= 20 {
                         tracing::error!(rows, "ledger writer giving up at shutdown: rows NOT written");
                         break;
                     }
-                    std::thread::sleep(Duration::from_millis((10u64 << failures.min(6)).min(1000)));
+                    retry_pause(failures);
                     continue;
                 }
                 failures = 0;

@@ -9,8 +9,8 @@ use crate::journal::{self, JournalError};
 use crate::prepared::{Entry, MAX_RUNNING_TRACKED, Waiter};
 use crate::recovery::{OpenCalls, interrupt_open_calls};
 use crate::rollup::{Dims, KeyCache, Pending};
-use crate::shared::WriterState;
-use crate::store::{ApprovalOutcome, LedgerOptions, WriteFailure};
+use crate::shared::{WriterState, retry_pause};
+use crate::store::{ApprovalOutcome, LedgerOptions};
 use crate::wire::{self, Decoded, WireError};
 use portcullis_harness::Timestamp;
 use rusqlite::{Connection, params};
@@ -19,7 +19,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
-use std::time::Duration;
 
 /// One frame the appender journaled (where it is in the journal; none when only flushes wait), and the
 /// flushes waiting for everything up to it to be visible.
@@ -319,15 +318,8 @@ impl Indexer {
                     let message = format!("{}: commit of {rows} rows failed: {e}", self.path.display());
                     tracing::error!(%message, attempt = failures, "ledger commit failed; rows kept in the journal and retried");
                     self.state.index_failed(Some(message.clone()));
-                    let _ = self
-                        .state
-                        .failures
-                        .send(WriteFailure { message: message.clone(), pending_rows: rows });
-                    for group in &mut groups {
-                        for waiter in group.waiters.drain(..) {
-                            let _ = waiter.send(Err(message.clone()));
-                        }
-                    }
+                    let waiters = groups.iter_mut().flat_map(|g| g.waiters.drain(..));
+                    self.state.report_failure(message, rows, waiters);
                     if (closing || self.state.closing()) && failures >= 20 {
                         tracing::error!(
                             rows,
@@ -335,7 +327,7 @@ impl Indexer {
                         );
                         return false;
                     }
-                    std::thread::sleep(Duration::from_millis((10u64 << failures.min(6)).min(1000)));
+                    retry_pause(failures);
                     continue;
                 }
             }
@@ -358,11 +350,10 @@ impl Indexer {
         let mut frames = Vec::with_capacity(groups.len());
         let mut at = 0;
         while at < self.buffer.len() {
-            let payload = journal::frame_at(&self.buffer, at).ok_or(WireError::Frame(start + at as u64))?;
-            at += journal::FRAME_HEAD + payload.len();
-            let mut id = [0u8; 8];
-            id.copy_from_slice(&payload[..8]);
-            frames.push((i64::from_le_bytes(id), &payload[8..]));
+            let (writer_id, entries, next) =
+                journal::frame_at(&self.buffer, at).ok_or(WireError::Frame(start + at as u64))?;
+            frames.push((writer_id, entries));
+            at = next;
         }
         let tx = self.conn.transaction()?;
         index_frames(&tx, frames, &mut self.keys)?;

@@ -188,27 +188,28 @@ pub(crate) fn unindexed(
     }
     let mut frames = Vec::new();
     let mut at = start as usize;
-    while let Some(frame) = frame_at(&bytes, at) {
-        at += FRAME_HEAD + frame.len();
-        let mut id = [0u8; 8];
-        id.copy_from_slice(&frame[..8]);
-        frames.push(Frame {
-            writer_id: i64::from_le_bytes(id),
-            entries: frame[8..].to_vec(),
-            end: at as u64,
-        });
+    while let Some((writer_id, entries, next)) = frame_at(&bytes, at) {
+        at = next;
+        frames.push(Frame { writer_id, entries: entries.to_vec(), end: at as u64 });
     }
     Ok(Unindexed { epoch, frames, torn_bytes: len - at as u64 })
 }
 
-/// The payload of the whole, intact frame at `at`, if there is one.
-pub(crate) fn frame_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
+/// The whole, intact frame at `at`, if there is one: its writer id, its entries' bytes and the offset
+/// after it. Replay and the indexer both read frames with it.
+pub(crate) fn frame_at(bytes: &[u8], at: usize) -> Option<(i64, &[u8], usize)> {
     let head = bytes.get(at..at.checked_add(FRAME_HEAD)?)?;
     let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
     let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
     let start = at + FRAME_HEAD;
     let payload = bytes.get(start..start.checked_add(len)?)?;
-    (payload.len() >= 8 && crc32fast::hash(payload) == crc).then_some(payload)
+    if payload.len() < 8 || crc32fast::hash(payload) != crc {
+        return None;
+    }
+    let (id, entries) = payload.split_at(8);
+    let mut writer = [0u8; 8];
+    writer.copy_from_slice(id);
+    Some((i64::from_le_bytes(writer), entries, start + len))
 }
 
 #[cfg(test)]

@@ -89,6 +89,19 @@ impl WriterState {
         self.backlog.lock().map(|b| *b).unwrap_or(0)
     }
 
+    /// Tells subscribers and the waiters of a write that failed (its rows are kept for a retry).
+    pub(crate) fn report_failure(
+        &self,
+        message: String,
+        pending_rows: usize,
+        waiters: impl Iterator<Item = crate::prepared::Waiter>,
+    ) {
+        for waiter in waiters {
+            let _ = waiter.send(Err(message.clone()));
+        }
+        let _ = self.failures.send(WriteFailure { message, pending_rows });
+    }
+
     pub(crate) fn closing(&self) -> bool {
         self.closing.load(Ordering::Relaxed)
     }
@@ -103,4 +116,9 @@ impl WriterState {
             }
         }
     }
+}
+
+/// The pause before the `failures`-th retry of a failed write: 20 ms doubling, at most 1 s.
+pub(crate) fn retry_pause(failures: u32) {
+    std::thread::sleep(Duration::from_millis((10u64 << failures.min(6)).min(1000)));
 }
