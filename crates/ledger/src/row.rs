@@ -236,53 +236,38 @@ pub(crate) fn write_body(
     record: &ToolCallRecord,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<Option<Range<usize>>> {
-    fn key(out: &mut Vec<u8>, first: &mut bool, name: &str) {
+    /// Writes `"name":value` (after a comma unless it is the first field) when there is a value;
+    /// returns where the value is.
+    fn field<T: Serialize + ?Sized>(
+        out: &mut Vec<u8>,
+        first: &mut bool,
+        name: &str,
+        value: Option<&T>,
+    ) -> serde_json::Result<Option<Range<usize>>> {
+        let Some(value) = value else { return Ok(None) };
         if !std::mem::take(first) {
             out.push(b',');
         }
         out.push(b'"');
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\":");
-    }
-    let mut first = true;
-    let mut arguments = None;
-    out.push(b'{');
-    if let Some(value) = record.arguments.as_deref() {
-        key(out, &mut first, "arguments");
         let start = out.len();
         serde_json::to_writer(&mut *out, value)?;
-        arguments = Some(start..out.len());
+        Ok(Some(start..out.len()))
     }
-    if let Some(action) = record.action.as_deref() {
-        key(out, &mut first, "action");
-        serde_json::to_writer(&mut *out, action)?;
-    }
-    if let Some(progress) = &record.progress {
-        key(out, &mut first, "progress");
-        serde_json::to_writer(&mut *out, progress)?;
-    }
-    if let Some(output) = record.output.as_deref() {
-        key(out, &mut first, "output");
-        serde_json::to_writer(&mut *out, output)?;
-    }
-    if let Some(error) = &record.error {
-        key(out, &mut first, "error");
-        serde_json::to_writer(&mut *out, error)?;
-    }
-    if !record.matched_rules.is_empty() {
-        key(out, &mut first, "matched_rules");
-        serde_json::to_writer(&mut *out, &record.matched_rules)?;
-    }
-    key(out, &mut first, "decided_by");
-    serde_json::to_writer(&mut *out, &record.decided_by)?;
-    if let Some(cwd) = &record.call.cwd {
-        key(out, &mut first, "cwd");
-        serde_json::to_writer(&mut *out, &cwd.to_string_lossy())?;
-    }
-    if let Some(policy) = record.policy.as_ref().filter(|p| !p.files.is_empty()) {
-        key(out, &mut first, "files");
-        serde_json::to_writer(&mut *out, &policy.files)?;
-    }
+    let first = &mut true;
+    out.push(b'{');
+    let arguments = field(out, first, "arguments", record.arguments.as_deref())?;
+    field(out, first, "action", record.action.as_deref())?;
+    field(out, first, "progress", record.progress.as_ref())?;
+    field(out, first, "output", record.output.as_deref())?;
+    field(out, first, "error", record.error.as_ref())?;
+    let rules = &record.matched_rules;
+    field(out, first, "matched_rules", (!rules.is_empty()).then_some(rules))?;
+    field(out, first, "decided_by", Some(&record.decided_by))?;
+    field(out, first, "cwd", record.call.cwd.as_ref().map(|c| c.to_string_lossy()).as_ref())?;
+    let files = record.policy.as_ref().map(|p| &p.files).filter(|f| !f.is_empty());
+    field(out, first, "files", files)?;
     out.push(b'}');
     Ok(arguments)
 }
