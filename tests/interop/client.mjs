@@ -4,16 +4,44 @@
 //   scenario: { "url"?: string, "token"?: string, "headers"?: {..}, "command"?: string, "args"?: [..],
 //               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "wait", "ms": n} |
 //               {"op": "call", "name": .., "arguments": {..}, "progress"?: true (collect progress notifications),
-//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true} ] }
+//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true} |
+//               {"op": "request", "method": "resources/list"|"resources/templates/list"|"resources/read"|
+//                "prompts/list"|"prompts/get"|"completion/complete", "params"?: {..}} (an error is recorded,
+//                not thrown) ],
+//             "answers"?: {"sampling": text, "elicitation": {..}} (declares sampling and elicitation and
+//                answers them; what the server asked is in the report's `asked`) }
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema, ElicitRequestSchema, ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 const scenario = JSON.parse(process.argv[2]);
-const client = new Client({ name: scenario.clientName ?? "interop-sdk-client", version: "1.32.2" });
+const answers = scenario.answers;
+const capabilities = answers ? { sampling: {}, elicitation: {} } : {};
+const client = new Client({ name: scenario.clientName ?? "interop-sdk-client", version: "1.32.2" }, { capabilities });
 let listChanged = 0;
+const asked = [];
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged += 1; });
+if (answers) {
+  client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+    asked.push({ method: request.method, params: request.params });
+    return { role: "assistant", content: { type: "text", text: answers.sampling ?? "" }, model: "interop-model" };
+  });
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push({ method: request.method, params: request.params });
+    return { action: "accept", content: answers.elicitation ?? {} };
+  });
+}
+const requests = {
+  "resources/list": (p) => client.listResources(p),
+  "resources/templates/list": (p) => client.listResourceTemplates(p),
+  "resources/read": (p) => client.readResource(p),
+  "prompts/list": (p) => client.listPrompts(p),
+  "prompts/get": (p) => client.getPrompt(p),
+  "completion/complete": (p) => client.complete(p),
+};
 
 let transport;
 if (scenario.url) {
@@ -44,11 +72,18 @@ try {
       if (step.progress) options.onprogress = (p) => progress.push(p);
       const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
       out.results.push({ op: "call", name: step.name, result, progress });
+    } else if (step.op === "request") {
+      try {
+        out.results.push({ op: "request", method: step.method, result: await requests[step.method](step.params ?? {}) });
+      } catch (e) {
+        out.results.push({ op: "request", method: step.method, error: String(e?.message ?? e), code: e?.code, data: e?.data });
+      }
     } else if (step.op === "wait") {
       await new Promise((r) => setTimeout(r, step.ms));
     }
   }
   out.listChanged = listChanged;
+  out.asked = asked;
   await client.close();
 } catch (e) {
   out.error = String(e?.message ?? e);

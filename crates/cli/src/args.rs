@@ -156,6 +156,10 @@ pub struct ServeArgs {
     /// Above this many tools, agents see only `search_tools` and find the others by keywords.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub search_tools_above: usize,
+    /// Guard one upstream server: agents see only the tools, resources and prompts of the server with
+    /// this id (declared in a policy), under the server's own names; the built-in tools are not served.
+    #[arg(long, value_name = "SERVER_ID")]
+    pub single_upstream: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

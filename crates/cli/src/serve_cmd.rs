@@ -58,6 +58,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         search_tools_above: args.search_tools_above,
         home: None,
         sandbox_launcher: portcullis_hub::sandboxing::default_launcher(),
+        single_upstream: args.single_upstream.clone(),
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,

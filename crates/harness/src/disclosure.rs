@@ -260,7 +260,14 @@ impl Disclosure {
             });
         }
         let k = k.unwrap_or(self.limits.default_k).clamp(1, self.limits.max_k);
-        let granted = || registry.specs().filter(|s| s.name != SEARCH_TOOLS_NAME && grants.permits(&s.name));
+        // An upstream server's methods (resources/read, prompts/get, ...) are not tools agents call.
+        let granted = || {
+            registry.specs().filter(|s| {
+                s.name != SEARCH_TOOLS_NAME
+                    && crate::mcp_method_of(&s.name).is_none()
+                    && grants.permits(&s.name)
+            })
+        };
         match ToolSearchIndex::build(granted()) {
             Ok(index) => Ok(Selection { tools: index.search(query, k), full: false }),
             Err(DisclosureError::IndexTooLarge) => {

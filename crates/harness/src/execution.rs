@@ -60,6 +60,10 @@ pub struct ExecutionAction {
     /// The walls the command runs inside (set by the policy for `Execute`; shown to the approver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Box<SandboxProfile>>,
+    /// What an upstream MCP method acts on: the URI of a resource read, the name of a prompt got
+    /// (the server's own text: untrusted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 impl ExecutionAction {
@@ -73,6 +77,7 @@ impl ExecutionAction {
             cwd: None,
             risk: Risk::Low,
             sandbox: None,
+            target: None,
         }
     }
 
@@ -92,6 +97,11 @@ impl ExecutionAction {
 
     pub fn with_cwd(mut self, cwd: PathBuf) -> Self {
         self.cwd = Some(cwd);
+        self
+    }
+
+    pub fn with_target(mut self, target: impl Into<String>) -> Self {
+        self.target = Some(target.into());
         self
     }
 

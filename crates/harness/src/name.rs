@@ -1,4 +1,6 @@
-//! Tool-name rules: lower snake case for built-in tools, `mcp:<server>:<tool>` for upstream MCP tools.
+//! Tool-name rules: lower snake case for built-in tools, `mcp:<server>:<tool>` for upstream MCP tools,
+//! and `mcp:<server>:<method>` for the MCP methods of an upstream server that pass the pipeline as calls
+//! (reading a resource, getting a prompt): those names hold a `/`, which no upstream tool name may.
 
 use thiserror::Error;
 
@@ -21,6 +23,25 @@ fn invalid(name: &str, why: &'static str) -> NameError {
     NameError::Invalid { name: shown, why }
 }
 
+/// The MCP methods of an upstream server that are dispatched like tool calls (grants, policy, approval,
+/// ledger), registered as `mcp:<server>:<method>`. Agents reach them through the methods themselves,
+/// never through `tools/list` or `tools/call`.
+pub const MCP_METHOD_TOOLS: [&str; 4] = [MCP_RESOURCES_READ, MCP_PROMPTS_GET, MCP_SAMPLING, MCP_ELICITATION];
+/// `resources/read`: its argument `uri` is the resource's URI as the upstream server knows it.
+pub const MCP_RESOURCES_READ: &str = "resources/read";
+/// `prompts/get`: its arguments are `name` and the prompt's `arguments`.
+pub const MCP_PROMPTS_GET: &str = "prompts/get";
+/// `sampling/createMessage` the server asks of the agent during a call (its params as arguments).
+pub const MCP_SAMPLING: &str = "sampling/createMessage";
+/// `elicitation/create` the server asks of the agent during a call (its params as arguments).
+pub const MCP_ELICITATION: &str = "elicitation/create";
+
+/// The server and method of a method tool's name (`mcp:<server>:resources/read`), if it is one.
+pub fn mcp_method_of(name: &str) -> Option<(&str, &'static str)> {
+    let (server, tool) = name.strip_prefix("mcp:")?.split_once(':')?;
+    MCP_METHOD_TOOLS.iter().find(|m| **m == tool).map(|m| (server, *m))
+}
+
 /// Checks a tool name.
 ///
 /// * built-in: `^[a-z][a-z0-9_]*$` (lower snake case), at most 64 bytes;
@@ -38,6 +59,9 @@ pub fn validate_tool_name(name: &str) -> Result<(), NameError> {
             return Err(invalid(name, "namespaced names are mcp:<server>:<tool>"));
         };
         validate_server_id(server).map_err(|why| invalid(name, why))?;
+        if MCP_METHOD_TOOLS.contains(&tool) {
+            return Ok(());
+        }
         if tool.is_empty() || tool.len() > MAX_NAME_PART_BYTES {
             return Err(invalid(name, "upstream tool name must be 1 to 128 bytes"));
         }
@@ -104,12 +128,20 @@ mod tests {
             "mcp:fs:a b",
             "mcp:fs:a:b",
             "mcp:f/s:x",
+            "mcp:fs:resources/list",
+            "mcp:fs:tools/call",
+            "mcp:fs:/",
             "über",
             "a\u{0}",
         ] {
             assert!(validate_tool_name(bad).is_err(), "{bad:?}");
         }
         assert!(validate_tool_name(&"a".repeat(64)).is_ok());
+        assert!(validate_tool_name("mcp:fs:resources/read").is_ok());
+        assert!(validate_tool_name("mcp:fs:prompts/get").is_ok());
+        assert_eq!(mcp_method_of("mcp:fs:prompts/get"), Some(("fs", MCP_PROMPTS_GET)));
+        assert_eq!(mcp_method_of("mcp:fs:read_file"), None);
+        assert_eq!(mcp_method_of("prompts/get"), None);
         assert!(validate_tool_name(&"a".repeat(65)).is_err());
         assert!(validate_tool_name(&format!("mcp:s:{}", "x".repeat(128))).is_ok());
         assert!(validate_tool_name(&format!("mcp:s:{}", "x".repeat(129))).is_err());

@@ -357,7 +357,7 @@ impl Redactor {
         for block in &mut output.content {
             match block {
                 Content::Text { text } => changed |= self.redact_string(text),
-                Content::Image { .. } => {}
+                Content::Image { .. } | Content::Audio { .. } => {}
                 Content::Resource { uri, text, .. } => {
                     changed |= self.redact_string(uri);
                     if let Some(t) = text {

@@ -85,6 +85,11 @@ pub enum Content {
         data: String,
         mime_type: String,
     },
+    /// Base64 audio, bounded like an image by the tool that produced it (an upstream result's bound).
+    Audio {
+        data: String,
+        mime_type: String,
+    },
     Resource {
         uri: String,
         #[serde(skip_serializing_if = "Option::is_none", default)]

@@ -7,14 +7,11 @@ use crate::error::HubError;
 use crate::manifest::load_manifests;
 use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline, builtin_registry, builtin_tools_confined};
 use crate::upstreams::Upstreams;
-use async_trait::async_trait;
 use portcullis_coding::{Limits, Workspace};
-use portcullis_harness::disclosure::SEARCH_TOOLS_NAME;
 use portcullis_harness::{
     Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
-use portcullis_mcp::gateway::{ClientIdentity, GatewayBackend, WaitNotes};
 use portcullis_policy::discovery::{layers_for, user_config_dir};
 use portcullis_policy::{LivePolicy, Policy, ProtectedKind};
 use serde_json::Value;
@@ -77,6 +74,9 @@ pub struct HubConfig {
     /// program, else this binary when its `main` set itself up as one
     /// ([`portcullis_sandbox::default_launcher`]). None: commands run unconfined, and say so.
     pub sandbox_launcher: Option<portcullis_sandbox::SandboxLauncher>,
+    /// Serve agents only this upstream server's tools, resources and prompts, under their own names
+    /// (Portcullis as a guard in front of one server); the built-in tools are not served to agents.
+    pub single_upstream: Option<String>,
 }
 
 impl HubConfig {
@@ -102,6 +102,7 @@ impl HubConfig {
             search_tools_above: 64,
             home: None,
             sandbox_launcher: portcullis_sandbox::default_launcher(),
+            single_upstream: None,
         }
     }
 
@@ -278,11 +279,18 @@ impl Hub {
         }
         let shutdown = CancellationToken::new();
         let (rebuild_tx, rebuild_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let relay = Arc::new(crate::relay::HubRelay::default());
+        let host = portcullis_mcp::upstream::UpstreamHost {
+            notices: broadcast::channel(256).0,
+            routes: portcullis_mcp::client_side::AgentRoutes::default(),
+            relay: Some(relay.clone()),
+        };
         let upstreams = Upstreams::new(
             Arc::new(move |_id: &str| {
                 let _ = rebuild_tx.send(());
             }),
             shutdown.clone(),
+            host,
         );
         let dispatcher = Pipeline {
             policy: live.clone(),
@@ -316,6 +324,7 @@ impl Hub {
                 served_at: std::sync::OnceLock::new(),
             }),
         };
+        relay.attach(&hub);
         hub.rebuild_on_change(rebuild_rx);
         hub.state.upstreams.sync(&servers);
         Ok(hub)
@@ -625,116 +634,4 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// The gateway's view of the hub.
-pub struct HubBackend {
-    hub: Hub,
-    owners: RwLock<std::collections::HashMap<String, String>>,
-    /// The wire-name table and the tool generation it was built for.
-    wire_names: std::sync::Mutex<Option<(u64, Arc<portcullis_mcp::wire::WireNames>)>>,
-}
-
-impl HubBackend {
-    pub fn new(hub: Hub) -> Self {
-        HubBackend { hub, owners: RwLock::new(Default::default()), wire_names: std::sync::Mutex::new(None) }
-    }
-
-    /// Who a session's calls are recorded as.
-    fn owner(&self, session_id: &str) -> String {
-        self.owners.read().ok().and_then(|o| o.get(session_id).cloned()).unwrap_or_else(|| "agent".into())
-    }
-}
-
-#[async_trait]
-impl GatewayBackend for HubBackend {
-    fn visible_tools(&self) -> Vec<ToolSpec> {
-        let (search, rest): (Vec<ToolSpec>, Vec<ToolSpec>) =
-            self.hub.visible_tools().into_iter().partition(|t| t.name == SEARCH_TOOLS_NAME);
-        if rest.len() > self.hub.state.config.search_tools_above && !search.is_empty() {
-            return search;
-        }
-        // How long a call may wait for an operator is the agent's to know (clients time out requests:
-        // the TypeScript SDK after 60 s).
-        let wait = self.hub.state.broker.timeout().as_secs();
-        let note = format!(
-            " When the policy asks an operator about a call, the call waits up to {wait} s for the answer (unanswered: denied)."
-        );
-        rest.into_iter()
-            .map(|mut spec| {
-                spec.description.push_str(&note);
-                spec
-            })
-            .collect()
-    }
-
-    fn registered_names(&self) -> Vec<String> {
-        self.hub.state.dispatcher.registry().names().map(str::to_owned).collect()
-    }
-
-    fn wire_names(&self) -> Arc<portcullis_mcp::wire::WireNames> {
-        // Registry changes bump the tool generation before agents are told, so the cache follows them.
-        let generation = *self.hub.state.tools_changed.borrow();
-        let mut cache = self.wire_names.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((built_for, names)) = cache.as_ref()
-            && *built_for == generation
-        {
-            return names.clone();
-        }
-        let registered = self.registered_names();
-        let names = Arc::new(portcullis_mcp::wire::WireNames::new(registered.iter().map(String::as_str)));
-        *cache = Some((generation, names.clone()));
-        names
-    }
-
-    async fn open_session(&self, client: ClientIdentity) -> String {
-        let id = self.hub.open_session_over(&client.name, &client.version, client.transport).await;
-        if let Ok(mut owners) = self.owners.write() {
-            owners.insert(id.clone(), format!("{} {} ({})", client.name, client.version, client.transport));
-        }
-        id
-    }
-
-    async fn close_session(&self, session_id: String) {
-        if let Ok(mut owners) = self.owners.write() {
-            owners.remove(&session_id);
-        }
-        self.hub.close_session(session_id).await;
-    }
-
-    async fn call(
-        &self,
-        session_id: &str,
-        call_id: &str,
-        tool: &str,
-        arguments: Value,
-        cancel: CancellationToken,
-        waiting: Option<WaitNotes>,
-    ) -> ToolCallResult {
-        let owner = self.owner(session_id);
-        // Following before the call runs, so the approval it may ask is not missed.
-        let _follower = waiting.map(|notes| {
-            let approvals = self.hub.broker().watch();
-            crate::waiting::follow_approval(approvals, session_id.to_owned(), call_id.to_owned(), notes)
-        });
-        self.hub.call(session_id, call_id, tool, arguments, &owner, cancel).await
-    }
-
-    async fn refuse_malformed(
-        &self,
-        session_id: &str,
-        call_id: &str,
-        tool: &str,
-        arguments: Value,
-        message: String,
-    ) -> ToolCallResult {
-        let owner = self.owner(session_id);
-        self.hub.refuse_malformed(session_id, call_id, tool, arguments, &owner, message).await
-    }
-
-    fn tools_changed(&self) -> watch::Receiver<u64> {
-        self.hub.state.tools_changed.subscribe()
-    }
-
-    fn events(&self) -> Option<portcullis_harness::EventSubscription> {
-        Some(self.hub.state.dispatcher.events().subscribe())
-    }
-}
+pub use crate::backend::HubBackend;

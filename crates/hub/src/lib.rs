@@ -3,6 +3,7 @@
 //! agents (`/mcp`) and operators (`/v1`) on a loopback port. Used by the CLI now and the desktop app next.
 
 pub mod api;
+mod backend;
 pub mod broker;
 pub mod config;
 pub mod connections;
@@ -15,6 +16,7 @@ pub mod launch;
 pub mod manifest;
 pub mod pipeline;
 pub mod refusals;
+mod relay;
 pub mod reload;
 pub mod sandboxing;
 pub mod secrets;

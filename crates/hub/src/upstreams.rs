@@ -4,9 +4,10 @@
 
 use crate::config::CHILD_ENV;
 use portcullis_harness::Timestamp;
+use portcullis_mcp::client_side::AgentRoutes;
 use portcullis_mcp::upstream::{
-    Upstream, UpstreamFailure, UpstreamLimits, UpstreamReport, UpstreamSpec, UpstreamStatus,
-    UpstreamTransport,
+    Offerings, Upstream, UpstreamFailure, UpstreamHost, UpstreamLimits, UpstreamNotice, UpstreamReport,
+    UpstreamSpec, UpstreamStatus, UpstreamTransport,
 };
 use portcullis_policy::policy::ServerEntry;
 use std::sync::{Arc, Mutex};
@@ -92,11 +93,23 @@ pub struct Upstreams {
     broken: Mutex<Vec<Unstartable>>,
     on_change: portcullis_mcp::upstream::OnChange,
     shutdown: CancellationToken,
+    /// Where every server's notices go, the agents' routes, the relay of servers' requests to agents.
+    host: UpstreamHost,
 }
 
 impl Upstreams {
-    pub fn new(on_change: portcullis_mcp::upstream::OnChange, shutdown: CancellationToken) -> Self {
-        Upstreams { running: Mutex::new(Vec::new()), broken: Mutex::new(Vec::new()), on_change, shutdown }
+    pub fn new(
+        on_change: portcullis_mcp::upstream::OnChange,
+        shutdown: CancellationToken,
+        host: UpstreamHost,
+    ) -> Self {
+        Upstreams {
+            running: Mutex::new(Vec::new()),
+            broken: Mutex::new(Vec::new()),
+            on_change,
+            shutdown,
+            host,
+        }
     }
 
     /// Starts, restarts and stops servers so they match `entries`.
@@ -127,7 +140,8 @@ impl Upstreams {
             }
             let stop = self.shutdown.child_token();
             tracing::info!(server = %spec.id, "starting upstream server");
-            let upstream = Upstream::start(spec.clone(), self.on_change.clone(), stop.clone());
+            let upstream =
+                Upstream::start_in(spec.clone(), self.on_change.clone(), stop.clone(), self.host.clone());
             running.push(Running { spec, stop, upstream });
         }
         drop(running);
@@ -147,6 +161,28 @@ impl Upstreams {
     pub fn tools(&self) -> Vec<Arc<dyn portcullis_harness::Tool>> {
         let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         running.iter().flat_map(|r| r.upstream.tools()).collect()
+    }
+
+    /// What each running server offers besides tools, by id.
+    pub fn offerings(&self) -> Vec<(String, Offerings)> {
+        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.iter().map(|r| (r.spec.id.clone(), r.upstream.offerings())).collect()
+    }
+
+    /// A running server.
+    pub fn get(&self, id: &str) -> Option<Arc<Upstream>> {
+        let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.iter().find(|r| r.spec.id == id).map(|r| r.upstream.clone())
+    }
+
+    /// Every server's notices from now on.
+    pub fn notices(&self) -> tokio::sync::broadcast::Receiver<UpstreamNotice> {
+        self.host.notices.subscribe()
+    }
+
+    /// Which agent each call in flight came from (the gateway fills it).
+    pub fn routes(&self) -> AgentRoutes {
+        self.host.routes.clone()
     }
 
     /// Every server's report (state, since when, restarts, last error, stderr tail), by id, in the

@@ -74,6 +74,7 @@ fn content_block(content: &Content) -> ContentBlock {
     match content {
         Content::Text { text } => ContentBlock::text(text.clone()),
         Content::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+        Content::Audio { data, mime_type } => ContentBlock::audio(data.clone(), mime_type.clone()),
         Content::Resource { uri, mime_type, text } => {
             let mut resource = ResourceContents::text(text.clone().unwrap_or_default(), uri.clone());
             if let (Some(mime), ResourceContents::TextResourceContents { mime_type: m, .. }) =
@@ -118,7 +119,7 @@ pub fn call_result(result: &ToolCallResult) -> CallToolResult {
     }
 }
 
-/// An upstream result as harness output (bounded by the caller). Audio and links become resources.
+/// An upstream result as harness output (bounded by the caller). Resource links become resources.
 pub fn output_of(result: &CallToolResult) -> ToolOutput {
     let content = result
         .content
@@ -140,11 +141,7 @@ pub fn output_of(result: &CallToolResult) -> ToolOutput {
             ContentBlock::ResourceLink(link) => {
                 Content::Resource { uri: link.uri.clone(), mime_type: link.mime_type.clone(), text: None }
             }
-            ContentBlock::Audio(a) => Content::Resource {
-                uri: "data:audio".into(),
-                mime_type: Some(a.mime_type.clone()),
-                text: Some(format!("[audio, {} base64 bytes, not forwarded]", a.data.len())),
-            },
+            ContentBlock::Audio(a) => Content::Audio { data: a.data.clone(), mime_type: a.mime_type.clone() },
             #[allow(unreachable_patterns)]
             _ => Content::Text { text: "[content of a kind Portcullis does not forward]".into() },
         })

@@ -3,15 +3,21 @@
 //! or denied call comes back as a tool result with `isError` naming the reason and the deciding rule.
 
 use crate::caller::CallerGone;
+use crate::client_side::{AgentRoute, AgentRoutes, CallOrigin};
 use crate::convert::{call_result, tool_of};
 use crate::jsonrpc::{CLIENT_METHODS, TOOLS_CALL};
+use crate::offered::{Naming, ServerOfferings};
+use crate::upstream::UpstreamNotice;
 use crate::wire::WireNames;
 use async_trait::async_trait;
 use portcullis_harness::{EventDelivery, EventPayload, EventSubscription, ToolCallResult, ToolSpec};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequestParams, CompleteResult,
+    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -19,7 +25,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Where a backend says what a call is waiting for before it runs (one line each).
@@ -83,11 +89,47 @@ pub trait GatewayBackend: Send + Sync + 'static {
     fn events(&self) -> Option<EventSubscription> {
         None
     }
+    /// How agents see upstream names (tools, resources, prompts).
+    fn naming(&self) -> Naming {
+        Naming::Namespaced
+    }
+    /// The upstream servers' resources, templates and prompts agents may see now: what the grants
+    /// hide and what the policy forbids left out (only servers [`Self::naming`] shows).
+    fn offerings(&self) -> Vec<ServerOfferings> {
+        Vec::new()
+    }
+    /// Sends a request that is not a call (completion, logging level, subscriptions) to a server.
+    async fn forward(&self, server: &str, request: ClientRequest) -> Result<ServerResult, McpError> {
+        let _ = request;
+        Err(McpError::invalid_request(format!("no upstream server {server:?}"), None))
+    }
+    /// The upstream servers' notifications (resource updates, log messages).
+    fn notices(&self) -> Option<broadcast::Receiver<UpstreamNotice>> {
+        None
+    }
+    /// Where the gateway says which agent each call in flight came from, so upstream servers' requests
+    /// during a call (sampling, elicitation) reach that agent; none: they are not relayed.
+    fn agent_routes(&self) -> Option<AgentRoutes> {
+        None
+    }
 }
 
 /// What Portcullis tells agents about itself (the gateway and the stdio relay alike).
 pub fn server_config() -> ServerConfig {
-    ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+    // Logging is deprecated in rmcp (SEP-2577) but agents on protocol versions up to 2025-11-25 use it.
+    #[allow(deprecated)]
+    let capabilities = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_tool_list_changed()
+        .enable_resources()
+        .enable_resources_subscribe()
+        .enable_resources_list_changed()
+        .enable_prompts()
+        .enable_prompts_list_changed()
+        .enable_completions()
+        .enable_logging()
+        .build();
+    ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "Portcullis gateway: every tool call passes the operator's policy; a refused call returns \
@@ -253,11 +295,15 @@ fn forward_progress(
 
 /// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
 /// when the last clone goes.
-struct Connection {
-    backend: Arc<dyn GatewayBackend>,
+pub(crate) struct Connection {
+    pub(crate) backend: Arc<dyn GatewayBackend>,
     transport: &'static str,
     session: OnceLock<String>,
     calls: AtomicU64,
+    /// The least severe log level this agent asked for (`logging/setLevel`); none: no log messages.
+    pub(crate) log_level: std::sync::Mutex<Option<u8>>,
+    /// The resource URIs (as this agent names them) it subscribed to.
+    pub(crate) subscriptions: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Drop for Connection {
@@ -272,7 +318,7 @@ impl Drop for Connection {
 /// The MCP server handler of one agent connection.
 #[derive(Clone)]
 pub struct GatewayHandler {
-    connection: Arc<Connection>,
+    pub(crate) connection: Arc<Connection>,
 }
 
 impl GatewayHandler {
@@ -283,6 +329,8 @@ impl GatewayHandler {
                 transport,
                 session: OnceLock::new(),
                 calls: AtomicU64::new(0),
+                log_level: std::sync::Mutex::new(None),
+                subscriptions: std::sync::Mutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -296,14 +344,36 @@ impl GatewayHandler {
                 if weak.upgrade().is_none() || peer.is_transport_closed() {
                     break;
                 }
-                if let Err(e) = peer.notify_tool_list_changed().await {
+                // Upstream resources and prompts change with the same registry changes.
+                let sent = async {
+                    peer.notify_tool_list_changed().await?;
+                    peer.notify_resource_list_changed().await?;
+                    peer.notify_prompt_list_changed().await
+                };
+                if let Err(e) = sent.await {
                     tracing::debug!(error = %e, "list_changed not delivered");
                 }
             }
         });
     }
 
-    async fn session_id(&self, context: &RequestContext<RoleServer>) -> String {
+    /// Keeps this call's agent reachable by the upstream requests it causes, while the guard lives.
+    pub(crate) fn route(
+        &self,
+        session: &str,
+        call_id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<crate::client_side::RouteGuard> {
+        let routes = self.connection.backend.agent_routes()?;
+        let origin = CallOrigin { session_id: session.to_owned(), call_id: call_id.to_owned() };
+        Some(routes.enter(origin, AgentRoute { peer: context.peer.clone(), request_id: context.id.clone() }))
+    }
+
+    pub(crate) fn next_call_id(&self) -> String {
+        format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    pub(crate) async fn session_id(&self, context: &RequestContext<RoleServer>) -> String {
         if let Some(id) = self.connection.session.get() {
             return id.clone();
         }
@@ -349,6 +419,7 @@ impl ServerHandler for GatewayHandler {
                 .await;
             let _ = self.connection.session.set(id);
             self.forward_list_changes(context.peer.clone());
+            self.forward_notices(context.peer.clone());
         }
         tracing::info!(
             client = %request.client_info.name,
@@ -396,8 +467,24 @@ impl ServerHandler for GatewayHandler {
         let names = self.connection.backend.wire_names();
         // Resolved against every registered tool: the pipeline refuses (and records) what the grants
         // hide; an unknown name is dispatched as given.
-        let tool = names.registry_name(&request.name).unwrap_or(&request.name).to_owned();
-        let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
+        let tool = match (names.registry_name(&request.name), self.connection.backend.naming()) {
+            (Some(tool), _) => tool.to_owned(),
+            // In front of one server, a name it does not have is still its (and unknown): never a
+            // built-in tool.
+            (None, Naming::Single(server)) => format!("mcp:{server}:{}", request.name),
+            (None, Naming::Namespaced) => request.name.to_string(),
+        };
+        // A server's methods pass the pipeline as calls, but agents reach them by the methods alone.
+        if portcullis_harness::mcp_method_of(&tool).is_some() {
+            return Err(McpError::invalid_params(
+                format!(
+                    "unknown tool {:?}: read resources and get prompts with their own methods",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let call_id = self.next_call_id();
         let arguments =
             request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
         let (forwarder, waiting) = match (context.meta.get_progress_token(), self.connection.backend.events())
@@ -412,6 +499,7 @@ impl ServerHandler for GatewayHandler {
             }
             _ => (None, None),
         };
+        let _route = self.route(&session, &call_id, &context);
         // Cancellation goes through the pipeline (the call ends with a record), never by dropping it: a
         // caller whose connection closed cancels the call as a cancel request would.
         let cancel = context.ct.clone();
@@ -442,6 +530,83 @@ impl ServerHandler for GatewayHandler {
         Ok(call_result(&result).into())
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(self.resources()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(self.templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read(request.uri, context).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(self.prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.prompt(request.name, request.arguments, context).await.map(GetPromptResponse::Complete)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.completion(request).await
+    }
+
+    // Logging and legacy subscriptions are deprecated in rmcp (SEP-2577, 2026-07-28) but are part of
+    // the protocol versions agents speak today (up to 2025-11-25).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level(request).await
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscription(request.uri, true).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscription(request.uri, false).await
+    }
+
     /// rmcp reads a request to a known method whose params do not fit as a custom request: those are
     /// invalid params (-32602), and a malformed `tools/call` is also recorded as a blocked call.
     async fn on_custom_request(
@@ -453,7 +618,7 @@ impl ServerHandler for GatewayHandler {
             let session = self.session_id(&context).await;
             let names = self.connection.backend.wire_names();
             let (tool, arguments, why) = malformed_call(request.params.as_ref(), &names);
-            let call_id = format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1);
+            let call_id = self.next_call_id();
             let result =
                 self.connection.backend.refuse_malformed(&session, &call_id, &tool, arguments, why).await;
             let (reason, message) = match &result.outcome {

@@ -3,12 +3,15 @@
 //! upstream MCP servers' tools into the registry.
 
 pub mod caller;
+pub mod client_side;
 pub mod convert;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
 pub mod http;
 pub mod jsonrpc;
+mod methods;
+pub mod offered;
 pub mod relay;
 pub mod upstream;
 pub mod wire;

@@ -5,10 +5,14 @@
 //! An operator can restart a server now ([`Upstream::restart`]); what operators see of it beyond its
 //! status (restarts, last error, stderr tail) is in [`report`].
 
+mod offerings;
 mod report;
+mod request;
 
+pub use offerings::Offerings;
 pub use report::{STDERR_LINE_BYTES, STDERR_TAIL_LINES, UpstreamFailure, UpstreamReport};
 
+use crate::client_side::{AgentRoutes, CallOrigin, ClientRelay, ELICITATION, SAMPLING};
 use crate::convert::{annotations_of, output_of};
 use async_trait::async_trait;
 use portcullis_harness::{
@@ -16,22 +20,23 @@ use portcullis_harness::{
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
 };
 use report::{SharedStderrTail, StderrTail};
+use request::Route;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, Implementation, JsonObject, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    JsonObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ResourceUpdatedNotificationParam, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
 /// Error codes of upstream calls.
@@ -107,6 +112,7 @@ pub enum UpstreamStatus {
 
 struct State {
     tools: Vec<Arc<dyn Tool>>,
+    offerings: Offerings,
     status: Option<UpstreamStatus>,
     /// When `status` last changed its kind (see [`UpstreamReport::since`]).
     since: Timestamp,
@@ -127,7 +133,49 @@ pub struct Upstream {
     /// An operator's restart, waiting for the supervisor (at most one is kept).
     restart: Notify,
     stderr: SharedStderrTail,
+    host: UpstreamHost,
+    origins: Origins,
 }
+
+/// What a hub gives its upstream servers: where their notices go, the agents' routes, and who relays
+/// their requests to agents (none: such requests are refused).
+#[derive(Clone)]
+pub struct UpstreamHost {
+    pub notices: broadcast::Sender<UpstreamNotice>,
+    pub routes: AgentRoutes,
+    pub relay: Option<Arc<dyn ClientRelay>>,
+}
+
+impl UpstreamHost {
+    /// Notices to nobody, no relay.
+    pub fn detached() -> Self {
+        UpstreamHost {
+            notices: broadcast::channel(NOTICES_KEPT).0,
+            routes: AgentRoutes::default(),
+            relay: None,
+        }
+    }
+}
+
+/// Requests in flight to a server that serve a call: upstream request id → the call.
+type Origins = Arc<std::sync::Mutex<HashMap<rmcp::model::RequestId, CallOrigin>>>;
+
+/// A notification of an upstream server that agents may want: a resource changed, a log message.
+#[derive(Debug, Clone)]
+pub enum UpstreamNotice {
+    ResourceUpdated {
+        server: String,
+        uri: String,
+    },
+    /// `notifications/message` params as the server sent them (`level`, `logger`, `data`).
+    Log {
+        server: String,
+        message: serde_json::Value,
+    },
+}
+
+/// Notices kept for a slow listener before the oldest are dropped.
+const NOTICES_KEPT: usize = 256;
 
 /// How a live connection ended.
 enum Ended {
@@ -150,21 +198,119 @@ type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressReport
 /// notifications to the calls they belong to.
 #[derive(Clone)]
 struct UpstreamClient {
+    server: String,
     changed: Arc<Notify>,
     progress: ProgressRoutes,
+    notices: broadcast::Sender<UpstreamNotice>,
+    origins: Origins,
+    relay: Option<Arc<dyn ClientRelay>>,
+}
+
+impl UpstreamClient {
+    /// The call a request of the server serves: the one whose stream it came on, else the only call
+    /// in flight on this server (stdio has no streams); none when that cannot be told.
+    fn origin_of(&self, context: &rmcp::service::RequestContext<RoleClient>) -> Option<CallOrigin> {
+        let origins = self.origins.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match context.extensions.get::<rmcp::service::InboundStreamOrigin>() {
+            Some(rmcp::service::InboundStreamOrigin::OutboundRequest(id)) => origins.get(id).cloned(),
+            _ if origins.len() == 1 => origins.values().next().cloned(),
+            _ => None,
+        }
+    }
+
+    /// Relays a request of the server to the agent of the call it serves, as a judged call.
+    async fn relay<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: impl Serialize,
+        context: &rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<T, rmcp::ErrorData> {
+        let Some(relay) = &self.relay else {
+            return Err(rmcp::ErrorData::invalid_request(
+                format!("Portcullis does not relay {method} here"),
+                None,
+            ));
+        };
+        let origin = self.origin_of(context).ok_or_else(|| {
+            rmcp::ErrorData::invalid_request(
+                format!("Portcullis relays {method} only during one call it can tell; none or several are in flight"),
+                None,
+            )
+        })?;
+        let params = serde_json::to_value(params).unwrap_or_default();
+        let answer = relay.relay(&self.server, origin, method, params).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            rmcp::ErrorData::internal_error(
+                format!("the agent's answer to {method} does not fit MCP: {e}"),
+                None,
+            )
+        })
+    }
 }
 
 impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("portcullis", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        // Sampling and elicitation are relayed to the agent whose call asks (see `client_side`).
+        let capabilities: ClientCapabilities = if self.relay.is_some() {
+            serde_json::from_value(serde_json::json!({ "sampling": {}, "elicitation": {} }))
+                .unwrap_or_default()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new("portcullis", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    // Sampling is deprecated in rmcp (SEP-2577) but servers on protocol versions up to 2025-11-25 use it.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        self.relay(SAMPLING, params, &context).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.relay(ELICITATION, params, &context).await
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self
+            .notices
+            .send(UpstreamNotice::ResourceUpdated { server: self.server.clone(), uri: params.uri });
+    }
+
+    // Logging is deprecated in rmcp (SEP-2577) but part of the protocol versions agents speak
+    // (2025-11-25): upstream log messages are still relayed to agents that set a level.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let message = serde_json::to_value(params).unwrap_or_default();
+        let _ = self.notices.send(UpstreamNotice::Log { server: self.server.clone(), message });
     }
 
     async fn on_progress(
@@ -237,10 +383,21 @@ pub fn spec_of_listed(
 impl Upstream {
     /// Starts supervising; `on_change` runs after every change of tools or status.
     pub fn start(spec: UpstreamSpec, on_change: OnChange, shutdown: CancellationToken) -> Arc<Upstream> {
+        Upstream::start_in(spec, on_change, shutdown, UpstreamHost::detached())
+    }
+
+    /// [`Upstream::start`] for a host that takes its notices and relays its requests to agents.
+    pub fn start_in(
+        spec: UpstreamSpec,
+        on_change: OnChange,
+        shutdown: CancellationToken,
+        host: UpstreamHost,
+    ) -> Arc<Upstream> {
         let upstream = Arc::new(Upstream {
             spec,
             state: RwLock::new(State {
                 tools: Vec::new(),
+                offerings: Offerings::default(),
                 status: None,
                 since: Timestamp::now(),
                 restarts: 0,
@@ -251,6 +408,8 @@ impl Upstream {
             live: LivePeer::default(),
             restart: Notify::new(),
             stderr: Arc::new(Mutex::new(StderrTail::new(STDERR_TAIL_LINES))),
+            host,
+            origins: Origins::default(),
         });
         let supervised = upstream.clone();
         tokio::spawn(async move { supervised.supervise(shutdown).await });
@@ -264,6 +423,29 @@ impl Upstream {
     /// The server's tools (the last known ones while it reconnects).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         self.state.read().map(|s| s.tools.clone()).unwrap_or_default()
+    }
+
+    /// Its resources, templates and prompts as last listed (kept while it reconnects).
+    pub fn offerings(&self) -> Offerings {
+        self.state.read().map(|s| s.offerings.clone()).unwrap_or_default()
+    }
+
+    /// Its notifications from now on (resource updates, log messages).
+    pub fn notices(&self) -> broadcast::Receiver<UpstreamNotice> {
+        self.host.notices.subscribe()
+    }
+
+    /// Sends a request that is not a call (completion, logging level, resource subscription) on the
+    /// live connection, within the server's call timeout.
+    pub async fn forward(&self, request: ClientRequest) -> Result<ServerResult, ToolError> {
+        let route = Route {
+            server: &self.spec.id,
+            live: &self.live,
+            limits: &self.spec.limits,
+            progress: &self.progress,
+            origins: &self.origins,
+        };
+        request::send(&route, request, None, &CancellationToken::new(), None).await
     }
 
     pub fn status(&self) -> UpstreamStatus {
@@ -429,7 +611,14 @@ impl Upstream {
 
     /// Connects; a stdio server comes with the guard of its process group.
     async fn connect(&self, changed: Arc<Notify>) -> Result<(Connection, Option<ProcessGroup>), String> {
-        let client = UpstreamClient { changed, progress: self.progress.clone() };
+        let client = UpstreamClient {
+            server: self.spec.id.clone(),
+            changed,
+            progress: self.progress.clone(),
+            notices: self.host.notices.clone(),
+            origins: self.origins.clone(),
+            relay: self.host.relay.clone(),
+        };
         match &self.spec.transport {
             UpstreamTransport::Stdio { command, args, env, cwd } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -519,15 +708,27 @@ impl Upstream {
                 live: self.live.clone(),
                 limits: limits.clone(),
                 progress: self.progress.clone(),
+                origins: self.origins.clone(),
             }));
         }
         if !skipped.is_empty() {
             tracing::warn!(server = %self.spec.id, ?skipped, "upstream tools left out");
         }
         let count = tools.len();
+        let offerings = offerings::list(peer, limits).await?;
+        let cx = offerings::MethodContext {
+            server: &self.spec.id,
+            live: &self.live,
+            limits,
+            progress: &self.progress,
+            origins: &self.origins,
+            routes: &self.host.routes,
+        };
+        tools.extend(offerings::method_tools(&offerings, &cx));
         *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(peer.clone());
         self.set(|s| {
             s.tools = tools;
+            s.offerings = offerings;
             s.status = Some(UpstreamStatus::Ready { tools: count, skipped });
         });
         tracing::info!(server = %self.spec.id, tools = count, "upstream tools listed");
@@ -556,18 +757,7 @@ struct McpTool {
     live: LivePeer,
     limits: UpstreamLimits,
     progress: ProgressRoutes,
-}
-
-/// Removes a call's progress route when the call ends, however it ends.
-struct ProgressRoute {
-    routes: ProgressRoutes,
-    token: ProgressToken,
-}
-
-impl Drop for ProgressRoute {
-    fn drop(&mut self) {
-        self.routes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.token);
-    }
+    origins: Origins,
 }
 
 #[async_trait]
@@ -587,15 +777,16 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let live = self.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let peer = match live {
-            Some(peer) if !peer.is_transport_closed() => peer,
-            _ => {
-                return Err(ToolError::new(
-                    codes::UNAVAILABLE,
-                    format!("the server {} is not connected", self.server),
-                ));
-            }
+        let route = Route {
+            server: &self.server,
+            live: &self.live,
+            limits: &self.limits,
+            progress: &self.progress,
+            origins: &self.origins,
+        };
+        let origin = CallOrigin {
+            session_id: invocation.call.session_id.to_string(),
+            call_id: invocation.call.call_id.to_string(),
         };
         let arguments: JsonObject = match invocation.arguments {
             Value::Object(map) => map,
@@ -603,83 +794,23 @@ impl Tool for McpTool {
         };
         let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
-            Ok(handle) => handle,
-            Err(e) => {
-                return Err(ToolError::new(
-                    codes::UNAVAILABLE,
-                    format!("{}: {}", self.server, cut(&e.to_string(), 4096)),
-                ));
-            }
-        };
-        // Progress the server sends for this call reaches the harness (events, ledger, the agent).
-        self.progress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(handle.progress_token.clone(), invocation.progress.clone());
-        let _route = ProgressRoute { routes: self.progress.clone(), token: handle.progress_token.clone() };
-        let (peer, id) = (handle.peer.clone(), handle.id.clone());
-        let cancel_upstream = |reason: &str| {
-            let param = CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_owned()));
-            let peer = peer.clone();
-            tokio::spawn(async move { peer.notify_cancelled(param).await });
-        };
-        let result = tokio::select! {
-            r = tokio::time::timeout(self.limits.call_timeout, handle.await_response()) => r,
-            () = invocation.cancel.cancelled() => {
-                cancel_upstream("cancelled by the caller");
-                return Err(ToolError::new("cancelled", "the call was cancelled"));
-            }
-        };
-        let result = match result {
-            Err(_) => {
-                cancel_upstream("timed out");
-                return Err(ToolError::new(
-                    codes::TIMEOUT,
-                    format!("{} did not answer within {} s", self.server, self.limits.call_timeout.as_secs()),
-                ));
-            }
-            Ok(Err(ServiceError::McpError(e))) => {
-                return Err(ToolError::new(
-                    codes::ERROR,
-                    format!("{} answered with an error: {}", self.server, cut(&e.message, 4096)),
-                ));
-            }
-            // The connection closed under the call (the server died, or an operator restarted it); the
-            // transport may be seen closed a moment after the call's answer is dropped.
-            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
-                return Err(ToolError::new(
-                    codes::UNAVAILABLE,
-                    format!("the server {} went away: {e}", self.server),
-                ));
-            }
-            Ok(Err(e)) if peer.is_transport_closed() => {
-                return Err(ToolError::new(
-                    codes::UNAVAILABLE,
-                    format!("the server {} went away: {e}", self.server),
-                ));
-            }
-            Ok(Err(e)) => {
-                return Err(ToolError::new(
-                    codes::ERROR,
-                    format!("{}: {}", self.server, cut(&e.to_string(), 4096)),
-                ));
-            }
-            Ok(Ok(ServerResult::CallToolResult(result))) => result,
-            Ok(Ok(_)) => {
+        let result = match request::send(
+            &route,
+            request,
+            Some(&invocation.progress),
+            &invocation.cancel,
+            Some(origin),
+        )
+        .await?
+        {
+            ServerResult::CallToolResult(result) => result,
+            _ => {
                 return Err(ToolError::new(
                     codes::ERROR,
                     format!("{} answered tools/call with something else than a result", self.server),
                 ));
             }
         };
-        let bytes = serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(usize::MAX);
-        if bytes > self.limits.result_bytes {
-            return Err(ToolError::new(
-                codes::TOO_LARGE,
-                format!("{} returned {bytes} bytes (limit {})", self.server, self.limits.result_bytes),
-            ));
-        }
         Ok(output_of(&result))
     }
 }

@@ -85,6 +85,19 @@ impl WireNames {
         table
     }
 
+    /// The table of single-upstream mode: the tools of `server` under their own names (the names the
+    /// server listed), and no other tool.
+    pub fn single<'a>(server: &str, registry_names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut table = WireNames::default();
+        let prefix = format!("mcp:{server}:");
+        for name in registry_names {
+            let Some(own) = name.strip_prefix(&prefix) else { continue };
+            table.to_registry.insert(own.to_owned(), name.to_owned());
+            table.to_wire.insert(name.to_owned(), own.to_owned());
+        }
+        table
+    }
+
     pub fn registry_name(&self, wire: &str) -> Option<&str> {
         self.to_registry.get(wire).map(String::as_str)
     }
@@ -103,6 +116,16 @@ mod tests {
         assert_eq!(wire_name("shell"), "shell");
         assert_eq!(wire_name("mcp:everything:get-sum"), "everything__get-sum");
         assert_eq!(wire_name("mcp:srv.v2:do it"), format!("srv_v2__do_it_{:08x}", fnv32("mcp:srv.v2:do it")));
+    }
+
+    #[test]
+    fn single_upstream_names_are_the_servers_own_and_nothing_else() {
+        let table = WireNames::single("up", ["shell", "mcp:up:echo.v2", "mcp:other:echo", "mcp:up:x"]);
+        assert_eq!(table.wire_name("mcp:up:echo.v2"), Some("echo.v2"));
+        assert_eq!(table.registry_name("x"), Some("mcp:up:x"));
+        assert_eq!(table.wire_name("shell"), None);
+        assert_eq!(table.registry_name("shell"), None);
+        assert_eq!(table.wire_name("mcp:other:echo"), None);
     }
 
     #[test]

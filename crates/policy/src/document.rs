@@ -90,6 +90,22 @@ pub struct UpstreamServer {
     /// Per-tool decisions (upstream tool name → decision), over `decision`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tools: std::collections::BTreeMap<String, Decision>,
+    /// Reading this server's resources: URI pattern → decision (`*` any run of characters, `?` one).
+    /// The strictest pattern that matches decides; a URI no pattern matches gets `decision`. A resource
+    /// whose reading is `forbidden` is also left out of what agents list.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub resources: std::collections::BTreeMap<String, Decision>,
+    /// Getting this server's prompts: prompt name → decision, over `decision`; a `forbidden` prompt is
+    /// left out of what agents list.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prompts: std::collections::BTreeMap<String, Decision>,
+    /// Relaying this server's `sampling/createMessage` to the agent whose call it serves (the agent's
+    /// model completes what the server wrote); default `allow`, as the agent's own client also asks.
+    #[serde(default = "allow")]
+    pub sampling: Decision,
+    /// Relaying this server's `elicitation/create` to the agent's user; default `allow`.
+    #[serde(default = "allow")]
+    pub elicitation: Decision,
     #[serde(default)]
     pub limits: UpstreamLimits,
 }

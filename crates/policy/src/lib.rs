@@ -15,6 +15,7 @@ mod judge;
 mod judge_files;
 pub mod lint;
 pub mod live;
+mod mcp;
 pub mod paths;
 pub mod policy;
 pub mod protected;

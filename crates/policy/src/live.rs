@@ -129,7 +129,7 @@ impl LivePolicy {
     ) -> Evaluation {
         let policy = self.current();
         if action.kind == portcullis_harness::ActionKind::Mcp {
-            policy.evaluate_mcp_tool(tool)
+            policy.evaluate_mcp(tool, action.target.as_deref())
         } else {
             policy.evaluate_action(action, &self.context_for(cwd))
         }

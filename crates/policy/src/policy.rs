@@ -500,29 +500,6 @@ impl Policy {
         &self.servers
     }
 
-    /// Evaluates a call of an upstream tool `mcp:<server>:<tool>`: the server's per-tool decision, else
-    /// its decision; a server the policy does not declare (an agent's own server, seen by a hook) is
-    /// `prompt` — never allowed unseen.
-    pub fn evaluate_mcp_tool(&self, name: &str) -> Evaluation {
-        let mut eval = Evaluation::new();
-        let Some((server_id, tool)) = name.strip_prefix("mcp:").and_then(|rest| rest.split_once(':')) else {
-            eval.raise(Decision::Forbidden, format!("{name} is not an upstream tool name"), None);
-            return eval;
-        };
-        let Some(entry) = self.servers.iter().find(|s| s.server.id == server_id) else {
-            eval.raise(Decision::Prompt, format!("no policy declares the server {server_id:?}"), None);
-            return eval;
-        };
-        let (decision, id) = match entry.server.tools.get(tool) {
-            Some(d) => (*d, format!("server:{server_id}/{tool}")),
-            None => (entry.server.decision, format!("server:{server_id}")),
-        };
-        let rule = MatchedRule { id: id.clone(), source: entry.source.clone(), line: entry.line, decision };
-        eval.matched_rules.push(rule.clone());
-        eval.raise(decision, format!("{name}: {id} says {}", decision.as_str()), Some(&rule));
-        eval
-    }
-
     /// The decision for commands no rule matches: the strictest default a layer sets.
     pub fn default_decision(&self) -> Decision {
         self.defaults.iter().flatten().copied().max().unwrap_or(Decision::Prompt)

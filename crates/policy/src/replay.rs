@@ -207,7 +207,11 @@ impl<'a> Replay<'a> {
         }
         let (evaluation, subject) = match call.action.as_ref()? {
             action if action.kind == portcullis_harness::ActionKind::Mcp => {
-                (policy.evaluate_mcp_tool(&call.tool), call.tool.clone())
+                let subject = match &action.target {
+                    Some(target) => format!("{} {target}", call.tool),
+                    None => call.tool.clone(),
+                };
+                (policy.evaluate_mcp(&call.tool, action.target.as_deref()), subject)
             }
             action => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
         };

@@ -674,6 +674,11 @@ export type ExecutionAction = {
 	risk?: Risk,
 	/**  The walls the command runs inside (set by the policy for `Execute`; shown to the approver). */
 	sandbox?: SandboxProfile | null,
+	/**
+	 *  What an upstream MCP method acts on: the URI of a resource read, the name of a prompt got
+	 *  (the server's own text: untrusted).
+	 */
+	target?: string | null,
 };
 
 export type ExportFormat = "jsonl" | "csv";

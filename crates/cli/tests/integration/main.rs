@@ -4,6 +4,7 @@
 mod approval_wait;
 mod audit_trail;
 mod common;
+mod conformance;
 mod first_day;
 mod gate;
 mod gateway;
@@ -16,3 +17,4 @@ mod ledger_fixture;
 mod policy_cli;
 mod sandbox;
 mod upstream;
+mod upstream_offerings;

@@ -1,0 +1,177 @@
+//! Requests an upstream server sends the client while it serves a call — sampling
+//! (`sampling/createMessage`), elicitation (`elicitation/create`) — relayed to the agent whose call
+//! caused them, and judged first: each is dispatched as a call of `mcp:<server>:sampling/createMessage`
+//! or `mcp:<server>:elicitation/create` in the agent's session (grants, the server's policy, an
+//! operator's approval, the ledger), and only a call that runs reaches the agent.
+//!
+//! The pieces: the gateway keeps an [`AgentRoutes`] entry (the agent's connection and request) for
+//! every call in flight; an upstream request knows which of its calls it belongs to (the stream it came
+//! on, else the only call in flight on that server); the host's [`ClientRelay`] dispatches the relayed
+//! call; its tool ([`AgentRequestTool`]) sends the request on the agent's connection, tied to the
+//! agent's request so it rides that request's stream.
+
+use async_trait::async_trait;
+use portcullis_harness::{
+    ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolError, ToolInvocation, ToolOutput, ToolSpec,
+};
+use rmcp::model::{GetExtensions, RequestId, ServerRequest};
+use rmcp::service::OriginatingRequestId;
+use rmcp::{ErrorData as McpError, Peer, RoleServer};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// `sampling/createMessage`: the agent's model completes messages the server wrote.
+pub const SAMPLING: &str = portcullis_harness::MCP_SAMPLING;
+/// `elicitation/create`: the agent's user is asked for input the server describes.
+pub const ELICITATION: &str = portcullis_harness::MCP_ELICITATION;
+/// The client requests relayed, each with the capability the agent must have declared.
+pub const RELAYED: [(&str, &str); 2] = [(SAMPLING, "sampling"), (ELICITATION, "elicitation")];
+
+/// The call an upstream request belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CallOrigin {
+    pub session_id: String,
+    pub call_id: String,
+}
+
+/// Where a call's agent is: its connection, the request that made the call, what it can answer.
+#[derive(Clone)]
+pub struct AgentRoute {
+    pub peer: Peer<RoleServer>,
+    pub request_id: RequestId,
+}
+
+/// The routes of the calls in flight (and of the relayed calls made for them), by session and call id.
+#[derive(Clone, Default)]
+pub struct AgentRoutes(Arc<Mutex<HashMap<CallOrigin, AgentRoute>>>);
+
+/// Removes a route when its call ends, however it ends.
+pub struct RouteGuard {
+    routes: AgentRoutes,
+    origin: CallOrigin,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        self.routes.lock().remove(&self.origin);
+    }
+}
+
+impl AgentRoutes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CallOrigin, AgentRoute>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps `route` for the call `origin` until the guard drops.
+    pub fn enter(&self, origin: CallOrigin, route: AgentRoute) -> RouteGuard {
+        self.lock().insert(origin.clone(), route);
+        RouteGuard { routes: self.clone(), origin }
+    }
+
+    pub fn get(&self, origin: &CallOrigin) -> Option<AgentRoute> {
+        self.lock().get(origin).cloned()
+    }
+}
+
+/// The host's side of relaying: dispatches `mcp:<server>:<method>` with the request's params as its
+/// arguments in the session of `origin`, the relayed call routed to the same agent, and returns the
+/// agent's result or why there is none.
+#[async_trait]
+pub trait ClientRelay: Send + Sync + 'static {
+    async fn relay(
+        &self,
+        server: &str,
+        origin: CallOrigin,
+        method: &'static str,
+        params: Value,
+    ) -> Result<Value, McpError>;
+}
+
+/// The registry tool of one relayed method of one server.
+pub struct AgentRequestTool {
+    spec: ToolSpec,
+    method: &'static str,
+    routes: AgentRoutes,
+    timeout: Duration,
+}
+
+impl AgentRequestTool {
+    pub fn new(server: &str, method: &'static str, routes: AgentRoutes, timeout: Duration) -> Self {
+        let what = if method == SAMPLING {
+            "has the agent's model complete messages"
+        } else {
+            "asks the agent's user for input"
+        };
+        let spec =
+            ToolSpec::new(format!("mcp:{server}:{method}"), format!("The MCP server {server} {what}."))
+                .with_parameters(json!({ "type": "object" }));
+        let spec = ToolSpec { meta: Some(json!({ "server": server, "method": method })), ..spec };
+        AgentRequestTool { spec, method, routes, timeout }
+    }
+}
+
+#[async_trait]
+impl Tool for AgentRequestTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn describe_action(&self, _arguments: &Value, _call: &CallContext) -> Result<ExecutionAction, ToolError> {
+        let operation = if self.method == SAMPLING { "sampling" } else { "elicitation" };
+        Ok(ExecutionAction::new(ActionKind::Mcp, operation).with_risk(Risk::Medium))
+    }
+
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let origin = CallOrigin {
+            session_id: invocation.call.session_id.to_string(),
+            call_id: invocation.call.call_id.to_string(),
+        };
+        let route = self.routes.get(&origin).ok_or_else(|| {
+            ToolError::new("agent_gone", "the agent's call this request belongs to has ended")
+        })?;
+        let capability = RELAYED.iter().find(|(m, _)| *m == self.method).map_or("", |(_, c)| *c);
+        let declared = route
+            .peer
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .is_some_and(|caps| caps.get(capability).is_some());
+        if !declared {
+            return Err(ToolError::new(
+                "agent_cannot_answer",
+                format!("the agent did not declare the {capability} capability"),
+            ));
+        }
+        let mut request: ServerRequest =
+            serde_json::from_value(json!({ "method": self.method, "params": invocation.arguments }))
+                .map_err(|e| {
+                    ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
+                })?;
+        // Tied to the agent's request, so it rides that request's stream (Streamable HTTP).
+        request.extensions_mut().insert(OriginatingRequestId(route.request_id.clone()));
+        let sent = route.peer.send_request(request);
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(self.timeout, sent) => answer,
+            () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the call was cancelled")),
+        };
+        let result = match answer {
+            Err(_) => {
+                return Err(ToolError::new(
+                    "agent_timeout",
+                    format!("the agent did not answer {} within {} s", self.method, self.timeout.as_secs()),
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(ToolError::new(
+                    "agent_error",
+                    format!("the agent answered {}: {e}", self.method),
+                ));
+            }
+            Ok(Ok(result)) => result,
+        };
+        let value = serde_json::to_value(result)
+            .map_err(|e| ToolError::new("agent_error", format!("the agent's answer: {e}")))?;
+        Ok(ToolOutput::structured(value))
+    }
+}

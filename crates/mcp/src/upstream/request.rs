@@ -1,0 +1,143 @@
+//! One request to an upstream server on behalf of a call: sent on the live connection, its progress
+//! routed back to the call, cancelled upstream when the call is cancelled or times out, its answer
+//! bounded in size, and every failure named with the server's id and an error code.
+
+use super::{LivePeer, Origins, ProgressRoutes, UpstreamLimits, codes, cut};
+use crate::client_side::CallOrigin;
+use portcullis_harness::{ProgressReporter, ToolError};
+use rmcp::model::{CancelledNotificationParam, ClientRequest, ProgressToken, ServerResult};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleClient, ServiceError};
+use tokio_util::sync::CancellationToken;
+
+/// What a request needs of its server.
+pub(super) struct Route<'a> {
+    pub server: &'a str,
+    pub live: &'a LivePeer,
+    pub limits: &'a UpstreamLimits,
+    pub progress: &'a ProgressRoutes,
+    pub origins: &'a Origins,
+}
+
+/// Forgets which call an upstream request serves once it is answered.
+struct OriginEntry {
+    origins: Origins,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for OriginEntry {
+    fn drop(&mut self) {
+        self.origins.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.id);
+    }
+}
+
+/// Removes a call's progress route when the call ends, however it ends.
+struct ProgressRoute {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        self.routes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.token);
+    }
+}
+
+/// The live connection, or `upstream_unavailable`.
+pub(super) fn live_peer(route: &Route<'_>) -> Result<Peer<RoleClient>, ToolError> {
+    let live = route.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    match live {
+        Some(peer) if !peer.is_transport_closed() => Ok(peer),
+        _ => Err(ToolError::new(codes::UNAVAILABLE, format!("the server {} is not connected", route.server))),
+    }
+}
+
+/// Sends `request` and waits for its answer within the server's bounds; the server's progress for it
+/// goes to `progress`, and `cancel` withdraws it (upstream too).
+pub(super) async fn send(
+    route: &Route<'_>,
+    request: ClientRequest,
+    progress: Option<&ProgressReporter>,
+    cancel: &CancellationToken,
+    origin: Option<CallOrigin>,
+) -> Result<ServerResult, ToolError> {
+    let server = route.server;
+    let peer = live_peer(route)?;
+    let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
+        Ok(handle) => handle,
+        Err(e) => {
+            return Err(ToolError::new(
+                codes::UNAVAILABLE,
+                format!("{server}: {}", cut(&e.to_string(), 4096)),
+            ));
+        }
+    };
+    // Progress the server sends for this request reaches the harness (events, ledger, the agent).
+    let _route = progress.map(|reporter| {
+        route
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(handle.progress_token.clone(), reporter.clone());
+        ProgressRoute { routes: route.progress.clone(), token: handle.progress_token.clone() }
+    });
+    // What the server asks the client while it serves this request goes to the call's agent.
+    let _origin = origin.map(|origin| {
+        route
+            .origins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(handle.id.clone(), origin);
+        OriginEntry { origins: route.origins.clone(), id: handle.id.clone() }
+    });
+    let (peer, id) = (handle.peer.clone(), handle.id.clone());
+    let cancel_upstream = |reason: &str| {
+        let param = CancelledNotificationParam::new(Some(id.clone()), Some(reason.to_owned()));
+        let peer = peer.clone();
+        tokio::spawn(async move { peer.notify_cancelled(param).await });
+    };
+    let timeout = route.limits.call_timeout;
+    let result = tokio::select! {
+        r = tokio::time::timeout(timeout, handle.await_response()) => r,
+        () = cancel.cancelled() => {
+            cancel_upstream("cancelled by the caller");
+            return Err(ToolError::new("cancelled", "the call was cancelled"));
+        }
+    };
+    let gone = |e: &dyn std::fmt::Display| {
+        ToolError::new(codes::UNAVAILABLE, format!("the server {server} went away: {e}"))
+    };
+    let result = match result {
+        Err(_) => {
+            cancel_upstream("timed out");
+            return Err(ToolError::new(
+                codes::TIMEOUT,
+                format!("{server} did not answer within {} s", timeout.as_secs()),
+            ));
+        }
+        Ok(Err(ServiceError::McpError(e))) => {
+            return Err(ToolError::new(
+                codes::ERROR,
+                format!("{server} answered with an error: {}", cut(&e.message, 4096)),
+            ));
+        }
+        // The connection closed under the call (the server died, or an operator restarted it); the
+        // transport may be seen closed a moment after the call's answer is dropped.
+        Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+            return Err(gone(&e));
+        }
+        Ok(Err(e)) if peer.is_transport_closed() => return Err(gone(&e)),
+        Ok(Err(e)) => {
+            return Err(ToolError::new(codes::ERROR, format!("{server}: {}", cut(&e.to_string(), 4096))));
+        }
+        Ok(Ok(result)) => result,
+    };
+    let bytes = serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(usize::MAX);
+    if bytes > route.limits.result_bytes {
+        return Err(ToolError::new(
+            codes::TOO_LARGE,
+            format!("{server} returned {bytes} bytes (limit {})", route.limits.result_bytes),
+        ));
+    }
+    Ok(result)
+}
