@@ -8,7 +8,7 @@ use portcullis_hub::api::always::AlwaysPreview;
 
 use portcullis_hub::api::types::{
     AgentSession, Answer, Approval, CatalogTool, FeedItem, HookupSnippet, HubStatus, RuleScope, SessionGrant,
-    UpstreamServer,
+    ToolChange, UpstreamServer,
 };
 use tauri::State;
 use tauri::ipc::Channel;
@@ -82,6 +82,25 @@ pub async fn servers(host: State<'_, HubHost>) -> Result<Vec<UpstreamServer>, Ap
 #[specta::specta]
 pub async fn restart_server(host: State<'_, HubHost>, id: String) -> Result<(), ApiError> {
     host.api()?.restart_server(&id)
+}
+
+/// Upstream tools held back because their server changed their definition, with the diffs.
+#[tauri::command]
+#[specta::specta]
+pub async fn tool_changes(host: State<'_, HubHost>) -> Result<Vec<ToolChange>, ApiError> {
+    Ok(host.api()?.tool_changes())
+}
+
+/// Accepts the offered definition of a held tool (`digest`: the one the operator was shown).
+#[tauri::command]
+#[specta::specta]
+pub async fn accept_tool_change(
+    host: State<'_, HubHost>,
+    server: String,
+    tool: String,
+    digest: String,
+) -> Result<(), ApiError> {
+    host.api()?.accept_tool_change(&server, &tool, &digest, host.operator()).await
 }
 
 /// The tool catalog as agents see it.

@@ -44,6 +44,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::sessions,
             commands::servers,
             commands::restart_server,
+            commands::tool_changes,
+            commands::accept_tool_change,
             commands::tools,
             commands::hookup_snippets,
             commands::follow_events,

@@ -180,6 +180,8 @@ pub(crate) struct HubState {
     pub(crate) shutdown: CancellationToken,
     pub(crate) workspace: Arc<Workspace>,
     pub(crate) upstreams: Upstreams,
+    /// The accepted definitions of upstream tools, and the tools held back since theirs changed.
+    pub(crate) pins: crate::pins::ToolPins,
     pub(crate) manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
     /// The agents' and the operator's tokens (none without a config folder: such a hub cannot serve).
     pub(crate) credentials: Option<Credentials>,
@@ -264,6 +266,10 @@ impl Hub {
                 .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;
         }
         let ledger = Arc::new(SqliteLedger::open(&config.db)?);
+        // The pinned upstream tool definitions: a hub that cannot read them does not start (it would
+        // pin whatever servers offer now, and a change made while it was down would pass unseen).
+        let pins = portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.tool_pins())?;
+        let pins = crate::pins::ToolPins::load(pins);
         let broker = ApprovalBroker::new(live.clone(), timeout, always_file(&sources))
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());
@@ -319,6 +325,7 @@ impl Hub {
                 shutdown,
                 workspace,
                 upstreams,
+                pins,
                 manifests: RwLock::new(manifests),
                 credentials,
                 served_at: std::sync::OnceLock::new(),
@@ -347,21 +354,48 @@ impl Hub {
         });
     }
 
-    fn rebuild_registry(&self) {
+    pub(crate) fn rebuild_registry(&self) {
         let mut registry = builtin_registry(&self.state.workspace).unwrap_or_else(|e| {
             tracing::error!(error = %e, "built-in tools not registered");
             ToolRegistry::new()
         });
         let manifests = self.state.manifests.read().map(|m| m.clone()).unwrap_or_default();
+        // What agents would call each tool: a tool whose name agents would see as another's is refused.
+        let mut wire_names: std::collections::HashMap<String, String> =
+            registry.names().map(|n| (portcullis_mcp::wire::wire_name(n), n.to_owned())).collect();
+        let mut pin_events = Vec::new();
         for tool in manifests.into_iter().chain(self.state.upstreams.tools()) {
             let name = tool.spec().name.clone();
             if registry.contains(&name) {
                 tracing::error!(tool = %name, "two tools have the same name; the later one is left out");
                 continue;
             }
+            let wire = portcullis_mcp::wire::wire_name(&name);
+            if let Some(other) = wire_names.get(&wire) {
+                tracing::error!(tool = %name, agents_see = %wire, taken_by = %other, "a tool is refused: agents would see it under the name of another tool");
+                continue;
+            }
+            match self.state.pins.check(tool.spec()) {
+                crate::pins::Verdict::Serve(event) => pin_events.extend(event),
+                crate::pins::Verdict::Hold(event) => {
+                    pin_events.extend(event);
+                    continue;
+                }
+            }
+            wire_names.insert(wire, name.clone());
             if let Err(e) = registry.register(tool) {
                 tracing::error!(tool = %name, error = %e, "upstream tool not registered");
             }
+        }
+        if !pin_events.is_empty() {
+            let ledger = self.state.ledger.clone();
+            tokio::spawn(async move {
+                for event in pin_events {
+                    if let Err(e) = ledger.record_tool_pin(event).await {
+                        tracing::error!(error = %e, "a tool definition event was not recorded");
+                    }
+                }
+            });
         }
         let before: Vec<ToolSpec> = self.state.dispatcher.registry().specs().cloned().collect();
         let after: Vec<ToolSpec> = registry.specs().cloned().collect();

@@ -14,6 +14,7 @@ pub mod hook;
 pub mod hub;
 pub mod launch;
 pub mod manifest;
+mod pins;
 pub mod pipeline;
 pub mod refusals;
 mod relay;

@@ -163,6 +163,8 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/servers", get(servers))
         .route("/v1/servers/{id}", get(server))
         .route("/v1/servers/{id}/restart", post(restart_server))
+        .route("/v1/tool-changes", get(tool_changes))
+        .route("/v1/tool-changes/accept", post(accept_tool_change))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
@@ -256,6 +258,45 @@ async fn answer(
     };
     match OperatorApi::new(hub).answer_approval(id, &body, &Operator::named(API_OPERATOR)) {
         Ok(()) => Json(json!({ "answered": id })).into_response(),
+        Err(e) => api_error(e),
+    }
+}
+
+async fn tool_changes(State(hub): State<Hub>) -> Response {
+    Json(json!({ "changes": OperatorApi::new(hub).tool_changes() })).into_response()
+}
+
+/// Which held tool's offered definition the operator accepts (the digest they were shown).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Acceptance {
+    server: String,
+    tool: String,
+    digest: String,
+}
+
+/// Accepts a changed tool definition: `{"server", "tool", "digest"}`; who accepted is the channel.
+async fn accept_tool_change(
+    State(hub): State<Hub>,
+    body: Result<Json<Acceptance>, JsonRejection>,
+) -> Response {
+    let body = match body {
+        Ok(Json(body)) => body,
+        Err(rejection) => {
+            return api_error(ApiError::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "expected {{\"server\", \"tool\", \"digest\"}} and nothing else: {}",
+                    rejection.body_text()
+                ),
+                serde_json::Value::Null,
+            ));
+        }
+    };
+    let api = OperatorApi::new(hub);
+    match api.accept_tool_change(&body.server, &body.tool, &body.digest, &Operator::named(API_OPERATOR)).await
+    {
+        Ok(()) => Json(json!({ "accepted": { "server": body.server, "tool": body.tool } })).into_response(),
         Err(e) => api_error(e),
     }
 }

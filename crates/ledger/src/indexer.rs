@@ -188,7 +188,7 @@ pub(crate) fn index_frames<'a>(
     Ok(n)
 }
 
-/// Writes a session, session end, approval or refusal.
+/// Writes a session, session end, approval, refusal or tool-pin event.
 fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
     match entry {
         Entry::Session(s) => {
@@ -232,6 +232,7 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
             ])?;
         }
         Entry::Refusal(r) => crate::refusals::upsert(tx, r)?,
+        Entry::ToolPin(p) => crate::tool_pins::write(tx, p)?,
     }
     Ok(())
 }

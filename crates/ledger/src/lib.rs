@@ -31,6 +31,7 @@ pub mod stats;
 mod stats_rollup;
 pub mod store;
 pub mod timefmt;
+pub mod tool_pins;
 mod wire;
 
 pub use activity::{PromptedCommand, RuleHits};
@@ -45,3 +46,4 @@ pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
 pub use snippet::{Snippet, SnippetPart};
 pub use stats::{Stats, StatsSource};
 pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};
+pub use tool_pins::{PinKind, ToolPin, ToolPinEvent};

@@ -33,6 +33,7 @@ pub(crate) enum Entry {
     SessionEnd { id: String, at: Timestamp },
     Approval(ApprovalRecord),
     Refusal(RefusalRow),
+    ToolPin(crate::tool_pins::ToolPinEvent),
 }
 
 /// How far a flush waits.

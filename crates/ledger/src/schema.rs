@@ -200,6 +200,28 @@ const MIGRATIONS: &[&str] = &[
     );
     INSERT INTO journal_state (id, epoch, offset) VALUES (1, 0, 0);
     "#,
+    // 9: pinned upstream tool definitions (the "rug pull" defence, see `tool_pins.rs`): the accepted
+    // definition of each tool, and every event on them (first seen, changed, accepted by whom).
+    r#"
+    CREATE TABLE tool_pins (
+        server     TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        digest     TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        pinned_at  INTEGER NOT NULL,
+        PRIMARY KEY (server, tool)
+    ) WITHOUT ROWID;
+    CREATE TABLE tool_pin_events (
+        id         INTEGER PRIMARY KEY,
+        at         INTEGER NOT NULL,
+        server     TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('pinned', 'changed', 'accepted')),
+        digest     TEXT NOT NULL,
+        definition TEXT NOT NULL,
+        operator   TEXT
+    );
+    "#,
 ];
 
 /// The schema version whose step made the rollups (and backfills them).

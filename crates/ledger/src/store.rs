@@ -326,6 +326,14 @@ impl SqliteLedger {
         self.send(Command::Entry(Entry::Refusal(refusals))).await
     }
 
+    /// Records an event on an upstream tool's definition (and the pin it sets).
+    pub async fn record_tool_pin(
+        &self,
+        event: crate::tool_pins::ToolPinEvent,
+    ) -> Result<(), LedgerStoreError> {
+        self.send(Command::Entry(Entry::ToolPin(event))).await
+    }
+
     async fn barrier(&self, barrier: Barrier) -> Result<(), LedgerStoreError> {
         let (tx, rx) = oneshot::channel();
         self.send(Command::Flush(barrier, tx)).await?;

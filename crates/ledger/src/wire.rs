@@ -29,6 +29,7 @@ const TAG_SESSION: u8 = 2;
 const TAG_SESSION_END: u8 = 3;
 const TAG_APPROVAL: u8 = 4;
 const TAG_REFUSAL: u8 = 5;
+const TAG_TOOL_PIN: u8 = 6;
 
 /// Record kinds as stored; the index is the byte.
 const KINDS: [RecordKind; 5] =
@@ -59,6 +60,11 @@ pub(crate) fn encode_entry(entry: &Entry, out: &mut Vec<u8>) -> Result<(), serde
         Entry::Refusal(r) => {
             let json = serde_json::to_vec(r)?;
             out.push(TAG_REFUSAL);
+            put_bytes(out, &json);
+        }
+        Entry::ToolPin(p) => {
+            let json = serde_json::to_vec(p)?;
+            out.push(TAG_TOOL_PIN);
             put_bytes(out, &json);
         }
     }
@@ -215,6 +221,7 @@ impl<'a> Reader<'a> {
             }
             TAG_APPROVAL => Decoded::Other(Entry::Approval(serde_json::from_slice(self.bytes()?)?)),
             TAG_REFUSAL => Decoded::Other(Entry::Refusal(serde_json::from_slice(self.bytes()?)?)),
+            TAG_TOOL_PIN => Decoded::Other(Entry::ToolPin(serde_json::from_slice(self.bytes()?)?)),
             other => return Err(WireError::Tag(other)),
         })
     }

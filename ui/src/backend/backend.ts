@@ -46,6 +46,7 @@ import type {
   HubStatus,
   RuleScope,
   SessionGrant,
+  ToolChange,
   UpstreamServer,
 } from "./bindings";
 
@@ -131,6 +132,7 @@ export type {
   PipelineStage,
   SessionGrant,
   StepOutcome,
+  ToolChange,
   UpstreamServer,
 } from "./bindings";
 
@@ -149,6 +151,10 @@ export interface Backend {
   sessions(): Promise<AgentSession[]>;
   servers(): Promise<UpstreamServer[]>;
   restartServer(id: string): Promise<void>;
+  /** Upstream tools held back because their server changed their definition, with the diffs. */
+  toolChanges(): Promise<ToolChange[]>;
+  /** Accepts the offered definition of a held tool; `digest` is the offered one the operator saw. */
+  acceptToolChange(server: string, tool: string, digest: string): Promise<void>;
   tools(): Promise<CatalogTool[]>;
   /** What to paste to hook Claude Code and Codex up to this hub. */
   hookupSnippets(): Promise<HookupSnippet[]>;

@@ -26,6 +26,10 @@ export const commands = {
 	sessions: () => typedError<AgentSession[], ApiError>(__TAURI_INVOKE("sessions")),
 	servers: () => typedError<UpstreamServer[], ApiError>(__TAURI_INVOKE("servers")),
 	restartServer: (id: string) => typedError<null, ApiError>(__TAURI_INVOKE("restart_server", { id })),
+	/**  Upstream tools held back because their server changed their definition, with the diffs. */
+	toolChanges: () => typedError<ToolChange[], ApiError>(__TAURI_INVOKE("tool_changes")),
+	/**  Accepts the offered definition of a held tool (`digest`: the one the operator was shown). */
+	acceptToolChange: (server: string, tool: string, digest: string) => typedError<null, ApiError>(__TAURI_INVOKE("accept_tool_change", { server, tool, digest })),
 	/**  The tool catalog as agents see it. */
 	tools: () => typedError<CatalogTool[], ApiError>(__TAURI_INVOKE("tools")),
 	/**  What to paste to hook Claude Code and Codex up to this hub (its real address, token file, binary). */
@@ -1333,6 +1337,27 @@ export type TimelineCall = {
 
 /**  Microseconds since the Unix epoch (UTC). */
 export type Timestamp = number;
+
+/**
+ *  An upstream tool held back because its server changed its definition since an operator accepted
+ *  it (or since it was first seen): both definitions and the diff between them. Server text:
+ *  untrusted, escape it wherever a person reads it.
+ */
+export type ToolChange = {
+	server: string,
+	/**  The tool's name on its server (agents knew it as `<server>__<tool>`). */
+	tool: string,
+	/**  When the change was seen. */
+	since: Timestamp,
+	/**  SHA-256 of the accepted and the offered definition; accepting names the offered one. */
+	accepted_digest: string,
+	offered_digest: string,
+	/**  `{name, description, input_schema, annotations}` as accepted and as offered. */
+	accepted: Value,
+	offered: Value,
+	/**  The line diff of the two definitions (pretty JSON). */
+	diff: DiffLine[],
+};
 
 export type ToolDurations = {
 	tool: string,

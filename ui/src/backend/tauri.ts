@@ -41,6 +41,8 @@ export function tauriBackend(): Backend {
     sessions: () => unwrap(commands.sessions()),
     servers: () => unwrap(commands.servers()),
     restartServer: (id) => done(commands.restartServer(id)),
+    toolChanges: () => unwrap(commands.toolChanges()),
+    acceptToolChange: (server, tool, digest) => done(commands.acceptToolChange(server, tool, digest)),
     tools: () => unwrap(commands.tools()),
     hookupSnippets: () => unwrap(commands.hookupSnippets()),
     quit: () => commands.quit(),

@@ -7,7 +7,7 @@ import type { Feed } from "./feed";
 const STALE: Partial<Record<FeedItem["event"]["kind"], string[][]>> = {
   session_opened: [["sessions"]],
   session_closed: [["sessions"], ["session_grants"]],
-  servers_changed: [["tools"]],
+  servers_changed: [["tools"], ["tool_changes"]],
   policy_reloaded: [["tools"]],
   approval_settled: [["session_grants"]],
 };

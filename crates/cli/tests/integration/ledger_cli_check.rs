@@ -72,12 +72,13 @@ fn migrate_brings_an_older_schema_forward() {
         )
     );
     // Take the file back to schema 1 (no approvals, no search index, no policy decision columns, no
-    // session end reasons, no refusals, no call rollups, no journal point).
+    // session end reasons, no refusals, no call rollups, no journal point, no tool pins).
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP TABLE approvals; DROP TABLE records_fts; DROP TABLE refusals;
              DROP TABLE call_keys; DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE journal_state;
+             DROP TABLE tool_pins; DROP TABLE tool_pin_events;
              ALTER TABLE records DROP COLUMN policy_decision;
              ALTER TABLE records DROP COLUMN policy_rule; ALTER TABLE sessions DROP COLUMN end_reason;
              PRAGMA user_version = 1;",

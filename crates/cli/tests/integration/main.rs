@@ -16,5 +16,6 @@ mod ledger_cli_output;
 mod ledger_fixture;
 mod policy_cli;
 mod sandbox;
+mod tool_pins;
 mod upstream;
 mod upstream_offerings;

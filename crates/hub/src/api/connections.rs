@@ -113,3 +113,56 @@ fn server_of(id: String, transport: Option<UpstreamTransport>, report: UpstreamR
         stderr_tail: report.stderr_tail,
     }
 }
+
+impl OperatorApi {
+    /// The upstream tools held back because their definitions changed, by server and tool.
+    pub fn tool_changes(&self) -> Vec<super::types::ToolChange> {
+        let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        self.hub
+            .state
+            .pins
+            .held()
+            .into_iter()
+            .map(|((server, tool), held)| super::types::ToolChange {
+                server,
+                tool,
+                since: held.since,
+                diff: super::line_diff::line_diff(
+                    &pretty(&held.accepted.value),
+                    &pretty(&held.offered.value),
+                ),
+                accepted_digest: held.accepted.digest,
+                offered_digest: held.offered.digest,
+                accepted: held.accepted.value,
+                offered: held.offered.value,
+            })
+            .collect()
+    }
+
+    /// Accepts the offered definition of a held tool (`digest`: the offered one the operator saw): it is
+    /// pinned, the ledger records who accepted, and agents see the tool again. `tool_change_unknown` when
+    /// none is waiting; `tool_change_moved` when the server changed it again since (look again).
+    pub async fn accept_tool_change(
+        &self,
+        server: &str,
+        tool: &str,
+        digest: &str,
+        operator: &super::Operator,
+    ) -> Result<(), ApiError> {
+        let event = self.hub.state.pins.accept(server, tool, digest, operator.name()).map_err(|refused| {
+            let code = match refused {
+                crate::pins::AcceptRefused::Unknown { .. } => ErrorCode::ToolChangeUnknown,
+                crate::pins::AcceptRefused::Moved { .. } => ErrorCode::ToolChangeMoved,
+            };
+            ApiError::new(
+                code,
+                refused.to_string(),
+                json!({ "server": server, "tool": tool, "digest": digest }),
+            )
+        })?;
+        tracing::info!(%server, %tool, operator = operator.name(), "an operator accepted a changed tool definition");
+        self.hub.state.ledger.record_tool_pin(event).await?;
+        self.hub.rebuild_registry();
+        Ok(())
+    }
+}

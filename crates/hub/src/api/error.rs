@@ -21,6 +21,11 @@ pub enum ErrorCode {
     CallNotFound,
     /// No upstream server with this id.
     ServerUnknown,
+    /// No changed upstream tool definition with this server and name is waiting.
+    ToolChangeUnknown,
+    /// The server changed the tool again since the operator looked: the acceptance named another
+    /// definition (`details`: the digest seen and the one offered now).
+    ToolChangeMoved,
     /// The policy file changed on disk since the editor read it: reload, then edit again.
     PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
@@ -60,6 +65,8 @@ impl ErrorCode {
             ErrorCode::PolicyChanged => "policy_changed",
             ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::ServerUnknown => "server_unknown",
+            ErrorCode::ToolChangeUnknown => "tool_change_unknown",
+            ErrorCode::ToolChangeMoved => "tool_change_moved",
             ErrorCode::HubUnavailable => "hub_unavailable",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
@@ -72,10 +79,12 @@ impl ErrorCode {
             ErrorCode::ApprovalUnknown
             | ErrorCode::GrantUnknown
             | ErrorCode::CallNotFound
-            | ErrorCode::ServerUnknown => 404,
+            | ErrorCode::ServerUnknown
+            | ErrorCode::ToolChangeUnknown => 404,
             ErrorCode::ApprovalAnswered
             | ErrorCode::AlwaysNotOffered
             | ErrorCode::PolicyChanged
+            | ErrorCode::ToolChangeMoved
             | ErrorCode::Cancelled => 409,
             ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::BadTime | ErrorCode::Policy(_) => 400,
             // What the caller named: a filter it wrote, a file that is missing or not a ledger.

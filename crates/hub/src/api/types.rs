@@ -377,6 +377,27 @@ pub struct UpstreamServer {
     pub stderr_tail: Vec<String>,
 }
 
+/// An upstream tool held back because its server changed its definition since an operator accepted
+/// it (or since it was first seen): both definitions and the diff between them. Server text:
+/// untrusted, escape it wherever a person reads it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolChange {
+    pub server: String,
+    /// The tool's name on its server (agents knew it as `<server>__<tool>`).
+    pub tool: String,
+    /// When the change was seen.
+    pub since: Timestamp,
+    /// SHA-256 of the accepted and the offered definition; accepting names the offered one.
+    pub accepted_digest: String,
+    pub offered_digest: String,
+    /// `{name, description, input_schema, annotations}` as accepted and as offered.
+    pub accepted: Value,
+    pub offered: Value,
+    /// The line diff of the two definitions (pretty JSON).
+    pub diff: Vec<crate::api::line_diff::DiffLine>,
+}
+
 /// Where an upstream server stands.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

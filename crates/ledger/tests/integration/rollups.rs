@@ -327,6 +327,7 @@ async fn the_schema_step_that_makes_the_rollups_backfills_them() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE call_keys; DROP TABLE journal_state;
+             DROP TABLE tool_pins; DROP TABLE tool_pin_events;
              PRAGMA user_version = 6;",
         )
         .unwrap();

@@ -688,3 +688,42 @@ async fn durable_and_visible_flushes() {
     assert_eq!(LedgerReader::open(&path).unwrap().count(&CallFilter::default()).unwrap(), 500);
     ledger.close().await.unwrap();
 }
+
+/// Tool-pin events go through the journal like approvals: after a flush readers see every event and
+/// the pin the last `pinned`/`accepted` set; a `changed` event moves no pin; a reopened ledger (the
+/// journal replayed) keeps them.
+#[tokio::test]
+async fn tool_pin_events_and_pins_are_kept() {
+    use portcullis_ledger::{PinKind, ToolPinEvent};
+    let (_dir, path) = temp();
+    let event = |kind: PinKind, digest: &str, operator: Option<&str>| ToolPinEvent {
+        at: portcullis_harness::Timestamp(1_767_000_000_000_000),
+        server: "dict".into(),
+        tool: "lookup".into(),
+        kind,
+        digest: digest.into(),
+        definition: json!({ "name": "lookup", "description": digest }),
+        operator: operator.map(str::to_owned),
+    };
+    {
+        let ledger = SqliteLedger::open(&path).unwrap();
+        ledger.record_tool_pin(event(PinKind::Pinned, "d1", None)).await.unwrap();
+        ledger.record_tool_pin(event(PinKind::Changed, "d2", None)).await.unwrap();
+        ledger.flush().await.unwrap();
+        let reader = LedgerReader::open(&path).unwrap();
+        let pins = reader.tool_pins().unwrap();
+        assert_eq!((pins.len(), pins[0].digest.as_str()), (1, "d1"), "a change moves no pin: {pins:?}");
+        ledger.record_tool_pin(event(PinKind::Accepted, "d2", Some("alice (app)"))).await.unwrap();
+        ledger.flush().await.unwrap();
+    }
+    let reader = LedgerReader::open(&path).unwrap();
+    let pins = reader.tool_pins().unwrap();
+    assert_eq!(pins[0].digest, "d2");
+    assert_eq!(pins[0].definition["description"], "d2");
+    let events = reader.tool_pin_events(10).unwrap();
+    let kinds: Vec<(PinKind, Option<String>)> = events.into_iter().map(|e| (e.kind, e.operator)).collect();
+    assert_eq!(
+        kinds,
+        [(PinKind::Pinned, None), (PinKind::Changed, None), (PinKind::Accepted, Some("alice (app)".into()))]
+    );
+}

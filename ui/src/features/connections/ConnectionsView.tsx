@@ -1,4 +1,5 @@
-// Connections: the agent sessions open now (client, transport, since, calls), the upstream MCP servers
+// Connections: upstream tools held back because their server changed them (diff, accept), the agent
+// sessions open now (client, transport, since, calls), the upstream MCP servers
 // (state, transport, restarts, last error and stderr lines, restart button), the tool catalog as agents
 // see it (wire name, schema, annotations, whether the grants let them), and how to hook agents up
 // (copyable snippets the hub made for itself). Lists are refetched when the feed says they
@@ -9,6 +10,7 @@ import { asBackendError, type CatalogTool, type UpstreamServer } from "../../bac
 import { ago, absolute } from "../../lib/time";
 import { useNow } from "../../lib/useNow";
 import { visible, visibleValue } from "../../lib/visible";
+import { HeldTools } from "./parts/HeldTools";
 import { HookupSnippets } from "./parts/HookupSnippets";
 
 /** A server's state in the words an operator acts on. */
@@ -32,13 +34,15 @@ export function ConnectionsView() {
   const servers = useQuery({ queryKey: ["servers"], queryFn: () => backend.servers() });
   const tools = useQuery({ queryKey: ["tools"], queryFn: () => backend.tools() });
   const hookup = useQuery({ queryKey: ["hookup_snippets"], queryFn: () => backend.hookupSnippets() });
-  const failure = [sessions.error, servers.error, tools.error, hookup.error].find(Boolean);
+  const held = useQuery({ queryKey: ["tool_changes"], queryFn: () => backend.toolChanges() });
+  const failure = [sessions.error, servers.error, tools.error, hookup.error, held.error].find(Boolean);
   return (
     <section className="view connections" aria-label="Connections">
       <div className="view-head">
         <h1>Connections</h1>
       </div>
       {failure && <p className="failure">{asBackendError(failure).message}</p>}
+      <HeldTools changes={held.data ?? []} now={now} />
       <h2>Agent sessions ({sessions.data?.length ?? 0})</h2>
       <table className="grid tabular" data-testid="sessions">
         <thead>
