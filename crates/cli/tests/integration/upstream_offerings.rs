@@ -70,7 +70,8 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
         r#"{{
   "grants": [ {{ "name": "agents", "allow": ["mcp:ev:resources/read", "mcp:ev:prompts/get", "mcp:ev:trigger-sampling-request",
       "mcp:ev:sampling/createMessage", "mcp:evh:resources/read", "mcp:evh:trigger-elicitation-request",
-      "mcp:evh:elicitation/create"] }} ],
+      "mcp:evh:elicitation/create", "mcp:evh:prompts/get", "mcp:evh:trigger-sampling-request",
+      "mcp:evh:sampling/createMessage", "mcp:ev:trigger-elicitation-request", "mcp:ev:elicitation/create"] }} ],
   "servers": [
     {{ "id": "ev", "command": "node", "args": ["{{INTEROP}}/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"],
        "resources": {{ "demo://resource/static/document/architecture.md": "forbidden" }},
@@ -95,6 +96,10 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
             request("prompts/get", json!({ "name": "ev__args-prompt", "arguments": { "city": "Paris" } })),
             { "op": "call", "name": "ev__trigger-sampling-request", "arguments": { "prompt": "say hi" } },
             { "op": "call", "name": "evh__trigger-elicitation-request", "arguments": {} },
+            // The same over the other transport.
+            request("prompts/get", json!({ "name": "evh__simple-prompt" })),
+            { "op": "call", "name": "evh__trigger-sampling-request", "arguments": { "prompt": "say hi" } },
+            { "op": "call", "name": "ev__trigger-elicitation-request", "arguments": {} },
         ]
     }));
     let (report, code) = report;
@@ -146,13 +151,20 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
     );
     let elicited = result(9)["result"].to_string();
     assert!(elicited.contains("Ada"), "the agent's elicitation answer reached the server: {elicited}");
+    assert!(result(10)["result"]["messages"].as_array().is_some_and(|m| !m.is_empty()), "{}", result(10));
+    assert!(result(11)["result"].to_string().contains("the model's answer"), "{}", result(11));
+    assert!(result(12)["result"].to_string().contains("Ada"), "{}", result(12));
     let asked: Vec<&str> =
         report["asked"].as_array().unwrap().iter().map(|a| a["method"].as_str().unwrap()).collect();
-    assert_eq!(asked, ["sampling/createMessage", "elicitation/create"], "{report}");
+    assert_eq!(
+        asked,
+        ["sampling/createMessage", "elicitation/create", "sampling/createMessage", "elicitation/create"],
+        "{report}"
+    );
 
     // Every relayed request is a call in the ledger, with who decided; the sampling call sits beside
     // the tool call that caused it, in the same session.
-    let calls = ledger_calls_when(&served, 9);
+    let calls = ledger_calls_when(&served, 15);
     let find = |tool: &str| calls.iter().filter(|c| c["tool"] == tool).cloned().collect::<Vec<Value>>();
     assert_eq!(find("mcp:ev:resources/read").len(), 2, "{calls:?}");
     assert!(
@@ -168,6 +180,9 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
     assert_eq!(sampling[0]["session_id"], trigger[0]["session_id"], "{sampling:?} {trigger:?}");
     assert!(sampling[0]["call_id"].as_str().unwrap().starts_with(trigger[0]["call_id"].as_str().unwrap()));
     assert_eq!(find("mcp:evh:elicitation/create").len(), 1);
+    assert_eq!(find("mcp:evh:sampling/createMessage").len(), 1, "sampling over HTTP too");
+    assert_eq!(find("mcp:ev:elicitation/create").len(), 1, "elicitation over stdio too");
+    assert_eq!(find("mcp:evh:prompts/get").len(), 1, "prompts over HTTP too");
     for call in sampling.iter().chain(&find("mcp:evh:elicitation/create")) {
         assert!(!call["decided_by"].is_null(), "{call}");
     }
