@@ -126,6 +126,10 @@ impl ExecutionAction {
 /// hint is the server's word; the server is one the operator configured.
 pub const MCP_READ: &str = "read";
 
+/// The operation of a call to an upstream tool whose server changed its definition since an operator
+/// accepted it, served meanwhile because the policy says every such call asks the operator.
+pub const MCP_CHANGED_DEFINITION: &str = "call-changed-definition";
+
 /// A policy's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

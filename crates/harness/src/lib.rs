@@ -53,8 +53,8 @@ pub use events::{
 };
 pub use execution::{
     AGENT_PROMPT, ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, ExecutionPolicy,
-    FileAccess, FileVerdict, MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest, PolicyRuling,
-    PolicyVerdict, Risk,
+    FileAccess, FileVerdict, MCP_CHANGED_DEFINITION, MCP_READ, NO_APPROVER, PolicyDecision, PolicyRequest,
+    PolicyRuling, PolicyVerdict, Risk,
 };
 pub use grants::{GrantScope, Grants, NameSet};
 pub use guardrail::{

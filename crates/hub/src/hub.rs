@@ -375,13 +375,19 @@ impl Hub {
                 tracing::error!(tool = %name, agents_see = %wire, taken_by = %other, "a tool is refused: agents would see it under the name of another tool");
                 continue;
             }
-            match self.state.pins.check(tool.spec()) {
-                crate::pins::Verdict::Serve(event) => pin_events.extend(event),
+            let tool = match self.state.pins.check(tool.spec()) {
+                crate::pins::Verdict::Serve(event) => {
+                    pin_events.extend(event);
+                    tool
+                }
                 crate::pins::Verdict::Hold(event) => {
                     pin_events.extend(event);
-                    continue;
+                    if !crate::pins::prompts_when_changed(&self.state.live.current(), tool.spec()) {
+                        continue;
+                    }
+                    Arc::new(crate::pins::ChangedTool(tool))
                 }
-            }
+            };
             wire_names.insert(wire, name.clone());
             if let Err(e) = registry.register(tool) {
                 tracing::error!(tool = %name, error = %e, "upstream tool not registered");

@@ -106,12 +106,34 @@ pub struct UpstreamServer {
     /// Relaying this server's `elicitation/create` to the agent's user; default `allow`.
     #[serde(default = "allow")]
     pub elicitation: Decision,
+    /// What a tool of this server gets once the server changes its definition (description, schema,
+    /// annotations) after it was pinned, until an operator accepts the change: `hold` (default: agents
+    /// neither see nor call it) or `prompt` (it stays, and every call to it asks the operator).
+    #[serde(default, skip_serializing_if = "ChangedTools::is_hold")]
+    pub changed_tools: ChangedTools,
     #[serde(default)]
     pub limits: UpstreamLimits,
 }
 
 fn allow() -> Decision {
     Decision::Allow
+}
+
+/// What a tool whose definition changed gets until an operator accepts the change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangedTools {
+    /// Held back: agents neither see nor call it.
+    #[default]
+    Hold,
+    /// Served, and every call to it asks the operator.
+    Prompt,
+}
+
+impl ChangedTools {
+    fn is_hold(&self) -> bool {
+        *self == ChangedTools::Hold
+    }
 }
 
 /// Bounds on one upstream server; unset means the default, and every value is capped.

@@ -129,7 +129,8 @@ impl LivePolicy {
     ) -> Evaluation {
         let policy = self.current();
         if action.kind == portcullis_harness::ActionKind::Mcp {
-            policy.evaluate_mcp(tool, action.target.as_deref())
+            let changed = action.operation == portcullis_harness::MCP_CHANGED_DEFINITION;
+            policy.evaluate_mcp_action(tool, action.target.as_deref(), changed)
         } else {
             policy.evaluate_action(action, &self.context_for(cwd))
         }

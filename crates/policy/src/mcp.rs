@@ -17,6 +17,34 @@ impl Policy {
     /// (`mcp:<server>:resources/read` of the URI `target`, `mcp:<server>:prompts/get` of the prompt
     /// `target`). A method without its target is forbidden: there is nothing to judge.
     pub fn evaluate_mcp(&self, name: &str, target: Option<&str>) -> Evaluation {
+        self.evaluate_mcp_action(name, target, false)
+    }
+
+    /// [`Policy::evaluate_mcp`] of a call whose tool the server changed since an operator accepted it
+    /// (`changed`, served only under `"changed_tools": "prompt"`): at least `prompt`.
+    pub fn evaluate_mcp_action(&self, name: &str, target: Option<&str>, changed: bool) -> Evaluation {
+        let mut eval = self.evaluate_mcp_judged(name, target);
+        if changed
+            && let Some((server_id, _)) = name.strip_prefix("mcp:").and_then(|rest| rest.split_once(':'))
+        {
+            let entry = self.servers().iter().find(|s| s.server.id == server_id);
+            let rule = MatchedRule {
+                id: format!("server:{server_id}/changed_tools"),
+                source: entry.map(|e| e.source.clone()).unwrap_or_default(),
+                line: entry.map_or(0, |e| e.line),
+                decision: Decision::Prompt,
+            };
+            eval.matched_rules.push(rule.clone());
+            eval.raise(
+                Decision::Prompt,
+                format!("{name}: its server changed its definition since an operator accepted it"),
+                Some(&rule),
+            );
+        }
+        eval
+    }
+
+    fn evaluate_mcp_judged(&self, name: &str, target: Option<&str>) -> Evaluation {
         let mut eval = Evaluation::new();
         let Some((server_id, tool)) = name.strip_prefix("mcp:").and_then(|rest| rest.split_once(':')) else {
             eval.raise(Decision::Forbidden, format!("{name} is not an upstream tool name"), None);
@@ -135,6 +163,20 @@ mod tests {
             assert_eq!(eval.decision, *decision, "{name} {target:?}");
             assert_eq!(eval.deciding_rule.as_ref().map(|r| r.id.as_str()), Some(*rule), "{name} {target:?}");
         }
+    }
+
+    #[test]
+    fn a_changed_tool_asks_the_operator_whatever_its_server_allows() {
+        let p = policy(r#"{"servers":[{"id":"fs","command":"x","changed_tools":"prompt"}]}"#);
+        let eval = p.evaluate_mcp_action("mcp:fs:read_file", None, true);
+        assert_eq!(eval.decision, Decision::Prompt);
+        assert_eq!(eval.deciding_rule.map(|r| r.id), Some("server:fs/changed_tools".to_owned()));
+        assert_eq!(p.evaluate_mcp_action("mcp:fs:read_file", None, false).decision, Decision::Allow);
+        let forbidden = policy(r#"{"servers":[{"id":"fs","command":"x","decision":"forbidden"}]}"#);
+        assert_eq!(
+            forbidden.evaluate_mcp_action("mcp:fs:read_file", None, true).decision,
+            Decision::Forbidden
+        );
     }
 
     #[test]

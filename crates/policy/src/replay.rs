@@ -211,7 +211,8 @@ impl<'a> Replay<'a> {
                     Some(target) => format!("{} {target}", call.tool),
                     None => call.tool.clone(),
                 };
-                (policy.evaluate_mcp(&call.tool, action.target.as_deref()), subject)
+                let changed = action.operation == portcullis_harness::MCP_CHANGED_DEFINITION;
+                (policy.evaluate_mcp_action(&call.tool, action.target.as_deref(), changed), subject)
             }
             action => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
         };

@@ -1357,6 +1357,11 @@ export type ToolChange = {
 	offered: Value,
 	/**  The line diff of the two definitions (pretty JSON). */
 	diff: DiffLine[],
+	/**
+	 *  Served meanwhile, every call asking the operator (its server's `"changed_tools": "prompt"`);
+	 *  false: held back, agents neither see nor call it.
+	 */
+	prompted: boolean,
 };
 
 export type ToolDurations = {

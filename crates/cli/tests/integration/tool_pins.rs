@@ -119,3 +119,32 @@ fn a_changed_tool_is_held_until_an_operator_accepts_it_and_the_ledger_says_so() 
         .unwrap();
     assert!(pinned.contains("id_rsa"), "the accepted definition is the pinned one: {pinned}");
 }
+
+#[test]
+fn under_changed_tools_prompt_a_changed_tool_stays_and_every_call_asks_the_operator() {
+    crate::common::node_modules();
+    let served = serve_with(
+        r#"{ "servers": [ { "id": "dict", "command": "node", "args": ["{INTEROP}/shifting-server.mjs"],
+                            "changed_tools": "prompt" } ],
+             "approvals": { "timeout_seconds": 1 } }"#,
+        &[],
+    );
+    wait_until("the server's tools", || listed(&served).contains(&"dict__lookup".to_owned()));
+    served.agent(json!([{ "op": "call", "name": "dict__shift", "arguments": {} }]));
+    wait_until("the change to be seen", || {
+        operator(&served, "GET", "/tool-changes", None).1["changes"].as_array().is_some_and(|c| !c.is_empty())
+    });
+    let (_, changes) = operator(&served, "GET", "/tool-changes", None);
+    assert_eq!(changes["changes"][0]["prompted"], true, "{changes}");
+    assert!(listed(&served).contains(&"dict__lookup".to_owned()), "the changed tool stays listed");
+    // Nobody answers: the call asked, timed out and did not run.
+    let asked = served.agent(
+        json!([{ "op": "call", "name": "dict__lookup", "arguments": { "word": "gate", "note": "x" } }]),
+    );
+    assert_eq!(asked["results"][0]["result"]["isError"], true, "{asked}");
+    let calls = crate::common::ledger_calls_when(&served, 3);
+    let lookup = calls.iter().find(|c| c["tool"] == "mcp:dict:lookup").unwrap();
+    assert_eq!(lookup["policy_rule"], "server:dict/changed_tools", "{lookup}");
+    assert_eq!(lookup["policy_decision"], "prompt", "{lookup}");
+    assert_eq!(lookup["status"], "blocked", "{lookup}");
+}

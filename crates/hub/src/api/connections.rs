@@ -118,12 +118,20 @@ impl OperatorApi {
     /// The upstream tools held back because their definitions changed, by server and tool.
     pub fn tool_changes(&self) -> Vec<super::types::ToolChange> {
         let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+        let policy = self.hub.state.live.current();
+        let prompted = |server: &str| {
+            policy.servers().iter().any(|e| {
+                e.server.id == server
+                    && e.server.changed_tools == portcullis_policy::document::ChangedTools::Prompt
+            })
+        };
         self.hub
             .state
             .pins
             .held()
             .into_iter()
             .map(|((server, tool), held)| super::types::ToolChange {
+                prompted: prompted(&server),
                 server,
                 tool,
                 since: held.since,

@@ -396,6 +396,9 @@ pub struct ToolChange {
     pub offered: Value,
     /// The line diff of the two definitions (pretty JSON).
     pub diff: Vec<crate::api::line_diff::DiffLine>,
+    /// Served meanwhile, every call asking the operator (its server's `"changed_tools": "prompt"`);
+    /// false: held back, agents neither see nor call it.
+    pub prompted: bool,
 }
 
 /// Where an upstream server stands.

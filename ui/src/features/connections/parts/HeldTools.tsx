@@ -15,11 +15,11 @@ export function HeldTools({ changes, now }: { changes: ToolChange[]; now: number
   return (
     <section className="held-tools" data-testid="held-tools" aria-label="Tools held back">
       <h2 className="attention">
-        ⚠ {changes.length} tool{changes.length === 1 ? "" : "s"} held back: the server changed {changes.length === 1 ? "its" : "their"} definition
+        ⚠ {changes.length} tool{changes.length === 1 ? "" : "s"} changed by {changes.length === 1 ? "its server" : "their servers"} since accepted
       </h2>
       <p className="muted small">
-        Agents cannot see or call a held tool. Read what changed — the server wrote this text, and a new
-        description can carry instructions to the model — then accept it, or leave it held.
+        Read what changed — the server wrote this text, and a new description can carry instructions to the
+        model — then accept it, or leave it waiting.
       </p>
       {changes.map((c) => (
         <HeldTool key={`${c.server}/${c.tool}`} change={c} now={now} />
@@ -47,6 +47,11 @@ function HeldTool({ change: c, now }: { change: ToolChange; now: number }) {
         <span className="muted" title={absolute(c.since)}>
           changed {ago(c.since, now)} · offered {c.offered_digest.slice(0, 12)}, accepted {c.accepted_digest.slice(0, 12)}
         </span>
+        <div className="state-word" data-testid="held-tool-state">
+          {c.prompted
+            ? "Served meanwhile: every call to it asks you."
+            : "Held back: agents can neither see nor call it."}
+        </div>
       </header>
       <Diff lines={c.diff} testId="held-tool-diff" />
       <div className="actions">
