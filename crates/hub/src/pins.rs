@@ -175,6 +175,48 @@ impl ToolPins {
     }
 }
 
+/// Whether the policy serves `spec`'s tool while its change waits, every call asking the operator
+/// (`"changed_tools": "prompt"` on its server) rather than holding it back.
+pub(crate) fn prompts_when_changed(policy: &portcullis_policy::Policy, spec: &ToolSpec) -> bool {
+    let server = spec.meta.as_ref().and_then(|m| m.get("server")).and_then(Value::as_str);
+    policy.servers().iter().any(|entry| {
+        Some(entry.server.id.as_str()) == server
+            && entry.server.changed_tools == portcullis_policy::document::ChangedTools::Prompt
+    })
+}
+
+/// A tool served while the change of its definition waits: every call describes itself as a call of a
+/// changed definition ([`portcullis_harness::MCP_CHANGED_DEFINITION`]), which the policy makes at least
+/// `prompt`, so an operator sees each one.
+pub(crate) struct ChangedTool(pub std::sync::Arc<dyn portcullis_harness::Tool>);
+
+#[async_trait::async_trait]
+impl portcullis_harness::Tool for ChangedTool {
+    fn spec(&self) -> &ToolSpec {
+        self.0.spec()
+    }
+
+    fn describe_action(
+        &self,
+        arguments: &Value,
+        call: &portcullis_harness::CallContext,
+    ) -> Result<portcullis_harness::ExecutionAction, portcullis_harness::ToolError> {
+        let action = self.0.describe_action(arguments, call)?;
+        Ok(portcullis_harness::ExecutionAction {
+            operation: portcullis_harness::MCP_CHANGED_DEFINITION.into(),
+            risk: portcullis_harness::Risk::High,
+            ..action
+        })
+    }
+
+    async fn execute(
+        &self,
+        invocation: portcullis_harness::ToolInvocation,
+    ) -> Result<portcullis_harness::ToolOutput, portcullis_harness::ToolError> {
+        self.0.execute(invocation).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,47 +270,5 @@ mod tests {
             ..ToolSpec::new("mcp:s:resources/read", "")
         };
         assert!(matches!(pins.check(&method), Verdict::Serve(None)));
-    }
-}
-
-/// Whether the policy serves `spec`'s tool while its change waits, every call asking the operator
-/// (`"changed_tools": "prompt"` on its server) rather than holding it back.
-pub(crate) fn prompts_when_changed(policy: &portcullis_policy::Policy, spec: &ToolSpec) -> bool {
-    let server = spec.meta.as_ref().and_then(|m| m.get("server")).and_then(Value::as_str);
-    policy.servers().iter().any(|entry| {
-        Some(entry.server.id.as_str()) == server
-            && entry.server.changed_tools == portcullis_policy::document::ChangedTools::Prompt
-    })
-}
-
-/// A tool served while the change of its definition waits: every call describes itself as a call of a
-/// changed definition ([`portcullis_harness::MCP_CHANGED_DEFINITION`]), which the policy makes at least
-/// `prompt`, so an operator sees each one.
-pub(crate) struct ChangedTool(pub std::sync::Arc<dyn portcullis_harness::Tool>);
-
-#[async_trait::async_trait]
-impl portcullis_harness::Tool for ChangedTool {
-    fn spec(&self) -> &ToolSpec {
-        self.0.spec()
-    }
-
-    fn describe_action(
-        &self,
-        arguments: &Value,
-        call: &portcullis_harness::CallContext,
-    ) -> Result<portcullis_harness::ExecutionAction, portcullis_harness::ToolError> {
-        let action = self.0.describe_action(arguments, call)?;
-        Ok(portcullis_harness::ExecutionAction {
-            operation: portcullis_harness::MCP_CHANGED_DEFINITION.into(),
-            risk: portcullis_harness::Risk::High,
-            ..action
-        })
-    }
-
-    async fn execute(
-        &self,
-        invocation: portcullis_harness::ToolInvocation,
-    ) -> Result<portcullis_harness::ToolOutput, portcullis_harness::ToolError> {
-        self.0.execute(invocation).await
     }
 }
