@@ -8,18 +8,18 @@
 //               {"op": "request", "method": "resources/list"|"resources/templates/list"|"resources/read"|
 //                "prompts/list"|"prompts/get"|"completion/complete", "params"?: {..}} (an error is recorded,
 //                not thrown) ],
-//             "answers"?: {"sampling": text, "elicitation": {..}} (declares sampling and elicitation and
-//                answers them; what the server asked is in the report's `asked`) }
+//             "answers"?: {"sampling": text, "elicitation": {..}, "roots"?: [{uri, name}]} (declares sampling,
+//                elicitation (and roots) and answers them; what the server asked is in the report's `asked`) }
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
-  CreateMessageRequestSchema, ElicitRequestSchema, ToolListChangedNotificationSchema,
+  CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
 const scenario = JSON.parse(process.argv[2]);
 const answers = scenario.answers;
-const capabilities = answers ? { sampling: {}, elicitation: {} } : {};
+const capabilities = answers ? { sampling: {}, elicitation: {}, ...(answers.roots ? { roots: {} } : {}) } : {};
 const client = new Client({ name: scenario.clientName ?? "interop-sdk-client", version: "1.32.2" }, { capabilities });
 let listChanged = 0;
 const asked = [];
@@ -33,6 +33,12 @@ if (answers) {
     asked.push({ method: request.method, params: request.params });
     return { action: "accept", content: answers.elicitation ?? {} };
   });
+  if (answers.roots) {
+    client.setRequestHandler(ListRootsRequestSchema, async (request) => {
+      asked.push({ method: request.method });
+      return { roots: answers.roots };
+    });
+  }
 }
 const requests = {
   "resources/list": (p) => client.listResources(p),

@@ -63,8 +63,8 @@ pub use guardrail::{
 pub use ledger::{Ledger, LedgerError, MemoryLedger, Offered, RecordKind, ToolCallRecord};
 pub use middleware::{Middleware, MiddlewareError};
 pub use name::{
-    MCP_ELICITATION, MCP_METHOD_TOOLS, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_SAMPLING, NameError,
-    mcp_method_of, validate_tool_name,
+    MCP_ELICITATION, MCP_METHOD_TOOLS, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_ROOTS, MCP_SAMPLING,
+    NameError, mcp_method_of, validate_tool_name,
 };
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};

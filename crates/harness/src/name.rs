@@ -26,7 +26,8 @@ fn invalid(name: &str, why: &'static str) -> NameError {
 /// The MCP methods of an upstream server that are dispatched like tool calls (grants, policy, approval,
 /// ledger), registered as `mcp:<server>:<method>`. Agents reach them through the methods themselves,
 /// never through `tools/list` or `tools/call`.
-pub const MCP_METHOD_TOOLS: [&str; 4] = [MCP_RESOURCES_READ, MCP_PROMPTS_GET, MCP_SAMPLING, MCP_ELICITATION];
+pub const MCP_METHOD_TOOLS: [&str; 5] =
+    [MCP_RESOURCES_READ, MCP_PROMPTS_GET, MCP_SAMPLING, MCP_ELICITATION, MCP_ROOTS];
 /// `resources/read`: its argument `uri` is the resource's URI as the upstream server knows it.
 pub const MCP_RESOURCES_READ: &str = "resources/read";
 /// `prompts/get`: its arguments are `name` and the prompt's `arguments`.
@@ -35,6 +36,8 @@ pub const MCP_PROMPTS_GET: &str = "prompts/get";
 pub const MCP_SAMPLING: &str = "sampling/createMessage";
 /// `elicitation/create` the server asks of the agent during a call (its params as arguments).
 pub const MCP_ELICITATION: &str = "elicitation/create";
+/// `roots/list` the server asks of the agent during a call (the agent's workspace folders).
+pub const MCP_ROOTS: &str = "roots/list";
 
 /// The server and method of a method tool's name (`mcp:<server>:resources/read`), if it is one.
 pub fn mcp_method_of(name: &str) -> Option<(&str, &'static str)> {

@@ -4,7 +4,7 @@
 
 use crate::hub::{Hub, HubState};
 use async_trait::async_trait;
-use portcullis_mcp::client_side::{CallOrigin, ClientRelay, SAMPLING};
+use portcullis_mcp::client_side::{CallOrigin, ClientRelay, RELAYED};
 use rmcp::ErrorData as McpError;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,7 +44,7 @@ impl ClientRelay for HubRelay {
         let route = routes.get(&origin).ok_or_else(|| {
             McpError::invalid_request(format!("{method}: the call it serves has ended"), None)
         })?;
-        let kind = if method == SAMPLING { "sampling" } else { "elicitation" };
+        let kind = RELAYED.iter().find(|(m, _)| *m == method).map_or("request", |(_, word)| *word);
         let n = self.relayed.fetch_add(1, Ordering::Relaxed) + 1;
         // Its own call id, beside the call it serves (`c3.sampling-7`), in the same session.
         let call_id = format!("{}.{kind}-{n}", origin.call_id);

@@ -26,8 +26,12 @@ use std::time::Duration;
 pub const SAMPLING: &str = portcullis_harness::MCP_SAMPLING;
 /// `elicitation/create`: the agent's user is asked for input the server describes.
 pub const ELICITATION: &str = portcullis_harness::MCP_ELICITATION;
-/// The client requests relayed, each with the capability the agent must have declared.
-pub const RELAYED: [(&str, &str); 2] = [(SAMPLING, "sampling"), (ELICITATION, "elicitation")];
+/// `roots/list`: the agent's workspace folders.
+pub const ROOTS: &str = portcullis_harness::MCP_ROOTS;
+/// The client requests relayed, each with the capability the agent must have declared and the word
+/// its calls' actions use.
+pub const RELAYED: [(&str, &str); 3] =
+    [(SAMPLING, "sampling"), (ELICITATION, "elicitation"), (ROOTS, "roots")];
 
 /// The call an upstream request belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -99,10 +103,10 @@ pub struct AgentRequestTool {
 
 impl AgentRequestTool {
     pub fn new(server: &str, method: &'static str, routes: AgentRoutes, timeout: Duration) -> Self {
-        let what = if method == SAMPLING {
-            "has the agent's model complete messages"
-        } else {
-            "asks the agent's user for input"
+        let what = match method {
+            SAMPLING => "has the agent's model complete messages",
+            ELICITATION => "asks the agent's user for input",
+            _ => "asks for the agent's workspace folders (roots)",
         };
         let spec =
             ToolSpec::new(format!("mcp:{server}:{method}"), format!("The MCP server {server} {what}."))
@@ -119,7 +123,7 @@ impl Tool for AgentRequestTool {
     }
 
     fn describe_action(&self, _arguments: &Value, _call: &CallContext) -> Result<ExecutionAction, ToolError> {
-        let operation = if self.method == SAMPLING { "sampling" } else { "elicitation" };
+        let operation = RELAYED.iter().find(|(m, _)| *m == self.method).map_or("call", |(_, word)| *word);
         Ok(ExecutionAction::new(ActionKind::Mcp, operation).with_risk(Risk::Medium))
     }
 
@@ -143,11 +147,15 @@ impl Tool for AgentRequestTool {
                 format!("the agent did not declare the {capability} capability"),
             ));
         }
-        let mut request: ServerRequest =
-            serde_json::from_value(json!({ "method": self.method, "params": invocation.arguments }))
-                .map_err(|e| {
-                    ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
-                })?;
+        // `roots/list` takes no params.
+        let request = if self.method == ROOTS {
+            json!({ "method": self.method })
+        } else {
+            json!({ "method": self.method, "params": invocation.arguments })
+        };
+        let mut request: ServerRequest = serde_json::from_value(request).map_err(|e| {
+            ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
+        })?;
         // Tied to the agent's request, so it rides that request's stream (Streamable HTTP).
         request.extensions_mut().insert(OriginatingRequestId(route.request_id.clone()));
         let sent = route.peer.send_request(request);

@@ -106,6 +106,9 @@ pub struct UpstreamServer {
     /// Relaying this server's `elicitation/create` to the agent's user; default `allow`.
     #[serde(default = "allow")]
     pub elicitation: Decision,
+    /// Relaying this server's `roots/list` (the agent's workspace folders) to the agent; default `allow`.
+    #[serde(default = "allow")]
+    pub roots: Decision,
     /// What a tool of this server gets once the server changes its definition (description, schema,
     /// annotations) after it was pinned, until an operator accepts the change: `hold` (default: agents
     /// neither see nor call it) or `prompt` (it stays, and every call to it asks the operator).

@@ -5,7 +5,9 @@
 use crate::document::Decision;
 use crate::paths::glob_component;
 use crate::policy::{Evaluation, MatchedRule, Policy};
-use portcullis_harness::{MCP_ELICITATION, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_SAMPLING, mcp_method_of};
+use portcullis_harness::{
+    MCP_ELICITATION, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_ROOTS, MCP_SAMPLING, mcp_method_of,
+};
 
 impl Policy {
     /// Evaluates a call of an upstream tool `mcp:<server>:<tool>`.
@@ -56,11 +58,11 @@ impl Policy {
         };
         let server = &entry.server;
         let (decision, id, what) = match mcp_method_of(name).map(|(_, method)| method) {
-            Some(method @ (MCP_SAMPLING | MCP_ELICITATION)) => {
-                let (decision, field) = if method == MCP_SAMPLING {
-                    (server.sampling, "sampling")
-                } else {
-                    (server.elicitation, "elicitation")
+            Some(method @ (MCP_SAMPLING | MCP_ELICITATION | MCP_ROOTS)) => {
+                let (decision, field) = match method {
+                    MCP_SAMPLING => (server.sampling, "sampling"),
+                    MCP_ELICITATION => (server.elicitation, "elicitation"),
+                    _ => (server.roots, "roots"),
                 };
                 (decision, format!("server:{server_id}/{field}"), format!("{method} asked by {server_id}"))
             }

@@ -63,7 +63,7 @@ fn request(method: &str, params: Value) -> Value {
 }
 
 #[test]
-fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relayed_and_judged() {
+fn resources_prompts_sampling_elicitation_and_roots_of_the_everything_server_are_relayed_and_judged() {
     node_modules();
     let (_http_server, url) = everything_over_http();
     let policy = format!(
@@ -71,7 +71,8 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
   "grants": [ {{ "name": "agents", "allow": ["mcp:ev:resources/read", "mcp:ev:prompts/get", "mcp:ev:trigger-sampling-request",
       "mcp:ev:sampling/createMessage", "mcp:evh:resources/read", "mcp:evh:trigger-elicitation-request",
       "mcp:evh:elicitation/create", "mcp:evh:prompts/get", "mcp:evh:trigger-sampling-request",
-      "mcp:evh:sampling/createMessage", "mcp:ev:trigger-elicitation-request", "mcp:ev:elicitation/create"] }} ],
+      "mcp:evh:sampling/createMessage", "mcp:ev:trigger-elicitation-request", "mcp:ev:elicitation/create",
+      "mcp:ev:get-roots-list", "mcp:ev:roots/list"] }} ],
   "servers": [
     {{ "id": "ev", "command": "node", "args": ["{{INTEROP}}/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"],
        "resources": {{ "demo://resource/static/document/architecture.md": "forbidden" }},
@@ -84,7 +85,8 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
     wait_ready(&served, &["ev", "evh"]);
     let report = served.client(json!({
         "url": served.mcp_url, "token": served.token,
-        "answers": { "sampling": "the model's answer", "elicitation": { "name": "Ada", "color": "red" } },
+        "answers": { "sampling": "the model's answer", "elicitation": { "name": "Ada", "color": "red" },
+                     "roots": [{ "uri": "file:///work/shop", "name": "shop" }] },
         "steps": [
             request("resources/list", json!({})),
             request("resources/templates/list", json!({})),
@@ -100,6 +102,7 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
             request("prompts/get", json!({ "name": "evh__simple-prompt" })),
             { "op": "call", "name": "evh__trigger-sampling-request", "arguments": { "prompt": "say hi" } },
             { "op": "call", "name": "ev__trigger-elicitation-request", "arguments": {} },
+            { "op": "call", "name": "ev__get-roots-list", "arguments": {} },
         ]
     }));
     let (report, code) = report;
@@ -154,17 +157,28 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
     assert!(result(10)["result"]["messages"].as_array().is_some_and(|m| !m.is_empty()), "{}", result(10));
     assert!(result(11)["result"].to_string().contains("the model's answer"), "{}", result(11));
     assert!(result(12)["result"].to_string().contains("Ada"), "{}", result(12));
+    assert!(
+        result(13)["result"].to_string().contains("file:///work/shop"),
+        "the agent's roots: {}",
+        result(13)
+    );
     let asked: Vec<&str> =
         report["asked"].as_array().unwrap().iter().map(|a| a["method"].as_str().unwrap()).collect();
     assert_eq!(
         asked,
-        ["sampling/createMessage", "elicitation/create", "sampling/createMessage", "elicitation/create"],
+        [
+            "sampling/createMessage",
+            "elicitation/create",
+            "sampling/createMessage",
+            "elicitation/create",
+            "roots/list"
+        ],
         "{report}"
     );
 
     // Every relayed request is a call in the ledger, with who decided; the sampling call sits beside
     // the tool call that caused it, in the same session.
-    let calls = ledger_calls_when(&served, 15);
+    let calls = ledger_calls_when(&served, 17);
     let find = |tool: &str| calls.iter().filter(|c| c["tool"] == tool).cloned().collect::<Vec<Value>>();
     assert_eq!(find("mcp:ev:resources/read").len(), 2, "{calls:?}");
     assert!(
@@ -183,6 +197,7 @@ fn resources_prompts_sampling_and_elicitation_of_the_everything_server_are_relay
     assert_eq!(find("mcp:evh:sampling/createMessage").len(), 1, "sampling over HTTP too");
     assert_eq!(find("mcp:ev:elicitation/create").len(), 1, "elicitation over stdio too");
     assert_eq!(find("mcp:evh:prompts/get").len(), 1, "prompts over HTTP too");
+    assert_eq!(find("mcp:ev:roots/list").len(), 1, "the roots the server asked for during its call");
     for call in sampling.iter().chain(&find("mcp:evh:elicitation/create")) {
         assert!(!call["decided_by"].is_null(), "{call}");
     }

@@ -4,7 +4,7 @@
 //! sampling and elicitation requests are relayed to the agent of the call they serve.
 
 use super::{Origins, ProgressRoutes, UpstreamNotice, cut};
-use crate::client_side::{CallOrigin, ClientRelay, ELICITATION, SAMPLING};
+use crate::client_side::{CallOrigin, ClientRelay, ELICITATION, ROOTS, SAMPLING};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
     ResourceUpdatedNotificationParam,
@@ -73,7 +73,7 @@ impl ClientHandler for UpstreamClient {
     fn get_info(&self) -> ClientConfig {
         // Sampling and elicitation are relayed to the agent whose call asks (see `client_side`).
         let capabilities: ClientCapabilities = if self.relay.is_some() {
-            serde_json::from_value(serde_json::json!({ "sampling": {}, "elicitation": {} }))
+            serde_json::from_value(serde_json::json!({ "sampling": {}, "elicitation": {}, "roots": {} }))
                 .unwrap_or_default()
         } else {
             ClientCapabilities::default()
@@ -90,6 +90,15 @@ impl ClientHandler for UpstreamClient {
         context: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
         self.relay(SAMPLING, params, &context).await
+    }
+
+    // Roots are deprecated in rmcp (SEP-2577) like sampling.
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.relay(ROOTS, serde_json::json!({}), &context).await
     }
 
     async fn create_elicitation(

@@ -6,7 +6,7 @@
 
 use super::request::{Route, send};
 use super::{LivePeer, Origins, ProgressRoutes, UpstreamLimits, codes};
-use crate::client_side::{AgentRequestTool, AgentRoutes, CallOrigin, ELICITATION, SAMPLING};
+use crate::client_side::{AgentRequestTool, AgentRoutes, CallOrigin, ELICITATION, ROOTS, SAMPLING};
 use async_trait::async_trait;
 use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, MCP_PROMPTS_GET, MCP_READ, MCP_RESOURCES_READ, Risk, Tool,
@@ -110,12 +110,12 @@ pub(super) struct MethodContext<'a> {
     pub routes: &'a AgentRoutes,
 }
 
-/// The registry tools of a server's methods: those of what it offers, and the two requests it may send
-/// the agent during a call (sampling, elicitation).
+/// The registry tools of a server's methods: those of what it offers, and the requests it may send the
+/// agent during a call (sampling, elicitation, roots).
 pub(super) fn method_tools(offerings: &Offerings, cx: &MethodContext<'_>) -> Vec<Arc<dyn Tool>> {
     let MethodContext { server, live, limits, progress, origins, routes } = *cx;
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-    for method in [SAMPLING, ELICITATION] {
+    for method in [SAMPLING, ELICITATION, ROOTS] {
         tools.push(Arc::new(AgentRequestTool::new(server, method, routes.clone(), limits.call_timeout)));
     }
     let mut add = |method: &'static str, description: String, schema: Value| {
