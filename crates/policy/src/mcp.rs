@@ -98,8 +98,56 @@ impl Policy {
         let rule = MatchedRule { id: id.clone(), source: entry.source.clone(), line: entry.line, decision };
         eval.matched_rules.push(rule.clone());
         eval.raise(decision, format!("{what}: {id} says {}", decision.as_str()), Some(&rule));
+        if mcp_method_of(name).is_some_and(|(_, m)| m == MCP_RESOURCES_READ)
+            && let Some(path) = target.and_then(file_uri_path)
+            && let Some(hit) = self.protected().find(&path)
+            && let Some(decision) = hit.kind.decision(crate::document::Access::Read)
+        {
+            // A `file://` resource is a file like any other: the hub's secrets are never read.
+            eval.paths.push(path.display().to_string());
+            eval.raise(decision, format!("{}: {} ({})", path.display(), hit.kind.why(), hit.what), None);
+        }
         eval
     }
+}
+
+/// The local path of a `file://` URI (`file:///p` or `file://localhost/p`, percent-escapes decoded,
+/// `.` and `..` collapsed, symlinks resolved when it exists); none for other URIs.
+fn file_uri_path(uri: &str) -> Option<std::path::PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                decoded.push(u8::try_from(h * 16 + l).unwrap_or(b'%'));
+                i += 3;
+            }
+            (b, ..) => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&decoded);
+    let text = text.split(['?', '#']).next().unwrap_or_default();
+    let mut path = std::path::PathBuf::from("/");
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                path.pop();
+            }
+            part => path.push(part),
+        }
+    }
+    Some(std::fs::canonicalize(&path).unwrap_or(path))
 }
 
 /// The strictest decision of the URI patterns that match `uri`, with the deciding pattern's rule id.
@@ -179,6 +227,31 @@ mod tests {
             forbidden.evaluate_mcp_action("mcp:fs:read_file", None, true).decision,
             Decision::Forbidden
         );
+    }
+
+    #[test]
+    fn a_file_resource_in_the_hubs_secrets_is_forbidden_whatever_the_server_allows() {
+        let p = policy(r#"{"servers":[{"id":"fs","command":"x","resources":{"*":"allow"}}]}"#)
+            .with_protected(|places| {
+                places.add("/var/hub-secrets", crate::ProtectedKind::HubSecret, "the hub's files")
+            });
+        for uri in [
+            "file:///var/hub-secrets/operator-token",
+            "file://localhost/var/hub-secrets/token",
+            "file:///var/%68ub-secrets/token",
+            "file:///tmp/../var/hub-secrets/token",
+        ] {
+            assert_eq!(
+                p.evaluate_mcp("mcp:fs:resources/read", Some(uri)).decision,
+                Decision::Forbidden,
+                "{uri}"
+            );
+        }
+        assert_eq!(
+            p.evaluate_mcp("mcp:fs:resources/read", Some("file:///var/other")).decision,
+            Decision::Allow
+        );
+        assert_eq!(file_uri_path("test://x"), None);
     }
 
     #[test]
