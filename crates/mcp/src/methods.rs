@@ -145,9 +145,9 @@ impl GatewayHandler {
         }
     }
 
-    /// `logging/setLevel`: this agent's level; every visible server that logs is asked for the least
-    /// severe level any agent wants... which is this one's, the last asked (levels are per connection
-    /// here, per server upstream).
+    /// `logging/setLevel`: this agent's level, kept for this connection (its log messages are filtered
+    /// by it here), and asked of every visible server that logs. Upstream a level is per server, so the
+    /// last agent to ask sets it for all; each agent still gets only what its own level lets through.
     #[allow(deprecated)]
     pub(crate) async fn log_level(
         &self,
