@@ -165,6 +165,7 @@ impl GatewayBackend for HubBackend {
             .into_iter()
             .filter(|(server, _)| naming.shows(server))
             .map(|(server, offerings)| {
+                let prompt_names = offerings.prompts.iter().map(|p| p.name.clone()).collect();
                 let permits = |method: &str| grants.permits(&format!("mcp:{server}:{method}"));
                 let offerings = visible(
                     &policy,
@@ -173,7 +174,7 @@ impl GatewayBackend for HubBackend {
                     permits(MCP_RESOURCES_READ),
                     permits(MCP_PROMPTS_GET),
                 );
-                ServerOfferings { server, offerings }
+                ServerOfferings { server, offerings, prompt_names }
             })
             .collect()
     }

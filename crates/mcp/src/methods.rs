@@ -81,7 +81,7 @@ impl GatewayHandler {
     ) -> Result<GetPromptResult, McpError> {
         let naming = self.connection.backend.naming();
         let (server, own) = naming
-            .resolve_prompt(&self.servers(), &name)
+            .resolve_prompt(&self.servers(), &name, offered::PromptScope::Listed)
             .ok_or_else(|| McpError::invalid_params(format!("unknown prompt {name:?}"), None))?;
         let session = self.session_id(&context).await;
         let call_id = self.next_call_id();
@@ -105,9 +105,10 @@ impl GatewayHandler {
         let servers = self.servers();
         let server = match &mut request.r#ref {
             Reference::Prompt(prompt) => {
-                let (server, own) = naming.resolve_prompt(&servers, &prompt.name).ok_or_else(|| {
-                    McpError::invalid_params(format!("unknown prompt {:?}", prompt.name), None)
-                })?;
+                let (server, own) =
+                    naming.resolve_prompt(&servers, &prompt.name, offered::PromptScope::Visible).ok_or_else(
+                        || McpError::invalid_params(format!("unknown prompt {:?}", prompt.name), None),
+                    )?;
                 prompt.name = own;
                 server
             }

@@ -30,6 +30,18 @@ pub enum Naming {
 pub struct ServerOfferings {
     pub server: String,
     pub offerings: Offerings,
+    /// Every prompt the server lists, visible or not: an agent that names a hidden one is refused by
+    /// the pipeline (and the ledger records it), as a hidden tool is; never shown to agents.
+    pub prompt_names: Vec<String>,
+}
+
+/// Which prompts a name may resolve to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptScope {
+    /// Only those agents see (completion).
+    Visible,
+    /// Every prompt the servers list (getting one: the pipeline refuses what is hidden).
+    Listed,
 }
 
 impl Naming {
@@ -68,16 +80,25 @@ impl Naming {
         }
     }
 
-    /// The server and its own name of a prompt an agent names: only a listed (visible) prompt; a name
-    /// two servers could claim is refused as unknown.
-    pub fn resolve_prompt(&self, servers: &[ServerOfferings], name: &str) -> Option<(String, String)> {
+    /// The server and its own name of a prompt an agent names, among the prompts of `scope`; a name two
+    /// servers could claim is refused as unknown.
+    pub fn resolve_prompt(
+        &self,
+        servers: &[ServerOfferings],
+        name: &str,
+        scope: PromptScope,
+    ) -> Option<(String, String)> {
         let mut found = servers.iter().filter_map(|s| {
             let own = match self {
                 Naming::Single(only) if *only == s.server => name,
                 Naming::Single(_) => return None,
                 Naming::Namespaced => name.strip_prefix(s.server.as_str())?.strip_prefix("__")?,
             };
-            s.offerings.prompts.iter().any(|p| p.name == own).then(|| (s.server.clone(), own.to_owned()))
+            let known = match scope {
+                PromptScope::Visible => s.offerings.prompts.iter().any(|p| p.name == own),
+                PromptScope::Listed => s.prompt_names.iter().any(|p| p == own),
+            };
+            known.then(|| (s.server.clone(), own.to_owned()))
         });
         let first = found.next()?;
         found.next().is_none().then_some(first)
@@ -176,8 +197,12 @@ mod tests {
         let mut b = Offerings::default();
         b.prompts.push(Prompt::new("greet", None::<String>, None));
         vec![
-            ServerOfferings { server: "a".into(), offerings: a },
-            ServerOfferings { server: "a__b".into(), offerings: b },
+            ServerOfferings {
+                server: "a".into(),
+                offerings: a,
+                prompt_names: vec!["greet".into(), "b__greet".into(), "hidden".into()],
+            },
+            ServerOfferings { server: "a__b".into(), offerings: b, prompt_names: vec!["greet".into()] },
         ]
     }
 
@@ -189,10 +214,19 @@ mod tests {
         assert_eq!(n.resolve_uri(&s, "a+test://x"), Some(("a".into(), "test://x")));
         assert_eq!(n.resolve_uri(&s, "zz+test://x"), None);
         assert_eq!(n.resolve_uri(&s, "test://x"), None);
-        assert_eq!(n.resolve_prompt(&s, "a__greet"), Some(("a".into(), "greet".into())));
+        assert_eq!(
+            n.resolve_prompt(&s, "a__greet", PromptScope::Visible),
+            Some(("a".into(), "greet".into()))
+        );
+        // A prompt the grants or the policy hide resolves only to be refused by the pipeline.
+        assert_eq!(n.resolve_prompt(&s, "a__hidden", PromptScope::Visible), None);
+        assert_eq!(
+            n.resolve_prompt(&s, "a__hidden", PromptScope::Listed),
+            Some(("a".into(), "hidden".into()))
+        );
         // `a__b__greet` is the prompt `b__greet` of `a` and the prompt `greet` of `a__b`: refused.
-        assert_eq!(n.resolve_prompt(&s, "a__b__greet"), None);
-        assert_eq!(n.resolve_prompt(&s, "a__nothing"), None);
+        assert_eq!(n.resolve_prompt(&s, "a__b__greet", PromptScope::Listed), None);
+        assert_eq!(n.resolve_prompt(&s, "a__nothing", PromptScope::Listed), None);
         assert_eq!(resources(&n, &s)[0].uri, "a+test://x");
     }
 
@@ -202,7 +236,7 @@ mod tests {
         let s = servers();
         assert!(n.shows("a") && !n.shows("a__b"));
         assert_eq!(n.resolve_uri(&s, "test://x"), Some(("a".into(), "test://x")));
-        assert_eq!(n.resolve_prompt(&s, "greet"), Some(("a".into(), "greet".into())));
+        assert_eq!(n.resolve_prompt(&s, "greet", PromptScope::Visible), Some(("a".into(), "greet".into())));
         assert_eq!(n.prompt_name("a", "greet"), "greet");
     }
 }

@@ -145,7 +145,9 @@ fn resources_prompts_sampling_elicitation_and_roots_of_the_everything_server_are
         .collect();
     assert!(prompts.contains(&"ev__simple-prompt") && !prompts.contains(&"ev__args-prompt"), "{prompts:?}");
     assert!(result(6)["result"]["messages"].as_array().is_some_and(|m| !m.is_empty()), "{}", result(6));
-    assert!(result(7)["error"].is_string(), "a forbidden prompt is unknown to agents: {}", result(7));
+    // A prompt the policy forbids is not listed, and getting it by name is refused like a hidden tool.
+    assert_eq!(result(7)["code"], -32003, "{}", result(7));
+    assert!(result(7)["error"].as_str().unwrap().contains("server:ev/prompt:args-prompt"), "{}", result(7));
 
     let sampled = result(8)["result"].to_string();
     assert!(
@@ -178,7 +180,7 @@ fn resources_prompts_sampling_elicitation_and_roots_of_the_everything_server_are
 
     // Every relayed request is a call in the ledger, with who decided; the sampling call sits beside
     // the tool call that caused it, in the same session.
-    let calls = ledger_calls_when(&served, 17);
+    let calls = ledger_calls_when(&served, 18);
     let find = |tool: &str| calls.iter().filter(|c| c["tool"] == tool).cloned().collect::<Vec<Value>>();
     assert_eq!(find("mcp:ev:resources/read").len(), 2, "{calls:?}");
     assert!(
@@ -187,7 +189,12 @@ fn resources_prompts_sampling_elicitation_and_roots_of_the_everything_server_are
             .any(|c| c.to_string().contains("forbidden") || c["status"] == "blocked")
     );
     assert_eq!(find("mcp:evh:resources/read").len(), 1);
-    assert_eq!(find("mcp:ev:prompts/get").len(), 1, "the forbidden prompt never became a call");
+    let prompts_got = find("mcp:ev:prompts/get");
+    assert_eq!(prompts_got.len(), 2, "{prompts_got:?}");
+    assert!(
+        prompts_got.iter().any(|c| c["status"] == "blocked"),
+        "the forbidden one is recorded: {prompts_got:?}"
+    );
     let sampling = find("mcp:ev:sampling/createMessage");
     let trigger = find("mcp:ev:trigger-sampling-request");
     assert_eq!((sampling.len(), trigger.len()), (1, 1), "{calls:?}");
