@@ -248,8 +248,13 @@ fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNot
     param
 }
 
+/// How long a call's answer waits for its progress notifications to be sent (they are queued before
+/// the call's end; this bounds the wait if the end was missed, e.g. a lagging subscription).
+const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Forwards the progress of one call to the client until the call ends: what it waits for before it
 /// runs (`waiting`), then the tool's own progress. Steps count across both, so progress increases.
+/// It ends at the call's own end event, so every progress the call reported is sent before its answer.
 fn forward_progress(
     mut events: EventSubscription,
     mut waiting: mpsc::UnboundedReceiver<String>,
@@ -278,7 +283,13 @@ fn forward_progress(
                         if *event.call.session_id != *session || *event.call.call_id != *call_id {
                             continue;
                         }
-                        let EventPayload::Progress { progress } = &event.payload else { continue };
+                        let progress = match &event.payload {
+                            EventPayload::Progress { progress } => progress,
+                            EventPayload::Finished { .. } | EventPayload::Error { .. } | EventPayload::Blocked { .. } => {
+                                break;
+                            }
+                            _ => continue,
+                        };
                         step += 1;
                         progress_param(token.clone(), progress, step)
                     }
@@ -520,7 +531,9 @@ impl ServerHandler for GatewayHandler {
             }
             None => call.await,
         };
-        if let Some(forwarder) = forwarder {
+        if let Some(mut forwarder) = forwarder
+            && tokio::time::timeout(PROGRESS_DRAIN, &mut forwarder).await.is_err()
+        {
             forwarder.abort();
         }
         let mut result = result;

@@ -193,7 +193,14 @@ enum Ended {
 type LivePeer = Arc<RwLock<Option<Peer<RoleClient>>>>;
 
 /// Calls in flight that want the server's progress: upstream progress token → the call's reporter.
-type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressReporter>>>;
+type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressSink>>>;
+
+/// Where a request's progress goes, and how many of its progress notifications were handled.
+#[derive(Clone)]
+struct ProgressSink {
+    reporter: ProgressReporter,
+    handled: Arc<std::sync::atomic::AtomicU64>,
+}
 
 type Connection = RunningService<RoleClient, UpstreamClient>;
 

@@ -2,7 +2,7 @@
 //! routed back to the call, cancelled upstream when the call is cancelled or times out, its answer
 //! bounded in size, and every failure named with the server's id and an error code.
 
-use super::{LivePeer, Origins, ProgressRoutes, UpstreamLimits, codes, cut};
+use super::{LivePeer, Origins, ProgressRoutes, ProgressSink, UpstreamLimits, codes, cut};
 use crate::client_side::CallOrigin;
 use portcullis_harness::{ProgressReporter, ToolError};
 use rmcp::model::{CancelledNotificationParam, ClientRequest, ProgressToken, ServerResult};
@@ -30,6 +30,9 @@ impl Drop for OriginEntry {
         self.origins.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.id);
     }
 }
+
+/// How long a request that reported progress waits after its result for progress still being handled.
+const PROGRESS_STRAGGLERS: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// Removes a call's progress route when the call ends, however it ends.
 struct ProgressRoute {
@@ -73,12 +76,14 @@ pub(super) async fn send(
         }
     };
     // Progress the server sends for this request reaches the harness (events, ledger, the agent).
+    let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _route = progress.map(|reporter| {
+        let sink = ProgressSink { reporter: reporter.clone(), handled: handled.clone() };
         route
             .progress
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(handle.progress_token.clone(), reporter.clone());
+            .insert(handle.progress_token.clone(), sink);
         ProgressRoute { routes: route.progress.clone(), token: handle.progress_token.clone() }
     });
     // What the server asks the client while it serves this request goes to the call's agent.
@@ -132,6 +137,12 @@ pub(super) async fn send(
         }
         Ok(Ok(result)) => result,
     };
+    // rmcp hands each notification to its own task, so a server's last progress, sent before its
+    // result, may be handled after the result arrives. A request that reported progress gives its
+    // stragglers a moment before the call ends (and its route goes).
+    if progress.is_some() && handled.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        tokio::time::sleep(PROGRESS_STRAGGLERS).await;
+    }
     let bytes = serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(usize::MAX);
     if bytes > route.limits.result_bytes {
         return Err(ToolError::new(
