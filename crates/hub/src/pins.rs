@@ -24,10 +24,44 @@ pub(crate) struct Definition {
 
 impl Definition {
     fn of(value: Value) -> Definition {
-        // serde_json's maps are ordered, so equal definitions serialise alike.
-        let digest = Sha256::digest(value.to_string().as_bytes());
+        let mut canonical = String::new();
+        write_canonical(&value, &mut canonical);
+        let digest = Sha256::digest(canonical.as_bytes());
         let digest = digest.iter().map(|b| format!("{b:02x}")).collect();
         Definition { digest, value }
+    }
+}
+
+/// JSON with every object's keys sorted: serde_json keeps keys in the order a server sent them when a
+/// dependency turns on its `preserve_order` feature (some builds of the workspace do), and a server that
+/// lists the same schema with its keys in another order has not changed the tool.
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
@@ -254,6 +288,31 @@ mod tests {
             pins.accept("s", "lookup", &changed.digest, "api"),
             Err(AcceptRefused::Unknown { .. })
         ));
+    }
+
+    #[test]
+    fn the_same_definition_with_its_keys_in_another_order_is_not_a_change() {
+        let a: Value = serde_json::from_str(
+            r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"number"}}}"#,
+        )
+        .unwrap();
+        let b: Value = serde_json::from_str(
+            r#"{"properties":{"b":{"type":"number"},"a":{"type":"string"}},"type":"object"}"#,
+        )
+        .unwrap();
+        assert_eq!(Definition::of(a.clone()).digest, Definition::of(b).digest);
+        let c: Value =
+            serde_json::from_str(r#"{"type":"object","properties":{"a":{"type":"number"}}}"#).unwrap();
+        assert_ne!(Definition::of(a).digest, Definition::of(c).digest, "a different value is a change");
+        let pins = ToolPins::default();
+        let _ = pins
+            .check(&spec("Looks up", serde_json::from_str(r#"{"type":"object","required":["w"]}"#).unwrap()));
+        let reordered =
+            spec("Looks up", serde_json::from_str(r#"{"required":["w"],"type":"object"}"#).unwrap());
+        assert!(
+            matches!(pins.check(&reordered), Verdict::Serve(None)),
+            "reordered keys keep the tool served"
+        );
     }
 
     #[test]
