@@ -10,13 +10,12 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Served, ledger_calls_when, serve_with_args};
-use serde_json::Value;
+use crate::common::{Killed, Served, ledger_calls_when, serve_with_args, wait_ready};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// Scenarios allowed to do worse through Portcullis than directly, with why (docs/architecture.md lists
 /// them too). None today.
@@ -43,15 +42,6 @@ fn conformance_dir() -> PathBuf {
         "the conformance suite is not installed: run `npm ci --prefix tests/conformance` (.ci/run does)"
     );
     dir
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Starts a node script that prints `listening <url>` when ready; returns it and the URL.
@@ -107,24 +97,6 @@ fn rank(status: &str) -> u8 {
     }
 }
 
-/// Waits until the hub's health names `server` ready.
-fn wait_ready(served: &Served, server: &str) {
-    let started = Instant::now();
-    loop {
-        let (status, body) =
-            crate::common::http(&format!("{}/health", served.api), "GET", Some(&served.token), &[], None);
-        let health: Value = serde_json::from_str(&body).unwrap_or_default();
-        let ready = health["servers"]
-            .as_array()
-            .is_some_and(|servers| servers.iter().any(|s| s["id"] == server && s["state"] == "ready"));
-        if status == 200 && ready {
-            return;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{server} never became ready: {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The gateway behind the token-adding proxy: the hub (with `policy` and `args`) and the proxy's URL.
 fn gateway_behind_proxy(policy: &str, args: &[&str]) -> (Served, Killed, String) {
     let port = free_port();
@@ -155,7 +127,7 @@ fn every_scenario_passing_against_the_upstream_passes_through_the_gateway() {
 
     let policy = format!(r#"{{ "servers": [ {{ "id": "conf", "url": "{upstream_url}" }} ] }}"#);
     let (served, _proxy, url) = gateway_behind_proxy(&policy, &["--single-upstream", "conf"]);
-    wait_ready(&served, "conf");
+    wait_ready(&served, &["conf"]);
     let through = run_suite(&url, &work.path().join("through"), &[]);
     let mut worse = Vec::new();
     for (scenario, status) in &direct {

@@ -5,38 +5,11 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Served, http, interop_dir, ledger_calls_when, node_modules, serve_with, text_of};
+use crate::common::{
+    Served, everything_over_http, http, ledger_calls_when, node_modules, serve_with, text_of,
+};
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The reference server over Streamable HTTP on a free port.
-fn everything_over_http() -> (Killed, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("node")
-        .arg(interop_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(20), "server-everything did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
-}
 
 fn health(served: &Served) -> Value {
     let (status, body) = http(&format!("{}/health", served.api), "GET", Some(&served.token), &[], None);

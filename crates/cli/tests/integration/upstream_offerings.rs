@@ -7,56 +7,8 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Served, interop_dir, ledger_calls_when, node_modules, serve_with};
+use crate::common::{everything_over_http, ledger_calls_when, node_modules, serve_with, wait_ready};
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn everything_over_http() -> (Killed, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new("node")
-        .arg(interop_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(20), "server-everything did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
-}
-
-fn wait_ready(served: &Served, servers: &[&str]) {
-    let started = Instant::now();
-    loop {
-        let (_, body) =
-            crate::common::http(&format!("{}/health", served.api), "GET", Some(&served.token), &[], None);
-        let health: Value = serde_json::from_str(&body).unwrap_or_default();
-        let ready = |id: &str| {
-            health["servers"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|s| s["id"] == id && s["state"] == "ready"))
-        };
-        if servers.iter().all(|id| ready(id)) {
-            return;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "servers not ready: {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn request(method: &str, params: Value) -> Value {
     json!({ "op": "request", "method": method, "params": params })

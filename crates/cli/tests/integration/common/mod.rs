@@ -346,3 +346,52 @@ pub fn serve_on_terminal(base: &Path, envs: &[(&str, &str)], unset: &[&str]) -> 
     let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
     (child, info)
 }
+
+/// A child process killed (and reaped) when the test lets go of it.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The reference "everything" server over Streamable HTTP on a free port, and its URL.
+pub fn everything_over_http() -> (Killed, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new("node")
+        .arg(interop_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20), "server-everything did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Killed(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// Waits until the hub's health says each of `servers` is ready.
+pub fn wait_ready(served: &Served, servers: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let (_, body) =
+            crate::common::http(&format!("{}/health", served.api), "GET", Some(&served.token), &[], None);
+        let health: Value = serde_json::from_str(&body).unwrap_or_default();
+        let ready = |id: &str| {
+            health["servers"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["id"] == id && s["state"] == "ready"))
+        };
+        if servers.iter().all(|id| ready(id)) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "servers not ready: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
