@@ -40,6 +40,13 @@ pub struct CallOrigin {
     pub call_id: String,
 }
 
+impl CallOrigin {
+    /// The call a tool invocation belongs to.
+    pub fn of(call: &CallContext) -> Self {
+        CallOrigin { session_id: call.session_id.to_string(), call_id: call.call_id.to_string() }
+    }
+}
+
 /// Where a call's agent is: its connection, the request that made the call, what it can answer.
 #[derive(Clone)]
 pub struct AgentRoute {
@@ -128,10 +135,7 @@ impl Tool for AgentRequestTool {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let origin = CallOrigin {
-            session_id: invocation.call.session_id.to_string(),
-            call_id: invocation.call.call_id.to_string(),
-        };
+        let origin = CallOrigin::of(&invocation.call);
         let route = self.routes.get(&origin).ok_or_else(|| {
             ToolError::new("agent_gone", "the agent's call this request belongs to has ended")
         })?;

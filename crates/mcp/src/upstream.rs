@@ -22,7 +22,7 @@ use portcullis_harness::{
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
 };
 use report::{SharedStderrTail, StderrTail};
-use request::Route;
+use request::Reach;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, PaginatedRequestParams, ProgressToken,
     ServerResult,
@@ -304,14 +304,18 @@ impl Upstream {
     /// Sends a request that is not a call (completion, logging level, resource subscription) on the
     /// live connection, within the server's call timeout.
     pub async fn forward(&self, request: ClientRequest) -> Result<ServerResult, ToolError> {
-        let route = Route {
-            server: &self.spec.id,
-            live: &self.live,
-            limits: &self.spec.limits,
-            progress: &self.progress,
-            origins: &self.origins,
-        };
-        request::send(&route, request, None, &CancellationToken::new(), None).await
+        request::send(&self.reach(), request, None, &CancellationToken::new(), None).await
+    }
+
+    /// What this server's tools and methods reach it with.
+    fn reach(&self) -> Reach {
+        Reach {
+            server: self.spec.id.clone(),
+            live: self.live.clone(),
+            limits: self.spec.limits.clone(),
+            progress: self.progress.clone(),
+            origins: self.origins.clone(),
+        }
     }
 
     pub fn status(&self) -> UpstreamStatus {
@@ -549,6 +553,7 @@ impl Upstream {
                 None => break,
             }
         }
+        let reach = self.reach();
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         let mut skipped = Vec::new();
         for tool in listed {
@@ -570,11 +575,7 @@ impl Upstream {
             tools.push(Arc::new(McpTool {
                 spec,
                 upstream_name: tool.name.to_string(),
-                server: self.spec.id.clone(),
-                live: self.live.clone(),
-                limits: limits.clone(),
-                progress: self.progress.clone(),
-                origins: self.origins.clone(),
+                reach: reach.clone(),
             }));
         }
         if !skipped.is_empty() {
@@ -582,15 +583,7 @@ impl Upstream {
         }
         let count = tools.len();
         let offerings = offerings::list(peer, limits).await?;
-        let cx = offerings::MethodContext {
-            server: &self.spec.id,
-            live: &self.live,
-            limits,
-            progress: &self.progress,
-            origins: &self.origins,
-            routes: &self.host.routes,
-        };
-        tools.extend(offerings::method_tools(&offerings, &cx));
+        tools.extend(offerings::method_tools(&offerings, &reach, &self.host.routes));
         *self.live.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(peer.clone());
         self.set(|s| {
             s.tools = tools;
@@ -619,11 +612,7 @@ impl Drop for ProcessGroup {
 struct McpTool {
     spec: ToolSpec,
     upstream_name: String,
-    server: String,
-    live: LivePeer,
-    limits: UpstreamLimits,
-    progress: ProgressRoutes,
-    origins: Origins,
+    reach: Reach,
 }
 
 #[async_trait]
@@ -643,17 +632,7 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let route = Route {
-            server: &self.server,
-            live: &self.live,
-            limits: &self.limits,
-            progress: &self.progress,
-            origins: &self.origins,
-        };
-        let origin = CallOrigin {
-            session_id: invocation.call.session_id.to_string(),
-            call_id: invocation.call.call_id.to_string(),
-        };
+        let origin = CallOrigin::of(&invocation.call);
         let arguments: JsonObject = match invocation.arguments {
             Value::Object(map) => map,
             _ => JsonObject::new(),
@@ -661,7 +640,7 @@ impl Tool for McpTool {
         let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let result = match request::send(
-            &route,
+            &self.reach,
             request,
             Some(&invocation.progress),
             &invocation.cancel,
@@ -673,7 +652,7 @@ impl Tool for McpTool {
             _ => {
                 return Err(ToolError::new(
                     codes::ERROR,
-                    format!("{} answered tools/call with something else than a result", self.server),
+                    format!("{} answered tools/call with something else than a result", self.reach.server),
                 ));
             }
         };

@@ -4,8 +4,8 @@
 //! (`mcp:<server>:resources/read`, `mcp:<server>:prompts/get`), so each read and each prompt passes the
 //! same grants, policy, approval and ledger as a tool call. The gateway hides them from `tools/list`.
 
-use super::request::{Route, send};
-use super::{LivePeer, Origins, ProgressRoutes, UpstreamLimits, codes};
+use super::request::{Reach, send};
+use super::{UpstreamLimits, codes};
 use crate::client_side::{AgentRequestTool, AgentRoutes, CallOrigin, ELICITATION, ROOTS, SAMPLING};
 use async_trait::async_trait;
 use portcullis_harness::{
@@ -100,38 +100,25 @@ pub(super) async fn list(peer: &Peer<RoleClient>, limits: &UpstreamLimits) -> Re
     Ok(offerings)
 }
 
-/// What a server's method tools share with its supervisor.
-pub(super) struct MethodContext<'a> {
-    pub server: &'a str,
-    pub live: &'a LivePeer,
-    pub limits: &'a UpstreamLimits,
-    pub progress: &'a ProgressRoutes,
-    pub origins: &'a Origins,
-    pub routes: &'a AgentRoutes,
-}
-
 /// The registry tools of a server's methods: those of what it offers, and the requests it may send the
 /// agent during a call (sampling, elicitation, roots).
-pub(super) fn method_tools(offerings: &Offerings, cx: &MethodContext<'_>) -> Vec<Arc<dyn Tool>> {
-    let MethodContext { server, live, limits, progress, origins, routes } = *cx;
+pub(super) fn method_tools(offerings: &Offerings, reach: &Reach, routes: &AgentRoutes) -> Vec<Arc<dyn Tool>> {
+    let server = reach.server.as_str();
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     for method in [SAMPLING, ELICITATION, ROOTS] {
-        tools.push(Arc::new(AgentRequestTool::new(server, method, routes.clone(), limits.call_timeout)));
+        tools.push(Arc::new(AgentRequestTool::new(
+            server,
+            method,
+            routes.clone(),
+            reach.limits.call_timeout,
+        )));
     }
     let mut add = |method: &'static str, description: String, schema: Value| {
         let spec = ToolSpec::new(format!("mcp:{server}:{method}"), description)
             .with_parameters(schema)
             .with_annotations(portcullis_harness::ToolAnnotations { read_only: true, ..Default::default() });
         let spec = ToolSpec { meta: Some(json!({ "server": server, "method": method })), ..spec };
-        tools.push(Arc::new(MethodTool {
-            spec,
-            method,
-            server: server.to_owned(),
-            live: live.clone(),
-            limits: limits.clone(),
-            progress: progress.clone(),
-            origins: origins.clone(),
-        }));
+        tools.push(Arc::new(MethodTool { spec, method, reach: reach.clone() }));
     };
     if offerings.has_resources {
         add(
@@ -158,11 +145,7 @@ pub(super) fn method_tools(offerings: &Offerings, cx: &MethodContext<'_>) -> Vec
 struct MethodTool {
     spec: ToolSpec,
     method: &'static str,
-    server: String,
-    live: LivePeer,
-    limits: UpstreamLimits,
-    progress: ProgressRoutes,
-    origins: Origins,
+    reach: Reach,
 }
 
 impl MethodTool {
@@ -187,13 +170,6 @@ impl Tool for MethodTool {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        let route = Route {
-            server: &self.server,
-            live: &self.live,
-            limits: &self.limits,
-            progress: &self.progress,
-            origins: &self.origins,
-        };
         let mut params = match &invocation.arguments {
             Value::Object(map) => map.clone(),
             _ => serde_json::Map::new(),
@@ -205,12 +181,9 @@ impl Tool for MethodTool {
             serde_json::from_value(json!({ "method": self.method, "params": params })).map_err(|e| {
                 ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
             })?;
-        let origin = CallOrigin {
-            session_id: invocation.call.session_id.to_string(),
-            call_id: invocation.call.call_id.to_string(),
-        };
+        let origin = CallOrigin::of(&invocation.call);
         let result =
-            send(&route, request, Some(&invocation.progress), &invocation.cancel, Some(origin)).await?;
+            send(&self.reach, request, Some(&invocation.progress), &invocation.cancel, Some(origin)).await?;
         let value = match result {
             ServerResult::ReadResourceResult(r) if self.method == MCP_RESOURCES_READ => {
                 serde_json::to_value(r)
@@ -219,11 +192,14 @@ impl Tool for MethodTool {
             _ => {
                 return Err(ToolError::new(
                     codes::ERROR,
-                    format!("{} answered {} with something else than its result", self.server, self.method),
+                    format!(
+                        "{} answered {} with something else than its result",
+                        self.reach.server, self.method
+                    ),
                 ));
             }
         }
-        .map_err(|e| ToolError::new(codes::ERROR, format!("{}: {e}", self.server)))?;
+        .map_err(|e| ToolError::new(codes::ERROR, format!("{}: {e}", self.reach.server)))?;
         Ok(ToolOutput::structured(value))
     }
 }

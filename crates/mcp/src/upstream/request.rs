@@ -10,13 +10,15 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient, ServiceError};
 use tokio_util::sync::CancellationToken;
 
-/// What a request needs of its server.
-pub(super) struct Route<'a> {
-    pub server: &'a str,
-    pub live: &'a LivePeer,
-    pub limits: &'a UpstreamLimits,
-    pub progress: &'a ProgressRoutes,
-    pub origins: &'a Origins,
+/// What a request needs of its server: its id, live connection, bounds, and where progress and the
+/// calls its requests serve are kept. Every tool and method of a server holds one.
+#[derive(Clone)]
+pub(super) struct Reach {
+    pub server: String,
+    pub live: LivePeer,
+    pub limits: UpstreamLimits,
+    pub progress: ProgressRoutes,
+    pub origins: Origins,
 }
 
 /// Forgets which call an upstream request serves once it is answered.
@@ -47,7 +49,7 @@ impl Drop for ProgressRoute {
 }
 
 /// The live connection, or `upstream_unavailable`.
-pub(super) fn live_peer(route: &Route<'_>) -> Result<Peer<RoleClient>, ToolError> {
+pub(super) fn live_peer(route: &Reach) -> Result<Peer<RoleClient>, ToolError> {
     let live = route.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     match live {
         Some(peer) if !peer.is_transport_closed() => Ok(peer),
@@ -58,13 +60,13 @@ pub(super) fn live_peer(route: &Route<'_>) -> Result<Peer<RoleClient>, ToolError
 /// Sends `request` and waits for its answer within the server's bounds; the server's progress for it
 /// goes to `progress`, and `cancel` withdraws it (upstream too).
 pub(super) async fn send(
-    route: &Route<'_>,
+    route: &Reach,
     request: ClientRequest,
     progress: Option<&ProgressReporter>,
     cancel: &CancellationToken,
     origin: Option<CallOrigin>,
 ) -> Result<ServerResult, ToolError> {
-    let server = route.server;
+    let server = route.server.as_str();
     let peer = live_peer(route)?;
     let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
         Ok(handle) => handle,
