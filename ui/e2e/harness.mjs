@@ -3,7 +3,7 @@
 // tests/interop as the agent; the ledger read through `portcullis ledger query`; and teardown that ends
 // every process the run started, by pid.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -40,10 +40,22 @@ async function waitFor(what, check, timeoutMs = 30_000) {
   }
 }
 
+/** The worlds this spec made. They are removed when it exits without a failure (a 1M-call ledger fixture
+ * is a gigabyte, and CI's disk is shared); a failed spec, or PORTCULLIS_E2E_KEEP=1, keeps them to look at. */
+const worlds = [];
+process.on("exit", (code) => {
+  if (code !== 0 || process.exitCode || process.env.PORTCULLIS_E2E_KEEP) {
+    for (const base of worlds) console.log(`kept for inspection: ${base}`);
+    return;
+  }
+  for (const base of worlds) rmSync(base, { recursive: true, force: true });
+});
+
 /** A fresh world: home, config and data folders, and a project with `policy` and a git repository
  * whose `origin` is a local bare repository (so `git push` really runs). */
 export function world(policy) {
   const base = mkdtempSync(path.join(os.tmpdir(), "portcullis-e2e-"));
+  worlds.push(base);
   const dirs = { base, home: `${base}/home`, config: `${base}/config`, data: `${base}/data`, proj: `${base}/shop` };
   for (const d of [dirs.home, dirs.config, dirs.data, `${dirs.proj}/.portcullis`]) mkdirSync(d, { recursive: true });
   writeFileSync(`${dirs.proj}/.portcullis/policy.json`, policy);
