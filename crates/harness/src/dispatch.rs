@@ -39,6 +39,7 @@ use serde_json::Value;
 use std::any::Any;
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
+use std::task::Poll;
 use std::time::Duration;
 
 mod admission;
@@ -93,7 +94,7 @@ struct Finishing<'a> {
     ctx: &'a Arc<CallContext>,
     tool_name: Arc<str>,
     decided_by: DecidedBy,
-    policy: Option<PolicyRuling>,
+    policy: Option<Box<PolicyRuling>>,
     started_at: Timestamp,
     /// A copy of the arguments, kept only when output guardrails will look at them.
     arguments: Option<Value>,
@@ -127,8 +128,9 @@ pub(crate) struct Refusal {
 }
 
 /// A call the policy (and an approver) let through: the action to execute, who decided, the rules that
-/// matched, and what the policy itself said.
-type Authorized = (ExecutionAction, DecidedBy, Vec<RuleRef>, Option<PolicyRuling>);
+/// matched, and what the policy itself said (boxed: it is carried to the call's end, and without a
+/// policy a `None` of its full size would be moved at each step).
+type Authorized = (ExecutionAction, DecidedBy, Vec<RuleRef>, Option<Box<PolicyRuling>>);
 
 impl Refusal {
     pub(crate) fn new(
@@ -267,23 +269,20 @@ impl Dispatcher {
         let tool_name = entry.name.clone();
 
         // 4-6. permission, validation, execution policy and approval.
-        let authorized = match shared.check_and_describe(entry, &arguments, &ctx, &mut stages) {
-            Ok(action) => match &shared.policy {
-                None => Ok((action, DecidedBy::DEFAULT, Vec::new(), None)),
+        let (action, decided_by, matched_rules, policy) =
+            match (shared.check_and_describe(entry, &arguments, &ctx, &mut stages), &shared.policy) {
+                (Ok(action), None) => (action, DecidedBy::DEFAULT, Vec::new(), None),
                 // Boxed: the policy's future is large and only hosts with a policy need it.
-                Some(policy) => {
-                    Box::pin(shared.judge(policy, entry, &arguments, &ctx, action, &run.cancel, &mut stages))
-                        .await
+                (Ok(action), Some(policy)) => {
+                    let judged =
+                        shared.judge(policy, entry, &arguments, &ctx, action, &run.cancel, &mut stages);
+                    match Box::pin(judged).await {
+                        Ok(authorized) => authorized,
+                        Err(refusal) => return shared.block(&ctx, tool_name, refusal, Some(arguments)).await,
+                    }
                 }
-            },
-            Err(refusal) => Err(refusal),
-        };
-        let (action, decided_by, matched_rules, policy) = match authorized {
-            Ok(authorized) => authorized,
-            Err(refusal) => {
-                return shared.block(&ctx, tool_name, refusal, Some(arguments)).await;
-            }
-        };
+                (Err(refusal), _) => return shared.block(&ctx, tool_name, refusal, Some(arguments)).await,
+            };
 
         // 7. started, execute.
         let _turn = match gate {
@@ -304,7 +303,7 @@ impl Dispatcher {
             action: &action,
             decided_by: &decided_by,
             matched_rules: &matched_rules,
-            policy: policy.as_ref(),
+            policy: policy.as_deref(),
             started_at,
             stages,
         };
@@ -328,12 +327,23 @@ impl Dispatcher {
             cancel: run.cancel.clone(),
             catalog: Catalog { registry: registry.clone(), grants: run.grants.clone() },
         };
-        let outcome = shared.execute(entry, invocation, &run.cancel).await;
+        let mut running = Shared::start(entry, invocation);
+        let outcome = match execute::poll_once(&mut running).await {
+            Poll::Ready(settled) => execute::outcome_of(settled),
+            // Boxed: only a tool that does not finish at its first poll pays for the wait on
+            // cancellation and its grace period.
+            Poll::Pending => Box::pin(shared.keep_executing(running, &run.cancel)).await,
+        };
 
         // 8. middleware `tool_result`, guardrails `tool_output`, redaction, finished | error.
         let finishing =
             Finishing { ctx: &ctx, tool_name, decided_by, policy, started_at, arguments: kept_arguments };
-        shared.finish(finishing, outcome, run).await
+        if shared.middleware.is_empty() && shared.guardrails.is_empty() {
+            shared.conclude(finishing, outcome).await
+        } else {
+            // Boxed: only hosts with result middleware or output guardrails pay for this future.
+            Box::pin(shared.finish(finishing, outcome, run)).await
+        }
     }
 }
 

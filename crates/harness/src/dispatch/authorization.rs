@@ -90,7 +90,9 @@ impl Shared {
             files: self.shown_files(&verdict.files),
         };
         match verdict.decision {
-            PolicyDecision::Allow => Ok((action, verdict.decided_by, verdict.matched_rules, Some(ruling))),
+            PolicyDecision::Allow => {
+                Ok((action, verdict.decided_by, verdict.matched_rules, Some(Box::new(ruling))))
+            }
             PolicyDecision::Deny => {
                 let reason = verdict.reason.unwrap_or_else(|| "denied by the execution policy".into());
                 let mut refusal = Refusal::new(
@@ -111,7 +113,9 @@ impl Shared {
                 let answered = Box::pin(self.ask(entry, arguments, ctx, action, verdict, cancel)).await;
                 stages.approval_us = Some(micros_since(asking));
                 match answered {
-                    Ok((action, decided_by, rules)) => Ok((action, decided_by, rules, Some(ruling))),
+                    Ok((action, decided_by, rules)) => {
+                        Ok((action, decided_by, rules, Some(Box::new(ruling))))
+                    }
                     Err(mut refusal) => {
                         refusal.policy = Some(Box::new(ruling));
                         Err(refusal)

@@ -12,27 +12,15 @@ use std::sync::Arc;
 
 impl Shared {
     /// Turns a refusal into the blocked result, its event and its ledger record. The result and record
-    /// are built before this returns; the future only waits for the ledger's write (so it stays small
-    /// inside the pipeline's future, whatever the refusal held).
+    /// are built before this returns; the returned `Ending` only waits for the ledger's write (so it
+    /// stays small inside the pipeline's future, whatever the refusal held).
     pub(crate) fn block<'a>(
         &'a self,
         ctx: &'a Arc<CallContext>,
         tool_name: Arc<str>,
         refusal: Refusal,
         arguments: Option<Value>,
-    ) -> impl Future<Output = ToolCallResult> + Send + 'a {
-        let ending = self.refused(ctx, tool_name, refusal, arguments);
-        self.end(ctx, ending)
-    }
-
-    /// The blocked result, with the write of its record (when there is a ledger) started.
-    fn refused(
-        &self,
-        ctx: &Arc<CallContext>,
-        tool_name: Arc<str>,
-        refusal: Refusal,
-        arguments: Option<Value>,
-    ) -> Ending<'_> {
+    ) -> Ending<'a> {
         let Refusal { reason, mut error, decided_by, matched_rules, action, policy } = refusal;
         let mut redacted = self.redactor.redact_error(&mut error);
         tracing::debug!(call_id = %ctx.call_id, tool = %tool_name, %reason, "tool call blocked");
@@ -64,6 +52,6 @@ impl Shared {
             redacted,
         };
         let event = if self.events.has_subscribers() { EndEvent::Blocked } else { EndEvent::Silent };
-        self.ending(result, record, event, "blocked")
+        self.ending(ctx, result, record, event, "blocked")
     }
 }

@@ -1,6 +1,6 @@
 //! How every call ends: its result, the ledger write of its last record, then its event. The result
 //! and the record are built synchronously (`Shared::refused`, `Shared::conclude`); what awaits is only
-//! the ledger's own boxed write, so the future that finishes a call stays a few hundred bytes whatever
+//! the ledger's own boxed write, inside `Ending`, a hand-written future of a few hundred bytes whatever
 //! the pipeline holds (and moving it costs little).
 
 use super::Shared;
@@ -10,6 +10,7 @@ use crate::ledger::{LedgerError, Offered, ToolCallRecord};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// A ledger write under way (the boxed future `Ledger::record` returns), when `Ledger::offer` could
 /// not take the record at once.
@@ -27,9 +28,15 @@ pub(super) enum EndEvent {
     },
 }
 
-/// A call's end, built: what the caller gets, the write of its record, and its event.
-pub(super) struct Ending<'a> {
-    pub(super) result: ToolCallResult,
+/// A call's end, built: what the caller gets, the write of its record, and its event. It is itself the
+/// future that finishes the call: awaiting it waits for the write (if the ledger did not take the
+/// record at once), then announces the end and yields the result. Hand-written rather than an `async
+/// fn`, so the pipeline's future holds only this (not a generator around it) and moves it once.
+pub(crate) struct Ending<'a> {
+    shared: &'a Shared,
+    ctx: &'a Arc<CallContext>,
+    /// Taken when the ending is complete.
+    result: Option<ToolCallResult>,
     write: Option<LedgerWrite<'a>>,
     event: EndEvent,
     /// Which record, for the log line when the ledger refuses it.
@@ -37,9 +44,12 @@ pub(super) struct Ending<'a> {
 }
 
 impl Shared {
-    /// Starts the ledger write of `record` (when there is a ledger and a record).
+    /// Starts the ledger write of `record` (when there is a ledger and a record). Inlined, so the
+    /// result is built where the `Ending` holds it rather than copied into it.
+    #[inline(always)]
     pub(super) fn ending<'a>(
         &'a self,
+        ctx: &'a Arc<CallContext>,
         result: ToolCallResult,
         record: Option<ToolCallRecord>,
         event: EndEvent,
@@ -54,17 +64,11 @@ impl Shared {
             },
             _ => None,
         };
-        Ending { result, write, event, what }
+        Ending { shared: self, ctx, result: Some(result), write, event, what }
     }
 
-    /// Waits for the record's write, then announces the end.
-    pub(super) async fn end(&self, ctx: &Arc<CallContext>, ending: Ending<'_>) -> ToolCallResult {
-        let Ending { result, write, event, what } = ending;
-        if let Some(write) = write
-            && let Err(e) = write.await
-        {
-            tracing::error!(call_id = %ctx.call_id, error = %e, record = what, "ledger record not written");
-        }
+    /// Announces the end of a call whose record is written (or was refused and logged).
+    fn announce_end(&self, ctx: &Arc<CallContext>, result: &ToolCallResult, event: EndEvent) {
         let payload = match (event, &result.outcome) {
             (EndEvent::Silent, _) => None,
             (EndEvent::Blocked, CallOutcome::Blocked { reason, error }) => Some(EventPayload::Blocked {
@@ -83,6 +87,29 @@ impl Shared {
         if let Some(payload) = payload {
             self.emit(ctx, &result.tool_name, payload);
         }
-        result
+    }
+}
+
+impl Future for Ending<'_> {
+    type Output = ToolCallResult;
+
+    /// Waits for the record's write, then announces the end.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolCallResult> {
+        let this = &mut *self;
+        if let Some(write) = &mut this.write {
+            let written = std::task::ready!(write.as_mut().poll(cx));
+            this.write = None;
+            if let Err(e) = written {
+                tracing::error!(call_id = %this.ctx.call_id, error = %e, record = this.what, "ledger record not written");
+            }
+        }
+        match this.result.take() {
+            Some(result) => {
+                this.shared.announce_end(this.ctx, &result, this.event);
+                Poll::Ready(result)
+            }
+            // Polled again after it completed: a caller's bug, and nothing to give; stay pending.
+            None => Poll::Pending,
+        }
     }
 }

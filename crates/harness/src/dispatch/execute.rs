@@ -8,23 +8,56 @@ use crate::events::EventPayload;
 use crate::execution::PolicyRuling;
 use crate::ledger::{RecordKind, ToolCallRecord};
 use crate::registry::RegisteredTool;
-use crate::tool::{ProgressReporter, ProgressSink, ToolInvocation, ToolOutput};
+use crate::tool::{ProgressReporter, ProgressSink, ToolError, ToolInvocation, ToolOutput};
 use async_trait::async_trait;
 use futures::FutureExt;
+use futures::future::CatchUnwind;
 use serde_json::Value;
+use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use tokio_util::sync::CancellationToken;
 
+/// A tool's future, its panics contained. `Unpin` (the tool's future is boxed), so the pipeline can
+/// poll it once in place before deciding whether it needs the wait on cancellation.
+pub(super) type Running<'a> = CatchUnwind<AssertUnwindSafe<ToolFuture<'a>>>;
+type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
+/// What a tool's future settled with: its result, or the payload of its panic.
+type Settled = Result<Result<ToolOutput, ToolError>, Box<dyn Any + Send>>;
+
+/// Polls `future` once with the caller's context (and so its waker): `Ready(Pending)` when it waits.
+pub(super) fn poll_once<F: Future + Unpin>(future: &mut F) -> impl Future<Output = Poll<F::Output>> + '_ {
+    std::future::poll_fn(move |cx| Poll::Ready(Pin::new(&mut *future).poll(cx)))
+}
+
+/// A tool's settled future as the call's outcome.
+pub(super) fn outcome_of(settled: Settled) -> Result<ToolOutput, CallError> {
+    match settled {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(e)) => Err(CallError { code: e.code, message: e.message, details: e.details }),
+        Err(panic) => Err(CallError::new(
+            error_codes::TOOL_PANICKED,
+            format!("the tool panicked: {}", panic_message(panic.as_ref())),
+        )),
+    }
+}
+
 impl Shared {
-    pub(super) async fn execute(
+    /// The tool's future for `invocation` (nothing runs until it is polled).
+    pub(super) fn start(entry: &RegisteredTool, invocation: ToolInvocation) -> Running<'_> {
+        AssertUnwindSafe(entry.tool.execute(invocation)).catch_unwind()
+    }
+
+    /// The rest of a tool's execution that did not finish at its first poll: it runs until it
+    /// settles, or, once the run is cancelled, for the grace period; then it is dropped.
+    pub(super) async fn keep_executing(
         &self,
-        entry: &RegisteredTool,
-        invocation: ToolInvocation,
+        mut run: Running<'_>,
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, CallError> {
-        let run = AssertUnwindSafe(entry.tool.execute(invocation)).catch_unwind();
-        tokio::pin!(run);
         let settled = tokio::select! {
             biased;
             settled = &mut run => settled,
@@ -38,14 +71,7 @@ impl Shared {
                 }
             },
         };
-        match settled {
-            Ok(Ok(output)) => Ok(output),
-            Ok(Err(e)) => Err(CallError { code: e.code, message: e.message, details: e.details }),
-            Err(panic) => Err(CallError::new(
-                error_codes::TOOL_PANICKED,
-                format!("the tool panicked: {}", panic_message(panic.as_ref())),
-            )),
-        }
+        outcome_of(settled)
     }
 
     /// A call that passed every check but did not start (run cancelled, ledger refused `started`).
@@ -55,14 +81,14 @@ impl Shared {
         tool_name: Arc<str>,
         mut error: CallError,
         decided_by: DecidedBy,
-        policy: Option<PolicyRuling>,
+        policy: Option<Box<PolicyRuling>>,
     ) -> ToolCallResult {
         let redacted = self.redactor.redact_error(&mut error);
         if let Some(ledger) = &self.ledger {
             let mut record =
                 ToolCallRecord::new(RecordKind::Error, ctx.clone(), tool_name.clone(), decided_by.clone());
             record.error = Some(error.clone());
-            record.policy = policy;
+            record.policy = policy.map(|p| *p);
             record.redacted = redacted;
             if let Err(e) = ledger.record(record).await {
                 tracing::error!(call_id = %ctx.call_id, error = %e, "error record not written");

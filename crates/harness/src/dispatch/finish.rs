@@ -15,22 +15,16 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 impl Shared {
-    /// Stage 8.
+    /// Stage 8 with result middleware or output guardrails (without them, the pipeline concludes at
+    /// once).
     pub(super) async fn finish(
         &self,
         finishing: Finishing<'_>,
         outcome: Result<ToolOutput, CallError>,
         run: &RunContext,
     ) -> ToolCallResult {
-        let outcome = if self.middleware.is_empty() && self.guardrails.is_empty() {
-            outcome
-        } else {
-            // Boxed: only hosts with result middleware or output guardrails pay for this future.
-            Box::pin(self.guard_outcome(&finishing, outcome, run)).await
-        };
-        let ctx = finishing.ctx;
-        let ending = self.conclude(finishing, outcome);
-        self.end(ctx, ending).await
+        let outcome = self.guard_outcome(&finishing, outcome, run).await;
+        self.conclude(finishing, outcome).await
     }
 
     /// Middleware `tool_result` (reverse order), then guardrails `tool_output`.
@@ -75,11 +69,11 @@ impl Shared {
     }
 
     /// Redaction, then the result, with the write of its record (when there is a ledger) started.
-    pub(super) fn conclude(
-        &self,
-        finishing: Finishing<'_>,
+    pub(super) fn conclude<'a>(
+        &'a self,
+        finishing: Finishing<'a>,
         outcome: Result<ToolOutput, CallError>,
-    ) -> Ending<'_> {
+    ) -> Ending<'a> {
         let Finishing { ctx, tool_name, decided_by, policy, started_at, arguments: _ } = finishing;
         let listening = self.events.has_subscribers();
         let redacting = listening.then(std::time::Instant::now);
@@ -105,7 +99,7 @@ impl Shared {
             let mut record = ToolCallRecord::new(kind, ctx.clone(), tool_name.clone(), decided_by.clone());
             record.at = now;
             record.started_at = Some(started_at);
-            record.policy = policy;
+            record.policy = policy.map(|p| *p);
             record.redacted = redacted;
             match &outcome {
                 CallOutcome::Finished { output } => record.output = Some(output.clone()),
@@ -118,6 +112,6 @@ impl Shared {
         let event = if listening { EndEvent::Ended { duration_us, redaction_us } } else { EndEvent::Silent };
         let result =
             ToolCallResult { call_id: ctx.call_id.clone(), tool_name, outcome, decided_by, redacted };
-        self.ending(result, record, event, "terminal")
+        self.ending(ctx, result, record, event, "terminal")
     }
 }

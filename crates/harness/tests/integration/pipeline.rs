@@ -132,6 +132,33 @@ async fn errors_and_panics_become_error_results() {
     assert!(result.error().unwrap().message.contains("tool exploded"));
 }
 
+/// A tool that settles at its first poll and one that waits first take different paths through the
+/// pipeline (the second is awaited beside the run's cancellation); both end the same way.
+#[tokio::test]
+async fn tools_that_wait_before_settling_end_like_those_that_do_not() {
+    let f = Fixture::new();
+    let d = f.builder().build();
+    for (id, text, expected) in [("w1", "now", "echo: now"), ("w2", "later", "echo: later")] {
+        let result = d.dispatch(call(id, "echo", json!({ "text": text })), &run()).await;
+        assert!(result.is_finished(), "{id}: {result:?}");
+        let kinds: Vec<RecordKind> = f.ledger.for_call(id).iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [RecordKind::Started, RecordKind::Finished], "{id}");
+        let CallOutcome::Finished { output } = &result.outcome else { unreachable!() };
+        assert_eq!(output.content, ToolOutput::text(expected).content, "{id}");
+    }
+    for (id, text, message) in
+        [("w3", "panic", "tool exploded"), ("w4", "panic_later", "tool exploded later")]
+    {
+        let result = d.dispatch(call(id, "echo", json!({ "text": text })), &run()).await;
+        let error = result.error().unwrap();
+        assert_eq!(error.code, error_codes::TOOL_PANICKED, "{id}");
+        assert_eq!(error.message, format!("the tool panicked: {message}"), "{id}");
+        let kinds: Vec<RecordKind> = f.ledger.for_call(id).iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [RecordKind::Started, RecordKind::Error], "{id}");
+    }
+    assert_eq!(f.runs(), 4);
+}
+
 #[tokio::test]
 async fn progress_is_evented_and_recorded_redacted() {
     let f = Fixture::new();

@@ -39,6 +39,12 @@ impl Tool for Probe {
         match text.as_str() {
             "fail" => return Err(ToolError::failed(format!("boom with {SECRET}"))),
             "panic" => panic!("tool exploded"),
+            // Settles only after waiting once (the pipeline's path for a tool pending at its first poll).
+            "later" => tokio::task::yield_now().await,
+            "panic_later" => {
+                tokio::task::yield_now().await;
+                panic!("tool exploded later")
+            }
             "progress" => {
                 invocation.progress.report(json!({"step": 1, "note": SECRET})).await;
                 invocation.progress.report(json!({"step": 2})).await;
