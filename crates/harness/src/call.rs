@@ -258,8 +258,10 @@ pub enum DecidedBy {
         outcome: OperatorOutcome,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         operator: Option<String>,
+        /// Boxed: rare, and unboxed it would double the size of every `DecidedBy` (and so of every
+        /// result, record and future that carries one).
         #[serde(skip_serializing_if = "Option::is_none", default)]
-        rule_written: Option<RuleRef>,
+        rule_written: Option<Box<RuleRef>>,
     },
     /// An earlier "allow for session" answer covered this call.
     SessionGrant { grant_id: String },

@@ -75,13 +75,25 @@ pub struct ToolCallRecord {
 }
 
 impl ToolCallRecord {
-    /// A record with only the identity filled in.
+    /// A record with only the identity filled in, made now.
     pub fn new(kind: RecordKind, call: Arc<CallContext>, tool_name: Arc<str>, decided_by: DecidedBy) -> Self {
+        Self::made_at(kind, call, tool_name, decided_by, Timestamp::now())
+    }
+
+    /// A record with only the identity filled in, made `at` (a time the caller has already read: the
+    /// clock is not read twice).
+    pub fn made_at(
+        kind: RecordKind,
+        call: Arc<CallContext>,
+        tool_name: Arc<str>,
+        decided_by: DecidedBy,
+        at: Timestamp,
+    ) -> Self {
         ToolCallRecord {
             kind,
             call,
             tool_name,
-            at: Timestamp::now(),
+            at,
             started_at: None,
             arguments: None,
             action: None,

@@ -37,7 +37,11 @@ fn records() -> Vec<ToolCallRecord> {
             DecidedBy::Operator {
                 outcome: OperatorOutcome::ApprovedOnce,
                 operator: Some("ana".into()),
-                rule_written: Some(RuleRef { id: "w".into(), source: "user.json".into(), decision: None }),
+                rule_written: Some(Box::new(RuleRef {
+                    id: "w".into(),
+                    source: "user.json".into(),
+                    decision: None,
+                })),
             },
         );
         full.at = Timestamp(1_700_000_000_000_000 + i as i64);

@@ -524,7 +524,10 @@ pub fn settle(
                 Ok((amended, written)) => {
                     live.replace(amended);
                     ApprovalAnswer::Allow {
-                        decided_by: said(OperatorOutcome::ApprovedAlways, written.into_iter().next()),
+                        decided_by: said(
+                            OperatorOutcome::ApprovedAlways,
+                            written.into_iter().next().map(Box::new),
+                        ),
                     }
                 }
                 Err(e) => {

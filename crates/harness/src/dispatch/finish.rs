@@ -88,17 +88,22 @@ impl Shared {
             }
         };
         let redaction_us = crate::events::micros_since(redacting);
-        let now = Timestamp::now();
-        let duration_us = now.micros_since(started_at);
+        // Read when the start was (a subscriber who came meanwhile sees a duration of 0).
+        let now = started_at.and_then(|_| self.clock());
+        let duration_us = match (now, started_at) {
+            (Some(now), Some(started_at)) => now.micros_since(started_at),
+            _ => 0,
+        };
         let record = self.ledger.is_some().then(|| {
+            let now = now.unwrap_or_else(Timestamp::now);
             let kind = if matches!(outcome, CallOutcome::Finished { .. }) {
                 RecordKind::Finished
             } else {
                 RecordKind::Error
             };
-            let mut record = ToolCallRecord::new(kind, ctx.clone(), tool_name.clone(), decided_by.clone());
-            record.at = now;
-            record.started_at = Some(started_at);
+            let mut record =
+                ToolCallRecord::made_at(kind, ctx.clone(), tool_name.clone(), decided_by.clone(), now);
+            record.started_at = started_at;
             record.policy = policy.map(|p| *p);
             record.redacted = redacted;
             match &outcome {

@@ -163,9 +163,13 @@ impl Shared {
         let (shown_action, action_redacted) = self.shown_action(action);
         let shown_action = Arc::new(shown_action);
         if let Some(ledger) = &self.ledger {
-            let mut record =
-                ToolCallRecord::new(RecordKind::Started, ctx.clone(), tool_name.clone(), decided_by.clone());
-            record.at = started_at;
+            let mut record = ToolCallRecord::made_at(
+                RecordKind::Started,
+                ctx.clone(),
+                tool_name.clone(),
+                decided_by.clone(),
+                started_at,
+            );
             record.started_at = Some(started_at);
             record.arguments = Some(shown.clone());
             record.action = Some(shown_action.clone());
