@@ -71,13 +71,13 @@ impl Grants {
     pub fn refusing_scope(&self, name: &str) -> Option<&GrantScope> {
         self.scopes
             .iter()
-            .find(|s| s.deny.contains(name))
+            .find(|s| !s.deny.is_empty() && s.deny.contains(name))
             .or_else(|| self.scopes.iter().find(|s| !s.allow.is_empty() && !s.allow.contains(name)))
     }
 
     /// The scope whose deny list names `name`, if any.
     pub fn denying_scope(&self, name: &str) -> Option<&GrantScope> {
-        self.scopes.iter().find(|s| s.deny.contains(name))
+        self.scopes.iter().find(|s| !s.deny.is_empty() && s.deny.contains(name))
     }
 
     pub fn permits(&self, name: &str) -> bool {
