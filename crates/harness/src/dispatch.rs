@@ -110,7 +110,8 @@ struct StartedCall<'a> {
     decided_by: &'a DecidedBy,
     matched_rules: &'a [RuleRef],
     policy: Option<&'a PolicyRuling>,
-    started_at: Timestamp,
+    /// Read whenever there is a ledger (see `Shared::clock`), so the `started` record always has it.
+    started_at: Option<Timestamp>,
     stages: crate::events::StageTimes,
 }
 
@@ -296,8 +297,7 @@ impl Dispatcher {
                 CallError::new(error_codes::NOT_DISPATCHED, "the run was cancelled before this call started");
             return Box::pin(shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy)).await;
         }
-        let started = shared.clock();
-        let started_at = started.unwrap_or_default();
+        let started_at = shared.clock();
         let start = StartedCall {
             ctx: &ctx,
             tool_name: &tool_name,
@@ -323,7 +323,8 @@ impl Dispatcher {
                 sink: Some(self.shared.clone()),
                 call: ctx.clone(),
                 tool_name: tool_name.clone(),
-                started_at,
+                // Progress records (the only readers) exist only with a ledger, and then it was read.
+                started_at: started_at.unwrap_or_default(),
                 decided_by: decided_by.clone(),
             },
             cancel: run.cancel.clone(),
@@ -338,14 +339,8 @@ impl Dispatcher {
         };
 
         // 8. middleware `tool_result`, guardrails `tool_output`, redaction, finished | error.
-        let finishing = Finishing {
-            ctx: &ctx,
-            tool_name,
-            decided_by,
-            policy,
-            started_at: started,
-            arguments: kept_arguments,
-        };
+        let finishing =
+            Finishing { ctx: &ctx, tool_name, decided_by, policy, started_at, arguments: kept_arguments };
         if shared.middleware.is_empty() && shared.guardrails.is_empty() {
             shared.conclude(finishing, outcome).await
         } else {

@@ -193,11 +193,11 @@ enum Ended {
 type LivePeer = Arc<RwLock<Option<Peer<RoleClient>>>>;
 
 /// Calls in flight that want the server's progress: upstream progress token → the call's reporter.
-type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressSink>>>;
+type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressTarget>>>;
 
 /// Where a request's progress goes, and how many of its progress notifications were handled.
 #[derive(Clone)]
-struct ProgressSink {
+struct ProgressTarget {
     reporter: ProgressReporter,
     handled: Arc<std::sync::atomic::AtomicU64>,
 }

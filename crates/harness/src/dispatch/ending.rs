@@ -1,5 +1,5 @@
 //! How every call ends: its result, the ledger write of its last record, then its event. The result
-//! and the record are built synchronously (`Shared::refused`, `Shared::conclude`); what awaits is only
+//! and the record are built synchronously (`Shared::block`, `Shared::conclude`); what awaits is only
 //! the ledger's own boxed write, inside `Ending`, a hand-written future of a few hundred bytes whatever
 //! the pipeline holds (and moving it costs little).
 

@@ -90,10 +90,7 @@ impl Shared {
         let redaction_us = crate::events::micros_since(redacting);
         // Read when the start was (a subscriber who came meanwhile sees a duration of 0).
         let now = started_at.and_then(|_| self.clock());
-        let duration_us = match (now, started_at) {
-            (Some(now), Some(started_at)) => now.micros_since(started_at),
-            _ => 0,
-        };
+        let duration_us = now.zip(started_at).map_or(0, |(now, started_at)| now.micros_since(started_at));
         let record = self.ledger.is_some().then(|| {
             let now = now.unwrap_or_else(Timestamp::now);
             let kind = if matches!(outcome, CallOutcome::Finished { .. }) {

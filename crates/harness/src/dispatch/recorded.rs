@@ -8,6 +8,7 @@ use crate::events::EventPayload;
 use crate::execution::ExecutionAction;
 use crate::ledger::{Offered, RecordKind, ToolCallRecord};
 use crate::schema::truncate;
+use crate::time::Timestamp;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -163,6 +164,7 @@ impl Shared {
         let (shown_action, action_redacted) = self.shown_action(action);
         let shown_action = Arc::new(shown_action);
         if let Some(ledger) = &self.ledger {
+            let started_at = started_at.unwrap_or_else(Timestamp::now);
             let mut record = ToolCallRecord::made_at(
                 RecordKind::Started,
                 ctx.clone(),

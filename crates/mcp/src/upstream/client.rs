@@ -154,15 +154,16 @@ impl ClientHandler for UpstreamClient {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&params.progress_token)
             .cloned();
-        if let Some(sink) = reporter {
-            sink.reporter
+        if let Some(target) = reporter {
+            target
+                .reporter
                 .report(serde_json::json!({
                     "progress": params.progress,
                     "total": params.total,
                     "message": params.message.as_deref().map(|m| cut(m, 1024)),
                 }))
                 .await;
-            sink.handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            target.handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
 }

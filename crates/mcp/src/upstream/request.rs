@@ -2,7 +2,7 @@
 //! routed back to the call, cancelled upstream when the call is cancelled or times out, its answer
 //! bounded in size, and every failure named with the server's id and an error code.
 
-use super::{LivePeer, Origins, ProgressRoutes, ProgressSink, UpstreamLimits, codes, cut};
+use super::{LivePeer, Origins, ProgressRoutes, ProgressTarget, UpstreamLimits, codes, cut};
 use crate::client_side::CallOrigin;
 use portcullis_harness::{ProgressReporter, ToolError};
 use rmcp::model::{CancelledNotificationParam, ClientRequest, ProgressToken, ServerResult};
@@ -80,12 +80,12 @@ pub(super) async fn send(
     // Progress the server sends for this request reaches the harness (events, ledger, the agent).
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let _route = progress.map(|reporter| {
-        let sink = ProgressSink { reporter: reporter.clone(), handled: handled.clone() };
+        let target = ProgressTarget { reporter: reporter.clone(), handled: handled.clone() };
         route
             .progress
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(handle.progress_token.clone(), sink);
+            .insert(handle.progress_token.clone(), target);
         ProgressRoute { routes: route.progress.clone(), token: handle.progress_token.clone() }
     });
     // What the server asks the client while it serves this request goes to the call's agent.
