@@ -549,7 +549,17 @@ impl Policy {
             });
         }
         if analysis.commands.is_empty() && analysis.opaque.is_empty() && !analysis.parse_errors {
-            eval.reasons.push("no command to run".into());
+            if analysis.expands {
+                eval.judge_part(PartKind::Unseen, shorten(command), true, |part| {
+                    part.raise(
+                        Decision::Prompt,
+                        "bash expands values here at run time; no command is seen, but only a script without any expansion is known to run nothing".into(),
+                        None,
+                    );
+                });
+            } else {
+                eval.reasons.push("no command to run".into());
+            }
         }
         // `cd` moves where relative paths land: each is judged from every folder the script may be in.
         let folders = crate::judge::working_folders(&analysis, ctx, &mut eval);

@@ -1,6 +1,7 @@
 //! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
 //! construct a policy must see, so that rules never match raw strings.
 
+mod constructs;
 mod file_operands;
 mod interpreters;
 mod options;
@@ -17,6 +18,7 @@ mod writing_programs;
 
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
+use variables::Reach;
 use words::{Word, is_pattern, node_text, resolve};
 
 pub use program_table::{OptionRow, OptionValue, ProgramRow, program_table};
@@ -42,6 +44,10 @@ pub struct ShellAnalysis {
     pub opaque: Vec<Opaque>,
     /// The parser found syntax errors (ERROR or MISSING nodes): the analysis may be incomplete.
     pub parse_errors: bool,
+    /// Bash expands something at run time somewhere in the script (a parameter, arithmetic, a
+    /// substitution): a script with no command to run is harmless only without any.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expands: bool,
 }
 
 impl ShellAnalysis {
@@ -182,6 +188,19 @@ pub enum OpaqueKind {
     TooDeep,
     /// The bash grammar could not be loaded.
     ParserUnavailable,
+    /// An assignment (prefix, `export`, `env X=v`, `read X`, `for X in`...) to a variable that is not on
+    /// the reviewed list of inert ones (`shell/variables.rs`): what programs load or write may change.
+    UnreviewedVariable,
+    /// A substitution in text the grammar left whole (a heredoc body, a `${…}` operand) that could not be
+    /// rescanned: a `$(` or `$[` there, or a backquote without its closing one.
+    UnseenSubstitution,
+    /// Bash evaluates a value as code: arithmetic on variables (`((x))`, `$((x))`, `[[ x -eq 1 ]]`,
+    /// subscripts, `${x:n}`), `${!x}`, `${x@P}`, `declare -i`/`-n`, `[[ -v a[x] ]]`.
+    EvaluatedValue,
+    /// A syntax node kind no row of `shell/constructs.rs` reviews.
+    UnknownConstruct,
+    /// A shell option that changes how later words or assignments work (`set -a`, `set -k`).
+    ShellOption,
 }
 
 /// Analyzes a bash script. Never fails: what cannot be analyzed is reported in `opaque` or `parse_errors`.
@@ -215,6 +234,7 @@ impl Context {
 #[derive(Debug, Default)]
 pub(crate) struct Analyzer {
     pub(crate) out: ShellAnalysis,
+    numeric: constructs::Numeric,
     nodes_seen: usize,
     budget_exhausted: bool,
 }
@@ -241,7 +261,9 @@ impl Analyzer {
         if root.has_error() && has_real_syntax_errors(root, script) {
             self.out.parse_errors = true;
         }
+        let outer = std::mem::replace(&mut self.numeric, constructs::Numeric::of_script(root, script));
         self.visit(root, script, ctx, 0);
+        self.numeric = outer;
     }
 
     pub(crate) fn opaque(&mut self, kind: OpaqueKind, text: impl Into<String>) {
@@ -262,11 +284,19 @@ impl Analyzer {
             self.opaque(OpaqueKind::TooDeep, node_text(node, src).to_owned());
             return;
         }
+        self.judge_construct(node, src, ctx);
         match node.kind() {
             "command" => self.command(node, src, ctx, depth, Vec::new()),
             "declaration_command" | "unset_command" => self.declaration(node, src, ctx, depth),
             "variable_assignment" => {
                 self.check_assignment(node, src);
+                self.visit_children(node, src, ctx, depth);
+            }
+            "for_statement" => {
+                if let Some(variable) = node.child_by_field_name("variable") {
+                    let text = node_text(node, src).lines().next().unwrap_or("");
+                    self.check_variable(node_text(variable, src), None, Reach::Shell, text);
+                }
                 self.visit_children(node, src, ctx, depth);
             }
             "function_definition" => {
@@ -361,6 +391,11 @@ impl Analyzer {
                 }
                 continue;
             }
+            if child.kind() == "variable_name" {
+                // `export NAME`, `declare -x NAME`: the shell's value now reaches programs.
+                let reach = if declaration_exports(node, src) { Reach::Exported } else { Reach::Shell };
+                self.check_variable(node_text(child, src), None, reach, node_text(node, src));
+            }
             if child.kind() == "variable_assignment" {
                 let (name, value) = assignment(child, src);
                 argv.push(Word { text: format!("{name}={}", value.text), dynamic: value.dynamic });
@@ -372,10 +407,38 @@ impl Analyzer {
         self.visit_children(node, src, ctx, depth);
     }
 
+    /// A `NAME=value` node: a prefix of a command or an exporting declaration reaches programs; a plain
+    /// assignment or `local`/`declare` stays in the shell.
     fn check_assignment(&mut self, node: Node<'_>, src: &str) {
-        let (name, _) = assignment(node, src);
-        if programs::injects_code(&name) {
-            self.opaque(OpaqueKind::CodeInjectingVariable, node_text(node, src));
+        let (name, value) = assignment(node, src);
+        let reach = match node.parent() {
+            Some(parent) if parent.kind() == "command" => Reach::Exported,
+            Some(parent) if parent.kind() == "declaration_command" && declaration_exports(parent, src) => {
+                Reach::Exported
+            }
+            _ => Reach::Shell,
+        };
+        let shown = node.parent().map_or_else(|| node_text(node, src), |p| node_text(p, src));
+        let known = (!value.dynamic).then_some(value.text.as_str());
+        self.check_variable(&name, known, reach, shown);
+        if let Some(value) = known {
+            self.note_numeric_assignment(&name, value);
+        }
+    }
+
+    /// Judges one assignment by `shell/variables.rs`; what is not inert is opaque, naming the variable.
+    pub(crate) fn check_variable(&mut self, name: &str, value: Option<&str>, reach: Reach, text: &str) {
+        let name = name.split('[').next().unwrap_or(name).trim_end_matches('+');
+        match variables::judge(name, value, reach) {
+            variables::Verdict::Inert => {}
+            variables::Verdict::InjectsCode => self.opaque(
+                OpaqueKind::CodeInjectingVariable,
+                format!("{name} makes programs load or run other code: {text}"),
+            ),
+            variables::Verdict::Unreviewed => self.opaque(
+                OpaqueKind::UnreviewedVariable,
+                format!("{name} is not on the reviewed list of inert variables: {text}"),
+            ),
         }
     }
 
@@ -481,6 +544,18 @@ impl Analyzer {
             write,
         });
     }
+}
+
+/// Whether a declaration exports what it names: `export`, or `declare`/`typeset`/`local` with `-x`.
+fn declaration_exports(node: Node<'_>, src: &str) -> bool {
+    let mut cursor = node.walk();
+    let mut children = node.children(&mut cursor);
+    let keyword = children.next().map(|c| node_text(c, src)).unwrap_or("");
+    keyword == "export"
+        || children.any(|c| {
+            let t = node_text(c, src);
+            c.kind() == "word" && t.starts_with('-') && t.contains('x')
+        })
 }
 
 /// `NAME=value` (or `NAME+=value`): the name and the resolved value.

@@ -12,10 +12,15 @@ use super::{Analyzer, FileRole, OpaqueKind};
 /// files its operands and options name (onto the command at `index`), and the variables builtins assign
 /// (`printf -v PATH`, `read LD_PRELOAD`).
 pub(super) fn inspect(analyzer: &mut Analyzer, index: usize, program: &str, args: &[Word], text: &str) {
-    if let Some(names) = assigned_names(program, args)
-        && names.iter().any(|n| n.dynamic || super::variables::injects_code(&n.text))
-    {
-        analyzer.opaque(OpaqueKind::CodeInjectingVariable, text);
+    for name in assigned_names(program, args).unwrap_or_default() {
+        if name.dynamic {
+            analyzer.opaque(OpaqueKind::EvaluatedValue, format!("{text}: the variable's name is computed"));
+            continue;
+        }
+        if let Some((_, index)) = name.text.split_once('[') {
+            analyzer.arithmetic_text(index.trim_end_matches(']'), text);
+        }
+        analyzer.check_variable(&name.text, None, super::variables::Reach::Shell, text);
     }
     // `shopt -s dotglob|extglob|nocaseglob|globstar...` changes what patterns match; `shopt -p`/`-q`
     // and listing only read.

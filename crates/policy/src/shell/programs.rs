@@ -10,7 +10,6 @@ use super::wrappers;
 use super::writing_programs::{awk, find, git, sed_command, tee};
 use super::{Analyzer, Context, OpaqueKind};
 
-pub(crate) use super::variables::injects_code;
 
 /// Looks at one command's program and arguments and reports what it runs or hides.
 pub(crate) fn inspect(
@@ -27,6 +26,7 @@ pub(crate) fn inspect(
     match program {
         "eval" => analyzer.opaque(OpaqueKind::Eval, text),
         "source" | "." => analyzer.opaque(OpaqueKind::Source, text),
+        "set" if sets_exporting_option(args) => analyzer.opaque(OpaqueKind::ShellOption, text),
         "alias" if args.iter().any(|a| a.text.contains('=')) => {
             analyzer.opaque(OpaqueKind::AliasDefinition, text);
         }
@@ -60,9 +60,9 @@ pub(crate) fn inspect(
                 if inner.split_string {
                     analyzer.opaque(OpaqueKind::EnvSplitString, text);
                 }
-                for (name, _) in &inner.env {
-                    if injects_code(name) && !env.iter().any(|(n, _)| n == name) {
-                        analyzer.opaque(OpaqueKind::CodeInjectingVariable, text);
+                for (name, value) in &inner.env {
+                    if !env.iter().any(|(n, _)| n == name) {
+                        analyzer.check_variable(name, Some(value), super::variables::Reach::Exported, text);
                     }
                 }
                 let inner_ctx = ctx.inside(program);
@@ -70,6 +70,32 @@ pub(crate) fn inspect(
             }
         }
     }
+}
+
+/// `set -a` / `-o allexport` exports every later assignment, `set -k` / `-o keyword` takes assignments
+/// anywhere among a command's words into its environment: either puts unreviewed variables in programs'
+/// environments unseen. Options given by a computed word count too.
+fn sets_exporting_option(args: &[Word]) -> bool {
+    let mut words = args.iter().peekable();
+    while let Some(word) = words.next() {
+        let text = word.text.as_str();
+        if word.dynamic {
+            return true;
+        }
+        if text == "-o" {
+            if words.next().is_none_or(|o| o.dynamic || matches!(o.text.as_str(), "allexport" | "keyword")) {
+                return true;
+            }
+            continue;
+        }
+        if text == "--" || !text.starts_with('-') {
+            break;
+        }
+        if text.contains(['a', 'k']) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The options each older wrapper accepts (their getopt tables): flags, options taking a value, and long

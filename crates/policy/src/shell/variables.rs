@@ -1,7 +1,101 @@
-//! Environment variables that make later programs load or run other code: assigning one is opaque,
-//! whatever the command, because the program that reads it runs what it names.
+//! Which variable assignments a script may make without an operator: an assignment bash hands to the
+//! programs it starts (a prefix, `export`, `env X=v`, `sudo X=v`...) is inert only when its name is on a
+//! reviewed list of variables that load nothing and write nothing; every other name makes the command a
+//! prompt that names the variable. A plain assignment of a lower-case name stays in the shell, unless the
+//! name is one programs read from the environment (`http_proxy`).
 
-/// The variables, one row each.
+/// Variables reviewed as inert: programs that read them load no code and no configuration named by them,
+/// and write no file because of them. Each row: the name, the values allowed, and why it is inert.
+const INERT_VARIABLES: &[(&str, Values, &str)] = &[
+    ("LANG", Values::LocaleName, "selects a system locale by name"),
+    ("LANGUAGE", Values::LocaleName, "selects message catalogues by name"),
+    ("LC_ALL", Values::LocaleName, "selects a system locale by name"),
+    ("LC_COLLATE", Values::LocaleName, "selects a system locale by name"),
+    ("LC_CTYPE", Values::LocaleName, "selects a system locale by name"),
+    ("LC_MESSAGES", Values::LocaleName, "selects a system locale by name"),
+    ("LC_NUMERIC", Values::LocaleName, "selects a system locale by name"),
+    ("LC_TIME", Values::LocaleName, "selects a system locale by name"),
+    ("TZ", Values::ZoneName, "a time zone below /usr/share/zoneinfo"),
+    ("TERM", Values::PlainName, "a terminal type looked up in the system's terminfo"),
+    ("NO_COLOR", Values::Any, "turns colours off"),
+    ("FORCE_COLOR", Values::Any, "turns colours on"),
+    ("CLICOLOR", Values::Any, "turns colours on"),
+    ("CLICOLOR_FORCE", Values::Any, "turns colours on"),
+    ("COLUMNS", Values::Number, "the terminal's width"),
+    ("LINES", Values::Number, "the terminal's height"),
+    ("CI", Values::Any, "tells tools they run unattended"),
+    ("DEBIAN_FRONTEND", Values::PlainName, "selects apt's dialog front end"),
+    ("SOURCE_DATE_EPOCH", Values::Number, "a timestamp for reproducible builds"),
+    ("RUST_BACKTRACE", Values::PlainName, "prints backtraces"),
+    ("RUST_LOG", Values::Any, "selects log levels"),
+    ("RUST_LOG_STYLE", Values::PlainName, "log colours"),
+    ("RUST_TEST_THREADS", Values::Number, "test parallelism"),
+    ("RUST_MIN_STACK", Values::Number, "thread stack size"),
+    ("CARGO_TERM_COLOR", Values::PlainName, "cargo's colours"),
+    ("CARGO_TERM_VERBOSE", Values::PlainName, "cargo's verbosity"),
+    ("CARGO_TERM_QUIET", Values::PlainName, "cargo's verbosity"),
+    ("CARGO_TERM_PROGRESS_WHEN", Values::PlainName, "cargo's progress bar"),
+    ("CARGO_INCREMENTAL", Values::Number, "incremental compilation on or off"),
+    ("CARGO_BUILD_JOBS", Values::Number, "build parallelism"),
+    ("NODE_ENV", Values::PlainName, "a mode name node programs read"),
+    ("NODE_NO_WARNINGS", Values::Number, "silences node's warnings"),
+    ("PYTHONUNBUFFERED", Values::Any, "unbuffered output"),
+    ("PYTHONDONTWRITEBYTECODE", Values::Any, "no .pyc files"),
+    ("PYTHONHASHSEED", Values::PlainName, "hash randomisation"),
+    ("PYTHONIOENCODING", Values::PlainName, "the encoding of standard streams"),
+    ("GIT_AUTHOR_NAME", Values::Any, "recorded in commits"),
+    ("GIT_AUTHOR_EMAIL", Values::Any, "recorded in commits"),
+    ("GIT_AUTHOR_DATE", Values::Any, "recorded in commits"),
+    ("GIT_COMMITTER_NAME", Values::Any, "recorded in commits"),
+    ("GIT_COMMITTER_EMAIL", Values::Any, "recorded in commits"),
+    ("GIT_COMMITTER_DATE", Values::Any, "recorded in commits"),
+    ("GIT_TERMINAL_PROMPT", Values::Number, "git never asks on the terminal"),
+    ("GIT_OPTIONAL_LOCKS", Values::Number, "git takes no optional locks"),
+    ("GIT_PAGER", Values::Pager, "`cat` or nothing: no pager runs"),
+    ("PAGER", Values::Pager, "`cat` or nothing: no pager runs"),
+    ("MANPAGER", Values::Pager, "`cat` or nothing: no pager runs"),
+    ("SYSTEMD_PAGER", Values::Pager, "`cat` or nothing: no pager runs"),
+    ("GREP_COLOR", Values::Any, "grep's colours"),
+    ("GREP_COLORS", Values::Any, "grep's colours"),
+    ("LS_COLORS", Values::Any, "ls's colours"),
+    ("TIMEFORMAT", Values::Any, "the format of bash's `time`"),
+];
+
+/// What values an inert variable may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Values {
+    Any,
+    /// Digits only (or empty).
+    Number,
+    /// Letters, digits, `_ . - + @ :` — no `/`, so no path.
+    PlainName,
+    /// A locale name (`C.UTF-8`, `en_US.UTF-8@euro`): a path instead loads a locale from there.
+    LocaleName,
+    /// A zone name below the zone folder (`UTC`, `Europe/Paris`): not absolute, no `..`, no `:`.
+    ZoneName,
+    /// `cat` or empty.
+    Pager,
+}
+
+impl Values {
+    fn admits(self, value: &str) -> bool {
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+' | '@' | ':' | ',');
+        match self {
+            Self::Any => true,
+            Self::Number => value.chars().all(|c| c.is_ascii_digit()),
+            Self::PlainName | Self::LocaleName => value.chars().all(plain),
+            Self::ZoneName => {
+                !value.starts_with('/')
+                    && !value.contains(':')
+                    && value.split('/').all(|part| part != ".." && part.chars().all(plain))
+            }
+            Self::Pager => matches!(value, "" | "cat"),
+        }
+    }
+}
+
+/// Variables that make later programs load or run other code, or move where they look for it. Not needed
+/// for the decision (only the inert list allows), but they give the reason a sharper name.
 const CODE_INJECTING_VARIABLES: &[&str] = &[
     "LD_PRELOAD",
     "LD_AUDIT",
@@ -14,6 +108,11 @@ const CODE_INJECTING_VARIABLES: &[&str] = &[
     "SHELLOPTS",
     "BASHOPTS",
     "PATH",
+    "HOME",
+    "PWD",
+    "OLDPWD",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
     "GIT_SSH",
     "GIT_SSH_COMMAND",
     "GIT_EXEC_PATH",
@@ -24,14 +123,10 @@ const CODE_INJECTING_VARIABLES: &[&str] = &[
     "GIT_CONFIG_GLOBAL",
     "GIT_CONFIG_SYSTEM",
     "GIT_DIR",
-    "GIT_PAGER",
-    "GIT_EDITOR",
-    "GIT_SEQUENCE_EDITOR",
     "GIT_EXTERNAL_DIFF",
     "GIT_PROXY_COMMAND",
     "GIT_TEMPLATE_DIR",
-    "PAGER",
-    "MANPAGER",
+    "GIT_TRACE",
     "EDITOR",
     "VISUAL",
     "LESSOPEN",
@@ -42,17 +137,60 @@ const CODE_INJECTING_VARIABLES: &[&str] = &[
     "RUBYOPT",
     "PYTHONSTARTUP",
     "PYTHONPATH",
-    // Not code, but it moves where `cd NAME` goes, which relative paths are judged from.
     "CDPATH",
-    // Not code, but it makes `*` match dot files (`.portcullis`, `.git`), which patterns are judged without.
     "GLOBIGNORE",
+    "IFS",
 ];
 
-/// True for the variables listed above (and `GIT_CONFIG_KEY_*`/`GIT_CONFIG_VALUE_*`).
+/// Lower-case names programs read from the environment: a plain assignment of one is not shell-local.
+const LOWER_CASE_ENVIRONMENT: &[&str] = &["http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"];
+
+/// How an assignment reaches programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// A prefix (`X=v cmd`), `export`, `declare -x`, `env X=v`, `sudo X=v`: programs see it.
+    Exported,
+    /// `X=v` alone, `read X`, `for X in`, `printf -v X`: the shell's own variable, which programs see
+    /// only if the name was already exported (as `HOME`, `PATH`, `PWD` are).
+    Shell,
+}
+
+/// The verdict on one assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Inert,
+    /// On the list of variables known to load or run code.
+    InjectsCode,
+    /// Not on the reviewed list (or its value is not one the list allows, or is computed at run time).
+    Unreviewed,
+}
+
+/// Judges `name=value` (`value` is `None` when computed at run time or not given, as in `export NAME`).
+pub(crate) fn judge(name: &str, value: Option<&str>, reach: Reach) -> Verdict {
+    if injects_code(name) {
+        return Verdict::InjectsCode;
+    }
+    let shell_local = reach == Reach::Shell
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !LOWER_CASE_ENVIRONMENT.contains(&name);
+    if shell_local {
+        return Verdict::Inert;
+    }
+    match INERT_VARIABLES.iter().find(|(n, _, _)| *n == name) {
+        Some((_, values, _)) if value.is_some_and(|v| values.admits(v)) => Verdict::Inert,
+        // `export LANG` passes on the value the shell already has.
+        Some(_) if value.is_none() && reach == Reach::Exported => Verdict::Inert,
+        _ => Verdict::Unreviewed,
+    }
+}
+
+/// True for the variables known to load or run code (and `GIT_CONFIG_KEY_*`, `GIT_TRACE*`).
 pub(crate) fn injects_code(name: &str) -> bool {
     CODE_INJECTING_VARIABLES.contains(&name)
         || name.starts_with("GIT_CONFIG_KEY_")
         || name.starts_with("GIT_CONFIG_VALUE_")
+        || name.starts_with("GIT_TRACE")
+        || name.starts_with("LD_")
 }
 
 #[cfg(test)]
@@ -60,11 +198,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_variable_injects_code() {
+    fn each_code_injecting_variable_is_refused_everywhere() {
         for name in CODE_INJECTING_VARIABLES {
             assert!(injects_code(name), "{name}");
+            assert_eq!(judge(name, Some("x"), Reach::Shell), Verdict::InjectsCode, "{name}");
+            assert_eq!(judge(name, Some("x"), Reach::Exported), Verdict::InjectsCode, "{name}");
         }
-        assert!(injects_code("GIT_CONFIG_KEY_0"));
-        assert!(!injects_code("HOME") && !injects_code("LANG") && !injects_code("PATHX"));
+        for name in ["GIT_CONFIG_KEY_0", "GIT_TRACE_PACKET", "GIT_TRACE2_EVENT", "LD_DEBUG_OUTPUT"] {
+            assert!(injects_code(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn each_inert_variable_is_inert_with_an_ordinary_value_only() {
+        for (name, values, why) in INERT_VARIABLES {
+            assert!(!why.is_empty());
+            let ordinary = match values {
+                Values::Any | Values::PlainName => "C",
+                Values::Number => "80",
+                Values::LocaleName => "C.UTF-8",
+                Values::ZoneName => "Europe/Paris",
+                Values::Pager => "cat",
+            };
+            assert_eq!(judge(name, Some(ordinary), Reach::Exported), Verdict::Inert, "{name}={ordinary}");
+            assert_eq!(judge(name, None, Reach::Exported), Verdict::Inert, "export {name}");
+            let hostile = ["/tmp/x", "../x", "less", "1x"];
+            if *values != Values::Any {
+                assert!(hostile.iter().any(|v| !values.admits(v)), "{name}");
+                assert_eq!(judge(name, Some("/tmp/x"), Reach::Exported), Verdict::Unreviewed, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn unlisted_names_are_unreviewed_unless_shell_local() {
+        assert_eq!(judge("XDG_CACHE_HOME", Some("x"), Reach::Exported), Verdict::Unreviewed);
+        assert_eq!(judge("FOO", Some("1"), Reach::Shell), Verdict::Unreviewed);
+        assert_eq!(judge("f", Some("x"), Reach::Shell), Verdict::Inert);
+        assert_eq!(judge("my_var2", None, Reach::Shell), Verdict::Inert);
+        assert_eq!(judge("f", Some("x"), Reach::Exported), Verdict::Unreviewed);
+        for name in LOWER_CASE_ENVIRONMENT {
+            assert_eq!(judge(name, Some("x"), Reach::Shell), Verdict::Unreviewed, "{name}");
+        }
+        assert_eq!(judge("TZ", Some("../../tmp/x"), Reach::Exported), Verdict::Unreviewed);
+        assert_eq!(judge("LANG", Some("/tmp/locale"), Reach::Exported), Verdict::Unreviewed);
+        assert_eq!(judge("PAGER", Some("less"), Reach::Exported), Verdict::Unreviewed);
     }
 }

@@ -8,7 +8,6 @@
 //! stdin carries data is [`OpaqueKind::StdinCode`].
 
 use super::interpreters::{POSIX_SHELLS, shell_code};
-use super::variables::injects_code;
 use super::words::Word;
 use super::wrapper_specs::{
     CHROOT, FLOCK, IONICE, NSENTER, PARALLEL, RUNUSER, SCRIPT, SETSID, SSH, STDBUF, SU, SYSTEMD_RUN, Spec,
@@ -182,6 +181,10 @@ struct Wrapper<'a> {
 }
 
 impl Wrapper<'_> {
+    fn exported_variable(&mut self, name: &str, value: &str) {
+        self.analyzer.check_variable(name, Some(value), super::variables::Reach::Exported, self.text);
+    }
+
     fn opaque(&mut self, kind: OpaqueKind) {
         self.analyzer.opaque(kind, self.text);
     }
@@ -478,16 +481,12 @@ impl Wrapper<'_> {
             self.opaque(OpaqueKind::WrapperOption);
         }
         let mut env = self.env.to_vec();
-        let mut injects = false;
         for setting in parsed.values(&["E", "setenv"]) {
             // `-E NAME` alone passes the caller's value on.
             if let Some((name, value)) = setting.text.split_once('=') {
-                injects |= injects_code(name);
+                self.exported_variable(name, value);
                 env.push((name.to_owned(), value.to_owned()));
             }
-        }
-        if injects {
-            self.opaque(OpaqueKind::CodeInjectingVariable);
         }
         if parsed.operands.is_empty() && parsed.has(&["S", "shell"]) {
             self.shell_without_command();
