@@ -69,6 +69,9 @@ impl Policy {
                 if file.recursive {
                     self.judge_tree_below(&path, access, ctx, one);
                 }
+                if file.recursive && file.follows_links {
+                    self.judge_links_below(&path, access, via, ctx, one);
+                }
                 if file.role == FileRole::RunsCode {
                     self.judge_code_folder(&path, via, ctx, one);
                 }
@@ -226,6 +229,74 @@ fn listed_folders(word: &str, ctx: &EvalContext) -> Result<Vec<PathBuf>, String>
         }
     }
     Ok(listed)
+}
+
+impl Policy {
+    /// A walk that follows symbolic links reads (or writes) what each link below the tree points to:
+    /// every target is judged as the path it resolves to (`grep -R x .` with `./k -> ~/.ssh` reads
+    /// `~/.ssh`), and a folder reached through a link is walked too. A tree too large to look through
+    /// prompts.
+    fn judge_links_below(
+        &self,
+        raw: &str,
+        access: Access,
+        via: &str,
+        ctx: &EvalContext,
+        eval: &mut Evaluation,
+    ) {
+        let Ok(root) = resolve_in(raw, &ctx.cwd, ctx.home.as_deref()) else { return };
+        let mut stack = vec![root];
+        let mut walked: Vec<PathBuf> = Vec::new();
+        let mut seen = 0usize;
+        while let Some(folder) = stack.pop() {
+            if walked.iter().any(|w| w == &folder) {
+                continue;
+            }
+            walked.push(folder.clone());
+            let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > MAX_TREE_ENTRIES {
+                    eval.raise(
+                        Decision::Prompt,
+                        format!("`{via}` follows links below {raw:?}, a tree of more than {MAX_TREE_ENTRIES} entries"),
+                        None,
+                    );
+                    return;
+                }
+                let path = entry.path();
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if !kind.is_symlink() {
+                    continue;
+                }
+                // A dangling link reads nothing; a link that cannot be resolved for another reason prompts.
+                let target = match path.canonicalize() {
+                    Ok(target) => target,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        eval.raise(
+                            Decision::Prompt,
+                            format!("{} cannot be followed: {e}", path.display()),
+                            None,
+                        );
+                        continue;
+                    }
+                };
+                let shown = target.display().to_string();
+                let how = format!("{via} (follows {})", path.display());
+                eval.judge_access(&shown, access, target.is_dir(), &how, |one| {
+                    self.judge_resolved(&shown, &target, access, ctx, one);
+                });
+                if target.is_dir() {
+                    stack.push(target);
+                }
+            }
+        }
+    }
 }
 
 /// What a walk below a tree found.

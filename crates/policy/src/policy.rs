@@ -598,6 +598,7 @@ impl Policy {
                     role: if redirection.write { FileRole::Write } else { FileRole::Read },
                     recursive: false,
                     dynamic: false,
+                    follows_links: false,
                     via: redirection.op.clone(),
                 };
                 for here in &folders {

@@ -93,6 +93,10 @@ pub struct FileOperand {
     pub recursive: bool,
     /// The word holds an expansion or substitution: the path is only known at run time.
     pub dynamic: bool,
+    /// A recursive walk that follows the symbolic links below the tree (`grep -R`, `rg -L`, `zip -r`):
+    /// what the links point to is read (or written) too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follows_links: bool,
     /// How the program reaches it: `cat operand`, `sort -o`, `cp destination`...
     pub via: String,
 }
@@ -481,6 +485,7 @@ impl Analyzer {
                 role,
                 recursive,
                 dynamic: word.dynamic,
+                follows_links: false,
                 via: via.to_owned(),
             });
         }

@@ -185,7 +185,10 @@ impl Analyzer {
     pub(crate) fn judge_construct(&mut self, node: Node<'_>, src: &str, ctx: &Context) {
         let Some(treatment) = treatment(node.kind()) else {
             if !node.is_error() && !node.is_missing() {
-                self.opaque(OpaqueKind::UnknownConstruct, format!("{}: {}", node.kind(), node_text(node, src)));
+                self.opaque(
+                    OpaqueKind::UnknownConstruct,
+                    format!("{}: {}", node.kind(), node_text(node, src)),
+                );
             }
             return;
         };
@@ -301,8 +304,11 @@ impl Analyzer {
         let text = node_text(node, src);
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-        let operators: Vec<&str> =
-            children.iter().filter(|c| !c.is_named() && !matches!(c.kind(), "${" | "}")).map(|c| c.kind()).collect();
+        let operators: Vec<&str> = children
+            .iter()
+            .filter(|c| !c.is_named() && !matches!(c.kind(), "${" | "}"))
+            .map(|c| c.kind())
+            .collect();
         let first_operator = operators.first().copied();
         // `${!x}` and `${!x[n]}`, but not `${!prefix*}`, `${!prefix@}` or `${!x[@]}` (names and keys).
         if first_operator == Some("!")
@@ -311,12 +317,20 @@ impl Analyzer {
             && !text.contains("[@]")
             && !text.contains("[*]")
         {
-            self.opaque(OpaqueKind::EvaluatedValue, format!("{text}: the value of the variable names another, and a name with a subscript runs code"));
+            self.opaque(
+                OpaqueKind::EvaluatedValue,
+                format!(
+                    "{text}: the value of the variable names another, and a name with a subscript runs code"
+                ),
+            );
         }
         if let Some(at) = operators.iter().position(|o| *o == "@")
             && operators.get(at + 1).is_some_and(|o| o.starts_with('P'))
         {
-            self.opaque(OpaqueKind::EvaluatedValue, format!("{text}: prompt expansion runs the substitutions in the value"));
+            self.opaque(
+                OpaqueKind::EvaluatedValue,
+                format!("{text}: prompt expansion runs the substitutions in the value"),
+            );
         }
         // Any `@` transformation the grammar did not break out (`${x@P}` written oddly) is opaque too.
         if text.contains("@P") {
@@ -346,7 +360,10 @@ impl Analyzer {
             if is_flag && text.get(1..).is_some_and(|f| f.contains(['i', 'n'])) {
                 self.opaque(
                     OpaqueKind::EvaluatedValue,
-                    format!("{}: integer and reference variables evaluate their values", node_text(node, src)),
+                    format!(
+                        "{}: integer and reference variables evaluate their values",
+                        node_text(node, src)
+                    ),
                 );
                 return;
             }
@@ -373,7 +390,10 @@ impl Analyzer {
                     if let Some(operand) = operand {
                         let text = node_text(*operand, src);
                         if operand.kind() != "word" || text.contains(['$', '`']) {
-                            self.opaque(OpaqueKind::EvaluatedValue, format!("{}: the variable's name is computed", node_text(n, src)));
+                            self.opaque(
+                                OpaqueKind::EvaluatedValue,
+                                format!("{}: the variable's name is computed", node_text(n, src)),
+                            );
                         } else if let Some((_, index)) = text.split_once('[') {
                             let index = index.trim_end_matches(']');
                             if !matches!(index, "@" | "*") {
@@ -414,7 +434,9 @@ impl Analyzer {
             let c = bytes[i];
             if c.is_ascii_digit() {
                 // A number, with its base (`16#ff`, `0x1f`): its letters are digits.
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'#' | b'_' | b'@')) {
+                while i < bytes.len()
+                    && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'#' | b'_' | b'@'))
+                {
                     i += 1;
                 }
                 continue;

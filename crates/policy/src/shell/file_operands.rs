@@ -9,9 +9,28 @@ use super::{Analyzer, FileRole, OpaqueKind};
 
 /// Records the files of one command parsed against its row.
 pub(super) fn record(analyzer: &mut Analyzer, index: usize, spec: &Spec, parsed: &Parsed<'_>, text: &str) {
-    let program = spec.program;
     let recursive =
         spec.recursive == ALWAYS || parsed.given.iter().any(|g| spec.recursive.contains(&g.as_str()));
+    let follows =
+        spec.follows_links == ALWAYS || parsed.given.iter().any(|g| spec.follows_links.contains(&g.as_str()));
+    let before = analyzer.out.commands.get(index).map_or(0, |c| c.files.len());
+    record_files(analyzer, index, spec, parsed, recursive, text);
+    if follows && let Some(command) = analyzer.out.commands.get_mut(index) {
+        for file in command.files.iter_mut().skip(before).filter(|f| f.recursive) {
+            file.follows_links = true;
+        }
+    }
+}
+
+fn record_files(
+    analyzer: &mut Analyzer,
+    index: usize,
+    spec: &Spec,
+    parsed: &Parsed<'_>,
+    recursive: bool,
+    text: &str,
+) {
+    let program = spec.program;
     for (word, effect, option) in &parsed.values {
         let via = format!("{program} {option}");
         let (role, tree) = match effect {

@@ -35,7 +35,20 @@ pub(super) fn inspect(analyzer: &mut Analyzer, index: usize, program: &str, args
         return check(analyzer, index, spec, rest, text);
     }
     if program == "tar" {
-        return super::file_operands::tar(analyzer, index, args, text);
+        let before = analyzer.out.commands.get(index).map_or(0, |c| c.files.len());
+        super::file_operands::tar(analyzer, index, args, text);
+        // `tar -h` / `--dereference` archives what links point to.
+        let dereferences = args.iter().any(|a| {
+            a.text == "--dereference"
+                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('h'))
+                || (!a.text.starts_with('-')
+                    && a.text.contains('h')
+                    && args.first().is_some_and(|f| std::ptr::eq(a, f)))
+        });
+        if dereferences {
+            analyzer.follow_links_of(index, before);
+        }
+        return;
     }
     if let Some(spec) = program_specs::find(program) {
         check(analyzer, index, spec, args, text);

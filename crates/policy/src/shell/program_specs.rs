@@ -103,6 +103,9 @@ pub(super) struct Spec {
     pub(super) recursive: &'static [&'static str],
     /// Letters that make a word starting with `-` an operand, not options (`chmod -w FILE`).
     pub(super) dash_operands: &'static str,
+    /// Options that make a walk follow the symbolic links below its trees (`grep -R`, `rg -L`); [`ALWAYS`]
+    /// for a program that follows them unless told not to (`zip -r`, `diff -r`).
+    pub(super) follows_links: &'static [&'static str],
 }
 
 /// `recursive` of a program that always walks the trees its operands name (`rg`, `ag`, `find`).
@@ -120,6 +123,7 @@ pub(super) const fn spec(program: &'static str, flags: &'static str, with_value:
         operands: Operands::Read,
         recursive: &[],
         dash_operands: "",
+        follows_links: &[],
     }
 }
 
@@ -163,6 +167,7 @@ kibibytes literal numeric-uid-gid hide-control-chars show-control-chars quote-na
 quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero \
 directory dereference help version",
         recursive: &["-R", "--recursive"],
+        follows_links: &["-L", "--dereference"],
         ..spec("ls", "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", "ITw")
     },
     Spec {
@@ -225,6 +230,8 @@ changed-group-format= help version",
             ("--to-file", Effect::Reads),
         ],
         recursive: &["-r", "--recursive"],
+        // GNU diff compares what links point to unless `--no-dereference`.
+        follows_links: ALWAYS,
         ..spec("diff", "abBcdeEfiilnNpqrsStTuvwyZ", "CDFILSUWxX")
     },
     Spec {
@@ -246,6 +253,7 @@ before-context= after-context= context= color? colour? binary help version",
         ],
         operands: Operands::PatternThenRead,
         recursive: &["-r", "-R", "--recursive", "--dereference-recursive"],
+        follows_links: &["-R", "--dereference-recursive"],
         ..spec("grep", "EFGPiyvwxcLloqsbHhnTZzUraRI", "efmABCdD")
     },
     Spec {
@@ -277,6 +285,7 @@ no-filename word-regexp auto-hybrid-regex hostname-bin= pre= help version",
         ],
         operands: Operands::PatternThenRead,
         recursive: ALWAYS,
+        follows_links: &["-L", "--follow"],
         ..spec("rg", "abcFHhiIlLnNopqsSuUvwxz0.", "ABCeEfgjmMrtT")
     },
     Spec {
@@ -307,6 +316,7 @@ filelimit= timefmt= si du inodes device dirsfirst filesfirst sort= nolinks fromf
 fflinks hyperlink scheme= authority= opt-toggle condense help version",
         effects: &[("-o", Effect::Writes)],
         operands: Operands::ReadTree,
+        follows_links: &["-l"],
         ..spec("tree", "adlfxRqNQpugshDFvtcUriASnCXJ", "LPIoHT")
     },
     Spec {
@@ -379,6 +389,7 @@ passthrough silent stats vimgrep word-regexp null print0 path-to-ignore= help ve
         effects: &[("-g", Effect::PatternGiven), ("-p", Effect::Reads), ("--path-to-ignore", Effect::Reads)],
         operands: Operands::PatternThenRead,
         recursive: ALWAYS,
+        follows_links: &["-f", "--follow"],
         ..spec("ag", "acDfhHilLnoQrsStuUvVwz0", "ABCGgmp")
     },
     Spec {

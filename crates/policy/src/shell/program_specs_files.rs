@@ -20,6 +20,7 @@ keep-directory-symlink one-file-system context? help version",
         ],
         operands: Operands::CopyToLast,
         recursive: &["-a", "-r", "-R", "--recursive", "--archive"],
+        follows_links: &["-L", "--dereference"],
         ..spec("cp", "abdfHilLnPpRrsTuvxZ", "St")
     },
     Spec {
@@ -91,6 +92,7 @@ reference= recursive help version",
         effects: &[("--reference", Effect::Reads), ("--reference", Effect::NoModeOperand)],
         operands: Operands::FirstThenWritten,
         recursive: &["-R", "--recursive"],
+        follows_links: &["-L"],
         ..spec("chown", "cfvhRHLP", "")
     },
     Spec {
@@ -99,6 +101,7 @@ reference= recursive help version",
         effects: &[("--reference", Effect::Reads), ("--reference", Effect::NoModeOperand)],
         operands: Operands::FirstThenWritten,
         recursive: &["-R", "--recursive"],
+        follows_links: &["-L"],
         ..spec("chgrp", "cfvhRHLP", "")
     },
     Spec {
@@ -111,6 +114,7 @@ time-style= exclude-from= exclude= one-file-system help version",
             ("--exclude-from", Effect::Reads),
         ],
         operands: Operands::ReadTree,
+        follows_links: &["-L", "--dereference"],
         ..spec("du", "0abcDhHklLmPsSx", "BdtX")
     },
     Spec {
@@ -135,6 +139,7 @@ no-dir-entries no-extra fix fixfix grow encrypt help version",
         operands: Operands::ArchiveFirstWritten,
         // `-R` walks the working folder for patterns the operands give: not in the table, so it prompts.
         recursive: &["-r", "--recurse-paths"],
+        follows_links: ALWAYS,
         ..spec("zip", "qvjrufmdTDXyglAcFSe@", "bOPZnxit")
     },
     Spec {

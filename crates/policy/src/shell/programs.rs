@@ -10,7 +10,6 @@ use super::wrappers;
 use super::writing_programs::{awk, find, git, sed_command, tee};
 use super::{Analyzer, Context, OpaqueKind};
 
-
 /// Looks at one command's program and arguments and reports what it runs or hides.
 pub(crate) fn inspect(
     analyzer: &mut Analyzer,
@@ -49,7 +48,14 @@ pub(crate) fn inspect(
         "sed" | "gsed" => sed_command(analyzer, index, args, text),
         "git" => git(analyzer, args, text),
         "tee" => tee(analyzer, args, text),
-        "find" => find(analyzer, index, args, env, ctx, text),
+        "find" => {
+            let before = analyzer.out.commands.get(index).map_or(0, |c| c.files.len());
+            find(analyzer, index, args, env, ctx, text);
+            // `find -L` and `-follow` walk through the links below the starts.
+            if args.iter().any(|a| matches!(a.text.as_str(), "-L" | "-follow")) {
+                analyzer.follow_links_of(index, before);
+            }
+        }
         p if wrappers::PROGRAMS.contains(&p) => wrappers::inspect(analyzer, p, args, env, ctx, text),
         _ => {
             if unknown_wrapper_option(program, args).is_some() {
@@ -67,6 +73,17 @@ pub(crate) fn inspect(
                 }
                 let inner_ctx = ctx.inside(program);
                 analyzer.emit(inner.argv, inner.env, inner.appends_arguments, &inner_ctx, text);
+            }
+        }
+    }
+}
+
+impl Analyzer {
+    /// Marks the recursive files the command at `index` named from `from` on as walks that follow links.
+    pub(crate) fn follow_links_of(&mut self, index: usize, from: usize) {
+        if let Some(command) = self.out.commands.get_mut(index) {
+            for file in command.files.iter_mut().skip(from).filter(|f| f.recursive) {
+                file.follows_links = true;
             }
         }
     }

@@ -79,7 +79,8 @@ enum Values {
 
 impl Values {
     fn admits(self, value: &str) -> bool {
-        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+' | '@' | ':' | ',');
+        let plain =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+' | '@' | ':' | ',');
         match self {
             Self::Any => true,
             Self::Number => value.chars().all(|c| c.is_ascii_digit()),
