@@ -300,6 +300,14 @@ impl Analyzer {
                 if let Some(variable) = node.child_by_field_name("variable") {
                     let text = node_text(node, src).lines().next().unwrap_or("");
                     self.check_variable(node_text(variable, src), None, Reach::Shell, text);
+                    let mut cursor = node.walk();
+                    let values: Vec<&str> = node
+                        .children_by_field_name("value", &mut cursor)
+                        .map(|v| node_text(v, src))
+                        .collect();
+                    if values.iter().all(|v| v.parse::<i64>().is_ok()) {
+                        self.note_numeric_assignment(node_text(variable, src), "0");
+                    }
                 }
                 self.visit_children(node, src, ctx, depth);
             }

@@ -25,6 +25,17 @@ pub(crate) fn inspect(
     match program {
         "eval" => analyzer.opaque(OpaqueKind::Eval, text),
         "source" | "." => analyzer.opaque(OpaqueKind::Source, text),
+        // Each argument of `let` is arithmetic.
+        "let" => {
+            for arg in args {
+                if arg.dynamic {
+                    analyzer
+                        .opaque(OpaqueKind::EvaluatedValue, format!("{text}: arithmetic on a computed word"));
+                } else {
+                    analyzer.arithmetic_text(&arg.text, text);
+                }
+            }
+        }
         "set" if sets_exporting_option(args) => analyzer.opaque(OpaqueKind::ShellOption, text),
         "alias" if args.iter().any(|a| a.text.contains('=')) => {
             analyzer.opaque(OpaqueKind::AliasDefinition, text);
