@@ -3,6 +3,7 @@
 
 mod approval_wait;
 mod audit_trail;
+mod closed_gate;
 mod common;
 mod conformance;
 mod first_day;

@@ -1,0 +1,168 @@
+//! Issue 39, the judge's findings through every entry point they were found at: `policy check`, the
+//! Claude Code hook binary, `portcullis call`, and `portcullis serve` with the official SDK client. Each
+//! payload would make bash run a program or touch a file the judge did not see; none may be allowed, and
+//! none of the markers they would leave may appear.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::{node_modules, portcullis, serve};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// Reads, prints and file tools allowed; everything else asks, and nobody answers within a second.
+const POLICY: &str = r#"{
+  "grants": [ { "name": "agent", "allow": ["shell", "read", "write", "edit"] } ],
+  "commands": {
+    "default": "prompt",
+    "rules": [
+      { "id": "reads", "pattern": [["ls", "cat", "echo", "grep", "rg", "git", "date", "head", "true", ":"]],
+        "decision": "allow", "match": ["ls"] },
+      { "id": "files", "pattern": [["touch", "mkdir", "cp"]], "decision": "allow", "match": ["touch x"] }
+    ]
+  },
+  "paths": { "roots": [ { "path": ".", "access": "write" } ] },
+  "approvals": { "timeout_seconds": 1 }
+}"#;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Payloads, each meant to create `MARK` in the project through a construct the judge once missed.
+fn payloads() -> Vec<(&'static str, String)> {
+    let make = "python3 -c \"open('MARK','w')\"";
+    vec![
+        ("heredoc backquotes", format!("cat <<EOF\n`{make}`\nEOF")),
+        ("heredoc backquotes inside text", format!("cat <<EOF > notes.md\nsee `{make}` here\nEOF")),
+        ("operand backquotes :-", format!("x=${{y:-`{make}`}}")),
+        ("operand backquotes in [[ ]]", format!("[[ ${{y#`{make}`}} ]]")),
+        ("operand backquotes /a/", format!("echo ${{y/a/`{make}`}}")),
+        ("arithmetic on a name", "x='a[$(touch MARK)]'; ((x))".to_owned()),
+        ("arithmetic expansion", "x='a[$(touch MARK)]'; echo $((x))".to_owned()),
+        ("[[ -eq ]]", "x='a[$(touch MARK)]'; [[ x -eq 1 ]]".to_owned()),
+        ("indirection", "x='a[$(touch MARK)]'; echo ${!x}".to_owned()),
+        ("prompt expansion", "x='$(touch MARK)'; echo ${x@P}".to_owned()),
+        ("[[ -v ]]", "x='$(touch MARK)'; [[ -v a[x] ]]".to_owned()),
+        ("for (( ))", "x='a[$(touch MARK)]'; for ((i=x; i<1; i++)); do :; done".to_owned()),
+    ]
+}
+
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("proj/.portcullis")).unwrap();
+    std::fs::create_dir_all(base.join("home/.config/portcullis")).unwrap();
+    std::fs::create_dir_all(base.join("home/.ssh")).unwrap();
+    std::fs::write(base.join("home/.ssh/id_rsa"), "PRIVATE KEY").unwrap();
+    std::fs::write(base.join("proj/.portcullis/policy.json"), POLICY).unwrap();
+    std::fs::write(base.join("proj/README.md"), "readme").unwrap();
+    (dir, base)
+}
+
+#[test]
+fn policy_check_judges_every_red_team_case_of_the_corpus() {
+    let corpus = repo_root().join("tests/policy-corpus/008_red_team_judge");
+    let cases: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("cases.json")).unwrap()).unwrap();
+    assert!(cases.len() >= 60);
+    let (_dir, base) = project();
+    for case in &cases {
+        let command = case["shell"].as_str().unwrap();
+        let out = portcullis(&base)
+            .args(["policy", "check", "--json", "--policy"])
+            .arg(corpus.join("policy.json"))
+            .arg("--")
+            .arg(command)
+            .current_dir(&corpus)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["decision"], case["expect"], "{command:?}: {}", case["why"]);
+    }
+}
+
+fn hook(base: &Path, tool: &str, tool_input: Value) -> String {
+    let input = json!({
+        "session_id": "red-team", "transcript_path": "/tmp/t.jsonl", "cwd": base.join("proj"),
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
+    });
+    let mut child = portcullis(base)
+        .args(["hook", "claude", "--db"])
+        .arg(base.join("hook.db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["hookSpecificOutput"]["permissionDecision"].as_str().unwrap_or("pass").to_owned()
+}
+
+#[test]
+fn the_hook_never_allows_what_bash_would_do_beyond_the_judgement() {
+    let (_dir, base) = project();
+    let home = base.join("home");
+    std::os::unix::fs::symlink(home.join(".ssh"), base.join("proj/keys")).unwrap();
+    let mut commands: Vec<String> = payloads().into_iter().map(|(_, c)| c).collect();
+    commands.extend([
+        // 6: `~+` is $PWD, which the script sets.
+        format!("PWD={}/.config/portcullis; cat ~+/operator-token", home.display()),
+        "PWD=/tmp; echo x > ~+/.bashrc".to_owned(),
+        // 8: variables that make git load the project's own configuration or write anywhere.
+        "HOME=. git status".to_owned(),
+        "XDG_CONFIG_HOME=cfg git status".to_owned(),
+        "GIT_TRACE=/tmp/trace git status".to_owned(),
+        // 11: a recursive read that follows the link to the keys.
+        "grep -R PRIVATE .".to_owned(),
+        "rg -L PRIVATE".to_owned(),
+    ]);
+    for command in &commands {
+        let decision = hook(&base, "Bash", json!({ "command": command }));
+        assert_ne!(decision, "allow", "{command:?}");
+    }
+    // Still allowed: the same programs without the constructs.
+    for command in ["git status", "grep -r PRIVATE .", "cat README.md", "LANG=C git status"] {
+        assert_eq!(hook(&base, "Bash", json!({ "command": command })), "allow", "{command:?}");
+    }
+}
+
+#[test]
+fn portcullis_call_runs_none_of_the_payloads() {
+    let (_dir, base) = project();
+    for (what, command) in payloads() {
+        let out = portcullis(&base)
+            .args(["call", "shell", "--approver", "deny", "--db"])
+            .arg(base.join("call.db"))
+            .arg(json!({ "command": command }).to_string())
+            .current_dir(base.join("proj"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(!base.join("proj/MARK").exists(), "{what}: the payload ran");
+    }
+}
+
+#[test]
+fn serve_with_the_sdk_client_runs_none_of_the_payloads() {
+    node_modules();
+    let served = serve(POLICY);
+    let steps: Vec<Value> = payloads()
+        .iter()
+        .map(|(_, command)| json!({"op": "call", "name": "shell", "arguments": {"command": command}}))
+        .collect();
+    let report = served.agent(Value::Array(steps));
+    for (i, (what, _)) in payloads().iter().enumerate() {
+        let result = &report["results"][i]["result"];
+        assert_eq!(result["isError"], true, "{what}: {result}");
+    }
+    assert!(!served.project().join("MARK").exists(), "a payload ran through the gateway");
+    // The hub still runs what is allowed.
+    let report =
+        served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo fine"}}]));
+    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+}
