@@ -433,7 +433,8 @@ impl Analyzer {
         let shown = node.parent().map_or_else(|| node_text(node, src), |p| node_text(p, src));
         let known = (!value.dynamic).then_some(value.text.as_str());
         self.check_variable(&name, known, reach, shown);
-        if let Some(value) = known {
+        let arithmetic = node.child_by_field_name("value").is_some_and(|v| v.kind() == "arithmetic_expansion");
+        if let Some(value) = known.or(arithmetic.then_some("0")) {
             self.note_numeric_assignment(&name, value);
         }
     }

@@ -123,9 +123,12 @@ impl Numeric {
             match node.kind() {
                 "variable_assignment" => {
                     let name = node.child_by_field_name("name").map(|n| base_name(node_text(n, src)));
-                    let value = node.child_by_field_name("value").map(|v| node_text(v, src));
+                    let value = node.child_by_field_name("value");
+                    // The value of `$((…))` is always a number.
+                    let numeric_value = value
+                        .is_some_and(|v| v.kind() == "arithmetic_expansion" || is_plain_number(node_text(v, src)));
                     if let Some(name) = name
-                        && !value.is_some_and(is_plain_number)
+                        && !numeric_value
                     {
                         numeric.tainted.insert(name.to_owned());
                     }
