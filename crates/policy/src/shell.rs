@@ -205,6 +205,8 @@ pub enum OpaqueKind {
     UnknownConstruct,
     /// A shell option that changes how later words or assignments work (`set -a`, `set -k`).
     ShellOption,
+    /// A later command name runs other code: `hash -p FILE NAME`, `enable -f LIB NAME`, `coproc`.
+    CommandLookup,
 }
 
 /// Analyzes a bash script. Never fails: what cannot be analyzed is reported in `opaque` or `parse_errors`.
@@ -263,6 +265,11 @@ impl Analyzer {
         };
         let root = tree.root_node();
         if root.has_error() && has_real_syntax_errors(root, script) {
+            self.out.parse_errors = true;
+        }
+        // The grammar takes a backslash-newline for a blank; bash removes it, joining the words around it
+        // (`r\<newline>m` is `rm`). Where it joins two words the grammar splits, the parse is not bash's.
+        if joins_words(script) {
             self.out.parse_errors = true;
         }
         let outer = std::mem::replace(&mut self.numeric, constructs::Numeric::of_script(root, script));
@@ -433,7 +440,8 @@ impl Analyzer {
         let shown = node.parent().map_or_else(|| node_text(node, src), |p| node_text(p, src));
         let known = (!value.dynamic).then_some(value.text.as_str());
         self.check_variable(&name, known, reach, shown);
-        let arithmetic = node.child_by_field_name("value").is_some_and(|v| v.kind() == "arithmetic_expansion");
+        let arithmetic =
+            node.child_by_field_name("value").is_some_and(|v| v.kind() == "arithmetic_expansion");
         if let Some(value) = known.or(arithmetic.then_some("0")) {
             self.note_numeric_assignment(&name, value);
         }
@@ -465,7 +473,9 @@ impl Analyzer {
         text: &str,
     ) {
         let Some(first) = argv.first() else { return };
-        if first.dynamic {
+        // A pattern in the name (`/bin/r?`) is expanded by bash to whatever file matches.
+        let name_is_pattern = first.text != "[" && first.text.contains(['*', '?', '[']);
+        if first.dynamic || name_is_pattern {
             self.opaque(OpaqueKind::DynamicCommandName, text);
         }
         let program = basename(&first.text).to_owned();
@@ -635,6 +645,14 @@ fn redirects_stdin(node: Node<'_>, src: &str) -> bool {
             reads && matches!(fd, None | Some("0"))
         }
         _ => false,
+    })
+}
+
+/// A backslash-newline with no blank on either side: bash joins the words the grammar splits there.
+fn joins_words(script: &str) -> bool {
+    let bytes = script.as_bytes();
+    bytes.windows(4).any(|w| {
+        matches!(w, [before, b'\\', b'\n', after] if !before.is_ascii_whitespace() && *before != b'\\' && !after.is_ascii_whitespace())
     })
 }
 

@@ -125,8 +125,9 @@ impl Numeric {
                     let name = node.child_by_field_name("name").map(|n| base_name(node_text(n, src)));
                     let value = node.child_by_field_name("value");
                     // The value of `$((…))` is always a number.
-                    let numeric_value = value
-                        .is_some_and(|v| v.kind() == "arithmetic_expansion" || is_plain_number(node_text(v, src)));
+                    let numeric_value = value.is_some_and(|v| {
+                        v.kind() == "arithmetic_expansion" || is_plain_number(node_text(v, src))
+                    });
                     if let Some(name) = name
                         && !numeric_value
                     {

@@ -99,6 +99,17 @@ fn assigned_names(program: &str, args: &[Word]) -> Option<Vec<Word>> {
                 names.push(arg.clone());
             }
         }
+        // `getopts OPTSTRING NAME [ARGS]`.
+        "getopts" => names.extend(args.iter().filter(|a| !a.text.starts_with('-')).nth(1).cloned()),
+        // `wait -p NAME`.
+        "wait" => {
+            while let Some(arg) = args.get(i) {
+                i += 1;
+                if arg.text == "-p" {
+                    names.extend(args.get(i).cloned());
+                }
+            }
+        }
         _ => return None,
     }
     Some(names)

@@ -25,6 +25,18 @@ pub(crate) fn inspect(
     match program {
         "eval" => analyzer.opaque(OpaqueKind::Eval, text),
         "source" | "." => analyzer.opaque(OpaqueKind::Source, text),
+        "hash" if args.iter().any(|a| a.dynamic || (a.text.starts_with('-') && a.text.contains('p'))) => {
+            analyzer.opaque(OpaqueKind::CommandLookup, text);
+        }
+        "enable"
+            if args.iter().any(|a| a.dynamic || (a.text.starts_with('-') && a.text.contains(['f', 'd']))) =>
+        {
+            analyzer.opaque(OpaqueKind::CommandLookup, text);
+        }
+        // The grammar does not know coprocesses: it reads `coproc NAME { cmd; }` as words.
+        "coproc" => analyzer.opaque(OpaqueKind::CommandLookup, text),
+        // History re-execution and the editor it starts.
+        "fc" => analyzer.opaque(OpaqueKind::Eval, text),
         // Each argument of `let` is arithmetic.
         "let" => {
             for arg in args {

@@ -195,3 +195,24 @@ fn recursive_reads_that_follow_links_judge_their_targets() {
         assert_eq!(eval.decision, Decision::Allow, "{command}: {:?}", eval.reasons);
     }
 }
+
+#[test]
+fn what_changes_which_program_a_name_runs_is_opaque() {
+    for script in [
+        "hash -p /tmp/evil git; git status",
+        "enable -f /tmp/x.so ls; ls",
+        "coproc HOME { ls; }",
+        "/???/r? -rf x",
+        "/bin/r[m] -rf x",
+    ] {
+        let a = analyze(script);
+        assert!(!a.opaque.is_empty(), "{script:?}: {:?}", a);
+    }
+    // Bash joins the words around a backslash-newline that the grammar splits: `r\<newline>m` is `rm`.
+    assert!(analyze("r\\\nm -rf x").parse_errors);
+    assert!(!analyze("cargo test \\\n  --workspace").parse_errors);
+    for script in ["getopts ab HOME", "wait -p PWD"] {
+        assert!(kinds(&analyze(script)).contains(&OpaqueKind::CodeInjectingVariable), "{script}");
+    }
+    assert!(analyze("[ -f x ] && echo y").opaque.is_empty());
+}
