@@ -216,3 +216,33 @@ fn what_changes_which_program_a_name_runs_is_opaque() {
     }
     assert!(analyze("[ -f x ] && echo y").opaque.is_empty());
 }
+
+/// The gate's own false prompts: benign agent commands judged by a policy that allows every program and
+/// the whole project, so that only what the gate cannot see through prompts. At most 20 %.
+#[test]
+fn the_gate_prompts_for_at_most_a_fifth_of_benign_agent_commands() {
+    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/benign/agent-commands.txt");
+    let commands: Vec<String> = std::fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.replace("\\n", "\n"))
+        .collect();
+    assert!(commands.len() >= 100);
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(project.join("src/bin")).unwrap();
+    std::fs::create_dir_all(project.join("docs")).unwrap();
+    for file in
+        ["README.md", "Cargo.toml", "CHANGELOG.md", "package.json", "src/main.rs", "src/lib.rs", "a.txt"]
+    {
+        std::fs::write(project.join(file), "x\n").unwrap();
+    }
+    let p = policy(&project);
+    let ctx = EvalContext { cwd: project.clone(), home: Some(project.join("home")) };
+    let prompted: Vec<&String> =
+        commands.iter().filter(|c| p.evaluate_command(c, &ctx).decision == Decision::Prompt).collect();
+    let rate = prompted.len() as f64 / commands.len() as f64;
+    println!("{} of {} benign commands prompt ({:.1} %)", prompted.len(), commands.len(), rate * 100.0);
+    assert!(rate <= 0.20, "{:.1} % prompt: {prompted:#?}", rate * 100.0);
+}
