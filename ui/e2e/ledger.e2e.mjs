@@ -47,7 +47,7 @@ before(async () => {
   ({ w, app, info } = await openApp(POLICY));
   const { code, report } = await agent(info, w, [
     shell("echo hello-ledger"),
-    shell(`export GITHUB_TOKEN=${SECRET} && echo token-set`),
+    shell(`echo GITHUB_TOKEN=${SECRET} && echo token-set`),
     shell("rm -rf build"),
     shell("ls"),
   ]);
@@ -100,7 +100,7 @@ test("the detail shows a redacted secret as redacted and never its value", async
       break;
     }
   }
-  assert.ok(clicked, `the export call is listed: ${JSON.stringify(await rowTexts())}`);
+  assert.ok(clicked, `the call with the token is listed: ${JSON.stringify(await rowTexts())}`);
   const args = $('[data-testid="drawer-arguments"]');
   await args.waitForDisplayed({ timeout: 10_000 });
   assert.equal(await args.$('[data-testid="redacted-span"]').getText(), "[REDACTED]");
