@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Pipeline, list, prefix assignment, redirections, `tee` target and a nested `bash -c`.
-const COMPOUND: &str = "cd src && git status && FOO=1 cargo test -- --nocapture 2>/dev/null | tee out.log; \
+const COMPOUND: &str = "cd src && git status && RUST_BACKTRACE=1 cargo test -- --nocapture 2>/dev/null | tee out.log; \
                         bash -c 'npm run build' || echo failed";
 const SIMPLE: &str = "git status";
 const RULES: usize = 1000;

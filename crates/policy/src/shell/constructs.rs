@@ -33,72 +33,73 @@ pub(crate) enum Treatment {
     HeredocBody,
 }
 
-/// Every named node kind of tree-sitter-bash 0.25, one row each (a test checks the grammar has no other).
+/// Every named node kind of tree-sitter-bash 0.25, one row each, sorted by kind (a test checks the grammar
+/// has no other, and the order).
 pub(crate) const NODE_KINDS: &[(&str, Treatment)] = &[
-    ("program", Treatment::Structure),
-    ("list", Treatment::Structure),
-    ("pipeline", Treatment::Structure),
-    ("subshell", Treatment::Structure),
-    ("compound_statement", Treatment::Structure),
-    ("do_group", Treatment::Structure),
-    ("if_statement", Treatment::Structure),
-    ("elif_clause", Treatment::Structure),
-    ("else_clause", Treatment::Structure),
-    ("while_statement", Treatment::Structure),
-    ("for_statement", Treatment::Structure),
+    ("ansi_c_string", Treatment::Literal),
+    ("arithmetic_expansion", Treatment::Arithmetic),
+    ("array", Treatment::Structure),
+    ("binary_expression", Treatment::Expression),
+    ("brace_expression", Treatment::Expanded),
     ("c_style_for_statement", Treatment::Structure),
-    ("case_statement", Treatment::Structure),
     ("case_item", Treatment::Structure),
-    ("negated_command", Treatment::Structure),
-    ("redirected_statement", Treatment::Structure),
-    ("function_definition", Treatment::Structure),
+    ("case_statement", Treatment::Structure),
     ("command", Treatment::Structure),
     ("command_name", Treatment::Structure),
+    ("command_substitution", Treatment::Substitution),
+    ("comment", Treatment::Literal),
+    ("compound_statement", Treatment::Structure),
+    ("concatenation", Treatment::Expanded),
     ("declaration_command", Treatment::Structure),
+    ("do_group", Treatment::Structure),
+    ("elif_clause", Treatment::Structure),
+    ("else_clause", Treatment::Structure),
+    ("expansion", Treatment::Expansion),
+    ("extglob_pattern", Treatment::Expanded),
+    ("file_descriptor", Treatment::Literal),
+    ("file_redirect", Treatment::Structure),
+    ("for_statement", Treatment::Structure),
+    ("function_definition", Treatment::Structure),
+    ("heredoc_body", Treatment::HeredocBody),
+    ("heredoc_content", Treatment::Expanded),
+    ("heredoc_end", Treatment::Literal),
+    ("heredoc_redirect", Treatment::Structure),
+    ("heredoc_start", Treatment::Literal),
+    ("herestring_redirect", Treatment::Structure),
+    ("if_statement", Treatment::Structure),
+    ("list", Treatment::Structure),
+    ("negated_command", Treatment::Structure),
+    ("number", Treatment::Expanded),
+    ("parenthesized_expression", Treatment::Expression),
+    ("pipeline", Treatment::Structure),
+    ("postfix_expression", Treatment::Expression),
+    ("process_substitution", Treatment::Substitution),
+    ("program", Treatment::Structure),
+    ("raw_string", Treatment::Literal),
+    ("redirected_statement", Treatment::Structure),
+    ("regex", Treatment::Expanded),
+    ("simple_expansion", Treatment::Expansion),
+    ("special_variable_name", Treatment::Literal),
+    ("string", Treatment::Expanded),
+    ("string_content", Treatment::Expanded),
+    ("subscript", Treatment::Structure),
+    ("subshell", Treatment::Structure),
+    ("ternary_expression", Treatment::Expression),
+    ("test_command", Treatment::Test),
+    ("test_operator", Treatment::Literal),
+    ("translated_string", Treatment::Expanded),
+    ("unary_expression", Treatment::Expression),
     ("unset_command", Treatment::Structure),
     ("variable_assignment", Treatment::Structure),
     ("variable_assignments", Treatment::Structure),
-    ("file_redirect", Treatment::Structure),
-    ("heredoc_redirect", Treatment::Structure),
-    ("herestring_redirect", Treatment::Structure),
-    ("array", Treatment::Structure),
-    ("subscript", Treatment::Structure),
-    ("concatenation", Treatment::Expanded),
-    ("string", Treatment::Expanded),
-    ("translated_string", Treatment::Expanded),
-    ("word", Treatment::Expanded),
-    ("string_content", Treatment::Expanded),
-    ("heredoc_content", Treatment::Expanded),
-    ("regex", Treatment::Expanded),
-    ("extglob_pattern", Treatment::Expanded),
-    ("brace_expression", Treatment::Expanded),
-    ("number", Treatment::Expanded),
-    ("raw_string", Treatment::Literal),
-    ("ansi_c_string", Treatment::Literal),
-    ("comment", Treatment::Literal),
-    ("heredoc_start", Treatment::Literal),
-    ("heredoc_end", Treatment::Literal),
-    ("file_descriptor", Treatment::Literal),
     ("variable_name", Treatment::Literal),
-    ("special_variable_name", Treatment::Literal),
-    ("test_operator", Treatment::Literal),
-    ("command_substitution", Treatment::Substitution),
-    ("process_substitution", Treatment::Substitution),
-    ("simple_expansion", Treatment::Expansion),
-    ("expansion", Treatment::Expansion),
-    ("arithmetic_expansion", Treatment::Arithmetic),
-    ("test_command", Treatment::Test),
-    ("binary_expression", Treatment::Expression),
-    ("unary_expression", Treatment::Expression),
-    ("ternary_expression", Treatment::Expression),
-    ("postfix_expression", Treatment::Expression),
-    ("parenthesized_expression", Treatment::Expression),
-    ("heredoc_body", Treatment::HeredocBody),
+    ("while_statement", Treatment::Structure),
+    ("word", Treatment::Expanded),
 ];
 
 /// The row of a node kind; `None` for a kind no row reviews.
 pub(crate) fn treatment(kind: &str) -> Option<Treatment> {
-    NODE_KINDS.iter().find(|(k, _)| *k == kind).map(|(_, t)| *t)
+    NODE_KINDS.binary_search_by(|(k, _)| (*k).cmp(kind)).ok().and_then(|i| NODE_KINDS.get(i)).map(|(_, t)| *t)
 }
 
 /// Arithmetic comparison operators of `[[ ]]`: both operands are evaluated as arithmetic.
@@ -118,6 +119,10 @@ impl Numeric {
     /// Collects, over the whole script, the names assigned anything but a number.
     pub(crate) fn of_script(root: Node<'_>, src: &str) -> Self {
         let mut numeric = Self::default();
+        // Only arithmetic contexts read it: `((`, `$[`, subscripts, `let`, `${x:n}`, `[[ -eq ]]`.
+        if !(src.contains("((") || src.contains('[') || src.contains("let") || src.contains("${")) {
+            return numeric;
+        }
         let mut stack = vec![root];
         while let Some(node) = stack.pop() {
             match node.kind() {
@@ -565,6 +570,7 @@ mod tests {
         for (kind, _) in NODE_KINDS {
             assert!(kinds.contains(kind), "row {kind} is not a kind of the grammar");
         }
+        assert!(NODE_KINDS.windows(2).all(|w| w[0].0 < w[1].0), "the rows are sorted by kind");
     }
 
     #[test]
