@@ -83,8 +83,10 @@ pub const SYSTEM_SECRETS: &[(&str, &str)] = &[
 /// Places inside a writable tree kept read-only: allowed programs execute what they hold, so writing
 /// them is running code later (the policy prompts for it; the kernel keeps it unless approved).
 pub const KEPT_READ_ONLY: &[(&str, &str)] = &[
-    (".git/hooks", "git runs its hooks"),
-    (".git/config", "git runs commands it names (core.fsmonitor, aliases)"),
+    (
+        ".git",
+        "git runs what its repository folder names (hooks, config, commondir); a mount point, it cannot be renamed away",
+    ),
     (".gitmodules", "git runs commands submodule settings name"),
     (".envrc", "direnv runs it on entering the folder"),
     (".vscode", "the editor runs its tasks and settings"),
@@ -92,6 +94,65 @@ pub const KEPT_READ_ONLY: &[(&str, &str)] = &[
     (".husky", "git hooks managed by husky"),
     (".githooks", "a git hooks folder"),
 ];
+
+/// Inside `.git`, what stays read-only for a command that writes the repository (`git commit`, `git add`):
+/// the rest of the folder (objects, refs, the index) is written by git itself.
+pub const KEPT_READ_ONLY_IN_GIT: &[(&str, &str)] = &[
+    (".git/hooks", "git runs its hooks"),
+    (".git/config", "git runs commands it names (core.fsmonitor, aliases)"),
+    (".git/commondir", "git reads the repository (and its config) from the folder it names"),
+    (".git/info", "attributes and excludes git reads"),
+    (".git/modules", "submodules' repositories, with their own config and hooks"),
+    (".git/worktrees", "worktrees' repositories, with their own commondir"),
+];
+
+/// git subcommands that write the repository folder: their command gets `.git` writable (still a mount
+/// point, with the places of [`KEPT_READ_ONLY_IN_GIT`] read-only).
+const GIT_WRITING: &[&str] = &[
+    "add",
+    "am",
+    "apply",
+    "branch",
+    "checkout",
+    "cherry-pick",
+    "clean",
+    "commit",
+    "fetch",
+    "gc",
+    "merge",
+    "mv",
+    "notes",
+    "pull",
+    "rebase",
+    "reset",
+    "restore",
+    "revert",
+    "rm",
+    "stash",
+    "switch",
+    "tag",
+    "update-index",
+    "update-ref",
+];
+
+/// Whether `argv` is git writing its repository.
+fn writes_git_repository(argv: &[String]) -> bool {
+    let Some(program) = argv.first() else { return false };
+    if crate::shell::basename_of(program) != "git" {
+        return false;
+    }
+    let mut words = argv.iter().skip(1);
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" => {
+                words.next();
+            }
+            w if w.starts_with('-') => {}
+            w => return GIT_WRITING.contains(&w),
+        }
+    }
+    false
+}
 
 /// Places at the top of each writable tree that stay empty inside even where they do not exist yet (the
 /// launcher makes them, as empty folders, so nothing can be created there): the hub watches them and
@@ -303,9 +364,12 @@ impl Policy {
             .filter(|a| a.access == Access::Write && a.decision == Decision::Prompt)
             .map(|a| PathBuf::from(&a.path))
             .collect();
+        let git_writes = evaluation.commands.iter().any(|argv| writes_git_repository(argv));
+        let kept = KEPT_READ_ONLY.iter().filter(|(rel, _)| !(git_writes && *rel == ".git"));
+        let kept_in_git = KEPT_READ_ONLY_IN_GIT.iter().filter(|_| git_writes);
         let read_only = write
             .iter()
-            .flat_map(|w| KEPT_READ_ONLY.iter().map(move |(rel, _)| w.join(rel)))
+            .flat_map(|w| kept.clone().chain(kept_in_git.clone()).map(move |(rel, _)| w.join(rel)))
             .filter(|p| exists(p) && !approved_writes.iter().any(|a| a.starts_with(p)))
             .collect();
         let (network, network_reason) = self.network_use(evaluation);

@@ -656,6 +656,11 @@ fn joins_words(script: &str) -> bool {
     })
 }
 
+/// The program a command word names: `/bin/rm` and `./rm` are `rm`.
+pub fn basename_of(word: &str) -> &str {
+    basename(word)
+}
+
 /// The last path component: `/bin/rm` and `./rm` are `rm`.
 pub(crate) fn basename(word: &str) -> &str {
     let trimmed = word.trim_end_matches('/');

@@ -5,6 +5,7 @@
 
 use crate::WALLS_FAILED;
 use crate::channel::{from_stdin, read_request, send};
+use crate::inheritance;
 use crate::launcher::IDS_VAR;
 use crate::protocol::LaunchReport;
 use crate::walls;
@@ -53,6 +54,15 @@ fn watchdog(limit: u32, tripped: Arc<AtomicBool>) {
 
 pub(crate) fn init_main(offline: bool) -> i32 {
     let Ok(mut launcher) = from_stdin() else { return WALLS_FAILED };
+    // Dies with the first stage (so with the hub): the kernel then ends the whole namespace. A session of
+    // its own: the operator's terminal is nobody's controlling terminal in here.
+    let detached = inheritance::die_with_parent()
+        .and_then(|()| inheritance::close_inherited_descriptors())
+        .and_then(|()| inheritance::new_session());
+    if let Err(message) = detached {
+        send(&mut launcher, &LaunchReport::failed("detaching from the hub", message));
+        return WALLS_FAILED;
+    }
     let Some(ids) = ids() else {
         send(&mut launcher, &LaunchReport::failed("request", "the hub's user is not known"));
         return WALLS_FAILED;
@@ -79,6 +89,10 @@ pub(crate) fn init_main(offline: bool) -> i32 {
             return WALLS_FAILED;
         }
     };
+    if let Err(message) = inheritance::refuse_terminal_injection() {
+        send(&mut launcher, &LaunchReport::failed("seccomp", message));
+        return WALLS_FAILED;
+    }
     let mut command = Command::new(&request.program);
     command
         .args(&request.args)

@@ -3,11 +3,14 @@
 //! PID namespace, and relays its reports to the hub.
 
 use crate::channel::{from_stdin, read_request, send};
+use crate::inheritance;
 use crate::protocol::LaunchReport;
 use crate::{ENTRY, INIT, OFFLINE, WALLS_FAILED};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
 use nix::unistd::{getgid, getuid};
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
@@ -26,8 +29,39 @@ pub(crate) fn map_ids(inside: (u32, u32), outside: (u32, u32)) -> std::io::Resul
     std::fs::write("/proc/self/gid_map", format!("{} {} 1\n", inside.1, outside.1))
 }
 
+/// Waits until the second stage has something to say (`true`) or the hub's end of its socket is closed
+/// (`false`: the hub was killed or crashed). A thread cannot watch instead: after `unshare` of a PID
+/// namespace a process can make no thread, and before it a thread forbids the user namespace.
+fn init_speaks_before_hub_goes(init: &UnixStream, hub: &UnixStream) -> bool {
+    loop {
+        let mut fds =
+            [PollFd::new(init.as_fd(), PollFlags::POLLIN), PollFd::new(hub.as_fd(), PollFlags::empty())];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return true,
+            Ok(_) => {
+                let gone = |fd: &PollFd<'_>| {
+                    fd.revents().is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+                };
+                if gone(&fds[1]) {
+                    return false;
+                }
+                if fds[0].revents().is_some_and(|r| !r.is_empty()) {
+                    return true;
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn launch_main(offline: bool) -> i32 {
     let Ok(mut hub) = from_stdin() else { return WALLS_FAILED };
+    // Nothing the hub was handed without close-on-exec goes further than this process.
+    if let Err(message) = inheritance::close_inherited_descriptors() {
+        send(&mut hub, &LaunchReport::failed("descriptors", message));
+        return WALLS_FAILED;
+    }
+
     // Everything up to the second stage waiting for the request is done before the request comes: a
     // hub keeps one launcher started ahead, so a command pays only for what depends on its profile.
     let ids = (getuid().as_raw(), getgid().as_raw());
@@ -77,8 +111,19 @@ pub(crate) fn launch_main(offline: bool) -> i32 {
     let _ = init.write_all(&raw);
     let _ = init.shutdown(std::net::Shutdown::Write);
     let mut ended = false;
-    for line in BufReader::new(&init).lines() {
-        let Ok(line) = line else { break };
+    let mut reports = BufReader::new(&init);
+    loop {
+        // When the hub goes, this stage goes: the second stage dies with it (PR_SET_PDEATHSIG), and with
+        // the second stage every process of the namespace.
+        if !reports.buffer().contains(&b'\n') && !init_speaks_before_hub_goes(&init, &hub) {
+            std::process::exit(WALLS_FAILED);
+        }
+        let mut line = String::new();
+        match reports.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let line = line.trim_end_matches('\n');
         ended |= matches!(serde_json::from_str(&line), Ok(LaunchReport::Ended { .. }));
         let _ = hub.write_all(line.as_bytes());
         let _ = hub.write_all(b"\n");

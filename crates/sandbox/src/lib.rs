@@ -3,7 +3,9 @@
 //! network) network namespaces, starts itself again as the first process of the new PID namespace, and
 //! that process hides the places no command may see, keeps protected places read-only, bounds the
 //! process count, drops to the hub's own user, confines itself with Landlock and resource limits, and
-//! only then starts the command. Both stages are safe Rust: no `pre_exec`, no `fork`.
+//! only then starts the command, in a session of its own, without the descriptors the hub inherited and
+//! with the terminal-injecting ioctls refused. Both stages are safe Rust (no `pre_exec`, no `fork`) but
+//! for one reviewed `close_range` call (`inheritance.rs`).
 //!
 //! The hub side ([`SandboxLauncher`]) sends the request over a socket on the launcher's standard input
 //! and reads back what the walls hold, and how the command ended ([`LaunchReport`]). [`findings`] reads
@@ -12,6 +14,7 @@
 mod channel;
 mod client;
 pub mod findings;
+mod inheritance;
 mod init;
 mod launcher;
 mod protocol;

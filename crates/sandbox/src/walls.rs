@@ -15,8 +15,9 @@ use nix::sys::resource::{Resource, setrlimit};
 use portcullis_harness::SandboxLimits;
 use std::path::{Path, PathBuf};
 
-/// Devices a command may read and write.
-const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+/// Devices a command may read and write. Not `/dev/tty`: the command has no controlling terminal, and no
+/// terminal of the operator's is to be opened by path either.
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
 /// The Landlock ABI the rules are written for (the kernel may offer less; what it offers is reported).
 const ABI_USED: ABI = ABI::V6;

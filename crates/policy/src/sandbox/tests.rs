@@ -44,8 +44,8 @@ fn the_project_is_writable_and_its_policy_folder_hidden_and_git_hooks_read_only(
     let p = profile(&w, &policy, "ls");
     assert_eq!(p.write, vec![w.project.clone()]);
     assert!(p.hidden.contains(&w.project.join(".portcullis")), "{:?}", p.hidden);
-    assert!(p.read_only.contains(&w.project.join(".git/hooks")), "{:?}", p.read_only);
-    assert!(p.read_only.contains(&w.project.join(".git/config")), "{:?}", p.read_only);
+    // The whole repository folder: `.git/commondir` cannot be created, `.git` cannot be renamed away.
+    assert!(p.read_only.contains(&w.project.join(".git")), "{:?}", p.read_only);
     assert!(p.read.contains(&w.home.join(".cargo")), "{:?}", p.read);
     assert!(!p.network);
     assert_eq!(p.enforcement, Enforcement::Confined);
@@ -139,4 +139,20 @@ fn a_projects_missing_policy_folder_is_reserved_so_no_command_can_create_it() {
     let policy = policy_in(&w.project, r#"{"commands":{"default":"allow"}}"#);
     let p = profile(&w, &policy, "ls");
     assert!(p.hidden.contains(&w.project.join(".portcullis")), "{:?}", p.hidden);
+}
+
+#[test]
+fn a_command_writing_the_repository_gets_git_writable_but_its_executed_places_read_only() {
+    let w = world();
+    let policy = policy_in(&w.project, r#"{"commands":{"default":"allow"}}"#);
+    for command in ["git commit -m x", "git -C . add -A", "ls && git stash"] {
+        let p = profile(&w, &policy, command);
+        assert!(!p.read_only.contains(&w.project.join(".git")), "{command}: {:?}", p.read_only);
+        assert!(p.read_only.contains(&w.project.join(".git/hooks")), "{command}: {:?}", p.read_only);
+        assert!(p.read_only.contains(&w.project.join(".git/config")), "{command}: {:?}", p.read_only);
+    }
+    for command in ["git status", "make", "git log", "cargo test"] {
+        let p = profile(&w, &policy, command);
+        assert!(p.read_only.contains(&w.project.join(".git")), "{command}: {:?}", p.read_only);
+    }
 }

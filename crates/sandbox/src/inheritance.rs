@@ -1,0 +1,86 @@
+//! What a confined command must not inherit from the hub or from the operator's terminal: descriptors the
+//! hub was given without close-on-exec (an `echo x >&7` would write through one, past Landlock), the
+//! controlling terminal (a new session without one: `/dev/tty` cannot be opened), the terminal ioctls that
+//! push input into another program's terminal (`TIOCSTI`, `TIOCLINUX`, refused by seccomp as well), and a
+//! life of its own (it dies with the launcher, which dies with the hub).
+
+use nix::sys::signal::Signal;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
+use std::collections::BTreeMap;
+
+/// `ioctl` requests refused inside: each pushes bytes into a terminal's input as if typed there.
+pub(crate) const REFUSED_IOCTLS: &[(u64, &str)] = &[
+    (0x5412, "TIOCSTI: types characters into the terminal's input"),
+    (0x541C, "TIOCLINUX: the Linux console's selection paste types into it"),
+];
+
+/// Marks every descriptor above 2 close-on-exec: whatever this process was given (by the hub, and the hub
+/// by whoever started it) ends at the next `exec`. Nothing is closed, so no descriptor this process owns
+/// is invalidated.
+#[allow(unsafe_code)]
+pub(crate) fn close_inherited_descriptors() -> Result<(), String> {
+    // SAFETY (reviewed exception to the workspace's `unsafe_code` rule): `close_range` with
+    // CLOSE_RANGE_CLOEXEC only sets the close-on-exec flag on descriptors 3 and up; it closes nothing,
+    // takes no pointers, and cannot invalidate a descriptor Rust code owns. No safe wrapper exists in
+    // the crates the workspace uses (nix and rustix take a borrowed descriptor, which needs one per fd).
+    let done = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if done == 0 {
+        return Ok(());
+    }
+    Err(format!("close_range: {}", std::io::Error::last_os_error()))
+}
+
+/// A new session, with no controlling terminal: `/dev/tty` is `ENXIO` inside, and no terminal's
+/// foreground group is the command's.
+pub(crate) fn new_session() -> Result<(), String> {
+    nix::unistd::setsid().map(drop).map_err(|e| format!("setsid: {e}"))
+}
+
+/// Dies (SIGKILL) when the process that started this one dies.
+pub(crate) fn die_with_parent() -> Result<(), String> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))
+}
+
+/// The seccomp filter refusing [`REFUSED_IOCTLS`] with `EPERM` (only the low 32 bits of the request
+/// count, as the kernel reads them, so high bits set do not slip past).
+pub(crate) fn terminal_injection_filter() -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
+    let mut rules = Vec::new();
+    for (request, _) in REFUSED_IOCTLS {
+        let condition = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *request)
+            .map_err(|e| format!("seccomp: {e}"))?;
+        rules.push(SeccompRule::new(vec![condition]).map_err(|e| format!("seccomp: {e}"))?);
+    }
+    let filter = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_ioctl, rules)]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| format!("seccomp: {e}"))?;
+    BpfProgram::try_from(filter).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// Installs [`terminal_injection_filter`] on this thread (and so on the command it starts).
+pub(crate) fn refuse_terminal_injection() -> Result<(), String> {
+    let program = terminal_injection_filter()?;
+    seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_compiles_for_this_machine_with_a_row_per_request() {
+        assert_eq!(REFUSED_IOCTLS.len(), 2);
+        for (request, why) in REFUSED_IOCTLS {
+            assert!(*request > 0 && !why.is_empty());
+        }
+        assert_eq!(REFUSED_IOCTLS[0].0, libc::TIOCSTI as u64);
+        assert!(terminal_injection_filter().is_ok_and(|p| !p.is_empty()));
+    }
+}
