@@ -17,6 +17,7 @@ mod ledger_cli_output;
 mod ledger_fixture;
 mod policy_cli;
 mod sandbox;
+mod sandbox_isolation;
 mod tool_pins;
 mod upstream;
 mod upstream_offerings;
