@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod document;
 mod evaluation;
 mod examples;
+mod executed;
 #[doc(hidden)]
 pub mod fuzzing;
 mod judge;

@@ -170,6 +170,9 @@ impl ProtectedPaths {
         {
             return Some(ProtectedHit { kind: *kind, what: (*what).to_owned() });
         }
+        if let Some(what) = crate::executed::find(path) {
+            return Some(ProtectedHit { kind: ProtectedKind::Executed, what });
+        }
         if !(path.starts_with("/proc") || path.starts_with("/dev")) {
             return None;
         }
@@ -458,7 +461,10 @@ mod tests {
             ("/p/.gitignore", None),
             ("/p/.claude/settings.json", Some(ProtectedKind::Executed)),
             ("/p/.vscode/tasks.json", Some(ProtectedKind::Executed)),
-            ("/p/.vscode/launch.json", None),
+            ("/p/.vscode/launch.json", Some(ProtectedKind::Executed)),
+            ("/p/.vscode/extensions.json", None),
+            ("/p/.mcp.json", Some(ProtectedKind::Executed)),
+            ("/p/.github/workflows/ci.yml", Some(ProtectedKind::Executed)),
             ("/p/.envrc", Some(ProtectedKind::Executed)),
             ("/p/.gitmodules", Some(ProtectedKind::Executed)),
             ("/p/.husky/pre-push", Some(ProtectedKind::Executed)),
