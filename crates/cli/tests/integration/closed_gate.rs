@@ -69,17 +69,23 @@ fn policy_check_judges_every_red_team_case_of_the_corpus() {
     assert!(cases.len() >= 60);
     let (_dir, base) = project();
     for case in &cases {
-        let command = case["shell"].as_str().unwrap();
-        let out = portcullis(&base)
-            .args(["policy", "check", "--json", "--policy"])
-            .arg(corpus.join("policy.json"))
-            .arg("--")
-            .arg(command)
-            .current_dir(&corpus)
-            .output()
-            .unwrap();
+        let mut check = portcullis(&base);
+        check.args(["policy", "check", "--json", "--policy"]).arg(corpus.join("policy.json"));
+        let shown = match (case["shell"].as_str(), case["write"].as_str()) {
+            (Some(command), _) => {
+                check.arg("--").arg(command);
+                command.to_owned()
+            }
+            (None, Some(path)) => {
+                let call = json!({"name": "write", "arguments": {"path": path, "content": "x"}});
+                check.arg("--call").arg(call.to_string());
+                format!("write {path}")
+            }
+            _ => panic!("a case of an unknown kind: {case}"),
+        };
+        let out = check.current_dir(&corpus).output().unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["decision"], case["expect"], "{command:?}: {}", case["why"]);
+        assert_eq!(v["decision"], case["expect"], "{shown:?}: {}", case["why"]);
     }
 }
 
