@@ -38,7 +38,11 @@ pub(crate) const FILES: &[(Option<&str>, &str, &str)] = &[
     (None, ".gitlab-ci.yml", "GitLab CI runs the jobs this file names"),
     (None, ".bazelrc", "bazel runs what its options name (--run_under, --workspace_status_command)"),
     (None, ".pdbrc", "pdb runs this file's commands when it starts"),
-    (Some(".cargo"), "config.toml", "cargo runs the programs this file names (runner, rustc-wrapper, linker)"),
+    (
+        Some(".cargo"),
+        "config.toml",
+        "cargo runs the programs this file names (runner, rustc-wrapper, linker)",
+    ),
     (Some(".cargo"), "config", "cargo runs the programs this file names (runner, rustc-wrapper, linker)"),
     (Some(".vscode"), "launch.json", "VS Code runs the programs its launch configurations name"),
     (Some("workflows"), "*", "CI runs the workflows in .github/workflows"),
@@ -47,14 +51,29 @@ pub(crate) const FILES: &[(Option<&str>, &str, &str)] = &[
 /// The names inside a git repository folder: a write to one of them, below a folder, makes that folder
 /// a candidate look-alike.
 const REPOSITORY_NAMES: &[&str] = &[
-    "HEAD", "config", "commondir", "objects", "refs", "hooks", "info", "packed-refs", "index", "logs",
-    "worktrees", "modules", "gitdir", "description", "FETCH_HEAD", "ORIG_HEAD",
+    "HEAD",
+    "config",
+    "commondir",
+    "objects",
+    "refs",
+    "hooks",
+    "info",
+    "packed-refs",
+    "index",
+    "logs",
+    "worktrees",
+    "modules",
+    "gitdir",
+    "description",
+    "FETCH_HEAD",
+    "ORIG_HEAD",
 ];
 
 /// Why a folder git would take as a repository is protected.
 pub(crate) const LOOK_ALIKE: &str = "a folder git would take as a repository (a HEAD with objects/ and refs/): git runs what its config names (core.fsmonitor, hooks) in any command run there";
 
-/// The place `path` (canonical) is, if it is one: what runs it.
+/// The place `path` (canonical) is, if it is one: what runs it. (A repository look-alike is judged only
+/// for writes, by [`repository_look_alike`]: `git show HEAD` names a revision, not a file.)
 pub(crate) fn find(path: &Path) -> Option<String> {
     let named = path.components().find_map(|c| match c {
         Component::Normal(name) => FOLDERS.iter().find(|(n, _)| name == *n),
@@ -66,13 +85,11 @@ pub(crate) fn find(path: &Path) -> Option<String> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let parent = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
     let file = FILES.iter().find(|(folder, file, _)| {
-        (*file == name || *file == "*") && folder.is_none_or(|f| Some(f) == parent)
+        (*file == name || *file == "*")
+            && folder.is_none_or(|f| Some(f) == parent)
             && (*folder != Some("workflows") || in_github_workflows(path))
     });
-    if let Some((_, _, what)) = file {
-        return Some((*what).to_owned());
-    }
-    repository_look_alike(path).then(|| LOOK_ALIKE.to_owned())
+    file.map(|(_, _, what)| (*what).to_owned())
 }
 
 fn in_github_workflows(path: &Path) -> bool {
@@ -84,7 +101,7 @@ fn in_github_workflows(path: &Path) -> bool {
 /// in any order, one script or many, so the piece no look-alike lacks is what is guarded: writing a
 /// `HEAD` (or `commondir`) anywhere, and writing any repository name (`config`, `hooks/`, `objects/`...)
 /// beside an existing `HEAD`.
-fn repository_look_alike(path: &Path) -> bool {
+pub(crate) fn repository_look_alike(path: &Path) -> bool {
     let mut current = path;
     while let Some(folder) = current.parent() {
         let Some(step) = current.file_name().and_then(|s| s.to_str()) else { break };
@@ -135,17 +152,16 @@ mod tests {
         std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{e}"));
         // Without a HEAD, the other pieces are ordinary names (`src/objects/`, `config`).
         for piece in ["config", "objects/ab/cd", "refs/heads/main", "hooks/pre-commit"] {
-            assert_eq!(find(&sub.join(piece)), None, "{piece}");
+            assert!(!repository_look_alike(&sub.join(piece)), "{piece}");
         }
         // A HEAD anywhere is the piece git cannot do without.
-        assert_eq!(find(&sub.join("HEAD")).as_deref(), Some(LOOK_ALIKE));
-        assert_eq!(find(&sub.join("commondir")).as_deref(), Some(LOOK_ALIKE));
+        assert!(repository_look_alike(&sub.join("HEAD")) && repository_look_alike(&sub.join("commondir")));
         std::fs::write(sub.join("HEAD"), "ref: refs/heads/main\n").unwrap_or_else(|e| panic!("{e}"));
         // Beside a HEAD, every name git reads.
         for piece in ["config", "objects/ab/cd", "refs/heads/main", "hooks/pre-commit", "info/attributes"] {
-            assert_eq!(find(&sub.join(piece)).as_deref(), Some(LOOK_ALIKE), "{piece}");
+            assert!(repository_look_alike(&sub.join(piece)), "{piece}");
         }
-        assert_eq!(find(&sub.join("README.md")), None);
-        assert_eq!(find(&sub.join("docs/HEADER.md")), None);
+        assert!(!repository_look_alike(&sub.join("README.md")));
+        assert!(!repository_look_alike(&sub.join("docs/HEADER.md")));
     }
 }

@@ -386,6 +386,15 @@ impl Policy {
         {
             let verb = if access == Access::Write { "writes" } else { "reads" };
             eval.raise(decision, format!("{verb} {shown} ({}): {}", hit.what, hit.kind.why()), None);
+        } else if access == Access::Write && crate::executed::repository_look_alike(&path) {
+            eval.raise(
+                Decision::Prompt,
+                format!(
+                    "writes {shown}: {}; changing it needs an operator's explicit approval",
+                    crate::executed::LOOK_ALIKE
+                ),
+                None,
+            );
         }
         let several = self.root_sets.len() > 1;
         let outside = |need: Access| {

@@ -78,9 +78,8 @@ async fn policy_test_and_live_calls_agree_on_every_corpus_case() {
         let tmp = std::fs::canonicalize(tmp.path()).unwrap();
         let project = tmp.join(folder.file_name().unwrap());
         std::fs::create_dir_all(&project).unwrap();
-        for file in ["policy.json", "cases.json"] {
-            std::fs::copy(folder.join(file), project.join(file)).unwrap();
-        }
+        // The whole folder: cases may rely on files beside the policy (a repository look-alike's HEAD).
+        copy_tree(&folder, &project);
         let policy_file = project.join("policy.json");
         let hub = Hub::open(HubConfig {
             policy_files: vec![policy_file.clone()],
@@ -129,4 +128,16 @@ async fn policy_test_and_live_calls_agree_on_every_corpus_case() {
         disagreements.len(),
         disagreements.join("\n")
     );
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
