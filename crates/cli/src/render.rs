@@ -10,12 +10,9 @@ const SUMMARY_CHARS: usize = 160;
 
 /// The text with control characters escaped (`\n`, `\t`, `\u{1b}` ...), so it stays on one line.
 pub fn clean(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
-        .collect()
+    // The one escape every place that shows agent text uses (the terminal approver, tables, `ledger
+    // show`): controls, bidi and format characters, invisible ones.
+    portcullis_hub::api::visible(text).into_owned()
 }
 
 /// [`clean`], cut to `max` characters (with `…` when cut).

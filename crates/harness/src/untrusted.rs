@@ -7,13 +7,44 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+/// Characters beyond the controls that are shown escaped, a row per range: Unicode's format characters
+/// (general category Cf: bidirectional marks, embeddings, overrides and isolates, zero-width characters,
+/// invisible operators, tags), the line and paragraph separators, and the fillers and variation
+/// selectors that draw nothing.
+pub const HIDDEN: &[(char, char, &str)] = &[
+    ('\u{00ad}', '\u{00ad}', "soft hyphen"),
+    ('\u{034f}', '\u{034f}', "combining grapheme joiner"),
+    ('\u{0600}', '\u{0605}', "Arabic number signs (format)"),
+    ('\u{061c}', '\u{061c}', "Arabic letter mark (bidi)"),
+    ('\u{06dd}', '\u{06dd}', "Arabic end of ayah (format)"),
+    ('\u{070f}', '\u{070f}', "Syriac abbreviation mark (format)"),
+    ('\u{0890}', '\u{0891}', "Arabic pound and piastre marks (format)"),
+    ('\u{08e2}', '\u{08e2}', "Arabic disputed end of ayah (format)"),
+    ('\u{115f}', '\u{1160}', "Hangul fillers (invisible)"),
+    ('\u{17b4}', '\u{17b5}', "Khmer invisible vowels"),
+    ('\u{180b}', '\u{180f}', "Mongolian variation selectors and vowel separator"),
+    ('\u{200b}', '\u{200f}', "zero-width space, joiners, left-to-right and right-to-left marks"),
+    ('\u{2028}', '\u{2029}', "line and paragraph separators"),
+    ('\u{202a}', '\u{202e}', "bidi embeddings and overrides"),
+    ('\u{2060}', '\u{2064}', "word joiner and invisible operators"),
+    ('\u{2066}', '\u{206f}', "bidi isolates and deprecated format characters"),
+    ('\u{3164}', '\u{3164}', "Hangul filler"),
+    ('\u{fe00}', '\u{fe0f}', "variation selectors"),
+    ('\u{feff}', '\u{feff}', "zero-width no-break space (byte order mark)"),
+    ('\u{ffa0}', '\u{ffa0}', "halfwidth Hangul filler"),
+    ('\u{fff9}', '\u{fffb}', "interlinear annotation characters"),
+    ('\u{110bd}', '\u{110bd}', "Kaithi number sign (format)"),
+    ('\u{110cd}', '\u{110cd}', "Kaithi number sign above (format)"),
+    ('\u{13430}', '\u{1343f}', "Egyptian hieroglyph format controls"),
+    ('\u{1bca0}', '\u{1bca3}', "shorthand format controls"),
+    ('\u{1d173}', '\u{1d17a}', "musical symbol format controls"),
+    ('\u{e0000}', '\u{e007f}', "tag characters (invisible text)"),
+    ('\u{e0100}', '\u{e01ef}', "variation selectors supplement"),
+];
+
 /// True for characters that are shown escaped.
 pub fn is_hidden_or_control(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
-        )
+    c.is_control() || HIDDEN.iter().any(|(first, last, _)| (*first..=*last).contains(&c))
 }
 
 /// `text` with control and invisible characters escaped; borrowed when there are none.
@@ -60,6 +91,19 @@ mod tests {
         ];
         for (raw, shown) in rows {
             assert_eq!(visible(raw), *shown, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn each_hidden_range_is_escaped_at_both_ends_and_its_neighbours_are_not() {
+        for (first, last, what) in HIDDEN {
+            for c in [*first, *last] {
+                let shown = visible(&format!("a{c}b")).into_owned();
+                assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32), "{what}");
+            }
+        }
+        for c in ['é', '✓', 'ß', '中', '\u{2070}'] {
+            assert_eq!(visible(&c.to_string()), c.to_string());
         }
     }
 

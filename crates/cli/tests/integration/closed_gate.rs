@@ -172,3 +172,36 @@ fn serve_with_the_sdk_client_runs_none_of_the_payloads() {
         served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo fine"}}]));
     assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
 }
+
+/// Finding 13: `ledger show` (and the tables of `ledger query`) print agent text through the one escape
+/// the terminal approver uses: bidi overrides and isolates, zero-width and other format characters
+/// are shown as escapes, never raw.
+#[test]
+fn ledger_show_escapes_bidi_and_format_characters() {
+    let (_dir, base) = project();
+    let db = base.join("bidi.db");
+    let hidden = ["\u{202e}", "\u{2066}", "\u{2069}", "\u{200b}", "\u{feff}", "\u{2028}", "\u{e0041}"];
+    let command = format!("echo safe{}", hidden.concat());
+    let out = portcullis(&base)
+        .args(["call", "shell", "--approver", "deny", "--db"])
+        .arg(&db)
+        .arg(json!({ "command": command }).to_string())
+        .current_dir(base.join("proj"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let query = portcullis(&base).args(["ledger", "query", "--json", "--db"]).arg(&db).output().unwrap();
+    let calls: Value = serde_json::from_slice(&query.stdout).unwrap();
+    let id = calls["calls"][0]["call_id"].as_str().unwrap().to_owned();
+    for args in [vec!["ledger", "show", id.as_str()], vec!["ledger", "query"]] {
+        let shown = portcullis(&base).args(&args).arg("--db").arg(&db).output().unwrap();
+        let text = String::from_utf8(shown.stdout).unwrap();
+        for c in hidden {
+            assert!(!text.contains(c), "{args:?} printed {:?} raw: {text}", c);
+        }
+        if args[1] == "show" {
+            assert!(text.contains("safe") && text.contains("\\u{202e}"), "{args:?}: {text}");
+        }
+    }
+}
