@@ -111,6 +111,29 @@ fn path_action(
     Ok(ExecutionAction::new(kind, operation).with_paths(vec![path]))
 }
 
+/// The fixed start of a glob pattern: its components before the first with a wildcard (`*`, `?`, `[`,
+/// `{`), kept absolute or relative as written (`~/` too). A `..` after a wildcard climbs out of what the
+/// wildcard matched, which no prefix bounds: refused.
+fn pattern_prefix(pattern: &str) -> Result<String, String> {
+    let mut fixed = Vec::new();
+    let mut wild = false;
+    for part in pattern.split('/') {
+        if wild {
+            if part == ".." {
+                return Err(format!("the pattern {pattern:?} climbs out (`..`) after a wildcard"));
+            }
+            continue;
+        }
+        if part.contains(['*', '?', '[', '{']) {
+            wild = true;
+            continue;
+        }
+        fixed.push(part);
+    }
+    let prefix = fixed.join("/");
+    Ok(if prefix.is_empty() && pattern.starts_with('/') { "/".to_owned() } else { prefix })
+}
+
 /// Claude Code's tool as a registry name and the action it would take.
 pub fn map_tool(input: &HookInput) -> Result<(String, ExecutionAction), String> {
     let text = |key: &str| input.tool_input.get(key).and_then(Value::as_str);
@@ -135,8 +158,22 @@ pub fn map_tool(input: &HookInput) -> Result<(String, ExecutionAction), String> 
                 cwd,
             )?,
         ),
-        "Glob" | "Grep" | "LS" => {
-            ("read".into(), path_action(ActionKind::Read, "search", text("path"), cwd)?)
+        "LS" => ("read".into(), path_action(ActionKind::Read, "search", text("path"), cwd)?),
+        // The folder searched, and the fixed start of the pattern: `Glob {"pattern": "/root/.ssh/*"}` or
+        // `"../../.ssh/**"` lists that folder whatever `path` says; `Grep`'s `glob` likewise.
+        "Glob" | "Grep" => {
+            let searched = path_action(ActionKind::Read, "search", text("path"), cwd)?;
+            let base = searched.paths.first().cloned().unwrap_or_else(|| cwd.clone());
+            let pattern = text(if input.tool_name == "Glob" { "pattern" } else { "glob" });
+            let mut paths = searched.paths.clone();
+            if let Some(pattern) = pattern {
+                let prefix = pattern_prefix(pattern)?;
+                if !prefix.is_empty() {
+                    let listed = path_action(ActionKind::Read, "search", Some(&prefix), &base)?;
+                    paths.extend(listed.paths);
+                }
+            }
+            ("read".into(), ExecutionAction::new(ActionKind::Read, "search").with_paths(paths))
         }
         "Write" => (
             "write".into(),

@@ -130,6 +130,25 @@ fn the_hook_never_allows_what_bash_would_do_beyond_the_judgement() {
         let decision = hook(&base, "Bash", json!({ "command": command }));
         assert_ne!(decision, "allow", "{command:?}");
     }
+    // 15: Glob and Grep are judged by the fixed start of their pattern too, not by `path` alone.
+    let ssh = home.join(".ssh");
+    for (tool, input) in [
+        ("Glob", json!({ "pattern": format!("{}/*", ssh.display()) })),
+        ("Glob", json!({ "pattern": "../home/.ssh/**" })),
+        ("Glob", json!({ "pattern": "../home/.ssh/id_*", "path": base.join("proj") })),
+        ("Glob", json!({ "pattern": "**/../../home/.ssh/*" })),
+        ("Grep", json!({ "pattern": "PRIVATE", "glob": format!("{}/*", ssh.display()) })),
+        ("Grep", json!({ "pattern": "PRIVATE", "path": ".", "glob": "../home/.ssh/*" })),
+    ] {
+        assert_ne!(hook(&base, tool, input.clone()), "allow", "{tool} {input}");
+    }
+    for (tool, input) in [
+        ("Glob", json!({ "pattern": "**/*.md" })),
+        ("Glob", json!({ "pattern": "src/**/*.rs", "path": base.join("proj") })),
+        ("Grep", json!({ "pattern": "readme", "glob": "*.md" })),
+    ] {
+        assert_eq!(hook(&base, tool, input.clone()), "allow", "{tool} {input}");
+    }
     // Still allowed: the same programs without the constructs.
     for command in ["git status", "grep -r PRIVATE .", "cat README.md", "LANG=C git status"] {
         assert_eq!(hook(&base, "Bash", json!({ "command": command })), "allow", "{command:?}");
