@@ -142,6 +142,13 @@ pub struct ServeArgs {
     /// open-file limit.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: u64,
+    /// MCP sessions the agents' token may hold open at once; an `initialize` beyond is refused with a
+    /// JSON-RPC error.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
+    /// Seconds an MCP session may go without a request before it is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle: u64,
     /// Who answers prompts here: the terminal (default when there is one) or nobody (answers come
     /// through the API; unanswered prompts time out and are denied).
     #[arg(long, value_enum)]

@@ -51,6 +51,10 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         allowed_hosts: args.allow_hosts.clone(),
         header_read_timeout: Duration::from_secs(args.header_read_timeout),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        sessions: portcullis_hub::SessionLimits {
+            max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+            idle: Duration::from_secs(args.session_idle),
+        },
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         secrets: Vec::new(),
         unattended: false,

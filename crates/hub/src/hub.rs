@@ -56,6 +56,8 @@ pub struct HubConfig {
     /// Open connections at most; further ones wait to be accepted until one closes. Lowered at start
     /// to half the open-file limit left after a reserve, if that is less.
     pub max_connections: usize,
+    /// MCP sessions the agents' token may hold, and how long one may idle.
+    pub sessions: portcullis_mcp::sessions::SessionLimits,
     /// Time allowed for calls to finish at shutdown.
     pub shutdown_grace: Duration,
     /// Values never written to the ledger or shown; the hub's own tokens and secrets found in the
@@ -95,6 +97,7 @@ impl HubConfig {
             allowed_hosts: Vec::new(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            sessions: portcullis_mcp::sessions::SessionLimits::default(),
             shutdown_grace: Duration::from_secs(10),
             secrets: Vec::new(),
             unattended: false,

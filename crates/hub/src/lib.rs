@@ -32,4 +32,5 @@ pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingA
 pub use error::HubError;
 pub use hub::{Hub, HubBackend, HubConfig, HubEvent};
 pub use launch::{LaunchError, LaunchedHub, launch};
+pub use portcullis_mcp::sessions::SessionLimits;
 pub use server::{RunningHub, bind, serve, serve_on};

@@ -16,7 +16,6 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::json;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The Host names a loopback gateway answers to (any port).
@@ -301,23 +300,28 @@ pub async fn caller_guard(State(guard): State<RouteGuard>, mut request: Request,
 
 /// rmcp's Streamable HTTP service over the gateway: one handler (and ledger session) per MCP session;
 /// cancelling `shutdown` ends every session and its streams. `allowed_hosts` as for [`AccessGuard`].
+/// Also returns the state of [`crate::sessions::bound_sessions`], which bounds the sessions it holds.
 pub fn mcp_service(
     backend: Arc<dyn GatewayBackend>,
     shutdown: CancellationToken,
     allowed_hosts: Vec<String>,
-) -> StreamableHttpService<GatewayHandler, LocalSessionManager> {
+    limits: crate::sessions::SessionLimits,
+) -> (StreamableHttpService<GatewayHandler, LocalSessionManager>, crate::sessions::SessionBound) {
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(Duration::from_secs(30 * 60));
+    sessions.session_config.keep_alive = Some(limits.idle);
+    let sessions = Arc::new(sessions);
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_allowed_hosts(allowed_hosts)
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         .with_legacy_session_mode(true);
-    StreamableHttpService::new(
+    let bound = crate::sessions::SessionBound { sessions: sessions.clone(), limits };
+    let service = StreamableHttpService::new(
         move || Ok(GatewayHandler::new(backend.clone(), "http")),
-        Arc::new(sessions),
+        sessions,
         config,
-    )
+    );
+    (service, bound)
 }
 
 #[cfg(test)]

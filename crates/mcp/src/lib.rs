@@ -13,5 +13,6 @@ pub mod jsonrpc;
 mod methods;
 pub mod offered;
 pub mod relay;
+pub mod sessions;
 pub mod upstream;
 pub mod wire;

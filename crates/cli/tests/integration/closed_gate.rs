@@ -224,3 +224,54 @@ fn ledger_show_escapes_bidi_and_format_characters() {
         }
     }
 }
+
+/// Finding 12: MCP sessions are bounded. Past `--max-sessions` an `initialize` gets a JSON-RPC error that
+/// says the bound (so 7,500 posts cannot fill the hub's memory); an idle session expires (its next
+/// request is 404, as the MCP specification says, so a client starts a new one) and frees its place; a
+/// `clientInfo` out of bounds is invalid params; the SDK client still works.
+#[test]
+fn mcp_sessions_are_capped_and_expire_when_idle() {
+    node_modules();
+    let served = crate::common::serve_with_args(POLICY, &[], &["--max-sessions", "3", "--session-idle", "2"]);
+    let addr = served.mcp_url.strip_prefix("http://").unwrap().split('/').next().unwrap().to_owned();
+    let auth = format!("Bearer {}", served.token);
+    let initialize = |name: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}})
+        .to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+        );
+        crate::common::raw_http(&addr, &head, &body)
+    };
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let opened = initialize(&format!("client-{i}"));
+        assert_eq!(opened.status, 200, "{}", opened.body);
+        ids.push(opened.header("mcp-session-id").unwrap().to_owned());
+    }
+    let refused = initialize("one-too-many");
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let error = refused.json();
+    assert_eq!(error["id"], 7);
+    assert_eq!(error["error"]["code"], -32000);
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("3 are open") && message.contains("at most 3"), "{message}");
+    // clientInfo out of bounds.
+    let long = initialize(&"n".repeat(300));
+    assert_eq!(long.status, 400, "{}", long.body);
+    assert_eq!(long.json()["error"]["code"], -32602);
+    // Idle sessions expire, and their places are free again.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let expired_head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {auth}\r\nMcp-Session-Id: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n",
+        ids[0]
+    );
+    let expired =
+        crate::common::raw_http(&addr, &expired_head, r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#);
+    assert_eq!(expired.status, 404, "{}", expired.body);
+    assert_eq!(initialize("after-expiry").status, 200);
+    let report =
+        served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo fine"}}]));
+    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+}
