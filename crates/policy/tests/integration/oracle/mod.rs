@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stdout)]
 
 mod compare;
+mod differential;
 mod generated;
 mod implicit;
 mod scratch;
