@@ -15,8 +15,10 @@ pub(crate) struct Recovered {
     pub cut_sessions: u64,
 }
 
-/// Message of the records written for calls whose process stopped before they ended.
-pub const INTERRUPTED_MESSAGE: &str = "the process writing this ledger stopped before the call ended";
+/// Message of the records written for calls whose process stopped before they ended. What such a call
+/// did is not known: a command may have run in part, or to its end, before its hub died (a confined one
+/// dies with its hub, but not before it acted), so the record says so rather than only "interrupted".
+pub const INTERRUPTED_MESSAGE: &str = "outcome unknown: the process writing this ledger stopped before the call ended; the call may have run in part or to its end";
 
 /// Ends what writers that never closed (crashed, killed) left open: sessions become `cut`, calls get an
 /// `interrupted` record; the writers are marked closed.

@@ -158,6 +158,22 @@ fn a_confined_command_dies_with_a_killed_hub() {
     std::thread::sleep(Duration::from_millis(3500));
     assert!(base.join("proj/started").exists(), "the command ran");
     assert!(!base.join("proj/late-marker").exists(), "the command outlived the hub");
+    // The next writer of the ledger ends the call: its outcome is unknown (it ran, in part).
+    let next = common::portcullis(&base)
+        .args(["call", "shell", r#"{"command": "true"}"#, "--approver", "deny", "--db"])
+        .arg(base.join("call.db"))
+        .current_dir(base.join("proj"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(next.status.success());
+    let shown = common::portcullis(&base)
+        .args(["ledger", "show", "call-1", "--db"])
+        .arg(base.join("call.db"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("outcome unknown"), "{text}");
 }
 
 /// The terminal approver of `serve`: an allowed command that types `o` into every terminal it can reach
