@@ -353,6 +353,12 @@ impl Analyzer {
                 self.file_redirect(node, src);
                 self.visit_children(node, src, ctx, depth);
             }
+            // Bash reads a backquote substitution's code only after removing one level of backslashes
+            // (`\``, `\$`, `\\`): an escaped backquote inside starts a nested substitution, which the
+            // grammar takes for a literal. The code is analysed as bash reads it.
+            "command_substitution" if node.child(0).is_some_and(|c| c.kind() == "`") => {
+                self.backquoted(node, src, ctx);
+            }
             _ => self.visit_children(node, src, ctx, depth),
         }
     }

@@ -226,6 +226,12 @@ impl Analyzer {
                 if node.kind() == "declaration_command" {
                     self.declaration_attributes(node, src);
                 }
+                if node.kind() == "heredoc_redirect" && !heredoc_ends_as_bash_ends_it(node, src) {
+                    // The grammar ends a body at `EOF; more` where bash reads on to a line that is
+                    // exactly the delimiter: what follows would be judged as commands bash never runs,
+                    // and the body bash expands would go unseen.
+                    self.out.parse_errors = true;
+                }
             }
             Treatment::Expanded => self.rescan_uncovered(node, src, ctx),
             Treatment::HeredocBody => {
@@ -291,6 +297,17 @@ impl Analyzer {
                 }
                 _ => i += 1,
             }
+        }
+    }
+
+    /// A backquote substitution the grammar found: its code, unescaped as bash unescapes it, is analysed as
+    /// a script of its own (a nested `\`…\`` is a substitution there, not a literal).
+    pub(crate) fn backquoted(&mut self, node: Node<'_>, src: &str, ctx: &Context) {
+        self.out.expands = true;
+        let text = node_text(node, src);
+        match closing_backquote(text, 1) {
+            Some((code, end)) if end + 1 == text.len() => self.rescanned_substitution(&code, text, ctx),
+            _ => self.opaque(OpaqueKind::UnseenSubstitution, text),
         }
     }
 
@@ -514,6 +531,29 @@ impl Analyzer {
             self.numeric.defined.insert(name.to_owned());
         }
     }
+}
+
+/// Whether the grammar's end of this heredoc is where bash ends it: a line holding the delimiter and
+/// nothing else (leading tabs removed for `<<-`).
+fn heredoc_ends_as_bash_ends_it(redirect: Node<'_>, src: &str) -> bool {
+    let mut cursor = redirect.walk();
+    let children: Vec<Node<'_>> = redirect.children(&mut cursor).collect();
+    let Some(end) = children.iter().find(|c| c.kind() == "heredoc_end") else {
+        // A body the grammar did not end runs to the end of the script, as bash reads it too.
+        return children.iter().any(|c| c.kind() == "heredoc_start");
+    };
+    let strip_tabs = children.iter().any(|c| c.kind() == "<<-");
+    let line_start = src.get(..end.start_byte()).and_then(|b| b.rfind('\n')).map_or(0, |i| i + 1);
+    let line_end =
+        src.get(end.start_byte()..).and_then(|a| a.find('\n')).map_or(src.len(), |i| end.start_byte() + i);
+    let line = src.get(line_start..line_end).unwrap_or("");
+    let line = if strip_tabs { line.trim_start_matches('\t') } else { line };
+    let delimiter = children
+        .iter()
+        .find(|c| c.kind() == "heredoc_start")
+        .map(|s| node_text(*s, src).replace(['\'', '"', '\\'], ""))
+        .unwrap_or_default();
+    line == delimiter
 }
 
 /// Whether the heredoc holding `body` has a quoted delimiter (`<<'EOF'`, `<<"EOF"`, `<<\EOF`, `<<E"O"F`):
