@@ -80,7 +80,7 @@ mod tests {
         for (request, why) in REFUSED_IOCTLS {
             assert!(*request > 0 && !why.is_empty());
         }
-        assert_eq!(REFUSED_IOCTLS[0].0, libc::TIOCSTI as u64);
+        assert_eq!(REFUSED_IOCTLS[0].0, libc::TIOCSTI);
         assert!(terminal_injection_filter().is_ok_and(|p| !p.is_empty()));
     }
 }

@@ -124,7 +124,7 @@ pub(crate) fn launch_main(offline: bool) -> i32 {
             Ok(_) => {}
         }
         let line = line.trim_end_matches('\n');
-        ended |= matches!(serde_json::from_str(&line), Ok(LaunchReport::Ended { .. }));
+        ended |= matches!(serde_json::from_str(line), Ok(LaunchReport::Ended { .. }));
         let _ = hub.write_all(line.as_bytes());
         let _ = hub.write_all(b"\n");
     }
