@@ -79,9 +79,15 @@ pub fn default_launcher() -> Option<SandboxLauncher> {
 
 /// Runs the launcher when this process was started as one (`<binary> sandbox-exec [--init]`), and
 /// returns its exit code; `None` otherwise. Call it first in `main`, before any thread starts (a
-/// process with threads cannot make a user namespace).
+/// process with threads cannot make a user namespace). In every process it first marks the descriptors
+/// above 2 it inherited close-on-exec, so none reaches a command, confined or not.
 pub fn entry_point() -> Option<i32> {
     ENTRY_REGISTERED.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Whatever this process was handed without close-on-exec (a descriptor its parent shell left open)
+    // goes no further than this process: not to a command run unconfined, nor to any other child.
+    if let Err(e) = inheritance::close_inherited_descriptors() {
+        tracing::debug!(%e, "inherited descriptors are not marked close-on-exec");
+    }
     let mut args = std::env::args_os().skip(1);
     if args.next()? != ENTRY {
         return None;
