@@ -316,7 +316,11 @@ fn show_an_interrupted_call() {
     assert_eq!(lines.len(), 4, "{out}");
     assert!(lines[2].contains("started") && lines[2].contains(r#"args {"command":"sleep 1000"}"#));
     assert!(lines[3].contains("interrupted"), "{}", lines[3]);
-    assert!(lines[3].contains("error interrupted: the process writing this ledger stopped"), "{}", lines[3]);
+    assert!(
+        lines[3].contains("error interrupted: outcome unknown: the process writing this ledger stopped"),
+        "{}",
+        lines[3]
+    );
 
     let timeline: Value =
         serde_json::from_str(&ok(&["ledger", "show", "--db", db(&path), "a-shell-2", "--json"])).unwrap();

@@ -489,6 +489,6 @@ fn check_lists_every_file_with_its_access_and_verdict() {
     let out = check("echo x && ls \"$HOME\"");
     assert!(out.contains("via ls operand: prompt: `ls operand` names \"$HOME\", a path known only"), "{out}");
     let out = check("ls $'/tmp/\\e[31mred'");
-    assert!(out.contains("/tmp/\\u{1b}[31mred via ls operand"), "{out}");
+    assert!(out.contains("/tmp/\\x1b[31mred via ls operand"), "{out}");
     assert!(!out.contains('\u{1b}'), "{out}");
 }
