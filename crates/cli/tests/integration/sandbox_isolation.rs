@@ -211,3 +211,55 @@ fn a_confined_command_cannot_answer_the_terminal_approvers_prompt() {
     let _ = hub.kill();
     let _ = hub.wait();
 }
+
+/// Finding 9 through the gateway, as it was found: `serve` started from a shell that left descriptor 7
+/// open on a file outside the project; an allowed command writing to `&7` writes nothing there.
+#[test]
+fn a_descriptor_serve_inherited_never_reaches_a_command() {
+    node_modules();
+    let (_dir, base) = base();
+    let outside = base.join("outside.txt");
+    std::fs::write(base.join("proj/fd7.py"), "import os\nos.write(7, b'leaked')\n").unwrap();
+    let mut hub = Command::new("script")
+        .args([
+            "-qec",
+            r#"exec 7>"$OUTSIDE"; exec "$PORTCULLIS_BIN" serve --port 0 --approver none --db "$DB""#,
+        ])
+        .arg("/dev/null")
+        .current_dir(base.join("proj"))
+        .env("SHELL", "/bin/sh")
+        .env("PORTCULLIS_BIN", env!("CARGO_BIN_EXE_portcullis"))
+        .env("OUTSIDE", &outside)
+        .env("DB", base.join("ledger.db"))
+        .env("HOME", base.join("home"))
+        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runtime = base.join("config/hub.json");
+    let started = Instant::now();
+    while !runtime.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let scenario = json!({ "url": info["mcp_url"], "token": token, "steps": [
+        {"op": "call", "name": "shell", "arguments": {"command": "/usr/bin/python3 fd7.py"}}
+    ]});
+    let out = Command::new("node")
+        .arg(common::interop_dir().join("client.mjs"))
+        .arg(scenario.to_string())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report["results"][0]["result"].to_string();
+    assert!(text.contains("Bad file descriptor"), "{text}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "", "the descriptor reached the command");
+    let _ = hub.kill();
+    let _ = hub.wait();
+}
