@@ -5,8 +5,8 @@ use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs
 use crate::error::CliError;
 use crate::render::clean;
 use portcullis_hub::api::policy_check::{
-    Access, CallVerdict, Evaluation, LoadedPolicy, MatchedRule, PolicyLint, Severity, lint_policy,
-    quote_shell_word, test_policy,
+    Access, CallVerdict, Evaluation, LoadedPolicy, MatchedRule, PolicyLint, RelativeRoots, Severity,
+    lint_policy, quote_shell_word, test_policy,
 };
 use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
 use portcullis_hub::api::times::format_time;
@@ -76,6 +76,7 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
         };
         if let Value::Object(map) = &mut value {
             map.insert("policies".into(), json!(sources));
+            map.insert("relative_roots".into(), json!(policy.relative_roots()));
         }
         writeln!(out, "{value}")?;
         return Ok(ExitCode::SUCCESS);
@@ -100,7 +101,15 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
         }
     }
     writeln!(out, "policies: {}", sources.join(", "))?;
+    for line in relative_root_lines(&policy.relative_roots()) {
+        writeln!(out, "{}", clean(&line))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where "." points, one line per policy naming relative roots: `"." in FILE is FOLDER`.
+pub fn relative_root_lines(roots: &[RelativeRoots]) -> Vec<String> {
+    roots.iter().map(|r| format!("\".\" in {} is {}", r.policy, r.folder)).collect()
 }
 
 /// Where a rule is declared: `file:line`; the source alone when its line is not known or the source is

@@ -92,6 +92,10 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
                 |p| p.display().to_string()
             )
         );
+        let relative = portcullis_hub::api::policy_check::relative_roots(&hub.live_policy().current());
+        for line in crate::policy_cmd::relative_root_lines(&relative) {
+            let _ = writeln!(err, "portcullis: {}", crate::render::clean(&line));
+        }
         drop(err);
         let api = launched.api();
         log_events(&api);

@@ -55,13 +55,26 @@ fn action_lines(text: &mut String, action: &ExecutionAction, reason: Option<&str
     }
 }
 
-/// The answers on offer; "always" shows what it would write, or why it is not offered.
+/// What "always" would write: the rules and roots it adds, the file, and whether it creates that file.
+struct AlwaysLine<'a> {
+    adds: Vec<String>,
+    file: &'a str,
+    creates: bool,
+}
+
 /// The answers on offer; `always` is what "always" would add and to which file, or why it is not offered.
-fn choice_line(text: &mut String, always: Result<(Vec<String>, &str), &str>) {
+fn choice_line(text: &mut String, always: Result<AlwaysLine<'_>, &str>) {
     text.push_str("  [o] allow once   [s] allow for this session   ");
     match always {
-        Ok((adds, file)) => {
+        Ok(AlwaysLine { adds, file, creates: false }) => {
             text.push_str(&format!("[a] always (adds {} to {})   ", adds.join(", "), visible(file)));
+        }
+        Ok(AlwaysLine { adds, file, creates: true }) => {
+            text.push_str(&format!(
+                "[a] always (creates your policy {}: the built-in default's rules and {})   ",
+                visible(file),
+                adds.join(", ")
+            ));
         }
         Err(why) => text.push_str(&format!("(always unavailable: {})   ", visible(why))),
     }
@@ -93,7 +106,11 @@ pub fn describe(prompt: &ApprovalPrompt) -> String {
         visible(request.call.call_id.as_ref())
     ));
     let always = match (&prompt.always, &prompt.always_file) {
-        (Ok(amendment), Some(file)) => Ok((amendment_adds(amendment), file.as_str())),
+        (Ok(amendment), Some(file)) => Ok(AlwaysLine {
+            adds: amendment_adds(amendment),
+            file: file.as_str(),
+            creates: !std::path::Path::new(file).exists(),
+        }),
         (Err(why), _) => Err(why.as_str()),
         (Ok(_), None) => Err("no policy file to write to"),
     };
@@ -164,9 +181,10 @@ pub fn describe_pending(p: &Approval) -> String {
     let seconds = (p.deadline.0 - Timestamp::now().0).max(0) / 1_000_000;
     text.push_str(&format!("  denied automatically in {seconds} s\n"));
     let always = match &p.always {
-        AlwaysOffer::Yes { file, rules, read_roots, .. } => {
+        AlwaysOffer::Yes { file, creates, rules, read_roots, .. } => {
             let rules = rules.iter().map(|r| rule_added(&r.id, &r.example));
-            Ok((rules.chain(read_roots.iter().map(|r| read_root_added(r))).collect(), file.as_str()))
+            let adds = rules.chain(read_roots.iter().map(|r| read_root_added(r))).collect();
+            Ok(AlwaysLine { adds, file: file.as_str(), creates: *creates })
         }
         AlwaysOffer::No { why } => Err(why.as_str()),
     };

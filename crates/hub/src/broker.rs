@@ -43,8 +43,16 @@ pub struct PendingApproval {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "offered", rename_all = "snake_case")]
 pub enum AlwaysOffer {
-    Yes { file: String, amendment: Amendment },
-    No { why: String },
+    /// `creates`: the file does not exist yet; "always" creates it (see
+    /// [`portcullis_policy::approval::always_target`]).
+    Yes {
+        file: String,
+        creates: bool,
+        amendment: Amendment,
+    },
+    No {
+        why: String,
+    },
 }
 
 /// What happened to a pending approval.
@@ -107,8 +115,8 @@ pub struct ApprovalBroker {
     /// waits): they do not count as approvers attending the hub.
     watchers: broadcast::Sender<BrokerEvent>,
     timeout: Mutex<Duration>,
-    /// The policy file "always" appends to.
-    always_file: Mutex<Option<String>>,
+    /// The user's config folder: on a first day "always" creates the user's policy file there.
+    user_config: Option<std::path::PathBuf>,
     /// Deny at once when no approver is subscribed (a hub without an operator API: waiting is futile).
     deny_unattended: bool,
     /// "Always" is not offered for an action holding a secret (the rule would write it to a file).
@@ -118,7 +126,7 @@ pub struct ApprovalBroker {
 }
 
 impl ApprovalBroker {
-    pub fn new(live: Arc<LivePolicy>, timeout: Duration, always_file: Option<String>) -> Self {
+    pub fn new(live: Arc<LivePolicy>, timeout: Duration, user_config: Option<std::path::PathBuf>) -> Self {
         ApprovalBroker {
             live,
             grants: Arc::new(SessionGrants::new()),
@@ -127,7 +135,7 @@ impl ApprovalBroker {
             events: broadcast::channel(256).0,
             watchers: broadcast::channel(256).0,
             timeout: Mutex::new(timeout),
-            always_file: Mutex::new(always_file),
+            user_config,
             deny_unattended: false,
             redactor: None,
             ledger: None,
@@ -246,10 +254,9 @@ impl ApprovalBroker {
         &self.grants
     }
 
-    /// The approval timeout and the "always" file follow the policy on reload.
-    pub fn configure(&self, timeout: Duration, always_file: Option<String>) {
+    /// The approval timeout follows the policy on reload.
+    pub fn configure(&self, timeout: Duration) {
         *self.timeout.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = timeout;
-        *self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = always_file;
     }
 
     pub fn timeout(&self) -> Duration {
@@ -328,12 +335,17 @@ impl Approvals for ApprovalBroker {
                 decided_by: DecidedBy::Default { detail: Some(portcullis_harness::NO_APPROVER.into()) },
             };
         }
-        let always_file = self.always_file.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        // Where "always" writes follows the policy in force (a file "always" created is its layer now).
+        let always_file =
+            portcullis_policy::approval::always_target(&self.live.current(), self.user_config.as_deref());
         let always = match (
             always_offer(&self.live, &request, always_file.as_deref(), "operator", self.redactor.as_ref()),
             always_file,
         ) {
-            (Ok(amendment), Some(file)) => AlwaysOffer::Yes { file, amendment },
+            (Ok(amendment), Some(file)) => {
+                let creates = !self.live.current().layers().iter().any(|l| l.source == file);
+                AlwaysOffer::Yes { file, creates, amendment }
+            }
             (Err(why), _) => AlwaysOffer::No { why },
             (Ok(_), None) => AlwaysOffer::No { why: "no policy file to write to".into() },
         };
@@ -385,7 +397,7 @@ impl Approvals for ApprovalBroker {
             ApprovalChoice::Deny => ApprovalOutcome::Denied,
         };
         let offered = match &pending.always {
-            AlwaysOffer::Yes { file, amendment } => {
+            AlwaysOffer::Yes { file, amendment, .. } => {
                 Some((file.as_str(), scoped.as_ref().unwrap_or(amendment)))
             }
             AlwaysOffer::No { .. } => None,

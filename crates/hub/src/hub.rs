@@ -12,7 +12,7 @@ use portcullis_harness::{
     Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
-use portcullis_policy::discovery::{layers_for, user_config_dir};
+use portcullis_policy::discovery::{layers_for_user, user_config_dir};
 use portcullis_policy::{LivePolicy, Policy, ProtectedKind};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -109,13 +109,17 @@ impl HubConfig {
         }
     }
 
+    /// The user's config folder this hub uses: the one given, else the user's.
+    pub fn user_config(&self) -> Option<PathBuf> {
+        self.config_dir.clone().or_else(user_config_dir)
+    }
+
     /// The manifest folders in force.
     pub fn manifest_folders(&self, project: &Path) -> Vec<PathBuf> {
         if !self.manifest_dirs.is_empty() {
             return self.manifest_dirs.clone();
         }
-        let mut dirs: Vec<PathBuf> =
-            self.config_dir.clone().or_else(user_config_dir).map(|d| d.join("tools")).into_iter().collect();
+        let mut dirs: Vec<PathBuf> = self.user_config().map(|d| d.join("tools")).into_iter().collect();
         dirs.push(project.join(".portcullis").join("tools"));
         dirs
     }
@@ -212,7 +216,7 @@ pub fn coding_limits(policy: &Policy) -> Limits {
 /// protected places include this hub's own: its ledger (and the SQLite files beside it), its config
 /// folder (tokens, runtime file) and the manifest folders it was given.
 pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
-    let layers = layers_for(&config.policy_files, project)?;
+    let layers = layers_for_user(&config.policy_files, project, config.user_config().as_deref())?;
     let sources = layers.iter().map(|l| l.source.clone()).collect();
     let policy = Policy::from_layers(layers)?.with_protected(|places| {
         places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
@@ -226,11 +230,6 @@ pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy,
         }
     });
     Ok((policy, sources))
-}
-
-/// The file "always" appends to (see [`portcullis_policy::approval::default_always_file`]).
-pub(crate) fn always_file(sources: &[String]) -> Option<String> {
-    portcullis_policy::approval::default_always_file(sources)
 }
 
 impl Hub {
@@ -249,7 +248,7 @@ impl Hub {
         }
         let live = Arc::new(live);
         // Made here, before the redactor, so both tokens are secrets it knows from the first call on.
-        let credentials = match config.config_dir.clone().or_else(user_config_dir) {
+        let credentials = match config.user_config() {
             Some(dir) => Some(
                 Credentials::load_or_create(&dir)
                     .map_err(|e| HubError::Config(format!("credentials in {}: {e}", dir.display())))?,
@@ -273,7 +272,7 @@ impl Hub {
         // pin whatever servers offer now, and a change made while it was down would pass unseen).
         let pins = portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.tool_pins())?;
         let pins = crate::pins::ToolPins::load(pins);
-        let broker = ApprovalBroker::new(live.clone(), timeout, always_file(&sources))
+        let broker = ApprovalBroker::new(live.clone(), timeout, config.user_config())
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
@@ -441,6 +440,11 @@ impl Hub {
         &self.state.project
     }
 
+    /// The user's config folder this hub uses (its policy, tools, credentials).
+    pub fn user_config(&self) -> Option<PathBuf> {
+        self.state.config.user_config()
+    }
+
     /// The policy files named at start (`--policy`); empty when the hub finds its own.
     pub fn named_policy_files(&self) -> &[PathBuf] {
         &self.state.config.policy_files
@@ -494,7 +498,7 @@ impl Hub {
                 let servers = policy.servers().to_vec();
                 let timeout = Duration::from_secs(policy.approval_timeout_seconds());
                 self.state.live.replace(policy);
-                self.state.broker.configure(timeout, always_file(&sources));
+                self.state.broker.configure(timeout);
                 if let Ok(mut s) = self.state.sources.write() {
                     *s = sources.clone();
                 }
@@ -644,7 +648,7 @@ impl Hub {
         if left > 0 {
             tracing::warn!(calls = left, "calls still running at shutdown are recorded as interrupted");
         }
-        if let Some(dir) = self.state.config.config_dir.clone().or_else(user_config_dir) {
+        if let Some(dir) = self.state.config.user_config() {
             RuntimeInfo::remove(&dir);
         }
         // Clients that never closed their session (no DELETE) are ended with the hub.

@@ -9,7 +9,6 @@ use crate::error::HubError;
 use crate::hub::{Hub, HubConfig};
 use crate::reload::{self, PolicyWatcher};
 use crate::server::{RunningHub, bind, serve_on};
-use portcullis_policy::discovery::user_config_dir;
 
 /// A hub that serves agents, with its policy watcher; [`LaunchedHub::shutdown`] stops it cleanly.
 pub struct LaunchedHub {
@@ -64,7 +63,7 @@ impl LaunchError {
 /// Binds the gateway, opens the hub, serves it and starts hot reload. The policy watcher runs on the
 /// current tokio runtime.
 pub async fn launch(config: HubConfig) -> Result<LaunchedHub, LaunchError> {
-    let other = || config.config_dir.clone().or_else(user_config_dir).and_then(|dir| RuntimeInfo::read(&dir));
+    let other = || config.user_config().and_then(|dir| RuntimeInfo::read(&dir));
     let listener = match bind(&config).await {
         Ok(listener) => listener,
         Err(e @ HubError::Listen { .. }) => {

@@ -4,7 +4,6 @@
 
 use crate::hub::Hub;
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use portcullis_policy::discovery::user_config_dir;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -23,7 +22,7 @@ pub struct PolicyWatcher {
 fn candidates(hub: &Hub) -> Vec<PathBuf> {
     let config = &hub.state.config;
     let mut dirs: Vec<PathBuf> = if config.policy_files.is_empty() {
-        let mut d: Vec<PathBuf> = user_config_dir().into_iter().collect();
+        let mut d: Vec<PathBuf> = hub.user_config().into_iter().collect();
         d.push(hub.project().join(".portcullis"));
         d.push(hub.project().to_path_buf());
         d

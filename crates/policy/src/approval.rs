@@ -2,6 +2,8 @@
 //! an approved prompt into policy (command rules or read roots) appended atomically to a policy file,
 //! only when the amended policy provably allows the approved action.
 
+pub use crate::always_target::{always_target, default_always_file};
+use crate::always_target::{as_user_file, create_file, target_layer};
 use crate::document::{Access, CommandRule, Decision, PathRoot, PatternElement, PolicyDocument};
 use crate::live::LivePolicy;
 use crate::paths::resolve;
@@ -189,11 +191,7 @@ impl Policy {
         target_source: &str,
         operator: &str,
     ) -> Result<Amendment, String> {
-        let target = self
-            .layers()
-            .iter()
-            .position(|l| l.source == target_source)
-            .ok_or_else(|| format!("{target_source} is not one of the loaded policy files"))?;
+        let (target, _) = target_layer(self, target_source)?;
         let before = self.evaluate_action(action, ctx);
         if before.decision != Decision::Prompt {
             return Err(format!("the policy says {}, not prompt", before.decision.as_str()));
@@ -258,7 +256,7 @@ impl Policy {
             ));
         }
         let amended =
-            self.amended(target, &amendment).map_err(|e| format!("the amended policy fails: {e}"))?;
+            self.amended(target, &amendment, None).map_err(|e| format!("the amended policy fails: {e}"))?;
         let after = amended.evaluate_action(action, ctx);
         if after.decision != Decision::Allow {
             return Err(format!(
@@ -286,27 +284,36 @@ impl Policy {
     }
 
     /// This policy with `amendment` added to the layer loaded from `target_source` (not written
-    /// anywhere), and that layer's new text.
+    /// anywhere), that layer's text before (empty for a file "always" creates) and after.
     pub fn with_amendment(
         &self,
         target_source: &str,
         amendment: &Amendment,
-    ) -> Result<(Policy, String), String> {
-        let target = self
-            .layers()
-            .iter()
-            .position(|l| l.source == target_source)
-            .ok_or_else(|| format!("{target_source} is not one of the loaded policy files"))?;
-        let amended =
-            self.amended(target, amendment).map_err(|e| format!("the amended policy fails: {e}"))?;
+    ) -> Result<(Policy, String, String), String> {
+        let (target, creates) = target_layer(self, target_source)?;
+        let amended = self
+            .amended(target, amendment, creates.then_some(target_source))
+            .map_err(|e| format!("the amended policy fails: {e}"))?;
+        let before =
+            if creates { String::new() } else { self.layers()[target].text.clone().unwrap_or_default() };
         let text = amended.layers()[target].text.clone().unwrap_or_default();
-        Ok((amended, text))
+        Ok((amended, before, text))
     }
 
-    /// This policy with `amendment` added to layer `target` (not written anywhere).
-    fn amended(&self, target: usize, amendment: &Amendment) -> Result<Policy, PolicyError> {
+    /// This policy with `amendment` added to layer `target` (not written anywhere); `becomes`: the
+    /// built-in default's layer turns into the user's policy file of that name (see
+    /// [`crate::always_target`]).
+    fn amended(
+        &self,
+        target: usize,
+        amendment: &Amendment,
+        becomes: Option<&str>,
+    ) -> Result<Policy, PolicyError> {
         let mut layers: Vec<PolicyLayer> = self.layers().to_vec();
         let layer = &mut layers[target];
+        if let Some(file) = becomes {
+            as_user_file(layer, file);
+        }
         let text = amended_text(layer, amendment)?;
         layer.document.commands.rules.extend(amendment.rules.iter().cloned());
         layer.document.paths.roots.extend(amendment.read_roots.iter().cloned());
@@ -353,31 +360,27 @@ pub fn append_amendment(
 ) -> Result<(Policy, Vec<RuleRef>), PolicyError> {
     let _writing = WRITING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let invalid = |message: String| PolicyError::Invalid { file: target_source.to_owned(), message };
-    let target = policy
-        .layers()
-        .iter()
-        .position(|l| l.source == target_source)
-        .ok_or_else(|| invalid("not one of the loaded policy files".into()))?;
-    let loaded_text = policy.layers()[target].text.clone();
+    let (target, creates) = target_layer(policy, target_source).map_err(invalid)?;
     let path = PathBuf::from(target_source);
+    if creates {
+        let amended = policy.amended(target, amendment, Some(target_source))?;
+        let text = amended.layers()[target].text.clone().unwrap_or_default();
+        create_file(&path, &text)
+            .map_err(|source| PolicyError::Io { file: target_source.to_owned(), source })?;
+        tracing::info!(file = target_source, rules = amendment.rules.len(), "the user's policy file created");
+        return Ok((amended, written_refs(target_source, amendment)));
+    }
+    let loaded_text = policy.layers()[target].text.clone();
     let on_disk = std::fs::read_to_string(&path)
         .map_err(|source| PolicyError::Io { file: target_source.to_owned(), source })?;
     if loaded_text.as_deref() != Some(on_disk.as_str()) {
         return Err(invalid("the file changed since it was loaded; reload it and answer again".into()));
     }
-    let amended = policy.amended(target, amendment)?;
+    let amended = policy.amended(target, amendment, None)?;
     let text = amended.layers()[target].text.clone().unwrap_or_default();
     write_replacing(&path, &text, &on_disk)
         .map_err(|source| PolicyError::Io { file: target_source.to_owned(), source })?;
-    let written = amendment
-        .rules
-        .iter()
-        .map(|r| RuleRef {
-            id: r.id.clone(),
-            source: target_source.to_owned(),
-            decision: Some(r.decision.as_str().to_owned()),
-        })
-        .collect();
+    let written = written_refs(target_source, amendment);
     tracing::info!(
         file = target_source,
         rules = amendment.rules.len(),
@@ -385,6 +388,17 @@ pub fn append_amendment(
         "policy amended"
     );
     Ok((amended, written))
+}
+
+/// The rules of `amendment` as written to `file`.
+fn written_refs(file: &str, amendment: &Amendment) -> Vec<RuleRef> {
+    (amendment.rules.iter())
+        .map(|r| RuleRef {
+            id: r.id.clone(),
+            source: file.to_owned(),
+            decision: Some(r.decision.as_str().to_owned()),
+        })
+        .collect()
 }
 
 /// Writes `text` to a temporary file beside `path` (same permissions), syncs it, checks `path` still
@@ -465,13 +479,6 @@ impl OperatorApprover {
     }
 }
 
-/// The file "always" appends to when none is named: the first loaded policy that is a file. Layering is
-/// strictest-wins, so only the base layer (the user's when there is one, else the project's) can widen
-/// what the policy allows; an allow rule in a later layer would change nothing.
-pub fn default_always_file(sources: &[String]) -> Option<String> {
-    sources.iter().find(|s| Path::new(s).is_file()).cloned()
-}
-
 /// What "always" would write for this request, or why it is not offered: no policy file, a rule or
 /// construct an allow rule cannot override (see [`Policy::always_amendment`]), or a secret the redactor
 /// knows (the rule would write it into the file).
@@ -482,7 +489,8 @@ pub fn always_offer(
     operator: &str,
     redactor: Option<&Redactor>,
 ) -> Result<Amendment, String> {
-    let file = file.ok_or("no policy file to write to (the built-in default is in force)")?;
+    let file =
+        file.ok_or("no policy file to write to (no user config folder: set HOME or PORTCULLIS_CONFIG_DIR)")?;
     let ctx = live.context_for(request.call.cwd.as_deref());
     let amendment = live.current().always_amendment(&request.action, &ctx, file, operator)?;
     let text = serde_json::to_string(&amendment).unwrap_or_default();

@@ -4,6 +4,7 @@
 //! approvers above it. No IO except reading policy files, resolving paths, and appending an operator's
 //! "always" rule to a policy file.
 
+mod always_target;
 pub mod approval;
 pub mod discovery;
 pub mod document;

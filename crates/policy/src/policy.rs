@@ -50,8 +50,7 @@ pub struct PolicyLayer {
 }
 
 impl PolicyLayer {
-    /// Parses a document; the project root is the file's folder (its parent when the file sits in a
-    /// `.portcullis` folder).
+    /// Parses a document whose relative roots resolve against `project_root`.
     pub fn parse(source: &str, text: &str, project_root: PathBuf) -> Result<Self, PolicyError> {
         let document: PolicyDocument = serde_json::from_str(text).map_err(|e| PolicyError::Syntax {
             file: source.to_owned(),
@@ -62,22 +61,13 @@ impl PolicyLayer {
         Ok(PolicyLayer { source: source.to_owned(), project_root, document, text: Some(text.to_owned()) })
     }
 
-    pub fn read(path: &Path) -> Result<Self, PolicyError> {
+    /// Reads a policy file applied to `project`; its relative roots point where
+    /// [`crate::discovery::roots_anchor`] says.
+    pub fn read(path: &Path, project: &Path) -> Result<Self, PolicyError> {
         let file = path.display().to_string();
         let text =
             std::fs::read_to_string(path).map_err(|source| PolicyError::Io { file: file.clone(), source })?;
-        let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let folder = if folder.is_relative() {
-            std::env::current_dir().map(|d| d.join(&folder)).unwrap_or(folder)
-        } else {
-            folder
-        };
-        let project_root = if folder.file_name().is_some_and(|n| n == ".portcullis") {
-            folder.parent().map(Path::to_path_buf).unwrap_or(folder)
-        } else {
-            folder
-        };
-        PolicyLayer::parse(&file, &text, project_root)
+        PolicyLayer::parse(&file, &text, crate::discovery::roots_anchor(path, project))
     }
 
     /// Line and column (1-based) of the member `"key": value` whose value is the string `value` (the
@@ -265,9 +255,10 @@ pub(crate) fn tokens(command: &SimpleCommand) -> Vec<&str> {
 }
 
 impl Policy {
-    /// Loads files in order (user first, then project). Any error refuses the whole policy.
-    pub fn load(files: &[PathBuf]) -> Result<Policy, PolicyError> {
-        let layers = files.iter().map(|f| PolicyLayer::read(f)).collect::<Result<Vec<_>, _>>()?;
+    /// Loads files in order (user first, then project), applied to `project`. Any error refuses the
+    /// whole policy.
+    pub fn load(files: &[PathBuf], project: &Path) -> Result<Policy, PolicyError> {
+        let layers = files.iter().map(|f| PolicyLayer::read(f, project)).collect::<Result<Vec<_>, _>>()?;
         Policy::from_layers(layers)
     }
 

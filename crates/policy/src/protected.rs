@@ -135,6 +135,15 @@ impl ProtectedPaths {
         self.push(path.as_ref(), kind, what, true);
     }
 
+    /// Also every place `other` protects (a policy re-anchored keeps the hub's places).
+    pub fn absorb(&mut self, other: &ProtectedPaths) {
+        for zone in &other.zones {
+            if !self.zones.contains(zone) {
+                self.zones.push(zone.clone());
+            }
+        }
+    }
+
     fn push(&mut self, path: &Path, kind: ProtectedKind, what: &str, prefix: bool) {
         let path =
             portcullis_harness::paths::canonicalize_lenient(path).unwrap_or_else(|_| path.to_path_buf());

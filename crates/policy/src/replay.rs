@@ -111,16 +111,16 @@ pub enum Judged {
     Evaluated { evaluation: Box<Evaluation>, subject: String },
 }
 
-/// Most folders a replay keeps a draft anchored at (beyond, the cache starts over).
+/// Most folders a replay keeps the policy anchored at (beyond, the cache starts over).
 const MAX_ANCHORED_FOLDERS: usize = 256;
 
 /// Re-evaluates calls against a policy.
 pub struct Replay<'a> {
     policy: &'a Policy,
-    /// Layers (by index) whose relative roots are anchored at each call's folder, not at their file's:
-    /// drafts, which will judge calls from the project they are put in.
-    drafts: Vec<usize>,
-    /// The policy with its drafts anchored at a folder, per folder (`None`: it does not load there).
+    /// Layers (by index) whose relative roots point at the project they are applied to (see
+    /// [`crate::discovery::roots_anchor`]): anchored at each call's project, as they judged it live.
+    applied: Vec<usize>,
+    /// The policy with those layers anchored at a folder, per folder (`None`: it does not load there).
     anchored: HashMap<PathBuf, Option<Policy>>,
     fallback_cwd: PathBuf,
     home: Option<PathBuf>,
@@ -130,9 +130,13 @@ pub struct Replay<'a> {
 impl<'a> Replay<'a> {
     /// `fallback_cwd`: where calls recorded without a cwd are judged from.
     pub fn new(policy: &'a Policy, fallback_cwd: PathBuf, home: Option<PathBuf>) -> Self {
+        let applied = (policy.layers().iter().enumerate())
+            .filter(|(_, l)| crate::discovery::anchored_where_applied(&l.source))
+            .map(|(i, _)| i)
+            .collect();
         Replay {
             policy,
-            drafts: Vec::new(),
+            applied,
             anchored: HashMap::new(),
             fallback_cwd,
             home,
@@ -140,17 +144,15 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// Anchors the relative roots (and the fallback root) of these layers at each call's project
-    /// folder (its session's), else its cwd: a draft kept in another folder (`--policy ./draft.json`)
-    /// is judged as it would judge once put in the project.
-    pub fn anchor_drafts_at_calls(mut self, drafts: Vec<usize>) -> Self {
-        self.drafts = drafts;
-        self
-    }
-
-    /// The policy a call is judged with: the drafts anchored at `folder`, or the policy as loaded.
+    /// The policy a call is judged with: its layers that belong to no project anchored at `folder`
+    /// (the call's project), or the policy as loaded (already anchored there, or no folder known).
     fn policy_at(&mut self, folder: Option<&Path>) -> &Policy {
-        let Some(folder) = folder.filter(|_| !self.drafts.is_empty()) else { return self.policy };
+        let layers = self.policy.layers();
+        let Some(folder) =
+            folder.filter(|f| self.applied.iter().any(|&i| layers[i].project_root.as_path() != *f))
+        else {
+            return self.policy;
+        };
         if !self.anchored.contains_key(folder) {
             if self.anchored.len() >= MAX_ANCHORED_FOLDERS {
                 self.anchored.clear();
@@ -162,15 +164,17 @@ impl<'a> Replay<'a> {
                 .enumerate()
                 .map(|(i, layer)| {
                     let mut layer = layer.clone();
-                    if self.drafts.contains(&i) {
+                    if self.applied.contains(&i) {
                         layer.project_root = folder.to_path_buf();
                     }
                     layer
                 })
                 .collect();
+            let protected = self.policy.protected();
             let anchored = Policy::from_layers_unchecked(layers)
+                .map(|p| p.with_protected(|z| z.absorb(protected)))
                 .inspect_err(|e| {
-                    tracing::warn!(folder = %folder.display(), error = %e, "the draft does not load anchored at this folder; judged where it lies")
+                    tracing::warn!(folder = %folder.display(), error = %e, "the policy does not load anchored at this folder; judged as loaded")
                 })
                 .ok();
             self.anchored.insert(folder.to_path_buf(), anchored);

@@ -15,6 +15,7 @@ mod ledger_cli;
 mod ledger_cli_check;
 mod ledger_cli_output;
 mod ledger_fixture;
+mod new_operator;
 mod policy_cli;
 mod sandbox;
 mod sandbox_isolation;

@@ -22,6 +22,9 @@ pub struct AlwaysPreview {
     pub approval_id: u64,
     /// The policy file the rules are appended to.
     pub file: String,
+    /// Writing creates `file`: no policy file was in force (the built-in default was), so it starts as
+    /// the default's rules plus these.
+    pub creates: bool,
     pub rules: Vec<PreviewRule>,
     /// Read roots added (a file read outside every root).
     pub read_roots: Vec<String>,
@@ -70,7 +73,7 @@ impl OperatorApi {
     pub fn always_preview(&self, id: u64, scope: Option<&[RuleScope]>) -> Result<AlwaysPreview, ApiError> {
         let pending = self.hub.broker().pending_one(id)?;
         let (file, offered) = match &pending.always {
-            AlwaysOffer::Yes { file, amendment } => (file.clone(), amendment),
+            AlwaysOffer::Yes { file, amendment, .. } => (file.clone(), amendment),
             AlwaysOffer::No { why } => {
                 return Err(BrokerError::AlwaysNotOffered { id, why: why.clone() }.into());
             }
@@ -81,13 +84,8 @@ impl OperatorApi {
         };
         let live = self.hub.live_policy();
         let policy = live.current();
-        let before = policy
-            .layers()
-            .iter()
-            .find(|l| l.source == file)
-            .and_then(|l| l.text.clone())
-            .unwrap_or_default();
-        let (amended, after) = policy.with_amendment(&file, &amendment).map_err(|why| {
+        let creates = !policy.layers().iter().any(|l| l.source == file);
+        let (amended, before, after) = policy.with_amendment(&file, &amendment).map_err(|why| {
             ApiError::new(
                 ErrorCode::BadArgument,
                 why.clone(),
@@ -103,6 +101,7 @@ impl OperatorApi {
         Ok(AlwaysPreview {
             approval_id: id,
             file,
+            creates,
             rules: amendment
                 .rules
                 .iter()
@@ -127,13 +126,8 @@ impl OperatorApi {
     fn impact(&self, amended: &portcullis_policy::Policy) -> Result<LedgerImpact, ApiError> {
         let mut impact = LedgerImpact { calls: 0, would_allow: 0, were_refused: 0, examples: Vec::new() };
         let stop = AtomicBool::new(false);
-        let (summary, _) = replay_policy(
-            self.hub.ledger_path(),
-            amended,
-            Vec::new(),
-            self.hub.project(),
-            &stop,
-            &mut |event| {
+        let (summary, _) =
+            replay_policy(self.hub.ledger_path(), amended, self.hub.project(), &stop, &mut |event| {
                 if let ReplayEvent::Change(change) = event
                     && change.after == Decision::Allow.as_str()
                 {
@@ -146,8 +140,7 @@ impl OperatorApi {
                     }
                 }
                 true
-            },
-        )?;
+            })?;
         impact.calls = summary.calls;
         Ok(impact)
     }

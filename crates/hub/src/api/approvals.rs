@@ -91,8 +91,9 @@ fn approval_of(p: PendingApproval) -> Approval {
         requested_at: p.requested_at,
         deadline: p.deadline,
         always: match p.always {
-            broker::AlwaysOffer::Yes { file, amendment } => AlwaysOffer::Yes {
+            broker::AlwaysOffer::Yes { file, creates, amendment } => AlwaysOffer::Yes {
                 file,
+                creates,
                 rules: amendment
                     .rules
                     .iter()

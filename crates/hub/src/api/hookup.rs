@@ -5,7 +5,6 @@
 
 use super::types::HookupSnippet;
 use super::{ApiError, ErrorCode, OperatorApi};
-use portcullis_policy::discovery::user_config_dir;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +16,7 @@ impl OperatorApi {
         let addr = state.served_at.get().ok_or_else(|| {
             ApiError::new(ErrorCode::HubUnavailable, "the hub does not listen for agents", json!({}))
         })?;
-        let config = state.config.config_dir.clone().or_else(user_config_dir).ok_or_else(|| {
+        let config = state.config.user_config().ok_or_else(|| {
             ApiError::new(ErrorCode::HubUnavailable, "the hub has no config folder (set HOME)", json!({}))
         })?;
         Ok(snippets(&format!("http://{addr}/mcp"), &config, &portcullis_binary()))

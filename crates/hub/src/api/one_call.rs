@@ -46,7 +46,7 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
     let cwd = call.cwd;
     let (policy, sources) = load_for(&call.policy_files, &cwd)?;
     // "Always" writes to a loaded policy file: the one named, else the base layer's (strictest-wins
-    // layering lets only it widen what is allowed).
+    // layering lets only it widen what is allowed), else (a first day) the user's, created.
     let always_file = match &call.always_file {
         Some(file) => {
             Some(sources.iter().find(|s| same_file(Path::new(s), file)).cloned().ok_or_else(|| {
@@ -61,7 +61,10 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
                 )
             })?)
         }
-        None => portcullis_policy::approval::default_always_file(&sources),
+        None => portcullis_policy::approval::always_target(
+            &policy,
+            portcullis_policy::discovery::user_config_dir().as_deref(),
+        ),
     };
     // Commands run inside the sandbox when this binary is a launcher (the CLI's is).
     let launcher = crate::sandboxing::default_launcher();

@@ -47,6 +47,11 @@ impl LoadedPolicy {
         &self.sources
     }
 
+    /// Where "." points in the layers that name relative roots.
+    pub fn relative_roots(&self) -> Vec<RelativeRoots> {
+        relative_roots(&self.policy)
+    }
+
     /// Evaluates a shell script as run in the folder: the decision, the commands and paths seen, the
     /// matched rules with their files, the deciding rule and why.
     pub fn check_command(&self, script: &str) -> Evaluation {
@@ -125,16 +130,34 @@ pub fn lint_policy(files: &[PathBuf], cwd: &Path) -> Result<PolicyLint, ApiError
     Ok(lint_of(&unchecked(files, cwd)?))
 }
 
-/// Lints a draft of the policy file `path` without saving it, on its own (not layered with the
-/// others). A draft that does not parse is refused with its line and column in `details`.
-pub fn lint_draft(path: &Path, text: &str) -> Result<PolicyLint, ApiError> {
-    let layer = parse_for(path, text)?;
+/// Lints a draft of the policy file `path` applied to `project` without saving it, on its own (not
+/// layered with the others). A draft that does not parse is refused with its line and column in
+/// `details`.
+pub fn lint_draft(path: &Path, text: &str, project: &Path) -> Result<PolicyLint, ApiError> {
+    let layer = parse_for(path, text, project)?;
     Ok(lint_of(&Policy::from_layers_unchecked(vec![layer]).map_err(located)?))
 }
 
 /// The layers of `files` (else those found for `cwd`) as a policy whose rule examples may fail.
 fn unchecked(files: &[PathBuf], cwd: &Path) -> Result<Policy, ApiError> {
     Policy::from_layers_unchecked(layers_for(files, cwd).map_err(located)?).map_err(located)
+}
+
+/// Where "." (and every relative root) points in one policy layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelativeRoots {
+    /// The layer's source (its file, or the built-in default's name).
+    pub policy: String,
+    /// The folder its "." is.
+    pub folder: String,
+}
+
+/// Where "." points in each layer of `policy` that names relative roots (see
+/// [`portcullis_policy::discovery::roots_anchor`] for the rule).
+pub fn relative_roots(policy: &Policy) -> Vec<RelativeRoots> {
+    (portcullis_policy::discovery::relative_root_anchors(policy.layers()).into_iter())
+        .map(|(policy, folder)| RelativeRoots { policy, folder: folder.display().to_string() })
+        .collect()
 }
 
 fn sources_of(policy: &Policy) -> Vec<String> {

@@ -31,11 +31,11 @@ pub fn policy_files(files: &[PathBuf], cwd: &Path) -> Result<Vec<PolicyFile>, Ap
         .collect())
 }
 
-/// Checks a draft of the policy file `path` without saving it: it parses, its rules hold their
-/// examples, its servers and grants are valid. The error says where (`details`: file, line, column,
-/// rule).
-pub fn validate_policy(path: &Path, text: &str) -> Result<PolicySummary, ApiError> {
-    let layer = parse_for(path, text)?;
+/// Checks a draft of the policy file `path`, applied to `project`, without saving it: it parses, its
+/// rules hold their examples, its servers and grants are valid. The error says where (`details`: file,
+/// line, column, rule).
+pub fn validate_policy(path: &Path, text: &str, project: &Path) -> Result<PolicySummary, ApiError> {
+    let layer = parse_for(path, text, project)?;
     let summary = summary_of(&layer);
     Policy::from_layers(vec![layer]).map_err(located)?;
     Ok(summary)
@@ -45,8 +45,13 @@ pub fn validate_policy(path: &Path, text: &str) -> Result<PolicySummary, ApiErro
 /// the editor read (`expected_version`; `None` for a file that must not exist yet). Written to a
 /// temporary file beside it, flushed, then renamed over it: readers see the old or the new text,
 /// never a part. Returns the new version.
-pub fn save_policy(path: &Path, text: &str, expected_version: Option<&str>) -> Result<String, ApiError> {
-    validate_policy(path, text)?;
+pub fn save_policy(
+    path: &Path,
+    text: &str,
+    expected_version: Option<&str>,
+    project: &Path,
+) -> Result<String, ApiError> {
+    validate_policy(path, text, project)?;
     let current = match std::fs::read_to_string(path) {
         Ok(current) => Some(version_of(&current)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -95,14 +100,10 @@ pub(super) fn summary_of(layer: &PolicyLayer) -> PolicySummary {
     }
 }
 
-pub(super) fn parse_for(path: &Path, text: &str) -> Result<PolicyLayer, ApiError> {
-    let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    // A file in a `.portcullis` folder roots its relative paths at the project, as when it is loaded.
-    let root = if folder.file_name().is_some_and(|n| n == ".portcullis") {
-        folder.parent().map(Path::to_path_buf).unwrap_or(folder)
-    } else {
-        folder
-    };
+/// The draft `text` of the policy file `path` applied to `project`, its relative roots anchored by the
+/// one rule ([`portcullis_policy::discovery::roots_anchor`]).
+pub(super) fn parse_for(path: &Path, text: &str, project: &Path) -> Result<PolicyLayer, ApiError> {
+    let root = portcullis_policy::discovery::roots_anchor(path, project);
     PolicyLayer::parse(&path.display().to_string(), text, root).map_err(located)
 }
 

@@ -9,7 +9,7 @@ use super::error::ApiError;
 use portcullis_harness::{ActionKind, CallContext, ExecutionAction, ToolRegistry};
 use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
-use portcullis_policy::discovery::{load_for, user_policy_file};
+use portcullis_policy::discovery::load_for;
 use portcullis_policy::replay::{RecordedCall, Replay};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,22 +49,21 @@ pub fn replay_ledger(
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<ReplayOutcome, ApiError> {
     let (policy, sources) = load_for(policy_files, cwd)?;
-    let (summary, stopped) = replay_policy(db, &policy, draft_layers(policy_files), cwd, stop, report)?;
+    let (summary, stopped) = replay_policy(db, &policy, cwd, stop, report)?;
     Ok(ReplayOutcome { summary, policies: sources, stopped })
 }
 
-/// Replays `policy` (loaded, or amended in memory) over the ledger at `db`; layers `drafts` are anchored
-/// at each call's project. The summary, and whether it stopped early.
+/// Replays `policy` (loaded, or amended in memory) over the ledger at `db`; the "." of its layers that
+/// belong to no project is each call's project. The summary, and whether it stopped early.
 pub(crate) fn replay_policy(
     db: &Path,
     policy: &portcullis_policy::Policy,
-    drafts: Vec<usize>,
     cwd: &Path,
     stop: &AtomicBool,
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<(ReplaySummary, bool), ApiError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut replay = Replay::new(policy, cwd.to_path_buf(), home).anchor_drafts_at_calls(drafts);
+    let mut replay = Replay::new(policy, cwd.to_path_buf(), home);
     let mut calls = LedgerCalls::open(db, policy, cwd)?;
     let stopped = calls.each(stop, report, &mut |call| replay.replay(call))?;
     Ok((replay.summary.clone(), stopped))
@@ -232,21 +231,4 @@ fn recorded_call(record: StoredRecord) -> RecordedCall {
             StoredPolicyDecision::Forbidden => Decision::Forbidden,
         }),
     }
-}
-
-/// The named policy files that are drafts: not where a hub finds policies (a `.portcullis` folder, the
-/// user's policy file), so their relative roots are anchored at each replayed call's project.
-fn draft_layers(files: &[PathBuf]) -> Vec<usize> {
-    let user = user_policy_file().and_then(|f| std::fs::canonicalize(f).ok());
-    files
-        .iter()
-        .enumerate()
-        .filter(|(_, file)| {
-            let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-            let in_portcullis_folder =
-                file.parent().and_then(Path::file_name).is_some_and(|n| n == ".portcullis");
-            !in_portcullis_folder && user.as_ref() != Some(&file)
-        })
-        .map(|(i, _)| i)
-        .collect()
 }

@@ -52,6 +52,8 @@ pub enum AlwaysOffer {
     /// The policy file the amendment goes to, what it adds, and the amendment as written.
     Yes {
         file: String,
+        /// "Always" creates `file` (the user's policy: the built-in default's rules plus these).
+        creates: bool,
         rules: Vec<AlwaysRule>,
         read_roots: Vec<String>,
         amendment: Value,

@@ -12,7 +12,7 @@ use super::line_diff::{DiffLine, line_diff};
 use super::policy_check::{PolicyLint, lint_of};
 use super::policy_files::{located, parse_for, save_policy, summary_of, version_of};
 use super::types::PolicySummary;
-use portcullis_policy::discovery::{DEFAULT_POLICY, DEFAULT_POLICY_SOURCE, user_policy_file};
+use portcullis_policy::discovery::{DEFAULT_POLICY, DEFAULT_POLICY_SOURCE};
 use portcullis_policy::{
     CallVerdict, EvalContext, ExampleCommands, ExampleOutcome, Policy, PolicyLayer, TestOutcome,
 };
@@ -122,7 +122,7 @@ impl OperatorApi {
     pub fn policy_layers(&self) -> Result<PolicyLayers, ApiError> {
         let policy = self.hub.live_policy().current();
         let mut layers: Vec<LayerFile> = Vec::new();
-        let user = user_policy_file().map(|f| f.display().to_string());
+        let user = self.user_policy_file();
         let named = !self.hub.named_policy_files().is_empty();
         for (index, layer) in policy.layers().iter().enumerate() {
             let in_force_text = layer.text.clone().unwrap_or_default();
@@ -182,7 +182,7 @@ impl OperatorApi {
         let path = self.draft_file(file)?;
         let mut check =
             DraftCheck { version: version_of(text), problem: None, examples: Vec::new(), summary: None };
-        let layer = match parse_for(&path, text) {
+        let layer = match parse_for(&path, text, self.hub.project()) {
             Ok(layer) => layer,
             Err(e) => {
                 check.problem = Some(problem(&e));
@@ -295,7 +295,7 @@ impl OperatorApi {
                 )
             })?;
         }
-        save_policy(&path, text, expected_version)
+        save_policy(&path, text, expected_version, self.hub.project())
     }
 
     /// `file` if it is one of the files the workbench edits (the hub's policy files, or the project
@@ -316,10 +316,16 @@ impl OperatorApi {
         }
     }
 
+    /// The user's policy file of this hub, if it exists.
+    fn user_policy_file(&self) -> Option<String> {
+        let file = self.hub.user_config()?.join("policy.json");
+        file.is_file().then(|| file.display().to_string())
+    }
+
     /// The project's policy file when none is in force (and no files were named at start): the file the
     /// workbench offers to create.
     fn project_file_to_create(&self, policy: &Policy) -> Option<PathBuf> {
-        let user = user_policy_file().map(|f| f.display().to_string());
+        let user = self.user_policy_file();
         let project_in_force = policy
             .layers()
             .iter()
@@ -332,7 +338,7 @@ impl OperatorApi {
     /// built-in default's place, or follows the user's file).
     pub(crate) fn layers_with_draft(&self, file: &str, text: &str) -> Result<Vec<PolicyLayer>, ApiError> {
         let path = self.draft_file(file)?;
-        let draft = parse_for(&path, text)?;
+        let draft = parse_for(&path, text, self.hub.project())?;
         let mut layers: Vec<PolicyLayer> = self.hub.live_policy().current().layers().to_vec();
         match layers.iter().position(|l| l.source == file) {
             Some(index) => layers[index] = draft,

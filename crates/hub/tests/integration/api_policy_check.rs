@@ -130,15 +130,15 @@ fn lint_finds_dead_and_voided_rules_in_the_policy_and_in_a_draft() {
 
     // The same text as a draft, never saved: the same findings.
     let draft = dir.join("draft.json");
-    let linted = lint_draft(&draft, MESSY).unwrap();
+    let linted = lint_draft(&draft, MESSY, &dir).unwrap();
     assert_eq!((linted.rules, linted.warnings), (3, 2));
     assert_eq!(linted.policies, [draft.display().to_string()]);
     assert!(!draft.exists());
-    let clean = lint_draft(&draft, POLICY).unwrap();
+    let clean = lint_draft(&draft, POLICY, &dir).unwrap();
     assert_eq!(clean.warnings, 0, "{clean:?}");
 
     // A draft with a syntax error: where it is.
-    let e = lint_draft(&draft, "{ \"commands\": {\n  \"rules\": [ oops ] } }").unwrap_err();
+    let e = lint_draft(&draft, "{ \"commands\": {\n  \"rules\": [ oops ] } }", &dir).unwrap_err();
     assert_eq!(e.code, ErrorCode::Policy("policy_syntax"));
     assert_eq!((e.details["line"].as_u64(), e.details["column"].as_u64()), (Some(2), Some(14)), "{e:?}");
 }

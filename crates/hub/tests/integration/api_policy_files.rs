@@ -33,17 +33,17 @@ fn layers_come_with_their_text_and_version() {
 fn a_draft_is_checked_without_saving_and_says_where_it_is_wrong() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("policy.json");
-    let summary = validate_policy(&path, GOOD).unwrap();
+    let summary = validate_policy(&path, GOOD, tmp.path()).unwrap();
     assert_eq!((summary.rules, summary.examples, summary.tests), (1, 1, 0));
     assert!(!path.exists(), "validating saved something");
 
-    let e = validate_policy(&path, "{ \"commands\": {\n  \"default\": maybe } }").unwrap_err();
+    let e = validate_policy(&path, "{ \"commands\": {\n  \"default\": maybe } }", tmp.path()).unwrap_err();
     assert_eq!(e.code, ErrorCode::Policy("policy_syntax"));
     assert_eq!((e.details["line"].as_u64(), e.details["column"].as_u64()), (Some(2), Some(14)), "{e:?}");
 
     // A rule whose own example does not match it.
     let wrong_example = GOOD.replace("git status -s", "git push");
-    let e = validate_policy(&path, &wrong_example).unwrap_err();
+    let e = validate_policy(&path, &wrong_example, tmp.path()).unwrap_err();
     assert_eq!(e.code, ErrorCode::Policy("policy_rule"), "{e:?}");
     assert_eq!(e.details["rule"], "git-status");
     assert!(e.details["line"].as_u64().unwrap() >= 2, "{e:?}");
@@ -61,19 +61,19 @@ fn a_save_is_refused_when_the_file_changed_or_the_text_is_broken_and_is_atomic_o
     let theirs = GOOD.replace("prompt", "forbidden");
     std::fs::write(&path, &theirs).unwrap();
     let mine = GOOD.replace("\"git-status\"", "\"status\"");
-    let e = save_policy(&path, &mine, Some(&read)).unwrap_err();
+    let e = save_policy(&path, &mine, Some(&read), tmp.path()).unwrap_err();
     assert_eq!(e.code, ErrorCode::PolicyChanged);
     assert_eq!(e.code.http_status(), 409);
     assert_eq!(e.details["version_on_disk"], version_of(&theirs));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs, "a stale save replaced the file");
 
     // A broken text never replaces the working one, whatever the version.
-    let e = save_policy(&path, "{ not json", Some(&version_of(&theirs))).unwrap_err();
+    let e = save_policy(&path, "{ not json", Some(&version_of(&theirs)), tmp.path()).unwrap_err();
     assert_eq!(e.code, ErrorCode::Policy("policy_syntax"));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs);
 
     // The right version: saved, with the file's permissions, and nothing left beside it.
-    let version = save_policy(&path, &mine, Some(&version_of(&theirs))).unwrap();
+    let version = save_policy(&path, &mine, Some(&version_of(&theirs)), tmp.path()).unwrap();
     assert_eq!(version, version_of(&mine));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), mine);
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
@@ -82,7 +82,7 @@ fn a_save_is_refused_when_the_file_changed_or_the_text_is_broken_and_is_atomic_o
 
     // A new file: saved only if none appeared meanwhile.
     let fresh = tmp.path().join("new.json");
-    save_policy(&fresh, GOOD, None).unwrap();
-    let e = save_policy(&fresh, GOOD, None).unwrap_err();
+    save_policy(&fresh, GOOD, None, tmp.path()).unwrap();
+    let e = save_policy(&fresh, GOOD, None, tmp.path()).unwrap_err();
     assert_eq!(e.code, ErrorCode::PolicyChanged);
 }

@@ -50,7 +50,7 @@ async fn always_is_offered_but_never_for_a_command_holding_a_secret() {
     };
     let pending = pending_one(&hub).await;
     match &pending.always {
-        AlwaysOffer::Yes { file, amendment } => {
+        AlwaysOffer::Yes { file, amendment, .. } => {
             assert!(file.ends_with("policy.json"));
             assert_eq!(amendment.rules.len(), 1);
         }

@@ -17,7 +17,7 @@ async fn every_corpus_case_gets_its_decision_through_the_pipeline() {
     let mut total = 0;
     let mut failures = Vec::new();
     for folder in folders() {
-        let policy = Policy::load(&[folder.join("policy.json")]).unwrap();
+        let policy = Policy::load(&[folder.join("policy.json")], &folder).unwrap();
         let mut judge = Judge::with_home(policy, &folder, Some(PathBuf::from("/home/agent"))).unwrap();
         let cases: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(folder.join("cases.json")).unwrap()).unwrap();
@@ -55,7 +55,7 @@ async fn shipped_policies_pass_their_tests_through_the_pipeline() {
             continue;
         }
         seen += 1;
-        let policy = Policy::load(std::slice::from_ref(&path)).unwrap();
+        let policy = Policy::load(std::slice::from_ref(&path), &dir).unwrap();
         let outcomes =
             portcullis_hub::api::judge::run_policy_tests(&policy, Some(PathBuf::from("/home/agent")))
                 .await

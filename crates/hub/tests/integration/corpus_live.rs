@@ -92,7 +92,8 @@ async fn policy_test_and_live_calls_agree_on_every_corpus_case() {
         let api = OperatorApi::new(hub.clone());
         let _attending = hub.broker().subscribe();
         let mut judge =
-            Judge::with_home(Policy::load(&[policy_file]).unwrap(), &project, Some(home.clone())).unwrap();
+            Judge::with_home(Policy::load(&[policy_file], &project).unwrap(), &project, Some(home.clone()))
+                .unwrap();
         let cases: Vec<Value> =
             serde_json::from_str(&std::fs::read_to_string(project.join("cases.json")).unwrap()).unwrap();
         for (n, case) in cases.iter().enumerate() {

@@ -44,7 +44,8 @@ fn shipped_policies_reference_the_schema_load_and_hold_tests() {
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["$schema"], "../schemas/policy.schema.json", "{}", path.display());
         // Their test cases are judged through the pipeline: crates/hub/tests/corpus_judged.rs.
-        let policy = Policy::load(std::slice::from_ref(&path)).unwrap_or_else(|e| panic!("{e}"));
+        let policy = Policy::load(std::slice::from_ref(&path), Path::new("/home/agent/project"))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(!policy.test_calls(Some(Path::new("/home/agent"))).is_empty());
     }
     assert!(seen >= 1);

@@ -178,7 +178,7 @@ fn a_command_naming_too_many_files_prompts_and_stays_bounded() {
     for i in 0..200 {
         std::fs::write(root.join(format!("f{i}")), "").unwrap();
     }
-    let policy = Policy::load(&[root.join("policy.json")]).unwrap();
+    let policy = Policy::load(&[root.join("policy.json")], &root).unwrap();
     let ctx = EvalContext { cwd: root.clone(), home: None };
     let few = policy.evaluate_command("cat * *", &ctx);
     assert_eq!(few.decision, Decision::Allow, "{:?}", few.reasons);

@@ -96,7 +96,7 @@ fn the_shipped_policies_lint_clean() {
         files.push(entry.unwrap().path().join("policy.json"));
     }
     for file in files {
-        let p = Policy::load(std::slice::from_ref(&file)).unwrap();
+        let p = Policy::load(std::slice::from_ref(&file), file.parent().unwrap()).unwrap();
         let warnings: Vec<_> = lint(&p).into_iter().filter(|f| f.severity == Severity::Warning).collect();
         assert!(warnings.is_empty(), "{}: {warnings:#?}", file.display());
     }

@@ -60,7 +60,7 @@ struct Gate {
 }
 
 fn gate(p: &Project, approvals: Option<Arc<dyn Approvals>>, redactor: Option<Redactor>) -> Gate {
-    let policy = Policy::load(std::slice::from_ref(&p.policy_file)).unwrap();
+    let policy = Policy::load(std::slice::from_ref(&p.policy_file), &p.root).unwrap();
     gate_with(p, Arc::new(LivePolicy::new(policy, p.root.clone())), approvals, redactor)
 }
 
@@ -140,7 +140,7 @@ impl Prompter for ScriptedOperator {
 /// A gate whose approver asks `operator`, sharing one live policy with the dispatcher.
 fn operator_gate(p: &Project, operator: &Arc<ScriptedOperator>) -> (Gate, Arc<SessionGrants>) {
     let grants = Arc::new(SessionGrants::new());
-    let policy = Policy::load(std::slice::from_ref(&p.policy_file)).unwrap();
+    let policy = Policy::load(std::slice::from_ref(&p.policy_file), &p.root).unwrap();
     let live = Arc::new(LivePolicy::new(policy, p.root.clone()));
     let approver = Arc::new(OperatorApprover::new(
         operator.clone(),
@@ -285,7 +285,7 @@ async fn always_appends_a_rule_that_decides_from_then_on() {
     assert!(after.starts_with(&before[..before.find("\n    ]").unwrap()]), "the layout is kept:\n{after}");
     assert!(after.contains(&written.id));
     // The file loads on its own (examples included) and the rule now decides.
-    let reloaded = Policy::load(std::slice::from_ref(&p.policy_file)).unwrap();
+    let reloaded = Policy::load(std::slice::from_ref(&p.policy_file), &p.root).unwrap();
     let eval = reloaded.evaluate_command("mkdir -p build/out", &portcullis_policy::EvalContext::new(&p.root));
     assert_eq!(eval.decision.as_str(), "allow");
     let next = g.call("s", "2", "shell", json!({ "command": "mkdir -p build/out" })).await;
@@ -325,7 +325,7 @@ async fn always_is_not_offered_where_a_rule_or_an_opaque_construct_asks() {
 #[tokio::test]
 async fn append_refuses_a_file_changed_since_it_was_loaded() {
     let p = project();
-    let policy = Policy::load(std::slice::from_ref(&p.policy_file)).unwrap();
+    let policy = Policy::load(std::slice::from_ref(&p.policy_file), &p.root).unwrap();
     let action = portcullis_harness::ExecutionAction::new(portcullis_harness::ActionKind::Execute, "exec")
         .with_command("touch x")
         .with_cwd(p.root.clone());
@@ -370,7 +370,7 @@ async fn a_replaced_policy_decides_the_next_call() {
         r#""pattern": [["echo", "ls", "cat"]], "decision": "forbidden""#,
     );
     std::fs::write(&p.policy_file, stricter).unwrap();
-    g.live.replace(Policy::load(std::slice::from_ref(&p.policy_file)).unwrap());
+    g.live.replace(Policy::load(std::slice::from_ref(&p.policy_file), &p.root).unwrap());
     let second = g.call("s", "2", "shell", json!({ "command": "echo x" })).await;
     assert_eq!(blocked(&second), Some(BlockedReason::ExecutionDenied));
 }

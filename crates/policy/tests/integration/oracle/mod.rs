@@ -183,7 +183,7 @@ fn run_jobs(jobs: Vec<Job>) -> Tally {
         }
         placed = Some(text.clone());
         if !loaded.iter().any(|(t, _)| *t == text) {
-            let policy = Policy::load(&[scratch.policy_file()]).unwrap();
+            let policy = Policy::load(&[scratch.policy_file()], &scratch.proj).unwrap();
             loaded.push((text.clone(), policy));
         }
         let policy = &loaded.iter().find(|(t, _)| *t == text).unwrap().1;
