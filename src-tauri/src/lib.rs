@@ -86,10 +86,25 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
             ledger::candidate_rule,
         ])
         .events(tauri_specta::collect_events![CloseAsked])
+        // The characters agent text shows escaped (`lib/visible.ts` reads this, the terminal the same
+        // table): one table, so every place shows the same text the same way.
+        .constant("ESCAPED_RANGES", portcullis_harness::untrusted::escaped_ranges())
+        // How each kind of protected place is named after "decided by" (`ProtectedKind::words`).
+        .constant("PROTECTED_KIND_WORDS", protected_kind_words())
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
         .dangerously_cast_bigints_to_number()
         // One TypeScript type per Rust type: the window reads what Rust serializes and sends what it reads.
         .disable_serde_phases()
+}
+
+/// `{"policy": "protected place (policy)", ...}`: every kind's words, keyed as the kind serializes.
+fn protected_kind_words() -> serde_json::Map<String, serde_json::Value> {
+    (portcullis_harness::ProtectedKind::ALL.into_iter())
+        .filter_map(|kind| {
+            let key = serde_json::to_value(kind).ok()?.as_str()?.to_owned();
+            Some((key, serde_json::Value::from(kind.words())))
+        })
+        .collect()
 }
 
 /// Writes the bindings the window is compiled against (`ui/src/backend/bindings.ts`) to `path`.

@@ -58,7 +58,8 @@ export function world(policy) {
   worlds.push(base);
   const dirs = { base, home: `${base}/home`, config: `${base}/config`, data: `${base}/data`, proj: `${base}/shop` };
   for (const d of [dirs.home, dirs.config, dirs.data, `${dirs.proj}/.portcullis`]) mkdirSync(d, { recursive: true });
-  writeFileSync(`${dirs.proj}/.portcullis/policy.json`, policy);
+  // `null`: no policy anywhere, as on a new operator's first day (the built-in default is in force).
+  if (policy !== null) writeFileSync(`${dirs.proj}/.portcullis/policy.json`, policy);
   const git = (...args) => execFileSync("git", args, { cwd: dirs.proj, stdio: "ignore", env: { ...process.env, HOME: dirs.home } });
   execFileSync("git", ["init", "-q", "--bare", `${base}/origin.git`], { stdio: "ignore" });
   git("init", "-q", "-b", "main");

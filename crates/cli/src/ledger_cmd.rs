@@ -106,7 +106,15 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         let policy = records
             .iter()
             .find(|r| r.policy_decision.is_some())
-            .map(|r| format!("  policy {}", policy_label(r.policy_decision, r.policy_rule.as_deref())))
+            .map(|r| match &r.body.policy_decided_by {
+                // A protected place decided: say which (no rule did, so the label alone names none).
+                Some(by @ portcullis_hub::api::types::DecidedBy::ProtectedPlace { .. }) => format!(
+                    "  policy {} ({})",
+                    policy_label(r.policy_decision, None),
+                    clean(&crate::render::record_decided(by))
+                ),
+                _ => format!("  policy {}", policy_label(r.policy_decision, r.policy_rule.as_deref())),
+            })
             .unwrap_or_default();
         writeln!(
             out,

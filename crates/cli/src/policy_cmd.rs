@@ -125,10 +125,11 @@ fn declared_at(rule: &MatchedRule) -> String {
 fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError> {
     let mut line = |text: String| writeln!(out, "{}", clean(&text));
     line(format!("decision: {}", e.decision.as_str()))?;
-    match (&e.deciding_rule, &e.deciding_reason) {
-        (Some(rule), _) => line(format!("decided by: rule {} ({})", rule.id, declared_at(rule)))?,
-        (None, Some(reason)) => line(format!("decided by: {reason}"))?,
-        (None, None) => {}
+    match (&e.deciding_rule, &e.deciding_place, &e.deciding_reason) {
+        (Some(rule), _, _) => line(format!("decided by: rule {} ({})", rule.id, declared_at(rule)))?,
+        (None, Some(at), _) => line(format!("decided by: {}", at.kind.describe(&at.place, &at.path)))?,
+        (None, None, Some(reason)) => line(format!("decided by: {reason}"))?,
+        (None, None, None) => {}
     }
     if !e.commands.is_empty() {
         line("commands:".into())?;
@@ -252,7 +253,8 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
         let line = if args.json {
             serde_json::to_value(change).map(|v| v.to_string()).map_err(CliError::from)
         } else {
-            Ok(format!(
+            // Sessions, tools and subjects are agent text: escaped as everywhere else.
+            Ok(clean(&format!(
                 "{}  {}/{}  {}  {}: {} -> {} ({})",
                 format_time(Timestamp(change.at)),
                 change.session_id,
@@ -262,7 +264,7 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
                 change.before,
                 change.after,
                 change.decided_by
-            ))
+            )))
         };
         written = line.and_then(|line| writeln!(out, "{line}").map_err(CliError::from));
         written.is_ok()

@@ -71,8 +71,10 @@ pub fn call_decided(call: &CallRow) -> String {
 
 /// Who decided a record, with the rule's source and a default's detail.
 pub fn record_decided(decided: &DecidedBy) -> String {
-    if let DecidedBy::Default { detail: Some(detail) } = decided {
-        return format!("default ({detail})");
+    match decided {
+        DecidedBy::Default { detail: Some(detail) } => return format!("default ({detail})"),
+        DecidedBy::ProtectedPlace { kind, place, path } => return kind.describe(place, path),
+        _ => {}
     }
     let decider = Decider::of(decided);
     let mut label = decided_label(&decider.kind, decider.rule.as_deref(), decider.operator.as_deref());

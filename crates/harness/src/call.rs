@@ -242,6 +242,42 @@ pub enum OperatorOutcome {
     Denied,
 }
 
+/// What a protected place is, which decides what a tool may do with it (the policy crate's table says
+/// which places are which).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtectedKind {
+    /// A policy layer, a `.portcullis` folder or a tool-manifests folder: writes need an operator.
+    Policy,
+    /// Content that allowed programs execute (git hooks and config, editor/agent settings): writes need
+    /// an operator.
+    Executed,
+    /// The hub's credentials and state, other processes' environment and memory: never read or written.
+    HubSecret,
+}
+
+impl ProtectedKind {
+    /// Every kind, for tables of their words.
+    pub const ALL: [ProtectedKind; 3] =
+        [ProtectedKind::Policy, ProtectedKind::Executed, ProtectedKind::HubSecret];
+
+    /// The kind in a few words, as people read it after "decided by".
+    pub fn words(self) -> &'static str {
+        match self {
+            ProtectedKind::Policy => "protected place (policy)",
+            ProtectedKind::Executed => "protected place (executed content)",
+            ProtectedKind::HubSecret => "protected place (the hub's secrets)",
+        }
+    }
+
+    /// A place of this kind as the decider, in words: `protected place (executed content): Claude Code
+    /// settings (…) at /p/.claude/settings.json`.
+    pub fn describe(self, place: &str, path: &str) -> String {
+        format!("{}: {place} at {path}", self.words())
+    }
+}
+
 /// What decided a call's fate. Every record carries one, so an auditor can always answer "why".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
@@ -253,6 +289,9 @@ pub enum DecidedBy {
     },
     /// A policy rule, by id and source file.
     Rule { rule_id: String, source: String },
+    /// A protected place the call touches (a policy file, content programs execute, the hub's secrets):
+    /// what it is, its kind, and the path. Stricter than any rule could loosen.
+    ProtectedPlace { kind: ProtectedKind, place: String, path: String },
     /// An operator answered an approval prompt.
     Operator {
         outcome: OperatorOutcome,

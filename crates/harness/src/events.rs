@@ -85,9 +85,25 @@ pub(crate) fn micros_since(since: Option<std::time::Instant>) -> u64 {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventPayload {
     #[serde(rename = "tool_execution_blocked")]
-    Blocked { reason: BlockedReason, error: CallError, decided_by: DecidedBy },
+    Blocked {
+        reason: BlockedReason,
+        error: CallError,
+        decided_by: DecidedBy,
+        /// What gave the execution policy's decision when the call reached it (a rule, a protected
+        /// place, the default), even when an operator or a timeout settled it (`decided_by`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        policy_decided_by: Option<DecidedBy>,
+    },
     #[serde(rename = "tool_execution_started")]
-    Started { arguments: Arc<Value>, action: Arc<ExecutionAction>, decided_by: DecidedBy, stages: StageTimes },
+    Started {
+        arguments: Arc<Value>,
+        action: Arc<ExecutionAction>,
+        decided_by: DecidedBy,
+        /// As for `Blocked`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        policy_decided_by: Option<DecidedBy>,
+        stages: StageTimes,
+    },
     #[serde(rename = "tool_execution_progress")]
     Progress { progress: Value },
     #[serde(rename = "tool_execution_finished")]

@@ -42,8 +42,8 @@ pub mod testing;
 
 pub use batch::BatchOptions;
 pub use call::{
-    BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome, RuleRef,
-    RunContext, ToolCall, ToolCallResult, error_codes,
+    BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome,
+    ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult, error_codes,
 };
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};

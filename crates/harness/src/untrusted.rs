@@ -42,6 +42,14 @@ pub const HIDDEN: &[(char, char, &str)] = &[
     ('\u{e0100}', '\u{e01ef}', "variation selectors supplement"),
 ];
 
+/// Every range of characters shown escaped, as code points (first, last): the C0 and C1 controls and
+/// DEL, then [`HIDDEN`]. The desktop app's `visible()` reads this very table (generated into its
+/// bindings), so agent text looks the same in the terminal and in the window.
+pub fn escaped_ranges() -> Vec<(u32, u32)> {
+    let controls = [(0x00, 0x1f), (0x7f, 0x9f)];
+    controls.into_iter().chain(HIDDEN.iter().map(|(first, last, _)| (*first as u32, *last as u32))).collect()
+}
+
 /// True for characters that are shown escaped.
 pub fn is_hidden_or_control(c: char) -> bool {
     c.is_control() || HIDDEN.iter().any(|(first, last, _)| (*first..=*last).contains(&c))
@@ -104,6 +112,16 @@ mod tests {
         }
         for c in ['é', '✓', 'ß', '中', '\u{2070}'] {
             assert_eq!(visible(&c.to_string()), c.to_string());
+        }
+    }
+
+    #[test]
+    fn the_escaped_ranges_are_exactly_the_characters_shown_escaped() {
+        let ranges = escaped_ranges();
+        for code in 0..=0x10ffffu32 {
+            let Some(c) = char::from_u32(code) else { continue };
+            let listed = ranges.iter().any(|(first, last)| (*first..=*last).contains(&code));
+            assert_eq!(listed, is_hidden_or_control(c), "U+{code:04X}");
         }
     }
 

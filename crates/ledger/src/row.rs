@@ -134,6 +134,10 @@ pub struct RecordBody {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched_rules: Vec<RuleRef>,
     pub decided_by: DecidedBy,
+    /// What gave the execution policy's decision (a rule, a protected place, a root, the default),
+    /// kept even when an operator or a timeout settled the call (`decided_by` is then theirs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_decided_by: Option<DecidedBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Every file the call reads or writes, each with the policy's verdict on it.
@@ -146,6 +150,7 @@ pub fn decided_columns(d: &DecidedBy) -> (&'static str, Option<&str>, Option<&st
     match d {
         DecidedBy::Default { .. } => ("default", None, None, None),
         DecidedBy::Rule { rule_id, source } => ("rule", Some(rule_id), Some(source), None),
+        DecidedBy::ProtectedPlace { place, path, .. } => ("protected_place", Some(place), Some(path), None),
         DecidedBy::Operator { outcome, operator, rule_written } => {
             let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
             let who = match (operator, outcome) {
@@ -192,6 +197,7 @@ pub fn body_of(record: &ToolCallRecord) -> RecordBody {
         error: record.error.clone(),
         matched_rules: record.matched_rules.clone(),
         decided_by: record.decided_by.clone(),
+        policy_decided_by: record.policy.as_ref().map(|p| p.decided_by.clone()),
         cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
         files: record.policy.as_ref().map(|p| p.files.clone()).unwrap_or_default(),
     }
@@ -265,6 +271,7 @@ pub(crate) fn write_body(
     let rules = &record.matched_rules;
     field(out, first, "matched_rules", (!rules.is_empty()).then_some(rules))?;
     field(out, first, "decided_by", Some(&record.decided_by))?;
+    field(out, first, "policy_decided_by", record.policy.as_ref().map(|p| &p.decided_by))?;
     field(out, first, "cwd", record.call.cwd.as_ref().map(|c| c.to_string_lossy()).as_ref())?;
     let files = record.policy.as_ref().map(|p| &p.files).filter(|f| !f.is_empty());
     field(out, first, "files", files)?;

@@ -48,6 +48,7 @@ pub fn annotations_of(tool: &Tool) -> ToolAnnotations {
 pub fn describe_decider(decided_by: &DecidedBy) -> String {
     match decided_by {
         DecidedBy::Rule { rule_id, source } => format!("rule `{rule_id}` in {source}"),
+        DecidedBy::ProtectedPlace { kind, place, path } => kind.describe(place, path),
         DecidedBy::Operator { outcome, operator, .. } => {
             let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
             format!(

@@ -17,6 +17,17 @@ pub struct MatchedRule {
     pub decision: Decision,
 }
 
+/// A protected place that decided (no rule can loosen what it says): what it is, its kind, the path.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecidingPlace {
+    pub kind: portcullis_harness::ProtectedKind,
+    /// What the place is ("Claude Code settings (hooks and commands run code)").
+    pub place: String,
+    /// The path the call touches there (canonical where it resolves, else the pattern as written).
+    pub path: String,
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -43,6 +54,10 @@ pub struct Evaluation {
     /// The reason that set the final decision (one of `reasons`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deciding_reason: Option<String>,
+    /// The protected place that gave the final decision, if one did (then no rule did). Boxed: rare,
+    /// and an evaluation travels by value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deciding_place: Option<Box<DecidingPlace>>,
     /// A shell command's parts, each with its own verdict: sub-commands, redirections and what the
     /// parser could not see through (empty for other actions and for records written before parts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -60,6 +75,9 @@ pub struct Part {
     pub decision: Decision,
     /// The rule that decided this part, if a rule did.
     pub rule: Option<MatchedRule>,
+    /// The protected place that decided this part, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<Box<DecidingPlace>>,
     /// Why this part got its decision (the first reason at its level).
     pub reason: Option<String>,
     /// Every reason this part raised.
@@ -116,6 +134,7 @@ impl Evaluation {
             reasons: Vec::new(),
             deciding_rule: None,
             deciding_reason: None,
+            deciding_place: None,
             parts: Vec::new(),
         }
     }
@@ -136,6 +155,7 @@ impl Evaluation {
             text,
             decision: part.decision,
             rule: part.deciding_rule.clone(),
+            place: part.deciding_place.clone(),
             reason: part.deciding_reason.clone(),
             reasons: part.reasons.clone(),
             paths: part.paths.clone(),
@@ -180,10 +200,14 @@ impl Evaluation {
         {
             if part.decision > self.decision {
                 self.deciding_rule = None;
+                self.deciding_place = None;
             }
             self.decision = part.decision;
             if part.deciding_rule.is_some() {
                 self.deciding_rule = part.deciding_rule;
+                self.deciding_place = None;
+            } else if part.deciding_place.is_some() {
+                self.deciding_place = part.deciding_place;
             }
             if part.deciding_reason.is_some() {
                 self.deciding_reason = part.deciding_reason;
@@ -194,15 +218,34 @@ impl Evaluation {
 
     /// Raises the decision to `decision` if stricter, recording why.
     pub(crate) fn raise(&mut self, decision: Decision, reason: String, rule: Option<&MatchedRule>) {
+        self.raise_by(decision, reason, rule, None);
+    }
+
+    /// Raises the decision to `decision` if stricter because the call touches a protected place.
+    pub(crate) fn raise_at(&mut self, decision: Decision, reason: String, place: DecidingPlace) {
+        self.raise_by(decision, reason, None, Some(Box::new(place)));
+    }
+
+    fn raise_by(
+        &mut self,
+        decision: Decision,
+        reason: String,
+        rule: Option<&MatchedRule>,
+        place: Option<Box<DecidingPlace>>,
+    ) {
         if decision > self.decision
             || (decision == self.decision && self.deciding_rule.is_none() && rule.is_some())
         {
             if decision > self.decision {
                 self.deciding_rule = None;
+                self.deciding_place = None;
             }
             self.decision = decision;
             if let Some(rule) = rule {
                 self.deciding_rule = Some(rule.clone());
+                self.deciding_place = None;
+            } else if place.is_some() {
+                self.deciding_place = place;
             }
             self.deciding_reason = Some(reason.clone());
         }

@@ -6,7 +6,7 @@
 use crate::document::{Access, Decision};
 use crate::paths::{glob_matches_path, resolve_in};
 use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
-use crate::protected::ProtectedKind;
+use crate::protected::{KindRules, ProtectedKind};
 use crate::shell::{ShellAnalysis, SimpleCommand};
 use std::path::Path;
 
@@ -250,12 +250,14 @@ impl Policy {
                 || command.argv.get(index - 1).is_some_and(|w| w == "-t" || w == "--target-directory");
             let harmless = reads_only || (role == Some(TreeRole::Copies) && !destination);
             for candidate in operand_candidates(word, options_done) {
-                let (hit, shown) = match self.pattern_hit(candidate, ctx) {
-                    Some(hit) => (hit, format!("the pattern {candidate:?}, which may expand to")),
+                let (hit, shown, at) = match self.pattern_hit(candidate, ctx) {
+                    Some(hit) => {
+                        (hit, format!("the pattern {candidate:?}, which may expand to"), candidate.to_owned())
+                    }
                     None => {
                         let Ok(path) = resolve_in(candidate, &ctx.cwd, ctx.home.as_deref()) else { continue };
                         match self.protected.find(&path) {
-                            Some(hit) => (hit, format!("{}:", path.display())),
+                            Some(hit) => (hit, format!("{}:", path.display()), path.display().to_string()),
                             None => {
                                 let into = if index == last && recursive {
                                     Into::Recursively
@@ -273,11 +275,8 @@ impl Policy {
                     _ if harmless => continue,
                     _ => Decision::Prompt,
                 };
-                eval.raise(
-                    decision,
-                    format!("`{program}` names {shown} {}: {}", hit.what, hit.kind.why()),
-                    None,
-                );
+                let reason = format!("`{program}` names {shown} {}: {}", hit.what, hit.kind.why());
+                eval.raise_at(decision, reason, hit.at(at));
             }
         }
     }
@@ -303,11 +302,9 @@ impl Policy {
             _ if role == TreeRole::Reads => return,
             _ => Decision::Prompt,
         };
-        eval.raise(
-            decision,
-            format!("`{program}` acts on {}, which holds {}: {}", path.display(), hit.what, hit.kind.why()),
-            None,
-        );
+        let reason =
+            format!("`{program}` acts on {}, which holds {}: {}", path.display(), hit.what, hit.kind.why());
+        eval.raise_at(decision, reason, hit.at(path.display().to_string()));
     }
 
     /// The protected place a word with pattern characters may expand to (bash expands `*`, `?`, `[..]`
@@ -371,11 +368,8 @@ impl Policy {
         if let Some(hit) = self.pattern_hit(raw, ctx)
             && let Some(decision) = hit.kind.decision(access)
         {
-            eval.raise(
-                decision,
-                format!("the pattern {raw:?} may expand to {}: {}", hit.what, hit.kind.why()),
-                None,
-            );
+            let reason = format!("the pattern {raw:?} may expand to {}: {}", hit.what, hit.kind.why());
+            eval.raise_at(decision, reason, hit.at(raw.to_owned()));
         }
         if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
             eval.raise(Decision::Forbidden, format!("{shown} matches the deny glob {glob:?}"), None);
@@ -385,15 +379,21 @@ impl Policy {
             && let Some(decision) = hit.kind.decision(access)
         {
             let verb = if access == Access::Write { "writes" } else { "reads" };
-            eval.raise(decision, format!("{verb} {shown} ({}): {}", hit.what, hit.kind.why()), None);
+            let reason = format!("{verb} {shown} ({}): {}", hit.what, hit.kind.why());
+            eval.raise_at(decision, reason, hit.at(shown.clone()));
         } else if access == Access::Write && crate::executed::repository_look_alike(&path) {
-            eval.raise(
+            let place = crate::evaluation::DecidingPlace {
+                kind: ProtectedKind::Executed,
+                place: crate::executed::LOOK_ALIKE.to_owned(),
+                path: shown.clone(),
+            };
+            eval.raise_at(
                 Decision::Prompt,
                 format!(
                     "writes {shown}: {}; changing it needs an operator's explicit approval",
                     crate::executed::LOOK_ALIKE
                 ),
-                None,
+                place,
             );
         }
         let several = self.root_sets.len() > 1;

@@ -35,7 +35,7 @@ pub use examples::{ExampleCommands, ExampleOutcome, TestCall, TestOutcome, why_n
 pub use judge_files::{MAX_FILES_PER_EVALUATION, MAX_PATTERN_MATCHES};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
-    CallVerdict, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict, Policy, PolicyError,
-    PolicyLayer, RootSet,
+    CallVerdict, DecidingPlace, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict, Policy,
+    PolicyError, PolicyLayer, RootSet,
 };
-pub use protected::{ProtectedKind, ProtectedPaths};
+pub use protected::{KindRules, ProtectedKind, ProtectedPaths};

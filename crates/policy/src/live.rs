@@ -75,9 +75,12 @@ impl LivePolicy {
 
 /// The harness verdict of an evaluation: allow / ask / deny, with the deciding rule and every match.
 pub fn verdict_of(evaluation: &Evaluation) -> PolicyVerdict {
-    let decided_by = match &evaluation.deciding_rule {
-        Some(rule) => DecidedBy::Rule { rule_id: rule.id.clone(), source: rule.source.clone() },
-        None => DecidedBy::Default { detail: evaluation.deciding_reason.clone() },
+    let decided_by = match (&evaluation.deciding_rule, &evaluation.deciding_place) {
+        (Some(rule), _) => DecidedBy::Rule { rule_id: rule.id.clone(), source: rule.source.clone() },
+        (None, Some(at)) => {
+            DecidedBy::ProtectedPlace { kind: at.kind, place: at.place.clone(), path: at.path.clone() }
+        }
+        (None, None) => DecidedBy::Default { detail: evaluation.deciding_reason.clone() },
     };
     let reason = evaluation.deciding_reason.clone().unwrap_or_else(|| "allowed".into());
     let verdict = match evaluation.decision {

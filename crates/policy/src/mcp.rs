@@ -5,6 +5,7 @@
 use crate::document::Decision;
 use crate::paths::glob_component;
 use crate::policy::{Evaluation, MatchedRule, Policy};
+use crate::protected::KindRules;
 use portcullis_harness::{
     MCP_ELICITATION, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_ROOTS, MCP_SAMPLING, mcp_method_of,
 };
@@ -105,7 +106,8 @@ impl Policy {
         {
             // A `file://` resource is a file like any other: the hub's secrets are never read.
             eval.paths.push(path.display().to_string());
-            eval.raise(decision, format!("{}: {} ({})", path.display(), hit.kind.why(), hit.what), None);
+            let reason = format!("{}: {} ({})", path.display(), hit.kind.why(), hit.what);
+            eval.raise_at(decision, reason, hit.at(path.display().to_string()));
         }
         eval
     }

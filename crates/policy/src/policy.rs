@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-pub use crate::evaluation::{Evaluation, MatchedRule, Part, PartKind, PathVerdict};
+pub use crate::evaluation::{DecidingPlace, Evaluation, MatchedRule, Part, PartKind, PathVerdict};
 
 /// Why a policy did not load. Every variant names the file; syntax errors give line and column.
 #[derive(Debug, Error)]
@@ -684,7 +684,10 @@ pub enum CallVerdict {
     Evaluated(Evaluation),
 }
 
+/// Agent text cut to 160 characters for a reason or a part. Its control and invisible characters are
+/// kept as they are: every place that shows it escapes them the one way (`untrusted::visible`, the
+/// window's `visible()`), so a command reads the same in its parts, its reasons and its command line.
 pub(crate) fn shorten(text: &str) -> String {
-    let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(160).collect();
-    if text.chars().count() > 160 { format!("{one_line}…") } else { one_line }
+    let cut: String = text.chars().take(160).collect();
+    if text.chars().count() > 160 { format!("{cut}…") } else { cut }
 }

@@ -9,21 +9,18 @@ use crate::document::{Access, Decision};
 use crate::paths::glob_matches_path;
 use std::path::{Component, Path, PathBuf};
 
-/// What a protected place is, which decides what a tool may do with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProtectedKind {
-    /// A policy layer, a `.portcullis` folder or a tool-manifests folder: writes need an operator.
-    Policy,
-    /// Content that allowed programs execute (git hooks and config, editor/agent settings): writes need
-    /// an operator.
-    Executed,
-    /// The hub's credentials and state, other processes' environment and memory: never read or written.
-    HubSecret,
+pub use portcullis_harness::ProtectedKind;
+
+/// What the policy makes of a kind of protected place.
+pub trait KindRules {
+    /// The decision for accessing a place of this kind, if stricter than the roots alone.
+    fn decision(self, access: Access) -> Option<Decision>;
+    /// Why, as the operator reads it in the prompt.
+    fn why(self) -> &'static str;
 }
 
-impl ProtectedKind {
-    /// The decision for accessing a place of this kind, if stricter than the roots alone.
-    pub fn decision(self, access: Access) -> Option<Decision> {
+impl KindRules for ProtectedKind {
+    fn decision(self, access: Access) -> Option<Decision> {
         match (self, access) {
             (ProtectedKind::HubSecret, _) => Some(Decision::Forbidden),
             (ProtectedKind::Policy | ProtectedKind::Executed, Access::Write) => Some(Decision::Prompt),
@@ -31,8 +28,7 @@ impl ProtectedKind {
         }
     }
 
-    /// Why, as the operator reads it in the prompt.
-    pub fn why(self) -> &'static str {
+    fn why(self) -> &'static str {
         match self {
             ProtectedKind::Policy => {
                 "changing a policy or tool manifest needs an operator's explicit approval"
@@ -53,6 +49,13 @@ pub struct ProtectedHit {
     pub kind: ProtectedKind,
     /// What the place is ("the project's .portcullis folder", "the hub's ledger"...).
     pub what: String,
+}
+
+impl ProtectedHit {
+    /// This place as the decider of a call touching it at `path`.
+    pub fn at(&self, path: String) -> crate::evaluation::DecidingPlace {
+        crate::evaluation::DecidingPlace { kind: self.kind, place: self.what.clone(), path }
+    }
 }
 
 /// Path components that mark a protected place wherever they appear, and what they are.

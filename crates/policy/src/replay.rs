@@ -279,14 +279,16 @@ impl<'a> Replay<'a> {
 }
 
 fn deciding(evaluation: &Evaluation) -> String {
-    match &evaluation.deciding_rule {
-        Some(rule) => format!("rule {} ({})", rule.id, rule.source),
-        None => evaluation.deciding_reason.clone().unwrap_or_else(|| "no rule; allowed".into()),
+    match (&evaluation.deciding_rule, &evaluation.deciding_place) {
+        (Some(rule), _) => format!("rule {} ({})", rule.id, rule.source),
+        (None, Some(at)) => at.kind.describe(&at.place, &at.path),
+        (None, None) => evaluation.deciding_reason.clone().unwrap_or_else(|| "no rule; allowed".into()),
     }
 }
 
 fn one_line(text: &str) -> String {
-    let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).take(120).collect();
+    // Control characters kept: every place that shows a subject escapes them (see `shorten`).
+    let line: String = text.chars().take(120).collect();
     if text.chars().count() > 120 { format!("{line}…") } else { line }
 }
 

@@ -50,6 +50,9 @@ import type {
   UpstreamServer,
 } from "./bindings";
 
+// The characters agent text shows escaped: a value the hub's table generates (see lib/visible.ts).
+export { ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
+
 export type {
   ApprovalSummary,
   Bucket,
@@ -121,6 +124,8 @@ export type {
   CatalogTool,
   Choice,
   Decider,
+  DeciderKind,
+  DecidingPlace,
   Evaluation,
   ExecutionAction,
   FeedEvent,

@@ -126,6 +126,11 @@ export const events = {
 	closeAsked: makeEvent<CloseAsked, CloseAsked>("close-asked"),
 };
 
+/* Constants */
+export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
+
+export const PROTECTED_KIND_WORDS = {"executed":"protected place (executed content)","hub_secret":"protected place (the hub's secrets)","policy":"protected place (policy)"} as const;
+
 /* Types */
 /**  Access a root grants. */
 export type Access = "read" | 
@@ -157,13 +162,20 @@ export type AgentSession = {
 /**  Whether "always" is on offer for an approval. */
 export type AlwaysOffer = 
 /**  The policy file the amendment goes to, what it adds, and the amendment as written. */
-{ offered: "yes"; file: string; rules: AlwaysRule[]; read_roots: string[]; amendment: Value } | { offered: "no"; why: string };
+{ offered: "yes"; file: string; 
+/**  "Always" creates `file` (the user's policy: the built-in default's rules plus these). */
+creates: boolean; rules: AlwaysRule[]; read_roots: string[]; amendment: Value } | { offered: "no"; why: string };
 
 /**  What answering "always" with a scope would write and change. */
 export type AlwaysPreview = {
 	approval_id: number,
 	/**  The policy file the rules are appended to. */
 	file: string,
+	/**
+	 *  Writing creates `file`: no policy file was in force (the built-in default was), so it starts as
+	 *  the default's rules plus these.
+	 */
+	creates: boolean,
 	rules: PreviewRule[],
 	/**  Read roots added (a file read outside every root). */
 	read_roots: string[],
@@ -292,6 +304,8 @@ export type Bucket = {
 export type CallDecision = 
 /**  Allowed without asking (a rule, the default, a grant). */
 "allow" | 
+/**  The policy asked an operator (its step; the approval's step says how it ended). */
+"prompt" | 
 /**  Allowed by an operator, or by a session grant an operator gave. */
 "approved" | 
 /**  Refused by the policy (`forbidden`). */
@@ -314,6 +328,11 @@ export type CallDetail = {
 	error: Value | null,
 	/**  What decided the call (the terminal record's decider). */
 	decider: LedgerDecider,
+	/**
+	 *  What gave the execution policy's decision, in words (a rule, a protected place, the default);
+	 *  `None` when the call never reached the policy or was recorded before the ledger kept it.
+	 */
+	policy_decider: Decider | null,
 	/**  The rules that matched, in order (each with its file). */
 	matched_rules: Value[],
 	/**  The files the call reads or writes, with the policy's verdict on each. */
@@ -532,7 +551,16 @@ export type Decider = {
 };
 
 /**  The kinds of decider (the ledger's `decided_by`). */
-export type DeciderKind = "default" | "rule" | "operator" | "session_grant" | "approval_timeout" | "grants" | "guardrail" | "permission" | "registry" | "validator";
+export type DeciderKind = "default" | "rule" | "protected_place" | "operator" | "session_grant" | "approval_timeout" | "grants" | "guardrail" | "permission" | "registry" | "validator";
+
+/**  A protected place that decided (no rule can loosen what it says): what it is, its kind, the path. */
+export type DecidingPlace = {
+	kind: ProtectedKind,
+	/**  What the place is ("Claude Code settings (hooks and commands run code)"). */
+	place: string,
+	/**  The path the call touches there (canonical where it resolves, else the pattern as written). */
+	path: string,
+};
 
 /**  What a rule (or the policy as a whole) says about an action. Ordered from lenient to strict. */
 export type Decision = "allow" | 
@@ -636,6 +664,8 @@ export type Evaluation = {
 	deciding_rule: MatchedRule | null,
 	/**  The reason that set the final decision (one of `reasons`). */
 	deciding_reason?: string | null,
+	/**  The protected place that gave the final decision, if one did (then no rule did). */
+	deciding_place?: DecidingPlace | null,
 	/**
 	 *  A shell command's parts, each with its own verdict: sub-commands, redirections and what the
 	 *  parser could not see through (empty for other actions and for records written before parts).
@@ -934,6 +964,8 @@ export type Part = {
 	decision: Decision,
 	/**  The rule that decided this part, if a rule did. */
 	rule: MatchedRule | null,
+	/**  The protected place that decided this part, if one did. */
+	place?: DecidingPlace | null,
 	/**  Why this part got its decision (the first reason at its level). */
 	reason: string | null,
 	/**  Every reason this part raised. */
@@ -1039,6 +1071,21 @@ export type PreviewRule = {
 	/**  How many words the command has (the widest exact scope). */
 	words_offered: number,
 };
+
+/**
+ *  What a protected place is, which decides what a tool may do with it (the policy crate's table says
+ *  which places are which).
+ */
+export type ProtectedKind = 
+/**  A policy layer, a `.portcullis` folder or a tool-manifests folder: writes need an operator. */
+"policy" | 
+/**
+ *  Content that allowed programs execute (git hooks and config, editor/agent settings): writes need
+ *  an operator.
+ */
+"executed" | 
+/**  The hub's credentials and state, other processes' environment and memory: never read or written. */
+"hub_secret";
 
 /**  A ledger file opened lately. */
 export type RecentLedger = {

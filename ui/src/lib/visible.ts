@@ -1,29 +1,42 @@
-// Agent text made safe to show a person, as the hub's `harness::untrusted::visible` does for the terminal:
-// every control, bidi and zero-width character written as a visible escape (`\x1b`, `\n`, `\u{202e}`),
-// so the operator reads what will run, not what the text draws. React renders the result as text only.
+// Agent text made safe to show a person, exactly as the hub's `harness::untrusted::visible` does for the
+// terminal: every control, bidi and zero-width character written as a visible escape (`\x1b`, `\n`,
+// `\u{202e}`), so the operator reads what will run, not what the text draws. Which characters: the
+// hub's own table, generated into the bindings (`ESCAPED_RANGES`), so the two can never drift. React
+// renders the result as text only.
+import { ESCAPED_RANGES } from "../backend/backend";
 
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const HIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]/u;
+function hidden(code: number): boolean {
+  // Printable ASCII is never escaped: the common case costs one comparison.
+  if (code >= 0x20 && code < 0x7f) return false;
+  return ESCAPED_RANGES.some(([first, last]) => code >= first && code <= last);
+}
 
-function escape(c: string): string {
-  switch (c) {
-    case "\n":
+function escape(code: number): string {
+  switch (code) {
+    case 0x0a:
       return "\\n";
-    case "\r":
+    case 0x0d:
       return "\\r";
-    case "\t":
+    case 0x09:
       return "\\t";
   }
-  const code = c.codePointAt(0) ?? 0;
   return code < 0x80 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u{${code.toString(16)}}`;
 }
 
 /** `text` with control and invisible characters escaped. */
 export function visible(text: string): string {
-  if (!HIDDEN.test(text)) return text;
   let out = "";
-  for (const c of text) out += HIDDEN.test(c) ? escape(c) : c;
-  return out;
+  let changed = false;
+  for (const c of text) {
+    const code = c.codePointAt(0) ?? 0;
+    if (hidden(code)) {
+      out += escape(code);
+      changed = true;
+    } else {
+      out += c;
+    }
+  }
+  return changed ? out : text;
 }
 
 /** A value of agent JSON as one visible line (strings unquoted). */

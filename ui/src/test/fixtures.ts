@@ -36,6 +36,7 @@ export function shellApproval(id = 7): Approval {
     always: {
       offered: "yes",
       file: "/home/dev/.config/portcullis/policy.json",
+      creates: false,
       rules: [{ id: "always-git-push", example: "git push origin main", words: ["git", "push", "origin", "main"] }],
       read_roots: [],
       amendment: {},

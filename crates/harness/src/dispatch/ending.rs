@@ -4,7 +4,7 @@
 //! the pipeline holds (and moving it costs little).
 
 use super::Shared;
-use crate::call::{CallContext, CallOutcome, ToolCallResult};
+use crate::call::{CallContext, CallOutcome, DecidedBy, ToolCallResult};
 use crate::events::EventPayload;
 use crate::ledger::{LedgerError, Offered, ToolCallRecord};
 use std::future::Future;
@@ -39,6 +39,8 @@ pub(crate) struct Ending<'a> {
     result: Option<ToolCallResult>,
     write: Option<LedgerWrite<'a>>,
     event: EndEvent,
+    /// The policy's decider, for a blocked call's event.
+    policy_decided_by: Option<DecidedBy>,
     /// Which record, for the log line when the ledger refuses it.
     what: &'static str,
 }
@@ -55,6 +57,12 @@ impl Shared {
         event: EndEvent,
         what: &'static str,
     ) -> Ending<'a> {
+        let policy_decided_by = match event {
+            EndEvent::Blocked => {
+                record.as_ref().and_then(|r| r.policy.as_ref()).map(|p| p.decided_by.clone())
+            }
+            _ => None,
+        };
         let write = match (&self.ledger, record) {
             // The ledger takes it now (no boxed future), or later through `record`.
             (Some(ledger), Some(record)) => match ledger.offer(record) {
@@ -64,17 +72,24 @@ impl Shared {
             },
             _ => None,
         };
-        Ending { shared: self, ctx, result: Some(result), write, event, what }
+        Ending { shared: self, ctx, result: Some(result), write, event, policy_decided_by, what }
     }
 
     /// Announces the end of a call whose record is written (or was refused and logged).
-    fn announce_end(&self, ctx: &Arc<CallContext>, result: &ToolCallResult, event: EndEvent) {
+    fn announce_end(
+        &self,
+        ctx: &Arc<CallContext>,
+        result: &ToolCallResult,
+        event: EndEvent,
+        policy_decided_by: Option<DecidedBy>,
+    ) {
         let payload = match (event, &result.outcome) {
             (EndEvent::Silent, _) => None,
             (EndEvent::Blocked, CallOutcome::Blocked { reason, error }) => Some(EventPayload::Blocked {
                 reason: *reason,
                 error: error.clone(),
                 decided_by: result.decided_by.clone(),
+                policy_decided_by,
             }),
             (EndEvent::Ended { duration_us, redaction_us }, CallOutcome::Finished { output }) => {
                 Some(EventPayload::Finished { output: output.clone(), duration_us, redaction_us })
@@ -105,7 +120,7 @@ impl Future for Ending<'_> {
         }
         match this.result.take() {
             Some(result) => {
-                this.shared.announce_end(this.ctx, &result, this.event);
+                this.shared.announce_end(this.ctx, &result, this.event, this.policy_decided_by.take());
                 Poll::Ready(result)
             }
             // Polled again after it completed: a caller's bug, and nothing to give; stay pending.

@@ -204,6 +204,7 @@ impl Shared {
                     arguments: shown,
                     action: shown_action,
                     decided_by: decided_by.clone(),
+                    policy_decided_by: policy.map(|p| p.decided_by.clone()),
                     stages,
                 },
             );

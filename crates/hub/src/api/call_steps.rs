@@ -25,23 +25,30 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
                 )
             }]
         }
-        EventPayload::Blocked { reason, error, decided_by } => {
+        EventPayload::Blocked { reason, error, decided_by, policy_decided_by } => {
             let stage = blocked_stage(*reason, decided_by);
             let decision = match (decided_by, reason) {
                 (DecidedBy::ApprovalTimeout { .. }, _) => CallDecision::Timeout,
-                (DecidedBy::Rule { .. } | DecidedBy::Default { .. }, BlockedReason::ExecutionDenied) => {
-                    CallDecision::Forbidden
-                }
+                (
+                    DecidedBy::Rule { .. } | DecidedBy::ProtectedPlace { .. } | DecidedBy::Default { .. },
+                    BlockedReason::ExecutionDenied,
+                ) => CallDecision::Forbidden,
                 _ => CallDecision::Denied,
             };
-            vec![CallStep {
+            let mut steps = Vec::new();
+            if stage == PipelineStage::Approval {
+                // The policy asked first: its step names what made it ask.
+                steps.push(asked(policy_decided_by.as_ref(), None));
+            }
+            steps.push(CallStep {
                 decision: Some(decision),
                 decided_by: Some(decider(decided_by)),
                 error: Some(error.to_string()),
                 ..step(stage, StepOutcome::Blocked)
-            }]
+            });
+            steps
         }
-        EventPayload::Started { decided_by, stages, .. } => {
+        EventPayload::Started { decided_by, policy_decided_by, stages, .. } => {
             let took = |us: u64| Some(us);
             let mut steps = vec![
                 CallStep {
@@ -56,11 +63,9 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
             let decided = Some(decider(decided_by));
             match decided_by {
                 DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } => {
-                    // The policy asked; an operator (or a session grant they gave) allowed it.
-                    steps.push(CallStep {
-                        duration_us: took(stages.policy_us),
-                        ..step(PipelineStage::Policy, StepOutcome::Passed)
-                    });
+                    // The policy asked (its step names what made it ask); an operator (or a session
+                    // grant they gave) allowed it.
+                    steps.push(asked(policy_decided_by.as_ref(), took(stages.policy_us)));
                     steps.push(CallStep {
                         decision: Some(CallDecision::Approved),
                         decided_by: decided,
@@ -157,6 +162,16 @@ fn step(stage: PipelineStage, outcome: StepOutcome) -> CallStep {
     CallStep { stage, outcome, decision: None, decided_by: None, duration_us: None, error: None }
 }
 
+/// The policy's step of a call it asked an operator about: what made it ask, when the event says.
+fn asked(policy_decided_by: Option<&DecidedBy>, duration_us: Option<u64>) -> CallStep {
+    CallStep {
+        decision: Some(CallDecision::Prompt),
+        decided_by: policy_decided_by.map(decider),
+        duration_us,
+        ..step(PipelineStage::Policy, StepOutcome::Passed)
+    }
+}
+
 /// The stage that blocked a call, by the pipeline's reason (and, for an execution denial, who decided).
 fn blocked_stage(reason: BlockedReason, decided_by: &DecidedBy) -> PipelineStage {
     match reason {
@@ -179,6 +194,9 @@ pub(crate) fn decider(decided_by: &DecidedBy) -> Decider {
         DecidedBy::Default { detail: Some(detail) } => (DeciderKind::Default, format!("default ({detail})")),
         DecidedBy::Default { detail: None } => (DeciderKind::Default, "default".to_owned()),
         DecidedBy::Rule { rule_id, source } => (DeciderKind::Rule, format!("rule {rule_id} ({source})")),
+        DecidedBy::ProtectedPlace { kind, place, path } => {
+            (DeciderKind::ProtectedPlace, kind.describe(place, path))
+        }
         DecidedBy::Operator { outcome, operator, rule_written } => {
             let what = match outcome {
                 OperatorOutcome::ApprovedOnce => "approved once",
@@ -217,12 +235,22 @@ mod tests {
             reason: BlockedReason::ExecutionDenied,
             error: CallError::new("execution_denied", "nobody answered"),
             decided_by: DecidedBy::ApprovalTimeout { after_ms: 120_000 },
+            policy_decided_by: Some(DecidedBy::ProtectedPlace {
+                kind: portcullis_harness::ProtectedKind::Executed,
+                place: "a git hook".into(),
+                path: "/p/.git/hooks/pre-commit".into(),
+            }),
         });
-        assert_eq!(steps.len(), 1);
-        assert_eq!(steps[0].stage, PipelineStage::Approval);
-        assert_eq!(steps[0].decision, Some(CallDecision::Timeout));
+        assert_eq!(steps.len(), 2);
+        // The policy asked because of the protected place, and says so.
+        assert_eq!((steps[0].stage, steps[0].decision), (PipelineStage::Policy, Some(CallDecision::Prompt)));
+        let asked = steps[0].decided_by.as_ref().unwrap();
+        assert_eq!(asked.kind, DeciderKind::ProtectedPlace);
+        assert_eq!(asked.words, "protected place (executed content): a git hook at /p/.git/hooks/pre-commit");
+        assert_eq!(steps[1].stage, PipelineStage::Approval);
+        assert_eq!(steps[1].decision, Some(CallDecision::Timeout));
         assert_eq!(
-            steps[0].decided_by.as_ref().map(|d| d.words.as_str()),
+            steps[1].decided_by.as_ref().map(|d| d.words.as_str()),
             Some("nobody answered within 120 s")
         );
     }
@@ -233,6 +261,7 @@ mod tests {
             reason: BlockedReason::ExecutionDenied,
             error: CallError::new("execution_denied", "rm -rf / is forbidden"),
             decided_by: DecidedBy::Rule { rule_id: "no-rm".into(), source: "/p/policy.json".into() },
+            policy_decided_by: None,
         });
         assert_eq!(
             (steps[0].stage, steps[0].decision),
@@ -247,6 +276,7 @@ mod tests {
             reason: BlockedReason::UnknownTool,
             error: CallError::new("unknown_tool", "no tool nope"),
             decided_by: DecidedBy::Registry,
+            policy_decided_by: None,
         });
         assert_eq!((steps[0].stage, steps[0].decision), (PipelineStage::Grant, Some(CallDecision::Denied)));
     }

@@ -396,6 +396,9 @@ pub struct CallDetail {
     pub error: Option<Value>,
     /// What decided the call (the terminal record's decider).
     pub decider: Decider,
+    /// What gave the execution policy's decision, in words (a rule, a protected place, the default);
+    /// `None` when the call never reached the policy or was recorded before the ledger kept it.
+    pub policy_decider: Option<super::types::Decider>,
     /// The rules that matched, in order (each with its file).
     pub matched_rules: Vec<Value>,
     /// The files the call reads or writes, with the policy's verdict on each.
@@ -428,6 +431,10 @@ impl CallDetail {
             output_is_error: body.output.as_deref().is_some_and(|o| o.is_error),
             error: body.error.as_ref().and_then(|e| serde_json::to_value(e).ok()),
             decider: Decider::of(&body.decided_by),
+            policy_decider: records
+                .iter()
+                .find_map(|r| r.body.policy_decided_by.as_ref())
+                .map(super::call_steps::decider),
             matched_rules: body.matched_rules.iter().filter_map(|r| serde_json::to_value(r).ok()).collect(),
             files: body.files.iter().filter_map(|f| serde_json::to_value(f).ok()).collect(),
             cwd: records.iter().find_map(|r| r.body.cwd.clone()),

@@ -274,6 +274,8 @@ pub enum StepOutcome {
 pub enum CallDecision {
     /// Allowed without asking (a rule, the default, a grant).
     Allow,
+    /// The policy asked an operator (its step; the approval's step says how it ended).
+    Prompt,
     /// Allowed by an operator, or by a session grant an operator gave.
     Approved,
     /// Refused by the policy (`forbidden`).
@@ -301,6 +303,7 @@ pub struct Decider {
 pub enum DeciderKind {
     Default,
     Rule,
+    ProtectedPlace,
     Operator,
     SessionGrant,
     ApprovalTimeout,

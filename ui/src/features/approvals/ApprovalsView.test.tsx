@@ -115,6 +115,7 @@ describe("the approvals inbox", () => {
       return {
         approval_id: id,
         file: "/home/dev/.config/portcullis/policy.json",
+        creates: false,
         rules: [{ id: "always-1", pattern, exact: scope?.[0]?.exact ?? true, example: "git push origin main", words_offered: 4 }],
         read_roots: [],
         diff: [
@@ -241,6 +242,73 @@ describe("the approvals inbox", () => {
     act(() => backend.push([asked(1, sneaky)]));
     const card = await screen.findByTestId("approval-card");
     expect(within(card).getByTestId("command")).toHaveTextContent("ls\\x1b[2K\\rrm -rf ~");
+  });
+
+  it("shows agent text the same way in the command line, the parts table and the rule reasons", async () => {
+    const esc = shellApproval(12);
+    esc.action.command = "echo \u001b[2Jhi";
+    esc.evaluation = {
+      ...esc.evaluation!,
+      parts: [{ ...esc.evaluation!.parts![0]!, text: "echo \u001b[2Jhi", reason: "`echo \u001b[2Jhi`: rule git-push says prompt" }],
+    };
+    const { backend } = backendWith([esc]);
+    render(<App backend={backend} />);
+    const card = await screen.findByTestId("approval-card");
+    expect(within(card).getByTestId("command")).toHaveTextContent("echo \\x1b[2Jhi");
+    const part = within(card).getAllByTestId("part")[0]!;
+    expect(part).toHaveTextContent("echo \\x1b[2Jhi");
+    expect(part).toHaveTextContent("`echo \\x1b[2Jhi`: rule git-push says prompt");
+    expect(card.textContent).not.toContain("\u001b");
+  });
+
+  it("names the protected place that decided, not the policy's default", async () => {
+    const settings = shellApproval(13);
+    settings.tool = "write";
+    settings.arguments = { path: ".claude/settings.json", content: "{}" };
+    settings.action = { kind: "write", operation: "write", command: null, cwd: "/home/dev/shop", paths: ["/home/dev/shop/.claude/settings.json"], risk: "medium" };
+    const place = { kind: "executed" as const, place: "Claude Code settings (hooks and commands run code)", path: "/home/dev/shop/.claude/settings.json" };
+    settings.evaluation = {
+      decision: "prompt",
+      matched_rules: [],
+      commands: [],
+      paths: [place.path],
+      reasons: ["writes …"],
+      deciding_rule: null,
+      deciding_reason: "writes /home/dev/shop/.claude/settings.json (Claude Code settings (hooks and commands run code)): …",
+      deciding_place: place,
+    };
+    const { backend } = backendWith([settings]);
+    render(<App backend={backend} />);
+    const rules = await screen.findByTestId("rules");
+    expect(within(rules).getByTestId("decided-by")).toHaveTextContent(
+      "decided by: protected place (executed content): Claude Code settings (hooks and commands run code) at /home/dev/shop/.claude/settings.json",
+    );
+    expect(rules).not.toHaveTextContent("the policy's default decided");
+    expect(within(rules).getByTestId("no-rule")).toHaveTextContent("a protected place decided");
+  });
+
+  it("offers always on a first day: the sheet says it creates the user's policy file", async () => {
+    const first = shellApproval(14);
+    first.always = { offered: "yes", file: "/home/dev/.config/portcullis/policy.json", creates: true, rules: [{ id: "always-1", example: "git push origin main", words: ["git", "push", "origin", "main"] }], read_roots: [], amendment: {} };
+    const { backend } = backendWith([first]);
+    backend.alwaysPreview = async (id) => ({
+      approval_id: id,
+      file: "/home/dev/.config/portcullis/policy.json",
+      creates: true,
+      rules: [{ id: "always-1", pattern: ["git", "push", "origin", "main"], exact: true, example: "git push origin main", words_offered: 4 }],
+      read_roots: [],
+      diff: [{ kind: "added", new: 1, text: "{" }],
+      allows_call: true,
+      impact: { calls: 0, would_allow: 0, were_refused: 0, examples: [] },
+      impact_error: null,
+    });
+    render(<App backend={backend} />);
+    const card = await screen.findByTestId("approval-card");
+    expect(within(card).getByTestId("always-offer")).toHaveTextContent("Always creates your policy /home/dev/.config/portcullis/policy.json");
+    await userEvent.keyboard("3");
+    const creates = await screen.findByTestId("always-creates");
+    expect(creates).toHaveTextContent("creates your policy file /home/dev/.config/portcullis/policy.json");
+    expect(creates).toHaveTextContent("the built-in default's rules plus this one");
   });
 
   it("says plainly when another hub already runs", async () => {

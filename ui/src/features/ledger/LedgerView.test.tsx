@@ -54,6 +54,7 @@ function detail(r: CallRow): CallDetail {
     output_is_error: false,
     error: null,
     decider: { kind: "rule", rule: r.decided_rule ?? null, source: ".portcullis/policy.json", operator: null },
+    policy_decider: null,
     matched_rules: [],
     files: [],
     cwd: "/home/dev/shop",

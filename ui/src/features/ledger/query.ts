@@ -3,6 +3,8 @@
 // search, the time range, the order, the open call and the table's columns. Parsing never throws: an
 // unknown or malformed part is dropped, so any URL opens some view.
 
+import type { DeciderKind } from "../../backend/backend";
+
 export const TABS = ["calls", "sessions", "stats"] as const;
 export type Tab = (typeof TABS)[number];
 
@@ -12,9 +14,11 @@ export type Range = keyof typeof RANGES;
 
 export const STATUSES = ["finished", "error", "blocked", "interrupted", "running"] as const;
 export const DECISIONS = ["allow", "prompt", "forbidden"] as const;
+/** Every kind of decider the backend names (checked against the generated `DeciderKind`). */
 export const DECIDERS = [
   "default",
   "rule",
+  "protected_place",
   "operator",
   "session_grant",
   "approval_timeout",
@@ -23,7 +27,11 @@ export const DECIDERS = [
   "permission",
   "registry",
   "validator",
-] as const;
+] as const satisfies readonly DeciderKind[];
+// A kind the backend adds and this list lacks fails the typecheck.
+type MissingDecider = Exclude<DeciderKind, (typeof DECIDERS)[number]>;
+const everyDecider: MissingDecider extends never ? true : false = true;
+void everyDecider;
 
 export interface LedgerQuery {
   /** The ledger file; null: the hub's own. */

@@ -93,9 +93,17 @@ export function AlwaysSheet({ approval, count, onCancel, onWrite }: AlwaysSheetP
         )}
         {p && (
           <>
-            <p>
-              into <span className="mono" data-testid="always-file">{visible(p.file)}</span>
-            </p>
+            {p.creates ? (
+              <p data-testid="always-creates">
+                <strong>creates your policy file</strong>{" "}
+                <span className="mono" data-testid="always-file">{visible(p.file)}</span>: no policy file is in force
+                yet (the built-in default is), so it starts as the built-in default's rules plus this one.
+              </p>
+            ) : (
+              <p>
+                into <span className="mono" data-testid="always-file">{visible(p.file)}</span>
+              </p>
+            )}
             {p.read_roots.length > 0 && (
               <p className="small">
                 and read access to{" "}

@@ -136,7 +136,12 @@ export function ApprovalCard(props: ApprovalCardProps) {
         {noting && <DenyNote onDeny={(note) => props.onAnswer("deny", note)} onCancel={() => props.onNote(false)} />}
       </footer>
       <p className="muted small" data-testid="always-offer">
-        {a.always.offered === "yes" ? (
+        {a.always.offered === "yes" && a.always.creates ? (
+          <>
+            Always creates your policy <span className="mono">{visible(a.always.file)}</span> (the built-in default's
+            rules, plus {a.always.rules.map((r) => visible(r.id)).join(", ") || "a rule"})
+          </>
+        ) : a.always.offered === "yes" ? (
           <>
             Always writes {a.always.rules.map((r) => visible(r.id)).join(", ") || "a rule"} to{" "}
             <span className="mono">{visible(a.always.file)}</span>

@@ -1,6 +1,7 @@
 // What the policy saw in a call: the sub-commands the parser found (one row each), the rules that
 // matched with their file:line, the deciding one marked, and the paths it checked. All agent text.
-import type { Evaluation, MatchedRule, Part } from "../../../backend/backend";
+import type { DecidingPlace, Evaluation, MatchedRule, Part } from "../../../backend/backend";
+import { PROTECTED_KIND_WORDS } from "../../../backend/backend";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { visible } from "../../../lib/visible";
 
@@ -25,6 +26,18 @@ function distinct(rules: MatchedRule[]): Array<[MatchedRule, number]> {
 
 function same(a: MatchedRule, b: MatchedRule | null): boolean {
   return !!b && a.id === b.id && a.source === b.source && a.line === b.line;
+}
+
+/** A protected place as the decider: `protected place (executed content): Claude Code settings (…)`,
+ * its path beside it. The kind's words are the hub's own (generated). */
+export function placeWords(place: DecidingPlace): string {
+  return `${PROTECTED_KIND_WORDS[place.kind]}: ${place.place}`;
+}
+
+/** What decided the call when no rule did: the protected place, else the reason that set it. */
+function deciderWords(evaluation: Evaluation): string | null {
+  if (evaluation.deciding_place) return `${placeWords(evaluation.deciding_place)} at ${evaluation.deciding_place.path}`;
+  return evaluation.deciding_reason ?? null;
 }
 
 /** The parts that set the call's decision: as strict as the whole, and not an allow. */
@@ -108,6 +121,11 @@ export function SubCommands({ evaluation }: { evaluation: Evaluation }) {
                     {visible(part.rule.id)} <span className="muted">{visible(short(where(part.rule)))}</span>
                   </span>
                 ) : null}
+                {!part.rule && part.place ? (
+                  <strong className="place" data-testid="part-place" title={visible(part.place.path)}>
+                    {visible(placeWords(part.place))}
+                  </strong>
+                ) : null}
                 {part.reason ? <div className="small">{visible(part.reason)}</div> : null}
               </td>
             </tr>
@@ -120,12 +138,18 @@ export function SubCommands({ evaluation }: { evaluation: Evaluation }) {
 
 export function Rules({ evaluation }: { evaluation: Evaluation }) {
   const deciding = evaluation.deciding_rule ?? null;
+  const decider = deciderWords(evaluation);
   const rules = distinct(evaluation.matched_rules);
   return (
     <table className="grid" data-testid="rules">
       <caption>
         Rules that matched ({rules.length})
-        {!deciding && evaluation.deciding_reason ? ` — decided by: ${visible(evaluation.deciding_reason)}` : ""}
+        {!deciding && decider ? (
+          <span data-testid="decided-by">
+            {" "}
+            — decided by: {evaluation.deciding_place ? <strong>{visible(decider)}</strong> : visible(decider)}
+          </span>
+        ) : null}
       </caption>
       <thead>
         <tr>
@@ -138,8 +162,12 @@ export function Rules({ evaluation }: { evaluation: Evaluation }) {
       <tbody>
         {evaluation.matched_rules.length === 0 && (
           <tr>
-            <td colSpan={4} className="muted">
-              no rule matched: the policy's default decided
+            <td colSpan={4} className="muted" data-testid="no-rule">
+              {evaluation.deciding_place
+                ? "no rule matched: a protected place decided (no rule can loosen it)"
+                : decider
+                  ? "no rule matched"
+                  : "no rule matched: the policy's default decided"}
             </td>
           </tr>
         )}

@@ -118,16 +118,16 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
         <h3>Decision</h3>
         <dl className="facts">
           <dt>Decided by</dt>
-          <dd data-testid="drawer-decider">{decider.kind.replace("_", " ")}</dd>
+          <dd data-testid="drawer-decider">{decider.kind.replaceAll("_", " ")}</dd>
           {decider.rule && (
             <>
-              <dt>{decider.kind === "rule" || decider.kind === "operator" ? "Rule" : "Which"}</dt>
+              <dt>{decider.kind === "rule" || decider.kind === "operator" ? "Rule" : decider.kind === "protected_place" ? "Place" : "Which"}</dt>
               <dd className="mono">{visible(decider.rule)}</dd>
             </>
           )}
           {decider.source && (
             <>
-              <dt>File</dt>
+              <dt>{decider.kind === "protected_place" ? "Path" : "File"}</dt>
               <dd className="mono">{visible(decider.source)}</dd>
             </>
           )}
@@ -143,6 +143,9 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
               <dd>
                 {call.policy_decision}
                 {call.policy_rule ? <span className="mono"> ({visible(call.policy_rule)})</span> : null}
+                {!call.policy_rule && detail.policy_decider ? (
+                  <span data-testid="drawer-policy-decider"> — {visible(detail.policy_decider.words)}</span>
+                ) : null}
               </dd>
             </>
           )}
@@ -227,7 +230,7 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
           {detail.records.map((r) => (
             <li key={r.id}>
               <span className="mono">{timeOfDay(millis(r.at))}</span> {r.kind}
-              {r.kind !== "progress" ? <span className="muted"> · {r.decider.kind.replace("_", " ")}</span> : null}
+              {r.kind !== "progress" ? <span className="muted"> · {r.decider.kind.replaceAll("_", " ")}</span> : null}
               {r.progress != null && <JsonView value={r.progress} />}
             </li>
           ))}
