@@ -284,7 +284,8 @@ impl Policy {
     }
 
     /// This policy with `amendment` added to the layer loaded from `target_source` (not written
-    /// anywhere), that layer's text before (empty for a file "always" creates) and after.
+    /// anywhere), that layer's text before and after. For a file "always" creates, "before" is the
+    /// built-in default it starts from, so a diff shows what the operator adds, not ninety new lines.
     pub fn with_amendment(
         &self,
         target_source: &str,
@@ -294,8 +295,11 @@ impl Policy {
         let amended = self
             .amended(target, amendment, creates.then_some(target_source))
             .map_err(|e| format!("the amended policy fails: {e}"))?;
-        let before =
-            if creates { String::new() } else { self.layers()[target].text.clone().unwrap_or_default() };
+        let mut layer = self.layers()[target].clone();
+        if creates {
+            as_user_file(&mut layer, target_source);
+        }
+        let before = layer.text.unwrap_or_default();
         let text = amended.layers()[target].text.clone().unwrap_or_default();
         Ok((amended, before, text))
     }

@@ -97,7 +97,8 @@ export function AlwaysSheet({ approval, count, onCancel, onWrite }: AlwaysSheetP
               <p data-testid="always-creates">
                 <strong>creates your policy file</strong>{" "}
                 <span className="mono" data-testid="always-file">{visible(p.file)}</span>: no policy file is in force
-                yet (the built-in default is), so it starts as the built-in default's rules plus this one.
+                yet (the built-in default is), so it starts as the built-in default's rules (shown unchanged below) plus
+                this one.
               </p>
             ) : (
               <p>
