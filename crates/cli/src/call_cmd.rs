@@ -52,10 +52,14 @@ pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
                     }
                 }
             }
+            // The tool's own output above is what the command printed, as a shell shows it; these
+            // messages are ours and quote the agent's text, so they are escaped as everywhere else.
             CallOutcome::Blocked { reason, error } => {
-                writeln!(out, "blocked ({reason}): {}", error.message)?;
+                writeln!(out, "blocked ({reason}): {}", crate::render::clean(&error.message))?;
             }
-            CallOutcome::Error { error } => writeln!(out, "error [{}]: {}", error.code, error.message)?,
+            CallOutcome::Error { error } => {
+                writeln!(out, "error [{}]: {}", error.code, crate::render::clean(&error.message))?
+            }
         }
     }
     let ok = matches!(&result.outcome, CallOutcome::Finished { output } if !output.is_error);

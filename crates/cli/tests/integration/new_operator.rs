@@ -159,3 +159,122 @@ fn dot_is_the_project_a_policy_guards_wherever_the_file_lives() {
     let _ = serve.wait();
     assert!(said, "serve never said where \".\" is ({want}): {seen:?}");
 }
+
+/// "Decided by" names the protected place, in `policy check` (text and JSON), in `call`'s answer and in
+/// `ledger show`, never "the policy's default".
+#[test]
+fn a_protected_place_is_named_as_what_decided() {
+    let (_dir, base) = fresh();
+    let proj = base.join("proj");
+    let call = json!({ "name": "write", "arguments": { "path": ".claude/settings.json", "content": "{}" } })
+        .to_string();
+    let v = check_json(&base, &["--cwd", proj.to_str().unwrap(), "--call", &call]);
+    assert_eq!(v["decision"], "prompt");
+    let path = proj.join(".claude/settings.json").display().to_string();
+    assert_eq!(
+        v["deciding_place"],
+        json!({ "kind": "executed", "place": "Claude Code settings (hooks and commands run code)", "path": path })
+    );
+    let out = portcullis(&base)
+        .args(["policy", "check", "--cwd", proj.to_str().unwrap(), "--call", &call])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "decided by: protected place (executed content): Claude Code settings (hooks and commands run code) at {path}"
+        )),
+        "{text}"
+    );
+    // A hub secret is forbidden, and the call's answer names the place.
+    let token = base.join("config/token");
+    std::fs::write(&token, "secret").unwrap();
+    let read = json!({ "path": token }).to_string();
+    let db = base.join("ledger.db");
+    let out = portcullis(&base)
+        .args(["call", "read", &read, "--approver", "deny", "--cwd", proj.to_str().unwrap(), "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("blocked (execution_denied)"), "{said}");
+    // The prompt of the settings write, refused by the non-interactive approver: the ledger keeps what
+    // made the policy ask.
+    let out = portcullis(&base)
+        .args([
+            "call",
+            "write",
+            &call_args(&call),
+            "--approver",
+            "deny",
+            "--cwd",
+            proj.to_str().unwrap(),
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!proj.join(".claude/settings.json").exists(), "{}", String::from_utf8_lossy(&out.stdout));
+    let rows = ledger_json(&base, &db);
+    let ids: Vec<&str> = rows.iter().map(|r| r["call_id"].as_str().unwrap()).collect();
+    let secret = rows.iter().find(|r| r["tool"] == "read").unwrap();
+    assert_eq!(secret["decided_by"], "protected_place", "{secret}");
+    let write = rows.iter().find(|r| r["tool"] == "write").unwrap();
+    let session = write["session_id"].as_str().unwrap();
+    let out = portcullis(&base)
+        .args(["ledger", "show", "--db"])
+        .arg(&db)
+        .args(["--session", session, write["call_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("policy prompt (protected place (executed content): Claude Code settings"),
+        "{ids:?} {shown} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn call_args(call: &str) -> String {
+    serde_json::from_str::<Value>(call).unwrap()["arguments"].to_string()
+}
+
+fn ledger_json(base: &Path, db: &Path) -> Vec<Value> {
+    let out = portcullis(base).args(["ledger", "query", "--json", "--db"]).arg(db).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["calls"].as_array().unwrap().clone()
+}
+
+/// A command holding an ESC reads the same (`\x1b[2J`) in every CLI place that shows it, and no raw
+/// control character reaches the terminal: `policy check` (parts, reasons, files), `call`, `ledger
+/// query`, `ledger show`, `policy replay`.
+#[test]
+fn agent_text_is_escaped_alike_in_every_cli_output() {
+    let (_dir, base) = fresh();
+    let proj = base.join("proj");
+    let cwd = proj.to_str().unwrap();
+    let command = "echo \u{1b}[2Jhi > /tmp/outside-\u{1b}[2J";
+    let db = base.join("ledger.db");
+    let args = json!({ "command": command }).to_string();
+    let mut outputs = Vec::new();
+    let mut run = |args: &[&str]| {
+        let out = portcullis(&base).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        outputs.push((args.join(" "), text.clone()));
+        text
+    };
+    let check = run(&["policy", "check", "--cwd", cwd, "--", command]);
+    assert!(check.contains("echo \\x1b[2Jhi"), "{check}");
+    let db_arg = db.to_str().unwrap();
+    run(&["call", "shell", &args, "--approver", "deny", "--cwd", cwd, "--db", db_arg]);
+    let query = run(&["ledger", "query", "--db", db_arg]);
+    let show = run(&["ledger", "show", "--db", db_arg, "call-1"]);
+    assert!(show.contains("echo \\x1b[2Jhi"), "{show}");
+    let replay = run(&["policy", "replay", "--db", db_arg, "--cwd", cwd]);
+    for (what, text) in &outputs {
+        assert!(!text.contains('\u{1b}'), "a raw ESC in `{what}`: {text:?}");
+        assert!(!text.contains("echo  [2J"), "the ESC dropped rather than shown in `{what}`: {text}");
+    }
+    let _ = (query, replay);
+}
