@@ -664,7 +664,10 @@ export type Evaluation = {
 	deciding_rule: MatchedRule | null,
 	/**  The reason that set the final decision (one of `reasons`). */
 	deciding_reason?: string | null,
-	/**  The protected place that gave the final decision, if one did (then no rule did). */
+	/**
+	 *  The protected place that gave the final decision, if one did (then no rule did). Boxed: rare,
+	 *  and an evaluation travels by value.
+	 */
 	deciding_place?: DecidingPlace | null,
 	/**
 	 *  A shell command's parts, each with its own verdict: sub-commands, redirections and what the
