@@ -308,7 +308,7 @@ describe("the approvals inbox", () => {
     await userEvent.keyboard("3");
     const creates = await screen.findByTestId("always-creates");
     expect(creates).toHaveTextContent("creates your policy file /home/dev/.config/portcullis/policy.json");
-    expect(creates).toHaveTextContent("the built-in default's rules plus this one");
+    expect(creates).toHaveTextContent("the built-in default's rules (shown unchanged below) plus this one");
   });
 
   it("says plainly when another hub already runs", async () => {
