@@ -45,7 +45,8 @@ impl HookAnswer {
         HookAnswer { decision: HookDecision::Deny, reason: reason.into() }
     }
 
-    /// Claude Code's hook output JSON (`{}` for no decision).
+    /// Claude Code's hook output JSON (`{}` for no decision). Claude Code shows the reason to its user
+    /// in a terminal, and it quotes the agent's command and paths: escaped as everywhere a person reads.
     pub fn to_hook_output(&self) -> Value {
         if self.decision == HookDecision::Pass {
             return json!({});
@@ -54,7 +55,7 @@ impl HookAnswer {
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": self.decision,
-                "permissionDecisionReason": self.reason,
+                "permissionDecisionReason": portcullis_harness::untrusted::visible(&self.reason),
             }
         })
     }
@@ -363,5 +364,18 @@ impl Hub {
         let result = dispatcher.dispatch(ToolCall::new(call_id, name, input.tool_input.clone()), &run).await;
         timer.abort();
         answer_of(&result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_claude_code_shows_its_user_is_escaped() {
+        let answer = HookAnswer::deny("Portcullis denies it: /tmp/x\u{1b}[2J\r is outside every write root");
+        let output = answer.to_hook_output();
+        let reason = output["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap();
+        assert_eq!(reason, "Portcullis denies it: /tmp/x\\x1b[2J\\r is outside every write root");
     }
 }
