@@ -278,3 +278,59 @@ fn agent_text_is_escaped_alike_in_every_cli_output() {
     }
     let _ = (query, replay);
 }
+
+/// `portcullis serve` on a terminal, a first day (no policy anywhere), the SDK client as the agent: the
+/// terminal offers "always" as creating the user's policy, and `a` creates it and lets the call run.
+#[test]
+fn serve_on_a_terminal_offers_always_on_a_first_day() {
+    crate::common::node_modules();
+    let (_dir, base) = fresh();
+    let (mut child, info) = crate::common::serve_on_terminal(&base, &[("RUST_LOG", "warn")], &[]);
+    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
+    let operator = std::fs::read_to_string(base.join("config/operator-token")).unwrap();
+    let api = info["api_url"].as_str().unwrap().to_owned();
+    let agent = {
+        let url = info["mcp_url"].as_str().unwrap().to_owned();
+        std::thread::spawn(move || {
+            let scenario = json!({"url": url, "token": token, "steps": [
+                {"op": "call", "name": "shell", "arguments": {"command": "touch served-first-day"}}
+            ]});
+            std::process::Command::new("node")
+                .arg(crate::common::interop_dir().join("client.mjs"))
+                .arg(scenario.to_string())
+                .output()
+                .unwrap()
+        })
+    };
+    let started = Instant::now();
+    loop {
+        let (_, body) = crate::common::http(&format!("{api}/approvals"), "GET", Some(&operator), &[], None);
+        if body.contains("served-first-day") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the prompt never came: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"a\n").unwrap();
+    let out = agent.join().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["results"][0]["result"]["isError"], false, "{report}");
+    assert!(base.join("proj/served-first-day").exists());
+    let user_policy = base.join("config/policy.json");
+    let text = std::fs::read_to_string(&user_policy).unwrap();
+    assert!(
+        text.contains("\"pattern\":[\"touch\",\"served-first-day\"]") && text.contains("read-only-basics"),
+        "{text}"
+    );
+    let pid = info["pid"].as_u64().unwrap().to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    drop(stdin);
+    let shown = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        screen.contains(&format!("[a] always (creates your policy {}", user_policy.display())),
+        "{screen}"
+    );
+}
