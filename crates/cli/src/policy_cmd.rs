@@ -248,7 +248,14 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
     }
     let mut written: Result<(), CliError> = Ok(());
     let stop = AtomicBool::new(false);
-    let outcome = replay_ledger(&db, &args.files.policies, &cwd, &stop, &mut |event| {
+    // Commands are judged as on this machine: the walls the kernel can build decide a policy that
+    // requires them (sandbox.mode: required), as they would decide a live call here.
+    let support = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Runtime)?
+        .block_on(portcullis_hub::api::policy_check::probe_sandbox());
+    let outcome = replay_ledger(&db, &args.files.policies, &cwd, &support, &stop, &mut |event| {
         let ReplayEvent::Change(change) = event else { return true };
         let line = if args.json {
             serde_json::to_value(change).map(|v| v.to_string()).map_err(CliError::from)

@@ -15,6 +15,7 @@ mod executed;
 pub mod fuzzing;
 mod judge;
 mod judge_files;
+pub mod judgement;
 pub mod lint;
 pub mod live;
 mod mcp;

@@ -5,8 +5,8 @@ use crate::document::Decision;
 use crate::policy::{EvalContext, Evaluation, Policy};
 use async_trait::async_trait;
 use portcullis_harness::{
-    ActionKind, DecidedBy, ExecutionAction, ExecutionPolicy, FileAccess, FileVerdict, PolicyDecision,
-    PolicyRequest, PolicyVerdict, RuleRef, SandboxSupport,
+    DecidedBy, ExecutionAction, ExecutionPolicy, FileAccess, FileVerdict, PolicyDecision, PolicyRequest,
+    PolicyVerdict, RuleRef, SandboxSupport,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -19,6 +19,8 @@ pub struct LivePolicy {
     home: Option<PathBuf>,
     /// What the kernel can enforce here (the hub probes it at start; unknown means nothing).
     support: SandboxSupport,
+    /// A dry run's: the evaluation of the last call judged, kept so it is not judged twice.
+    recorded: Option<std::sync::Mutex<Option<Evaluation>>>,
 }
 
 impl LivePolicy {
@@ -28,7 +30,21 @@ impl LivePolicy {
             fallback_cwd,
             home: std::env::var_os("HOME").map(PathBuf::from),
             support: SandboxSupport::unavailable("no sandbox launcher was set up for this hub"),
+            recorded: None,
         }
+    }
+
+    /// Keeps the evaluation of each call judged, for [`LivePolicy::take_recorded`] (a dry run reports
+    /// the very evaluation its verdict came from).
+    pub fn recording(mut self) -> Self {
+        self.recorded = Some(std::sync::Mutex::new(None));
+        self
+    }
+
+    /// The evaluation of the last call judged since the last take (with [`LivePolicy::recording`]).
+    pub fn take_recorded(&self) -> Option<Evaluation> {
+        let recorded = self.recorded.as_ref()?;
+        recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
     /// What the kernel can enforce on this machine (what the hub's probe found).
@@ -130,61 +146,48 @@ impl LivePolicy {
         action: &ExecutionAction,
         cwd: Option<&std::path::Path>,
     ) -> Evaluation {
-        let policy = self.current();
-        if action.kind == portcullis_harness::ActionKind::Mcp {
-            let changed = action.operation == portcullis_harness::MCP_CHANGED_DEFINITION;
-            policy.evaluate_mcp_action(tool, action.target.as_deref(), changed)
-        } else {
-            policy.evaluate_action(action, &self.context_for(cwd))
-        }
+        self.judgement(tool, action, cwd).evaluation
+    }
+
+    /// The one judgement ([`crate::judgement::judge_action`]) of what tool `tool` described, from `cwd`
+    /// (the action's own, else the call's, else the fallback), on this machine.
+    pub fn judgement(
+        &self,
+        tool: &str,
+        action: &ExecutionAction,
+        cwd: Option<&std::path::Path>,
+    ) -> crate::judgement::ActionJudgement {
+        let ctx = self.context_for(action.cwd.as_deref().or(cwd));
+        crate::judgement::judge_action(&self.current(), tool, action, &ctx, &self.support)
+    }
+
+    /// The verdict of a request, with the evaluation it came from (a dry run keeps it rather than
+    /// judging twice).
+    pub fn verdict(&self, request: &PolicyRequest<'_>) -> (PolicyVerdict, Evaluation) {
+        let judged = self.judgement(&request.tool.name, request.action, request.call.cwd.as_deref());
+        tracing::debug!(
+            tool = %request.tool.name,
+            decision = judged.evaluation.decision.as_str(),
+            rule = judged.evaluation.deciding_rule.as_ref().map(|r| r.id.as_str()),
+            "policy evaluated"
+        );
+        let verdict = verdict_of(&judged.evaluation);
+        let verdict = match judged.sandbox {
+            Some(profile) => verdict.with_sandbox(Some(profile)),
+            None => verdict,
+        };
+        (verdict, judged.evaluation)
     }
 }
 
 #[async_trait]
 impl ExecutionPolicy for LivePolicy {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
-        let evaluation = self.evaluation(&request.tool.name, request.action, request.call.cwd.as_deref());
-        tracing::debug!(
-            tool = %request.tool.name,
-            decision = evaluation.decision.as_str(),
-            rule = evaluation.deciding_rule.as_ref().map(|r| r.id.as_str()),
-            "policy evaluated"
-        );
-        let verdict = verdict_of(&evaluation);
-        if request.action.kind != ActionKind::Execute {
-            return verdict;
+        let (verdict, evaluation) = self.verdict(&request);
+        if let Some(recorded) = &self.recorded {
+            *recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(evaluation);
         }
-        let policy = self.current();
-        let ctx = self.context_for(request.action.cwd.as_deref().or(request.call.cwd.as_deref()));
-        let profile = policy.sandbox_profile(&evaluation, &ctx, &self.support);
-        sandboxed_verdict(verdict, profile, policy.sandbox_mode())
-    }
-}
-
-/// A command's verdict with the walls it runs inside; forbidden when the policy requires walls this
-/// machine cannot build.
-pub fn sandboxed_verdict(
-    verdict: PolicyVerdict,
-    profile: portcullis_harness::SandboxProfile,
-    mode: crate::document::SandboxMode,
-) -> PolicyVerdict {
-    match (&profile.enforcement, mode) {
-        (portcullis_harness::Enforcement::Unconfined { reason }, crate::document::SandboxMode::Required)
-            if verdict.decision != PolicyDecision::Deny =>
-        {
-            let files = verdict.files.clone();
-            let rules = verdict.matched_rules.clone();
-            PolicyVerdict::deny(
-                DecidedBy::Default { detail: Some("sandbox required".into()) },
-                format!(
-                    "the policy requires the sandbox (sandbox.mode: required) and commands cannot be confined here: {reason}"
-                ),
-            )
-            .with_matched_rules(rules)
-            .with_files(files)
-            .with_sandbox(Some(profile))
-        }
-        _ => verdict.with_sandbox(Some(profile)),
+        verdict
     }
 }
 

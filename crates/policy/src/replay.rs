@@ -124,12 +124,20 @@ pub struct Replay<'a> {
     anchored: HashMap<PathBuf, Option<Policy>>,
     fallback_cwd: PathBuf,
     home: Option<PathBuf>,
+    /// What the kernel can enforce here: a replay judges as a live call on this machine would.
+    support: portcullis_harness::SandboxSupport,
     pub summary: ReplaySummary,
 }
 
 impl<'a> Replay<'a> {
-    /// `fallback_cwd`: where calls recorded without a cwd are judged from.
-    pub fn new(policy: &'a Policy, fallback_cwd: PathBuf, home: Option<PathBuf>) -> Self {
+    /// `fallback_cwd`: where calls recorded without a cwd are judged from; `support`: what the kernel
+    /// can enforce on this machine (the hub's probe), so commands are judged as a live call would be.
+    pub fn new(
+        policy: &'a Policy,
+        fallback_cwd: PathBuf,
+        home: Option<PathBuf>,
+        support: portcullis_harness::SandboxSupport,
+    ) -> Self {
         let applied = (policy.layers().iter().enumerate())
             .filter(|(_, l)| crate::discovery::anchored_where_applied(&l.source))
             .map(|(i, _)| i)
@@ -140,6 +148,7 @@ impl<'a> Replay<'a> {
             anchored: HashMap::new(),
             fallback_cwd,
             home,
+            support,
             summary: ReplaySummary::default(),
         }
     }
@@ -205,21 +214,20 @@ impl<'a> Replay<'a> {
             home: self.home.clone(),
         };
         let folder = call.project.clone().or_else(|| call.cwd.clone());
+        let support = self.support.clone();
         let policy = self.policy_at(folder.as_deref());
         if let Some(scope) = policy.grants().refusing_scope(&call.tool) {
             return Some(Judged::ToolDenied { scope: scope.name.clone() });
         }
-        let (evaluation, subject) = match call.action.as_ref()? {
-            action if action.kind == portcullis_harness::ActionKind::Mcp => {
-                let subject = match &action.target {
-                    Some(target) => format!("{} {target}", call.tool),
-                    None => call.tool.clone(),
-                };
-                let changed = action.operation == portcullis_harness::MCP_CHANGED_DEFINITION;
-                (policy.evaluate_mcp_action(&call.tool, action.target.as_deref(), changed), subject)
-            }
-            action => (policy.evaluate_action(action, &ctx), subject_of_action(action)),
+        let action = call.action.as_ref()?;
+        let subject = match (&action.kind, &action.target) {
+            (portcullis_harness::ActionKind::Mcp, Some(target)) => format!("{} {target}", call.tool),
+            (portcullis_harness::ActionKind::Mcp, None) => call.tool.clone(),
+            _ => subject_of_action(action),
         };
+        // The one judgement live calls get (the "sandbox required" deny included).
+        let ctx = EvalContext { cwd: action.cwd.clone().unwrap_or(ctx.cwd), home: ctx.home };
+        let evaluation = crate::judgement::decide_action(policy, &call.tool, action, &ctx, &support);
         Some(Judged::Evaluated { evaluation: Box::new(evaluation), subject })
     }
 

@@ -401,14 +401,7 @@ impl Policy {
             .filter(|p| exists(p) && !approved_writes.iter().any(|a| a.starts_with(p)))
             .collect();
         let (network, network_reason) = self.network_use(evaluation);
-        let enforcement = match (&support.unavailable, support.landlock_abi, support.namespaces) {
-            (Some(reason), _, _) => Enforcement::Unconfined { reason: reason.clone() },
-            (None, None, _) => Enforcement::Unconfined { reason: "this kernel has no Landlock".into() },
-            (None, Some(_), false) => Enforcement::Unconfined {
-                reason: "this kernel does not let the hub make user namespaces".into(),
-            },
-            (None, Some(_), true) => Enforcement::Confined,
-        };
+        let enforcement = enforcement_on(support);
         SandboxProfile {
             enforcement,
             system,
@@ -435,6 +428,18 @@ impl Policy {
             Some(m) => (true, format!("rule `{}` ({}) allows network use", m.id, m.source)),
             None => (false, "no rule that matched allows network use".into()),
         }
+    }
+}
+
+/// Whether a command is confined on a machine that can enforce `support`, and why not.
+pub fn enforcement_on(support: &SandboxSupport) -> Enforcement {
+    match (&support.unavailable, support.landlock_abi, support.namespaces) {
+        (Some(reason), _, _) => Enforcement::Unconfined { reason: reason.clone() },
+        (None, None, _) => Enforcement::Unconfined { reason: "this kernel has no Landlock".into() },
+        (None, Some(_), false) => {
+            Enforcement::Unconfined { reason: "this kernel does not let the hub make user namespaces".into() }
+        }
+        (None, Some(_), true) => Enforcement::Confined,
     }
 }
 

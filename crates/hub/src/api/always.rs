@@ -126,8 +126,13 @@ impl OperatorApi {
     fn impact(&self, amended: &portcullis_policy::Policy) -> Result<LedgerImpact, ApiError> {
         let mut impact = LedgerImpact { calls: 0, would_allow: 0, were_refused: 0, examples: Vec::new() };
         let stop = AtomicBool::new(false);
-        let (summary, _) =
-            replay_policy(self.hub.ledger_path(), amended, self.hub.project(), &stop, &mut |event| {
+        let (summary, _) = replay_policy(
+            self.hub.ledger_path(),
+            amended,
+            self.hub.project(),
+            self.hub.live_policy().sandbox_support(),
+            &stop,
+            &mut |event| {
                 if let ReplayEvent::Change(change) = event
                     && change.after == Decision::Allow.as_str()
                 {
@@ -140,7 +145,8 @@ impl OperatorApi {
                     }
                 }
                 true
-            })?;
+            },
+        )?;
         impact.calls = summary.calls;
         Ok(impact)
     }

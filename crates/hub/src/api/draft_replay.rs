@@ -93,6 +93,7 @@ impl OperatorApi {
         let started = Instant::now();
         let draft = Policy::from_layers_unchecked(self.layers_with_draft(file, text)?).map_err(located)?;
         let baseline = self.hub.live_policy().current();
+        let support = self.hub.live_policy().sandbox_support().clone();
         let db = self.ledger_to_replay(ledger)?;
         let total_id = LedgerCalls::open(&db, &draft, self.hub.project())?.last_record_id()?;
         let mut pending: Vec<ReplayChange> = Vec::new();
@@ -100,7 +101,7 @@ impl OperatorApi {
         let mut groups: BTreeMap<String, ChangeGroup> = BTreeMap::new();
         let mut go_on = true;
         let (summary, stopped) =
-            compare_policies(&db, &baseline, &draft, self.hub.project(), stop, &mut |event| {
+            compare_policies(&db, &baseline, &draft, self.hub.project(), &support, stop, &mut |event| {
                 match event {
                     ReplayEvent::Change(change) => {
                         let loosens = change.after == "allow";
@@ -172,13 +173,16 @@ impl OperatorApi {
         };
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let project = self.hub.project().to_path_buf();
+        let support = self.hub.live_policy().sandbox_support().clone();
         let verdict = |policy: &Policy| {
-            Replay::new(policy, project.clone(), home.clone()).judge(&call).map(|judged| match judged {
-                Judged::ToolDenied { scope } => CallVerdict::Blocked {
-                    reason: "tool_denied".into(),
-                    detail: format!("grant scope {scope} hides {}", call.tool),
-                },
-                Judged::Evaluated { evaluation, .. } => CallVerdict::Evaluated(*evaluation),
+            Replay::new(policy, project.clone(), home.clone(), support.clone()).judge(&call).map(|judged| {
+                match judged {
+                    Judged::ToolDenied { scope } => CallVerdict::Blocked {
+                        reason: "tool_denied".into(),
+                        detail: format!("grant scope {scope} hides {}", call.tool),
+                    },
+                    Judged::Evaluated { evaluation, .. } => CallVerdict::Evaluated(*evaluation),
+                }
             })
         };
         Ok(CallTraces {

@@ -90,8 +90,21 @@ impl Judge {
         Judge::with_home(policy, cwd, home)
     }
 
-    /// Like [`Judge::new`], with `~` resolving to `home` (policy tests and corpora name their own).
+    /// Like [`Judge::new`], with `~` resolving to `home` (policy tests and corpora name their own), on a
+    /// machine judged unable to confine commands (the same answer on every machine).
     pub fn with_home(policy: Policy, cwd: &Path, home: Option<PathBuf>) -> Result<Judge, ApiError> {
+        let unprobed = portcullis_harness::SandboxSupport::unavailable("judged without probing the kernel");
+        Judge::on_machine(policy, cwd, home, unprobed)
+    }
+
+    /// Like [`Judge::with_home`], judging commands as on a machine that can enforce `support` (what the
+    /// hub's probe found): a policy that requires the sandbox allows there what it allows live.
+    pub fn on_machine(
+        policy: Policy,
+        cwd: &Path,
+        home: Option<PathBuf>,
+        support: portcullis_harness::SandboxSupport,
+    ) -> Result<Judge, ApiError> {
         let (_, builtin) = builtin_tools(cwd, crate::hub::coding_limits(&policy))
             .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
         let described = Arc::new(Mutex::new(None));
@@ -111,7 +124,12 @@ impl Judge {
             }
         }
         let grants = policy.grants().clone();
-        let live = Arc::new(LivePolicy::new(policy, cwd.to_path_buf()).with_home(home));
+        let live = Arc::new(
+            LivePolicy::new(policy, cwd.to_path_buf())
+                .with_home(home)
+                .with_sandbox_support(support)
+                .recording(),
+        );
         let dispatcher = Pipeline {
             policy: live.clone(),
             approvals: Arc::new(Declining { asked: asked.clone() }),
@@ -132,11 +150,13 @@ impl Judge {
     pub async fn judge(&mut self, tool: &str, arguments: Value, cwd: &Path) -> Judgement {
         *lock(&self.described) = None;
         *lock(&self.asked) = false;
+        let _ = self.live.take_recorded();
         let mut run = RunContext::new("judge", "judge").with_cwd(cwd.to_path_buf());
         run.grants = self.grants.clone();
         let result = self.dispatcher.dispatch(ToolCall::new("judged", tool, arguments), &run).await;
         let action = lock(&self.described).take();
-        let evaluation = action.as_ref().map(|a| self.live.evaluation(tool, a, Some(cwd)));
+        // The evaluation the pipeline's verdict came from: judged once (none when refused before it).
+        let evaluation = self.live.take_recorded();
         let judged = match &result.outcome {
             CallOutcome::Finished { .. } | CallOutcome::Error { .. } => Judged::Allow,
             CallOutcome::Blocked { .. } if *lock(&self.asked) => Judged::Prompt,
@@ -205,7 +225,9 @@ pub async fn judge_call(
     arguments: Value,
 ) -> Result<Judgement, ApiError> {
     let (policy, _) = portcullis_policy::discovery::load_for(files, cwd)?;
-    let mut judge = Judge::new(policy, cwd)?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let support = super::policy_check::probe_sandbox().await;
+    let mut judge = Judge::on_machine(policy, cwd, home, support)?;
     Ok(judge.judge(tool, arguments, cwd).await)
 }
 

@@ -6,6 +6,7 @@
 //! call is judged from its tool's description, as live.
 
 use super::error::ApiError;
+use portcullis_harness::SandboxSupport;
 use portcullis_harness::{ActionKind, CallContext, ExecutionAction, ToolRegistry};
 use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
@@ -39,17 +40,20 @@ pub struct ReplayOutcome {
     pub stopped: bool,
 }
 
-/// Replays the policy of `policy_files` (else the one that applies in `cwd`) over the ledger at `db`.
-/// `report` gets each change and the progress; returning false stops the replay, as does `stop`.
+/// Replays the policy of `policy_files` (else the one that applies in `cwd`) over the ledger at `db`,
+/// judging commands as a live call on a machine that can enforce `support` would be judged (see
+/// [`super::policy_check::probe_sandbox`]). `report` gets each change and the progress; returning false
+/// stops the replay, as does `stop`.
 pub fn replay_ledger(
     db: &Path,
     policy_files: &[PathBuf],
     cwd: &Path,
+    support: &SandboxSupport,
     stop: &AtomicBool,
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<ReplayOutcome, ApiError> {
     let (policy, sources) = load_for(policy_files, cwd)?;
-    let (summary, stopped) = replay_policy(db, &policy, cwd, stop, report)?;
+    let (summary, stopped) = replay_policy(db, &policy, cwd, support, stop, report)?;
     Ok(ReplayOutcome { summary, policies: sources, stopped })
 }
 
@@ -59,11 +63,12 @@ pub(crate) fn replay_policy(
     db: &Path,
     policy: &portcullis_policy::Policy,
     cwd: &Path,
+    support: &SandboxSupport,
     stop: &AtomicBool,
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<(ReplaySummary, bool), ApiError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut replay = Replay::new(policy, cwd.to_path_buf(), home);
+    let mut replay = Replay::new(policy, cwd.to_path_buf(), home, support.clone());
     let mut calls = LedgerCalls::open(db, policy, cwd)?;
     let stopped = calls.each(stop, report, &mut |call| replay.replay(call))?;
     Ok((replay.summary.clone(), stopped))
@@ -76,12 +81,13 @@ pub(crate) fn compare_policies(
     baseline: &portcullis_policy::Policy,
     draft: &portcullis_policy::Policy,
     cwd: &Path,
+    support: &SandboxSupport,
     stop: &AtomicBool,
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<(ReplaySummary, bool), ApiError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut before = Replay::new(baseline, cwd.to_path_buf(), home.clone());
-    let mut after = Replay::new(draft, cwd.to_path_buf(), home);
+    let mut before = Replay::new(baseline, cwd.to_path_buf(), home.clone(), support.clone());
+    let mut after = Replay::new(draft, cwd.to_path_buf(), home, support.clone());
     let mut calls = LedgerCalls::open(db, draft, cwd)?;
     let stopped = calls.each(stop, report, &mut |call| after.compare(&mut before, call))?;
     Ok((after.summary.clone(), stopped))

@@ -36,14 +36,17 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
 
     let (mut changes, mut progress) = (Vec::new(), 0);
     let never = AtomicBool::new(false);
-    let outcome = replay_ledger(&db, std::slice::from_ref(&draft), &proj, &never, &mut |event| {
-        match event {
-            ReplayEvent::Change(c) => changes.push((c.call_id.clone(), c.before.clone(), c.after.clone())),
-            ReplayEvent::Progress { records, .. } => progress = records,
-        }
-        true
-    })
-    .unwrap();
+    let outcome =
+        replay_ledger(&db, std::slice::from_ref(&draft), &proj, &confined(), &never, &mut |event| {
+            match event {
+                ReplayEvent::Change(c) => {
+                    changes.push((c.call_id.clone(), c.before.clone(), c.after.clone()))
+                }
+                ReplayEvent::Progress { records, .. } => progress = records,
+            }
+            true
+        })
+        .unwrap();
     assert!(!outcome.stopped);
     assert_eq!(outcome.summary.changed, 3, "{:?}", outcome.summary);
     assert_eq!(changes.len(), 3);
@@ -56,26 +59,29 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
 
     // The reporter stops it after the first change.
     let mut seen = 0;
-    let outcome = replay_ledger(&db, std::slice::from_ref(&draft), &proj, &never, &mut |event| {
-        if matches!(event, ReplayEvent::Change(_)) {
-            seen += 1;
-            return false;
-        }
-        true
-    })
-    .unwrap();
+    let outcome =
+        replay_ledger(&db, std::slice::from_ref(&draft), &proj, &confined(), &never, &mut |event| {
+            if matches!(event, ReplayEvent::Change(_)) {
+                seen += 1;
+                return false;
+            }
+            true
+        })
+        .unwrap();
     assert!(outcome.stopped);
     assert_eq!(seen, 1);
 
     // Stopped before it starts.
     let stop = AtomicBool::new(true);
-    let outcome = replay_ledger(&db, std::slice::from_ref(&draft), &proj, &stop, &mut |_| true).unwrap();
+    let outcome =
+        replay_ledger(&db, std::slice::from_ref(&draft), &proj, &confined(), &stop, &mut |_| true).unwrap();
     assert!(outcome.stopped);
     assert_eq!(outcome.summary.calls, 0);
 
     // A file that is not a ledger: the ledger's code.
     std::fs::write(dir.join("not.db"), "x").unwrap();
-    let e = replay_ledger(&dir.join("not.db"), &[draft], &proj, &never, &mut |_| true).unwrap_err();
+    let e =
+        replay_ledger(&dir.join("not.db"), &[draft], &proj, &confined(), &never, &mut |_| true).unwrap_err();
     assert_eq!(e.code.as_str(), "not_a_ledger");
 }
 
@@ -111,6 +117,7 @@ async fn a_call_refused_by_a_grant_is_described_by_its_tool_when_replayed() {
         &dir.join("ledger.db"),
         std::slice::from_ref(&draft),
         &dir.join("proj"),
+        &confined(),
         &never,
         &mut |e| {
             if let ReplayEvent::Change(c) = e {
@@ -129,4 +136,9 @@ async fn a_call_refused_by_a_grant_is_described_by_its_tool_when_replayed() {
         ]
     );
     assert_eq!(outcome.summary.replayed, 2, "{:?}", outcome.summary);
+}
+
+/// A machine whose kernel confines commands (what the hub's probe finds on this kind of machine).
+fn confined() -> portcullis_harness::SandboxSupport {
+    portcullis_harness::SandboxSupport { landlock_abi: Some(7), namespaces: true, unavailable: None }
 }

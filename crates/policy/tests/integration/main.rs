@@ -8,6 +8,7 @@ mod documents;
 mod file_operands;
 mod fuzz_corpus;
 mod lint;
+mod one_judgement;
 mod oracle;
 mod parts;
 mod pipeline;

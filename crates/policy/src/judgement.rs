@@ -1,0 +1,74 @@
+//! One judgement of an action a tool described, for every caller: a live call (through
+//! [`crate::LivePolicy`]), a dry run (`policy check --call`, policy tests, the corpus) and a replay over
+//! a ledger. They all judge here, so a rule that only one of them applied — the "sandbox required" deny —
+//! cannot drift apart again.
+
+use crate::document::{Decision, SandboxMode};
+use crate::policy::{EvalContext, Evaluation, Policy};
+use portcullis_harness::{ActionKind, Enforcement, ExecutionAction, SandboxProfile, SandboxSupport};
+
+/// What the policy makes of an action: the evaluation (its decision, rules, places, reasons) and, for a
+/// command, the walls it would run inside on this machine.
+#[derive(Debug, Clone)]
+pub struct ActionJudgement {
+    pub evaluation: Evaluation,
+    pub sandbox: Option<SandboxProfile>,
+}
+
+/// Judges `action`, which tool `tool` described, in `ctx`, on a machine that can enforce `support`,
+/// with the walls a command would run inside (a live call, a dry run).
+pub fn judge_action(
+    policy: &Policy,
+    tool: &str,
+    action: &ExecutionAction,
+    ctx: &EvalContext,
+    support: &SandboxSupport,
+) -> ActionJudgement {
+    let mut evaluation = evaluate(policy, tool, action, ctx);
+    if action.kind != ActionKind::Execute {
+        return ActionJudgement { evaluation, sandbox: None };
+    }
+    let profile = policy.sandbox_profile(&evaluation, ctx, support);
+    require_walls(policy, &profile.enforcement, &mut evaluation);
+    ActionJudgement { evaluation, sandbox: Some(profile) }
+}
+
+/// The same judgement's evaluation without building the walls (a replay over a million calls needs the
+/// decision, not the file-system probes of each command's profile): the decision is the same.
+pub fn decide_action(
+    policy: &Policy,
+    tool: &str,
+    action: &ExecutionAction,
+    ctx: &EvalContext,
+    support: &SandboxSupport,
+) -> Evaluation {
+    let mut evaluation = evaluate(policy, tool, action, ctx);
+    if action.kind == ActionKind::Execute {
+        require_walls(policy, &crate::sandbox::enforcement_on(support), &mut evaluation);
+    }
+    evaluation
+}
+
+fn evaluate(policy: &Policy, tool: &str, action: &ExecutionAction, ctx: &EvalContext) -> Evaluation {
+    if action.kind == ActionKind::Mcp {
+        let changed = action.operation == portcullis_harness::MCP_CHANGED_DEFINITION;
+        return policy.evaluate_mcp_action(tool, action.target.as_deref(), changed);
+    }
+    policy.evaluate_action(action, ctx)
+}
+
+/// A command the policy requires confined (`sandbox.mode: required`) is forbidden where the kernel
+/// cannot confine it: raised into the evaluation itself, so its decision is the one every caller sees.
+fn require_walls(policy: &Policy, enforcement: &Enforcement, evaluation: &mut Evaluation) {
+    if let (Enforcement::Unconfined { reason }, SandboxMode::Required) = (enforcement, policy.sandbox_mode())
+        && evaluation.decision != Decision::Forbidden
+    {
+        evaluation.raise(
+            Decision::Forbidden,
+            format!(
+                "the policy requires the sandbox (sandbox.mode: required) and commands cannot be confined here: {reason}"
+            ),
+            None,
+        );
+    }
+}
