@@ -90,7 +90,7 @@ async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tauri::async_runtime::spawn_blocking(work).await.unwrap_or_else(|e| {
-        Err(ApiError::new(ErrorCode::Ledger("ledger_sqlite"), format!("the query stopped: {e}"), json!({})))
+        Err(ApiError::new(ErrorCode::LedgerSqlite, format!("the query stopped: {e}"), json!({})))
     })
 }
 

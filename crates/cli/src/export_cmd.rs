@@ -101,9 +101,7 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, Cli
                 bar.finish(written);
                 Ok(ExitCode::SUCCESS)
             }
-            Err(e) if sink.broken && e.code == ErrorCode::Ledger("export_failed") => {
-                Err(CliError::BrokenPipe)
-            }
+            Err(e) if sink.broken && e.code == ErrorCode::ExportFailed => Err(CliError::BrokenPipe),
             Err(e) => Err(e.into()),
         };
     };

@@ -44,7 +44,7 @@ impl LedgerWriter {
         self.ledger
             .record(record)
             .await
-            .map_err(|e| ApiError::new(ErrorCode::Ledger("ledger_writer_failed"), e.to_string(), Value::Null))
+            .map_err(|e| ApiError::new(ErrorCode::LedgerWriterFailed, e.to_string(), Value::Null))
     }
 
     pub async fn record_approval(&self, approval: ApprovalRecord) -> Result<(), ApiError> {

@@ -28,6 +28,7 @@ import type {
   ApiError,
   Approval,
   CallTraces,
+  ErrorCode,
   CatalogTool,
   DraftCheck,
   DraftDiff,
@@ -125,6 +126,7 @@ export type {
   Choice,
   Decider,
   DeciderKind,
+  ErrorCode,
   DecidingPlace,
   Evaluation,
   ExecutionAction,
@@ -241,7 +243,8 @@ export interface Backend {
 
 /** A failed backend call: the API's `{code, message, details}`. Views branch on `code`. */
 export class BackendError extends Error {
-  readonly code: string;
+  /** One of the API's closed set of codes (generated): a misspelt branch does not typecheck. */
+  readonly code: ErrorCode;
   readonly details: unknown;
   constructor(error: ApiError) {
     super(error.message);
@@ -256,7 +259,8 @@ export function asBackendError(e: unknown): BackendError {
   if (e instanceof BackendError) return e;
   if (e && typeof e === "object" && "code" in e && "message" in e) {
     const { code, message, details } = e as { code: unknown; message: unknown; details?: ApiError["details"] };
-    return new BackendError({ code: String(code), message: String(message), details: details ?? null });
+    // The rejection came from the API, whose codes are the generated `ErrorCode`.
+    return new BackendError({ code: String(code) as ErrorCode, message: String(message), details: details ?? null });
   }
   return new BackendError({ code: "backend_failed", message: String(e), details: null });
 }

@@ -211,8 +211,8 @@ export type Answer = {
 
 /**  A failed operator API call. */
 export type ApiError = {
-	/**  The stable code ([`ErrorCode::as_str`]): one of a known set, plus the policy's and the ledger's own. */
-	code: string,
+	/**  The stable code: one of a closed set ([`ErrorCode`]). */
+	code: ErrorCode,
 	message: string,
 	/**  For programs: the ids, paths or positions the message names. */
 	details: Value,
@@ -643,6 +643,81 @@ export type Enforcement =
 { state: "confined" } | 
 /**  It runs without walls: this kernel cannot enforce them and the policy does not demand it. */
 { state: "unconfined"; reason: string };
+
+/**
+ *  What went wrong, as a front end branches on it: a closed set, serialized as its stable snake_case
+ *  code and generated into TypeScript as a union, so a view's error branch with a misspelt code does not
+ *  compile. The policy's and the ledger's errors each have their own codes here, mapped variant by
+ *  variant ([`ErrorCode::of_policy`], [`ErrorCode::of_ledger`]).
+ */
+export type ErrorCode = 
+/**  No approval with this id was ever asked. */
+"approval_unknown" | 
+/**  The approval was answered, timed out or withdrawn before this answer. */
+"approval_answered" | 
+/**  "Always" is not offered for this approval (the reason is in the message). */
+"always_not_offered" | 
+/**  No session grant with this id. */
+"grant_unknown" | 
+/**  The request itself is malformed (a field missing or of the wrong kind). */
+"bad_request" | 
+/**  No call with this id in the ledger. */
+"call_not_found" | 
+/**  No upstream server with this id. */
+"server_unknown" | 
+/**  No changed upstream tool definition with this server and name is waiting. */
+"tool_change_unknown" | 
+/**
+ *  The server changed the tool again since the operator looked: the acceptance named another
+ *  definition (`details`: the digest seen and the one offered now).
+ */
+"tool_change_moved" | 
+/**  The policy file changed on disk since the editor read it: reload, then edit again. */
+"policy_changed" | 
+/**  An argument names something that cannot be used (a folder, a file not among the policies...). */
+"bad_argument" | 
+/**  A time that cannot be read (`details`: the field, when there is one, and the value). */
+"bad_time" | 
+/**  Writing the output a front end asked for (an export file) failed. */
+"output_failed" | 
+/**  The operator stopped the work (an export) before it ended; nothing partial was left behind. */
+"cancelled" | 
+/**  No hub runs behind this front end (it did not start: another one holds the port or ledger). */
+"hub_unavailable" | 
+/**  The front end could not reach the API at all (its transport failed; set by front ends). */
+"backend_failed" | 
+/**  A policy file cannot be read. */
+"policy_unreadable" | 
+/**  A policy file is not JSON of the policy's shape (`details`: file, line, column). */
+"policy_syntax" | 
+/**  A rule is wrong: its pattern, or an example it does not hold (`details`: file, line, rule). */
+"policy_rule" | 
+/**  A policy is not valid as a whole (grants, servers, roots...). */
+"policy_invalid" | 
+/**  No ledger file there. */
+"ledger_missing" | 
+/**  The file is not a ledger. */
+"not_a_ledger" | 
+/**  The ledger was written by a newer Portcullis. */
+"ledger_schema_newer" | 
+/**  The ledger is older than this Portcullis reads (migrate it). */
+"ledger_schema_older" | 
+/**  Another process holds the ledger. */
+"ledger_locked" | 
+/**  The ledger's file could not be read or written. */
+"ledger_io" | 
+/**  SQLite failed. */
+"ledger_sqlite" | 
+/**  The ledger's journal is damaged. */
+"ledger_journal_damaged" | 
+/**  A ledger filter the caller wrote cannot be read. */
+"bad_filter" | 
+/**  The ledger's writer failed. */
+"ledger_writer_failed" | 
+/**  The ledger was closed. */
+"ledger_closed" | 
+/**  An export failed. */
+"export_failed";
 
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {

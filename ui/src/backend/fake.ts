@@ -1,5 +1,5 @@
 // A Backend for tests: answers only the commands a test gives handlers for (any other rejects with
-// `no_handler`), records every call, and pushes feed batches when the test says.
+// `backend_failed`), records every call, and pushes feed batches when the test says.
 import {
   BackendError,
   type Backend,
@@ -30,7 +30,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
     const handler = handlers[name] as ((...a: unknown[]) => unknown) | undefined;
     if (!handler) {
       return Promise.reject(
-        new BackendError({ code: "no_handler", message: `the fake backend has no handler for ${name}`, details: null }),
+        new BackendError({ code: "backend_failed", message: `the fake backend has no handler for ${name}`, details: null }),
       );
     }
     return Promise.resolve(handler(...args)) as Promise<never>;
@@ -73,7 +73,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
       calls.push(["replayPolicyDraft", [file, text, ledger]]);
       const handler = handlers.replayPolicyDraft;
       if (!handler) {
-        onUpdate({ kind: "failed", error: { code: "no_handler", message: "the fake backend has no handler for replayPolicyDraft", details: null } });
+        onUpdate({ kind: "failed", error: { code: "backend_failed", message: "the fake backend has no handler for replayPolicyDraft", details: null } });
         return () => {};
       }
       return handler(file, text, ledger, onUpdate);
@@ -100,7 +100,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
       calls.push(["exportLedger", [id, filter, format, file]]);
       const handler = handlers.exportLedger;
       if (!handler) {
-        onUpdate({ kind: "failed", error: { code: "no_handler", message: "the fake backend has no handler for exportLedger", details: null } });
+        onUpdate({ kind: "failed", error: { code: "backend_failed", message: "the fake backend has no handler for exportLedger", details: null } });
         return () => {};
       }
       return handler(id, filter, format, file, onUpdate);

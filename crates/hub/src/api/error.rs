@@ -4,8 +4,13 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// What went wrong, as a front end branches on it; serialized as its stable code ([`ErrorCode::as_str`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What went wrong, as a front end branches on it: a closed set, serialized as its stable snake_case
+/// code and generated into TypeScript as a union, so a view's error branch with a misspelt code does not
+/// compile. The policy's and the ledger's errors each have their own codes here, mapped variant by
+/// variant ([`ErrorCode::of_policy`], [`ErrorCode::of_ledger`]).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// No approval with this id was ever asked.
     ApprovalUnknown,
@@ -38,20 +43,44 @@ pub enum ErrorCode {
     Cancelled,
     /// No hub runs behind this front end (it did not start: another one holds the port or ledger).
     HubUnavailable,
-    /// A policy did not load or is not valid: the policy crate's own code (`policy_parse`...).
-    Policy(&'static str),
-    /// The ledger failed or is not one: the ledger crate's own code (`not_a_ledger`...).
-    Ledger(&'static str),
-}
-
-impl Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
+    /// The front end could not reach the API at all (its transport failed; set by front ends).
+    BackendFailed,
+    /// A policy file cannot be read.
+    PolicyUnreadable,
+    /// A policy file is not JSON of the policy's shape (`details`: file, line, column).
+    PolicySyntax,
+    /// A rule is wrong: its pattern, or an example it does not hold (`details`: file, line, rule).
+    PolicyRule,
+    /// A policy is not valid as a whole (grants, servers, roots...).
+    PolicyInvalid,
+    /// No ledger file there.
+    LedgerMissing,
+    /// The file is not a ledger.
+    NotALedger,
+    /// The ledger was written by a newer Portcullis.
+    LedgerSchemaNewer,
+    /// The ledger is older than this Portcullis reads (migrate it).
+    LedgerSchemaOlder,
+    /// Another process holds the ledger.
+    LedgerLocked,
+    /// The ledger's file could not be read or written.
+    LedgerIo,
+    /// SQLite failed.
+    LedgerSqlite,
+    /// The ledger's journal is damaged.
+    LedgerJournalDamaged,
+    /// A ledger filter the caller wrote cannot be read.
+    BadFilter,
+    /// The ledger's writer failed.
+    LedgerWriterFailed,
+    /// The ledger was closed.
+    LedgerClosed,
+    /// An export failed.
+    ExportFailed,
 }
 
 impl ErrorCode {
-    /// The stable code.
+    /// The stable code, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::ApprovalUnknown => "approval_unknown",
@@ -69,7 +98,53 @@ impl ErrorCode {
             ErrorCode::ToolChangeMoved => "tool_change_moved",
             ErrorCode::HubUnavailable => "hub_unavailable",
             ErrorCode::Cancelled => "cancelled",
-            ErrorCode::Policy(code) | ErrorCode::Ledger(code) => code,
+            ErrorCode::BackendFailed => "backend_failed",
+            ErrorCode::PolicyUnreadable => "policy_unreadable",
+            ErrorCode::PolicySyntax => "policy_syntax",
+            ErrorCode::PolicyRule => "policy_rule",
+            ErrorCode::PolicyInvalid => "policy_invalid",
+            ErrorCode::LedgerMissing => "ledger_missing",
+            ErrorCode::NotALedger => "not_a_ledger",
+            ErrorCode::LedgerSchemaNewer => "ledger_schema_newer",
+            ErrorCode::LedgerSchemaOlder => "ledger_schema_older",
+            ErrorCode::LedgerLocked => "ledger_locked",
+            ErrorCode::LedgerIo => "ledger_io",
+            ErrorCode::LedgerSqlite => "ledger_sqlite",
+            ErrorCode::LedgerJournalDamaged => "ledger_journal_damaged",
+            ErrorCode::BadFilter => "bad_filter",
+            ErrorCode::LedgerWriterFailed => "ledger_writer_failed",
+            ErrorCode::LedgerClosed => "ledger_closed",
+            ErrorCode::ExportFailed => "export_failed",
+        }
+    }
+
+    /// The code of a policy error, variant by variant.
+    pub fn of_policy(e: &portcullis_policy::PolicyError) -> ErrorCode {
+        use portcullis_policy::PolicyError;
+        match e {
+            PolicyError::Io { .. } => ErrorCode::PolicyUnreadable,
+            PolicyError::Syntax { .. } => ErrorCode::PolicySyntax,
+            PolicyError::Rule { .. } => ErrorCode::PolicyRule,
+            PolicyError::Invalid { .. } => ErrorCode::PolicyInvalid,
+        }
+    }
+
+    /// The code of a ledger error, variant by variant.
+    pub fn of_ledger(e: &portcullis_ledger::LedgerStoreError) -> ErrorCode {
+        use portcullis_ledger::LedgerStoreError;
+        match e {
+            LedgerStoreError::Missing { .. } => ErrorCode::LedgerMissing,
+            LedgerStoreError::NotALedger { .. } => ErrorCode::NotALedger,
+            LedgerStoreError::NewerSchema { .. } => ErrorCode::LedgerSchemaNewer,
+            LedgerStoreError::OlderSchema { .. } => ErrorCode::LedgerSchemaOlder,
+            LedgerStoreError::Locked { .. } => ErrorCode::LedgerLocked,
+            LedgerStoreError::Io { .. } => ErrorCode::LedgerIo,
+            LedgerStoreError::Sqlite { .. } => ErrorCode::LedgerSqlite,
+            LedgerStoreError::Journal { .. } => ErrorCode::LedgerJournalDamaged,
+            LedgerStoreError::BadFilter(_) => ErrorCode::BadFilter,
+            LedgerStoreError::Writer(_) => ErrorCode::LedgerWriterFailed,
+            LedgerStoreError::Closed => ErrorCode::LedgerClosed,
+            LedgerStoreError::Export(_) => ErrorCode::ExportFailed,
         }
     }
 
@@ -85,16 +160,30 @@ impl ErrorCode {
             | ErrorCode::AlwaysNotOffered
             | ErrorCode::PolicyChanged
             | ErrorCode::ToolChangeMoved
-            | ErrorCode::Cancelled => 409,
-            ErrorCode::BadRequest | ErrorCode::BadArgument | ErrorCode::BadTime | ErrorCode::Policy(_) => 400,
-            // What the caller named: a filter it wrote, a file that is missing or not a ledger.
-            ErrorCode::Ledger("bad_filter") => 400,
-            ErrorCode::Ledger(
-                "ledger_missing" | "not_a_ledger" | "ledger_schema_newer" | "ledger_schema_older",
-            ) => 422,
-            ErrorCode::Ledger("ledger_locked") => 409,
-            ErrorCode::Ledger(_) | ErrorCode::OutputFailed => 500,
-            ErrorCode::HubUnavailable => 503,
+            | ErrorCode::Cancelled
+            | ErrorCode::LedgerLocked => 409,
+            ErrorCode::BadRequest
+            | ErrorCode::BadArgument
+            | ErrorCode::BadTime
+            | ErrorCode::PolicyUnreadable
+            | ErrorCode::PolicySyntax
+            | ErrorCode::PolicyRule
+            | ErrorCode::PolicyInvalid
+            // What the caller wrote: a filter.
+            | ErrorCode::BadFilter => 400,
+            // What the caller named: a file that is missing or not a ledger (of this version).
+            ErrorCode::LedgerMissing
+            | ErrorCode::NotALedger
+            | ErrorCode::LedgerSchemaNewer
+            | ErrorCode::LedgerSchemaOlder => 422,
+            ErrorCode::LedgerIo
+            | ErrorCode::LedgerSqlite
+            | ErrorCode::LedgerJournalDamaged
+            | ErrorCode::LedgerWriterFailed
+            | ErrorCode::LedgerClosed
+            | ErrorCode::ExportFailed
+            | ErrorCode::OutputFailed => 500,
+            ErrorCode::HubUnavailable | ErrorCode::BackendFailed => 503,
         }
     }
 }
@@ -104,8 +193,7 @@ impl ErrorCode {
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ApiError {
-    /// The stable code ([`ErrorCode::as_str`]): one of a known set, plus the policy's and the ledger's own.
-    #[cfg_attr(feature = "specta", specta(type = String))]
+    /// The stable code: one of a closed set ([`ErrorCode`]).
     pub code: ErrorCode,
     pub message: String,
     /// For programs: the ids, paths or positions the message names.
@@ -125,13 +213,13 @@ impl ApiError {
 
 impl From<portcullis_policy::PolicyError> for ApiError {
     fn from(e: portcullis_policy::PolicyError) -> Self {
-        ApiError::new(ErrorCode::Policy(e.code()), e.to_string(), Value::Null)
+        ApiError::new(ErrorCode::of_policy(&e), e.to_string(), Value::Null)
     }
 }
 
 impl From<portcullis_ledger::LedgerStoreError> for ApiError {
     fn from(e: portcullis_ledger::LedgerStoreError) -> Self {
-        ApiError::new(ErrorCode::Ledger(e.code()), e.to_string(), Value::Null)
+        ApiError::new(ErrorCode::of_ledger(&e), e.to_string(), Value::Null)
     }
 }
 
@@ -175,17 +263,55 @@ mod tests {
             (ErrorCode::ServerUnknown, "server_unknown", 404),
             (ErrorCode::HubUnavailable, "hub_unavailable", 503),
             (ErrorCode::Cancelled, "cancelled", 409),
-            (ErrorCode::Policy("policy_parse"), "policy_parse", 400),
-            (ErrorCode::Ledger("not_a_ledger"), "not_a_ledger", 422),
-            (ErrorCode::Ledger("ledger_schema_newer"), "ledger_schema_newer", 422),
-            (ErrorCode::Ledger("bad_filter"), "bad_filter", 400),
-            (ErrorCode::Ledger("ledger_locked"), "ledger_locked", 409),
-            (ErrorCode::Ledger("ledger_sqlite"), "ledger_sqlite", 500),
+            (ErrorCode::PolicySyntax, "policy_syntax", 400),
+            (ErrorCode::NotALedger, "not_a_ledger", 422),
+            (ErrorCode::LedgerSchemaNewer, "ledger_schema_newer", 422),
+            (ErrorCode::BadFilter, "bad_filter", 400),
+            (ErrorCode::LedgerLocked, "ledger_locked", 409),
+            (ErrorCode::LedgerSqlite, "ledger_sqlite", 500),
+            (ErrorCode::BackendFailed, "backend_failed", 503),
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);
             assert_eq!(serde_json::to_value(code).unwrap(), name);
+            assert_eq!(serde_json::from_value::<ErrorCode>(name.into()).unwrap(), code);
             assert_eq!(code.http_status(), status, "{name}");
+        }
+    }
+
+    /// The policy's and the ledger's own codes are the API's, variant by variant (no second spelling).
+    #[test]
+    fn the_crates_codes_are_the_apis() {
+        use portcullis_ledger::LedgerStoreError as L;
+        use portcullis_policy::PolicyError as P;
+        let file = || "p.json".to_owned();
+        let policy = [
+            P::Io { file: file(), source: std::io::Error::other("x") },
+            P::Syntax { file: file(), line: 1, column: 1, message: "x".into() },
+            P::Rule { file: file(), line: 1, column: 1, rule: "r".into(), message: "x".into() },
+            P::Invalid { file: file(), message: "x".into() },
+        ];
+        for e in &policy {
+            assert_eq!(ErrorCode::of_policy(e).as_str(), e.code(), "{e}");
+        }
+        let path = || std::path::PathBuf::from("l.db");
+        let ledger = [
+            L::Missing { path: path() },
+            L::NotALedger { path: path(), why: "x".into() },
+            L::NewerSchema { path: path(), found: 9, supported: 8 },
+            L::OlderSchema { path: path(), found: 1, current: 8 },
+            L::Locked { path: path() },
+            L::Io { path: path(), source: std::io::Error::other("x") },
+            L::Journal { path: path(), why: "x".into() },
+            L::BadFilter("x".into()),
+            L::Writer("x".into()),
+            L::Closed,
+            L::Export("x".into()),
+        ];
+        for e in &ledger {
+            let code = ErrorCode::of_ledger(e);
+            assert_eq!(code.as_str(), e.code(), "{e}");
+            assert_eq!(serde_json::to_value(code).unwrap(), e.code());
         }
     }
 

@@ -118,7 +118,7 @@ pub(super) fn located(e: PolicyError) -> ApiError {
         }
         PolicyError::Invalid { file, .. } | PolicyError::Io { file, .. } => json!({ "file": file }),
     };
-    ApiError::new(ErrorCode::Policy(e.code()), e.to_string(), details)
+    ApiError::new(ErrorCode::of_policy(&e), e.to_string(), details)
 }
 
 fn io_error(path: &Path, what: &str, e: &std::io::Error) -> ApiError {

@@ -51,7 +51,7 @@ fn a_query_becomes_the_ledgers_filter() {
     assert_eq!(filter.owners, ["claude-code"]);
     let bad = CallQuery { policy_decisions: vec!["maybe".into()], ..CallQuery::default() };
     let e = bad.filter(NOW).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Ledger("bad_filter"));
+    assert_eq!(e.code, ErrorCode::BadFilter);
     assert!(e.message.contains("maybe"), "{e}");
 }
 
@@ -59,12 +59,12 @@ fn a_query_becomes_the_ledgers_filter() {
 fn unknown_words_and_unreadable_times_are_refused_with_their_codes() {
     let bad_status = CallQuery { statuses: vec!["done".into()], ..CallQuery::default() };
     let e = bad_status.filter(NOW).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Ledger("bad_filter"));
+    assert_eq!(e.code, ErrorCode::BadFilter);
     assert!(e.message.contains("unknown status \"done\""), "{}", e.message);
 
     let bad_reason = CallQuery { reasons: vec!["too_loud".into()], ..CallQuery::default() };
     let e = bad_reason.filter(NOW).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Ledger("bad_filter"));
+    assert_eq!(e.code, ErrorCode::BadFilter);
     assert!(
         e.message.contains("unknown reason \"too_loud\": expected one of guardrail_blocked"),
         "{}",

@@ -126,11 +126,11 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
 fn files_that_are_not_ledgers_are_refused_with_the_ledgers_codes() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = LedgerView::open(&tmp.path().join("none.db")).err().unwrap();
-    assert_eq!(missing.code, ErrorCode::Ledger("ledger_missing"));
+    assert_eq!(missing.code, ErrorCode::LedgerMissing);
 
     let text = tmp.path().join("notes.db");
     std::fs::write(&text, "not a database").unwrap();
-    assert_eq!(LedgerView::open(&text).err().unwrap().code, ErrorCode::Ledger("not_a_ledger"));
+    assert_eq!(LedgerView::open(&text).err().unwrap().code, ErrorCode::NotALedger);
 
     // A ledger of a newer schema than this build: refused, never altered.
     let newer = tmp.path().join("newer.db");
@@ -140,6 +140,6 @@ fn files_that_are_not_ledgers_are_refused_with_the_ledgers_codes() {
     conn.execute_batch(&format!("PRAGMA user_version = {}", version + 1)).unwrap();
     drop(conn);
     let e = LedgerView::open(&newer).err().unwrap();
-    assert_eq!(e.code, ErrorCode::Ledger("ledger_schema_newer"), "{e:?}");
+    assert_eq!(e.code, ErrorCode::LedgerSchemaNewer, "{e:?}");
     assert!(e.message.contains(&(version + 1).to_string()), "{}", e.message);
 }

@@ -60,7 +60,7 @@ async fn write_ledger(path: &Path) {
     }
     // One writer at a time.
     let second = LedgerWriter::open(path).err().unwrap();
-    assert_eq!(second.code, ErrorCode::Ledger("ledger_locked"));
+    assert_eq!(second.code, ErrorCode::LedgerLocked);
     writer.close().await.unwrap();
 }
 
@@ -84,14 +84,14 @@ async fn a_ledger_is_checked_and_migrated_and_bad_files_are_left_alone() {
 
     let missing = dir.join("missing.db");
     for e in [check_ledger(&missing).unwrap_err(), migrate_ledger(&missing).await.unwrap_err()] {
-        assert_eq!(e.code, ErrorCode::Ledger("ledger_missing"), "{e:?}");
+        assert_eq!(e.code, ErrorCode::LedgerMissing, "{e:?}");
     }
     assert!(!missing.exists(), "migrating created the file");
 
     let notes = dir.join("notes.txt");
     std::fs::write(&notes, "this is a plain text file, not a database\n".repeat(100)).unwrap();
     for e in [check_ledger(&notes).unwrap_err(), migrate_ledger(&notes).await.unwrap_err()] {
-        assert_eq!(e.code, ErrorCode::Ledger("not_a_ledger"), "{e:?}");
+        assert_eq!(e.code, ErrorCode::NotALedger, "{e:?}");
     }
     assert!(std::fs::read_to_string(&notes).unwrap().starts_with("this is a plain text file"));
 
@@ -100,7 +100,7 @@ async fn a_ledger_is_checked_and_migrated_and_bad_files_are_left_alone() {
     conn.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1)).unwrap();
     drop(conn);
     for e in [check_ledger(&path).unwrap_err(), migrate_ledger(&path).await.unwrap_err()] {
-        assert_eq!(e.code, ErrorCode::Ledger("ledger_schema_newer"), "{e:?}");
+        assert_eq!(e.code, ErrorCode::LedgerSchemaNewer, "{e:?}");
         assert!(e.message.contains(&(SCHEMA_VERSION + 1).to_string()), "{}", e.message);
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -142,12 +142,12 @@ async fn exports_go_to_owner_only_files_never_over_the_ledger() {
 fn cursors_formats_deciders_and_histograms() {
     assert_eq!(parse_export_format("jsonl").unwrap(), ExportFormat::Jsonl);
     let e = parse_export_format("xml").unwrap_err();
-    assert_eq!(e.code, ErrorCode::Ledger("bad_filter"));
+    assert_eq!(e.code, ErrorCode::BadFilter);
     assert!(e.message.contains("jsonl or csv"), "{}", e.message);
     let cursor = parse_cursor("1740823200000000.7").unwrap();
     assert_eq!(parse_cursor(&cursor.to_string()).unwrap(), cursor);
     for bad in ["", "7", "a.b", "1.2.3"] {
-        assert_eq!(parse_cursor(bad).unwrap_err().code, ErrorCode::Ledger("bad_filter"), "{bad}");
+        assert_eq!(parse_cursor(bad).unwrap_err().code, ErrorCode::BadFilter, "{bad}");
     }
 
     let operator = DecidedBy::Operator {

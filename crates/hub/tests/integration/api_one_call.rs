@@ -50,14 +50,14 @@ async fn bad_input_gets_a_typed_error_with_its_code() {
     // A policy with a syntax error: its code and where.
     let (_tmp, dir) = project("{ \"commands\": {\n  \"default\": prompt } }");
     let e = call_once(one(&dir, "echo x")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Policy("policy_syntax"), "{e:?}");
+    assert_eq!(e.code, ErrorCode::PolicySyntax, "{e:?}");
     assert!(e.message.contains("policy.json") && e.message.contains(":2:"), "{}", e.message);
 
     // A ledger file that is not a ledger.
     let (_tmp, dir) = project(r#"{ "commands": { "default": "allow" } }"#);
     std::fs::write(dir.join("ledger.db"), "these are not the rows you are looking for").unwrap();
     let e = call_once(one(&dir, "echo x")).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::Ledger("not_a_ledger"), "{e:?}");
+    assert_eq!(e.code, ErrorCode::NotALedger, "{e:?}");
     assert_eq!(serde_json::to_value(&e).unwrap()["code"], "not_a_ledger");
 
     // An "always" file that is not one of the loaded policies.

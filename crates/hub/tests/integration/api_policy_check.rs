@@ -77,19 +77,19 @@ async fn policies_that_do_not_load_are_refused_with_where_they_are_wrong() {
         lint_policy(&files, &dir).unwrap_err(),
         test_policy(&files, &dir).await.unwrap_err(),
     ] {
-        assert_eq!(e.code, ErrorCode::Policy("policy_syntax"), "{e:?}");
+        assert_eq!(e.code, ErrorCode::PolicySyntax, "{e:?}");
         assert_eq!(e.code.http_status(), 400);
         assert_eq!(e.details["file"], broken.display().to_string());
         assert_eq!((e.details["line"].as_u64(), e.details["column"].as_u64()), (Some(2), Some(14)), "{e:?}");
     }
     let missing = LoadedPolicy::load(&[dir.join("none.json")], &dir).err().unwrap();
-    assert_eq!(missing.code, ErrorCode::Policy("policy_unreadable"), "{missing:?}");
+    assert_eq!(missing.code, ErrorCode::PolicyUnreadable, "{missing:?}");
 
     // A rule whose own example fails: loading refuses it; testing reports it.
     let failing = dir.join("failing.json");
     std::fs::write(&failing, POLICY.replace("\"rm -rf x\"", "\"mv a b\"")).unwrap();
     let e = LoadedPolicy::load(std::slice::from_ref(&failing), &dir).err().unwrap();
-    assert_eq!(e.code, ErrorCode::Policy("policy_rule"), "{e:?}");
+    assert_eq!(e.code, ErrorCode::PolicyRule, "{e:?}");
     assert_eq!(e.details["rule"], "remove");
     let report = test_policy(&[failing], &dir).await.unwrap();
     let failed: Vec<_> = report.examples.iter().filter(|e| !e.passed).map(|e| e.rule.as_str()).collect();
@@ -139,6 +139,6 @@ fn lint_finds_dead_and_voided_rules_in_the_policy_and_in_a_draft() {
 
     // A draft with a syntax error: where it is.
     let e = lint_draft(&draft, "{ \"commands\": {\n  \"rules\": [ oops ] } }", &dir).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Policy("policy_syntax"));
+    assert_eq!(e.code, ErrorCode::PolicySyntax);
     assert_eq!((e.details["line"].as_u64(), e.details["column"].as_u64()), (Some(2), Some(14)), "{e:?}");
 }

@@ -38,13 +38,13 @@ fn a_draft_is_checked_without_saving_and_says_where_it_is_wrong() {
     assert!(!path.exists(), "validating saved something");
 
     let e = validate_policy(&path, "{ \"commands\": {\n  \"default\": maybe } }", tmp.path()).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Policy("policy_syntax"));
+    assert_eq!(e.code, ErrorCode::PolicySyntax);
     assert_eq!((e.details["line"].as_u64(), e.details["column"].as_u64()), (Some(2), Some(14)), "{e:?}");
 
     // A rule whose own example does not match it.
     let wrong_example = GOOD.replace("git status -s", "git push");
     let e = validate_policy(&path, &wrong_example, tmp.path()).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Policy("policy_rule"), "{e:?}");
+    assert_eq!(e.code, ErrorCode::PolicyRule, "{e:?}");
     assert_eq!(e.details["rule"], "git-status");
     assert!(e.details["line"].as_u64().unwrap() >= 2, "{e:?}");
 }
@@ -69,7 +69,7 @@ fn a_save_is_refused_when_the_file_changed_or_the_text_is_broken_and_is_atomic_o
 
     // A broken text never replaces the working one, whatever the version.
     let e = save_policy(&path, "{ not json", Some(&version_of(&theirs)), tmp.path()).unwrap_err();
-    assert_eq!(e.code, ErrorCode::Policy("policy_syntax"));
+    assert_eq!(e.code, ErrorCode::PolicySyntax);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), theirs);
 
     // The right version: saved, with the file's permissions, and nothing left beside it.
