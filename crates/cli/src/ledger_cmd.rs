@@ -106,7 +106,7 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         let policy = records
             .iter()
             .find(|r| r.policy_decision.is_some())
-            .map(|r| match &r.body.policy_decided_by {
+            .map(|r| match r.policy_decided_by() {
                 // A protected place decided: say which (no rule did, so the label alone names none).
                 Some(by @ portcullis_hub::api::types::DecidedBy::ProtectedPlace { .. }) => format!(
                     "  policy {} ({})",

@@ -105,11 +105,11 @@ pub fn describe(prompt: &ApprovalPrompt) -> String {
         visible(request.call.session_id.as_ref()),
         visible(request.call.call_id.as_ref())
     ));
-    let always = match (&prompt.always, &prompt.always_file) {
-        (Ok(amendment), Some(file)) => Ok(AlwaysLine {
+    let always = match (&prompt.always, &prompt.always_target) {
+        (Ok(amendment), Some(target)) => Ok(AlwaysLine {
             adds: amendment_adds(amendment),
-            file: file.as_str(),
-            creates: !std::path::Path::new(file).exists(),
+            file: target.file.as_str(),
+            creates: target.creates,
         }),
         (Err(why), _) => Err(why.as_str()),
         (Ok(_), None) => Err("no policy file to write to"),
@@ -161,7 +161,7 @@ impl Prompter for TerminalPrompter {
 
     async fn ask(&self, prompt: &ApprovalPrompt) -> Result<ApprovalChoice, String> {
         let question = describe(prompt);
-        let always_offered = prompt.always.is_ok() && prompt.always_file.is_some();
+        let always_offered = prompt.always.is_ok() && prompt.always_target.is_some();
         let device = self.device.clone();
         tokio::task::spawn_blocking(move || ask_blocking(&device, &question, always_offered))
             .await

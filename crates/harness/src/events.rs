@@ -89,8 +89,9 @@ pub enum EventPayload {
         reason: BlockedReason,
         error: CallError,
         decided_by: DecidedBy,
-        /// What gave the execution policy's decision when the call reached it (a rule, a protected
-        /// place, the default), even when an operator or a timeout settled it (`decided_by`).
+        /// When the execution policy asked an operator: what made it ask (a rule, a protected place,
+        /// the default); `decided_by` is then whoever settled the call. None otherwise (the policy
+        /// decided, and `decided_by` says so; or the call never reached it).
         #[serde(skip_serializing_if = "Option::is_none")]
         policy_decided_by: Option<DecidedBy>,
     },

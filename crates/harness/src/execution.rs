@@ -246,6 +246,14 @@ pub struct PolicyRuling {
     pub files: Vec<FileVerdict>,
 }
 
+impl PolicyRuling {
+    /// What made the policy ask an operator, when it asked (events and the ledger keep it apart from
+    /// whoever settled the call; when the policy decided itself, the call's decider already says who).
+    pub fn asked_by(&self) -> Option<&DecidedBy> {
+        (self.decision == PolicyDecision::Ask).then_some(&self.decided_by)
+    }
+}
+
 /// What the policy is asked about.
 #[derive(Debug)]
 pub struct PolicyRequest<'a> {

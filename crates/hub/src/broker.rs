@@ -336,19 +336,17 @@ impl Approvals for ApprovalBroker {
             };
         }
         // Where "always" writes follows the policy in force (a file "always" created is its layer now).
-        let always_file =
+        let target =
             portcullis_policy::approval::always_target(&self.live.current(), self.user_config.as_deref());
-        let always = match (
-            always_offer(&self.live, &request, always_file.as_deref(), "operator", self.redactor.as_ref()),
-            always_file,
-        ) {
-            (Ok(amendment), Some(file)) => {
-                let creates = !self.live.current().layers().iter().any(|l| l.source == file);
-                AlwaysOffer::Yes { file, creates, amendment }
-            }
-            (Err(why), _) => AlwaysOffer::No { why },
-            (Ok(_), None) => AlwaysOffer::No { why: "no policy file to write to".into() },
-        };
+        let file = target.as_ref().map(|t| t.file.as_str());
+        let always =
+            match (always_offer(&self.live, &request, file, "operator", self.redactor.as_ref()), target) {
+                (Ok(amendment), Some(target)) => {
+                    AlwaysOffer::Yes { file: target.file, creates: target.creates, amendment }
+                }
+                (Err(why), _) => AlwaysOffer::No { why },
+                (Ok(_), None) => AlwaysOffer::No { why: "no policy file to write to".into() },
+            };
         let timeout = self.timeout();
         let now = Timestamp::now();
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;

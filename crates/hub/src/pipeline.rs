@@ -4,16 +4,16 @@
 //! drift apart between them.
 
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
-use portcullis_harness::{Approvals, Dispatcher, Redactor, SearchToolsTool, ToolRegistry};
+use portcullis_harness::{Approvals, Dispatcher, ExecutionPolicy, Redactor, SearchToolsTool, ToolRegistry};
 use portcullis_ledger::SqliteLedger;
-use portcullis_policy::LivePolicy;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// What a pipeline is made of, besides its tools.
 pub struct Pipeline {
-    pub policy: Arc<LivePolicy>,
+    /// The live policy (a dry run's judge wraps it to keep each evaluation).
+    pub policy: Arc<dyn ExecutionPolicy>,
     pub approvals: Arc<dyn Approvals>,
     /// How long the harness waits for the approvals at most: the approver's own timeout, or a backstop
     /// above it when the approver times out itself (the hub's broker).

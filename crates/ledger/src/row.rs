@@ -134,8 +134,9 @@ pub struct RecordBody {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched_rules: Vec<RuleRef>,
     pub decided_by: DecidedBy,
-    /// What gave the execution policy's decision (a rule, a protected place, a root, the default),
-    /// kept even when an operator or a timeout settled the call (`decided_by` is then theirs).
+    /// What made the execution policy ask an operator (a rule, a protected place, the default): kept
+    /// only for a prompt, whose `decided_by` is then whoever settled it; when the policy allowed or
+    /// forbade the call itself, `decided_by` already says who (see [`StoredRecord::policy_decided_by`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_decided_by: Option<DecidedBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +188,11 @@ pub const DECIDED_KINDS: [&str; 10] = [
     "validator",
 ];
 
+/// What made the policy ask, for a record whose policy asked (see [`RecordBody::policy_decided_by`]).
+fn asked_by(record: &ToolCallRecord) -> Option<&DecidedBy> {
+    record.policy.as_ref()?.asked_by()
+}
+
 /// The body of a harness record.
 pub fn body_of(record: &ToolCallRecord) -> RecordBody {
     RecordBody {
@@ -197,7 +203,7 @@ pub fn body_of(record: &ToolCallRecord) -> RecordBody {
         error: record.error.clone(),
         matched_rules: record.matched_rules.clone(),
         decided_by: record.decided_by.clone(),
-        policy_decided_by: record.policy.as_ref().map(|p| p.decided_by.clone()),
+        policy_decided_by: asked_by(record).cloned(),
         cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
         files: record.policy.as_ref().map(|p| p.files.clone()).unwrap_or_default(),
     }
@@ -271,7 +277,7 @@ pub(crate) fn write_body(
     let rules = &record.matched_rules;
     field(out, first, "matched_rules", (!rules.is_empty()).then_some(rules))?;
     field(out, first, "decided_by", Some(&record.decided_by))?;
-    field(out, first, "policy_decided_by", record.policy.as_ref().map(|p| &p.decided_by))?;
+    field(out, first, "policy_decided_by", asked_by(record))?;
     field(out, first, "cwd", record.call.cwd.as_ref().map(|c| c.to_string_lossy()).as_ref())?;
     let files = record.policy.as_ref().map(|p| &p.files).filter(|f| !f.is_empty());
     field(out, first, "files", files)?;
@@ -344,6 +350,18 @@ pub struct StoredRecord {
     pub policy_rule: Option<String>,
     #[serde(flatten)]
     pub body: RecordBody,
+}
+
+impl StoredRecord {
+    /// What gave the execution policy's decision: for a prompt, what made it ask (kept apart, since
+    /// an operator or a timeout settled the call); for an allow or a forbid, the record's own decider.
+    /// `None` when the call never reached the policy, or a prompt was recorded before the ledger kept it.
+    pub fn policy_decided_by(&self) -> Option<&DecidedBy> {
+        match self.policy_decision? {
+            StoredPolicyDecision::Prompt => self.body.policy_decided_by.as_ref(),
+            StoredPolicyDecision::Allow | StoredPolicyDecision::Forbidden => Some(&self.body.decided_by),
+        }
+    }
 }
 
 /// The columns `StoredRecord` is read from, in order.

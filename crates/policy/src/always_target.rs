@@ -8,16 +8,33 @@ use crate::policy::{Policy, PolicyLayer};
 use std::io::Write;
 use std::path::Path;
 
-/// The file "always" writes for `policy`: its first layer loaded from a file, else (the built-in default
+/// Where "always" writes, and whether writing creates that file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlwaysTarget {
+    pub file: String,
+    /// The file is not a loaded layer: "always" creates it from the built-in default (a first day).
+    pub creates: bool,
+}
+
+impl AlwaysTarget {
+    /// A loaded policy file "always" appends to.
+    pub fn loaded(file: String) -> Self {
+        AlwaysTarget { file, creates: false }
+    }
+}
+
+/// Where "always" writes for `policy`: its first layer loaded from a file, else (the built-in default
 /// alone in force) the user's policy file in the user's config folder `config`, which "always" creates;
 /// `None` when there is no config folder to put it in.
-pub fn always_target(policy: &Policy, config: Option<&Path>) -> Option<String> {
+pub fn always_target(policy: &Policy, config: Option<&Path>) -> Option<AlwaysTarget> {
     let sources: Vec<String> = policy.layers().iter().map(|l| l.source.clone()).collect();
-    default_always_file(&sources).or_else(|| {
-        let first_day = sources.iter().all(|s| s == DEFAULT_POLICY_SOURCE);
-        let file = config.filter(|_| first_day)?.join("policy.json");
-        Some(std::path::absolute(&file).unwrap_or(file).display().to_string())
-    })
+    if let Some(file) = default_always_file(&sources) {
+        return Some(AlwaysTarget::loaded(file));
+    }
+    let first_day = sources.iter().all(|s| s == DEFAULT_POLICY_SOURCE);
+    let file = config.filter(|_| first_day)?.join("policy.json");
+    let file = std::path::absolute(&file).unwrap_or(file).display().to_string();
+    Some(AlwaysTarget { file, creates: true })
 }
 
 /// The file "always" appends to among `sources`: the first loaded policy that is a file.
@@ -61,11 +78,12 @@ pub(crate) fn as_user_file(layer: &mut PolicyLayer, file: &str) {
 
 /// Creates the policy file `path` holding `text`, refusing if it exists by then: written to a temporary
 /// file beside it, synced, then linked into place (a link never replaces a file), readable by its owner
-/// only (the folder also holds the hub's credentials).
+/// only. A config folder made here is its owner's only too: it will hold the hub's credentials.
 pub(crate) fn create_file(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder)?;
-    let temp = folder.join(format!(".policy.json.{}.new", std::process::id()));
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder)?;
+    let temp = crate::approval::temp_beside(path);
     let result = (|| {
         use std::os::unix::fs::OpenOptionsExt;
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
@@ -116,5 +134,7 @@ mod tests {
         assert!(e.to_string().contains("created by someone else"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
         assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1, "no temporary file left");
+        let folder = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(folder, 0o700, "a config folder made here is its owner's only");
     }
 }

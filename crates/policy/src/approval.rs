@@ -2,7 +2,7 @@
 //! an approved prompt into policy (command rules or read roots) appended atomically to a policy file,
 //! only when the amended policy provably allows the approved action.
 
-pub use crate::always_target::{always_target, default_always_file};
+pub use crate::always_target::{AlwaysTarget, always_target, default_always_file};
 use crate::always_target::{as_user_file, create_file, target_layer};
 use crate::document::{Access, CommandRule, Decision, PathRoot, PatternElement, PolicyDocument};
 use crate::live::LivePolicy;
@@ -405,16 +405,22 @@ fn written_refs(file: &str, amendment: &Amendment) -> Vec<RuleRef> {
         .collect()
 }
 
+/// A temporary file's name beside `path`, unique in this process and among processes.
+pub(crate) fn temp_beside(path: &Path) -> PathBuf {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    folder.join(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
 /// Writes `text` to a temporary file beside `path` (same permissions), syncs it, checks `path` still
 /// holds `expected`, and renames over it.
 fn write_replacing(path: &Path, text: &str, expected: &str) -> std::io::Result<()> {
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = folder.join(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    let temp = temp_beside(path);
     let permissions = std::fs::metadata(path)?.permissions();
     let result = (|| {
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
@@ -442,8 +448,8 @@ pub struct ApprovalPrompt {
     pub request: ApprovalRequest,
     /// The amendment "always" would append, or why it is not offered.
     pub always: Result<Amendment, String>,
-    /// The file "always" writes to.
-    pub always_file: Option<String>,
+    /// Where "always" writes (and whether it creates the file).
+    pub always_target: Option<AlwaysTarget>,
 }
 
 /// Asks a person (a terminal, the desktop app ...). An error means nobody could be asked: denied.
@@ -460,20 +466,20 @@ pub struct OperatorApprover {
     prompter: Arc<dyn Prompter>,
     grants: Arc<SessionGrants>,
     live: Arc<LivePolicy>,
-    always_file: Option<String>,
+    always_target: Option<AlwaysTarget>,
     /// Secrets this redactor finds are never written into an "always" rule.
     redactor: Option<Redactor>,
 }
 
 impl OperatorApprover {
-    /// `always_file`: the loaded policy file "always" appends to (none: "always" is not offered).
+    /// `always_target`: where "always" writes (none: "always" is not offered).
     pub fn new(
         prompter: Arc<dyn Prompter>,
         grants: Arc<SessionGrants>,
         live: Arc<LivePolicy>,
-        always_file: Option<String>,
+        always_target: Option<AlwaysTarget>,
     ) -> Self {
-        OperatorApprover { prompter, grants, live, always_file, redactor: None }
+        OperatorApprover { prompter, grants, live, always_target, redactor: None }
     }
 
     /// "Always" is not offered for an action holding a secret this redactor knows.
@@ -565,11 +571,11 @@ impl Approvals for OperatorApprover {
         let always = always_offer(
             &self.live,
             &request,
-            self.always_file.as_deref(),
+            self.always_target.as_ref().map(|t| t.file.as_str()),
             &operator,
             self.redactor.as_ref(),
         );
-        let prompt = ApprovalPrompt { request, always, always_file: self.always_file.clone() };
+        let prompt = ApprovalPrompt { request, always, always_target: self.always_target.clone() };
         let choice = match self.prompter.ask(&prompt).await {
             Ok(choice) => choice,
             Err(why) => {
@@ -583,8 +589,8 @@ impl Approvals for OperatorApprover {
                 };
             }
         };
-        let offered = match (&prompt.always, &self.always_file) {
-            (Ok(amendment), Some(file)) => Some((file.as_str(), amendment)),
+        let offered = match (&prompt.always, &self.always_target) {
+            (Ok(amendment), Some(target)) => Some((target.file.as_str(), amendment)),
             _ => None,
         };
         settle(choice, &prompt.request, offered, &operator, &self.grants, &self.live)

@@ -43,7 +43,8 @@ pub fn decide_action(
     support: &SandboxSupport,
 ) -> Evaluation {
     let mut evaluation = evaluate(policy, tool, action, ctx);
-    if action.kind == ActionKind::Execute {
+    // Only a policy that requires the walls needs to know whether this machine builds them.
+    if action.kind == ActionKind::Execute && policy.sandbox_mode() == SandboxMode::Required {
         require_walls(policy, &crate::sandbox::enforcement_on(support), &mut evaluation);
     }
     evaluation

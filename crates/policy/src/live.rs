@@ -19,8 +19,6 @@ pub struct LivePolicy {
     home: Option<PathBuf>,
     /// What the kernel can enforce here (the hub probes it at start; unknown means nothing).
     support: SandboxSupport,
-    /// A dry run's: the evaluation of the last call judged, kept so it is not judged twice.
-    recorded: Option<std::sync::Mutex<Option<Evaluation>>>,
 }
 
 impl LivePolicy {
@@ -30,21 +28,7 @@ impl LivePolicy {
             fallback_cwd,
             home: std::env::var_os("HOME").map(PathBuf::from),
             support: SandboxSupport::unavailable("no sandbox launcher was set up for this hub"),
-            recorded: None,
         }
-    }
-
-    /// Keeps the evaluation of each call judged, for [`LivePolicy::take_recorded`] (a dry run reports
-    /// the very evaluation its verdict came from).
-    pub fn recording(mut self) -> Self {
-        self.recorded = Some(std::sync::Mutex::new(None));
-        self
-    }
-
-    /// The evaluation of the last call judged since the last take (with [`LivePolicy::recording`]).
-    pub fn take_recorded(&self) -> Option<Evaluation> {
-        let recorded = self.recorded.as_ref()?;
-        recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
     /// What the kernel can enforce on this machine (what the hub's probe found).
@@ -183,11 +167,7 @@ impl LivePolicy {
 #[async_trait]
 impl ExecutionPolicy for LivePolicy {
     async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
-        let (verdict, evaluation) = self.verdict(&request);
-        if let Some(recorded) = &self.recorded {
-            *recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(evaluation);
-        }
-        verdict
+        self.verdict(&request).0
     }
 }
 

@@ -688,6 +688,11 @@ pub enum CallVerdict {
 /// kept as they are: every place that shows it escapes them the one way (`untrusted::visible`, the
 /// window's `visible()`), so a command reads the same in its parts, its reasons and its command line.
 pub(crate) fn shorten(text: &str) -> String {
-    let cut: String = text.chars().take(160).collect();
-    if text.chars().count() > 160 { format!("{cut}…") } else { cut }
+    cut(text, 160)
+}
+
+/// `text` cut to `max` characters, with `…` when cut; nothing else changed (see [`shorten`]).
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    let kept: String = text.chars().take(max).collect();
+    if text.chars().count() > max { format!("{kept}…") } else { kept }
 }

@@ -111,6 +111,10 @@ pub enum Judged {
     Evaluated { evaluation: Box<Evaluation>, subject: String },
 }
 
+/// Most characters of a call's subject (its command or paths) in a change listed; control characters
+/// kept, every place that shows a subject escapes them.
+const SUBJECT_CHARS: usize = 120;
+
 /// Most folders a replay keeps the policy anchored at (beyond, the cache starts over).
 const MAX_ANCHORED_FOLDERS: usize = 256;
 
@@ -153,47 +157,6 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// The policy a call is judged with: its layers that belong to no project anchored at `folder`
-    /// (the call's project), or the policy as loaded (already anchored there, or no folder known).
-    fn policy_at(&mut self, folder: Option<&Path>) -> &Policy {
-        let layers = self.policy.layers();
-        let Some(folder) =
-            folder.filter(|f| self.applied.iter().any(|&i| layers[i].project_root.as_path() != *f))
-        else {
-            return self.policy;
-        };
-        if !self.anchored.contains_key(folder) {
-            if self.anchored.len() >= MAX_ANCHORED_FOLDERS {
-                self.anchored.clear();
-            }
-            let layers: Vec<PolicyLayer> = self
-                .policy
-                .layers()
-                .iter()
-                .enumerate()
-                .map(|(i, layer)| {
-                    let mut layer = layer.clone();
-                    if self.applied.contains(&i) {
-                        layer.project_root = folder.to_path_buf();
-                    }
-                    layer
-                })
-                .collect();
-            let protected = self.policy.protected();
-            let anchored = Policy::from_layers_unchecked(layers)
-                .map(|p| p.with_protected(|z| z.absorb(protected)))
-                .inspect_err(|e| {
-                    tracing::warn!(folder = %folder.display(), error = %e, "the policy does not load anchored at this folder; judged as loaded")
-                })
-                .ok();
-            self.anchored.insert(folder.to_path_buf(), anchored);
-        }
-        match self.anchored.get(folder) {
-            Some(Some(policy)) => policy,
-            _ => self.policy,
-        }
-    }
-
     /// The decision `call` would get now, with what decides it; `None` when the call holds no action
     /// its tool described (nothing to judge it by).
     pub fn decide(&mut self, call: &RecordedCall) -> Option<(String, String, String)> {
@@ -209,13 +172,9 @@ impl<'a> Replay<'a> {
 
     /// How the policy judges `call` now, with the whole evaluation; `None` as for [`Replay::decide`].
     pub fn judge(&mut self, call: &RecordedCall) -> Option<Judged> {
-        let ctx = EvalContext {
-            cwd: call.cwd.clone().unwrap_or_else(|| self.fallback_cwd.clone()),
-            home: self.home.clone(),
-        };
-        let folder = call.project.clone().or_else(|| call.cwd.clone());
-        let support = self.support.clone();
-        let policy = self.policy_at(folder.as_deref());
+        let Replay { policy, applied, anchored, fallback_cwd, home, support, .. } = self;
+        let folder = call.project.as_deref().or(call.cwd.as_deref());
+        let policy = policy_at(policy, applied, anchored, folder);
         if let Some(scope) = policy.grants().refusing_scope(&call.tool) {
             return Some(Judged::ToolDenied { scope: scope.name.clone() });
         }
@@ -225,9 +184,11 @@ impl<'a> Replay<'a> {
             (portcullis_harness::ActionKind::Mcp, None) => call.tool.clone(),
             _ => subject_of_action(action),
         };
+        // Judged from where it ran (the action's folder, else the call's), as live.
+        let cwd = action.cwd.as_ref().or(call.cwd.as_ref()).unwrap_or(fallback_cwd).clone();
+        let ctx = EvalContext { cwd, home: home.clone() };
         // The one judgement live calls get (the "sandbox required" deny included).
-        let ctx = EvalContext { cwd: action.cwd.clone().unwrap_or(ctx.cwd), home: ctx.home };
-        let evaluation = crate::judgement::decide_action(policy, &call.tool, action, &ctx, &support);
+        let evaluation = crate::judgement::decide_action(policy, &call.tool, action, &ctx, support);
         Some(Judged::Evaluated { evaluation: Box::new(evaluation), subject })
     }
 
@@ -286,6 +247,45 @@ impl<'a> Replay<'a> {
     }
 }
 
+/// The policy a call is judged with: `policy` with its layers `applied` (those that belong to no
+/// project) anchored at `folder` (the call's project), built once per folder into `anchored`; or the
+/// policy as loaded (already anchored there, or no folder known). A free function over the replay's
+/// fields, so the caller keeps the others (the machine's support) borrowed beside it.
+fn policy_at<'p>(
+    policy: &'p Policy,
+    applied: &[usize],
+    anchored: &'p mut HashMap<PathBuf, Option<Policy>>,
+    folder: Option<&Path>,
+) -> &'p Policy {
+    let layers = policy.layers();
+    let Some(folder) = folder.filter(|f| applied.iter().any(|&i| layers[i].project_root.as_path() != *f))
+    else {
+        return policy;
+    };
+    if anchored.len() >= MAX_ANCHORED_FOLDERS && !anchored.contains_key(folder) {
+        anchored.clear();
+    }
+    let built = anchored.entry(folder.to_path_buf()).or_insert_with(|| {
+        let layers: Vec<PolicyLayer> = (layers.iter().enumerate())
+            .map(|(i, layer)| {
+                let mut layer = layer.clone();
+                if applied.contains(&i) {
+                    layer.project_root = folder.to_path_buf();
+                }
+                layer
+            })
+            .collect();
+        let protected = policy.protected();
+        Policy::from_layers_unchecked(layers)
+            .map(|p| p.with_protected(|z| z.absorb(protected)))
+            .inspect_err(|e| {
+                tracing::warn!(folder = %folder.display(), error = %e, "the policy does not load anchored at this folder; judged as loaded")
+            })
+            .ok()
+    });
+    built.as_ref().unwrap_or(policy)
+}
+
 fn deciding(evaluation: &Evaluation) -> String {
     match (&evaluation.deciding_rule, &evaluation.deciding_place) {
         (Some(rule), _) => format!("rule {} ({})", rule.id, rule.source),
@@ -294,18 +294,13 @@ fn deciding(evaluation: &Evaluation) -> String {
     }
 }
 
-fn one_line(text: &str) -> String {
-    // Control characters kept: every place that shows a subject escapes them (see `shorten`).
-    let line: String = text.chars().take(120).collect();
-    if text.chars().count() > 120 { format!("{line}…") } else { line }
-}
-
 fn subject_of_action(action: &ExecutionAction) -> String {
     match &action.command {
-        Some(command) => one_line(command),
-        None => {
-            one_line(&action.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
-        }
+        Some(command) => crate::policy::cut(command, SUBJECT_CHARS),
+        None => crate::policy::cut(
+            &action.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            SUBJECT_CHARS,
+        ),
     }
 }
 

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use crate::common::{http, interop_dir, ledger_calls_when, node_modules, portcullis, serve, text_of};
+use crate::common::{http, ledger_calls_when, node_modules, portcullis, serve, text_of};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -210,33 +210,12 @@ fn the_terminal_prompt_shows_control_characters_instead_of_obeying_them() {
     // read "the operator operator (terminal)".
     let (mut child, info) = common::serve_on_terminal(&base, &[("RUST_LOG", "warn")], &["USER"]);
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
-    let api = info["api_url"].as_str().unwrap().to_owned();
     // The spoof: delete a file, then return to the line start, clear it and draw a harmless command.
     let spoof = "touch spoofed-victim #\r\x1b[2K\x1b[8mhidden\x1b[0mls -la";
-    let agent = {
-        let url = info["mcp_url"].as_str().unwrap().to_owned();
-        let token = token.clone();
-        std::thread::spawn(move || {
-            let scenario = json!({"url": url, "token": token, "steps": [
-                {"op": "call", "name": "shell", "arguments": {"command": spoof}}
-            ]});
-            Command::new("node")
-                .arg(interop_dir().join("client.mjs"))
-                .arg(scenario.to_string())
-                .output()
-                .unwrap()
-        })
-    };
+    let steps = json!([{"op": "call", "name": "shell", "arguments": {"command": spoof}}]);
+    let agent = common::agent_in_background(&info, &token, steps);
     let operator = operator_token(&base, &token);
-    let started = Instant::now();
-    loop {
-        let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&operator), &[], None);
-        if body.contains("spoofed-victim") {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "the prompt never came: {body}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::await_approval(info["api_url"].as_str().unwrap(), &operator, "spoofed-victim");
     std::thread::sleep(Duration::from_millis(300));
     let mut stdin = child.stdin.take().unwrap();
     use std::io::Write as _;

@@ -198,6 +198,10 @@ fn a_protected_place_is_named_as_what_decided() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("blocked (execution_denied)"), "{said}");
+    assert!(
+        said.contains("(the Portcullis config folder (tokens, operator credential, runtime file))"),
+        "{said}"
+    );
     // The prompt of the settings write, refused by the non-interactive approver: the ledger keeps what
     // made the policy ask.
     let out = portcullis(&base)
@@ -268,15 +272,20 @@ fn agent_text_is_escaped_alike_in_every_cli_output() {
     assert!(check.contains("echo \\x1b[2Jhi"), "{check}");
     let db_arg = db.to_str().unwrap();
     run(&["call", "shell", &args, "--approver", "deny", "--cwd", cwd, "--db", db_arg]);
-    let query = run(&["ledger", "query", "--db", db_arg]);
+    run(&["ledger", "query", "--db", db_arg]);
     let show = run(&["ledger", "show", "--db", db_arg, "call-1"]);
     assert!(show.contains("echo \\x1b[2Jhi"), "{show}");
-    let replay = run(&["policy", "replay", "--db", db_arg, "--cwd", cwd]);
+    // A policy that allows it: the replay lists the call as a change, its subject shown.
+    let wide = base.join("wide.json");
+    let open =
+        r#"{"commands":{"default":"allow","rules":[]},"paths":{"roots":[{"path":"/","access":"write"}]}}"#;
+    std::fs::write(&wide, open).unwrap();
+    let replay = run(&["policy", "replay", "--db", db_arg, "--policy", wide.to_str().unwrap()]);
+    assert!(replay.contains("echo \\x1b[2Jhi > /tmp/outside-\\x1b[2J: forbidden -> allow"), "{replay}");
     for (what, text) in &outputs {
         assert!(!text.contains('\u{1b}'), "a raw ESC in `{what}`: {text:?}");
         assert!(!text.contains("echo  [2J"), "the ESC dropped rather than shown in `{what}`: {text}");
     }
-    let _ = (query, replay);
 }
 
 /// `portcullis serve` on a terminal, a first day (no policy anywhere), the SDK client as the agent: the
@@ -288,29 +297,9 @@ fn serve_on_a_terminal_offers_always_on_a_first_day() {
     let (mut child, info) = crate::common::serve_on_terminal(&base, &[("RUST_LOG", "warn")], &[]);
     let token = std::fs::read_to_string(base.join("config/token")).unwrap();
     let operator = std::fs::read_to_string(base.join("config/operator-token")).unwrap();
-    let api = info["api_url"].as_str().unwrap().to_owned();
-    let agent = {
-        let url = info["mcp_url"].as_str().unwrap().to_owned();
-        std::thread::spawn(move || {
-            let scenario = json!({"url": url, "token": token, "steps": [
-                {"op": "call", "name": "shell", "arguments": {"command": "touch served-first-day"}}
-            ]});
-            std::process::Command::new("node")
-                .arg(crate::common::interop_dir().join("client.mjs"))
-                .arg(scenario.to_string())
-                .output()
-                .unwrap()
-        })
-    };
-    let started = Instant::now();
-    loop {
-        let (_, body) = crate::common::http(&format!("{api}/approvals"), "GET", Some(&operator), &[], None);
-        if body.contains("served-first-day") {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "the prompt never came: {body}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let steps = json!([{"op": "call", "name": "shell", "arguments": {"command": "touch served-first-day"}}]);
+    let agent = crate::common::agent_in_background(&info, &token, steps);
+    crate::common::await_approval(info["api_url"].as_str().unwrap(), &operator, "served-first-day");
     std::thread::sleep(Duration::from_millis(300));
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"a\n").unwrap();

@@ -58,9 +58,7 @@ impl Shared {
         what: &'static str,
     ) -> Ending<'a> {
         let policy_decided_by = match event {
-            EndEvent::Blocked => {
-                record.as_ref().and_then(|r| r.policy.as_ref()).map(|p| p.decided_by.clone())
-            }
+            EndEvent::Blocked => record.as_ref().and_then(|r| r.policy.as_ref()?.asked_by()).cloned(),
             _ => None,
         };
         let write = match (&self.ledger, record) {

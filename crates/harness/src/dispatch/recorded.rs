@@ -5,7 +5,7 @@
 use super::{Shared, StartedCall};
 use crate::call::{CallError, error_codes};
 use crate::events::EventPayload;
-use crate::execution::ExecutionAction;
+use crate::execution::{ExecutionAction, PolicyRuling};
 use crate::ledger::{Offered, RecordKind, ToolCallRecord};
 use crate::schema::truncate;
 use crate::time::Timestamp;
@@ -204,7 +204,7 @@ impl Shared {
                     arguments: shown,
                     action: shown_action,
                     decided_by: decided_by.clone(),
-                    policy_decided_by: policy.map(|p| p.decided_by.clone()),
+                    policy_decided_by: policy.and_then(PolicyRuling::asked_by).cloned(),
                     stages,
                 },
             );

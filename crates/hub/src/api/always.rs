@@ -72,8 +72,8 @@ impl OperatorApi {
     /// over the ledger. Nothing is written.
     pub fn always_preview(&self, id: u64, scope: Option<&[RuleScope]>) -> Result<AlwaysPreview, ApiError> {
         let pending = self.hub.broker().pending_one(id)?;
-        let (file, offered) = match &pending.always {
-            AlwaysOffer::Yes { file, amendment, .. } => (file.clone(), amendment),
+        let (file, creates, offered) = match &pending.always {
+            AlwaysOffer::Yes { file, creates, amendment } => (file.clone(), *creates, amendment),
             AlwaysOffer::No { why } => {
                 return Err(BrokerError::AlwaysNotOffered { id, why: why.clone() }.into());
             }
@@ -84,7 +84,6 @@ impl OperatorApi {
         };
         let live = self.hub.live_policy();
         let policy = live.current();
-        let creates = !policy.layers().iter().any(|l| l.source == file);
         let (amended, before, after) = policy.with_amendment(&file, &amendment).map_err(|why| {
             ApiError::new(
                 ErrorCode::BadArgument,

@@ -9,8 +9,8 @@ use crate::pipeline::{Pipeline, builtin_tools};
 use async_trait::async_trait;
 use portcullis_harness::{
     ApprovalAnswer, ApprovalRequest, Approvals, BlockedReason, CallContext, CallOutcome, DecidedBy,
-    ExecutionAction, Grants, Redactor, RunContext, Tool, ToolCall, ToolError, ToolInvocation, ToolOutput,
-    ToolRegistry, ToolSpec,
+    ExecutionAction, ExecutionPolicy, Grants, PolicyRequest, PolicyVerdict, Redactor, RunContext,
+    SandboxSupport, Tool, ToolCall, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
 use portcullis_policy::{Evaluation, LivePolicy, Policy, TestOutcome};
 use serde::Serialize;
@@ -74,7 +74,7 @@ impl Judgement {
 
 /// The tools a judge runs: the project's coding tools, described but never executed.
 pub struct Judge {
-    live: Arc<LivePolicy>,
+    live: Arc<Recorded>,
     grants: Arc<Grants>,
     registry_specs: Vec<ToolSpec>,
     dispatcher: portcullis_harness::Dispatcher,
@@ -84,26 +84,24 @@ pub struct Judge {
 
 impl Judge {
     /// A judge for calls made in `cwd` under `policy` (its coding tools rooted at `cwd`), `~` being
-    /// this user's home.
-    pub fn new(policy: Policy, cwd: &Path) -> Result<Judge, ApiError> {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        Judge::with_home(policy, cwd, home)
+    /// this user's home, commands judged as on a machine that can enforce `support` (what the hub's
+    /// probe found): a policy that requires the sandbox allows there what it allows live.
+    pub fn new(policy: Policy, cwd: &Path, support: SandboxSupport) -> Result<Judge, ApiError> {
+        Judge::build(policy, cwd, std::env::var_os("HOME").map(PathBuf::from), support)
     }
 
-    /// Like [`Judge::new`], with `~` resolving to `home` (policy tests and corpora name their own), on a
-    /// machine judged unable to confine commands (the same answer on every machine).
+    /// A judge with `~` resolving to `home` (policy tests and corpora name their own), on a machine
+    /// judged unable to confine commands: the same answer on every machine.
     pub fn with_home(policy: Policy, cwd: &Path, home: Option<PathBuf>) -> Result<Judge, ApiError> {
-        let unprobed = portcullis_harness::SandboxSupport::unavailable("judged without probing the kernel");
-        Judge::on_machine(policy, cwd, home, unprobed)
+        let unprobed = SandboxSupport::unavailable("judged without probing the kernel");
+        Judge::build(policy, cwd, home, unprobed)
     }
 
-    /// Like [`Judge::with_home`], judging commands as on a machine that can enforce `support` (what the
-    /// hub's probe found): a policy that requires the sandbox allows there what it allows live.
-    pub fn on_machine(
+    fn build(
         policy: Policy,
         cwd: &Path,
         home: Option<PathBuf>,
-        support: portcullis_harness::SandboxSupport,
+        support: SandboxSupport,
     ) -> Result<Judge, ApiError> {
         let (_, builtin) = builtin_tools(cwd, crate::hub::coding_limits(&policy))
             .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
@@ -124,12 +122,10 @@ impl Judge {
             }
         }
         let grants = policy.grants().clone();
-        let live = Arc::new(
-            LivePolicy::new(policy, cwd.to_path_buf())
-                .with_home(home)
-                .with_sandbox_support(support)
-                .recording(),
-        );
+        let live = Arc::new(Recorded {
+            live: LivePolicy::new(policy, cwd.to_path_buf()).with_home(home).with_sandbox_support(support),
+            last: Mutex::new(None),
+        });
         let dispatcher = Pipeline {
             policy: live.clone(),
             approvals: Arc::new(Declining { asked: asked.clone() }),
@@ -150,13 +146,13 @@ impl Judge {
     pub async fn judge(&mut self, tool: &str, arguments: Value, cwd: &Path) -> Judgement {
         *lock(&self.described) = None;
         *lock(&self.asked) = false;
-        let _ = self.live.take_recorded();
+        *lock(&self.live.last) = None;
         let mut run = RunContext::new("judge", "judge").with_cwd(cwd.to_path_buf());
         run.grants = self.grants.clone();
         let result = self.dispatcher.dispatch(ToolCall::new("judged", tool, arguments), &run).await;
         let action = lock(&self.described).take();
         // The evaluation the pipeline's verdict came from: judged once (none when refused before it).
-        let evaluation = self.live.take_recorded();
+        let evaluation = lock(&self.live.last).take();
         let judged = match &result.outcome {
             CallOutcome::Finished { .. } | CallOutcome::Error { .. } => Judged::Allow,
             CallOutcome::Blocked { .. } if *lock(&self.asked) => Judged::Prompt,
@@ -200,6 +196,22 @@ impl Tool for DryRun {
     }
 }
 
+/// The live policy as a dry run consults it: the evaluation each verdict came from is kept, so the
+/// judge reports that very evaluation rather than judging the call a second time.
+struct Recorded {
+    live: LivePolicy,
+    last: Mutex<Option<Evaluation>>,
+}
+
+#[async_trait]
+impl ExecutionPolicy for Recorded {
+    async fn evaluate(&self, request: PolicyRequest<'_>) -> PolicyVerdict {
+        let (verdict, evaluation) = self.live.verdict(&request);
+        *lock(&self.last) = Some(evaluation);
+        verdict
+    }
+}
+
 /// Records that the policy asked, and declines (nothing runs).
 struct Declining {
     asked: Arc<Mutex<bool>>,
@@ -225,9 +237,7 @@ pub async fn judge_call(
     arguments: Value,
 ) -> Result<Judgement, ApiError> {
     let (policy, _) = portcullis_policy::discovery::load_for(files, cwd)?;
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let support = super::policy_check::probe_sandbox().await;
-    let mut judge = Judge::on_machine(policy, cwd, home, support)?;
+    let mut judge = Judge::new(policy, cwd, super::policy_check::probe_sandbox().await)?;
     Ok(judge.judge(tool, arguments, cwd).await)
 }
 

@@ -433,7 +433,7 @@ impl CallDetail {
             decider: Decider::of(&body.decided_by),
             policy_decider: records
                 .iter()
-                .find_map(|r| r.body.policy_decided_by.as_ref())
+                .find_map(portcullis_ledger::StoredRecord::policy_decided_by)
                 .map(super::call_steps::decider),
             matched_rules: body.matched_rules.iter().filter_map(|r| serde_json::to_value(r).ok()).collect(),
             files: body.files.iter().filter_map(|f| serde_json::to_value(f).ok()).collect(),

@@ -6,6 +6,7 @@ use super::error::{ApiError, ErrorCode};
 use crate::pipeline::Pipeline;
 use portcullis_harness::{Approvals, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult};
 use portcullis_ledger::{SessionInfo, SqliteLedger};
+use portcullis_policy::approval::AlwaysTarget;
 use portcullis_policy::discovery::load_for;
 use portcullis_policy::{DenyingApprover, LivePolicy, OperatorApprover, SessionGrants};
 use serde_json::{Value, json};
@@ -48,19 +49,24 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
     // "Always" writes to a loaded policy file: the one named, else the base layer's (strictest-wins
     // layering lets only it widen what is allowed), else (a first day) the user's, created.
     let always_file = match &call.always_file {
-        Some(file) => {
-            Some(sources.iter().find(|s| same_file(Path::new(s), file)).cloned().ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::BadArgument,
-                    format!(
-                        "always file {}: not one of the loaded policies ({})",
-                        file.display(),
-                        sources.join(", ")
-                    ),
-                    json!({ "file": file, "policies": sources }),
-                )
-            })?)
-        }
+        Some(file) => Some(
+            sources
+                .iter()
+                .find(|s| same_file(Path::new(s), file))
+                .cloned()
+                .map(AlwaysTarget::loaded)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::BadArgument,
+                        format!(
+                            "always file {}: not one of the loaded policies ({})",
+                            file.display(),
+                            sources.join(", ")
+                        ),
+                        json!({ "file": file, "policies": sources }),
+                    )
+                })?,
+        ),
         None => portcullis_policy::approval::always_target(
             &policy,
             portcullis_policy::discovery::user_config_dir().as_deref(),

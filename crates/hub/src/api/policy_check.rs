@@ -84,8 +84,7 @@ impl LoadedPolicy {
     pub async fn check_call(&self, tool: &str, arguments: Value) -> Result<CallVerdict, ApiError> {
         let policy = Policy::from_layers_unchecked(self.policy.layers().to_vec()).map_err(located)?;
         // Judged as on this machine, as a live call here would be (sandbox.mode: required included).
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let mut judge = Judge::on_machine(policy, &self.cwd, home, probe_sandbox().await)?;
+        let mut judge = Judge::new(policy, &self.cwd, probe_sandbox().await)?;
         let judgement = judge.judge(tool, arguments, &self.cwd).await;
         Ok(judgement.into_verdict())
     }

@@ -6,8 +6,7 @@
 //! call is judged from its tool's description, as live.
 
 use super::error::ApiError;
-use portcullis_harness::SandboxSupport;
-use portcullis_harness::{ActionKind, CallContext, ExecutionAction, ToolRegistry};
+use portcullis_harness::{ActionKind, CallContext, ExecutionAction, SandboxSupport, ToolRegistry};
 use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
 use portcullis_policy::discovery::load_for;

@@ -246,9 +246,8 @@ impl OperatorApi {
                 )
             }
             TrialInput::Call { tool, arguments } => {
-                let home = std::env::var_os("HOME").map(PathBuf::from);
                 let support = self.hub.live_policy().sandbox_support().clone();
-                let mut judge = Judge::on_machine(policy, project, home, support)?;
+                let mut judge = Judge::new(policy, project, support)?;
                 let judgement = judge.judge(&tool, arguments, project).await;
                 judgement.into_verdict()
             }

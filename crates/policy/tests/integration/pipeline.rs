@@ -146,7 +146,7 @@ fn operator_gate(p: &Project, operator: &Arc<ScriptedOperator>) -> (Gate, Arc<Se
         operator.clone(),
         grants.clone(),
         live.clone(),
-        Some(p.policy_file.display().to_string()),
+        Some(portcullis_policy::approval::AlwaysTarget::loaded(p.policy_file.display().to_string())),
     ));
     (gate_with(p, live, Some(approver), None), grants)
 }

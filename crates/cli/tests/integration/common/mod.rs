@@ -395,3 +395,26 @@ pub fn wait_ready(served: &Served, servers: &[&str]) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The SDK client (`tests/interop/client.mjs`) as the agent, on a thread: `steps` against the hub whose
+/// runtime file is `info`, with the agents' token; join it for the client's output.
+pub fn agent_in_background(info: &Value, token: &str, steps: Value) -> std::thread::JoinHandle<Output> {
+    let scenario = json!({"url": info["mcp_url"], "token": token, "steps": steps});
+    std::thread::spawn(move || {
+        Command::new("node").arg(interop_dir().join("client.mjs")).arg(scenario.to_string()).output().unwrap()
+    })
+}
+
+/// Waits (20 s at most) until the hub's pending approvals, read with the operator's token, mention
+/// `needle`.
+pub fn await_approval(api: &str, operator_token: &str, needle: &str) {
+    let started = Instant::now();
+    loop {
+        let (_, body) = http(&format!("{api}/approvals"), "GET", Some(operator_token), &[], None);
+        if body.contains(needle) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the prompt for {needle} never came: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
