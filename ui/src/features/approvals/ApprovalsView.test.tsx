@@ -280,7 +280,7 @@ describe("the approvals inbox", () => {
     const { backend } = backendWith([settings]);
     render(<App backend={backend} />);
     const rules = await screen.findByTestId("rules");
-    expect(within(rules).getByTestId("decided-by")).toHaveTextContent(
+    expect(screen.getByTestId("decided-by")).toHaveTextContent(
       "decided by: protected place (executed content): Claude Code settings (hooks and commands run code) at /home/dev/shop/.claude/settings.json",
     );
     expect(rules).not.toHaveTextContent("the policy's default decided");

@@ -140,57 +140,58 @@ export function Rules({ evaluation }: { evaluation: Evaluation }) {
   const deciding = evaluation.deciding_rule ?? null;
   const decider = deciderWords(evaluation);
   const rules = distinct(evaluation.matched_rules);
+  // What decided stands on its own line above the table, as wide as the card: a protected place's
+  // words and path are long, and squeezed into the table's caption they wrapped into a narrow column.
   return (
-    <table className="grid" data-testid="rules">
-      <caption>
-        Rules that matched ({rules.length})
-        {!deciding && decider ? (
-          <span data-testid="decided-by">
-            {" "}
-            — decided by: {evaluation.deciding_place ? <strong>{visible(decider)}</strong> : visible(decider)}
-          </span>
-        ) : null}
-      </caption>
-      <thead>
-        <tr>
-          <th>rule</th>
-          <th>says</th>
-          <th>where</th>
-          <th />
-        </tr>
-      </thead>
-      <tbody>
-        {evaluation.matched_rules.length === 0 && (
+    <>
+      {!deciding && decider ? (
+        <p className="decided-by" data-testid="decided-by">
+          decided by: {evaluation.deciding_place ? <strong>{visible(decider)}</strong> : visible(decider)}
+        </p>
+      ) : null}
+      <table className="grid" data-testid="rules">
+        <caption>Rules that matched ({rules.length})</caption>
+        <thead>
           <tr>
-            <td colSpan={4} className="muted" data-testid="no-rule">
-              {evaluation.deciding_place
-                ? "no rule matched: a protected place decided (no rule can loosen it)"
-                : decider
-                  ? "no rule matched"
-                  : "no rule matched: the policy's default decided"}
-            </td>
+            <th>rule</th>
+            <th>says</th>
+            <th>where</th>
+            <th />
           </tr>
-        )}
-        {rules.map(([rule, times], i) => {
-          const decides = same(rule, deciding);
-          return (
-            <tr key={i} className={decides ? "deciding" : undefined} data-deciding={decides || undefined}>
-              <td className="mono nowrap">
-                {visible(rule.id)}
-                {times > 1 ? <span className="muted"> ×{times}</span> : null}
+        </thead>
+        <tbody>
+          {evaluation.matched_rules.length === 0 && (
+            <tr>
+              <td colSpan={4} className="muted" data-testid="no-rule">
+                {evaluation.deciding_place
+                  ? "no rule matched: a protected place decided (no rule can loosen it)"
+                  : decider
+                    ? "no rule matched"
+                    : "no rule matched: the policy's default decided"}
               </td>
-              <td>
-                <DecisionBadge decision={rule.decision} />
-              </td>
-              <td className="mono" title={visible(where(rule))}>
-                {visible(short(where(rule)))}
-              </td>
-              <td className="nowrap">{decides ? <strong>◀ decides</strong> : null}</td>
             </tr>
-          );
-        })}
-      </tbody>
-    </table>
+          )}
+          {rules.map(([rule, times], i) => {
+            const decides = same(rule, deciding);
+            return (
+              <tr key={i} className={decides ? "deciding" : undefined} data-deciding={decides || undefined}>
+                <td className="mono nowrap">
+                  {visible(rule.id)}
+                  {times > 1 ? <span className="muted"> ×{times}</span> : null}
+                </td>
+                <td>
+                  <DecisionBadge decision={rule.decision} />
+                </td>
+                <td className="mono" title={visible(where(rule))}>
+                  {visible(short(where(rule)))}
+                </td>
+                <td className="nowrap">{decides ? <strong>◀ decides</strong> : null}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
   );
 }
 
