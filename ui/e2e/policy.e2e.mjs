@@ -7,7 +7,7 @@
 // on disk while editing is detected and merged, never overwritten.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { agent, ledgerCalls, openApp, screenshot, settled } from "./harness.mjs";
 
 const POLICY = `{
@@ -198,10 +198,15 @@ test("a change on disk while editing is detected and merged, never overwritten",
   const onDisk = JSON.parse(readFileSync(file, "utf8"));
   onDisk.commands.rules.push({ id: "always-pwd", pattern: ["pwd"], decision: "allow", exact: true, match: ["pwd"] });
   const theirs = JSON.stringify(onDisk, null, 2) + "\n";
-  writeFileSync(file, theirs);
+  // Written as the hub writes an amendment: whole, by rename (a plain write can be read half-done).
+  writeFileSync(`${file}.next`, theirs);
+  renameSync(`${file}.next`, file);
   const banner = $('[data-testid="draft-conflict"]');
   await banner.waitForDisplayed({ timeout: 10_000 });
-  assert.match(await banner.getText(), /changed on disk while you edited it[\s\S]*always-pwd/);
+  await app.browser.waitUntil(async () => /changed on disk while you edited it[\s\S]*always-pwd/.test(await banner.getText()), {
+    timeout: 10_000,
+    timeoutMsg: "the banner never named the rule added on disk (always-pwd)",
+  });
   await screenshot(app.browser, "policy-conflict.png");
   await $('[data-testid="conflict-merge"]').click();
   await banner.waitForDisplayed({ timeout: 5_000, reverse: true });
