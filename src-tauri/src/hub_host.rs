@@ -3,30 +3,11 @@
 //! when it could not start (another hub of this user holds the port or the ledger), why, so that the
 //! window says so instead of starting a second hub on the same ledger.
 
-use portcullis_hub::api::{ApiError, ErrorCode, Operator, OperatorApi};
-use portcullis_hub::config::{default_ledger_path, user_config_dir};
-use portcullis_hub::{HubConfig, LaunchedHub, launch};
-use serde::Serialize;
-use serde_json::json;
+use portcullis_hub::api::{ApiError, Client, Connected, HubState, Operator, OperatorApi};
+use portcullis_hub::start::{HubConfig, LaunchedHub, default_ledger_path, launch, user_config_dir};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Mutex;
-
-/// Where the app's hub runs, or why it does not.
-#[derive(Debug, Clone, Serialize, specta::Type)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum HubState {
-    Running {
-        /// The gateway agents connect to.
-        mcp_url: String,
-        /// The file holding the agents' bearer token.
-        token_file: String,
-        project: String,
-        ledger: String,
-    },
-    /// The hub did not start; `code` is `hub_already_running` when another hub holds the port or ledger.
-    NotRunning { code: String, message: String },
-}
 
 /// What the command line may change (as `portcullis serve --project DIR --port N --db FILE`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,12 +59,11 @@ impl StartOptions {
     }
 }
 
-/// The app's hub: the launched hub (taken at exit to shut it down) and its operator API.
+/// The app's hub: the launched hub (taken at exit to shut it down) and the window's client of the
+/// command table (its state: open ledgers, streams, the examples' cache).
 pub struct HubHost {
     launched: Mutex<Option<LaunchedHub>>,
-    api: Option<OperatorApi>,
-    state: HubState,
-    operator: Operator,
+    client: Client,
 }
 
 impl HubHost {
@@ -105,12 +85,8 @@ impl HubHost {
                     ledger,
                 };
                 tracing::info!(?state, "hub started");
-                HubHost {
-                    api: Some(launched.api()),
-                    launched: Mutex::new(Some(launched)),
-                    state,
-                    operator: app_operator(),
-                }
+                let connected = Connected::Hub { api: launched.api(), state };
+                HubHost { launched: Mutex::new(Some(launched)), client: window_client(connected) }
             }
             Err(e) => {
                 tracing::error!(code = e.code(), "the hub did not start: {e}");
@@ -120,32 +96,17 @@ impl HubHost {
     }
 
     fn not_running(code: String, message: String) -> HubHost {
-        HubHost {
-            launched: Mutex::new(None),
-            api: None,
-            state: HubState::NotRunning { code, message },
-            operator: app_operator(),
-        }
+        HubHost { launched: Mutex::new(None), client: window_client(Connected::NoHub { code, message }) }
     }
 
-    pub fn state(&self) -> HubState {
-        self.state.clone()
+    /// The window's client of the command table.
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// The operator API, or `hub_unavailable` when the hub did not start.
     pub fn api(&self) -> Result<&OperatorApi, ApiError> {
-        self.api.as_ref().ok_or_else(|| {
-            let why = match &self.state {
-                HubState::NotRunning { message, .. } => message.clone(),
-                HubState::Running { .. } => String::new(),
-            };
-            ApiError::new(ErrorCode::HubUnavailable, format!("no hub runs in this app: {why}"), json!({}))
-        })
-    }
-
-    /// Who answers through this window, as the ledger records it.
-    pub fn operator(&self) -> &Operator {
-        &self.operator
+        self.client.api()
     }
 
     /// Stops the hub: calls in flight finish within the grace period or are recorded as interrupted.
@@ -157,6 +118,12 @@ impl HubHost {
             tracing::error!("the hub did not shut down cleanly: {e}");
         }
     }
+}
+
+/// The window's client: it answers as [`app_operator`], its library in the user's config folder.
+fn window_client(connected: Connected) -> Client {
+    let library = user_config_dir().map(|d| d.join("ledger-library.json"));
+    Client::new(connected, app_operator(), library)
 }
 
 /// `alice (app)`: the user and the channel, as the terminal approver records `alice (terminal)`.

@@ -1,20 +1,16 @@
-//! Portcullis desktop app: a Tauri 2 shell over the hub it runs in-process. Its commands are thin calls
-//! into the operator API (`commands`), the event feed reaches the window through a batched channel
-//! (`event_stream`), the calls waiting show in the title, the tray and notifications (`pending`), and
-//! the TypeScript contract (`ui/src/backend/bindings.ts`) is generated from the builder here by
+//! Portcullis desktop app: a Tauri 2 shell over the hub it runs in-process. Its commands are the hub's
+//! command table made into Tauri commands (`commands`; streams reach the window through channels),
+//! the calls waiting show in the title, the tray and notifications (`pending`), and the TypeScript
+//! contract (`ui/src/backend/bindings.ts`) is generated from the builder here by
 //! tauri-specta.
 
 pub mod commands;
-pub mod event_stream;
 pub mod hub_host;
-pub mod ledger;
 pub mod notifications;
 pub mod pending;
 pub mod tray;
 pub mod window;
-pub mod workbench;
 
-use event_stream::EventStreams;
 use hub_host::{HubHost, StartOptions};
 use notifications::Notifier;
 use serde::{Deserialize, Serialize};
@@ -33,62 +29,11 @@ pub struct CloseAsked {
 /// The typed contract: every command and event the window may use, with the types they carry.
 pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
     tauri_specta::Builder::<tauri::Wry>::new()
-        .commands(tauri_specta::collect_commands![
-            commands::hub_state,
-            commands::hub_status,
-            commands::pending_approvals,
-            commands::answer_approval,
-            commands::always_preview,
-            commands::session_grants,
-            commands::revoke_session_grant,
-            commands::sessions,
-            commands::servers,
-            commands::restart_server,
-            commands::tool_changes,
-            commands::accept_tool_change,
-            commands::tools,
-            commands::hookup_snippets,
-            commands::follow_events,
-            commands::unfollow_events,
-            commands::quit,
-            workbench::policy_layers,
-            workbench::check_policy_draft,
-            workbench::lint_policy_draft,
-            workbench::try_policy_draft,
-            workbench::test_policy_draft,
-            workbench::diff_policy_draft,
-            workbench::save_policy_file,
-            workbench::replay_policy_draft,
-            workbench::stop_policy_replay,
-            workbench::draft_call_traces,
-            workbench::rule_activity,
-            workbench::grants_with_draft,
-            workbench::probe_path_draft,
-            ledger::open_ledger,
-            ledger::close_ledger,
-            ledger::ledger_summary,
-            ledger::ledger_calls,
-            ledger::ledger_count,
-            ledger::ledger_call,
-            ledger::ledger_facets,
-            ledger::ledger_stats,
-            ledger::ledger_approvals,
-            ledger::ledger_top_commands,
-            ledger::ledger_sessions,
-            ledger::ledger_session_timeline,
-            ledger::export_ledger,
-            ledger::stop_ledger_export,
-            ledger::ledger_library,
-            ledger::save_ledger_view,
-            ledger::delete_ledger_view,
-            ledger::pick_ledger_file,
-            ledger::pick_export_file,
-            ledger::candidate_rule,
-        ])
+        .commands(commands::window_commands())
         .events(tauri_specta::collect_events![CloseAsked])
         // The characters agent text shows escaped (`lib/visible.ts` reads this, the terminal the same
         // table): one table, so every place shows the same text the same way.
-        .constant("ESCAPED_RANGES", portcullis_harness::untrusted::escaped_ranges())
+        .constant("ESCAPED_RANGES", portcullis_hub::api::escaped_ranges())
         // How each kind of protected place is named after "decided by" (`ProtectedKind::words`).
         .constant("PROTECTED_KIND_WORDS", protected_kind_words())
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
@@ -99,7 +44,7 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
 
 /// `{"policy": "protected place (policy)", ...}`: every kind's words, keyed as the kind serializes.
 fn protected_kind_words() -> serde_json::Map<String, serde_json::Value> {
-    (portcullis_harness::ProtectedKind::ALL.into_iter())
+    (portcullis_hub::api::types::ProtectedKind::ALL.into_iter())
         .filter_map(|kind| {
             let key = serde_json::to_value(kind).ok()?.as_str()?.to_owned();
             Some((key, serde_json::Value::from(kind.words())))
@@ -145,10 +90,6 @@ pub fn run() -> ExitCode {
                 pending::follow(app.handle().clone(), api.clone(), tray, notifier);
             }
             app.manage(host);
-            app.manage(EventStreams::default());
-            app.manage(workbench::ParsedExamples::default());
-            app.manage(workbench::PolicyReplays::default());
-            app.manage(ledger::OpenLedgers::default());
             exit_on_signal(app.handle().clone());
             Ok(())
         })

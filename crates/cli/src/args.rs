@@ -307,7 +307,7 @@ impl DbArg {
     pub fn file(&self) -> Result<PathBuf, crate::error::CliError> {
         match &self.db {
             Some(db) => Ok(db.clone()),
-            None => portcullis_hub::config::default_ledger_path()
+            None => portcullis_hub::start::default_ledger_path()
                 .map_err(|e| crate::error::CliError::BadArgument(format!("--db not given and {e}"))),
         }
     }

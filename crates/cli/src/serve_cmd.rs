@@ -7,8 +7,7 @@ use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
 use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
-use portcullis_hub::config::{default_ledger_path, user_config_dir};
-use portcullis_hub::{HubConfig, launch};
+use portcullis_hub::start::{HubConfig, default_ledger_path, launch, user_config_dir};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -16,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn hub_error(e: portcullis_hub::HubError) -> CliError {
+fn hub_error(e: portcullis_hub::start::HubError) -> CliError {
     CliError::Hub { code: e.code(), message: e.to_string() }
 }
 
@@ -51,7 +50,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         allowed_hosts: args.allow_hosts.clone(),
         header_read_timeout: Duration::from_secs(args.header_read_timeout),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-        sessions: portcullis_hub::SessionLimits {
+        sessions: portcullis_hub::start::SessionLimits {
             max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
             idle: Duration::from_secs(args.session_idle),
         },
@@ -61,7 +60,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         manifest_dirs: args.manifest_dirs.clone(),
         search_tools_above: args.search_tools_above,
         home: None,
-        sandbox_launcher: portcullis_hub::sandboxing::default_launcher(),
+        sandbox_launcher: portcullis_hub::start::default_launcher(),
         single_upstream: args.single_upstream.clone(),
     };
     let prompter = match args.approver {

@@ -1,6 +1,10 @@
 //! Portcullis hub: the running service. It wires the harness, the policy, the coding tools, the SQLite
 //! ledger and the MCP gateway; owns sessions, the approval broker and policy hot reload; and serves
-//! agents (`/mcp`) and operators (`/v1`) on a loopback port. Used by the CLI now and the desktop app next.
+//! agents (`/mcp`) and operators (`/v1`) on a loopback port.
+//!
+//! Front ends use two doors only: [`api`] (the command table, [`operator_commands!`], and its
+//! [`api::Client`]) and [`start`] (what starts a hub). The other modules are public for the hub's own
+//! integration tests, benches and fuzzers; a front end importing them fails the fence test.
 
 pub mod api;
 mod backend;
@@ -11,9 +15,11 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hook;
+mod hook_process;
 pub mod hub;
 pub mod launch;
 pub mod manifest;
+pub mod operator_http;
 mod pins;
 pub mod pipeline;
 pub mod refusals;
@@ -22,6 +28,7 @@ pub mod reload;
 pub mod sandboxing;
 pub mod secrets;
 pub mod server;
+pub mod start;
 pub mod stdio;
 #[cfg(feature = "testing")]
 pub mod testing;

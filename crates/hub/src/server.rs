@@ -5,7 +5,7 @@
 //! ledger. Binding elsewhere than loopback must be asked for.
 
 use crate::api::types::Answer;
-use crate::api::{ApiError, ErrorCode, Operator, OperatorApi};
+use crate::api::{ApiError, Client, Connected, ErrorCode, HubState, Operator, OperatorApi};
 use crate::config::RuntimeInfo;
 use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
 use crate::error::HubError;
@@ -167,6 +167,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/servers/{id}/restart", post(restart_server))
         .route("/v1/tool-changes", get(tool_changes))
         .route("/v1/tool-changes/accept", post(accept_tool_change))
+        .merge(crate::operator_http::routes(operator_client(&hub, addr, &dir)))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
@@ -227,10 +228,20 @@ async fn restart_server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) ->
     }
 }
 
-/// An operator API error as HTTP: the status its code maps to, `{"error": {code, message, details}}`.
-fn api_error(e: ApiError) -> Response {
-    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-    (status, Json(json!({ "error": e }))).into_response()
+use crate::operator_http::api_error;
+
+/// The one client the command table's HTTP routes serve: the hub's operator API, answering as
+/// [`API_OPERATOR`], its library file in the hub's config folder.
+fn operator_client(hub: &Hub, addr: SocketAddr, dir: &std::path::Path) -> Client {
+    let config = &hub.state.config;
+    let state = HubState::Running {
+        mcp_url: format!("http://{addr}/mcp"),
+        token_file: dir.join("token").display().to_string(),
+        project: config.project.display().to_string(),
+        ledger: config.db.display().to_string(),
+    };
+    let connected = Connected::Hub { api: OperatorApi::new(hub.clone()), state };
+    Client::new(connected, Operator::named(API_OPERATOR), Some(dir.join("ledger-library.json")))
 }
 
 async fn pending(State(hub): State<Hub>) -> Response {

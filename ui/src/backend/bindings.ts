@@ -8,89 +8,78 @@ import * as __TAURI_EVENT from "@tauri-apps/api/event";
 
 /** Commands */
 export const commands = {
-	/**  Whether the app's hub runs (and where agents connect), or why not. */
-	hubState: () => __TAURI_INVOKE<HubState>("hub_state"),
+	/**  Whether a hub runs here (and where agents connect), or why not. */
+	hubState: () => typedError<HubState, ApiError>(__TAURI_INVOKE("hub_state")),
 	/**  The hub at a glance. */
 	hubStatus: () => typedError<HubStatus, ApiError>(__TAURI_INVOKE("hub_status")),
 	/**  The calls waiting for an answer, oldest first, each with the policy's evaluation. */
 	pendingApprovals: () => typedError<Approval[], ApiError>(__TAURI_INVOKE("pending_approvals")),
-	/**  Answers approval `id`; the operator recorded is this window's (`<user> (app)`). */
+	/**  Answers approval `id`; the operator recorded is the client's, never the request's. */
 	answerApproval: (id: number, answer: Answer) => typedError<null, ApiError>(__TAURI_INVOKE("answer_approval", { id, answer })),
 	/**
-	 *  What answering "always" for approval `id` with `scope` would write, and what it would have changed
-	 *  over the ledger (replayed on this worker with the runtime told it blocks: a large ledger takes a while).
+	 *  What answering "always" for approval `id` with `scope` would write, and what it
+	 *  would have changed over the ledger.
 	 */
 	alwaysPreview: (id: number, scope: RuleScope[] | null) => typedError<AlwaysPreview, ApiError>(__TAURI_INVOKE("always_preview", { id, scope })),
+	/**  The grants an operator gave for the rest of a session. */
 	sessionGrants: () => typedError<SessionGrant[], ApiError>(__TAURI_INVOKE("session_grants")),
+	/**  Revokes session grant `id`. */
 	revokeSessionGrant: (id: string) => typedError<null, ApiError>(__TAURI_INVOKE("revoke_session_grant", { id })),
+	/**  The agents' sessions. */
 	sessions: () => typedError<AgentSession[], ApiError>(__TAURI_INVOKE("sessions")),
+	/**  The upstream MCP servers and their state. */
 	servers: () => typedError<UpstreamServer[], ApiError>(__TAURI_INVOKE("servers")),
+	/**  Restarts upstream server `id`. */
 	restartServer: (id: string) => typedError<null, ApiError>(__TAURI_INVOKE("restart_server", { id })),
-	/**  Upstream tools held back because their server changed their definition, with the diffs. */
+	/**  Upstream tools held back because their server changed their definition. */
 	toolChanges: () => typedError<ToolChange[], ApiError>(__TAURI_INVOKE("tool_changes")),
-	/**  Accepts the offered definition of a held tool (`digest`: the one the operator was shown). */
+	/**  Accepts the offered definition of a held tool (`digest`: the one shown). */
 	acceptToolChange: (server: string, tool: string, digest: string) => typedError<null, ApiError>(__TAURI_INVOKE("accept_tool_change", { server, tool, digest })),
 	/**  The tool catalog as agents see it. */
 	tools: () => typedError<CatalogTool[], ApiError>(__TAURI_INVOKE("tools")),
-	/**  What to paste to hook Claude Code and Codex up to this hub (its real address, token file, binary). */
+	/**  What to paste to hook Claude Code and Codex up to this hub. */
 	hookupSnippets: () => typedError<HookupSnippet[], ApiError>(__TAURI_INVOKE("hookup_snippets")),
-	/**  Streams the operator's event feed, from now on, to `on_batch` in batches; returns the stream's id. */
-	followEvents: (onBatch: Channel<FeedItem[]>) => typedError<number, ApiError>(__TAURI_INVOKE("follow_events", { onBatch })),
-	/**  Stops the event stream `id` (false if it had already stopped). */
-	unfollowEvents: (id: number) => __TAURI_INVOKE<boolean>("unfollow_events", { id }),
-	/**  Closes the window and stops the app even though calls wait for an answer (asked first by the window). */
-	quit: () => __TAURI_INVOKE<void>("quit"),
+	/**  Stops stream `id` (a feed, replay or export); false when it had already ended. */
+	stopStream: (id: number) => typedError<boolean, ApiError>(__TAURI_INVOKE("stop_stream", { id })),
 	/**  The hub's policy layer by layer, each file with its text and version. */
 	policyLayers: () => typedError<PolicyLayers, ApiError>(__TAURI_INVOKE("policy_layers")),
-	/**  A draft of policy file `file` checked as it is typed: where it does not load, every rule example. */
+	/**  A draft of policy file `file` checked as it is typed. */
 	checkPolicyDraft: (file: string, text: string) => typedError<DraftCheck, ApiError>(__TAURI_INVOKE("check_policy_draft", { file, text })),
 	/**  Lint findings of the hub's policy with the draft of `file` in its place. */
 	lintPolicyDraft: (file: string, text: string) => typedError<PolicyLint, ApiError>(__TAURI_INVOKE("lint_policy_draft", { file, text })),
-	/**  The trace of a command or call under the hub's policy with the draft of `file` in its place. */
+	/**  The trace of a command or call under the policy with the draft in place. */
 	tryPolicyDraft: (file: string, text: string, input: TrialInput) => typedError<DraftTrial, ApiError>(__TAURI_INVOKE("try_policy_draft", { file, text, input })),
-	/**  Every test case of the hub's policy with the draft of `file` in its place, and how each went. */
+	/**  Every test case of the policy with the draft in place, and how each went. */
 	testPolicyDraft: (file: string, text: string) => typedError<TestOutcome[], ApiError>(__TAURI_INVOKE("test_policy_draft", { file, text })),
 	/**  The draft of `file` against the file on disk. */
 	diffPolicyDraft: (file: string, text: string) => typedError<DraftDiff, ApiError>(__TAURI_INVOKE("diff_policy_draft", { file, text })),
-	/**  Saves the draft as `file` if the file on disk is still `expected_version`; the new version. */
+	/**  Saves the draft as `file` if the file is still `expected_version`; the new version. */
 	savePolicyFile: (file: string, text: string, expectedVersion: string | null) => typedError<string, ApiError>(__TAURI_INVOKE("save_policy_file", { file, text, expectedVersion })),
-	/**
-	 *  Replays the draft of `file` over `ledger` (else the hub's) against the policy in force, streaming
-	 *  its updates to `on_update` (the last one `done` or `failed`); returns the replay's id.
-	 */
-	replayPolicyDraft: (file: string, text: string, ledger: string | null, onUpdate: Channel<DraftReplayUpdate>) => typedError<number, ApiError>(__TAURI_INVOKE("replay_policy_draft", { file, text, ledger, onUpdate })),
-	/**  Stops replay `id` (false when it had already ended or was never started). */
-	stopPolicyReplay: (id: number) => __TAURI_INVOKE<boolean>("stop_policy_replay", { id }),
-	/**  How the policy in force and the draft of `file` judge one recorded call, both traces. */
+	/**  How the policy in force and the draft judge one recorded call, both traces. */
 	draftCallTraces: (file: string, text: string, ledger: string | null, session: string, callId: string) => typedError<CallTraces, ApiError>(__TAURI_INVOKE("draft_call_traces", { file, text, ledger, session, callId })),
-	/**
-	 *  What each rule decided in the hub's ledger over the last day and week, and this week's most
-	 *  prompted shell commands (candidate rules). Read on a blocking worker (a large week takes a while).
-	 */
+	/**  What each rule decided lately, and this week's most prompted shell commands. */
 	ruleActivity: () => typedError<RuleActivity, ApiError>(__TAURI_INVOKE("rule_activity")),
-	/**  Every registered tool, visible to agents now and with the draft of `file` in place. */
+	/**  Every registered tool, visible to agents now and with the draft in place. */
 	grantsWithDraft: (file: string, text: string) => typedError<ToolGrant[], ApiError>(__TAURI_INVOKE("grants_with_draft", { file, text })),
-	/**  Whether `path` would be readable and writable by the `read` and `write` tools under the draft. */
+	/**  Whether `path` would be readable and writable under the draft. */
 	probePathDraft: (file: string, text: string, path: string) => typedError<PathProbe, ApiError>(__TAURI_INVOKE("probe_path_draft", { file, text, path })),
-	/**
-	 *  Opens `path` read-only (none: the hub's own ledger) and returns its id and summary. A file that is
-	 *  not a ledger, of a newer schema, or damaged is refused with the ledger's code and left untouched.
-	 *  Any other file opened is put first in the recent list.
-	 */
+	/**  A rule offered for a recorded shell command. */
+	candidateRule: (command: string) => typedError<CandidateRule, ApiError>(__TAURI_INVOKE("candidate_rule", { command })),
+	/**  Opens a ledger read-only (none: the hub's own); its id and summary. */
 	openLedger: (path: string | null) => typedError<OpenedLedger, ApiError>(__TAURI_INVOKE("open_ledger", { path })),
 	/**  Closes ledger `id` (false when it was not open). */
-	closeLedger: (id: number) => __TAURI_INVOKE<boolean>("close_ledger", { id }),
-	/**  Ledger `id` at a glance, now (calls keep arriving in the hub's own). */
+	closeLedger: (id: number) => typedError<boolean, ApiError>(__TAURI_INVOKE("close_ledger", { id })),
+	/**  Ledger `id` at a glance, now. */
 	ledgerSummary: (id: number) => typedError<LedgerSummary, ApiError>(__TAURI_INVOKE("ledger_summary", { id })),
-	/**  One page of the calls `filter` selects, by key, in `order` after `cursor`. */
+	/**  One page of the calls `filter` selects, in `order` after `cursor`. */
 	ledgerCalls: (id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number) => typedError<CallPage, ApiError>(__TAURI_INVOKE("ledger_calls", { id, filter, order, cursor, limit })),
 	/**  How many calls `filter` selects. */
 	ledgerCount: (id: number, filter: CallFilter) => typedError<number, ApiError>(__TAURI_INVOKE("ledger_count", { id, filter })),
 	/**  One call, everything the detail drawer shows. */
 	ledgerCall: (id: number, callId: string, session: string) => typedError<CallDetail, ApiError>(__TAURI_INVOKE("ledger_call", { id, callId, session })),
-	/**  The counts beside the filter chips; `exact: false` answers from hourly aggregates first. */
+	/**  The counts beside the filter chips. */
 	ledgerFacets: (id: number, filter: CallFilter, exact: boolean) => typedError<Facets, ApiError>(__TAURI_INVOKE("ledger_facets", { id, filter, exact })),
-	/**  Aggregates over the calls `filter` selects (`bucket_us`: the time histogram's width). */
+	/**  Aggregates over the calls `filter` selects. */
 	ledgerStats: (id: number, filter: CallFilter, bucketUs: number | null) => typedError<Stats, ApiError>(__TAURI_INVOKE("ledger_stats", { id, filter, bucketUs })),
 	/**  How the approvals asked in the filter's time range went. */
 	ledgerApprovals: (id: number, filter: CallFilter) => typedError<ApprovalSummary, ApiError>(__TAURI_INVOKE("ledger_approvals", { id, filter })),
@@ -98,27 +87,35 @@ export const commands = {
 	ledgerTopCommands: (id: number, filter: CallFilter, outcome: CommandOutcome, limit: number) => typedError<CommandCount[], ApiError>(__TAURI_INVOKE("ledger_top_commands", { id, filter, outcome, limit })),
 	/**  Sessions started in `[since, until)`, newest first. */
 	ledgerSessions: (id: number, since: Timestamp | null, until: Timestamp | null, limit: number) => typedError<SessionRow[], ApiError>(__TAURI_INVOKE("ledger_sessions", { id, since, until, limit })),
-	/**  One session's calls over time, each on a lane (calls that ran at once on different lanes). */
+	/**  One session's calls over time, each on a lane. */
 	ledgerSessionTimeline: (id: number, session: string) => typedError<SessionTimeline, ApiError>(__TAURI_INVOKE("ledger_session_timeline", { id, session })),
-	/**
-	 *  Exports every record of the calls `filter` selects to `file` as JSONL or CSV, streaming progress to
-	 *  `on_update` (the last update `done` or `failed`); returns the export's id for `stop_ledger_export`.
-	 */
-	exportLedger: (id: number, filter: CallFilter, format: ExportFormat, file: string, onUpdate: Channel<ExportUpdate>) => typedError<number, ApiError>(__TAURI_INVOKE("export_ledger", { id, filter, format, file, onUpdate })),
-	/**  Stops export `id` (false when it had already ended or was never started). */
-	stopLedgerExport: (id: number) => __TAURI_INVOKE<boolean>("stop_ledger_export", { id }),
 	/**  The recent ledgers and the saved views. */
 	ledgerLibrary: () => typedError<LedgerLibrary, ApiError>(__TAURI_INVOKE("ledger_library")),
-	/**  Saves a view by name (replacing one of that name); the library after. */
+	/**  Saves a view by name; the library after. */
 	saveLedgerView: (view: SavedView) => typedError<LedgerLibrary, ApiError>(__TAURI_INVOKE("save_ledger_view", { view })),
 	/**  Deletes the view named `name`; the library after. */
 	deleteLedgerView: (name: string) => typedError<LedgerLibrary, ApiError>(__TAURI_INVOKE("delete_ledger_view", { name })),
+	/**
+	 *  The operator's event feed, from now on, in batches.
+	 *  Updates go to `on_update`; returns the stream's id (for `stop_stream`).
+	 */
+	followEvents: (onUpdate: Channel<FeedItem[]>) => typedError<number, ApiError>(__TAURI_INVOKE("follow_events", { onUpdate })),
+	/**
+	 *  The draft of `file` replayed over `ledger` (else the hub's) against the policy in force.
+	 *  Updates go to `on_update`; returns the stream's id (for `stop_stream`).
+	 */
+	replayPolicyDraft: (file: string, text: string, ledger: string | null, onUpdate: Channel<DraftReplayUpdate>) => typedError<number, ApiError>(__TAURI_INVOKE("replay_policy_draft", { file, text, ledger, onUpdate })),
+	/**
+	 *  The calls `filter` selects in ledger `id` exported to `file` as JSONL or CSV.
+	 *  Updates go to `on_update`; returns the stream's id (for `stop_stream`).
+	 */
+	exportLedger: (id: number, filter: CallFilter, format: ExportFormat, file: string, onUpdate: Channel<ExportUpdate>) => typedError<number, ApiError>(__TAURI_INVOKE("export_ledger", { id, filter, format, file, onUpdate })),
+	/**  Closes the window and stops the app even though calls wait for an answer (asked first by the window). */
+	quit: () => __TAURI_INVOKE<void>("quit"),
 	/**  Asks the operator for a ledger file in the system's open dialog (none: they cancelled). */
 	pickLedgerFile: () => __TAURI_INVOKE<string | null>("pick_ledger_file"),
 	/**  Asks the operator where to export to, in the system's save dialog (none: they cancelled). */
 	pickExportFile: (suggested: string) => __TAURI_INVOKE<string | null>("pick_export_file", { suggested }),
-	/**  A rule offered for a recorded shell command: its words when it is one simple command. */
-	candidateRule: (command: string) => __TAURI_INVOKE<CandidateRule>("candidate_rule", { command }),
 };
 
 /** Events */
@@ -661,6 +658,8 @@ export type ErrorCode =
 "grant_unknown" | 
 /**  The request itself is malformed (a field missing or of the wrong kind). */
 "bad_request" | 
+/**  No command (or stream) of this name in the command table. */
+"command_unknown" | 
 /**  No call with this id in the ledger. */
 "call_not_found" | 
 /**  No upstream server with this id. */
@@ -885,7 +884,7 @@ export type HookupSnippet = {
 	text: string,
 };
 
-/**  Where the app's hub runs, or why it does not. */
+/**  Where a front end's hub runs, or why it does not. */
 export type HubState = { state: "running"; 
 /**  The gateway agents connect to. */
 mcp_url: string; 
@@ -1018,7 +1017,7 @@ export type MatchedRule = {
 	decision: Decision,
 };
 
-/**  A ledger opened in the window. */
+/**  A ledger a client opened. */
 export type OpenedLedger = {
 	id: number,
 	/**  The hub's own ledger (live: new calls arrive while it is open). */

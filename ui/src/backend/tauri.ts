@@ -31,7 +31,7 @@ const done = async (call: Promise<Result<null>>): Promise<void> => {
 
 export function tauriBackend(): Backend {
   return {
-    hubState: () => commands.hubState(),
+    hubState: () => unwrap(commands.hubState()),
     hubStatus: () => unwrap(commands.hubStatus()),
     pendingApprovals: () => unwrap(commands.pendingApprovals()),
     answerApproval: (id, answer) => done(commands.answerApproval(id, answer)),
@@ -68,7 +68,7 @@ export function tauriBackend(): Backend {
       unwrap(commands.replayPolicyDraft(file, text, ledger, channel)).then(
         (replayId) => {
           id = replayId;
-          if (stopped) void commands.stopPolicyReplay(replayId);
+          if (stopped) void commands.stopStream(replayId);
         },
         (e) => {
           const { code, message } = asBackendError(e);
@@ -78,12 +78,12 @@ export function tauriBackend(): Backend {
       return () => {
         if (stopped) return;
         stopped = true;
-        if (id != null) void commands.stopPolicyReplay(id);
+        if (id != null) void commands.stopStream(id);
       };
     },
     openLedger: (path) => unwrap(commands.openLedger(path)),
     closeLedger: async (id) => {
-      await commands.closeLedger(id);
+      await unwrap(commands.closeLedger(id));
     },
     ledgerSummary: (id) => unwrap(commands.ledgerSummary(id)),
     ledgerCalls: (id, filter, order, cursor, limit) => unwrap(commands.ledgerCalls(id, filter, order, cursor, limit)),
@@ -99,7 +99,7 @@ export function tauriBackend(): Backend {
     saveLedgerView: (view) => unwrap(commands.saveLedgerView(view)),
     deleteLedgerView: (name) => unwrap(commands.deleteLedgerView(name)),
     pickLedgerFile: () => commands.pickLedgerFile(),
-    candidateRule: (command) => commands.candidateRule(command),
+    candidateRule: (command) => unwrap(commands.candidateRule(command)),
     pickExportFile: (suggested) => commands.pickExportFile(suggested),
     exportLedger: (id, filter, format, file, onUpdate): Unsubscribe => {
       const channel = new Channel<ExportUpdate>();
@@ -109,7 +109,7 @@ export function tauriBackend(): Backend {
       unwrap(commands.exportLedger(id, filter, format, file, channel)).then(
         (started) => {
           exportId = started;
-          if (stopped) void commands.stopLedgerExport(started);
+          if (stopped) void commands.stopStream(started);
         },
         (e) => {
           const { code, message } = asBackendError(e);
@@ -119,7 +119,7 @@ export function tauriBackend(): Backend {
       return () => {
         if (stopped) return;
         stopped = true;
-        if (exportId != null) void commands.stopLedgerExport(exportId);
+        if (exportId != null) void commands.stopStream(exportId);
       };
     },
     onFileDrop: (handler): Unsubscribe => {
@@ -148,14 +148,14 @@ export function tauriBackend(): Backend {
       unwrap(commands.followEvents(channel)).then(
         (streamId) => {
           id = streamId;
-          if (stopped) void commands.unfollowEvents(streamId);
+          if (stopped) void commands.stopStream(streamId);
         },
         (e) => console.error("the event feed did not start", e),
       );
       return () => {
         if (stopped) return;
         stopped = true;
-        if (id != null) void commands.unfollowEvents(id);
+        if (id != null) void commands.stopStream(id);
       };
     },
     onCloseAsked: (handler): Unsubscribe => {

@@ -4,8 +4,10 @@
 mod approval_wait;
 mod audit_trail;
 mod closed_gate;
+mod command_table;
 mod common;
 mod conformance;
+mod fence;
 mod first_day;
 mod gate;
 mod gateway;

@@ -22,6 +22,8 @@ pub enum ErrorCode {
     GrantUnknown,
     /// The request itself is malformed (a field missing or of the wrong kind).
     BadRequest,
+    /// No command (or stream) of this name in the command table.
+    CommandUnknown,
     /// No call with this id in the ledger.
     CallNotFound,
     /// No upstream server with this id.
@@ -88,6 +90,7 @@ impl ErrorCode {
             ErrorCode::AlwaysNotOffered => "always_not_offered",
             ErrorCode::GrantUnknown => "grant_unknown",
             ErrorCode::BadRequest => "bad_request",
+            ErrorCode::CommandUnknown => "command_unknown",
             ErrorCode::BadArgument => "bad_argument",
             ErrorCode::BadTime => "bad_time",
             ErrorCode::OutputFailed => "output_failed",
@@ -152,6 +155,7 @@ impl ErrorCode {
     pub fn http_status(self) -> u16 {
         match self {
             ErrorCode::ApprovalUnknown
+            | ErrorCode::CommandUnknown
             | ErrorCode::GrantUnknown
             | ErrorCode::CallNotFound
             | ErrorCode::ServerUnknown
@@ -255,6 +259,7 @@ mod tests {
             (ErrorCode::AlwaysNotOffered, "always_not_offered", 409),
             (ErrorCode::GrantUnknown, "grant_unknown", 404),
             (ErrorCode::BadRequest, "bad_request", 400),
+            (ErrorCode::CommandUnknown, "command_unknown", 404),
             (ErrorCode::BadArgument, "bad_argument", 400),
             (ErrorCode::BadTime, "bad_time", 400),
             (ErrorCode::OutputFailed, "output_failed", 500),

@@ -7,6 +7,7 @@ mod approvals;
 pub mod call_query;
 mod call_steps;
 mod catalog;
+mod client;
 pub(crate) mod connections;
 pub mod draft_access;
 pub mod draft_replay;
@@ -25,14 +26,21 @@ pub mod policy_check;
 pub mod policy_files;
 pub mod replay;
 pub mod rule_activity;
+pub mod table;
 pub mod times;
 pub mod types;
 pub mod workbench;
 
+pub use client::hub_commands::{BATCH_EVERY, BATCH_ITEMS};
+pub use client::ledger_commands::{ExportUpdate, OpenedLedger};
+pub use client::{Client, Connected, HubState, Sink};
 pub use error::{ApiError, ErrorCode};
+/// The characters [`visible`] escapes, as ranges (generated into front ends, which escape the same).
+pub use portcullis_harness::untrusted::escaped_ranges;
 /// Agent text (commands, paths, tool names, reasons quoting them) made safe to show a person: control
 /// and invisible characters written as visible escapes. Every front end escapes agent text with it.
 pub use portcullis_harness::untrusted::visible;
+pub use table::{COMMANDS, CommandInfo};
 
 use crate::hub::Hub;
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 /// result), re-exported so front ends name them through the API.
 pub use portcullis_harness::{
     CallError, CallOutcome, Content, DecidedBy, ExecutionAction, FileAccess, FileVerdict, OperatorOutcome,
-    PolicyDecision, RuleRef, Timestamp, ToolCallResult, ToolOutput,
+    PolicyDecision, ProtectedKind, RuleRef, Timestamp, ToolCallResult, ToolOutput,
 };
 pub use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
 pub use portcullis_policy::{Part, PartKind, RuleScope};

@@ -12,10 +12,10 @@ use super::line_diff::{DiffLine, line_diff};
 use super::policy_check::{PolicyLint, lint_of};
 use super::policy_files::{located, parse_for, save_policy, summary_of, version_of};
 use super::types::PolicySummary;
+/// How one of the policy's test cases went under a draft (the policy's own report, as front ends see it).
+pub use portcullis_policy::TestOutcome;
 use portcullis_policy::discovery::{DEFAULT_POLICY, DEFAULT_POLICY_SOURCE};
-use portcullis_policy::{
-    CallVerdict, EvalContext, ExampleCommands, ExampleOutcome, Policy, PolicyLayer, TestOutcome,
-};
+use portcullis_policy::{CallVerdict, EvalContext, ExampleCommands, ExampleOutcome, Policy, PolicyLayer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,203 @@
+//! The command table over HTTP, as a browser console or a script meets it through `portcullis serve`:
+//! every command and stream of the table answers at `/v1/commands/NAME` or `/v1/streams/NAME` and reads
+//! exactly its own arguments; only the operator's credential opens them; calls round-trip real data
+//! (the ledger of a real agent's call, a policy draft); a stream sends its id, then live updates, and
+//! `stop_stream` ends it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::{Served, http, node_modules, serve};
+use portcullis_hub::api::COMMANDS;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+const POLICY: &str = r#"{
+  "grants": [ { "name": "agents", "allow": ["shell"] } ],
+  "commands": { "default": "forbidden",
+    "rules": [ { "id": "printing", "pattern": ["echo"], "decision": "allow", "match": ["echo hi"] } ] }
+}
+"#;
+
+fn route(served: &Served, name: &str, stream: bool) -> String {
+    format!("{}/{}/{name}", served.api, if stream { "streams" } else { "commands" })
+}
+
+fn command(served: &Served, name: &str, args: Value) -> (u16, Value) {
+    let (status, body) =
+        http(&route(served, name, false), "POST", Some(&served.operator_token), &[], Some(&args.to_string()));
+    (status, serde_json::from_str(&body).unwrap_or_else(|e| panic!("{name}: {e}: {body}")))
+}
+
+fn ok(served: &Served, name: &str, args: Value) -> Value {
+    let (status, out) = command(served, name, args);
+    assert_eq!(status, 200, "{name}: {out}");
+    out
+}
+
+#[test]
+fn every_command_of_the_table_answers_over_http_and_reads_only_its_own_arguments() {
+    let served = serve(POLICY);
+    assert!(COMMANDS.len() >= 40, "the table lists {} commands", COMMANDS.len());
+    for c in COMMANDS {
+        // A field no command takes: each route exists and parses its own arguments (400, never 404).
+        let (status, body) = http(
+            &route(&served, c.name, c.stream),
+            "POST",
+            Some(&served.operator_token),
+            &[],
+            Some(r#"{"notAnArgument": 1}"#),
+        );
+        assert_eq!(status, 400, "{}: {body}", c.name);
+        let error: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["error"]["code"], "bad_request", "{}: {body}", c.name);
+        assert_eq!(error["error"]["details"]["arguments"], json!(c.args), "{}", c.name);
+        // The agents' credential never opens them.
+        let (status, _) =
+            http(&route(&served, c.name, c.stream), "POST", Some(&served.token), &[], Some("{}"));
+        assert_eq!(status, 403, "{}: the agent's token opened it", c.name);
+    }
+    let (status, out) = command(&served, "no_such_command", json!({}));
+    assert_eq!((status, out["error"]["code"].as_str()), (404, Some("command_unknown")), "{out}");
+    let (status, out) = command(&served, "ledger_count", json!({"id": "one"}));
+    assert_eq!((status, out["error"]["code"].as_str()), (400, Some("bad_request")), "{out}");
+}
+
+#[test]
+fn calls_round_trip_the_ledger_and_the_workbench() {
+    node_modules();
+    let served = serve(POLICY);
+    let status = ok(&served, "hub_status", json!({}));
+    assert!(status.is_object(), "{status}");
+    let state = ok(&served, "hub_state", json!({}));
+    assert_eq!(state["state"], "running", "{state}");
+    assert_eq!(state["ledger"], served.db().display().to_string());
+
+    let report =
+        served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo over-http"}}]));
+    assert!(report.to_string().contains("over-http"), "{report}");
+    let opened = ok(&served, "open_ledger", json!({}));
+    assert_eq!(opened["hub"], true, "{opened}");
+    let id = opened["id"].clone();
+    let started = Instant::now();
+    let page = loop {
+        let page = ok(
+            &served,
+            "ledger_calls",
+            json!({"id": id, "filter": {}, "order": "newest_first", "cursor": null, "limit": 10}),
+        );
+        if page["calls"].as_array().is_some_and(|r| !r.is_empty())
+            || started.elapsed() > Duration::from_secs(10)
+        {
+            break page;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let row = &page["calls"][0];
+    assert_eq!(row["tool"], "shell", "{page}");
+    let detail =
+        ok(&served, "ledger_call", json!({"id": id, "callId": row["call_id"], "session": row["session_id"]}));
+    assert!(detail.to_string().contains("echo over-http"), "{detail}");
+    assert_eq!(ok(&served, "close_ledger", json!({"id": id})), json!(true));
+    let (status, out) = command(&served, "ledger_count", json!({"id": id, "filter": {}}));
+    assert_eq!((status, out["error"]["code"].as_str()), (400, Some("bad_argument")), "closed: {out}");
+
+    let file = served.policy_file().display().to_string();
+    let check = ok(&served, "check_policy_draft", json!({"file": file, "text": "{ \"commands\": "}));
+    assert_eq!(check["problem"]["code"], "policy_syntax", "{check}");
+    let layers = ok(&served, "policy_layers", json!({}));
+    assert!(layers.to_string().contains("printing"), "{layers}");
+}
+
+/// A stream read as it arrives: the text so far, until `needle` shows or `within` passes.
+struct EventStream {
+    reader: BufReader<TcpStream>,
+    seen: String,
+}
+
+impl EventStream {
+    fn open(served: &Served, name: &str, args: Value) -> EventStream {
+        let url = route(served, name, true);
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_at(rest.find('/').unwrap());
+        let mut stream = TcpStream::connect(host).unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let body = args.to_string();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            served.operator_token,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        EventStream { reader: BufReader::new(stream), seen: String::new() }
+    }
+
+    /// Reads until `needle` shows (true) or the stream ends or `within` passes (false).
+    fn until(&mut self, needle: &str, within: Duration) -> bool {
+        let started = Instant::now();
+        while !self.seen.contains(needle) && started.elapsed() < within {
+            let mut line = String::new();
+            match self.reader.read_line(&mut line) {
+                Ok(0) => return self.seen.contains(needle),
+                Ok(_) => self.seen.push_str(&line),
+                Err(e)
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => return self.seen.contains(needle),
+            }
+        }
+        self.seen.contains(needle)
+    }
+
+    /// Whether the server closed the stream within `within`.
+    fn ends(&mut self, within: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            let mut line = String::new();
+            match self.reader.read_line(&mut line) {
+                Ok(0) => return true,
+                Ok(_) => self.seen.push_str(&line),
+                Err(e)
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => return true,
+            }
+        }
+        false
+    }
+}
+
+#[test]
+fn a_stream_sends_its_id_then_live_updates_and_stop_stream_ends_it() {
+    node_modules();
+    let served = serve(POLICY);
+    let mut feed = EventStream::open(&served, "follow_events", json!({}));
+    assert!(feed.until("event: stream", Duration::from_secs(10)), "{}", feed.seen);
+    assert!(feed.seen.starts_with("HTTP/1.1 200"), "{}", feed.seen);
+    assert!(feed.seen.to_ascii_lowercase().contains("content-type: text/event-stream"), "{}", feed.seen);
+    assert!(feed.until("\"id\":", Duration::from_secs(5)), "{}", feed.seen);
+    let id: u32 = {
+        let at = feed.seen.find("{\"id\":").unwrap();
+        let rest = &feed.seen[at..];
+        serde_json::from_str::<Value>(&rest[..=rest.find('}').unwrap()]).unwrap()["id"].as_u64().unwrap()
+            as u32
+    };
+    served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo streamed"}}]));
+    assert!(
+        feed.until("echo streamed", Duration::from_secs(10)),
+        "the call never reached the feed: {}",
+        feed.seen
+    );
+    assert_eq!(ok(&served, "stop_stream", json!({"id": id})), json!(true));
+    assert!(feed.ends(Duration::from_secs(10)), "the stream went on after stop_stream");
+    assert_eq!(ok(&served, "stop_stream", json!({"id": id})), json!(false), "stopped once");
+
+    // A stream's arguments are checked before it starts: an export of a ledger never opened.
+    let (status, body) = http(
+        &route(&served, "export_ledger", true),
+        "POST",
+        Some(&served.operator_token),
+        &[],
+        Some(&json!({"id": 99, "filter": {}, "format": "jsonl", "file": "/tmp/x.jsonl"}).to_string()),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("bad_argument"), "{body}");
+}

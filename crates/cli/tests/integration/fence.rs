@@ -1,0 +1,100 @@
+//! The front ends' fence: the CLI and the desktop app reach a hub only through `portcullis_hub::api`
+//! (the command table and its client) and `portcullis_hub::start` (what starts a hub), and depend on
+//! no crate below the hub. A new import of the policy, ledger, harness, coding, mcp or sandbox crate,
+//! or of any other hub module, fails here with its file and line.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+/// The paths a front end may name.
+const ALLOWED: &[&str] =
+    &["portcullis_hub::api", "portcullis_hub::start", "portcullis_hub::operator_commands", "portcullis_app"];
+/// The crates below the hub (as Cargo names them).
+const BELOW: &[&str] = &[
+    "portcullis-policy",
+    "portcullis-ledger",
+    "portcullis-harness",
+    "portcullis-coding",
+    "portcullis-mcp",
+    "portcullis-sandbox",
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `portcullis_…` path in `text` that is not allowed, with its line.
+fn crossings(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("portcullis_") {
+            let before = rest[..at].chars().next_back();
+            let tail = &rest[at..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(tail.len());
+            let path = tail[..end].trim_end_matches(':');
+            let part_of_a_word = before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !part_of_a_word && !ALLOWED.iter().any(|a| path == *a || path.starts_with(&format!("{a}::"))) {
+                found.push((n + 1, path.to_owned()));
+            }
+            rest = &tail[end.max(1)..];
+        }
+    }
+    found
+}
+
+#[test]
+fn the_scanner_flags_a_crossing_and_passes_the_doors() {
+    assert_eq!(
+        crossings("use portcullis_policy::Policy;"),
+        vec![(1, "portcullis_policy::Policy".to_owned())]
+    );
+    assert_eq!(crossings("use portcullis_hub::{Hub, api};"), vec![(1, "portcullis_hub".to_owned())]);
+    assert_eq!(crossings("let x = portcullis_hub::hook::parse_input(t);").len(), 1);
+    assert!(crossings("use portcullis_hub::api::Client;\nportcullis_hub::start::launch(c)").is_empty());
+    assert!(crossings("portcullis_hub::operator_commands!(adapter);").is_empty());
+}
+
+#[test]
+fn the_cli_and_the_app_import_only_the_api_and_the_start_up_entry() {
+    let root = workspace();
+    let mut files = Vec::new();
+    for dir in ["crates/cli/src", "src-tauri/src", "src-tauri/tests"] {
+        sources(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 20, "{} files", files.len());
+    let mut crossed = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, path) in crossings(&text) {
+            crossed.push(format!("{}:{line}: {path}", file.strip_prefix(&root).unwrap().display()));
+        }
+    }
+    assert!(crossed.is_empty(), "front ends reach past the hub's API:\n{}", crossed.join("\n"));
+}
+
+#[test]
+fn the_cli_and_the_app_depend_on_no_crate_below_the_hub() {
+    let root = workspace();
+    for manifest in ["crates/cli/Cargo.toml", "src-tauri/Cargo.toml"] {
+        let text = std::fs::read_to_string(root.join(manifest)).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+            for below in BELOW {
+                assert!(!line.contains(below), "{manifest} depends on {below}: {line}");
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The command table: every operation a front end performs on a hub, once. Each entry names a method
+//! of [`Client`](super::Client), its arguments and what it returns; `streams` return a stream id and
+//! send their updates to a sink until they end or are stopped (`stop_stream`). Front ends never list
+//! commands by hand: they pass an adapter macro to [`operator_commands!`](crate::operator_commands),
+//! which calls it with this table — the desktop app's Tauri commands, the HTTP routes under
+//! `/v1/commands` and `/v1/streams` ([`crate::operator_http`]) and [`COMMANDS`] are all made so.
+
+/// Calls `$adapter!` with the command table:
+/// `calls { $(#[doc] name(arg: Type, ...) -> Output;)* } streams { $(#[doc] name(arg: Type, ...) -> Update;)* }`.
+/// Every call is `Client::name(&self, args...) -> Result<Output, ApiError>`; every stream is
+/// `Client::name(&self, args..., Sink<Update>) -> Result<u32, ApiError>`.
+#[macro_export]
+macro_rules! operator_commands {
+    ($adapter:ident) => {
+        $adapter! {
+            calls {
+                /// Whether a hub runs here (and where agents connect), or why not.
+                hub_state() -> $crate::api::HubState;
+                /// The hub at a glance.
+                hub_status() -> $crate::api::types::HubStatus;
+                /// The calls waiting for an answer, oldest first, each with the policy's evaluation.
+                pending_approvals() -> Vec<$crate::api::types::Approval>;
+                /// Answers approval `id`; the operator recorded is the client's, never the request's.
+                answer_approval(id: u64, answer: $crate::api::types::Answer) -> ();
+                /// What answering "always" for approval `id` with `scope` would write, and what it
+                /// would have changed over the ledger.
+                always_preview(id: u64, scope: Option<Vec<$crate::api::types::RuleScope>>)
+                    -> $crate::api::always::AlwaysPreview;
+                /// The grants an operator gave for the rest of a session.
+                session_grants() -> Vec<$crate::api::types::SessionGrant>;
+                /// Revokes session grant `id`.
+                revoke_session_grant(id: String) -> ();
+                /// The agents' sessions.
+                sessions() -> Vec<$crate::api::types::AgentSession>;
+                /// The upstream MCP servers and their state.
+                servers() -> Vec<$crate::api::types::UpstreamServer>;
+                /// Restarts upstream server `id`.
+                restart_server(id: String) -> ();
+                /// Upstream tools held back because their server changed their definition.
+                tool_changes() -> Vec<$crate::api::types::ToolChange>;
+                /// Accepts the offered definition of a held tool (`digest`: the one shown).
+                accept_tool_change(server: String, tool: String, digest: String) -> ();
+                /// The tool catalog as agents see it.
+                tools() -> Vec<$crate::api::types::CatalogTool>;
+                /// What to paste to hook Claude Code and Codex up to this hub.
+                hookup_snippets() -> Vec<$crate::api::types::HookupSnippet>;
+                /// Stops stream `id` (a feed, replay or export); false when it had already ended.
+                stop_stream(id: u32) -> bool;
+                /// The hub's policy layer by layer, each file with its text and version.
+                policy_layers() -> $crate::api::workbench::PolicyLayers;
+                /// A draft of policy file `file` checked as it is typed.
+                check_policy_draft(file: String, text: String) -> $crate::api::workbench::DraftCheck;
+                /// Lint findings of the hub's policy with the draft of `file` in its place.
+                lint_policy_draft(file: String, text: String) -> $crate::api::policy_check::PolicyLint;
+                /// The trace of a command or call under the policy with the draft in place.
+                try_policy_draft(file: String, text: String, input: $crate::api::workbench::TrialInput)
+                    -> $crate::api::workbench::DraftTrial;
+                /// Every test case of the policy with the draft in place, and how each went.
+                test_policy_draft(file: String, text: String) -> Vec<$crate::api::workbench::TestOutcome>;
+                /// The draft of `file` against the file on disk.
+                diff_policy_draft(file: String, text: String) -> $crate::api::workbench::DraftDiff;
+                /// Saves the draft as `file` if the file is still `expected_version`; the new version.
+                save_policy_file(file: String, text: String, expected_version: Option<String>) -> String;
+                /// How the policy in force and the draft judge one recorded call, both traces.
+                draft_call_traces(file: String, text: String, ledger: Option<String>, session: String, call_id: String)
+                    -> $crate::api::draft_replay::CallTraces;
+                /// What each rule decided lately, and this week's most prompted shell commands.
+                rule_activity() -> $crate::api::rule_activity::RuleActivity;
+                /// Every registered tool, visible to agents now and with the draft in place.
+                grants_with_draft(file: String, text: String) -> Vec<$crate::api::draft_access::ToolGrant>;
+                /// Whether `path` would be readable and writable under the draft.
+                probe_path_draft(file: String, text: String, path: String) -> $crate::api::draft_access::PathProbe;
+                /// A rule offered for a recorded shell command.
+                candidate_rule(command: String) -> $crate::api::rule_activity::CandidateRule;
+                /// Opens a ledger read-only (none: the hub's own); its id and summary.
+                open_ledger(path: Option<String>) -> $crate::api::OpenedLedger;
+                /// Closes ledger `id` (false when it was not open).
+                close_ledger(id: u32) -> bool;
+                /// Ledger `id` at a glance, now.
+                ledger_summary(id: u32) -> $crate::api::ledger_browse::LedgerSummary;
+                /// One page of the calls `filter` selects, in `order` after `cursor`.
+                ledger_calls(
+                    id: u32,
+                    filter: $crate::api::ledger::CallFilter,
+                    order: $crate::api::ledger_browse::CallOrder,
+                    cursor: Option<$crate::api::ledger::Cursor>,
+                    limit: u32
+                ) -> $crate::api::ledger::CallPage;
+                /// How many calls `filter` selects.
+                ledger_count(id: u32, filter: $crate::api::ledger::CallFilter) -> u64;
+                /// One call, everything the detail drawer shows.
+                ledger_call(id: u32, call_id: String, session: String) -> $crate::api::ledger_browse::CallDetail;
+                /// The counts beside the filter chips.
+                ledger_facets(id: u32, filter: $crate::api::ledger::CallFilter, exact: bool)
+                    -> $crate::api::ledger_browse::Facets;
+                /// Aggregates over the calls `filter` selects.
+                ledger_stats(id: u32, filter: $crate::api::ledger::CallFilter, bucket_us: Option<i64>)
+                    -> $crate::api::ledger::Stats;
+                /// How the approvals asked in the filter's time range went.
+                ledger_approvals(id: u32, filter: $crate::api::ledger::CallFilter)
+                    -> $crate::api::ledger::ApprovalSummary;
+                /// The shell commands the selected calls prompted for (or were blocked for) most.
+                ledger_top_commands(
+                    id: u32,
+                    filter: $crate::api::ledger::CallFilter,
+                    outcome: $crate::api::ledger::CommandOutcome,
+                    limit: u32
+                ) -> Vec<$crate::api::ledger::CommandCount>;
+                /// Sessions started in `[since, until)`, newest first.
+                ledger_sessions(
+                    id: u32,
+                    since: Option<$crate::api::ledger::Timestamp>,
+                    until: Option<$crate::api::ledger::Timestamp>,
+                    limit: u32
+                ) -> Vec<$crate::api::ledger::SessionRow>;
+                /// One session's calls over time, each on a lane.
+                ledger_session_timeline(id: u32, session: String) -> $crate::api::ledger_browse::SessionTimeline;
+                /// The recent ledgers and the saved views.
+                ledger_library() -> $crate::api::ledger_library::LedgerLibrary;
+                /// Saves a view by name; the library after.
+                save_ledger_view(view: $crate::api::ledger_library::SavedView) -> $crate::api::ledger_library::LedgerLibrary;
+                /// Deletes the view named `name`; the library after.
+                delete_ledger_view(name: String) -> $crate::api::ledger_library::LedgerLibrary;
+            }
+            streams {
+                /// The operator's event feed, from now on, in batches.
+                follow_events() -> Vec<$crate::api::types::FeedItem>;
+                /// The draft of `file` replayed over `ledger` (else the hub's) against the policy in force.
+                replay_policy_draft(file: String, text: String, ledger: Option<String>)
+                    -> $crate::api::draft_replay::DraftReplayUpdate;
+                /// The calls `filter` selects in ledger `id` exported to `file` as JSONL or CSV.
+                export_ledger(
+                    id: u32,
+                    filter: $crate::api::ledger::CallFilter,
+                    format: $crate::api::ledger::ExportFormat,
+                    file: String
+                ) -> $crate::api::ExportUpdate;
+            }
+        }
+    };
+}
+
+/// One entry of the table, as a front end's test or a listing sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandInfo {
+    pub name: &'static str,
+    /// The arguments' names, as the method takes them (snake case).
+    pub args: &'static [&'static str],
+    /// A stream: it returns an id and sends updates until it ends or is stopped.
+    pub stream: bool,
+}
+
+macro_rules! command_list {
+    (
+        calls { $( $(#[$doc:meta])* $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $out:ty ; )* }
+        streams { $( $(#[$sdoc:meta])* $sname:ident ( $($sarg:ident : $sty:ty),* $(,)? ) -> $sout:ty ; )* }
+    ) => {
+        /// Every command of the table, calls first, in table order.
+        pub const COMMANDS: &[CommandInfo] = &[
+            $( CommandInfo { name: stringify!($name), args: &[$(stringify!($arg)),*], stream: false }, )*
+            $( CommandInfo { name: stringify!($sname), args: &[$(stringify!($sarg)),*], stream: true }, )*
+        ];
+    };
+}
+
+crate::operator_commands!(command_list);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_streams_can_be_stopped() {
+        let names: HashSet<_> = COMMANDS.iter().map(|c| c.name).collect();
+        assert_eq!(names.len(), COMMANDS.len());
+        assert!(names.contains("stop_stream"));
+        assert_eq!(COMMANDS.iter().filter(|c| c.stream).count(), 3);
+    }
+}

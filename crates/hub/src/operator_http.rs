@@ -1,0 +1,160 @@
+//! The command table over HTTP, made mechanically from [`crate::operator_commands!`]: every call is
+//! `POST /v1/commands/{name}` with its arguments as one JSON object (the same camelCase keys the desktop
+//! app's bindings send) and answers its output as JSON; every stream is `POST /v1/streams/{name}` and
+//! answers Server-Sent Events — first `event: stream` with `{"id": n}` (for `stop_stream`), then one
+//! `data:` per update — until the stream ends or the caller hangs up, which stops it. Failures are the
+//! API's `{"error": {code, message, details}}` with the status its code maps to. The routes sit behind
+//! the operator's credential like every `/v1` operator route, and one [`Client`] serves them all.
+
+use crate::api::{ApiError, Client, ErrorCode};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt as _;
+use http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// The routes of the command table, serving `client`.
+pub fn routes<S: Clone + Send + Sync + 'static>(client: Client) -> Router<S> {
+    Router::new()
+        .route("/v1/commands/{name}", post(command))
+        .route("/v1/streams/{name}", post(stream))
+        .with_state(client)
+}
+
+/// An API error as HTTP: the status its code maps to, `{"error": {code, message, details}}`.
+pub fn api_error(e: ApiError) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, axum::Json(json!({ "error": e }))).into_response()
+}
+
+async fn command(State(client): State<Client>, Path(name): Path<String>, body: Bytes) -> Response {
+    let result = match arguments(&name, &body) {
+        Ok(args) => call(&client, &name, args).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(out) => axum::Json(out).into_response(),
+        Err(e) => api_error(e),
+    }
+}
+
+async fn stream(State(client): State<Client>, Path(name): Path<String>, body: Bytes) -> Response {
+    let (updates, received) = mpsc::unbounded_channel::<Value>();
+    let started = match arguments(&name, &body) {
+        Ok(args) => start(&client, &name, args, updates).await,
+        Err(e) => Err(e),
+    };
+    let id = match started {
+        Ok(id) => id,
+        Err(e) => return api_error(e),
+    };
+    let first = Event::default().event("stream").data(json!({ "id": id }).to_string());
+    let rest = futures::stream::unfold(received, |mut received| async move {
+        let update = received.recv().await?;
+        Some((Event::default().data(update.to_string()), received))
+    });
+    let events =
+        futures::stream::once(async move { first }).chain(rest).map(Ok::<_, std::convert::Infallible>);
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// The request body as the arguments' object: empty means none.
+fn arguments(name: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            ErrorCode::BadRequest,
+            format!("{name}: the body is not JSON: {e}"),
+            json!({ "command": name, "line": e.line(), "column": e.column() }),
+        )
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(name: &str, args: Value) -> Result<T, ApiError> {
+    serde_json::from_value(args).map_err(|e| {
+        ApiError::new(
+            ErrorCode::BadRequest,
+            format!("{name}: the arguments do not fit: {e}"),
+            json!({ "command": name, "arguments": crate::api::COMMANDS.iter().find(|c| c.name == name).map(|c| c.args) }),
+        )
+    })
+}
+
+fn to_json<T: serde::Serialize>(out: T) -> Result<Value, ApiError> {
+    serde_json::to_value(out).map_err(|e| {
+        ApiError::new(ErrorCode::BackendFailed, format!("the answer did not serialize: {e}"), json!({}))
+    })
+}
+
+fn unknown(name: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::CommandUnknown,
+        format!("no command {:?} in the command table", crate::api::visible(name)),
+        json!({ "command": crate::api::visible(name) }),
+    )
+}
+
+/// Where a stream's updates go over HTTP: each as JSON into the response's channel.
+fn sink_into<T: serde::Serialize + 'static>(updates: mpsc::UnboundedSender<Value>) -> crate::api::Sink<T> {
+    Box::new(move |update: T| updates.send(serde_json::to_value(update).unwrap_or(Value::Null)).is_ok())
+}
+
+macro_rules! http_adapter {
+    (
+        calls { $( $(#[$doc:meta])* $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $out:ty ; )* }
+        streams { $( $(#[$sdoc:meta])* $sname:ident ( $($sarg:ident : $sty:ty),* $(,)? ) -> $sout:ty ; )* }
+    ) => {
+        /// Each command's arguments as the body carries them.
+        #[allow(non_camel_case_types)]
+        mod args {
+            $(
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase", deny_unknown_fields)]
+                pub struct $name { $(pub $arg: $ty),* }
+            )*
+            $(
+                #[derive(serde::Deserialize)]
+                #[serde(rename_all = "camelCase", deny_unknown_fields)]
+                pub struct $sname { $(pub $sarg: $sty),* }
+            )*
+        }
+
+        /// Runs call `name` with `args`.
+        async fn call(client: &Client, name: &str, args: Value) -> Result<Value, ApiError> {
+            $(
+                if name == stringify!($name) {
+                    #[allow(unused_variables)]
+                    let args: args::$name = parse(name, args)?;
+                    return to_json(client.$name($(args.$arg),*).await?);
+                }
+            )*
+            Err(unknown(name))
+        }
+
+        /// Starts stream `name` with `args`, its updates sent to `updates`; its id.
+        async fn start(
+            client: &Client,
+            name: &str,
+            args: Value,
+            updates: mpsc::UnboundedSender<Value>,
+        ) -> Result<u32, ApiError> {
+            $(
+                if name == stringify!($sname) {
+                    #[allow(unused_variables)]
+                    let args: args::$sname = parse(name, args)?;
+                    return client.$sname($(args.$sarg,)* sink_into::<$sout>(updates)).await;
+                }
+            )*
+            Err(unknown(name))
+        }
+    };
+}
+
+crate::operator_commands!(http_adapter);

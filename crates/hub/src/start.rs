@@ -1,0 +1,15 @@
+//! What starts a hub, and the other entry points a front end's process needs: the configuration and
+//! where its files live, `launch` (the served hub), the stdio gateway, the sandbox's re-exec entry and
+//! the Claude Code hook process. Front ends (the CLI, the desktop app) use this and [`crate::api`] and
+//! nothing else of the hub or the crates below it (`crates/cli/tests/integration/fence.rs` holds them
+//! to it).
+
+pub use crate::config::{default_ledger_path, user_config_dir};
+pub use crate::error::HubError;
+pub use crate::hook::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};
+pub use crate::hook_process::{HookOptions, answer_claude_hook};
+pub use crate::hub::HubConfig;
+pub use crate::launch::{LaunchError, LaunchedHub, launch};
+pub use crate::sandboxing::{default_launcher, entry_point as sandbox_entry_point};
+pub use crate::stdio::{StdioOptions, serve_stdio};
+pub use portcullis_mcp::sessions::SessionLimits;
