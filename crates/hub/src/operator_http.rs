@@ -2,9 +2,10 @@
 //! `POST /v1/commands/{name}` with its arguments as one JSON object (the same camelCase keys the desktop
 //! app's bindings send) and answers its output as JSON; every stream is `POST /v1/streams/{name}` and
 //! answers Server-Sent Events — first `event: stream` with `{"id": n}` (for `stop_stream`), then one
-//! `data:` per update — until the stream ends or the caller hangs up, which stops it. Failures are the
-//! API's `{"error": {code, message, details}}` with the status its code maps to. The routes sit behind
-//! the operator's credential like every `/v1` operator route, and one [`Client`] serves them all.
+//! `data:` per update — until the stream ends, or the caller hangs up or falls [`STREAM_BACKLOG`]
+//! updates behind, which stops it. Failures are the API's `{"error": {code, message, details}}` with the
+//! status its code maps to. The routes sit behind the operator's credential like every `/v1` operator
+//! route, and one [`Client`] serves them all.
 
 use crate::api::{ApiError, Client, ErrorCode};
 use axum::Router;
@@ -44,7 +45,7 @@ async fn command(State(client): State<Client>, Path(name): Path<String>, body: B
 }
 
 async fn stream(State(client): State<Client>, Path(name): Path<String>, body: Bytes) -> Response {
-    let (updates, received) = mpsc::unbounded_channel::<Value>();
+    let (updates, received) = mpsc::channel::<Value>(STREAM_BACKLOG);
     let started = match arguments(&name, &body) {
         Ok(args) => start(&client, &name, args, updates).await,
         Err(e) => Err(e),
@@ -101,9 +102,13 @@ fn unknown(name: &str) -> ApiError {
     )
 }
 
+/// The most updates a stream holds for a caller that does not read them; past it the caller counts as
+/// gone and the stream stops (memory stays bounded whatever the caller does).
+pub const STREAM_BACKLOG: usize = 1024;
+
 /// Where a stream's updates go over HTTP: each as JSON into the response's channel.
-fn sink_into<T: serde::Serialize + 'static>(updates: mpsc::UnboundedSender<Value>) -> crate::api::Sink<T> {
-    Box::new(move |update: T| updates.send(serde_json::to_value(update).unwrap_or(Value::Null)).is_ok())
+fn sink_into<T: serde::Serialize + 'static>(updates: mpsc::Sender<Value>) -> crate::api::Sink<T> {
+    Box::new(move |update: T| updates.try_send(serde_json::to_value(update).unwrap_or(Value::Null)).is_ok())
 }
 
 macro_rules! http_adapter {
@@ -143,7 +148,7 @@ macro_rules! http_adapter {
             client: &Client,
             name: &str,
             args: Value,
-            updates: mpsc::UnboundedSender<Value>,
+            updates: mpsc::Sender<Value>,
         ) -> Result<u32, ApiError> {
             $(
                 if name == stringify!($sname) {
