@@ -167,6 +167,10 @@ pub struct ServeArgs {
     /// this id (declared in a policy), under the server's own names; the built-in tools are not served.
     #[arg(long, value_name = "SERVER_ID")]
     pub single_upstream: Option<String>,
+    /// Also copy every record the ledger commits to FILE, one JSON line each (fed from the ledger's
+    /// tail, never on a call's path; it catches up after a restart). Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub copy_records_to: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

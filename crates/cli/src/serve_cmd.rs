@@ -7,7 +7,9 @@ use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
 use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
-use portcullis_hub::start::{HubConfig, default_ledger_path, launch, user_config_dir};
+use portcullis_hub::start::{
+    HubConfig, JsonlFileSink, RecordSink, RecordSinks, default_ledger_path, launch, user_config_dir,
+};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -62,6 +64,11 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         home: None,
         sandbox_launcher: portcullis_hub::start::default_launcher(),
         single_upstream: args.single_upstream.clone(),
+        record_sinks: RecordSinks(
+            (args.copy_records_to.iter())
+                .map(|file| Arc::new(JsonlFileSink::new(file.clone())) as Arc<dyn RecordSink>)
+                .collect(),
+        ),
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,

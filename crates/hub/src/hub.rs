@@ -79,6 +79,8 @@ pub struct HubConfig {
     /// Serve agents only this upstream server's tools, resources and prompts, under their own names
     /// (Portcullis as a guard in front of one server); the built-in tools are not served to agents.
     pub single_upstream: Option<String>,
+    /// Where records go besides the ledger (fed from its tail: `crate::record_sinks`).
+    pub record_sinks: crate::record_sinks::RecordSinks,
 }
 
 impl HubConfig {
@@ -106,6 +108,7 @@ impl HubConfig {
             home: None,
             sandbox_launcher: portcullis_sandbox::default_launcher(),
             single_upstream: None,
+            record_sinks: crate::record_sinks::RecordSinks::default(),
         }
     }
 
@@ -194,6 +197,8 @@ pub(crate) struct HubState {
     pub(crate) credentials: Option<Credentials>,
     /// The address the gateway listens on, once it serves.
     pub(crate) served_at: std::sync::OnceLock<std::net::SocketAddr>,
+    /// The tail feeding the record sinks (none without sinks), drained at close.
+    pub(crate) tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -220,6 +225,9 @@ pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy,
     let sources = layers.iter().map(|l| l.source.clone()).collect();
     let policy = Policy::from_layers(layers)?.with_protected(|places| {
         places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
+        for file in config.record_sinks.0.iter().filter_map(|sink| sink.local_file()) {
+            places.add_with_siblings(file, ProtectedKind::HubSecret, "a copy of the hub's ledger");
+        }
         if let Some(dir) = &config.config_dir {
             places.add(dir.join("policy.json"), ProtectedKind::Policy, "the user's policy");
             places.add(dir.join("tools"), ProtectedKind::Policy, "the user's tool manifests");
@@ -309,6 +317,7 @@ impl Hub {
             ledger: Some(ledger.clone()),
         }
         .assemble(registry);
+        let tail = crate::record_sinks::RunningTail::start(&config.db, &config.record_sinks)?;
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
         let hub = Hub {
             state: Arc::new(HubState {
@@ -331,6 +340,7 @@ impl Hub {
                 manifests: RwLock::new(manifests),
                 credentials,
                 served_at: std::sync::OnceLock::new(),
+                tail: std::sync::Mutex::new(tail),
             }),
         };
         relay.attach(&hub);
@@ -661,6 +671,10 @@ impl Hub {
             self.close_session(session_id).await;
         }
         self.state.ledger.close().await?;
+        let tail = self.state.tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(tail) = tail {
+            tail.finish().await;
+        }
         Ok(())
     }
 }

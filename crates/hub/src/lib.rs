@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod operator_http;
 mod pins;
 pub mod pipeline;
+pub mod record_sinks;
 pub mod refusals;
 mod relay;
 pub mod reload;

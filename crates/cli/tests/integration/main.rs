@@ -19,6 +19,7 @@ mod ledger_cli_output;
 mod ledger_fixture;
 mod new_operator;
 mod policy_cli;
+mod record_sinks;
 mod sandbox;
 mod sandbox_isolation;
 mod tool_pins;

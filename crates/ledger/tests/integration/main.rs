@@ -7,3 +7,4 @@ mod durable_start;
 mod queries;
 mod rollups;
 mod store;
+mod tail;
