@@ -1,9 +1,9 @@
 //! Text for people: counts, who decided, and one-line summaries of records (times and durations are
 //! the operator API's, `api::times`).
 
-use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, Decider, StoredPolicyDecision, StoredRecord};
+use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, StoredPolicyDecision, StoredRecord};
 use portcullis_hub::api::times::{format_duration, format_time};
-use portcullis_hub::api::types::{Content, DecidedBy};
+use portcullis_hub::api::types::{Content, DecidedBy, Decider};
 
 /// Longest argument, output or message text shown in a one-line summary.
 const SUMMARY_CHARS: usize = 160;
@@ -77,7 +77,8 @@ pub fn record_decided(decided: &DecidedBy) -> String {
         _ => {}
     }
     let decider = Decider::of(decided);
-    let mut label = decided_label(&decider.kind, decider.rule.as_deref(), decider.operator.as_deref());
+    let mut label =
+        decided_label(decider.kind.as_str(), decider.rule.as_deref(), decider.operator.as_deref());
     if let Some(source) = &decider.source {
         label.push_str(" from ");
         label.push_str(source);

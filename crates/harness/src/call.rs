@@ -196,6 +196,7 @@ impl fmt::Display for BlockedReason {
 
 /// A tagged error: a stable `code` for programs, a `message` for people (always redacted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CallError {
     pub code: String,
     pub message: String,

@@ -132,6 +132,7 @@ pub const MCP_CHANGED_DEFINITION: &str = "call-changed-definition";
 
 /// A policy's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyDecision {
     Allow,
@@ -161,6 +162,7 @@ pub struct PolicyVerdict {
 
 /// Whether a file is read or written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum FileAccess {
     Read,
@@ -170,6 +172,7 @@ pub enum FileAccess {
 /// One file a call reads or writes and the policy's word on that access alone: what an audit of the
 /// call's records lists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct FileVerdict {
     /// Canonical where it resolves; as written otherwise.
     pub path: String,

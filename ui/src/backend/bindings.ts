@@ -322,22 +322,29 @@ export type CallDetail = {
 	/**  The tool reported a failure to the agent. */
 	output_is_error: boolean,
 	/**  The error the call ended with: code and message. */
-	error: Value | null,
+	error: CallError | null,
 	/**  What decided the call (the terminal record's decider). */
-	decider: LedgerDecider,
+	decider: Decider,
 	/**
 	 *  What gave the execution policy's decision, in words (a rule, a protected place, the default);
 	 *  `None` when the call never reached the policy or was recorded before the ledger kept it.
 	 */
 	policy_decider: Decider | null,
 	/**  The rules that matched, in order (each with its file). */
-	matched_rules: Value[],
+	matched_rules: RuleRef[],
 	/**  The files the call reads or writes, with the policy's verdict on each. */
-	files: Value[],
+	files: FileVerdict[],
 	cwd: string | null,
 	timings: CallTimings,
 	records: RecordStep[],
 	approvals: ApprovalRecord[],
+};
+
+/**  A tagged error: a stable `code` for programs, a `message` for people (always redacted). */
+export type CallError = {
+	code: string,
+	message: string,
+	details?: Value | null,
 };
 
 /**  Which calls a query is about. Empty lists mean "any". */
@@ -537,7 +544,7 @@ export type Cursor = {
 	id: number,
 };
 
-/**  Who decided, as a kind a view can branch on and words a person reads. */
+/**  Who decided. */
 export type Decider = {
 	kind: DeciderKind,
 	/**
@@ -545,6 +552,12 @@ export type Decider = {
 	 *  `session grant g-3`... Rule ids, operators' and guardrails' names may be agent text.
 	 */
 	words: string,
+	/**  The rule (or grant, scope, guardrail rule, permission, validator, protected place) that decided. */
+	rule?: string | null,
+	/**  Where that rule is: its policy file, the guardrail's pack, the protected place's path. */
+	source?: string | null,
+	/**  The operator and their answer (`alice: approved_once`). */
+	operator?: string | null,
 };
 
 /**  The kinds of decider (the ledger's `decided_by`). */
@@ -856,6 +869,9 @@ export type FeedItem = {
 	event: FeedEvent,
 };
 
+/**  Whether a file is read or written. */
+export type FileAccess = "read" | "write";
+
 /**  The change a file tool's call would make. */
 export type FileChange = {
 	/**  The canonical path the tool resolved. */
@@ -869,6 +885,22 @@ export type FileChange = {
 	 *  not found once).
 	 */
 	note: string | null,
+};
+
+/**
+ *  One file a call reads or writes and the policy's word on that access alone: what an audit of the
+ *  call's records lists.
+ */
+export type FileVerdict = {
+	/**  Canonical where it resolves; as written otherwise. */
+	path: string,
+	access: FileAccess,
+	/**  The whole tree below `path`. */
+	recursive?: boolean,
+	/**  How the call reaches it (`<`, `cat operand`, `sort -o`, `read tool`...). */
+	via: string,
+	decision: PolicyDecision,
+	reason?: string | null,
 };
 
 /**  How to hook one client up to this hub: a command to run or what to put in a file. */
@@ -933,21 +965,6 @@ export type LayerKind =
 "named" | 
 /**  The built-in default (in force when no file applies; not editable). */
 "built_in";
-
-/**  Who decided a record, as the ledger's columns (and its CSV export) hold it. */
-export type LedgerDecider = {
-	/**
-	 *  `default`, `rule`, `operator`, `session_grant`, `approval_timeout`, `grants`, `guardrail`,
-	 *  `permission`, `registry`, `validator`.
-	 */
-	kind: string,
-	/**  The rule (or grant, scope, guardrail rule, permission, validator) that decided. */
-	rule: string | null,
-	/**  Where that rule is: its policy file, the guardrail's pack. */
-	source: string | null,
-	/**  The operator and their answer (`alice: approved_once`). */
-	operator: string | null,
-};
 
 /**  What the amended policy would have decided differently for the calls the ledger holds. */
 export type LedgerImpact = {
@@ -1111,6 +1128,11 @@ export type PipelineStage =
 /**  Secrets redacted from the result (before anyone sees it). */
 "redaction";
 
+/**  A policy's answer. */
+export type PolicyDecision = "allow" | 
+/**  Ask the operator (the approval seam). */
+"ask" | "deny";
+
 /**  The hub's policy, layer by layer. */
 export type PolicyLayers = {
 	project: string,
@@ -1173,12 +1195,11 @@ export type RecentLedger = {
 /**  One record of a call's lifecycle, as the detail view lists it. */
 export type RecordStep = {
 	id: number,
-	/**  started, progress, finished, error, blocked, interrupted. */
-	kind: string,
+	kind: StoredKind,
 	at: Timestamp,
 	/**  A progress record's snapshot. */
 	progress: Value | null,
-	decider: LedgerDecider,
+	decider: Decider,
 };
 
 /**  Refused requests counted: all of them, and by code. */
@@ -1430,6 +1451,11 @@ export type StatsSource =
 
 /**  What happened at a stage. */
 export type StepOutcome = "passed" | "blocked" | "started" | "progress" | "finished" | "error";
+
+/**  The kinds a stored record can have: the harness's kinds plus `interrupted`. */
+export type StoredKind = "started" | "progress" | "finished" | "error" | "blocked" | 
+/**  Written on open (or clean close) for a call whose process stopped before it ended. */
+"interrupted";
 
 /**
  *  What the execution policy said about a call before any approval, in the words policies use: the

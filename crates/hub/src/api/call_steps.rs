@@ -4,7 +4,7 @@
 
 use super::types::{CallDecision, CallStep, Decider, DeciderKind, PipelineStage, StepOutcome};
 use portcullis_harness::events::GuardrailOutcome;
-use portcullis_harness::{BlockedReason, DecidedBy, EventPayload, ExecutionAction, OperatorOutcome};
+use portcullis_harness::{BlockedReason, DecidedBy, EventPayload, ExecutionAction};
 
 /// The steps a lifecycle event closes, in pipeline order.
 pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
@@ -17,7 +17,7 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
             };
             vec![CallStep {
                 decision: blocked.then_some(CallDecision::Denied),
-                decided_by: Some(Decider { kind: DeciderKind::Guardrail, words }),
+                decided_by: Some(Decider::in_words(DeciderKind::Guardrail, words)),
                 error: if blocked { message.clone() } else { None },
                 ..step(
                     PipelineStage::Guardrail,
@@ -42,7 +42,7 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
             }
             steps.push(CallStep {
                 decision: Some(decision),
-                decided_by: Some(decider(decided_by)),
+                decided_by: Some(Decider::of(decided_by)),
                 error: Some(error.to_string()),
                 ..step(stage, StepOutcome::Blocked)
             });
@@ -60,7 +60,7 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
                     ..step(PipelineStage::Arguments, StepOutcome::Passed)
                 },
             ];
-            let decided = Some(decider(decided_by));
+            let decided = Some(Decider::of(decided_by));
             match decided_by {
                 DecidedBy::Operator { .. } | DecidedBy::SessionGrant { .. } => {
                     // The policy asked (its step names what made it ask); an operator (or a session
@@ -166,7 +166,7 @@ fn step(stage: PipelineStage, outcome: StepOutcome) -> CallStep {
 fn asked(policy_decided_by: Option<&DecidedBy>, duration_us: Option<u64>) -> CallStep {
     CallStep {
         decision: Some(CallDecision::Prompt),
-        decided_by: policy_decided_by.map(decider),
+        decided_by: policy_decided_by.map(Decider::of),
         duration_us,
         ..step(PipelineStage::Policy, StepOutcome::Passed)
     }
@@ -186,42 +186,6 @@ fn blocked_stage(reason: BlockedReason, decided_by: &DecidedBy) -> PipelineStage
             _ => PipelineStage::Policy,
         },
     }
-}
-
-/// Who decided, in words.
-pub(crate) fn decider(decided_by: &DecidedBy) -> Decider {
-    let (kind, words) = match decided_by {
-        DecidedBy::Default { detail: Some(detail) } => (DeciderKind::Default, format!("default ({detail})")),
-        DecidedBy::Default { detail: None } => (DeciderKind::Default, "default".to_owned()),
-        DecidedBy::Rule { rule_id, source } => (DeciderKind::Rule, format!("rule {rule_id} ({source})")),
-        DecidedBy::ProtectedPlace { kind, place, path } => {
-            (DeciderKind::ProtectedPlace, kind.describe(place, path))
-        }
-        DecidedBy::Operator { outcome, operator, rule_written } => {
-            let what = match outcome {
-                OperatorOutcome::ApprovedOnce => "approved once",
-                OperatorOutcome::ApprovedForSession => "approved for the session",
-                OperatorOutcome::ApprovedAlways => "approved always",
-                OperatorOutcome::Denied => "denied",
-            };
-            let who = operator.as_deref().unwrap_or("operator");
-            let written =
-                rule_written.as_ref().map(|r| format!(", rule {} written", r.id)).unwrap_or_default();
-            (DeciderKind::Operator, format!("{who}: {what}{written}"))
-        }
-        DecidedBy::SessionGrant { grant_id } => {
-            (DeciderKind::SessionGrant, format!("session grant {grant_id} (approved earlier)"))
-        }
-        DecidedBy::ApprovalTimeout { after_ms } => {
-            (DeciderKind::ApprovalTimeout, format!("nobody answered within {} s", after_ms.div_ceil(1000)))
-        }
-        DecidedBy::Grants { scope } => (DeciderKind::Grants, format!("grants ({scope})")),
-        DecidedBy::Guardrail { pack, rule } => (DeciderKind::Guardrail, format!("guardrail {pack}/{rule}")),
-        DecidedBy::Permission { permission } => (DeciderKind::Permission, format!("permission {permission}")),
-        DecidedBy::Registry => (DeciderKind::Registry, "no such tool".to_owned()),
-        DecidedBy::Validator { validator } => (DeciderKind::Validator, format!("validator {validator}")),
-    };
-    Decider { kind, words }
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 //! API, re-exported here so front ends name them through the API.
 
 use super::error::{ApiError, ErrorCode};
-use portcullis_harness::DecidedBy;
 use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -247,35 +246,6 @@ pub async fn migrate_ledger(path: &Path) -> Result<MigrateReport, ApiError> {
     // Reading it back proves the schema is now the one this build reads.
     LedgerReader::open(path)?;
     Ok(MigrateReport { schema_version: SCHEMA_VERSION, interrupted_calls, cut_sessions })
-}
-
-/// Who decided a record, as the ledger's columns (and its CSV export) hold it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-// Named apart from the live feed's `types::Decider` in the generated TypeScript (JSON is unchanged).
-#[serde(rename = "LedgerDecider")]
-pub struct Decider {
-    /// `default`, `rule`, `operator`, `session_grant`, `approval_timeout`, `grants`, `guardrail`,
-    /// `permission`, `registry`, `validator`.
-    pub kind: String,
-    /// The rule (or grant, scope, guardrail rule, permission, validator) that decided.
-    pub rule: Option<String>,
-    /// Where that rule is: its policy file, the guardrail's pack.
-    pub source: Option<String>,
-    /// The operator and their answer (`alice: approved_once`).
-    pub operator: Option<String>,
-}
-
-impl Decider {
-    pub fn of(decided: &DecidedBy) -> Decider {
-        let (kind, rule, source, operator) = portcullis_ledger::row::decided_columns(decided);
-        Decider {
-            kind: kind.to_owned(),
-            rule: rule.map(str::to_owned),
-            source: source.map(str::to_owned),
-            operator,
-        }
-    }
 }
 
 /// A histogram ready to draw.

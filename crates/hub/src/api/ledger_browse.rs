@@ -5,8 +5,9 @@
 //! timings, what decided it, its output's parts) is computed here, once, for every front end.
 
 use super::error::{ApiError, ErrorCode};
-use super::ledger::{Decider, LedgerView};
-use portcullis_harness::{Content, Timestamp, ToolOutput};
+use super::ledger::LedgerView;
+use super::types::Decider;
+use portcullis_harness::{CallError, Content, FileVerdict, RuleRef, Timestamp, ToolOutput};
 use portcullis_ledger::stats::Count;
 use portcullis_ledger::{
     ApprovalRecord, ApprovalSummary, CallFilter, CallPage, CallRow, CommandCount, CommandOutcome, Cursor,
@@ -355,8 +356,7 @@ fn output_parts(output: &ToolOutput) -> Vec<OutputPart> {
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RecordStep {
     pub id: i64,
-    /// started, progress, finished, error, blocked, interrupted.
-    pub kind: String,
+    pub kind: StoredKind,
     pub at: Timestamp,
     /// A progress record's snapshot.
     pub progress: Option<Value>,
@@ -393,16 +393,16 @@ pub struct CallDetail {
     /// The tool reported a failure to the agent.
     pub output_is_error: bool,
     /// The error the call ended with: code and message.
-    pub error: Option<Value>,
+    pub error: Option<CallError>,
     /// What decided the call (the terminal record's decider).
     pub decider: Decider,
     /// What gave the execution policy's decision, in words (a rule, a protected place, the default);
     /// `None` when the call never reached the policy or was recorded before the ledger kept it.
-    pub policy_decider: Option<super::types::Decider>,
+    pub policy_decider: Option<Decider>,
     /// The rules that matched, in order (each with its file).
-    pub matched_rules: Vec<Value>,
+    pub matched_rules: Vec<RuleRef>,
     /// The files the call reads or writes, with the policy's verdict on each.
-    pub files: Vec<Value>,
+    pub files: Vec<FileVerdict>,
     pub cwd: Option<String>,
     pub timings: CallTimings,
     pub records: Vec<RecordStep>,
@@ -429,14 +429,14 @@ impl CallDetail {
             arguments: records.iter().find_map(|r| r.body.arguments.as_deref().cloned()),
             output: body.output.as_deref().map(output_parts).unwrap_or_default(),
             output_is_error: body.output.as_deref().is_some_and(|o| o.is_error),
-            error: body.error.as_ref().and_then(|e| serde_json::to_value(e).ok()),
+            error: body.error.clone(),
             decider: Decider::of(&body.decided_by),
             policy_decider: records
                 .iter()
                 .find_map(portcullis_ledger::StoredRecord::policy_decided_by)
-                .map(super::call_steps::decider),
-            matched_rules: body.matched_rules.iter().filter_map(|r| serde_json::to_value(r).ok()).collect(),
-            files: body.files.iter().filter_map(|f| serde_json::to_value(f).ok()).collect(),
+                .map(Decider::of),
+            matched_rules: body.matched_rules.clone(),
+            files: body.files.clone(),
             cwd: records.iter().find_map(|r| r.body.cwd.clone()),
             timings: CallTimings {
                 first_at,
@@ -450,7 +450,7 @@ impl CallDetail {
                 .iter()
                 .map(|r| RecordStep {
                     id: r.id,
-                    kind: r.kind.as_str().to_owned(),
+                    kind: r.kind,
                     at: r.at,
                     progress: r.body.progress.clone(),
                     decider: Decider::of(&r.body.decided_by),

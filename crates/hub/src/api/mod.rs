@@ -9,6 +9,7 @@ mod call_steps;
 mod catalog;
 mod client;
 pub(crate) mod connections;
+pub mod decider;
 pub mod draft_access;
 pub mod draft_replay;
 pub mod error;

@@ -286,33 +286,7 @@ pub enum CallDecision {
     Timeout,
 }
 
-/// Who decided, as a kind a view can branch on and words a person reads.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decider {
-    pub kind: DeciderKind,
-    /// `rule read-only (/home/dev/shop/.portcullis/policy.json)`, `alice (app): approved once`,
-    /// `session grant g-3`... Rule ids, operators' and guardrails' names may be agent text.
-    pub words: String,
-}
-
-/// The kinds of decider (the ledger's `decided_by`).
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeciderKind {
-    Default,
-    Rule,
-    ProtectedPlace,
-    Operator,
-    SessionGrant,
-    ApprovalTimeout,
-    Grants,
-    Guardrail,
-    Permission,
-    Registry,
-    Validator,
-}
+pub use super::decider::{Decider, DeciderKind};
 
 /// How to hook one client up to this hub: a command to run or what to put in a file.
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -84,7 +84,7 @@ async fn a_ledger_a_hub_wrote_is_browsed_detailed_faceted_and_exported() {
     assert_eq!(detail.timings.run_us, detail.call.duration_us);
     assert!(detail.records.len() >= 2, "started and finished");
     let blocked = ledger.call("c4", "s2").unwrap();
-    assert_eq!(blocked.decider.kind, "rule");
+    assert_eq!(blocked.decider.kind.as_str(), "rule");
     assert_eq!(blocked.decider.rule.as_deref(), Some("no-rm"));
     assert_eq!(ledger.call("nope", "s1").unwrap_err().code, ErrorCode::CallNotFound);
 

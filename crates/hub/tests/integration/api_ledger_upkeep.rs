@@ -9,8 +9,8 @@ use crate::common;
 
 use portcullis_hub::api::ErrorCode;
 use portcullis_hub::api::ledger::{
-    Bucket, CSV_HEADER, CallFilter, Decider, ExportFormat, LedgerView, SCHEMA_VERSION, check_ledger,
-    fill_histogram, migrate_ledger, parse_cursor, parse_export_format,
+    Bucket, CSV_HEADER, CallFilter, ExportFormat, LedgerView, SCHEMA_VERSION, check_ledger, fill_histogram,
+    migrate_ledger, parse_cursor, parse_export_format,
 };
 use portcullis_hub::testing::{
     CallContext, DecidedBy, LedgerWriter, OperatorOutcome, RecordKind, SessionInfo, Timestamp,
@@ -155,12 +155,15 @@ fn cursors_formats_deciders_and_histograms() {
         operator: Some("alice".into()),
         rule_written: None,
     };
-    let decider = Decider::of(&operator);
+    let decider = portcullis_hub::api::types::Decider::of(&operator);
     assert_eq!(
         (decider.kind.as_str(), decider.operator.as_deref()),
         ("operator", Some("alice: approved_once"))
     );
-    let rule = Decider::of(&DecidedBy::Rule { rule_id: "git-push".into(), source: "p.json".into() });
+    let rule = portcullis_hub::api::types::Decider::of(&DecidedBy::Rule {
+        rule_id: "git-push".into(),
+        source: "p.json".into(),
+    });
     assert_eq!((rule.rule.as_deref(), rule.source.as_deref()), (Some("git-push"), Some("p.json")));
 
     let b = |start, count| Bucket { start: Timestamp(start), count, ..Bucket::default() };

@@ -53,7 +53,7 @@ function detail(r: CallRow): CallDetail {
     output: [{ type: "text", text: "ok" }],
     output_is_error: false,
     error: null,
-    decider: { kind: "rule", rule: r.decided_rule ?? null, source: ".portcullis/policy.json", operator: null },
+    decider: { kind: "rule", words: `rule ${r.decided_rule ?? ""}`, rule: r.decided_rule ?? null, source: ".portcullis/policy.json", operator: null },
     policy_decider: null,
     matched_rules: [],
     files: [],
