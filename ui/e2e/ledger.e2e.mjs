@@ -108,6 +108,9 @@ test("the detail shows a redacted secret as redacted and never its value", async
   assert.ok(!page.includes(SECRET), "the secret's value is nowhere in the window");
   assert.ok(!page.includes(SECRET.slice(4, 20)), "nor any part of it");
   assert.match(await $('[data-testid="drawer-decider"]').getText(), /rule/);
+  // Each record on one line, in the words `portcullis ledger show` prints (the secret redacted there too).
+  const summaries = await $$('[data-testid="drawer-record-summary"]').map((s) => s.getText());
+  assert.ok(summaries.some((s) => /GITHUB_TOKEN/.test(s) && /REDACTED/.test(s)), JSON.stringify(summaries));
   await screenshot(app.browser, "ledger-detail.png");
   await app.browser.keys(["Escape"]);
   await $('[data-testid="call-drawer"]').waitForDisplayed({ reverse: true, timeout: 5_000 });

@@ -2,11 +2,13 @@
 
 use crate::args::{CheckArgs, MigrateArgs, QueryArgs, ShowArgs};
 use crate::error::CliError;
-use crate::render::{approval_line, call_decided, clean, policy_label, record_decided, record_details};
+use crate::render::{approval_line, call_decided, clean, policy_label, record_decided};
 use crate::table::Table;
 use portcullis_hub::api::ErrorCode;
 use portcullis_hub::api::ledger::{LedgerView, migrate_ledger, parse_cursor};
+use portcullis_hub::api::ledger_browse::CallDetail;
 use portcullis_hub::api::times::{format_duration, format_time};
+use portcullis_hub::api::types::DeciderKind;
 use portcullis_hub::api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -78,95 +80,102 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 }
 
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let reader = open_reader(&args.db.file()?)?;
-    let found = reader.call(&args.call_id, args.session.as_deref());
-    if matches!(&found, Err(e) if e.code == ErrorCode::CallNotFound) {
-        let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
-        return Err(CliError::CallNotFound(format!(
-            "{}: no call {:?}{within}",
-            args.db.file()?.display(),
-            args.call_id
-        )));
-    }
-    let timeline = found?;
+    let file = args.db.file()?;
+    // The same command the ledger browser's drawer calls, through the same table.
+    let found = crate::client::in_process(|client| async move {
+        let opened = client.open_ledger(Some(file.display().to_string())).await?;
+        client.ledger_call_details(opened.id, args.call_id.clone(), args.session.clone()).await
+    });
+    let details = match found {
+        Err(CliError::Api(e)) if e.code == ErrorCode::CallNotFound => {
+            let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
+            return Err(CliError::CallNotFound(format!(
+                "{}: no call {:?}{within}",
+                args.db.file()?.display(),
+                args.call_id
+            )));
+        }
+        other => other?,
+    };
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&timeline)?)?;
+        // One object per session the call id occurs in (one line each).
+        for detail in &details {
+            writeln!(out, "{}", serde_json::to_string(detail)?)?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut sessions: Vec<&str> = timeline.records.iter().map(|r| r.session_id.as_str()).collect();
-    sessions.dedup();
-    for (i, session) in sessions.iter().enumerate() {
-        let records: Vec<_> = timeline.records.iter().filter(|r| r.session_id == *session).collect();
-        let Some(first) = records.first() else { continue };
-        let last = records.last().unwrap_or(first);
+    for (i, detail) in details.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
-        // What the policy said, when the call reached it (and the ledger kept it).
-        let policy = records
-            .iter()
-            .find(|r| r.policy_decision.is_some())
-            .map(|r| match r.policy_decided_by() {
-                // A protected place decided: say which (no rule did, so the label alone names none).
-                Some(by @ portcullis_hub::api::types::DecidedBy::ProtectedPlace { .. }) => format!(
-                    "  policy {} ({})",
-                    policy_label(r.policy_decision, None),
-                    clean(&crate::render::record_decided(by))
-                ),
-                _ => format!("  policy {}", policy_label(r.policy_decision, r.policy_rule.as_deref())),
-            })
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "call {}  tool {}  session {}  run {}  owner {}  status {}{policy}",
-            clean(&first.call_id),
-            clean(&first.tool),
-            clean(&first.session_id),
-            clean(&first.run_id),
-            clean(&first.owner),
-            if last.kind.is_terminal() { last.kind.as_str() } else { "running" },
-        )?;
-        let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
-        for record in &records {
-            table.push(vec![
-                format_time(record.at),
-                record.kind.as_str().to_owned(),
-                record_decided(&record.body.decided_by),
-                record_details(record),
-            ]);
-        }
-        table.write(out, "  ")?;
-        // Every file the call reads or writes, as the policy saw it, with its verdict on each.
-        if let Some(record) = records.iter().find(|r| !r.body.files.is_empty()) {
-            writeln!(out, "  files:")?;
-            for f in &record.body.files {
-                writeln!(out, "    {}", clean(&file_line(f)))?;
-            }
-        }
-        // The walls a command ran inside, and what they refused.
-        if let Some(profile) =
-            records.iter().find_map(|r| r.body.action.as_ref().and_then(|a| a.sandbox.as_ref()))
-        {
-            for line in crate::sandbox_cmd::profile_lines(profile) {
-                writeln!(out, "  {}", clean(&line))?;
-            }
-        }
-        for record in records.iter() {
-            for line in crate::sandbox_cmd::refusal_lines(
-                record.body.output.as_deref().and_then(|o| o.structured.as_ref()),
-            ) {
-                writeln!(out, "  {}", clean(&line))?;
-            }
-        }
-        let approvals: Vec<_> = timeline.approvals.iter().filter(|a| a.session_id == *session).collect();
-        if !approvals.is_empty() {
-            writeln!(out, "  approvals:")?;
-            for approval in approvals {
-                writeln!(out, "    {}", approval_line(approval))?;
-            }
-        }
+        show_detail(detail, out)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One session's call in text: what it is and what the policy said, each record on one line, the files
+/// it touches, the walls it ran in and what they refused, its approvals.
+fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError> {
+    let call = &detail.call;
+    // What the policy said, when the call reached it (and the ledger kept it).
+    let policy = match (&call.policy_decision, &detail.policy_decider) {
+        (None, _) => String::new(),
+        // A protected place decided: say which (no rule did, so the label alone names none).
+        (Some(decision), Some(by)) if by.kind == DeciderKind::ProtectedPlace => {
+            format!("  policy {} ({})", policy_label(Some(*decision), None), clean(&by.words))
+        }
+        (Some(decision), _) => {
+            format!("  policy {}", policy_label(Some(*decision), call.policy_rule.as_deref()))
+        }
+    };
+    writeln!(
+        out,
+        "call {}  tool {}  session {}  run {}  owner {}  status {}{policy}",
+        clean(&call.call_id),
+        clean(&call.tool),
+        clean(&call.session_id),
+        clean(&call.run_id),
+        clean(&call.owner),
+        call.status.as_str(),
+    )?;
+    let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
+    for step in &detail.records {
+        table.push(vec![
+            format_time(step.record.at),
+            step.record.kind.as_str().to_owned(),
+            record_decided(&step.record.body.decided_by),
+            clean(&step.summary),
+        ]);
+    }
+    table.write(out, "  ")?;
+    // Every file the call reads or writes, as the policy saw it, with its verdict on each.
+    if !detail.files.is_empty() {
+        writeln!(out, "  files:")?;
+        for f in &detail.files {
+            writeln!(out, "    {}", clean(&file_line(f)))?;
+        }
+    }
+    // The walls a command ran inside, and what they refused.
+    let records = || detail.records.iter().map(|s| &s.record);
+    if let Some(profile) = records().find_map(|r| r.body.action.as_ref().and_then(|a| a.sandbox.as_ref())) {
+        for line in crate::sandbox_cmd::profile_lines(profile) {
+            writeln!(out, "  {}", clean(&line))?;
+        }
+    }
+    for record in records() {
+        for line in crate::sandbox_cmd::refusal_lines(
+            record.body.output.as_deref().and_then(|o| o.structured.as_ref()),
+        ) {
+            writeln!(out, "  {}", clean(&line))?;
+        }
+    }
+    if !detail.approvals.is_empty() {
+        writeln!(out, "  approvals:")?;
+        for approval in &detail.approvals {
+            writeln!(out, "    {}", approval_line(approval))?;
+        }
+    }
+    Ok(())
 }
 
 /// `read  /p/a.txt via cat operand: allow`, as `policy check` prints a file.

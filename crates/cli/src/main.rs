@@ -4,6 +4,7 @@
 
 mod args;
 mod call_cmd;
+mod client;
 mod error;
 mod export_cmd;
 mod hook_cmd;

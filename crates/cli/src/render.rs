@@ -1,12 +1,12 @@
 //! Text for people: counts, who decided, and one-line summaries of records (times and durations are
 //! the operator API's, `api::times`).
 
-use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, StoredPolicyDecision, StoredRecord};
-use portcullis_hub::api::times::{format_duration, format_time};
-use portcullis_hub::api::types::{Content, DecidedBy, Decider};
+use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, StoredPolicyDecision};
+use portcullis_hub::api::times::format_time;
+use portcullis_hub::api::types::{DecidedBy, Decider};
 
 /// Longest argument, output or message text shown in a one-line summary.
-const SUMMARY_CHARS: usize = 160;
+const SUMMARY_CHARS: usize = portcullis_hub::api::record_summary::SUMMARY_CHARS;
 
 /// The text with control characters escaped (`\n`, `\t`, `\u{1b}` ...), so it stays on one line.
 pub fn clean(text: &str) -> String {
@@ -84,60 +84,6 @@ pub fn record_decided(decided: &DecidedBy) -> String {
         label.push_str(source);
     }
     label
-}
-
-/// What one record says, on one line: reason, error, arguments, action, progress, output, duration.
-pub fn record_details(record: &StoredRecord) -> String {
-    let body = &record.body;
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(reason) = record.reason {
-        parts.push(format!("reason {reason}"));
-    }
-    if let Some(error) = &body.error {
-        parts.push(format!("error {}: {}", clean(&error.code), shorten(&error.message, SUMMARY_CHARS)));
-    }
-    if let Some(arguments) = &body.arguments {
-        parts.push(format!("args {}", shorten(&arguments.to_string(), SUMMARY_CHARS)));
-    }
-    if let Some(action) = &body.action {
-        let mut text = format!("action {}", action.operation);
-        if let Some(command) = &action.command {
-            text.push(' ');
-            text.push_str(command);
-        } else if !action.paths.is_empty() {
-            let paths: Vec<String> = action.paths.iter().map(|p| p.display().to_string()).collect();
-            text.push(' ');
-            text.push_str(&paths.join(", "));
-        }
-        parts.push(shorten(&text, SUMMARY_CHARS));
-    }
-    if let Some(progress) = &body.progress {
-        parts.push(format!("progress {}", shorten(&progress.to_string(), SUMMARY_CHARS)));
-    }
-    if let Some(output) = &body.output {
-        let text = output.joined_text();
-        let mut shown = if !text.is_empty() || output.structured.is_none() {
-            format!("output \"{}\"", shorten(&text, SUMMARY_CHARS))
-        } else {
-            let structured = output.structured.as_ref().map(|s| s.to_string()).unwrap_or_default();
-            format!("output {}", shorten(&structured, SUMMARY_CHARS))
-        };
-        let others = output.content.iter().filter(|c| !matches!(c, Content::Text { .. })).count();
-        if others > 0 {
-            shown.push_str(&format!(" (+{others} non-text blocks)"));
-        }
-        if output.is_error {
-            shown.push_str(" (tool reported an error)");
-        }
-        parts.push(shown);
-    }
-    if let Some(d) = record.duration_us {
-        parts.push(format!("took {}", format_duration(d)));
-    }
-    if record.redacted {
-        parts.push("redacted".into());
-    }
-    parts.join("; ")
 }
 
 /// One approval on one line.

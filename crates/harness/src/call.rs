@@ -234,6 +234,7 @@ pub struct RuleRef {
 
 /// How an operator answered an approval prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum OperatorOutcome {
     ApprovedOnce,
@@ -281,6 +282,7 @@ impl ProtectedKind {
 
 /// What decided a call's fate. Every record carries one, so an auditor can always answer "why".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum DecidedBy {
     /// No rule spoke; the configured (or built-in) default applied.

@@ -75,6 +75,7 @@ impl ToolSpec {
 
 /// One block of tool output (the shapes MCP results carry).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     Text {
@@ -101,6 +102,7 @@ pub enum Content {
 
 /// What a tool returns.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolOutput {
     pub content: Vec<Content>,
     #[serde(skip_serializing_if = "Option::is_none", default)]

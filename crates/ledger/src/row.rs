@@ -120,6 +120,7 @@ pub fn policy_columns(ruling: Option<&PolicyRuling>) -> (Option<&'static str>, O
 
 /// The JSON body: everything of a record that is not a filter column.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RecordBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Arc<Value>>,
@@ -323,6 +324,7 @@ pub(crate) fn write_search_text(
 
 /// One stored record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StoredRecord {
     pub id: i64,
     pub session_id: String,

@@ -77,6 +77,8 @@ export const commands = {
 	ledgerCount: (id: number, filter: CallFilter) => typedError<number, ApiError>(__TAURI_INVOKE("ledger_count", { id, filter })),
 	/**  One call, everything the detail drawer shows. */
 	ledgerCall: (id: number, callId: string, session: string) => typedError<CallDetail, ApiError>(__TAURI_INVOKE("ledger_call", { id, callId, session })),
+	/**  Every session's detail of call `call_id` (a call id may recur), or only `session`'s. */
+	ledgerCallDetails: (id: number, callId: string, session: string | null) => typedError<CallDetail[], ApiError>(__TAURI_INVOKE("ledger_call_details", { id, callId, session })),
 	/**  The counts beside the filter chips. */
 	ledgerFacets: (id: number, filter: CallFilter, exact: boolean) => typedError<Facets, ApiError>(__TAURI_INVOKE("ledger_facets", { id, filter, exact })),
 	/**  Aggregates over the calls `filter` selects. */
@@ -330,9 +332,12 @@ export type CallDetail = {
 	 *  `None` when the call never reached the policy or was recorded before the ledger kept it.
 	 */
 	policy_decider: Decider | null,
-	/**  The rules that matched, in order (each with its file). */
+	/**  The rules that matched, in order (each with its file), as the first record that has them says. */
 	matched_rules: RuleRef[],
-	/**  The files the call reads or writes, with the policy's verdict on each. */
+	/**
+	 *  The files the call reads or writes, with the policy's verdict on each (the first record that
+	 *  lists them).
+	 */
 	files: FileVerdict[],
 	cwd: string | null,
 	timings: CallTimings,
@@ -533,6 +538,13 @@ export type CommandOutcome =
 /**  The call was blocked (by a rule, the operator, a timeout, a grant…). */
 "blocked";
 
+/**  One block of tool output (the shapes MCP results carry). */
+export type Content = { type: "text"; text: string } | 
+/**  Base64 data, already bounded by the tool that produced it. */
+{ type: "image"; data: string; mime_type: string } | 
+/**  Base64 audio, bounded like an image by the tool that produced it (an upstream result's bound). */
+{ type: "audio"; data: string; mime_type: string } | { type: "resource"; uri: string; mime_type?: string | null; text?: string | null };
+
 export type Count = {
 	key: string,
 	count: number,
@@ -543,6 +555,39 @@ export type Cursor = {
 	at: number,
 	id: number,
 };
+
+/**  What decided a call's fate. Every record carries one, so an auditor can always answer "why". */
+export type DecidedBy = 
+/**  No rule spoke; the configured (or built-in) default applied. */
+{ by: "default"; detail?: string | null } | 
+/**  A policy rule, by id and source file. */
+{ by: "rule"; rule_id: string; source: string } | 
+/**
+ *  A protected place the call touches (a policy file, content programs execute, the hub's secrets):
+ *  what it is, its kind, and the path. Stricter than any rule could loosen.
+ */
+{ by: "protected_place"; kind: ProtectedKind; place: string; path: string } | 
+/**  An operator answered an approval prompt. */
+{ by: "operator"; outcome: OperatorOutcome; operator?: string | null; 
+/**
+ *  Boxed: rare, and unboxed it would double the size of every `DecidedBy` (and so of every
+ *  result, record and future that carries one).
+ */
+rule_written?: RuleRef | null } | 
+/**  An earlier "allow for session" answer covered this call. */
+{ by: "session_grant"; grant_id: string } | 
+/**  Nobody answered the approval prompt in time; the call was denied. Never an operator's denial. */
+{ by: "approval_timeout"; after_ms: number } | 
+/**  A tool-grant scope (exact allow/deny names). */
+{ by: "grants"; scope: string } | 
+/**  A guardrail rule (or a failing guardrail, attributed to it). */
+{ by: "guardrail"; pack: string; rule: string } | 
+/**  The permission check (`tool:<name>:execute`). */
+{ by: "permission"; permission: string } | 
+/**  The registry: no such tool. */
+{ by: "registry" } | 
+/**  Argument checks: JSON shape, JSON Schema, or a host validator. */
+{ by: "validator"; validator: string };
 
 /**  Who decided. */
 export type Decider = {
@@ -1042,6 +1087,11 @@ export type OpenedLedger = {
 	summary: LedgerSummary,
 };
 
+/**  How an operator answered an approval prompt. */
+export type OperatorOutcome = "approved_once" | "approved_for_session" | 
+/**  Approved and a rule was written so it is allowed from now on. */
+"approved_always" | "denied";
+
 /**  One block of a call's output, as a front end shows it. */
 export type OutputPart = { type: "text"; text: string } | 
 /**  A raster image of one of [`DRAWN_IMAGE_TYPES`], base64. */
@@ -1192,15 +1242,38 @@ export type RecentLedger = {
 	opened_at: Timestamp,
 };
 
-/**  One record of a call's lifecycle, as the detail view lists it. */
-export type RecordStep = {
-	id: number,
-	kind: StoredKind,
-	at: Timestamp,
-	/**  A progress record's snapshot. */
-	progress: Value | null,
-	decider: Decider,
+/**  The JSON body: everything of a record that is not a filter column. */
+export type RecordBody = {
+	arguments?: Value | null,
+	action?: ExecutionAction | null,
+	progress?: Value | null,
+	output?: ToolOutput | null,
+	error?: CallError | null,
+	matched_rules?: RuleRef[],
+	decided_by: DecidedBy,
+	/**
+	 *  What made the execution policy ask an operator (a rule, a protected place, the default): kept
+	 *  only for a prompt, whose `decided_by` is then whoever settled it; when the policy allowed or
+	 *  forbade the call itself, `decided_by` already says who (see [`StoredRecord::policy_decided_by`]).
+	 */
+	policy_decided_by?: DecidedBy | null,
+	cwd?: string | null,
+	/**  Every file the call reads or writes, each with the policy's verdict on it. */
+	files?: FileVerdict[],
 };
+
+/**
+ *  One record of a call's lifecycle, whole as the ledger keeps it, with who decided it and the record
+ *  on one line: the ledger browser's timeline and `portcullis ledger show` (text and JSON) alike.
+ */
+export type RecordStep = {
+	decider: Decider,
+	/**
+	 *  Its reason, error, arguments, action, progress, output and duration on one line (agent text:
+	 *  escape it where a person reads it).
+	 */
+	summary: string,
+} & StoredRecord;
 
 /**  Refused requests counted: all of them, and by code. */
 export type RefusalCounts = {
@@ -1465,6 +1538,30 @@ export type StoredPolicyDecision = "allow" |
 /**  The operator was to be asked (whatever became of the call: answered, timed out, withdrawn). */
 "prompt" | "forbidden";
 
+/**  One stored record. */
+export type StoredRecord = {
+	id: number,
+	session_id: string,
+	run_id: string,
+	call_id: string,
+	owner: string,
+	tool: string,
+	kind: StoredKind,
+	at: Timestamp,
+	started_at?: Timestamp | null,
+	duration_us?: number | null,
+	reason?: BlockedReason | null,
+	error_code?: string | null,
+	redacted: boolean,
+	/**
+	 *  What the execution policy said before any approval (NULL: refused before the policy stage, or
+	 *  written before the ledger kept it).
+	 */
+	policy_decision?: StoredPolicyDecision | null,
+	/**  The rule that gave the policy's decision, when a rule did. */
+	policy_rule?: string | null,
+} & RecordBody;
+
 /**  One test case's result. */
 export type TestOutcome = {
 	source: string,
@@ -1533,6 +1630,14 @@ export type ToolGrant = {
 	visible_with_draft: boolean,
 	/**  The draft's scope that hides it. */
 	refused_by: string | null,
+};
+
+/**  What a tool returns. */
+export type ToolOutput = {
+	content: Content[],
+	structured?: Value | null,
+	/**  The tool ran but reports a failure to the agent (MCP `isError`, for example). */
+	is_error?: boolean,
 };
 
 /**  What to try a draft on. */

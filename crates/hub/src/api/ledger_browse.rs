@@ -4,17 +4,17 @@
 //! connections, so a slow aggregate never holds up scrolling. What a front end shows of one call (its
 //! timings, what decided it, its output's parts) is computed here, once, for every front end.
 
+pub use super::call_detail::{CallDetail, CallTimings, OutputPart, RecordStep};
 use super::error::{ApiError, ErrorCode};
 use super::ledger::LedgerView;
-use super::types::Decider;
-use portcullis_harness::{CallError, Content, FileVerdict, RuleRef, Timestamp, ToolOutput};
+use portcullis_harness::Timestamp;
 use portcullis_ledger::stats::Count;
 use portcullis_ledger::{
-    ApprovalRecord, ApprovalSummary, CallFilter, CallPage, CallRow, CommandCount, CommandOutcome, Cursor,
-    ExportFormat, LedgerReader, SessionFilter, SessionRow, Stats, StoredKind, StoredRecord,
+    ApprovalSummary, CallFilter, CallPage, CallRow, CommandCount, CommandOutcome, Cursor, ExportFormat,
+    LedgerReader, SessionFilter, SessionRow, Stats,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -145,6 +145,35 @@ impl BrowsedLedger {
                 json!({ "call_id": call_id, "session": session }),
             )
         })
+    }
+
+    /// Every session's detail of call `call_id` (a call id may recur across sessions), in the order
+    /// the sessions first recorded it; only `session`'s when it is named. `call_not_found` when none.
+    pub fn details(&self, call_id: &str, session: Option<&str>) -> Result<Vec<CallDetail>, ApiError> {
+        let timeline = lock(&self.rows).timeline(call_id, session)?;
+        let mut sessions: Vec<&str> = Vec::new();
+        for record in &timeline.records {
+            if !sessions.contains(&record.session_id.as_str()) {
+                sessions.push(&record.session_id);
+            }
+        }
+        let details: Vec<CallDetail> = sessions
+            .iter()
+            .filter_map(|s| {
+                let records = timeline.records.iter().filter(|r| r.session_id == *s).cloned().collect();
+                let approvals = timeline.approvals.iter().filter(|a| a.session_id == *s).cloned().collect();
+                CallDetail::of(records, approvals)
+            })
+            .collect();
+        if details.is_empty() {
+            let within = session.map(|s| format!(" of session {s}")).unwrap_or_default();
+            return Err(ApiError::new(
+                ErrorCode::CallNotFound,
+                format!("no call {call_id}{within} in {}", self.path.display()),
+                json!({ "call_id": call_id, "session": session }),
+            ));
+        }
+        Ok(details)
     }
 
     /// Aggregates over the calls `filter` selects.
@@ -314,153 +343,6 @@ pub struct Facets {
     pub approximate: bool,
 }
 
-/// One block of a call's output, as a front end shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum OutputPart {
-    Text {
-        text: String,
-    },
-    /// A raster image of one of [`DRAWN_IMAGE_TYPES`], base64.
-    Image {
-        mime_type: String,
-        data: String,
-    },
-    /// Anything else (a resource, an image of another type), as recorded, to show as JSON.
-    Other {
-        value: Value,
-    },
-}
-
-fn output_parts(output: &ToolOutput) -> Vec<OutputPart> {
-    let mut parts: Vec<OutputPart> = output
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text { text } => OutputPart::Text { text: text.clone() },
-            Content::Image { data, mime_type } if DRAWN_IMAGE_TYPES.contains(&mime_type.as_str()) => {
-                OutputPart::Image { mime_type: mime_type.clone(), data: data.clone() }
-            }
-            other => OutputPart::Other { value: serde_json::to_value(other).unwrap_or(Value::Null) },
-        })
-        .collect();
-    if let Some(structured) = &output.structured {
-        parts.push(OutputPart::Other { value: structured.clone() });
-    }
-    parts
-}
-
-/// One record of a call's lifecycle, as the detail view lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct RecordStep {
-    pub id: i64,
-    pub kind: StoredKind,
-    pub at: Timestamp,
-    /// A progress record's snapshot.
-    pub progress: Option<Value>,
-    pub decider: Decider,
-}
-
-/// When each stage of a call happened and how long it took (microseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CallTimings {
-    /// The first record of the call (asked, or refused at once).
-    pub first_at: Timestamp,
-    /// Execution began.
-    pub started_at: Option<Timestamp>,
-    /// The terminal record.
-    pub ended_at: Option<Timestamp>,
-    /// The operator's answer took this long (asked to answered, or to the timeout).
-    pub approval_wait_us: Option<i64>,
-    /// Execution took this long.
-    pub run_us: Option<i64>,
-    /// From the first record to the last.
-    pub total_us: i64,
-}
-
-/// One call, everything the detail view shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CallDetail {
-    /// Its latest state, as the table lists it.
-    pub call: CallRow,
-    /// The arguments as recorded (secrets already replaced by `[REDACTED]`).
-    pub arguments: Option<Value>,
-    pub output: Vec<OutputPart>,
-    /// The tool reported a failure to the agent.
-    pub output_is_error: bool,
-    /// The error the call ended with: code and message.
-    pub error: Option<CallError>,
-    /// What decided the call (the terminal record's decider).
-    pub decider: Decider,
-    /// What gave the execution policy's decision, in words (a rule, a protected place, the default);
-    /// `None` when the call never reached the policy or was recorded before the ledger kept it.
-    pub policy_decider: Option<Decider>,
-    /// The rules that matched, in order (each with its file).
-    pub matched_rules: Vec<RuleRef>,
-    /// The files the call reads or writes, with the policy's verdict on each.
-    pub files: Vec<FileVerdict>,
-    pub cwd: Option<String>,
-    pub timings: CallTimings,
-    pub records: Vec<RecordStep>,
-    pub approvals: Vec<ApprovalRecord>,
-}
-
-impl CallDetail {
-    /// The detail of a call from its records (in id order) and approvals; `None` without records.
-    fn of(records: Vec<StoredRecord>, approvals: Vec<ApprovalRecord>) -> Option<CallDetail> {
-        let terminal = records.iter().rev().find(|r| r.kind.is_terminal());
-        let last = terminal.or(records.last())?;
-        let started = records.iter().find(|r| r.kind == StoredKind::Started);
-        let first_at = records.first().map_or(last.at, |r| r.at);
-        let ended_at = terminal.map(|r| r.at);
-        let approval_wait_us = approvals
-            .iter()
-            .filter_map(|a| a.resolved_at.map(|done| done.0.saturating_sub(a.requested_at.0)))
-            .reduce(|a, b| a + b);
-        let started_at = terminal.and_then(|t| t.started_at).or(started.map(|s| s.at));
-        let run_us = terminal.and_then(|t| t.duration_us);
-        let body = &last.body;
-        Some(CallDetail {
-            call: CallRow::of_call(&records, last.id).unwrap_or_else(|| CallRow::of(last)),
-            arguments: records.iter().find_map(|r| r.body.arguments.as_deref().cloned()),
-            output: body.output.as_deref().map(output_parts).unwrap_or_default(),
-            output_is_error: body.output.as_deref().is_some_and(|o| o.is_error),
-            error: body.error.clone(),
-            decider: Decider::of(&body.decided_by),
-            policy_decider: records
-                .iter()
-                .find_map(portcullis_ledger::StoredRecord::policy_decided_by)
-                .map(Decider::of),
-            matched_rules: body.matched_rules.clone(),
-            files: body.files.clone(),
-            cwd: records.iter().find_map(|r| r.body.cwd.clone()),
-            timings: CallTimings {
-                first_at,
-                started_at,
-                ended_at,
-                approval_wait_us,
-                run_us,
-                total_us: last.at.0.max(first_at.0) - first_at.0,
-            },
-            records: records
-                .iter()
-                .map(|r| RecordStep {
-                    id: r.id,
-                    kind: r.kind,
-                    at: r.at,
-                    progress: r.body.progress.clone(),
-                    decider: Decider::of(&r.body.decided_by),
-                })
-                .collect(),
-            approvals,
-        })
-    }
-}
-
 /// A call on a session's timeline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -556,22 +438,5 @@ mod tests {
         assert_eq!(lanes, [("c1".into(), 0), ("c2".into(), 1), ("c3".into(), 0), ("c4".into(), 0)]);
         assert_eq!(t.lanes, 2);
         assert_eq!(t.calls[3].from, Timestamp(30));
-    }
-
-    #[test]
-    fn only_raster_images_are_drawn() {
-        let output = ToolOutput {
-            content: vec![
-                Content::Text { text: "hi".into() },
-                Content::Image { data: "AAAA".into(), mime_type: "image/png".into() },
-                Content::Image { data: "PHN2Zz4=".into(), mime_type: "image/svg+xml".into() },
-            ],
-            structured: None,
-            is_error: false,
-        };
-        let parts = output_parts(&output);
-        assert!(matches!(&parts[0], OutputPart::Text { text } if text == "hi"));
-        assert!(matches!(&parts[1], OutputPart::Image { mime_type, .. } if mime_type == "image/png"));
-        assert!(matches!(&parts[2], OutputPart::Other { .. }), "svg is shown as data, never drawn");
     }
 }

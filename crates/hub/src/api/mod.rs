@@ -4,6 +4,7 @@
 
 pub mod always;
 mod approvals;
+mod call_detail;
 pub mod call_query;
 mod call_steps;
 mod catalog;
@@ -25,6 +26,7 @@ pub mod notice;
 pub mod one_call;
 pub mod policy_check;
 pub mod policy_files;
+pub mod record_summary;
 pub mod replay;
 pub mod rule_activity;
 pub mod table;

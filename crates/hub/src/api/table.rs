@@ -90,6 +90,9 @@ macro_rules! operator_commands {
                 ledger_count(id: u32, filter: $crate::api::ledger::CallFilter) -> u64;
                 /// One call, everything the detail drawer shows.
                 ledger_call(id: u32, call_id: String, session: String) -> $crate::api::ledger_browse::CallDetail;
+                /// Every session's detail of call `call_id` (a call id may recur), or only `session`'s.
+                ledger_call_details(id: u32, call_id: String, session: Option<String>)
+                    -> Vec<$crate::api::ledger_browse::CallDetail>;
                 /// The counts beside the filter chips.
                 ledger_facets(id: u32, filter: $crate::api::ledger::CallFilter, exact: bool)
                     -> $crate::api::ledger_browse::Facets;

@@ -65,11 +65,13 @@ impl Client {
             Ok((browsed, summary))
         })
         .await?;
-        if !hub && path.is_some() {
-            let file = self.library_file()?;
-            if let Err(e) = LedgerLibrary::remember(&file, &summary.path, Timestamp::now()) {
-                tracing::warn!(error = %e, "the recent ledgers list was not updated");
-            }
+        // Any other file opened goes first in the recent list (a client without a library keeps none).
+        if !hub
+            && path.is_some()
+            && let Some(file) = self.inner.library.as_deref()
+            && let Err(e) = LedgerLibrary::remember(file, &summary.path, Timestamp::now())
+        {
+            tracing::warn!(error = %e, "the recent ledgers list was not updated");
         }
         let id = self.inner.ledgers.hold(browsed, Instant::now());
         Ok(OpenedLedger { id, hub, summary })
@@ -114,6 +116,18 @@ impl Client {
     ) -> Result<CallDetail, ApiError> {
         let ledger = self.ledger(id)?;
         blocking(move || ledger.call(&call_id, &session)).await
+    }
+
+    /// Every session's detail of call `call_id` (a call id may recur across sessions), or only
+    /// `session`'s when it is named.
+    pub async fn ledger_call_details(
+        &self,
+        id: u32,
+        call_id: String,
+        session: Option<String>,
+    ) -> Result<Vec<CallDetail>, ApiError> {
+        let ledger = self.ledger(id)?;
+        blocking(move || ledger.details(&call_id, session.as_deref())).await
     }
 
     /// The counts beside the filter chips; `exact: false` answers from hourly aggregates first.

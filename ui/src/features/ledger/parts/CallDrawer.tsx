@@ -231,6 +231,11 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
             <li key={r.id}>
               <span className="mono">{timeOfDay(millis(r.at))}</span> {r.kind}
               {r.kind !== "progress" ? <span className="muted"> · {r.decider.kind.replaceAll("_", " ")}</span> : null}
+              {r.summary && r.progress == null && (
+                <div className="mono small muted record-summary" data-testid="drawer-record-summary">
+                  {visible(r.summary)}
+                </div>
+              )}
               {r.progress != null && <JsonView value={r.progress} />}
             </li>
           ))}
