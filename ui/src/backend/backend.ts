@@ -125,6 +125,7 @@ export type {
   CatalogTool,
   Choice,
   Decider,
+  Decision,
   DeciderKind,
   ErrorCode,
   DecidingPlace,

@@ -884,12 +884,13 @@ export type FeedEvent = { kind: "policy_reloaded"; sources: string[] } |
  *  decision) with the pipeline steps it closes. The event's arguments and output stay in the ledger:
  *  a feed that carries a thousand calls a second carries their decisions, not their bodies.
  */
-{ kind: "call"; session_id: string; call_id: string; tool: string; 
+{ kind: "call"; 
 /**
- *  Who the call is recorded as: the client's name, version and transport (`claude-code 2.1 (http)`).
- *  Agent text: escape it wherever a person reads it.
+ *  The call's listing after this event: the ledger's row type, as the ledger browser lists a
+ *  recorded call (`record_id` 0: not recorded yet as far as the feed knows). Its owner and
+ *  summary are agent text: escape them wherever a person reads them.
  */
-agent: string; 
+row: CallRow; 
 /**  When the pipeline emitted the event (µs since the epoch). */
 at: Timestamp; 
 /**  The lifecycle event's kind (`tool_execution_started`...). */

@@ -1,5 +1,5 @@
 // Payloads as the backend sends them (shapes from the generated bindings), for the unit tests.
-import type { AgentSession, Approval, CallStep, FeedItem } from "../backend/backend";
+import type { AgentSession, Approval, CallRow, CallStep, FeedItem } from "../backend/backend";
 
 const now = () => Date.now() * 1000;
 
@@ -103,16 +103,40 @@ export function callEvent(
     at: now(),
     event: {
       kind: "call",
-      session_id: opts.session ?? session.id,
-      call_id: callId,
-      tool: opts.tool ?? "shell",
-      agent: opts.agent ?? "claude-code 2.1.0 (http)",
+      row: listed(opts.session ?? session.id, callId, stage, steps, opts),
       at: opts.at ?? now(),
       stage,
       steps,
       action: opts.action ?? null,
       sandbox: opts.sandbox ?? null,
     },
+  };
+}
+
+/** The listing the hub folds for a call after an event of `stage` (as `api::live_rows` does). */
+function listed(
+  sessionId: string,
+  callId: string,
+  stage: string,
+  steps: CallStep[],
+  opts: { at?: number; tool?: string; agent?: string; action?: string },
+): CallRow {
+  const status: CallRow["status"] =
+    stage === "tool_execution_finished" ? "finished" : stage === "tool_execution_error" ? "error" : stage === "tool_execution_blocked" ? "blocked" : "running";
+  const took = steps.find((s) => s.outcome === "finished" || s.outcome === "error")?.duration_us ?? null;
+  return {
+    record_id: 0,
+    session_id: sessionId,
+    run_id: `${sessionId}-1`,
+    call_id: callId,
+    owner: opts.agent ?? "claude-code 2.1.0 (http)",
+    tool: opts.tool ?? "shell",
+    status,
+    at: opts.at ?? now(),
+    duration_us: took,
+    decided_by: "rule",
+    redacted: false,
+    summary: opts.action ?? null,
   };
 }
 

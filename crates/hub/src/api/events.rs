@@ -59,6 +59,7 @@ impl OperatorApi {
         let (tx, items) = mpsc::channel(FEED_BUFFER);
         let merger = tokio::spawn(async move {
             let mut seq = 0;
+            let mut rows = super::live_rows::LiveRows::default();
             loop {
                 // In this order when several are ready: an approval is settled before its call starts.
                 let event = tokio::select! {
@@ -75,10 +76,7 @@ impl OperatorApi {
                     },
                     Some(e) = next_call(&mut calls) => match e {
                         EventDelivery::Event(e) => FeedEvent::Call {
-                            session_id: e.call.session_id.to_string(),
-                            call_id: e.call.call_id.to_string(),
-                            tool: e.tool_name.to_string(),
-                            agent: e.call.owner.to_string(),
+                            row: Box::new(rows.apply(&e)),
                             at: e.at,
                             stage: e.kind().as_str().to_owned(),
                             steps: call_steps::steps_of(&e.payload),

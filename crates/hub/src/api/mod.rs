@@ -22,6 +22,7 @@ pub mod ledger;
 pub mod ledger_browse;
 pub mod ledger_library;
 pub mod line_diff;
+mod live_rows;
 pub mod notice;
 pub mod one_call;
 pub mod policy_check;

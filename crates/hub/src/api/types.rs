@@ -182,12 +182,10 @@ pub enum FeedEvent {
     /// decision) with the pipeline steps it closes. The event's arguments and output stay in the ledger:
     /// a feed that carries a thousand calls a second carries their decisions, not their bodies.
     Call {
-        session_id: String,
-        call_id: String,
-        tool: String,
-        /// Who the call is recorded as: the client's name, version and transport (`claude-code 2.1 (http)`).
-        /// Agent text: escape it wherever a person reads it.
-        agent: String,
+        /// The call's listing after this event: the ledger's row type, as the ledger browser lists a
+        /// recorded call (`record_id` 0: not recorded yet as far as the feed knows). Its owner and
+        /// summary are agent text: escape them wherever a person reads them.
+        row: Box<portcullis_ledger::CallRow>,
         /// When the pipeline emitted the event (µs since the epoch).
         at: Timestamp,
         /// The lifecycle event's kind (`tool_execution_started`...).

@@ -40,7 +40,7 @@ async fn live(hub: &Hub, api: &OperatorApi, id: &str, tool: &str, arguments: Val
                 let deny = Answer { answer: Choice::Deny, note: None, scope: None };
                 api.answer_approval(approval.id, &deny, &operator).unwrap();
             }
-            Some(FeedEvent::Call { call_id, stage, .. }) if call_id == id => {
+            Some(FeedEvent::Call { row, stage, .. }) if row.call_id == id => {
                 if stage == "tool_execution_started" {
                     started = true;
                     cancel.cancel();

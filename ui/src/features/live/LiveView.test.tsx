@@ -63,7 +63,9 @@ describe("the live calls store", () => {
     expect(store.snapshot().calls).toHaveLength(0);
     paint();
     const [row] = store.snapshot().calls;
-    expect(row).toMatchObject({ tool: "shell", action: "echo hi", decision: "allow", state: "finished", durationUs: 3_400 });
+    expect(row).toMatchObject({ action: "echo hi", decision: "allow", state: "finished" });
+    // The listing is the hub's: the ledger's row type, as the ledger browser lists the call.
+    expect(row?.listed).toMatchObject({ tool: "shell", status: "finished", duration_us: 3_400 });
     expect(row?.steps.map((s) => `${s.stage} ${s.outcome} +${s.at - T0}`)).toEqual([
       "policy passed +0",
       "ledger passed +850",
@@ -87,7 +89,7 @@ describe("the live calls store", () => {
     paint();
     const [row] = store.snapshot().calls;
     expect(store.snapshot().calls).toHaveLength(1);
-    expect(row).toMatchObject({ state: "running", decision: "approved", agent: "claude-code 2.1.0 (http)" });
+    expect(row).toMatchObject({ state: "running", decision: "approved", listed: { owner: "claude-code 2.1.0 (http)" } });
     expect(row?.steps.map((s) => `${s.stage} ${s.outcome}`)).toEqual([
       "approval asked",
       "approval passed",
@@ -104,7 +106,7 @@ describe("the live calls store", () => {
     paint();
     const { calls, missed } = store.snapshot();
     expect(calls).toHaveLength(RING);
-    expect(calls[0]?.callId).toBe(`c${RING + 99}`);
+    expect(calls[0]?.listed?.call_id).toBe(`c${RING + 99}`);
     expect(missed).toBe(42);
   });
 
@@ -116,10 +118,10 @@ describe("the live calls store", () => {
     store.setHovering(true);
     backend.push([finished as FeedItem, ...allowedCall(3, "c2", T0 + 100, 50)]);
     paint();
-    expect(store.snapshot().calls.map((c) => `${c.callId} ${c.state}`)).toEqual(["c1 finished"]);
+    expect(store.snapshot().calls.map((c) => `${c.listed?.call_id} ${c.state}`)).toEqual(["c1 finished"]);
     expect(store.snapshot().held).toBe(1);
     store.setHovering(false);
-    expect(store.snapshot().calls.map((c) => c.callId)).toEqual(["c2", "c1"]);
+    expect(store.snapshot().calls.map((c) => c.listed?.call_id)).toEqual(["c2", "c1"]);
     expect(store.snapshot().held).toBe(0);
   });
 

@@ -6,7 +6,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { useFeed } from "../../app/context";
 import { Kbd } from "../../lib/ui/Kbd";
 import { visible } from "../../lib/visible";
-import { RING, liveStore, type CallRow } from "./liveStore";
+import { RING, agentOf, liveStore, toolOf, type LiveCall } from "./liveStore";
 import { COLUMNS, CallRowView, ROW_HEIGHT, STEP_HEIGHT } from "./parts/CallRowView";
 
 const DECISIONS = ["allow", "approved", "prompt", "denied", "forbidden", "timeout", "error"] as const;
@@ -17,9 +17,9 @@ interface Filters {
   decision: string;
 }
 
-const matches = (row: CallRow, f: Filters) =>
-  (!f.agent || row.agent === f.agent) &&
-  (!f.tool || row.tool === f.tool) &&
+const matches = (row: LiveCall, f: Filters) =>
+  (!f.agent || agentOf(row) === f.agent) &&
+  (!f.tool || toolOf(row) === f.tool) &&
   (!f.decision || (f.decision === "error" ? row.state === "error" : row.decision === f.decision));
 
 export function LiveView() {
@@ -49,8 +49,8 @@ export function LiveView() {
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
   }, [store]);
-  const agents = useMemo(() => distinct(state.calls.map((c) => c.agent)), [state.calls]);
-  const tools = useMemo(() => distinct(state.calls.map((c) => c.tool)), [state.calls]);
+  const agents = useMemo(() => distinct(state.calls.map(agentOf)), [state.calls]);
+  const tools = useMemo(() => distinct(state.calls.map(toolOf)), [state.calls]);
   const shown = useMemo(() => state.calls.filter((c) => matches(c, filters)), [state.calls, filters]);
   // Only the rows in view (and a few beyond) are in the page: at 1,000 calls a second the window lays
   // out a screenful, not 500 rows, each frame. Heights are fixed (a row, and a step line when expanded).

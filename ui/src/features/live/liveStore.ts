@@ -1,36 +1,28 @@
-// The live view's calls: the feed's call events grouped into one row per call (the newest first, the
-// last RING calls), each with its pipeline steps as the hub computed them. Feed batches are queued and
+// The live view's calls: the feed's call events grouped into one entry per call (the newest first, the
+// last RING calls), each with the call's listing as the hub folded it (the ledger's own `CallRow`, the
+// type the ledger browser lists) and its pipeline steps as the hub computed them. Feed batches are queued and
 // applied once per animation frame, so a thousand calls a second cost one update a frame. While held
 // (paused, or the pointer is on the list) new calls wait and the rows on screen keep their places; the
 // calls already shown still get their steps. Says how many events the hub dropped for this window.
-import type { CallDecision, CallStep, Decider, FeedItem, PipelineStage, StepOutcome } from "../../backend/backend";
+import type { Approval, CallDecision, CallRow, CallStep, FeedItem, StepOutcome } from "../../backend/backend";
 import type { Feed } from "../../data/feed";
 
 export const RING = 500;
 
-/** One step of a call's timeline: the hub's step, when it happened, and an approval's question. */
-export interface StepView {
-  /** µs since the epoch. */
-  at: number;
-  stage: PipelineStage;
-  outcome: StepOutcome | "asked";
-  decision?: CallDecision;
-  decidedBy?: Decider;
-  durationUs?: number;
-  error?: string;
-  /** Why an approval was asked (agent text may be quoted in it). */
-  note?: string;
-}
+/** One step of a call's timeline: the hub's step with when it happened (µs since the epoch), or an
+ * approval's question (`asked`, with why it was asked: agent text may be quoted in it). */
+export type StepView = Omit<CallStep, "outcome"> & { outcome: StepOutcome | "asked"; at: number; note?: string };
 
-/** Where a call stands. */
-export type CallState = "waiting" | "running" | "finished" | "error" | "blocked";
+/** Where a call stands: its listing's status, or waiting for an operator. */
+export type CallState = "waiting" | CallRow["status"];
 
-export interface CallRow {
+/** One call of the live view. */
+export interface LiveCall {
   key: string;
-  sessionId: string;
-  callId: string;
-  tool: string;
-  agent: string;
+  /** The call as listed after its latest event (none while it waits for an answer and has no event yet). */
+  listed: CallRow | null;
+  /** The approval that asked, when one did. */
+  asked: Approval | null;
   action?: string;
   /** The walls the command runs inside, in one line (`UNCONFINED: …` when it has none). */
   sandbox?: string;
@@ -38,14 +30,19 @@ export interface CallRow {
   startedAt: number;
   decision?: CallDecision | "prompt";
   state: CallState;
-  /** Execution time once it finished or failed, in µs. */
-  durationUs?: number;
   steps: StepView[];
 }
 
+/** The tool a call names. */
+export const toolOf = (c: LiveCall): string => c.listed?.tool ?? c.asked?.tool ?? "";
+/** The agent that made it (agent text). */
+export const agentOf = (c: LiveCall): string => c.listed?.owner ?? "";
+/** How long it ran, once it finished or failed (µs). */
+export const tookOf = (c: LiveCall): number | undefined => c.listed?.duration_us ?? undefined;
+
 export interface LiveState {
   /** The newest first, at most RING. */
-  calls: CallRow[];
+  calls: LiveCall[];
   paused: boolean;
   /** The pointer is on the list: new calls wait so that no row moves under it. */
   hovering: boolean;
@@ -80,9 +77,9 @@ export function liveStore(
   let state: LiveState = { calls: [], paused: false, hovering: false, held: 0, missed: 0 };
   const listeners = new Set<() => void>();
   // Every call the store knows, shown or held, by key.
-  const known = new Map<string, CallRow>();
+  const known = new Map<string, LiveCall>();
   // Held new calls, the oldest first.
-  let held: CallRow[] = [];
+  let held: LiveCall[] = [];
   let queue: FeedItem[] = [];
   let scheduled = false;
   let stopped = false;
@@ -102,9 +99,9 @@ export function liveStore(
     queue = [];
     let missed = state.missed;
     // Rows changed in this frame: copied once, then changed in place.
-    const fresh = new Map<string, CallRow>();
-    const added: CallRow[] = [];
-    const touch = (key: string, make: () => CallRow): CallRow => {
+    const fresh = new Map<string, LiveCall>();
+    const added: LiveCall[] = [];
+    const touch = (key: string, make: () => LiveCall): LiveCall => {
       const copy = fresh.get(key);
       if (copy) return copy;
       const old = known.get(key);
@@ -117,34 +114,18 @@ export function liveStore(
     for (const { event } of items) {
       if (event.kind === "missed") missed += event.count;
       else if (event.kind === "call") {
-        const key = `${event.session_id}/${event.call_id}`;
-        const row = touch(key, () => ({
-          key,
-          sessionId: event.session_id,
-          callId: event.call_id,
-          tool: event.tool,
-          agent: event.agent,
-          startedAt: event.at,
-          state: "running",
-          steps: [],
-        }));
+        const key = `${event.row.session_id}/${event.row.call_id}`;
+        const row = touch(key, () => ({ key, listed: null, asked: null, startedAt: event.at, state: "running", steps: [] }));
+        row.listed = event.row;
+        row.state = event.row.status;
         if (event.action != null) row.action = event.action;
         if (event.sandbox != null) row.sandbox = event.sandbox;
-        if (!row.agent) row.agent = event.agent;
         placed(event.steps, event.at).forEach((at, i) => addStep(row, event.steps[i]!, at));
       } else if (event.kind === "approval_asked") {
         const a = event.approval;
         const key = `${a.session_id}/${a.call_id}`;
-        const row = touch(key, () => ({
-          key,
-          sessionId: a.session_id,
-          callId: a.call_id,
-          tool: a.tool,
-          agent: "",
-          startedAt: a.requested_at,
-          state: "waiting",
-          steps: [],
-        }));
+        const row = touch(key, () => ({ key, listed: null, asked: a, startedAt: a.requested_at, state: "waiting", steps: [] }));
+        row.asked = a;
         row.action ??= a.action.command ?? undefined;
         row.steps.push({ at: a.requested_at, stage: "approval", outcome: "asked", note: a.reason ?? undefined });
         row.decision = "prompt";
@@ -196,10 +177,10 @@ export function liveStore(
 }
 
 /** The held calls shown on top (the newest first), the list cut to RING. */
-function release(calls: CallRow[], held: CallRow[], known: Map<string, CallRow>) {
+function release(calls: LiveCall[], held: LiveCall[], known: Map<string, LiveCall>) {
   const all = [...[...held].reverse(), ...calls];
   for (const r of all.slice(RING)) known.delete(r.key);
-  return { calls: all.slice(0, RING), held: [] as CallRow[] };
+  return { calls: all.slice(0, RING), held: [] as LiveCall[] };
 }
 
 /** When each of an event's steps began: the event is emitted as its last step ends, and each passed check
@@ -215,39 +196,17 @@ export function placed(steps: CallStep[], at: number): number[] {
   return times;
 }
 
-function addStep(row: CallRow, step: CallStep, at: number) {
+function addStep(row: LiveCall, step: CallStep, at: number) {
   if (at < row.startedAt) row.startedAt = at;
-  row.steps.push({
-    at,
-    stage: step.stage,
-    outcome: step.outcome,
-    decision: step.decision ?? undefined,
-    decidedBy: step.decided_by ?? undefined,
-    durationUs: step.duration_us ?? undefined,
-    error: step.error ?? undefined,
-  });
+  row.steps.push({ ...step, at });
   if (step.decision) row.decision = step.decision;
-  switch (step.outcome) {
-    case "blocked":
-      row.state = "blocked";
-      break;
-    case "started":
-    case "progress":
-      row.state = "running";
-      break;
-    case "finished":
-    case "error":
-      row.state = step.outcome;
-      row.durationUs = step.duration_us ?? undefined;
-      if (step.duration_us != null) retime(row, at - step.duration_us);
-      break;
-  }
+  if ((step.outcome === "finished" || step.outcome === "error") && step.duration_us != null) retime(row, at - step.duration_us);
 }
 
 /** The call was allowed at `begun` (its duration counts from there, before its ledger row was written):
  * its decision step is placed there rather than where the start was announced, and the call starts
  * there if nothing came earlier (an approval asked). */
-function retime(row: CallRow, begun: number) {
+function retime(row: LiveCall, begun: number) {
   row.steps = row.steps.map((s) =>
     s.outcome === "passed" && (s.stage === "policy" || s.stage === "approval") && s.at > begun ? { ...s, at: begun } : s,
   );

@@ -13,8 +13,10 @@ import {
   parseTree,
   printParseErrorCode,
 } from "jsonc-parser";
+import type { Decision } from "../../backend/backend";
 
-export type Decision = "allow" | "prompt" | "forbidden";
+/** What a rule says (the policy's own type, generated). */
+export type { Decision };
 export const DECISIONS: Decision[] = ["allow", "prompt", "forbidden"];
 
 /** A pattern element: a word, or alternatives. */

@@ -5,7 +5,7 @@ import { memo } from "react";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { absolute } from "../../../lib/time";
 import { visible } from "../../../lib/visible";
-import type { CallRow, CallState, StepView } from "../liveStore";
+import { agentOf, toolOf, tookOf, type CallState, type LiveCall, type StepView } from "../liveStore";
 import { clockTime, offset, span } from "./format";
 
 const STATE_WORDS: Record<CallState, string> = {
@@ -14,6 +14,7 @@ const STATE_WORDS: Record<CallState, string> = {
   finished: "finished",
   error: "error",
   blocked: "blocked",
+  interrupted: "interrupted",
 };
 
 const OUTCOME_WORDS: Record<StepView["outcome"], string> = {
@@ -36,11 +37,13 @@ export const CallRowView = memo(function CallRowView({
   expanded,
   onToggle,
 }: {
-  row: CallRow;
+  row: LiveCall;
   expanded: boolean;
   onToggle: (key: string) => void;
 }) {
-  const took = row.durationUs != null ? span(row.durationUs) : "";
+  const duration = tookOf(row);
+  const took = duration != null ? span(duration) : "";
+  const [tool, agent] = [toolOf(row), agentOf(row)];
   // A blocked call never started, so no action: what blocked it says what it was.
   const why = row.steps.find((s) => s.outcome === "blocked")?.error;
   const what = row.action ?? why;
@@ -49,7 +52,7 @@ export const CallRowView = memo(function CallRowView({
       <tr
         className={`call-row row-${row.state}${expanded ? " expanded" : ""}`}
         data-testid="live-call"
-        data-tool={row.tool}
+        data-tool={tool}
         data-state={row.state}
         onClick={() => onToggle(row.key)}
       >
@@ -69,11 +72,11 @@ export const CallRowView = memo(function CallRowView({
           </button>
           {clockTime(row.startedAt)}
         </td>
-        <td className="clip" title={visible(row.agent)}>
-          {visible(row.agent)}
+        <td className="clip" title={visible(agent)}>
+          {visible(agent)}
         </td>
-        <td className="mono clip" title={visible(row.tool)}>
-          {visible(row.tool)}
+        <td className="mono clip" title={visible(tool)}>
+          {visible(tool)}
         </td>
         <td className="mono clip" title={what != null ? visible(what) : undefined}>
           {row.sandbox != null && <Walls line={row.sandbox} />}
@@ -116,13 +119,13 @@ function Walls({ line }: { line: string }) {
 }
 
 function StepLine({ step, startedAt }: { step: StepView; startedAt: number }) {
-  const who = step.decidedBy ? visible(step.decidedBy.words) : "";
+  const who = step.decided_by ? visible(step.decided_by.words) : "";
   const said = step.error ?? step.note;
   return (
     <tr data-testid="live-step" data-stage={step.stage} data-outcome={step.outcome}>
       <td className="num at">{offset(step.at - startedAt)}</td>
       <td className="stage">{step.stage}</td>
-      <td className="num took">{step.durationUs != null ? span(step.durationUs) : ""}</td>
+      <td className="num took">{step.duration_us != null ? span(step.duration_us) : ""}</td>
       <td className={`outcome outcome-${step.outcome}`}>{OUTCOME_WORDS[step.outcome]}</td>
       <td>{step.decision ? <DecisionBadge decision={step.decision} /> : null}</td>
       <td className="clip who" title={who}>

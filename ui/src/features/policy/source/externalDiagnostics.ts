@@ -8,14 +8,14 @@ import { type Diagnostic, forceLinting, linter } from "@codemirror/lint";
 import { syntaxTree } from "@codemirror/language";
 import { lineColumnToOffset } from "./offsets";
 
-export type Severity = "error" | "warning" | "info";
+export type MarkSeverity = "error" | "warning" | "info";
 
 /** A problem the backend found: 1-based line and column (UTF-8 bytes, as Rust counts them). */
 export interface ExternalDiagnostic {
   line: number;
   column: number;
   message: string;
-  severity: Severity;
+  severity: MarkSeverity;
 }
 
 /** One external diagnostic placed in the current document. */
@@ -23,13 +23,13 @@ interface Placed {
   from: number;
   to: number;
   message: string;
-  severity: Severity;
+  severity: MarkSeverity;
 }
 
 /** Replaces the external diagnostics. */
 export const setExternalDiagnostics = StateEffect.define<readonly ExternalDiagnostic[]>();
 
-const LINE_CLASS: Record<Severity, string> = {
+const LINE_CLASS: Record<MarkSeverity, string> = {
   error: "cm-external-error-line",
   warning: "cm-external-warning-line",
   info: "cm-external-info-line",
@@ -62,9 +62,9 @@ const placedField = StateField.define<readonly Placed[]>({
 });
 
 /** Lines (by start offset) with their worst external severity, in document order. */
-function linesOf(state: EditorState): { from: number; number: number; severity: Severity }[] {
-  const rank: Record<Severity, number> = { error: 3, warning: 2, info: 1 };
-  const byLine = new Map<number, { from: number; number: number; severity: Severity }>();
+function linesOf(state: EditorState): { from: number; number: number; severity: MarkSeverity }[] {
+  const rank: Record<MarkSeverity, number> = { error: 3, warning: 2, info: 1 };
+  const byLine = new Map<number, { from: number; number: number; severity: MarkSeverity }>();
   for (const d of state.field(placedField)) {
     const line = state.doc.lineAt(d.from);
     const seen = byLine.get(line.from);
@@ -84,7 +84,7 @@ const lineDecorations = EditorView.decorations.compute([placedField], (state): D
 
 class LineNumberClass extends GutterMarker {
   override readonly elementClass: string;
-  constructor(readonly severity: Severity) {
+  constructor(readonly severity: MarkSeverity) {
     super();
     this.elementClass = `${LINE_CLASS[severity]}-gutter`;
   }

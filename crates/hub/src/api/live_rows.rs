@@ -1,0 +1,214 @@
+//! The live feed's listing of each call: the ledger's own `CallRow` (the type the ledger browser and
+//! `portcullis ledger query` list), folded from the call's lifecycle events as they pass, so a front end
+//! shows a live call and a recorded one from one shape. One fold per feed, bounded ([`LIVE_ROWS`]
+//! calls: the oldest is forgotten first; a call seen again then starts a new row).
+
+use super::call_steps;
+use super::types::CallDecision;
+use portcullis_harness::{DecidedBy, EventPayload, ToolEvent};
+use portcullis_ledger::row::decided_columns;
+use portcullis_ledger::{CallRow, CallStatus, StoredPolicyDecision};
+use std::collections::{HashMap, VecDeque};
+
+/// The most calls one feed keeps a row for.
+pub const LIVE_ROWS: usize = 1024;
+
+type Key = (String, String);
+
+#[derive(Default)]
+pub(crate) struct LiveRows {
+    rows: HashMap<Key, CallRow>,
+    order: VecDeque<Key>,
+}
+
+impl LiveRows {
+    /// The row of `event`'s call with the event applied.
+    pub(crate) fn apply(&mut self, event: &ToolEvent) -> CallRow {
+        let key = (event.call.session_id.to_string(), event.call.call_id.to_string());
+        if !self.rows.contains_key(&key) {
+            if self.order.len() >= LIVE_ROWS
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.rows.remove(&oldest);
+            }
+            self.order.push_back(key.clone());
+        }
+        let row = self.rows.entry(key).or_insert_with(|| first_row(event));
+        applied(row, event);
+        row.clone()
+    }
+}
+
+fn first_row(event: &ToolEvent) -> CallRow {
+    CallRow {
+        // Not recorded yet as far as the feed knows: the ledger gives the id.
+        record_id: 0,
+        session_id: event.call.session_id.to_string(),
+        run_id: event.call.run_id.to_string(),
+        call_id: event.call.call_id.to_string(),
+        owner: event.call.owner.to_string(),
+        tool: event.tool_name.to_string(),
+        status: CallStatus::Running,
+        at: event.at,
+        started_at: None,
+        duration_us: None,
+        reason: None,
+        error_code: None,
+        decided_by: "default".into(),
+        decided_rule: None,
+        decided_source: None,
+        decided_operator: None,
+        redacted: false,
+        policy_decision: None,
+        policy_rule: None,
+        summary: None,
+        snippet: None,
+    }
+}
+
+fn decided(row: &mut CallRow, by: &DecidedBy) {
+    let (kind, rule, source, operator) = decided_columns(by);
+    row.decided_by = kind.to_owned();
+    row.decided_rule = rule.map(str::to_owned);
+    row.decided_source = source.map(str::to_owned);
+    row.decided_operator = operator;
+}
+
+/// What the policy said, as the event's policy step tells it, and the rule that said it.
+fn policy(row: &mut CallRow, payload: &EventPayload, asked_by: Option<&DecidedBy>, by: &DecidedBy) {
+    let step = call_steps::steps_of(payload)
+        .into_iter()
+        .find(|s| s.stage == super::types::PipelineStage::Policy)
+        .and_then(|s| s.decision);
+    row.policy_decision = match step {
+        Some(CallDecision::Allow) => Some(StoredPolicyDecision::Allow),
+        Some(CallDecision::Prompt) => Some(StoredPolicyDecision::Prompt),
+        Some(CallDecision::Forbidden) => Some(StoredPolicyDecision::Forbidden),
+        _ => row.policy_decision,
+    };
+    row.policy_rule = match asked_by.unwrap_or(by) {
+        DecidedBy::Rule { rule_id, .. } if row.policy_decision.is_some() => Some(rule_id.clone()),
+        _ => row.policy_rule.clone(),
+    };
+}
+
+fn applied(row: &mut CallRow, event: &ToolEvent) {
+    row.at = event.at;
+    match &event.payload {
+        EventPayload::Started { arguments, decided_by, policy_decided_by, .. } => {
+            row.status = CallStatus::Running;
+            row.started_at = Some(event.at);
+            row.summary = portcullis_ledger::query::argument_summary(arguments);
+            decided(row, decided_by);
+            policy(row, &event.payload, policy_decided_by.as_ref(), decided_by);
+        }
+        EventPayload::Blocked { reason, error, decided_by, policy_decided_by } => {
+            row.status = CallStatus::Blocked;
+            row.reason = Some(reason.as_str().to_owned());
+            row.error_code = Some(error.code.clone());
+            decided(row, decided_by);
+            policy(row, &event.payload, policy_decided_by.as_ref(), decided_by);
+        }
+        EventPayload::Progress { .. } | EventPayload::GuardrailDecision { .. } => {}
+        EventPayload::Finished { duration_us, .. } => {
+            row.status = CallStatus::Finished;
+            row.duration_us = i64::try_from(*duration_us).ok();
+        }
+        EventPayload::Error { error, duration_us } => {
+            row.status = CallStatus::Error;
+            row.error_code = Some(error.code.clone());
+            row.duration_us = i64::try_from(*duration_us).ok();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use portcullis_harness::{
+        ActionKind, BlockedReason, CallContext, CallError, ExecutionAction, StageTimes, Timestamp, ToolOutput,
+    };
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn event(call: &str, at: i64, payload: EventPayload) -> ToolEvent {
+        ToolEvent {
+            call: Arc::new(CallContext {
+                session_id: Arc::from("s1"),
+                run_id: Arc::from("r1"),
+                call_id: Arc::from(call),
+                owner: Arc::from("claude-code"),
+                cwd: None,
+            }),
+            tool_name: Arc::from("shell"),
+            at: Timestamp(at),
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_call_is_listed_as_the_ledger_lists_it_as_its_events_pass() {
+        let mut rows = LiveRows::default();
+        let rule = DecidedBy::Rule { rule_id: "build".into(), source: "p.json".into() };
+        let started = rows.apply(&event(
+            "c1",
+            10,
+            EventPayload::Started {
+                arguments: Arc::new(json!({"command": "make build"})),
+                action: Arc::new(ExecutionAction::new(ActionKind::Execute, "exec")),
+                decided_by: rule.clone(),
+                policy_decided_by: None,
+                stages: StageTimes::default(),
+            },
+        ));
+        assert_eq!((started.status, started.summary.as_deref()), (CallStatus::Running, Some("make build")));
+        assert_eq!((started.decided_by.as_str(), started.decided_rule.as_deref()), ("rule", Some("build")));
+        assert_eq!(started.policy_decision, Some(StoredPolicyDecision::Allow));
+        assert_eq!(started.policy_rule.as_deref(), Some("build"));
+        let done = rows.apply(&event(
+            "c1",
+            30,
+            EventPayload::Finished {
+                output: Arc::new(ToolOutput::text("ok")),
+                duration_us: 20,
+                redaction_us: 0,
+            },
+        ));
+        assert_eq!(
+            (done.status, done.duration_us, done.started_at),
+            (CallStatus::Finished, Some(20), Some(Timestamp(10)))
+        );
+        assert_eq!(done.summary.as_deref(), Some("make build"), "kept from the start");
+    }
+
+    #[test]
+    fn a_forbidden_call_is_blocked_by_its_rule() {
+        let mut rows = LiveRows::default();
+        let row = rows.apply(&event(
+            "c2",
+            5,
+            EventPayload::Blocked {
+                reason: BlockedReason::ExecutionDenied,
+                error: CallError::new("execution_denied", "no"),
+                decided_by: DecidedBy::Rule { rule_id: "no-rm".into(), source: "p.json".into() },
+                policy_decided_by: None,
+            },
+        ));
+        assert_eq!(row.status, CallStatus::Blocked);
+        assert_eq!(
+            (row.reason.as_deref(), row.error_code.as_deref()),
+            (Some("execution_denied"), Some("execution_denied"))
+        );
+        assert_eq!(row.policy_decision, Some(StoredPolicyDecision::Forbidden));
+    }
+
+    #[test]
+    fn the_fold_is_bounded() {
+        let mut rows = LiveRows::default();
+        for i in 0..LIVE_ROWS + 10 {
+            rows.apply(&event(&format!("c{i}"), 1, EventPayload::Progress { progress: json!({}) }));
+        }
+        assert_eq!(rows.rows.len(), LIVE_ROWS);
+        assert!(!rows.rows.contains_key(&("s1".to_owned(), "c0".to_owned())));
+    }
+}
