@@ -63,19 +63,6 @@ impl LedgerView {
         Ok(self.reader.count(filter)?)
     }
 
-    /// One call: every record in order, and its approvals. `session` narrows when call ids repeat.
-    pub fn call(&self, call_id: &str, session: Option<&str>) -> Result<CallTimeline, ApiError> {
-        let timeline = self.reader.timeline(call_id, session)?;
-        if timeline.records.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::CallNotFound,
-                format!("no call {call_id} in {}", self.reader.path().display()),
-                json!({ "call_id": call_id, "session": session }),
-            ));
-        }
-        Ok(timeline)
-    }
-
     /// Sessions with how each ended (open, closed, cut), newest first.
     pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Result<Vec<SessionRow>, ApiError> {
         Ok(self.reader.session_rows(filter, limit.clamp(1, MAX_PAGE))?)

@@ -8,6 +8,7 @@ use crate::common;
 
 use portcullis_hub::api::ErrorCode;
 use portcullis_hub::api::ledger::{CallFilter, CallStatus, LedgerView};
+use portcullis_hub::api::ledger_browse::BrowsedLedger;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -79,13 +80,14 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     assert!(first.calls.iter().all(|c| c.snippet.is_none()));
 
     // A listing row is the projection of the record it stands for (policy decisions, rules and all).
+    let browsed = BrowsedLedger::open(&dir.join("ledger.db")).unwrap();
     for row in first.calls.iter().chain(&rest.calls) {
-        let timeline = view.call(&row.call_id, Some(&row.session_id)).unwrap();
-        let record = timeline.records.iter().find(|r| r.id == row.record_id).unwrap();
-        assert_eq!(
-            &portcullis_hub::api::ledger::CallRow::of_call(&timeline.records, record.id).unwrap(),
-            row
-        );
+        let [detail] = &browsed.details(&row.call_id, Some(&row.session_id)).unwrap()[..] else { panic!() };
+        let records: Vec<_> = detail.records.iter().map(|step| step.record.clone()).collect();
+        let record = records.iter().find(|r| r.id == row.record_id).unwrap();
+        assert_eq!(&portcullis_hub::api::ledger::CallRow::of_call(&records, record.id).unwrap(), row);
+        // The detail lists the call as the listing does.
+        assert_eq!(detail.call.call_id, row.call_id);
     }
 
     // By what the policy said, and by agent (the calls' owner).
@@ -114,9 +116,9 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     let refusals = view.refusals(&portcullis_hub::api::ledger::RefusalFilter::default(), 10).unwrap();
     assert!(refusals.is_empty(), "{refusals:?}");
 
-    let timeline = view.call("c9", Some("s1")).unwrap();
-    assert!(!timeline.records.is_empty());
-    let unknown = view.call("nope", None).err().unwrap();
+    let details = browsed.details("c9", Some("s1")).unwrap();
+    assert!(!details[0].records.is_empty());
+    let unknown = browsed.details("nope", None).err().unwrap();
     assert_eq!(unknown.code, ErrorCode::CallNotFound);
     assert_eq!(unknown.code.http_status(), 404);
     hub.close().await.unwrap();

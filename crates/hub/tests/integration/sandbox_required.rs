@@ -30,12 +30,10 @@ async fn without_walls_a_command_runs_unconfined_and_says_so() {
 
 /// Why the ledger says the call's command ran (or would have run) unconfined.
 fn unconfined_reason(dir: &std::path::Path, call_id: &str) -> String {
-    let view = portcullis_hub::api::ledger::LedgerView::open(&dir.join("ledger.db")).unwrap();
-    let timeline = view.call(call_id, None).unwrap();
-    let profile = timeline
-        .records
-        .iter()
-        .find_map(|r| r.body.action.as_ref().and_then(|a| a.sandbox.clone()))
+    let browsed = portcullis_hub::api::ledger_browse::BrowsedLedger::open(&dir.join("ledger.db")).unwrap();
+    let details = browsed.details(call_id, None).unwrap();
+    let profile = (details.iter().flat_map(|d| &d.records))
+        .find_map(|step| step.record.body.action.as_ref().and_then(|a| a.sandbox.clone()))
         .expect("the ledger row keeps the profile");
     match profile.enforcement {
         Enforcement::Unconfined { reason } => reason,
