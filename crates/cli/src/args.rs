@@ -47,6 +47,23 @@ pub enum Command {
         #[command(subcommand)]
         command: SandboxCommand,
     },
+    /// Call any command of the operator's command table on the hub this user runs (what the desktop
+    /// app and the browser call), with the operator's token: its answer as JSON, or a stream's updates
+    /// as JSON lines until it ends (Ctrl-C stops it). `--list` lists the commands.
+    Api(ApiArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ApiArgs {
+    /// List the commands and their arguments.
+    #[arg(long, conflicts_with = "command")]
+    pub list: bool,
+    /// The command (`pending_approvals`, `answer_approval`, `follow_events`...).
+    #[arg(value_name = "COMMAND", required_unless_present = "list")]
+    pub command: Option<String>,
+    /// Its arguments as one JSON object (camelCase keys, as `--list` shows them).
+    #[arg(value_name = "ARGUMENTS", default_value = "{}")]
+    pub arguments: String,
 }
 
 #[derive(Debug, Subcommand)]

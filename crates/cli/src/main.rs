@@ -2,6 +2,7 @@
 //! files; checks, tests, lints and replays policies; and runs one tool call through the pipeline.
 //! Errors are one line on stderr (`portcullis: error[<code>]: <message>`, exit 2).
 
+mod api_cmd;
 mod args;
 mod call_cmd;
 mod client;
@@ -43,6 +44,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(a) => return serve_cmd::serve_cmd(a),
         Command::Mcp(a) => return mcp_cmd::mcp_cmd(a),
         Command::Hook { agent: HookAgent::Claude(a) } => return hook_cmd::hook_claude(a),
+        // Streams print as they come, line by line.
+        Command::Api(a) => return api_cmd::api(a),
         _ => {}
     }
     let stdout = io::stdout();
@@ -66,7 +69,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         },
         Command::Call(a) => call_cmd::call(a, &mut out)?,
         Command::Sandbox { command: SandboxCommand::Explain(a) } => sandbox_cmd::explain(a, &mut out)?,
-        Command::Serve(_) | Command::Mcp(_) | Command::Hook { .. } => ExitCode::SUCCESS,
+        Command::Serve(_) | Command::Mcp(_) | Command::Hook { .. } | Command::Api(_) => ExitCode::SUCCESS,
     };
     out.flush()?;
     Ok(code)

@@ -20,6 +20,7 @@ pub mod hub;
 pub mod launch;
 pub mod manifest;
 pub mod operator_http;
+mod operator_remote;
 mod pins;
 pub mod pipeline;
 pub mod record_sinks;

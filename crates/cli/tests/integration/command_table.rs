@@ -201,3 +201,71 @@ fn a_stream_sends_its_id_then_live_updates_and_stop_stream_ends_it() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("bad_argument"), "{body}");
 }
+
+/// `portcullis api NAME ARGS` on the served hub, as its operator (the same user's config folder).
+fn api_cli(served: &Served, args: &[&str]) -> std::process::Output {
+    crate::common::portcullis(&served.path("")).arg("api").args(args).output().unwrap()
+}
+
+#[test]
+fn portcullis_api_calls_the_table_of_the_running_hub_as_its_operator() {
+    node_modules();
+    let served = serve(&POLICY.replace(r#""default": "forbidden""#, r#""default": "prompt""#));
+    let listed = api_cli(&served, &["--list"]);
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(listed.contains("answer_approval") && listed.contains("{id, answer}"), "{listed}");
+    assert!(listed.lines().count() >= COMMANDS.len(), "{listed}");
+
+    // An agent's call waits for an answer; another terminal answers it through the table.
+    let info = json!({ "mcp_url": served.mcp_url });
+    let agent = crate::common::agent_in_background(
+        &info,
+        &served.token,
+        json!([{"op": "call", "name": "shell", "arguments": {"command": "touch answered-by-api"}}]),
+    );
+    let started = Instant::now();
+    let id = loop {
+        let out = api_cli(&served, &["pending_approvals"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let pending: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if let Some(id) = pending[0]["id"].as_u64() {
+            break id;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the prompt never came");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let answer = json!({"id": id, "answer": {"answer": "once"}}).to_string();
+    let out = api_cli(&served, &["answer_approval", &answer]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let agent = agent.join().unwrap();
+    assert!(agent.status.success(), "{}", String::from_utf8_lossy(&agent.stdout));
+    assert!(served.project().join("answered-by-api").exists());
+    // The same answer again is the hub's own error, with its code.
+    let again = api_cli(&served, &["answer_approval", &answer]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("approval"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    // A stream prints its updates as JSON lines until it ends.
+    let opened: Value = serde_json::from_slice(&api_cli(&served, &["open_ledger"]).stdout).unwrap();
+    let file = served.path("export.jsonl");
+    let args = json!({"id": opened["id"], "filter": {}, "format": "jsonl", "file": file}).to_string();
+    let out = api_cli(&served, &["export_ledger", &args]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let updates: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(updates.last().unwrap()["kind"], "done", "{updates:?}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("answered-by-api"));
+    let exported = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        exported.contains(r#""operator":"api""#) || exported.contains("api: approved_once"),
+        "{exported}"
+    );
+
+    let unknown = api_cli(&served, &["no_such_command"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no_such_command"));
+}

@@ -194,7 +194,7 @@ impl ErrorCode {
 
 /// A failed operator API call.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct ApiError {
     /// The stable code: one of a closed set ([`ErrorCode`]).

@@ -1,0 +1,94 @@
+//! `portcullis api`: any command of the operator's command table on the running hub, over HTTP (the
+//! hub's `start::RemoteHub`), so a headless operator has every operation the desktop app has: the
+//! answer as JSON on stdout, a stream's updates one JSON line each, failures as the hub's own codes.
+
+use crate::args::ApiArgs;
+use crate::error::CliError;
+use portcullis_hub::api::{ApiError, COMMANDS, ErrorCode};
+use portcullis_hub::start::{RemoteHub, user_config_dir};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::ExitCode;
+
+pub fn api(args: &ApiArgs) -> Result<ExitCode, CliError> {
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        for c in COMMANDS {
+            let arguments: Vec<String> = c.args.iter().map(|a| camel(a)).collect();
+            let kind = if c.stream { "stream" } else { "call" };
+            writeln!(out, "{:<26} {kind:<6} {{{}}}", c.name, arguments.join(", "))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = args.command.as_deref().unwrap_or_default();
+    let Some(command) = COMMANDS.iter().find(|c| c.name == name) else {
+        return Err(CliError::Api(ApiError::new(
+            ErrorCode::CommandUnknown,
+            format!("no command {name:?} (portcullis api --list lists them)"),
+            json!({ "command": name }),
+        )));
+    };
+    let arguments: Value = serde_json::from_str(&args.arguments).map_err(|e| {
+        CliError::Api(ApiError::new(
+            ErrorCode::BadRequest,
+            format!("the arguments are not JSON: {e}"),
+            json!({ "command": name }),
+        ))
+    })?;
+    let dir = user_config_dir().ok_or_else(|| {
+        CliError::Api(ApiError::new(ErrorCode::HubUnavailable, "no config folder (set HOME)", json!({})))
+    })?;
+    let hub = RemoteHub::running(&dir)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    if command.stream {
+        let mut failed: Option<std::io::Error> = None;
+        runtime.block_on(hub.stream(
+            name,
+            &arguments,
+            &mut |id| {
+                let _ = writeln!(std::io::stderr(), "portcullis: stream {id} (Ctrl-C stops it)");
+            },
+            &mut |update| match writeln!(out, "{update}").and_then(|()| out.flush()) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
+        ))?;
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+    } else {
+        let answer = runtime.block_on(hub.call(name, &arguments))?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `call_id` as the arguments' object spells it: `callId`.
+fn camel(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = false;
+    for c in snake.chars() {
+        match c {
+            '_' => upper = true,
+            c if upper => {
+                out.extend(c.to_uppercase());
+                upper = false;
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn arguments_are_spelt_as_the_window_sends_them() {
+        assert_eq!(super::camel("call_id"), "callId");
+        assert_eq!(super::camel("expected_version"), "expectedVersion");
+        assert_eq!(super::camel("id"), "id");
+    }
+}

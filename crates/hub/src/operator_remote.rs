@@ -1,0 +1,112 @@
+//! A running hub's command table from another process, over HTTP with a maintained client (reqwest):
+//! what `portcullis api` uses to call any command of [`crate::operator_commands!`] on the hub this user
+//! runs — found by its runtime file, with the operator's token from the same config folder. The answers
+//! are the table's JSON; a failure is the hub's own `{code, message, details}`.
+
+use crate::api::{ApiError, ErrorCode};
+use crate::config::{RuntimeInfo, load_or_create_operator_token};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// A running hub, as its operator reaches it.
+pub struct RemoteHub {
+    api_url: String,
+    token: String,
+    client: reqwest::Client,
+}
+
+fn unreachable_hub(api_url: &str, e: &reqwest::Error) -> ApiError {
+    ApiError::new(ErrorCode::HubUnavailable, format!("{api_url}: {e}"), json!({ "api_url": api_url }))
+}
+
+impl RemoteHub {
+    /// The hub whose runtime file is in the config folder `dir`, with the operator token kept there.
+    /// `hub_unavailable` when none runs.
+    pub fn running(dir: &Path) -> Result<RemoteHub, ApiError> {
+        let info = RuntimeInfo::read(dir).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::HubUnavailable,
+                format!(
+                    "no hub runs for this user (no runtime file in {}): start `portcullis serve`",
+                    dir.display()
+                ),
+                json!({ "config_dir": dir }),
+            )
+        })?;
+        let token = load_or_create_operator_token(dir).map_err(|e| {
+            ApiError::new(ErrorCode::HubUnavailable, format!("the operator token: {e}"), json!({}))
+        })?;
+        let client = reqwest::Client::builder()
+            // Loopback: a proxy from the environment must never see the token.
+            .no_proxy()
+            .build()
+            .map_err(|e| ApiError::new(ErrorCode::BackendFailed, e.to_string(), json!({})))?;
+        Ok(RemoteHub { api_url: info.api_url, token: token.trim().to_owned(), client })
+    }
+
+    async fn post(&self, route: &str, name: &str, args: &Value) -> Result<reqwest::Response, ApiError> {
+        let url = format!("{}/{route}/{name}", self.api_url);
+        let response = (self.client.post(&url).bearer_auth(&self.token))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(args.to_string())
+            .send()
+            .await
+            .map_err(|e| unreachable_hub(&self.api_url, &e))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        Err(serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| serde_json::from_value::<ApiError>(v.get("error")?.clone()).ok())
+            .unwrap_or_else(|| {
+                ApiError::new(
+                    ErrorCode::BackendFailed,
+                    format!("the hub answered HTTP {status}: {}", text.chars().take(300).collect::<String>()),
+                    json!({ "status": status }),
+                )
+            }))
+    }
+
+    /// Runs call `name` with `args` (the arguments' object); its output.
+    pub async fn call(&self, name: &str, args: &Value) -> Result<Value, ApiError> {
+        let response = self.post("commands", name, args).await?;
+        let text = response.text().await.map_err(|e| unreachable_hub(&self.api_url, &e))?;
+        serde_json::from_str(&text).map_err(|e| {
+            ApiError::new(ErrorCode::BackendFailed, format!("the hub's answer is not JSON: {e}"), json!({}))
+        })
+    }
+
+    /// Runs stream `name` with `args`: `on_started` gets its id, `on_update` each update until the
+    /// stream ends or `on_update` answers false (hanging up then stops it on the hub).
+    pub async fn stream(
+        &self,
+        name: &str,
+        args: &Value,
+        on_started: &mut dyn FnMut(u32),
+        on_update: &mut dyn FnMut(Value) -> bool,
+    ) -> Result<(), ApiError> {
+        let mut response = self.post("streams", name, args).await?;
+        let mut pending = String::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| unreachable_hub(&self.api_url, &e))? {
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = pending.find("\n\n") {
+                let event: String = pending.drain(..end + 2).collect();
+                let kind = event.lines().find_map(|l| l.strip_prefix("event:")).map(str::trim);
+                let data: String =
+                    event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                if kind == Some("stream") {
+                    on_started(value["id"].as_u64().and_then(|id| u32::try_from(id).ok()).unwrap_or(0));
+                } else if !on_update(value) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
