@@ -24,8 +24,9 @@ export default tseslint.config(
               message: "Only src/backend/ talks to Tauri: go through the Backend interface (useBackend()).",
             },
             {
-              group: ["**/backend/tauri", "**/backend/bindings"],
-              message: "Import types and the Backend from src/backend/backend.ts; the Tauri implementation is chosen in main.tsx.",
+              group: ["**/backend/tauri", "**/backend/http", "**/backend/bindings"],
+              message:
+                "Import types and the Backend from src/backend/backend.ts; which implementation (Tauri, HTTP) runs is chosen in main.tsx only: no view knows.",
             },
           ],
         },

@@ -36,10 +36,20 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         .constant("ESCAPED_RANGES", portcullis_hub::api::escaped_ranges())
         // How each kind of protected place is named after "decided by" (`ProtectedKind::words`).
         .constant("PROTECTED_KIND_WORDS", protected_kind_words())
+        // The command table as the HTTP backend calls it (`backend/http.ts`): each command's arguments
+        // in order, as the request's JSON spells them, and whether it streams.
+        .constant("COMMAND_TABLE", command_table())
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
         .dangerously_cast_bigints_to_number()
         // One TypeScript type per Rust type: the window reads what Rust serializes and sends what it reads.
         .disable_serde_phases()
+}
+
+/// `{"answer_approval": {"args": ["id", "answer"], "stream": false}, ...}`: the hub's table.
+fn command_table() -> serde_json::Map<String, serde_json::Value> {
+    (portcullis_hub::api::COMMANDS.iter())
+        .map(|c| (c.name.to_owned(), serde_json::json!({ "args": c.json_args(), "stream": c.stream })))
+        .collect()
 }
 
 /// `{"policy": "protected place (policy)", ...}`: every kind's words, keyed as the kind serializes.

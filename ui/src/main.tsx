@@ -1,7 +1,11 @@
-// The window's entry: the Tauri Backend, the app, the theme.
+// The entry of the window and of the browser console: the Backend this page runs on (Tauri's IPC in the
+// desktop app, the hub's command table over HTTP in a browser), the app, the theme. Nothing below this
+// file knows which one it got.
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
+import { isTauri } from "@tauri-apps/api/core";
 import { tauriBackend } from "./backend/tauri";
+import { browserNotifications, httpBackend } from "./backend/http";
 import { App } from "./app/App";
 import "./app/theme.css";
 
@@ -18,7 +22,7 @@ const root = document.getElementById("root");
 if (root) {
   createRoot(root).render(
     <StrictMode>
-      <App backend={tauriBackend()} />
+      <App backend={isTauri() ? tauriBackend() : httpBackend({ notify: browserNotifications() })} />
     </StrictMode>,
   );
 }

@@ -14,7 +14,7 @@ pub fn api(args: &ApiArgs) -> Result<ExitCode, CliError> {
     let mut out = std::io::stdout().lock();
     if args.list {
         for c in COMMANDS {
-            let arguments: Vec<String> = c.args.iter().map(|a| camel(a)).collect();
+            let arguments = c.json_args();
             let kind = if c.stream { "stream" } else { "call" };
             writeln!(out, "{:<26} {kind:<6} {{{}}}", c.name, arguments.join(", "))?;
         }
@@ -66,29 +66,24 @@ pub fn api(args: &ApiArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `call_id` as the arguments' object spells it: `callId`.
-fn camel(snake: &str) -> String {
-    let mut out = String::with_capacity(snake.len());
-    let mut upper = false;
-    for c in snake.chars() {
-        match c {
-            '_' => upper = true,
-            c if upper => {
-                out.extend(c.to_uppercase());
-                upper = false;
-            }
-            c => out.push(c),
-        }
+/// `portcullis operator link`: the running hub's `console_link` command, the URL on stdout.
+pub fn operator_link(args: &crate::args::LinkArgs) -> Result<ExitCode, CliError> {
+    let dir = user_config_dir().ok_or_else(|| {
+        CliError::Api(ApiError::new(ErrorCode::HubUnavailable, "no config folder (set HOME)", json!({})))
+    })?;
+    let hub = RemoteHub::running(&dir)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let link = runtime.block_on(hub.call("console_link", &json!({ "operator": args.name })))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{link}")?;
+    } else {
+        writeln!(out, "{}", link["url"].as_str().unwrap_or_default())?;
+        let _ = writeln!(
+            std::io::stderr(),
+            "portcullis: logs {} in once, within 10 minutes",
+            crate::render::clean(link["operator"].as_str().unwrap_or_default())
+        );
     }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn arguments_are_spelt_as_the_window_sends_them() {
-        assert_eq!(super::camel("call_id"), "callId");
-        assert_eq!(super::camel("expected_version"), "expectedVersion");
-        assert_eq!(super::camel("id"), "id");
-    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -51,6 +51,28 @@ pub enum Command {
     /// app and the browser call), with the operator's token: its answer as JSON, or a stream's updates
     /// as JSON lines until it ends (Ctrl-C stops it). `--list` lists the commands.
     Api(ApiArgs),
+    /// The operator's own business with the running hub.
+    Operator {
+        #[command(subcommand)]
+        command: OperatorCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OperatorCommand {
+    /// Print a one-time link that logs an operator in to the hub's browser console (works once, for
+    /// ten minutes; answers given there are recorded as `NAME (browser)`).
+    Link(LinkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LinkArgs {
+    /// Who logs in with it (default: this user's name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print the link's JSON (url, operator, expires_at_ms) instead of the URL alone.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +210,13 @@ pub struct ServeArgs {
     /// tail, never on a call's path; it catches up after a restart). Repeatable.
     #[arg(long, value_name = "FILE")]
     pub copy_records_to: Vec<PathBuf>,
+    /// Serve no browser console (`/`, `/login`): approvals then go through the terminal, the app and
+    /// the API only.
+    #[arg(long)]
+    pub no_console: bool,
+    /// Seconds a browser console login lasts (it also ends after two idle hours, or at logout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 12 * 60 * 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub console_session: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

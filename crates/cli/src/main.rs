@@ -20,7 +20,7 @@ mod stats_cmd;
 mod table;
 mod terminal;
 
-use crate::args::{Cli, Command, HookAgent, LedgerCommand, PolicyCommand, SandboxCommand};
+use crate::args::{Cli, Command, HookAgent, LedgerCommand, OperatorCommand, PolicyCommand, SandboxCommand};
 use crate::error::CliError;
 use clap::Parser;
 use std::io::{self, BufWriter, IsTerminal, Write};
@@ -46,6 +46,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Hook { agent: HookAgent::Claude(a) } => return hook_cmd::hook_claude(a),
         // Streams print as they come, line by line.
         Command::Api(a) => return api_cmd::api(a),
+        Command::Operator { command: OperatorCommand::Link(a) } => return api_cmd::operator_link(a),
         _ => {}
     }
     let stdout = io::stdout();
@@ -69,7 +70,11 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         },
         Command::Call(a) => call_cmd::call(a, &mut out)?,
         Command::Sandbox { command: SandboxCommand::Explain(a) } => sandbox_cmd::explain(a, &mut out)?,
-        Command::Serve(_) | Command::Mcp(_) | Command::Hook { .. } | Command::Api(_) => ExitCode::SUCCESS,
+        Command::Serve(_)
+        | Command::Mcp(_)
+        | Command::Hook { .. }
+        | Command::Api(_)
+        | Command::Operator { .. } => ExitCode::SUCCESS,
     };
     out.flush()?;
     Ok(code)

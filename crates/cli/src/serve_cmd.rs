@@ -8,7 +8,8 @@ use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
 use portcullis_hub::start::{
-    HubConfig, JsonlFileSink, RecordSink, RecordSinks, default_ledger_path, launch, user_config_dir,
+    ConsoleSettings, HubConfig, JsonlFileSink, RecordSink, RecordSinks, default_ledger_path, launch,
+    user_config_dir,
 };
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -69,6 +70,13 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
                 .map(|file| Arc::new(JsonlFileSink::new(file.clone())) as Arc<dyn RecordSink>)
                 .collect(),
         ),
+        console: ConsoleSettings {
+            enabled: !args.no_console,
+            session_ttl: Duration::from_secs(args.console_session),
+            session_idle: Duration::from_secs(args.console_session)
+                .min(ConsoleSettings::default().session_idle),
+            ..ConsoleSettings::default()
+        },
     };
     let prompter = match args.approver {
         Some(ServeApprover::None) => None,
@@ -102,8 +110,21 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         for line in crate::policy_cmd::relative_root_lines(&relative) {
             let _ = writeln!(err, "portcullis: {}", crate::render::clean(&line));
         }
-        drop(err);
         let api = launched.api();
+        if !args.no_console {
+            match api.console_link(None) {
+                Ok(link) => {
+                    let _ = writeln!(
+                        err,
+                        "portcullis: operator console: {} (logs {} in once, within 10 minutes; another: portcullis operator link)",
+                        link.url,
+                        crate::render::clean(&link.operator)
+                    );
+                }
+                Err(e) => tracing::warn!("no console login link: {}", e.message),
+            }
+        }
+        drop(err);
         log_events(&api);
         if let Some(prompter) = prompter {
             answer_on_terminal(&api, Arc::new(prompter));

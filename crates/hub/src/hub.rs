@@ -81,6 +81,8 @@ pub struct HubConfig {
     pub single_upstream: Option<String>,
     /// Where records go besides the ledger (fed from its tail: `crate::record_sinks`).
     pub record_sinks: crate::record_sinks::RecordSinks,
+    /// Whether the browser console is served, and how long its logins last.
+    pub console: crate::console::ConsoleSettings,
 }
 
 impl HubConfig {
@@ -109,6 +111,7 @@ impl HubConfig {
             sandbox_launcher: portcullis_sandbox::default_launcher(),
             single_upstream: None,
             record_sinks: crate::record_sinks::RecordSinks::default(),
+            console: crate::console::ConsoleSettings::default(),
         }
     }
 
@@ -199,6 +202,8 @@ pub(crate) struct HubState {
     pub(crate) served_at: std::sync::OnceLock<std::net::SocketAddr>,
     /// The tail feeding the record sinks (none without sinks), drained at close.
     pub(crate) tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
+    /// The browser console's login codes not used yet (any operator front end mints them).
+    pub(crate) console_codes: Arc<crate::console::logins::LoginCodes>,
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -318,6 +323,7 @@ impl Hub {
         }
         .assemble(registry);
         let tail = crate::record_sinks::RunningTail::start(&config.db, &config.record_sinks)?;
+        let console_codes = Arc::new(crate::console::logins::LoginCodes::new(config.console.code_ttl));
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
         let hub = Hub {
             state: Arc::new(HubState {
@@ -341,6 +347,7 @@ impl Hub {
                 credentials,
                 served_at: std::sync::OnceLock::new(),
                 tail: std::sync::Mutex::new(tail),
+                console_codes,
             }),
         };
         relay.attach(&hub);

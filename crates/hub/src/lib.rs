@@ -11,6 +11,7 @@ mod backend;
 pub mod broker;
 pub mod config;
 pub mod connections;
+pub mod console;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

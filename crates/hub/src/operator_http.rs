@@ -5,15 +5,16 @@
 //! `data:` per update — until the stream ends, or the caller hangs up or falls [`STREAM_BACKLOG`]
 //! updates behind, which stops it. Failures are the API's `{"error": {code, message, details}}` with the
 //! status its code maps to. The routes sit behind the operator's credential like every `/v1` operator
-//! route, and one [`Client`] serves them all.
+//! route, and one [`Client`] serves them all; the browser console mounts the same routes under
+//! `/console`, each session with its own client ([`crate::console`]).
 
 use crate::api::{ApiError, Client, ErrorCode};
-use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::{Extension, Router};
 use futures::StreamExt as _;
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -21,10 +22,13 @@ use tokio::sync::mpsc;
 
 /// The routes of the command table, serving `client`.
 pub fn routes<S: Clone + Send + Sync + 'static>(client: Client) -> Router<S> {
-    Router::new()
-        .route("/v1/commands/{name}", post(command))
-        .route("/v1/streams/{name}", post(stream))
-        .with_state(client)
+    table_routes().layer(Extension(client))
+}
+
+/// The routes of the command table, serving the [`Client`] a layer puts in each request's extensions
+/// (the operator's one, or a console session's).
+pub fn table_routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new().route("/v1/commands/{name}", post(command)).route("/v1/streams/{name}", post(stream))
 }
 
 /// An API error as HTTP: the status its code maps to, `{"error": {code, message, details}}`.
@@ -33,7 +37,7 @@ pub fn api_error(e: ApiError) -> Response {
     (status, axum::Json(json!({ "error": e }))).into_response()
 }
 
-async fn command(State(client): State<Client>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn command(Extension(client): Extension<Client>, Path(name): Path<String>, body: Bytes) -> Response {
     let result = match arguments(&name, &body) {
         Ok(args) => call(&client, &name, args).await,
         Err(e) => Err(e),
@@ -44,7 +48,7 @@ async fn command(State(client): State<Client>, Path(name): Path<String>, body: B
     }
 }
 
-async fn stream(State(client): State<Client>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn stream(Extension(client): Extension<Client>, Path(name): Path<String>, body: Bytes) -> Response {
     let (updates, received) = mpsc::channel::<Value>(STREAM_BACKLOG);
     let started = match arguments(&name, &body) {
         Ok(args) => start(&client, &name, args, updates).await,

@@ -123,6 +123,8 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     if addr.ip().is_loopback() {
         origins.push(format!("http://localhost:{}", addr.port()));
     }
+    // The console's own pages come from these only; other allowed Origins may call the gateway.
+    let own_origins = origins.clone();
     origins.extend(config.allowed_origins.iter().cloned());
     let hosts = allowed_hosts(&hub, addr)?;
     let shutdown = hub.shutdown_token();
@@ -134,7 +136,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     );
     let access =
         AccessGuard::new(credentials.agent.clone(), credentials.operator.clone(), origins, hosts.clone())
-            .with_refusal_log(refusals);
+            .with_refusal_log(refusals.clone());
     let backend = Arc::new(HubBackend::new(hub.clone()));
     let slots = ConnectionSlots::new(config.max_connections);
     // Each group of routes admits one credential; the agents' token never opens the operator's routes.
@@ -167,16 +169,36 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/servers/{id}/restart", post(restart_server))
         .route("/v1/tool-changes", get(tool_changes))
         .route("/v1/tool-changes/accept", post(accept_tool_change))
-        .merge(crate::operator_http::routes(operator_client(&hub, addr, &dir)))
+        .merge(crate::operator_http::routes(operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR))))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
         .route("/v1/health", get(health))
-        .layer(body)
+        .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Both), caller_guard));
+    // The browser console: open pages, and the command table behind a session cookie (no token).
+    let console = if config.console.enabled {
+        let sessions_of = {
+            let (hub, dir) = (hub.clone(), dir.clone());
+            move |name: &str| operator_client(&hub, addr, &dir, Operator::named(format!("{name} (browser)")))
+        };
+        crate::console::Console::new(
+            config.console,
+            hub.state.console_codes.clone(),
+            addr.port(),
+            own_origins,
+            Arc::new(sessions_of),
+            Some(refusals.clone() as Arc<dyn portcullis_mcp::http::RefusalLog>),
+        )
+        .routes()
+        .layer(body)
+    } else {
+        Router::new()
+    };
     let app = for_agents
         .merge(for_the_operator)
         .merge(for_both)
+        .merge(console)
         .with_state(hub.clone())
         .layer(Extension(slots.clone()))
         .layer(from_fn_with_state(access, site_guard));
@@ -230,9 +252,10 @@ async fn restart_server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) ->
 
 use crate::operator_http::api_error;
 
-/// The one client the command table's HTTP routes serve: the hub's operator API, answering as
-/// [`API_OPERATOR`], its library file in the hub's config folder.
-fn operator_client(hub: &Hub, addr: SocketAddr, dir: &std::path::Path) -> Client {
+/// A client of the command table's HTTP routes: the hub's operator API answering as `operator` (the
+/// token's routes: [`API_OPERATOR`]; a console session: its operator), its library file in the hub's
+/// config folder.
+fn operator_client(hub: &Hub, addr: SocketAddr, dir: &std::path::Path, operator: Operator) -> Client {
     let config = &hub.state.config;
     let state = HubState::Running {
         mcp_url: format!("http://{addr}/mcp"),
@@ -241,7 +264,7 @@ fn operator_client(hub: &Hub, addr: SocketAddr, dir: &std::path::Path) -> Client
         ledger: config.db.display().to_string(),
     };
     let connected = Connected::Hub { api: OperatorApi::new(hub.clone()), state };
-    Client::new(connected, Operator::named(API_OPERATOR), Some(dir.join("ledger-library.json")))
+    Client::new(connected, operator, Some(dir.join("ledger-library.json")))
 }
 
 async fn pending(State(hub): State<Hub>) -> Response {

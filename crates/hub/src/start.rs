@@ -5,6 +5,7 @@
 //! to it).
 
 pub use crate::config::{default_ledger_path, user_config_dir};
+pub use crate::console::ConsoleSettings;
 pub use crate::error::HubError;
 pub use crate::hook::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};
 pub use crate::hook_process::{HookOptions, answer_claude_hook};

@@ -91,13 +91,18 @@ pub struct RefusedRequest {
 
 impl RefusedRequest {
     fn of(refusal: &Refusal, request: &Request) -> Self {
+        Self::of_status(refusal.status.as_u16(), refusal.code, request)
+    }
+
+    /// A request refused with `status` and `code` by a guard of another crate (the hub's console).
+    pub fn of_status(status: u16, code: &'static str, request: &Request) -> Self {
         let header = |name: header::HeaderName| {
             request.headers().get(name).map(|v| cut(&String::from_utf8_lossy(v.as_bytes())))
         };
         RefusedRequest {
             at: portcullis_harness::Timestamp::now(),
-            status: refusal.status.as_u16(),
-            code: refusal.code,
+            status,
+            code,
             method: cut(request.method().as_str()),
             path: cut(request.uri().path()),
             peer: request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()),

@@ -39,6 +39,8 @@ export const commands = {
 	tools: () => typedError<CatalogTool[], ApiError>(__TAURI_INVOKE("tools")),
 	/**  What to paste to hook Claude Code and Codex up to this hub. */
 	hookupSnippets: () => typedError<HookupSnippet[], ApiError>(__TAURI_INVOKE("hookup_snippets")),
+	/**  A one-time login link to the browser console for `operator` (default: the local user). */
+	consoleLink: (operator: string | null) => typedError<ConsoleLink, ApiError>(__TAURI_INVOKE("console_link", { operator })),
 	/**  Stops stream `id` (a feed, replay or export); false when it had already ended. */
 	stopStream: (id: number) => typedError<boolean, ApiError>(__TAURI_INVOKE("stop_stream", { id })),
 	/**  The hub's policy layer by layer, each file with its text and version. */
@@ -126,6 +128,8 @@ export const events = {
 };
 
 /* Constants */
+export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false}} as const;
+
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
 export const PROTECTED_KIND_WORDS = {"executed":"protected place (executed content)","hub_secret":"protected place (the hub's secrets)","policy":"protected place (policy)"} as const;
@@ -538,6 +542,16 @@ export type CommandOutcome =
 /**  The call was blocked (by a rule, the operator, a timeout, a grant…). */
 "blocked";
 
+/**  A one-time login link to the browser console. */
+export type ConsoleLink = {
+	/**  Open it in a browser: it logs in once, then stops working. */
+	url: string,
+	/**  Whom it logs in: answers given in that session are recorded as `<operator> (browser)`. */
+	operator: string,
+	/**  When it stops working unused, in milliseconds since the epoch. */
+	expires_at_ms: number,
+};
+
 /**  One block of tool output (the shapes MCP results carry). */
 export type Content = { type: "text"; text: string } | 
 /**  Base64 data, already bounded by the tool that produced it. */
@@ -774,7 +788,13 @@ export type ErrorCode =
 /**  The ledger was closed. */
 "ledger_closed" | 
 /**  An export failed. */
-"export_failed";
+"export_failed" | 
+/**  The browser console has no session for this request (none, ended, expired, or another hub's). */
+"not_logged_in" | 
+/**  A login link's code that is not one: used already, expired, or never made by this hub. */
+"login_refused" | 
+/**  A change that did not come from the console's own page (its header or Origin is missing). */
+"cross_site_refused";
 
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {

@@ -7,6 +7,7 @@ mod closed_gate;
 mod command_table;
 mod common;
 mod conformance;
+mod console;
 mod fence;
 mod first_day;
 mod gate;

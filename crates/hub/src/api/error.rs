@@ -79,6 +79,12 @@ pub enum ErrorCode {
     LedgerClosed,
     /// An export failed.
     ExportFailed,
+    /// The browser console has no session for this request (none, ended, expired, or another hub's).
+    NotLoggedIn,
+    /// A login link's code that is not one: used already, expired, or never made by this hub.
+    LoginRefused,
+    /// A change that did not come from the console's own page (its header or Origin is missing).
+    CrossSiteRefused,
 }
 
 impl ErrorCode {
@@ -118,6 +124,9 @@ impl ErrorCode {
             ErrorCode::LedgerWriterFailed => "ledger_writer_failed",
             ErrorCode::LedgerClosed => "ledger_closed",
             ErrorCode::ExportFailed => "export_failed",
+            ErrorCode::NotLoggedIn => "not_logged_in",
+            ErrorCode::LoginRefused => "login_refused",
+            ErrorCode::CrossSiteRefused => "cross_site_refused",
         }
     }
 
@@ -188,6 +197,8 @@ impl ErrorCode {
             | ErrorCode::ExportFailed
             | ErrorCode::OutputFailed => 500,
             ErrorCode::HubUnavailable | ErrorCode::BackendFailed => 503,
+            ErrorCode::NotLoggedIn | ErrorCode::LoginRefused => 401,
+            ErrorCode::CrossSiteRefused => 403,
         }
     }
 }

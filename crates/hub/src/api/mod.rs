@@ -10,6 +10,7 @@ mod call_steps;
 mod catalog;
 mod client;
 pub(crate) mod connections;
+pub mod console_link;
 pub mod decider;
 pub mod draft_access;
 pub mod draft_replay;

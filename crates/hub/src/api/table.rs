@@ -44,6 +44,8 @@ macro_rules! operator_commands {
                 tools() -> Vec<$crate::api::types::CatalogTool>;
                 /// What to paste to hook Claude Code and Codex up to this hub.
                 hookup_snippets() -> Vec<$crate::api::types::HookupSnippet>;
+                /// A one-time login link to the browser console for `operator` (default: the local user).
+                console_link(operator: Option<String>) -> $crate::api::console_link::ConsoleLink;
                 /// Stops stream `id` (a feed, replay or export); false when it had already ended.
                 stop_stream(id: u32) -> bool;
                 /// The hub's policy layer by layer, each file with its text and version.
@@ -153,6 +155,31 @@ pub struct CommandInfo {
     pub stream: bool,
 }
 
+impl CommandInfo {
+    /// The arguments' names as a request's JSON object spells them (`call_id` is `callId`), the same
+    /// keys the desktop app's bindings send.
+    pub fn json_args(&self) -> Vec<String> {
+        self.args.iter().map(|a| camel_case(a)).collect()
+    }
+}
+
+/// `call_id` as `callId`.
+pub fn camel_case(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = false;
+    for c in snake.chars() {
+        match c {
+            '_' => upper = true,
+            c if upper => {
+                out.extend(c.to_uppercase());
+                upper = false;
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 macro_rules! command_list {
     (
         calls { $( $(#[$doc:meta])* $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $out:ty ; )* }
@@ -179,5 +206,12 @@ mod tests {
         assert_eq!(names.len(), COMMANDS.len());
         assert!(names.contains("stop_stream"));
         assert_eq!(COMMANDS.iter().filter(|c| c.stream).count(), 3);
+    }
+
+    #[test]
+    fn arguments_are_spelt_as_the_window_sends_them() {
+        assert_eq!(camel_case("call_id"), "callId");
+        assert_eq!(camel_case("expected_version"), "expectedVersion");
+        assert_eq!(camel_case("id"), "id");
     }
 }

@@ -191,6 +191,20 @@ describe("the approvals inbox", () => {
     expect(within(change).getByTestId("file-diff")).toHaveTextContent("+echo 2");
   });
 
+  it("says who settled a card this inbox did not answer (another operator, a timeout), agent text escaped", async () => {
+    const escaped = shellApproval(9);
+    escaped.action.command = "echo \u001b[2Jhi";
+    escaped.arguments = { command: "echo \u001b[2Jhi" };
+    const { backend } = backendWith([shellApproval(7), escaped]);
+    render(<App backend={backend} />);
+    expect(await screen.findAllByTestId("approval-card")).toHaveLength(2);
+    act(() => backend.push([{ seq: 1, at: 0, event: { kind: "approval_settled", id: 7, outcome: "deny", operator: "bob (browser)" } }]));
+    await waitFor(() => expect(screen.getAllByTestId("approval-card")).toHaveLength(1));
+    expect(screen.getByTestId("settled-elsewhere")).toHaveTextContent(/^#7 \(git push origin main.*\) was denied by bob \(browser\)$/);
+    act(() => backend.push([{ seq: 2, at: 0, event: { kind: "approval_settled", id: 9, outcome: "timeout", operator: null } }]));
+    await waitFor(() => expect(screen.getByTestId("settled-elsewhere")).toHaveTextContent("#9 (echo \\x1b[2Jhi) was timed out (denied)"));
+  });
+
   it("keeps a broken policy's error in view, with its place, until a good one loads", async () => {
     const { backend } = backendWith([]);
     render(<App backend={backend} />);

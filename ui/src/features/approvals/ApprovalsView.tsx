@@ -86,6 +86,11 @@ export function ApprovalsView() {
           {state.failure}
         </p>
       )}
+      {state.settledElsewhere && (
+        <p className="notice" role="status" data-testid="settled-elsewhere">
+          {state.settledElsewhere}
+        </p>
+      )}
       {showKeys && <KeyList />}
       {state.loaded && pending.length === 0 && (
         <p className="empty" data-testid="inbox-empty">

@@ -9,6 +9,7 @@ import {
   type RuleScope,
 } from "../../backend/backend";
 import type { Feed } from "../../data/feed";
+import { visible } from "../../lib/visible";
 
 export interface ApprovalsState {
   pending: Approval[];
@@ -16,7 +17,26 @@ export interface ApprovalsState {
   answering: number[];
   /** The last failure, in words (which approval, what went wrong). */
   failure: string | null;
+  /** The last card settled by someone else (another operator, the terminal) or by the hub, in words. */
+  settledElsewhere: string | null;
   loaded: boolean;
+}
+
+/** How a settled approval's outcome reads after "was …". */
+const SETTLED_WORDS: Record<string, string> = {
+  once: "allowed once",
+  session: "allowed for the session",
+  always: "allowed always",
+  deny: "denied",
+  timeout: "timed out (denied)",
+  withdrawn: "withdrawn (the agent went away)",
+};
+
+/** `#12 (curl -s …) was denied by bob (browser)`: a card that left this inbox without this inbox's answer. */
+export function settledElsewhereWords(approval: Approval, outcome: string, operator: string | null): string {
+  const what = approval.action.command ?? approval.tool;
+  const how = SETTLED_WORDS[outcome] ?? outcome;
+  return `#${approval.id} (${visible(what).slice(0, 80)}) was ${how}${operator ? ` by ${visible(operator)}` : ""}`;
 }
 
 export interface ApprovalsStore {
@@ -30,7 +50,7 @@ export interface ApprovalsStore {
 }
 
 export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
-  let state: ApprovalsState = { pending: [], answering: [], failure: null, loaded: false };
+  let state: ApprovalsState = { pending: [], answering: [], failure: null, settledElsewhere: null, loaded: false };
   const listeners = new Set<() => void>();
   const settled = new Set<number>();
   const set = (next: Partial<ApprovalsState>) => {
@@ -39,16 +59,22 @@ export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
   };
   const apply = (items: FeedItem[]) => {
     let pending = state.pending;
+    let settledElsewhere = state.settledElsewhere;
     for (const { event } of items) {
       if (event.kind === "approval_asked" && !settled.has(event.approval.id)) {
         if (!pending.some((p) => p.id === event.approval.id)) pending = [...pending, event.approval];
       } else if (event.kind === "approval_settled") {
         settled.add(event.id);
+        const shown = pending.find((p) => p.id === event.id);
+        // Not this inbox's own answer (that one is in flight, or already took the card away).
+        if (shown && !state.answering.includes(event.id)) {
+          settledElsewhere = settledElsewhereWords(shown, event.outcome, event.operator);
+        }
         pending = pending.filter((p) => p.id !== event.id);
       }
     }
     if (pending !== state.pending) {
-      set({ pending, answering: state.answering.filter((id) => pending.some((p) => p.id === id)) });
+      set({ pending, settledElsewhere, answering: state.answering.filter((id) => pending.some((p) => p.id === id)) });
     }
   };
   // Listen first, then fetch: nothing asked in between is lost.

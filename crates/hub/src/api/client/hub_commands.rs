@@ -90,6 +90,14 @@ impl Client {
         self.api()?.hookup_snippets()
     }
 
+    /// A one-time login link to the browser console for `operator` (default: the local user).
+    pub async fn console_link(
+        &self,
+        operator: Option<String>,
+    ) -> Result<crate::api::console_link::ConsoleLink, ApiError> {
+        self.api()?.console_link(operator.as_deref())
+    }
+
     /// Streams the operator's event feed, from now on, to `sink` in batches; returns the stream's id.
     pub async fn follow_events(&self, mut sink: Sink<Vec<FeedItem>>) -> Result<u32, ApiError> {
         let api = self.api()?.clone();

@@ -1,0 +1,32 @@
+// The console's login: the one-time code travels in the URL's fragment (#code=…), which the browser
+// never sends to a server, so no log keeps it. It is taken off the address bar and out of history at
+// once, then exchanged for a session cookie (HttpOnly, SameSite=Strict) by a request carrying the
+// console's header. The page then opens the console.
+(function () {
+  "use strict";
+  var status = document.getElementById("login-status");
+  var match = /(?:^#|&)code=([0-9a-f]+)/.exec(window.location.hash);
+  history.replaceState(null, "", "/login");
+  if (!match) {
+    status.textContent = "This link has no login code. Use the link portcullis serve printed, or make one with portcullis operator link.";
+    return;
+  }
+  fetch("/console/v1/login", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/json", "x-portcullis-console": "1" },
+    body: JSON.stringify({ code: match[1] }),
+  })
+    .then(function (response) {
+      return response.json().then(function (body) {
+        if (response.ok) {
+          window.location.replace("/");
+          return;
+        }
+        status.textContent = (body && body.error && body.error.message) || "The hub refused the login.";
+      });
+    })
+    .catch(function (e) {
+      status.textContent = "The hub could not be reached: " + e;
+    });
+})();

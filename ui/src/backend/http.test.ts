@@ -1,0 +1,117 @@
+// The HTTP backend against the generated command table: every Backend method that reaches the hub posts
+// to a command the table has, with exactly its arguments, in the table's order, with the console's
+// header; streams read their id and updates from Server-Sent Events and stop through stop_stream; a
+// failure is the hub's {code, message}; an ended session sends the page to the login.
+import { describe, expect, it, vi } from "vitest";
+import { COMMAND_TABLE } from "./bindings";
+import { BackendError, type Backend } from "./backend";
+import { PAGE_HEADER, httpBackend, readEvents, type CommandName } from "./http";
+
+interface Sent {
+  url: string;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+function recording(answer: (url: string) => Response = () => new Response("null")) {
+  const sent: Sent[] = [];
+  const fetch = vi.fn(async (url: RequestInfo | URL, init?: RequestInit) => {
+    sent.push({
+      url: String(url),
+      body: JSON.parse(String(init?.body ?? "{}")) as Record<string, unknown>,
+      headers: init?.headers as Record<string, string>,
+    });
+    return answer(String(url));
+  });
+  return { sent, fetch: fetch as unknown as typeof globalThis.fetch };
+}
+
+/** A value that serializes as `arg<i>` and can also be called (a stream's callback). */
+const marker = (i: number) => Object.assign(() => undefined, { toJSON: () => `arg${i}` });
+
+const sse = (...blocks: string[]) => new Response(blocks.join(""), { headers: { "content-type": "text/event-stream" } });
+
+describe("the HTTP backend", () => {
+  it("calls every command by the table's name with the table's arguments in order", async () => {
+    const { sent, fetch } = recording((url) => (url.includes("/streams/") ? sse('event: stream\ndata: {"id":7}\n\n') : new Response("null")));
+    const backend = httpBackend({ fetch, askPath: () => null, onLoggedOut: () => undefined });
+    const reached = new Set<string>();
+    for (const [method, fn] of Object.entries(backend) as [keyof Backend, (...a: unknown[]) => unknown][]) {
+      const before = sent.length;
+      const args = Array.from({ length: fn.length }, (_, i) => marker(i));
+      const result = fn(...args);
+      if (result instanceof Promise) await result.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 0));
+      for (const request of sent.slice(before)) {
+        const [, kind, name] = /\/console\/v1\/(commands|streams)\/(\w+)$/.exec(request.url) ?? [];
+        expect(name, `${method}: ${request.url}`).toBeDefined();
+        const entry = COMMAND_TABLE[name as CommandName];
+        expect(entry, `${method} calls ${name}, which the table lacks`).toBeDefined();
+        expect(kind === "streams", `${method}: ${name} streams?`).toBe(entry.stream);
+        expect(request.headers[PAGE_HEADER]).toBe("1");
+        if (name === "stop_stream") continue;
+        expect(Object.keys(request.body), method).toEqual([...entry.args]);
+        expect(Object.values(request.body), method).toEqual(entry.args.map((_, i) => `arg${i}`));
+        reached.add(name as CommandName);
+      }
+    }
+    // Everything the views use reaches the hub; what the table has beyond is for other front ends.
+    for (const name of ["answer_approval", "ledger_calls", "save_policy_file", "follow_events", "export_ledger"]) {
+      expect(reached.has(name), name).toBe(true);
+    }
+  });
+
+  it("reads a stream's id and updates, and stops it through stop_stream", async () => {
+    const { sent, fetch } = recording((url) =>
+      url.endsWith("/streams/follow_events")
+        ? sse('event: stream\ndata: {"id":3}\n\n', 'data: [{"seq":1,"at":1,"event":{"kind":"session_closed","session_id":"s"}}]\n\n')
+        : new Response("true"),
+    );
+    const batches: unknown[] = [];
+    const stop = httpBackend({ fetch }).followEvents((items) => batches.push(items));
+    await vi.waitFor(() => expect(batches).toHaveLength(1));
+    stop();
+    stop();
+    await vi.waitFor(() => expect(sent.some((s) => s.url.endsWith("/commands/stop_stream"))).toBe(true));
+    expect(sent.filter((s) => s.url.endsWith("/commands/stop_stream")).map((s) => s.body)).toEqual([{ id: 3 }]);
+  });
+
+  it("turns the hub's error into a BackendError and sends an ended session to the login", async () => {
+    const { fetch } = recording(
+      () => new Response(JSON.stringify({ error: { code: "not_logged_in", message: "log in", details: {} } }), { status: 401 }),
+    );
+    const onLoggedOut = vi.fn();
+    const failed = await httpBackend({ fetch, onLoggedOut }).hubStatus().catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(BackendError);
+    expect((failed as BackendError).code).toBe("not_logged_in");
+    expect(onLoggedOut).toHaveBeenCalledOnce();
+  });
+
+  it("asks for a path where the desktop has a file dialog", async () => {
+    const askPath = vi.fn(() => " /tmp/x.db ");
+    const backend = httpBackend({ fetch: recording().fetch, askPath });
+    expect(await backend.pickLedgerFile()).toBe("/tmp/x.db");
+    expect(await backend.pickExportFile("calls.jsonl")).toBe("/tmp/x.db");
+    expect(askPath).toHaveBeenLastCalledWith(expect.any(String), "calls.jsonl");
+  });
+});
+
+describe("readEvents", () => {
+  it("joins events split across chunks, names them, skips comments", async () => {
+    const text = 'event: stream\r\ndata: {"id":1}\r\n\r\n: keep-alive\n\ndata: a\ndata: b\n\n';
+    const cut = text.indexOf("\r\n\r\n") + 1; // between a CR and its LF
+    const chunks = [text.slice(0, 9), text.slice(9, cut), text.slice(cut)];
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const c of chunks) controller.enqueue(new TextEncoder().encode(c));
+        controller.close();
+      },
+    });
+    const seen: [string, string][] = [];
+    await readEvents(body, (event, data) => seen.push([event, data]));
+    expect(seen).toEqual([
+      ["stream", '{"id":1}'],
+      ["message", "a\nb"],
+    ]);
+  });
+});

@@ -1,0 +1,235 @@
+// The Backend in a browser: the hub's command table over HTTP, as the console's session (the HttpOnly
+// cookie the login page got; this code never sees it). Calls are `POST /console/v1/commands/{name}`
+// with the arguments the generated table names (COMMAND_TABLE), streams `POST /console/v1/streams/{name}`
+// read as Server-Sent Events from the response body (EventSource cannot POST). Every request carries the
+// console's header, which the hub requires of every change. What only a desktop has degrades: a
+// notification is the browser's, a file dialog is a path typed on the hub's machine, a dropped file
+// (whose path a browser never tells) is ignored.
+import { COMMAND_TABLE, type ApiError, type FeedItem } from "./bindings";
+import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
+import { visible } from "../lib/visible";
+
+/** A command of the table, by its name. */
+export type CommandName = keyof typeof COMMAND_TABLE;
+
+/** The header the hub requires of every change the console's page makes. */
+export const PAGE_HEADER = "x-portcullis-console";
+
+/** Where the command table is, and what to do when the session has ended. */
+export interface HttpOptions {
+  /** The API's root: `/console/v1` on the hub that served the page. */
+  root?: string;
+  fetch?: typeof fetch;
+  /** Called when the hub says the session is gone (default: open the login page, which says how). */
+  onLoggedOut?: () => void;
+  /** The browser's notifications (none: no notifications). */
+  notify?: (title: string, body: string) => void;
+  /** Asks for a path on the hub's machine (default: window.prompt). */
+  askPath?: (question: string, suggested: string) => string | null;
+}
+
+function failure(code: ApiError["code"], message: string): BackendError {
+  return new BackendError({ code, message, details: null });
+}
+
+/** Arguments in the order the table lists them, as the object the hub reads. */
+function argumentsOf(name: CommandName, values: unknown[]): Record<string, unknown> {
+  const names: readonly string[] = COMMAND_TABLE[name].args;
+  if (names.length !== values.length) {
+    throw failure("bad_request", `${name} takes ${names.length} arguments, given ${values.length}`);
+  }
+  return Object.fromEntries(names.map((arg, i) => [arg, values[i] ?? null]));
+}
+
+/** Reads Server-Sent Events from `body`: each event's name (default `message`) and data. */
+export async function readEvents(
+  body: ReadableStream<Uint8Array>,
+  onEvent: (event: string, data: string) => void,
+): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  // A CR that ends a chunk may be the first half of a CRLF: held until the next chunk says.
+  let carry = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    let text = carry + decoder.decode(value, { stream: true });
+    carry = text.endsWith("\r") ? "\r" : "";
+    if (carry) text = text.slice(0, -1);
+    buffer += text.replace(/\r\n?/g, "\n");
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = "message";
+      const data: string[] = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") event = text;
+        else if (field === "data") data.push(text);
+      }
+      if (data.length) onEvent(event, data.join("\n"));
+    }
+  }
+}
+
+export function httpBackend(options: HttpOptions = {}): Backend {
+  const root = options.root ?? "/console/v1";
+  const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+  const onLoggedOut = options.onLoggedOut ?? (() => window.location.assign("/login"));
+  const askPath = options.askPath ?? ((question, suggested) => window.prompt(question, suggested));
+
+  async function post(path: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetchFn(`${root}/${path}`, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json", [PAGE_HEADER]: "1" },
+        body: JSON.stringify(args),
+        signal,
+      });
+    } catch (e) {
+      throw failure("backend_failed", `the hub could not be reached: ${String(e)}`);
+    }
+    if (response.ok) return response;
+    const body: unknown = await response.json().catch(() => null);
+    const error = body && typeof body === "object" && "error" in body ? body.error : null;
+    const e = error ? asBackendError(error) : failure("backend_failed", `the hub answered ${response.status}`);
+    if (e.code === "not_logged_in") onLoggedOut();
+    throw e;
+  }
+
+  async function call<T>(name: CommandName, ...values: unknown[]): Promise<T> {
+    const response = await post(`commands/${name}`, argumentsOf(name, values));
+    return (await response.json()) as T;
+  }
+
+  /** Starts stream `name`; its updates go to `onUpdate` until it ends or the returned function stops it. */
+  function stream<U>(
+    name: CommandName,
+    values: unknown[],
+    onUpdate: (update: U) => void,
+    onFailed: (e: BackendError) => void,
+  ): Unsubscribe {
+    const abort = new AbortController();
+    let stopped = false;
+    let id: number | null = null;
+    const run = async () => {
+      const response = await post(`streams/${name}`, argumentsOf(name, values), abort.signal);
+      if (!response.body) throw failure("backend_failed", "the hub's stream has no body");
+      await readEvents(response.body, (event, data) => {
+        if (event === "stream") {
+          id = (JSON.parse(data) as { id: number }).id;
+          return;
+        }
+        if (!stopped) onUpdate(JSON.parse(data) as U);
+      });
+    };
+    run().catch((e: unknown) => {
+      if (!stopped) onFailed(asBackendError(e));
+    });
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      if (id != null) void call("stop_stream", id).catch(() => undefined);
+      abort.abort();
+    };
+  }
+
+  const done = async (work: Promise<unknown>): Promise<void> => {
+    await work;
+  };
+
+  return {
+    hubState: () => call("hub_state"),
+    hubStatus: () => call("hub_status"),
+    pendingApprovals: () => call("pending_approvals"),
+    answerApproval: (id, answer) => done(call("answer_approval", id, answer)),
+    alwaysPreview: (id, scope) => call("always_preview", id, scope),
+    sessionGrants: () => call("session_grants"),
+    revokeSessionGrant: (id) => done(call("revoke_session_grant", id)),
+    sessions: () => call("sessions"),
+    servers: () => call("servers"),
+    restartServer: (id) => done(call("restart_server", id)),
+    toolChanges: () => call("tool_changes"),
+    acceptToolChange: (server, tool, digest) => done(call("accept_tool_change", server, tool, digest)),
+    tools: () => call("tools"),
+    hookupSnippets: () => call("hookup_snippets"),
+    // A browser tab is not the hub: closing it stops nothing, and nothing asks.
+    quit: async () => undefined,
+    onCloseAsked: () => () => undefined,
+    policyLayers: () => call("policy_layers"),
+    checkPolicyDraft: (file, text) => call("check_policy_draft", file, text),
+    lintPolicyDraft: (file, text) => call("lint_policy_draft", file, text),
+    tryPolicyDraft: (file, text, input) => call("try_policy_draft", file, text, input),
+    grantsWithDraft: (file, text) => call("grants_with_draft", file, text),
+    probePathDraft: (file, text, path) => call("probe_path_draft", file, text, path),
+    ruleActivity: () => call("rule_activity"),
+    testPolicyDraft: (file, text) => call("test_policy_draft", file, text),
+    diffPolicyDraft: (file, text) => call("diff_policy_draft", file, text),
+    savePolicyFile: (file, text, expected) => call("save_policy_file", file, text, expected),
+    draftCallTraces: (file, text, ledger, session, callId) =>
+      call("draft_call_traces", file, text, ledger, session, callId),
+    replayPolicyDraft: (file, text, ledger, onUpdate) =>
+      stream("replay_policy_draft", [file, text, ledger], onUpdate, ({ code, message }) =>
+        onUpdate({ kind: "failed", error: { code, message, details: null } }),
+      ),
+    openLedger: (path) => call("open_ledger", path),
+    closeLedger: (id) => done(call("close_ledger", id)),
+    ledgerSummary: (id) => call("ledger_summary", id),
+    ledgerCalls: (id, filter, order, cursor, limit) => call("ledger_calls", id, filter, order, cursor, limit),
+    ledgerCount: (id, filter) => call("ledger_count", id, filter),
+    ledgerCall: (id, callId, session) => call("ledger_call", id, callId, session),
+    ledgerFacets: (id, filter, exact) => call("ledger_facets", id, filter, exact),
+    ledgerStats: (id, filter, bucketUs) => call("ledger_stats", id, filter, bucketUs),
+    ledgerApprovals: (id, filter) => call("ledger_approvals", id, filter),
+    ledgerTopCommands: (id, filter, outcome, limit) => call("ledger_top_commands", id, filter, outcome, limit),
+    ledgerSessions: (id, since, until, limit) => call("ledger_sessions", id, since, until, limit),
+    ledgerSessionTimeline: (id, session) => call("ledger_session_timeline", id, session),
+    ledgerLibrary: () => call("ledger_library"),
+    saveLedgerView: (view) => call("save_ledger_view", view),
+    deleteLedgerView: (name) => call("delete_ledger_view", name),
+    candidateRule: (command) => call("candidate_rule", command),
+    pickLedgerFile: async () => askPath("Path of a ledger file on the hub's machine:", "")?.trim() || null,
+    pickExportFile: async (suggested) =>
+      askPath("Export to which file on the hub's machine?", suggested)?.trim() || null,
+    exportLedger: (id, filter, format, file, onUpdate) =>
+      stream("export_ledger", [id, filter, format, file], onUpdate, ({ code, message }) =>
+        onUpdate({ kind: "failed", error: { code, message, details: null } }),
+      ),
+    // A browser gives a dropped file's contents, never its path on the hub's machine.
+    onFileDrop: () => () => undefined,
+    followEvents: (onBatch) =>
+      stream<FeedItem[]>(
+        "follow_events",
+        [],
+        (items) => {
+          onBatch(items);
+          for (const item of items) {
+            if (item.event.kind !== "approval_asked" || !options.notify) continue;
+            const { action } = item.event.approval;
+            const what = action.command ?? `${action.operation} ${(action.paths ?? []).join(" ")}`;
+            options.notify("An agent asks for approval", visible(what).slice(0, 160));
+          }
+        },
+        (e) => console.error("the event feed stopped", e),
+      ),
+  };
+}
+
+/** The browser's notifications while the page is hidden, once the operator allowed them. */
+export function browserNotifications(): ((title: string, body: string) => void) | undefined {
+  if (typeof Notification === "undefined") return undefined;
+  if (Notification.permission === "default") {
+    const ask = () => void Notification.requestPermission().catch(() => undefined);
+    document.addEventListener("click", ask, { once: true });
+  }
+  return (title, body) => {
+    if (Notification.permission === "granted" && document.hidden) new Notification(title, { body });
+  };
+}
