@@ -1,10 +1,15 @@
 //! The hub the app runs in-process, started exactly as `portcullis serve` starts it (`hub::launch`: same
 //! defaults, gateway on 127.0.0.1:7391, tokens, ledger, hot reload) and stopped cleanly at exit — or,
-//! when it could not start (another hub of this user holds the port or the ledger), why, so that the
-//! window says so instead of starting a second hub on the same ledger.
+//! when another hub of this user already runs (`portcullis serve` on the port or the ledger), that hub,
+//! attached over its operator API (the same command table, forwarded over HTTP with the operator's
+//! token) instead of a second hub on the same ledger. Only when neither works does the window say why.
 
-use portcullis_hub::api::{ApiError, Client, Connected, HubState, Operator, OperatorApi};
-use portcullis_hub::start::{HubConfig, LaunchedHub, default_ledger_path, launch, user_config_dir};
+use portcullis_hub::api::{
+    ApiError, Client, Connected, ErrorCode, HubClient, HubState, Operator, OperatorApi, RemoteClient,
+};
+use portcullis_hub::start::{
+    HubConfig, LaunchedHub, RemoteHub, default_ledger_path, launch, user_config_dir,
+};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -60,10 +65,11 @@ impl StartOptions {
 }
 
 /// The app's hub: the launched hub (taken at exit to shut it down) and the window's client of the
-/// command table (its state: open ledgers, streams, the examples' cache).
+/// command table (in process: its state, open ledgers, streams, the examples' cache; attached: the
+/// running hub's table over HTTP).
 pub struct HubHost {
     launched: Mutex<Option<LaunchedHub>>,
-    client: Client,
+    client: HubClient,
 }
 
 impl HubHost {
@@ -74,6 +80,7 @@ impl HubHost {
             Err(message) => return HubHost::not_running("bad_argument".into(), message),
         };
         let (project, ledger) = (config.project.display().to_string(), config.db.display().to_string());
+        let config_dir = config.user_config();
         match launch(config).await {
             Ok(launched) => {
                 let token_file =
@@ -86,8 +93,23 @@ impl HubHost {
                 };
                 tracing::info!(?state, "hub started");
                 let connected = Connected::Hub { api: launched.api(), state };
-                HubHost { launched: Mutex::new(Some(launched)), client: window_client(connected) }
+                let client = HubClient::InProcess(window_client(connected));
+                HubHost { launched: Mutex::new(Some(launched)), client }
             }
+            Err(e) if e.code() == "hub_already_running" => match config_dir.as_deref().map(attach) {
+                Some(Ok(remote)) => {
+                    tracing::info!(api = remote.api_url(), "another hub runs: attached to it");
+                    HubHost { launched: Mutex::new(None), client: HubClient::Attached(remote) }
+                }
+                Some(Err(why)) => {
+                    tracing::error!("another hub runs and could not be attached: {}", why.message);
+                    HubHost::not_running(
+                        e.code().into(),
+                        format!("{e} (attaching to it failed: {})", why.message),
+                    )
+                }
+                None => HubHost::not_running(e.code().into(), e.to_string()),
+            },
             Err(e) => {
                 tracing::error!(code = e.code(), "the hub did not start: {e}");
                 HubHost::not_running(e.code().into(), e.to_string())
@@ -96,17 +118,34 @@ impl HubHost {
     }
 
     fn not_running(code: String, message: String) -> HubHost {
-        HubHost { launched: Mutex::new(None), client: window_client(Connected::NoHub { code, message }) }
+        let client = HubClient::InProcess(window_client(Connected::NoHub { code, message }));
+        HubHost { launched: Mutex::new(None), client }
     }
 
     /// The window's client of the command table.
-    pub fn client(&self) -> &Client {
+    pub fn client(&self) -> &HubClient {
         &self.client
     }
 
-    /// The operator API, or `hub_unavailable` when the hub did not start.
+    /// Whether a hub is there to follow (in process, or attached).
+    pub fn connected(&self) -> bool {
+        match &self.client {
+            HubClient::InProcess(client) => client.api().is_ok(),
+            HubClient::Attached(_) => true,
+        }
+    }
+
+    /// The in-process hub's operator API; `hub_unavailable` when the hub did not start or runs in
+    /// another process (closing this window then stops nothing).
     pub fn api(&self) -> Result<&OperatorApi, ApiError> {
-        self.client.api()
+        match &self.client {
+            HubClient::InProcess(client) => client.api(),
+            HubClient::Attached(remote) => Err(ApiError::new(
+                ErrorCode::HubUnavailable,
+                format!("the hub runs in another process ({})", remote.api_url()),
+                serde_json::json!({}),
+            )),
+        }
     }
 
     /// Stops the hub: calls in flight finish within the grace period or are recorded as interrupted.
@@ -118,6 +157,11 @@ impl HubHost {
             tracing::error!("the hub did not shut down cleanly: {e}");
         }
     }
+}
+
+/// The hub of this user that already runs, attached as the window's operator (`alice (app)`).
+fn attach(config_dir: &std::path::Path) -> Result<RemoteClient, ApiError> {
+    Ok(RemoteClient::new(RemoteHub::running(config_dir)?.answering_as(app_operator().name())?))
 }
 
 /// The window's client: it answers as [`app_operator`], its library in the user's config folder.

@@ -39,6 +39,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         // The command table as the HTTP backend calls it (`backend/http.ts`): each command's arguments
         // in order, as the request's JSON spells them, and whether it streams.
         .constant("COMMAND_TABLE", command_table())
+        // Who is logged in to a browser console (`/console/v1/me`): the HTTP backend reads it.
+        .typ::<portcullis_hub::api::console_link::ConsoleSession>()
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
         .dangerously_cast_bigints_to_number()
         // One TypeScript type per Rust type: the window reads what Rust serializes and sends what it reads.
@@ -95,9 +97,9 @@ pub fn run() -> ExitCode {
         .setup(move |app| {
             builder.mount_events(app);
             let host = tauri::async_runtime::block_on(HubHost::start(&options));
-            if let Ok(api) = host.api() {
+            if host.connected() {
                 let (tray, notifier) = (Tray::create(app.handle()), Notifier::start(app.handle().clone()));
-                pending::follow(app.handle().clone(), api.clone(), tray, notifier);
+                pending::follow(app.handle().clone(), host.client().clone(), tray, notifier);
             }
             app.manage(host);
             exit_on_signal(app.handle().clone());

@@ -1,15 +1,14 @@
 //! The calls waiting, told where the operator looks even when the window is hidden: the window title
 //! and the tray show how many, and each new one is a desktop notification naming the agent and what
-//! it would run. Driven in Rust from the hub's approval events, so it works before the UI has loaded
-//! and whatever the UI is doing.
+//! it would run. Driven in Rust from the hub's event feed (the table's `follow_events`, in process or
+//! from the hub the app attached to), so it works before the UI has loaded and whatever the UI is doing.
 
 use crate::notifications::Notifier;
 use crate::tray::Tray;
 use crate::window;
-use portcullis_hub::api::OperatorApi;
-use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::notice::approval_notice;
-use portcullis_hub::api::types::{Approval, FeedEvent};
+use portcullis_hub::api::types::{Approval, FeedEvent, FeedItem};
+use portcullis_hub::api::{HubClient, Sink};
 use tauri::{AppHandle, Manager};
 
 /// The window's title: `Portcullis — 2 waiting`, plain `Portcullis` when nothing waits.
@@ -20,19 +19,43 @@ pub fn title(pending: usize) -> String {
     }
 }
 
+/// Batches of the feed held for the follower at most; a follower that falls behind further counts its
+/// feed as gone (the count is read again whenever it runs).
+const BACKLOG: usize = 256;
+
 /// Follows the hub's approvals for as long as the app runs: keeps the title and the tray on the count,
 /// and notifies each approval asked.
-pub fn follow(app: AppHandle, api: OperatorApi, tray: Option<Tray>, notifier: Option<Notifier>) {
+pub fn follow(app: AppHandle, client: HubClient, tray: Option<Tray>, notifier: Option<Notifier>) {
     tauri::async_runtime::spawn(async move {
-        // Made inside the task: a feed spawns its merger on the current runtime.
-        let mut feed = api.events_from(FeedSources { hub: false, approvals: true, calls: false });
+        let (batches, mut received) = tokio::sync::mpsc::channel::<Vec<FeedItem>>(BACKLOG);
+        let sink: Sink<Vec<FeedItem>> = Box::new(move |batch| batches.try_send(batch).is_ok());
+        if let Err(e) = client.follow_events(sink).await {
+            tracing::warn!("the title, tray and notifications do not follow the hub: {}", e.message);
+            return;
+        }
         let mut shown = None;
-        while let Some(item) = feed.next().await {
-            if let (FeedEvent::ApprovalAsked { approval }, Some(notifier)) = (&item.event, &notifier) {
-                notifier.notify(approval_notice(approval, client_of(&api, approval).as_deref()));
+        while let Some(batch) = received.recv().await {
+            let mut changed = false;
+            for item in &batch {
+                match &item.event {
+                    FeedEvent::ApprovalAsked { approval } => {
+                        changed = true;
+                        if let Some(notifier) = &notifier {
+                            notifier.notify(approval_notice(
+                                approval,
+                                client_of(&client, approval).await.as_deref(),
+                            ));
+                        }
+                    }
+                    FeedEvent::ApprovalSettled { .. } | FeedEvent::Missed { .. } => changed = true,
+                    _ => {}
+                }
+            }
+            if !changed {
+                continue;
             }
             // Asked, settled, or missed (the feed lagged): the count is read again, never tallied.
-            let pending = api.pending_count();
+            let Ok(pending) = client.pending_approvals().await.map(|p| p.len()) else { continue };
             if shown == Some(pending) {
                 continue;
             }
@@ -50,8 +73,9 @@ pub fn follow(app: AppHandle, api: OperatorApi, tray: Option<Tray>, notifier: Op
 }
 
 /// The name the asking agent's client gave (`claude-code`), while its session is open.
-fn client_of(api: &OperatorApi, approval: &Approval) -> Option<String> {
-    api.sessions().into_iter().find(|s| s.id == approval.session_id).map(|s| s.client)
+async fn client_of(client: &HubClient, approval: &Approval) -> Option<String> {
+    let sessions = client.sessions().await.ok()?;
+    sessions.into_iter().find(|s| s.id == approval.session_id).map(|s| s.client)
 }
 
 #[cfg(test)]

@@ -20,9 +20,76 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// The routes of the command table, serving `client`.
-pub fn routes<S: Clone + Send + Sync + 'static>(client: Client) -> Router<S> {
-    table_routes().layer(Extension(client))
+/// The header a caller holding the operator token may send to be recorded by name (`alice (app)`: the
+/// desktop app attached to this hub); without it answers are recorded as the channel, `api`.
+pub const OPERATOR_HEADER: &str = "x-portcullis-operator";
+
+/// The most operators named through [`OPERATOR_HEADER`] whose clients are kept (the least recently
+/// used is dropped first, with its open ledgers and streams).
+pub const NAMED_OPERATORS: usize = 16;
+
+/// The token's clients: the channel's own, and one per operator named by [`OPERATOR_HEADER`].
+#[derive(Clone)]
+pub struct OperatorClients {
+    unnamed: Client,
+    make: std::sync::Arc<dyn Fn(&str) -> Client + Send + Sync>,
+    named: std::sync::Arc<std::sync::Mutex<Vec<(String, Client)>>>,
+}
+
+impl OperatorClients {
+    /// `unnamed` for requests that name nobody; `make` makes a named operator's client.
+    pub fn new(unnamed: Client, make: std::sync::Arc<dyn Fn(&str) -> Client + Send + Sync>) -> Self {
+        OperatorClients { unnamed, make, named: Default::default() }
+    }
+
+    /// The client for a request's named operator (made on first use), or the unnamed one.
+    fn for_name(&self, name: Option<&str>) -> Result<Client, ApiError> {
+        let Some(name) = name else { return Ok(self.unnamed.clone()) };
+        crate::console::check_operator_name(name).map_err(|why| {
+            ApiError::new(ErrorCode::BadRequest, format!("{OPERATOR_HEADER}: {why}"), json!({}))
+        })?;
+        let mut named = self.named.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(at) = named.iter().position(|(n, _)| n == name) {
+            let entry = named.remove(at);
+            let client = entry.1.clone();
+            named.push(entry);
+            return Ok(client);
+        }
+        if named.len() >= NAMED_OPERATORS {
+            named.remove(0);
+        }
+        let client = (self.make)(name);
+        named.push((name.to_owned(), client.clone()));
+        Ok(client)
+    }
+}
+
+/// Puts the request's client (by [`OPERATOR_HEADER`]) in its extensions.
+async fn with_client(
+    axum::extract::State(clients): axum::extract::State<OperatorClients>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let name = request.headers().get(OPERATOR_HEADER).map(|v| v.to_str().map(str::to_owned));
+    let client = match name {
+        None => clients.for_name(None),
+        Some(Ok(name)) => clients.for_name(Some(&name)),
+        Some(Err(_)) => {
+            Err(ApiError::new(ErrorCode::BadRequest, format!("{OPERATOR_HEADER}: not text"), json!({})))
+        }
+    };
+    match client {
+        Ok(client) => {
+            request.extensions_mut().insert(client);
+            next.run(request).await
+        }
+        Err(e) => api_error(e),
+    }
+}
+
+/// The routes of the command table for the operator token's callers.
+pub fn routes<S: Clone + Send + Sync + 'static>(clients: OperatorClients) -> Router<S> {
+    table_routes().layer(axum::middleware::from_fn_with_state(clients, with_client))
 }
 
 /// The routes of the command table, serving the [`Client`] a layer puts in each request's extensions

@@ -13,6 +13,8 @@ pub struct RemoteHub {
     api_url: String,
     token: String,
     client: reqwest::Client,
+    /// Who answers through it, as the hub records them (none: the channel, `api`).
+    operator: Option<String>,
 }
 
 fn unreachable_hub(api_url: &str, e: &reqwest::Error) -> ApiError {
@@ -41,12 +43,24 @@ impl RemoteHub {
             .no_proxy()
             .build()
             .map_err(|e| ApiError::new(ErrorCode::BackendFailed, e.to_string(), json!({})))?;
-        Ok(RemoteHub { api_url: info.api_url, token: token.trim().to_owned(), client })
+        Ok(RemoteHub { api_url: info.api_url, token: token.trim().to_owned(), client, operator: None })
+    }
+
+    /// The same hub, its answers recorded as `operator`'s (`alice (app)`; a short printable name).
+    pub fn answering_as(mut self, operator: &str) -> Result<RemoteHub, ApiError> {
+        crate::console::check_operator_name(operator)
+            .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({})))?;
+        self.operator = Some(operator.to_owned());
+        Ok(self)
     }
 
     async fn post(&self, route: &str, name: &str, args: &Value) -> Result<reqwest::Response, ApiError> {
         let url = format!("{}/{route}/{name}", self.api_url);
-        let response = (self.client.post(&url).bearer_auth(&self.token))
+        let mut request = self.client.post(&url).bearer_auth(&self.token);
+        if let Some(operator) = &self.operator {
+            request = request.header(crate::operator_http::OPERATOR_HEADER, operator);
+        }
+        let response = request
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(args.to_string())
             .send()
@@ -84,15 +98,17 @@ impl RemoteHub {
         &self,
         name: &str,
         args: &Value,
-        on_started: &mut dyn FnMut(u32),
-        on_update: &mut dyn FnMut(Value) -> bool,
+        mut on_started: impl FnMut(u32),
+        mut on_update: impl FnMut(Value) -> bool,
     ) -> Result<(), ApiError> {
         let mut response = self.post("streams", name, args).await?;
-        let mut pending = String::new();
+        // Bytes, not text, until an event is whole: a character may be split between two chunks.
+        let mut pending: Vec<u8> = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| unreachable_hub(&self.api_url, &e))? {
-            pending.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = pending.find("\n\n") {
-                let event: String = pending.drain(..end + 2).collect();
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+                let raw: Vec<u8> = pending.drain(..end + 2).collect();
+                let event = String::from_utf8_lossy(&raw);
                 let kind = event.lines().find_map(|l| l.strip_prefix("event:")).map(str::trim);
                 let data: String =
                     event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
@@ -108,5 +124,10 @@ impl RemoteHub {
             }
         }
         Ok(())
+    }
+
+    /// Where the hub's operator API is (`http://ADDR/v1`).
+    pub fn api_url(&self) -> &str {
+        &self.api_url
     }
 }

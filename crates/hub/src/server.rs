@@ -169,7 +169,13 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/servers/{id}/restart", post(restart_server))
         .route("/v1/tool-changes", get(tool_changes))
         .route("/v1/tool-changes/accept", post(accept_tool_change))
-        .merge(crate::operator_http::routes(operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR))))
+        .merge(crate::operator_http::routes(crate::operator_http::OperatorClients::new(
+            operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR)),
+            {
+                let (hub, dir) = (hub.clone(), dir.clone());
+                Arc::new(move |name: &str| operator_client(&hub, addr, &dir, Operator::named(name)))
+            },
+        )))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()

@@ -13,6 +13,7 @@ import { LiveView } from "../features/live/LiveView";
 import { Kbd } from "../lib/ui/Kbd";
 import { visible } from "../lib/visible";
 import { BackendContext, FeedContext, useBackend } from "./context";
+import { SessionLine } from "./SessionLine";
 import { ViewBoundary } from "./ViewBoundary";
 import { navigate, parseRoute, useRoute } from "./route";
 
@@ -130,6 +131,7 @@ function Shell({ hub }: { hub: Extract<HubState, { state: "running" }> }) {
           <span className="hub-line muted" title={`project ${hub.project} · ledger ${hub.ledger}`}>
             agents connect to <span className="mono">{hub.mcp_url}</span>
           </span>
+          <SessionLine />
         </nav>
         <main className="main">
           <PolicyBanner />

@@ -4,6 +4,7 @@
 // bindings (bindings.ts); none is written here by hand.
 import type {
   CandidateRule,
+  ConsoleSession,
   ApprovalSummary,
   CallDetail,
   CallFilter,
@@ -66,6 +67,7 @@ export type {
   CallTimings,
   CommandCount,
   CommandOutcome,
+  ConsoleSession,
   Count,
   Cursor,
   ExportFormat,
@@ -240,6 +242,10 @@ export interface Backend {
   candidateRule(command: string): Promise<CandidateRule>;
   /** Files dropped on the window, by path. */
   onFileDrop(handler: (paths: string[]) => void): Unsubscribe;
+  /** Who is logged in to a browser console, until when; null where there is no login (the app). */
+  consoleSession(): Promise<ConsoleSession | null>;
+  /** Ends the console's login and leaves the page (nothing where there is no login). */
+  logout(): Promise<void>;
 }
 
 /** A failed backend call: the API's `{code, message, details}`. Views branch on `code`. */

@@ -552,6 +552,14 @@ export type ConsoleLink = {
 	expires_at_ms: number,
 };
 
+/**  A login to the browser console: who, until when (what `/console/v1/me` and the login answer). */
+export type ConsoleSession = {
+	/**  The operator's name; answers given in this login are recorded as `<operator> (browser)`. */
+	operator: string,
+	/**  When the login ends at the latest, in milliseconds since the epoch. */
+	expires_at_ms: number,
+};
+
 /**  One block of tool output (the shapes MCP results carry). */
 export type Content = { type: "text"; text: string } | 
 /**  Base64 data, already bounded by the tool that produced it. */

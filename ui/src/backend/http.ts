@@ -5,7 +5,7 @@
 // console's header, which the hub requires of every change. What only a desktop has degrades: a
 // notification is the browser's, a file dialog is a path typed on the hub's machine, a dropped file
 // (whose path a browser never tells) is ignored.
-import { COMMAND_TABLE, type ApiError, type FeedItem } from "./bindings";
+import { COMMAND_TABLE, type ApiError, type ConsoleSession, type FeedItem } from "./bindings";
 import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
 import { visible } from "../lib/visible";
 
@@ -20,8 +20,9 @@ export interface HttpOptions {
   /** The API's root: `/console/v1` on the hub that served the page. */
   root?: string;
   fetch?: typeof fetch;
-  /** Called when the hub says the session is gone (default: open the login page, which says how). */
-  onLoggedOut?: () => void;
+  /** Called when the session is gone: it `ended` (expired, another hub's) or the operator `logged_out`
+   * (default: open the login page, which says what happened and how to log in again). */
+  onLoggedOut?: (why: "ended" | "logged_out") => void;
   /** The browser's notifications (none: no notifications). */
   notify?: (title: string, body: string) => void;
   /** Asks for a path on the hub's machine (default: window.prompt). */
@@ -80,7 +81,7 @@ export async function readEvents(
 export function httpBackend(options: HttpOptions = {}): Backend {
   const root = options.root ?? "/console/v1";
   const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
-  const onLoggedOut = options.onLoggedOut ?? (() => window.location.assign("/login"));
+  const onLoggedOut = options.onLoggedOut ?? ((why) => window.location.assign(`/login#${why}`));
   const askPath = options.askPath ?? ((question, suggested) => window.prompt(question, suggested));
 
   async function post(path: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
@@ -100,7 +101,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     const body: unknown = await response.json().catch(() => null);
     const error = body && typeof body === "object" && "error" in body ? body.error : null;
     const e = error ? asBackendError(error) : failure("backend_failed", `the hub answered ${response.status}`);
-    if (e.code === "not_logged_in") onLoggedOut();
+    if (e.code === "not_logged_in") onLoggedOut("ended");
     throw e;
   }
 
@@ -202,6 +203,16 @@ export function httpBackend(options: HttpOptions = {}): Backend {
       stream("export_ledger", [id, filter, format, file], onUpdate, ({ code, message }) =>
         onUpdate({ kind: "failed", error: { code, message, details: null } }),
       ),
+    consoleSession: async () => {
+      const response = await fetchFn(`${root}/me`, { credentials: "same-origin" }).catch(() => null);
+      if (!response?.ok) return null;
+      const body = (await response.json()) as { session: ConsoleSession };
+      return body.session;
+    },
+    logout: async () => {
+      await post("logout", {}).catch(() => undefined);
+      onLoggedOut("logged_out");
+    },
     // A browser gives a dropped file's contents, never its path on the hub's machine.
     onFileDrop: () => () => undefined,
     followEvents: (onBatch) =>

@@ -158,6 +158,9 @@ export function tauriBackend(): Backend {
         if (id != null) void commands.stopStream(id);
       };
     },
+    // The app's window is its user's own: no login to show or end.
+    consoleSession: async () => null,
+    logout: async () => undefined,
     onCloseAsked: (handler): Unsubscribe => {
       let stop: (() => void) | null = null;
       let stopped = false;

@@ -5,7 +5,9 @@
 //! `stop_stream` ends it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Served, http, node_modules, serve};
+use crate::common::{
+    Served, agent_in_background, await_approval, http, ledger_calls_when, node_modules, serve,
+};
 use portcullis_hub::api::COMMANDS;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -268,4 +270,51 @@ fn portcullis_api_calls_the_table_of_the_running_hub_as_its_operator() {
     let unknown = api_cli(&served, &["no_such_command"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no_such_command"));
+}
+
+/// A caller with the operator token may name who answers (`x-portcullis-operator`: the desktop app
+/// attached to this hub says `alice (app)`), recorded as given; a name that is not short printable text
+/// is refused, and without one the channel (`api`) is recorded.
+#[test]
+fn the_token_s_caller_may_name_the_operator_the_ledger_records() {
+    node_modules();
+    let served = serve(
+        POLICY.replace("\"echo\"], \"decision\": \"allow\"", "\"echo\"], \"decision\": \"prompt\"").as_str(),
+    );
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(served.path("config/hub.json")).unwrap()).unwrap();
+    let agent = agent_in_background(
+        &info,
+        &served.token,
+        json!([{"op": "call", "name": "shell", "arguments": {"command": "echo named"}}]),
+    );
+    await_approval(&served.api, &served.operator_token, "echo named");
+    let (status, pending) = http(
+        &route(&served, "pending_approvals", false),
+        "POST",
+        Some(&served.operator_token),
+        &[("x-portcullis-operator", "alice (app)")],
+        Some("{}"),
+    );
+    assert_eq!(status, 200, "{pending}");
+    let id = serde_json::from_str::<Value>(&pending).unwrap()[0]["id"].as_u64().unwrap();
+    let bad = http(
+        &route(&served, "answer_approval", false),
+        "POST",
+        Some(&served.operator_token),
+        &[("x-portcullis-operator", "eve\u{7}")],
+        Some(&json!({"id": id, "answer": {"answer": "once"}}).to_string()),
+    );
+    assert_eq!(bad.0, 400, "{}", bad.1);
+    let (status, body) = http(
+        &route(&served, "answer_approval", false),
+        "POST",
+        Some(&served.operator_token),
+        &[("x-portcullis-operator", "alice (app)")],
+        Some(&json!({"id": id, "answer": {"answer": "once"}}).to_string()),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(agent.join().unwrap().status.success());
+    let calls = ledger_calls_when(&served, 1);
+    assert!(serde_json::to_string(&calls).unwrap().contains("alice (app): approved_once"), "{calls:?}");
 }

@@ -492,3 +492,48 @@ fn check_lists_every_file_with_its_access_and_verdict() {
     assert!(out.contains("/tmp/\\x1b[31mred via ls operand"), "{out}");
     assert!(!out.contains('\u{1b}'), "{out}");
 }
+
+/// An agent's `portcullis api …` or `portcullis operator …` acts as the operator with the credential
+/// the program reads itself: asked, never allowed unseen, whatever the rules say (the sandbox also hides
+/// the credential from it).
+#[test]
+fn the_operators_own_commands_are_never_allowed_unseen() {
+    let env = Env::new();
+    let policy = env.write(
+        "proj/.portcullis/policy.json",
+        r#"{ "commands": { "default": "allow", "rules": [ { "id": "all", "pattern": ["portcullis"], "decision": "allow" } ] } }"#,
+    );
+    let (policy, cwd) = (policy.to_str().unwrap().to_owned(), env.path("proj"));
+    for command in [
+        r#"portcullis api answer_approval '{"id": 1, "answer": {"answer": "once"}}'"#,
+        "portcullis operator link --name agent",
+        "/usr/local/bin/portcullis --quiet operator link",
+        "portcullis \"$SUB\" link",
+    ] {
+        let v = env.json(&[
+            "policy",
+            "check",
+            "--json",
+            "--policy",
+            &policy,
+            "--cwd",
+            cwd.to_str().unwrap(),
+            "--",
+            command,
+        ]);
+        assert_eq!(v["decision"], "prompt", "{command}: {v}");
+        assert!(v.to_string().contains("OperatorCommand"), "{command}: {v}");
+    }
+    let v = env.json(&[
+        "policy",
+        "check",
+        "--json",
+        "--policy",
+        &policy,
+        "--cwd",
+        cwd.to_str().unwrap(),
+        "--",
+        "portcullis ledger stats",
+    ]);
+    assert_eq!(v["decision"], "allow", "{v}");
+}

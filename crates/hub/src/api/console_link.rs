@@ -18,6 +18,16 @@ pub struct ConsoleLink {
     pub expires_at_ms: u64,
 }
 
+/// A login to the browser console: who, until when (what `/console/v1/me` and the login answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ConsoleSession {
+    /// The operator's name; answers given in this login are recorded as `<operator> (browser)`.
+    pub operator: String,
+    /// When the login ends at the latest, in milliseconds since the epoch.
+    pub expires_at_ms: u64,
+}
+
 /// The operator a link names when none is given: the local user, else `operator`.
 pub fn default_operator_name() -> String {
     std::env::var("USER")

@@ -26,7 +26,7 @@ const CHANGES_PER_BATCH: usize = 200;
 
 /// What a draft replay reports as it goes.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DraftReplayUpdate {
     /// Records read so far, up to record `last_id` of `total_id`.

@@ -29,6 +29,7 @@ pub mod one_call;
 pub mod policy_check;
 pub mod policy_files;
 pub mod record_summary;
+mod remote_client;
 pub mod replay;
 pub mod rule_activity;
 pub mod table;
@@ -45,6 +46,7 @@ pub use portcullis_harness::untrusted::escaped_ranges;
 /// Agent text (commands, paths, tool names, reasons quoting them) made safe to show a person: control
 /// and invisible characters written as visible escapes. Every front end escapes agent text with it.
 pub use portcullis_harness::untrusted::visible;
+pub use remote_client::{HubClient, RemoteClient};
 pub use table::{COMMANDS, CommandInfo};
 
 use crate::hub::Hub;

@@ -5,10 +5,15 @@
 (function () {
   "use strict";
   var status = document.getElementById("login-status");
-  var match = /(?:^#|&)code=([0-9a-f]+)/.exec(window.location.hash);
+  var hash = window.location.hash;
+  var match = /(?:^#|&)code=([0-9a-f]+)/.exec(hash);
   history.replaceState(null, "", "/login");
   if (!match) {
-    status.textContent = "This link has no login code. Use the link portcullis serve printed, or make one with portcullis operator link.";
+    var why = {
+      "#logged_out": "You logged out. ",
+      "#ended": "Your login ended (it expired, or the hub restarted). ",
+    }[hash] || "This link has no login code. ";
+    status.textContent = why + "To log in, open a new link: portcullis operator link prints one.";
     return;
   }
   fetch("/console/v1/login", {

@@ -55,13 +55,7 @@ pub struct Console {
     refusals: Option<Arc<dyn RefusalLog>>,
 }
 
-/// What a session of the console is: who, and until when.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct SessionInfo {
-    pub operator: String,
-    /// When the session ends at the latest (ms since the epoch).
-    pub expires_at_ms: u64,
-}
+use crate::api::console_link::ConsoleSession as SessionInfo;
 
 impl Console {
     /// The console of a hub on `port` whose own pages come from `origins`, minting sessions from

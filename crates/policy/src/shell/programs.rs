@@ -33,6 +33,9 @@ pub(crate) fn inspect(
         {
             analyzer.opaque(OpaqueKind::CommandLookup, text);
         }
+        "portcullis" if args.iter().any(|a| a.dynamic || matches!(a.text.as_str(), "api" | "operator")) => {
+            analyzer.opaque(OpaqueKind::OperatorCommand, text);
+        }
         // The grammar does not know coprocesses: it reads `coproc NAME { cmd; }` as words.
         "coproc" => analyzer.opaque(OpaqueKind::CommandLookup, text),
         // History re-execution and the editor it starts.

@@ -32,7 +32,7 @@ pub struct OpenedLedger {
 }
 
 /// How an export goes: progress, then `done` or `failed` (`cancelled` when stopped).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ExportUpdate {
