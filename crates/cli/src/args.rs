@@ -217,6 +217,17 @@ pub struct ServeArgs {
     /// Seconds a browser console login lasts (it also ends after two idle hours, or at logout).
     #[arg(long, value_name = "SECONDS", default_value_t = 12 * 60 * 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub console_session: u64,
+    /// Serve TLS with this certificate chain (PEM; with --tls-key). Required, or --tls-self-signed, for
+    /// a --listen address beyond this machine.
+    #[arg(long, value_name = "FILE", requires = "tls_key", conflicts_with = "tls_self_signed")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve TLS with a self-signed certificate for the hub's names, made once and kept in the config
+    /// folder; its SHA-256 fingerprint is printed to check in the browser.
+    #[arg(long)]
+    pub tls_self_signed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

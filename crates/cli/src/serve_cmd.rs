@@ -8,8 +8,8 @@ use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
 use portcullis_hub::start::{
-    ConsoleSettings, HubConfig, JsonlFileSink, RecordSink, RecordSinks, default_ledger_path, launch,
-    user_config_dir,
+    ConsoleSettings, HubConfig, JsonlFileSink, RecordSink, RecordSinks, TlsSource, default_ledger_path,
+    launch, user_config_dir,
 };
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -70,6 +70,11 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
                 .map(|file| Arc::new(JsonlFileSink::new(file.clone())) as Arc<dyn RecordSink>)
                 .collect(),
         ),
+        tls: match (&args.tls_cert, &args.tls_key, args.tls_self_signed) {
+            (Some(cert), Some(key), _) => Some(TlsSource::Files { cert: cert.clone(), key: key.clone() }),
+            (_, _, true) => Some(TlsSource::SelfSigned),
+            _ => None,
+        },
         console: ConsoleSettings {
             enabled: !args.no_console,
             session_ttl: Duration::from_secs(args.console_session),
@@ -97,8 +102,9 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
-            "portcullis: guarding the project {} (its tools' root; --project DIR to choose another)\nportcullis: serving MCP at http://{}/mcp (agents' bearer token in {dir}/token; the approval API takes only the operator token in {dir}/operator-token)\nportcullis: policies: {}\nportcullis: ledger: {}",
+            "portcullis: guarding the project {} (its tools' root; --project DIR to choose another)\nportcullis: serving MCP at {}://{}/mcp (agents' bearer token in {dir}/token; the approval API takes only the operator token in {dir}/operator-token)\nportcullis: policies: {}\nportcullis: ledger: {}",
             hub.project().display(),
+            if launched.running.tls_fingerprint.is_some() { "https" } else { "http" },
             addr,
             hub.policy_sources().join(", "),
             args.db.as_ref().map_or_else(
@@ -111,6 +117,9 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             let _ = writeln!(err, "portcullis: {}", crate::render::clean(&line));
         }
         let api = launched.api();
+        if let Some(fingerprint) = &launched.running.tls_fingerprint {
+            let _ = writeln!(err, "portcullis: TLS certificate SHA-256 fingerprint: {fingerprint}");
+        }
         if !args.no_console {
             match api.console_link(None) {
                 Ok(link) => {

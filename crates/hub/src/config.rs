@@ -128,6 +128,9 @@ pub struct RuntimeInfo {
     pub api_url: String,
     pub pid: u32,
     pub ledger: String,
+    /// The hub's TLS certificate when it serves HTTPS (this machine's clients trust it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<String>,
 }
 
 impl RuntimeInfo {
@@ -137,6 +140,17 @@ impl RuntimeInfo {
             api_url: format!("http://{addr}/v1"),
             pid: std::process::id(),
             ledger: ledger.display().to_string(),
+            tls_cert: None,
+        }
+    }
+
+    /// The same hub served over HTTPS with the certificate in `cert`.
+    pub fn with_tls(self, cert: &Path) -> Self {
+        RuntimeInfo {
+            mcp_url: self.mcp_url.replacen("http://", "https://", 1),
+            api_url: self.api_url.replacen("http://", "https://", 1),
+            tls_cert: Some(cert.display().to_string()),
+            ..self
         }
     }
 

@@ -25,6 +25,34 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
+/// Serves one connection (plain or TLS) until it ends; at `stop`, idle ones close at once and a request
+/// in progress finishes first.
+async fn serve_connection<IO>(
+    io: TokioIo<IO>,
+    service: TowerToHyperService<WithPeer>,
+    header_read_timeout: Duration,
+    stop: &CancellationToken,
+) -> Result<(), hyper::Error>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
+    let connection = builder.serve_connection(io, service);
+    let mut connection = std::pin::pin!(connection);
+    let ended = tokio::select! {
+        ended = connection.as_mut() => Some(ended),
+        _ = stop.cancelled() => None,
+    };
+    match ended {
+        Some(ended) => ended,
+        None => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    }
+}
+
 /// File descriptors kept out of the connection cap's reach: the ledger, policy watches, upstream
 /// servers' pipes, process tools.
 const RESERVED_FDS: u64 = 128;
@@ -128,6 +156,8 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// How long, after `stop`, open connections get to finish before the loop returns anyway.
     pub drain: Duration,
+    /// TLS on every connection (its handshake gets the header-read time too); none: plain HTTP.
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// Serves `app` on `listener` until `stop`: then accepts no more, lets open connections finish their
@@ -187,23 +217,24 @@ pub async fn serve_connections(
         let service = TowerToHyperService::new(WithPeer { app: app.clone(), peer });
         let stop = stop.clone();
         let header_read_timeout = limits.header_read_timeout;
+        let tls = limits.tls.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder.timer(TokioTimer::new()).header_read_timeout(header_read_timeout);
-            let connection = builder.serve_connection(TokioIo::new(tcp), service);
-            let mut connection = std::pin::pin!(connection);
-            let ended = tokio::select! {
-                ended = connection.as_mut() => Some(ended),
-                _ = stop.cancelled() => None,
-            };
-            let ended = match ended {
-                Some(ended) => ended,
-                None => {
-                    // Idle connections close now; a request in progress finishes first.
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
-                }
+            let ended = match tls {
+                None => serve_connection(TokioIo::new(tcp), service, header_read_timeout, &stop).await,
+                Some(tls) => match tokio::time::timeout(header_read_timeout, tls.accept(tcp)).await {
+                    Ok(Ok(stream)) => {
+                        serve_connection(TokioIo::new(stream), service, header_read_timeout, &stop).await
+                    }
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                },
             };
             if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "connection closed");

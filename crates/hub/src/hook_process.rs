@@ -71,13 +71,11 @@ pub fn answer_claude_hook(text: &str, options: &HookOptions) -> HookAnswer {
 /// agent) and reads its answer.
 async fn ask_hub(info: &RuntimeInfo, dir: &Path, body: &str, wait: u64) -> Result<HookAnswer, String> {
     let token = load_or_create_token(dir).map_err(|e| format!("token: {e}"))?;
-    if !info.api_url.starts_with("http://") {
-        return Err(format!("the hub's API {:?} is not http://", info.api_url));
+    if !(info.api_url.starts_with("http://") || info.api_url.starts_with("https://")) {
+        return Err(format!("the hub's API {:?} is not http:// or https://", info.api_url));
     }
-    let client = reqwest::Client::builder()
+    let client = crate::operator_remote::hub_http_client(info)?
         .timeout(Duration::from_secs(wait + 10))
-        // Loopback: a proxy from the environment must never see the token.
-        .no_proxy()
         .build()
         .map_err(|e| e.to_string())?;
     let response = client

@@ -83,6 +83,8 @@ pub struct HubConfig {
     pub record_sinks: crate::record_sinks::RecordSinks,
     /// Whether the browser console is served, and how long its logins last.
     pub console: crate::console::ConsoleSettings,
+    /// TLS on every connection (required beyond loopback); none: plain HTTP on loopback.
+    pub tls: Option<crate::tls::TlsSource>,
 }
 
 impl HubConfig {
@@ -112,6 +114,7 @@ impl HubConfig {
             single_upstream: None,
             record_sinks: crate::record_sinks::RecordSinks::default(),
             console: crate::console::ConsoleSettings::default(),
+            tls: None,
         }
     }
 
@@ -200,10 +203,19 @@ pub(crate) struct HubState {
     pub(crate) credentials: Option<Credentials>,
     /// The address the gateway listens on, once it serves.
     pub(crate) served_at: std::sync::OnceLock<std::net::SocketAddr>,
+    /// `https` once the gateway serves TLS, else `http`.
+    pub(crate) served_scheme: std::sync::OnceLock<&'static str>,
     /// The tail feeding the record sinks (none without sinks), drained at close.
     pub(crate) tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
     /// The browser console's login codes not used yet (any operator front end mints them).
     pub(crate) console_codes: Arc<crate::console::logins::LoginCodes>,
+}
+
+impl HubState {
+    /// `https` when the gateway serves TLS, else `http`.
+    pub(crate) fn scheme(&self) -> &'static str {
+        self.served_scheme.get().copied().unwrap_or("http")
+    }
 }
 
 /// A handle on the running hub (cheap to clone).
@@ -346,6 +358,7 @@ impl Hub {
                 manifests: RwLock::new(manifests),
                 credentials,
                 served_at: std::sync::OnceLock::new(),
+                served_scheme: std::sync::OnceLock::new(),
                 tail: std::sync::Mutex::new(tail),
                 console_codes,
             }),

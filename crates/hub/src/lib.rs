@@ -35,6 +35,8 @@ pub mod start;
 pub mod stdio;
 #[cfg(feature = "testing")]
 pub mod testing;
+#[doc(hidden)]
+pub mod tls;
 pub mod upstreams;
 pub mod waiting;
 

@@ -8,6 +8,18 @@ use crate::config::{RuntimeInfo, load_or_create_operator_token};
 use serde_json::{Value, json};
 use std::path::Path;
 
+/// An HTTP client for the hub a runtime file describes: no proxy (a proxy from the environment must
+/// never see a token), and the hub's own certificate trusted when it serves TLS.
+pub(crate) fn hub_http_client(info: &RuntimeInfo) -> Result<reqwest::ClientBuilder, String> {
+    let mut builder = reqwest::Client::builder().no_proxy();
+    if let Some(cert) = &info.tls_cert {
+        let pem = std::fs::read(cert).map_err(|e| format!("the hub's certificate {cert}: {e}"))?;
+        let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("the hub's certificate: {e}"))?;
+        builder = builder.add_root_certificate(cert);
+    }
+    Ok(builder)
+}
+
 /// A running hub, as its operator reaches it.
 pub struct RemoteHub {
     api_url: String,
@@ -38,9 +50,8 @@ impl RemoteHub {
         let token = load_or_create_operator_token(dir).map_err(|e| {
             ApiError::new(ErrorCode::HubUnavailable, format!("the operator token: {e}"), json!({}))
         })?;
-        let client = reqwest::Client::builder()
-            // Loopback: a proxy from the environment must never see the token.
-            .no_proxy()
+        let client = hub_http_client(&info)
+            .map_err(|why| ApiError::new(ErrorCode::HubUnavailable, why, json!({})))?
             .build()
             .map_err(|e| ApiError::new(ErrorCode::BackendFailed, e.to_string(), json!({})))?;
         Ok(RemoteHub { api_url: info.api_url, token: token.trim().to_owned(), client, operator: None })

@@ -41,6 +41,8 @@ pub struct RunningHub {
     pub token: String,
     /// The operator's token (approvals, session grants).
     pub operator_token: String,
+    /// The SHA-256 fingerprint of its TLS certificate, when it serves TLS.
+    pub tls_fingerprint: Option<String>,
     server: JoinHandle<()>,
 }
 
@@ -90,6 +92,12 @@ pub async fn bind(config: &crate::HubConfig) -> Result<tokio::net::TcpListener, 
                 "{addr} is not a loopback address; the gateway listens on 127.0.0.1 unless --allow-remote is given"
             )));
         }
+        if config.tls.is_none() {
+            return Err(HubError::Config(format!(
+                "{addr} is beyond this machine: a hub that listens there serves TLS only (give --tls-cert FILE \
+                 --tls-key FILE, or --tls-self-signed); or keep it on 127.0.0.1 and forward the port over SSH"
+            )));
+        }
         tracing::warn!(%addr, "the gateway listens beyond this machine: anyone who can reach it and holds the token can run tools");
     }
     tokio::net::TcpListener::bind(addr).await.map_err(|source| {
@@ -118,15 +126,21 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .cloned()
         .ok_or_else(|| HubError::Config("no config folder for the tokens (set HOME)".into()))?;
     let addr = listener.local_addr()?;
+    let hosts = allowed_hosts(&hub, addr)?;
+    let tls = match &config.tls {
+        Some(source) => Some(crate::tls::load(source, &dir, &hosts)?),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let _ = hub.state.served_scheme.set(scheme);
     let _ = hub.state.served_at.set(addr);
-    let mut origins = vec![format!("http://{addr}")];
+    let mut origins = vec![format!("{scheme}://{addr}")];
     if addr.ip().is_loopback() {
-        origins.push(format!("http://localhost:{}", addr.port()));
+        origins.push(format!("{scheme}://localhost:{}", addr.port()));
     }
     // The console's own pages come from these only; other allowed Origins may call the gateway.
     let own_origins = origins.clone();
     origins.extend(config.allowed_origins.iter().cloned());
-    let hosts = allowed_hosts(&hub, addr)?;
     let shutdown = hub.shutdown_token();
     // Refused requests go to the ledger too, from a background task (see `refusals`).
     let refusals = RefusalRecorder::start(
@@ -193,6 +207,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
             hub.state.console_codes.clone(),
             addr.port(),
             own_origins,
+            scheme == "https",
             Arc::new(sessions_of),
             Some(refusals.clone() as Arc<dyn portcullis_mcp::http::RefusalLog>),
         )
@@ -208,15 +223,28 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .with_state(hub.clone())
         .layer(Extension(slots.clone()))
         .layer(from_fn_with_state(access, site_guard));
-    RuntimeInfo::new(addr, &config.db).write(&dir)?;
+    let runtime = RuntimeInfo::new(addr, &config.db);
+    let runtime = match &tls {
+        Some(tls) => runtime.with_tls(&tls.cert_file),
+        None => runtime,
+    };
+    runtime.write(&dir)?;
     let limits = ConnectionLimits {
         slots,
         header_read_timeout: config.header_read_timeout,
         drain: config.shutdown_grace,
+        tls: tls.as_ref().map(|t| t.acceptor.clone()),
     };
     let server = tokio::spawn(serve_connections(listener, app, limits, shutdown.clone()));
-    tracing::info!(%addr, "gateway listening");
-    Ok(RunningHub { hub, addr, token: credentials.agent, operator_token: credentials.operator, server })
+    tracing::info!(%addr, scheme, "gateway listening");
+    Ok(RunningHub {
+        hub,
+        addr,
+        token: credentials.agent,
+        operator_token: credentials.operator,
+        tls_fingerprint: tls.map(|t| t.fingerprint),
+        server,
+    })
 }
 
 async fn health(State(hub): State<Hub>, Extension(slots): Extension<ConnectionSlots>) -> Response {
@@ -264,7 +292,7 @@ use crate::operator_http::api_error;
 fn operator_client(hub: &Hub, addr: SocketAddr, dir: &std::path::Path, operator: Operator) -> Client {
     let config = &hub.state.config;
     let state = HubState::Running {
-        mcp_url: format!("http://{addr}/mcp"),
+        mcp_url: format!("{}://{addr}/mcp", hub.state.scheme()),
         token_file: dir.join("token").display().to_string(),
         project: config.project.display().to_string(),
         ledger: config.db.display().to_string(),

@@ -15,4 +15,5 @@ pub use crate::operator_remote::RemoteHub;
 pub use crate::record_sinks::{JsonlFileSink, RecordSink, RecordSinks};
 pub use crate::sandboxing::{default_launcher, entry_point as sandbox_entry_point};
 pub use crate::stdio::{StdioOptions, serve_stdio};
+pub use crate::tls::TlsSource;
 pub use portcullis_mcp::sessions::SessionLimits;

@@ -23,6 +23,7 @@ mod policy_cli;
 mod record_sinks;
 mod sandbox;
 mod sandbox_isolation;
+mod tls;
 mod tool_pins;
 mod upstream;
 mod upstream_offerings;

@@ -63,7 +63,7 @@ impl OperatorApi {
         let host =
             if addr.ip().is_unspecified() { format!("127.0.0.1:{}", addr.port()) } else { addr.to_string() };
         Ok(ConsoleLink {
-            url: format!("http://{host}/login#code={}", code.code),
+            url: format!("{}://{host}/login#code={}", state.scheme(), code.code),
             operator: code.operator,
             expires_at_ms: code.expires_at_ms,
         })

@@ -19,7 +19,7 @@ impl OperatorApi {
         let config = state.config.user_config().ok_or_else(|| {
             ApiError::new(ErrorCode::HubUnavailable, "the hub has no config folder (set HOME)", json!({}))
         })?;
-        Ok(snippets(&format!("http://{addr}/mcp"), &config, &portcullis_binary()))
+        Ok(snippets(&format!("{}://{addr}/mcp", state.scheme()), &config, &portcullis_binary()))
     }
 }
 

@@ -52,6 +52,8 @@ pub struct Console {
     /// The Origins of this hub's own pages.
     origins: Arc<[String]>,
     settings: ConsoleSettings,
+    /// Served over TLS: the cookie is `Secure`.
+    secure: bool,
     refusals: Option<Arc<dyn RefusalLog>>,
 }
 
@@ -65,6 +67,7 @@ impl Console {
         codes: Arc<LoginCodes>,
         port: u16,
         origins: Vec<String>,
+        secure: bool,
         client_for: Arc<dyn Fn(&str) -> Client + Send + Sync>,
         refusals: Option<Arc<dyn RefusalLog>>,
     ) -> Self {
@@ -75,6 +78,7 @@ impl Console {
             cookie: cookie_name(port).into(),
             origins: origins.into(),
             settings,
+            secure,
             refusals,
         }
     }
@@ -129,8 +133,9 @@ impl Console {
 
     fn set_cookie(&self, secret: &str) -> HeaderValue {
         let max_age = self.settings.session_ttl.as_secs();
+        let secure = if self.secure { "; Secure" } else { "" };
         let cookie =
-            format!("{}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}", self.cookie);
+            format!("{}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}", self.cookie);
         HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
