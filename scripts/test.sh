@@ -51,5 +51,9 @@ smoke sandbox_bench 20
 smoke workbench_bench 50
 echo "bench smoke runs: ok"
 
-echo "== desktop app end to end (tauri-driver + WebKitWebDriver under Xvfb)"
+echo "== desktop app end to end (tauri-driver + WebKitWebDriver under Xvfb), the browser console (Chromium)"
 bash scripts/e2e.sh
+
+echo "== browser console bench smoke run (tiny sizes; figures are not asserted)"
+BENCH_RUNS=1 BENCH_CARDS=2 PORTCULLIS_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/portcullis" \
+  node ui/e2e/bench/console.bench.mjs >/dev/null

@@ -2,7 +2,7 @@
 // fresh world, Debian's Chromium driven through chromedriver by webdriverio, and the login link the hub
 // printed or `portcullis operator link` made. Teardown ends every process the spec started.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { remote } from "webdriverio";
@@ -84,6 +84,7 @@ export async function startBrowser() {
   const stop = async () => {
     await browser.deleteSession().catch(() => undefined);
     driver.kill("SIGTERM");
+    rmSync(profile, { recursive: true, force: true });
   };
   return { browser, stop };
 }

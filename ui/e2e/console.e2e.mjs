@@ -3,7 +3,7 @@
 // hub printed logs the operator in (and works only once); a prompted call is a card the browser answers
 // (allow once, then deny), and the agent gets each answer; Live and the ledger browser show the calls;
 // a rule changed and saved in the workbench is in force for the next call; a second operator answers a
-// card first and the browser says who did. Each view is captured (into
+// card first and the browser says who did; the page says who is logged in, and logging out ends it. Each view is captured (into
 // docs/screenshots/ with PORTCULLIS_SCREENSHOTS=docs/screenshots).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -104,6 +104,9 @@ test("Live and the ledger browser show the calls", async () => {
   assert.ok(rows.some((r) => /rm -rf build/.test(r)), rows.join("\n"));
   assert.ok(rows.some((r) => /first/.test(r)), rows.join("\n"));
   await screenshot(browser, "browser-ledger.png");
+  await $('[data-testid="nav-connections"]').click();
+  await $('[data-testid="hookup-snippet"]').waitForDisplayed({ timeout: 10_000 });
+  await screenshot(browser, "browser-connections.png");
 });
 
 test("a rule saved in the workbench is in force for the next call", async () => {
@@ -156,4 +159,20 @@ test("a second operator answers first; the browser's card goes and says who answ
   assert.ok(!report.results[0].result.isError, JSON.stringify(report));
   const row = await ledgerRow(hub.w, (c) => c.decided_operator?.startsWith("bob"));
   assert.equal(row.decided_operator, "bob (browser): approved_once", JSON.stringify(row));
+});
+
+test("the page says who is logged in; Log out ends the login and the page says so", async () => {
+  const { browser } = chrome;
+  const who = $('[data-testid="console-session"]');
+  await who.waitForDisplayed({ timeout: 10_000 });
+  assert.match(await who.getText(), /e2e-operator \(browser\)/);
+  await $('[data-testid="logout"]').click();
+  const status = $('[data-testid="login-status"]');
+  await status.waitForDisplayed({ timeout: 10_000 });
+  await browser.waitUntil(async () => /You logged out/.test(await status.getText()), { timeout: 5_000 });
+  assert.doesNotMatch(await browser.getUrl(), /#/);
+  await screenshot(browser, "browser-logged-out.png");
+  // The old cookie is no session any more: the console's page sends it back to the login.
+  await browser.url(`http://127.0.0.1:${hub.port}/`);
+  await browser.waitUntil(async () => /\/login$/.test(await browser.getUrl()), { timeout: 10_000 });
 });
