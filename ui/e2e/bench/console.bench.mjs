@@ -52,7 +52,10 @@ try {
     await browser.url("about:blank");
     const opened = Date.now();
     await browser.url(link);
-    await browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 20_000 });
+    await browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 20_000 }).catch(async (e) => {
+      const page = await browser.execute(() => [globalThis.location.href, globalThis.document.body.innerText.slice(0, 400)]);
+      throw new Error(`run ${i}: ${e.message}; the page: ${JSON.stringify(page)}`);
+    });
     const page = await browser.execute(() => {
       const fcp = globalThis.performance.getEntriesByName("first-contentful-paint")[0];
       const view = globalThis.document.querySelector("[data-loaded-at]");

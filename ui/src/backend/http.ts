@@ -78,6 +78,21 @@ export async function readEvents(
   }
 }
 
+/** The streams this page holds open. A browser does not always end a page's streaming requests when it
+ * leaves the page (headless Chromium kept them, and six of them fill its connections to the hub, after
+ * which every request of the next page waits): they are aborted when the page goes. */
+const openStreams = new Set<AbortController>();
+if (typeof window !== "undefined") {
+  window.addEventListener("pagehide", () => {
+    for (const stream of openStreams) stream.abort();
+    openStreams.clear();
+  });
+  // A page the browser kept and shows again has no streams left: it starts afresh.
+  window.addEventListener("pageshow", (e) => {
+    if (e.persisted) window.location.reload();
+  });
+}
+
 export function httpBackend(options: HttpOptions = {}): Backend {
   const root = options.root ?? "/console/v1";
   const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
@@ -118,6 +133,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     onFailed: (e: BackendError) => void,
   ): Unsubscribe {
     const abort = new AbortController();
+    openStreams.add(abort);
     let stopped = false;
     let id: number | null = null;
     const run = async () => {
@@ -131,9 +147,11 @@ export function httpBackend(options: HttpOptions = {}): Backend {
         if (!stopped) onUpdate(JSON.parse(data) as U);
       });
     };
-    run().catch((e: unknown) => {
-      if (!stopped) onFailed(asBackendError(e));
-    });
+    run()
+      .catch((e: unknown) => {
+        if (!stopped && !abort.signal.aborted) onFailed(asBackendError(e));
+      })
+      .finally(() => openStreams.delete(abort));
     return () => {
       if (stopped) return;
       stopped = true;
