@@ -161,6 +161,19 @@ test("a second operator answers first; the browser's card goes and says who answ
   assert.equal(row.decided_operator, "bob (browser): approved_once", JSON.stringify(row));
 });
 
+test("logging in again and again in one browser never runs out of connections to the hub", async () => {
+  // Each page holds the event stream open; a page left behind must let go of it, or after six pages
+  // the browser has no connection left for the hub and the console hangs (found by the bench).
+  const { browser } = chrome;
+  for (let i = 0; i < 8; i++) {
+    await browser.url("about:blank");
+    await browser.url(operatorLink(hub.w, "e2e-operator"));
+    await $('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 10_000 }).catch((e) => {
+      throw new Error(`login ${i + 1}: ${e.message}`);
+    });
+  }
+});
+
 test("the page says who is logged in; Log out ends the login and the page says so", async () => {
   const { browser } = chrome;
   const who = $('[data-testid="console-session"]');
