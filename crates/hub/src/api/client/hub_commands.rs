@@ -1,6 +1,7 @@
 //! The commands over the running hub: its state, approvals and grants, sessions, servers and tools,
 //! hook-up snippets, and the operator's event feed streamed in batches (flushed every [`BATCH_EVERY`] or
-//! at [`BATCH_ITEMS`] items, so a thousand calls a second cost a front end twenty messages).
+//! at [`BATCH_ITEMS`] items, so a thousand calls a second cost a front end twenty messages; a call that
+//! asks the operator is flushed at once, [`ends_batch`]).
 
 use super::jobs::{Sink, Stop};
 use super::{Client, HubState, blocking};
@@ -17,6 +18,12 @@ use std::time::Duration;
 pub const BATCH_EVERY: Duration = Duration::from_millis(50);
 /// A batch of the event feed is sent as soon as it holds this many items.
 pub const BATCH_ITEMS: usize = 200;
+
+/// Whether `item` is sent at once with what came before it: a call that waits for the operator is not
+/// held back for the batch window (its card is the one thing on the feed a person acts on).
+pub fn ends_batch(item: &FeedItem) -> bool {
+    matches!(item.event, crate::api::types::FeedEvent::ApprovalAsked { .. })
+}
 
 impl Client {
     /// Whether a hub runs here (and where agents connect), or why not.
@@ -109,12 +116,16 @@ impl Client {
             loop {
                 let Some(first) = feed.next().await else { break };
                 let mut batch = Vec::with_capacity(16);
+                let mut urgent = ends_batch(&first);
                 batch.push(first);
                 let flush_at = tokio::time::Instant::now() + BATCH_EVERY;
                 let mut ended = false;
-                while batch.len() < BATCH_ITEMS {
+                while batch.len() < BATCH_ITEMS && !urgent {
                     match tokio::time::timeout_at(flush_at, feed.next()).await {
-                        Ok(Some(item)) => batch.push(item),
+                        Ok(Some(item)) => {
+                            urgent = ends_batch(&item);
+                            batch.push(item);
+                        }
                         Ok(None) => {
                             ended = true;
                             break;
@@ -149,5 +160,19 @@ impl Client {
                 json!({}),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::types::FeedEvent;
+
+    #[test]
+    fn only_a_call_waiting_for_the_operator_ends_a_batch_early() {
+        let item = |event| FeedItem { seq: 1, at: portcullis_harness::Timestamp(0), event };
+        assert!(!ends_batch(&item(FeedEvent::SessionClosed { session_id: "s".into() })));
+        let settled = FeedEvent::ApprovalSettled { id: 1, outcome: "deny".into(), operator: None };
+        assert!(!ends_batch(&item(settled)));
     }
 }
