@@ -5,7 +5,7 @@
 //! here by hand are the window's own: quitting and the system's file dialogs.
 
 use crate::hub_host::HubHost;
-use portcullis_hub::api::ApiError;
+use portcullis_hub::api::{ApiError, TableCalls as _};
 use tauri::State;
 use tauri::ipc::Channel;
 use tauri_plugin_dialog::DialogExt as _;
@@ -20,7 +20,7 @@ macro_rules! tauri_adapter {
             #[tauri::command]
             #[specta::specta]
             pub async fn $name(host: State<'_, HubHost>, $($arg: $ty),*) -> Result<$out, ApiError> {
-                host.client().$name($($arg),*).await
+                host.table().$name($($arg),*).await
             }
         )*
         $(
@@ -33,7 +33,7 @@ macro_rules! tauri_adapter {
                 $($sarg: $sty,)*
                 on_update: Channel<$sout>,
             ) -> Result<u32, ApiError> {
-                host.client().$sname($($sarg,)* Box::new(move |update| on_update.send(update).is_ok())).await
+                host.table().$sname($($sarg,)* Box::new(move |update| on_update.send(update).is_ok())).await
             }
         )*
 
@@ -48,6 +48,8 @@ macro_rules! tauri_adapter {
                 quit,
                 pick_ledger_file,
                 pick_export_file,
+                attach_hub,
+                attached_hubs,
             ]
         }
     };
@@ -56,7 +58,27 @@ macro_rules! tauri_adapter {
 portcullis_hub::operator_commands!(tauri_adapter);
 
 /// The commands only a window has: they are not the hub's (closing the app, the system's dialogs).
-pub const WINDOW_ONLY: &[&str] = &["quit", "pick_ledger_file", "pick_export_file"];
+pub const WINDOW_ONLY: &[&str] =
+    &["quit", "pick_ledger_file", "pick_export_file", "attach_hub", "attached_hubs"];
+
+/// Attaches another hub (its address and its operator token) beside the first: its waiting calls join
+/// the window's inbox, each card saying which hub; the hubs attached now.
+#[tauri::command]
+#[specta::specta]
+pub async fn attach_hub(
+    host: State<'_, HubHost>,
+    url: String,
+    token: String,
+) -> Result<Vec<crate::window_table::AttachedHub>, ApiError> {
+    host.table().attach(&url, &token).await
+}
+
+/// The hubs attached beside the first.
+#[tauri::command]
+#[specta::specta]
+pub fn attached_hubs(host: State<'_, HubHost>) -> Vec<crate::window_table::AttachedHub> {
+    host.table().attached()
+}
 
 /// Closes the window and stops the app even though calls wait for an answer (asked first by the window).
 #[tauri::command]

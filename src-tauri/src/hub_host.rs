@@ -4,6 +4,7 @@
 //! attached over its operator API (the same command table, forwarded over HTTP with the operator's
 //! token) instead of a second hub on the same ledger. Only when neither works does the window say why.
 
+use crate::window_table::WindowTable;
 use portcullis_hub::api::{
     ApiError, Client, Connected, ErrorCode, HubClient, HubState, Operator, OperatorApi, RemoteClient,
 };
@@ -69,7 +70,8 @@ impl StartOptions {
 /// running hub's table over HTTP).
 pub struct HubHost {
     launched: Mutex<Option<LaunchedHub>>,
-    client: HubClient,
+    /// The window's table: the first hub, and those attached since.
+    table: WindowTable,
 }
 
 impl HubHost {
@@ -94,12 +96,12 @@ impl HubHost {
                 tracing::info!(?state, "hub started");
                 let connected = Connected::Hub { api: launched.api(), state };
                 let client = HubClient::InProcess(window_client(connected));
-                HubHost { launched: Mutex::new(Some(launched)), client }
+                HubHost { launched: Mutex::new(Some(launched)), table: window_table(client) }
             }
             Err(e) if e.code() == "hub_already_running" => match config_dir.as_deref().map(attach) {
                 Some(Ok(remote)) => {
                     tracing::info!(api = remote.api_url(), "another hub runs: attached to it");
-                    HubHost { launched: Mutex::new(None), client: HubClient::Attached(remote) }
+                    HubHost { launched: Mutex::new(None), table: window_table(HubClient::Attached(remote)) }
                 }
                 Some(Err(why)) => {
                     tracing::error!("another hub runs and could not be attached: {}", why.message);
@@ -119,17 +121,22 @@ impl HubHost {
 
     fn not_running(code: String, message: String) -> HubHost {
         let client = HubClient::InProcess(window_client(Connected::NoHub { code, message }));
-        HubHost { launched: Mutex::new(None), client }
+        HubHost { launched: Mutex::new(None), table: window_table(client) }
     }
 
-    /// The window's client of the command table.
+    /// The first hub's client.
     pub fn client(&self) -> &HubClient {
-        &self.client
+        self.table.first()
+    }
+
+    /// The window's table over its hubs.
+    pub fn table(&self) -> &WindowTable {
+        &self.table
     }
 
     /// Whether a hub is there to follow (in process, or attached).
     pub fn connected(&self) -> bool {
-        match &self.client {
+        match self.client() {
             HubClient::InProcess(client) => client.api().is_ok(),
             HubClient::Attached(_) => true,
         }
@@ -138,7 +145,7 @@ impl HubHost {
     /// The in-process hub's operator API; `hub_unavailable` when the hub did not start or runs in
     /// another process (closing this window then stops nothing).
     pub fn api(&self) -> Result<&OperatorApi, ApiError> {
-        match &self.client {
+        match self.client() {
             HubClient::InProcess(client) => client.api(),
             HubClient::Attached(remote) => Err(ApiError::new(
                 ErrorCode::HubUnavailable,
@@ -162,6 +169,10 @@ impl HubHost {
 /// The hub of this user that already runs, attached as the window's operator (`alice (app)`).
 fn attach(config_dir: &std::path::Path) -> Result<RemoteClient, ApiError> {
     Ok(RemoteClient::new(RemoteHub::running(config_dir)?.answering_as(app_operator().name())?))
+}
+
+fn window_table(first: HubClient) -> WindowTable {
+    WindowTable::new(first, app_operator().name().to_owned())
 }
 
 /// The window's client: it answers as [`app_operator`], its library in the user's config folder.

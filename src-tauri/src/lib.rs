@@ -10,6 +10,7 @@ pub mod notifications;
 pub mod pending;
 pub mod tray;
 pub mod window;
+pub mod window_table;
 
 use hub_host::{HubHost, StartOptions};
 use notifications::Notifier;

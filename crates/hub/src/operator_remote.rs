@@ -57,6 +57,33 @@ impl RemoteHub {
         Ok(RemoteHub { api_url: info.api_url, token: token.trim().to_owned(), client, operator: None })
     }
 
+    /// The hub whose API is at `url` (`http(s)://HOST:PORT`, with or without `/v1`: a forwarded or
+    /// remote hub), reached with `token`, that hub's operator token. An `https` hub must present a
+    /// certificate this machine trusts.
+    pub fn at(url: &str, token: &str) -> Result<RemoteHub, ApiError> {
+        let bad = |why: String| {
+            ApiError::new(ErrorCode::BadArgument, why, json!({ "url": crate::api::visible(url) }))
+        };
+        let base = url.trim().trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        let parsed = reqwest::Url::parse(base).map_err(|e| bad(format!("not a hub's address: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() || parsed.path() != "/"
+        {
+            return Err(bad("a hub's address is http(s)://HOST:PORT".into()));
+        }
+        let token = token.trim();
+        if token.len() < 32 || token.chars().any(|c| !c.is_ascii_graphic()) {
+            return Err(bad(
+                "that is not an operator token (the hub's config folder holds it: operator-token)".into(),
+            ));
+        }
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| ApiError::new(ErrorCode::BackendFailed, e.to_string(), json!({})))?;
+        Ok(RemoteHub { api_url: format!("{base}/v1"), token: token.to_owned(), client, operator: None })
+    }
+
     /// The same hub, its answers recorded as `operator`'s (`alice (app)`; a short printable name).
     pub fn answering_as(mut self, operator: &str) -> Result<RemoteHub, ApiError> {
         crate::console::check_operator_name(operator)

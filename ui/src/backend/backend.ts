@@ -5,6 +5,7 @@
 import type {
   CandidateRule,
   ConsoleSession,
+  AttachedHub,
   ApprovalSummary,
   CallDetail,
   CallFilter,
@@ -68,6 +69,7 @@ export type {
   CommandCount,
   CommandOutcome,
   ConsoleSession,
+  AttachedHub,
   Count,
   Cursor,
   ExportFormat,
@@ -246,6 +248,11 @@ export interface Backend {
   consoleSession(): Promise<ConsoleSession | null>;
   /** Ends the console's login and leaves the page (nothing where there is no login). */
   logout(): Promise<void>;
+  /** The hubs attached beside the first (the app's inbox spans them); null where one page follows one
+   * hub (the browser console). */
+  attachedHubs(): Promise<AttachedHub[] | null>;
+  /** Attaches the hub at `url` with its operator `token`; the hubs attached now. */
+  attachHub(url: string, token: string): Promise<AttachedHub[]>;
 }
 
 /** A failed backend call: the API's `{code, message, details}`. Views branch on `code`. */

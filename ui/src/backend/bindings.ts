@@ -120,6 +120,13 @@ export const commands = {
 	pickLedgerFile: () => __TAURI_INVOKE<string | null>("pick_ledger_file"),
 	/**  Asks the operator where to export to, in the system's save dialog (none: they cancelled). */
 	pickExportFile: (suggested: string) => __TAURI_INVOKE<string | null>("pick_export_file", { suggested }),
+	/**
+	 *  Attaches another hub (its address and its operator token) beside the first: its waiting calls join
+	 *  the window's inbox, each card saying which hub; the hubs attached now.
+	 */
+	attachHub: (url: string, token: string) => typedError<AttachedHub[], ApiError>(__TAURI_INVOKE("attach_hub", { url, token })),
+	/**  The hubs attached beside the first. */
+	attachedHubs: () => __TAURI_INVOKE<AttachedHub[]>("attached_hubs"),
 };
 
 /** Events */
@@ -247,6 +254,11 @@ export type Approval = {
 	evaluation?: Evaluation | null,
 	/**  For the `write` and `edit` tools: the file as it is and as the call would leave it. */
 	file_change?: FileChange | null,
+	/**
+	 *  Which hub asks, in an inbox across several hubs (the desktop app attached to more than one);
+	 *  none from a hub itself.
+	 */
+	hub?: string | null,
 };
 
 /**  How an approval ended. */
@@ -283,6 +295,14 @@ export type ApprovalSummary = {
 	wait_p50_us: number,
 	wait_p90_us: number,
 	wait_max_us: number,
+};
+
+/**  A hub attached beside the first, as the window lists it. */
+export type AttachedHub = {
+	/**  `HOST:PORT`, as each of its cards says. */
+	label: string,
+	/**  Its API (`http(s)://HOST:PORT/v1`). */
+	url: string,
 };
 
 /**  Why a call was blocked before it executed. */

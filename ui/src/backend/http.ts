@@ -221,6 +221,11 @@ export function httpBackend(options: HttpOptions = {}): Backend {
       stream("export_ledger", [id, filter, format, file], onUpdate, ({ code, message }) =>
         onUpdate({ kind: "failed", error: { code, message, details: null } }),
       ),
+    // A console page follows the hub that served it; the app attaches others.
+    attachedHubs: async () => null,
+    attachHub: async () => {
+      throw failure("bad_argument", "a browser console follows the hub that served it: attach hubs in the desktop app");
+    },
     consoleSession: async () => {
       const response = await fetchFn(`${root}/me`, { credentials: "same-origin" }).catch(() => null);
       if (!response?.ok) return null;

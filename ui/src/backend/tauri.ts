@@ -161,6 +161,8 @@ export function tauriBackend(): Backend {
     // The app's window is its user's own: no login to show or end.
     consoleSession: async () => null,
     logout: async () => undefined,
+    attachedHubs: () => commands.attachedHubs(),
+    attachHub: (url, token) => unwrap(commands.attachHub(url, token)),
     onCloseAsked: (handler): Unsubscribe => {
       let stop: (() => void) | null = null;
       let stopped = false;

@@ -90,6 +90,7 @@ fn approval_of(p: PendingApproval) -> Approval {
         matched_rules: p.matched_rules,
         requested_at: p.requested_at,
         deadline: p.deadline,
+        hub: None,
         always: match p.always {
             broker::AlwaysOffer::Yes { file, creates, amendment } => AlwaysOffer::Yes {
                 file,

@@ -33,6 +33,7 @@ mod remote_client;
 pub mod replay;
 pub mod rule_activity;
 pub mod table;
+mod table_calls;
 pub mod times;
 pub mod types;
 pub mod workbench;
@@ -48,6 +49,7 @@ pub use portcullis_harness::untrusted::escaped_ranges;
 pub use portcullis_harness::untrusted::visible;
 pub use remote_client::{HubClient, RemoteClient};
 pub use table::{COMMANDS, CommandInfo};
+pub use table_calls::TableCalls;
 
 use crate::hub::Hub;
 

@@ -91,6 +91,7 @@ mod tests {
             always: AlwaysOffer::No { why: "test".into() },
             evaluation: None,
             file_change: None,
+            hub: None,
         }
     }
 

@@ -42,6 +42,10 @@ pub struct Approval {
     /// For the `write` and `edit` tools: the file as it is and as the call would leave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_change: Option<super::file_change::FileChange>,
+    /// Which hub asks, in an inbox across several hubs (the desktop app attached to more than one);
+    /// none from a hub itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<String>,
 }
 
 /// Whether "always" is on offer for an approval.

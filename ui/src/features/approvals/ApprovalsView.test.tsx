@@ -205,6 +205,20 @@ describe("the approvals inbox", () => {
     await waitFor(() => expect(screen.getByTestId("settled-elsewhere")).toHaveTextContent("#9 (echo \\x1b[2Jhi) was timed out (denied)"));
   });
 
+  it("says which hub a call waits on when the inbox spans hubs", async () => {
+    const theirs = shellApproval(7 + 2 ** 40);
+    theirs.hub = "devbox:7391";
+    theirs.arguments = { command: "make deploy" };
+    const { backend, answers } = backendWith([shellApproval(7), theirs]);
+    const user = userEvent.setup();
+    render(<App backend={backend} />);
+    const cards = await screen.findAllByTestId("approval-card");
+    expect(within(cards[0]!).queryByTestId("approval-hub")).toBeNull();
+    expect(within(cards[1]!).getByTestId("approval-hub")).toHaveTextContent("on devbox:7391");
+    await user.click(within(cards[1]!).getByTestId("answer-once"));
+    await waitFor(() => expect(answers.map(([id]) => id)).toEqual([7 + 2 ** 40]));
+  });
+
   it("keeps a broken policy's error in view, with its place, until a good one loads", async () => {
     const { backend } = backendWith([]);
     render(<App backend={backend} />);

@@ -12,6 +12,7 @@ import { useNow } from "../../lib/useNow";
 import { visible, visibleValue } from "../../lib/visible";
 import { HeldTools } from "./parts/HeldTools";
 import { HookupSnippets } from "./parts/HookupSnippets";
+import { OtherHubs } from "./parts/OtherHubs";
 
 /** A server's state in the words an operator acts on. */
 function stateWords(s: UpstreamServer): string {
@@ -43,6 +44,7 @@ export function ConnectionsView() {
       </div>
       {failure && <p className="failure">{asBackendError(failure).message}</p>}
       <HeldTools changes={held.data ?? []} now={now} />
+      <OtherHubs />
       <h2>Agent sessions ({sessions.data?.length ?? 0})</h2>
       <table className="grid tabular" data-testid="sessions">
         <thead>

@@ -45,8 +45,17 @@ export function ApprovalCard(props: ApprovalCardProps) {
     >
       <header className="card-head">
         <span className="tool mono">{visible(a.tool)}</span>
+        {a.hub != null && (
+          <span className="hub-badge mono" data-testid="approval-hub" title="the hub this call waits on">
+            on {visible(a.hub)}
+          </span>
+        )}
         <span className="who">
-          {session ? `${visible(session.client)} ${visible(session.version)}` : "agent (session closed)"}
+          {session
+            ? `${visible(session.client)} ${visible(session.version)}`
+            : a.hub != null
+              ? "agent"
+              : "agent (session closed)"}
           <span className="muted"> · session {visible(a.session_id.slice(0, 8))}</span>
         </span>
         <span className={`countdown${left < 20 ? " urgent" : ""}`} title={`deadline ${absolute(a.deadline)}`}>
