@@ -78,6 +78,29 @@ describe("the HTTP backend", () => {
     expect(sent.filter((s) => s.url.endsWith("/commands/stop_stream")).map((s) => s.body)).toEqual([{ id: 3 }]);
   });
 
+  it("follows a broken feed again, telling the views they missed events", async () => {
+    let streams = 0;
+    const { sent, fetch } = recording((url) => {
+      if (!url.endsWith("/streams/follow_events")) return new Response("true");
+      streams += 1;
+      const batch = `[{"seq":1,"at":1,"event":{"kind":"session_closed","session_id":"s${streams}"}}]`;
+      return sse(`event: stream\ndata: {"id":${streams}}\n\n`, `data: ${batch}\n\n`);
+    });
+    const batches: { event: { kind: string } }[][] = [];
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const stop = httpBackend({ fetch, resumeAfterMs: 5 }).followEvents((items) => batches.push(items));
+    await vi.waitFor(() => expect(batches.length).toBeGreaterThanOrEqual(3));
+    stop();
+    warn.mockRestore();
+    expect(batches[0]!.map((i) => i.event.kind)).toEqual(["session_closed"]);
+    expect(batches[1]!.map((i) => i.event.kind)).toEqual(["missed"]);
+    expect(batches[2]!.map((i) => i.event.kind)).toEqual(["session_closed"]);
+    expect(sent.filter((s) => s.url.endsWith("/streams/follow_events")).length).toBeGreaterThanOrEqual(2);
+    const after = sent.length;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(sent.slice(after).filter((s) => s.url.endsWith("/streams/follow_events"))).toEqual([]);
+  });
+
   it("turns the hub's error into a BackendError and sends an ended session to the login", async () => {
     const { fetch } = recording(
       () => new Response(JSON.stringify({ error: { code: "not_logged_in", message: "log in", details: {} } }), { status: 401 }),

@@ -27,6 +27,8 @@ export interface HttpOptions {
   notify?: (title: string, body: string) => void;
   /** Asks for a path on the hub's machine (default: window.prompt). */
   askPath?: (question: string, suggested: string) => string | null;
+  /** How long after a broken event feed it is followed again (default 1 s). */
+  resumeAfterMs?: number;
 }
 
 function failure(code: ApiError["code"], message: string): BackendError {
@@ -98,6 +100,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
   const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
   const onLoggedOut = options.onLoggedOut ?? ((why) => window.location.assign(`/login#${why}`));
   const askPath = options.askPath ?? ((question, suggested) => window.prompt(question, suggested));
+  const resumeAfterMs = options.resumeAfterMs ?? 1000;
 
   async function post(path: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
     let response: Response;
@@ -131,6 +134,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     values: unknown[],
     onUpdate: (update: U) => void,
     onFailed: (e: BackendError) => void,
+    onEnded?: () => void,
   ): Unsubscribe {
     const abort = new AbortController();
     openStreams.add(abort);
@@ -148,9 +152,14 @@ export function httpBackend(options: HttpOptions = {}): Backend {
       });
     };
     run()
-      .catch((e: unknown) => {
-        if (!stopped && !abort.signal.aborted) onFailed(asBackendError(e));
-      })
+      .then(
+        () => {
+          if (!stopped && !abort.signal.aborted) onEnded?.();
+        },
+        (e: unknown) => {
+          if (!stopped && !abort.signal.aborted) onFailed(asBackendError(e));
+        },
+      )
       .finally(() => openStreams.delete(abort));
     return () => {
       if (stopped) return;
@@ -238,21 +247,51 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     },
     // A browser gives a dropped file's contents, never its path on the hub's machine.
     onFileDrop: () => () => undefined,
-    followEvents: (onBatch) =>
-      stream<FeedItem[]>(
-        "follow_events",
-        [],
-        (items) => {
-          onBatch(items);
-          for (const item of items) {
-            if (item.event.kind !== "approval_asked" || !options.notify) continue;
-            const { action } = item.event.approval;
-            const what = action.command ?? `${action.operation} ${(action.paths ?? []).join(" ")}`;
-            options.notify("An agent asks for approval", visible(what).slice(0, 160));
-          }
-        },
-        (e) => console.error("the event feed stopped", e),
-      ),
+    followEvents: (onBatch) => {
+      // A feed over a network breaks (an SSH tunnel drops, the hub restarts, the page fell behind): it
+      // is followed again, and the views are told they missed events so they fetch what they show.
+      let stopped = false;
+      let current: Unsubscribe = () => undefined;
+      let retry: ReturnType<typeof setTimeout> | null = null;
+      // Each failure in a row doubles the wait, up to 15 s; a batch that arrives resets it.
+      let failures = 0;
+      const follow = (resumed: boolean) => {
+        let told = !resumed;
+        const again = (why: string) => {
+          if (stopped) return;
+          const wait = Math.min(resumeAfterMs * 2 ** failures, 15_000);
+          failures += 1;
+          console.warn(`the event feed broke (${why}); following it again in ${wait} ms`);
+          retry = setTimeout(() => follow(true), wait);
+        };
+        current = stream<FeedItem[]>(
+          "follow_events",
+          [],
+          (items) => {
+            failures = 0;
+            if (!told) {
+              told = true;
+              onBatch([{ seq: 0, at: Date.now() * 1000, event: { kind: "missed", source: "connection", count: 0 } }]);
+            }
+            onBatch(items);
+            for (const item of items) {
+              if (item.event.kind !== "approval_asked" || !options.notify) continue;
+              const { action } = item.event.approval;
+              const what = action.command ?? `${action.operation} ${(action.paths ?? []).join(" ")}`;
+              options.notify("An agent asks for approval", visible(what).slice(0, 160));
+            }
+          },
+          (e) => again(e.message),
+          () => again("the hub ended it"),
+        );
+      };
+      follow(false);
+      return () => {
+        stopped = true;
+        if (retry != null) clearTimeout(retry);
+        current();
+      };
+    },
   };
 }
 

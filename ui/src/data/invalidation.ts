@@ -10,6 +10,9 @@ const STALE: Partial<Record<FeedItem["event"]["kind"], string[][]>> = {
   servers_changed: [["tools"], ["tool_changes"]],
   policy_reloaded: [["tools"]],
   approval_settled: [["session_grants"]],
+  // Events were missed (the window fell behind, or its feed broke and was followed again): anything
+  // the feed keeps current may be stale.
+  missed: [["sessions"], ["session_grants"], ["servers"], ["tools"], ["tool_changes"]],
 };
 
 export function keepQueriesCurrent(feed: Feed, client: QueryClient): () => void {

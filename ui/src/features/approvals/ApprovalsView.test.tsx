@@ -219,6 +219,18 @@ describe("the approvals inbox", () => {
     await waitFor(() => expect(answers.map(([id]) => id)).toEqual([7 + 2 ** 40]));
   });
 
+  it("fetches the waiting calls again when the feed says events were missed", async () => {
+    const pending = [shellApproval(7)];
+    const { backend } = backendWith(pending);
+    render(<App backend={backend} />);
+    expect(await screen.findAllByTestId("approval-card")).toHaveLength(1);
+    const later = shellApproval(8);
+    later.arguments = { command: "make deploy" };
+    pending.push(later);
+    act(() => backend.push([{ seq: 1, at: 0, event: { kind: "missed", source: "connection", count: 0 } }]));
+    await waitFor(() => expect(screen.getAllByTestId("approval-card")).toHaveLength(2));
+  });
+
   it("keeps a broken policy's error in view, with its place, until a good one loads", async () => {
     const { backend } = backendWith([]);
     render(<App backend={backend} />);

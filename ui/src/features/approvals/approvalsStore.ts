@@ -57,9 +57,17 @@ export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
     state = { ...state, ...next };
     listeners.forEach((l) => l());
   };
+  /** Fetches the pending approvals again: after the feed said events were missed, what it would have
+   * added or removed is not known. */
+  const refetch = () =>
+    backend.pendingApprovals().then(
+      (fetched) => set({ pending: fetched.filter((p) => !settled.has(p.id)).sort((a, b) => a.id - b.id) }),
+      () => undefined,
+    );
   const apply = (items: FeedItem[]) => {
     let pending = state.pending;
     let settledElsewhere = state.settledElsewhere;
+    if (items.some(({ event }) => event.kind === "missed")) void refetch();
     for (const { event } of items) {
       if (event.kind === "approval_asked" && !settled.has(event.approval.id)) {
         if (!pending.some((p) => p.id === event.approval.id)) pending = [...pending, event.approval];
