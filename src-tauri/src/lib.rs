@@ -98,11 +98,13 @@ pub fn run() -> ExitCode {
         .setup(move |app| {
             builder.mount_events(app);
             let host = tauri::async_runtime::block_on(HubHost::start(&options));
-            if host.connected() {
-                let (tray, notifier) = (Tray::create(app.handle()), Notifier::start(app.handle().clone()));
-                pending::follow(app.handle().clone(), host.client().clone(), tray, notifier);
-            }
+            let connected = host.connected();
+            // Managed first: the follower reads the window's table from the app's state.
             app.manage(host);
+            if connected {
+                let (tray, notifier) = (Tray::create(app.handle()), Notifier::start(app.handle().clone()));
+                pending::follow(app.handle().clone(), tray, notifier);
+            }
             exit_on_signal(app.handle().clone());
             Ok(())
         })

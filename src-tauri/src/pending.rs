@@ -3,12 +3,13 @@
 //! it would run. Driven in Rust from the hub's event feed (the table's `follow_events`, in process or
 //! from the hub the app attached to), so it works before the UI has loaded and whatever the UI is doing.
 
+use crate::hub_host::HubHost;
 use crate::notifications::Notifier;
 use crate::tray::Tray;
 use crate::window;
 use portcullis_hub::api::notice::approval_notice;
 use portcullis_hub::api::types::{Approval, FeedEvent, FeedItem};
-use portcullis_hub::api::{HubClient, Sink};
+use portcullis_hub::api::{Sink, TableCalls as _};
 use tauri::{AppHandle, Manager};
 
 /// The window's title: `Portcullis — 2 waiting`, plain `Portcullis` when nothing waits.
@@ -23,13 +24,15 @@ pub fn title(pending: usize) -> String {
 /// feed as gone (the count is read again whenever it runs).
 const BACKLOG: usize = 256;
 
-/// Follows the hub's approvals for as long as the app runs: keeps the title and the tray on the count,
-/// and notifies each approval asked.
-pub fn follow(app: AppHandle, client: HubClient, tray: Option<Tray>, notifier: Option<Notifier>) {
+/// Follows the approvals of the window's hubs (the first and those attached since) for as long as the
+/// app runs: keeps the title and the tray on the count across them, and notifies each approval asked.
+pub fn follow(app: AppHandle, tray: Option<Tray>, notifier: Option<Notifier>) {
     tauri::async_runtime::spawn(async move {
         let (batches, mut received) = tokio::sync::mpsc::channel::<Vec<FeedItem>>(BACKLOG);
         let sink: Sink<Vec<FeedItem>> = Box::new(move |batch| batches.try_send(batch).is_ok());
-        if let Err(e) = client.follow_events(sink).await {
+        let Some(host) = app.try_state::<HubHost>() else { return };
+        let table = host.table();
+        if let Err(e) = table.follow_events(sink).await {
             tracing::warn!("the title, tray and notifications do not follow the hub: {}", e.message);
             return;
         }
@@ -43,7 +46,7 @@ pub fn follow(app: AppHandle, client: HubClient, tray: Option<Tray>, notifier: O
                         if let Some(notifier) = &notifier {
                             notifier.notify(approval_notice(
                                 approval,
-                                client_of(&client, approval).await.as_deref(),
+                                client_of(host.client(), approval).await.as_deref(),
                             ));
                         }
                     }
@@ -55,7 +58,7 @@ pub fn follow(app: AppHandle, client: HubClient, tray: Option<Tray>, notifier: O
                 continue;
             }
             // Asked, settled, or missed (the feed lagged): the count is read again, never tallied.
-            let Ok(pending) = client.pending_approvals().await.map(|p| p.len()) else { continue };
+            let Ok(pending) = table.pending_approvals().await.map(|p| p.len()) else { continue };
             if shown == Some(pending) {
                 continue;
             }
@@ -72,8 +75,12 @@ pub fn follow(app: AppHandle, client: HubClient, tray: Option<Tray>, notifier: O
     });
 }
 
-/// The name the asking agent's client gave (`claude-code`), while its session is open.
-async fn client_of(client: &HubClient, approval: &Approval) -> Option<String> {
+/// The name the asking agent's client gave (`claude-code`), while its session is open (the first hub's
+/// sessions: an attached hub's agent is named by the hub only).
+async fn client_of(client: &portcullis_hub::api::HubClient, approval: &Approval) -> Option<String> {
+    if approval.hub.is_some() && approval.id >> 40 != 0 {
+        return None;
+    }
     let sessions = client.sessions().await.ok()?;
     sessions.into_iter().find(|s| s.id == approval.session_id).map(|s| s.client)
 }

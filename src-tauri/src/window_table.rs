@@ -41,10 +41,13 @@ impl Other {
     }
 }
 
-/// The window's feed, shared by the streams of every hub: its sink and the sequence it numbers items by.
+/// One follower's feed (the window's, the title and tray's), shared by the streams of every hub: its
+/// sink and the sequence it numbers items by.
 #[derive(Clone)]
 struct SharedFeed {
     sink: Arc<Mutex<Sink<Vec<FeedItem>>>>,
+    /// The follower has gone (its sink said so): no hub attached later streams to it.
+    gone: Arc<std::sync::atomic::AtomicBool>,
     seq: Arc<AtomicU64>,
     /// The first hub's label once another hub is attached (its cards say it then).
     first_label: Arc<Mutex<Option<String>>>,
@@ -60,7 +63,11 @@ impl SharedFeed {
             item.seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         }
         let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
-        sink(batch)
+        let open = sink(batch);
+        if !open {
+            self.gone.store(true, Ordering::Relaxed);
+        }
+        open
     }
 }
 
@@ -73,7 +80,8 @@ pub struct WindowTable {
     first: HubClient,
     others: Mutex<Vec<Other>>,
     next_number: AtomicU64,
-    feed: Mutex<Option<SharedFeed>>,
+    /// Everyone following the feed (the window, the title and tray): a hub attached later joins each.
+    feeds: Mutex<Vec<SharedFeed>>,
     /// Who answers through attached hubs (`alice (app)`).
     operator: String,
 }
@@ -84,7 +92,7 @@ impl WindowTable {
             first,
             others: Mutex::new(Vec::new()),
             next_number: AtomicU64::new(1),
-            feed: Mutex::new(None),
+            feeds: Mutex::new(Vec::new()),
             operator,
         }
     }
@@ -123,22 +131,27 @@ impl WindowTable {
         let label = label_of(&api_url);
         let other = Other { number: self.next_number.fetch_add(1, Ordering::Relaxed), label, client };
         lock(&self.others).push(other.clone());
-        let feed = lock(&self.feed).clone();
-        if let Some(feed) = feed {
+        let feeds: Vec<SharedFeed> = {
+            let mut feeds = lock(&self.feeds);
+            feeds.retain(|f| !f.gone.load(Ordering::Relaxed));
+            feeds.clone()
+        };
+        if !feeds.is_empty() {
             let first_label = first_label(&self.first).await;
-            *lock(&feed.first_label) = Some(first_label);
-            follow_other(&other, feed.clone()).await;
             let pending = other.client.pending_approvals().await.unwrap_or_default();
-            let now = Timestamp::now();
-            let asked = pending
-                .into_iter()
-                .map(|a| FeedItem {
-                    seq: 0,
-                    at: now,
-                    event: FeedEvent::ApprovalAsked { approval: Box::new(other.relabel(a)) },
-                })
-                .collect();
-            feed.send(asked);
+            for feed in feeds {
+                *lock(&feed.first_label) = Some(first_label.clone());
+                follow_other(&other, feed.clone()).await;
+                let now = Timestamp::now();
+                let asked = (pending.iter().cloned())
+                    .map(|a| FeedItem {
+                        seq: 0,
+                        at: now,
+                        event: FeedEvent::ApprovalAsked { approval: Box::new(other.relabel(a)) },
+                    })
+                    .collect();
+                feed.send(asked);
+            }
         }
         Ok(self.attached())
     }
@@ -253,10 +266,15 @@ impl TableCalls for WindowTable {
     fn follow_events(&self, sink: Sink<Vec<FeedItem>>) -> impl Future<Output = Result<u32, ApiError>> + Send {
         let feed = SharedFeed {
             sink: Arc::new(Mutex::new(sink)),
+            gone: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             seq: Arc::new(AtomicU64::new(0)),
             first_label: Arc::new(Mutex::new(None)),
         };
-        *lock(&self.feed) = Some(feed.clone());
+        {
+            let mut feeds = lock(&self.feeds);
+            feeds.retain(|f| !f.gone.load(Ordering::Relaxed));
+            feeds.push(feed.clone());
+        }
         let (first, others) = (self.first.clone(), self.others());
         async move {
             if !others.is_empty() {

@@ -2,14 +2,24 @@
 // (hub A), then the operator attaches a second hub (B, another user's config folder and ledger) by its
 // address and operator token in Connections. A prompted call on each hub is a card in the one inbox,
 // each saying which hub it waits on; each answer reaches its own hub, whose agent gets it and whose
-// ledger names the app's operator.
+// ledger names the app's operator. The window's title counts the calls waiting on both hubs.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { agent, cliBin, freePort, hubInfo, ledgerRow, screenshot, startApp, world } from "./harness.mjs";
 
 const POLICY = `{ "commands": { "default": "prompt" } }`;
+
+/** Whether an X window is titled exactly `title` (the native title the app sets). */
+function windowTitled(title) {
+  try {
+    const ids = execFileSync("xdotool", ["search", "--name", `^${title}$`], { stdio: ["ignore", "pipe", "ignore"] });
+    return ids.toString().trim() !== "";
+  } catch {
+    return false;
+  }
+}
 let a, b, app;
 
 async function served(w) {
@@ -61,6 +71,8 @@ test("two hubs, one inbox: each card names its hub and each answer reaches its o
   }
   assert.match(byHub.a.hub, new RegExp(`127\\.0\\.0\\.1:${a.port}`));
   assert.match(byHub.b.hub, new RegExp(`127\\.0\\.0\\.1:${b.port}`));
+  // The title counts the calls waiting on every hub.
+  await browser.waitUntil(() => windowTitled("Portcullis — 2 waiting"), { timeout: 10_000, interval: 50 });
   await screenshot(browser, "two-hubs-inbox.png");
 
   await byHub.b.card.$('[data-testid="answer-once"]').click();
