@@ -78,7 +78,7 @@ pub fn follow(app: AppHandle, tray: Option<Tray>, notifier: Option<Notifier>) {
 /// The name the asking agent's client gave (`claude-code`), while its session is open (the first hub's
 /// sessions: an attached hub's agent is named by the hub only).
 async fn client_of(client: &portcullis_hub::api::HubClient, approval: &Approval) -> Option<String> {
-    if approval.hub.is_some() && approval.id >> 40 != 0 {
+    if crate::window_table::from_attached_hub(approval.id) {
         return None;
     }
     let sessions = client.sessions().await.ok()?;

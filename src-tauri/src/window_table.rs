@@ -33,6 +33,11 @@ struct Other {
     client: RemoteClient,
 }
 
+/// Whether an inbox id belongs to a hub attached beside the first.
+pub fn from_attached_hub(id: u64) -> bool {
+    id >> HUB_SHIFT != 0
+}
+
 impl Other {
     fn relabel(&self, mut approval: Approval) -> Approval {
         approval.id |= self.number << HUB_SHIFT;

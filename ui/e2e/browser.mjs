@@ -6,21 +6,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { remote } from "webdriverio";
-import { cliBin, freePort, world } from "./harness.mjs";
+import { cliBin, freePort, waitFor, world } from "./harness.mjs";
 
 const chromium = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
 const chromedriver = process.env.CHROMEDRIVER_BIN ?? "/usr/bin/chromedriver";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what, check, timeoutMs = 30_000) {
-  const started = Date.now();
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** `portcullis serve` for a fresh world with `policy` (headless: answers come from the console); its
  * runtime file, the login link it printed, and how to stop it. */

@@ -30,7 +30,8 @@ export function freePort() {
   });
 }
 
-async function waitFor(what, check, timeoutMs = 30_000) {
+/** Polls `check` every 50 ms until it gives a truthy value (returned), or throws after `timeoutMs`. */
+export async function waitFor(what, check, timeoutMs = 30_000) {
   const started = Date.now();
   for (;;) {
     const value = await check();

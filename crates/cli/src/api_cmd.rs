@@ -35,11 +35,7 @@ pub fn api(args: &ApiArgs) -> Result<ExitCode, CliError> {
             json!({ "command": name }),
         ))
     })?;
-    let dir = user_config_dir().ok_or_else(|| {
-        CliError::Api(ApiError::new(ErrorCode::HubUnavailable, "no config folder (set HOME)", json!({})))
-    })?;
-    let hub = RemoteHub::running(&dir)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (hub, runtime) = running_hub()?;
     if command.stream {
         let mut failed: Option<std::io::Error> = None;
         runtime.block_on(hub.stream(
@@ -66,13 +62,19 @@ pub fn api(args: &ApiArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `portcullis operator link`: the running hub's `console_link` command, the URL on stdout.
-pub fn operator_link(args: &crate::args::LinkArgs) -> Result<ExitCode, CliError> {
+/// The hub this user runs (its runtime file and operator token in the config folder), and a runtime
+/// to call it on.
+fn running_hub() -> Result<(RemoteHub, tokio::runtime::Runtime), CliError> {
     let dir = user_config_dir().ok_or_else(|| {
         CliError::Api(ApiError::new(ErrorCode::HubUnavailable, "no config folder (set HOME)", json!({})))
     })?;
     let hub = RemoteHub::running(&dir)?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    Ok((hub, tokio::runtime::Builder::new_current_thread().enable_all().build()?))
+}
+
+/// `portcullis operator link`: the running hub's `console_link` command, the URL on stdout.
+pub fn operator_link(args: &crate::args::LinkArgs) -> Result<ExitCode, CliError> {
+    let (hub, runtime) = running_hub()?;
     let link = runtime.block_on(hub.call("console_link", &json!({ "operator": args.name })))?;
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -74,7 +74,7 @@ async fn ask_hub(info: &RuntimeInfo, dir: &Path, body: &str, wait: u64) -> Resul
     if !(info.api_url.starts_with("http://") || info.api_url.starts_with("https://")) {
         return Err(format!("the hub's API {:?} is not http:// or https://", info.api_url));
     }
-    let client = crate::operator_remote::hub_http_client(info)?
+    let client = crate::operator_remote::hub_http_client(info.tls_cert.as_deref())?
         .timeout(Duration::from_secs(wait + 10))
         .build()
         .map_err(|e| e.to_string())?;

@@ -8,11 +8,11 @@ use crate::config::{RuntimeInfo, load_or_create_operator_token};
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// An HTTP client for the hub a runtime file describes: no proxy (a proxy from the environment must
-/// never see a token), and the hub's own certificate trusted when it serves TLS.
-pub(crate) fn hub_http_client(info: &RuntimeInfo) -> Result<reqwest::ClientBuilder, String> {
+/// An HTTP client for a hub: no proxy (a proxy from the environment must never see a token), and the
+/// hub's own certificate (`cert`, from its runtime file) trusted when it serves TLS.
+pub(crate) fn hub_http_client(cert: Option<&str>) -> Result<reqwest::ClientBuilder, String> {
     let mut builder = reqwest::Client::builder().no_proxy();
-    if let Some(cert) = &info.tls_cert {
+    if let Some(cert) = cert {
         let pem = std::fs::read(cert).map_err(|e| format!("the hub's certificate {cert}: {e}"))?;
         let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| format!("the hub's certificate: {e}"))?;
         builder = builder.add_root_certificate(cert);
@@ -50,7 +50,7 @@ impl RemoteHub {
         let token = load_or_create_operator_token(dir).map_err(|e| {
             ApiError::new(ErrorCode::HubUnavailable, format!("the operator token: {e}"), json!({}))
         })?;
-        let client = hub_http_client(&info)
+        let client = hub_http_client(info.tls_cert.as_deref())
             .map_err(|why| ApiError::new(ErrorCode::HubUnavailable, why, json!({})))?
             .build()
             .map_err(|e| ApiError::new(ErrorCode::BackendFailed, e.to_string(), json!({})))?;
@@ -77,10 +77,9 @@ impl RemoteHub {
                 "that is not an operator token (the hub's config folder holds it: operator-token)".into(),
             ));
         }
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .map_err(|e| ApiError::new(ErrorCode::BackendFailed, e.to_string(), json!({})))?;
+        let client = hub_http_client(None)
+            .and_then(|b| b.build().map_err(|e| e.to_string()))
+            .map_err(|why| ApiError::new(ErrorCode::BackendFailed, why, json!({})))?;
         Ok(RemoteHub { api_url: format!("{base}/v1"), token: token.to_owned(), client, operator: None })
     }
 

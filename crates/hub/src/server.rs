@@ -185,10 +185,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/tool-changes/accept", post(accept_tool_change))
         .merge(crate::operator_http::routes(crate::operator_http::OperatorClients::new(
             operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR)),
-            {
-                let (hub, dir) = (hub.clone(), dir.clone());
-                Arc::new(move |name: &str| operator_client(&hub, addr, &dir, Operator::named(name)))
-            },
+            clients_named(&hub, addr, &dir, ""),
         )))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
@@ -198,17 +195,13 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .layer(from_fn_with_state(access.admitting(Admits::Both), caller_guard));
     // The browser console: open pages, and the command table behind a session cookie (no token).
     let console = if config.console.enabled {
-        let sessions_of = {
-            let (hub, dir) = (hub.clone(), dir.clone());
-            move |name: &str| operator_client(&hub, addr, &dir, Operator::named(format!("{name} (browser)")))
-        };
         crate::console::Console::new(
             config.console,
             hub.state.console_codes.clone(),
             addr.port(),
             own_origins,
             scheme == "https",
-            Arc::new(sessions_of),
+            clients_named(&hub, addr, &dir, " (browser)"),
             Some(refusals.clone() as Arc<dyn portcullis_mcp::http::RefusalLog>),
         )
         .routes()
@@ -285,6 +278,18 @@ async fn restart_server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) ->
 }
 
 use crate::operator_http::api_error;
+
+/// Makes the client of an operator named at run time, recorded as the name followed by `channel`
+/// (`alice (browser)`).
+fn clients_named(
+    hub: &Hub,
+    addr: SocketAddr,
+    dir: &std::path::Path,
+    channel: &'static str,
+) -> Arc<dyn Fn(&str) -> Client + Send + Sync> {
+    let (hub, dir) = (hub.clone(), dir.to_owned());
+    Arc::new(move |name: &str| operator_client(&hub, addr, &dir, Operator::named(format!("{name}{channel}"))))
+}
 
 /// A client of the command table's HTTP routes: the hub's operator API answering as `operator` (the
 /// token's routes: [`API_OPERATOR`]; a console session: its operator), its library file in the hub's

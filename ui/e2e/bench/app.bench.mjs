@@ -15,6 +15,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { agent, appBin, descendants, freePort, hubInfo, startApp, world } from "../harness.mjs";
+import { callToCard } from "./cards.mjs";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 const RUNS = env("BENCH_RUNS", 5);
@@ -142,42 +143,13 @@ await withApp(async (w, app) => {
   log(`idle memory: RSS ${report.idleMemory.rssMB} MB, PSS ${report.idleMemory.pssMB} MB (${report.idleMemory.processes.map((p) => `${p.name} ${p.rss}`).join(", ")})`);
 
   // (c) call asked -> card shown
-  const operator = readFileSync(`${w.config}/operator-token`, "utf8").trim();
-  const base = info.mcp_url.replace(/\/mcp$/, "");
-  const http = async (method, url, body) => {
-    const r = await fetch(`${base}${url}`, {
-      method,
-      headers: { Authorization: `Bearer ${operator}`, "Content-Type": "application/json" },
-      body: body && JSON.stringify(body),
-    });
-    return r.json().catch(() => null);
-  };
   const steps = Array.from({ length: CARDS }, () => ({ op: "call", name: "shell", arguments: { command: "git push origin main" } }));
-  const calls = agent(info, w, steps);
-  const latencies = [];
-  const seen = new Set();
-  while (latencies.length < CARDS) {
-    const cards = await browser.execute(() =>
-      [...globalThis.document.querySelectorAll('[data-testid="approval-card"][data-shown-at]')].map((c) => [
-        Number(c.getAttribute("data-approval-id")),
-        Number(c.getAttribute("data-shown-at")),
-      ]),
-    );
-    const fresh = cards.filter(([id]) => !seen.has(id));
-    if (fresh.length === 0) {
-      await sleep(10);
-      continue;
-    }
-    const { approvals } = await http("GET", "/v1/approvals");
-    for (const [id, shownAt] of fresh) {
-      const approval = approvals.find((a) => a.id === id);
-      if (!approval) continue;
-      seen.add(id);
-      latencies.push(shownAt - approval.requested_at / 1000);
-      await http("POST", `/v1/approvals/${id}`, { answer: "deny" });
-    }
-  }
-  const { code } = await calls;
+  const { latencies, agentExit: code } = await callToCard(browser, {
+    base: info.mcp_url.replace(/\/mcp$/, ""),
+    operatorToken: readFileSync(`${w.config}/operator-token`, "utf8").trim(),
+    count: CARDS,
+    calls: agent(info, w, steps),
+  });
   report.callToCardMs = { ...summary(latencies.map((l) => Math.round(l * 10) / 10)), agentExit: code };
   log(`call asked to card shown: p50 ${report.callToCardMs.p50} ms, p95 ${report.callToCardMs.p95} ms over ${CARDS}`);
 

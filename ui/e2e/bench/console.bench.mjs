@@ -11,12 +11,12 @@
 import { readFileSync } from "node:fs";
 import { agent } from "../harness.mjs";
 import { operatorLink, serveHub, startBrowser } from "../browser.mjs";
+import { callToCard } from "./cards.mjs";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 const RUNS = env("BENCH_RUNS", 10);
 const CARDS = env("BENCH_CARDS", 30);
 const log = (...a) => console.error(...a);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const POLICY = `{
   "commands": {
@@ -73,41 +73,13 @@ try {
   log(`login link to first paint: p50 ${report.linkToFirstPaintMs.p50} ms; to the inbox loaded: p50 ${report.linkToInboxLoadedMs.p50} ms`);
 
   // (b) call asked -> card shown in the browser
-  const operator = readFileSync(`${hub.w.config}/operator-token`, "utf8").trim();
-  const http = async (method, path, body) => {
-    const r = await fetch(`http://127.0.0.1:${hub.port}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${operator}`, "Content-Type": "application/json" },
-      body: body && JSON.stringify(body),
-    });
-    return r.json().catch(() => null);
-  };
   const steps = Array.from({ length: CARDS }, (_, i) => ({ op: "call", name: "shell", arguments: { command: `git push origin main-${i}` } }));
-  const calls = agent(hub.info, hub.w, steps);
-  const latencies = [];
-  const seen = new Set();
-  while (latencies.length < CARDS) {
-    const cards = await browser.execute(() =>
-      [...globalThis.document.querySelectorAll('[data-testid="approval-card"][data-shown-at]')].map((c) => [
-        Number(c.getAttribute("data-approval-id")),
-        Number(c.getAttribute("data-shown-at")),
-      ]),
-    );
-    const fresh = cards.filter(([id]) => !seen.has(id));
-    if (fresh.length === 0) {
-      await sleep(5);
-      continue;
-    }
-    const { approvals } = await http("GET", "/v1/approvals");
-    for (const [id, shownAt] of fresh) {
-      const approval = approvals.find((a) => a.id === id);
-      if (!approval) continue;
-      seen.add(id);
-      latencies.push(shownAt - approval.requested_at / 1000);
-      await http("POST", `/v1/approvals/${id}`, { answer: "deny" });
-    }
-  }
-  const { code } = await calls;
+  const { latencies, agentExit: code } = await callToCard(browser, {
+    base: `http://127.0.0.1:${hub.port}`,
+    operatorToken: readFileSync(`${hub.w.config}/operator-token`, "utf8").trim(),
+    count: CARDS,
+    calls: agent(hub.info, hub.w, steps),
+  });
   report.callToCardMs = { ...summary(latencies), agentExit: code };
   log(`call asked to card shown in the browser: p50 ${report.callToCardMs.p50} ms, p95 ${report.callToCardMs.p95} ms over ${CARDS}`);
 } finally {

@@ -504,13 +504,8 @@ fn the_operators_own_commands_are_never_allowed_unseen() {
         r#"{ "commands": { "default": "allow", "rules": [ { "id": "all", "pattern": ["portcullis"], "decision": "allow" } ] } }"#,
     );
     let (policy, cwd) = (policy.to_str().unwrap().to_owned(), env.path("proj"));
-    for command in [
-        r#"portcullis api answer_approval '{"id": 1, "answer": {"answer": "once"}}'"#,
-        "portcullis operator link --name agent",
-        "/usr/local/bin/portcullis --quiet operator link",
-        "portcullis \"$SUB\" link",
-    ] {
-        let v = env.json(&[
+    let check = |command: &str| {
+        env.json(&[
             "policy",
             "check",
             "--json",
@@ -520,20 +515,18 @@ fn the_operators_own_commands_are_never_allowed_unseen() {
             cwd.to_str().unwrap(),
             "--",
             command,
-        ]);
+        ])
+    };
+    for command in [
+        r#"portcullis api answer_approval '{"id": 1, "answer": {"answer": "once"}}'"#,
+        "portcullis operator link --name agent",
+        "/usr/local/bin/portcullis --quiet operator link",
+        "portcullis \"$SUB\" link",
+    ] {
+        let v = check(command);
         assert_eq!(v["decision"], "prompt", "{command}: {v}");
         assert!(v.to_string().contains("OperatorCommand"), "{command}: {v}");
     }
-    let v = env.json(&[
-        "policy",
-        "check",
-        "--json",
-        "--policy",
-        &policy,
-        "--cwd",
-        cwd.to_str().unwrap(),
-        "--",
-        "portcullis ledger stats",
-    ]);
+    let v = check("portcullis ledger stats");
     assert_eq!(v["decision"], "allow", "{v}");
 }

@@ -127,12 +127,10 @@ impl LoginCodes {
         let now = Instant::now();
         let mut pending = lock(&self.pending);
         pending.retain(|p| p.expires > now);
-        // Every pending code is compared, so the time taken does not say which one came closest.
-        let found = pending.iter().fold(None, |found, p| match found {
-            None if same_secret(&p.code, code) => Some(p.code.clone()),
-            other => other,
-        })?;
-        let at = pending.iter().position(|p| p.code == found)?;
+        // Every pending code is compared (none is skipped after a match), so the time taken says
+        // nothing about which one came closest or where it stands.
+        let matched: Vec<bool> = pending.iter().map(|p| same_secret(&p.code, code)).collect();
+        let at = matched.iter().position(|m| *m)?;
         Some(pending.remove(at).operator)
     }
 }
