@@ -26,6 +26,7 @@ pub mod row;
 pub mod schema;
 pub mod sessions;
 mod shared;
+pub mod side;
 pub mod snippet;
 pub mod stats;
 mod stats_rollup;
@@ -44,8 +45,9 @@ pub use query::{CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor,
 pub use refusals::{RefusalCounts, RefusalFilter, RefusalRow};
 pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};
 pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
+pub use side::{SideRow, SideTable};
 pub use snippet::{Snippet, SnippetPart};
 pub use stats::{Stats, StatsSource};
 pub use store::{ApprovalOutcome, ApprovalRecord, LedgerOptions, SessionInfo, SqliteLedger, WriteFailure};
-pub use tail::{LedgerTail, RecordSink, SinkCursors};
+pub use tail::{LedgerTail, RecordSink, SinkCursors, SinkLag};
 pub use tool_pins::{PinKind, ToolPin, ToolPinEvent};

@@ -222,6 +222,62 @@ const MIGRATIONS: &[&str] = &[
         operator   TEXT
     );
     "#,
+    // 10: what the ledger's tail ships besides the records (see `tail.rs`, `side.rs`). The ledger's own
+    // id (random, made here): a team ledger keys every shipped row by it and the row's id. And a change
+    // clock: every insert or update of a session, an approval or a refusal stamps the row's `changed`
+    // with the next tick, so a shipper finds what changed after its cursor (rows of the tables that are
+    // only appended, records and tool pin events, are found by id). Rows already in the file get ticks
+    // in id order.
+    r#"
+    CREATE TABLE ledger_identity (
+        id        INTEGER PRIMARY KEY CHECK (id = 1),
+        ledger_id TEXT NOT NULL
+    );
+    INSERT INTO ledger_identity (id, ledger_id) VALUES (1, lower(hex(randomblob(16))));
+    CREATE TABLE change_clock (
+        id   INTEGER PRIMARY KEY CHECK (id = 1),
+        tick INTEGER NOT NULL
+    );
+    ALTER TABLE sessions ADD COLUMN changed INTEGER;
+    ALTER TABLE approvals ADD COLUMN changed INTEGER;
+    ALTER TABLE refusals ADD COLUMN changed INTEGER;
+    UPDATE sessions SET changed = rowid;
+    UPDATE approvals SET changed = id;
+    UPDATE refusals SET changed = id;
+    INSERT INTO change_clock (id, tick) VALUES (1, max(
+        (SELECT coalesce(max(changed), 0) FROM sessions),
+        (SELECT coalesce(max(changed), 0) FROM approvals),
+        (SELECT coalesce(max(changed), 0) FROM refusals)));
+    CREATE INDEX sessions_changed ON sessions(changed);
+    CREATE INDEX approvals_changed ON approvals(changed);
+    CREATE INDEX refusals_changed ON refusals(changed);
+    CREATE TRIGGER sessions_inserted AFTER INSERT ON sessions BEGIN
+        UPDATE change_clock SET tick = tick + 1;
+        UPDATE sessions SET changed = (SELECT tick FROM change_clock) WHERE rowid = NEW.rowid;
+    END;
+    CREATE TRIGGER sessions_updated AFTER UPDATE OF client_name, client_version, cwd, policy_hash,
+        started_at, ended_at, end_reason ON sessions BEGIN
+        UPDATE change_clock SET tick = tick + 1;
+        UPDATE sessions SET changed = (SELECT tick FROM change_clock) WHERE rowid = NEW.rowid;
+    END;
+    CREATE TRIGGER approvals_inserted AFTER INSERT ON approvals BEGIN
+        UPDATE change_clock SET tick = tick + 1;
+        UPDATE approvals SET changed = (SELECT tick FROM change_clock) WHERE id = NEW.id;
+    END;
+    CREATE TRIGGER approvals_updated AFTER UPDATE OF resolved_at, outcome, operator, note, rule_written
+        ON approvals BEGIN
+        UPDATE change_clock SET tick = tick + 1;
+        UPDATE approvals SET changed = (SELECT tick FROM change_clock) WHERE id = NEW.id;
+    END;
+    CREATE TRIGGER refusals_inserted AFTER INSERT ON refusals BEGIN
+        UPDATE change_clock SET tick = tick + 1;
+        UPDATE refusals SET changed = (SELECT tick FROM change_clock) WHERE id = NEW.id;
+    END;
+    CREATE TRIGGER refusals_updated AFTER UPDATE OF last_at, count ON refusals BEGIN
+        UPDATE change_clock SET tick = tick + 1;
+        UPDATE refusals SET changed = (SELECT tick FROM change_clock) WHERE id = NEW.id;
+    END;
+    "#,
 ];
 
 /// The schema version whose step made the rollups (and backfills them).

@@ -3,10 +3,12 @@
 //! call waits for; each sink gets the records after its own cursor, in id order, and its cursor moves
 //! only once it took them, so a sink that is down or slow delays nobody and misses nothing: it catches
 //! up from where it stopped, across restarts (the cursors live beside the ledger, `<ledger>.sinks.json`).
+//! A sink may also take the rows of the ledger's other tables (`side.rs`), each after a cursor of its own.
 
 use crate::error::LedgerStoreError;
 use crate::query::LedgerReader;
 use crate::row::StoredRecord;
+use crate::side::{SideRow, SideTable};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,9 @@ pub const TAIL_BATCH: usize = 500;
 pub const TAIL_POLL: Duration = Duration::from_millis(250);
 /// How long a sink that failed is left alone before the next try (doubling up to [`MAX_BACKOFF`]).
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A sink this many records behind is warned about (again each time the lag doubles).
+pub const LAG_WARNING: i64 = 10_000;
 
 /// Somewhere committed records go besides the ledger.
 #[async_trait]
@@ -35,6 +39,71 @@ pub trait RecordSink: Send + Sync {
     /// Takes `records` (in id order, after the last ones it took). `Ok` means they need never be sent
     /// again; an error keeps them for the next try.
     async fn deliver(&self, records: &[StoredRecord]) -> Result<(), String>;
+
+    /// The ledger's other tables it takes (none by default).
+    fn side_tables(&self) -> &[SideTable] {
+        &[]
+    }
+
+    /// Takes rows of `table` changed after the last ones it took (in change order), as `deliver` does.
+    async fn deliver_side(&self, _table: SideTable, _rows: &[SideRow]) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Told once, before any delivery, the id of the ledger it follows.
+    fn bind(&self, _ledger_id: &str) {}
+}
+
+/// The cursor key of `sink`'s rows of `table`.
+pub fn side_cursor_key(sink: &str, table: SideTable) -> String {
+    format!("{sink}#{}", table.name())
+}
+
+/// How far a sink is behind its ledger, and its last failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SinkLag {
+    pub sink: String,
+    /// The id of the last record it took, and the ledger's newest.
+    pub shipped_through: i64,
+    pub ledger_head: i64,
+    /// Records and changed rows of the other tables not yet taken.
+    pub records_behind: i64,
+    pub rows_behind: i64,
+    /// Why its last delivery failed, while it has not succeeded since.
+    pub failing: Option<String>,
+}
+
+impl SinkCursors {
+    /// How far each sink of these cursors stands behind the ledger `reader` reads (sinks named by
+    /// their records' cursor; the others' keys are `sink#table`).
+    pub fn lags(&self, reader: &LedgerReader) -> Result<Vec<SinkLag>, LedgerStoreError> {
+        let head = reader.last_record_id()?;
+        let mut heads = BTreeMap::new();
+        for table in SideTable::ALL {
+            heads.insert(table.name(), reader.side_head(table)?);
+        }
+        let mut lags = Vec::new();
+        for (key, after) in &self.0 {
+            if key.contains('#') {
+                continue;
+            }
+            let rows_behind = (self.0.iter())
+                .filter_map(|(k, at)| {
+                    let table = k.strip_prefix(key.as_str())?.strip_prefix('#')?;
+                    Some((heads.get(table).copied().unwrap_or(0) - at).max(0))
+                })
+                .sum();
+            lags.push(SinkLag {
+                sink: key.clone(),
+                shipped_through: *after,
+                ledger_head: head,
+                records_behind: (head - after).max(0),
+                rows_behind,
+                failing: None,
+            });
+        }
+        Ok(lags)
+    }
 }
 
 /// Where each sink stands: the id of the last record it took.
@@ -74,6 +143,11 @@ impl SinkCursors {
 struct Follower {
     sink: Arc<dyn RecordSink>,
     after: i64,
+    /// The cursor of each of the other tables it takes.
+    side_after: BTreeMap<SideTable, i64>,
+    failing: Option<String>,
+    /// The lag last warned about (0: none).
+    warned_at: i64,
     /// When it failed: not tried again before this.
     resting_until: Option<tokio::time::Instant>,
     backoff: Duration,
@@ -84,28 +158,51 @@ pub struct LedgerTail {
     reader: Arc<Mutex<LedgerReader>>,
     cursors_file: PathBuf,
     followers: Vec<Follower>,
+    /// Where each sink stands, after each round (for whoever shows it).
+    lags: Arc<Mutex<Vec<SinkLag>>>,
 }
 
 impl LedgerTail {
     /// A tail of the ledger at `ledger` for `sinks`, each from its saved cursor.
     pub fn open(ledger: &Path, sinks: Vec<Arc<dyn RecordSink>>) -> Result<LedgerTail, LedgerStoreError> {
         let reader = LedgerReader::open(ledger)?;
+        let ledger_id = reader.ledger_id()?;
         let cursors_file = SinkCursors::file_of(ledger);
         let cursors = SinkCursors::load(&cursors_file)?;
         let followers = sinks
             .into_iter()
-            .map(|sink| Follower {
-                after: cursors.0.get(sink.name()).copied().unwrap_or(0),
-                sink,
-                resting_until: None,
-                backoff: FIRST_BACKOFF,
+            .map(|sink| {
+                sink.bind(&ledger_id);
+                let side_after = (sink.side_tables().iter())
+                    .map(|t| (*t, cursors.0.get(&side_cursor_key(sink.name(), *t)).copied().unwrap_or(0)))
+                    .collect();
+                Follower {
+                    after: cursors.0.get(sink.name()).copied().unwrap_or(0),
+                    side_after,
+                    sink,
+                    resting_until: None,
+                    backoff: FIRST_BACKOFF,
+                    failing: None,
+                    warned_at: 0,
+                }
             })
             .collect();
-        Ok(LedgerTail { reader: Arc::new(Mutex::new(reader)), cursors_file, followers })
+        Ok(LedgerTail {
+            reader: Arc::new(Mutex::new(reader)),
+            cursors_file,
+            followers,
+            lags: Arc::new(Mutex::new(Vec::new())),
+        })
     }
 
-    /// One round: every sink not resting gets up to [`TAIL_BATCH`] records after its cursor. Returns
-    /// how many records were delivered (all sinks together).
+    /// Where each sink stands, kept current by every round.
+    pub fn lags(&self) -> Arc<Mutex<Vec<SinkLag>>> {
+        self.lags.clone()
+    }
+
+    /// One round: every sink not resting gets up to [`TAIL_BATCH`] records after its cursor, then up
+    /// to as many rows of each other table it takes. Returns how many records and rows were delivered
+    /// (all sinks together).
     pub async fn pump(&mut self) -> usize {
         let now = tokio::time::Instant::now();
         let mut delivered = 0;
@@ -114,34 +211,41 @@ impl LedgerTail {
             if follower.resting_until.is_some_and(|until| now < until) {
                 continue;
             }
-            let reader = self.reader.clone();
             let after = follower.after;
-            let read = tokio::task::spawn_blocking(move || {
-                reader.lock().unwrap_or_else(PoisonError::into_inner).records(after, TAIL_BATCH)
-            })
-            .await;
-            let records = match read {
-                Ok(Ok(records)) => records,
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "the ledger's tail could not read the ledger");
-                    return delivered;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "the ledger's tail stopped reading");
-                    return delivered;
-                }
+            let Some(records) = read(&self.reader, move |r| r.records(after, TAIL_BATCH)).await else {
+                return delivered;
             };
-            let Some(last) = records.last().map(|r| r.id) else { continue };
-            match follower.sink.deliver(&records).await {
-                Ok(()) => {
+            let mut outcome = Ok(0);
+            if let Some(last) = records.last().map(|r| r.id) {
+                outcome = follower.sink.deliver(&records).await.map(|()| {
                     follower.after = last;
+                    records.len()
+                });
+            }
+            for table in follower.sink.side_tables().to_vec() {
+                let Ok(before) = outcome else { break };
+                let after = follower.side_after.get(&table).copied().unwrap_or(0);
+                let Some(rows) = read(&self.reader, move |r| r.side_rows(table, after, TAIL_BATCH)).await
+                else {
+                    return delivered;
+                };
+                let Some(last) = rows.last().map(|r| r.cursor) else { continue };
+                outcome = follower.sink.deliver_side(table, &rows).await.map(|()| {
+                    follower.side_after.insert(table, last);
+                    before + rows.len()
+                });
+            }
+            match outcome {
+                Ok(n) => {
                     follower.resting_until = None;
                     follower.backoff = FIRST_BACKOFF;
-                    delivered += records.len();
-                    moved = true;
+                    follower.failing = None;
+                    delivered += n;
+                    moved |= n > 0;
                 }
                 Err(why) => {
                     tracing::warn!(sink = follower.sink.name(), %why, "a record sink failed: it is tried again later");
+                    follower.failing = Some(why);
                     follower.resting_until = Some(now + follower.backoff);
                     follower.backoff = (follower.backoff * 2).min(MAX_BACKOFF);
                 }
@@ -150,7 +254,35 @@ impl LedgerTail {
         if moved && let Err(e) = self.cursors().save(&self.cursors_file) {
             tracing::warn!(error = %e, "the sinks' cursors were not saved (records may be sent again)");
         }
+        self.measure().await;
         delivered
+    }
+
+    /// Measures each sink's lag (kept for [`LedgerTail::lags`]) and warns of one that grows.
+    async fn measure(&mut self) {
+        let cursors = self.cursors();
+        let Some(mut lags) = read(&self.reader, move |r| cursors.lags(r)).await else { return };
+        lags.retain(|lag| self.followers.iter().any(|f| f.sink.name() == lag.sink));
+        for lag in &mut lags {
+            let Some(follower) = self.followers.iter_mut().find(|f| f.sink.name() == lag.sink) else {
+                continue;
+            };
+            lag.failing.clone_from(&follower.failing);
+            let behind = lag.records_behind + lag.rows_behind;
+            if behind >= LAG_WARNING && behind >= follower.warned_at * 2 {
+                tracing::warn!(
+                    sink = lag.sink,
+                    records_behind = lag.records_behind,
+                    rows_behind = lag.rows_behind,
+                    failing = lag.failing.as_deref().unwrap_or(""),
+                    "a record sink is falling behind the ledger (the ledger keeps what it has not taken)"
+                );
+                follower.warned_at = behind;
+            } else if behind < LAG_WARNING / 2 {
+                follower.warned_at = 0;
+            }
+        }
+        *self.lags.lock().unwrap_or_else(PoisonError::into_inner) = lags;
     }
 
     /// Where each sink stands now.
@@ -158,6 +290,9 @@ impl LedgerTail {
         let mut saved = SinkCursors::load(&self.cursors_file).unwrap_or_default();
         for follower in &self.followers {
             saved.0.insert(follower.sink.name().to_owned(), follower.after);
+            for (table, after) in &follower.side_after {
+                saved.0.insert(side_cursor_key(follower.sink.name(), *table), *after);
+            }
         }
         saved
     }
@@ -177,5 +312,25 @@ impl LedgerTail {
             }
         }
         while self.pump().await >= TAIL_BATCH {}
+    }
+}
+
+/// Runs `f` on the reader off the async threads; `None` (warned) when it fails.
+async fn read<T: Send + 'static>(
+    reader: &Arc<Mutex<LedgerReader>>,
+    f: impl FnOnce(&LedgerReader) -> Result<T, LedgerStoreError> + Send + 'static,
+) -> Option<T> {
+    let reader = reader.clone();
+    match tokio::task::spawn_blocking(move || f(&reader.lock().unwrap_or_else(PoisonError::into_inner))).await
+    {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the ledger's tail could not read the ledger");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the ledger's tail stopped reading");
+            None
+        }
     }
 }

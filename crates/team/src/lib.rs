@@ -1,0 +1,18 @@
+//! Portcullis team ledger: every hub's ledger shipped to one PostgreSQL database (a sink of the
+//! ledger's tail, at least once, idempotent), so a team asks one database which agent ran what,
+//! where, and who approved it. The local SQLite ledger stays the record a call waits for.
+
+mod connect;
+pub mod error;
+pub mod identity;
+pub mod schema;
+pub mod ship;
+pub mod target;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use connect::connect;
+pub use error::TeamError;
+pub use identity::HubIdentity;
+pub use ship::PostgresSink;
+pub use target::{TeamDb, TlsMode, is_team_url};

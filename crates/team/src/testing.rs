@@ -1,0 +1,218 @@
+//! A private PostgreSQL server for tests: Debian's own binaries (`initdb`, `pg_ctl` under
+//! /usr/lib/postgresql/N/bin, or `$PORTCULLIS_PG_BIN`) on a data folder of its own and a free loopback
+//! port, with a password (SCRAM) for TCP. As root the server runs as the `postgres` user, since
+//! PostgreSQL refuses to run as root. Stopped and removed when dropped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The database user the tests connect as.
+pub const USER: &str = "portcullis";
+
+/// A running private PostgreSQL server.
+pub struct PrivatePostgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    password: String,
+    /// The server's own TLS files when it was started with TLS (a CA-less self-signed certificate).
+    tls: Option<(PathBuf, PathBuf)>,
+}
+
+/// Where Debian's server binaries are.
+pub fn server_bin() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PORTCULLIS_PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+fn as_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+impl PrivatePostgres {
+    /// Starts a fresh server (no TLS).
+    pub fn start() -> PrivatePostgres {
+        PrivatePostgres::start_with(None)
+    }
+
+    /// Starts a fresh server that also speaks TLS with `cert_pem`/`key_pem`.
+    pub fn start_with_tls(cert_pem: &str, key_pem: &str) -> PrivatePostgres {
+        PrivatePostgres::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> PrivatePostgres {
+        let bin = server_bin().expect("PostgreSQL's server binaries (apt-get install postgresql)");
+        let dir = tempfile::Builder::new().prefix("portcullis-pg").tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let password = format!("pw-{}", std::process::id());
+        let pwfile = dir.path().join("pwfile");
+        std::fs::write(&pwfile, format!("{password}\n")).unwrap();
+        std::fs::create_dir(dir.path().join("run")).unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::set_permissions(dir.path().join("data"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut files = vec![pwfile.clone(), dir.path().join("run"), dir.path().join("data")];
+        let tls = tls.map(|(cert, key)| {
+            let (c, k) = (dir.path().join("server.crt"), dir.path().join("server.key"));
+            std::fs::write(&c, cert).unwrap();
+            std::fs::write(&k, key).unwrap();
+            std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
+            files.extend([c.clone(), k.clone()]);
+            (c, k)
+        });
+        if as_root() {
+            let postgres = nix::unistd::User::from_name("postgres").unwrap().expect("the postgres user");
+            for file in &files {
+                nix::unistd::chown(file, Some(postgres.uid), Some(postgres.gid)).unwrap();
+            }
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let pg = PrivatePostgres { dir, bin, port, password, tls };
+        let data = pg.data();
+        let initdb = pg.server_command(
+            "initdb",
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                USER,
+                "--auth-host=scram-sha-256",
+                "--auth-local=trust",
+                &format!("--pwfile={}", pwfile.display()),
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        );
+        run(initdb, "initdb");
+        pg.start_again();
+        pg
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A command for one of the server's binaries, as the user the server runs as.
+    fn server_command(&self, program: &str, args: &[&str]) -> Command {
+        let path = self.bin.join(program);
+        let mut command = if as_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            Command::new(path)
+        };
+        command.args(args).current_dir(self.dir.path());
+        command
+    }
+
+    /// Starts the server (again, after [`PrivatePostgres::stop`]) and waits until it accepts connections.
+    pub fn start_again(&self) {
+        let mut options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            self.port,
+            self.dir.path().join("run").display()
+        );
+        if let Some((cert, key)) = &self.tls {
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                cert.display(),
+                key.display()
+            ));
+        }
+        let data = self.data();
+        let log = self.dir.path().join("run").join("log");
+        let start = self.server_command(
+            "pg_ctl",
+            &["-D", data.to_str().unwrap(), "-o", &options, "-l", log.to_str().unwrap(), "-w", "start"],
+        );
+        run(start, "pg_ctl start");
+    }
+
+    /// Stops the server (`fast`: clients are disconnected, what was committed is kept).
+    pub fn stop(&self) {
+        let data = self.data();
+        run(
+            self.server_command("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "fast", "-w", "stop"]),
+            "pg_ctl stop",
+        );
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// A URL of database `db` (made with [`PrivatePostgres::create_db`]) without its password.
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/{db}?sslmode=disable", self.port)
+    }
+
+    /// The same database over TLS, trusting `roots` (a PEM file).
+    pub fn tls_url(&self, db: &str, roots: &Path) -> String {
+        format!(
+            "postgres://{USER}@localhost:{}/{db}?sslmode=verify-full&sslrootcert={}",
+            self.port,
+            roots.display()
+        )
+    }
+
+    /// Makes database `db`.
+    pub fn create_db(&self, db: &str) {
+        self.sql("postgres", &format!("CREATE DATABASE \"{db}\""));
+    }
+
+    /// Runs `sql` on database `db` over the server's socket; rows as tab-separated lines.
+    pub fn sql(&self, db: &str, sql: &str) -> Vec<Vec<String>> {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", self.dir.path().join("run").to_str().unwrap()])
+            .args(["-p", &self.port.to_string(), "-U", USER, "-d", db, "-c", sql])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split('\t').map(str::to_owned).collect())
+            .collect()
+    }
+
+    /// One number from `sql`.
+    pub fn count(&self, db: &str, sql: &str) -> i64 {
+        self.sql(db, sql)[0][0].parse().unwrap()
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let data = self.data();
+        let _ = self
+            .server_command("pg_ctl", &["-D", data.to_str().unwrap_or(""), "-m", "immediate", "stop"])
+            .output();
+    }
+}
+
+fn run(mut command: Command, what: &str) {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

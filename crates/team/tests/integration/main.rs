@@ -1,0 +1,4 @@
+//! The team ledger against a real PostgreSQL server (Debian's, private to each test).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod connecting;
