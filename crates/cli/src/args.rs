@@ -210,6 +210,15 @@ pub struct ServeArgs {
     /// tail, never on a call's path; it catches up after a restart). Repeatable.
     #[arg(long, value_name = "FILE")]
     pub copy_records_to: Vec<PathBuf>,
+    /// Ship every ledger record, approval, session, refusal and tool-definition change to the team
+    /// ledger at this PostgreSQL URL (`postgres://user@host:port/db?sslmode=verify-full&sslrootcert=CA`),
+    /// off the call's path, at least once, resuming where it stopped. No password in the URL: it comes
+    /// from --ship-password-file or $PGPASSWORD. Default: the user's team-ledger.json, if any.
+    #[arg(long, value_name = "URL")]
+    pub ship: Option<String>,
+    /// An owner-only file whose first line is the team ledger's password.
+    #[arg(long, value_name = "FILE", requires = "ship")]
+    pub ship_password_file: Option<PathBuf>,
     /// Serve no browser console (`/`, `/login`): approvals then go through the terminal, the app and
     /// the API only.
     #[arg(long)]

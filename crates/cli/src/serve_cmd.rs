@@ -11,6 +11,7 @@ use portcullis_hub::start::{
     ConsoleSettings, HubConfig, JsonlFileSink, RecordSink, RecordSinks, TlsSource, default_ledger_path,
     launch, user_config_dir,
 };
+use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -74,6 +75,13 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             (Some(cert), Some(key), _) => Some(TlsSource::Files { cert: cert.clone(), key: key.clone() }),
             (_, _, true) => Some(TlsSource::SelfSigned),
             _ => None,
+        },
+        team_ledger: match &args.ship {
+            Some(url) => TeamLedgerChoice::Named(TeamLedgerSetting {
+                url: url.clone(),
+                password_file: args.ship_password_file.clone(),
+            }),
+            None => TeamLedgerChoice::UserSetting,
         },
         console: ConsoleSettings {
             enabled: !args.no_console,

@@ -51,6 +51,8 @@ pub fn answer_claude_hook(text: &str, options: &HookOptions) -> HookAnswer {
             unattended: true,
             // The agent runs the commands a hook judges itself: no launcher, no probe on each call.
             sandbox_launcher: None,
+            // Shipping is left to the next hub of this ledger (it resumes from the ledger's cursor).
+            team_ledger: crate::team_ledger::TeamLedgerChoice::Off,
             ..HubConfig::new(input.cwd.clone(), db)
         };
         let hub = match Hub::open(config).await {

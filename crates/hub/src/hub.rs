@@ -85,6 +85,8 @@ pub struct HubConfig {
     pub console: crate::console::ConsoleSettings,
     /// TLS on every connection (required beyond loopback); none: plain HTTP on loopback.
     pub tls: Option<crate::tls::TlsSource>,
+    /// The team ledger to ship to (default: the one the user's `team-ledger.json` names, if any).
+    pub team_ledger: crate::team_ledger::TeamLedgerChoice,
 }
 
 impl HubConfig {
@@ -115,6 +117,17 @@ impl HubConfig {
             record_sinks: crate::record_sinks::RecordSinks::default(),
             console: crate::console::ConsoleSettings::default(),
             tls: None,
+            team_ledger: crate::team_ledger::TeamLedgerChoice::UserSetting,
+        }
+    }
+
+    /// The team ledger this hub ships to: the one named at start, else the user's setting.
+    pub fn team_ledger(&self) -> Result<Option<crate::team_ledger::TeamLedgerSetting>, HubError> {
+        use crate::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
+        match (&self.team_ledger, self.user_config()) {
+            (TeamLedgerChoice::Named(setting), _) => Ok(Some(setting.clone())),
+            (TeamLedgerChoice::UserSetting, Some(dir)) => TeamLedgerSetting::in_config_dir(&dir),
+            (TeamLedgerChoice::UserSetting, None) | (TeamLedgerChoice::Off, _) => Ok(None),
         }
     }
 
@@ -239,11 +252,15 @@ pub fn coding_limits(policy: &Policy) -> Limits {
 /// folder (tokens, runtime file) and the manifest folders it was given.
 pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
     let layers = layers_for_user(&config.policy_files, project, config.user_config().as_deref())?;
+    let team = config.team_ledger()?;
     let sources = layers.iter().map(|l| l.source.clone()).collect();
     let policy = Policy::from_layers(layers)?.with_protected(|places| {
         places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
         for file in config.record_sinks.0.iter().filter_map(|sink| sink.local_file()) {
             places.add_with_siblings(file, ProtectedKind::HubSecret, "a copy of the hub's ledger");
+        }
+        if let Some(file) = team.as_ref().and_then(|t| t.password_file.as_ref()) {
+            places.add(file, ProtectedKind::HubSecret, "the team ledger's password");
         }
         if let Some(dir) = &config.config_dir {
             places.add(dir.join("policy.json"), ProtectedKind::Policy, "the user's policy");
@@ -259,7 +276,12 @@ pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy,
 
 impl Hub {
     /// Loads the policy, opens the ledger and builds the dispatcher. Nothing listens yet.
-    pub async fn open(config: HubConfig) -> Result<Hub, HubError> {
+    pub async fn open(mut config: HubConfig) -> Result<Hub, HubError> {
+        // Read once: a reload judges by the team ledger the hub started with.
+        config.team_ledger = match config.team_ledger()? {
+            Some(setting) => crate::team_ledger::TeamLedgerChoice::Named(setting),
+            None => crate::team_ledger::TeamLedgerChoice::Off,
+        };
         let project = std::fs::canonicalize(&config.project)
             .map_err(|e| HubError::Config(format!("project folder {}: {e}", config.project.display())))?;
         let (policy, sources) = load_policy(&config, &project)?;
@@ -281,8 +303,15 @@ impl Hub {
             None => None,
         };
         let own_tokens = credentials.iter().flat_map(|c| [c.agent.clone(), c.operator.clone()]);
+        let team_sink = crate::team_ledger::sink_of(config.team_ledger()?.as_ref())?;
+        let team_password = team_sink.as_ref().and_then(|s| s.db().password().map(str::to_owned));
         let redactor = Redactor::builder()
-            .secrets(config.secrets.iter().cloned().chain(environment_secrets()).chain(own_tokens))
+            .secrets(
+                (config.secrets.iter().cloned())
+                    .chain(environment_secrets())
+                    .chain(own_tokens)
+                    .chain(team_password),
+            )
             .build();
         if let Some(parent) = config.db.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
             // A folder made for the ledger is the owner's alone (the ledger holds what agents did).
@@ -334,7 +363,9 @@ impl Hub {
             ledger: Some(ledger.clone()),
         }
         .assemble(registry);
-        let tail = crate::record_sinks::RunningTail::start(&config.db, &config.record_sinks)?;
+        let mut sinks = config.record_sinks.clone();
+        sinks.0.extend(team_sink.map(|s| s as Arc<dyn crate::record_sinks::RecordSink>));
+        let tail = crate::record_sinks::RunningTail::start(&config.db, &sinks)?;
         let console_codes = Arc::new(crate::console::logins::LoginCodes::new(config.console.code_ttl));
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
         let hub = Hub {

@@ -33,6 +33,7 @@ pub mod secrets;
 pub mod server;
 pub mod start;
 pub mod stdio;
+pub mod team_ledger;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[doc(hidden)]

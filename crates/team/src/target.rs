@@ -12,6 +12,9 @@ use tokio_postgres::config::SslMode;
 /// The environment variable a team ledger's password is read from (libpq's own).
 pub const PASSWORD_ENV: &str = "PGPASSWORD";
 
+/// How long a connection may take to open, unless the URL says (`connect_timeout=SECONDS`).
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How the connection is secured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TlsMode {
@@ -98,6 +101,9 @@ impl TeamDb {
         });
         if config.get_application_name().is_none() {
             config.application_name("portcullis");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
         }
         let password = match password_file {
             Some(file) => Some(read_password_file(file)?),

@@ -23,6 +23,7 @@ mod policy_cli;
 mod record_sinks;
 mod sandbox;
 mod sandbox_isolation;
+mod team_ledger;
 mod tls;
 mod tool_pins;
 mod upstream;
