@@ -367,12 +367,28 @@ pub enum LedgerCommand {
 #[derive(Debug, Args)]
 pub struct DbArg {
     /// The ledger file (default: the hub's, `$PORTCULLIS_DATA_DIR/ledger.db`, else
-    /// `~/.local/share/portcullis/ledger.db`).
-    #[arg(long, value_name = "FILE")]
+    /// `~/.local/share/portcullis/ledger.db`), or a team ledger's `postgres://user@host/db` URL (its
+    /// password from --db-password-file or $PGPASSWORD).
+    #[arg(long, value_name = "FILE|URL")]
     pub db: Option<PathBuf>,
+    /// An owner-only file whose first line is the team ledger's password.
+    #[arg(long, value_name = "FILE")]
+    pub db_password_file: Option<PathBuf>,
 }
 
 impl DbArg {
+    /// The ledger named: a team ledger's URL, a file, else the file the hub writes by default.
+    pub fn address(&self) -> Result<portcullis_hub::api::ledger::LedgerAddress, crate::error::CliError> {
+        use portcullis_hub::api::ledger::LedgerAddress;
+        let address = LedgerAddress::of(&self.file()?, self.db_password_file.as_deref());
+        if self.db_password_file.is_some() && matches!(address, LedgerAddress::File(_)) {
+            return Err(crate::error::CliError::BadArgument(
+                "--db-password-file goes with a team ledger (--db postgres://…)".into(),
+            ));
+        }
+        Ok(address)
+    }
+
     /// The file named, else the ledger the hub writes by default.
     pub fn file(&self) -> Result<PathBuf, crate::error::CliError> {
         match &self.db {
@@ -422,6 +438,15 @@ pub struct FilterArgs {
     /// Words that must all appear in the tool name, arguments, output or error.
     #[arg(long, value_name = "TEXT")]
     pub search: Option<String>,
+    /// A team ledger's calls from this host only (repeatable).
+    #[arg(long = "host", value_name = "HOST")]
+    pub hosts: Vec<String>,
+    /// A team ledger's calls of hubs run by this OS user only (repeatable).
+    #[arg(long = "user", value_name = "USER")]
+    pub users: Vec<String>,
+    /// A team ledger's calls from this hub only (its ledger id; repeatable).
+    #[arg(long = "hub", value_name = "LEDGER_ID")]
+    pub hubs: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -540,6 +565,9 @@ impl FilterArgs {
             since: self.since.clone(),
             until: self.until.clone(),
             search: self.search.clone(),
+            hosts: self.hosts.clone(),
+            users: self.users.clone(),
+            hubs: self.hubs.clone(),
         };
         query.filter(now).map_err(option_error)
     }

@@ -91,7 +91,7 @@ impl Write for PipeWatch<'_> {
 pub fn export(args: &ExportArgs, stdout: &mut dyn Write) -> Result<ExitCode, CliError> {
     let format = parse_export_format(&args.format)?;
     let filter = args.filter.to_filter(Timestamp::now())?;
-    let reader = open_reader(&args.db.file()?)?;
+    let reader = open_reader(&args.db.address()?)?;
     let mut bar = ProgressBar { enabled: io::stderr().is_terminal(), drawn: false };
     let Some(out_path) = &args.out else {
         let mut sink = PipeWatch { inner: stdout, broken: false };

@@ -5,26 +5,31 @@ use crate::error::CliError;
 use crate::render::{approval_line, call_decided, clean, policy_label, record_decided};
 use crate::table::Table;
 use portcullis_hub::api::ErrorCode;
-use portcullis_hub::api::ledger::{LedgerView, migrate_ledger, parse_cursor};
+use portcullis_hub::api::ledger::{CallOrigin, LedgerAddress, LedgerView, migrate_ledger, parse_cursor};
 use portcullis_hub::api::ledger_browse::CallDetail;
 use portcullis_hub::api::times::{format_duration, format_time};
 use portcullis_hub::api::types::DeciderKind;
 use portcullis_hub::api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
-/// Opens a ledger read-only through the operator API (works while another process writes it).
-pub fn open_reader(db: &Path) -> Result<LedgerView, CliError> {
-    tracing::debug!(path = %db.display(), "opening ledger read-only");
-    Ok(LedgerView::open(db)?)
+/// Opens a ledger read-only through the operator API (a file works while another process writes it;
+/// a team ledger is read in its database).
+pub fn open_reader(db: &LedgerAddress) -> Result<LedgerView, CliError> {
+    tracing::debug!(ledger = ?db, "opening ledger read-only");
+    Ok(LedgerView::open_at(db)?)
+}
+
+/// Where a team ledger's call ran, in a word: `user@host`.
+pub fn origin_label(origin: Option<&CallOrigin>) -> String {
+    origin.map_or_else(|| "-".into(), |o| clean(&format!("{}@{}", o.user, o.host)))
 }
 
 pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.filter.to_filter(Timestamp::now())?;
     let before = args.before.as_deref().map(parse_cursor).transpose()?;
-    let reader = open_reader(&args.db.file()?)?;
+    let reader = open_reader(&args.db.address()?)?;
     tracing::debug!(?filter, ?before, limit = args.limit, "querying calls");
     let page = reader.calls(&filter, before, usize::from(args.limit))?;
     if args.json {
@@ -43,10 +48,11 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         writeln!(out, "{}", json!({ "calls": calls, "next": next }))?;
         return Ok(ExitCode::SUCCESS);
     }
+    let team = reader.is_team();
     if page.calls.is_empty() {
         writeln!(out, "no calls match")?;
     } else {
-        let mut table = Table::new(&[
+        let mut headers = vec![
             "TIME",
             "SESSION",
             "CALL",
@@ -56,10 +62,13 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             "POLICY",
             "DECIDED BY",
             "DURATION",
-        ])
-        .right(8);
+        ];
+        if team {
+            headers.insert(0, "HUB");
+        }
+        let mut table = Table::new(&headers).right(headers.len() - 1);
         for call in &page.calls {
-            table.push(vec![
+            let mut row = vec![
                 format_time(call.at),
                 call.session_id.clone(),
                 call.call_id.clone(),
@@ -69,7 +78,11 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
                 policy_label(call.policy_decision, call.policy_rule.as_deref()),
                 call_decided(call),
                 call.duration_us.map(format_duration).unwrap_or_else(|| "-".into()),
-            ]);
+            ];
+            if team {
+                row.insert(0, origin_label(call.origin.as_ref()));
+            }
+            table.push(row);
         }
         table.write(out, "")?;
     }
@@ -80,6 +93,9 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 }
 
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    if let address @ LedgerAddress::Team { .. } = args.db.address()? {
+        return show_team(args, &address, out);
+    }
     let file = args.db.file()?;
     // The same command the ledger browser's drawer calls, through the same table.
     let found = crate::client::in_process(|client| async move {
@@ -110,6 +126,30 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         }
         show_detail(detail, out)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A team ledger's call: the newest one with this id (or of `--session`), with the hub it ran on.
+fn show_team(args: &ShowArgs, address: &LedgerAddress, out: &mut dyn Write) -> Result<ExitCode, CliError> {
+    let reader = open_reader(address)?;
+    let (detail, origin) = match reader.call_detail(&args.call_id, args.session.as_deref()) {
+        Err(e) if e.code == ErrorCode::CallNotFound => {
+            return Err(CliError::CallNotFound(format!("the team ledger: {}", e.message)));
+        }
+        other => other?,
+    };
+    if args.json {
+        let mut value = serde_json::to_value(&detail)?;
+        if let Value::Object(map) = &mut value {
+            map.insert("origin".into(), serde_json::to_value(&origin)?);
+        }
+        writeln!(out, "{value}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(o) = &origin {
+        writeln!(out, "hub {} ({}@{})", clean(&o.ledger_id), clean(&o.user), clean(&o.host))?;
+    }
+    show_detail(&detail, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -195,7 +235,7 @@ fn file_line(f: &portcullis_hub::api::types::FileVerdict) -> String {
 }
 
 pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let reader = open_reader(&args.db.file()?)?;
+    let reader = open_reader(&args.db.address()?)?;
     let report = reader.check()?;
     let healthy = report.healthy();
     if args.json {

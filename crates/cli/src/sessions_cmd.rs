@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.range().refusal_filter(Timestamp::now()).map_err(option_error)?;
-    let reader = open_reader(&args.db.file()?)?;
+    let reader = open_reader(&args.db.address()?)?;
     let rows = reader.refusals(&filter, usize::from(args.limit))?;
     if args.json {
         writeln!(out, "{}", json!({ "refusals": rows }))?;
@@ -63,7 +63,7 @@ pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
 
 pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.range().session_filter(Timestamp::now()).map_err(option_error)?;
-    let reader = open_reader(&args.db.file()?)?;
+    let reader = open_reader(&args.db.address()?)?;
     let rows = reader.sessions(&filter, usize::from(args.limit))?;
     if args.json {
         writeln!(out, "{}", json!({ "sessions": rows }))?;
@@ -73,7 +73,13 @@ pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
         writeln!(out, "no sessions")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut table = Table::new(&["STARTED", "SESSION", "CLIENT", "ENDED", "END"]);
+    let team = reader.is_team();
+    let headers = if team {
+        vec!["HUB", "STARTED", "SESSION", "CLIENT", "ENDED", "END"]
+    } else {
+        vec!["STARTED", "SESSION", "CLIENT", "ENDED", "END"]
+    };
+    let mut table = Table::new(&headers);
     for row in &rows {
         let s = &row.session;
         let client = match (&s.client_name, &s.client_version) {
@@ -86,13 +92,17 @@ pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
             (None, Some(_)) => "closed",
             (None, None) => "open",
         };
-        table.push(vec![
+        let mut cells = vec![
             format_time(s.started_at),
             clean(&s.id),
             client,
             s.ended_at.map(format_time).unwrap_or_else(|| "-".into()),
             end.to_owned(),
-        ]);
+        ];
+        if team {
+            cells.insert(0, crate::ledger_cmd::origin_label(row.origin.as_ref()));
+        }
+        table.push(cells);
     }
     table.write(out, "")?;
     Ok(ExitCode::SUCCESS)

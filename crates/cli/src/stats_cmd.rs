@@ -22,11 +22,35 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         .map(parse_width)
         .transpose()
         .map_err(|e| CliError::BadArgument(format!("--bucket: {}", e.message)))?;
-    let reader = open_reader(&args.db.file()?)?;
+    let reader = open_reader(&args.db.address()?)?;
     let stats = reader.stats(&filter, bucket)?;
+    let shipping = reader.shipping()?;
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&stats)?)?;
+        let mut value = serde_json::to_value(&stats)?;
+        if let (serde_json::Value::Object(map), false) = (&mut value, shipping.is_empty()) {
+            map.insert("shipping".into(), serde_json::to_value(&shipping)?);
+        }
+        writeln!(out, "{value}")?;
         return Ok(ExitCode::SUCCESS);
+    }
+    for lag in &shipping {
+        let behind = lag.records_behind + lag.rows_behind;
+        writeln!(
+            out,
+            "shipping to {}: {} records and {} other rows behind (shipped through record {} of {})",
+            crate::render::clean(lag.sink.strip_prefix("team:").unwrap_or(&lag.sink)),
+            count(u64::try_from(lag.records_behind).unwrap_or(0)),
+            count(u64::try_from(lag.rows_behind).unwrap_or(0)),
+            lag.shipped_through,
+            lag.ledger_head
+        )?;
+        if behind >= portcullis_hub::api::ledger::SHIPPING_LAG_WARNING {
+            writeln!(
+                out,
+                "warning: shipping is {} rows behind: is the sink reachable? (the ledger keeps them until it is)",
+                count(u64::try_from(behind).unwrap_or(0))
+            )?;
+        }
     }
     writeln!(out, "calls: {}", count(stats.total))?;
     let s = &stats.sessions;
@@ -51,6 +75,8 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         ("by status", &stats.by_status),
         ("by reason", &stats.by_reason),
         ("by decided by", &stats.by_decided_by),
+        ("by host", &stats.by_host),
+        ("by user", &stats.by_user),
     ] {
         write_counts(out, title, counts)?;
     }

@@ -3,7 +3,7 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::query::{CallFilter, LedgerReader, call_where};
-use crate::row::{RECORD_COLUMNS, stored_record};
+use crate::row::{RECORD_COLUMNS, StoredRecord, stored_record};
 use crate::timefmt::format_rfc3339;
 use rusqlite::params_from_iter;
 use std::io::Write;
@@ -40,6 +40,60 @@ fn csv_field(out: &mut String, value: &str) {
         out.push('"');
     } else {
         out.push_str(value);
+    }
+}
+
+/// One record as a line of `format` (without its newline), in `line` (cleared first).
+pub fn record_line(
+    format: ExportFormat,
+    record: &StoredRecord,
+    line: &mut String,
+) -> Result<(), LedgerStoreError> {
+    line.clear();
+    match format {
+        ExportFormat::Jsonl => {
+            *line = serde_json::to_string(record).map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+        }
+        ExportFormat::Csv => {
+            let body =
+                serde_json::to_string(&record.body).map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+            let (decided, rule, source, operator) = crate::row::decided_columns(&record.body.decided_by);
+            let fields: [String; 18] = [
+                record.id.to_string(),
+                format_rfc3339(record.at),
+                record.session_id.clone(),
+                record.run_id.clone(),
+                record.call_id.clone(),
+                record.owner.clone(),
+                record.tool.clone(),
+                record.kind.as_str().to_owned(),
+                record.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
+                record.error_code.clone().unwrap_or_default(),
+                decided.to_owned(),
+                rule.unwrap_or_default().to_owned(),
+                source.unwrap_or_default().to_owned(),
+                operator.unwrap_or_default(),
+                record.started_at.map(format_rfc3339).unwrap_or_default(),
+                record.duration_us.map(|d| d.to_string()).unwrap_or_default(),
+                record.redacted.to_string(),
+                body,
+            ];
+            for (i, field) in fields.iter().enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                csv_field(line, field);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends CSV fields to a line (each quoted when it must be).
+pub fn push_csv_fields(line: &mut String, fields: &[&str]) {
+    for field in fields {
+        line.push(',');
+        csv_field(line, field);
     }
 }
 
@@ -96,45 +150,7 @@ impl LedgerReader {
                 .collect::<Result<Vec<_>, _>>()
                 .at(&path)?;
             for record in records {
-                line.clear();
-                match format {
-                    ExportFormat::Jsonl => {
-                        line = serde_json::to_string(&record)
-                            .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
-                    }
-                    ExportFormat::Csv => {
-                        let body = serde_json::to_string(&record.body)
-                            .map_err(|e| LedgerStoreError::Export(e.to_string()))?;
-                        let (decided, rule, source, operator) =
-                            crate::row::decided_columns(&record.body.decided_by);
-                        let fields: [String; 18] = [
-                            record.id.to_string(),
-                            format_rfc3339(record.at),
-                            record.session_id.clone(),
-                            record.run_id.clone(),
-                            record.call_id.clone(),
-                            record.owner.clone(),
-                            record.tool.clone(),
-                            record.kind.as_str().to_owned(),
-                            record.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
-                            record.error_code.clone().unwrap_or_default(),
-                            decided.to_owned(),
-                            rule.unwrap_or_default().to_owned(),
-                            source.unwrap_or_default().to_owned(),
-                            operator.unwrap_or_default(),
-                            record.started_at.map(format_rfc3339).unwrap_or_default(),
-                            record.duration_us.map(|d| d.to_string()).unwrap_or_default(),
-                            record.redacted.to_string(),
-                            body,
-                        ];
-                        for (i, field) in fields.iter().enumerate() {
-                            if i > 0 {
-                                line.push(',');
-                            }
-                            csv_field(&mut line, field);
-                        }
-                    }
-                }
+                record_line(format, &record, &mut line)?;
                 line.push('\n');
                 out.write_all(line.as_bytes()).map_err(io)?;
                 written += 1;

@@ -98,6 +98,30 @@ pub struct CallFilter {
     /// Full-text search over tool names, arguments and results (words, all must appear).
     #[serde(default)]
     pub search: Option<String>,
+    /// A team ledger's calls from these hosts, OS users or hubs (ledger ids) only; a hub's own ledger
+    /// refuses them (it holds one hub's calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hubs: Vec<String>,
+}
+
+impl CallFilter {
+    /// Whether it names hosts, users or hubs (filters only a team ledger answers).
+    pub fn names_origins(&self) -> bool {
+        !(self.hosts.is_empty() && self.users.is_empty() && self.hubs.is_empty())
+    }
+}
+
+/// Where a call of a team ledger came from: the hub's ledger, its host and its OS user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CallOrigin {
+    pub ledger_id: String,
+    pub host: String,
+    pub user: String,
 }
 
 /// A position in the newest-first order: the last call of the previous page.
@@ -165,6 +189,9 @@ pub struct CallRow {
     /// With a full-text search: the text around the first word found, the words marked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snippet: Option<crate::snippet::Snippet>,
+    /// On a team ledger's rows: the hub the call ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<CallOrigin>,
 }
 
 impl CallRow {
@@ -205,6 +232,7 @@ impl CallRow {
             policy_rule: record.policy_rule.clone(),
             summary: record.body.arguments.as_deref().and_then(argument_summary),
             snippet: None,
+            origin: None,
         }
     }
 }
@@ -336,6 +364,7 @@ fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
             .and_then(|args| argument_summary(&args)),
         snippet: None,
+        origin: None,
     })
 }
 
@@ -362,6 +391,17 @@ impl Where {
     }
 }
 
+/// Host, user and hub filters are a team ledger's: a hub's own ledger holds one hub's calls.
+pub(crate) fn refuse_origins(filter: &CallFilter) -> Result<(), LedgerStoreError> {
+    if filter.names_origins() {
+        return Err(LedgerStoreError::BadFilter(
+            "host, user and hub filters apply to a team ledger (--db postgres://…); this ledger holds one hub's calls"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 fn search_query(search: &str) -> Result<String, LedgerStoreError> {
     fts_query(search)
         .ok_or_else(|| LedgerStoreError::BadFilter(format!("search {search:?} has no words to look for")))
@@ -369,6 +409,7 @@ fn search_query(search: &str) -> Result<String, LedgerStoreError> {
 
 /// Builds the WHERE clause of a filter over calls (terminal records, plus running ones if asked).
 pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError> {
+    refuse_origins(filter)?;
     for d in &filter.decided_by {
         if !DECIDED_KINDS.contains(&d.as_str()) {
             return Err(LedgerStoreError::BadFilter(format!(

@@ -41,6 +41,20 @@ pub enum ApprovalOutcome {
 }
 
 impl ApprovalOutcome {
+    pub const ALL: [ApprovalOutcome; 6] = [
+        ApprovalOutcome::ApprovedOnce,
+        ApprovalOutcome::ApprovedForSession,
+        ApprovalOutcome::ApprovedAlways,
+        ApprovalOutcome::Denied,
+        ApprovalOutcome::TimedOut,
+        ApprovalOutcome::Withdrawn,
+    ];
+
+    /// The outcome named `s` (as [`ApprovalOutcome::as_str`] writes it).
+    pub fn parse(s: &str) -> Option<ApprovalOutcome> {
+        ApprovalOutcome::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalOutcome::ApprovedOnce => "approved_once",
@@ -94,7 +108,7 @@ impl SessionEnd {
         }
     }
 
-    fn parse(s: &str) -> Option<SessionEnd> {
+    pub fn parse(s: &str) -> Option<SessionEnd> {
         [SessionEnd::Closed, SessionEnd::Cut].into_iter().find(|e| e.as_str() == s)
     }
 }
@@ -108,6 +122,9 @@ pub struct SessionRow {
     pub session: SessionInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_reason: Option<SessionEnd>,
+    /// On a team ledger's rows: the hub the session ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::query::CallOrigin>,
 }
 
 /// Sessions by how they stand.
@@ -164,6 +181,7 @@ fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
             ended_at: r.get::<_, Option<i64>>(6)?.map(Timestamp),
         },
         end_reason: r.get::<_, Option<String>>(7)?.and_then(|e| SessionEnd::parse(&e)),
+        origin: None,
     })
 }
 

@@ -108,6 +108,12 @@ pub struct Stats {
     pub durations_exact: bool,
     #[serde(default)]
     pub source: StatsSource,
+    /// A team ledger's calls by the host and the OS user of the hub that ran them (empty on a hub's
+    /// own ledger).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_host: Vec<Count>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_user: Vec<Count>,
     /// Sessions started in the filter's time range (or the filter's session): open, closed, cut.
     pub sessions: SessionCounts,
     /// Requests the gateway refused in the filter's time range (not calls: they never reached a tool).
@@ -116,7 +122,7 @@ pub struct Stats {
 
 /// What one call (or a rollup's `calls` of them) is counted under.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct CallDims<'a> {
+pub struct CallDims<'a> {
     pub tool: &'a str,
     pub status: &'a str,
     pub reason: Option<&'a str>,
@@ -402,6 +408,7 @@ impl LedgerReader {
     /// and buckets equal the scan's, duration percentiles are approximate (`durations_exact`). Otherwise
     /// (session, run, search, `running`) by a scan.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, LedgerStoreError> {
+        crate::query::refuse_origins(filter)?;
         call_where(filter)?;
         let tx = self.conn.unchecked_transaction().at(self.path())?;
         let stats = match rollup_eligible(filter) {
@@ -530,9 +537,85 @@ impl LedgerReader {
             durations,
             durations_exact,
             source,
+            by_host: Vec::new(),
+            by_user: Vec::new(),
             sessions,
             refusals,
         })
+    }
+}
+
+/// Builds a [`Stats`] from calls counted elsewhere (a team ledger's grouped rows): the same tallies,
+/// time grid and duration percentiles a hub's own ledger makes.
+#[derive(Debug)]
+pub struct StatsBuilder {
+    tally: Tally,
+    grid: Grid,
+    by_host: HashMap<String, u64>,
+    by_user: HashMap<String, u64>,
+}
+
+impl StatsBuilder {
+    /// A builder for calls from `min_at` to `max_at`, in buckets of `bucket_us` (default: about 60).
+    pub fn new(
+        min_at: Option<i64>,
+        max_at: Option<i64>,
+        bucket_us: Option<i64>,
+    ) -> Result<Self, LedgerStoreError> {
+        Ok(StatsBuilder {
+            tally: Tally::default(),
+            grid: Grid::new(min_at, max_at, bucket_us)?,
+            by_host: HashMap::new(),
+            by_user: HashMap::new(),
+        })
+    }
+
+    /// The width of its time buckets, microseconds.
+    pub fn width(&self) -> i64 {
+        self.grid.width
+    }
+
+    /// Counts `n` calls under `dims`, run on `host` by `user`.
+    pub fn add_calls(&mut self, dims: &CallDims<'_>, host: &str, user: &str, n: u64) {
+        self.tally.add(dims, n);
+        bump(&mut self.by_host, host, n);
+        bump(&mut self.by_user, user, n);
+    }
+
+    /// Counts `n` calls ending in the bucket of `at` with `status`, prompted or not.
+    pub fn add_at(&mut self, at: i64, status: &str, prompted: bool, n: u64) {
+        if let Some(stack) = self.grid.at(at) {
+            stack.add(status, prompted, n);
+        }
+    }
+
+    /// The stats, with per-tool `durations` computed where the calls are (exact, busiest tool first).
+    pub fn finish(
+        self,
+        durations: Vec<ToolDurations>,
+        sessions: SessionCounts,
+        refusals: RefusalCounts,
+    ) -> Stats {
+        let tally = self.tally;
+        Stats {
+            total: tally.total,
+            by_tool: sorted(tally.by_tool),
+            by_status: sorted(tally.by_status),
+            by_reason: sorted(tally.by_reason),
+            by_decided_by: sorted(tally.by_decided_by),
+            by_rule: sorted(tally.by_rule),
+            by_owner: sorted(tally.by_owner),
+            by_policy_decision: sorted(tally.by_policy_decision),
+            bucket_us: self.grid.width,
+            buckets: self.grid.into_buckets(),
+            durations,
+            durations_exact: true,
+            source: StatsSource::Scan,
+            by_host: sorted(self.by_host),
+            by_user: sorted(self.by_user),
+            sessions,
+            refusals,
+        }
     }
 }
 

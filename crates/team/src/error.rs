@@ -14,6 +14,10 @@ pub enum TeamError {
     Connect { url: String, why: String },
     #[error("team ledger {url}: {why}")]
     Database { url: String, why: String },
+    #[error("team ledger {url}: no team ledger there yet (a hub shipping to it makes one)")]
+    NotATeamLedger { url: String },
+    #[error("{0}")]
+    BadFilter(String),
     #[error(
         "team ledger {url}: its schema is version {found}, newer than this build's {supported}: upgrade Portcullis"
     )]
@@ -28,6 +32,8 @@ impl TeamError {
                 "bad_team_ledger"
             }
             TeamError::Connect { .. } => "team_ledger_unreachable",
+            TeamError::NotATeamLedger { .. } => "not_a_team_ledger",
+            TeamError::BadFilter(_) => "bad_filter",
             TeamError::Database { .. } | TeamError::NewerSchema { .. } => "team_ledger_failed",
         }
     }

@@ -5,6 +5,8 @@
 mod connect;
 pub mod error;
 pub mod identity;
+pub mod read;
+mod read_stats;
 pub mod schema;
 pub mod ship;
 pub mod target;
@@ -14,5 +16,6 @@ pub mod testing;
 pub use connect::connect;
 pub use error::TeamError;
 pub use identity::HubIdentity;
+pub use read::TeamReader;
 pub use ship::PostgresSink;
 pub use target::{TeamDb, TlsMode, is_team_url};

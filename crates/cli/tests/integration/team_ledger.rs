@@ -204,6 +204,8 @@ fn two_hubs_ship_their_calls_decisions_and_operators_into_one_database() {
     );
     assert_eq!(found, 1, "full-text search over shipped calls");
 
+    the_cli_reads_the_team_ledger(&team, &a, &ledger_a, n_a + n_b);
+
     // The agent cannot read the password file, and the password is nowhere in the team ledger.
     let report = a.agent(json!([{"op": "call", "name": "shell",
         "arguments": {"command": format!("cat {}", team.password_file.display())}}]));
@@ -215,6 +217,111 @@ fn two_hubs_ship_their_calls_decisions_and_operators_into_one_database() {
         team.pg.password()
     ));
     assert_eq!(leaked, 0);
+}
+
+/// `portcullis ledger … --db postgres://…` as an auditor runs it (password from $PGPASSWORD).
+fn the_cli_reads_the_team_ledger(team: &Team, a: &Served, ledger_a: &str, records: usize) {
+    let url = team.pg.url("team");
+    let run = |args: &[&str]| -> String {
+        let out = crate::common::portcullis(a.dir.path())
+            .env("PGPASSWORD", team.pg.password())
+            .args(["ledger"])
+            .args(args)
+            .args(["--db", &url])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ledger {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json = |args: &[&str]| -> Value { serde_json::from_str(&run(args)).unwrap() };
+    let host = rustix_host();
+
+    // Every call of both hubs, newest first, each saying where it ran; paged by cursor.
+    let page = json(&["query", "--json", "--limit", "50"]);
+    let calls = page["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 50);
+    assert_eq!(calls[0]["origin"]["host"], host.as_str(), "{}", calls[0]);
+    let next = page["next"].as_str().unwrap().to_owned();
+    let rest = json(&["query", "--json", "--limit", "1000", "--before", &next]);
+    let total = 50 + rest["calls"].as_array().unwrap().len();
+    assert_eq!(total, 40 + 40 + 1 + 1, "every call once across pages");
+    let hubs: std::collections::BTreeSet<String> = calls
+        .iter()
+        .chain(rest["calls"].as_array().unwrap())
+        .map(|c| c["origin"]["ledger_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(hubs.len(), 2);
+    // Filters: one hub, a search, a status; a host that shipped nothing.
+    let only_a = json(&["query", "--json", "--limit", "1000", "--hub", ledger_a]);
+    assert!(only_a["calls"].as_array().unwrap().iter().all(|c| c["origin"]["ledger_id"] == ledger_a));
+    let found = json(&["query", "--json", "--search", "call-117"]);
+    assert_eq!(found["calls"].as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(found["calls"][0]["summary"], "echo call-117");
+    let blocked = json(&["query", "--json", "--status", "blocked"]);
+    assert_eq!(blocked["calls"].as_array().unwrap().len(), 1, "{blocked}");
+    assert_eq!(json(&["query", "--json", "--host", "elsewhere"])["calls"], json!([]));
+    let table = run(&["query", "--limit", "3"]);
+    assert!(table.lines().next().unwrap().starts_with("HUB"), "{table}");
+    assert!(table.contains(&format!("@{host}")), "{table}");
+
+    // One call, with its approval and its hub.
+    let approved = json(&["query", "--json", "--decided-by", "operator"]);
+    let call_id = approved["calls"][0]["call_id"].as_str().unwrap().to_owned();
+    let session = approved["calls"][0]["session_id"].as_str().unwrap().to_owned();
+    let shown = run(&["show", &call_id, "--session", &session]);
+    assert!(shown.contains(&format!("hub {ledger_a}")), "{shown}");
+    assert!(shown.contains("approved_once") || shown.contains("approved once"), "{shown}");
+
+    // Stats over both hubs, sessions, and an export of every record with its origin.
+    let stats = json(&["stats", "--json"]);
+    assert_eq!(stats["total"], 82, "{stats}");
+    assert_eq!(stats["by_host"][0]["key"], host.as_str());
+    let shipped_sessions = team.count("SELECT count(*) FROM portcullis.sessions");
+    assert!(shipped_sessions >= 3);
+    assert_eq!(stats["sessions"]["total"], shipped_sessions, "{stats}");
+    assert!(stats["durations"][0]["p50_us"].as_i64().unwrap() > 0);
+    let text = run(&["stats"]);
+    assert!(text.contains("by host:"), "{text}");
+    let sessions = json(&["sessions", "--json"]);
+    assert_eq!(sessions["sessions"].as_array().unwrap().len() as i64, shipped_sessions, "{sessions}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("team.jsonl");
+    run(&["export", "--format", "jsonl", "--out", file.to_str().unwrap()]);
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), records);
+    assert!(lines.iter().all(|l| l["origin"]["host"] == host.as_str()));
+
+    // What a hub's own file answers and the team ledger does not is said so.
+    let out = crate::common::portcullis(a.dir.path())
+        .env("PGPASSWORD", team.pg.password())
+        .args(["ledger", "refusals", "--db", &url])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not of the team ledger"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And a wrong password is refused with the server's words.
+    let out = crate::common::portcullis(a.dir.path())
+        .env("PGPASSWORD", "wrong")
+        .args(["ledger", "query", "--db", &url])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("password authentication failed"));
+
+    // The hub's own ledger says how far its shipping stands.
+    let local = crate::common::portcullis(a.dir.path())
+        .args(["ledger", "stats", "--db"])
+        .arg(a.db())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&local.stdout);
+    assert!(text.contains("shipping to postgres://portcullis@127.0.0.1"), "{text}");
+    assert!(text.contains(": 0 records and 0 other rows behind"), "{text}");
 }
 
 fn rustix_host() -> String {

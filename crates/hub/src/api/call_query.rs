@@ -37,6 +37,10 @@ pub struct CallQuery {
     pub until: Option<String>,
     /// Words that must all appear in the tool name, arguments, output or error.
     pub search: Option<String>,
+    /// A team ledger's calls from these hosts, OS users or hubs (ledger ids) only.
+    pub hosts: Vec<String>,
+    pub users: Vec<String>,
+    pub hubs: Vec<String>,
 }
 
 impl CallQuery {
@@ -75,6 +79,9 @@ impl CallQuery {
             since,
             until,
             search: self.search.clone(),
+            hosts: self.hosts.clone(),
+            users: self.users.clone(),
+            hubs: self.hubs.clone(),
         })
     }
 }

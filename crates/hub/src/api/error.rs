@@ -85,6 +85,16 @@ pub enum ErrorCode {
     LoginRefused,
     /// A change that did not come from the console's own page (its header or Origin is missing).
     CrossSiteRefused,
+    /// A team ledger's URL or password file that cannot be used.
+    BadTeamLedger,
+    /// The team ledger's database cannot be reached (or refused the login).
+    TeamLedgerUnreachable,
+    /// The database holds no team ledger (no hub has shipped to it yet).
+    NotATeamLedger,
+    /// The team ledger's database failed a query, or its schema is newer than this build.
+    TeamLedgerFailed,
+    /// What a hub's own ledger answers and a team ledger does not (a file's check, its refusals).
+    NotOnTeamLedger,
 }
 
 impl ErrorCode {
@@ -127,6 +137,11 @@ impl ErrorCode {
             ErrorCode::NotLoggedIn => "not_logged_in",
             ErrorCode::LoginRefused => "login_refused",
             ErrorCode::CrossSiteRefused => "cross_site_refused",
+            ErrorCode::BadTeamLedger => "bad_team_ledger",
+            ErrorCode::TeamLedgerUnreachable => "team_ledger_unreachable",
+            ErrorCode::NotATeamLedger => "not_a_team_ledger",
+            ErrorCode::TeamLedgerFailed => "team_ledger_failed",
+            ErrorCode::NotOnTeamLedger => "not_on_team_ledger",
         }
     }
 
@@ -185,6 +200,9 @@ impl ErrorCode {
             // What the caller wrote: a filter.
             | ErrorCode::BadFilter => 400,
             // What the caller named: a file that is missing or not a ledger (of this version).
+            ErrorCode::BadTeamLedger | ErrorCode::NotATeamLedger | ErrorCode::NotOnTeamLedger => 422,
+            ErrorCode::TeamLedgerUnreachable => 503,
+            ErrorCode::TeamLedgerFailed => 500,
             ErrorCode::LedgerMissing
             | ErrorCode::NotALedger
             | ErrorCode::LedgerSchemaNewer
@@ -229,6 +247,22 @@ impl ApiError {
 impl From<portcullis_policy::PolicyError> for ApiError {
     fn from(e: portcullis_policy::PolicyError) -> Self {
         ApiError::new(ErrorCode::of_policy(&e), e.to_string(), Value::Null)
+    }
+}
+
+impl From<portcullis_team::TeamError> for ApiError {
+    fn from(e: portcullis_team::TeamError) -> Self {
+        use portcullis_team::TeamError;
+        let code = match &e {
+            TeamError::BadUrl { .. } | TeamError::PasswordFile { .. } | TeamError::TlsRoots { .. } => {
+                ErrorCode::BadTeamLedger
+            }
+            TeamError::Connect { .. } => ErrorCode::TeamLedgerUnreachable,
+            TeamError::NotATeamLedger { .. } => ErrorCode::NotATeamLedger,
+            TeamError::Database { .. } | TeamError::NewerSchema { .. } => ErrorCode::TeamLedgerFailed,
+            TeamError::BadFilter(_) => ErrorCode::BadFilter,
+        };
+        ApiError::new(code, e.to_string(), Value::Null)
     }
 }
 
@@ -286,6 +320,11 @@ mod tests {
             (ErrorCode::LedgerLocked, "ledger_locked", 409),
             (ErrorCode::LedgerSqlite, "ledger_sqlite", 500),
             (ErrorCode::BackendFailed, "backend_failed", 503),
+            (ErrorCode::BadTeamLedger, "bad_team_ledger", 422),
+            (ErrorCode::TeamLedgerUnreachable, "team_ledger_unreachable", 503),
+            (ErrorCode::NotATeamLedger, "not_a_team_ledger", 422),
+            (ErrorCode::TeamLedgerFailed, "team_ledger_failed", 500),
+            (ErrorCode::NotOnTeamLedger, "not_on_team_ledger", 422),
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);

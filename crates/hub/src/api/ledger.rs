@@ -9,8 +9,9 @@
 
 use super::error::{ApiError, ErrorCode};
 use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
+use portcullis_team::{TeamDb, TeamReader};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -20,10 +21,13 @@ pub use portcullis_harness::Timestamp;
 pub use portcullis_ledger::export::CSV_HEADER;
 pub use portcullis_ledger::stats::{Bucket, Count, ToolDurations};
 pub use portcullis_ledger::{
-    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallPage, CallRow, CallStatus,
+    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallOrigin, CallPage, CallRow, CallStatus,
     CallTimeline, CheckReport, CommandCount, CommandOutcome, Cursor, ExportFormat, RecordBody, RefusalFilter,
     RefusalRow, SessionEnd, SessionFilter, SessionRow, Stats, StoredKind, StoredPolicyDecision, StoredRecord,
 };
+
+/// A sink this many records and rows behind its ledger is warned about.
+pub const SHIPPING_LAG_WARNING: i64 = portcullis_ledger::tail::LAG_WARNING;
 
 /// The most calls one page holds.
 pub const MAX_PAGE: usize = 1000;
@@ -35,16 +39,111 @@ pub const SCHEMA_VERSION: i64 = portcullis_ledger::schema::SCHEMA_VERSION;
 /// Most histogram buckets [`fill_histogram`] draws with their empty neighbours filled in.
 pub const MAX_FILLED_BUCKETS: i64 = 200;
 
-/// A ledger opened for reading.
+/// A ledger opened for reading: a hub's own file, or a team's ledger in PostgreSQL.
 pub struct LedgerView {
-    reader: LedgerReader,
+    source: Source,
+}
+
+enum Source {
+    File(LedgerReader),
+    Team(Box<TeamReader>),
+}
+
+/// Which ledger to open: a file, or a team ledger's `postgres://` URL (its password from
+/// `password_file`, else `$PGPASSWORD`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerAddress {
+    File(PathBuf),
+    Team { url: String, password_file: Option<PathBuf> },
+}
+
+impl LedgerAddress {
+    /// What `--db` named: a `postgres://` URL is a team ledger, anything else a file.
+    pub fn of(text: &Path, password_file: Option<&Path>) -> LedgerAddress {
+        match text.to_str().filter(|t| portcullis_team::is_team_url(t)) {
+            Some(url) => {
+                LedgerAddress::Team { url: url.to_owned(), password_file: password_file.map(Path::to_owned) }
+            }
+            None => LedgerAddress::File(text.to_owned()),
+        }
+    }
 }
 
 impl LedgerView {
     /// Opens `path` read-only: refused (with the ledger's code) when it is missing, not a ledger, or of
     /// another schema version.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
-        Ok(LedgerView { reader: LedgerReader::open(path)? })
+        Ok(LedgerView { source: Source::File(LedgerReader::open(path)?) })
+    }
+
+    /// Opens the ledger `address` names (a team ledger: connects and checks its schema).
+    pub fn open_at(address: &LedgerAddress) -> Result<Self, ApiError> {
+        match address {
+            LedgerAddress::File(path) => LedgerView::open(path),
+            LedgerAddress::Team { url, password_file } => {
+                let db = TeamDb::parse(url, password_file.as_deref())?;
+                Ok(LedgerView { source: Source::Team(Box::new(TeamReader::open(&db)?)) })
+            }
+        }
+    }
+
+    /// One call as the detail view shows it (the newest with this id, or `session`'s), with where it
+    /// ran on a team ledger; `call_not_found` when there is none.
+    pub fn call_detail(
+        &self,
+        call_id: &str,
+        session: Option<&str>,
+    ) -> Result<(super::call_detail::CallDetail, Option<CallOrigin>), ApiError> {
+        let (timeline, origin) = self.timeline(call_id, session)?;
+        match super::call_detail::CallDetail::of(timeline.records, timeline.approvals) {
+            Some(detail) => Ok((detail, origin)),
+            None => {
+                let within = session.map(|s| format!(" in session {s:?}")).unwrap_or_default();
+                Err(ApiError::new(
+                    ErrorCode::CallNotFound,
+                    format!("no call {call_id:?}{within}"),
+                    json!({ "call_id": call_id, "session": session }),
+                ))
+            }
+        }
+    }
+
+    /// How far each sink of this ledger file (a team ledger, a copy) stands behind it, from the cursors
+    /// the hub keeps beside the file (none for a team ledger, or a file nothing ships from).
+    pub fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
+        let Source::File(reader) = &self.source else { return Ok(Vec::new()) };
+        let cursors =
+            portcullis_ledger::SinkCursors::load(&portcullis_ledger::SinkCursors::file_of(reader.path()))?;
+        Ok(cursors.lags(reader)?)
+    }
+
+    /// Whether this is a team ledger.
+    pub fn is_team(&self) -> bool {
+        matches!(self.source, Source::Team(_))
+    }
+
+    /// The hub's own ledger file, or what a team ledger cannot do (`not_on_team_ledger`).
+    fn file(&self, what: &str) -> Result<&LedgerReader, ApiError> {
+        match &self.source {
+            Source::File(reader) => Ok(reader),
+            Source::Team(team) => Err(ApiError::new(
+                ErrorCode::NotOnTeamLedger,
+                format!("{what} is asked of a hub's own ledger file, not of the team ledger {}", team.db()),
+                Value::Null,
+            )),
+        }
+    }
+
+    /// One call with every record and approval (`None`: no such call), and on a team ledger, where it ran.
+    pub fn timeline(
+        &self,
+        call_id: &str,
+        session: Option<&str>,
+    ) -> Result<(CallTimeline, Option<CallOrigin>), ApiError> {
+        match &self.source {
+            Source::File(reader) => Ok((reader.timeline(call_id, session)?, None)),
+            Source::Team(team) => Ok(team.timeline(call_id, session)?),
+        }
     }
 
     /// One page of the calls matching `filter`, newest first, after `before` (the previous page's
@@ -55,32 +154,49 @@ impl LedgerView {
         before: Option<Cursor>,
         limit: usize,
     ) -> Result<CallPage, ApiError> {
-        Ok(self.reader.calls(filter, before, limit.clamp(1, MAX_PAGE))?)
+        match &self.source {
+            Source::File(reader) => Ok(reader.calls(filter, before, limit.clamp(1, MAX_PAGE))?),
+            Source::Team(team) => Ok(team.calls(filter, before, limit.clamp(1, MAX_PAGE))?),
+        }
     }
 
     /// How many calls match `filter`.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        Ok(self.reader.count(filter)?)
+        match &self.source {
+            Source::File(reader) => Ok(reader.count(filter)?),
+            Source::Team(team) => Ok(team.count(filter)?),
+        }
     }
 
-    /// Sessions with how each ended (open, closed, cut), newest first.
+    /// Sessions with how each ended (open, closed, cut), newest first; on a team ledger, with where
+    /// each ran.
     pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Result<Vec<SessionRow>, ApiError> {
-        Ok(self.reader.session_rows(filter, limit.clamp(1, MAX_PAGE))?)
+        match &self.source {
+            Source::File(reader) => Ok(reader.session_rows(filter, limit.clamp(1, MAX_PAGE))?),
+            Source::Team(team) => Ok(team
+                .sessions(filter, limit.clamp(1, MAX_PAGE))?
+                .into_iter()
+                .map(|(row, origin)| SessionRow { origin: Some(origin), ..row })
+                .collect()),
+        }
     }
 
     /// Refused requests (counted per kind and minute), newest first.
     pub fn refusals(&self, filter: &RefusalFilter, limit: usize) -> Result<Vec<RefusalRow>, ApiError> {
-        Ok(self.reader.refusals(filter, limit.clamp(1, MAX_PAGE))?)
+        Ok(self.file("refused requests")?.refusals(filter, limit.clamp(1, MAX_PAGE))?)
     }
 
     /// The file's integrity and shape: schema version, counts, calls left open, unreadable bodies.
     pub fn check(&self) -> Result<CheckReport, ApiError> {
-        Ok(self.reader.check()?)
+        Ok(self.file("a check")?.check()?)
     }
 
     /// Aggregates over the calls matching `filter`; `bucket_us` sets the histogram's width.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        Ok(self.reader.stats(filter, bucket_us)?)
+        match &self.source {
+            Source::File(reader) => Ok(reader.stats(filter, bucket_us)?),
+            Source::Team(team) => Ok(team.stats(filter, bucket_us)?),
+        }
     }
 
     /// Writes every record of the matching calls to `out`; `progress(done, total)` every 1,000 records.
@@ -91,7 +207,10 @@ impl LedgerView {
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        Ok(self.reader.export(filter, format, out, progress)?)
+        match &self.source {
+            Source::File(reader) => Ok(reader.export(filter, format, out, progress)?),
+            Source::Team(team) => export_team(team, filter, format, out, progress),
+        }
     }
 
     /// Writes every record of the matching calls to the file `out`, owner-only (exports hold what the
@@ -118,7 +237,8 @@ impl LedgerView {
         stop: &AtomicBool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        if let (Ok(a), Ok(b)) = (self.reader.path().canonicalize(), out.canonicalize())
+        if let Source::File(reader) = &self.source
+            && let (Ok(a), Ok(b)) = (reader.path().canonicalize(), out.canonicalize())
             && a == b
         {
             return Err(ApiError::new(
@@ -150,6 +270,53 @@ impl LedgerView {
         }
         written
     }
+}
+
+/// A team ledger's records as an export: each line also says where its call ran (JSONL: an `origin`
+/// object; CSV: three more columns).
+fn export_team(
+    team: &TeamReader,
+    filter: &CallFilter,
+    format: ExportFormat,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64, ApiError> {
+    let failed =
+        |e: &dyn std::fmt::Display| ApiError::new(ErrorCode::ExportFailed, e.to_string(), Value::Null);
+    if format == ExportFormat::Csv {
+        writeln!(out, "{CSV_HEADER},hub_ledger_id,hub_host,hub_user").map_err(|e| failed(&e))?;
+    }
+    let mut line = String::new();
+    let mut written = 0;
+    let n = team.export_records(filter, &mut |record, origin| {
+        let bad = |e: &dyn std::fmt::Display| portcullis_team::TeamError::BadFilter(format!("export: {e}"));
+        portcullis_ledger::export::record_line(format, record, &mut line).map_err(|e| bad(&e))?;
+        match format {
+            ExportFormat::Jsonl => {
+                let mut value: Value = serde_json::from_str(&line).map_err(|e| bad(&e))?;
+                if let Value::Object(map) = &mut value {
+                    map.insert("origin".into(), serde_json::to_value(origin).map_err(|e| bad(&e))?);
+                }
+                line = value.to_string();
+            }
+            ExportFormat::Csv => {
+                portcullis_ledger::export::push_csv_fields(
+                    &mut line,
+                    &[&origin.ledger_id, &origin.host, &origin.user],
+                );
+            }
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes()).map_err(|e| bad(&e))?;
+        written += 1;
+        if written % 1000 == 0 {
+            progress(written, 0);
+        }
+        Ok(())
+    })?;
+    out.flush().map_err(|e| failed(&e))?;
+    progress(n, n);
+    Ok(n)
 }
 
 /// The hidden file an export is written to before it is renamed to `out`.

@@ -63,6 +63,7 @@ fn first_row(event: &ToolEvent) -> CallRow {
         policy_rule: None,
         summary: None,
         snippet: None,
+        origin: None,
     }
 }
 

@@ -1,0 +1,344 @@
+//! Reading a team ledger: the same questions a hub's own ledger answers (calls paged newest first with
+//! the ledger's filters, full-text search, one call's records and approvals, sessions), asked of every
+//! hub's rows at once, each row saying which hub, host and user it came from. Blocking, like the local
+//! reader, over a runtime of its own, so the CLI and the API's blocking threads use both alike.
+
+use crate::connect::connect;
+use crate::error::{TeamError, driver_text};
+use crate::schema::SCHEMA_VERSION;
+use crate::target::TeamDb;
+use portcullis_harness::Timestamp;
+use portcullis_ledger::query::argument_summary;
+use portcullis_ledger::{
+    ApprovalOutcome, ApprovalRecord, CallFilter, CallOrigin, CallPage, CallRow, CallStatus, CallTimeline,
+    Cursor, SessionEnd, SessionFilter, SessionInfo, SessionRow, StoredRecord,
+};
+use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
+
+/// A team ledger opened for reading.
+pub struct TeamReader {
+    db: TeamDb,
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+}
+
+/// A WHERE clause over `portcullis.records r` and its parameters ($1…).
+pub(crate) struct Where {
+    pub sql: String,
+    pub params: Vec<Box<dyn ToSql + Sync + Send>>,
+}
+
+impl Where {
+    fn new() -> Where {
+        Where { sql: String::from("TRUE"), params: Vec::new() }
+    }
+
+    /// Adds `clause` with `?` standing for the next parameter, `value`.
+    fn push(&mut self, clause: &str, value: Box<dyn ToSql + Sync + Send>) {
+        self.params.push(value);
+        self.sql.push_str(" AND ");
+        self.sql.push_str(&clause.replace('?', &format!("${}", self.params.len())));
+    }
+
+    fn list(&mut self, column: &str, values: Vec<String>) {
+        if !values.is_empty() {
+            self.push(&format!("{column} = ANY(?)"), Box::new(values));
+        }
+    }
+
+    pub fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync)).collect()
+    }
+}
+
+/// The WHERE clause of `filter` over the team ledger's calls (their terminal records).
+pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, TeamError> {
+    let bad = |why: &str| TeamError::BadFilter(why.to_owned());
+    if filter.statuses.contains(&CallStatus::Running) {
+        return Err(bad("a team ledger holds ended calls: `running` is asked of a hub's own ledger"));
+    }
+    if let (Some(since), Some(until)) = (filter.since, filter.until)
+        && since > until
+    {
+        return Err(bad("--since is after --until"));
+    }
+    let mut w = Where::new();
+    w.sql = "r.status IS NOT NULL".into();
+    w.list("r.status", filter.statuses.iter().map(|s| s.as_str().to_owned()).collect());
+    if let Some(session) = &filter.session {
+        w.push("r.session_id = ?", Box::new(session.clone()));
+    }
+    if let Some(run) = &filter.run {
+        w.push("r.run_id = ?", Box::new(run.clone()));
+    }
+    w.list("r.tool", filter.tools.clone());
+    w.list("r.reason", filter.reasons.iter().map(|r| r.as_str().to_owned()).collect());
+    w.list("r.decided_by", filter.decided_by.clone());
+    w.list("r.policy_decision", filter.policy_decisions.iter().map(|d| d.as_str().to_owned()).collect());
+    w.list("r.owner", filter.owners.clone());
+    w.list("r.hub_host", filter.hosts.clone());
+    w.list("r.hub_user", filter.users.clone());
+    w.list("r.ledger_id", filter.hubs.clone());
+    if let Some(rule) = &filter.rule {
+        w.push("r.decided_rule = ?", Box::new(rule.clone()));
+    }
+    if let Some(since) = filter.since {
+        w.push("r.at >= ?", Box::new(since.0));
+    }
+    if let Some(until) = filter.until {
+        w.push("r.at < ?", Box::new(until.0));
+    }
+    if let Some(search) = &filter.search {
+        if !search.chars().any(char::is_alphanumeric) {
+            return Err(TeamError::BadFilter(format!("search {search:?} has no words to look for")));
+        }
+        w.push("r.search @@ plainto_tsquery('simple', ?)", Box::new(search.clone()));
+    }
+    Ok(w)
+}
+
+impl TeamReader {
+    /// Connects to the team ledger `db`; refused when its schema is missing or of another version.
+    pub fn open(db: &TeamDb) -> Result<TeamReader, TeamError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            TeamError::Connect { url: db.to_string(), why: format!("no runtime to connect with: {e}") }
+        })?;
+        let client = runtime.block_on(connect(db))?;
+        let reader = TeamReader { db: db.clone(), runtime, client };
+        let version: Option<i32> = reader
+            .one("SELECT max(version) FROM portcullis.migrations", &[])
+            .map_err(|_| TeamError::NotATeamLedger { url: db.to_string() })?;
+        match version {
+            Some(v) if v == SCHEMA_VERSION => Ok(reader),
+            Some(v) if v > SCHEMA_VERSION => {
+                Err(TeamError::NewerSchema { url: db.to_string(), found: v, supported: SCHEMA_VERSION })
+            }
+            _ => Err(TeamError::NotATeamLedger { url: db.to_string() }),
+        }
+    }
+
+    pub fn db(&self) -> &TeamDb {
+        &self.db
+    }
+
+    fn failed(&self, e: &tokio_postgres::Error) -> TeamError {
+        TeamError::Database { url: self.db.to_string(), why: driver_text(e) }
+    }
+
+    pub(crate) fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, TeamError> {
+        self.runtime.block_on(self.client.query(sql, params)).map_err(|e| self.failed(&e))
+    }
+
+    fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<T, TeamError> {
+        let row = self.runtime.block_on(self.client.query_one(sql, params)).map_err(|e| self.failed(&e))?;
+        row.try_get(0).map_err(|e| self.failed(&e))
+    }
+
+    /// One page of the calls matching `filter`, newest first, after `before`.
+    pub fn calls(
+        &self,
+        filter: &CallFilter,
+        before: Option<Cursor>,
+        limit: usize,
+    ) -> Result<CallPage, TeamError> {
+        let mut w = call_where(filter)?;
+        if let Some(c) = before {
+            w.params.push(Box::new(c.at));
+            w.params.push(Box::new(c.id));
+            let (a, b) = (w.params.len() - 1, w.params.len());
+            w.sql.push_str(&format!(" AND (r.at, r.id) < (${a}, ${b})"));
+        }
+        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+        w.params.push(Box::new(limit + 1));
+        let sql = format!(
+            "SELECT r.record, r.ledger_id, r.hub_host, r.hub_user,
+                    CASE WHEN r.record ? 'arguments' THEN NULL ELSE
+                        (SELECT s.record->'arguments' FROM portcullis.records s
+                         WHERE s.ledger_id = r.ledger_id AND s.session_id = r.session_id
+                           AND s.call_id = r.call_id AND s.kind = 'started' LIMIT 1) END
+             FROM portcullis.records r WHERE {} ORDER BY r.at DESC, r.id DESC LIMIT ${}",
+            w.sql,
+            w.params.len()
+        );
+        let rows = self.rows(&sql, &w.refs())?;
+        let mut calls = Vec::with_capacity(rows.len());
+        for row in &rows {
+            calls.push(self.call_row(row)?);
+        }
+        let more = calls.len() as i64 > limit;
+        calls.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let next = more.then(|| calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })).flatten();
+        Ok(CallPage { calls, next })
+    }
+
+    fn call_row(&self, row: &tokio_postgres::Row) -> Result<CallRow, TeamError> {
+        let record: StoredRecord = self.record_of(row, 0)?;
+        let mut call = CallRow::of(&record);
+        if call.summary.is_none() {
+            let started: Option<serde_json::Value> = row.try_get(4).map_err(|e| self.failed(&e))?;
+            call.summary = started.as_ref().and_then(argument_summary);
+        }
+        call.origin = Some(CallOrigin {
+            ledger_id: row.try_get(1).map_err(|e| self.failed(&e))?,
+            host: row.try_get(2).map_err(|e| self.failed(&e))?,
+            user: row.try_get(3).map_err(|e| self.failed(&e))?,
+        });
+        Ok(call)
+    }
+
+    fn record_of(&self, row: &tokio_postgres::Row, i: usize) -> Result<StoredRecord, TeamError> {
+        let value: serde_json::Value = row.try_get(i).map_err(|e| self.failed(&e))?;
+        serde_json::from_value(value).map_err(|e| TeamError::Database {
+            url: self.db.to_string(),
+            why: format!("a shipped record does not read back: {e}"),
+        })
+    }
+
+    /// How many calls match `filter`.
+    pub fn count(&self, filter: &CallFilter) -> Result<u64, TeamError> {
+        let w = call_where(filter)?;
+        let n: i64 =
+            self.one(&format!("SELECT count(*) FROM portcullis.records r WHERE {}", w.sql), &w.refs())?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Every record and approval of the call `call_id` (of `session`, when several hubs or sessions
+    /// share the id; the newest call otherwise), with where it ran.
+    pub fn timeline(
+        &self,
+        call_id: &str,
+        session: Option<&str>,
+    ) -> Result<(CallTimeline, Option<CallOrigin>), TeamError> {
+        let pick = self.rows(
+            "SELECT ledger_id, session_id, hub_host, hub_user FROM portcullis.records
+             WHERE call_id = $1 AND ($2::text IS NULL OR session_id = $2) ORDER BY at DESC LIMIT 1",
+            &[&call_id, &session],
+        )?;
+        let Some(found) = pick.first() else {
+            return Ok((CallTimeline { records: Vec::new(), approvals: Vec::new() }, None));
+        };
+        let get = |i| found.try_get::<_, String>(i).map_err(|e| self.failed(&e));
+        let (ledger_id, session_id) = (get(0)?, get(1)?);
+        let origin = CallOrigin { ledger_id: ledger_id.clone(), host: get(2)?, user: get(3)? };
+        let records = self
+            .rows(
+                "SELECT record FROM portcullis.records WHERE ledger_id = $1 AND session_id = $2 AND call_id = $3
+                 ORDER BY id",
+                &[&ledger_id, &session_id, &call_id],
+            )?
+            .iter()
+            .map(|row| self.record_of(row, 0))
+            .collect::<Result<Vec<_>, _>>()?;
+        let approvals = self
+            .rows(
+                "SELECT session_id, call_id, tool, requested_at, resolved_at, outcome, operator, note, rule_written
+                 FROM portcullis.approvals WHERE ledger_id = $1 AND session_id = $2 AND call_id = $3 ORDER BY id",
+                &[&ledger_id, &session_id, &call_id],
+            )?
+            .iter()
+            .map(|row| self.approval_of(row))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((CallTimeline { records, approvals }, Some(origin)))
+    }
+
+    fn approval_of(&self, row: &tokio_postgres::Row) -> Result<ApprovalRecord, TeamError> {
+        let f = |e: tokio_postgres::Error| self.failed(&e);
+        let outcome: Option<String> = row.try_get(5).map_err(f)?;
+        Ok(ApprovalRecord {
+            session_id: row.try_get(0).map_err(f)?,
+            call_id: row.try_get(1).map_err(f)?,
+            tool: row.try_get(2).map_err(f)?,
+            requested_at: Timestamp(row.try_get(3).map_err(f)?),
+            resolved_at: row.try_get::<_, Option<i64>>(4).map_err(f)?.map(Timestamp),
+            outcome: outcome.as_deref().and_then(ApprovalOutcome::parse),
+            operator: row.try_get(6).map_err(f)?,
+            note: row.try_get(7).map_err(f)?,
+            rule_written: row.try_get(8).map_err(f)?,
+        })
+    }
+
+    /// Sessions of every hub, newest first, with how each ended and where it ran.
+    pub fn sessions(
+        &self,
+        filter: &SessionFilter,
+        limit: usize,
+    ) -> Result<Vec<(SessionRow, CallOrigin)>, TeamError> {
+        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
+        let rows = self.rows(
+            "SELECT id, client_name, client_version, cwd, policy_hash, started_at, ended_at, end_reason,
+                    ledger_id, hub_host, hub_user
+             FROM portcullis.sessions
+             WHERE ($1::text IS NULL OR id = $1) AND ($2::bigint IS NULL OR started_at >= $2)
+               AND ($3::bigint IS NULL OR started_at < $3)
+             ORDER BY started_at DESC LIMIT $4",
+            &[&filter.id, &filter.since.map(|t| t.0), &filter.until.map(|t| t.0), &limit],
+        )?;
+        let f = |e: tokio_postgres::Error| self.failed(&e);
+        rows.iter()
+            .map(|row| {
+                let end_reason: Option<String> = row.try_get(7).map_err(f)?;
+                let session = SessionInfo {
+                    id: row.try_get(0).map_err(f)?,
+                    client_name: row.try_get(1).map_err(f)?,
+                    client_version: row.try_get(2).map_err(f)?,
+                    cwd: row.try_get(3).map_err(f)?,
+                    policy_hash: row.try_get(4).map_err(f)?,
+                    started_at: Timestamp(row.try_get(5).map_err(f)?),
+                    ended_at: row.try_get::<_, Option<i64>>(6).map_err(f)?.map(Timestamp),
+                };
+                let origin = CallOrigin {
+                    ledger_id: row.try_get(8).map_err(f)?,
+                    host: row.try_get(9).map_err(f)?,
+                    user: row.try_get(10).map_err(f)?,
+                };
+                Ok((
+                    SessionRow {
+                        session,
+                        end_reason: end_reason.as_deref().and_then(SessionEnd::parse),
+                        origin: None,
+                    },
+                    origin,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every record of the matching calls, oldest call first, in id order within a call: each as the
+    /// hub's ledger reads it back.
+    pub fn export_records(
+        &self,
+        filter: &CallFilter,
+        each: &mut dyn FnMut(&StoredRecord, &CallOrigin) -> Result<(), TeamError>,
+    ) -> Result<u64, TeamError> {
+        let w = call_where(filter)?;
+        let sql = format!(
+            "SELECT a.record, a.ledger_id, a.hub_host, a.hub_user FROM portcullis.records r
+             JOIN portcullis.records a ON a.ledger_id = r.ledger_id AND a.session_id = r.session_id
+                                       AND a.call_id = r.call_id
+             WHERE {} ORDER BY r.at, r.ledger_id, r.id, a.id",
+            w.sql
+        );
+        let mut n = 0;
+        for row in self.rows(&sql, &w.refs())? {
+            let record = self.record_of(&row, 0)?;
+            let f = |e: tokio_postgres::Error| self.failed(&e);
+            let origin = CallOrigin {
+                ledger_id: row.try_get(1).map_err(f)?,
+                host: row.try_get(2).map_err(f)?,
+                user: row.try_get(3).map_err(f)?,
+            };
+            each(&record, &origin)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
