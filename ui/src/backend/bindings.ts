@@ -399,10 +399,24 @@ export type CallFilter = {
 	until?: Timestamp | null,
 	/**  Full-text search over tool names, arguments and results (words, all must appear). */
 	search?: string | null,
+	/**
+	 *  A team ledger's calls from these hosts, OS users or hubs (ledger ids) only; a hub's own ledger
+	 *  refuses them (it holds one hub's calls).
+	 */
+	hosts?: string[],
+	users?: string[],
+	hubs?: string[],
 };
 
 /**  Which way a page of calls runs. */
 export type CallOrder = "newest_first" | "oldest_first";
+
+/**  Where a call of a team ledger came from: the hub's ledger, its host and its OS user. */
+export type CallOrigin = {
+	ledger_id: string,
+	host: string,
+	user: string,
+};
 
 /**  A page of calls, newest first. */
 export type CallPage = {
@@ -442,6 +456,8 @@ export type CallRow = {
 	summary?: string | null,
 	/**  With a full-text search: the text around the first word found, the words marked. */
 	snippet?: Snippet | null,
+	/**  On a team ledger's rows: the hub the call ran on. */
+	origin?: CallOrigin | null,
 };
 
 /**  A call's status in listings: its terminal record's kind, or `running`. */
@@ -822,7 +838,17 @@ export type ErrorCode =
 /**  A login link's code that is not one: used already, expired, or never made by this hub. */
 "login_refused" | 
 /**  A change that did not come from the console's own page (its header or Origin is missing). */
-"cross_site_refused";
+"cross_site_refused" | 
+/**  A team ledger's URL or password file that cannot be used. */
+"bad_team_ledger" | 
+/**  The team ledger's database cannot be reached (or refused the login). */
+"team_ledger_unreachable" | 
+/**  The database holds no team ledger (no hub has shipped to it yet). */
+"not_a_team_ledger" | 
+/**  The team ledger's database failed a query, or its schema is newer than this build. */
+"team_ledger_failed" | 
+/**  What a hub's own ledger answers and a team ledger does not (a file's check, its refusals). */
+"not_on_team_ledger";
 
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {
@@ -1506,6 +1532,8 @@ export type SessionInfo = {
  */
 export type SessionRow = {
 	end_reason?: SessionEnd | null,
+	/**  On a team ledger's rows: the hub the session ran on. */
+	origin?: CallOrigin | null,
 } & SessionInfo;
 
 /**  One session's calls over time. */
@@ -1558,6 +1586,12 @@ export type Stats = {
 	 */
 	durations_exact?: boolean,
 	source?: StatsSource,
+	/**
+	 *  A team ledger's calls by the host and the OS user of the hub that ran them (empty on a hub's
+	 *  own ledger).
+	 */
+	by_host?: Count[],
+	by_user?: Count[],
 	/**  Sessions started in the filter's time range (or the filter's session): open, closed, cut. */
 	sessions: SessionCounts,
 	/**  Requests the gateway refused in the filter's time range (not calls: they never reached a tool). */
