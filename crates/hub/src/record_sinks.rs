@@ -25,6 +25,7 @@ impl std::fmt::Debug for RecordSinks {
 pub(crate) struct RunningTail {
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
+    lags: Arc<std::sync::Mutex<Vec<portcullis_ledger::SinkLag>>>,
 }
 
 impl RunningTail {
@@ -34,11 +35,17 @@ impl RunningTail {
             return Ok(None);
         }
         let tail = LedgerTail::open(db, sinks.0.clone())?;
+        let lags = tail.lags();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(tail.run(async move {
             let _ = stopped.await;
         }));
-        Ok(Some(RunningTail { stop, task }))
+        Ok(Some(RunningTail { stop, task, lags }))
+    }
+
+    /// Where each sink stands now (as of the tail's last round).
+    pub(crate) fn lags(&self) -> Vec<portcullis_ledger::SinkLag> {
+        self.lags.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Delivers what is committed, then stops.

@@ -61,6 +61,7 @@ pub fn side_cursor_key(sink: &str, table: SideTable) -> String {
 
 /// How far a sink is behind its ledger, and its last failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SinkLag {
     pub sink: String,
     /// The id of the last record it took, and the ledger's newest.
@@ -71,6 +72,8 @@ pub struct SinkLag {
     pub rows_behind: i64,
     /// Why its last delivery failed, while it has not succeeded since.
     pub failing: Option<String>,
+    /// At least [`LAG_WARNING`] records and rows behind.
+    pub falling_behind: bool,
 }
 
 impl SinkCursors {
@@ -100,6 +103,7 @@ impl SinkCursors {
                 records_behind: (head - after).max(0),
                 rows_behind,
                 failing: None,
+                falling_behind: (head - after).max(0) + rows_behind >= LAG_WARNING,
             });
         }
         Ok(lags)

@@ -49,6 +49,7 @@ import type {
   HubStatus,
   RuleScope,
   SessionGrant,
+  SinkLag,
   ToolChange,
   UpstreamServer,
 } from "./bindings";
@@ -144,6 +145,7 @@ export type {
   PipelineStage,
   SessionGrant,
   StepOutcome,
+  SinkLag,
   ToolChange,
   UpstreamServer,
 } from "./bindings";
@@ -165,6 +167,8 @@ export interface Backend {
   restartServer(id: string): Promise<void>;
   /** Upstream tools held back because their server changed their definition, with the diffs. */
   toolChanges(): Promise<ToolChange[]>;
+  /** Where the hub ships its ledger (a team ledger, copies) and how far behind each sink is. */
+  shipping(): Promise<SinkLag[]>;
   /** Accepts the offered definition of a held tool; `digest` is the offered one the operator saw. */
   acceptToolChange(server: string, tool: string, digest: string): Promise<void>;
   tools(): Promise<CatalogTool[]>;

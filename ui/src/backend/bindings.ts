@@ -33,6 +33,8 @@ export const commands = {
 	restartServer: (id: string) => typedError<null, ApiError>(__TAURI_INVOKE("restart_server", { id })),
 	/**  Upstream tools held back because their server changed their definition. */
 	toolChanges: () => typedError<ToolChange[], ApiError>(__TAURI_INVOKE("tool_changes")),
+	/**  Where the hub ships its ledger (a team ledger, copies) and how far behind each is. */
+	shipping: () => typedError<SinkLag[], ApiError>(__TAURI_INVOKE("shipping")),
 	/**  Accepts the offered definition of a held tool (`digest`: the one shown). */
 	acceptToolChange: (server: string, tool: string, digest: string) => typedError<null, ApiError>(__TAURI_INVOKE("accept_tool_change", { server, tool, digest })),
 	/**  The tool catalog as agents see it. */
@@ -135,7 +137,7 @@ export const events = {
 };
 
 /* Constants */
-export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false}} as const;
+export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false}} as const;
 
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
@@ -1548,6 +1550,21 @@ export type SessionTimeline = {
 
 /**  How much a finding matters: warnings fail `portcullis policy lint`, notes do not. */
 export type Severity = "note" | "warning";
+
+/**  How far a sink is behind its ledger, and its last failure. */
+export type SinkLag = {
+	sink: string,
+	/**  The id of the last record it took, and the ledger's newest. */
+	shipped_through: number,
+	ledger_head: number,
+	/**  Records and changed rows of the other tables not yet taken. */
+	records_behind: number,
+	rows_behind: number,
+	/**  Why its last delivery failed, while it has not succeeded since. */
+	failing: string | null,
+	/**  At least [`LAG_WARNING`] records and rows behind. */
+	falling_behind: boolean,
+};
 
 /**  The text around the first hit, at most about [`SNIPPET_CHARS`] characters. */
 export type Snippet = {

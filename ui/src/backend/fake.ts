@@ -54,6 +54,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
     servers: (...a) => call("servers", a),
     restartServer: (...a) => call("restartServer", a),
     toolChanges: (...a) => call("toolChanges", a),
+    shipping: (...a) => call("shipping", a),
     acceptToolChange: (...a) => call("acceptToolChange", a),
     tools: (...a) => call("tools", a),
     hookupSnippets: (...a) => call("hookupSnippets", a),

@@ -185,6 +185,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     servers: () => call("servers"),
     restartServer: (id) => done(call("restart_server", id)),
     toolChanges: () => call("tool_changes"),
+    shipping: () => call("shipping"),
     acceptToolChange: (server, tool, digest) => done(call("accept_tool_change", server, tool, digest)),
     tools: () => call("tools"),
     hookupSnippets: () => call("hookup_snippets"),

@@ -42,6 +42,7 @@ export function tauriBackend(): Backend {
     servers: () => unwrap(commands.servers()),
     restartServer: (id) => done(commands.restartServer(id)),
     toolChanges: () => unwrap(commands.toolChanges()),
+    shipping: () => unwrap(commands.shipping()),
     acceptToolChange: (server, tool, digest) => done(commands.acceptToolChange(server, tool, digest)),
     tools: () => unwrap(commands.tools()),
     hookupSnippets: () => unwrap(commands.hookupSnippets()),

@@ -106,6 +106,13 @@ fn assert_shipped_exactly(team: &Team, db: &Path) -> (String, usize) {
     }
 }
 
+/// Where the running hub says its shipping stands (`portcullis api shipping`, as its operator).
+fn shipping_of(served: &Served) -> Value {
+    let out = crate::common::portcullis(&served.path("")).args(["api", "shipping"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn echo_calls(from: usize, n: usize, pause_ms: u64) -> Value {
     let mut steps = Vec::new();
     for i in from..from + n {
@@ -346,11 +353,22 @@ fn a_database_down_for_30_seconds_under_traffic_loses_and_repeats_nothing() {
     std::thread::sleep(Duration::from_secs(30));
     let (_, during) = local_records(&served.db());
     assert!(during.len() > before.len() + 100, "the hub stopped recording while the database was down");
+    // The operator sees the lag and why (the Connections view reads the same command).
+    let lag = shipping_of(&served);
+    assert!(lag[0]["sink"].as_str().unwrap().starts_with("team:postgres://portcullis@127.0.0.1"), "{lag}");
+    assert!(lag[0]["records_behind"].as_i64().unwrap() > 100, "{lag}");
+    assert!(lag[0]["failing"].as_str().unwrap().contains("cannot connect"), "{lag}");
     team.pg.start_again();
     let out = traffic.join().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
     let (_, n) = assert_shipped_exactly(&team, &served.db());
     assert!(n >= 840, "{n}");
+    let started = Instant::now();
+    while shipping_of(&served)[0]["failing"] != Value::Null || shipping_of(&served)[0]["records_behind"] != 0
+    {
+        assert!(started.elapsed() < Duration::from_secs(10), "{}", shipping_of(&served));
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]

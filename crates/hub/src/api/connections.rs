@@ -51,6 +51,12 @@ impl OperatorApi {
         })
     }
 
+    /// Where the hub ships its ledger (a team ledger, copies) and how far each stands behind it.
+    pub fn shipping(&self) -> Vec<portcullis_ledger::SinkLag> {
+        let tail = self.hub.state.tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tail.as_ref().map(crate::record_sinks::RunningTail::lags).unwrap_or_default()
+    }
+
     /// The hub at a glance.
     pub fn status(&self) -> HubStatus {
         HubStatus {

@@ -38,6 +38,8 @@ macro_rules! operator_commands {
                 restart_server(id: String) -> ();
                 /// Upstream tools held back because their server changed their definition.
                 tool_changes() -> Vec<$crate::api::types::ToolChange>;
+                /// Where the hub ships its ledger (a team ledger, copies) and how far behind each is.
+                shipping() -> Vec<$crate::api::types::SinkLag>;
                 /// Accepts the offered definition of a held tool (`digest`: the one shown).
                 accept_tool_change(server: String, tool: String, digest: String) -> ();
                 /// The tool catalog as agents see it.

@@ -12,6 +12,7 @@ pub use portcullis_harness::{
     PolicyDecision, ProtectedKind, RuleRef, Timestamp, ToolCallResult, ToolOutput,
 };
 pub use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+pub use portcullis_ledger::SinkLag;
 pub use portcullis_policy::{Part, PartKind, RuleScope};
 
 /// A call waiting for an operator's answer.

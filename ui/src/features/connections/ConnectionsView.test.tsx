@@ -5,7 +5,7 @@ import { ConnectionsView } from "./ConnectionsView";
 import { BackendContext } from "../../app/context";
 import { fakeBackend } from "../../backend/fake";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { BackendError, type HookupSnippet, type UpstreamServer } from "../../backend/backend";
+import { BackendError, type HookupSnippet, type SinkLag, type UpstreamServer } from "../../backend/backend";
 import { session } from "../../test/fixtures";
 
 const server: UpstreamServer = {
@@ -161,5 +161,64 @@ describe("tools held back since their server changed them", () => {
     const held = await screen.findByTestId("held-tool");
     await userEvent.click(within(held).getByRole("button", { name: "Accept this definition" }));
     expect(await within(held).findByText("the offered definition changed again")).toBeTruthy();
+  });
+});
+
+describe("where the hub ships its ledger", () => {
+  function renderShipping(shipping: () => Promise<SinkLag[]>) {
+    const backend = fakeBackend({
+      sessions: async () => [],
+      servers: async () => [],
+      tools: async () => [],
+      hookupSnippets: async () => [],
+      toolChanges: async () => [],
+      shipping,
+    });
+    render(
+      <QueryClientProvider client={new QueryClient()}>
+        <BackendContext.Provider value={backend}>
+          <ConnectionsView />
+        </BackendContext.Provider>
+      </QueryClientProvider>,
+    );
+  }
+  const sink = (over: Partial<SinkLag>): SinkLag => ({
+    sink: "team:postgres://team@db.example/audit?sslmode=verify-full",
+    shipped_through: 120,
+    ledger_head: 120,
+    records_behind: 0,
+    rows_behind: 0,
+    failing: null,
+    falling_behind: false,
+    ...over,
+  });
+
+  it("shows each sink, how far behind it is, and why it fails (the failure's text escaped)", async () => {
+    renderShipping(async () => [
+      sink({}),
+      sink({ sink: "jsonl:/var/log/records.jsonl" }),
+      sink({
+        sink: "team:postgres://team@other/audit",
+        shipped_through: 100,
+        ledger_head: 20_120,
+        records_behind: 20_020,
+        rows_behind: 3,
+        failing: "cannot connect: connection refused\u202e",
+        falling_behind: true,
+      }),
+    ]);
+    const rows = await screen.findAllByTestId("sink");
+    expect(rows.map((r) => r.textContent)).toEqual([
+      expect.stringMatching(/team ledger postgres:\/\/team@db\.example\/audit.*● up to date.*120 of 120/),
+      expect.stringMatching(/copy to \/var\/log\/records\.jsonl.*● up to date/),
+      expect.stringMatching(/team ledger postgres:\/\/team@other\/audit.*✕ failing: cannot connect.*20020.*100 of 20120/),
+    ]);
+    expect(rows[2]?.textContent).not.toContain("\u202e");
+  });
+
+  it("shows nothing when the hub ships nowhere", async () => {
+    renderShipping(async () => []);
+    await screen.findByText(/Agent sessions/);
+    expect(screen.queryByTestId("shipping")).toBeNull();
   });
 });

@@ -2,7 +2,7 @@
 // sessions open now (client, transport, since, calls), the upstream MCP servers
 // (state, transport, restarts, last error and stderr lines, restart button), the tool catalog as agents
 // see it (wire name, schema, annotations, whether the grants let them), and how to hook agents up
-// (copyable snippets the hub made for itself). Lists are refetched when the feed says they
+// (copyable snippets the hub made for itself), and where the hub ships its ledger and how far behind. Lists are refetched when the feed says they
 // changed (data/invalidation.ts); the sessions' call counts every few seconds.
 import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../app/context";
@@ -13,6 +13,7 @@ import { visible, visibleValue } from "../../lib/visible";
 import { HeldTools } from "./parts/HeldTools";
 import { HookupSnippets } from "./parts/HookupSnippets";
 import { OtherHubs } from "./parts/OtherHubs";
+import { Shipping } from "./parts/Shipping";
 
 /** A server's state in the words an operator acts on. */
 function stateWords(s: UpstreamServer): string {
@@ -45,6 +46,7 @@ export function ConnectionsView() {
       {failure && <p className="failure">{asBackendError(failure).message}</p>}
       <HeldTools changes={held.data ?? []} now={now} />
       <OtherHubs />
+      <Shipping />
       <h2>Agent sessions ({sessions.data?.length ?? 0})</h2>
       <table className="grid tabular" data-testid="sessions">
         <thead>

@@ -79,6 +79,11 @@ impl Client {
         Ok(self.api()?.tool_changes())
     }
 
+    /// Where the hub ships its ledger and how far behind each sink is.
+    pub async fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
+        Ok(self.api()?.shipping())
+    }
+
     /// Accepts the offered definition of a held tool (`digest`: the one the operator was shown).
     pub async fn accept_tool_change(
         &self,
