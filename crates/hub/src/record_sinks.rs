@@ -9,7 +9,6 @@ pub use portcullis_ledger::RecordSink;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 /// The sinks a hub feeds besides its ledger (none by default).
 #[derive(Clone, Default)]
@@ -24,7 +23,7 @@ impl std::fmt::Debug for RecordSinks {
 /// The tail feeding a hub's sinks.
 pub(crate) struct RunningTail {
     stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    thread: std::thread::JoinHandle<()>,
     lags: Arc<std::sync::Mutex<Vec<portcullis_ledger::SinkLag>>>,
 }
 
@@ -37,10 +36,8 @@ impl RunningTail {
         let tail = LedgerTail::open(db, sinks.0.clone())?;
         let lags = tail.lags();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(tail.run(async move {
-            let _ = stopped.await;
-        }));
-        Ok(Some(RunningTail { stop, task, lags }))
+        let thread = tail.run_on_own_thread(stopped).map_err(HubError::Io)?;
+        Ok(Some(RunningTail { stop, thread, lags }))
     }
 
     /// Where each sink stands now (as of the tail's last round).
@@ -51,8 +48,10 @@ impl RunningTail {
     /// Delivers what is committed, then stops.
     pub(crate) async fn finish(self) {
         let _ = self.stop.send(());
-        if let Err(e) = self.task.await {
-            tracing::warn!(error = %e, "the ledger's tail stopped abnormally");
+        let thread = self.thread;
+        match tokio::task::spawn_blocking(move || thread.join()).await {
+            Ok(Ok(())) => {}
+            _ => tracing::warn!("the ledger's tail stopped abnormally"),
         }
     }
 }

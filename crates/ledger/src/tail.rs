@@ -22,6 +22,8 @@ pub const TAIL_POLL: Duration = Duration::from_millis(250);
 /// How long a sink that failed is left alone before the next try (doubling up to [`MAX_BACKOFF`]).
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How much the tail's own thread lowers its priority: shipping yields the CPU to calls.
+pub const TAIL_NICE: i32 = 10;
 /// A sink this many records behind is warned about (again each time the lag doubles).
 pub const LAG_WARNING: i64 = 10_000;
 
@@ -299,6 +301,23 @@ impl LedgerTail {
             }
         }
         saved
+    }
+
+    /// Runs the tail on a thread of its own, at a lower priority and on a runtime of its own, until
+    /// `stop` fires (or is dropped); its sinks' connections live on that runtime.
+    pub fn run_on_own_thread(
+        self,
+        stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        std::thread::Builder::new().name("ledger-tail".into()).spawn(move || {
+            if let Err(e) = rustix::process::nice(TAIL_NICE) {
+                tracing::debug!(error = %e, "the ledger's tail keeps its priority");
+            }
+            runtime.block_on(self.run(async move {
+                let _ = stop.await;
+            }));
+        })
     }
 
     /// Pumps until `stop` resolves: at once again after a full batch, else every [`TAIL_POLL`]; one

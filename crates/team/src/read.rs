@@ -19,8 +19,18 @@ use tokio_postgres::types::ToSql;
 /// A team ledger opened for reading.
 pub struct TeamReader {
     db: TeamDb,
-    runtime: tokio::runtime::Runtime,
+    runtime: Option<tokio::runtime::Runtime>,
     client: Client,
+}
+
+impl Drop for TeamReader {
+    /// Its runtime goes without waiting (a reader may be dropped on an async thread, where waiting
+    /// would be refused).
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// A WHERE clause over `portcullis.records r` and its parameters ($1…).
@@ -52,8 +62,14 @@ impl Where {
     }
 }
 
-/// The WHERE clause of `filter` over the team ledger's calls (their terminal records).
+/// The WHERE clause of `filter` over the team ledger's calls (their terminal records, `r`).
 pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, TeamError> {
+    call_where_on(filter, "r")
+}
+
+/// The WHERE clause of `filter` over table alias `a`: the records, or the hourly rollups (which have
+/// every column a filter names but the time, the session, the run and the search document).
+pub(crate) fn call_where_on(filter: &CallFilter, a: &str) -> Result<Where, TeamError> {
     let bad = |why: &str| TeamError::BadFilter(why.to_owned());
     if filter.statuses.contains(&CallStatus::Running) {
         return Err(bad("a team ledger holds ended calls: `running` is asked of a hub's own ledger"));
@@ -64,36 +80,39 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, TeamError> {
         return Err(bad("--since is after --until"));
     }
     let mut w = Where::new();
-    w.sql = "r.status IS NOT NULL".into();
-    w.list("r.status", filter.statuses.iter().map(|s| s.as_str().to_owned()).collect());
+    w.sql = format!("{a}.status IS NOT NULL");
+    w.list(&format!("{a}.status"), filter.statuses.iter().map(|s| s.as_str().to_owned()).collect());
     if let Some(session) = &filter.session {
-        w.push("r.session_id = ?", Box::new(session.clone()));
+        w.push(&format!("{a}.session_id = ?"), Box::new(session.clone()));
     }
     if let Some(run) = &filter.run {
-        w.push("r.run_id = ?", Box::new(run.clone()));
+        w.push(&format!("{a}.run_id = ?"), Box::new(run.clone()));
     }
-    w.list("r.tool", filter.tools.clone());
-    w.list("r.reason", filter.reasons.iter().map(|r| r.as_str().to_owned()).collect());
-    w.list("r.decided_by", filter.decided_by.clone());
-    w.list("r.policy_decision", filter.policy_decisions.iter().map(|d| d.as_str().to_owned()).collect());
-    w.list("r.owner", filter.owners.clone());
-    w.list("r.hub_host", filter.hosts.clone());
-    w.list("r.hub_user", filter.users.clone());
-    w.list("r.ledger_id", filter.hubs.clone());
+    w.list(&format!("{a}.tool"), filter.tools.clone());
+    w.list(&format!("{a}.reason"), filter.reasons.iter().map(|r| r.as_str().to_owned()).collect());
+    w.list(&format!("{a}.decided_by"), filter.decided_by.clone());
+    w.list(
+        &format!("{a}.policy_decision"),
+        filter.policy_decisions.iter().map(|d| d.as_str().to_owned()).collect(),
+    );
+    w.list(&format!("{a}.owner"), filter.owners.clone());
+    w.list(&format!("{a}.hub_host"), filter.hosts.clone());
+    w.list(&format!("{a}.hub_user"), filter.users.clone());
+    w.list(&format!("{a}.ledger_id"), filter.hubs.clone());
     if let Some(rule) = &filter.rule {
-        w.push("r.decided_rule = ?", Box::new(rule.clone()));
+        w.push(&format!("{a}.decided_rule = ?"), Box::new(rule.clone()));
     }
     if let Some(since) = filter.since {
-        w.push("r.at >= ?", Box::new(since.0));
+        w.push(&format!("{a}.at >= ?"), Box::new(since.0));
     }
     if let Some(until) = filter.until {
-        w.push("r.at < ?", Box::new(until.0));
+        w.push(&format!("{a}.at < ?"), Box::new(until.0));
     }
     if let Some(search) = &filter.search {
         if !search.chars().any(char::is_alphanumeric) {
             return Err(TeamError::BadFilter(format!("search {search:?} has no words to look for")));
         }
-        w.push("r.search @@ plainto_tsquery('simple', ?)", Box::new(search.clone()));
+        w.push(&format!("{a}.search @@ plainto_tsquery('simple', ?)"), Box::new(search.clone()));
     }
     Ok(w)
 }
@@ -105,7 +124,7 @@ impl TeamReader {
             TeamError::Connect { url: db.to_string(), why: format!("no runtime to connect with: {e}") }
         })?;
         let client = runtime.block_on(connect(db))?;
-        let reader = TeamReader { db: db.clone(), runtime, client };
+        let reader = TeamReader { db: db.clone(), runtime: Some(runtime), client };
         let version: Option<i32> = reader
             .one("SELECT max(version) FROM portcullis.migrations", &[])
             .map_err(|_| TeamError::NotATeamLedger { url: db.to_string() })?;
@@ -122,6 +141,16 @@ impl TeamReader {
         &self.db
     }
 
+    fn block_on<T>(
+        &self,
+        query: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, TeamError> {
+        let Some(runtime) = &self.runtime else {
+            return Err(TeamError::Database { url: self.db.to_string(), why: "the reader is closed".into() });
+        };
+        runtime.block_on(query).map_err(|e| self.failed(&e))
+    }
+
     fn failed(&self, e: &tokio_postgres::Error) -> TeamError {
         TeamError::Database { url: self.db.to_string(), why: driver_text(e) }
     }
@@ -131,7 +160,7 @@ impl TeamReader {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, TeamError> {
-        self.runtime.block_on(self.client.query(sql, params)).map_err(|e| self.failed(&e))
+        self.block_on(self.client.query(sql, params))
     }
 
     fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(
@@ -139,7 +168,7 @@ impl TeamReader {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<T, TeamError> {
-        let row = self.runtime.block_on(self.client.query_one(sql, params)).map_err(|e| self.failed(&e))?;
+        let row = self.block_on(self.client.query_one(sql, params))?;
         row.try_get(0).map_err(|e| self.failed(&e))
     }
 

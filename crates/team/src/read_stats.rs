@@ -1,15 +1,54 @@
 //! A team ledger's stats: the counts, time buckets and duration percentiles a hub's ledger gives, over
-//! every hub's calls, grouped in PostgreSQL (one pass per question) and assembled by the ledger's own
-//! builder, so both read alike; plus the calls by host and user.
+//! every hub's calls, grouped in PostgreSQL (from the hourly rollups where they answer) and assembled by
+//! the ledger's own builder, so both read alike; plus the calls by host and user.
 
 use crate::error::TeamError;
-use crate::read::{TeamReader, call_where};
+use crate::read::{TeamReader, call_where, call_where_on};
+use crate::schema::HOUR_US;
+use portcullis_harness::Timestamp;
 use portcullis_ledger::stats::{Count, ToolDurations};
-use portcullis_ledger::{CallDims, CallFilter, RefusalCounts, SessionCounts, Stats, StatsBuilder};
+use portcullis_ledger::{
+    CallDims, CallFilter, RefusalCounts, SessionCounts, Stats, StatsBuilder, StatsSource,
+};
+use std::collections::HashMap;
+
+/// The dimensions of a grouped row (columns 0 to 6).
+fn dims_of(r: &tokio_postgres::Row) -> CallDims<'_> {
+    CallDims {
+        tool: r.get(0),
+        status: r.get(1),
+        reason: r.get(2),
+        decided_by: r.get(3),
+        rule: r.get(4),
+        policy_decision: r.get(5),
+        owner: r.get(6),
+    }
+}
+
+/// Above this many calls that ran, duration percentiles are read from a sample of the records (marked
+/// not exact); at or below it, from every one.
+const EXACT_DURATIONS: i64 = 200_000;
 
 impl TeamReader {
-    /// Aggregates over the calls `filter` selects; `bucket_us` sets the histogram's width.
+    /// Aggregates over the calls `filter` selects; `bucket_us` sets the histogram's width. Counts and
+    /// buckets come from the hourly rollups for whole hours (and the records of the partial hours at the
+    /// ends) when the filter names only what they keep and the buckets are whole hours; otherwise from
+    /// the records. Duration percentiles are exact up to [`EXACT_DURATIONS`] calls, else sampled.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, TeamError> {
+        self.stats_from(filter, bucket_us, true)
+    }
+
+    /// [`TeamReader::stats`] from the records alone (what the rollups are checked against).
+    pub fn stats_by_scan(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, TeamError> {
+        self.stats_from(filter, bucket_us, false)
+    }
+
+    fn stats_from(
+        &self,
+        filter: &CallFilter,
+        bucket_us: Option<i64>,
+        rollups: bool,
+    ) -> Result<Stats, TeamError> {
         let w = call_where(filter)?;
         let extent = self.rows(
             &format!("SELECT min(r.at), max(r.at) FROM portcullis.records r WHERE {}", w.sql),
@@ -23,68 +62,186 @@ impl TeamReader {
             StatsBuilder::new(min_at, max_at, bucket_us).map_err(|e| TeamError::BadFilter(e.to_string()))?;
         let width = builder.width();
         let origin = min_at.unwrap_or(0).div_euclid(width) * width;
-        let groups = self.rows(
+        // Whole hours from the rollups, the partial hours at the ends from the records: `[since, first)`,
+        // `[first, last)` and `[last, until)`.
+        let first = filter
+            .since
+            .map(|t| t.0.div_euclid(HOUR_US) * HOUR_US + if t.0 % HOUR_US == 0 { 0 } else { HOUR_US });
+        let last = filter.until.map(|t| t.0.div_euclid(HOUR_US) * HOUR_US);
+        let spans_hours = match (first, last) {
+            (Some(first), Some(last)) => first < last,
+            _ => true,
+        };
+        let rolled = rollups
+            && filter.session.is_none()
+            && filter.run.is_none()
+            && filter.search.is_none()
+            && width % HOUR_US == 0
+            && origin % HOUR_US == 0
+            && spans_hours;
+        let mut ran = Vec::new();
+        if rolled {
+            self.add_rollups(&mut builder, filter, first, last, origin, width, &mut ran)?;
+            if let (Some(since), Some(first)) = (filter.since, first)
+                && since.0 < first
+            {
+                let edge = CallFilter { until: Some(Timestamp(first)), ..filter.clone() };
+                self.add_records(&mut builder, &edge, origin, width, &mut ran)?;
+            }
+            if let (Some(until), Some(last)) = (filter.until, last)
+                && last < until.0
+            {
+                let edge = CallFilter { since: Some(Timestamp(last)), ..filter.clone() };
+                self.add_records(&mut builder, &edge, origin, width, &mut ran)?;
+            }
+        } else {
+            self.add_records(&mut builder, filter, origin, width, &mut ran)?;
+        }
+        let (durations, exact) = self.durations(filter, ran)?;
+        let sessions = self.session_counts(filter)?;
+        let refusals = self.refusal_counts(filter)?;
+        let mut stats = builder.finish(durations, sessions, refusals);
+        stats.durations_exact = exact;
+        stats.source = if rolled { StatsSource::Rollup } else { StatsSource::Scan };
+        Ok(stats)
+    }
+
+    /// Adds the rollup rows of the hours in `[first, last)` (open ends: every hour).
+    #[allow(clippy::too_many_arguments)]
+    fn add_rollups(
+        &self,
+        builder: &mut StatsBuilder,
+        filter: &CallFilter,
+        first: Option<i64>,
+        last: Option<i64>,
+        origin: i64,
+        width: i64,
+        ran: &mut Vec<(String, i64, Option<i64>)>,
+    ) -> Result<(), TeamError> {
+        let hours = CallFilter { since: None, until: None, ..filter.clone() };
+        let mut w = call_where_on(&hours, "h")?;
+        if let Some(first) = first {
+            w.params.push(Box::new(first));
+            w.sql.push_str(&format!(" AND h.hour >= ${}", w.params.len()));
+        }
+        if let Some(last) = last {
+            w.params.push(Box::new(last));
+            w.sql.push_str(&format!(" AND h.hour < ${}", w.params.len()));
+        }
+        w.params.push(Box::new(origin));
+        w.params.push(Box::new(width));
+        let (o, wd) = (w.params.len() - 1, w.params.len());
+        let rows = self.rows(
             &format!(
-                "SELECT r.tool, r.status, r.reason, r.decided_by, r.decided_rule, r.policy_decision, r.owner,
-                        r.hub_host, r.hub_user, count(*)
-                 FROM portcullis.records r WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9",
+                "SELECT h.tool, h.status, h.reason, h.decided_by, h.decided_rule, h.policy_decision, h.owner,
+                        h.hub_host, h.hub_user, ${o}::bigint + ((h.hour - ${o}::bigint) / ${wd}::bigint) * ${wd}::bigint,
+                        sum(h.calls)::bigint, sum(h.prompted)::bigint, sum(h.ran)::bigint, max(h.max_us)
+                 FROM portcullis.call_hours h WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
                 w.sql
             ),
             &w.refs(),
         )?;
-        for g in &groups {
-            let dims = CallDims {
-                tool: g.get(0),
-                status: g.get(1),
-                reason: g.get(2),
-                decided_by: g.get(3),
-                rule: g.get(4),
-                policy_decision: g.get(5),
-                owner: g.get(6),
-            };
-            builder.add_calls(&dims, g.get(7), g.get(8), u64::try_from(g.get::<_, i64>(9)).unwrap_or(0));
+        for r in &rows {
+            let dims = dims_of(r);
+            let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
+            let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
+            builder.add_calls(&dims, r.get(7), r.get(8), calls);
+            builder.add_at(r.get(9), dims.status, true, prompted);
+            builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
+            ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
         }
-        let mut params = w.refs();
-        params.push(&origin);
-        params.push(&width);
-        let (o, wd) = (params.len() - 1, params.len());
-        let buckets = self.rows(
+        Ok(())
+    }
+
+    /// Adds the calls `filter` selects, counted from the records.
+    fn add_records(
+        &self,
+        builder: &mut StatsBuilder,
+        filter: &CallFilter,
+        origin: i64,
+        width: i64,
+        ran: &mut Vec<(String, i64, Option<i64>)>,
+    ) -> Result<(), TeamError> {
+        let mut w = call_where(filter)?;
+        w.params.push(Box::new(origin));
+        w.params.push(Box::new(width));
+        let (o, wd) = (w.params.len() - 1, w.params.len());
+        let rows = self.rows(
             &format!(
-                "SELECT ${o} + ((r.at - ${o}) / ${wd}) * ${wd}, r.status, coalesce(r.policy_decision = 'prompt', false),
-                        count(*)
-                 FROM portcullis.records r WHERE {} GROUP BY 1, 2, 3",
+                "SELECT r.tool, r.status, r.reason, r.decided_by, r.decided_rule, r.policy_decision, r.owner,
+                        r.hub_host, r.hub_user, ${o}::bigint + ((r.at - ${o}::bigint) / ${wd}::bigint) * ${wd}::bigint,
+                        count(*), count(*) FILTER (WHERE r.policy_decision = 'prompt'),
+                        count(r.duration_us) FILTER (WHERE r.status IN ('finished', 'error')), max(r.duration_us)
+                 FROM portcullis.records r WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
                 w.sql
             ),
-            &params,
+            &w.refs(),
         )?;
-        for b in &buckets {
-            builder.add_at(b.get(0), b.get(1), b.get(2), u64::try_from(b.get::<_, i64>(3)).unwrap_or(0));
+        for r in &rows {
+            let dims = dims_of(r);
+            let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
+            let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
+            builder.add_calls(&dims, r.get(7), r.get(8), calls);
+            builder.add_at(r.get(9), dims.status, true, prompted);
+            builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
+            ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
         }
-        let durations = self
-            .rows(
-                &format!(
-                    "SELECT r.tool, count(*),
-                            percentile_disc(0.5) WITHIN GROUP (ORDER BY r.duration_us),
-                            percentile_disc(0.95) WITHIN GROUP (ORDER BY r.duration_us), max(r.duration_us)
-                     FROM portcullis.records r WHERE {} AND r.duration_us IS NOT NULL
-                       AND r.status IN ('finished', 'error')
-                     GROUP BY 1 ORDER BY 2 DESC, 1",
-                    w.sql
-                ),
-                &w.refs(),
-            )?
-            .iter()
-            .map(|d| ToolDurations {
-                tool: d.get(0),
-                count: u64::try_from(d.get::<_, i64>(1)).unwrap_or(0),
-                p50_us: d.get(2),
-                p95_us: d.get(3),
-                max_us: d.get(4),
+        Ok(())
+    }
+
+    /// Per-tool durations: counts and maxima as counted, p50 and p95 from every record that ran, or
+    /// from a sample of them when there are more than [`EXACT_DURATIONS`]. Busiest tool first.
+    fn durations(
+        &self,
+        filter: &CallFilter,
+        ran: Vec<(String, i64, Option<i64>)>,
+    ) -> Result<(Vec<ToolDurations>, bool), TeamError> {
+        let mut by_tool: HashMap<String, (i64, Option<i64>)> = HashMap::new();
+        for (tool, n, max) in ran {
+            let entry = by_tool.entry(tool).or_insert((0, None));
+            entry.0 += n;
+            entry.1 = entry.1.max(max);
+        }
+        let total: i64 = by_tool.values().map(|(n, _)| n).sum();
+        if total == 0 {
+            return Ok((Vec::new(), true));
+        }
+        let exact = total <= EXACT_DURATIONS;
+        let sample = if exact {
+            String::new()
+        } else {
+            let percent = (100.0 * EXACT_DURATIONS as f64 / total as f64).clamp(0.01, 100.0);
+            format!(" TABLESAMPLE SYSTEM ({percent})")
+        };
+        let w = call_where(filter)?;
+        let rows = self.rows(
+            &format!(
+                "SELECT r.tool, percentile_disc(0.5) WITHIN GROUP (ORDER BY r.duration_us),
+                        percentile_disc(0.95) WITHIN GROUP (ORDER BY r.duration_us)
+                 FROM portcullis.records r{sample} WHERE {} AND r.duration_us IS NOT NULL
+                   AND r.status IN ('finished', 'error')
+                 GROUP BY 1",
+                w.sql
+            ),
+            &w.refs(),
+        )?;
+        let mut durations: Vec<ToolDurations> = by_tool
+            .into_iter()
+            .filter(|(_, (n, _))| *n > 0)
+            .map(|(tool, (n, max))| {
+                let found = rows.iter().find(|r| r.get::<_, &str>(0) == tool);
+                let max_us = max.unwrap_or(0);
+                ToolDurations {
+                    count: u64::try_from(n).unwrap_or(0),
+                    p50_us: found.map_or(0, |r| r.get::<_, i64>(1)).min(max_us),
+                    p95_us: found.map_or(0, |r| r.get::<_, i64>(2)).min(max_us),
+                    max_us,
+                    tool,
+                }
             })
             .collect();
-        let sessions = self.session_counts(filter)?;
-        let refusals = self.refusal_counts(filter)?;
-        Ok(builder.finish(durations, sessions, refusals))
+        durations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
+        Ok((durations, exact))
     }
 
     fn session_counts(&self, filter: &CallFilter) -> Result<SessionCounts, TeamError> {

@@ -10,11 +10,14 @@ use crate::identity::HubIdentity;
 use crate::schema::{migrate, side_columns};
 use crate::target::TeamDb;
 use portcullis_ledger::row::decided_columns;
-use portcullis_ledger::{RecordSink, SideRow, SideTable, StoredRecord};
-use serde_json::{Value, json};
+use portcullis_ledger::{RecordSink, SideRow, SideTable, StoredKind, StoredRecord};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 /// The records' columns as the batch's JSON carries them (name, PostgreSQL type).
 const RECORD_COLUMNS: &[(&str, &str)] = &[
@@ -46,25 +49,58 @@ pub struct PostgresSink {
     db: TeamDb,
     name: String,
     identity: OnceLock<HubIdentity>,
-    client: Mutex<Option<Client>>,
+    connection: Mutex<Option<Connected>>,
+    open_calls: std::sync::Mutex<OpenCalls>,
 }
+
+/// A connection with its statements prepared (once per connection, not per batch).
+struct Connected {
+    client: Client,
+    records: Statement,
+    search: Statement,
+    side: HashMap<SideTable, Statement>,
+    hub: Statement,
+    /// When the hub's row was last touched (`last_shipped`): at most once a minute.
+    hub_touched: Option<Instant>,
+}
+
+/// How often a shipping hub refreshes its row in `portcullis.hubs`.
+const HUB_REFRESH: Duration = Duration::from_secs(60);
 
 impl PostgresSink {
     pub fn new(db: TeamDb) -> PostgresSink {
-        PostgresSink { name: format!("team:{db}"), db, identity: OnceLock::new(), client: Mutex::new(None) }
+        PostgresSink {
+            name: format!("team:{db}"),
+            db,
+            identity: OnceLock::new(),
+            connection: Mutex::new(None),
+            open_calls: std::sync::Mutex::new(OpenCalls::default()),
+        }
     }
 
     pub fn db(&self) -> &TeamDb {
         &self.db
     }
 
-    /// The connected client, connecting (and migrating) first when there is none or it closed.
-    async fn client<'a>(&self, slot: &'a mut Option<Client>) -> Result<&'a mut Client, TeamError> {
-        if slot.as_ref().is_none_or(Client::is_closed) {
+    /// The connection, made (migrating the schema and preparing the statements) when there is none or
+    /// it closed.
+    async fn connected<'a>(&self, slot: &'a mut Option<Connected>) -> Result<&'a mut Connected, TeamError> {
+        if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+            *slot = None;
             let mut client = connect(&self.db).await?;
-            migrate(&mut client, &self.db.to_string()).await?;
+            let url = self.db.to_string();
+            migrate(&mut client, &url).await?;
+            let failed =
+                |e: tokio_postgres::Error| TeamError::Database { url: url.clone(), why: driver_text(&e) };
+            let records = client.prepare(&insert_records_sql()).await.map_err(failed)?;
+            let search = client.prepare(SEARCH_SQL).await.map_err(failed)?;
+            let hub = client.prepare(HUB_SQL).await.map_err(failed)?;
+            let mut side = HashMap::new();
+            for table in SideTable::ALL {
+                side.insert(table, client.prepare(&upsert_side_sql(table)).await.map_err(failed)?);
+            }
             tracing::info!(team_ledger = %self.db, "shipping to the team ledger");
-            *slot = Some(client);
+            *slot = Some(Connected { client, records, search, side, hub, hub_touched: None });
         }
         slot.as_mut()
             .ok_or_else(|| TeamError::Connect { url: self.db.to_string(), why: "no connection".into() })
@@ -74,16 +110,14 @@ impl PostgresSink {
         self.identity.get().ok_or_else(|| "the sink was not bound to a ledger".to_owned())
     }
 
-    /// Runs `write` in a transaction; a failed connection is dropped, to be made again next time.
+    /// Writes `delivery` in one transaction; a failed connection is dropped, to be made again next time.
     async fn in_transaction(&self, delivery: Delivery) -> Result<(), String> {
-        let mut slot = self.client.lock().await;
-        let client = self.client(&mut slot).await.map_err(|e| e.to_string())?;
-        let result = match delivery {
-            Delivery::Records { batch, ids } => write_records(client, self.identity()?, batch, ids).await,
-            Delivery::Side { table, batch } => write_side(client, self.identity()?, table, batch).await,
-        };
+        let hub = self.identity()?;
+        let mut slot = self.connection.lock().await;
+        let connected = self.connected(&mut slot).await.map_err(|e| e.to_string())?;
+        let result = write(connected, hub, delivery).await;
         if let Err(e) = &result {
-            if client.is_closed() {
+            if connected.client.is_closed() {
                 *slot = None;
             }
             return Err(format!("team ledger {}: {}", self.db, driver_text(e)));
@@ -92,86 +126,105 @@ impl PostgresSink {
     }
 }
 
-/// One delivery: a batch of records (and the ids of those that end a call), or rows of another table.
+/// One delivery: a batch of records as JSON text (and the ids of those that end a call), or rows of
+/// another table.
 enum Delivery {
-    Records { batch: Value, ids: Vec<i64> },
-    Side { table: SideTable, batch: Value },
+    Records { batch: String, ids: Vec<i64> },
+    Side { table: SideTable, batch: String },
 }
 
-async fn write_records(
-    client: &mut Client,
+async fn write(
+    c: &mut Connected,
     hub: &HubIdentity,
-    batch: Value,
-    ids: Vec<i64>,
+    delivery: Delivery,
 ) -> Result<(), tokio_postgres::Error> {
-    let tx = client.transaction().await?;
-    upsert_hub(&tx, hub).await?;
+    let touch = c.hub_touched.is_none_or(|at| at.elapsed() >= HUB_REFRESH);
+    let tx = c.client.transaction().await?;
+    if touch {
+        tx.execute(&c.hub, &[&hub.ledger_id, &hub.host, &hub.os_user, &hub.os]).await?;
+    }
+    match delivery {
+        Delivery::Records { batch, ids } => {
+            tx.execute(&c.records, &[&hub.ledger_id, &hub.host, &hub.os_user, &batch]).await?;
+            if !ids.is_empty() {
+                tx.execute(&c.search, &[&hub.ledger_id, &ids]).await?;
+            }
+        }
+        Delivery::Side { table, batch } => {
+            if let Some(statement) = c.side.get(&table) {
+                tx.execute(statement, &[&hub.ledger_id, &hub.host, &hub.os_user, &batch]).await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    if touch {
+        c.hub_touched = Some(Instant::now());
+    }
+    Ok(())
+}
+
+fn insert_records_sql() -> String {
     let names: Vec<&str> = RECORD_COLUMNS.iter().map(|(n, _)| *n).collect();
-    let sql = format!(
-        "INSERT INTO portcullis.records (ledger_id, hub_host, hub_user, {cols})
-             SELECT $1, $2, $3, {cols} FROM jsonb_to_recordset($4::jsonb) AS r({typed})
-             ON CONFLICT (ledger_id, id) DO NOTHING",
+    // The calls a delivery inserted (not those a batch sent again finds there) count in the hourly
+    // rollups, in the same statement.
+    format!(
+        "WITH inserted AS (
+             INSERT INTO portcullis.records (ledger_id, hub_host, hub_user, {cols}, search)
+             SELECT $1, $2, $3, {cols}, to_tsvector('simple', search_text)
+             FROM jsonb_to_recordset($4::text::jsonb) AS r({typed}, search_text text)
+             ON CONFLICT (ledger_id, id) DO NOTHING
+             RETURNING at, tool, status, reason, decided_by, decided_rule, policy_decision, owner, duration_us)
+         INSERT INTO portcullis.call_hours AS h (hour, ledger_id, hub_host, hub_user, tool, status, reason, decided_by,
+             decided_rule, policy_decision, owner, calls, prompted, ran, max_us)
+         SELECT (at / {hour}) * {hour}, $1, $2, $3, tool, status, reason, decided_by, decided_rule,
+             policy_decision, owner, count(*), count(*) FILTER (WHERE policy_decision = 'prompt'),
+             count(duration_us) FILTER (WHERE status IN ('finished', 'error')), max(duration_us)
+         FROM inserted WHERE status IS NOT NULL
+         GROUP BY 1, 5, 6, 7, 8, 9, 10, 11
+         ON CONFLICT (hour, ledger_id, tool, status, reason, decided_by, decided_rule, policy_decision, owner)
+         DO UPDATE SET calls = h.calls + excluded.calls, prompted = h.prompted + excluded.prompted,
+             ran = h.ran + excluded.ran, max_us = greatest(h.max_us, excluded.max_us),
+             hub_host = excluded.hub_host, hub_user = excluded.hub_user",
         cols = names.join(", "),
         typed = typed(RECORD_COLUMNS),
-    );
-    tx.execute(&sql, &[&hub.ledger_id, &hub.host, &hub.os_user, &batch]).await?;
-    // The search document of each call that ended here: its tool, its arguments (on its started
-    // record, shipped before or in this batch), its output and its error.
-    tx.execute(
-        "UPDATE portcullis.records t SET search = to_tsvector('simple',
-                 t.tool || ' ' ||
-                 coalesce(coalesce(t.record->'arguments',
-                     (SELECT s.record->'arguments' FROM portcullis.records s
-                      WHERE s.ledger_id = t.ledger_id AND s.session_id = t.session_id
-                        AND s.call_id = t.call_id AND s.kind = 'started' LIMIT 1))::text, '') || ' ' ||
-                 coalesce((t.record->'output')::text, '') || ' ' ||
-                 coalesce(t.record->'error'->>'message', ''))
-             WHERE t.ledger_id = $1 AND t.id = ANY($2) AND t.status IS NOT NULL AND t.search IS NULL",
-        &[&hub.ledger_id, &ids],
+        hour = crate::schema::HOUR_US,
     )
-    .await?;
-    tx.commit().await
 }
 
-async fn write_side(
-    client: &mut Client,
-    hub: &HubIdentity,
-    table: SideTable,
-    batch: Value,
-) -> Result<(), tokio_postgres::Error> {
+/// The search document of each call that ended in a batch whose document the sink could not make (its
+/// started record was shipped by an earlier process): its tool, its arguments (on its started record),
+/// its output and its error.
+const SEARCH_SQL: &str = "UPDATE portcullis.records t SET search = to_tsvector('simple',
+         t.tool || ' ' ||
+         coalesce(coalesce(t.record->'arguments',
+             (SELECT s.record->'arguments' FROM portcullis.records s
+              WHERE s.ledger_id = t.ledger_id AND s.session_id = t.session_id
+                AND s.call_id = t.call_id AND s.kind = 'started' LIMIT 1))::text, '') || ' ' ||
+         coalesce((t.record->'output')::text, '') || ' ' ||
+         coalesce(t.record->'error'->>'message', ''))
+     WHERE t.ledger_id = $1 AND t.id = ANY($2) AND t.status IS NOT NULL AND t.search IS NULL";
+
+const HUB_SQL: &str =
+    "INSERT INTO portcullis.hubs (ledger_id, hub_host, hub_user, os) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (ledger_id) DO UPDATE SET hub_host = excluded.hub_host, hub_user = excluded.hub_user,
+         os = excluded.os, last_shipped = now()";
+
+fn upsert_side_sql(table: SideTable) -> String {
     let columns = side_columns(table);
     let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
     let updates: Vec<String> = (names.iter().skip(1))
         .chain(["hub_host", "hub_user"].iter())
         .map(|n| format!("{n} = excluded.{n}"))
         .collect();
-    let sql = format!(
+    format!(
         "INSERT INTO portcullis.{table} (ledger_id, hub_host, hub_user, {cols})
-             SELECT $1, $2, $3, {cols} FROM jsonb_to_recordset($4::jsonb) AS r({typed})
-             ON CONFLICT (ledger_id, id) DO UPDATE SET {updates}",
+         SELECT $1, $2, $3, {cols} FROM jsonb_to_recordset($4::text::jsonb) AS r({typed})
+         ON CONFLICT (ledger_id, id) DO UPDATE SET {updates}",
         table = table.name(),
         cols = names.join(", "),
         typed = typed(columns),
         updates = updates.join(", "),
-    );
-    let tx = client.transaction().await?;
-    upsert_hub(&tx, hub).await?;
-    tx.execute(&sql, &[&hub.ledger_id, &hub.host, &hub.os_user, &batch]).await?;
-    tx.commit().await
-}
-
-async fn upsert_hub(
-    tx: &tokio_postgres::Transaction<'_>,
-    hub: &HubIdentity,
-) -> Result<(), tokio_postgres::Error> {
-    tx.execute(
-        "INSERT INTO portcullis.hubs (ledger_id, hub_host, hub_user, os) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (ledger_id) DO UPDATE SET hub_host = excluded.hub_host, hub_user = excluded.hub_user,
-             os = excluded.os, last_shipped = now()",
-        &[&hub.ledger_id, &hub.host, &hub.os_user, &hub.os],
     )
-    .await
-    .map(|_| ())
 }
 
 fn typed(columns: &[(&str, &str)]) -> String {
@@ -179,33 +232,128 @@ fn typed(columns: &[(&str, &str)]) -> String {
 }
 
 /// A record as the batch carries it: its filter columns, and itself whole.
-pub fn record_json(record: &StoredRecord) -> Value {
-    let (decided_by, decided_rule, decided_source, decided_operator) =
-        decided_columns(&record.body.decided_by);
-    let reason = record.reason.as_ref().and_then(|r| serde_json::to_value(r).ok());
-    json!({
-        "id": record.id,
-        "session_id": record.session_id,
-        "run_id": record.run_id,
-        "call_id": record.call_id,
-        "owner": record.owner,
-        "tool": record.tool,
-        "kind": record.kind.as_str(),
-        "status": record.kind.is_terminal().then(|| record.kind.as_str()),
-        "at": record.at.0,
-        "started_at": record.started_at.map(|t| t.0),
-        "duration_us": record.duration_us,
-        "reason": reason,
-        "error_code": record.error_code,
-        "decided_by": decided_by,
-        "decided_rule": decided_rule,
-        "decided_source": decided_source,
-        "decided_operator": decided_operator,
-        "policy_decision": record.policy_decision.map(|d| d.as_str()),
-        "policy_rule": record.policy_rule,
-        "redacted": record.redacted,
-        "record": record,
-    })
+#[derive(Serialize)]
+struct RecordRow<'a> {
+    id: i64,
+    session_id: &'a str,
+    run_id: &'a str,
+    call_id: &'a str,
+    owner: &'a str,
+    tool: &'a str,
+    kind: &'static str,
+    status: Option<&'static str>,
+    at: i64,
+    started_at: Option<i64>,
+    duration_us: Option<i64>,
+    reason: Option<&'static str>,
+    error_code: Option<&'a str>,
+    decided_by: &'static str,
+    decided_rule: Option<&'a str>,
+    decided_source: Option<&'a str>,
+    decided_operator: Option<String>,
+    policy_decision: Option<&'static str>,
+    policy_rule: Option<&'a str>,
+    redacted: bool,
+    record: &'a StoredRecord,
+    /// A terminal record's search document (tool, arguments, output, error), when the sink has it.
+    search_text: Option<String>,
+}
+
+impl<'a> RecordRow<'a> {
+    fn of(record: &'a StoredRecord) -> RecordRow<'a> {
+        let (decided_by, decided_rule, decided_source, decided_operator) =
+            decided_columns(&record.body.decided_by);
+        RecordRow {
+            id: record.id,
+            session_id: &record.session_id,
+            run_id: &record.run_id,
+            call_id: &record.call_id,
+            owner: &record.owner,
+            tool: &record.tool,
+            kind: record.kind.as_str(),
+            status: record.kind.is_terminal().then(|| record.kind.as_str()),
+            at: record.at.0,
+            started_at: record.started_at.map(|t| t.0),
+            duration_us: record.duration_us,
+            reason: record.reason.map(|r| r.as_str()),
+            error_code: record.error_code.as_deref(),
+            decided_by,
+            decided_rule,
+            decided_source,
+            decided_operator,
+            policy_decision: record.policy_decision.map(|d| d.as_str()),
+            policy_rule: record.policy_rule.as_deref(),
+            redacted: record.redacted,
+            record,
+            search_text: None,
+        }
+    }
+}
+
+/// Most started records whose arguments the sink keeps for their calls' search documents.
+const OPEN_CALLS: usize = 100_000;
+
+/// The arguments of calls that started and have not ended yet (in the batches seen so far).
+#[derive(Default)]
+pub struct OpenCalls(HashMap<(String, String), String>);
+
+impl OpenCalls {
+    /// `records` as the JSON text the insert reads, and the ids of the calls that ended without a
+    /// search document (left to the database).
+    pub fn batch(&mut self, records: &[StoredRecord]) -> Result<(String, Vec<i64>), serde_json::Error> {
+        let mut left = Vec::new();
+        let mut rows = Vec::with_capacity(records.len());
+        for record in records {
+            let mut row = RecordRow::of(record);
+            let key = || (record.session_id.clone(), record.call_id.clone());
+            match record.kind {
+                StoredKind::Started => {
+                    if self.0.len() >= OPEN_CALLS {
+                        self.0.clear();
+                    }
+                    let arguments =
+                        record.body.arguments.as_deref().map(Value::to_string).unwrap_or_default();
+                    self.0.insert(key(), arguments);
+                }
+                kind if kind.is_terminal() => {
+                    let started = self.0.remove(&key());
+                    let arguments = match (&record.body.arguments, started) {
+                        (Some(own), _) => Some(own.to_string()),
+                        (None, started) => started,
+                    };
+                    match arguments {
+                        Some(arguments) => row.search_text = Some(search_text(record, &arguments)),
+                        None => left.push(record.id),
+                    }
+                }
+                _ => {}
+            }
+            rows.push(row);
+        }
+        Ok((serde_json::to_string(&rows)?, left))
+    }
+}
+
+/// What full-text search finds a call by: its tool, arguments, output text and error.
+fn search_text(record: &StoredRecord, arguments: &str) -> String {
+    let mut text = format!("{} {arguments}", record.tool);
+    if let Some(output) = &record.body.output {
+        for block in &output.content {
+            if let portcullis_harness::Content::Text { text: t } = block {
+                text.push(' ');
+                text.push_str(t);
+            }
+        }
+        if let Some(structured) = &output.structured {
+            text.push(' ');
+            text.push_str(&structured.to_string());
+        }
+    }
+    if let Some(error) = &record.body.error {
+        text.push(' ');
+        text.push_str(&error.message);
+    }
+    text
 }
 
 #[async_trait::async_trait]
@@ -223,13 +371,15 @@ impl RecordSink for PostgresSink {
     }
 
     async fn deliver(&self, records: &[StoredRecord]) -> Result<(), String> {
-        let batch = Value::Array(records.iter().map(record_json).collect());
-        let ids = records.iter().filter(|r| r.kind.is_terminal()).map(|r| r.id).collect();
+        let (batch, ids) = (self.open_calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+            .batch(records)
+            .map_err(|e| format!("records not written as JSON: {e}"))?;
         self.in_transaction(Delivery::Records { batch, ids }).await
     }
 
     async fn deliver_side(&self, table: SideTable, rows: &[SideRow]) -> Result<(), String> {
-        let batch = Value::Array(rows.iter().map(|r| Value::Object(r.row.clone())).collect());
+        let batch = serde_json::to_string(&rows.iter().map(|r| &r.row).collect::<Vec<_>>())
+            .map_err(|e| format!("rows not written as JSON: {e}"))?;
         self.in_transaction(Delivery::Side { table, batch }).await
     }
 }
