@@ -48,6 +48,45 @@ pub struct ApprovalSummary {
 }
 
 impl ApprovalSummary {
+    /// Counts one prompt by its outcome (as the ledger writes it), and the operator's wait when it was
+    /// answered (approved or denied) into `waits`.
+    pub fn add(&mut self, outcome: Option<&str>, wait: Option<i64>, waits: &mut Vec<i64>) {
+        self.asked += 1;
+        let answered = match outcome {
+            Some("approved_once" | "approved_for_session" | "approved_always") => {
+                self.approved += 1;
+                true
+            }
+            Some("denied") => {
+                self.denied += 1;
+                true
+            }
+            Some("timed_out") => {
+                self.timed_out += 1;
+                false
+            }
+            Some("withdrawn") => {
+                self.withdrawn += 1;
+                false
+            }
+            _ => {
+                self.unanswered += 1;
+                false
+            }
+        };
+        if answered && let Some(wait) = wait {
+            waits.push(wait.max(0));
+        }
+    }
+
+    /// The operator's waits' percentiles, from every wait [`ApprovalSummary::add`] kept.
+    pub fn finish_waits(&mut self, mut waits: Vec<i64>) {
+        waits.sort_unstable();
+        self.wait_p50_us = nearest_rank(&waits, 0.5);
+        self.wait_p90_us = nearest_rank(&waits, 0.9);
+        self.wait_max_us = waits.last().copied().unwrap_or(0);
+    }
+
     /// Timed-out prompts over prompts that ended (answered, timed out or withdrawn), 0 when none did.
     pub fn timeout_rate(&self) -> f64 {
         let ended = self.approved + self.denied + self.timed_out + self.withdrawn;
@@ -123,39 +162,11 @@ impl LedgerReader {
         let mut summary = ApprovalSummary::default();
         let mut waits = Vec::new();
         while let Some(row) = rows.next().at(self.path())? {
-            summary.asked += 1;
             let outcome: Option<String> = row.get(0).at(self.path())?;
             let wait: Option<i64> = row.get(1).at(self.path())?;
-            let answered = match outcome.as_deref() {
-                Some("approved_once" | "approved_for_session" | "approved_always") => {
-                    summary.approved += 1;
-                    true
-                }
-                Some("denied") => {
-                    summary.denied += 1;
-                    true
-                }
-                Some("timed_out") => {
-                    summary.timed_out += 1;
-                    false
-                }
-                Some("withdrawn") => {
-                    summary.withdrawn += 1;
-                    false
-                }
-                _ => {
-                    summary.unanswered += 1;
-                    false
-                }
-            };
-            if answered && let Some(wait) = wait {
-                waits.push(wait.max(0));
-            }
+            summary.add(outcome.as_deref(), wait, &mut waits);
         }
-        waits.sort_unstable();
-        summary.wait_p50_us = nearest_rank(&waits, 0.5);
-        summary.wait_p90_us = nearest_rank(&waits, 0.9);
-        summary.wait_max_us = waits.last().copied().unwrap_or(0);
+        summary.finish_waits(waits);
         Ok(summary)
     }
 }

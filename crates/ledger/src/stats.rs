@@ -114,6 +114,9 @@ pub struct Stats {
     pub by_host: Vec<Count>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_user: Vec<Count>,
+    /// A team ledger's calls by hub (its ledger id).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_hub: Vec<Count>,
     /// Sessions started in the filter's time range (or the filter's session): open, closed, cut.
     pub sessions: SessionCounts,
     /// Requests the gateway refused in the filter's time range (not calls: they never reached a tool).
@@ -539,6 +542,7 @@ impl LedgerReader {
             source,
             by_host: Vec::new(),
             by_user: Vec::new(),
+            by_hub: Vec::new(),
             sessions,
             refusals,
         })
@@ -553,6 +557,7 @@ pub struct StatsBuilder {
     grid: Grid,
     by_host: HashMap<String, u64>,
     by_user: HashMap<String, u64>,
+    by_hub: HashMap<String, u64>,
 }
 
 impl StatsBuilder {
@@ -567,6 +572,7 @@ impl StatsBuilder {
             grid: Grid::new(min_at, max_at, bucket_us)?,
             by_host: HashMap::new(),
             by_user: HashMap::new(),
+            by_hub: HashMap::new(),
         })
     }
 
@@ -575,9 +581,11 @@ impl StatsBuilder {
         self.grid.width
     }
 
-    /// Counts `n` calls under `dims`, run on `host` by `user`.
-    pub fn add_calls(&mut self, dims: &CallDims<'_>, host: &str, user: &str, n: u64) {
+    /// Counts `n` calls under `dims`, run by hub `origin` (its ledger id, host and user).
+    pub fn add_calls(&mut self, dims: &CallDims<'_>, origin: [&str; 3], n: u64) {
         self.tally.add(dims, n);
+        let [hub, host, user] = origin;
+        bump(&mut self.by_hub, hub, n);
         bump(&mut self.by_host, host, n);
         bump(&mut self.by_user, user, n);
     }
@@ -613,6 +621,7 @@ impl StatsBuilder {
             source: StatsSource::Scan,
             by_host: sorted(self.by_host),
             by_user: sorted(self.by_user),
+            by_hub: sorted(self.by_hub),
             sessions,
             refusals,
         }

@@ -10,8 +10,9 @@ use crate::target::TeamDb;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::query::argument_summary;
 use portcullis_ledger::{
-    ApprovalOutcome, ApprovalRecord, CallFilter, CallOrigin, CallPage, CallRow, CallStatus, CallTimeline,
-    Cursor, SessionEnd, SessionFilter, SessionInfo, SessionRow, StoredRecord,
+    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallOrigin, CallPage, CallRow, CallStatus,
+    CallTimeline, CommandCount, CommandOutcome, Cursor, SessionEnd, SessionFilter, SessionInfo, SessionRow,
+    StoredRecord,
 };
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
@@ -179,34 +180,135 @@ impl TeamReader {
         before: Option<Cursor>,
         limit: usize,
     ) -> Result<CallPage, TeamError> {
+        let mut calls = self.page_rows(filter, before, limit.max(1) + 1, true)?;
+        let more = calls.len() > limit.max(1);
+        calls.truncate(limit.max(1));
+        let next = more.then(|| calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })).flatten();
+        Ok(CallPage { calls, next })
+    }
+
+    /// One page of the calls matching `filter`, oldest first, after `after` (the live tail's order);
+    /// `next` is the last call's cursor (or `after` when none came).
+    pub fn calls_oldest_first(
+        &self,
+        filter: &CallFilter,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Result<CallPage, TeamError> {
+        let calls = self.page_rows(filter, after, limit.max(1), false)?;
+        let next = calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id }).or(after);
+        Ok(CallPage { calls, next })
+    }
+
+    fn page_rows(
+        &self,
+        filter: &CallFilter,
+        cursor: Option<Cursor>,
+        rows: usize,
+        newest_first: bool,
+    ) -> Result<Vec<CallRow>, TeamError> {
+        let (past, order) = if newest_first { ("<", "DESC") } else { (">", "ASC") };
         let mut w = call_where(filter)?;
-        if let Some(c) = before {
+        if let Some(c) = cursor {
             w.params.push(Box::new(c.at));
             w.params.push(Box::new(c.id));
             let (a, b) = (w.params.len() - 1, w.params.len());
-            w.sql.push_str(&format!(" AND (r.at, r.id) < (${a}, ${b})"));
+            w.sql.push_str(&format!(" AND (r.at, r.id) {past} (${a}, ${b})"));
         }
-        let limit = i64::try_from(limit.max(1)).unwrap_or(i64::MAX);
-        w.params.push(Box::new(limit + 1));
+        w.params.push(Box::new(i64::try_from(rows).unwrap_or(i64::MAX)));
         let sql = format!(
             "SELECT r.record, r.ledger_id, r.hub_host, r.hub_user,
                     CASE WHEN r.record ? 'arguments' THEN NULL ELSE
                         (SELECT s.record->'arguments' FROM portcullis.records s
                          WHERE s.ledger_id = r.ledger_id AND s.session_id = r.session_id
                            AND s.call_id = r.call_id AND s.kind = 'started' LIMIT 1) END
-             FROM portcullis.records r WHERE {} ORDER BY r.at DESC, r.id DESC LIMIT ${}",
+             FROM portcullis.records r WHERE {} ORDER BY r.at {order}, r.id {order} LIMIT ${}",
             w.sql,
             w.params.len()
         );
-        let rows = self.rows(&sql, &w.refs())?;
-        let mut calls = Vec::with_capacity(rows.len());
+        self.rows(&sql, &w.refs())?.iter().map(|row| self.call_row(row)).collect()
+    }
+
+    /// How many calls ended (from the hourly rollups), and the times of the first and last.
+    pub fn extent(&self) -> Result<(u64, Option<Timestamp>, Option<Timestamp>), TeamError> {
+        let rows = self.rows(
+            "SELECT (SELECT coalesce(sum(calls), 0)::bigint FROM portcullis.call_hours),
+                    (SELECT min(at) FROM portcullis.records WHERE status IS NOT NULL),
+                    (SELECT max(at) FROM portcullis.records WHERE status IS NOT NULL)",
+            &[],
+        )?;
+        let Some(row) = rows.first() else { return Ok((0, None, None)) };
+        let f = |e: tokio_postgres::Error| self.failed(&e);
+        let n: i64 = row.try_get(0).map_err(f)?;
+        let first: Option<i64> = row.try_get(1).map_err(f)?;
+        let last: Option<i64> = row.try_get(2).map_err(f)?;
+        Ok((u64::try_from(n).unwrap_or(0), first.map(Timestamp), last.map(Timestamp)))
+    }
+
+    /// How the approvals asked in the filter's time range (its tools, its session, its hubs) went.
+    pub fn approval_summary(&self, filter: &CallFilter) -> Result<ApprovalSummary, TeamError> {
+        let rows = self.rows(
+            "SELECT outcome, resolved_at - requested_at FROM portcullis.approvals
+             WHERE requested_at >= $1 AND requested_at < $2 AND ($3::text IS NULL OR session_id = $3)
+               AND (cardinality($4::text[]) = 0 OR tool = ANY($4))
+               AND (cardinality($5::text[]) = 0 OR hub_host = ANY($5))
+               AND (cardinality($6::text[]) = 0 OR hub_user = ANY($6))
+               AND (cardinality($7::text[]) = 0 OR ledger_id = ANY($7))",
+            &[
+                &filter.since.map_or(i64::MIN, |t| t.0),
+                &filter.until.map_or(i64::MAX, |t| t.0),
+                &filter.session,
+                &filter.tools,
+                &filter.hosts,
+                &filter.users,
+                &filter.hubs,
+            ],
+        )?;
+        let mut summary = ApprovalSummary::default();
+        let mut waits = Vec::new();
         for row in &rows {
-            calls.push(self.call_row(row)?);
+            let f = |e: tokio_postgres::Error| self.failed(&e);
+            let outcome: Option<String> = row.try_get(0).map_err(f)?;
+            summary.add(outcome.as_deref(), row.try_get(1).map_err(f)?, &mut waits);
         }
-        let more = calls.len() as i64 > limit;
-        calls.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        let next = more.then(|| calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })).flatten();
-        Ok(CallPage { calls, next })
+        summary.finish_waits(waits);
+        Ok(summary)
+    }
+
+    /// The shell commands the selected calls prompted for (or were blocked for) most.
+    pub fn top_commands(
+        &self,
+        filter: &CallFilter,
+        outcome: CommandOutcome,
+        limit: usize,
+    ) -> Result<Vec<CommandCount>, TeamError> {
+        let mut w = call_where(filter)?;
+        let which = match outcome {
+            CommandOutcome::Prompted => "r.policy_decision = 'prompt'",
+            CommandOutcome::Blocked => "r.status = 'blocked'",
+        };
+        w.params.push(Box::new(i64::try_from(limit).unwrap_or(i64::MAX)));
+        let sql = format!(
+            "SELECT c.command, count(*) FROM portcullis.records r,
+                 LATERAL (SELECT coalesce(r.record->'arguments'->>'command',
+                     (SELECT s.record->'arguments'->>'command' FROM portcullis.records s
+                      WHERE s.ledger_id = r.ledger_id AND s.session_id = r.session_id
+                        AND s.call_id = r.call_id AND s.kind = 'started' LIMIT 1)) AS command) c
+             WHERE {} AND r.tool = 'shell' AND {which} AND c.command IS NOT NULL
+             GROUP BY c.command ORDER BY count(*) DESC, c.command LIMIT ${}",
+            w.sql,
+            w.params.len()
+        );
+        let f = |e: tokio_postgres::Error| self.failed(&e);
+        self.rows(&sql, &w.refs())?
+            .iter()
+            .map(|row| {
+                Ok(CommandCount {
+                    command: row.try_get(0).map_err(f)?,
+                    calls: u64::try_from(row.try_get::<_, i64>(1).map_err(f)?).unwrap_or(0),
+                })
+            })
+            .collect()
     }
 
     fn call_row(&self, row: &tokio_postgres::Row) -> Result<CallRow, TeamError> {

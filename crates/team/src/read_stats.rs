@@ -135,8 +135,8 @@ impl TeamReader {
             &format!(
                 "SELECT h.tool, h.status, h.reason, h.decided_by, h.decided_rule, h.policy_decision, h.owner,
                         h.hub_host, h.hub_user, ${o}::bigint + ((h.hour - ${o}::bigint) / ${wd}::bigint) * ${wd}::bigint,
-                        sum(h.calls)::bigint, sum(h.prompted)::bigint, sum(h.ran)::bigint, max(h.max_us)
-                 FROM portcullis.call_hours h WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
+                        sum(h.calls)::bigint, sum(h.prompted)::bigint, sum(h.ran)::bigint, max(h.max_us), h.ledger_id
+                 FROM portcullis.call_hours h WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15",
                 w.sql
             ),
             &w.refs(),
@@ -145,7 +145,7 @@ impl TeamReader {
             let dims = dims_of(r);
             let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
             let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
-            builder.add_calls(&dims, r.get(7), r.get(8), calls);
+            builder.add_calls(&dims, [r.get(14), r.get(7), r.get(8)], calls);
             builder.add_at(r.get(9), dims.status, true, prompted);
             builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
             ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
@@ -171,8 +171,9 @@ impl TeamReader {
                 "SELECT r.tool, r.status, r.reason, r.decided_by, r.decided_rule, r.policy_decision, r.owner,
                         r.hub_host, r.hub_user, ${o}::bigint + ((r.at - ${o}::bigint) / ${wd}::bigint) * ${wd}::bigint,
                         count(*), count(*) FILTER (WHERE r.policy_decision = 'prompt'),
-                        count(r.duration_us) FILTER (WHERE r.status IN ('finished', 'error')), max(r.duration_us)
-                 FROM portcullis.records r WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
+                        count(r.duration_us) FILTER (WHERE r.status IN ('finished', 'error')), max(r.duration_us),
+                        r.ledger_id
+                 FROM portcullis.records r WHERE {} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15",
                 w.sql
             ),
             &w.refs(),
@@ -181,7 +182,7 @@ impl TeamReader {
             let dims = dims_of(r);
             let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
             let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
-            builder.add_calls(&dims, r.get(7), r.get(8), calls);
+            builder.add_calls(&dims, [r.get(14), r.get(7), r.get(8)], calls);
             builder.add_at(r.get(9), dims.status, true, prompted);
             builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
             ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));

@@ -224,7 +224,8 @@ mod tests {
     #[test]
     fn urls_and_what_they_become() {
         // (url, Ok(shown, tls) or Err(words the error holds))
-        let rows: [(&str, Result<(&str, TlsMode), &str>); 8] = [
+        type Want<'a> = Result<(&'a str, TlsMode), &'a str>;
+        let rows: [(&str, Want); 8] = [
             (
                 "postgres://team@db.example:5433/audit",
                 Ok((

@@ -941,6 +941,10 @@ export type Facets = {
 	rules: Count[],
 	owners: Count[],
 	policy_decisions: Count[],
+	/**  A team ledger's hosts, OS users and hubs (ledger ids); empty for a hub's own ledger. */
+	hosts: Count[],
+	users: Count[],
+	hubs: Count[],
 	/**  Counted without the search, session or partial hours: the exact counts follow. */
 	approximate: boolean,
 };
@@ -1609,6 +1613,8 @@ export type Stats = {
 	 */
 	by_host?: Count[],
 	by_user?: Count[],
+	/**  A team ledger's calls by hub (its ledger id). */
+	by_hub?: Count[],
 	/**  Sessions started in the filter's time range (or the filter's session): open, closed, cut. */
 	sessions: SessionCounts,
 	/**  Requests the gateway refused in the filter's time range (not calls: they never reached a tool). */

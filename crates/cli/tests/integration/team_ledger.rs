@@ -147,7 +147,7 @@ fn answer_first_prompt(served: &Served, answer: &str) {
 fn two_hubs_ship_their_calls_decisions_and_operators_into_one_database() {
     node_modules();
     let team = Team::start();
-    let (a, b) = (team.serve(), team.serve());
+    let (a, mut b) = (team.serve(), team.serve());
     // Both hubs under traffic at once; on hub a, one call the operator approves and one the policy forbids.
     let traffic_b = {
         let steps = echo_calls(0, 40, 0);
@@ -205,6 +205,23 @@ fn two_hubs_ship_their_calls_decisions_and_operators_into_one_database() {
         assert_eq!(unmarked, 0, "{table} rows without their hub");
     }
     assert_eq!(team.count("SELECT count(DISTINCT ledger_id) FROM portcullis.sessions"), 2);
+    // A session's end (a change to a row already shipped) ships too: hub b closes its sessions as it
+    // stops, and ships what it wrote before it exits.
+    let open_before = team.count(&format!(
+        "SELECT count(*) FROM portcullis.sessions WHERE ledger_id = '{ledger_b}' AND ended_at IS NULL"
+    ));
+    assert!(open_before > 0, "hub b's sessions were shipped while open");
+    let stopped = b.stop();
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let local_open: i64 = rusqlite::Connection::open(b.db())
+        .unwrap()
+        .query_row("SELECT count(*) FROM sessions WHERE ended_at IS NULL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(local_open, 0);
+    let shipped_open = team.count(&format!(
+        "SELECT count(*) FROM portcullis.sessions WHERE ledger_id = '{ledger_b}' AND ended_at IS NULL"
+    ));
+    assert_eq!(shipped_open, 0, "hub b's sessions ended, but not in the team ledger");
     assert_eq!(team.count("SELECT count(*) FROM portcullis.hubs"), 2);
     let found = team.count(
         "SELECT count(*) FROM portcullis.records WHERE search @@ plainto_tsquery('simple', 'call-117')",

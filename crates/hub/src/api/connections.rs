@@ -57,6 +57,14 @@ impl OperatorApi {
         tail.as_ref().map(crate::record_sinks::RunningTail::lags).unwrap_or_default()
     }
 
+    /// The team ledger this hub ships to, if any.
+    pub fn team_ledger_setting(&self) -> Option<crate::team_ledger::TeamLedgerSetting> {
+        match &self.hub.state.config.team_ledger {
+            crate::team_ledger::TeamLedgerChoice::Named(setting) => Some(setting.clone()),
+            _ => None,
+        }
+    }
+
     /// The hub at a glance.
     pub fn status(&self) -> HubStatus {
         HubStatus {

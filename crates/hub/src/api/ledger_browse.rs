@@ -4,14 +4,15 @@
 //! connections, so a slow aggregate never holds up scrolling. What a front end shows of one call (its
 //! timings, what decided it, its output's parts) is computed here, once, for every front end.
 
+use super::any_reader::AnyReader;
 pub use super::call_detail::{CallDetail, CallTimings, OutputPart, RecordStep};
 use super::error::{ApiError, ErrorCode};
-use super::ledger::LedgerView;
+use super::ledger::{LedgerAddress, LedgerView};
 use portcullis_harness::Timestamp;
 use portcullis_ledger::stats::Count;
 use portcullis_ledger::{
     ApprovalSummary, CallFilter, CallPage, CallRow, CommandCount, CommandOutcome, Cursor, ExportFormat,
-    LedgerReader, SessionFilter, SessionRow, Stats,
+    SessionFilter, SessionRow, Stats,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -49,18 +50,21 @@ pub struct LedgerSummary {
     pub last_at: Option<Timestamp>,
 }
 
-/// A ledger opened for browsing.
+/// A ledger opened for browsing: a hub's own file, or a team ledger in PostgreSQL.
 pub struct BrowsedLedger {
-    path: PathBuf,
-    rows: Mutex<LedgerReader>,
-    aggregates: Mutex<LedgerReader>,
+    address: LedgerAddress,
+    /// What the ledger is called where a person reads it: the file's path, or the team ledger's URL
+    /// (without a password).
+    shown: String,
+    rows: Mutex<AnyReader>,
+    aggregates: Mutex<AnyReader>,
     /// The facet counts (one or more stats each): never queued before the stats the view shows.
-    facets: Mutex<LedgerReader>,
+    facets: Mutex<AnyReader>,
     /// The slow audit queries (commands and approvals read from bodies): never in the stats' way.
-    audit: Mutex<LedgerReader>,
+    audit: Mutex<AnyReader>,
 }
 
-fn lock(reader: &Mutex<LedgerReader>) -> MutexGuard<'_, LedgerReader> {
+fn lock(reader: &Mutex<AnyReader>) -> MutexGuard<'_, AnyReader> {
     reader.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -69,48 +73,62 @@ impl BrowsedLedger {
     /// ledger's code and the file untouched, when it is missing, not a ledger, damaged, or of another
     /// schema version.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
-        if path.is_dir() {
-            return Err(ApiError::new(
-                ErrorCode::BadArgument,
-                format!("{} is a folder, not a ledger file", path.display()),
-                json!({ "file": path }),
-            ));
-        }
-        let rows = LedgerReader::open(path)?;
+        BrowsedLedger::open_at(LedgerAddress::File(path.to_owned()))
+    }
+
+    /// Opens the ledger `address` names (four connections: rows, aggregates, facets, audit queries).
+    pub fn open_at(address: LedgerAddress) -> Result<Self, ApiError> {
+        let shown = match &address {
+            LedgerAddress::File(path) if path.is_dir() => {
+                return Err(ApiError::new(
+                    ErrorCode::BadArgument,
+                    format!("{} is a folder, not a ledger file", path.display()),
+                    json!({ "file": path }),
+                ));
+            }
+            LedgerAddress::File(path) => path.display().to_string(),
+            LedgerAddress::Team { .. } => String::new(),
+        };
+        let rows = AnyReader::open(&address)?;
         // A damaged file can open and fail only when a page is read: read one now.
         rows.calls(&CallFilter::default(), None, 1)?;
-        let aggregates = LedgerReader::open(path)?;
-        let facets = LedgerReader::open(path)?;
-        let audit = LedgerReader::open(path)?;
+        let shown = match &rows {
+            AnyReader::Team(team) => team.db().to_string(),
+            AnyReader::File(_) => shown,
+        };
         Ok(BrowsedLedger {
-            path: path.to_owned(),
             rows: Mutex::new(rows),
-            aggregates: Mutex::new(aggregates),
-            facets: Mutex::new(facets),
-            audit: Mutex::new(audit),
+            aggregates: Mutex::new(AnyReader::open(&address)?),
+            facets: Mutex::new(AnyReader::open(&address)?),
+            audit: Mutex::new(AnyReader::open(&address)?),
+            address,
+            shown,
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The ledger's file, or none for a team ledger.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.address {
+            LedgerAddress::File(path) => Some(path),
+            LedgerAddress::Team { .. } => None,
+        }
     }
 
     /// Size, schema, how many calls and over which time.
     pub fn summary(&self) -> Result<LedgerSummary, ApiError> {
-        let bytes = [self.path.clone(), wal_of(&self.path)]
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum();
+        let (bytes, schema_version) = match &self.address {
+            LedgerAddress::File(path) => (
+                [path.clone(), wal_of(path)]
+                    .iter()
+                    .filter_map(|p| std::fs::metadata(p).ok())
+                    .map(|m| m.len())
+                    .sum(),
+                portcullis_ledger::schema::SCHEMA_VERSION,
+            ),
+            LedgerAddress::Team { .. } => (0, i64::from(portcullis_team::schema::SCHEMA_VERSION)),
+        };
         let (calls, first_at, last_at) = lock(&self.rows).extent()?;
-        Ok(LedgerSummary {
-            path: self.path.display().to_string(),
-            bytes,
-            schema_version: portcullis_ledger::schema::SCHEMA_VERSION,
-            calls,
-            first_at,
-            last_at,
-        })
+        Ok(LedgerSummary { path: self.shown.clone(), bytes, schema_version, calls, first_at, last_at })
     }
 
     /// One page of the calls `filter` selects, by key: newest first after `cursor` (older calls), or
@@ -132,7 +150,7 @@ impl BrowsedLedger {
 
     /// How many calls `filter` selects.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        Ok(lock(&self.aggregates).count(filter)?)
+        lock(&self.aggregates).count(filter)
     }
 
     /// One call as the detail view shows it.
@@ -141,7 +159,7 @@ impl BrowsedLedger {
         CallDetail::of(timeline.records, timeline.approvals).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::CallNotFound,
-                format!("no call {call_id} of session {session} in {}", self.path.display()),
+                format!("no call {call_id} of session {session} in {}", self.shown),
                 json!({ "call_id": call_id, "session": session }),
             )
         })
@@ -169,7 +187,7 @@ impl BrowsedLedger {
             let within = session.map(|s| format!(" of session {s}")).unwrap_or_default();
             return Err(ApiError::new(
                 ErrorCode::CallNotFound,
-                format!("no call {call_id}{within} in {}", self.path.display()),
+                format!("no call {call_id}{within} in {}", self.shown),
                 json!({ "call_id": call_id, "session": session }),
             ));
         }
@@ -178,7 +196,7 @@ impl BrowsedLedger {
 
     /// Aggregates over the calls `filter` selects.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        Ok(lock(&self.aggregates).stats(filter, bucket_us)?)
+        lock(&self.aggregates).stats(filter, bucket_us)
     }
 
     /// The counts beside each filter chip: for every dimension, the calls each of its values would
@@ -224,6 +242,21 @@ impl BrowsedLedger {
         } else {
             without(CallFilter { policy_decisions: Vec::new(), ..filter.clone() }, |s| s.by_policy_decision)?
         };
+        let hosts = if filter.hosts.is_empty() {
+            all.by_host.clone()
+        } else {
+            without(CallFilter { hosts: Vec::new(), ..filter.clone() }, |s| s.by_host)?
+        };
+        let users = if filter.users.is_empty() {
+            all.by_user.clone()
+        } else {
+            without(CallFilter { users: Vec::new(), ..filter.clone() }, |s| s.by_user)?
+        };
+        let hubs = if filter.hubs.is_empty() {
+            all.by_hub.clone()
+        } else {
+            without(CallFilter { hubs: Vec::new(), ..filter.clone() }, |s| s.by_hub)?
+        };
         let approximate =
             !exact && (filter.search.is_some() || filter.session.is_some() || filter.run.is_some());
         Ok(Facets {
@@ -234,13 +267,16 @@ impl BrowsedLedger {
             rules,
             owners,
             policy_decisions,
+            hosts,
+            users,
+            hubs,
             approximate,
         })
     }
 
     /// How the approvals asked in the filter's time range (its tools, its session) went.
     pub fn approvals(&self, filter: &CallFilter) -> Result<ApprovalSummary, ApiError> {
-        Ok(lock(&self.audit).approval_summary(filter)?)
+        lock(&self.audit).approval_summary(filter)
     }
 
     /// The shell commands the selected calls prompted for (or were blocked for) most.
@@ -250,7 +286,7 @@ impl BrowsedLedger {
         outcome: CommandOutcome,
         limit: usize,
     ) -> Result<Vec<CommandCount>, ApiError> {
-        Ok(lock(&self.audit).top_commands(filter, outcome, limit.clamp(1, 100))?)
+        lock(&self.audit).top_commands(filter, outcome, limit.clamp(1, 100))
     }
 
     /// Sessions started in `[since, until)`, newest first.
@@ -261,7 +297,7 @@ impl BrowsedLedger {
         limit: usize,
     ) -> Result<Vec<SessionRow>, ApiError> {
         let filter = SessionFilter { id: None, since, until };
-        Ok(lock(&self.aggregates).session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))?)
+        lock(&self.aggregates).session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))
     }
 
     /// One session's calls over time, oldest first, each on a lane so that calls that overlap (run
@@ -290,7 +326,7 @@ impl BrowsedLedger {
         if row.is_none() && calls.is_empty() {
             return Err(ApiError::new(
                 ErrorCode::BadArgument,
-                format!("no session {session} in {}", self.path.display()),
+                format!("no session {session} in {}", self.shown),
                 json!({ "session": session }),
             ));
         }
@@ -307,7 +343,7 @@ impl BrowsedLedger {
         stop: &AtomicBool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        let view = LedgerView::open(&self.path)?;
+        let view = LedgerView::open_at(&self.address)?;
         let mut report = |done: u64, total: u64| progress(done, total);
         let written = view.export_to_file_until(filter, format, out, stop, &mut report);
         if stop.load(Ordering::Relaxed) {
@@ -339,6 +375,10 @@ pub struct Facets {
     pub rules: Vec<Count>,
     pub owners: Vec<Count>,
     pub policy_decisions: Vec<Count>,
+    /// A team ledger's hosts, OS users and hubs (ledger ids); empty for a hub's own ledger.
+    pub hosts: Vec<Count>,
+    pub users: Vec<Count>,
+    pub hubs: Vec<Count>,
     /// Counted without the search, session or partial hours: the exact counts follow.
     pub approximate: bool,
 }
@@ -423,6 +463,7 @@ mod tests {
             policy_rule: None,
             summary: None,
             snippet: None,
+            origin: None,
         }
     }
 

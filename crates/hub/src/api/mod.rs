@@ -3,6 +3,7 @@
 //! [`types`], never the crates' internal ones; every failure is an [`ApiError`] with a stable code.
 
 pub mod always;
+pub mod any_reader;
 mod approvals;
 mod call_detail;
 pub mod call_query;

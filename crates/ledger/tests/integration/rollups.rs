@@ -328,6 +328,11 @@ async fn the_schema_step_that_makes_the_rollups_backfills_them() {
         conn.execute_batch(
             "DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE call_keys; DROP TABLE journal_state;
              DROP TABLE tool_pins; DROP TABLE tool_pin_events;
+             DROP TRIGGER sessions_inserted; DROP TRIGGER sessions_updated; DROP TRIGGER approvals_inserted;
+             DROP TRIGGER approvals_updated; DROP TRIGGER refusals_inserted; DROP TRIGGER refusals_updated;
+             DROP INDEX sessions_changed; DROP INDEX approvals_changed; DROP INDEX refusals_changed;
+             ALTER TABLE sessions DROP COLUMN changed; ALTER TABLE approvals DROP COLUMN changed;
+             ALTER TABLE refusals DROP COLUMN changed; DROP TABLE ledger_identity; DROP TABLE change_clock;
              PRAGMA user_version = 6;",
         )
         .unwrap();

@@ -21,7 +21,7 @@ async fn a_wrong_password_is_refused_and_two_hubs_migrate_once() {
     let dir = tempfile::tempdir().unwrap();
 
     let wrong = TeamDb::parse(&pg.url("team"), Some(&password_file(dir.path(), "not-it"))).unwrap();
-    let e = connect(&wrong).await.err().expect("a wrong password connects");
+    let Err(e) = connect(&wrong).await else { panic!("a wrong password connects") };
     let text = e.to_string();
     assert_eq!(e.code(), "team_ledger_unreachable", "{text}");
     assert!(text.contains("password authentication failed"), "{text}");
@@ -68,6 +68,7 @@ async fn tls_is_verified_against_the_roots_given() {
         rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().self_signed(&other_key).unwrap();
     std::fs::write(&roots, other.pem()).unwrap();
     let db = TeamDb::parse(&pg.tls_url("team", &roots), Some(&pw)).unwrap();
-    let e = connect(&db).await.err().expect("an unverified server connects").to_string();
+    let Err(e) = connect(&db).await else { panic!("an unverified server connects") };
+    let e = e.to_string();
     assert!(e.contains("certificate") || e.contains("Certificate"), "{e}");
 }

@@ -43,6 +43,9 @@ const FACETS: Facets = {
   rules: [],
   owners: [{ key: "claude-code", count: 3 }],
   policy_decisions: [],
+  hosts: [],
+  users: [],
+  hubs: [],
   approximate: false,
 };
 
@@ -107,6 +110,46 @@ function handlers(): Parameters<typeof fakeBackend>[0] {
 beforeEach(() => {
   window.location.hash = "#ledger";
   backend = fakeBackend(handlers());
+});
+
+describe("a team ledger", () => {
+  it("says where each call ran, and host, user and hub chips narrow the rows", async () => {
+    const origin = (host: string, user: string) => ({ ledger_id: `id-${host}`, host, user });
+    const rows = [row(1, { origin: origin("ci-7", "runner") }), row(2, { origin: origin("laptop\u202e", "dev") })];
+    const asked: CallFilter[] = [];
+    backend = fakeBackend({
+      ...handlers(),
+      ledgerCalls: async (_id, filter: CallFilter, order) => {
+        if (order === "oldest_first") return { calls: [], next: null };
+        asked.push(filter);
+        return { calls: rows.filter((r) => (filter.hosts ?? []).length === 0 || (filter.hosts ?? []).includes(r.origin?.host ?? "")), next: null };
+      },
+      ledgerFacets: async () => ({
+        ...FACETS,
+        hosts: [{ key: "ci-7", count: 1 }, { key: "laptop\u202e", count: 1 }],
+        users: [{ key: "runner", count: 1 }, { key: "dev", count: 1 }],
+        hubs: [{ key: "id-ci-7", count: 1 }, { key: "id-laptop", count: 1 }],
+      }),
+    });
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(2));
+    expect(screen.getAllByTestId("call-row")[0]).toHaveTextContent("runner@ci-7");
+    expect(screen.getAllByTestId("call-row")[1]?.textContent).not.toContain("\u202e");
+    expect(screen.getByTestId("facet-users")).toBeInTheDocument();
+    expect(screen.getByTestId("facet-hubs")).toBeInTheDocument();
+    await userEvent.click(screen.getByTestId("facet-hosts"));
+    await userEvent.click(within(screen.getByTestId("facet-menu-hosts")).getByText("ci-7"));
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(1));
+    expect(asked.at(-1)?.hosts).toEqual(["ci-7"]);
+    expect(window.location.hash).toBe("#ledger?host=ci-7");
+  });
+
+  it("shows no host, user or hub chips for a hub's own ledger", async () => {
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(3));
+    expect(screen.queryByTestId("facet-hosts")).toBeNull();
+    expect(screen.queryByTestId("facet-hubs")).toBeNull();
+  });
 });
 
 describe("the ledger browser", () => {

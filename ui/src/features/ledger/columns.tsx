@@ -62,6 +62,19 @@ export const COLUMNS: Column[] = [
   { id: "decided", label: "Decided by", width: 200, cell: (r) => decidedWords(r) },
   { id: "policy", label: "Policy said", width: 100, cell: (r) => r.policy_decision ?? "" },
   { id: "agent", label: "Agent", width: 140, cell: (r) => visible(r.owner) },
+  {
+    id: "hub",
+    label: "Ran on",
+    width: 180,
+    cell: (r) =>
+      r.origin ? (
+        <span title={`hub ${r.origin.ledger_id}`}>
+          {visible(r.origin.user)}@{visible(r.origin.host)}
+        </span>
+      ) : (
+        ""
+      ),
+  },
   { id: "session", label: "Session", width: 120, cell: (r) => <span className="mono">{visible(r.session_id)}</span> },
   { id: "duration", label: "Took", width: 90, cell: (r) => duration(r.duration_us) },
   { id: "call", label: "Call id", width: 140, cell: (r) => <span className="mono">{visible(r.call_id)}</span> },

@@ -46,6 +46,10 @@ export interface LedgerQuery {
   rule: string | null;
   /** Agents (a call's owner). */
   owners: string[];
+  /** A team ledger's hosts, OS users and hubs (ledger ids). */
+  hosts: string[];
+  users: string[];
+  hubs: string[];
   session: string | null;
   range: Range | null;
   /** Custom bounds, ISO 8601 (used when `range` is null). */
@@ -70,6 +74,9 @@ export const EMPTY_QUERY: LedgerQuery = {
   decisions: [],
   rule: null,
   owners: [],
+  hosts: [],
+  users: [],
+  hubs: [],
   session: null,
   range: null,
   since: null,
@@ -87,6 +94,9 @@ const LISTS = [
   ["decided", "deciders"],
   ["decision", "decisions"],
   ["agent", "owners"],
+  ["host", "hosts"],
+  ["user", "users"],
+  ["hub", "hubs"],
 ] as const;
 
 const isoOk = (s: string | null): string | null => (s && !Number.isNaN(Date.parse(s)) ? s : null);

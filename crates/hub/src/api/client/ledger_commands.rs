@@ -6,6 +6,7 @@
 use super::jobs::{Sink, Stop};
 use super::{Client, blocking};
 use crate::api::error::{ApiError, ErrorCode};
+use crate::api::ledger::LedgerAddress;
 use crate::api::ledger::{
     ApprovalSummary, CallFilter, CallPage, CommandCount, CommandOutcome, Cursor, ExportFormat, SessionRow,
     Stats, Timestamp,
@@ -59,8 +60,20 @@ impl Client {
             ));
         };
         let hub = hub_path.as_deref().map(Path::new) == Some(chosen.as_path());
+        // A team ledger's password: the hub's own team-ledger setting's file when it names this URL,
+        // else $PGPASSWORD.
+        let address = match LedgerAddress::of(&chosen, None) {
+            LedgerAddress::Team { url, .. } => {
+                let password_file = (self.api().ok())
+                    .and_then(|api| api.team_ledger_setting())
+                    .filter(|setting| setting.url == url)
+                    .and_then(|setting| setting.password_file);
+                LedgerAddress::Team { url, password_file }
+            }
+            file => file,
+        };
         let (browsed, summary) = blocking(move || {
-            let browsed = BrowsedLedger::open(&chosen)?;
+            let browsed = BrowsedLedger::open_at(address)?;
             let summary = browsed.summary()?;
             Ok((browsed, summary))
         })

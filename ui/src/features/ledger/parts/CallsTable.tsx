@@ -30,9 +30,12 @@ export function CallsTable({
   const { pages, rows, atStart } = useCallPages(ledgerId, filter, query.order, live);
   const scroller = useRef<HTMLDivElement>(null);
   const now = useNow(5000);
+  // A team ledger's calls say where they ran unless the columns were chosen.
+  const team = rows.some((r) => r.origin != null);
   const columns = useMemo(
-    () => (query.columns ?? DEFAULT_COLUMNS).map(columnById).filter((c) => c !== undefined),
-    [query.columns],
+    () =>
+      (query.columns ?? (team ? ["hub", ...DEFAULT_COLUMNS] : DEFAULT_COLUMNS)).map(columnById).filter((c) => c !== undefined),
+    [query.columns, team],
   );
   const [dragWidths, setDragWidths] = useState<Record<string, number>>({});
   const widthOf = (id: string, fallback: number) => dragWidths[id] ?? query.widths[id] ?? fallback;

@@ -1,5 +1,6 @@
 // The filter: a full-text search, a time range (presets or custom), and chips — one per value chosen
-// for tool, status, who decided, what the policy said, rule, agent and session — each dimension with
+// for tool, status, who decided, what the policy said, rule, agent and session (and on a team ledger,
+// host, OS user and hub) — each dimension with
 // a menu of its values and their counts. Counts come fast from the writer's hourly aggregates
 // (marked ≈ when the search or session could not be applied) and are replaced by exact ones when
 // ready; they never hold up the table.
@@ -12,15 +13,26 @@ import { DECISIONS, RANGES, STATUSES, type LedgerQuery, type Range } from "../qu
 import type { SetQuery } from "../useLedgerQuery";
 import { count } from "../../../lib/numbers";
 
-type ListField = "tools" | "statuses" | "deciders" | "decisions" | "owners";
+type ListField = "tools" | "statuses" | "deciders" | "decisions" | "owners" | "hosts" | "users" | "hubs";
 
-const DIMENSIONS: Array<{ field: ListField | "rule"; label: string; facet: keyof Omit<Facets, "total" | "approximate">; fixed?: readonly string[] }> = [
+/** A filter dimension: its chips' field, label, facet counts, fixed values, and whether only a team
+ * ledger has it (shown when its counts or chips are). */
+const DIMENSIONS: Array<{
+  field: ListField | "rule";
+  label: string;
+  facet: keyof Omit<Facets, "total" | "approximate">;
+  fixed?: readonly string[];
+  team?: boolean;
+}> = [
   { field: "tools", label: "Tool", facet: "tools" },
   { field: "statuses", label: "Status", facet: "statuses", fixed: STATUSES },
   { field: "decisions", label: "Policy said", facet: "policy_decisions", fixed: DECISIONS },
   { field: "deciders", label: "Decided by", facet: "decided_by" },
   { field: "rule", label: "Rule", facet: "rules" },
   { field: "owners", label: "Agent", facet: "owners" },
+  { field: "hosts", label: "Host", facet: "hosts", team: true },
+  { field: "users", label: "User", facet: "users", team: true },
+  { field: "hubs", label: "Hub", facet: "hubs", team: true },
 ];
 
 export function useFacets(ledgerId: number, filter: CallFilter) {
@@ -69,6 +81,7 @@ export function FilterBar({
         const counts: Count[] = facets?.[d.facet] ?? [];
         const chosen = values(d.field);
         const listed = [...new Set([...(d.fixed ?? []), ...counts.map((c) => c.key), ...chosen])];
+        if (d.team && listed.length === 0) return null;
         const countOf = (v: string) => counts.find((c) => c.key === v)?.count;
         return (
           <span key={d.field} className="facet">
