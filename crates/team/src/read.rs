@@ -17,6 +17,9 @@ use portcullis_ledger::{
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
+/// Below this many matching calls, a search's page is read from the search index.
+const RARE_SEARCH: i64 = 5000;
+
 /// A team ledger opened for reading.
 pub struct TeamReader {
     db: TeamDb,
@@ -164,7 +167,7 @@ impl TeamReader {
         self.block_on(self.client.query(sql, params))
     }
 
-    fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(
+    pub(crate) fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
@@ -226,7 +229,35 @@ impl TeamReader {
             w.sql,
             w.params.len()
         );
-        self.rows(&sql, &w.refs())?.iter().map(|row| self.call_row(row)).collect()
+        // A search for rare words is answered from the search index (then sorted); for common words,
+        // walking the calls in time order finds a page sooner. PostgreSQL cannot tell which from its
+        // statistics of the documents, so a bounded probe of the index decides.
+        let rare = match &filter.search {
+            Some(search) => self.search_is_rare(search)?,
+            None => false,
+        };
+        let rows = if rare { self.with_index_only(|| self.rows(&sql, &w.refs()))? } else { self.rows(&sql, &w.refs())? };
+        rows.iter().map(|row| self.call_row(row)).collect()
+    }
+
+    /// Whether fewer than [`RARE_SEARCH`] ended calls hold every word of `search`.
+    fn search_is_rare(&self, search: &str) -> Result<bool, TeamError> {
+        let n: i64 = self.with_index_only(|| {
+            self.one(
+                "SELECT count(*) FROM (SELECT 1 FROM portcullis.records
+                     WHERE status IS NOT NULL AND search @@ plainto_tsquery('simple', $1) LIMIT $2) hits",
+                &[&search, &RARE_SEARCH],
+            )
+        })?;
+        Ok(n < RARE_SEARCH)
+    }
+
+    /// Runs `query` with the planner kept to bitmap scans (the search index), then restores it.
+    fn with_index_only<T>(&self, query: impl FnOnce() -> Result<T, TeamError>) -> Result<T, TeamError> {
+        self.block_on(self.client.batch_execute("SET enable_indexscan = off; SET enable_seqscan = off"))?;
+        let result = query();
+        self.block_on(self.client.batch_execute("RESET enable_indexscan; RESET enable_seqscan"))?;
+        result
     }
 
     /// How many calls ended (from the hourly rollups), and the times of the first and last.
