@@ -239,12 +239,12 @@ pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, 
 
 pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
-    let db = args.db.file()?;
+    let db = args.db.address()?;
     // Bad input says so before anything is printed.
-    portcullis_hub::api::ledger::LedgerView::open(&db)?;
+    portcullis_hub::api::ledger::LedgerView::open_at(&db)?;
     if !args.json {
         let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
-        writeln!(out, "replaying {} against {}", db.display(), policy.sources().join(", "))?;
+        writeln!(out, "replaying {db} against {}", policy.sources().join(", "))?;
     }
     let mut written: Result<(), CliError> = Ok(());
     let stop = AtomicBool::new(false);

@@ -236,7 +236,11 @@ impl TeamReader {
             Some(search) => self.search_is_rare(search)?,
             None => false,
         };
-        let rows = if rare { self.with_index_only(|| self.rows(&sql, &w.refs()))? } else { self.rows(&sql, &w.refs())? };
+        let rows = if rare {
+            self.with_index_only(|| self.rows(&sql, &w.refs()))?
+        } else {
+            self.rows(&sql, &w.refs())?
+        };
         rows.iter().map(|row| self.call_row(row)).collect()
     }
 
@@ -258,6 +262,44 @@ impl TeamReader {
         let result = query();
         self.block_on(self.client.batch_execute("RESET enable_indexscan; RESET enable_seqscan"))?;
         result
+    }
+
+    /// Up to `limit` records that decide calls (`started`, `blocked`) after `after` in (hub, id) order, each
+    /// with its hub's ledger id: what a policy replay reads.
+    pub fn deciding_records(
+        &self,
+        after: Option<&(String, i64)>,
+        limit: usize,
+    ) -> Result<Vec<(String, StoredRecord)>, TeamError> {
+        let (ledger, id) = after.map_or(("", 0), |(l, i)| (l.as_str(), *i));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let f = |e: tokio_postgres::Error| self.failed(&e);
+        self.rows(
+            "SELECT ledger_id, record FROM portcullis.records
+             WHERE kind IN ('started', 'blocked') AND (ledger_id, id) > ($1, $2)
+             ORDER BY ledger_id, id LIMIT $3",
+            &[&ledger, &id, &limit],
+        )?
+        .iter()
+        .map(|row| Ok((row.try_get(0).map_err(f)?, self.record_of(row, 1)?)))
+        .collect()
+    }
+
+    /// How many records decide calls (what a replay reads in all).
+    pub fn deciding_count(&self) -> Result<i64, TeamError> {
+        self.one("SELECT count(*) FROM portcullis.records WHERE kind IN ('started', 'blocked')", &[])
+    }
+
+    /// The folder session `session` of hub `ledger_id` worked in, if it said.
+    pub fn session_cwd(&self, ledger_id: &str, session: &str) -> Result<Option<String>, TeamError> {
+        let rows = self.rows(
+            "SELECT cwd FROM portcullis.sessions WHERE ledger_id = $1 AND id = $2",
+            &[&ledger_id, &session],
+        )?;
+        match rows.first() {
+            Some(row) => row.try_get(0).map_err(|e| self.failed(&e)),
+            None => Ok(None),
+        }
     }
 
     /// How many calls ended (from the hourly rollups), and the times of the first and last.

@@ -209,7 +209,10 @@ impl TeamReader {
         }
         // A sample is taken of the table before the filter applies: sized on the table's rows, so that
         // about EXACT_DURATIONS of them are read whatever the filter.
-        let table: f64 = self.one("SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'portcullis.records'::regclass", &[])?;
+        let table: f64 = self.one(
+            "SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = 'portcullis.records'::regclass",
+            &[],
+        )?;
         let exact = total <= EXACT_DURATIONS || table <= EXACT_DURATIONS as f64;
         let sample = if exact {
             String::new()

@@ -137,7 +137,7 @@ pub fn is_team_url(text: &str) -> bool {
 
 /// `url` as it may be shown: any password (there should be none) and every query value but `sslmode`
 /// masked.
-fn shown_of(url: &str) -> String {
+pub fn shown_of(url: &str) -> String {
     let (before_query, query) = url.split_once('?').unwrap_or((url, ""));
     let mut shown = match before_query.split_once("://") {
         Some((scheme, rest)) => {

@@ -316,6 +316,22 @@ fn the_cli_reads_the_team_ledger(team: &Team, a: &Served, ledger_a: &str, record
     assert_eq!(lines.len(), records);
     assert!(lines.iter().all(|l| l["origin"]["host"] == host.as_str()));
 
+    // A stricter policy judged against the whole team's history: every echo of both hubs would now be
+    // refused (`policy replay` reads the team ledger as it reads a file).
+    let stricter = dir.path().join("stricter.json");
+    std::fs::write(&stricter, r#"{ "commands": { "default": "forbidden" } }"#).unwrap();
+    let replayed = crate::common::portcullis(a.dir.path())
+        .env("PGPASSWORD", team.pg.password())
+        .args(["policy", "replay", "--json", "--db", &url, "--policy"])
+        .arg(&stricter)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&replayed.stdout);
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let changes = lines.iter().filter(|l| l["before"] == "allow" && l["after"] == "forbidden").count();
+    assert_eq!(changes, 80, "{text}");
+    assert!(lines.iter().any(|l| l["subject"] == "echo call-117"), "{text}");
+
     // What a hub's own file answers and the team ledger does not is said so.
     let out = crate::common::portcullis(a.dir.path())
         .env("PGPASSWORD", team.pg.password())

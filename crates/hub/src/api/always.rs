@@ -126,7 +126,7 @@ impl OperatorApi {
         let mut impact = LedgerImpact { calls: 0, would_allow: 0, were_refused: 0, examples: Vec::new() };
         let stop = AtomicBool::new(false);
         let (summary, _) = replay_policy(
-            self.hub.ledger_path(),
+            &super::ledger::LedgerAddress::File(self.hub.ledger_path().to_path_buf()),
             amended,
             self.hub.project(),
             self.hub.live_policy().sandbox_support(),

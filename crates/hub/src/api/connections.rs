@@ -65,6 +65,21 @@ impl OperatorApi {
         }
     }
 
+    /// The ledger `text` names: a file, or a team ledger whose password is the hub's own team-ledger
+    /// setting's file when it names the same URL (else `$PGPASSWORD`).
+    pub fn ledger_address(&self, text: &std::path::Path) -> super::ledger::LedgerAddress {
+        use super::ledger::LedgerAddress;
+        match LedgerAddress::of(text, None) {
+            LedgerAddress::Team { url, .. } => {
+                let password_file = (self.team_ledger_setting())
+                    .filter(|setting| setting.url == url)
+                    .and_then(|setting| setting.password_file);
+                LedgerAddress::Team { url, password_file }
+            }
+            file => file,
+        }
+    }
+
     /// The hub at a glance.
     pub fn status(&self) -> HubStatus {
         HubStatus {

@@ -6,6 +6,7 @@
 
 use super::OperatorApi;
 use super::error::{ApiError, ErrorCode};
+use super::ledger::LedgerAddress;
 use super::policy_files::located;
 use super::replay::{LedgerCalls, ReplayEvent, compare_policies};
 use portcullis_policy::replay::{Judged, Replay};
@@ -140,7 +141,7 @@ impl OperatorApi {
         let mut groups: Vec<ChangeGroup> = groups.into_values().collect();
         groups.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.decided_by.cmp(&b.decided_by)));
         Ok(DraftReplayOutcome {
-            ledger: db.display().to_string(),
+            ledger: db.to_string(),
             summary,
             loosened,
             groups,
@@ -195,10 +196,13 @@ impl OperatorApi {
     }
 
     /// The ledger a replay reads: the named file (which must exist), else the hub's.
-    fn ledger_to_replay(&self, ledger: Option<&Path>) -> Result<PathBuf, ApiError> {
+    fn ledger_to_replay(&self, ledger: Option<&Path>) -> Result<LedgerAddress, ApiError> {
         match ledger {
-            None => Ok(self.hub.ledger_path().to_path_buf()),
-            Some(file) if file.is_file() => Ok(file.to_path_buf()),
+            None => Ok(LedgerAddress::File(self.hub.ledger_path().to_path_buf())),
+            Some(file) if file.is_file() => Ok(LedgerAddress::File(file.to_path_buf())),
+            Some(url) if matches!(LedgerAddress::of(url, None), LedgerAddress::Team { .. }) => {
+                Ok(self.ledger_address(url))
+            }
             Some(file) => Err(ApiError::new(
                 ErrorCode::BadArgument,
                 format!("no ledger file at {}", file.display()),

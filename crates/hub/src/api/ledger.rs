@@ -57,6 +57,16 @@ pub enum LedgerAddress {
     Team { url: String, password_file: Option<PathBuf> },
 }
 
+impl std::fmt::Display for LedgerAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerAddress::File(path) => write!(f, "{}", path.display()),
+            // Masked as everywhere a URL is shown (one with a password is refused when opened).
+            LedgerAddress::Team { url, .. } => f.write_str(&portcullis_team::target::shown_of(url)),
+        }
+    }
+}
+
 impl LedgerAddress {
     /// What `--db` named: a `postgres://` URL is a team ledger, anything else a file.
     pub fn of(text: &Path, password_file: Option<&Path>) -> LedgerAddress {

@@ -6,11 +6,13 @@
 //! call is judged from its tool's description, as live.
 
 use super::error::ApiError;
+use super::ledger::LedgerAddress;
 use portcullis_harness::{ActionKind, CallContext, ExecutionAction, SandboxSupport, ToolRegistry};
 use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
 use portcullis_policy::discovery::load_for;
 use portcullis_policy::replay::{RecordedCall, Replay};
+use portcullis_team::{TeamDb, TeamReader};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +46,7 @@ pub struct ReplayOutcome {
 /// [`super::policy_check::probe_sandbox`]). `report` gets each change and the progress; returning false
 /// stops the replay, as does `stop`.
 pub fn replay_ledger(
-    db: &Path,
+    db: &LedgerAddress,
     policy_files: &[PathBuf],
     cwd: &Path,
     support: &SandboxSupport,
@@ -59,7 +61,7 @@ pub fn replay_ledger(
 /// Replays `policy` (loaded, or amended in memory) over the ledger at `db`; the "." of its layers that
 /// belong to no project is each call's project. The summary, and whether it stopped early.
 pub(crate) fn replay_policy(
-    db: &Path,
+    db: &LedgerAddress,
     policy: &portcullis_policy::Policy,
     cwd: &Path,
     support: &SandboxSupport,
@@ -76,7 +78,7 @@ pub(crate) fn replay_policy(
 /// Replays `draft` over the ledger at `db` against `baseline` (the policy in force) as both judge each
 /// call now: only what the draft itself changes is reported.
 pub(crate) fn compare_policies(
-    db: &Path,
+    db: &LedgerAddress,
     baseline: &portcullis_policy::Policy,
     draft: &portcullis_policy::Policy,
     cwd: &Path,
@@ -92,43 +94,66 @@ pub(crate) fn compare_policies(
     Ok((after.summary.clone(), stopped))
 }
 
-/// The calls a ledger holds, read in batches, each with its session's project and (when the ledger
-/// holds none) the action its tool describes now.
+/// The calls a ledger holds (a hub's file, or a team ledger: every hub's), read in batches, each with
+/// its session's project and (when the ledger holds none) the action its tool describes now.
 pub(crate) struct LedgerCalls<'a> {
-    reader: LedgerReader,
-    projects: HashMap<String, Option<PathBuf>>,
+    source: ReplaySource,
+    /// Each session's project, by (hub's ledger id, session): the hub is "" in a hub's own file.
+    projects: HashMap<(String, String), Option<PathBuf>>,
     tools: ToolsByFolder,
     cwd: &'a Path,
 }
 
+enum ReplaySource {
+    File(LedgerReader),
+    Team(Box<TeamReader>),
+}
+
 impl<'a> LedgerCalls<'a> {
     pub(crate) fn open(
-        db: &Path,
+        db: &LedgerAddress,
         policy: &portcullis_policy::Policy,
         cwd: &'a Path,
     ) -> Result<Self, ApiError> {
+        let source = match db {
+            LedgerAddress::File(path) => ReplaySource::File(LedgerReader::open(path)?),
+            LedgerAddress::Team { url, password_file } => {
+                let team = TeamDb::parse(url, password_file.as_deref())?;
+                ReplaySource::Team(Box::new(TeamReader::open(&team)?))
+            }
+        };
         Ok(LedgerCalls {
-            reader: LedgerReader::open(db)?,
+            source,
             projects: HashMap::new(),
             tools: ToolsByFolder { limits: crate::hub::coding_limits(policy), folders: HashMap::new() },
             cwd,
         })
     }
 
-    /// The id of the ledger's newest record (how far a replay reads).
+    /// How far a replay reads: the id of a file's newest record, or how many records of a team ledger
+    /// decide calls (its progress counts them).
     pub(crate) fn last_record_id(&self) -> Result<i64, ApiError> {
-        Ok(self.reader.last_record_id()?)
+        match &self.source {
+            ReplaySource::File(reader) => Ok(reader.last_record_id()?),
+            ReplaySource::Team(team) => Ok(team.deciding_count()?),
+        }
     }
 
     /// The deciding record of call `call_id` (of `session`) as a recorded call, if the ledger holds it.
     pub(crate) fn one(&mut self, call_id: &str, session: &str) -> Result<Option<RecordedCall>, ApiError> {
-        let timeline = self.reader.timeline(call_id, Some(session))?;
+        let (timeline, hub) = match &self.source {
+            ReplaySource::File(reader) => (reader.timeline(call_id, Some(session))?, String::new()),
+            ReplaySource::Team(team) => {
+                let (timeline, origin) = team.timeline(call_id, Some(session))?;
+                (timeline, origin.map(|o| o.ledger_id).unwrap_or_default())
+            }
+        };
         let deciding = timeline
             .records
             .into_iter()
             .find(|r| matches!(r.kind, StoredKind::Started | StoredKind::Blocked));
         match deciding {
-            Some(record) => Ok(Some(self.complete(recorded_call(record))?)),
+            Some(record) => Ok(Some(self.complete(&hub, recorded_call(record))?)),
             None => Ok(None),
         }
     }
@@ -140,39 +165,55 @@ impl<'a> LedgerCalls<'a> {
         report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
         judge: &mut dyn FnMut(&RecordedCall) -> Option<ReplayChange>,
     ) -> Result<bool, ApiError> {
-        let (mut after_id, mut read) = (0, 0u64);
+        let (mut after_id, mut after_team, mut read) = (0, None::<(String, i64)>, 0u64);
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(true);
             }
-            let records = self.reader.records(after_id, REPLAY_BATCH)?;
-            let Some(last) = records.last() else { return Ok(false) };
+            let batch: Vec<(String, StoredRecord)> = match &self.source {
+                ReplaySource::File(reader) => {
+                    reader.records(after_id, REPLAY_BATCH)?.into_iter().map(|r| (String::new(), r)).collect()
+                }
+                ReplaySource::Team(team) => team.deciding_records(after_team.as_ref(), REPLAY_BATCH)?,
+            };
+            let Some((hub, last)) = batch.last() else { return Ok(false) };
             after_id = last.id;
-            read += records.len() as u64;
-            for record in records {
+            after_team = Some((hub.clone(), last.id));
+            read += batch.len() as u64;
+            for (hub, record) in batch {
                 if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
                     continue;
                 }
-                let call = self.complete(recorded_call(record))?;
+                let call = self.complete(&hub, recorded_call(record))?;
                 if let Some(change) = judge(&call)
                     && !report(ReplayEvent::Change(&change))
                 {
                     return Ok(true);
                 }
             }
-            if !report(ReplayEvent::Progress { records: read, last_id: after_id }) {
+            let last_id = match self.source {
+                ReplaySource::File(_) => after_id,
+                ReplaySource::Team(_) => i64::try_from(read).unwrap_or(i64::MAX),
+            };
+            if !report(ReplayEvent::Progress { records: read, last_id }) {
                 return Ok(true);
             }
         }
     }
 
-    /// `call` with its session's project, and its action described now if the ledger holds none.
-    fn complete(&mut self, mut call: RecordedCall) -> Result<RecordedCall, ApiError> {
-        call.project = match self.projects.get(&call.session_id) {
+    /// `call` (of hub `hub`) with its session's project, and its action described now if the ledger
+    /// holds none.
+    fn complete(&mut self, hub: &str, mut call: RecordedCall) -> Result<RecordedCall, ApiError> {
+        let key = (hub.to_owned(), call.session_id.clone());
+        call.project = match self.projects.get(&key) {
             Some(project) => project.clone(),
             None => {
-                let project = self.reader.session(&call.session_id)?.and_then(|s| s.cwd).map(PathBuf::from);
-                self.projects.insert(call.session_id.clone(), project.clone());
+                let cwd = match &self.source {
+                    ReplaySource::File(reader) => reader.session(&call.session_id)?.and_then(|s| s.cwd),
+                    ReplaySource::Team(team) => team.session_cwd(hub, &call.session_id)?,
+                };
+                let project = cwd.map(PathBuf::from);
+                self.projects.insert(key, project.clone());
                 project
             }
         };

@@ -62,15 +62,9 @@ impl Client {
         let hub = hub_path.as_deref().map(Path::new) == Some(chosen.as_path());
         // A team ledger's password: the hub's own team-ledger setting's file when it names this URL,
         // else $PGPASSWORD.
-        let address = match LedgerAddress::of(&chosen, None) {
-            LedgerAddress::Team { url, .. } => {
-                let password_file = (self.api().ok())
-                    .and_then(|api| api.team_ledger_setting())
-                    .filter(|setting| setting.url == url)
-                    .and_then(|setting| setting.password_file);
-                LedgerAddress::Team { url, password_file }
-            }
-            file => file,
+        let address = match self.api() {
+            Ok(api) => api.ledger_address(&chosen),
+            Err(_) => LedgerAddress::of(&chosen, None),
         };
         let (browsed, summary) = blocking(move || {
             let browsed = BrowsedLedger::open_at(address)?;
