@@ -116,3 +116,97 @@ fn unreadable_cursors_are_refused_not_reset() {
     assert!(SinkCursors::load(&file).is_err());
     assert_eq!(SinkCursors::file_of(&dir.path().join("ledger.db")), file);
 }
+
+/// Keeps the side rows it was given, by table (and takes every record).
+struct SideKept {
+    rows: Mutex<Vec<(portcullis_ledger::SideTable, serde_json::Value)>>,
+    bound: Mutex<Option<String>>,
+}
+
+#[async_trait]
+impl RecordSink for SideKept {
+    fn name(&self) -> &str {
+        "side"
+    }
+
+    fn side_tables(&self) -> &[portcullis_ledger::SideTable] {
+        &portcullis_ledger::SideTable::ALL
+    }
+
+    fn bind(&self, ledger_id: &str) {
+        *self.bound.lock().unwrap() = Some(ledger_id.to_owned());
+    }
+
+    async fn deliver(&self, _records: &[StoredRecord]) -> Result<(), String> {
+        Ok(())
+    }
+
+    async fn deliver_side(
+        &self,
+        table: portcullis_ledger::SideTable,
+        rows: &[portcullis_ledger::SideRow],
+    ) -> Result<(), String> {
+        let mut kept = self.rows.lock().unwrap();
+        kept.extend(rows.iter().map(|r| (table, serde_json::Value::Object(r.row.clone()))));
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_and_approvals_ship_and_ship_again_when_they_change() {
+    use portcullis_harness::Timestamp;
+    use portcullis_ledger::{ApprovalOutcome, ApprovalRecord, SessionInfo, SideTable};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let ledger = SqliteLedger::open(&path).unwrap();
+    let session = |id: &str| SessionInfo {
+        id: id.into(),
+        client_name: Some("agent".into()),
+        client_version: None,
+        cwd: Some("/p".into()),
+        policy_hash: None,
+        started_at: Timestamp(10),
+        ended_at: None,
+    };
+    ledger.begin_session(session("s1")).await.unwrap();
+    ledger.begin_session(session("s2")).await.unwrap();
+    ledger
+        .record_approval(ApprovalRecord {
+            session_id: "s1".into(),
+            call_id: "c1".into(),
+            tool: "shell".into(),
+            requested_at: Timestamp(11),
+            resolved_at: Some(Timestamp(12)),
+            outcome: Some(ApprovalOutcome::ApprovedOnce),
+            operator: Some("ana".into()),
+            note: None,
+            rule_written: None,
+        })
+        .await
+        .unwrap();
+    ledger.flush().await.unwrap();
+    let sink = Arc::new(SideKept { rows: Mutex::default(), bound: Mutex::default() });
+    let mut tail = LedgerTail::open(&path, vec![sink.clone()]).unwrap();
+    let lags = tail.lags();
+    tail.pump().await;
+    assert_eq!(sink.bound.lock().unwrap().as_deref().map(str::len), Some(32), "bound to the ledger's id");
+    let kept = sink.rows.lock().unwrap().clone();
+    let sessions: Vec<_> = kept.iter().filter(|(t, _)| *t == SideTable::Sessions).collect();
+    assert_eq!(sessions.len(), 2, "{kept:?}");
+    assert!(sessions.iter().all(|(_, r)| r["ended_at"].is_null()));
+    let approvals: Vec<_> = kept.iter().filter(|(t, _)| *t == SideTable::Approvals).collect();
+    assert_eq!(approvals[0].1["operator"], "ana");
+    assert_eq!(lags.lock().unwrap()[0].rows_behind, 0);
+
+    // s1 ends: its row changed, and only it ships again; nothing else is sent twice.
+    ledger.end_session("s1", Timestamp(20)).await.unwrap();
+    ledger.flush().await.unwrap();
+    sink.rows.lock().unwrap().clear();
+    tail.pump().await;
+    let again = sink.rows.lock().unwrap().clone();
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].1["id"], "s1");
+    assert_eq!(again[0].1["ended_at"], 20);
+    assert_eq!(again[0].1["end_reason"], "closed");
+    ledger.close().await.unwrap();
+}
