@@ -4,7 +4,7 @@
 //   scenario: { "url"?: string, "token"?: string, "headers"?: {..}, "command"?: string, "args"?: [..],
 //               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "wait", "ms": n} |
 //               {"op": "call", "name": .., "arguments": {..}, "progress"?: true (collect progress notifications),
-//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true} |
+//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true, "meta"?: {..} (sent as params._meta)} |
 //               {"op": "request", "method": "resources/list"|"resources/templates/list"|"resources/read"|
 //                "prompts/list"|"prompts/get"|"completion/complete", "params"?: {..}} (an error is recorded,
 //                not thrown) ],
@@ -76,7 +76,9 @@ try {
       const progress = [];
       const options = { timeout: step.timeoutMs ?? 60000, resetTimeoutOnProgress: step.resetTimeoutOnProgress ?? false };
       if (step.progress) options.onprogress = (p) => progress.push(p);
-      const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
+      const params = { name: step.name, arguments: step.arguments ?? {} };
+      if (step.meta) params._meta = step.meta;
+      const result = await client.callTool(params, undefined, options);
       out.results.push({ op: "call", name: step.name, result, progress });
     } else if (step.op === "request") {
       try {

@@ -219,6 +219,15 @@ pub struct ServeArgs {
     /// An owner-only file whose first line is the team ledger's password.
     #[arg(long, value_name = "FILE", requires = "ship")]
     pub ship_password_file: Option<PathBuf>,
+    /// Export every call as OpenTelemetry spans (and approvals and refusals as log records) to this
+    /// OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (traces to /v1/traces, logs to /v1/logs); off
+    /// the call's path, resuming where it stopped. Default: $OTEL_EXPORTER_OTLP_ENDPOINT, if set.
+    /// Headers (a collector's token) come from $OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// Also export the calls' arguments and results (the ledger's redacted values) over OTLP.
+    #[arg(long)]
+    pub otlp_include_content: bool,
     /// Serve no browser console (`/`, `/login`): approvals then go through the terminal, the app and
     /// the API only.
     #[arg(long)]

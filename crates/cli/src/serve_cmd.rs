@@ -8,8 +8,8 @@ use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
 use portcullis_hub::start::{
-    ConsoleSettings, HubConfig, JsonlFileSink, RecordSink, RecordSinks, TlsSource, default_ledger_path,
-    launch, user_config_dir,
+    ConsoleSettings, HubConfig, JsonlFileSink, OtlpSettings, RecordSink, RecordSinks, TlsSource,
+    default_ledger_path, launch, user_config_dir,
 };
 use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 use std::io::Write;
@@ -41,8 +41,19 @@ pub fn project_and_ledger(
     Ok((project, db))
 }
 
+/// The OpenTelemetry collector `--otlp` names, else `$OTEL_EXPORTER_OTLP_ENDPOINT`; none without either.
+fn otlp_settings(args: &ServeArgs) -> Result<Option<OtlpSettings>, CliError> {
+    let Some(endpoint) = args.otlp.clone().or_else(OtlpSettings::endpoint_from_env) else {
+        return Ok(None);
+    };
+    OtlpSettings::new(&endpoint, args.otlp_include_content)
+        .map(Some)
+        .map_err(|e| CliError::BadArgument(format!("--otlp: {e}")))
+}
+
 pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
     let (project, db) = project_and_ledger(args.project.as_ref(), args.db.as_ref())?;
+    let otlp = otlp_settings(args)?;
     let config = HubConfig {
         project,
         policy_files: args.policies.clone(),
@@ -83,6 +94,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             }),
             None => TeamLedgerChoice::UserSetting,
         },
+        otlp,
         console: ConsoleSettings {
             enabled: !args.no_console,
             session_ttl: Duration::from_secs(args.console_session),

@@ -1,6 +1,7 @@
 //! The vocabulary of one tool call: what was asked, in which run, how it ended and what decided it.
 
 use crate::grants::Grants;
+use crate::mcp_request::McpRequest;
 use crate::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -88,6 +89,8 @@ pub struct RunContext {
     pub grants: Arc<Grants>,
     /// Cancelling this stops the run: running tools see it, unclaimed batch calls are not dispatched.
     pub cancel: CancellationToken,
+    /// The agent's MCP request, when the run is one call an agent sent over MCP.
+    pub mcp: Option<Arc<McpRequest>>,
 }
 
 impl RunContext {
@@ -99,6 +102,7 @@ impl RunContext {
             cwd: None,
             grants: Arc::new(Grants::default()),
             cancel: CancellationToken::new(),
+            mcp: None,
         }
     }
 
@@ -117,6 +121,11 @@ impl RunContext {
         self
     }
 
+    pub fn with_mcp(mut self, request: Option<Arc<McpRequest>>) -> Self {
+        self.mcp = request;
+        self
+    }
+
     /// The identity of one call of this run.
     pub fn call(&self, call_id: Arc<str>) -> CallContext {
         CallContext {
@@ -125,6 +134,7 @@ impl RunContext {
             call_id,
             owner: self.owner.clone(),
             cwd: self.cwd.clone(),
+            mcp: self.mcp.clone(),
         }
     }
 }
@@ -138,6 +148,9 @@ pub struct CallContext {
     pub owner: Arc<str>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cwd: Option<Arc<Path>>,
+    /// The agent's MCP request that carried the call (calls from elsewhere have none).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mcp: Option<Arc<McpRequest>>,
 }
 
 /// Why a call was blocked before it executed.

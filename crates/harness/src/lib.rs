@@ -24,6 +24,7 @@ pub mod grants;
 pub mod guardrail;
 pub mod ledger;
 pub mod malformed;
+pub mod mcp_request;
 pub mod middleware;
 pub mod name;
 pub mod paths;
@@ -61,6 +62,7 @@ pub use guardrail::{
     Guardrail, GuardrailError, GuardrailRule, GuardrailStage, GuardrailSubject, GuardrailVerdict,
 };
 pub use ledger::{Ledger, LedgerError, MemoryLedger, Offered, RecordKind, ToolCallRecord};
+pub use mcp_request::{McpRequest, TraceParent};
 pub use middleware::{Middleware, MiddlewareError};
 pub use name::{
     MCP_ELICITATION, MCP_METHOD_TOOLS, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_ROOTS, MCP_SAMPLING,

@@ -115,6 +115,7 @@ impl GatewayBackend for HubBackend {
         call_id: &str,
         tool: &str,
         arguments: Value,
+        request: portcullis_harness::McpRequest,
         cancel: CancellationToken,
         waiting: Option<WaitNotes>,
     ) -> ToolCallResult {
@@ -124,7 +125,8 @@ impl GatewayBackend for HubBackend {
             let approvals = self.hub.broker().watch();
             crate::waiting::follow_approval(approvals, session_id.to_owned(), call_id.to_owned(), notes)
         });
-        self.hub.call(session_id, call_id, tool, arguments, &owner, cancel).await
+        let request = Some(Arc::new(request));
+        self.hub.call_requested(session_id, call_id, tool, arguments, &owner, cancel, request).await
     }
 
     async fn refuse_malformed(

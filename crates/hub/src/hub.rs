@@ -87,6 +87,8 @@ pub struct HubConfig {
     pub tls: Option<crate::tls::TlsSource>,
     /// The team ledger to ship to (default: the one the user's `team-ledger.json` names, if any).
     pub team_ledger: crate::team_ledger::TeamLedgerChoice,
+    /// The OpenTelemetry collector every call is exported to (default: none).
+    pub otlp: Option<crate::otel_export::OtlpSettings>,
 }
 
 impl HubConfig {
@@ -118,6 +120,7 @@ impl HubConfig {
             console: crate::console::ConsoleSettings::default(),
             tls: None,
             team_ledger: crate::team_ledger::TeamLedgerChoice::UserSetting,
+            otlp: None,
         }
     }
 
@@ -365,6 +368,8 @@ impl Hub {
         .assemble(registry);
         let mut sinks = config.record_sinks.clone();
         sinks.0.extend(team_sink.map(|s| s as Arc<dyn crate::record_sinks::RecordSink>));
+        let otlp_sink = crate::otel_export::sink_of(config.otlp.as_ref(), &config.db);
+        sinks.0.extend(otlp_sink.map(|s| s as Arc<dyn crate::record_sinks::RecordSink>));
         let tail = crate::record_sinks::RunningTail::start(&config.db, &sinks)?;
         let console_codes = Arc::new(crate::console::logins::LoginCodes::new(config.console.code_ttl));
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
@@ -596,8 +601,23 @@ impl Hub {
         owner: &str,
         cancel: CancellationToken,
     ) -> ToolCallResult {
+        self.call_requested(session_id, call_id, tool, arguments, owner, cancel, None).await
+    }
+
+    /// [`Hub::call`] of a call an agent's MCP request carried: `request` is kept with its records.
+    #[allow(clippy::too_many_arguments)] // `call`'s parts and the request
+    pub async fn call_requested(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        owner: &str,
+        cancel: CancellationToken,
+        request: Option<Arc<portcullis_harness::McpRequest>>,
+    ) -> ToolCallResult {
         self.count_call(session_id);
-        let mut run = self.mcp_run(session_id, owner);
+        let mut run = self.mcp_run(session_id, owner).with_mcp(request);
         run.grants = self.grants();
         run.cancel = cancel;
         // Counted until the call ends, however it ends (the caller may drop this future).

@@ -22,6 +22,7 @@ pub mod launch;
 pub mod manifest;
 pub mod operator_http;
 mod operator_remote;
+pub mod otel_export;
 mod pins;
 pub mod pipeline;
 pub mod record_sinks;

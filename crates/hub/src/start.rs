@@ -12,6 +12,7 @@ pub use crate::hook_process::{HookOptions, answer_claude_hook};
 pub use crate::hub::HubConfig;
 pub use crate::launch::{LaunchError, LaunchedHub, launch};
 pub use crate::operator_remote::RemoteHub;
+pub use crate::otel_export::OtlpSettings;
 pub use crate::record_sinks::{JsonlFileSink, RecordSink, RecordSinks};
 pub use crate::sandboxing::{default_launcher, entry_point as sandbox_entry_point};
 pub use crate::stdio::{StdioOptions, serve_stdio};

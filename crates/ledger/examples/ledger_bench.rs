@@ -299,6 +299,7 @@ async fn generate(path: &Path, n: usize) -> (Timestamp, Timestamp) {
             call_id: Arc::from(format!("call-{i}")),
             owner: Arc::from("agent"),
             cwd: None,
+            mcp: None,
         });
         let tool: Arc<str> = Arc::from(rng.pick(&TOOLS));
         let text = format!("{} {} {} {}", rng.pick(&WORDS), rng.pick(&WORDS), rng.pick(&WORDS), i);

@@ -191,6 +191,7 @@ async fn main() {
                 call_id: Arc::from(format!("call-{s:05}-{c:04}")),
                 owner: Arc::from(agent),
                 cwd: Some(Arc::from(std::path::Path::new(&format!("/home/dev/src/project-{}", s % 7)))),
+                mcp: None,
             });
             let tool: Arc<str> = Arc::from(p.tool);
             let rule_ref =

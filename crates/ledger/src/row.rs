@@ -2,8 +2,8 @@
 //! come back as [`StoredRecord`]s.
 
 use portcullis_harness::{
-    BlockedReason, CallError, DecidedBy, ExecutionAction, FileVerdict, PolicyDecision, PolicyRuling,
-    RecordKind, RuleRef, Timestamp, ToolCallRecord, ToolOutput,
+    BlockedReason, CallError, DecidedBy, ExecutionAction, FileVerdict, McpRequest, PolicyDecision,
+    PolicyRuling, RecordKind, RuleRef, Timestamp, ToolCallRecord, ToolOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -145,6 +145,11 @@ pub struct RecordBody {
     /// Every file the call reads or writes, each with the policy's verdict on it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileVerdict>,
+    /// The agent's MCP request that carried the call (request id, protocol version, trace context):
+    /// absent for calls from elsewhere and in records written before the ledger kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(skip))]
+    pub mcp: Option<Arc<McpRequest>>,
 }
 
 /// The columns of what decided a call: (kind, rule id, rule source, operator).
@@ -207,6 +212,7 @@ pub fn body_of(record: &ToolCallRecord) -> RecordBody {
         policy_decided_by: asked_by(record).cloned(),
         cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
         files: record.policy.as_ref().map(|p| p.files.clone()).unwrap_or_default(),
+        mcp: record.call.mcp.clone(),
     }
 }
 
@@ -282,6 +288,7 @@ pub(crate) fn write_body(
     field(out, first, "cwd", record.call.cwd.as_ref().map(|c| c.to_string_lossy()).as_ref())?;
     let files = record.policy.as_ref().map(|p| &p.files).filter(|f| !f.is_empty());
     field(out, first, "files", files)?;
+    field(out, first, "mcp", record.call.mcp.as_deref())?;
     out.push(b'}');
     Ok(arguments)
 }

@@ -8,7 +8,7 @@ use crate::row::{RecordBody, body_of, decided_columns, policy_columns, search_te
 use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
 use portcullis_harness::{
     ActionKind, BlockedReason, CallContext, CallError, DecidedBy, ExecutionAction, FileAccess, FileVerdict,
-    OperatorOutcome, PolicyDecision, PolicyRuling, RuleRef, ToolCallRecord, ToolOutput,
+    McpRequest, OperatorOutcome, PolicyDecision, PolicyRuling, RuleRef, ToolCallRecord, ToolOutput,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -20,6 +20,16 @@ fn ctx(call: &str, cwd: bool) -> Arc<CallContext> {
         call_id: Arc::from(call),
         owner: "agent".into(),
         cwd: cwd.then(|| Arc::from(std::path::Path::new("/work/ü"))),
+        // The full records also carry the agent's MCP request.
+        mcp: cwd.then(|| {
+            Arc::new(McpRequest {
+                method: "tools/call".into(),
+                request_id: "7".into(),
+                protocol_version: Some("2025-11-25".into()),
+                traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+                received_at: Timestamp(1_699_999_998_000_000),
+            })
+        }),
     })
 }
 
@@ -143,6 +153,17 @@ fn the_search_document_carries_the_started_arguments() {
     let _ = reader.entry().unwrap();
     let Decoded::Record(row) = reader.entry().unwrap() else { panic!() };
     assert_eq!(row.search, Some(r#"shell {"command":"kubectl apply"}  deployment configured"#));
+}
+
+/// A body written before the ledger kept the agent's MCP request reads as one without it.
+#[test]
+fn a_body_without_the_mcp_request_still_reads() {
+    let old = r#"{"arguments":{"command":"ls"},"decided_by":{"by":"default"}}"#;
+    let body: RecordBody = serde_json::from_str(old).unwrap();
+    assert_eq!(body.mcp, None);
+    let full = records().pop().unwrap();
+    let written = serde_json::to_value(body_of(&full)).unwrap();
+    assert_eq!(written["mcp"]["request_id"], "7");
 }
 
 #[test]

@@ -10,7 +10,9 @@ use crate::offered::{Naming, ServerOfferings};
 use crate::upstream::UpstreamNotice;
 use crate::wire::WireNames;
 use async_trait::async_trait;
-use portcullis_harness::{EventDelivery, EventPayload, EventSubscription, ToolCallResult, ToolSpec};
+use portcullis_harness::{
+    EventDelivery, EventPayload, EventSubscription, McpRequest, ToolCallResult, ToolSpec, TraceParent,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequestParams, CompleteResult,
     CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
@@ -63,13 +65,16 @@ pub trait GatewayBackend: Send + Sync + 'static {
     /// Runs one call through the pipeline; `cancel` fires when the client cancels the request or is
     /// gone (its session ended, its connection closed). Notes on what the call waits for before it runs
     /// (an operator's approval, and how long it may take) go to `waiting`, when given: the gateway sends
-    /// them as MCP progress to a client that gave a progress token.
+    /// them as MCP progress to a client that gave a progress token. `request` is what the agent's request
+    /// said besides the tool and its arguments (kept with the call's records).
+    #[allow(clippy::too_many_arguments)] // the call's parts, and how it is run
     async fn call(
         &self,
         session_id: &str,
         call_id: &str,
         tool: &str,
         arguments: Value,
+        request: McpRequest,
         cancel: CancellationToken,
         waiting: Option<WaitNotes>,
     ) -> ToolCallResult;
@@ -143,6 +148,18 @@ pub async fn serve_stdio(handler: GatewayHandler) -> Result<(), String> {
     match handler.serve(rmcp::transport::stdio()).await {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What the agent's request of `method` said besides its params: the JSON-RPC id, the protocol version
+/// and a well-formed `traceparent` from `params._meta` (a malformed one is agent text, ignored).
+pub(crate) fn mcp_request(method: &str, context: &RequestContext<RoleServer>) -> McpRequest {
+    McpRequest {
+        method: method.to_owned(),
+        request_id: context.id.to_string(),
+        protocol_version: context.protocol_version().map(|v| v.to_string()),
+        traceparent: TraceParent::in_meta(&context.meta).map(|t| t.to_string()),
+        received_at: portcullis_harness::Timestamp::now(),
     }
 }
 
@@ -474,6 +491,7 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let mcp = mcp_request(TOOLS_CALL, &context);
         let session = self.session_id(&context).await;
         let names = self.connection.backend.wire_names();
         // Resolved against every registered tool: the pipeline refuses (and records) what the grants
@@ -514,8 +532,15 @@ impl ServerHandler for GatewayHandler {
         // Cancellation goes through the pipeline (the call ends with a record), never by dropping it: a
         // caller whose connection closed cancels the call as a cancel request would.
         let cancel = context.ct.clone();
-        let call =
-            self.connection.backend.call(&session, &call_id, &tool, arguments, cancel.clone(), waiting);
+        let call = (self.connection.backend).call(
+            &session,
+            &call_id,
+            &tool,
+            arguments,
+            mcp,
+            cancel.clone(),
+            waiting,
+        );
         let result = match CallerGone::of(&context.extensions) {
             Some(gone) => {
                 tokio::pin!(call);

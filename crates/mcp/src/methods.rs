@@ -3,7 +3,7 @@
 //! grants, the policy, an operator and the ledger see each one; the rest is forwarded to the server
 //! that owns the name, for names the agent may see.
 
-use crate::gateway::GatewayHandler;
+use crate::gateway::{GatewayHandler, mcp_request};
 use crate::offered::{self, RESOURCE_NOT_FOUND, ServerOfferings};
 use crate::upstream::UpstreamNotice;
 use rmcp::model::{
@@ -62,11 +62,12 @@ impl GatewayHandler {
         let call_id = self.next_call_id();
         let tool = format!("mcp:{server}:{}", portcullis_harness::MCP_RESOURCES_READ);
         let arguments = json!({ "uri": own });
+        let request = mcp_request(portcullis_harness::MCP_RESOURCES_READ, &context);
         let _route = self.route(&session, &call_id, &context);
         let result = self
             .connection
             .backend
-            .call(&session, &call_id, &tool, arguments, context.ct.clone(), None)
+            .call(&session, &call_id, &tool, arguments, request, context.ct.clone(), None)
             .await;
         let value = offered::method_result(&result)?;
         decode(offered::rename_contents(&naming, &server, value), "resource")
@@ -91,8 +92,10 @@ impl GatewayHandler {
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
-        let result =
-            self.connection.backend.call(&session, &call_id, &tool, params, context.ct.clone(), None).await;
+        let request = mcp_request(portcullis_harness::MCP_PROMPTS_GET, &context);
+        let result = (self.connection.backend)
+            .call(&session, &call_id, &tool, params, request, context.ct.clone(), None)
+            .await;
         decode(offered::method_result(&result)?, "prompt")
     }
 

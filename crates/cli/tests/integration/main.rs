@@ -19,6 +19,7 @@ mod ledger_cli_check;
 mod ledger_cli_output;
 mod ledger_fixture;
 mod new_operator;
+mod otel;
 mod policy_cli;
 mod record_sinks;
 mod sandbox;

@@ -140,6 +140,7 @@ mod tests {
                 call_id: Arc::from(call),
                 owner: Arc::from("claude-code"),
                 cwd: None,
+                mcp: None,
             }),
             tool_name: Arc::from("shell"),
             at: Timestamp(at),

@@ -252,6 +252,7 @@ impl ToolsByFolder {
             call_id: call.call_id.as_str().into(),
             owner: "replay".into(),
             cwd: call.cwd.clone().map(|c| c.into()),
+            mcp: None,
         };
         tool.tool.describe_action(call.arguments.as_ref()?, &context).ok()
     }

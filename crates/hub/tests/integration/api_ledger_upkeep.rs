@@ -28,6 +28,7 @@ fn record(call: &str, kind: RecordKind, at: i64, decided: DecidedBy) -> ToolCall
         call_id: call.into(),
         owner: "agent".into(),
         cwd: None,
+        mcp: None,
     });
     ToolCallRecord {
         at: Timestamp(at),

@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use portcullis_hub::api::ledger::LedgerAddress;
 use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
 use serde_json::json;
 use std::sync::atomic::AtomicBool;
@@ -36,8 +37,13 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
 
     let (mut changes, mut progress) = (Vec::new(), 0);
     let never = AtomicBool::new(false);
-    let outcome =
-        replay_ledger(&db, std::slice::from_ref(&draft), &proj, &confined(), &never, &mut |event| {
+    let outcome = replay_ledger(
+        &LedgerAddress::File(db.clone()),
+        std::slice::from_ref(&draft),
+        &proj,
+        &confined(),
+        &never,
+        &mut |event| {
             match event {
                 ReplayEvent::Change(c) => {
                     changes.push((c.call_id.clone(), c.before.clone(), c.after.clone()))
@@ -45,8 +51,9 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
                 ReplayEvent::Progress { records, .. } => progress = records,
             }
             true
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert!(!outcome.stopped);
     assert_eq!(outcome.summary.changed, 3, "{:?}", outcome.summary);
     assert_eq!(changes.len(), 3);
@@ -59,29 +66,49 @@ async fn a_draft_replays_with_its_changes_streamed_and_stops_when_asked() {
 
     // The reporter stops it after the first change.
     let mut seen = 0;
-    let outcome =
-        replay_ledger(&db, std::slice::from_ref(&draft), &proj, &confined(), &never, &mut |event| {
+    let outcome = replay_ledger(
+        &LedgerAddress::File(db.clone()),
+        std::slice::from_ref(&draft),
+        &proj,
+        &confined(),
+        &never,
+        &mut |event| {
             if matches!(event, ReplayEvent::Change(_)) {
                 seen += 1;
                 return false;
             }
             true
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert!(outcome.stopped);
     assert_eq!(seen, 1);
 
     // Stopped before it starts.
     let stop = AtomicBool::new(true);
-    let outcome =
-        replay_ledger(&db, std::slice::from_ref(&draft), &proj, &confined(), &stop, &mut |_| true).unwrap();
+    let outcome = replay_ledger(
+        &LedgerAddress::File(db.clone()),
+        std::slice::from_ref(&draft),
+        &proj,
+        &confined(),
+        &stop,
+        &mut |_| true,
+    )
+    .unwrap();
     assert!(outcome.stopped);
     assert_eq!(outcome.summary.calls, 0);
 
     // A file that is not a ledger: the ledger's code.
     std::fs::write(dir.join("not.db"), "x").unwrap();
-    let e =
-        replay_ledger(&dir.join("not.db"), &[draft], &proj, &confined(), &never, &mut |_| true).unwrap_err();
+    let e = replay_ledger(
+        &LedgerAddress::File(dir.join("not.db")),
+        &[draft],
+        &proj,
+        &confined(),
+        &never,
+        &mut |_| true,
+    )
+    .unwrap_err();
     assert_eq!(e.code.as_str(), "not_a_ledger");
 }
 
@@ -114,7 +141,7 @@ async fn a_call_refused_by_a_grant_is_described_by_its_tool_when_replayed() {
     let mut changes = Vec::new();
     let never = AtomicBool::new(false);
     let outcome = replay_ledger(
-        &dir.join("ledger.db"),
+        &LedgerAddress::File(dir.join("ledger.db")),
         std::slice::from_ref(&draft),
         &dir.join("proj"),
         &confined(),

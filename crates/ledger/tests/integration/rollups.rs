@@ -77,6 +77,7 @@ fn context(rng: &mut Rng, call: &str) -> Arc<CallContext> {
         call_id: Arc::from(call),
         owner: Arc::from(rng.pick(&OWNERS)),
         cwd: None,
+        mcp: None,
     })
 }
 

@@ -62,6 +62,7 @@ async fn live_and_replay_decide_alike_with_and_without_walls() {
         call_id: Arc::from("c"),
         owner: Arc::from("agent"),
         cwd: Some(Arc::from(project.as_path())),
+        mcp: None,
     };
     let mut required_refusals = 0;
     for mode in ["preferred", "required"] {

@@ -47,6 +47,7 @@ pub fn context(session: &str, run: &str, call: &str, owner: &str) -> Arc<CallCon
         call_id: call.into(),
         owner: owner.into(),
         cwd: None,
+        mcp: None,
     })
 }
 

@@ -18,6 +18,7 @@ pub fn ctx(session: &str, call: &str) -> Arc<CallContext> {
         call_id: Arc::from(call),
         owner: Arc::from("agent"),
         cwd: None,
+        mcp: None,
     })
 }
 
