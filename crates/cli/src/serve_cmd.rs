@@ -11,7 +11,7 @@ use portcullis_hub::start::{
     ConsoleSettings, HubConfig, JsonlFileSink, OtlpSettings, RecordSink, RecordSinks, TlsSource,
     default_ledger_path, launch, user_config_dir,
 };
-use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
+use portcullis_hub::start::{TeamLedgerChoice, TeamLedgerSetting};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;

@@ -16,5 +16,6 @@ pub use crate::otel_export::OtlpSettings;
 pub use crate::record_sinks::{JsonlFileSink, RecordSink, RecordSinks};
 pub use crate::sandboxing::{default_launcher, entry_point as sandbox_entry_point};
 pub use crate::stdio::{StdioOptions, serve_stdio};
+pub use crate::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 pub use crate::tls::TlsSource;
 pub use portcullis_mcp::sessions::SessionLimits;

@@ -72,11 +72,16 @@ fn migrate_brings_an_older_schema_forward() {
         )
     );
     // Take the file back to schema 1 (no approvals, no search index, no policy decision columns, no
-    // session end reasons, no refusals, no call rollups, no journal point, no tool pins).
+    // session end reasons, no refusals, no call rollups, no journal point, no tool pins, no ledger id or
+    // change clock).
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE approvals; DROP TABLE records_fts; DROP TABLE refusals;
+            "DROP TRIGGER sessions_inserted; DROP TRIGGER sessions_updated; DROP TRIGGER approvals_inserted;
+             DROP TRIGGER approvals_updated; DROP TRIGGER refusals_inserted; DROP TRIGGER refusals_updated;
+             DROP INDEX sessions_changed; ALTER TABLE sessions DROP COLUMN changed;
+             DROP TABLE ledger_identity; DROP TABLE change_clock;
+             DROP TABLE approvals; DROP TABLE records_fts; DROP TABLE refusals;
              DROP TABLE call_keys; DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE journal_state;
              DROP TABLE tool_pins; DROP TABLE tool_pin_events;
              ALTER TABLE records DROP COLUMN policy_decision;
