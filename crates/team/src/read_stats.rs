@@ -12,6 +12,24 @@ use portcullis_ledger::{
 };
 use std::collections::HashMap;
 
+/// Adds grouped rows (the dimensions in columns 0 to 6, host 7, user 8, bucket 9, calls 10, prompted 11,
+/// calls that ran 12, their longest 13, hub 14), from the rollups or the records alike.
+fn add_grouped(
+    builder: &mut StatsBuilder,
+    rows: &[tokio_postgres::Row],
+    ran: &mut Vec<(String, i64, Option<i64>)>,
+) {
+    for r in rows {
+        let dims = dims_of(r);
+        let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
+        let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
+        builder.add_calls(&dims, [r.get(14), r.get(7), r.get(8)], calls);
+        builder.add_at(r.get(9), dims.status, true, prompted);
+        builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
+        ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
+    }
+}
+
 /// The dimensions of a grouped row (columns 0 to 6).
 fn dims_of(r: &tokio_postgres::Row) -> CallDims<'_> {
     CallDims {
@@ -141,15 +159,7 @@ impl TeamReader {
             ),
             &w.refs(),
         )?;
-        for r in &rows {
-            let dims = dims_of(r);
-            let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
-            let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
-            builder.add_calls(&dims, [r.get(14), r.get(7), r.get(8)], calls);
-            builder.add_at(r.get(9), dims.status, true, prompted);
-            builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
-            ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
-        }
+        add_grouped(builder, &rows, ran);
         Ok(())
     }
 
@@ -178,15 +188,7 @@ impl TeamReader {
             ),
             &w.refs(),
         )?;
-        for r in &rows {
-            let dims = dims_of(r);
-            let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
-            let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
-            builder.add_calls(&dims, [r.get(14), r.get(7), r.get(8)], calls);
-            builder.add_at(r.get(9), dims.status, true, prompted);
-            builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
-            ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
-        }
+        add_grouped(builder, &rows, ran);
         Ok(())
     }
 
