@@ -266,9 +266,8 @@ impl LedgerTail {
 
     /// Measures each sink's lag (kept for [`LedgerTail::lags`]) and warns of one that grows.
     async fn measure(&mut self) {
-        let cursors = self.cursors();
+        let cursors = self.followed();
         let Some(mut lags) = read(&self.reader, move |r| cursors.lags(r)).await else { return };
-        lags.retain(|lag| self.followers.iter().any(|f| f.sink.name() == lag.sink));
         for lag in &mut lags {
             let Some(follower) = self.followers.iter_mut().find(|f| f.sink.name() == lag.sink) else {
                 continue;
@@ -291,16 +290,23 @@ impl LedgerTail {
         *self.lags.lock().unwrap_or_else(PoisonError::into_inner) = lags;
     }
 
-    /// Where each sink stands now.
+    /// Where each sink stands now: this tail's, and any other the cursors' file keeps.
     pub fn cursors(&self) -> SinkCursors {
         let mut saved = SinkCursors::load(&self.cursors_file).unwrap_or_default();
+        saved.0.extend(self.followed().0);
+        saved
+    }
+
+    /// Where this tail's own sinks stand (from memory: measured every round, no file read).
+    fn followed(&self) -> SinkCursors {
+        let mut cursors = SinkCursors::default();
         for follower in &self.followers {
-            saved.0.insert(follower.sink.name().to_owned(), follower.after);
+            cursors.0.insert(follower.sink.name().to_owned(), follower.after);
             for (table, after) in &follower.side_after {
-                saved.0.insert(side_cursor_key(follower.sink.name(), *table), *after);
+                cursors.0.insert(side_cursor_key(follower.sink.name(), *table), *after);
             }
         }
-        saved
+        cursors
     }
 
     /// Runs the tail on a thread of its own, at a lower priority and on a runtime of its own, until

@@ -6,8 +6,8 @@ use super::error::ApiError;
 use super::ledger::LedgerAddress;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::{
-    ApprovalSummary, CallFilter, CallPage, CallTimeline, CommandCount, CommandOutcome, Cursor, LedgerReader,
-    SessionFilter, SessionRow, Stats,
+    ApprovalSummary, CallFilter, CallOrigin, CallPage, CallTimeline, CommandCount, CommandOutcome, Cursor,
+    LedgerReader, SessionFilter, SessionRow, Stats,
 };
 use portcullis_team::{TeamDb, TeamReader};
 
@@ -60,10 +60,15 @@ impl AnyReader {
         }
     }
 
-    pub fn timeline(&self, call_id: &str, session: Option<&str>) -> Result<CallTimeline, ApiError> {
+    /// One call's records and approvals, and on a team ledger, the hub it ran on.
+    pub fn timeline(
+        &self,
+        call_id: &str,
+        session: Option<&str>,
+    ) -> Result<(CallTimeline, Option<CallOrigin>), ApiError> {
         match self {
-            AnyReader::File(r) => Ok(r.timeline(call_id, session)?),
-            AnyReader::Team(r) => Ok(r.timeline(call_id, session)?.0),
+            AnyReader::File(r) => Ok((r.timeline(call_id, session)?, None)),
+            AnyReader::Team(r) => Ok(r.timeline(call_id, session)?),
         }
     }
 

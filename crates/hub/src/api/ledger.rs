@@ -7,9 +7,10 @@
 //! `StoredRecord` for each record of its timeline): they are the transport types of this part of the
 //! API, re-exported here so front ends name them through the API.
 
+use super::any_reader::AnyReader;
 use super::error::{ApiError, ErrorCode};
 use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
-use portcullis_team::{TeamDb, TeamReader};
+use portcullis_team::TeamReader;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::fs::{File, OpenOptions};
@@ -41,12 +42,7 @@ pub const MAX_FILLED_BUCKETS: i64 = 200;
 
 /// A ledger opened for reading: a hub's own file, or a team's ledger in PostgreSQL.
 pub struct LedgerView {
-    source: Source,
-}
-
-enum Source {
-    File(LedgerReader),
-    Team(Box<TeamReader>),
+    reader: AnyReader,
 }
 
 /// Which ledger to open: a file, or a team ledger's `postgres://` URL (its password from
@@ -83,18 +79,12 @@ impl LedgerView {
     /// Opens `path` read-only: refused (with the ledger's code) when it is missing, not a ledger, or of
     /// another schema version.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
-        Ok(LedgerView { source: Source::File(LedgerReader::open(path)?) })
+        Ok(LedgerView { reader: AnyReader::File(LedgerReader::open(path)?) })
     }
 
     /// Opens the ledger `address` names (a team ledger: connects and checks its schema).
     pub fn open_at(address: &LedgerAddress) -> Result<Self, ApiError> {
-        match address {
-            LedgerAddress::File(path) => LedgerView::open(path),
-            LedgerAddress::Team { url, password_file } => {
-                let db = TeamDb::parse(url, password_file.as_deref())?;
-                Ok(LedgerView { source: Source::Team(Box::new(TeamReader::open(&db)?)) })
-            }
-        }
+        Ok(LedgerView { reader: AnyReader::open(address)? })
     }
 
     /// One call as the detail view shows it (the newest with this id, or `session`'s), with where it
@@ -121,7 +111,7 @@ impl LedgerView {
     /// How far each sink of this ledger file (a team ledger, a copy) stands behind it, from the cursors
     /// the hub keeps beside the file (none for a team ledger, or a file nothing ships from).
     pub fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
-        let Source::File(reader) = &self.source else { return Ok(Vec::new()) };
+        let AnyReader::File(reader) = &self.reader else { return Ok(Vec::new()) };
         let cursors =
             portcullis_ledger::SinkCursors::load(&portcullis_ledger::SinkCursors::file_of(reader.path()))?;
         Ok(cursors.lags(reader)?)
@@ -129,14 +119,14 @@ impl LedgerView {
 
     /// Whether this is a team ledger.
     pub fn is_team(&self) -> bool {
-        matches!(self.source, Source::Team(_))
+        matches!(self.reader, AnyReader::Team(_))
     }
 
     /// The hub's own ledger file, or what a team ledger cannot do (`not_on_team_ledger`).
     fn file(&self, what: &str) -> Result<&LedgerReader, ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok(reader),
-            Source::Team(team) => Err(ApiError::new(
+        match &self.reader {
+            AnyReader::File(reader) => Ok(reader),
+            AnyReader::Team(team) => Err(ApiError::new(
                 ErrorCode::NotOnTeamLedger,
                 format!("{what} is asked of a hub's own ledger file, not of the team ledger {}", team.db()),
                 Value::Null,
@@ -150,10 +140,7 @@ impl LedgerView {
         call_id: &str,
         session: Option<&str>,
     ) -> Result<(CallTimeline, Option<CallOrigin>), ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok((reader.timeline(call_id, session)?, None)),
-            Source::Team(team) => Ok(team.timeline(call_id, session)?),
-        }
+        self.reader.timeline(call_id, session)
     }
 
     /// One page of the calls matching `filter`, newest first, after `before` (the previous page's
@@ -164,31 +151,18 @@ impl LedgerView {
         before: Option<Cursor>,
         limit: usize,
     ) -> Result<CallPage, ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok(reader.calls(filter, before, limit.clamp(1, MAX_PAGE))?),
-            Source::Team(team) => Ok(team.calls(filter, before, limit.clamp(1, MAX_PAGE))?),
-        }
+        self.reader.calls(filter, before, limit.clamp(1, MAX_PAGE))
     }
 
     /// How many calls match `filter`.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok(reader.count(filter)?),
-            Source::Team(team) => Ok(team.count(filter)?),
-        }
+        self.reader.count(filter)
     }
 
     /// Sessions with how each ended (open, closed, cut), newest first; on a team ledger, with where
     /// each ran.
     pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Result<Vec<SessionRow>, ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok(reader.session_rows(filter, limit.clamp(1, MAX_PAGE))?),
-            Source::Team(team) => Ok(team
-                .sessions(filter, limit.clamp(1, MAX_PAGE))?
-                .into_iter()
-                .map(|(row, origin)| SessionRow { origin: Some(origin), ..row })
-                .collect()),
-        }
+        self.reader.session_rows(filter, limit.clamp(1, MAX_PAGE))
     }
 
     /// Refused requests (counted per kind and minute), newest first.
@@ -203,10 +177,7 @@ impl LedgerView {
 
     /// Aggregates over the calls matching `filter`; `bucket_us` sets the histogram's width.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok(reader.stats(filter, bucket_us)?),
-            Source::Team(team) => Ok(team.stats(filter, bucket_us)?),
-        }
+        self.reader.stats(filter, bucket_us)
     }
 
     /// Writes every record of the matching calls to `out`; `progress(done, total)` every 1,000 records.
@@ -217,9 +188,9 @@ impl LedgerView {
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        match &self.source {
-            Source::File(reader) => Ok(reader.export(filter, format, out, progress)?),
-            Source::Team(team) => export_team(team, filter, format, out, progress),
+        match &self.reader {
+            AnyReader::File(reader) => Ok(reader.export(filter, format, out, progress)?),
+            AnyReader::Team(team) => export_team(team, filter, format, out, progress),
         }
     }
 
@@ -247,7 +218,7 @@ impl LedgerView {
         stop: &AtomicBool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        if let Source::File(reader) = &self.source
+        if let AnyReader::File(reader) = &self.reader
             && let (Ok(a), Ok(b)) = (reader.path().canonicalize(), out.canonicalize())
             && a == b
         {

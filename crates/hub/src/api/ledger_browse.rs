@@ -155,7 +155,7 @@ impl BrowsedLedger {
 
     /// One call as the detail view shows it.
     pub fn call(&self, call_id: &str, session: &str) -> Result<CallDetail, ApiError> {
-        let timeline = lock(&self.rows).timeline(call_id, Some(session))?;
+        let (timeline, _) = lock(&self.rows).timeline(call_id, Some(session))?;
         CallDetail::of(timeline.records, timeline.approvals).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::CallNotFound,
@@ -168,7 +168,7 @@ impl BrowsedLedger {
     /// Every session's detail of call `call_id` (a call id may recur across sessions), in the order
     /// the sessions first recorded it; only `session`'s when it is named. `call_not_found` when none.
     pub fn details(&self, call_id: &str, session: Option<&str>) -> Result<Vec<CallDetail>, ApiError> {
-        let timeline = lock(&self.rows).timeline(call_id, session)?;
+        let (timeline, _) = lock(&self.rows).timeline(call_id, session)?;
         let mut sessions: Vec<&str> = Vec::new();
         for record in &timeline.records {
             if !sessions.contains(&record.session_id.as_str()) {

@@ -5,14 +5,14 @@
 //! tool described it, e.g. by a grant) is described now by the same tools, rooted at its project: every
 //! call is judged from its tool's description, as live.
 
+use super::any_reader::AnyReader;
 use super::error::ApiError;
 use super::ledger::LedgerAddress;
 use portcullis_harness::{ActionKind, CallContext, ExecutionAction, SandboxSupport, ToolRegistry};
-use portcullis_ledger::{LedgerReader, StoredKind, StoredPolicyDecision, StoredRecord};
+use portcullis_ledger::{StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
 use portcullis_policy::discovery::load_for;
 use portcullis_policy::replay::{RecordedCall, Replay};
-use portcullis_team::{TeamDb, TeamReader};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,16 +97,11 @@ pub(crate) fn compare_policies(
 /// The calls a ledger holds (a hub's file, or a team ledger: every hub's), read in batches, each with
 /// its session's project and (when the ledger holds none) the action its tool describes now.
 pub(crate) struct LedgerCalls<'a> {
-    source: ReplaySource,
+    source: AnyReader,
     /// Each session's project, by (hub's ledger id, session): the hub is "" in a hub's own file.
     projects: HashMap<(String, String), Option<PathBuf>>,
     tools: ToolsByFolder,
     cwd: &'a Path,
-}
-
-enum ReplaySource {
-    File(LedgerReader),
-    Team(Box<TeamReader>),
 }
 
 impl<'a> LedgerCalls<'a> {
@@ -115,15 +110,8 @@ impl<'a> LedgerCalls<'a> {
         policy: &portcullis_policy::Policy,
         cwd: &'a Path,
     ) -> Result<Self, ApiError> {
-        let source = match db {
-            LedgerAddress::File(path) => ReplaySource::File(LedgerReader::open(path)?),
-            LedgerAddress::Team { url, password_file } => {
-                let team = TeamDb::parse(url, password_file.as_deref())?;
-                ReplaySource::Team(Box::new(TeamReader::open(&team)?))
-            }
-        };
         Ok(LedgerCalls {
-            source,
+            source: AnyReader::open(db)?,
             projects: HashMap::new(),
             tools: ToolsByFolder { limits: crate::hub::coding_limits(policy), folders: HashMap::new() },
             cwd,
@@ -134,20 +122,15 @@ impl<'a> LedgerCalls<'a> {
     /// decide calls (its progress counts them).
     pub(crate) fn last_record_id(&self) -> Result<i64, ApiError> {
         match &self.source {
-            ReplaySource::File(reader) => Ok(reader.last_record_id()?),
-            ReplaySource::Team(team) => Ok(team.deciding_count()?),
+            AnyReader::File(reader) => Ok(reader.last_record_id()?),
+            AnyReader::Team(team) => Ok(team.deciding_count()?),
         }
     }
 
     /// The deciding record of call `call_id` (of `session`) as a recorded call, if the ledger holds it.
     pub(crate) fn one(&mut self, call_id: &str, session: &str) -> Result<Option<RecordedCall>, ApiError> {
-        let (timeline, hub) = match &self.source {
-            ReplaySource::File(reader) => (reader.timeline(call_id, Some(session))?, String::new()),
-            ReplaySource::Team(team) => {
-                let (timeline, origin) = team.timeline(call_id, Some(session))?;
-                (timeline, origin.map(|o| o.ledger_id).unwrap_or_default())
-            }
-        };
+        let (timeline, origin) = self.source.timeline(call_id, Some(session))?;
+        let hub = origin.map(|o| o.ledger_id).unwrap_or_default();
         let deciding = timeline
             .records
             .into_iter()
@@ -171,10 +154,10 @@ impl<'a> LedgerCalls<'a> {
                 return Ok(true);
             }
             let batch: Vec<(String, StoredRecord)> = match &self.source {
-                ReplaySource::File(reader) => {
+                AnyReader::File(reader) => {
                     reader.records(after_id, REPLAY_BATCH)?.into_iter().map(|r| (String::new(), r)).collect()
                 }
-                ReplaySource::Team(team) => team.deciding_records(after_team.as_ref(), REPLAY_BATCH)?,
+                AnyReader::Team(team) => team.deciding_records(after_team.as_ref(), REPLAY_BATCH)?,
             };
             let Some((hub, last)) = batch.last() else { return Ok(false) };
             after_id = last.id;
@@ -192,8 +175,8 @@ impl<'a> LedgerCalls<'a> {
                 }
             }
             let last_id = match self.source {
-                ReplaySource::File(_) => after_id,
-                ReplaySource::Team(_) => i64::try_from(read).unwrap_or(i64::MAX),
+                AnyReader::File(_) => after_id,
+                AnyReader::Team(_) => i64::try_from(read).unwrap_or(i64::MAX),
             };
             if !report(ReplayEvent::Progress { records: read, last_id }) {
                 return Ok(true);
@@ -209,8 +192,8 @@ impl<'a> LedgerCalls<'a> {
             Some(project) => project.clone(),
             None => {
                 let cwd = match &self.source {
-                    ReplaySource::File(reader) => reader.session(&call.session_id)?.and_then(|s| s.cwd),
-                    ReplaySource::Team(team) => team.session_cwd(hub, &call.session_id)?,
+                    AnyReader::File(reader) => reader.session(&call.session_id)?.and_then(|s| s.cwd),
+                    AnyReader::Team(team) => team.session_cwd(hub, &call.session_id)?,
                 };
                 let project = cwd.map(PathBuf::from);
                 self.projects.insert(key, project.clone());
