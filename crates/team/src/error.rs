@@ -18,6 +18,9 @@ pub enum TeamError {
     NotATeamLedger { url: String },
     #[error("{0}")]
     BadFilter(String),
+    /// A row of the team ledger's own queries whose column is not of the type this build reads.
+    #[error("a team ledger row does not read as this build expects: {0}")]
+    BadRow(String),
     #[error(
         "team ledger {url}: its schema is version {found}, newer than this build's {supported}: upgrade Portcullis"
     )]
@@ -34,7 +37,9 @@ impl TeamError {
             TeamError::Connect { .. } => "team_ledger_unreachable",
             TeamError::NotATeamLedger { .. } => "not_a_team_ledger",
             TeamError::BadFilter(_) => "bad_filter",
-            TeamError::Database { .. } | TeamError::NewerSchema { .. } => "team_ledger_failed",
+            TeamError::Database { .. } | TeamError::NewerSchema { .. } | TeamError::BadRow(_) => {
+                "team_ledger_failed"
+            }
         }
     }
 }

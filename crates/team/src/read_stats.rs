@@ -18,29 +18,44 @@ fn add_grouped(
     builder: &mut StatsBuilder,
     rows: &[tokio_postgres::Row],
     ran: &mut Vec<(String, i64, Option<i64>)>,
-) {
+) -> Result<(), TeamError> {
     for r in rows {
-        let dims = dims_of(r);
-        let calls = u64::try_from(r.get::<_, i64>(10)).unwrap_or(0);
-        let prompted = u64::try_from(r.get::<_, i64>(11)).unwrap_or(0);
-        builder.add_calls(&dims, [r.get(14), r.get(7), r.get(8)], calls);
-        builder.add_at(r.get(9), dims.status, true, prompted);
-        builder.add_at(r.get(9), dims.status, false, calls - prompted.min(calls));
-        ran.push((dims.tool.to_owned(), r.get(12), r.get(13)));
+        let dims = dims_of(r)?;
+        let calls = count_at(r, 10)?;
+        let prompted = count_at(r, 11)?;
+        let bucket: i64 = col(r, 9)?;
+        builder.add_calls(&dims, [col(r, 14)?, col(r, 7)?, col(r, 8)?], calls);
+        builder.add_at(bucket, dims.status, true, prompted);
+        builder.add_at(bucket, dims.status, false, calls - prompted.min(calls));
+        ran.push((dims.tool.to_owned(), col(r, 12)?, col(r, 13)?));
     }
+    Ok(())
+}
+
+/// Column `i` of a row of this crate's own queries, or an error naming what did not read.
+pub(crate) fn col<'r, T: tokio_postgres::types::FromSql<'r>>(
+    r: &'r tokio_postgres::Row,
+    i: usize,
+) -> Result<T, TeamError> {
+    r.try_get(i).map_err(|e| TeamError::BadRow(format!("column {i}: {e}")))
+}
+
+/// A count column (`bigint`) as a count.
+fn count_at(r: &tokio_postgres::Row, i: usize) -> Result<u64, TeamError> {
+    Ok(u64::try_from(col::<i64>(r, i)?).unwrap_or(0))
 }
 
 /// The dimensions of a grouped row (columns 0 to 6).
-fn dims_of(r: &tokio_postgres::Row) -> CallDims<'_> {
-    CallDims {
-        tool: r.get(0),
-        status: r.get(1),
-        reason: r.get(2),
-        decided_by: r.get(3),
-        rule: r.get(4),
-        policy_decision: r.get(5),
-        owner: r.get(6),
-    }
+fn dims_of(r: &tokio_postgres::Row) -> Result<CallDims<'_>, TeamError> {
+    Ok(CallDims {
+        tool: col(r, 0)?,
+        status: col(r, 1)?,
+        reason: col(r, 2)?,
+        decided_by: col(r, 3)?,
+        rule: col(r, 4)?,
+        policy_decision: col(r, 5)?,
+        owner: col(r, 6)?,
+    })
 }
 
 /// Above this many calls that ran, duration percentiles are read from a sample of the records (marked
@@ -73,7 +88,7 @@ impl TeamReader {
             &w.refs(),
         )?;
         let (min_at, max_at): (Option<i64>, Option<i64>) = match extent.first() {
-            Some(row) => (row.get(0), row.get(1)),
+            Some(row) => (col(row, 0)?, col(row, 1)?),
             None => (None, None),
         };
         let mut builder =
@@ -159,8 +174,7 @@ impl TeamReader {
             ),
             &w.refs(),
         )?;
-        add_grouped(builder, &rows, ran);
-        Ok(())
+        add_grouped(builder, &rows, ran)
     }
 
     /// Adds the calls `filter` selects, counted from the records.
@@ -188,8 +202,7 @@ impl TeamReader {
             ),
             &w.refs(),
         )?;
-        add_grouped(builder, &rows, ran);
-        Ok(())
+        add_grouped(builder, &rows, ran)
     }
 
     /// Per-tool durations: counts and maxima as counted, p50 and p95 from every record that ran, or
@@ -234,16 +247,20 @@ impl TeamReader {
             ),
             &w.refs(),
         )?;
+        let mut percentiles: HashMap<String, (i64, i64)> = HashMap::new();
+        for r in &rows {
+            percentiles.insert(col(r, 0)?, (col(r, 1)?, col(r, 2)?));
+        }
         let mut durations: Vec<ToolDurations> = by_tool
             .into_iter()
             .filter(|(_, (n, _))| *n > 0)
             .map(|(tool, (n, max))| {
-                let found = rows.iter().find(|r| r.get::<_, &str>(0) == tool);
+                let (p50, p95) = percentiles.get(&tool).copied().unwrap_or((0, 0));
                 let max_us = max.unwrap_or(0);
                 ToolDurations {
                     count: u64::try_from(n).unwrap_or(0),
-                    p50_us: found.map_or(0, |r| r.get::<_, i64>(1)).min(max_us),
-                    p95_us: found.map_or(0, |r| r.get::<_, i64>(2)).min(max_us),
+                    p50_us: p50.min(max_us),
+                    p95_us: p95.min(max_us),
                     max_us,
                     tool,
                 }
@@ -272,8 +289,8 @@ impl TeamReader {
                 &filter.hubs,
             ],
         )?;
-        let n = |i| rows.first().map_or(0, |r| u64::try_from(r.get::<_, i64>(i)).unwrap_or(0));
-        Ok(SessionCounts { total: n(0), open: n(1), closed: n(2), cut: n(3) })
+        let n = |i| rows.first().map_or(Ok(0), |r| count_at(r, i));
+        Ok(SessionCounts { total: n(0)?, open: n(1)?, closed: n(2)?, cut: n(3)? })
     }
 
     fn refusal_counts(&self, filter: &CallFilter) -> Result<RefusalCounts, TeamError> {
@@ -292,10 +309,10 @@ impl TeamReader {
                 &filter.hubs,
             ],
         )?;
-        let by_code: Vec<Count> = rows
+        let by_code = rows
             .iter()
-            .map(|r| Count { key: r.get(0), count: u64::try_from(r.get::<_, i64>(1)).unwrap_or(0) })
-            .collect();
+            .map(|r| Ok(Count { key: col(r, 0)?, count: count_at(r, 1)? }))
+            .collect::<Result<Vec<Count>, TeamError>>()?;
         Ok(RefusalCounts { requests: by_code.iter().map(|c| c.count).sum(), by_code })
     }
 }

@@ -259,7 +259,9 @@ impl From<portcullis_team::TeamError> for ApiError {
             }
             TeamError::Connect { .. } => ErrorCode::TeamLedgerUnreachable,
             TeamError::NotATeamLedger { .. } => ErrorCode::NotATeamLedger,
-            TeamError::Database { .. } | TeamError::NewerSchema { .. } => ErrorCode::TeamLedgerFailed,
+            TeamError::Database { .. } | TeamError::NewerSchema { .. } | TeamError::BadRow(_) => {
+                ErrorCode::TeamLedgerFailed
+            }
             TeamError::BadFilter(_) => ErrorCode::BadFilter,
         };
         ApiError::new(code, e.to_string(), Value::Null)
