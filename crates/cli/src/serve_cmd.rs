@@ -137,6 +137,10 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             let _ = writeln!(err, "portcullis: {}", crate::render::clean(&line));
         }
         let api = launched.api();
+        if let Some(team) = api.team_ledger_setting() {
+            let shown = portcullis_hub::api::ledger::LedgerAddress::of(std::path::Path::new(&team.url), None);
+            let _ = writeln!(err, "portcullis: shipping the ledger to the team ledger {shown} (its lag: portcullis ledger stats)");
+        }
         if let Some(fingerprint) = &launched.running.tls_fingerprint {
             let _ = writeln!(err, "portcullis: TLS certificate SHA-256 fingerprint: {fingerprint}");
         }

@@ -213,6 +213,12 @@ fn two_hubs_ship_their_calls_decisions_and_operators_into_one_database() {
     assert!(open_before > 0, "hub b's sessions were shipped while open");
     let stopped = b.stop();
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        said.contains("shipping the ledger to the team ledger postgres://portcullis@127.0.0.1"),
+        "{said}"
+    );
+    assert!(!said.contains(team.pg.password()), "{said}");
     let local_open: i64 = rusqlite::Connection::open(b.db())
         .unwrap()
         .query_row("SELECT count(*) FROM sessions WHERE ended_at IS NULL", [], |r| r.get(0))
