@@ -2,7 +2,8 @@
 // shipping to it (`--ship`), the official MCP SDK client as each hub's agent, and Debian's Chromium
 // (headless) on the first hub's browser console. The ledger browser opens the team ledger by its URL
 // (its password from the hub's own setting), shows every hub's calls with where each ran, and the hub
-// chip narrows them to one hub. Captured into docs/screenshots/ with PORTCULLIS_SCREENSHOTS=docs/screenshots.
+// chip narrows them to one hub. The workbench replays a draft over the team ledger: the calls of both
+// hubs it would decide otherwise. Captured into docs/screenshots/ with PORTCULLIS_SCREENSHOTS=docs/screenshots.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, writeFileSync } from "node:fs";
@@ -56,7 +57,7 @@ test("the ledger browser opens the team ledger: every hub's calls, where each ra
   const { browser } = chrome;
   const [ranA, ranB] = await Promise.all([
     agent(a.info, a.w, [shell("echo from-hub-a"), shell("ls -la"), shell("rm -rf build")]),
-    agent(b.info, b.w, [shell("echo from-hub-b"), shell("ls -la")]),
+    agent(b.info, b.w, [shell("echo from-hub-b"), shell("ls -la"), shell("rm -rf dist")]),
   ]);
   assert.equal(ranA.code, 0);
   assert.equal(ranB.code, 0);
@@ -64,7 +65,7 @@ test("the ledger browser opens the team ledger: every hub's calls, where each ra
     "both hubs' calls in the team ledger",
     () => {
       try {
-        return Number(pg.psql("team", "SELECT count(*) FROM portcullis.records WHERE status IS NOT NULL")) >= 5;
+        return Number(pg.psql("team", "SELECT count(*) FROM portcullis.records WHERE status IS NOT NULL")) >= 6;
       } catch {
         return false; // no shipment made the schema yet
       }
@@ -79,9 +80,9 @@ test("the ledger browser opens the team ledger: every hub's calls, where each ra
   await input.waitForDisplayed({ timeout: 10_000 });
   await input.setValue(pg.url("team"));
   await $('[data-testid="ledger-open"]').click();
-  await browser.waitUntil(async () => (await browser.$$('[data-testid="call-row"]')).length >= 5, {
+  await browser.waitUntil(async () => (await browser.$$('[data-testid="call-row"]')).length >= 6, {
     timeout: 20_000,
-    timeoutMsg: "the five calls of both hubs in the ledger browser",
+    timeoutMsg: "the six calls of both hubs in the ledger browser",
   });
   assert.match(await $('[data-testid="ledger-name"]').getText(), /postgres:\/\/portcullis@127\.0\.0\.1:\d+\/team/);
   const rows = await browser.$$('[data-testid="call-row"]').map((r) => r.getText());
@@ -107,4 +108,31 @@ test("the ledger browser opens the team ledger: every hub's calls, where each ra
   );
   await $('[data-testid="facet-hosts"]').waitForDisplayed();
   await $('[data-testid="facet-users"]').waitForDisplayed();
+});
+
+test("the workbench replays a draft over the team ledger: both hubs' calls it would decide otherwise", async () => {
+  const { browser } = chrome;
+  await $('[data-testid="nav-policy"]').click();
+  await $('[data-testid="rules-panel"]').waitForDisplayed({ timeout: 20_000 });
+  // The draft lets agents delete: `no-rm` (the second rule) from forbidden to allow.
+  await $('[data-testid="rule-1"] [data-testid="rule-decision-allow"]').click();
+  await $('[data-testid="draft-state"][data-loads="true"]').waitForDisplayed({ timeout: 5_000 });
+  await $('[data-testid="panel-replay"]').click();
+  const ledger = $('[data-testid="replay-ledger"]');
+  await ledger.waitForDisplayed({ timeout: 5_000 });
+  await ledger.setValue(pg.url("team"));
+  await $('[data-testid="replay-start"]').waitForClickable({ timeout: 5_000 });
+  await $('[data-testid="replay-start"]').click();
+  const outcome = $('[data-testid="replay-outcome"]');
+  await outcome.waitForDisplayed({ timeout: 30_000 }).catch(async (e) => {
+    const failed = await $('[data-testid="replay-panel"]').getText();
+    assert.fail(`${e.message}\n${failed}`);
+  });
+  // Hub a's `rm -rf build` and hub b's `rm -rf dist`: forbidden then, allowed by the draft.
+  assert.equal(await outcome.getAttribute("data-changed"), "2", await outcome.getText());
+  assert.equal(await outcome.getAttribute("data-loosened"), "2");
+  const changed = await browser.$$('[data-testid="replay-change"]').map((c) => c.getText());
+  assert.equal(changed.length, 2, changed.join("\n"));
+  assert.ok(changed.some((c) => /rm -rf build/.test(c)) && changed.some((c) => /rm -rf dist/.test(c)), changed.join("\n"));
+  await screenshot(browser, "browser-team-replay.png");
 });

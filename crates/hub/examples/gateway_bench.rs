@@ -1,7 +1,12 @@
 //! What the gateway adds: the reference MCP server's `echo` called directly and through the hub, one JSON
 //! object per line on stdout.
 //!
-//! `cargo run --release -p portcullis-hub --example gateway_bench -- 2000`
+//! `cargo run --release -p portcullis-hub --example gateway_bench -- 2000 [--ship]`
+//!
+//! With `--ship` the hub also ships its ledger to a private PostgreSQL (Debian's binaries, on this same
+//! machine, as the team ledger bench runs it): the lag is sampled every 50 ms while the gateway is under
+//! load, and a `gateway_ship` line says how many records per second were shipped under that load, the
+//! most records behind, the backlog when the load ended and how long it took to drain.
 //!
 //! Needs node and the npm peers in `tests/interop/node_modules` (`npm ci --prefix tests/interop`).
 //! Both paths reach the same kind of upstream: `server-everything` over stdio, a child of this process for
@@ -18,8 +23,10 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use portcullis_harness::CallOutcome;
+use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 use portcullis_hub::{Hub, HubConfig, serve};
 use portcullis_ledger::{CallFilter, CallStatus, LedgerReader};
+use portcullis_team::testing::PrivatePostgres;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation, JsonObject,
     PingRequest, ProtocolVersion, ServerResult,
@@ -256,7 +263,37 @@ async fn upstream_ready(hub: &Hub) -> BenchResult<()> {
     Ok(())
 }
 
-async fn run(n: usize) -> BenchResult<()> {
+/// A private PostgreSQL the hub ships its ledger to, and the hub's setting for it.
+fn team_ledger(dir: &Path) -> BenchResult<(PrivatePostgres, TeamLedgerSetting)> {
+    use std::os::unix::fs::PermissionsExt;
+    let pg = PrivatePostgres::start();
+    pg.create_db("team");
+    let password = dir.join("pw");
+    std::fs::write(&password, format!("{}\n", pg.password()))?;
+    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600))?;
+    let setting = TeamLedgerSetting { url: pg.url("team"), password_file: Some(password) };
+    Ok((pg, setting))
+}
+
+/// Samples the hub's shipping lag every 50 ms until `stop`; the most records behind.
+fn lag_sampler(hub: &Hub, stop: CancellationToken) -> tokio::task::JoinHandle<i64> {
+    let api = portcullis_hub::api::OperatorApi::new(hub.clone());
+    tokio::spawn(async move {
+        let mut most = 0;
+        while !stop.is_cancelled() {
+            most = most.max(api.shipping().first().map_or(0, |l| l.records_behind));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        most
+    })
+}
+
+/// Records of the hub's ledger in the team ledger.
+fn shipped(pg: &PrivatePostgres) -> i64 {
+    pg.count("team", "SELECT count(*) FROM portcullis.records")
+}
+
+async fn run(n: usize, ship: bool) -> BenchResult<()> {
     let script = server_script()?;
 
     // (a) Directly to the upstream.
@@ -275,16 +312,23 @@ async fn run(n: usize) -> BenchResult<()> {
     let base = std::fs::canonicalize(dir.path())?;
     let policy = project(&base, &script)?;
     let db = base.join("ledger.db");
+    let team = if ship { Some(team_ledger(&base)?) } else { None };
     let hub = Hub::open(HubConfig {
         policy_files: vec![policy],
         listen: "127.0.0.1:0".parse()?,
         config_dir: Some(base.join("config")),
         unattended: true,
+        team_ledger: team
+            .as_ref()
+            .map_or(TeamLedgerChoice::Off, |(_, setting)| TeamLedgerChoice::Named(setting.clone())),
         ..HubConfig::new(base.join("proj"), db.clone())
     })
     .await?;
     upstream_ready(&hub).await?;
     let running = serve(hub).await?;
+    let load_started = Instant::now();
+    let stop_sampling = CancellationToken::new();
+    let sampler = team.is_some().then(|| lag_sampler(&running.hub, stop_sampling.clone()));
     let url = format!("http://{}/mcp", running.addr);
 
     let hub = running.hub.clone();
@@ -350,6 +394,35 @@ async fn run(n: usize) -> BenchResult<()> {
     for client in clients {
         client.cancel().await?;
     }
+    if let (Some((pg, _)), Some(sampler)) = (&team, sampler) {
+        let load = load_started.elapsed();
+        let shipped_under_load = shipped(pg);
+        let api = portcullis_hub::api::OperatorApi::new(running.hub.clone());
+        let backlog = api.shipping().first().map_or(0, |l| l.records_behind);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let made = LedgerReader::open(&db)?.last_record_id()?;
+        let drained = Instant::now();
+        while shipped(pg) < made {
+            if drained.elapsed() > Duration::from_secs(120) {
+                return Err(
+                    format!("the team ledger holds {} of {made} records after 2 min", shipped(pg)).into()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let drain = drained.elapsed();
+        stop_sampling.cancel();
+        emit(&[
+            ("bench", json!("gateway_ship")),
+            ("load_s", json!(load.as_secs_f64())),
+            ("records_shipped_under_load", json!(shipped_under_load)),
+            ("records_per_s_under_load", json!(shipped_under_load as f64 / load.as_secs_f64())),
+            ("max_records_behind", json!(sampler.await?)),
+            ("backlog_when_load_ended", json!(backlog)),
+            ("drain_s", json!(drain.as_secs_f64())),
+            ("records", json!(made)),
+        ]);
+    }
 
     running.shutdown().await?;
     let reader = LedgerReader::open(&db)?;
@@ -382,10 +455,12 @@ async fn run(n: usize) -> BenchResult<()> {
 }
 
 fn main() -> BenchResult<()> {
-    let n: usize = match std::env::args().nth(1) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ship = args.iter().any(|a| a == "--ship");
+    let n: usize = match args.iter().find(|a| !a.starts_with("--")) {
         Some(arg) => arg.parse().map_err(|e| format!("calls count {arg:?}: {e}"))?,
         None => 2000,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(run(n.max(1)))
+    runtime.block_on(run(n.max(1), ship))
 }

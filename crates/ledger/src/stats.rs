@@ -139,17 +139,17 @@ pub struct CallDims<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     pub total: u64,
-    by_tool: HashMap<String, u64>,
-    by_status: HashMap<String, u64>,
-    by_reason: HashMap<String, u64>,
-    by_decided_by: HashMap<String, u64>,
-    by_rule: HashMap<String, u64>,
-    by_owner: HashMap<String, u64>,
-    by_policy_decision: HashMap<String, u64>,
+    pub(crate) by_tool: HashMap<String, u64>,
+    pub(crate) by_status: HashMap<String, u64>,
+    pub(crate) by_reason: HashMap<String, u64>,
+    pub(crate) by_decided_by: HashMap<String, u64>,
+    pub(crate) by_rule: HashMap<String, u64>,
+    pub(crate) by_owner: HashMap<String, u64>,
+    pub(crate) by_policy_decision: HashMap<String, u64>,
 }
 
 /// Counts `n` more of `key` (allocating only the first time a key is seen).
-fn bump(map: &mut HashMap<String, u64>, key: &str, n: u64) {
+pub(crate) fn bump(map: &mut HashMap<String, u64>, key: &str, n: u64) {
     match map.get_mut(key) {
         Some(count) => *count += n,
         None => {
@@ -158,7 +158,7 @@ fn bump(map: &mut HashMap<String, u64>, key: &str, n: u64) {
     }
 }
 
-fn sorted(map: HashMap<String, u64>) -> Vec<Count> {
+pub(crate) fn sorted(map: HashMap<String, u64>) -> Vec<Count> {
     let mut v: Vec<Count> = map.into_iter().map(|(key, count)| Count { key, count }).collect();
     v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
     v
@@ -546,85 +546,6 @@ impl LedgerReader {
             sessions,
             refusals,
         })
-    }
-}
-
-/// Builds a [`Stats`] from calls counted elsewhere (a team ledger's grouped rows): the same tallies,
-/// time grid and duration percentiles a hub's own ledger makes.
-#[derive(Debug)]
-pub struct StatsBuilder {
-    tally: Tally,
-    grid: Grid,
-    by_host: HashMap<String, u64>,
-    by_user: HashMap<String, u64>,
-    by_hub: HashMap<String, u64>,
-}
-
-impl StatsBuilder {
-    /// A builder for calls from `min_at` to `max_at`, in buckets of `bucket_us` (default: about 60).
-    pub fn new(
-        min_at: Option<i64>,
-        max_at: Option<i64>,
-        bucket_us: Option<i64>,
-    ) -> Result<Self, LedgerStoreError> {
-        Ok(StatsBuilder {
-            tally: Tally::default(),
-            grid: Grid::new(min_at, max_at, bucket_us)?,
-            by_host: HashMap::new(),
-            by_user: HashMap::new(),
-            by_hub: HashMap::new(),
-        })
-    }
-
-    /// The width of its time buckets, microseconds.
-    pub fn width(&self) -> i64 {
-        self.grid.width
-    }
-
-    /// Counts `n` calls under `dims`, run by hub `origin` (its ledger id, host and user).
-    pub fn add_calls(&mut self, dims: &CallDims<'_>, origin: [&str; 3], n: u64) {
-        self.tally.add(dims, n);
-        let [hub, host, user] = origin;
-        bump(&mut self.by_hub, hub, n);
-        bump(&mut self.by_host, host, n);
-        bump(&mut self.by_user, user, n);
-    }
-
-    /// Counts `n` calls ending in the bucket of `at` with `status`, prompted or not.
-    pub fn add_at(&mut self, at: i64, status: &str, prompted: bool, n: u64) {
-        if let Some(stack) = self.grid.at(at) {
-            stack.add(status, prompted, n);
-        }
-    }
-
-    /// The stats, with per-tool `durations` computed where the calls are (exact, busiest tool first).
-    pub fn finish(
-        self,
-        durations: Vec<ToolDurations>,
-        sessions: SessionCounts,
-        refusals: RefusalCounts,
-    ) -> Stats {
-        let tally = self.tally;
-        Stats {
-            total: tally.total,
-            by_tool: sorted(tally.by_tool),
-            by_status: sorted(tally.by_status),
-            by_reason: sorted(tally.by_reason),
-            by_decided_by: sorted(tally.by_decided_by),
-            by_rule: sorted(tally.by_rule),
-            by_owner: sorted(tally.by_owner),
-            by_policy_decision: sorted(tally.by_policy_decision),
-            bucket_us: self.grid.width,
-            buckets: self.grid.into_buckets(),
-            durations,
-            durations_exact: true,
-            source: StatsSource::Scan,
-            by_host: sorted(self.by_host),
-            by_user: sorted(self.by_user),
-            by_hub: sorted(self.by_hub),
-            sessions,
-            refusals,
-        }
     }
 }
 

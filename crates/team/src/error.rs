@@ -25,6 +25,10 @@ pub enum TeamError {
         "team ledger {url}: its schema is version {found}, newer than this build's {supported}: upgrade Portcullis"
     )]
     NewerSchema { url: String, found: i32, supported: i32 },
+    #[error(
+        "team ledger {url}: its schema is version {found}, older than this build's {supported}: a hub of this build migrates it when it next ships"
+    )]
+    OlderSchema { url: String, found: i32, supported: i32 },
 }
 
 impl TeamError {
@@ -37,9 +41,10 @@ impl TeamError {
             TeamError::Connect { .. } => "team_ledger_unreachable",
             TeamError::NotATeamLedger { .. } => "not_a_team_ledger",
             TeamError::BadFilter(_) => "bad_filter",
-            TeamError::Database { .. } | TeamError::NewerSchema { .. } | TeamError::BadRow(_) => {
-                "team_ledger_failed"
-            }
+            TeamError::Database { .. }
+            | TeamError::NewerSchema { .. }
+            | TeamError::OlderSchema { .. }
+            | TeamError::BadRow(_) => "team_ledger_failed",
         }
     }
 }

@@ -6,9 +6,11 @@ mod connect;
 pub mod error;
 pub mod identity;
 pub mod read;
+mod read_rollups;
 mod read_stats;
 pub mod schema;
 pub mod ship;
+mod ship_sql;
 pub mod target;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -17,8 +17,9 @@ use portcullis_ledger::{
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
-/// Below this many matching calls, a search's page is read from the search index.
-const RARE_SEARCH: i64 = 5000;
+/// How long a search may walk the calls in time order before its page is read from the search index
+/// instead, milliseconds.
+const SEARCH_WALK_MS: u32 = 60;
 
 /// A team ledger opened for reading.
 pub struct TeamReader {
@@ -137,6 +138,9 @@ impl TeamReader {
             Some(v) if v > SCHEMA_VERSION => {
                 Err(TeamError::NewerSchema { url: db.to_string(), found: v, supported: SCHEMA_VERSION })
             }
+            Some(v) if v > 0 => {
+                Err(TeamError::OlderSchema { url: db.to_string(), found: v, supported: SCHEMA_VERSION })
+            }
             _ => Err(TeamError::NotATeamLedger { url: db.to_string() }),
         }
     }
@@ -229,31 +233,40 @@ impl TeamReader {
             w.sql,
             w.params.len()
         );
-        // A search for rare words is answered from the search index (then sorted); for common words,
-        // walking the calls in time order finds a page sooner. PostgreSQL cannot tell which from its
-        // statistics of the documents, so a bounded probe of the index decides.
-        let rare = match &filter.search {
-            Some(search) => self.search_is_rare(search)?,
-            None => false,
-        };
-        let rows = if rare {
-            self.with_index_only(|| self.rows(&sql, &w.refs()))?
+        // For common words, walking the calls in time order finds a page at once; for rare words it
+        // reads most of the table, and the search index (its hits then sorted) is the way. PostgreSQL
+        // cannot tell which from its statistics of the documents, so the walk is tried for
+        // SEARCH_WALK_MS and, when it runs out, the page is read from the index.
+        let rows = if filter.search.is_some() {
+            match self.rows_within(SEARCH_WALK_MS, &sql, &w.refs())? {
+                Some(rows) => rows,
+                None => self.with_index_only(|| self.rows(&sql, &w.refs()))?,
+            }
         } else {
             self.rows(&sql, &w.refs())?
         };
         rows.iter().map(|row| self.call_row(row)).collect()
     }
 
-    /// Whether fewer than [`RARE_SEARCH`] ended calls hold every word of `search`.
-    fn search_is_rare(&self, search: &str) -> Result<bool, TeamError> {
-        let n: i64 = self.with_index_only(|| {
-            self.one(
-                "SELECT count(*) FROM (SELECT 1 FROM portcullis.records
-                     WHERE status IS NOT NULL AND search @@ plainto_tsquery('simple', $1) LIMIT $2) hits",
-                &[&search, &RARE_SEARCH],
-            )
-        })?;
-        Ok(n < RARE_SEARCH)
+    /// The rows of `sql` if the server finds them within `ms`; `None` when it cancelled the statement
+    /// for taking longer.
+    fn rows_within(
+        &self,
+        ms: u32,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Vec<tokio_postgres::Row>>, TeamError> {
+        self.block_on(self.client.batch_execute(&format!("SET statement_timeout = {ms}")))?;
+        let Some(runtime) = &self.runtime else {
+            return Err(TeamError::Database { url: self.db.to_string(), why: "the reader is closed".into() });
+        };
+        let result = runtime.block_on(self.client.query(sql, params));
+        self.block_on(self.client.batch_execute("RESET statement_timeout"))?;
+        match result {
+            Ok(rows) => Ok(Some(rows)),
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => Ok(None),
+            Err(e) => Err(self.failed(&e)),
+        }
     }
 
     /// Runs `query` with the planner kept to bitmap scans (the search index), then restores it.
@@ -302,10 +315,10 @@ impl TeamReader {
         }
     }
 
-    /// How many calls ended (from the hourly rollups), and the times of the first and last.
+    /// How many calls ended (from the daily rollups), and the times of the first and last.
     pub fn extent(&self) -> Result<(u64, Option<Timestamp>, Option<Timestamp>), TeamError> {
         let rows = self.rows(
-            "SELECT (SELECT coalesce(sum(calls), 0)::bigint FROM portcullis.call_hours),
+            "SELECT (SELECT coalesce(sum(calls), 0)::bigint FROM portcullis.call_dim_days WHERE dim = 'status'),
                     (SELECT min(at) FROM portcullis.records WHERE status IS NOT NULL),
                     (SELECT max(at) FROM portcullis.records WHERE status IS NOT NULL)",
             &[],
@@ -409,6 +422,9 @@ impl TeamReader {
 
     /// How many calls match `filter`.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, TeamError> {
+        if *filter == CallFilter::default() {
+            return Ok(self.extent()?.0);
+        }
         let w = call_where(filter)?;
         let n: i64 =
             self.one(&format!("SELECT count(*) FROM portcullis.records r WHERE {}", w.sql), &w.refs())?;
@@ -544,5 +560,41 @@ impl TeamReader {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::testing::PrivatePostgres;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_statement_past_its_time_is_none_and_the_timeout_does_not_outlive_it() {
+        let pg = PrivatePostgres::start();
+        pg.create_db("team");
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        std::fs::write(&pw, pg.password()).unwrap();
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let db = TeamDb::parse(&pg.url("team"), Some(&pw)).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let mut client = crate::connect(&db).await.unwrap();
+            crate::schema::migrate(&mut client, &db.to_string()).await.unwrap();
+        });
+        let reader = TeamReader::open(&db).unwrap();
+        assert!(reader.rows_within(50, "SELECT pg_sleep(2)", &[]).unwrap().is_none());
+        assert_eq!(reader.rows_within(5_000, "SELECT 1", &[]).unwrap().unwrap().len(), 1);
+        let left: String = reader.one("SHOW statement_timeout", &[]).unwrap();
+        assert_eq!(left, "0");
+        // A statement that fails for another reason is an error, not "too slow".
+        assert!(reader.rows_within(5_000, "SELECT * FROM nowhere", &[]).is_err());
+        pg.sql("team", "DELETE FROM portcullis.migrations WHERE version > 1");
+        match TeamReader::open(&db) {
+            Err(TeamError::OlderSchema { found: 1, .. }) => {}
+            other => panic!("{:?}", other.map(|_| ())),
+        }
     }
 }

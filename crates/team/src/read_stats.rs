@@ -4,8 +4,9 @@
 
 use crate::error::TeamError;
 use crate::read::{TeamReader, call_where, call_where_on};
+use crate::read_rollups::{Grains, edges, whole};
 use crate::schema::HOUR_US;
-use portcullis_harness::Timestamp;
+use portcullis_ledger::durations::DenseHistogram;
 use portcullis_ledger::stats::{Count, ToolDurations};
 use portcullis_ledger::{
     CallDims, CallFilter, RefusalCounts, SessionCounts, Stats, StatsBuilder, StatsSource,
@@ -41,7 +42,7 @@ pub(crate) fn col<'r, T: tokio_postgres::types::FromSql<'r>>(
 }
 
 /// A count column (`bigint`) as a count.
-fn count_at(r: &tokio_postgres::Row, i: usize) -> Result<u64, TeamError> {
+pub(crate) fn count_at(r: &tokio_postgres::Row, i: usize) -> Result<u64, TeamError> {
     Ok(u64::try_from(col::<i64>(r, i)?).unwrap_or(0))
 }
 
@@ -58,15 +59,48 @@ fn dims_of(r: &tokio_postgres::Row) -> Result<CallDims<'_>, TeamError> {
     })
 }
 
-/// Above this many calls that ran, duration percentiles are read from a sample of the records (marked
-/// not exact); at or below it, from every one.
-const EXACT_DURATIONS: i64 = 200_000;
+/// Above this many calls that ran, duration percentiles are read from the rollups' histograms (a time
+/// range alone) or a sample of the records (marked not exact); at or below it, from every one.
+const EXACT_DURATIONS: i64 = 20_000;
+
+/// Per-tool durations from the counts and maxima of the calls that ran and each tool's histogram:
+/// busiest tool first.
+fn from_histograms(
+    ran: Vec<(String, i64, Option<i64>)>,
+    histograms: HashMap<String, DenseHistogram>,
+) -> Vec<ToolDurations> {
+    let mut by_tool: HashMap<String, (i64, Option<i64>)> = HashMap::new();
+    for (tool, n, max) in ran {
+        let entry = by_tool.entry(tool).or_insert((0, None));
+        entry.0 += n;
+        entry.1 = entry.1.max(max);
+    }
+    let mut durations: Vec<ToolDurations> = by_tool
+        .into_iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(tool, (n, max))| {
+            let max_us = max.unwrap_or(0);
+            let quantile = |q| histograms.get(&tool).map_or(0, |h| h.quantile(q)).min(max_us);
+            ToolDurations {
+                count: u64::try_from(n).unwrap_or(0),
+                p50_us: quantile(0.5),
+                p95_us: quantile(0.95),
+                max_us,
+                tool,
+            }
+        })
+        .collect();
+    durations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
+    durations
+}
 
 impl TeamReader {
     /// Aggregates over the calls `filter` selects; `bucket_us` sets the histogram's width. Counts and
-    /// buckets come from the hourly rollups for whole hours (and the records of the partial hours at the
-    /// ends) when the filter names only what they keep and the buckets are whole hours; otherwise from
-    /// the records. Duration percentiles are exact up to [`EXACT_DURATIONS`] calls, else sampled.
+    /// buckets come from rollups for whole hours (and the records of the partial hours at the ends)
+    /// when the buckets are whole hours: the per-dimension rollups when the filter is a time range alone,
+    /// the hourly rollups per hub when it names only what they keep; otherwise from the records.
+    /// Duration percentiles are exact up to [`EXACT_DURATIONS`] calls, else read from histograms (a time
+    /// range alone: each within 4.43 %) or a sample.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, TeamError> {
         self.stats_from(filter, bucket_us, true)
     }
@@ -97,10 +131,7 @@ impl TeamReader {
         let origin = min_at.unwrap_or(0).div_euclid(width) * width;
         // Whole hours from the rollups, the partial hours at the ends from the records: `[since, first)`,
         // `[first, last)` and `[last, until)`.
-        let first = filter
-            .since
-            .map(|t| t.0.div_euclid(HOUR_US) * HOUR_US + if t.0 % HOUR_US == 0 { 0 } else { HOUR_US });
-        let last = filter.until.map(|t| t.0.div_euclid(HOUR_US) * HOUR_US);
+        let (first, last) = whole(filter.since.map(|t| t.0), filter.until.map(|t| t.0), HOUR_US);
         let spans_hours = match (first, last) {
             (Some(first), Some(last)) => first < last,
             _ => true,
@@ -113,25 +144,29 @@ impl TeamReader {
             && origin % HOUR_US == 0
             && spans_hours;
         let mut ran = Vec::new();
+        // Only a time range: each dimension apart, from the per-dimension rollups.
+        let apart =
+            rollups && CallFilter { since: None, until: None, ..filter.clone() } == CallFilter::default();
+        let grains = Grains::new(first, last);
         if rolled {
-            self.add_rollups(&mut builder, filter, first, last, origin, width, &mut ran)?;
-            if let (Some(since), Some(first)) = (filter.since, first)
-                && since.0 < first
-            {
-                let edge = CallFilter { until: Some(Timestamp(first)), ..filter.clone() };
-                self.add_records(&mut builder, &edge, origin, width, &mut ran)?;
+            if apart {
+                self.add_dim_rollups(&mut builder, &grains, &mut ran)?;
+            } else {
+                self.add_rollups(&mut builder, filter, first, last, origin, width, &mut ran)?;
             }
-            if let (Some(until), Some(last)) = (filter.until, last)
-                && last < until.0
-            {
-                let edge = CallFilter { since: Some(Timestamp(last)), ..filter.clone() };
+            for edge in edges(filter, first, last) {
                 self.add_records(&mut builder, &edge, origin, width, &mut ran)?;
             }
         } else {
             self.add_records(&mut builder, filter, origin, width, &mut ran)?;
         }
-        let (durations, exact) = self.durations(filter, ran)?;
-        let sessions = self.session_counts(filter)?;
+        let ran_in_all: i64 = ran.iter().map(|(_, n, _)| n).sum();
+        let (durations, exact) = if rolled && apart && ran_in_all > EXACT_DURATIONS {
+            (from_histograms(ran, self.duration_histograms(filter, &grains)?), false)
+        } else {
+            self.durations(filter, ran)?
+        };
+        let sessions = if apart { self.session_counts_by_day(filter)? } else { self.session_counts(filter)? };
         let refusals = self.refusal_counts(filter)?;
         let mut stats = builder.finish(durations, sessions, refusals);
         stats.durations_exact = exact;
@@ -270,7 +305,7 @@ impl TeamReader {
         Ok((durations, exact))
     }
 
-    fn session_counts(&self, filter: &CallFilter) -> Result<SessionCounts, TeamError> {
+    pub(crate) fn session_counts(&self, filter: &CallFilter) -> Result<SessionCounts, TeamError> {
         let rows = self.rows(
             "SELECT count(*), count(*) FILTER (WHERE ended_at IS NULL),
                     count(*) FILTER (WHERE end_reason = 'closed'), count(*) FILTER (WHERE end_reason = 'cut')

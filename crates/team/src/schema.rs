@@ -149,10 +149,121 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX call_hours_hour ON portcullis.call_hours (hour);
     "#,
+    // 3: calls per hour and per day by each dimension apart (`dim`: tool, status, reason, decided_by,
+    // rule, policy_decision, owner, hub, host, user; a call without a value of a dimension is not counted
+    // under it), kept by the same statement as `call_hours`; the durations of the calls that ran as
+    // log-scale histograms per tool (the buckets of the ledger's `durations.rs`, reproduced by
+    // `duration_bucket` for durations up to 2^40 µs, 12 days, as a test holds; past that a duration at
+    // a bucket's very edge may land in the next one); sessions per day of their start by state (open, or how they ended), kept as the
+    // sessions are shipped. Stats over the whole team read a few thousand of these rows instead of a row
+    // per combination per hub per hour. `call_hours` stays for stats that filter on a dimension.
+    // Backfilled from `call_hours`, the records and the sessions.
+    r#"
+    CREATE TABLE portcullis.call_dim_hours (
+        hour     bigint NOT NULL,
+        dim      text NOT NULL,
+        value    text NOT NULL,
+        calls    bigint NOT NULL,
+        prompted bigint NOT NULL,
+        ran      bigint NOT NULL,
+        max_us   bigint,
+        PRIMARY KEY (hour, dim, value)
+    );
+    CREATE TABLE portcullis.call_dim_days (
+        day      bigint NOT NULL,
+        dim      text NOT NULL,
+        value    text NOT NULL,
+        calls    bigint NOT NULL,
+        prompted bigint NOT NULL,
+        ran      bigint NOT NULL,
+        max_us   bigint,
+        PRIMARY KEY (day, dim, value)
+    );
+    CREATE INDEX call_hours_hub ON portcullis.call_hours (ledger_id, hour);
+    CREATE FUNCTION portcullis.duration_bucket(d bigint) RETURNS integer
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE
+        AS $$ SELECT CASE WHEN d = 0 THEN 0
+                          ELSE sign(d)::integer * (1 + least(greatest(
+                                   floor(ln(abs(d::float8)) / ln(2::float8) * 8), 0), 504)::integer)
+                     END $$;
+    CREATE TABLE portcullis.call_duration_hours (
+        hour   bigint NOT NULL,
+        tool   text NOT NULL,
+        bucket integer NOT NULL,
+        calls  bigint NOT NULL,
+        PRIMARY KEY (hour, tool, bucket)
+    );
+    CREATE TABLE portcullis.call_duration_days (
+        day    bigint NOT NULL,
+        tool   text NOT NULL,
+        bucket integer NOT NULL,
+        calls  bigint NOT NULL,
+        PRIMARY KEY (day, tool, bucket)
+    );
+    CREATE TABLE portcullis.session_days (
+        day      bigint NOT NULL,
+        state    text NOT NULL,
+        sessions bigint NOT NULL,
+        PRIMARY KEY (day, state)
+    );
+    "#,
 ];
+
+/// A session row's state as `session_days` counts it: open, or how it ended.
+pub const SESSION_STATE: &str =
+    "CASE WHEN ended_at IS NULL THEN 'open' ELSE coalesce(end_reason, 'ended') END";
+
+/// Every dimension of a `call_hours` row as (dim, value) pairs of the per-dimension rollups, for a
+/// `CROSS JOIN LATERAL (VALUES …) AS d(dim, value)` over rows with these columns (the hub's ledger id,
+/// host and user as given). Its names are `StatsDim`'s.
+pub fn dim_values(ledger_id: &str, host: &str, user: &str) -> String {
+    format!(
+        "(VALUES ('tool', tool), ('status', status), ('reason', reason), ('decided_by', decided_by),
+                 ('rule', decided_rule), ('policy_decision', policy_decision), ('owner', owner),
+                 ('hub', {ledger_id}), ('host', {host}), ('user', {user}))"
+    )
+}
+
+/// The per-dimension rollups of the calls already counted in `call_hours`, the duration histograms of
+/// the records and the sessions by day (the backfill of version 3): hours, then days from the hours.
+fn dim_backfill() -> [String; 5] {
+    [
+        format!(
+            "INSERT INTO portcullis.call_dim_hours
+             SELECT h.hour, d.dim, d.value, sum(h.calls), sum(h.prompted), sum(h.ran), max(h.max_us)
+             FROM portcullis.call_hours h CROSS JOIN LATERAL {} AS d(dim, value)
+             WHERE d.value IS NOT NULL GROUP BY 1, 2, 3",
+            dim_values("h.ledger_id", "h.hub_host", "h.hub_user")
+        ),
+        format!(
+            "INSERT INTO portcullis.call_dim_days
+             SELECT (hour / {DAY_US}) * {DAY_US}, dim, value, sum(calls), sum(prompted), sum(ran), max(max_us)
+             FROM portcullis.call_dim_hours GROUP BY 1, 2, 3"
+        ),
+        format!(
+            "INSERT INTO portcullis.call_duration_hours
+             SELECT (at / {HOUR_US}) * {HOUR_US}, tool, portcullis.duration_bucket(duration_us), count(*)
+             FROM portcullis.records
+             WHERE status IN ('finished', 'error') AND duration_us IS NOT NULL GROUP BY 1, 2, 3"
+        ),
+        format!(
+            "INSERT INTO portcullis.call_duration_days
+             SELECT (hour / {DAY_US}) * {DAY_US}, tool, bucket, sum(calls) FROM portcullis.call_duration_hours
+             GROUP BY 1, 2, 3"
+        ),
+        format!(
+            "INSERT INTO portcullis.session_days
+             SELECT (started_at / {DAY_US}) * {DAY_US}, {SESSION_STATE}, count(*) FROM portcullis.sessions
+             GROUP BY 1, 2"
+        ),
+    ]
+}
 
 /// The schema version whose step made the rollups (and backfills them).
 const ROLLUP_VERSION: i32 = 2;
+
+/// The schema version whose step made the per-dimension rollups (and backfills them).
+const DIM_ROLLUP_VERSION: i32 = 3;
 
 /// Counts the records already shipped into the (empty) hourly rollups.
 pub const ROLLUP_BACKFILL: &str = "INSERT INTO portcullis.call_hours
@@ -163,8 +274,19 @@ pub const ROLLUP_BACKFILL: &str = "INSERT INTO portcullis.call_hours
     FROM portcullis.records WHERE status IS NOT NULL
     GROUP BY 1, 2, 5, 6, 7, 8, 9, 10, 11";
 
+/// Every rollup's backfill from the records already shipped, in order (for a bench that loads records
+/// straight into the tables).
+pub fn rollup_backfills() -> Vec<String> {
+    let mut all = vec![ROLLUP_BACKFILL.to_owned()];
+    all.extend(dim_backfill());
+    all
+}
+
 /// The width of a `call_hours` row, microseconds.
 pub const HOUR_US: i64 = 3_600_000_000;
+
+/// The width of a `call_dim_days` row, microseconds (days begin at midnight UTC).
+pub const DAY_US: i64 = 24 * HOUR_US;
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -250,6 +372,11 @@ pub async fn migrate(client: &mut Client, url: &str) -> Result<i32, TeamError> {
         tx.batch_execute(step).await.map_err(failed)?;
         if version == ROLLUP_VERSION {
             tx.batch_execute(ROLLUP_BACKFILL).await.map_err(failed)?;
+        }
+        if version == DIM_ROLLUP_VERSION {
+            for backfill in dim_backfill() {
+                tx.batch_execute(&backfill).await.map_err(failed)?;
+            }
         }
         tx.execute("INSERT INTO portcullis.migrations (version) VALUES ($1)", &[&version])
             .await

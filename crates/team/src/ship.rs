@@ -7,7 +7,8 @@
 use crate::connect::connect;
 use crate::error::{TeamError, driver_text};
 use crate::identity::HubIdentity;
-use crate::schema::{migrate, side_columns};
+use crate::schema::migrate;
+use crate::ship_sql::{HUB_SQL, SEARCH_SQL, insert_records_sql, upsert_side_sql};
 use crate::target::TeamDb;
 use portcullis_ledger::row::decided_columns;
 use portcullis_ledger::{RecordSink, SideRow, SideTable, StoredKind, StoredRecord};
@@ -18,31 +19,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Statement};
-
-/// The records' columns as the batch's JSON carries them (name, PostgreSQL type).
-const RECORD_COLUMNS: &[(&str, &str)] = &[
-    ("id", "bigint"),
-    ("session_id", "text"),
-    ("run_id", "text"),
-    ("call_id", "text"),
-    ("owner", "text"),
-    ("tool", "text"),
-    ("kind", "text"),
-    ("status", "text"),
-    ("at", "bigint"),
-    ("started_at", "bigint"),
-    ("duration_us", "bigint"),
-    ("reason", "text"),
-    ("error_code", "text"),
-    ("decided_by", "text"),
-    ("decided_rule", "text"),
-    ("decided_source", "text"),
-    ("decided_operator", "text"),
-    ("policy_decision", "text"),
-    ("policy_rule", "text"),
-    ("redacted", "boolean"),
-    ("record", "jsonb"),
-];
 
 /// A sink shipping every record and row of a hub's ledger to a team ledger in PostgreSQL.
 pub struct PostgresSink {
@@ -161,74 +137,6 @@ async fn write(
         c.hub_touched = Some(Instant::now());
     }
     Ok(())
-}
-
-fn insert_records_sql() -> String {
-    let names: Vec<&str> = RECORD_COLUMNS.iter().map(|(n, _)| *n).collect();
-    // The calls a delivery inserted (not those a batch sent again finds there) count in the hourly
-    // rollups, in the same statement.
-    format!(
-        "WITH inserted AS (
-             INSERT INTO portcullis.records (ledger_id, hub_host, hub_user, {cols}, search)
-             SELECT $1, $2, $3, {cols}, to_tsvector('simple', search_text)
-             FROM jsonb_to_recordset($4::text::jsonb) AS r({typed}, search_text text)
-             ON CONFLICT (ledger_id, id) DO NOTHING
-             RETURNING at, tool, status, reason, decided_by, decided_rule, policy_decision, owner, duration_us)
-         INSERT INTO portcullis.call_hours AS h (hour, ledger_id, hub_host, hub_user, tool, status, reason, decided_by,
-             decided_rule, policy_decision, owner, calls, prompted, ran, max_us)
-         SELECT (at / {hour}) * {hour}, $1, $2, $3, tool, status, reason, decided_by, decided_rule,
-             policy_decision, owner, count(*), count(*) FILTER (WHERE policy_decision = 'prompt'),
-             count(duration_us) FILTER (WHERE status IN ('finished', 'error')), max(duration_us)
-         FROM inserted WHERE status IS NOT NULL
-         GROUP BY 1, 5, 6, 7, 8, 9, 10, 11
-         ON CONFLICT (hour, ledger_id, tool, status, reason, decided_by, decided_rule, policy_decision, owner)
-         DO UPDATE SET calls = h.calls + excluded.calls, prompted = h.prompted + excluded.prompted,
-             ran = h.ran + excluded.ran, max_us = greatest(h.max_us, excluded.max_us),
-             hub_host = excluded.hub_host, hub_user = excluded.hub_user",
-        cols = names.join(", "),
-        typed = typed(RECORD_COLUMNS),
-        hour = crate::schema::HOUR_US,
-    )
-}
-
-/// The search document of each call that ended in a batch whose document the sink could not make (its
-/// started record was shipped by an earlier process): its tool, its arguments (on its started record),
-/// its output and its error.
-const SEARCH_SQL: &str = "UPDATE portcullis.records t SET search = to_tsvector('simple',
-         t.tool || ' ' ||
-         coalesce(coalesce(t.record->'arguments',
-             (SELECT s.record->'arguments' FROM portcullis.records s
-              WHERE s.ledger_id = t.ledger_id AND s.session_id = t.session_id
-                AND s.call_id = t.call_id AND s.kind = 'started' LIMIT 1))::text, '') || ' ' ||
-         coalesce((t.record->'output')::text, '') || ' ' ||
-         coalesce(t.record->'error'->>'message', ''))
-     WHERE t.ledger_id = $1 AND t.id = ANY($2) AND t.status IS NOT NULL AND t.search IS NULL";
-
-const HUB_SQL: &str =
-    "INSERT INTO portcullis.hubs (ledger_id, hub_host, hub_user, os) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (ledger_id) DO UPDATE SET hub_host = excluded.hub_host, hub_user = excluded.hub_user,
-         os = excluded.os, last_shipped = now()";
-
-fn upsert_side_sql(table: SideTable) -> String {
-    let columns = side_columns(table);
-    let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
-    let updates: Vec<String> = (names.iter().skip(1))
-        .chain(["hub_host", "hub_user"].iter())
-        .map(|n| format!("{n} = excluded.{n}"))
-        .collect();
-    format!(
-        "INSERT INTO portcullis.{table} (ledger_id, hub_host, hub_user, {cols})
-         SELECT $1, $2, $3, {cols} FROM jsonb_to_recordset($4::text::jsonb) AS r({typed})
-         ON CONFLICT (ledger_id, id) DO UPDATE SET {updates}",
-        table = table.name(),
-        cols = names.join(", "),
-        typed = typed(columns),
-        updates = updates.join(", "),
-    )
-}
-
-fn typed(columns: &[(&str, &str)]) -> String {
-    columns.iter().map(|(n, t)| format!("{n} {t}")).collect::<Vec<_>>().join(", ")
 }
 
 /// A record as the batch carries it: its filter columns, and itself whole.

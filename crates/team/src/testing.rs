@@ -1,7 +1,7 @@
 //! A private PostgreSQL server for tests: Debian's own binaries (`initdb`, `pg_ctl` under
 //! /usr/lib/postgresql/N/bin, or `$PORTCULLIS_PG_BIN`) on a data folder of its own and a free loopback
 //! port, with a password (SCRAM) for TCP. As root the server runs as the `postgres` user, since
-//! PostgreSQL refuses to run as root. Stopped and removed when dropped.
+//! PostgreSQL refuses to run as root. Stopped and removed when dropped (a kept one is only stopped).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,7 +14,10 @@ pub const USER: &str = "portcullis";
 
 /// A running private PostgreSQL server.
 pub struct PrivatePostgres {
-    dir: tempfile::TempDir,
+    /// The server's folder: its data, socket, log and password file.
+    root: PathBuf,
+    /// Removes `root` when dropped; `None` for a folder that is kept ([`PrivatePostgres::kept`]).
+    _temp: Option<tempfile::TempDir>,
     bin: PathBuf,
     port: u16,
     password: String,
@@ -51,19 +54,47 @@ impl PrivatePostgres {
         PrivatePostgres::start_with(Some((cert_pem, key_pem)))
     }
 
+    /// A server on folder `root` that outlives the process (for benches that reuse a large database):
+    /// started again with its data when `root` holds a server made this way, else made there; stopped,
+    /// not removed, when dropped.
+    pub fn kept(root: &Path) -> PrivatePostgres {
+        let bin = server_bin().expect("PostgreSQL's server binaries (apt-get install postgresql)");
+        let pwfile = root.join("pwfile");
+        if !root.join("data").join("PG_VERSION").exists() {
+            std::fs::create_dir_all(root).unwrap();
+            return PrivatePostgres::make(root.to_path_buf(), None, bin, None);
+        }
+        let password = std::fs::read_to_string(&pwfile).unwrap().trim().to_owned();
+        let port = free_port();
+        let pg = PrivatePostgres { root: root.to_path_buf(), _temp: None, bin, port, password, tls: None };
+        pg.start_again();
+        pg
+    }
+
     fn start_with(tls: Option<(&str, &str)>) -> PrivatePostgres {
         let bin = server_bin().expect("PostgreSQL's server binaries (apt-get install postgresql)");
         let dir = tempfile::Builder::new().prefix("portcullis-pg").tempdir().unwrap();
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        PrivatePostgres::make(dir.path().to_path_buf(), Some(dir), bin, tls)
+    }
+
+    /// Makes a server on `root` (initdb) and starts it.
+    fn make(
+        root: PathBuf,
+        temp: Option<tempfile::TempDir>,
+        bin: PathBuf,
+        tls: Option<(&str, &str)>,
+    ) -> PrivatePostgres {
+        let dir = root.as_path();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let password = format!("pw-{}", std::process::id());
-        let pwfile = dir.path().join("pwfile");
+        let pwfile = dir.join("pwfile");
         std::fs::write(&pwfile, format!("{password}\n")).unwrap();
-        std::fs::create_dir(dir.path().join("run")).unwrap();
-        std::fs::create_dir(dir.path().join("data")).unwrap();
-        std::fs::set_permissions(dir.path().join("data"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let mut files = vec![pwfile.clone(), dir.path().join("run"), dir.path().join("data")];
+        std::fs::create_dir(dir.join("run")).unwrap();
+        std::fs::create_dir(dir.join("data")).unwrap();
+        std::fs::set_permissions(dir.join("data"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut files = vec![pwfile.clone(), dir.join("run"), dir.join("data")];
         let tls = tls.map(|(cert, key)| {
-            let (c, k) = (dir.path().join("server.crt"), dir.path().join("server.key"));
+            let (c, k) = (dir.join("server.crt"), dir.join("server.key"));
             std::fs::write(&c, cert).unwrap();
             std::fs::write(&k, key).unwrap();
             std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -76,8 +107,8 @@ impl PrivatePostgres {
                 nix::unistd::chown(file, Some(postgres.uid), Some(postgres.gid)).unwrap();
             }
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let pg = PrivatePostgres { dir, bin, port, password, tls };
+        let port = free_port();
+        let pg = PrivatePostgres { root, _temp: temp, bin, port, password, tls };
         let data = pg.data();
         let initdb = pg.server_command(
             "initdb",
@@ -100,7 +131,7 @@ impl PrivatePostgres {
     }
 
     fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
+        self.root.as_path().join("data")
     }
 
     /// A command for one of the server's binaries, as the user the server runs as.
@@ -113,7 +144,7 @@ impl PrivatePostgres {
         } else {
             Command::new(path)
         };
-        command.args(args).current_dir(self.dir.path());
+        command.args(args).current_dir(self.root.as_path());
         command
     }
 
@@ -122,7 +153,7 @@ impl PrivatePostgres {
         let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
             self.port,
-            self.dir.path().join("run").display()
+            self.root.as_path().join("run").display()
         );
         if let Some((cert, key)) = &self.tls {
             options.push_str(&format!(
@@ -132,7 +163,7 @@ impl PrivatePostgres {
             ));
         }
         let data = self.data();
-        let log = self.dir.path().join("run").join("log");
+        let log = self.root.as_path().join("run").join("log");
         let start = self.server_command(
             "pg_ctl",
             &["-D", data.to_str().unwrap(), "-o", &options, "-l", log.to_str().unwrap(), "-w", "start"],
@@ -180,7 +211,7 @@ impl PrivatePostgres {
     pub fn sql(&self, db: &str, sql: &str) -> Vec<Vec<String>> {
         let out = Command::new(self.bin.join("psql"))
             .args(["-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", self.dir.path().join("run").to_str().unwrap()])
+            .args(["-h", self.root.as_path().join("run").to_str().unwrap()])
             .args(["-p", &self.port.to_string(), "-U", USER, "-d", db, "-c", sql])
             .output()
             .unwrap();
@@ -205,6 +236,10 @@ impl Drop for PrivatePostgres {
             .server_command("pg_ctl", &["-D", data.to_str().unwrap_or(""), "-m", "immediate", "stop"])
             .output();
     }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn run(mut command: Command, what: &str) {

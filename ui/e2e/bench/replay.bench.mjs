@@ -29,7 +29,7 @@ try {
   // The draft loosens `git` (prompt -> allow).
   await browser.$('[data-rule-id="git"] [data-testid="rule-decision-allow"]').click();
   await browser.$('[data-testid="panel-replay"]').click();
-  await browser.$('input[aria-label="Ledger file"]').setValue(LEDGER);
+  await browser.$('[data-testid="replay-ledger"]').setValue(LEDGER);
   await browser.execute(() => {
     const gaps = [];
     let last = performance.now();

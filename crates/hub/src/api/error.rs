@@ -259,9 +259,10 @@ impl From<portcullis_team::TeamError> for ApiError {
             }
             TeamError::Connect { .. } => ErrorCode::TeamLedgerUnreachable,
             TeamError::NotATeamLedger { .. } => ErrorCode::NotATeamLedger,
-            TeamError::Database { .. } | TeamError::NewerSchema { .. } | TeamError::BadRow(_) => {
-                ErrorCode::TeamLedgerFailed
-            }
+            TeamError::Database { .. }
+            | TeamError::NewerSchema { .. }
+            | TeamError::OlderSchema { .. }
+            | TeamError::BadRow(_) => ErrorCode::TeamLedgerFailed,
             TeamError::BadFilter(_) => ErrorCode::BadFilter,
         };
         ApiError::new(code, e.to_string(), Value::Null)

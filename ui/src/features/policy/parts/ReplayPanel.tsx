@@ -1,5 +1,5 @@
-// What-if replay: the draft judged against the policy in force over every call a ledger holds (the hub's
-// or any file), in the background with progress and a stop button. Shows the before x after matrix, the
+// What-if replay: the draft judged against the policy in force over every call a ledger holds (the hub's,
+// any file, or a team ledger by its postgres:// URL: every hub's calls), in the background with progress and a stop button. Shows the before x after matrix, the
 // loosened calls (anything that becomes allow) apart, the changed calls grouped by what decides them under
 // the draft, and for one call the two traces side by side.
 import { useEffect, useRef, useState } from "react";
@@ -71,9 +71,19 @@ export function ReplayPanel({ draft, loads, layers }: { draft: DraftContext; loa
           <input type="radio" checked={ledger === "hub"} onChange={() => setLedger("hub")} /> the hub's ledger
         </label>
         <label>
-          <input type="radio" checked={ledger === "file"} onChange={() => setLedger("file")} /> another ledger file:
+          <input type="radio" checked={ledger === "file"} onChange={() => setLedger("file")} /> another ledger (a file, or a team ledger's URL):
         </label>
-        <input className="mono" value={path} placeholder="/path/to/ledger.db" aria-label="Ledger file" onChange={(e) => { setLedger("file"); setPath(e.target.value); }} />
+        <input
+          className="mono"
+          value={path}
+          placeholder="/path/to/ledger.db or postgres://user@host/db"
+          aria-label="Ledger file or team ledger URL"
+          data-testid="replay-ledger"
+          onChange={(e) => {
+            setLedger("file");
+            setPath(e.target.value);
+          }}
+        />
       </div>
       <div className="row">
         <button type="button" className="primary" disabled={!loads || run.state === "running"} onClick={start} data-testid="replay-start">
