@@ -16,7 +16,8 @@ const POLICY = `{
     "default": "prompt",
     "rules": [
       { "id": "read-only", "pattern": [["ls", "echo"]], "decision": "allow", "match": ["ls -la"] },
-      { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden", "justification": "deleting is for people" }
+      { "id": "no-rm", "pattern": ["rm"], "decision": "forbidden", "justification": "deleting is for people" },
+      { "id": "no-sleep", "pattern": ["sleep"], "decision": "forbidden", "justification": "agents do not wait" }
     ]
   }
 }
@@ -56,8 +57,8 @@ after(async () => {
 test("the ledger browser opens the team ledger: every hub's calls, where each ran, narrowed by hub", async () => {
   const { browser } = chrome;
   const [ranA, ranB] = await Promise.all([
-    agent(a.info, a.w, [shell("echo from-hub-a"), shell("ls -la"), shell("rm -rf build")]),
-    agent(b.info, b.w, [shell("echo from-hub-b"), shell("ls -la"), shell("rm -rf dist")]),
+    agent(a.info, a.w, [shell("echo from-hub-a"), shell("ls -la"), shell("sleep 1")]),
+    agent(b.info, b.w, [shell("echo from-hub-b"), shell("ls -la"), shell("sleep 2")]),
   ]);
   assert.equal(ranA.code, 0);
   assert.equal(ranB.code, 0);
@@ -114,8 +115,9 @@ test("the workbench replays a draft over the team ledger: both hubs' calls it wo
   const { browser } = chrome;
   await $('[data-testid="nav-policy"]').click();
   await $('[data-testid="rules-panel"]').waitForDisplayed({ timeout: 20_000 });
-  // The draft lets agents delete: `no-rm` (the second rule) from forbidden to allow.
-  await $('[data-testid="rule-1"] [data-testid="rule-decision-allow"]').click();
+  // The draft lets agents wait: `no-sleep` (the third rule) from forbidden to allow. (A command with
+  // paths would be judged against this hub's project, where another hub's paths are outside it.)
+  await $('[data-testid="rule-2"] [data-testid="rule-decision-allow"]').click();
   await $('[data-testid="draft-state"][data-loads="true"]').waitForDisplayed({ timeout: 5_000 });
   await $('[data-testid="panel-replay"]').click();
   const ledger = $('[data-testid="replay-ledger"]');
@@ -128,11 +130,14 @@ test("the workbench replays a draft over the team ledger: both hubs' calls it wo
     const failed = await $('[data-testid="replay-panel"]').getText();
     assert.fail(`${e.message}\n${failed}`);
   });
-  // Hub a's `rm -rf build` and hub b's `rm -rf dist`: forbidden then, allowed by the draft.
+  // Hub a's `sleep 1` and hub b's `sleep 2`: forbidden then, allowed by the draft.
   assert.equal(await outcome.getAttribute("data-changed"), "2", await outcome.getText());
   assert.equal(await outcome.getAttribute("data-loosened"), "2");
+  // Each hub's `echo` and `ls -la` judged in its own project: allowed by `read-only` under both.
+  assert.equal(await $('[data-testid="matrix-allow-allow"]').getText(), "4");
+  assert.match(await $('[data-testid="replay-ledger-read"]').getText(), /^postgres:\/\/portcullis@127\.0\.0\.1:\d+\/team/);
   const changed = await browser.$$('[data-testid="replay-change"]').map((c) => c.getText());
   assert.equal(changed.length, 2, changed.join("\n"));
-  assert.ok(changed.some((c) => /rm -rf build/.test(c)) && changed.some((c) => /rm -rf dist/.test(c)), changed.join("\n"));
+  assert.ok(changed.some((c) => /sleep 1/.test(c)) && changed.some((c) => /sleep 2/.test(c)), changed.join("\n"));
   await screenshot(browser, "browser-team-replay.png");
 });

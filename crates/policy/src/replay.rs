@@ -157,6 +157,14 @@ impl<'a> Replay<'a> {
         }
     }
 
+    /// Every layer anchored at each call's project, a project's own policy file too: for a ledger of
+    /// many projects (a team's), where the policy replayed stands for the policy each project would
+    /// have, not one project's policy judging the others' folders from outside.
+    pub fn in_every_project(mut self) -> Self {
+        self.applied = (0..self.policy.layers().len()).collect();
+        self
+    }
+
     /// The decision `call` would get now, with what decides it; `None` when the call holds no action
     /// its tool described (nothing to judge it by).
     pub fn decide(&mut self, call: &RecordedCall) -> Option<(String, String, String)> {

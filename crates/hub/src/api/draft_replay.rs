@@ -8,7 +8,7 @@ use super::OperatorApi;
 use super::error::{ApiError, ErrorCode};
 use super::ledger::LedgerAddress;
 use super::policy_files::located;
-use super::replay::{LedgerCalls, ReplayEvent, compare_policies};
+use super::replay::{LedgerCalls, ReplayEvent, across, compare_policies};
 use portcullis_policy::replay::{Judged, Replay};
 use portcullis_policy::{CallVerdict, Policy};
 use serde::{Deserialize, Serialize};
@@ -176,15 +176,15 @@ impl OperatorApi {
         let project = self.hub.project().to_path_buf();
         let support = self.hub.live_policy().sandbox_support().clone();
         let verdict = |policy: &Policy| {
-            Replay::new(policy, project.clone(), home.clone(), support.clone()).judge(&call).map(|judged| {
-                match judged {
+            across(&db, Replay::new(policy, project.clone(), home.clone(), support.clone())).judge(&call).map(
+                |judged| match judged {
                     Judged::ToolDenied { scope } => CallVerdict::Blocked {
                         reason: "tool_denied".into(),
                         detail: format!("grant scope {scope} hides {}", call.tool),
                     },
                     Judged::Evaluated { evaluation, .. } => CallVerdict::Evaluated(*evaluation),
-                }
-            })
+                },
+            )
         };
         Ok(CallTraces {
             session_id: call.session_id.clone(),

@@ -69,7 +69,7 @@ pub(crate) fn replay_policy(
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<(ReplaySummary, bool), ApiError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut replay = Replay::new(policy, cwd.to_path_buf(), home, support.clone());
+    let mut replay = across(db, Replay::new(policy, cwd.to_path_buf(), home, support.clone()));
     let mut calls = LedgerCalls::open(db, policy, cwd)?;
     let stopped = calls.each(stop, report, &mut |call| replay.replay(call))?;
     Ok((replay.summary.clone(), stopped))
@@ -87,11 +87,20 @@ pub(crate) fn compare_policies(
     report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
 ) -> Result<(ReplaySummary, bool), ApiError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut before = Replay::new(baseline, cwd.to_path_buf(), home.clone(), support.clone());
-    let mut after = Replay::new(draft, cwd.to_path_buf(), home, support.clone());
+    let mut before = across(db, Replay::new(baseline, cwd.to_path_buf(), home.clone(), support.clone()));
+    let mut after = across(db, Replay::new(draft, cwd.to_path_buf(), home, support.clone()));
     let mut calls = LedgerCalls::open(db, draft, cwd)?;
     let stopped = calls.each(stop, report, &mut |call| after.compare(&mut before, call))?;
     Ok((after.summary.clone(), stopped))
+}
+
+/// A replay over a team ledger judges each call as if the policy were its own project's (see
+/// [`Replay::in_every_project`]); over a hub's file, as the hub's layers are anchored.
+pub(crate) fn across<'p>(db: &LedgerAddress, replay: Replay<'p>) -> Replay<'p> {
+    match db {
+        LedgerAddress::Team { .. } => replay.in_every_project(),
+        LedgerAddress::File(_) => replay,
+    }
 }
 
 /// The calls a ledger holds (a hub's file, or a team ledger: every hub's), read in batches, each with
@@ -200,6 +209,12 @@ impl<'a> LedgerCalls<'a> {
                 project
             }
         };
+        // A team ledger's call whose session said no folder ran on another hub, in a project of its
+        // own: the folder the call ran in stands for it (rather than the replaying hub's project, where
+        // every path of the other hub's would be outside).
+        if call.project.is_none() && matches!(self.source, AnyReader::Team(_)) {
+            call.project = call.cwd.clone();
+        }
         if call.action.is_none() {
             call.action = self.tools.describe(&call, self.cwd);
         }

@@ -74,7 +74,7 @@ export function ReplayPanel({ draft, loads, layers }: { draft: DraftContext; loa
           <input type="radio" checked={ledger === "file"} onChange={() => setLedger("file")} /> another ledger (a file, or a team ledger's URL):
         </label>
         <input
-          className="mono"
+          className="mono replay-ledger"
           value={path}
           placeholder="/path/to/ledger.db or postgres://user@host/db"
           aria-label="Ledger file or team ledger URL"
@@ -123,7 +123,7 @@ function Outcome({ outcome }: { outcome: DraftReplayOutcome }) {
     <div className="replay-outcome" data-testid="replay-outcome" data-changed={s.changed} data-loosened={outcome.loosened}>
       <p>
         {outcome.stopped ? "Stopped: " : ""}
-        {s.calls.toLocaleString()} calls read, {s.replayed.toLocaleString()} judged by a policy in {(outcome.millis / 1000).toFixed(1)} s:{" "}
+        {s.calls.toLocaleString()} calls of <code className="mono" data-testid="replay-ledger-read">{visible(outcome.ledger)}</code> read, {s.replayed.toLocaleString()} judged by a policy in {(outcome.millis / 1000).toFixed(1)} s:{" "}
         <strong>{s.changed.toLocaleString()} would be decided otherwise</strong>
         {outcome.loosened > 0 && (
           <strong className="loosened" data-testid="replay-loosened">
