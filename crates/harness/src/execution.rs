@@ -158,6 +158,9 @@ pub struct PolicyVerdict {
     /// The walls a command would run inside (for `Execute` actions under a policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<Box<SandboxProfile>>,
+    /// The version of the policy that judged (a content hash of its layers), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<Arc<str>>,
 }
 
 /// Whether a file is read or written.
@@ -196,6 +199,7 @@ impl PolicyVerdict {
             reason: None,
             files: Vec::new(),
             sandbox: None,
+            policy_version: None,
         }
     }
 
@@ -207,6 +211,7 @@ impl PolicyVerdict {
             reason: Some(reason.into()),
             files: Vec::new(),
             sandbox: None,
+            policy_version: None,
         }
     }
 
@@ -218,6 +223,7 @@ impl PolicyVerdict {
             reason: Some(reason.into()),
             files: Vec::new(),
             sandbox: None,
+            policy_version: None,
         }
     }
 
@@ -247,6 +253,9 @@ pub struct PolicyRuling {
     /// Every file the call reads or writes, each with the policy's verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileVerdict>,
+    /// The version of the policy that judged (a content hash of its layers), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<Arc<str>>,
 }
 
 impl PolicyRuling {

@@ -678,7 +678,7 @@ impl Hub {
             client_name: Some(client.to_owned()),
             client_version: Some(version.to_owned()),
             cwd: Some(self.state.project.display().to_string()),
-            policy_hash: None,
+            policy_hash: Some(self.live_policy().current().version().to_string()),
             started_at: info_started,
             ended_at: None,
         };

@@ -205,6 +205,7 @@ async fn main() {
                 },
                 decided_by: by_rule.clone(),
                 files: Vec::new(),
+                version: None,
             };
             let arguments = Arc::new(p.arguments);
             let record = |kind, decided: DecidedBy, at: i64| {

@@ -145,6 +145,9 @@ pub struct RecordBody {
     /// Every file the call reads or writes, each with the policy's verdict on it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileVerdict>,
+    /// The version of the policy that judged the call (a content hash of its layers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<Arc<str>>,
     /// The agent's MCP request that carried the call (request id, protocol version, trace context):
     /// absent for calls from elsewhere and in records written before the ledger kept it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +215,7 @@ pub fn body_of(record: &ToolCallRecord) -> RecordBody {
         policy_decided_by: asked_by(record).cloned(),
         cwd: record.call.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
         files: record.policy.as_ref().map(|p| p.files.clone()).unwrap_or_default(),
+        policy_version: record.policy.as_ref().and_then(|p| p.version.clone()),
         mcp: record.call.mcp.clone(),
     }
 }
@@ -288,6 +292,7 @@ pub(crate) fn write_body(
     field(out, first, "cwd", record.call.cwd.as_ref().map(|c| c.to_string_lossy()).as_ref())?;
     let files = record.policy.as_ref().map(|p| &p.files).filter(|f| !f.is_empty());
     field(out, first, "files", files)?;
+    field(out, first, "policy_version", record.policy.as_ref().and_then(|p| p.version.as_deref()))?;
     field(out, first, "mcp", record.call.mcp.as_deref())?;
     out.push(b'}');
     Ok(arguments)

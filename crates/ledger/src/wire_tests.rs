@@ -75,6 +75,7 @@ fn records() -> Vec<ToolCallRecord> {
                 decision: PolicyDecision::Deny,
                 reason: Some("secret".into()),
             }],
+            version: Some(Arc::from("0123456789abcdef0123456789abcdef")),
         });
         full.redacted = true;
         out.push(full);

@@ -39,6 +39,7 @@ pub(crate) fn record(kind: StoredKind, policy: Option<StoredPolicyDecision>, sta
             policy_decided_by: None,
             cwd: None,
             files: Vec::new(),
+            policy_version: None,
             mcp: None,
         },
     }

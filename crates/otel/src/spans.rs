@@ -172,6 +172,9 @@ fn guardrail_attributes(record: &StoredRecord, passage: Passage) -> Vec<KeyValue
         KeyValue::new(c::GEN_AI_SECURITY_POLICY_ID, policy_id(policy_decider)),
         KeyValue::new(c::PORTCULLIS_DECIDED_BY, kind),
     ];
+    if let Some(version) = &record.body.policy_version {
+        attributes.push(KeyValue::new(c::GEN_AI_SECURITY_POLICY_VERSION, version.to_string()));
+    }
     if let Some(policy) = record.policy_decision {
         attributes.push(KeyValue::new(c::PORTCULLIS_POLICY_DECISION, policy.as_str()));
     }

@@ -49,6 +49,7 @@ fn record(kind: StoredKind, traceparent: Option<&str>) -> StoredRecord {
             }),
             cwd: None,
             files: Vec::new(),
+            policy_version: Some("0123456789abcdef0123456789abcdef".into()),
             mcp: Some(Arc::new(McpRequest {
                 method: "tools/call".into(),
                 request_id: "42".into(),

@@ -26,6 +26,7 @@ pub mod replay;
 pub mod sandbox;
 pub mod shell;
 mod splice;
+mod version;
 
 pub use approval::{
     Amendment, ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, RuleScope,

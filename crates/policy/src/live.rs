@@ -148,14 +148,18 @@ impl LivePolicy {
     /// The verdict of a request, with the evaluation it came from (a dry run keeps it rather than
     /// judging twice).
     pub fn verdict(&self, request: &PolicyRequest<'_>) -> (PolicyVerdict, Evaluation) {
-        let judged = self.judgement(&request.tool.name, request.action, request.call.cwd.as_deref());
+        let policy = self.current();
+        let ctx = self.context_for(request.action.cwd.as_deref().or(request.call.cwd.as_deref()));
+        let judged =
+            crate::judgement::judge_action(&policy, &request.tool.name, request.action, &ctx, &self.support);
         tracing::debug!(
             tool = %request.tool.name,
             decision = judged.evaluation.decision.as_str(),
             rule = judged.evaluation.deciding_rule.as_ref().map(|r| r.id.as_str()),
             "policy evaluated"
         );
-        let verdict = verdict_of(&judged.evaluation);
+        let mut verdict = verdict_of(&judged.evaluation);
+        verdict.policy_version = Some(policy.version().clone());
         let verdict = match judged.sandbox {
             Some(profile) => verdict.with_sandbox(Some(profile)),
             None => verdict,

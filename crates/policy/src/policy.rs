@@ -222,6 +222,8 @@ pub struct Policy {
     pub(crate) sandbox: crate::sandbox::SandboxRules,
     /// The grants of every layer (built once; runs share them).
     grants: std::sync::Arc<portcullis_harness::Grants>,
+    /// A content hash of the layers (see [`crate::version`]).
+    version: std::sync::Arc<str>,
 }
 
 /// An upstream server as the policy declares it, with the file it came from and its resolved cwd.
@@ -456,6 +458,7 @@ impl Policy {
                     })
                     .collect(),
             )),
+            version: crate::version::of_layers(&layers),
             layers,
         };
         Ok(policy)
@@ -463,6 +466,11 @@ impl Policy {
 
     pub fn layers(&self) -> &[PolicyLayer] {
         &self.layers
+    }
+
+    /// The policy's version: a content hash of its layers, recorded with every call it judges.
+    pub fn version(&self) -> &std::sync::Arc<str> {
+        &self.version
     }
 
     /// The path roots of every layer that declares some (or the fallback project folder).

@@ -1341,6 +1341,8 @@ export type RecordBody = {
 	cwd?: string | null,
 	/**  Every file the call reads or writes, each with the policy's verdict on it. */
 	files?: FileVerdict[],
+	/**  The version of the policy that judged the call (a content hash of its layers). */
+	policy_version?: string | null,
 };
 
 /**

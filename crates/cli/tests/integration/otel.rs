@@ -259,6 +259,13 @@ fn every_call_is_an_otlp_span_with_its_guardrail_and_the_agents_trace_is_continu
         attr(&g.attributes, "gen_ai.security.policy.id"),
         Some(served.policy_file().display().to_string())
     );
+    // The policy's version (a content hash of its layers), the same on every call it judged.
+    let version = attr(&g.attributes, "gen_ai.security.policy.version").expect("the policy's version");
+    assert!(version.len() == 32 && version.chars().all(|c| c.is_ascii_hexdigit()), "{version}");
+    for call in &calls {
+        let other = attr(&guardrail_of(call).attributes, "gen_ai.security.policy.version");
+        assert!(other.is_none() || other.as_deref() == Some(version.as_str()), "{call:#?}");
+    }
     // The others (a malformed traceparent among them) are roots of traces of their own.
     for call in calls.iter().filter(|s| hex(&s.trace_id) != TRACE_ID) {
         assert!(call.parent_span_id.is_empty(), "{call:#?}");

@@ -88,6 +88,7 @@ impl Shared {
             decision: verdict.decision,
             decided_by: verdict.decided_by.clone(),
             files: self.shown_files(&verdict.files),
+            version: verdict.policy_version.clone(),
         };
         match verdict.decision {
             PolicyDecision::Allow => {

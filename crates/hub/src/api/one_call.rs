@@ -100,7 +100,7 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
                     client_name: Some(ONE_CALL_CLIENT.into()),
                     client_version: Some(env!("CARGO_PKG_VERSION").into()),
                     cwd: Some(cwd.display().to_string()),
-                    policy_hash: None,
+                    policy_hash: Some(live.current().version().to_string()),
                     started_at: Timestamp::now(),
                     ended_at: None,
                 })

@@ -108,7 +108,12 @@ async fn generate(path: &Path, n: usize, seed: u64) {
             2 => Some(PolicyDecision::Ask),
             _ => Some(PolicyDecision::Deny),
         }
-        .map(|decision| PolicyRuling { decision, decided_by: decided.clone(), files: Vec::new() });
+        .map(|decision| PolicyRuling {
+            decision,
+            decided_by: decided.clone(),
+            files: Vec::new(),
+            version: None,
+        });
         let kind = match rng.below(10) {
             0..=1 => RecordKind::Blocked,
             2 => RecordKind::Error,

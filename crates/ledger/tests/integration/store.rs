@@ -504,8 +504,12 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
         )
         .unwrap();
     }
-    let ruling =
-        PolicyRuling { decision: PolicyDecision::Ask, decided_by: rule("ask-deploy"), files: Vec::new() };
+    let ruling = PolicyRuling {
+        decision: PolicyDecision::Ask,
+        decided_by: rule("ask-deploy"),
+        files: Vec::new(),
+        version: None,
+    };
     let ledger = SqliteLedger::open(&path).unwrap();
     let mut asked = started("s", "asked", "shell", 10, DecidedBy::ApprovalTimeout { after_ms: 5 });
     asked.policy = Some(ruling.clone());
@@ -519,6 +523,7 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
         decision: PolicyDecision::Allow,
         decided_by: rule("allow-make"),
         files: Vec::new(),
+        version: None,
     });
     ledger.record(open).await.unwrap();
     ledger.close().await.unwrap();
