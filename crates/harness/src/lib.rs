@@ -14,6 +14,7 @@ pub mod batch;
 pub mod call;
 pub mod disclosure;
 pub mod dispatch;
+pub mod egress;
 pub mod error;
 pub mod events;
 pub mod execution;
@@ -48,6 +49,7 @@ pub use call::{
 };
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
+pub use egress::HostPattern;
 pub use error::HarnessError;
 pub use events::{
     EventBus, EventDelivery, EventPayload, EventSubscription, StageTimes, ToolEvent, ToolEventKind,

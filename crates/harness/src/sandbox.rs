@@ -69,6 +69,10 @@ pub struct SandboxProfile {
     /// Why the network is open or closed (the rule that allows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_reason: Option<String>,
+    /// The hosts the rules that matched name (`registry.npmjs.org`, `*.crates.io`, `github.com:443`),
+    /// the strictest set across layers; `None` when no rule names hosts (any host, or no network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Vec<String>>,
     pub limits: SandboxLimits,
 }
 

@@ -227,7 +227,7 @@ impl Policy {
                             "approved always by {operator} for `{}`",
                             command.chars().take(200).collect::<String>()
                         )),
-                        network: false,
+                        network: crate::document::NetworkGrant::default(),
                         examples: vec![example],
                         not_match: Vec::new(),
                     });

@@ -224,16 +224,38 @@ pub struct CommandRule {
     pub decision: Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub justification: Option<String>,
-    /// Commands this rule matches may use the network (TCP and the machine's interfaces) inside their
-    /// sandbox; without such a rule a command runs with no network.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub network: bool,
+    /// The network commands this rule matches may use inside their sandbox: `true` (any host), or the
+    /// hosts they may reach (`["registry.npmjs.org", "*.crates.io", "github.com:443"]`; a host without a
+    /// port: 80 and 443). Without such a rule a command runs with no network.
+    #[serde(default, skip_serializing_if = "NetworkGrant::is_none")]
+    pub network: NetworkGrant,
     /// Commands this rule must match (checked when the policy loads).
     #[serde(rename = "match", default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
     /// Commands this rule must not match (checked when the policy loads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_match: Vec<String>,
+}
+
+/// A rule's `network`: `true` or `false`, or the hosts it names.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum NetworkGrant {
+    Any(bool),
+    Hosts(Vec<String>),
+}
+
+impl Default for NetworkGrant {
+    fn default() -> Self {
+        NetworkGrant::Any(false)
+    }
+}
+
+impl NetworkGrant {
+    pub fn is_none(&self) -> bool {
+        *self == NetworkGrant::Any(false)
+    }
 }
 
 /// Whether commands must be confined by the kernel.

@@ -189,8 +189,16 @@ pub(crate) struct Rule {
     pub(crate) exact: bool,
     pub(crate) decision: Decision,
     pub(crate) justification: Option<String>,
-    /// Commands it matches may use the network inside their sandbox.
-    pub(crate) network: bool,
+    /// The network commands it matches may use inside their sandbox.
+    pub(crate) network: NetworkScope,
+}
+
+/// A rule's network, read: none, any host, or the hosts it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NetworkScope {
+    None,
+    Any,
+    Hosts(Vec<portcullis_harness::HostPattern>),
 }
 
 /// The path roots one layer declares.
@@ -381,7 +389,16 @@ impl Policy {
                     exact: rule.exact,
                     decision: rule.decision,
                     justification: rule.justification.clone(),
-                    network: rule.network,
+                    network: match &rule.network {
+                        crate::document::NetworkGrant::Any(false) => NetworkScope::None,
+                        crate::document::NetworkGrant::Any(true) => NetworkScope::Any,
+                        crate::document::NetworkGrant::Hosts(hosts) => NetworkScope::Hosts(
+                            (hosts.iter())
+                                .map(|h| portcullis_harness::HostPattern::parse(h))
+                                .collect::<Result<_, _>>()
+                                .map_err(|why| fail(format!("`network`: {why}")))?,
+                        ),
+                    },
                 });
             }
             defaults.push(match doc.commands.default {

@@ -5,7 +5,7 @@
 //! reason per row.
 
 use crate::document::{Access, Decision, SandboxLimitSettings, SandboxMode, SandboxSettings};
-use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::policy::{EvalContext, Evaluation, NetworkScope, Policy};
 use crate::protected::ProtectedKind;
 use portcullis_harness::paths::canonicalize_lenient;
 use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
@@ -400,7 +400,7 @@ impl Policy {
             .flat_map(|w| kept.clone().chain(kept_in_git.clone()).map(move |(rel, _)| w.join(rel)))
             .filter(|p| exists(p) && !approved_writes.iter().any(|a| a.starts_with(p)))
             .collect();
-        let (network, network_reason) = self.network_use(evaluation);
+        let (network, egress, network_reason) = self.network_use(evaluation);
         let enforcement = enforcement_on(support);
         SandboxProfile {
             enforcement,
@@ -411,22 +411,80 @@ impl Policy {
             read_only,
             network,
             network_reason: Some(network_reason),
+            egress,
             limits: self.sandbox_limits(),
         }
     }
 
-    /// Whether a rule that matched (and did not forbid) lets the command use the network, and why.
-    fn network_use(&self, evaluation: &Evaluation) -> (bool, String) {
+    /// Whether the rules that matched (and did not forbid) let the command use the network, the hosts
+    /// they name, and why. Within a layer the rules' grants add up; across the layers that grant some
+    /// network, the strictest wins (any host gives way to named hosts, named hosts meet). Named hosts
+    /// need the hub's egress proxy, which is not built yet: until it is, such a command runs with no
+    /// network at all (closed, never open to every host).
+    fn network_use(&self, evaluation: &Evaluation) -> (bool, Option<Vec<String>>, String) {
         if evaluation.decision == Decision::Forbidden {
-            return (false, "the command is forbidden".into());
+            return (false, None, "the command is forbidden".into());
         }
-        let rule = evaluation.matched_rules.iter().find(|m| {
-            m.decision != Decision::Forbidden
-                && self.rules.iter().any(|r| r.id == m.id && r.source == m.source && r.network)
-        });
-        match rule {
-            Some(m) => (true, format!("rule `{}` ({}) allows network use", m.id, m.source)),
-            None => (false, "no rule that matched allows network use".into()),
+        // Per layer, in order: what its matching rules grant, and the first rule that grants it.
+        let mut layers: Vec<(usize, NetworkScope, String)> = Vec::new();
+        for m in evaluation.matched_rules.iter().filter(|m| m.decision != Decision::Forbidden) {
+            let Some(rule) = self.rules.iter().find(|r| r.id == m.id && r.source == m.source) else {
+                continue;
+            };
+            let named = format!("rule `{}` ({})", m.id, m.source);
+            let grant = rule.network.clone();
+            if grant == NetworkScope::None {
+                continue;
+            }
+            match layers.iter_mut().find(|(layer, ..)| *layer == rule.layer) {
+                Some((_, scope, _)) => *scope = union(scope, &grant),
+                None => layers.push((rule.layer, grant, named)),
+            }
+        }
+        let Some((_, first, _)) = layers.first() else {
+            return (false, None, "no rule that matched allows network use".into());
+        };
+        let scope = layers.iter().skip(1).fold(first.clone(), |acc, (_, s, _)| meet(&acc, s));
+        let by: Vec<&str> = layers.iter().map(|(.., named)| named.as_str()).collect();
+        let by = by.join(" and ");
+        match scope {
+            NetworkScope::Any => (true, None, format!("{by} allows any host")),
+            NetworkScope::Hosts(hosts) if hosts.is_empty() => {
+                (false, Some(Vec::new()), format!("{by} name no host in common: no network"))
+            }
+            NetworkScope::Hosts(hosts) => {
+                let names: Vec<String> = hosts.iter().map(ToString::to_string).collect();
+                let reason = format!(
+                    "{by} allows only {}; egress by name is not enforced yet, so the command runs with no network",
+                    names.join(", ")
+                );
+                (false, Some(names), reason)
+            }
+            NetworkScope::None => (false, None, "no rule that matched allows network use".into()),
+        }
+    }
+}
+
+/// Two rules of one layer: both grants.
+fn union(a: &NetworkScope, b: &NetworkScope) -> NetworkScope {
+    match (a, b) {
+        (NetworkScope::Any, _) | (_, NetworkScope::Any) => NetworkScope::Any,
+        (NetworkScope::None, other) | (other, NetworkScope::None) => other.clone(),
+        (NetworkScope::Hosts(x), NetworkScope::Hosts(y)) => {
+            let mut all = x.clone();
+            all.extend(y.iter().filter(|h| !x.contains(h)).cloned());
+            NetworkScope::Hosts(all)
+        }
+    }
+}
+
+/// Two layers that both grant some network: what both allow.
+fn meet(a: &NetworkScope, b: &NetworkScope) -> NetworkScope {
+    match (a, b) {
+        (NetworkScope::None, _) | (_, NetworkScope::None) => NetworkScope::None,
+        (NetworkScope::Any, other) | (other, NetworkScope::Any) => other.clone(),
+        (NetworkScope::Hosts(x), NetworkScope::Hosts(y)) => {
+            NetworkScope::Hosts(portcullis_harness::HostPattern::intersect(x, y))
         }
     }
 }

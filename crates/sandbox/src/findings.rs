@@ -174,6 +174,7 @@ mod tests {
             read_only: vec!["/work/p/.git/hooks".into()],
             network: false,
             network_reason: None,
+            egress: None,
             limits: SandboxLimits::default(),
         }
     }

@@ -50,6 +50,7 @@ pub fn system_only(write: Vec<std::path::PathBuf>) -> portcullis_harness::Sandbo
         read_only: Vec::new(),
         network: false,
         network_reason: None,
+        egress: None,
         limits: portcullis_harness::SandboxLimits::default(),
     }
 }

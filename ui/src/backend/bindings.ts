@@ -1480,6 +1480,11 @@ export type SandboxProfile = {
 	network: boolean,
 	/**  Why the network is open or closed (the rule that allows it). */
 	network_reason?: string | null,
+	/**
+	 *  The hosts the rules that matched name (`registry.npmjs.org`, `*.crates.io`, `github.com:443`),
+	 *  the strictest set across layers; `None` when no rule names hosts (any host, or no network).
+	 */
+	egress?: string[] | null,
 	limits: SandboxLimits,
 };
 

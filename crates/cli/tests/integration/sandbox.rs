@@ -314,7 +314,9 @@ fn sandbox_explain_prints_the_profile_a_command_would_get() {
     std::fs::write(
         proj.join(".portcullis/policy.json"),
         r#"{ "sandbox": { "mode": "required", "limits": { "memory_mb": 1024 } },
-             "commands": { "rules": [ { "id": "npm", "pattern": ["npm", "install"], "decision": "prompt", "network": true } ] } }"#,
+             "commands": { "rules": [
+               { "id": "npm", "pattern": ["npm", "install"], "decision": "prompt", "network": true },
+               { "id": "pip", "pattern": ["pip", "install"], "decision": "prompt", "network": ["pypi.org", "*.pythonhosted.org"] } ] } }"#,
     )
     .unwrap();
     let explain = |command: &str| {
@@ -335,6 +337,10 @@ fn sandbox_explain_prints_the_profile_a_command_would_get() {
     assert!(text.contains("this machine: Landlock ABI"), "{text}");
     let closed = explain("ls");
     assert!(closed.contains("network: closed"), "{closed}");
+    // A rule that names hosts never opens every host: until egress by name is enforced, no network.
+    let named = explain("pip install requests");
+    assert!(named.contains("network: closed (rule `pip`"), "{named}");
+    assert!(named.contains("allows only pypi.org, *.pythonhosted.org"), "{named}");
     // `policy check` prints the same walls.
     let out = portcullis(&base).args(["policy", "check", "--", "ls"]).current_dir(&proj).output().unwrap();
     let check = String::from_utf8(out.stdout).unwrap();

@@ -131,11 +131,23 @@ pub fn sandbox_line(p: &portcullis_harness::SandboxProfile) -> String {
             format!(
                 "confined · writes {} · network {} · {} processes, {} MiB each",
                 if writes.is_empty() { "nothing".to_owned() } else { writes.join(", ") },
-                if p.network { "open" } else { "closed" },
+                network_words(p),
                 p.limits.processes,
                 p.limits.memory_mb
             )
         }
+    }
+}
+
+/// The network of a profile in words: any host, closed, or closed with the hosts its rules name (their
+/// egress by name is not enforced yet).
+fn network_words(p: &portcullis_harness::SandboxProfile) -> String {
+    match (&p.egress, p.network) {
+        (Some(hosts), _) if !hosts.is_empty() => {
+            format!("closed (rules name {}: not enforced yet)", hosts.join(", "))
+        }
+        (_, true) => "open to any host".to_owned(),
+        (_, false) => "closed".to_owned(),
     }
 }
 

@@ -91,6 +91,66 @@ fn only_a_rule_that_says_so_opens_the_network() {
 }
 
 #[test]
+fn named_hosts_are_listed_and_until_the_proxy_exists_the_network_stays_closed() {
+    let w = world();
+    let policy = policy_in(
+        &w.project,
+        r#"{"commands":{"rules":[
+            {"id":"npm-install","pattern":["npm","install"],"decision":"allow","network":["registry.npmjs.org"]},
+            {"id":"npm-any","pattern":["npm"],"decision":"allow","network":["*.npmjs.com"]}]}}"#,
+    );
+    let p = profile(&w, &policy, "npm install left-pad");
+    assert!(!p.network, "named hosts never open every host");
+    assert_eq!(p.egress, Some(vec!["registry.npmjs.org".to_owned(), "*.npmjs.com".to_owned()]));
+    let reason = p.network_reason.unwrap();
+    assert!(reason.contains("allows only registry.npmjs.org, *.npmjs.com"), "{reason}");
+    assert!(reason.contains("not enforced yet"), "{reason}");
+}
+
+#[test]
+fn across_layers_the_strictest_network_wins() {
+    let w = world();
+    let layer = |source: &str, text: &str| PolicyLayer::parse(source, text, w.project.clone()).unwrap();
+    let user = layer(
+        "user.json",
+        r#"{"commands":{"rules":[{"id":"curl-any","pattern":["curl"],"decision":"allow","network":true}]}}"#,
+    );
+    let project = layer(
+        "project.json",
+        r#"{"commands":{"rules":[{"id":"curl-gh","pattern":["curl"],"decision":"allow","network":["github.com:443"]}]}}"#,
+    );
+    let both = Policy::from_layers(vec![user.clone(), project]).unwrap();
+    let p = profile(&w, &both, "curl https://github.com/");
+    assert_eq!(p.egress, Some(vec!["github.com:443".to_owned()]));
+    assert!(!p.network);
+    let alone = Policy::from_layers(vec![user]).unwrap();
+    let p = profile(&w, &alone, "curl https://github.com/");
+    assert!(p.network && p.egress.is_none());
+    assert!(p.network_reason.unwrap().contains("allows any host"));
+    let other = layer(
+        "other.json",
+        r#"{"commands":{"rules":[{"id":"curl-gl","pattern":["curl"],"decision":"allow","network":["gitlab.com"]}]}}"#,
+    );
+    let apart = Policy::from_layers(vec![both.layers()[1].clone(), other]).unwrap();
+    let p = profile(&w, &apart, "curl https://github.com/");
+    assert_eq!(p.egress, Some(Vec::new()));
+    assert!(p.network_reason.unwrap().contains("no host in common"));
+}
+
+#[test]
+fn a_host_a_rule_cannot_name_is_an_error_at_its_rule() {
+    for (host, says) in [("10.0.0.1", "IP address"), ("*", "write `true`"), ("x.io:99999", "not a port")] {
+        let text = format!(
+            r#"{{"commands":{{"rules":[{{"id":"bad","pattern":["curl"],"decision":"allow","network":["{host}"]}}]}}}}"#
+        );
+        let layer = PolicyLayer::parse("p.json", &text, PathBuf::from("/tmp")).unwrap();
+        let Err(e) = Policy::from_layers(vec![layer]) else { panic!("{host} loaded") };
+        let e = e.to_string();
+        assert!(e.contains("p.json") && e.contains(says), "{host}: {e}");
+    }
+}
+
+#[test]
 fn an_approved_read_outside_the_roots_is_readable_and_nothing_else_there() {
     let w = world();
     let outside = w.root.join("outside");

@@ -109,3 +109,27 @@ describe("merging what changed on disk", () => {
     expect(mergeAddedRules(base, base, other).rest).toBe(true);
   });
 });
+
+describe("a rule's network", () => {
+  const text = `{
+  "commands": {
+    "rules": [
+      { "id": "npm", "pattern": ["npm"], "decision": "allow", "network": ["registry.npmjs.org", "*.npmjs.com"] },
+      { "id": "curl", "pattern": ["curl"], "decision": "allow", "network": true }
+    ]
+  }
+}`;
+  it("reads named hosts and any host", () => {
+    const read = readRules(text);
+    expect(read.ok && read.rules.map((r) => r.network)).toEqual([["registry.npmjs.org", "*.npmjs.com"], true]);
+  });
+  it("writes hosts in place and removes an empty list", () => {
+    const hosts = applyEdits(text, setRuleField(text, 0, "network", ["github.com:443"]));
+    const read = readRules(hosts);
+    expect(read.ok && read.rules[0]?.network).toEqual(["github.com:443"]);
+    const none = applyEdits(hosts, setRuleField(hosts, 0, "network", undefined));
+    expect(none).not.toMatch(/github/);
+    const r = readRules(none);
+    expect(r.ok && r.rules[0]?.network).toBeUndefined();
+  });
+});

@@ -28,7 +28,8 @@ export interface Rule {
   pattern: PatternElement[];
   decision: Decision;
   exact?: boolean;
-  network?: boolean;
+  /** `true`: any host; a list: the hosts commands may reach (`registry.npmjs.org`, `*.crates.io`, `github.com:443`). */
+  network?: boolean | string[];
   justification?: string;
   match?: string[];
   not_match?: string[];
@@ -173,7 +174,7 @@ export function applyEdits(text: string, edits: readonly Edit[]): string {
 function clean(rule: Rule): Rule {
   const out: Rule = { id: rule.id, pattern: rule.pattern, decision: rule.decision };
   if (rule.exact) out.exact = true;
-  if (rule.network) out.network = true;
+  if (rule.network === true || (Array.isArray(rule.network) && rule.network.length > 0)) out.network = rule.network;
   if (rule.justification) out.justification = rule.justification;
   if (rule.match?.length) out.match = rule.match;
   if (rule.not_match?.length) out.not_match = rule.not_match;
@@ -191,6 +192,7 @@ function asRule(value: unknown): Rule {
   const rule: Rule = { id: typeof r["id"] === "string" ? r["id"] : "", pattern, decision };
   if (r["exact"] === true) rule.exact = true;
   if (r["network"] === true) rule.network = true;
+  else if (Array.isArray(r["network"])) rule.network = strings(r["network"]);
   if (typeof r["justification"] === "string") rule.justification = r["justification"];
   const match = strings(r["match"]);
   if (match) rule.match = match;

@@ -24,8 +24,14 @@ export function SandboxFacts({ profile }: { profile: SandboxProfile }) {
       writes only <span className="mono">{profile.write.length ? names(profile.write) : "nothing"}</span> and a private
       /tmp · network{" "}
       <strong data-testid="sandbox-network" className={profile.network ? "net-open" : undefined}>
-        {profile.network ? "open" : "closed"}
+        {profile.network ? "open to any host" : "closed"}
       </strong>
+      {profile.egress && profile.egress.length > 0 && (
+        <span data-testid="sandbox-hosts">
+          {" "}
+          (rules name <span className="mono">{names(profile.egress)}</span>)
+        </span>
+      )}
       {profile.network_reason ? <span className="muted"> ({visible(profile.network_reason)})</span> : null}
       {profile.hidden.length > 0 && (
         <span className="muted" title={names(profile.hidden)}>

@@ -45,9 +45,12 @@ export function RuleCard({ rule, index, draft, editable, outcomes, hits }: Props
         <label className="small" title="The command must be exactly the pattern, with no further words">
           <input type="checkbox" checked={rule.exact ?? false} disabled={!editable} onChange={(e) => set("exact", e.target.checked)} /> exact
         </label>
-        <label className="small" title="Commands this rule matches may use the network inside their sandbox">
-          <input type="checkbox" checked={rule.network ?? false} disabled={!editable} onChange={(e) => set("network", e.target.checked)} /> network
+        <label className="small" title="Commands this rule matches may reach any host from inside their sandbox">
+          <input type="checkbox" checked={rule.network === true} disabled={!editable} onChange={(e) => set("network", e.target.checked ? true : undefined)} /> any host
         </label>
+        <HostsField
+          key={Array.isArray(rule.network) ? rule.network.join(", ") : ""}
+          hosts={Array.isArray(rule.network) ? rule.network : []} editable={editable && rule.network !== true} onChange={(hosts) => set("network", hosts.length ? hosts : undefined)} />
         <span className="spacer" />
         {hits !== undefined && (
           <span className="hits muted small" data-testid="rule-hits" title="Calls this rule decided in the hub's ledger (rules with this id in any layer)">
@@ -145,5 +148,34 @@ function Examples({ title, field, rule, index, draft, editable, outcomes }: Prop
         />
       )}
     </div>
+  );
+}
+
+/** The hosts a rule's commands may reach, typed as a comma-separated list and written when the field is
+ * left (or Enter is pressed), so half-typed names are never written to the file. Keyed by the hosts
+ * the file holds, so an edit of the source starts it afresh. */
+function HostsField({ hosts, editable, onChange }: { hosts: string[]; editable: boolean; onChange(hosts: string[]): void }) {
+  const shown = hosts.join(", ");
+  const [text, setText] = useState(shown);
+  const commit = () => {
+    const next = text.split(",").map((h) => h.trim()).filter((h) => h !== "");
+    if (next.join(", ") !== shown) onChange(next);
+  };
+  return (
+    <label className="small" title="Only these hosts (a host without a port: 80 and 443), e.g. registry.npmjs.org, *.crates.io, github.com:443">
+      hosts{" "}
+      <input
+        className="mono hosts"
+        data-testid="rule-hosts"
+        value={text}
+        disabled={!editable}
+        placeholder="none"
+        onChange={(e) => setText(e.target.value)}
+        onBlur={commit}
+        onKeyDown={(e) => {
+          if (e.key === "Enter") commit();
+        }}
+      />
+    </label>
   );
 }
