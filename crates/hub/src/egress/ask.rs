@@ -1,0 +1,292 @@
+//! The first thing a program says to the egress proxy, read: an HTTP `CONNECT host:port`, a plain HTTP
+//! request in absolute form (`GET http://host/path`), or a SOCKS5 greeting and `CONNECT` to a domain name.
+//! Only names are accepted: a request for a raw address is refused here, before any policy is asked,
+//! since a rule names hosts and an address is no host a rule can name.
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Most bytes of an HTTP request head the proxy reads.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// Where a program asked to go, and how it asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ask {
+    /// `CONNECT host:port`: a tunnel (TLS, usually), answered `200` once allowed.
+    Connect { host: String, port: u16 },
+    /// A plain HTTP request; `head` is its head rewritten for the origin (origin-form target, no
+    /// `Proxy-*` headers, `Connection: close`), to be sent once allowed.
+    Http { host: String, port: u16, head: Vec<u8> },
+    /// A SOCKS5 `CONNECT` to a domain name, answered once allowed.
+    Socks { host: String, port: u16 },
+}
+
+impl Ask {
+    pub fn host(&self) -> &str {
+        match self {
+            Ask::Connect { host, .. } | Ask::Http { host, .. } | Ask::Socks { host, .. } => host,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        match self {
+            Ask::Connect { port, .. } | Ask::Http { port, .. } | Ask::Socks { port, .. } => *port,
+        }
+    }
+}
+
+/// Why a first request is refused before any policy is asked: what the program is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    #[error("the connection closed before a request")]
+    Closed,
+    #[error("not a proxy request this proxy speaks (HTTP CONNECT, HTTP in absolute form, SOCKS5)")]
+    Unknown,
+    #[error("the request head is longer than {MAX_HEAD} bytes")]
+    TooLong,
+    #[error("a raw IP address ({0}): name the host")]
+    Address(String),
+    #[error("the Host header ({header}) is not the host asked for ({host})")]
+    HostMismatch { host: String, header: String },
+    #[error("SOCKS5 command {0} (only CONNECT)")]
+    SocksCommand(u8),
+    #[error("{0}")]
+    Malformed(String),
+}
+
+/// Reads the first request of `stream`. SOCKS5's greeting is answered here (no authentication); the
+/// answer to the request itself is the caller's, once it has decided.
+pub async fn read_ask<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> Result<Ask, AskError> {
+    let mut first = [0u8; 1];
+    if stream.read(&mut first).await.map_err(|_| AskError::Closed)? == 0 {
+        return Err(AskError::Closed);
+    }
+    if first[0] == 5 {
+        return read_socks(stream).await;
+    }
+    let mut head = first.to_vec();
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() >= MAX_HEAD {
+            return Err(AskError::TooLong);
+        }
+        let mut byte = [0u8; 1];
+        if stream.read(&mut byte).await.map_err(|_| AskError::Closed)? == 0 {
+            return Err(AskError::Closed);
+        }
+        head.push(byte[0]);
+    }
+    http_ask(&head)
+}
+
+/// The name and port of `authority` (`host`, `host:port`); an address is refused.
+fn name_and_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16), AskError> {
+    if authority.starts_with('[') {
+        return Err(AskError::Address(authority.to_owned()));
+    }
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) => {
+            let port =
+                port.parse::<u16>().map_err(|_| AskError::Malformed(format!("bad port in {authority:?}")))?;
+            (host, port)
+        }
+        None => {
+            (authority, default_port.ok_or_else(|| AskError::Malformed(format!("no port in {authority:?}")))?)
+        }
+    };
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    if host.is_empty() {
+        return Err(AskError::Malformed("an empty host".into()));
+    }
+    if host.parse::<std::net::IpAddr>().is_ok()
+        || host.rsplit('.').next().is_some_and(|l| l.chars().all(|c| c.is_ascii_digit()))
+    {
+        return Err(AskError::Address(host));
+    }
+    Ok((host, port))
+}
+
+fn http_ask(head: &[u8]) -> Result<Ask, AskError> {
+    let text = std::str::from_utf8(head).map_err(|_| AskError::Unknown)?;
+    let mut lines = text.split("\r\n");
+    let request = lines.next().ok_or(AskError::Unknown)?;
+    let mut parts = request.split(' ');
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(AskError::Unknown);
+    };
+    if !version.starts_with("HTTP/1.") || parts.next().is_some() {
+        return Err(AskError::Unknown);
+    }
+    let headers: Vec<(&str, &str)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split_once(':').map(|(n, v)| (n.trim(), v.trim())).ok_or(AskError::Unknown))
+        .collect::<Result<_, _>>()?;
+    let header = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+    if method == "CONNECT" {
+        let (host, port) = name_and_port(target, None)?;
+        return Ok(Ask::Connect { host, port });
+    }
+    let rest = target.strip_prefix("http://").ok_or(AskError::Unknown)?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.contains('@') {
+        return Err(AskError::Malformed("credentials in the request's URL".into()));
+    }
+    let (host, port) = name_and_port(authority, Some(80))?;
+    if let Some(given) = header("host") {
+        let (header_host, header_port) = name_and_port(given, Some(80))
+            .map_err(|_| AskError::HostMismatch { host: host.clone(), header: given.to_owned() })?;
+        if header_host != host || header_port != port {
+            return Err(AskError::HostMismatch { host, header: given.to_owned() });
+        }
+    }
+    let mut out = format!("{method} {path} {version}\r\n");
+    for (name, value) in &headers {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("proxy-") || lower == "connection" || lower == "keep-alive" {
+            continue;
+        }
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    Ok(Ask::Http { host, port, head: out.into_bytes() })
+}
+
+async fn read_socks<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> Result<Ask, AskError> {
+    let closed = |_| AskError::Closed;
+    let n = stream.read_u8().await.map_err(closed)?;
+    let mut methods = vec![0u8; usize::from(n)];
+    stream.read_exact(&mut methods).await.map_err(closed)?;
+    if !methods.contains(&0) {
+        let _ = stream.write_all(&[5, 0xff]).await;
+        return Err(AskError::Malformed("SOCKS5 without the no-authentication method".into()));
+    }
+    stream.write_all(&[5, 0]).await.map_err(closed)?;
+    let mut request = [0u8; 4];
+    stream.read_exact(&mut request).await.map_err(closed)?;
+    let [version, command, _, address_type] = request;
+    if version != 5 {
+        return Err(AskError::Unknown);
+    }
+    let host = match address_type {
+        3 => {
+            let len = stream.read_u8().await.map_err(closed)?;
+            let mut name = vec![0u8; usize::from(len)];
+            stream.read_exact(&mut name).await.map_err(closed)?;
+            String::from_utf8(name)
+                .map_err(|_| AskError::Malformed("a SOCKS5 name that is not text".into()))?
+        }
+        1 | 4 => {
+            let _ = stream.write_all(&socks_reply(2)).await;
+            return Err(AskError::Address(if address_type == 1 {
+                "an IPv4 address".into()
+            } else {
+                "an IPv6 address".into()
+            }));
+        }
+        other => return Err(AskError::Malformed(format!("SOCKS5 address type {other}"))),
+    };
+    let port = stream.read_u16().await.map_err(closed)?;
+    if command != 1 {
+        let _ = stream.write_all(&socks_reply(7)).await;
+        return Err(AskError::SocksCommand(command));
+    }
+    let (host, port) = match name_and_port(&host, Some(port)) {
+        Ok((host, _)) => (host, port),
+        Err(e) => {
+            let _ = stream.write_all(&socks_reply(2)).await;
+            return Err(e);
+        }
+    };
+    Ok(Ask::Socks { host, port })
+}
+
+/// A SOCKS5 reply with `code` (0: granted, 2: not allowed by the ruleset, 7: command not supported).
+pub fn socks_reply(code: u8) -> [u8; 10] {
+    [5, code, 0, 1, 0, 0, 0, 0, 0, 0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn ask(bytes: &[u8]) -> (Result<Ask, AskError>, Vec<u8>) {
+        let (mut client, mut proxy) = tokio::io::duplex(64 * 1024);
+        client.write_all(bytes).await.unwrap();
+        let result = read_ask(&mut proxy).await;
+        drop(proxy);
+        let mut answered = Vec::new();
+        client.read_to_end(&mut answered).await.unwrap();
+        (result, answered)
+    }
+
+    /// A request, and the host and port read from it or what its refusal says.
+    type Row = (&'static str, Result<(&'static str, u16), &'static str>);
+
+    #[tokio::test]
+    async fn http_requests_read_and_refused() {
+        let table: &[Row] = &[
+            (
+                "CONNECT registry.npmjs.org:443 HTTP/1.1\r\nHost: registry.npmjs.org:443\r\n\r\n",
+                Ok(("registry.npmjs.org", 443)),
+            ),
+            ("CONNECT Registry.NPMjs.org.:443 HTTP/1.1\r\n\r\n", Ok(("registry.npmjs.org", 443))),
+            ("GET http://pypi.org/simple/ HTTP/1.1\r\nHost: pypi.org\r\n\r\n", Ok(("pypi.org", 80))),
+            ("GET http://pypi.org:8080 HTTP/1.1\r\nHost: pypi.org:8080\r\n\r\n", Ok(("pypi.org", 8080))),
+            ("CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n", Err("raw IP")),
+            ("CONNECT [::1]:443 HTTP/1.1\r\n\r\n", Err("raw IP")),
+            ("CONNECT 2130706433:443 HTTP/1.1\r\n\r\n", Err("raw IP")),
+            ("GET http://127.0.0.1/ HTTP/1.1\r\n\r\n", Err("raw IP")),
+            ("GET http://pypi.org/ HTTP/1.1\r\nHost: paste.example\r\n\r\n", Err("Host header")),
+            ("GET http://user:pw@pypi.org/ HTTP/1.1\r\n\r\n", Err("credentials")),
+            ("GET /relative HTTP/1.1\r\nHost: pypi.org\r\n\r\n", Err("not a proxy request")),
+            ("CONNECT pypi.org HTTP/1.1\r\n\r\n", Err("no port")),
+            ("SSH-2.0-OpenSSH\r\n\r\n", Err("not a proxy request")),
+        ];
+        for (request, want) in table {
+            let (got, _) = ask(request.as_bytes()).await;
+            match (got, want) {
+                (Ok(a), Ok((host, port))) => assert_eq!((a.host(), a.port()), (*host, *port), "{request:?}"),
+                (Err(e), Err(says)) => assert!(e.to_string().contains(says), "{request:?}: {e}"),
+                (got, want) => panic!("{request:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plain_request_is_rewritten_for_the_origin() {
+        let (got, _) = ask(b"GET http://pypi.org/simple/ HTTP/1.1\r\nHost: pypi.org\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n").await;
+        let Ok(Ask::Http { head, .. }) = got else { panic!("{got:?}") };
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn socks5_names_only() {
+        let mut named = vec![5, 1, 0, 5, 1, 0, 3, 8];
+        named.extend(b"pypi.org");
+        named.extend(443u16.to_be_bytes());
+        let (got, answered) = ask(&named).await;
+        assert_eq!(got, Ok(Ask::Socks { host: "pypi.org".into(), port: 443 }));
+        assert_eq!(answered, vec![5, 0], "the greeting answered, the request left to the caller");
+
+        let (got, answered) = ask(&[5, 1, 0, 5, 1, 0, 1, 10, 0, 0, 1, 1, 187]).await;
+        assert!(matches!(got, Err(AskError::Address(_))), "{got:?}");
+        assert_eq!(answered[2..4], [5, 2], "refused: not allowed by the ruleset");
+
+        let mut udp = vec![5, 1, 0, 5, 3, 0, 3, 8];
+        udp.extend(b"pypi.org");
+        udp.extend(53u16.to_be_bytes());
+        let (got, answered) = ask(&udp).await;
+        assert_eq!(got, Err(AskError::SocksCommand(3)));
+        assert_eq!(answered[2..4], [5, 7]);
+
+        let mut dotted = vec![5, 1, 0, 5, 1, 0, 3, 8];
+        dotted.extend(b"10.0.0.1");
+        dotted.extend(443u16.to_be_bytes());
+        let (got, _) = ask(&dotted).await;
+        assert!(matches!(got, Err(AskError::Address(_))), "{got:?}");
+    }
+}

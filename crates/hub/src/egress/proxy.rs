@@ -1,0 +1,330 @@
+//! One connection through the egress proxy: its first request read (`ask`), the host checked against the
+//! hosts the command's rules name, the name resolved by the proxy itself, the upstream connected, and the
+//! bytes relayed both ways, counted. A tunnel's first bytes are read before they are relayed: a TLS
+//! ClientHello must name the host the tunnel was opened to (`sni`). Whatever happens, the connection
+//! ends as one [`Connection`], for the call's record.
+
+use super::ask::{Ask, AskError, read_ask, socks_reply};
+use super::sni::{Hello, server_name};
+use portcullis_harness::HostPattern;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long a program has to say where it goes, and the proxy to reach it.
+const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most bytes of a tunnel's first TLS record read before relaying (a record is at most 16 KiB + 5).
+const MAX_HELLO: usize = 16 * 1024 + 5;
+
+/// The hosts a command may reach, and what names them (for the refusal's words).
+#[derive(Debug, Clone)]
+pub struct EgressRules {
+    pub hosts: Vec<HostPattern>,
+    /// `rule `npm-install` (policy.json)`: who allows them.
+    pub by: String,
+}
+
+impl EgressRules {
+    fn allows(&self, host: &str, port: u16) -> bool {
+        self.hosts.iter().any(|h| h.matches(host, port))
+    }
+
+    fn refusal(&self, host: &str, port: u16) -> String {
+        let hosts: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
+        let allows = if hosts.is_empty() { "no host".to_owned() } else { hosts.join(", ") };
+        format!("network to {host}:{port} refused: {} allows {allows}", self.by)
+    }
+}
+
+/// How the proxy turns names into addresses: the system's resolver, or a fixed map (tests, where
+/// names stand for loopback servers).
+#[derive(Debug, Clone)]
+pub enum Resolver {
+    System,
+    Map(HashMap<String, IpAddr>),
+}
+
+impl Resolver {
+    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+        match self {
+            Resolver::System => Ok(tokio::net::lookup_host((host, port)).await?.collect()),
+            Resolver::Map(map) => map.get(host).map(|ip| vec![SocketAddr::new(*ip, port)]).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, format!("no address for {host}"))
+            }),
+        }
+    }
+}
+
+/// One connection a command made (or tried), as the call's record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connection {
+    /// The host asked for (`?` when the request could not be read).
+    pub host: String,
+    pub port: u16,
+    pub allowed: bool,
+    /// Why it was refused, or what allowed it.
+    pub why: String,
+    /// Bytes from the command to the host, and back.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+}
+
+/// Serves `client` (a connection a command opened to the proxy) under `rules`.
+pub async fn serve_connection<S>(mut client: S, rules: &EgressRules, resolver: &Resolver) -> Connection
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let refused = |host: String, port: u16, why: String| Connection {
+        host,
+        port,
+        allowed: false,
+        why,
+        bytes_out: 0,
+        bytes_in: 0,
+    };
+    let ask = match tokio::time::timeout(ASK_TIMEOUT, read_ask(&mut client)).await {
+        Ok(Ok(ask)) => ask,
+        Ok(Err(e)) => {
+            if !matches!(e, AskError::Closed) {
+                answer_http(&mut client, 403, &format!("refused: {e}")).await;
+            }
+            return refused("?".into(), 0, e.to_string());
+        }
+        Err(_) => return refused("?".into(), 0, "no request within 10 s".into()),
+    };
+    let (host, port) = (ask.host().to_owned(), ask.port());
+    if !rules.allows(&host, port) {
+        let why = rules.refusal(&host, port);
+        refuse(&mut client, &ask, 403, &why).await;
+        return refused(host, port, why);
+    }
+    let upstream = match connect(resolver, &host, port).await {
+        Ok(stream) => stream,
+        Err(why) => {
+            refuse(&mut client, &ask, 502, &why).await;
+            return refused(host, port, why);
+        }
+    };
+    let granted = match &ask {
+        Ask::Connect { .. } => client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await,
+        Ask::Socks { .. } => client.write_all(&socks_reply(0)).await,
+        Ask::Http { .. } => Ok(()),
+    };
+    if granted.is_err() {
+        return refused(host, port, "the command closed the connection".into());
+    }
+    let first: Vec<u8> = match &ask {
+        Ask::Http { head, .. } => head.clone(),
+        Ask::Connect { .. } | Ask::Socks { .. } => match first_record(&mut client).await {
+            Ok(bytes) => {
+                if let Hello::Name(name) = server_name(&bytes)
+                    && name != host
+                {
+                    let why = format!("TLS names {name}, not {host} the tunnel was opened to: refused");
+                    return refused(host, port, why);
+                }
+                bytes
+            }
+            Err(_) => Vec::new(),
+        },
+    };
+    let (bytes_out, bytes_in) = relay(client, upstream, first).await;
+    Connection { host, port, allowed: true, why: rules.by.clone(), bytes_out, bytes_in }
+}
+
+/// The first bytes a tunnel's client sends: a whole TLS record when they start one, else what came.
+async fn first_record<S: AsyncRead + Unpin>(client: &mut S) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(bytes);
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        match server_name(&bytes) {
+            Hello::Partial { needed } if needed <= MAX_HELLO && bytes.len() < needed => continue,
+            _ => return Ok(bytes),
+        }
+    }
+}
+
+async fn connect(resolver: &Resolver, host: &str, port: u16) -> Result<TcpStream, String> {
+    let addresses =
+        resolver.resolve(host, port).await.map_err(|e| format!("{host} does not resolve: {e}"))?;
+    let mut last = format!("{host} has no address");
+    for address in addresses {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Ok(Err(e)) => last = format!("{host}:{port} ({address}): {e}"),
+            Err(_) => last = format!("{host}:{port} ({address}): no answer within 10 s"),
+        }
+    }
+    Err(last)
+}
+
+/// Relays both ways until both ends close: `first` (what was read already) goes up first. The bytes
+/// each way.
+async fn relay<S>(client: S, upstream: TcpStream, first: Vec<u8>) -> (u64, u64)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut up_read, mut up_write) = upstream.into_split();
+    let out = async {
+        let mut sent = 0u64;
+        if !first.is_empty() && up_write.write_all(&first).await.is_ok() {
+            sent += first.len() as u64;
+        }
+        sent += tokio::io::copy(&mut client_read, &mut up_write).await.unwrap_or(0);
+        let _ = up_write.shutdown().await;
+        sent
+    };
+    let back = async {
+        let got = tokio::io::copy(&mut up_read, &mut client_write).await.unwrap_or(0);
+        let _ = client_write.shutdown().await;
+        got
+    };
+    tokio::join!(out, back)
+}
+
+/// Tells the program why, in its protocol's words.
+async fn refuse<S: AsyncWrite + Unpin>(client: &mut S, ask: &Ask, status: u16, why: &str) {
+    match ask {
+        Ask::Socks { .. } => {
+            let _ = client.write_all(&socks_reply(if status == 403 { 2 } else { 4 })).await;
+        }
+        Ask::Connect { .. } | Ask::Http { .. } => answer_http(client, status, why).await,
+    }
+}
+
+async fn answer_http<S: AsyncWrite + Unpin>(client: &mut S, status: u16, why: &str) {
+    let reason = if status == 403 { "Forbidden" } else { "Bad Gateway" };
+    let body = format!("{why}\n");
+    let answer = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(answer.as_bytes()).await;
+    let _ = client.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    fn rules(hosts: &[&str]) -> EgressRules {
+        EgressRules {
+            hosts: hosts.iter().map(|h| HostPattern::parse(h).unwrap()).collect(),
+            by: "rule `npm-install` (policy.json)".into(),
+        }
+    }
+
+    /// An upstream on loopback that answers each connection with what it read, reversed, then closes.
+    async fn upstream() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    buf.truncate(n);
+                    buf.reverse();
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+                    let _ = s.write_all(&buf).await;
+                });
+            }
+        });
+        port
+    }
+
+    fn map(names: &[&str]) -> Resolver {
+        Resolver::Map(names.iter().map(|n| ((*n).to_owned(), IpAddr::from([127, 0, 0, 1]))).collect())
+    }
+
+    /// `request` through the proxy under `rules`: what the program read back, and the record.
+    async fn through(request: Vec<u8>, rules: &EgressRules, resolver: &Resolver) -> (Vec<u8>, Connection) {
+        let (mut program, proxy_end) = tokio::io::duplex(1 << 20);
+        program.write_all(&request).await.unwrap();
+        program.shutdown().await.unwrap();
+        let (connection, read) = tokio::join!(serve_connection(proxy_end, rules, resolver), async {
+            let mut back = Vec::new();
+            let _ = program.read_to_end(&mut back).await;
+            back
+        });
+        (read, connection)
+    }
+
+    #[tokio::test]
+    async fn a_named_host_is_reached_and_counted_and_another_is_refused_with_the_rule() {
+        let port = upstream().await;
+        let rules = rules(&[&format!("registry.npmjs.org:{port}")]);
+        let resolver = map(&["registry.npmjs.org", "paste.example"]);
+        let request = format!(
+            "GET http://registry.npmjs.org:{port}/left-pad HTTP/1.1\r\nHost: registry.npmjs.org:{port}\r\n\r\n"
+        );
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        assert!(c.allowed, "{c:?}");
+        assert!(String::from_utf8_lossy(&back).starts_with("HTTP/1.1 200 OK"), "{back:?}");
+        assert!(c.bytes_out > 0 && c.bytes_in > 0, "{c:?}");
+
+        let request =
+            format!("GET http://paste.example:{port}/ HTTP/1.1\r\nHost: paste.example:{port}\r\n\r\n");
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        assert!(!c.allowed);
+        let text = String::from_utf8_lossy(&back);
+        assert!(text.starts_with("HTTP/1.1 403"), "{text}");
+        assert!(
+            text.contains(&format!("network to paste.example:{port} refused: rule `npm-install` (policy.json) allows registry.npmjs.org:{port}")),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_whose_tls_names_another_host_is_cut() {
+        let port = upstream().await;
+        let rules = rules(&[&format!("registry.npmjs.org:{port}")]);
+        let resolver = map(&["registry.npmjs.org"]);
+        let mut request = format!("CONNECT registry.npmjs.org:{port} HTTP/1.1\r\n\r\n").into_bytes();
+        request.extend(crate::egress::sni::tests::client_hello(Some("paste.example")));
+        let (back, c) = through(request, &rules, &resolver).await;
+        assert!(!c.allowed && c.why.contains("TLS names paste.example"), "{c:?}");
+        assert_eq!(c.bytes_out, 0, "nothing of the refused hello went up");
+        assert!(String::from_utf8_lossy(&back).starts_with("HTTP/1.1 200"), "the tunnel opened, then closed");
+
+        let mut request = format!("CONNECT registry.npmjs.org:{port} HTTP/1.1\r\n\r\n").into_bytes();
+        let hello = crate::egress::sni::tests::client_hello(Some("registry.npmjs.org"));
+        request.extend(&hello);
+        let (_, c) = through(request, &rules, &resolver).await;
+        assert!(c.allowed, "{c:?}");
+        assert_eq!(c.bytes_out, hello.len() as u64);
+    }
+
+    #[tokio::test]
+    async fn refused_before_any_policy_raw_addresses_and_unknown_talk() {
+        let rules = rules(&["registry.npmjs.org"]);
+        for request in ["CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n", "SSH-2.0-x\r\n\r\n"] {
+            let (back, c) = through(request.as_bytes().to_vec(), &rules, &Resolver::System).await;
+            assert!(!c.allowed, "{request:?}");
+            assert!(String::from_utf8_lossy(&back).starts_with("HTTP/1.1 403"), "{request:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_does_not_resolve_is_a_bad_gateway() {
+        let rules = rules(&["nowhere.example"]);
+        let (back, c) =
+            through(b"CONNECT nowhere.example:443 HTTP/1.1\r\n\r\n".to_vec(), &rules, &map(&[])).await;
+        assert!(!c.allowed && c.why.contains("does not resolve"), "{c:?}");
+        assert!(String::from_utf8_lossy(&back).starts_with("HTTP/1.1 502"));
+    }
+}
