@@ -49,6 +49,7 @@ smoke eval_bench 200
 smoke gateway_bench 50
 smoke sandbox_bench 20
 smoke workbench_bench 50
+smoke egress_bench 20 4
 echo "bench smoke runs: ok"
 
 echo "== desktop app end to end (tauri-driver + WebKitWebDriver under Xvfb), the browser console (Chromium)"
