@@ -53,28 +53,35 @@ pub enum AskError {
     Malformed(String),
 }
 
-/// Reads the first request of `stream`. SOCKS5's greeting is answered here (no authentication); the
-/// answer to the request itself is the caller's, once it has decided.
-pub async fn read_ask<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> Result<Ask, AskError> {
+/// Reads the first request of `stream`, and what the program sent after its head already (a body's
+/// start, or a tunnel's first bytes from a client that does not wait for the `200`). SOCKS5's greeting
+/// is answered here (no authentication); the answer to the request itself is the caller's, once it has
+/// decided.
+pub async fn read_ask<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> Result<(Ask, Vec<u8>), AskError> {
     let mut first = [0u8; 1];
     if stream.read(&mut first).await.map_err(|_| AskError::Closed)? == 0 {
         return Err(AskError::Closed);
     }
     if first[0] == 5 {
-        return read_socks(stream).await;
+        // SOCKS clients wait for each answer: read field by field, nothing beyond.
+        return Ok((read_socks(stream).await?, Vec::new()));
     }
     let mut head = first.to_vec();
-    while !head.ends_with(b"\r\n\r\n") {
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            let early = head.split_off(end + 4);
+            return Ok((http_ask(&head)?, early));
+        }
         if head.len() >= MAX_HEAD {
             return Err(AskError::TooLong);
         }
-        let mut byte = [0u8; 1];
-        if stream.read(&mut byte).await.map_err(|_| AskError::Closed)? == 0 {
+        let n = stream.read(&mut chunk).await.map_err(|_| AskError::Closed)?;
+        if n == 0 {
             return Err(AskError::Closed);
         }
-        head.push(byte[0]);
+        head.extend_from_slice(&chunk[..n]);
     }
-    http_ask(&head)
 }
 
 /// The name and port of `authority` (`host`, `host:port`); an address is refused.
@@ -213,7 +220,7 @@ mod tests {
     async fn ask(bytes: &[u8]) -> (Result<Ask, AskError>, Vec<u8>) {
         let (mut client, mut proxy) = tokio::io::duplex(64 * 1024);
         client.write_all(bytes).await.unwrap();
-        let result = read_ask(&mut proxy).await;
+        let result = read_ask(&mut proxy).await.map(|(ask, _)| ask);
         drop(proxy);
         let mut answered = Vec::new();
         client.read_to_end(&mut answered).await.unwrap();
@@ -251,6 +258,15 @@ mod tests {
                 (got, want) => panic!("{request:?}: {got:?}, wanted {want:?}"),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn what_follows_the_head_is_kept() {
+        let (mut client, mut proxy) = tokio::io::duplex(64 * 1024);
+        client.write_all(b"CONNECT pypi.org:443 HTTP/1.1\r\n\r\n\x16\x03\x01hello").await.unwrap();
+        let (ask, early) = read_ask(&mut proxy).await.unwrap();
+        assert_eq!(ask, Ask::Connect { host: "pypi.org".into(), port: 443 });
+        assert_eq!(early, b"\x16\x03\x01hello");
     }
 
     #[tokio::test]

@@ -86,8 +86,8 @@ where
         bytes_out: 0,
         bytes_in: 0,
     };
-    let ask = match tokio::time::timeout(ASK_TIMEOUT, read_ask(&mut client)).await {
-        Ok(Ok(ask)) => ask,
+    let (ask, early) = match tokio::time::timeout(ASK_TIMEOUT, read_ask(&mut client)).await {
+        Ok(Ok(asked)) => asked,
         Ok(Err(e)) => {
             if !matches!(e, AskError::Closed) {
                 answer_http(&mut client, 403, &format!("refused: {e}")).await;
@@ -118,8 +118,8 @@ where
         return refused(host, port, "the command closed the connection".into());
     }
     let first: Vec<u8> = match &ask {
-        Ask::Http { head, .. } => head.clone(),
-        Ask::Connect { .. } | Ask::Socks { .. } => match first_record(&mut client).await {
+        Ask::Http { head, .. } => [head.as_slice(), &early].concat(),
+        Ask::Connect { .. } | Ask::Socks { .. } => match first_record(&mut client, early).await {
             Ok(bytes) => {
                 if let Hello::Name(name) = server_name(&bytes)
                     && name != host
@@ -136,20 +136,22 @@ where
     Connection { host, port, allowed: true, why: rules.by.clone(), bytes_out, bytes_in }
 }
 
-/// The first bytes a tunnel's client sends: a whole TLS record when they start one, else what came.
-async fn first_record<S: AsyncRead + Unpin>(client: &mut S) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+/// The first bytes a tunnel's client sends (after `early`, what came with its request): a whole TLS
+/// record when they start one, else what came.
+async fn first_record<S: AsyncRead + Unpin>(client: &mut S, early: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    let mut bytes = early;
     let mut chunk = [0u8; 4096];
     loop {
+        match server_name(&bytes) {
+            Hello::Partial { needed } if needed <= MAX_HELLO && bytes.len() < needed => {}
+            _ if !bytes.is_empty() => return Ok(bytes),
+            _ => {}
+        }
         let n = client.read(&mut chunk).await?;
         if n == 0 {
             return Ok(bytes);
         }
         bytes.extend_from_slice(&chunk[..n]);
-        match server_name(&bytes) {
-            Hello::Partial { needed } if needed <= MAX_HELLO && bytes.len() < needed => continue,
-            _ => return Ok(bytes),
-        }
     }
 }
 
