@@ -265,12 +265,9 @@ async fn upstream_ready(hub: &Hub) -> BenchResult<()> {
 
 /// A private PostgreSQL the hub ships its ledger to, and the hub's setting for it.
 fn team_ledger(dir: &Path) -> BenchResult<(PrivatePostgres, TeamLedgerSetting)> {
-    use std::os::unix::fs::PermissionsExt;
     let pg = PrivatePostgres::start();
     pg.create_db("team");
-    let password = dir.join("pw");
-    std::fs::write(&password, format!("{}\n", pg.password()))?;
-    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600))?;
+    let password = pg.password_file(dir, "pw");
     let setting = TeamLedgerSetting { url: pg.url("team"), password_file: Some(password) };
     Ok((pg, setting))
 }

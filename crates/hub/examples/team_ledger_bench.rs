@@ -24,7 +24,6 @@ use portcullis_team::{TeamDb, TeamReader};
 use serde_json::{Value, json};
 use std::error::Error;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -100,9 +99,7 @@ async fn ship(n: usize) -> BenchResult<()> {
     let pg = PrivatePostgres::start();
     pg.create_db("team");
     let dir = tempfile::tempdir()?;
-    let password = dir.path().join("pw");
-    std::fs::write(&password, format!("{}\n", pg.password()))?;
-    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600))?;
+    let password = pg.password_file(dir.path(), "pw");
     let setting = TeamLedgerSetting { url: pg.url("team"), password_file: Some(password) };
     let (mut off, mut on, mut drains) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..3 {
@@ -252,9 +249,7 @@ fn team(n: i64) -> BenchResult<()> {
         pg.create_db("team");
     }
     let dir = tempfile::tempdir()?;
-    let password = dir.path().join("pw");
-    std::fs::write(&password, format!("{}\n", pg.password()))?;
-    std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600))?;
+    let password = pg.password_file(dir.path(), "pw");
     let db = TeamDb::parse(&pg.url("team"), Some(&password))?;
     // The schema, made as a hub's first shipment makes it.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

@@ -141,17 +141,28 @@ impl LivePolicy {
         action: &ExecutionAction,
         cwd: Option<&std::path::Path>,
     ) -> crate::judgement::ActionJudgement {
+        self.judgement_by(&self.current(), tool, action, cwd)
+    }
+
+    /// [`LivePolicy::judgement`] by `policy` (the one in force when the caller took it).
+    fn judgement_by(
+        &self,
+        policy: &Policy,
+        tool: &str,
+        action: &ExecutionAction,
+        cwd: Option<&std::path::Path>,
+    ) -> crate::judgement::ActionJudgement {
         let ctx = self.context_for(action.cwd.as_deref().or(cwd));
-        crate::judgement::judge_action(&self.current(), tool, action, &ctx, &self.support)
+        crate::judgement::judge_action(policy, tool, action, &ctx, &self.support)
     }
 
     /// The verdict of a request, with the evaluation it came from (a dry run keeps it rather than
     /// judging twice).
     pub fn verdict(&self, request: &PolicyRequest<'_>) -> (PolicyVerdict, Evaluation) {
+        // One policy for the judgement and the version recorded with it (a reload may swap it between).
         let policy = self.current();
-        let ctx = self.context_for(request.action.cwd.as_deref().or(request.call.cwd.as_deref()));
         let judged =
-            crate::judgement::judge_action(&policy, &request.tool.name, request.action, &ctx, &self.support);
+            self.judgement_by(&policy, &request.tool.name, request.action, request.call.cwd.as_deref());
         tracing::debug!(
             tool = %request.tool.name,
             decision = judged.evaluation.decision.as_str(),

@@ -568,17 +568,13 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
     use crate::testing::PrivatePostgres;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_statement_past_its_time_is_none_and_the_timeout_does_not_outlive_it() {
         let pg = PrivatePostgres::start();
         pg.create_db("team");
         let dir = tempfile::tempdir().unwrap();
-        let pw = dir.path().join("pw");
-        std::fs::write(&pw, pg.password()).unwrap();
-        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let db = TeamDb::parse(&pg.url("team"), Some(&pw)).unwrap();
+        let db = pg.team_db("team", dir.path());
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let mut client = crate::connect(&db).await.unwrap();

@@ -63,11 +63,11 @@ fn dims_of(r: &tokio_postgres::Row) -> Result<CallDims<'_>, TeamError> {
 /// range alone) or a sample of the records (marked not exact); at or below it, from every one.
 const EXACT_DURATIONS: i64 = 20_000;
 
-/// Per-tool durations from the counts and maxima of the calls that ran and each tool's histogram:
-/// busiest tool first.
-fn from_histograms(
+/// Per-tool durations from the counts and maxima of the calls that ran (summed by tool) and each tool's
+/// p50 and p95 as `percentiles` gives them (kept within the maximum): busiest tool first.
+fn per_tool(
     ran: Vec<(String, i64, Option<i64>)>,
-    histograms: HashMap<String, DenseHistogram>,
+    percentiles: impl Fn(&str) -> (i64, i64),
 ) -> Vec<ToolDurations> {
     let mut by_tool: HashMap<String, (i64, Option<i64>)> = HashMap::new();
     for (tool, n, max) in ran {
@@ -80,11 +80,11 @@ fn from_histograms(
         .filter(|(_, (n, _))| *n > 0)
         .map(|(tool, (n, max))| {
             let max_us = max.unwrap_or(0);
-            let quantile = |q| histograms.get(&tool).map_or(0, |h| h.quantile(q)).min(max_us);
+            let (p50, p95) = percentiles(&tool);
             ToolDurations {
                 count: u64::try_from(n).unwrap_or(0),
-                p50_us: quantile(0.5),
-                p95_us: quantile(0.95),
+                p50_us: p50.min(max_us),
+                p95_us: p95.min(max_us),
                 max_us,
                 tool,
             }
@@ -92,6 +92,14 @@ fn from_histograms(
         .collect();
     durations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
     durations
+}
+
+/// [`per_tool`] with percentiles read from each tool's histogram.
+fn from_histograms(
+    ran: Vec<(String, i64, Option<i64>)>,
+    histograms: HashMap<String, DenseHistogram>,
+) -> Vec<ToolDurations> {
+    per_tool(ran, |tool| histograms.get(tool).map_or((0, 0), |h| (h.quantile(0.5), h.quantile(0.95))))
 }
 
 impl TeamReader {
@@ -247,13 +255,7 @@ impl TeamReader {
         filter: &CallFilter,
         ran: Vec<(String, i64, Option<i64>)>,
     ) -> Result<(Vec<ToolDurations>, bool), TeamError> {
-        let mut by_tool: HashMap<String, (i64, Option<i64>)> = HashMap::new();
-        for (tool, n, max) in ran {
-            let entry = by_tool.entry(tool).or_insert((0, None));
-            entry.0 += n;
-            entry.1 = entry.1.max(max);
-        }
-        let total: i64 = by_tool.values().map(|(n, _)| n).sum();
+        let total: i64 = ran.iter().map(|(_, n, _)| n).sum();
         if total == 0 {
             return Ok((Vec::new(), true));
         }
@@ -286,22 +288,7 @@ impl TeamReader {
         for r in &rows {
             percentiles.insert(col(r, 0)?, (col(r, 1)?, col(r, 2)?));
         }
-        let mut durations: Vec<ToolDurations> = by_tool
-            .into_iter()
-            .filter(|(_, (n, _))| *n > 0)
-            .map(|(tool, (n, max))| {
-                let (p50, p95) = percentiles.get(&tool).copied().unwrap_or((0, 0));
-                let max_us = max.unwrap_or(0);
-                ToolDurations {
-                    count: u64::try_from(n).unwrap_or(0),
-                    p50_us: p50.min(max_us),
-                    p95_us: p95.min(max_us),
-                    max_us,
-                    tool,
-                }
-            })
-            .collect();
-        durations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.tool.cmp(&b.tool)));
+        let durations = per_tool(ran, |tool| percentiles.get(tool).copied().unwrap_or((0, 0)));
         Ok((durations, exact))
     }
 

@@ -202,6 +202,20 @@ impl PrivatePostgres {
         )
     }
 
+    /// Writes the server's password into an owner-only file `name` in `dir` (as a hub's password file
+    /// must be), and returns its path.
+    pub fn password_file(&self, dir: &Path, name: &str) -> PathBuf {
+        let file = dir.join(name);
+        std::fs::write(&file, format!("{}\n", self.password)).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        file
+    }
+
+    /// The team ledger of database `db`, its password in an owner-only file in `dir`.
+    pub fn team_db(&self, db: &str, dir: &Path) -> crate::TeamDb {
+        crate::TeamDb::parse(&self.url(db), Some(&self.password_file(dir, "pw"))).unwrap()
+    }
+
     /// Makes database `db`.
     pub fn create_db(&self, db: &str) {
         self.sql("postgres", &format!("CREATE DATABASE \"{db}\""));

@@ -8,7 +8,6 @@
 use crate::common::{Served, http, node_modules, serve_with_args};
 use portcullis_team::testing::PrivatePostgres;
 use serde_json::{Value, json};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -34,9 +33,7 @@ impl Team {
         let pg = PrivatePostgres::start();
         pg.create_db("team");
         let dir = tempfile::tempdir().unwrap();
-        let password_file = dir.path().join("team-password");
-        std::fs::write(&password_file, format!("{}\n", pg.password())).unwrap();
-        std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let password_file = pg.password_file(dir.path(), "team-password");
         Team { pg, _dir: dir, password_file }
     }
 

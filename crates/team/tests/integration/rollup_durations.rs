@@ -8,7 +8,6 @@ use portcullis_ledger::{CallFilter, RecordSink, SideRow, SideTable, StoredRecord
 use portcullis_team::testing::PrivatePostgres;
 use portcullis_team::{PostgresSink, TeamDb, TeamReader};
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 
 const HOUR: i64 = 3_600_000_000;
 const T0: i64 = 1_764_547_200_000_000;
@@ -17,10 +16,7 @@ fn team() -> (PrivatePostgres, TeamDb, tempfile::TempDir) {
     let pg = PrivatePostgres::start();
     pg.create_db("team");
     let dir = tempfile::tempdir().unwrap();
-    let pw = dir.path().join("pw");
-    std::fs::write(&pw, pg.password()).unwrap();
-    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let db = TeamDb::parse(&pg.url("team"), Some(&pw)).unwrap();
+    let db = pg.team_db("team", dir.path());
     (pg, db, dir)
 }
 
