@@ -3,7 +3,8 @@
 //! error output shows. Shared by the shell tool and the hub's process tools.
 
 use crate::errors::codes;
-use portcullis_harness::{SandboxProfile, ToolError};
+use portcullis_harness::{Connection, HostPattern, SandboxProfile, ToolError};
+use portcullis_sandbox::egress::{EgressGate, EgressRules, GateRecord, OpenGate};
 use portcullis_sandbox::findings::{Finding, findings};
 use portcullis_sandbox::{Applied, LaunchReport, LaunchRequest, SandboxLauncher};
 use serde_json::{Value, json};
@@ -51,6 +52,25 @@ pub struct Launch {
     pub profile: SandboxProfile,
     pub cwd: PathBuf,
     pub tmp: PrivateTmp,
+    /// The command's way out when its rules name hosts (closed once it ended).
+    pub gate: Option<OpenGate>,
+}
+
+/// Opens the egress gate of a command whose rules name hosts (and that has no network of its own).
+fn open_gate(launcher: &SandboxLauncher, profile: &SandboxProfile) -> Result<Option<OpenGate>, ToolError> {
+    let Some(egress) = profile.egress.as_ref().filter(|e| !profile.network && !e.hosts.is_empty()) else {
+        return Ok(None);
+    };
+    // The policy parsed these when it loaded; one that no longer parses is left out (fewer hosts, never
+    // more).
+    let hosts = egress.hosts.iter().filter_map(|h| HostPattern::parse(h).ok()).collect();
+    let gate = EgressGate {
+        rules: EgressRules { hosts, by: egress.by.clone() },
+        resolver: launcher.resolver().clone(),
+    };
+    gate.open(None).map(Some).map_err(|e| {
+        ToolError::new(codes::SANDBOX_FAILED, format!("could not open the command's egress proxy: {e}"))
+    })
 }
 
 /// Starts `program args` in `cwd` with `env` (and `stdin`, if any) inside `profile`: a launcher ready
@@ -68,6 +88,7 @@ pub fn launch(
     let tmp = PrivateTmp::new().map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not make the command's temporary folder: {e}"))
     })?;
+    let gate = open_gate(launcher, profile)?;
     let started = launcher.start(profile.network).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
     })?;
@@ -79,10 +100,11 @@ pub fn launch(
         cwd: cwd.clone(),
         private_tmp: tmp.path().to_path_buf(),
         stdin,
+        gate: gate.as_ref().map(|g| g.socket().to_path_buf()),
     };
     let conversation = started.conversation;
     let talk = tokio::spawn(async move { conversation.run(&request).await });
-    Ok((started.child, Launch { talk, profile: profile.clone(), cwd, tmp }))
+    Ok((started.child, Launch { talk, profile: profile.clone(), cwd, tmp, gate }))
 }
 
 /// How a confined command ended, as the launcher saw it.
@@ -94,6 +116,8 @@ pub struct Outcome {
     pub limit: Option<String>,
     /// The walls could not be built (step, message): the command did not run.
     pub failed: Option<(String, String)>,
+    /// What went through the egress proxy, or was refused there.
+    pub network: GateRecord,
 }
 
 /// Waits (briefly) for the reports and reads them.
@@ -104,6 +128,9 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     };
     drop(launch.tmp);
     let mut outcome = Outcome::default();
+    if let Some(gate) = launch.gate {
+        outcome.network = gate.close().await;
+    }
     for report in reports {
         match report {
             LaunchReport::Confined { applied } => outcome.applied = Some(applied),
@@ -152,6 +179,7 @@ pub fn describe(
     if let Some(limit) = &outcome.limit {
         lines.push(format!("[sandbox: ended at {}]", limit_text(limit, profile)));
     }
+    lines.extend(connection_lines(&outcome.network));
     for f in &found {
         let what = match &f.path {
             Some(p) => format!("{} ({p})", f.meaning),
@@ -169,4 +197,40 @@ pub fn describe(
         "network": profile.network,
     });
     (value, lines)
+}
+
+/// The egress proxy's connections in words, for the agent: each refusal once (with how many times),
+/// and the hosts reached with the bytes each way.
+pub fn connection_lines(record: &GateRecord) -> Vec<String> {
+    let mut refused: Vec<(&str, usize)> = Vec::new();
+    let mut reached: Vec<(String, usize, u64, u64)> = Vec::new();
+    for c in &record.connections {
+        if c.allowed {
+            let at = format!("{}:{}", c.host, c.port);
+            match reached.iter_mut().find(|r| r.0 == at) {
+                Some(r) => (r.1, r.2, r.3) = (r.1 + 1, r.2 + c.bytes_out, r.3 + c.bytes_in),
+                None => reached.push((at, 1, c.bytes_out, c.bytes_in)),
+            }
+        } else {
+            match refused.iter_mut().find(|r| r.0 == c.why) {
+                Some(r) => r.1 += 1,
+                None => refused.push((&c.why, 1)),
+            }
+        }
+    }
+    let times = |n: usize| if n > 1 { format!(" ×{n}") } else { String::new() };
+    let mut lines: Vec<String> =
+        refused.into_iter().map(|(why, n)| format!("[sandbox refused: {why}{}]", times(n))).collect();
+    for (at, n, out, back) in reached {
+        lines.push(format!("[network: {at}{}, {out} bytes out, {back} bytes in]", times(n)));
+    }
+    if record.dropped > 0 {
+        lines.push(format!("[network: {} more connections not kept]", record.dropped));
+    }
+    lines
+}
+
+/// The connections of an outcome, for the tool's output (and so the call's record).
+pub fn connections(outcome: &Outcome) -> Vec<Connection> {
+    outcome.network.connections.clone()
 }

@@ -134,7 +134,7 @@ fn read_blocking(request: &ReadRequest) -> Result<ToolOutput, ToolError> {
                 mime_type: image.mime_type.to_owned(),
             }],
             structured: Some(structured),
-            is_error: false,
+            ..ToolOutput::default()
         });
     }
     file.seek(SeekFrom::Start(0)).map_err(|e| io_error(path, &e))?;

@@ -295,6 +295,7 @@ pub async fn run_command(
     let mut signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
     let mut sandbox_value = None;
     let mut sandbox_lines = Vec::new();
+    let mut connections = Vec::new();
     if let Some(launch) = launch {
         let (outcome, profile, cwd) = confined::finish(launch, DRAIN_GRACE).await;
         if let Some((step, message)) = &outcome.failed {
@@ -309,6 +310,7 @@ pub async fn run_command(
         let (value, lines) = confined::describe(&outcome, &profile, &cwd, &stderr.render());
         sandbox_value = Some(value);
         sandbox_lines = lines;
+        connections = confined::connections(&outcome);
     }
     let structured = json!({
         "exit_code": exit_code,
@@ -348,6 +350,7 @@ pub async fn run_command(
             }
             let mut output = ToolOutput::text(text);
             output.structured = Some(structured);
+            output.connections = connections;
             Ok(output)
         }
         Ending::TimedOut => Err(ToolError::new(
@@ -357,10 +360,10 @@ pub async fn run_command(
                 run.timeout.as_millis()
             ),
         )
-        .with_details(json!({ "output": text, "result": structured }))),
+        .with_details(json!({ "output": text, "result": structured, "connections": connections }))),
         Ending::Cancelled => {
             Err(ToolError::new(codes::CANCELLED, "the run was cancelled; the command was killed")
-                .with_details(json!({ "output": text, "result": structured })))
+                .with_details(json!({ "output": text, "result": structured, "connections": connections })))
         }
     }
 }

@@ -126,6 +126,41 @@ impl fmt::Display for HostPattern {
     }
 }
 
+/// What a connection was: a TCP stream through the proxy, or a DNS question the sandbox's stub resolver
+/// refused (the command has no resolver: the proxy resolves the names it lets through).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionKind {
+    #[default]
+    Tcp,
+    Dns,
+}
+
+/// One connection a confined command made or tried, as its call's record keeps it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Connection {
+    #[serde(default)]
+    pub kind: ConnectionKind,
+    /// The host asked for (`?` when the request could not be read). Untrusted text: the command chose it.
+    pub host: String,
+    pub port: u16,
+    pub allowed: bool,
+    /// Why it was refused, or the rule that allowed it.
+    pub why: String,
+    /// Bytes from the command to the host, and back.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+}
+
+impl Connection {
+    /// A connection refused before any byte went out.
+    pub fn refused(kind: ConnectionKind, host: String, port: u16, why: String) -> Connection {
+        Connection { kind, host, port, allowed: false, why, bytes_out: 0, bytes_in: 0 }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,7 +49,7 @@ pub use call::{
 };
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
-pub use egress::HostPattern;
+pub use egress::{Connection, ConnectionKind, HostPattern};
 pub use error::HarnessError;
 pub use events::{
     EventBus, EventDelivery, EventPayload, EventSubscription, StageTimes, ToolEvent, ToolEventKind,
@@ -73,7 +73,7 @@ pub use name::{
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
-pub use sandbox::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+pub use sandbox::{EgressScope, Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
 pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
 pub use tool::{

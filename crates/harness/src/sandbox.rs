@@ -47,6 +47,18 @@ impl Default for SandboxLimits {
     }
 }
 
+/// The hosts a command may reach by name (through the hub's egress proxy, its only way out), and the
+/// rules that name them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressScope {
+    /// `registry.npmjs.org`, `*.crates.io`, `github.com:443`: the strictest set across layers (empty:
+    /// the layers name no host in common, so none).
+    pub hosts: Vec<String>,
+    /// Who names them, for a refusal's words: "rule `npm-install` (policy.json)".
+    pub by: String,
+}
+
 /// The walls of one command.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,10 +81,10 @@ pub struct SandboxProfile {
     /// Why the network is open or closed (the rule that allows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_reason: Option<String>,
-    /// The hosts the rules that matched name (`registry.npmjs.org`, `*.crates.io`, `github.com:443`),
-    /// the strictest set across layers; `None` when no rule names hosts (any host, or no network).
+    /// The hosts the rules that matched name, reached only through the hub's egress proxy; `None` when
+    /// no rule names hosts (any host, or no network).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub egress: Option<Vec<String>>,
+    pub egress: Option<EgressScope>,
     pub limits: SandboxLimits,
 }
 

@@ -110,15 +110,19 @@ pub struct ToolOutput {
     /// The tool ran but reports a failure to the agent (MCP `isError`, for example).
     #[serde(default)]
     pub is_error: bool,
+    /// The connections a confined command made or tried through its egress proxy (egress by name), for
+    /// the call's record: what reached where, what was refused and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<crate::Connection>,
 }
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput { content: vec![Content::Text { text: text.into() }], structured: None, is_error: false }
+        ToolOutput { content: vec![Content::Text { text: text.into() }], ..ToolOutput::default() }
     }
 
     pub fn structured(value: Value) -> Self {
-        ToolOutput { content: Vec::new(), structured: Some(value), is_error: false }
+        ToolOutput { structured: Some(value), ..ToolOutput::default() }
     }
 
     /// All text blocks joined by newlines (handy for tests and previews).

@@ -12,7 +12,6 @@ pub mod broker;
 pub mod config;
 pub mod connections;
 pub mod console;
-pub mod egress;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

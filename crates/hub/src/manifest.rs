@@ -261,6 +261,7 @@ impl Tool for ManifestTool {
                 content: result.text.iter().map(|t| Content::Text { text: t.clone() }).collect(),
                 structured: result.structured.clone(),
                 is_error: result.is_error,
+                ..ToolOutput::default()
             }),
             ManifestKind::Process { command, args, env, timeout_seconds, max_output_bytes, output } => {
                 let cwd = invocation.action.cwd.clone().unwrap_or_else(|| self.project.clone());
@@ -368,10 +369,12 @@ async fn run_process(
         return Err(ToolError::new("too_large", format!("{command} wrote more than {max_output} bytes")));
     }
     let status = status.map_err(|e| ToolError::new("process_failed", e.to_string()))?;
+    let mut connections = Vec::new();
     let (success, status) = match launch {
         None => (status.success(), status.to_string()),
         Some(launch) => {
             let (outcome, profile, _) = confined::finish(launch, Duration::from_millis(500)).await;
+            connections = confined::connections(&outcome);
             if let Some((step, message)) = &outcome.failed {
                 return Err(confined::walls_failed(step, message));
             }
@@ -398,10 +401,14 @@ async fn run_process(
             content: vec![Content::Text { text: format!("{command} exited with {status}: {stderr_tail}") }],
             structured: None,
             is_error: true,
+            connections,
         });
     }
     if output == ProcessOutput::Text {
-        return Ok(ToolOutput::text(String::from_utf8_lossy(&out).into_owned()));
+        return Ok(ToolOutput {
+            connections,
+            ..ToolOutput::text(String::from_utf8_lossy(&out).into_owned())
+        });
     }
     let answer: Value = serde_json::from_slice(&out).map_err(|e| {
         ToolError::new("invalid_output", format!("{command} did not answer JSON on stdout: {e}"))
@@ -410,11 +417,13 @@ async fn run_process(
     if answer.get("content").is_some_and(Value::is_array)
         && let Ok(output) = serde_json::from_value::<ToolOutput>(answer.clone())
     {
-        return Ok(output);
+        // What the proxy saw, never what the tool says it did.
+        return Ok(ToolOutput { connections, ..output });
     }
     Ok(ToolOutput {
         content: vec![Content::Text { text: answer.to_string() }],
         structured: Some(answer),
         is_error: false,
+        connections,
     })
 }

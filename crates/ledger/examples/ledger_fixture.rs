@@ -323,6 +323,7 @@ async fn main() {
                         ],
                         structured: None,
                         is_error: false,
+                        connections: Vec::new(),
                     }
                 } else {
                     ToolOutput::text(text)

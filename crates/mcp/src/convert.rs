@@ -151,5 +151,6 @@ pub fn output_of(result: &CallToolResult) -> ToolOutput {
         content,
         structured: result.structured_content.clone(),
         is_error: result.is_error == Some(true),
+        ..ToolOutput::default()
     }
 }

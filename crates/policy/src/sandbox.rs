@@ -8,7 +8,7 @@ use crate::document::{Access, Decision, SandboxLimitSettings, SandboxMode, Sandb
 use crate::policy::{EvalContext, Evaluation, NetworkScope, Policy};
 use crate::protected::ProtectedKind;
 use portcullis_harness::paths::canonicalize_lenient;
-use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+use portcullis_harness::{EgressScope, Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
 use std::path::{Path, PathBuf};
 
 /// Folders programs need to start and run: readable and executable, never writable.
@@ -419,9 +419,8 @@ impl Policy {
     /// Whether the rules that matched (and did not forbid) let the command use the network, the hosts
     /// they name, and why. Within a layer the rules' grants add up; across the layers that grant some
     /// network, the strictest wins (any host gives way to named hosts, named hosts meet). Named hosts
-    /// need the hub's egress proxy, which is not built yet: until it is, such a command runs with no
-    /// network at all (closed, never open to every host).
-    fn network_use(&self, evaluation: &Evaluation) -> (bool, Option<Vec<String>>, String) {
+    /// keep the command in a network namespace of its own whose one way out is the hub's egress proxy.
+    fn network_use(&self, evaluation: &Evaluation) -> (bool, Option<EgressScope>, String) {
         if evaluation.decision == Decision::Forbidden {
             return (false, None, "the command is forbidden".into());
         }
@@ -449,16 +448,15 @@ impl Policy {
         let by = by.join(" and ");
         match scope {
             NetworkScope::Any => (true, None, format!("{by} allows any host")),
-            NetworkScope::Hosts(hosts) if hosts.is_empty() => {
-                (false, Some(Vec::new()), format!("{by} name no host in common: no network"))
-            }
+            NetworkScope::Hosts(hosts) if hosts.is_empty() => (
+                false,
+                Some(EgressScope { hosts: Vec::new(), by: by.clone() }),
+                format!("{by} name no host in common: no network"),
+            ),
             NetworkScope::Hosts(hosts) => {
                 let names: Vec<String> = hosts.iter().map(ToString::to_string).collect();
-                let reason = format!(
-                    "{by} allows only {}; egress by name is not enforced yet, so the command runs with no network",
-                    names.join(", ")
-                );
-                (false, Some(names), reason)
+                let reason = format!("{by} allows only {}, through the hub's egress proxy", names.join(", "));
+                (false, Some(EgressScope { hosts: names, by }), reason)
             }
             NetworkScope::None => (false, None, "no rule that matched allows network use".into()),
         }

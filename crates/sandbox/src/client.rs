@@ -3,6 +3,7 @@
 //! learn what this machine's kernel can enforce.
 
 use crate::ENTRY;
+use crate::egress::Resolver;
 use crate::protocol::{LaunchReport, LaunchRequest};
 use portcullis_harness::SandboxSupport;
 use std::os::fd::OwnedFd;
@@ -23,6 +24,8 @@ pub struct SandboxLauncher {
     /// Launchers started ahead, waiting for their request, one for commands with network and one
     /// without (its network namespace made already); shared by the clones of this launcher.
     ahead: Arc<Mutex<Ahead>>,
+    /// How the egress proxy of commands whose rules name hosts resolves those names.
+    resolver: Resolver,
 }
 
 /// The launchers started ahead: `[with network, without]`.
@@ -44,7 +47,22 @@ pub struct Conversation {
 
 impl SandboxLauncher {
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        SandboxLauncher { program: program.into(), ahead: Arc::new(Mutex::new([None, None])) }
+        SandboxLauncher {
+            program: program.into(),
+            ahead: Arc::new(Mutex::new([None, None])),
+            resolver: Resolver::System,
+        }
+    }
+
+    /// This launcher, its commands' egress proxy resolving names with `resolver` (the local user's
+    /// hosts map: `portcullis serve --egress-hosts`).
+    pub fn with_resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
     }
 
     /// A launcher ready for one request for a command with or without `network`: the one started ahead
@@ -115,6 +133,7 @@ impl SandboxLauncher {
             cwd: PathBuf::from("/usr"),
             private_tmp: dir.clone(),
             stdin: None,
+            gate: None,
         };
         let reports = tokio::time::timeout(Duration::from_secs(10), self.run_quietly(&request)).await;
         let _ = std::fs::remove_dir(&dir);

@@ -1,8 +1,10 @@
 //! What a confined command must not inherit from the hub or from the operator's terminal: descriptors the
 //! hub was given without close-on-exec (an `echo x >&7` would write through one, past Landlock), the
 //! controlling terminal (a new session without one: `/dev/tty` cannot be opened), the terminal ioctls that
-//! push input into another program's terminal (`TIOCSTI`, `TIOCLINUX`, refused by seccomp as well), and a
-//! life of its own (it dies with the launcher, which dies with the hub).
+//! push input into another program's terminal (`TIOCSTI`, `TIOCLINUX`, refused by seccomp as well), a
+//! reach into the sandbox's other processes (ptrace and its kin), new Unix sockets when it has no network
+//! (a host service's socket is a way out Landlock does not guard), and a life of its own (it dies with
+//! the launcher, which dies with the hub).
 
 use nix::sys::signal::Signal;
 use seccompiler::{
@@ -44,29 +46,47 @@ pub(crate) fn die_with_parent() -> Result<(), String> {
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))
 }
 
-/// The seccomp filter refusing [`REFUSED_IOCTLS`] with `EPERM` (only the low 32 bits of the request
-/// count, as the kernel reads them, so high bits set do not slip past).
-pub(crate) fn terminal_injection_filter() -> Result<BpfProgram, String> {
+/// System calls refused to every confined command: each reaches into another process of the sandbox
+/// (its first process holds the launcher's socket and, for egress by name, the relay to the proxy).
+pub(crate) const REFUSED_CALLS: &[(i64, &str)] = &[
+    (libc::SYS_ptrace, "ptrace: would read and write the sandbox's first process"),
+    (libc::SYS_process_vm_readv, "process_vm_readv: reads another process's memory"),
+    (libc::SYS_process_vm_writev, "process_vm_writev: writes another process's memory"),
+    (libc::SYS_pidfd_getfd, "pidfd_getfd: copies another process's descriptors"),
+];
+
+/// The seccomp filter refusing, with `EPERM`: [`REFUSED_IOCTLS`] (only the low 32 bits of the request
+/// count, as the kernel reads them, so high bits set do not slip past), [`REFUSED_CALLS`], and when
+/// `no_unix_sockets` (a command without the host's network) new Unix sockets: Landlock does not guard
+/// `connect` to a socket by path, so a host service's socket (`/run/docker.sock`) would be a way out.
+/// Socket pairs, which reach no one else, stay allowed.
+pub(crate) fn command_filter(no_unix_sockets: bool) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| format!("seccomp: {e}"))?;
+    let seccomp = |e: seccompiler::BackendError| format!("seccomp: {e}");
     let mut rules = Vec::new();
     for (request, _) in REFUSED_IOCTLS {
-        let condition = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *request)
-            .map_err(|e| format!("seccomp: {e}"))?;
-        rules.push(SeccompRule::new(vec![condition]).map_err(|e| format!("seccomp: {e}"))?);
+        let condition =
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *request).map_err(seccomp)?;
+        rules.push(SeccompRule::new(vec![condition]).map_err(seccomp)?);
     }
-    let filter = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_ioctl, rules)]),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| format!("seccomp: {e}"))?;
+    let mut calls = BTreeMap::from([(libc::SYS_ioctl, rules)]);
+    for (call, _) in REFUSED_CALLS {
+        calls.insert(*call, Vec::new());
+    }
+    if no_unix_sockets {
+        let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)
+            .map_err(seccomp)?;
+        calls.insert(libc::SYS_socket, vec![SeccompRule::new(vec![unix]).map_err(seccomp)?]);
+    }
+    let filter =
+        SeccompFilter::new(calls, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
+            .map_err(|e| format!("seccomp: {e}"))?;
     BpfProgram::try_from(filter).map_err(|e| format!("seccomp: {e}"))
 }
 
-/// Installs [`terminal_injection_filter`] on this thread (and so on the command it starts).
-pub(crate) fn refuse_terminal_injection() -> Result<(), String> {
-    let program = terminal_injection_filter()?;
+/// Installs [`command_filter`] on this thread (and so on the command it starts).
+pub(crate) fn refuse_from_command(no_unix_sockets: bool) -> Result<(), String> {
+    let program = command_filter(no_unix_sockets)?;
     seccompiler::apply_filter(&program).map_err(|e| format!("seccomp: {e}"))
 }
 
@@ -81,6 +101,9 @@ mod tests {
             assert!(*request > 0 && !why.is_empty());
         }
         assert_eq!(REFUSED_IOCTLS[0].0, libc::TIOCSTI);
-        assert!(terminal_injection_filter().is_ok_and(|p| !p.is_empty()));
+        assert!(command_filter(false).is_ok_and(|p| !p.is_empty()));
+        let (open, closed) = (command_filter(false).unwrap(), command_filter(true).unwrap());
+        assert!(closed.len() > open.len(), "Unix sockets add a rule");
+        assert_eq!(REFUSED_CALLS.len(), 4);
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::WALLS_FAILED;
 use crate::channel::{from_stdin, read_request, send};
+use crate::egress;
 use crate::inheritance;
 use crate::launcher::IDS_VAR;
 use crate::protocol::LaunchReport;
@@ -82,14 +83,21 @@ pub(crate) fn init_main(offline: bool) -> i32 {
             return WALLS_FAILED;
         }
     };
-    let built = match walls::build(&request, ids, &prepared) {
+    let mut built = match walls::build(&request, ids, &prepared) {
         Ok(b) => b,
         Err((step, message)) => {
             send(&mut launcher, &LaunchReport::failed(step, message));
             return WALLS_FAILED;
         }
     };
-    if let Err(message) = inheritance::refuse_terminal_injection() {
+    let proxied = built.relay.is_some();
+    if let Some(plumbing) = built.relay.take()
+        && let Err(message) = egress::relay::start(plumbing)
+    {
+        send(&mut launcher, &LaunchReport::failed("the egress relay", message));
+        return WALLS_FAILED;
+    }
+    if let Err(message) = inheritance::refuse_from_command(!request.profile.network) {
         send(&mut launcher, &LaunchReport::failed("seccomp", message));
         return WALLS_FAILED;
     }
@@ -99,6 +107,7 @@ pub(crate) fn init_main(offline: bool) -> i32 {
         .env_clear()
         .envs(request.env.iter().filter(|(k, _)| k != "TMPDIR").map(|(k, v)| (k, v)))
         .env("TMPDIR", &built.tmp)
+        .envs(if proxied { egress::PROXY_VARIABLES } else { &[] }.iter().copied())
         .current_dir(&request.cwd)
         .stdin(if request.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     let mut child = match command.spawn() {

@@ -13,6 +13,7 @@
 
 mod channel;
 mod client;
+pub mod egress;
 pub mod findings;
 mod inheritance;
 mod init;

@@ -19,6 +19,10 @@ pub struct LaunchRequest {
     /// Bytes for the command's standard input (none: `/dev/null`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<String>,
+    /// The hub's egress gate for this command (a Unix socket): with it, a profile whose rules name hosts
+    /// gets loopback, the proxy variables and a relay to it; without, no network at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<PathBuf>,
 }
 
 /// What the walls hold once they are up.

@@ -3,10 +3,11 @@
 //! count, the drop to the hub's own user, Landlock, resource limits. Every step that fails stops the
 //! command: it never runs behind half-built walls.
 
+use crate::egress::{PROXY_PORT, relay};
 use crate::launcher::map_ids;
 use crate::protocol::{Applied, LaunchRequest};
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, NetPort, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use nix::mount::{MsFlags, mount};
@@ -50,7 +51,13 @@ pub(crate) struct Built {
     pub tmp: PathBuf,
     /// The process count the watchdog enforces (the namespace's `pid_max` bounds it too).
     pub processes: u32,
+    /// The egress relay to start before the command (its rules name hosts and the hub opened a gate).
+    pub relay: Option<relay::Plumbing>,
 }
+
+/// The file a command's name lookups read their servers from: empty inside, so every resolver falls
+/// back to 127.0.0.1, where the relay's stub refuses (and reports) every question.
+const RESOLV_CONF: &str = "/etc/resolv.conf";
 
 /// What the second stage builds before its request comes (the same for every command): a private view
 /// of the mounts and a `/proc` of the new PID namespace.
@@ -99,6 +106,13 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepare
             applied.namespaces.push("net".into());
         }
     }
+    // Egress by name: loopback, the proxy port and the stub resolver, and the gate's folder held open,
+    // all before the walls hide it. Rules that name hosts with no gate: no network at all.
+    let egress = !profile.network && profile.egress.as_ref().is_some_and(|e| !e.hosts.is_empty());
+    let relay = match (&request.gate, egress) {
+        (Some(gate), true) => Some(relay::prepare(gate)?),
+        _ => None,
+    };
     let none: Option<&str> = None;
     if let Some(e) = &prepared.proc_error {
         applied.notes.push(format!(
@@ -125,6 +139,9 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepare
     for place in &profile.read_only {
         read_only(place)?;
     }
+    if relay.is_some() && Path::new(RESOLV_CONF).exists() {
+        hide(Path::new(RESOLV_CONF))?;
+    }
     if Path::new("/dev/shm").is_dir()
         && let Err(e) = mount(
             Some("tmpfs"),
@@ -146,9 +163,14 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepare
     };
     unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("dropping to the hub's user"))?;
     map_ids(ids, (0, 0)).map_err(|e| ("dropping to the hub's user", e.to_string()))?;
-    landlock(request, &tmp, &mut applied)?;
+    landlock(request, &tmp, relay.is_some(), &mut applied)?;
     resource_limits(&limits)?;
-    Ok(Built { applied, tmp, processes: limits.processes })
+    if relay.is_some() {
+        applied.notes.push(format!(
+            "network only through the hub's egress proxy (127.0.0.1:{PROXY_PORT}); no resolver but its stub, which refuses"
+        ));
+    }
+    Ok(Built { applied, tmp, processes: limits.processes, relay })
 }
 
 /// Makes `place` empty inside: an empty read-only tmpfs over a folder, the null device over a file. A
@@ -201,8 +223,9 @@ fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<&'a PathBuf
 }
 
 /// Confines this process (and so the command) with Landlock: reads only beneath the readable trees,
-/// writes only beneath the writable ones, no TCP without network, no signals or abstract sockets out.
-fn landlock(request: &LaunchRequest, tmp: &Path, applied: &mut Applied) -> Result<(), Failure> {
+/// writes only beneath the writable ones, no TCP without network (but to the egress proxy's port when
+/// `proxy`), no signals or abstract sockets out.
+fn landlock(request: &LaunchRequest, tmp: &Path, proxy: bool, applied: &mut Applied) -> Result<(), Failure> {
     let profile = &request.profile;
     let err = |e: landlock::RulesetError| ("Landlock", e.to_string());
     let mut ruleset = Ruleset::default()
@@ -218,10 +241,13 @@ fn landlock(request: &LaunchRequest, tmp: &Path, applied: &mut Applied) -> Resul
     let shm = PathBuf::from("/dev/shm");
     let tmp = tmp.to_path_buf();
     let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()).collect();
+    let proxy_port = proxy.then(|| NetPort::new(PROXY_PORT, AccessNet::ConnectTcp));
     let status = ruleset
         .scope(Scope::from_all(ABI_USED))
         .map_err(err)?
         .create()
+        .map_err(err)?
+        .add_rules(proxy_port.into_iter().map(Ok::<_, landlock::RulesetError>))
         .map_err(err)?
         .add_rules(path_beneath_rules(readable, AccessFs::from_read(ABI_USED)))
         .map_err(err)?

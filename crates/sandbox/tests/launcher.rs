@@ -3,82 +3,10 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use portcullis_harness::SandboxProfile;
-use portcullis_sandbox::{LaunchReport, LaunchRequest, SandboxLauncher};
-use std::path::PathBuf;
-use tokio::io::AsyncReadExt;
+use portcullis_sandbox::LaunchReport;
 
-struct World {
-    _tmp: tempfile::TempDir,
-    project: PathBuf,
-    outside: PathBuf,
-    private_tmp: PathBuf,
-}
-
-fn world() -> World {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(tmp.path()).unwrap();
-    let (project, outside, private_tmp) = (root.join("project"), root.join("outside"), root.join("tmp"));
-    for dir in [project.join(".git/hooks"), project.join("secrets"), outside.clone(), private_tmp.clone()] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
-    std::fs::write(project.join("secrets/key"), "sandbox-secret").unwrap();
-    std::fs::write(outside.join("notes"), "outside").unwrap();
-    World { _tmp: tmp, project, outside, private_tmp }
-}
-
-fn profile(w: &World, network: bool) -> SandboxProfile {
-    let mut profile = portcullis_sandbox::system_only(vec![w.project.clone()]);
-    profile.hidden = vec![w.project.join("secrets"), w.project.join(".portcullis")];
-    profile.read_only = vec![w.project.join(".git/hooks")];
-    profile.network = network;
-    profile
-}
-
-/// Runs `script` with `sh -c` inside `profile`: the reports, stdout and stderr.
-async fn run(
-    launcher: &SandboxLauncher,
-    w: &World,
-    profile: SandboxProfile,
-    script: &str,
-) -> (Vec<LaunchReport>, String, String) {
-    let network = profile.network;
-    let started = launcher.start(network).unwrap();
-    let mut child = started.child;
-    let request = LaunchRequest {
-        profile,
-        program: PathBuf::from("/bin/sh"),
-        args: vec!["-c".into(), script.into()],
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cwd: w.project.clone(),
-        private_tmp: w.private_tmp.clone(),
-        stdin: None,
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let (reports, _, _, _) = tokio::join!(
-        started.conversation.run(&request),
-        stdout.read_to_string(&mut out),
-        stderr.read_to_string(&mut err),
-        child.wait()
-    );
-    (reports, out, err)
-}
-
-fn launcher() -> SandboxLauncher {
-    SandboxLauncher::new(env!("CARGO_BIN_EXE_portcullis-sandbox"))
-}
-
-fn ended(reports: &[LaunchReport]) -> (Option<i32>, Option<String>) {
-    reports
-        .iter()
-        .find_map(|r| match r {
-            LaunchReport::Ended { exit_code, limit, .. } => Some((*exit_code, limit.clone())),
-            _ => None,
-        })
-        .expect("an Ended report")
-}
+mod common;
+use common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_walls_hold_what_the_profile_says() {

@@ -177,6 +177,7 @@ mod tests {
             ],
             structured: None,
             is_error: false,
+            connections: Vec::new(),
         };
         let parts = output_parts(&output);
         assert!(matches!(&parts[0], OutputPart::Text { text } if text == "hi"));

@@ -139,12 +139,12 @@ pub fn sandbox_line(p: &portcullis_harness::SandboxProfile) -> String {
     }
 }
 
-/// The network of a profile in words: any host, closed, or closed with the hosts its rules name (their
-/// egress by name is not enforced yet).
+/// The network of a profile in words: any host, closed, or only the hosts its rules name (through the
+/// hub's egress proxy).
 fn network_words(p: &portcullis_harness::SandboxProfile) -> String {
     match (&p.egress, p.network) {
-        (Some(hosts), _) if !hosts.is_empty() => {
-            format!("closed (rules name {}: not enforced yet)", hosts.join(", "))
+        (Some(egress), _) if !egress.hosts.is_empty() => {
+            format!("only {} (through the egress proxy)", egress.hosts.join(", "))
         }
         (_, true) => "open to any host".to_owned(),
         (_, false) => "closed".to_owned(),

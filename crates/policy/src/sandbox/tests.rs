@@ -101,10 +101,12 @@ fn named_hosts_are_listed_and_until_the_proxy_exists_the_network_stays_closed() 
     );
     let p = profile(&w, &policy, "npm install left-pad");
     assert!(!p.network, "named hosts never open every host");
-    assert_eq!(p.egress, Some(vec!["registry.npmjs.org".to_owned(), "*.npmjs.com".to_owned()]));
+    let egress = p.egress.unwrap();
+    assert_eq!(egress.hosts, vec!["registry.npmjs.org".to_owned(), "*.npmjs.com".to_owned()]);
+    assert_eq!(egress.by, "rule `npm-install` (policy.json)");
     let reason = p.network_reason.unwrap();
     assert!(reason.contains("allows only registry.npmjs.org, *.npmjs.com"), "{reason}");
-    assert!(reason.contains("not enforced yet"), "{reason}");
+    assert!(reason.contains("through the hub's egress proxy"), "{reason}");
 }
 
 #[test]
@@ -121,7 +123,7 @@ fn across_layers_the_strictest_network_wins() {
     );
     let both = Policy::from_layers(vec![user.clone(), project]).unwrap();
     let p = profile(&w, &both, "curl https://github.com/");
-    assert_eq!(p.egress, Some(vec!["github.com:443".to_owned()]));
+    assert_eq!(p.egress.map(|e| e.hosts), Some(vec!["github.com:443".to_owned()]));
     assert!(!p.network);
     let alone = Policy::from_layers(vec![user]).unwrap();
     let p = profile(&w, &alone, "curl https://github.com/");
@@ -133,7 +135,7 @@ fn across_layers_the_strictest_network_wins() {
     );
     let apart = Policy::from_layers(vec![both.layers()[1].clone(), other]).unwrap();
     let p = profile(&w, &apart, "curl https://github.com/");
-    assert_eq!(p.egress, Some(Vec::new()));
+    assert_eq!(p.egress.map(|e| e.hosts), Some(Vec::new()));
     assert!(p.network_reason.unwrap().contains("no host in common"));
 }
 

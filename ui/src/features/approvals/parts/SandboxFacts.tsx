@@ -16,6 +16,7 @@ export function SandboxFacts({ profile }: { profile: SandboxProfile }) {
     );
   }
   const l = profile.limits;
+  const hosts = profile.egress?.hosts ?? [];
   return (
     <dd className="sandbox" data-testid="sandbox">
       <span className="walls" title="Landlock, namespaces and resource limits, enforced by the kernel">
@@ -24,12 +25,12 @@ export function SandboxFacts({ profile }: { profile: SandboxProfile }) {
       writes only <span className="mono">{profile.write.length ? names(profile.write) : "nothing"}</span> and a private
       /tmp · network{" "}
       <strong data-testid="sandbox-network" className={profile.network ? "net-open" : undefined}>
-        {profile.network ? "open to any host" : "closed"}
+        {profile.network ? "open to any host" : hosts.length > 0 ? "only named hosts" : "closed"}
       </strong>
-      {profile.egress && profile.egress.length > 0 && (
+      {hosts.length > 0 && (
         <span data-testid="sandbox-hosts">
           {" "}
-          (rules name <span className="mono">{names(profile.egress)}</span>)
+          <span className="mono">{names(hosts)}</span> (through the egress proxy)
         </span>
       )}
       {profile.network_reason ? <span className="muted"> ({visible(profile.network_reason)})</span> : null}

@@ -6,8 +6,7 @@
 
 use super::ask::{Ask, AskError, read_ask, socks_reply};
 use super::sni::{Hello, server_name};
-use portcullis_harness::HostPattern;
-use serde::{Deserialize, Serialize};
+use portcullis_harness::{Connection, ConnectionKind, HostPattern};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -29,7 +28,7 @@ pub struct EgressRules {
 }
 
 impl EgressRules {
-    fn allows(&self, host: &str, port: u16) -> bool {
+    pub fn allows(&self, host: &str, port: u16) -> bool {
         self.hosts.iter().any(|h| h.matches(host, port))
     }
 
@@ -40,18 +39,50 @@ impl EgressRules {
     }
 }
 
-/// How the proxy turns names into addresses: the system's resolver, or a fixed map (tests, where
-/// names stand for loopback servers).
-#[derive(Debug, Clone)]
+/// How the proxy turns names into addresses: the system's resolver, or a fixed map the local user gives
+/// the hub (`--egress-hosts`: tests, where names stand for loopback servers; a private mirror).
+#[derive(Debug, Clone, Default)]
 pub enum Resolver {
+    #[default]
     System,
     Map(HashMap<String, IpAddr>),
 }
 
 impl Resolver {
+    /// Reads a hosts file (`127.0.0.2 registry.test mirror.test`, `#` comments), or says which line is
+    /// wrong.
+    pub fn from_hosts_text(text: &str) -> Result<Resolver, String> {
+        let mut map = HashMap::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            let mut words = line.split_whitespace();
+            let Some(address) = words.next() else { continue };
+            let ip: IpAddr =
+                address.parse().map_err(|_| format!("line {}: {address:?} is not an IP address", n + 1))?;
+            let names: Vec<&str> = words.collect();
+            if names.is_empty() {
+                return Err(format!("line {}: {address} names no host", n + 1));
+            }
+            for name in names {
+                map.insert(name.trim_end_matches('.').to_ascii_lowercase(), ip);
+            }
+        }
+        Ok(Resolver::Map(map))
+    }
+
     async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
         match self {
-            Resolver::System => Ok(tokio::net::lookup_host((host, port)).await?.collect()),
+            Resolver::System => {
+                let all: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
+                let outside: Vec<SocketAddr> = all.iter().copied().filter(|a| reaches_out(a.ip())).collect();
+                if outside.is_empty() && !all.is_empty() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        format!("{host} resolves to this machine or a local link ({}), not out", all[0].ip()),
+                    ));
+                }
+                Ok(outside)
+            }
             Resolver::Map(map) => map.get(host).map(|ip| vec![SocketAddr::new(*ip, port)]).ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::NotFound, format!("no address for {host}"))
             }),
@@ -59,18 +90,27 @@ impl Resolver {
     }
 }
 
-/// One connection a command made (or tried), as the call's record keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Connection {
-    /// The host asked for (`?` when the request could not be read).
-    pub host: String,
-    pub port: u16,
-    pub allowed: bool,
-    /// Why it was refused, or what allowed it.
-    pub why: String,
-    /// Bytes from the command to the host, and back.
-    pub bytes_out: u64,
-    pub bytes_in: u64,
+/// Whether a name the system resolved may be reached: not this machine (loopback, unspecified: the
+/// hub's own services listen there), not a link-local or multicast address. A name a rule allows could
+/// otherwise be pointed at them by whoever controls its DNS.
+fn reaches_out(ip: IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => {
+            !(v4.is_loopback()
+                || v4.is_unspecified()
+                || v4.is_link_local()
+                || v4.is_multicast()
+                || v4.is_broadcast())
+        }
+        IpAddr::V6(v6) => {
+            let link_local = (v6.segments()[0] & 0xffc0) == 0xfe80;
+            !(v6.is_loopback() || v6.is_unspecified() || v6.is_multicast() || link_local)
+        }
+    }
 }
 
 /// Serves `client` (a connection a command opened to the proxy) under `rules`.
@@ -78,14 +118,8 @@ pub async fn serve_connection<S>(mut client: S, rules: &EgressRules, resolver: &
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    let refused = |host: String, port: u16, why: String| Connection {
-        host,
-        port,
-        allowed: false,
-        why,
-        bytes_out: 0,
-        bytes_in: 0,
-    };
+    let refused =
+        |host: String, port: u16, why: String| Connection::refused(ConnectionKind::Tcp, host, port, why);
     let (ask, early) = match tokio::time::timeout(ASK_TIMEOUT, read_ask(&mut client)).await {
         Ok(Ok(asked)) => asked,
         Ok(Err(e)) => {
@@ -133,7 +167,15 @@ where
         },
     };
     let (bytes_out, bytes_in) = relay(client, upstream, first).await;
-    Connection { host, port, allowed: true, why: rules.by.clone(), bytes_out, bytes_in }
+    Connection {
+        kind: ConnectionKind::Tcp,
+        host,
+        port,
+        allowed: true,
+        why: rules.by.clone(),
+        bytes_out,
+        bytes_in,
+    }
 }
 
 /// The first bytes a tunnel's client sends (after `early`, what came with its request): a whole TLS
@@ -318,6 +360,33 @@ mod tests {
             let (back, c) = through(request.as_bytes().to_vec(), &rules, &Resolver::System).await;
             assert!(!c.allowed, "{request:?}");
             assert!(String::from_utf8_lossy(&back).starts_with("HTTP/1.1 403"), "{request:?}");
+        }
+    }
+
+    #[test]
+    fn a_hosts_file_maps_names_and_says_which_line_is_wrong() {
+        let Resolver::Map(map) =
+            Resolver::from_hosts_text("# test\n127.0.0.2 Registry.test. git.test\n\n::1 six.test\n").unwrap()
+        else {
+            unreachable!()
+        };
+        assert_eq!(map.get("registry.test"), Some(&IpAddr::from([127, 0, 0, 2])));
+        assert_eq!(map.get("git.test"), Some(&IpAddr::from([127, 0, 0, 2])));
+        assert!(map.get("six.test").is_some_and(|ip| ip.is_ipv6()));
+        let e = Resolver::from_hosts_text("127.0.0.1 a.test\nlocalhost b.test\n").unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+        assert!(Resolver::from_hosts_text("127.0.0.1\n").unwrap_err().contains("names no host"));
+    }
+
+    #[test]
+    fn names_the_system_resolves_to_this_machine_are_not_reached() {
+        for ip in
+            ["127.0.0.1", "0.0.0.0", "169.254.169.254", "::1", "::ffff:127.0.0.1", "fe80::1", "224.0.0.1"]
+        {
+            assert!(!reaches_out(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "10.1.2.3", "2606:4700::1111"] {
+            assert!(reaches_out(ip.parse().unwrap()), "{ip}");
         }
     }
 

@@ -9,7 +9,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use portcullis_harness::HostPattern;
-use portcullis_hub::egress::{EgressRules, Resolver, serve_connection};
+use portcullis_sandbox::egress::{EgressRules, Resolver, serve_connection};
 use serde_json::json;
 use std::error::Error;
 use std::io::Write;
