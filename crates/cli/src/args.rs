@@ -206,6 +206,12 @@ pub struct ServeArgs {
     /// this id (declared in a policy), under the server's own names; the built-in tools are not served.
     #[arg(long, value_name = "SERVER_ID")]
     pub single_upstream: Option<String>,
+    /// A hosts file for the egress proxy of commands whose rules name hosts (`127.0.0.2 registry.test`
+    /// per line): those names resolve there, and no other name resolves. For a private mirror, or tests
+    /// whose servers listen on loopback (default: the system's resolver, which never yields this
+    /// machine's or a link-local address).
+    #[arg(long, value_name = "FILE")]
+    pub egress_hosts: Option<PathBuf>,
     /// Also copy every record the ledger commits to FILE, one JSON line each (fed from the ledger's
     /// tail, never on a call's path; it catches up after a restart). Repeatable.
     #[arg(long, value_name = "FILE")]

@@ -209,6 +209,15 @@ fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError>
             writeln!(out, "  {}", clean(&line))?;
         }
     }
+    // Every connection the command made or tried through its egress proxy.
+    let connections: Vec<_> =
+        records().filter_map(|r| r.body.output.as_deref()).flat_map(|o| &o.connections).collect();
+    if !connections.is_empty() {
+        writeln!(out, "  network (through the egress proxy):")?;
+        for c in connections {
+            writeln!(out, "    {}", clean(&c.summary()))?;
+        }
+    }
     if !detail.approvals.is_empty() {
         writeln!(out, "  approvals:")?;
         for approval in &detail.approvals {

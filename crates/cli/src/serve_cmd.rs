@@ -8,8 +8,8 @@ use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
 use portcullis_hub::api::{Operator, OperatorApi, visible};
 use portcullis_hub::start::{
-    ConsoleSettings, HubConfig, JsonlFileSink, OtlpSettings, RecordSink, RecordSinks, TlsSource,
-    default_ledger_path, launch, user_config_dir,
+    ConsoleSettings, EgressResolver, HubConfig, JsonlFileSink, OtlpSettings, RecordSink, RecordSinks,
+    TlsSource, default_ledger_path, launch, user_config_dir,
 };
 use portcullis_hub::start::{TeamLedgerChoice, TeamLedgerSetting};
 use std::io::Write;
@@ -75,7 +75,16 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         manifest_dirs: args.manifest_dirs.clone(),
         search_tools_above: args.search_tools_above,
         home: None,
-        sandbox_launcher: portcullis_hub::start::default_launcher(),
+        sandbox_launcher: match &args.egress_hosts {
+            None => portcullis_hub::start::default_launcher(),
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| CliError::BadArgument(format!("--egress-hosts {}: {e}", file.display())))?;
+                let resolver = EgressResolver::from_hosts_text(&text)
+                    .map_err(|e| CliError::BadArgument(format!("--egress-hosts {}: {e}", file.display())))?;
+                portcullis_hub::start::default_launcher().map(|l| l.with_resolver(resolver))
+            }
+        },
         single_upstream: args.single_upstream.clone(),
         record_sinks: RecordSinks(
             (args.copy_records_to.iter())

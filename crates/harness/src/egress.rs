@@ -159,6 +159,23 @@ impl Connection {
     pub fn refused(kind: ConnectionKind, host: String, port: u16, why: String) -> Connection {
         Connection { kind, host, port, allowed: false, why, bytes_out: 0, bytes_in: 0 }
     }
+
+    /// One line for a person (untrusted text in it: escape it where it is shown): what was reached or
+    /// refused, and why.
+    pub fn summary(&self) -> String {
+        let (host, port) = (&self.host, self.port);
+        match (self.allowed, self.kind) {
+            (true, _) => format!(
+                "reached {host}:{port}: {} bytes out, {} bytes in ({})",
+                self.bytes_out, self.bytes_in, self.why
+            ),
+            (false, _) if self.why.starts_with("network to ") || self.why.starts_with("DNS lookup ") => {
+                format!("refused: {}", self.why)
+            }
+            (false, ConnectionKind::Dns) => format!("refused: DNS lookup of {host}: {}", self.why),
+            (false, ConnectionKind::Tcp) => format!("refused: {host}:{port}: {}", self.why),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,3 +19,4 @@ pub use crate::stdio::{StdioOptions, serve_stdio};
 pub use crate::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 pub use crate::tls::TlsSource;
 pub use portcullis_mcp::sessions::SessionLimits;
+pub use portcullis_sandbox::egress::Resolver as EgressResolver;

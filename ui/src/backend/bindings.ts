@@ -580,6 +580,26 @@ export type CommandOutcome =
 /**  The call was blocked (by a rule, the operator, a timeout, a grant…). */
 "blocked";
 
+/**  One connection a confined command made or tried, as its call's record keeps it. */
+export type Connection = {
+	kind?: ConnectionKind,
+	/**  The host asked for (`?` when the request could not be read). Untrusted text: the command chose it. */
+	host: string,
+	port: number,
+	allowed: boolean,
+	/**  Why it was refused, or the rule that allowed it. */
+	why: string,
+	/**  Bytes from the command to the host, and back. */
+	bytes_out: number,
+	bytes_in: number,
+};
+
+/**
+ *  What a connection was: a TCP stream through the proxy, or a DNS question the sandbox's stub resolver
+ *  refused (the command has no resolver: the proxy resolves the names it lets through).
+ */
+export type ConnectionKind = "tcp" | "dns";
+
 /**  A one-time login link to the browser console. */
 export type ConsoleLink = {
 	/**  Open it in a browser: it logs in once, then stops working. */
@@ -750,6 +770,20 @@ export type DraftTrial = {
 	verdict: CallVerdict,
 	/**  The layers judged with, in order (the draft in its file's place). */
 	layers: string[],
+};
+
+/**
+ *  The hosts a command may reach by name (through the hub's egress proxy, its only way out), and the
+ *  rules that name them.
+ */
+export type EgressScope = {
+	/**
+	 *  `registry.npmjs.org`, `*.crates.io`, `github.com:443`: the strictest set across layers (empty:
+	 *  the layers name no host in common, so none).
+	 */
+	hosts: string[],
+	/**  Who names them, for a refusal's words: "rule `npm-install` (policy.json)". */
+	by: string,
 };
 
 /**  Whether the kernel confines the command. */
@@ -1481,10 +1515,10 @@ export type SandboxProfile = {
 	/**  Why the network is open or closed (the rule that allows it). */
 	network_reason?: string | null,
 	/**
-	 *  The hosts the rules that matched name (`registry.npmjs.org`, `*.crates.io`, `github.com:443`),
-	 *  the strictest set across layers; `None` when no rule names hosts (any host, or no network).
+	 *  The hosts the rules that matched name, reached only through the hub's egress proxy; `None` when
+	 *  no rule names hosts (any host, or no network).
 	 */
-	egress?: string[] | null,
+	egress?: EgressScope | null,
 	limits: SandboxLimits,
 };
 
@@ -1751,6 +1785,11 @@ export type ToolOutput = {
 	structured?: Value | null,
 	/**  The tool ran but reports a failure to the agent (MCP `isError`, for example). */
 	is_error?: boolean,
+	/**
+	 *  The connections a confined command made or tried through its egress proxy (egress by name), for
+	 *  the call's record: what reached where, what was refused and why.
+	 */
+	connections?: Connection[],
 };
 
 /**  What to try a draft on. */

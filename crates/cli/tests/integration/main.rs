@@ -8,6 +8,7 @@ mod command_table;
 mod common;
 mod conformance;
 mod console;
+mod egress;
 mod fence;
 mod first_day;
 mod gate;

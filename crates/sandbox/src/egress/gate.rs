@@ -148,7 +148,7 @@ async fn serve_tagged(
 ) -> Option<Connection> {
     let tag = stream.read_u8().await.ok()?;
     match tag {
-        TAG_STREAM => Some(serve_connection(stream, rules, resolver).await),
+        TAG_STREAM => serve_connection(stream, rules, resolver).await,
         TAG_DNS => {
             let mut line = Vec::new();
             let mut reader = BufReader::new(stream).take(MAX_NAME as u64 + 1);
@@ -169,9 +169,7 @@ pub fn dns_refusal(name: String, rules: &EgressRules) -> Connection {
             "DNS lookup of {name} refused: the command has no resolver; {name} is reached through the proxy (HTTPS_PROXY), which resolves it"
         )
     } else {
-        let hosts: Vec<String> = rules.hosts.iter().map(ToString::to_string).collect();
-        let allows = if hosts.is_empty() { "no host".to_owned() } else { hosts.join(", ") };
-        format!("DNS lookup of {name} refused: the command has no resolver, and {} allows {allows}", rules.by)
+        format!("DNS lookup of {name} refused: the command has no resolver, and {}", rules.allowed_words())
     };
     Connection::refused(ConnectionKind::Dns, name, 53, why)
 }

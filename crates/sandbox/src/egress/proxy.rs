@@ -16,6 +16,8 @@ use tokio::net::TcpStream;
 /// How long a program has to say where it goes, and the proxy to reach it.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The relay's buffer each way (large reads keep a bulk transfer's system calls few).
+const RELAY_BUFFER: usize = 64 * 1024;
 /// Most bytes of a tunnel's first TLS record read before relaying (a record is at most 16 KiB + 5).
 const MAX_HELLO: usize = 16 * 1024 + 5;
 
@@ -33,9 +35,14 @@ impl EgressRules {
     }
 
     fn refusal(&self, host: &str, port: u16) -> String {
+        format!("network to {host}:{port} refused: {}", self.allowed_words())
+    }
+
+    /// "rule `npm-install` (policy.json) allows registry.npmjs.org".
+    pub fn allowed_words(&self) -> String {
         let hosts: Vec<String> = self.hosts.iter().map(ToString::to_string).collect();
         let allows = if hosts.is_empty() { "no host".to_owned() } else { hosts.join(", ") };
-        format!("network to {host}:{port} refused: {} allows {allows}", self.by)
+        format!("{} allows {allows}", self.by)
     }
 }
 
@@ -113,20 +120,34 @@ fn reaches_out(ip: IpAddr) -> bool {
     }
 }
 
-/// Serves `client` (a connection a command opened to the proxy) under `rules`.
-pub async fn serve_connection<S>(mut client: S, rules: &EgressRules, resolver: &Resolver) -> Connection
+/// Serves `client` (a connection a command opened to the proxy) under `rules`: its record, or `None`
+/// when the program closed the connection without asking for anything (nothing to record).
+pub async fn serve_connection<S>(
+    mut client: S,
+    rules: &EgressRules,
+    resolver: &Resolver,
+) -> Option<Connection>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    let refused =
-        |host: String, port: u16, why: String| Connection::refused(ConnectionKind::Tcp, host, port, why);
+    let refused = |host: String, port: u16, why: String| {
+        Some(Connection::refused(ConnectionKind::Tcp, host, port, why))
+    };
     let (ask, early) = match tokio::time::timeout(ASK_TIMEOUT, read_ask(&mut client)).await {
         Ok(Ok(asked)) => asked,
         Ok(Err(e)) => {
-            if !matches!(e, AskError::Closed) {
-                answer_http(&mut client, 403, &format!("refused: {e}")).await;
+            let (host, why) = match &e {
+                AskError::Address(address) => (
+                    address.clone(),
+                    format!("network to {address} refused: a raw IP address; {}", rules.allowed_words()),
+                ),
+                _ => ("?".to_owned(), e.to_string()),
+            };
+            if matches!(e, AskError::Closed) {
+                return None;
             }
-            return refused("?".into(), 0, e.to_string());
+            answer_http(&mut client, 403, &format!("refused: {why}")).await;
+            return refused(host, 0, why);
         }
         Err(_) => return refused("?".into(), 0, "no request within 10 s".into()),
     };
@@ -167,7 +188,7 @@ where
         },
     };
     let (bytes_out, bytes_in) = relay(client, upstream, first).await;
-    Connection {
+    Some(Connection {
         kind: ConnectionKind::Tcp,
         host,
         port,
@@ -175,7 +196,7 @@ where
         why: rules.by.clone(),
         bytes_out,
         bytes_in,
-    }
+    })
 }
 
 /// The first bytes a tunnel's client sends (after `early`, what came with its request): a whole TLS
@@ -227,16 +248,37 @@ where
         if !first.is_empty() && up_write.write_all(&first).await.is_ok() {
             sent += first.len() as u64;
         }
-        sent += tokio::io::copy(&mut client_read, &mut up_write).await.unwrap_or(0);
+        sent += copy_counted(&mut client_read, &mut up_write).await;
         let _ = up_write.shutdown().await;
         sent
     };
     let back = async {
-        let got = tokio::io::copy(&mut up_read, &mut client_write).await.unwrap_or(0);
+        let got = copy_counted(&mut up_read, &mut client_write).await;
         let _ = client_write.shutdown().await;
         got
     };
     tokio::join!(out, back)
+}
+
+/// Copies until the reader ends or either side fails; the bytes written, whichever way it ended (a
+/// connection reset after the answer still counts the answer).
+async fn copy_counted<R, W>(reader: &mut R, writer: &mut W) -> u64
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; RELAY_BUFFER];
+    let mut total = 0u64;
+    loop {
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => return total,
+            Ok(n) => n,
+        };
+        if writer.write_all(&buf[..n]).await.is_err() {
+            return total;
+        }
+        total += n as u64;
+    }
 }
 
 /// Tells the program why, in its protocol's words.
@@ -300,11 +342,12 @@ mod tests {
         let (mut program, proxy_end) = tokio::io::duplex(1 << 20);
         program.write_all(&request).await.unwrap();
         program.shutdown().await.unwrap();
-        let (connection, read) = tokio::join!(serve_connection(proxy_end, rules, resolver), async {
-            let mut back = Vec::new();
-            let _ = program.read_to_end(&mut back).await;
-            back
-        });
+        let (connection, read) =
+            tokio::join!(async { serve_connection(proxy_end, rules, resolver).await.unwrap() }, async {
+                let mut back = Vec::new();
+                let _ = program.read_to_end(&mut back).await;
+                back
+            });
         (read, connection)
     }
 

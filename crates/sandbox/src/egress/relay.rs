@@ -94,10 +94,11 @@ async fn answer_dns(socket: tokio::net::UdpSocket, gate: &str) {
     while let Ok((n, from)) = socket.recv_from(&mut buf).await {
         let Some((answer, name)) = refusal(&buf[..n]) else { continue };
         let _ = socket.send_to(&answer, from).await;
-        if reported.len() < NAMES_REPORTED && reported.insert(name.clone()) {
-            if let Ok(mut out) = tokio::net::UnixStream::connect(gate).await {
-                let _ = out.write_all(format!("{}{name}\n", TAG_DNS as char).as_bytes()).await;
-            }
+        if reported.len() < NAMES_REPORTED
+            && reported.insert(name.clone())
+            && let Ok(mut out) = tokio::net::UnixStream::connect(gate).await
+        {
+            let _ = out.write_all(format!("{}{name}\n", TAG_DNS as char).as_bytes()).await;
         }
     }
 }
