@@ -60,6 +60,7 @@ export { ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
 export type {
   ApprovalSummary,
   Bucket,
+  Connection,
   CallDetail,
   CallFilter,
   CallOrder,

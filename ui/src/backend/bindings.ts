@@ -349,6 +349,8 @@ export type CallDetail = {
 	output: OutputPart[],
 	/**  The tool reported a failure to the agent. */
 	output_is_error: boolean,
+	/**  The connections the command made or tried through its egress proxy (hosts are agent text). */
+	connections: Connection[],
 	/**  The error the call ended with: code and message. */
 	error: CallError | null,
 	/**  What decided the call (the terminal record's decider). */
@@ -1017,7 +1019,12 @@ steps: CallStep[];
  */
 action?: string | null; 
 /**  The walls the command runs inside, in one line, when the event says (its start carries them). */
-sandbox?: string | null } | 
+sandbox?: string | null; 
+/**
+ *  The connections the command made or tried through its egress proxy (its finish carries
+ *  them). Hosts are agent text.
+ */
+connections?: Connection[] } | 
 /**  The feed fell behind one of its sources, which dropped `count` events for it. */
 { kind: "missed"; source: string; count: number };
 

@@ -19,3 +19,16 @@ export const count = (n: number): string => n.toLocaleString(LOCALE);
 export const dateTime = (ms: number): string => new Date(ms).toLocaleString(LOCALE);
 export const timeOfDay = (ms: number): string => new Date(ms).toLocaleTimeString(LOCALE);
 export const dateOnly = (ms: number): string => new Date(ms).toLocaleDateString(LOCALE);
+
+/** `812 B`, `1.6 kB`, `24 MB` (powers of 1000, one decimal under ten). */
+export function byteSize(n: number): string {
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  const digits = unit > 0 && value < 10 ? 1 : 0;
+  return `${value.toLocaleString(LOCALE, { maximumFractionDigits: digits, minimumFractionDigits: digits })} ${units[unit]}`;
+}

@@ -90,6 +90,8 @@ pub struct CallDetail {
     pub output: Vec<OutputPart>,
     /// The tool reported a failure to the agent.
     pub output_is_error: bool,
+    /// The connections the command made or tried through its egress proxy (hosts are agent text).
+    pub connections: Vec<portcullis_harness::Connection>,
     /// The error the call ended with: code and message.
     pub error: Option<CallError>,
     /// What decided the call (the terminal record's decider).
@@ -128,6 +130,7 @@ impl CallDetail {
             arguments: records.iter().find_map(|r| r.body.arguments.as_deref().cloned()),
             output: body.output.as_deref().map(output_parts).unwrap_or_default(),
             output_is_error: body.output.as_deref().is_some_and(|o| o.is_error),
+            connections: body.output.as_deref().map(|o| o.connections.clone()).unwrap_or_default(),
             error: body.error.clone(),
             decider: Decider::of(&body.decided_by),
             policy_decider: records

@@ -122,6 +122,14 @@ pub(crate) fn sandbox_of(payload: &EventPayload) -> Option<String> {
     Some(sandbox_line(action.sandbox.as_deref()?))
 }
 
+/// The connections a finished command made or tried through its egress proxy.
+pub(crate) fn connections_of(payload: &EventPayload) -> Vec<portcullis_harness::Connection> {
+    match payload {
+        EventPayload::Finished { output, .. } => output.connections.clone(),
+        _ => Vec::new(),
+    }
+}
+
 /// One line for a profile (the live view's, the ledger's).
 pub fn sandbox_line(p: &portcullis_harness::SandboxProfile) -> String {
     match &p.enforcement {

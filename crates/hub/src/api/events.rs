@@ -82,6 +82,7 @@ impl OperatorApi {
                             steps: call_steps::steps_of(&e.payload),
                             action: call_steps::action_of(&e.payload),
                             sandbox: call_steps::sandbox_of(&e.payload),
+                            connections: call_steps::connections_of(&e.payload),
                         },
                         EventDelivery::Lagged { missed } => FeedEvent::Missed { source: "calls".into(), count: missed },
                     },

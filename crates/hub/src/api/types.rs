@@ -204,6 +204,10 @@ pub enum FeedEvent {
         /// The walls the command runs inside, in one line, when the event says (its start carries them).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sandbox: Option<String>,
+        /// The connections the command made or tried through its egress proxy (its finish carries
+        /// them). Hosts are agent text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        connections: Vec<portcullis_harness::Connection>,
     },
     /// The feed fell behind one of its sources, which dropped `count` events for it.
     Missed {

@@ -55,6 +55,7 @@ function detail(r: CallRow): CallDetail {
     arguments: { command: r.summary },
     output: [{ type: "text", text: "ok" }],
     output_is_error: false,
+    connections: [],
     error: null,
     decider: { kind: "rule", words: `rule ${r.decided_rule ?? ""}`, rule: r.decided_rule ?? null, source: ".portcullis/policy.json", operator: null },
     policy_decider: null,

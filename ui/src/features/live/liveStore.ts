@@ -4,7 +4,7 @@
 // applied once per animation frame, so a thousand calls a second cost one update a frame. While held
 // (paused, or the pointer is on the list) new calls wait and the rows on screen keep their places; the
 // calls already shown still get their steps. Says how many events the hub dropped for this window.
-import type { Approval, CallDecision, CallRow, CallStep, FeedItem, StepOutcome } from "../../backend/backend";
+import type { Approval, CallDecision, CallRow, CallStep, Connection, FeedItem, StepOutcome } from "../../backend/backend";
 import type { Feed } from "../../data/feed";
 
 export const RING = 500;
@@ -26,6 +26,8 @@ export interface LiveCall {
   action?: string;
   /** The walls the command runs inside, in one line (`UNCONFINED: …` when it has none). */
   sandbox?: string;
+  /** What the command reached or was refused through its egress proxy (its finish says). */
+  connections?: Connection[];
   /** When its first event happened (µs since the epoch): the steps' times count from it. */
   startedAt: number;
   decision?: CallDecision | "prompt";
@@ -120,6 +122,7 @@ export function liveStore(
         row.state = event.row.status;
         if (event.action != null) row.action = event.action;
         if (event.sandbox != null) row.sandbox = event.sandbox;
+        if (event.connections != null && event.connections.length > 0) row.connections = event.connections;
         placed(event.steps, event.at).forEach((at, i) => addStep(row, event.steps[i]!, at));
       } else if (event.kind === "approval_asked") {
         const a = event.approval;

@@ -8,6 +8,7 @@ import { useBackend } from "../../../app/context";
 import { navigate } from "../../../app/route";
 import type { CallDetail, OutputPart } from "../../../backend/backend";
 import { absolute, millis } from "../../../lib/time";
+import { ConnectionList } from "../../../lib/ui/Connections";
 import { visible } from "../../../lib/visible";
 import { duration } from "../columns";
 import { JsonView, TextBlock } from "./JsonView";
@@ -214,6 +215,13 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
             <Part key={i} part={part} />
           ))}
           {detail.error != null && <JsonView value={detail.error} testId="drawer-error" />}
+        </section>
+      )}
+
+      {detail.connections.length > 0 && (
+        <section>
+          <h3>Network (through the egress proxy)</h3>
+          <ConnectionList connections={detail.connections} testId="drawer-connections" />
         </section>
       )}
 

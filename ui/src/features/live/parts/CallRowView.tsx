@@ -2,6 +2,7 @@
 // long), and, expanded, its pipeline steps with each one's time from the call's start and who decided.
 // Memoized on the row object: the store copies only the rows a frame changed.
 import { memo } from "react";
+import { ConnectionList, ConnectionsBadge } from "../../../lib/ui/Connections";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { absolute } from "../../../lib/time";
 import { visible } from "../../../lib/visible";
@@ -80,6 +81,7 @@ export const CallRowView = memo(function CallRowView({
         </td>
         <td className="mono clip" title={what != null ? visible(what) : undefined}>
           {row.sandbox != null && <Walls line={row.sandbox} />}
+          {row.connections != null && <ConnectionsBadge connections={row.connections} />}
           {row.action != null ? visible(row.action) : why != null ? <span className="why">{visible(why)}</span> : ""}
         </td>
         <td>{row.decision ? <DecisionBadge decision={row.decision} /> : null}</td>
@@ -94,6 +96,7 @@ export const CallRowView = memo(function CallRowView({
                 walls: {visible(row.sandbox)}
               </p>
             )}
+            {row.connections != null && <ConnectionList connections={row.connections} testId="live-connections" />}
             <table className="steps" data-testid="live-steps">
               <tbody>
                 {row.steps.map((step, i) => (
