@@ -50,6 +50,7 @@ smoke gateway_bench 50
 smoke sandbox_bench 20
 smoke workbench_bench 50
 smoke egress_bench 20 4
+smoke egress_path_bench 20 8
 echo "bench smoke runs: ok"
 
 echo "== desktop app end to end (tauri-driver + WebKitWebDriver under Xvfb), the browser console (Chromium)"

@@ -2,7 +2,9 @@
 //! profile (namespaces, Landlock, limits, the private /tmp), N times each, alternating; prints the
 //! median and p90 of each and the difference. This binary is its own launcher (`entry_point` first).
 //!
-//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500 [open|closed] [launcher]`
+//! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500 [open|closed|egress] [launcher]`
+//! (`egress`: a rule names a host, so the command's egress gate is opened, and its relay, loopback and
+//! stub resolver set up, though `true` makes no connection).
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use portcullis_coding::shell::{RunSpec, run_command};
@@ -26,6 +28,12 @@ fn main() {
     // `open` as the second argument: the profile of a command a network rule allows (no network
     // namespace, no TCP rules).
     profile.network = std::env::args().nth(2).is_some_and(|a| a == "open");
+    if std::env::args().nth(2).is_some_and(|a| a == "egress") {
+        profile.egress = Some(portcullis_harness::EgressScope {
+            hosts: vec!["registry.npmjs.org".into()],
+            by: "rule `bench` (bench)".into(),
+        });
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let cancel = tokio_util::sync::CancellationToken::new();
     let spec = |sandbox: Option<(portcullis_sandbox::SandboxLauncher, SandboxProfile)>| RunSpec {

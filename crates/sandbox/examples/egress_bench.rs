@@ -2,7 +2,7 @@
 //! (CONNECT, the host check, the proxy's resolution and its connection upstream), and how many bytes
 //! per second it relays, each against the same loopback upstream reached directly.
 //!
-//! `cargo run --release -p portcullis-hub --example egress_bench -- [connections] [megabytes]`
+//! `cargo run --release -p portcullis-sandbox --example egress_bench -- [connections] [megabytes]`
 //!
 //! The proxy listens on loopback TCP here; in the sandbox it will be reached over a Unix socket bridged
 //! into the command's namespace (not built yet), which this bench does not include.
