@@ -2,7 +2,8 @@
 //! hub was given without close-on-exec (an `echo x >&7` would write through one, past Landlock), the
 //! controlling terminal (a new session without one: `/dev/tty` cannot be opened), the terminal ioctls that
 //! push input into another program's terminal (`TIOCSTI`, `TIOCLINUX`, refused by seccomp as well), a
-//! reach into the sandbox's other processes (ptrace and its kin), new Unix sockets when it has no network
+//! reach into the sandbox's other processes (ptrace and its kin), io_uring (whose operations pass the
+//! filter unseen), new Unix sockets when it has no network
 //! (a host service's socket is a way out Landlock does not guard), and a life of its own (it dies with
 //! the launcher, which dies with the hub).
 
@@ -53,6 +54,10 @@ pub(crate) const REFUSED_CALLS: &[(i64, &str)] = &[
     (libc::SYS_process_vm_readv, "process_vm_readv: reads another process's memory"),
     (libc::SYS_process_vm_writev, "process_vm_writev: writes another process's memory"),
     (libc::SYS_pidfd_getfd, "pidfd_getfd: copies another process's descriptors"),
+    // io_uring makes sockets and connects them without the `socket` call the filter below sees.
+    (libc::SYS_io_uring_setup, "io_uring_setup: system calls past this filter"),
+    (libc::SYS_io_uring_enter, "io_uring_enter: system calls past this filter"),
+    (libc::SYS_io_uring_register, "io_uring_register: system calls past this filter"),
 ];
 
 /// The seccomp filter refusing, with `EPERM`: [`REFUSED_IOCTLS`] (only the low 32 bits of the request
@@ -104,6 +109,6 @@ mod tests {
         assert!(command_filter(false).is_ok_and(|p| !p.is_empty()));
         let (open, closed) = (command_filter(false).unwrap(), command_filter(true).unwrap());
         assert!(closed.len() > open.len(), "Unix sockets add a rule");
-        assert_eq!(REFUSED_CALLS.len(), 4);
+        assert_eq!(REFUSED_CALLS.len(), 7);
     }
 }

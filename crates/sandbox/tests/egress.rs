@@ -72,6 +72,7 @@ async fn a_named_host_is_reached_through_the_gate_and_every_other_way_out_is_clo
         "echo I; ".to_owned() + &py("import socket; socket.socket(socket.AF_UNIX)"),
         "echo J; ".to_owned() + &py("import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1)"),
         "echo K; env | grep -i '^https_proxy=' | sort; cat /etc/resolv.conf | wc -c".to_owned(),
+        "echo L; strace -o /dev/null true 2>&1 | tail -1".to_owned(),
     ]
     .join("; ");
     let (reports, out, err) =
