@@ -7,12 +7,11 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Killed, Served, node_modules, portcullis, serve_with_args, text_of};
+use crate::common::{Killed, Served, ledger_show, node_modules, serve_with_args, text_of};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// The hub's PATH: Debian's programs, not a developer's shims (pyenv's live in a home the test replaces).
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -86,25 +85,6 @@ fn world() -> World {
 
 fn call(command: &str) -> Value {
     json!({"op": "call", "name": "shell", "arguments": {"command": command}})
-}
-
-/// `ledger show` of a call once it finished.
-fn ledger_show(served: &Served, call_id: &str) -> String {
-    let started = Instant::now();
-    loop {
-        let out = portcullis(served.dir.path())
-            .args(["ledger", "show", "--db"])
-            .arg(served.db())
-            .arg(call_id)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if (out.status.success() && text.contains("finished")) || started.elapsed() > Duration::from_secs(15)
-        {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Served, http, interop_dir, node_modules, portcullis, serve_with, text_of};
+use crate::common::{Served, http, interop_dir, ledger_show, node_modules, portcullis, serve_with, text_of};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -235,24 +235,6 @@ fn first_pending(served: &Served) -> Value {
     }
 }
 
-fn ledger_show(served: &Served, call_id: &str) -> String {
-    let started = Instant::now();
-    loop {
-        let out = portcullis(served.dir.path())
-            .args(["ledger", "show", "--db"])
-            .arg(served.db())
-            .arg(call_id)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        if (out.status.success() && text.contains("finished")) || started.elapsed() > Duration::from_secs(15)
-        {
-            return text;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A fork bomb, a brace expansion of 10^8 words, an endless write and `cat /dev/zero | sort` each end at
 /// their limit within seconds, while another agent's calls are served meanwhile.
 #[test]
@@ -337,9 +319,12 @@ fn sandbox_explain_prints_the_profile_a_command_would_get() {
     assert!(text.contains("this machine: Landlock ABI"), "{text}");
     let closed = explain("ls");
     assert!(closed.contains("network: closed"), "{closed}");
-    // A rule that names hosts never opens every host: until egress by name is enforced, no network.
+    // A rule that names hosts never opens every host: only those, through the egress proxy.
     let named = explain("pip install requests");
-    assert!(named.contains("network: closed (rule `pip`"), "{named}");
+    assert!(
+        named.contains("network: only pypi.org, *.pythonhosted.org (through the egress proxy) (rule `pip`"),
+        "{named}"
+    );
     assert!(named.contains("allows only pypi.org, *.pythonhosted.org"), "{named}");
     // `policy check` prints the same walls.
     let out = portcullis(&base).args(["policy", "check", "--", "ls"]).current_dir(&proj).output().unwrap();

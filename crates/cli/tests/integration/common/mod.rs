@@ -311,6 +311,25 @@ pub fn ledger_calls(served: &Served) -> Vec<Value> {
     v["calls"].as_array().unwrap().clone()
 }
 
+/// `portcullis ledger show` of a call once it finished (bounded: 15 s).
+pub fn ledger_show(served: &Served, call_id: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let out = portcullis(served.dir.path())
+            .args(["ledger", "show", "--db"])
+            .arg(served.db())
+            .arg(call_id)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if (out.status.success() && text.contains("finished")) || started.elapsed() > Duration::from_secs(15)
+        {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 pub fn text_of(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
 }
