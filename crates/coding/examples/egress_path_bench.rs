@@ -106,6 +106,7 @@ fn main() {
         profile.egress = Some(EgressScope {
             hosts: vec![format!("upstream.test:{port}")],
             by: "rule `bench` (bench)".into(),
+            ask: None,
         });
         let run = |mode: &'static str, sandbox| RunSpec {
             command: format!(
@@ -117,6 +118,7 @@ fn main() {
             output_bytes: 1 << 16,
             kill_grace: Duration::from_millis(100),
             sandbox,
+            asks: None,
         };
         let direct = run_command(run("direct", None), &cancel).await.unwrap();
         let proxied =

@@ -32,6 +32,7 @@ fn main() {
         profile.egress = Some(portcullis_harness::EgressScope {
             hosts: vec!["registry.npmjs.org".into()],
             by: "rule `bench` (bench)".into(),
+            ask: None,
         });
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -44,6 +45,7 @@ fn main() {
         output_bytes: 4096,
         kill_grace: Duration::from_millis(100),
         sandbox,
+        asks: None,
     };
     let (mut direct, mut confined) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     runtime.block_on(async {

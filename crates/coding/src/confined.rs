@@ -3,7 +3,8 @@
 //! error output shows. Shared by the shell tool and the hub's process tools.
 
 use crate::errors::codes;
-use portcullis_harness::{Connection, HostPattern, SandboxProfile, ToolError};
+use crate::host_asker::OperatorHostAsker;
+use portcullis_harness::{Connection, HostPattern, OperatorAsk, SandboxProfile, ToolError};
 use portcullis_sandbox::egress::{EgressGate, EgressRules, GateRecord, OpenGate};
 use portcullis_sandbox::findings::{Finding, findings};
 use portcullis_sandbox::{Applied, LaunchReport, LaunchRequest, SandboxLauncher};
@@ -56,39 +57,58 @@ pub struct Launch {
     pub gate: Option<OpenGate>,
 }
 
-/// Opens the egress gate of a command whose rules name hosts (and that has no network of its own).
-fn open_gate(launcher: &SandboxLauncher, profile: &SandboxProfile) -> Result<Option<OpenGate>, ToolError> {
+/// What a confined command runs: the program, its arguments, environment, folder and input.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    /// Bytes for its standard input (none: `/dev/null`).
+    pub stdin: Option<String>,
+    /// How the call's agent wrote it, shown with a question about a host (agent text).
+    pub shown: String,
+}
+
+/// Opens the egress gate of a command whose rules name hosts (and that has no network of its own);
+/// with `asks`, a host the rules do not name is asked of the operator where the rule says so.
+fn open_gate(
+    launcher: &SandboxLauncher,
+    profile: &SandboxProfile,
+    command: &Command,
+    asks: Option<&OperatorAsk>,
+) -> Result<Option<OpenGate>, ToolError> {
     let Some(egress) = profile.egress.as_ref().filter(|e| !profile.network && !e.hosts.is_empty()) else {
         return Ok(None);
     };
     // The policy parsed these when it loaded; one that no longer parses is left out (fewer hosts, never
     // more).
     let hosts = egress.hosts.iter().filter_map(|h| HostPattern::parse(h).ok()).collect();
-    let gate = EgressGate {
-        rules: EgressRules { hosts, by: egress.by.clone() },
-        resolver: launcher.resolver().clone(),
-    };
+    let mut rules = EgressRules { hosts, by: egress.by.clone(), ask: None };
+    if let (Some(rule), Some(asks)) = (&egress.ask, asks) {
+        let asker = OperatorHostAsker::new(asks.clone(), rule.clone(), rules.allowed_words(), command.shown.clone());
+        rules.ask = Some(std::sync::Arc::new(asker));
+    }
+    let gate = EgressGate { rules, resolver: launcher.resolver().clone() };
     gate.open(None).map(Some).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not open the command's egress proxy: {e}"))
     })
 }
 
-/// Starts `program args` in `cwd` with `env` (and `stdin`, if any) inside `profile`: a launcher ready
-/// for it (see [`SandboxLauncher::start`]) with its output piped, and the launch whose reports
-/// [`finish`] reads once the command ended.
+/// Starts `command` inside `profile`: a launcher ready for it (see [`SandboxLauncher::start`]) with its
+/// output piped, and the launch whose reports [`finish`] reads once the command ended. `asks`: the
+/// call's operator, for a host the command's rule asks about.
 pub fn launch(
     launcher: &SandboxLauncher,
     profile: &SandboxProfile,
-    program: PathBuf,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    cwd: PathBuf,
-    stdin: Option<String>,
+    command: Command,
+    asks: Option<&OperatorAsk>,
 ) -> Result<(tokio::process::Child, Launch), ToolError> {
     let tmp = PrivateTmp::new().map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not make the command's temporary folder: {e}"))
     })?;
-    let gate = open_gate(launcher, profile)?;
+    let gate = open_gate(launcher, profile, &command, asks)?;
+    let Command { program, args, env, cwd, stdin, .. } = command;
     let started = launcher.start(profile.network).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
     })?;

@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod confined;
+pub mod host_asker;
 pub mod edit;
 pub mod errors;
 pub mod files;

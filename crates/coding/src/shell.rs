@@ -131,6 +131,7 @@ impl Tool for ShellTool {
             output_bytes: limits.shell_output_bytes,
             kill_grace: limits.shell_kill_grace,
             sandbox,
+            asks: invocation.asks.clone(),
         };
         run_command(run, &invocation.cancel).await
     }
@@ -177,6 +178,8 @@ pub struct RunSpec {
     pub kill_grace: Duration,
     /// Run inside this profile through this launcher; none: run directly.
     pub sandbox: Option<(SandboxLauncher, SandboxProfile)>,
+    /// The call's operator, asked about a host the command's rule asks about.
+    pub asks: Option<portcullis_harness::OperatorAsk>,
 }
 
 enum Ending {
@@ -254,11 +257,15 @@ pub async fn run_command(
         Some((launcher, profile)) => confined::launch(
             launcher,
             profile,
-            PathBuf::from(interpreter()),
-            vec!["-c".into(), run.command.clone()],
-            run.env.clone(),
-            run.cwd.clone(),
-            None,
+            confined::Command {
+                program: PathBuf::from(interpreter()),
+                args: vec!["-c".into(), run.command.clone()],
+                env: run.env.clone(),
+                cwd: run.cwd.clone(),
+                stdin: None,
+                shown: run.command.clone(),
+            },
+            run.asks.as_ref(),
         )
         .map(|(child, launch)| (child, Some(launch)))?,
     };

@@ -329,6 +329,9 @@ impl Dispatcher {
             },
             cancel: run.cancel.clone(),
             catalog: Catalog { registry: registry.clone(), grants: run.grants.clone() },
+            asks: (shared.approvals.clone()).map(|approvals| {
+                crate::OperatorAsk::new(approvals, ctx.clone(), tool_name.to_string(), shared.approval_timeout)
+            }),
         };
         let mut running = Shared::start(entry, invocation);
         let outcome = match execute::poll_once(&mut running).await {

@@ -178,6 +178,22 @@ impl Connection {
     }
 }
 
+/// The operation of the approval a confined command's proxy raises for a host its rule does not name.
+pub const CONNECT: &str = "connect";
+
+/// The action of a prompt for `host:port`: nothing else, so a session grant for it covers the host
+/// whatever command of the session asks next.
+pub fn host_action(host: &str, port: u16) -> crate::ExecutionAction {
+    let mut action = crate::ExecutionAction::new(crate::ActionKind::Network, CONNECT);
+    action.target = Some(format!("{host}:{port}"));
+    action
+}
+
+/// Whether this action is a host prompt's (see [`host_action`]).
+pub fn asks_for_host(action: &crate::ExecutionAction) -> bool {
+    action.kind == crate::ActionKind::Network && action.operation == CONNECT && action.target.is_some()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

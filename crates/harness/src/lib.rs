@@ -31,6 +31,7 @@ pub mod name;
 pub mod paths;
 pub mod permission;
 pub mod redaction;
+pub mod operator_ask;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
@@ -49,7 +50,7 @@ pub use call::{
 };
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
-pub use egress::{Connection, ConnectionKind, HostPattern};
+pub use egress::{Connection, ConnectionKind, HostPattern, asks_for_host, host_action};
 pub use error::HarnessError;
 pub use events::{
     EventBus, EventDelivery, EventPayload, EventSubscription, StageTimes, ToolEvent, ToolEventKind,
@@ -70,6 +71,7 @@ pub use name::{
     MCP_ELICITATION, MCP_METHOD_TOOLS, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_ROOTS, MCP_SAMPLING,
     NameError, mcp_method_of, validate_tool_name,
 };
+pub use operator_ask::OperatorAsk;
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};

@@ -57,6 +57,10 @@ pub struct EgressScope {
     pub hosts: Vec<String>,
     /// Who names them, for a refusal's words: "rule `npm-install` (policy.json)".
     pub by: String,
+    /// The rule that asks the operator for a host it does not name (`"other_hosts": "prompt"`), and to
+    /// which "always" adds it; `None`: such a host is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<crate::RuleRef>,
 }
 
 /// The walls of one command.

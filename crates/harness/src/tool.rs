@@ -229,6 +229,9 @@ pub struct ToolInvocation {
     /// Cancelled when the run is cancelled. Tools stop promptly (kill child processes, ...).
     pub cancel: CancellationToken,
     pub catalog: Catalog,
+    /// The operator of this call, for what the tool finds it must ask while it runs (a host a confined
+    /// command's rule does not name); `None` where no approver is configured.
+    pub asks: Option<crate::OperatorAsk>,
 }
 
 /// A tool. `describe_action` says what `execute` would do, so the policy can judge it first.

@@ -9,6 +9,7 @@ use portcullis_harness::{
 };
 use portcullis_ledger::ApprovalOutcome;
 use portcullis_policy::approval::{always_offer, settle};
+use portcullis_policy::host_approval::{asks_for_host, host_offer};
 use portcullis_policy::{Amendment, ApprovalChoice, LivePolicy, RuleScope, SessionGrants};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -339,14 +340,21 @@ impl Approvals for ApprovalBroker {
         let target =
             portcullis_policy::approval::always_target(&self.live.current(), self.user_config.as_deref());
         let file = target.as_ref().map(|t| t.file.as_str());
-        let always =
+        let always = if asks_for_host(&request.action) {
+            // A host goes into the rule that asked for it, in that rule's own file.
+            match host_offer(&self.live.current(), &request) {
+                Ok((file, amendment)) => AlwaysOffer::Yes { file, creates: false, amendment },
+                Err(why) => AlwaysOffer::No { why },
+            }
+        } else {
             match (always_offer(&self.live, &request, file, "operator", self.redactor.as_ref()), target) {
                 (Ok(amendment), Some(target)) => {
                     AlwaysOffer::Yes { file: target.file, creates: target.creates, amendment }
                 }
                 (Err(why), _) => AlwaysOffer::No { why },
                 (Ok(_), None) => AlwaysOffer::No { why: "no policy file to write to".into() },
-            };
+            }
+        };
         let timeout = self.timeout();
         let now = Timestamp::now();
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;

@@ -298,11 +298,15 @@ async fn run_process(
         (Some(profile), Some(launcher)) => confined::launch(
             launcher,
             profile,
-            PathBuf::from(command),
-            args.to_vec(),
-            environment,
-            cwd.to_path_buf(),
-            Some(String::from_utf8_lossy(&input).into_owned()),
+            confined::Command {
+                program: PathBuf::from(command),
+                args: args.to_vec(),
+                env: environment,
+                cwd: cwd.to_path_buf(),
+                stdin: Some(String::from_utf8_lossy(&input).into_owned()),
+                shown: std::iter::once(command.to_owned()).chain(args.iter().cloned()).collect::<Vec<_>>().join(" "),
+            },
+            invocation.asks.as_ref(),
         )
         .map(|(child, launch)| (child, Some(launch)))?,
         (None, _) => {

@@ -126,6 +126,9 @@ pub struct Amendment {
     pub rules: Vec<CommandRule>,
     /// Read roots, one per file read outside every root.
     pub read_roots: Vec<PathRoot>,
+    /// Hosts added to an existing rule's `network` list (a host the operator allowed "always").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::host_approval::HostAddition>,
 }
 
 /// How widely one rule of an "always" amendment applies, as the operator chose it: the command's first
@@ -228,6 +231,7 @@ impl Policy {
                             command.chars().take(200).collect::<String>()
                         )),
                         network: crate::document::NetworkGrant::default(),
+                        other_hosts: crate::document::OtherHosts::default(),
                         examples: vec![example],
                         not_match: Vec::new(),
                     });
@@ -321,6 +325,7 @@ impl Policy {
         let text = amended_text(layer, amendment)?;
         layer.document.commands.rules.extend(amendment.rules.iter().cloned());
         layer.document.paths.roots.extend(amendment.read_roots.iter().cloned());
+        crate::host_approval::add_hosts(&mut layer.document, &amendment.hosts);
         layer.text = Some(text);
         let protected = self.protected().clone();
         Policy::from_layers(layers).map(|p| p.with_protected(|z| *z = protected))
@@ -333,13 +338,15 @@ fn amended_text(layer: &PolicyLayer, amendment: &Amendment) -> Result<String, Po
     let mut document = layer.document.clone();
     document.commands.rules.extend(amendment.rules.iter().cloned());
     document.paths.roots.extend(amendment.read_roots.iter().cloned());
+    crate::host_approval::add_hosts(&mut document, &amendment.hosts);
     let spliced = layer.text.as_deref().and_then(|text| {
         let rules: Vec<String> =
             amendment.rules.iter().map(|r| serde_json::to_string(r).ok()).collect::<Option<_>>()?;
         let roots: Vec<String> =
             amendment.read_roots.iter().map(|r| serde_json::to_string(r).ok()).collect::<Option<_>>()?;
         let text = append_to_array(text, &["commands", "rules"], &rules)?;
-        append_to_array(&text, &["paths", "roots"], &roots)
+        let text = append_to_array(&text, &["paths", "roots"], &roots)?;
+        crate::host_approval::splice_hosts(&text, &amendment.hosts)
     });
     if let Some(text) = spliced
         && serde_json::from_str::<PolicyDocument>(&text).is_ok_and(|d| d == document)
@@ -394,15 +401,15 @@ pub fn append_amendment(
     Ok((amended, written))
 }
 
-/// The rules of `amendment` as written to `file`.
+/// The rules of `amendment` as written to `file` (a rule a host was added to included).
 fn written_refs(file: &str, amendment: &Amendment) -> Vec<RuleRef> {
-    (amendment.rules.iter())
-        .map(|r| RuleRef {
-            id: r.id.clone(),
-            source: file.to_owned(),
-            decision: Some(r.decision.as_str().to_owned()),
-        })
-        .collect()
+    let added = amendment.rules.iter().map(|r| RuleRef {
+        id: r.id.clone(),
+        source: file.to_owned(),
+        decision: Some(r.decision.as_str().to_owned()),
+    });
+    let widened = amendment.hosts.iter().map(|h| RuleRef { id: h.rule.clone(), source: file.to_owned(), decision: None });
+    added.chain(widened).collect()
 }
 
 /// A temporary file's name beside `path`, unique in this process and among processes.
@@ -501,6 +508,9 @@ pub fn always_offer(
 ) -> Result<Amendment, String> {
     let file =
         file.ok_or("no policy file to write to (no user config folder: set HOME or PORTCULLIS_CONFIG_DIR)")?;
+    if crate::host_approval::asks_for_host(&request.action) {
+        return Err("a host goes into the rule that asked, not a new rule".into());
+    }
     let ctx = live.context_for(request.call.cwd.as_deref());
     let amendment = live.current().always_amendment(&request.action, &ctx, file, operator)?;
     let text = serde_json::to_string(&amendment).unwrap_or_default();

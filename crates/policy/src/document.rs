@@ -229,6 +229,10 @@ pub struct CommandRule {
     /// port: 80 and 443). Without such a rule a command runs with no network.
     #[serde(default, skip_serializing_if = "NetworkGrant::is_none")]
     pub network: NetworkGrant,
+    /// A host the rule's `network` does not name: refused (the default), or `prompt`: the operator is
+    /// asked while the command waits, and "always" adds the host to this rule's list.
+    #[serde(default, skip_serializing_if = "OtherHosts::is_refuse")]
+    pub other_hosts: OtherHosts,
     /// Commands this rule must match (checked when the policy loads).
     #[serde(rename = "match", default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
@@ -255,6 +259,24 @@ impl Default for NetworkGrant {
 impl NetworkGrant {
     pub fn is_none(&self) -> bool {
         *self == NetworkGrant::Any(false)
+    }
+}
+
+/// What becomes of a connection to a host a rule's `network` list does not name.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OtherHosts {
+    /// Refused, with the rule's hosts in the reason.
+    #[default]
+    Refuse,
+    /// The operator is asked (once, this session, always) while the command waits.
+    Prompt,
+}
+
+impl OtherHosts {
+    pub fn is_refuse(&self) -> bool {
+        *self == OtherHosts::Refuse
     }
 }
 

@@ -11,6 +11,7 @@ pub mod document;
 mod evaluation;
 mod examples;
 mod executed;
+pub mod host_approval;
 #[doc(hidden)]
 pub mod fuzzing;
 mod judge;

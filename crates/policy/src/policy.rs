@@ -191,6 +191,8 @@ pub(crate) struct Rule {
     pub(crate) justification: Option<String>,
     /// The network commands it matches may use inside their sandbox.
     pub(crate) network: NetworkScope,
+    /// Whether a host its list does not name is a prompt (else refused).
+    pub(crate) other_hosts: crate::document::OtherHosts,
 }
 
 /// A rule's network, read: none, any host, or the hosts it names.
@@ -399,6 +401,7 @@ impl Policy {
                                 .map_err(|why| fail(format!("`network`: {why}")))?,
                         ),
                     },
+                    other_hosts: rule.other_hosts,
                 });
             }
             defaults.push(match doc.commands.default {

@@ -8,7 +8,7 @@ use crate::document::{Access, Decision, SandboxLimitSettings, SandboxMode, Sandb
 use crate::policy::{EvalContext, Evaluation, NetworkScope, Policy};
 use crate::protected::ProtectedKind;
 use portcullis_harness::paths::canonicalize_lenient;
-use portcullis_harness::{EgressScope, Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+use portcullis_harness::{EgressScope, Enforcement, RuleRef, SandboxLimits, SandboxProfile, SandboxSupport};
 use std::path::{Path, PathBuf};
 
 /// Folders programs need to start and run: readable and executable, never writable.
@@ -426,6 +426,8 @@ impl Policy {
         }
         // Per layer, in order: what its matching rules grant, and the first rule that grants it.
         let mut layers: Vec<(usize, NetworkScope, String)> = Vec::new();
+        // The first matching rule that names hosts and asks for others.
+        let mut asking: Option<(usize, RuleRef)> = None;
         for m in evaluation.matched_rules.iter().filter(|m| m.decision != Decision::Forbidden) {
             let Some(rule) = self.rules.iter().find(|r| r.id == m.id && r.source == m.source) else {
                 continue;
@@ -434,6 +436,13 @@ impl Policy {
             let grant = rule.network.clone();
             if grant == NetworkScope::None {
                 continue;
+            }
+            if asking.is_none()
+                && matches!(grant, NetworkScope::Hosts(_))
+                && rule.other_hosts == crate::document::OtherHosts::Prompt
+            {
+                let ask = RuleRef { id: rule.id.clone(), source: rule.source.clone(), decision: None };
+                asking = Some((rule.layer, ask));
             }
             match layers.iter_mut().find(|(layer, ..)| *layer == rule.layer) {
                 Some((_, scope, _)) => *scope = union(scope, &grant),
@@ -450,13 +459,21 @@ impl Policy {
             NetworkScope::Any => (true, None, format!("{by} allows any host")),
             NetworkScope::Hosts(hosts) if hosts.is_empty() => (
                 false,
-                Some(EgressScope { hosts: Vec::new(), by: by.clone() }),
+                Some(EgressScope { hosts: Vec::new(), by: by.clone(), ask: None }),
                 format!("{by} name no host in common: no network"),
             ),
             NetworkScope::Hosts(hosts) => {
                 let names: Vec<String> = hosts.iter().map(ToString::to_string).collect();
-                let reason = format!("{by} allows only {}, through the hub's egress proxy", names.join(", "));
-                (false, Some(EgressScope { hosts: names, by }), reason)
+                // Asking widens one rule: only where one layer grants network (across layers the
+                // strictest set holds, which no answer about one layer's rule could widen).
+                let ask =
+                    asking.filter(|(layer, _)| layers.len() == 1 && layers[0].0 == *layer).map(|(_, r)| r);
+                let others = if ask.is_some() { "; others are asked of the operator" } else { "" };
+                let reason = format!(
+                    "{by} allows only {}, through the hub's egress proxy{others}",
+                    names.join(", ")
+                );
+                (false, Some(EgressScope { hosts: names, by, ask }), reason)
             }
             NetworkScope::None => (false, None, "no rule that matched allows network use".into()),
         }

@@ -142,25 +142,79 @@ pub fn append_to_array(text: &str, path: &[&str], items: &[String]) -> Option<St
     for key in path {
         at = scanner.member(at, key)?;
     }
-    let span = scanner.array(at)?;
+    Some(insert_items(text, scanner.array(at)?, items))
+}
+
+/// `text` with each of `items` appended to the array `key` of the command rule whose id is `rule_id`
+/// (`commands.rules[id = rule_id].key`). `None` when there is no such rule or array.
+pub fn append_to_rule_array(text: &str, rule_id: &str, key: &str, items: &[String]) -> Option<String> {
+    if items.is_empty() {
+        return Some(text.to_owned());
+    }
+    let scanner = Scanner { bytes: text.as_bytes() };
+    let mut at = scanner.ws(0);
+    for step in ["commands", "rules"] {
+        at = scanner.member(at, step)?;
+    }
+    if scanner.bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    let mut j = scanner.ws(at + 1);
+    while scanner.bytes.get(j) != Some(&b']') {
+        let end = scanner.value(j)?;
+        let id = scanner
+            .member(j, "id")
+            .and_then(|start| Some((start, scanner.string(start)?)))
+            .and_then(|(start, stop)| serde_json::from_str::<String>(&text[start..stop]).ok());
+        if id.as_deref() == Some(rule_id) {
+            return Some(insert_items(text, scanner.array(scanner.member(j, key)?)?, items));
+        }
+        j = scanner.ws(end);
+        match scanner.bytes.get(j) {
+            Some(b',') => j = scanner.ws(j + 1),
+            Some(b']') => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// `items` appended to the array at `span`: on its line when the array is written on one line, else
+/// one per line at its elements' indentation.
+fn insert_items(text: &str, span: ArraySpan, items: &[String]) -> String {
     match span.last_end {
+        Some(end) if !text[span.open..end].contains('\n') => {
+            let joined: String = items.iter().map(|item| format!(", {item}")).collect();
+            format!("{}{joined}{}", &text[..end], &text[end..])
+        }
         Some(end) => {
             let indent = indent_of(text, end);
             let joined: String = items.iter().map(|item| format!(",\n{indent}{item}")).collect();
-            Some(format!("{}{joined}{}", &text[..end], &text[end..]))
+            format!("{}{joined}{}", &text[..end], &text[end..])
         }
         None => {
             let outer = indent_of(text, span.open);
             let inner = format!("{outer}  ");
             let joined = items.iter().map(|item| format!("{inner}{item}")).collect::<Vec<_>>().join(",\n");
-            Some(format!("{}[\n{joined}\n{outer}]{}", &text[..span.open], &text[span.close + 1..]))
+            format!("{}[\n{joined}\n{outer}]{}", &text[..span.open], &text[span.close + 1..])
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::append_to_array;
+    use super::{append_to_array, append_to_rule_array};
+
+    #[test]
+    fn a_host_goes_into_the_named_rule_s_list_on_its_line() {
+        let text = "{\"commands\": {\"rules\": [\n    {\"id\": \"curl\", \"network\": [\"a.test\"]},\n    {\"id\": \"npm\", \"pattern\": [\"npm\"], \"network\": [\"registry.npmjs.org\"]}\n]}}\n";
+        let out = append_to_rule_array(text, "npm", "network", &["\"b.test:443\"".into()]).unwrap();
+        assert!(out.contains("\"network\": [\"registry.npmjs.org\", \"b.test:443\"]}"), "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["commands"]["rules"][0]["network"], serde_json::json!(["a.test"]));
+        assert!(append_to_rule_array(text, "pip", "network", &["\"x\"".into()]).is_none());
+        assert!(append_to_rule_array(text, "npm", "match", &["\"x\"".into()]).is_none());
+    }
 
     #[test]
     fn appends_after_the_last_element_keeping_the_layout() {

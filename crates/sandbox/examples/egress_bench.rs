@@ -72,6 +72,7 @@ async fn proxy(port: u16) -> BenchResult<SocketAddr> {
     let rules = Arc::new(EgressRules {
         hosts: vec![HostPattern::parse(&format!("{HOST}:{port}"))?],
         by: "rule `bench` (bench)".into(),
+        ask: None,
     });
     let resolver = Arc::new(Resolver::Map([(HOST.to_owned(), IpAddr::from([127, 0, 0, 1]))].into()));
     tokio::spawn(async move {

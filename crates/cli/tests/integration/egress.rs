@@ -38,17 +38,22 @@ fn server(fixtures: &Path, log: &Path) -> (Killed, u16) {
     (Killed(child), port["port"].as_u64().unwrap() as u16)
 }
 
-struct World {
-    served: Served,
+pub(crate) struct World {
+    pub(crate) served: Served,
     _fixtures: tempfile::TempDir,
     _servers: [Killed; 2],
-    a: u16,
-    b: u16,
-    b_log: PathBuf,
+    pub(crate) a: u16,
+    pub(crate) b: u16,
+    pub(crate) b_log: PathBuf,
 }
 
 /// The servers, and a hub whose rules each name one host of server A.
 fn world() -> World {
+    world_with(false)
+}
+
+/// [`world`]; `ask`: curl's rule asks the operator for hosts it does not name.
+pub(crate) fn world_with(ask: bool) -> World {
     node_modules();
     let fixtures = tempfile::tempdir().unwrap();
     let dir = fixtures.path().to_path_buf();
@@ -63,8 +68,12 @@ fn world() -> World {
     )
     .unwrap();
     let named = |id: &str, pattern: &[&str], host: &str| json!({"id": id, "pattern": pattern, "decision": "allow", "network": [format!("{host}:{a}")]});
+    let mut fetch = named("fetch", &["curl"], "api.test");
+    if ask {
+        fetch["other_hosts"] = json!("prompt");
+    }
     let policy = json!({"commands": {"default": "allow", "rules": [
-        named("fetch", &["curl"], "api.test"),
+        fetch,
         named("git-clone", &["git", "clone"], "git.test"),
         named("npm-install", &["npm", "install"], "registry.test"),
         named("pip", &["python3", "-m", "pip"], "pypi.test"),
@@ -83,7 +92,7 @@ fn world() -> World {
     World { served, _fixtures: fixtures, _servers: [a_server, b_server], a, b, b_log: dir.join("b.log") }
 }
 
-fn call(command: &str) -> Value {
+pub(crate) fn call(command: &str) -> Value {
     json!({"op": "call", "name": "shell", "arguments": {"command": command}})
 }
 

@@ -9,6 +9,7 @@ mod common;
 mod conformance;
 mod console;
 mod egress;
+mod egress_ask;
 mod fence;
 mod first_day;
 mod gate;

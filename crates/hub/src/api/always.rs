@@ -7,6 +7,7 @@ use super::line_diff::{DiffLine, line_diff};
 use super::replay::{ReplayEvent, replay_policy};
 use super::{ErrorCode, OperatorApi};
 use crate::broker::{AlwaysOffer, BrokerError};
+use portcullis_policy::host_approval::{asks_for_host, names_host};
 use portcullis_policy::{Decision, RuleScope};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -92,7 +93,13 @@ impl OperatorApi {
             )
         })?;
         let ctx = live.context_for(pending.action.cwd.as_deref());
-        let allows_call = amended.evaluate_action(&pending.action, &ctx).decision == Decision::Allow;
+        let allows_call = if asks_for_host(&pending.action) {
+            // A host prompt: the rule that asked names the host once amended.
+            (pending.matched_rules.first().zip(pending.action.target.as_deref()))
+                .is_some_and(|(rule, target)| names_host(&amended, rule, target))
+        } else {
+            amended.evaluate_action(&pending.action, &ctx).decision == Decision::Allow
+        };
         let (impact, impact_error) = match self.impact(&amended) {
             Ok(impact) => (Some(impact), None),
             Err(e) => (None, Some(e.message)),

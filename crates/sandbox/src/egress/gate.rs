@@ -200,6 +200,7 @@ mod tests {
             rules: EgressRules {
                 hosts: vec![HostPattern::parse("registry.test").unwrap()],
                 by: "rule `npm-install` (policy.json)".into(),
+                ask: None,
             },
             resolver: Resolver::Map(Default::default()),
         }

@@ -14,7 +14,7 @@ pub mod sni;
 pub use gate::GateRecord;
 pub use gate::{EgressGate, OpenGate};
 pub use portcullis_harness::{Connection, ConnectionKind};
-pub use proxy::{EgressRules, Resolver, serve_connection};
+pub use proxy::{EgressRules, HostAnswer, HostAsker, Resolver, serve_connection};
 
 /// The proxy's port on the namespace's loopback (the proxy variables name it). Any port would do: the
 /// namespace is the command's alone.

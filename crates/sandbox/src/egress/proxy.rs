@@ -27,6 +27,17 @@ pub struct EgressRules {
     pub hosts: Vec<HostPattern>,
     /// `rule `npm-install` (policy.json)`: who allows them.
     pub by: String,
+    /// Who is asked about a host the rules do not name (the operator, when the rule says so); `None`:
+    /// such a host is refused.
+    pub ask: Option<std::sync::Arc<dyn HostAsker>>,
+}
+
+/// The answer about a host the rules do not name: allowed (and who said so), or refused (and why).
+pub type HostAnswer = Result<String, String>;
+
+/// Asks about a host the rules do not name while the connection waits.
+pub trait HostAsker: Send + Sync + std::fmt::Debug {
+    fn ask(&self, host: String, port: u16) -> std::pin::Pin<Box<dyn std::future::Future<Output = HostAnswer> + Send + '_>>;
 }
 
 impl EgressRules {
@@ -34,7 +45,7 @@ impl EgressRules {
         self.hosts.iter().any(|h| h.matches(host, port))
     }
 
-    fn refusal(&self, host: &str, port: u16) -> String {
+    pub fn refusal(&self, host: &str, port: u16) -> String {
         format!("network to {host}:{port} refused: {}", self.allowed_words())
     }
 
@@ -152,10 +163,19 @@ where
         Err(_) => return refused("?".into(), 0, "no request within 10 s".into()),
     };
     let (host, port) = (ask.host().to_owned(), ask.port());
+    let mut allowed_by = rules.by.clone();
     if !rules.allows(&host, port) {
-        let why = rules.refusal(&host, port);
-        refuse(&mut client, &ask, 403, &why).await;
-        return refused(host, port, why);
+        let answer = match &rules.ask {
+            Some(asker) => asker.ask(host.clone(), port).await,
+            None => Err(rules.refusal(&host, port)),
+        };
+        match answer {
+            Ok(who) => allowed_by = who,
+            Err(why) => {
+                refuse(&mut client, &ask, 403, &why).await;
+                return refused(host, port, why);
+            }
+        }
     }
     let upstream = match connect(resolver, &host, port).await {
         Ok(stream) => stream,
@@ -193,7 +213,7 @@ where
         host,
         port,
         allowed: true,
-        why: rules.by.clone(),
+        why: allowed_by,
         bytes_out,
         bytes_in,
     })
@@ -311,6 +331,7 @@ mod tests {
         EgressRules {
             hosts: hosts.iter().map(|h| HostPattern::parse(h).unwrap()).collect(),
             by: "rule `npm-install` (policy.json)".into(),
+            ask: None,
         }
     }
 

@@ -66,6 +66,21 @@ describe("the approvals inbox", () => {
     expect(within(cards[1]!).getByTestId("sandbox")).toHaveTextContent("this kernel has no Landlock");
   });
 
+  it("asks about a host a running command's rule does not name, the host escaped", async () => {
+    const host = shellApproval(9);
+    host.action = { kind: "network", operation: "connect", target: "paste.example\u001b[2J:443", paths: [], risk: "low" };
+    host.arguments = { command: "npm install left-pad", host: "paste.example", port: 443 };
+    host.reason = "the command asks for paste.example:443, and rule `npm` allows registry.npmjs.org (not it)";
+    host.evaluation = null;
+    const { backend } = backendWith([host]);
+    render(<App backend={backend} />);
+    const card = await screen.findByTestId("approval-card");
+    const asks = within(card).getByTestId("host-ask");
+    expect(asks).toHaveTextContent("a running command asks to reach paste.example\\x1b[2J:443, which its rule does not name");
+    expect(asks.textContent).not.toContain("\u001b");
+    expect(within(card).getByTestId("arguments")).toHaveTextContent("npm install left-pad");
+  });
+
   it("marks the part that caused the prompt, and flags what the parser could not see through", async () => {
     const approval = shellApproval();
     approval.evaluation!.parts!.push({

@@ -30,6 +30,8 @@ export interface Rule {
   exact?: boolean;
   /** `true`: any host; a list: the hosts commands may reach (`registry.npmjs.org`, `*.crates.io`, `github.com:443`). */
   network?: boolean | string[];
+  /** `prompt`: a host `network` does not name is asked of the operator (else refused). */
+  other_hosts?: "refuse" | "prompt";
   justification?: string;
   match?: string[];
   not_match?: string[];
@@ -47,7 +49,7 @@ export interface TestCase {
 export type ReadRules = { ok: true; rules: Rule[] } | { ok: false; error: string; offset: number };
 
 /** Rule fields left out of the file when empty. */
-const OPTIONAL = new Set<keyof Rule>(["exact", "network", "justification", "match", "not_match"]);
+const OPTIONAL = new Set<keyof Rule>(["exact", "network", "other_hosts", "justification", "match", "not_match"]);
 
 const FORMAT: FormattingOptions = { insertSpaces: true, tabSize: 2, eol: "\n" };
 
@@ -175,6 +177,7 @@ function clean(rule: Rule): Rule {
   const out: Rule = { id: rule.id, pattern: rule.pattern, decision: rule.decision };
   if (rule.exact) out.exact = true;
   if (rule.network === true || (Array.isArray(rule.network) && rule.network.length > 0)) out.network = rule.network;
+  if (rule.other_hosts === "prompt") out.other_hosts = "prompt";
   if (rule.justification) out.justification = rule.justification;
   if (rule.match?.length) out.match = rule.match;
   if (rule.not_match?.length) out.not_match = rule.not_match;
@@ -193,6 +196,7 @@ function asRule(value: unknown): Rule {
   if (r["exact"] === true) rule.exact = true;
   if (r["network"] === true) rule.network = true;
   else if (Array.isArray(r["network"])) rule.network = strings(r["network"]);
+  if (r["other_hosts"] === "prompt") rule.other_hosts = "prompt";
   if (typeof r["justification"] === "string") rule.justification = r["justification"];
   const match = strings(r["match"]);
   if (match) rule.match = match;

@@ -72,6 +72,7 @@ pub async fn execute(tool: &dyn Tool, action: ExecutionAction, args: Value) -> R
         progress: ProgressReporter::detached(ctx(), &tool.spec().name),
         cancel: CancellationToken::new(),
         catalog: Catalog { registry: Arc::new(ToolRegistry::new()), grants: Arc::new(Grants::default()) },
+        asks: None,
     };
     tool.execute(invocation).await
 }

@@ -67,6 +67,12 @@ export function ApprovalCard(props: ApprovalCardProps) {
           ×{count} identical calls wait — an answer here answers all {count}
         </p>
       )}
+      {a.action.kind === "network" && a.action.operation === "connect" && a.action.target != null && (
+        <p className="host-ask" data-testid="host-ask">
+          a running command asks to reach <strong className="mono">{visible(a.action.target)}</strong>, which its
+          rule does not name
+        </p>
+      )}
       {command != null && (
         <pre className="command mono" data-testid="command">
           <span className="prompt-sign" aria-hidden="true">$ </span>

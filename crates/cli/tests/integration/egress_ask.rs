@@ -1,0 +1,86 @@
+//! Issue 35, asking for a new host: curl's rule names api.test and says `"other_hosts": "prompt"`. A
+//! command that reaches for b.test waits while the operator is asked (through the operator API, as the
+//! app and the browser answer); "always" adds the host to the rule in the policy file, the command goes
+//! on, and the next call reaches b.test without a prompt. A denial is the refusal the agent reads.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::{agent_in_background, http, ledger_show, text_of};
+use crate::egress::{call, world_with};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// The pending approval that mentions `needle`, once it is there (bounded: 30 s).
+fn pending_with(api: &str, operator: &str, needle: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let (status, body) = http(&format!("{api}/approvals"), "GET", Some(operator), &[], None);
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let found = v["approvals"].as_array().unwrap().iter().find(|a| a.to_string().contains(needle)).cloned();
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no approval for {needle}: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn answer(api: &str, operator: &str, id: &Value, choice: &str) {
+    let body = json!({ "answer": choice }).to_string();
+    let (status, said) = http(&format!("{api}/approvals/{id}"), "POST", Some(operator), &[], Some(&body));
+    assert_eq!(status, 200, "{said}");
+}
+
+#[test]
+fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_asking() {
+    let w = world_with(true);
+    let (a, b) = (w.a, w.b);
+    let (api, operator) = (w.served.api.clone(), w.served.operator_token.clone());
+    let info = json!({ "mcp_url": w.served.mcp_url });
+    let fetch = call(&format!("curl -sS --cacert ca.pem https://b.test:{b}/hello.txt"));
+
+    // Denied: the agent reads why, and B is not reached.
+    let denied = agent_in_background(&info, &w.served.token, json!([fetch.clone()]));
+    let asked = pending_with(&api, &operator, "b.test");
+    answer(&api, &operator, &asked["id"], "deny");
+    let out = denied.join().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = text_of(&report["results"][0]["result"]);
+    assert!(text.contains(&format!("[sandbox refused: network to b.test:{b} refused: denied by the operator")), "{text}");
+    assert_eq!(std::fs::read_to_string(&w.b_log).unwrap(), "", "B was reached after a denial");
+
+    // Asked again (a denial is not remembered past its command): the card says what and for whom.
+    let waiting = agent_in_background(&info, &w.served.token, json!([fetch.clone()]));
+    let asked = pending_with(&api, &operator, "b.test");
+    assert_eq!(asked["tool"], "shell", "{asked}");
+    assert_eq!(asked["action"]["kind"], "network", "{asked}");
+    assert_eq!(asked["action"]["target"], format!("b.test:{b}"), "{asked}");
+    assert!(asked["arguments"]["command"].as_str().unwrap().contains("curl"), "{asked}");
+    assert!(asked["reason"].as_str().unwrap().contains(&format!("rule `fetch`")), "{asked}");
+    assert_eq!(asked["always"]["offered"], "yes", "{asked}");
+    answer(&api, &operator, &asked["id"], "always");
+    let out = waiting.join().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = text_of(&report["results"][0]["result"]);
+    assert!(text.contains("hello from api.test") && text.contains("[exit code: 0]"), "{text}");
+    assert!(text.contains(&format!("[network: b.test:{b}, ")), "{text}");
+
+    // The policy file gained the host, in the rule that asked, and nothing else changed.
+    let policy: Value = serde_json::from_str(&std::fs::read_to_string(w.served.policy_file()).unwrap()).unwrap();
+    let rules = policy["commands"]["rules"].as_array().unwrap();
+    let fetch_rule = rules.iter().find(|r| r["id"] == "fetch").unwrap();
+    assert_eq!(fetch_rule["network"], json!([format!("api.test:{a}"), format!("b.test:{b}")]));
+    assert_eq!(rules.len(), 8, "no rule was added: {policy}");
+
+    // The next call reaches B with no prompt (the agent would wait for one and time out).
+    let report = w.served.agent(json!([fetch]));
+    let text = text_of(&report["results"][0]["result"]);
+    assert!(text.contains("hello from api.test") && text.contains("[exit code: 0]"), "{text}");
+    let log = std::fs::read_to_string(&w.b_log).unwrap();
+    assert_eq!(log.lines().count(), 2, "{log}");
+    // The ledger keeps the question and its answer with the call, and who allowed the connection.
+    let shown = ledger_show(&w.served, "c2");
+    assert!(shown.contains("approved_always") || shown.contains("always"), "{shown}");
+    assert!(shown.contains(&format!("reached b.test:{b}")) && shown.contains("allowed by the operator"), "{shown}");
+}
