@@ -86,7 +86,8 @@ fn open_gate(
     let hosts = egress.hosts.iter().filter_map(|h| HostPattern::parse(h).ok()).collect();
     let mut rules = EgressRules { hosts, by: egress.by.clone(), ask: None };
     if let (Some(rule), Some(asks)) = (&egress.ask, asks) {
-        let asker = OperatorHostAsker::new(asks.clone(), rule.clone(), rules.allowed_words(), command.shown.clone());
+        let asker =
+            OperatorHostAsker::new(asks.clone(), rule.clone(), rules.allowed_words(), command.shown.clone());
         rules.ask = Some(std::sync::Arc::new(asker));
     }
     let gate = EgressGate { rules, resolver: launcher.resolver().clone() };

@@ -47,7 +47,7 @@ impl OperatorHostAsker {
         let answer = match self.asks.ask(host_action(&host, port), shown, verdict).await {
             ApprovalAnswer::Allow { decided_by } => Ok(allowed_words(&decided_by)),
             ApprovalAnswer::Deny { reason, .. } => {
-                Err(format!("network to {host}:{port} refused: {reason} ({} does not name it)", self.allowed))
+                Err(format!("network to {host}:{port} refused: {reason}; {}", self.allowed))
             }
         };
         answers.insert((host, port), answer.clone());
@@ -71,7 +71,10 @@ fn allowed_words(decided_by: &DecidedBy) -> String {
                 OperatorOutcome::ApprovedAlways => "always (added to the rule)",
                 OperatorOutcome::Denied => "denied",
             };
-            format!("allowed by the operator{} {how}", operator.as_deref().map(|o| format!(" ({o})")).unwrap_or_default())
+            format!(
+                "allowed by the operator{} {how}",
+                operator.as_deref().map(|o| format!(" ({o})")).unwrap_or_default()
+            )
         }
         DecidedBy::SessionGrant { grant_id } => format!("allowed by the session's grant {grant_id}"),
         other => format!("allowed ({other:?})"),

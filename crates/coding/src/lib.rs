@@ -7,10 +7,10 @@
 
 pub mod args;
 pub mod confined;
-pub mod host_asker;
 pub mod edit;
 pub mod errors;
 pub mod files;
+pub mod host_asker;
 pub mod imaging;
 pub mod output;
 pub mod paths;

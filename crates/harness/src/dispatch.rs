@@ -330,7 +330,12 @@ impl Dispatcher {
             cancel: run.cancel.clone(),
             catalog: Catalog { registry: registry.clone(), grants: run.grants.clone() },
             asks: (shared.approvals.clone()).map(|approvals| {
-                crate::OperatorAsk::new(approvals, ctx.clone(), tool_name.to_string(), shared.approval_timeout)
+                crate::OperatorAsk::new(
+                    approvals,
+                    ctx.clone(),
+                    tool_name.to_string(),
+                    shared.approval_timeout,
+                )
             }),
         };
         let mut running = Shared::start(entry, invocation);

@@ -3,9 +3,9 @@
 //! approval seam as a call's prompt (pending approval, session grants, "always", the ledger's approvals
 //! table), for the same call, bounded by the same timeout; an unanswered question is refused.
 
+use crate::DecidedBy;
 use crate::call::CallContext;
 use crate::execution::{ApprovalAnswer, ApprovalRequest, Approvals, ExecutionAction, PolicyVerdict};
-use crate::DecidedBy;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,10 @@ pub struct OperatorAsk {
 
 impl std::fmt::Debug for OperatorAsk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OperatorAsk").field("call", &self.call.call_id).field("tool", &self.tool_name).finish()
+        f.debug_struct("OperatorAsk")
+            .field("call", &self.call.call_id)
+            .field("tool", &self.tool_name)
+            .finish()
     }
 }
 
@@ -37,7 +40,12 @@ impl OperatorAsk {
 
     /// Asks about `action` (shown with `arguments`, already free of secrets), as `verdict` says why;
     /// the operator's answer, or a refusal once the timeout passed.
-    pub async fn ask(&self, action: ExecutionAction, arguments: Value, verdict: PolicyVerdict) -> ApprovalAnswer {
+    pub async fn ask(
+        &self,
+        action: ExecutionAction,
+        arguments: Value,
+        verdict: PolicyVerdict,
+    ) -> ApprovalAnswer {
         let request = ApprovalRequest {
             call: self.call.clone(),
             tool_name: self.tool_name.clone(),

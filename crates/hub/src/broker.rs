@@ -162,7 +162,9 @@ impl ApprovalBroker {
         let Some(ledger) = self.ledger.clone() else { return };
         let rule_written = match (written, outcome) {
             (Some(amendment), ApprovalOutcome::ApprovedAlways) => {
-                Some(amendment.rules.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "))
+                let added = amendment.rules.iter().map(|r| r.id.clone());
+                let widened = amendment.hosts.iter().map(|h| format!("{} (+{})", h.rule, h.host));
+                Some(added.chain(widened).collect::<Vec<_>>().join(", "))
             }
             _ => None,
         };

@@ -304,7 +304,10 @@ async fn run_process(
                 env: environment,
                 cwd: cwd.to_path_buf(),
                 stdin: Some(String::from_utf8_lossy(&input).into_owned()),
-                shown: std::iter::once(command.to_owned()).chain(args.iter().cloned()).collect::<Vec<_>>().join(" "),
+                shown: std::iter::once(command.to_owned())
+                    .chain(args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
             },
             invocation.asks.as_ref(),
         )

@@ -408,7 +408,11 @@ fn written_refs(file: &str, amendment: &Amendment) -> Vec<RuleRef> {
         source: file.to_owned(),
         decision: Some(r.decision.as_str().to_owned()),
     });
-    let widened = amendment.hosts.iter().map(|h| RuleRef { id: h.rule.clone(), source: file.to_owned(), decision: None });
+    let widened = amendment.hosts.iter().map(|h| RuleRef {
+        id: h.rule.clone(),
+        source: file.to_owned(),
+        decision: None,
+    });
     added.chain(widened).collect()
 }
 

@@ -10,8 +10,8 @@ use crate::approval::Amendment;
 use crate::document::{NetworkGrant, OtherHosts, PolicyDocument};
 use crate::policy::{NetworkScope, Policy};
 use crate::splice::append_to_rule_array;
-pub use portcullis_harness::{asks_for_host, host_action};
 use portcullis_harness::{ApprovalRequest, DecidedBy, HostPattern};
+pub use portcullis_harness::{asks_for_host, host_action};
 use serde::Serialize;
 
 /// A host added to a rule's `network` list by an "always" answer.
@@ -42,13 +42,17 @@ pub fn host_offer(policy: &Policy, request: &ApprovalRequest) -> Result<(String,
         (_, true) => return Err(format!("{source} is not a policy file")),
     }
     let host = pattern.to_string();
-    Ok((source.clone(), Amendment { hosts: vec![HostAddition { rule: rule_id.clone(), host }], ..Amendment::default() }))
+    Ok((
+        source.clone(),
+        Amendment { hosts: vec![HostAddition { rule: rule_id.clone(), host }], ..Amendment::default() },
+    ))
 }
 
 /// Whether `rule` of `policy` names `target` (`host:port`): what the amended policy of a host prompt's
 /// "always" must say.
 pub fn names_host(policy: &Policy, rule: &portcullis_harness::RuleRef, target: &str) -> bool {
-    let Some((host, port)) = target.rsplit_once(':').and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?))) else {
+    let Some((host, port)) = target.rsplit_once(':').and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+    else {
         return false;
     };
     policy.rules.iter().any(|r| {
@@ -101,7 +105,8 @@ mod tests {
             cwd: None,
             mcp: None,
         };
-        let verdict = PolicyVerdict::ask(DecidedBy::Rule { rule_id: rule.into(), source: source.into() }, "asks");
+        let verdict =
+            PolicyVerdict::ask(DecidedBy::Rule { rule_id: rule.into(), source: source.into() }, "asks");
         ApprovalRequest {
             call: Arc::new(call),
             tool_name: "shell".into(),
@@ -120,9 +125,13 @@ mod tests {
         let layer = PolicyLayer::parse(&source, TEXT, dir.path().to_path_buf()).unwrap();
         let policy = Policy::from_layers(vec![layer]).unwrap();
 
-        let (target, amendment) = host_offer(&policy, &request("paste.example", 443, "npm", &source)).unwrap();
+        let (target, amendment) =
+            host_offer(&policy, &request("paste.example", 443, "npm", &source)).unwrap();
         assert_eq!(target, source);
-        assert_eq!(amendment.hosts, vec![HostAddition { rule: "npm".into(), host: "paste.example:443".into() }]);
+        assert_eq!(
+            amendment.hosts,
+            vec![HostAddition { rule: "npm".into(), host: "paste.example:443".into() }]
+        );
         let (amended, written) = append_amendment(&policy, &source, &amendment).unwrap();
         assert_eq!(written[0].id, "npm");
         let on_disk = std::fs::read_to_string(&file).unwrap();
@@ -134,8 +143,17 @@ mod tests {
         let rule = amended.rules.iter().find(|r| r.id == "npm").unwrap();
         assert!(matches!(&rule.network, NetworkScope::Hosts(h) if h.len() == 2));
         let npm = portcullis_harness::RuleRef { id: "npm".into(), source: source.clone(), decision: None };
-        assert!(names_host(&amended, &npm, "paste.example:443") && !names_host(&policy, &npm, "paste.example:443"));
-        assert!(amended.rules.iter().find(|r| r.id == "curl").is_some_and(|r| r.network == policy.rules[1].network));
+        assert!(
+            names_host(&amended, &npm, "paste.example:443")
+                && !names_host(&policy, &npm, "paste.example:443")
+        );
+        assert!(
+            amended
+                .rules
+                .iter()
+                .find(|r| r.id == "curl")
+                .is_some_and(|r| r.network == policy.rules[1].network)
+        );
 
         // Not offered: a rule that does not ask for other hosts, a rule that is gone, a raw address.
         for (host, rule) in [("b.test", "curl"), ("b.test", "pip"), ("10.0.0.1", "npm")] {

@@ -11,9 +11,9 @@ pub mod document;
 mod evaluation;
 mod examples;
 mod executed;
-pub mod host_approval;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod host_approval;
 mod judge;
 mod judge_files;
 pub mod judgement;

@@ -469,10 +469,8 @@ impl Policy {
                 let ask =
                     asking.filter(|(layer, _)| layers.len() == 1 && layers[0].0 == *layer).map(|(_, r)| r);
                 let others = if ask.is_some() { "; others are asked of the operator" } else { "" };
-                let reason = format!(
-                    "{by} allows only {}, through the hub's egress proxy{others}",
-                    names.join(", ")
-                );
+                let reason =
+                    format!("{by} allows only {}, through the hub's egress proxy{others}", names.join(", "));
                 (false, Some(EgressScope { hosts: names, by, ask }), reason)
             }
             NetworkScope::None => (false, None, "no rule that matched allows network use".into()),

@@ -123,7 +123,8 @@ async fn a_named_host_is_reached_through_the_gate_and_every_other_way_out_is_clo
 async fn rules_that_name_hosts_without_a_gate_leave_no_network_at_all() {
     let w = world();
     let mut p = profile(&w, false);
-    p.egress = Some(EgressScope { hosts: vec!["api.test".into()], by: "rule `api` (test)".into(), ask: None });
+    p.egress =
+        Some(EgressScope { hosts: vec!["api.test".into()], by: "rule `api` (test)".into(), ask: None });
     let (reports, out, _) =
         run(&launcher(), &w, p, "cat /proc/net/dev | grep -c ': *[1-9]'; env | grep -ci proxy").await;
     assert!(matches!(reports.first(), Some(LaunchReport::Confined { .. })), "{reports:?}");

@@ -786,6 +786,11 @@ export type EgressScope = {
 	hosts: string[],
 	/**  Who names them, for a refusal's words: "rule `npm-install` (policy.json)". */
 	by: string,
+	/**
+	 *  The rule that asks the operator for a host it does not name (`"other_hosts": "prompt"`), and to
+	 *  which "always" adds it; `None`: such a host is refused.
+	 */
+	ask?: RuleRef | null,
 };
 
 /**  Whether the kernel confines the command. */

@@ -5,7 +5,7 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{agent_in_background, http, ledger_show, text_of};
+use crate::common::{agent_in_background, http, ledger_calls_when, portcullis, text_of};
 use crate::egress::{call, world_with};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -17,7 +17,8 @@ fn pending_with(api: &str, operator: &str, needle: &str) -> Value {
         let (status, body) = http(&format!("{api}/approvals"), "GET", Some(operator), &[], None);
         assert_eq!(status, 200, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
-        let found = v["approvals"].as_array().unwrap().iter().find(|a| a.to_string().contains(needle)).cloned();
+        let found =
+            v["approvals"].as_array().unwrap().iter().find(|a| a.to_string().contains(needle)).cloned();
         if let Some(found) = found {
             return found;
         }
@@ -47,7 +48,10 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
     let out = denied.join().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = text_of(&report["results"][0]["result"]);
-    assert!(text.contains(&format!("[sandbox refused: network to b.test:{b} refused: denied by the operator")), "{text}");
+    assert!(
+        text.contains(&format!("[sandbox refused: network to b.test:{b} refused: denied by the operator")),
+        "{text}"
+    );
     assert_eq!(std::fs::read_to_string(&w.b_log).unwrap(), "", "B was reached after a denial");
 
     // Asked again (a denial is not remembered past its command): the card says what and for whom.
@@ -57,7 +61,7 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
     assert_eq!(asked["action"]["kind"], "network", "{asked}");
     assert_eq!(asked["action"]["target"], format!("b.test:{b}"), "{asked}");
     assert!(asked["arguments"]["command"].as_str().unwrap().contains("curl"), "{asked}");
-    assert!(asked["reason"].as_str().unwrap().contains(&format!("rule `fetch`")), "{asked}");
+    assert!(asked["reason"].as_str().unwrap().contains("rule `fetch`"), "{asked}");
     assert_eq!(asked["always"]["offered"], "yes", "{asked}");
     answer(&api, &operator, &asked["id"], "always");
     let out = waiting.join().unwrap();
@@ -67,7 +71,8 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
     assert!(text.contains(&format!("[network: b.test:{b}, ")), "{text}");
 
     // The policy file gained the host, in the rule that asked, and nothing else changed.
-    let policy: Value = serde_json::from_str(&std::fs::read_to_string(w.served.policy_file()).unwrap()).unwrap();
+    let policy: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.served.policy_file()).unwrap()).unwrap();
     let rules = policy["commands"]["rules"].as_array().unwrap();
     let fetch_rule = rules.iter().find(|r| r["id"] == "fetch").unwrap();
     assert_eq!(fetch_rule["network"], json!([format!("api.test:{a}"), format!("b.test:{b}")]));
@@ -80,7 +85,32 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
     let log = std::fs::read_to_string(&w.b_log).unwrap();
     assert_eq!(log.lines().count(), 2, "{log}");
     // The ledger keeps the question and its answer with the call, and who allowed the connection.
-    let shown = ledger_show(&w.served, "c2");
-    assert!(shown.contains("approved_always") || shown.contains("always"), "{shown}");
-    assert!(shown.contains(&format!("reached b.test:{b}")) && shown.contains("allowed by the operator"), "{shown}");
+    let calls = ledger_calls_when(&w.served, 3);
+    let shown: Vec<String> = (calls.iter())
+        .map(|c| {
+            let session = c["session_id"].as_str().unwrap();
+            let out = portcullis(w.served.dir.path())
+                .args(["ledger", "show", "--db"])
+                .arg(w.served.db())
+                .args(["--session", session, c["call_id"].as_str().unwrap()])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect();
+    let always = shown.iter().find(|s| s.contains("approved_always")).unwrap_or_else(|| panic!("{shown:?}"));
+    assert!(always.contains(&format!("wrote rule fetch (+b.test:{b})")), "{always}");
+    assert!(
+        always.contains(&format!("reached b.test:{b}")) && always.contains("allowed by the operator"),
+        "{always}"
+    );
+    let denied = shown.iter().find(|s| s.contains("denied")).unwrap_or_else(|| panic!("{shown:?}"));
+    assert!(
+        denied.contains(&format!("refused: network to b.test:{b} refused: denied by the operator")),
+        "{denied}"
+    );
+    assert!(
+        denied.contains(&format!("; rule `fetch`")) && denied.contains(&format!("allows api.test:{a}")),
+        "{denied}"
+    );
 }

@@ -37,7 +37,11 @@ pub type HostAnswer = Result<String, String>;
 
 /// Asks about a host the rules do not name while the connection waits.
 pub trait HostAsker: Send + Sync + std::fmt::Debug {
-    fn ask(&self, host: String, port: u16) -> std::pin::Pin<Box<dyn std::future::Future<Output = HostAnswer> + Send + '_>>;
+    fn ask(
+        &self,
+        host: String,
+        port: u16,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = HostAnswer> + Send + '_>>;
 }
 
 impl EgressRules {
