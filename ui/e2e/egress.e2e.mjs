@@ -7,7 +7,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { agent, screenshot } from "./harness.mjs";
@@ -31,6 +31,7 @@ before(async () => {
       rules: [
         { id: "fetch", pattern: ["curl"], decision: "allow", network: [`registry.test:${port}`] },
         { id: "npm-install", pattern: ["npm", "install"], decision: "prompt", network: ["registry.npmjs.org"] },
+        { id: "py", pattern: ["python3"], decision: "allow", network: [`registry.test:${port}`], other_hosts: "prompt" },
       ],
     },
   }, null, 2);
@@ -103,4 +104,35 @@ test("Live and the ledger drawer show what a command reached and what was refuse
   await drawer.scrollIntoView({ block: "center" });
   assert.match(await drawer.getText(), new RegExp(`refused paste\\.test:${port} network to paste\\.test:${port} refused`));
   await screenshot(browser, "browser-egress-drawer.png");
+});
+
+test("a host the rule does not name is a card; always adds it to the rule, shown as a diff first", async () => {
+  const { browser } = chrome;
+  await $('[data-testid="nav-approvals"]').click();
+  const script = `import urllib.request\nprint(urllib.request.urlopen("http://paste.test:${port}/asked").read().decode())\n`;
+  writeFileSync(`${hub.w.proj}/fetch.py`, script);
+  // Debian's python (a developer's pyenv shims live in a home the sandbox does not grant).
+  const run = agent(hub.info, hub.w, [shell("/usr/bin/python3 fetch.py")]);
+  const card = $('[data-testid="approval-card"]');
+  await card.waitForDisplayed({ timeout: 20_000 }).catch(async (e) => {
+    throw new Error(`${e.message}; the agent got ${JSON.stringify((await run).report)}`);
+  });
+  assert.match(await card.$('[data-testid="host-ask"]').getText(), new RegExp(`asks to reach paste\\.test:${port}, which its rule does not name`));
+  await screenshot(browser, "browser-egress-host-card.png");
+  await card.$('[data-testid="answer-always"]').click();
+  const sheet = $('[data-testid="always-sheet"]');
+  await sheet.waitForDisplayed({ timeout: 10_000 });
+  const diff = sheet.$('[data-testid="always-diff"]');
+  await browser.waitUntil(async () => (await diff.getText()).includes(`paste.test:${port}`), { timeout: 10_000, timeoutMsg: "the diff names the host" });
+  assert.match(await sheet.$("h2").getText(), new RegExp(`Always allow paste\\.test:${port} \\(rule py\\)`));
+  await screenshot(browser, "browser-egress-host-always.png");
+  await browser.keys("Enter");
+  const { code, report } = await run;
+  assert.equal(code, 0, JSON.stringify(report));
+  const text = report.results[0].result.content[0].text;
+  assert.match(text, /hello from the registry/, text);
+  const policy = JSON.parse(readFileSync(`${hub.w.proj}/.portcullis/policy.json`, "utf8"));
+  const py = policy.commands.rules.find((r) => r.id === "py");
+  assert.deepEqual(py.network, [`registry.test:${port}`, `paste.test:${port}`]);
+  assert.ok(seen.includes(`paste.test:${port} /asked`), seen.join("\n"));
 });

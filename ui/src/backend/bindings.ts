@@ -191,6 +191,8 @@ export type AlwaysPreview = {
 	rules: PreviewRule[],
 	/**  Read roots added (a file read outside every root). */
 	read_roots: string[],
+	/**  Hosts added to an existing rule's `network` list (a host prompt's "always"): `rule: host`. */
+	hosts: HostAdded[],
 	/**  The file's text before and after, as changed lines with context. */
 	diff: DiffLine[],
 	/**  The amended policy allows the waiting call. */
@@ -1086,6 +1088,13 @@ export type HookupSnippet = {
 	/**  `sh`, `json` or `toml`. */
 	language: string,
 	text: string,
+};
+
+/**  A host an "always" adds to a rule's `network` list. */
+export type HostAdded = {
+	rule: string,
+	/**  Agent text (the host the command asked for). */
+	host: string,
 };
 
 /**  Where a front end's hub runs, or why it does not. */

@@ -29,6 +29,8 @@ pub struct AlwaysPreview {
     pub rules: Vec<PreviewRule>,
     /// Read roots added (a file read outside every root).
     pub read_roots: Vec<String>,
+    /// Hosts added to an existing rule's `network` list (a host prompt's "always"): `rule: host`.
+    pub hosts: Vec<HostAdded>,
     /// The file's text before and after, as changed lines with context.
     pub diff: Vec<DiffLine>,
     /// The amended policy allows the waiting call.
@@ -36,6 +38,15 @@ pub struct AlwaysPreview {
     /// Over the hub's ledger; `None` when it could not be read (`impact_error` says why).
     pub impact: Option<LedgerImpact>,
     pub impact_error: Option<String>,
+}
+
+/// A host an "always" adds to a rule's `network` list.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostAdded {
+    pub rule: String,
+    /// Agent text (the host the command asked for).
+    pub host: String,
 }
 
 /// One rule as it would be written.
@@ -121,6 +132,9 @@ impl OperatorApi {
                 })
                 .collect(),
             read_roots: amendment.read_roots.iter().map(|r| r.path.clone()).collect(),
+            hosts: (amendment.hosts.iter())
+                .map(|h| HostAdded { rule: h.rule.clone(), host: h.host.clone() })
+                .collect(),
             diff: line_diff(&before, &after),
             allows_call,
             impact,

@@ -133,6 +133,7 @@ describe("the approvals inbox", () => {
         creates: false,
         rules: [{ id: "always-1", pattern, exact: scope?.[0]?.exact ?? true, example: "git push origin main", words_offered: 4 }],
         read_roots: [],
+        hosts: [],
         diff: [
           { kind: "same", old: 3, new: 3, text: '    "rules": [' },
           { kind: "added", new: 4, text: `{"id":"always-1","pattern":${JSON.stringify(pattern)}}` },
@@ -352,6 +353,7 @@ describe("the approvals inbox", () => {
       creates: true,
       rules: [{ id: "always-1", pattern: ["git", "push", "origin", "main"], exact: true, example: "git push origin main", words_offered: 4 }],
       read_roots: [],
+      hosts: [],
       diff: [{ kind: "added", new: 1, text: "{" }],
       allows_call: true,
       impact: { calls: 0, would_allow: 0, were_refused: 0, examples: [] },

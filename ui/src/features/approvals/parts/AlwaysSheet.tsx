@@ -66,7 +66,11 @@ export function AlwaysSheet({ approval, count, onCancel, onWrite }: AlwaysSheetP
         data-testid="always-sheet"
         onClick={(e) => e.stopPropagation()}
       >
-        <h2>Always allow — write {offered.length === 1 ? "a rule" : `${offered.length} rules`} to the policy</h2>
+        <h2>
+          {p != null && p.hosts.length > 0
+            ? `Always allow ${p.hosts.map((h) => `${visible(h.host)} (rule ${visible(h.rule)})`).join(", ")} — add it to the rule`
+            : `Always allow — write ${offered.length === 1 ? "a rule" : `${offered.length} rules`} to the policy`}
+        </h2>
         {offered.map((rule, i) => (
           <label key={rule.id} className="scope-row">
             <span className="label">Rule {visible(rule.id)} allows</span>
@@ -154,7 +158,8 @@ export function AlwaysSheet({ approval, count, onCancel, onWrite }: AlwaysSheetP
             disabled={!ready}
             onClick={() => onWrite(scope)}
           >
-            <Kbd>Enter</Kbd> Write rule and allow{count > 1 ? ` all ${count}` : ""}
+            <Kbd>Enter</Kbd> {p != null && p.hosts.length > 0 ? "Add the host and allow" : "Write rule and allow"}
+            {count > 1 ? ` all ${count}` : ""}
           </button>
           <button type="button" onClick={onCancel}>
             <Kbd>Esc</Kbd> Back

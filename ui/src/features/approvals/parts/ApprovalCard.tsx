@@ -33,6 +33,7 @@ export function ApprovalCard(props: ApprovalCardProps) {
   const left = (millis(a.deadline) - now) / 1000;
   const always = a.always.offered === "yes";
   const command = a.action.command;
+  const host = a.action.kind === "network" && a.action.operation === "connect" ? a.action.target : null;
   const shownAt = useFirstTime(true);
   return (
     <article
@@ -67,10 +68,10 @@ export function ApprovalCard(props: ApprovalCardProps) {
           ×{count} identical calls wait — an answer here answers all {count}
         </p>
       )}
-      {a.action.kind === "network" && a.action.operation === "connect" && a.action.target != null && (
+      {host != null && (
         <p className="host-ask" data-testid="host-ask">
-          a running command asks to reach <strong className="mono">{visible(a.action.target)}</strong>, which its
-          rule does not name
+          a running command asks to reach <strong className="mono">{visible(host)}</strong>, which its rule does
+          not name
         </p>
       )}
       {command != null && (
@@ -108,7 +109,7 @@ export function ApprovalCard(props: ApprovalCardProps) {
       {a.file_change && <FileChangeView change={a.file_change} />}
       {command == null && !a.file_change && (
         <pre className="arguments mono" data-testid="arguments">
-          {visible(JSON.stringify(a.arguments, null, 2) ?? "")}
+          {(JSON.stringify(a.arguments, null, 2) ?? "").split("\n").map(visible).join("\n")}
         </pre>
       )}
       <footer className="answers">
@@ -155,6 +156,12 @@ export function ApprovalCard(props: ApprovalCardProps) {
           <>
             Always creates your policy <span className="mono">{visible(a.always.file)}</span> (the built-in default's
             rules, plus {a.always.rules.map((r) => visible(r.id)).join(", ") || "a rule"})
+          </>
+        ) : a.always.offered === "yes" && host != null ? (
+          <>
+            Always adds <span className="mono">{visible(host)}</span> to rule{" "}
+            <span className="mono">{visible(a.matched_rules[0]?.id ?? "")}</span> in{" "}
+            <span className="mono">{visible(a.always.file)}</span>
           </>
         ) : a.always.offered === "yes" ? (
           <>
