@@ -37,6 +37,11 @@ pub fn terminal_operator() -> String {
 /// comes from the agent, so control and invisible characters are shown escaped (a command cannot draw
 /// another command over itself).
 fn action_lines(text: &mut String, action: &ExecutionAction, reason: Option<&str>) {
+    if portcullis_hub::api::types::asks_for_host(action)
+        && let Some(host) = &action.target
+    {
+        text.push_str(&format!("  a running command asks to reach {} (its rule does not name it)\n", visible(host)));
+    }
     if let Some(command) = &action.command {
         text.push_str(&format!("  command: {}\n", visible(command)));
     }
