@@ -40,7 +40,10 @@ fn action_lines(text: &mut String, action: &ExecutionAction, reason: Option<&str
     if portcullis_hub::api::types::asks_for_host(action)
         && let Some(host) = &action.target
     {
-        text.push_str(&format!("  a running command asks to reach {} (its rule does not name it)\n", visible(host)));
+        text.push_str(&format!(
+            "  a running command asks to reach {} (its rule does not name it)\n",
+            visible(host)
+        ));
     }
     if let Some(command) = &action.command {
         text.push_str(&format!("  command: {}\n", visible(command)));

@@ -114,3 +114,30 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
         "{denied}"
     );
 }
+
+#[test]
+fn a_host_answered_for_the_session_is_reached_by_the_sessions_next_command_and_the_policy_is_unchanged() {
+    let w = world_with(true);
+    let b = w.b;
+    let (api, operator) = (w.served.api.clone(), w.served.operator_token.clone());
+    let policy_before = std::fs::read_to_string(w.served.policy_file()).unwrap();
+    let info = json!({ "mcp_url": w.served.mcp_url });
+    let fetch = call(&format!("curl -sS --cacert ca.pem https://b.test:{b}/hello.txt"));
+    // One agent session, two commands: only the first asks.
+    let session = agent_in_background(&info, &w.served.token, json!([fetch.clone(), fetch]));
+    let asked = pending_with(&api, &operator, "b.test");
+    answer(&api, &operator, &asked["id"], "session");
+    let out = session.join().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for i in 0..2 {
+        let text = text_of(&report["results"][i]["result"]);
+        assert!(
+            text.contains("hello from api.test") && text.contains("[exit code: 0]"),
+            "call {i}: {report}"
+        );
+    }
+    let second = text_of(&report["results"][1]["result"]);
+    assert!(second.contains(&format!("[network: b.test:{b}, ")), "{second}");
+    assert_eq!(std::fs::read_to_string(w.served.policy_file()).unwrap(), policy_before);
+    assert_eq!(std::fs::read_to_string(&w.b_log).unwrap().lines().count(), 2);
+}
