@@ -60,6 +60,27 @@ pub(crate) const REFUSED_CALLS: &[(i64, &str)] = &[
     (libc::SYS_io_uring_register, "io_uring_register: system calls past this filter"),
 ];
 
+/// The x32 ABI's bit on x86-64 system call numbers.
+const X32_BIT: i64 = 0x4000_0000;
+
+/// The x32 ABI's own numbers for calls whose arguments differ from x86-64's (the kernel's syscall table).
+const X32_OWN: &[(i64, i64)] = &[
+    (libc::SYS_ioctl, 514),
+    (libc::SYS_ptrace, 521),
+    (libc::SYS_process_vm_readv, 539),
+    (libc::SYS_process_vm_writev, 540),
+];
+
+/// Every number `call` goes by on this machine: on x86-64 also the x32 ABI's (the same number with the
+/// x32 bit, or x32's own), which a kernel with x32 enabled would let past a rule on the x86-64 number.
+fn numbers(call: i64) -> Vec<i64> {
+    if !cfg!(target_arch = "x86_64") {
+        return vec![call];
+    }
+    let own = X32_OWN.iter().find(|(c, _)| *c == call).map(|(_, x32)| x32 | X32_BIT);
+    [Some(call), Some(call | X32_BIT), own].into_iter().flatten().collect()
+}
+
 /// The seccomp filter refusing, with `EPERM`: [`REFUSED_IOCTLS`] (only the low 32 bits of the request
 /// count, as the kernel reads them, so high bits set do not slip past), [`REFUSED_CALLS`], and when
 /// `no_unix_sockets` (a command without the host's network) new Unix sockets: Landlock does not guard
@@ -74,14 +95,22 @@ pub(crate) fn command_filter(no_unix_sockets: bool) -> Result<BpfProgram, String
             SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *request).map_err(seccomp)?;
         rules.push(SeccompRule::new(vec![condition]).map_err(seccomp)?);
     }
-    let mut calls = BTreeMap::from([(libc::SYS_ioctl, rules)]);
+    let mut calls = BTreeMap::new();
+    for number in numbers(libc::SYS_ioctl) {
+        calls.insert(number, rules.clone());
+    }
     for (call, _) in REFUSED_CALLS {
-        calls.insert(*call, Vec::new());
+        for number in numbers(*call) {
+            calls.insert(number, Vec::new());
+        }
     }
     if no_unix_sockets {
         let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)
             .map_err(seccomp)?;
-        calls.insert(libc::SYS_socket, vec![SeccompRule::new(vec![unix]).map_err(seccomp)?]);
+        let rule = SeccompRule::new(vec![unix]).map_err(seccomp)?;
+        for number in numbers(libc::SYS_socket) {
+            calls.insert(number, vec![rule.clone()]);
+        }
     }
     let filter =
         SeccompFilter::new(calls, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
@@ -110,5 +139,10 @@ mod tests {
         let (open, closed) = (command_filter(false).unwrap(), command_filter(true).unwrap());
         assert!(closed.len() > open.len(), "Unix sockets add a rule");
         assert_eq!(REFUSED_CALLS.len(), 7);
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(numbers(libc::SYS_socket), vec![41, 41 | X32_BIT]);
+            assert_eq!(numbers(libc::SYS_ptrace), vec![101, 101 | X32_BIT, 521 | X32_BIT]);
+            assert_eq!(numbers(libc::SYS_ioctl), vec![16, 16 | X32_BIT, 514 | X32_BIT]);
+        }
     }
 }
