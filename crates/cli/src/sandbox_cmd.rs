@@ -31,14 +31,7 @@ pub fn profile_lines(p: &SandboxProfile) -> Vec<String> {
     lines.push(format!("  hidden (empty inside): {}", joined(&p.hidden)));
     lines.push(format!("  kept read-only: {}", joined(&p.read_only)));
     let why = p.network_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
-    let network = match (&p.egress, p.network) {
-        (_, true) => "open".to_owned(),
-        (Some(e), false) if !e.hosts.is_empty() => {
-            format!("only {} (through the egress proxy)", e.hosts.join(", "))
-        }
-        _ => "closed".to_owned(),
-    };
-    lines.push(format!("  network: {network}{why}"));
+    lines.push(format!("  network: {}{why}", p.network_words()));
     let l = p.limits;
     lines.push(format!(
         "  limits: {} MiB memory and {} s CPU per process, {} processes, {} MiB per file, {} open files",

@@ -169,7 +169,12 @@ impl Connection {
                 "reached {host}:{port}: {} bytes out, {} bytes in ({})",
                 self.bytes_out, self.bytes_in, self.why
             ),
-            (false, _) if self.why.starts_with("network to ") || self.why.starts_with("DNS lookup ") => {
+            // The reason names the host already, or there was no host to name (an unreadable request).
+            (false, _)
+                if self.why.starts_with("network to ")
+                    || self.why.starts_with("DNS lookup ")
+                    || host == "?" =>
+            {
                 format!("refused: {}", self.why)
             }
             (false, ConnectionKind::Dns) => format!("refused: DNS lookup of {host}: {}", self.why),
@@ -270,6 +275,43 @@ mod tests {
         for (a, b, want) in table {
             assert_eq!(names(HostPattern::intersect(&set(a), &set(b))), *want, "{a:?} and {b:?}");
             assert_eq!(names(HostPattern::intersect(&set(b), &set(a))).len(), want.len(), "{b:?} and {a:?}");
+        }
+    }
+
+    #[test]
+    fn a_connection_in_one_line_per_kind_of_outcome() {
+        let reached = Connection {
+            kind: ConnectionKind::Tcp,
+            host: "api.test".into(),
+            port: 443,
+            allowed: true,
+            why: "rule `fetch` (p.json)".into(),
+            bytes_out: 10,
+            bytes_in: 20,
+        };
+        let refused = |kind, host: &str, why: &str| Connection::refused(kind, host.into(), 443, why.into());
+        let rows = [
+            (reached, "reached api.test:443: 10 bytes out, 20 bytes in (rule `fetch` (p.json))"),
+            (
+                refused(
+                    ConnectionKind::Tcp,
+                    "b.test",
+                    "network to b.test:443 refused: rule `fetch` allows a",
+                ),
+                "refused: network to b.test:443 refused: rule `fetch` allows a",
+            ),
+            (
+                refused(ConnectionKind::Tcp, "?", "\"*.x\" is not a host name"),
+                "refused: \"*.x\" is not a host name",
+            ),
+            (refused(ConnectionKind::Tcp, "b.test", "no answer"), "refused: b.test:443: no answer"),
+            (
+                refused(ConnectionKind::Dns, "x.test", "no resolver"),
+                "refused: DNS lookup of x.test: no resolver",
+            ),
+        ];
+        for (connection, line) in rows {
+            assert_eq!(connection.summary(), line);
         }
     }
 }

@@ -93,6 +93,18 @@ pub struct SandboxProfile {
 }
 
 impl SandboxProfile {
+    /// The network in words, as every front end shows it: open to any host, closed, or only the hosts
+    /// the rules name (through the hub's egress proxy).
+    pub fn network_words(&self) -> String {
+        match (&self.egress, self.network) {
+            (Some(egress), _) if !egress.hosts.is_empty() => {
+                format!("only {} (through the egress proxy)", egress.hosts.join(", "))
+            }
+            (_, true) => "open to any host".to_owned(),
+            (_, false) => "closed".to_owned(),
+        }
+    }
+
     pub fn is_confined(&self) -> bool {
         self.enforcement == Enforcement::Confined
     }

@@ -28,6 +28,9 @@ pub struct HostAddition {
 pub fn host_offer(policy: &Policy, request: &ApprovalRequest) -> Result<(String, Amendment), String> {
     let target = request.action.target.as_deref().ok_or("the prompt names no host")?;
     let pattern = HostPattern::parse(target).map_err(|why| format!("not a host a rule can name: {why}"))?;
+    if target.starts_with('*') {
+        return Err("a wildcard is not one host: always adds only the host asked for".into());
+    }
     let DecidedBy::Rule { rule_id, source } = &request.verdict.decided_by else {
         return Err("the prompt names no rule to add the host to".into());
     };
@@ -156,7 +159,9 @@ mod tests {
         );
 
         // Not offered: a rule that does not ask for other hosts, a rule that is gone, a raw address.
-        for (host, rule) in [("b.test", "curl"), ("b.test", "pip"), ("10.0.0.1", "npm")] {
+        for (host, rule) in
+            [("b.test", "curl"), ("b.test", "pip"), ("10.0.0.1", "npm"), ("*.paste.example", "npm")]
+        {
             assert!(host_offer(&amended, &request(host, 443, rule, &source)).is_err(), "{host} {rule}");
         }
     }

@@ -314,7 +314,7 @@ fn sandbox_explain_prints_the_profile_a_command_would_get() {
     assert!(text.contains(&format!("read and write: {}", proj.display())), "{text}");
     assert!(text.contains(&format!("{}/.portcullis", proj.display())), "{text}");
     assert!(text.contains(&format!("kept read-only: {}/.git", proj.display())), "{text}");
-    assert!(text.contains("network: open (rule `npm`"), "{text}");
+    assert!(text.contains("network: open to any host (rule `npm`"), "{text}");
     assert!(text.contains("limits: 1024 MiB memory"), "{text}");
     assert!(text.contains("this machine: Landlock ABI"), "{text}");
     let closed = explain("ls");

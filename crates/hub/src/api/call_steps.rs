@@ -139,23 +139,11 @@ pub fn sandbox_line(p: &portcullis_harness::SandboxProfile) -> String {
             format!(
                 "confined · writes {} · network {} · {} processes, {} MiB each",
                 if writes.is_empty() { "nothing".to_owned() } else { writes.join(", ") },
-                network_words(p),
+                p.network_words(),
                 p.limits.processes,
                 p.limits.memory_mb
             )
         }
-    }
-}
-
-/// The network of a profile in words: any host, closed, or only the hosts its rules name (through the
-/// hub's egress proxy).
-fn network_words(p: &portcullis_harness::SandboxProfile) -> String {
-    match (&p.egress, p.network) {
-        (Some(egress), _) if !egress.hosts.is_empty() => {
-            format!("only {} (through the egress proxy)", egress.hosts.join(", "))
-        }
-        (_, true) => "open to any host".to_owned(),
-        (_, false) => "closed".to_owned(),
     }
 }
 

@@ -108,6 +108,11 @@ fn name_and_port(authority: &str, default_port: Option<u16>) -> Result<(String, 
     {
         return Err(AskError::Address(host));
     }
+    // A name a rule could write (letters, digits and hyphens between dots): no wildcard, no other bytes
+    // to carry into a refusal, a prompt or, after "always", a policy file.
+    if host.starts_with('*') || portcullis_harness::HostPattern::parse(&host).is_err() {
+        return Err(AskError::Malformed(format!("{host:?} is not a host name")));
+    }
     Ok((host, port))
 }
 
@@ -248,6 +253,8 @@ mod tests {
             ("GET http://user:pw@pypi.org/ HTTP/1.1\r\n\r\n", Err("credentials")),
             ("GET /relative HTTP/1.1\r\nHost: pypi.org\r\n\r\n", Err("not a proxy request")),
             ("CONNECT pypi.org HTTP/1.1\r\n\r\n", Err("no port")),
+            ("CONNECT *.paste.example:443 HTTP/1.1\r\n\r\n", Err("not a host name")),
+            ("CONNECT paste\x1b[2J.example:443 HTTP/1.1\r\n\r\n", Err("not a host name")),
             ("SSH-2.0-OpenSSH\r\n\r\n", Err("not a proxy request")),
         ];
         for (request, want) in table {

@@ -49,7 +49,7 @@ impl EgressRules {
         self.hosts.iter().any(|h| h.matches(host, port))
     }
 
-    pub fn refusal(&self, host: &str, port: u16) -> String {
+    fn refusal(&self, host: &str, port: u16) -> String {
         format!("network to {host}:{port} refused: {}", self.allowed_words())
     }
 
