@@ -249,6 +249,7 @@ async fn main() {
                 let resolved = if answer.is_some() { at + wait } else { at + 120_000_000 };
                 ledger
                     .record_approval(ApprovalRecord {
+                        receipt: None,
                         session_id: session.to_string(),
                         call_id: call.call_id.to_string(),
                         tool: p.tool.into(),
@@ -263,6 +264,7 @@ async fn main() {
                     .unwrap_or_else(|e| fail("approval", e));
                 decided = match answer {
                     Some(outcome) => DecidedBy::Operator {
+                        receipt: None,
                         outcome,
                         operator: Some("alice (app)".into()),
                         rule_written: None,

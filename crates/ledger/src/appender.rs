@@ -8,7 +8,9 @@
 
 use crate::indexer::{Group, ToIndexer};
 use crate::journal::{self, Journal};
-use crate::prepared::{Barrier, Command, RunningCalls, Waiter, encode_record};
+use crate::key::LedgerKey;
+use crate::prepared::{Barrier, Chaining, Command, RunningCalls, Waiter, encode_record};
+use crate::seal::{Seal, SealWhy};
 use crate::shared::{WriterState, retry_pause};
 use crate::store::{LedgerOptions, WriteFailure};
 use crate::wire;
@@ -30,6 +32,13 @@ pub(crate) struct Appender {
     pub writer_id: i64,
     /// The journal's path, for messages.
     pub path: PathBuf,
+    /// The chain's end: every record journaled carries its link.
+    pub chain: Chaining,
+    /// Signs the seals (none: they are written unsigned).
+    pub key: Option<Arc<LedgerKey>>,
+    pub ledger_id: String,
+    /// Records chained since the last seal.
+    pub unsealed: u64,
 }
 
 /// What waits for one journal write: the frame being built and the flushes.
@@ -49,9 +58,13 @@ impl Batch {
 }
 
 impl Appender {
-    fn take(&self, batch: &mut Batch, running: &mut RunningCalls, command: Command) {
+    fn take(&mut self, batch: &mut Batch, running: &mut RunningCalls, command: Command) {
         let encoded = match command {
-            Command::Record(record) => encode_record(&record, running, &mut batch.frame),
+            Command::Record(record) => {
+                let encoded = encode_record(&record, running, &mut self.chain, &mut batch.frame);
+                self.unsealed += u64::from(encoded.is_ok());
+                encoded
+            }
             Command::Entry(entry) => wire::encode_entry(&entry, &mut batch.frame),
             Command::Flush(Barrier::Durable, waiter) => return batch.durable.push(waiter),
             Command::Flush(Barrier::Visible, waiter) => return batch.visible.push(waiter),
@@ -96,6 +109,9 @@ impl Appender {
                 }
             }
             self.fill(&mut batch, &mut running);
+            if self.unsealed >= self.options.checkpoint_every.max(1) {
+                self.seal(&mut batch);
+            }
             let rows = batch.rows;
             let start = self.journal.end();
             if rows > 0 {
@@ -149,6 +165,16 @@ impl Appender {
         }
         let _ = self.indexer.send(ToIndexer::Close(running.into_keys().collect()));
         self.journal
+    }
+
+    /// Ends the frame with a seal of the chain as it stands after it (in the journal, then in SQLite).
+    fn seal(&mut self, batch: &mut Batch) {
+        let at = portcullis_harness::Timestamp::now().0;
+        let seal =
+            Seal::make(self.key.as_deref(), &self.ledger_id, &self.chain.head, at, self.writer_id, SealWhy::Interval);
+        wire::encode_seal(&seal, &mut batch.frame);
+        batch.rows += 1;
+        self.unsealed = 0;
     }
 
     /// Adds whatever is queued (up to the batch size), waiting up to `batch_max_delay` for more.

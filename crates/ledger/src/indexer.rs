@@ -3,6 +3,7 @@
 //! reached; answers the flushes that wait for readers to see the rows. Also the replay of a journal on
 //! open (the same writes) and the writer's close. Split from `store.rs`, which keeps the public API.
 
+use crate::chain::{self, ChainHead};
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
 use crate::journal::{self, JournalError};
@@ -47,6 +48,59 @@ pub(crate) enum IndexError {
     Wire(#[from] WireError),
     #[error("reading the journal back: {0}")]
     Io(#[from] std::io::Error),
+    /// A journaled record or seal that does not follow the chain (the journal was altered).
+    #[error("{0}")]
+    Chain(String),
+}
+
+/// The chain as the indexer moves it on: the head in the file (with the rows not yet committed), and
+/// the last record id (what a seal covers up to).
+pub(crate) struct IndexChain {
+    pub head: ChainHead,
+    pub last_record_id: i64,
+    /// Recompute every journaled link and refuse one that does not follow (replay: the journal was left
+    /// by a process that is gone, and anyone could have changed it since).
+    pub verify: bool,
+    /// Whether the journal's records carry links (a journal from before the chain does not: links are
+    /// computed here).
+    pub chained: bool,
+    scratch: Vec<u8>,
+}
+
+impl IndexChain {
+    pub(crate) fn load(conn: &Connection, verify: bool, chained: bool) -> rusqlite::Result<IndexChain> {
+        Ok(IndexChain {
+            head: chain::head(conn)?,
+            last_record_id: chain::last_record_id(conn)?,
+            verify,
+            chained,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// The link of `row` (written by `writer_id`), checked or computed as the journal requires.
+    fn next(&mut self, writer_id: i64, row: &wire::RowRef<'_>) -> Result<chain::Link, IndexError> {
+        let link = match row.chain {
+            Some(link) if !self.verify => *link,
+            journaled => {
+                self.scratch.clear();
+                chain::canonical_of_ref(&mut self.scratch, writer_id, row);
+                let computed = chain::link(&self.head.link, &self.scratch);
+                if journaled.is_some_and(|l| *l != computed) {
+                    return Err(IndexError::Chain(format!(
+                        "record {} of the chain (call {:?}, {} at {}) does not match its link: the journal was changed",
+                        self.head.count + 1,
+                        row.call_id,
+                        row.kind.as_str(),
+                        row.at
+                    )));
+                }
+                computed
+            }
+        };
+        self.head = ChainHead { count: self.head.count + 1, link };
+        Ok(link)
+    }
 }
 
 /// The journal point the ledger has indexed up to: `(epoch, offset)`.
@@ -78,6 +132,7 @@ pub(crate) fn replay(
         tracing::warn!(path = %path.display(), bytes = unindexed.torn_bytes, "journal ends in a frame cut while it was written (never acknowledged): dropped");
     }
     let mut keys = KeyCache::default();
+    let mut chain = IndexChain::load(conn, true, unindexed.chained).at(ledger)?;
     let mut replayed = 0u64;
     let mut frames = unindexed.frames.iter().peekable();
     while frames.peek().is_some() {
@@ -87,8 +142,8 @@ pub(crate) fn replay(
             && let Some(frame) = frames.next()
         {
             let n =
-                index_frames(&tx, [(frame.writer_id, frame.entries.as_slice())], &mut keys).map_err(|e| {
-                    match e {
+                index_frames(&tx, [(frame.writer_id, frame.entries.as_slice())], &mut keys, &mut chain)
+                    .map_err(|e| match e {
                         IndexError::Sqlite(source) => {
                             LedgerStoreError::Sqlite { path: ledger.to_owned(), source }
                         }
@@ -97,8 +152,11 @@ pub(crate) fn replay(
                             path: path.clone(),
                             why: format!("frame ending at byte {}: {e}", frame.end),
                         },
-                    }
-                })?;
+                        IndexError::Chain(why) => LedgerStoreError::Journal {
+                            path: path.clone(),
+                            why: format!("frame ending at byte {}: {why}", frame.end),
+                        },
+                    })?;
             set_journal_point(&tx, unindexed.epoch, frame.end).at(ledger)?;
             in_tx += n;
             replayed += n as u64;
@@ -118,24 +176,28 @@ pub(crate) fn index_frames<'a>(
     tx: &Connection,
     frames: impl IntoIterator<Item = (i64, &'a [u8])>,
     keys: &mut KeyCache,
+    chain: &mut IndexChain,
 ) -> Result<usize, IndexError> {
     let mut insert = tx.prepare_cached(
         "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status,
              at, started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
-             decided_operator, redacted, body, policy_decision, policy_rule)
+             decided_operator, redacted, body, policy_decision, policy_rule, chain)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-             ?21, ?22)",
+             ?21, ?22, ?23)",
     )?;
+    let chained_before = chain.head.count;
     let mut index = tx.prepare_cached("INSERT INTO records_fts(rowid, content) VALUES (?1, ?2)")?;
     let mut ended = Pending::default();
     let mut n = 0;
     for (writer_id, bytes) in frames {
-        let mut reader = wire::Reader::new(bytes);
+        let mut reader =
+            if chain.chained { wire::Reader::new(bytes) } else { wire::Reader::unchained(bytes) };
         while !reader.is_empty() {
             n += 1;
             match reader.entry()? {
                 Decoded::Record(row) => {
                     let status = row.status();
+                    let link = chain.next(writer_id, &row)?;
                     insert.execute(params![
                         writer_id,
                         row.session_id,
@@ -159,7 +221,9 @@ pub(crate) fn index_frames<'a>(
                         row.body,
                         row.policy_decision,
                         row.policy_rule,
+                        &link[..],
                     ])?;
+                    chain.last_record_id = tx.last_insert_rowid();
                     // One search document per call, at its terminal record.
                     if let Some(text) = row.search {
                         index.execute(params![tx.last_insert_rowid(), text])?;
@@ -178,9 +242,21 @@ pub(crate) fn index_frames<'a>(
                         ended.add(row.at, dims, row.duration_us);
                     }
                 }
+                Decoded::Other(Entry::Seal(seal)) => {
+                    if (seal.count, seal.head) != (chain.head.count, chain.head.link) {
+                        return Err(IndexError::Chain(format!(
+                            "a checkpoint of {} records does not seal the chain's {} records before it: the journal was changed",
+                            seal.count, chain.head.count
+                        )));
+                    }
+                    seal.write(tx, chain.last_record_id)?;
+                }
                 Decoded::Other(entry) => write_entry(tx, &entry)?,
             }
         }
+    }
+    if chain.head.count != chained_before {
+        chain::set_head(tx, &chain.head)?;
     }
     if !ended.is_empty() {
         ended.write(tx, keys)?;
@@ -216,8 +292,8 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
         Entry::Approval(a) => {
             tx.prepare_cached(
                 "INSERT INTO approvals (session_id, call_id, tool, requested_at, resolved_at, outcome,
-                         operator, note, rule_written)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                         operator, note, rule_written, receipt)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?
             .execute(params![
                 a.session_id,
@@ -228,11 +304,14 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
                 a.outcome.map(ApprovalOutcome::as_str),
                 a.operator,
                 a.note,
-                a.rule_written
+                a.rule_written,
+                a.receipt.as_ref().and_then(|r| serde_json::to_string(r).ok()),
             ])?;
         }
         Entry::Refusal(r) => crate::refusals::upsert(tx, r)?,
         Entry::ToolPin(p) => crate::tool_pins::write(tx, p)?,
+        // Written by `index_frames`, which knows the chain.
+        Entry::Seal(_) => {}
     }
     Ok(())
 }
@@ -251,6 +330,9 @@ pub(crate) struct Indexer {
     pub journal: std::fs::File,
     /// The frames of one commit, as read back.
     pub buffer: Vec<u8>,
+    pub chain: IndexChain,
+    /// Signs the seal at close (none: the seal is unsigned).
+    pub key: Option<Arc<crate::key::LedgerKey>>,
     pub state: Arc<WriterState>,
     pub options: LedgerOptions,
     pub writer_id: i64,
@@ -316,6 +398,11 @@ impl Indexer {
                 Err(e) => {
                     failures += 1;
                     self.keys.forget();
+                    // The rolled-back rows' links are not the file's: start again from its head.
+                    match IndexChain::load(&self.conn, false, true) {
+                        Ok(chain) => self.chain = chain,
+                        Err(e) => tracing::error!(error = %e, "ledger chain head could not be read back"),
+                    }
                     let message = format!("{}: commit of {rows} rows failed: {e}", self.path.display());
                     tracing::error!(%message, attempt = failures, "ledger commit failed; rows kept in the journal and retried");
                     self.state.index_failed(Some(message.clone()));
@@ -357,7 +444,7 @@ impl Indexer {
             at = next;
         }
         let tx = self.conn.transaction()?;
-        index_frames(&tx, frames, &mut self.keys)?;
+        index_frames(&tx, frames, &mut self.keys, &mut self.chain)?;
         set_journal_point(&tx, last.epoch, end)?;
         tx.commit()?;
         Ok(())
@@ -384,6 +471,8 @@ impl Indexer {
                 interrupt_open_calls(&tx, OpenCalls::OfWriter(writer_id), writer_id, now)?
             };
             tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer_id])?;
+            // The last seal: everything this writer wrote, its interrupted records included.
+            crate::seal::seal_unsealed(&tx, self.key.as_deref(), writer_id, now, crate::seal::SealWhy::Close)?;
             tx.commit()?;
             Ok(n)
         })();

@@ -5,7 +5,8 @@
 //! journal epoch and offset it reached (`journal_state`). Opening a ledger for writing replays what the
 //! journal holds beyond that point, then starts a new epoch with an empty journal.
 //!
-//! File: a 16-byte header (`PCULJNL1`, epoch as u64 LE), then frames: payload length (u32 LE), CRC-32
+//! File: a 16-byte header (`PCULJNL2`, epoch as u64 LE; `PCULJNL1` before records carried their link
+//! in the chain), then frames: payload length (u32 LE), CRC-32
 //! of the payload (u32 LE), payload (the writer id as i64 LE, then entries encoded by `wire.rs`).
 
 use std::fs::{File, OpenOptions};
@@ -13,7 +14,10 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"PCULJNL1";
+/// The mark of a journal whose records end with their link in the chain (`chain.rs`).
+const MAGIC: &[u8; 8] = b"PCULJNL2";
+/// The mark of a journal written before the chain: replayed, its records chained as they are indexed.
+const MAGIC_UNCHAINED: &[u8; 8] = b"PCULJNL1";
 /// Bytes before the first frame.
 pub(crate) const HEADER: u64 = 16;
 /// Bytes before a frame's payload (length, checksum).
@@ -150,6 +154,8 @@ pub(crate) struct Frame {
 pub(crate) struct Unindexed {
     pub epoch: u64,
     pub frames: Vec<Frame>,
+    /// Whether its records carry their links (a journal from before the chain does not).
+    pub chained: bool,
     /// Bytes after the last whole frame (a frame cut by a crash while it was written: never
     /// acknowledged, dropped).
     pub torn_bytes: u64,
@@ -170,11 +176,13 @@ pub(crate) fn unindexed(
     let len = bytes.len() as u64;
     if len < HEADER {
         // Never written past a torn header: nothing was acknowledged from it.
-        return Ok(Unindexed { epoch: indexed_epoch, frames: Vec::new(), torn_bytes: 0 });
+        return Ok(Unindexed { epoch: indexed_epoch, frames: Vec::new(), chained: true, torn_bytes: 0 });
     }
-    if &bytes[..8] != MAGIC {
-        return Err(JournalError::Foreign);
-    }
+    let chained = match &bytes[..8] {
+        m if m == MAGIC => true,
+        m if m == MAGIC_UNCHAINED => false,
+        _ => return Err(JournalError::Foreign),
+    };
     let mut epoch_bytes = [0u8; 8];
     epoch_bytes.copy_from_slice(&bytes[8..16]);
     let epoch = u64::from_le_bytes(epoch_bytes);
@@ -192,7 +200,7 @@ pub(crate) fn unindexed(
         at = next;
         frames.push(Frame { writer_id, entries: entries.to_vec(), end: at as u64 });
     }
-    Ok(Unindexed { epoch, frames, torn_bytes: len - at as u64 })
+    Ok(Unindexed { epoch, frames, chained, torn_bytes: len - at as u64 })
 }
 
 /// The whole, intact frame at `at`, if there is one: its writer id, its entries' bytes and the offset

@@ -34,6 +34,8 @@ pub(crate) enum Entry {
     Approval(ApprovalRecord),
     Refusal(RefusalRow),
     ToolPin(crate::tool_pins::ToolPinEvent),
+    /// A signed checkpoint of the chain (made by the appender).
+    Seal(crate::seal::Seal),
 }
 
 /// How far a flush waits.
@@ -58,20 +60,53 @@ pub(crate) enum Command {
 }
 
 /// Appends `record` to `out` in the journal's row encoding (see `wire::RowRef` for the fields): its
-/// columns, its JSON body and, on a terminal record, its call's search document (tool, the started
-/// record's arguments kept in `running`, its own text). Nothing is appended on error.
+/// columns, its JSON body, on a terminal record its call's search document (tool, the started record's
+/// arguments kept in `running`, its own text), and its link in the chain, which moves `chain` on.
+/// Nothing is appended (and the chain stays) on error.
 pub(crate) fn encode_record(
     record: &ToolCallRecord,
     running: &mut RunningCalls,
+    chain: &mut Chaining,
     out: &mut Vec<u8>,
 ) -> Result<(), serde_json::Error> {
     let mark = out.len();
-    let written =
-        write_columns(record, out).and_then(|arguments| write_search(record, arguments, running, out));
+    let written = write_columns(record, out).and_then(|arguments| {
+        // The canonical bytes are the columns and the body, as journaled (`chain.rs`).
+        let columns = mark..out.len();
+        write_search(record, arguments, running, out)?;
+        let link = chain.next(&out[columns]);
+        out.extend_from_slice(&link);
+        Ok(())
+    });
     if written.is_err() {
         out.truncate(mark);
     }
     written
+}
+
+/// The appender's end of the chain: the last link, the records chained, and the writer id every record's
+/// canonical bytes start with.
+pub(crate) struct Chaining {
+    pub head: crate::chain::ChainHead,
+    writer_id: [u8; 8],
+}
+
+impl Chaining {
+    pub(crate) fn new(head: crate::chain::ChainHead, writer_id: i64) -> Self {
+        Chaining { head, writer_id: writer_id.to_le_bytes() }
+    }
+
+    /// The link of a record journaled as `columns`, which becomes the head.
+    fn next(&mut self, columns: &[u8]) -> crate::chain::Link {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(self.head.link);
+        hash.update(self.writer_id);
+        hash.update(columns);
+        self.head.link = hash.finalize().into();
+        self.head.count += 1;
+        self.head.link
+    }
 }
 
 /// The columns and the body; returns where the body's arguments are in `out`.

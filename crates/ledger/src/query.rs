@@ -665,7 +665,8 @@ impl LedgerReader {
             None => ("call_id = ?", vec![Sql::Text(call_id.into())]),
         };
         let sql = format!(
-            "SELECT session_id, call_id, tool, requested_at, resolved_at, outcome, operator, note, rule_written
+            "SELECT session_id, call_id, tool, requested_at, resolved_at, outcome, operator, note, rule_written,
+                 receipt
              FROM approvals WHERE {clause} ORDER BY id"
         );
         let mut stmt = self.conn.prepare(&sql).at(&self.path)?;
@@ -684,6 +685,9 @@ impl LedgerReader {
                     operator: r.get(6)?,
                     note: r.get(7)?,
                     rule_written: r.get(8)?,
+                    receipt: r
+                        .get::<_, Option<String>>(9)?
+                        .and_then(|json| serde_json::from_str(&json).ok()),
                 })
             })
             .at(&self.path)?

@@ -142,6 +142,9 @@ pub(crate) fn interrupt_open_calls(
         )?;
         // They are calls now: counted in the hourly rollups in the same transaction.
         crate::rollup::add_records_after(conn, first_new)?;
+        // And links of the chain.
+        let mut head = crate::chain::head(conn)?;
+        crate::chain::chain_rows_after(conn, first_new, &mut head)?;
     }
     Ok(n as u64)
 }

@@ -161,7 +161,7 @@ pub fn decided_columns(d: &DecidedBy) -> (&'static str, Option<&str>, Option<&st
         DecidedBy::Default { .. } => ("default", None, None, None),
         DecidedBy::Rule { rule_id, source } => ("rule", Some(rule_id), Some(source), None),
         DecidedBy::ProtectedPlace { place, path, .. } => ("protected_place", Some(place), Some(path), None),
-        DecidedBy::Operator { outcome, operator, rule_written } => {
+        DecidedBy::Operator { outcome, operator, rule_written, .. } => {
             let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
             let who = match (operator, outcome) {
                 (Some(op), Some(o)) => Some(format!("{op}: {o}")),
@@ -173,7 +173,7 @@ pub fn decided_columns(d: &DecidedBy) -> (&'static str, Option<&str>, Option<&st
             let source = rule_written.as_ref().map(|r| r.source.as_str());
             ("operator", rule, source, who)
         }
-        DecidedBy::SessionGrant { grant_id } => ("session_grant", Some(grant_id), None, None),
+        DecidedBy::SessionGrant { grant_id, .. } => ("session_grant", Some(grant_id), None, None),
         DecidedBy::ApprovalTimeout { .. } => ("approval_timeout", None, None, None),
         DecidedBy::Grants { scope } => ("grants", Some(scope), None, None),
         DecidedBy::Guardrail { pack, rule } => ("guardrail", Some(rule), Some(pack), None),

@@ -278,6 +278,34 @@ const MIGRATIONS: &[&str] = &[
         UPDATE refusals SET changed = (SELECT tick FROM change_clock) WHERE id = NEW.id;
     END;
     "#,
+    // 11: the hash chain (see `chain.rs`, `seal.rs`): each record's link (NULL on the records written
+    // before this step: unchained), where the chain stands (written with the rows), the signed
+    // checkpoints; and the receipt of each answered approval (JSON, see `portcullis_harness::Receipt`).
+    r#"
+    ALTER TABLE records ADD COLUMN chain BLOB;
+    CREATE TABLE chain_state (
+        id           INTEGER PRIMARY KEY CHECK (id = 1),
+        count        INTEGER NOT NULL,
+        -- NULL until the first record is chained: the chain starts from the ledger's id.
+        head         BLOB,
+        -- Records below this id were written before the chain existed.
+        first_record INTEGER NOT NULL
+    );
+    INSERT INTO chain_state (id, count, head, first_record)
+        VALUES (1, 0, NULL, (SELECT coalesce(max(id), 0) + 1 FROM records));
+    CREATE TABLE chain_checkpoints (
+        id         INTEGER PRIMARY KEY,
+        count      INTEGER NOT NULL,
+        record_id  INTEGER NOT NULL,
+        head       BLOB NOT NULL,
+        at         INTEGER NOT NULL,
+        writer_id  INTEGER NOT NULL,
+        why        TEXT NOT NULL CHECK (why IN ('interval', 'close', 'open')),
+        public_key BLOB,
+        signature  BLOB
+    );
+    ALTER TABLE approvals ADD COLUMN receipt TEXT;
+    "#,
 ];
 
 /// The schema version whose step made the rollups (and backfills them).

@@ -86,6 +86,9 @@ pub struct ApprovalRecord {
     /// The rule written by an "always allow" answer.
     #[serde(default)]
     pub rule_written: Option<String>,
+    /// What the answer is bound to (arguments, policy version, operator and channel, time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<portcullis_harness::Receipt>,
 }
 
 /// How a session ended.

@@ -9,7 +9,11 @@
 use crate::appender::Appender;
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::indexer::{self, Indexer};
+use crate::chain;
+use crate::indexer::{self, IndexChain, Indexer};
+use crate::key::LedgerKey;
+use crate::prepared::Chaining;
+use crate::seal::{self, SealWhy};
 use crate::journal::{self, Journal};
 use crate::prepared::{Barrier, Command, Entry};
 use crate::recovery::{Recovered, recover_crashed_writers};
@@ -47,6 +51,8 @@ pub struct LedgerOptions {
     /// `NORMAL` (survives process crashes).
     pub synchronous_full: bool,
     pub busy_timeout: Duration,
+    /// Records between two signed checkpoints of the chain (`seal.rs`), besides the one at close.
+    pub checkpoint_every: u64,
 }
 
 impl Default for LedgerOptions {
@@ -58,6 +64,7 @@ impl Default for LedgerOptions {
             index_backlog_rows: 262_144,
             synchronous_full: false,
             busy_timeout: Duration::from_secs(5),
+            checkpoint_every: 1024,
         }
     }
 }
@@ -158,6 +165,17 @@ impl SqliteLedger {
     /// identity and schema, migrates, marks calls a crashed writer left open as `interrupted`, and starts
     /// the writer thread. Needs a tokio runtime only for its async methods.
     pub fn open_with(path: impl AsRef<Path>, options: LedgerOptions) -> Result<Self, LedgerStoreError> {
+        SqliteLedger::open_signed(path, options, None)
+    }
+
+    /// Opens (or creates) a ledger for writing, its checkpoints signed with `key` (see
+    /// [`SqliteLedger::open_with`]; without a key they are written unsigned, and `ledger verify` says
+    /// the ledger is not sealed). Records a writer before it left unsealed are sealed on open.
+    pub fn open_signed(
+        path: impl AsRef<Path>,
+        options: LedgerOptions,
+        key: Option<Arc<LedgerKey>>,
+    ) -> Result<Self, LedgerStoreError> {
         let path = path.as_ref().to_owned();
         let lock = open_or_create(&path)?;
         match lock.try_lock() {
@@ -197,6 +215,13 @@ impl SqliteLedger {
         if recovered != Recovered::default() {
             tracing::warn!(path = %path.display(), calls = recovered.interrupted_calls, sessions = recovered.cut_sessions, "calls a stopped writer left open marked interrupted, its open sessions cut");
         }
+        // What the writer before this one left unsealed (it stopped before closing, or had no key).
+        if seal::seal_unsealed(&conn, key.as_deref(), writer_id, now, SealWhy::Open).at(&path)? {
+            tracing::info!(path = %path.display(), "sealed the records the writer before left unsealed");
+        }
+        let chain_head = chain::head(&conn).at(&path)?;
+        let ledger_id = chain::ledger_id(&conn).at(&path)?;
+        let index_chain = IndexChain::load(&conn, false, true).at(&path)?;
 
         let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
         let state = Arc::new(WriterState::new());
@@ -212,6 +237,8 @@ impl SqliteLedger {
                 .reader()
                 .map_err(|source| LedgerStoreError::Io { path: journal_path.clone(), source })?,
             buffer: Vec::new(),
+            chain: index_chain,
+            key: key.clone(),
             state: state.clone(),
             options,
             writer_id,
@@ -225,6 +252,10 @@ impl SqliteLedger {
             options,
             writer_id,
             path: journal_path,
+            chain: Chaining::new(chain_head, writer_id),
+            key,
+            ledger_id,
+            unsealed: 0,
         };
         let spawn_failed = |source| LedgerStoreError::Io { path: path.clone(), source };
         let indexing = std::thread::Builder::new()

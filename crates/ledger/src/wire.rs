@@ -4,6 +4,7 @@
 //! straight from the journal's bytes, after a crash and on every normal commit alike.
 
 use crate::prepared::{Entry, is_terminal};
+use crate::seal::{Seal, SealWhy};
 use portcullis_harness::{RecordKind, Timestamp};
 
 /// Why bytes could not be decoded (a damaged or foreign journal).
@@ -30,6 +31,7 @@ const TAG_SESSION_END: u8 = 3;
 const TAG_APPROVAL: u8 = 4;
 const TAG_REFUSAL: u8 = 5;
 const TAG_TOOL_PIN: u8 = 6;
+const TAG_SEAL: u8 = 7;
 
 /// Record kinds as stored; the index is the byte.
 const KINDS: [RecordKind; 5] =
@@ -37,6 +39,11 @@ const KINDS: [RecordKind; 5] =
 
 pub(crate) fn kind_byte(kind: RecordKind) -> u8 {
     KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u8
+}
+
+/// The byte of the kind named `name` (`None` for a name no journaled record has).
+pub(crate) fn kind_byte_of(name: &str) -> Option<u8> {
+    KINDS.iter().position(|k| k.as_str() == name).map(|i| i as u8)
 }
 
 /// Appends a non-record entry to `out` (nothing on error).
@@ -67,8 +74,27 @@ pub(crate) fn encode_entry(entry: &Entry, out: &mut Vec<u8>) -> Result<(), serde
             out.push(TAG_TOOL_PIN);
             put_bytes(out, &json);
         }
+        Entry::Seal(seal) => encode_seal(seal, out),
     }
     Ok(())
+}
+
+/// A seal: count, head, time, writer, why, then the key and the signature when signed.
+pub(crate) fn encode_seal(seal: &Seal, out: &mut Vec<u8>) {
+    out.push(TAG_SEAL);
+    put_i64(out, seal.count as i64);
+    out.extend_from_slice(&seal.head);
+    put_i64(out, seal.at);
+    put_i64(out, seal.writer_id);
+    out.push(seal.why.byte());
+    match (&seal.public_key, &seal.signature) {
+        (Some(key), Some(signature)) => {
+            out.push(1);
+            out.extend_from_slice(key);
+            out.extend_from_slice(signature);
+        }
+        _ => out.push(0),
+    }
 }
 
 pub(crate) fn put_i64(out: &mut Vec<u8>, v: i64) {
@@ -143,6 +169,9 @@ pub(crate) struct RowRef<'a> {
     pub redacted: bool,
     pub body: &'a str,
     pub search: Option<&'a str>,
+    /// The record's link in the chain (`chain.rs`), as the appender computed it; none in a journal
+    /// written before the chain existed.
+    pub chain: Option<&'a [u8; 32]>,
 }
 
 impl RowRef<'_> {
@@ -163,11 +192,23 @@ pub(crate) enum Decoded<'a> {
 pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Whether records end with their link (journals from before the chain do not).
+    chained: bool,
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Reader { bytes, at: 0 }
+        Reader { bytes, at: 0, chained: true }
+    }
+
+    /// A reader of a journal written before the chain (its records carry no link).
+    pub(crate) fn unchained(bytes: &'a [u8]) -> Self {
+        Reader { bytes, at: 0, chained: false }
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<&'a [u8; N], WireError> {
+        let at = self.at;
+        self.take(N)?.try_into().map_err(|_| WireError::Short(at))
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -222,6 +263,7 @@ impl<'a> Reader<'a> {
             TAG_APPROVAL => Decoded::Other(Entry::Approval(serde_json::from_slice(self.bytes()?)?)),
             TAG_REFUSAL => Decoded::Other(Entry::Refusal(serde_json::from_slice(self.bytes()?)?)),
             TAG_TOOL_PIN => Decoded::Other(Entry::ToolPin(serde_json::from_slice(self.bytes()?)?)),
+            TAG_SEAL => Decoded::Other(Entry::Seal(self.seal()?)),
             other => return Err(WireError::Tag(other)),
         })
     }
@@ -252,10 +294,26 @@ impl<'a> Reader<'a> {
             redacted: self.u8()? != 0,
             body: self.str()?,
             search: self.opt_str()?,
+            chain: if self.chained { Some(self.array::<32>()?) } else { None },
         })
+    }
+
+    fn seal(&mut self) -> Result<Seal, WireError> {
+        let count = self.i64()? as u64;
+        let head = *self.array::<32>()?;
+        let at = self.i64()?;
+        let writer_id = self.i64()?;
+        let b = self.u8()?;
+        let why = SealWhy::from_byte(b).ok_or(WireError::Kind(b))?;
+        let (public_key, signature) = if self.u8()? == 0 {
+            (None, None)
+        } else {
+            (Some(*self.array::<32>()?), Some(*self.array::<64>()?))
+        };
+        Ok(Seal { count, head, at, writer_id, why, public_key, signature })
     }
 }
 
 #[cfg(test)]
 #[path = "wire_tests.rs"]
-mod tests;
+pub(crate) mod tests;

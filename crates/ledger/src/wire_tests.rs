@@ -2,7 +2,7 @@
 //! (`prepared.rs`): each record decodes to the columns and body the ledger stored before the journal.
 
 use super::*;
-use crate::prepared::{RunningCalls, encode_record};
+use crate::prepared::{Chaining, RunningCalls, encode_record};
 use crate::refusals::RefusalRow;
 use crate::row::{RecordBody, body_of, decided_columns, policy_columns, search_text_of};
 use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
@@ -33,8 +33,13 @@ fn ctx(call: &str, cwd: bool) -> Arc<CallContext> {
     })
 }
 
+/// A chain's end for encoding records in tests.
+pub(crate) fn chaining() -> Chaining {
+    Chaining::new(crate::chain::ChainHead { count: 0, link: [7; 32] }, 1)
+}
+
 /// Records of every kind, plain and with every optional part set.
-fn records() -> Vec<ToolCallRecord> {
+pub(crate) fn records() -> Vec<ToolCallRecord> {
     let mut out = Vec::new();
     for (i, kind) in KINDS.into_iter().enumerate() {
         let plain =
@@ -45,6 +50,7 @@ fn records() -> Vec<ToolCallRecord> {
             ctx(&format!("full-{i}"), true),
             "shell".into(),
             DecidedBy::Operator {
+                receipt: None,
                 outcome: OperatorOutcome::ApprovedOnce,
                 operator: Some("ana".into()),
                 rule_written: Some(Box::new(RuleRef {
@@ -90,7 +96,7 @@ fn records_decode_to_the_columns_and_body_of_the_record() {
     for record in records() {
         let mut running = RunningCalls::new();
         let mut bytes = Vec::new();
-        encode_record(&record, &mut running, &mut bytes).unwrap();
+        encode_record(&record, &mut running, &mut chaining(), &mut bytes).unwrap();
         let mut reader = Reader::new(&bytes);
         let Decoded::Record(row) = reader.entry().unwrap() else { panic!("not a record") };
         assert!(reader.is_empty());
@@ -146,9 +152,9 @@ fn the_search_document_carries_the_started_arguments() {
         ToolCallRecord::new(RecordKind::Finished, ctx("c", false), "shell".into(), DecidedBy::DEFAULT);
     finished.output = Some(Arc::new(ToolOutput::text("deployment configured")));
     let mut bytes = Vec::new();
-    encode_record(&started, &mut running, &mut bytes).unwrap();
+    encode_record(&started, &mut running, &mut chaining(), &mut bytes).unwrap();
     assert_eq!(running.len(), 1);
-    encode_record(&finished, &mut running, &mut bytes).unwrap();
+    encode_record(&finished, &mut running, &mut chaining(), &mut bytes).unwrap();
     assert!(running.is_empty(), "the call's arguments are dropped at its end");
     let mut reader = Reader::new(&bytes);
     let _ = reader.entry().unwrap();
@@ -181,6 +187,7 @@ fn other_entries_round_trip() {
         }),
         Entry::SessionEnd { id: "s".into(), at: Timestamp(9) },
         Entry::Approval(ApprovalRecord {
+            receipt: None,
             session_id: "s".into(),
             call_id: "c".into(),
             tool: "shell".into(),
@@ -222,7 +229,7 @@ fn other_entries_round_trip() {
 fn a_truncated_entry_is_an_error() {
     let record = records().pop().unwrap();
     let mut bytes = Vec::new();
-    encode_record(&record, &mut RunningCalls::new(), &mut bytes).unwrap();
+    encode_record(&record, &mut RunningCalls::new(), &mut chaining(), &mut bytes).unwrap();
     for cut in 0..bytes.len() {
         assert!(Reader::new(&bytes[..cut]).entry().is_err(), "cut at {cut}");
     }
@@ -234,7 +241,7 @@ fn unknown_tags_and_kinds_are_refused() {
     let record =
         ToolCallRecord::new(RecordKind::Started, ctx("c", false), "shell".into(), DecidedBy::DEFAULT);
     let mut bytes = Vec::new();
-    encode_record(&record, &mut RunningCalls::new(), &mut bytes).unwrap();
+    encode_record(&record, &mut RunningCalls::new(), &mut chaining(), &mut bytes).unwrap();
     // The kind byte follows the tag, three strings, the key and two more strings.
     let at = 1 + (4 + 3) + (4 + 1) + (4 + 1) + 8 + (4 + 5) + (4 + 5);
     assert_eq!(bytes[at], kind_byte(RecordKind::Started));

@@ -61,11 +61,12 @@ fn decider(rng: &mut Rng) -> DecidedBy {
         0 | 1 => DecidedBy::DEFAULT,
         2..=4 => DecidedBy::Rule { rule_id: rng.pick(&RULES).into(), source: "project.json".into() },
         5 => DecidedBy::Operator {
+            receipt: None,
             outcome: OperatorOutcome::ApprovedOnce,
             operator: Some("ann".into()),
             rule_written: None,
         },
-        6 => DecidedBy::SessionGrant { grant_id: format!("g{}", rng.below(3)) },
+        6 => DecidedBy::SessionGrant { grant_id: format!("g{}", rng.below(3)), receipt: None },
         _ => DecidedBy::ApprovalTimeout { after_ms: 5 },
     }
 }
@@ -332,7 +333,9 @@ async fn the_schema_step_that_makes_the_rollups_backfills_them() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE call_keys; DROP TABLE journal_state;
+            "DROP TABLE chain_state; DROP TABLE chain_checkpoints; ALTER TABLE records DROP COLUMN chain;
+             ALTER TABLE approvals DROP COLUMN receipt;
+             DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE call_keys; DROP TABLE journal_state;
              DROP TABLE tool_pins; DROP TABLE tool_pin_events;
              DROP TRIGGER sessions_inserted; DROP TRIGGER sessions_updated; DROP TRIGGER approvals_inserted;
              DROP TRIGGER approvals_updated; DROP TRIGGER refusals_inserted; DROP TRIGGER refusals_updated;

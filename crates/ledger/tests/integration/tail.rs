@@ -172,6 +172,7 @@ async fn sessions_and_approvals_ship_and_ship_again_when_they_change() {
     ledger.begin_session(session("s2")).await.unwrap();
     ledger
         .record_approval(ApprovalRecord {
+            receipt: None,
             session_id: "s1".into(),
             call_id: "c1".into(),
             tool: "shell".into(),

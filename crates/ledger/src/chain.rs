@@ -1,0 +1,329 @@
+//! The ledger's hash chain: every record carries `SHA-256(previous link || the record's canonical
+//! bytes)`, so an edited, deleted, inserted or reordered record breaks every link after it. The canonical
+//! bytes are the journal's own encoding of the record's columns (what the appender already wrote),
+//! preceded by the writer's id: the appender hashes the bytes it journals, and a verifier re-encodes the
+//! same bytes from the row's columns. The chain starts from a link made of the ledger's id, so no other
+//! ledger's records can be spliced in.
+
+use crate::wire::{self, RowRef};
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+/// One link of the chain.
+pub type Link = [u8; 32];
+
+/// The kind byte of `interrupted` records in the canonical bytes (the journal never holds one: they are
+/// written in SQLite at recovery and close); the other kinds use the journal's bytes.
+const INTERRUPTED_KIND: u8 = 5;
+
+/// The link before the first chained record of the ledger `ledger_id`.
+pub fn genesis(ledger_id: &str) -> Link {
+    let mut hash = Sha256::new();
+    hash.update(b"portcullis-ledger-chain-v1\0");
+    hash.update(ledger_id.as_bytes());
+    hash.finalize().into()
+}
+
+/// The link of a record whose canonical bytes are `canonical`, after `previous`.
+pub fn link(previous: &Link, canonical: &[u8]) -> Link {
+    let mut hash = Sha256::new();
+    hash.update(previous);
+    hash.update(canonical);
+    hash.finalize().into()
+}
+
+/// The `records` columns the canonical bytes are made of, in their order.
+pub const CHAINED_COLUMNS: &str = "writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, at, \
+started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source, decided_operator, \
+policy_decision, policy_rule, redacted, body";
+
+/// How each of [`CHAINED_COLUMNS`] is encoded (the journal's encoding of its field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    I64,
+    OptI64,
+    Str,
+    OptStr,
+    /// The kind's name, as the journal's kind byte (`interrupted`: [`INTERRUPTED_KIND`]).
+    Kind,
+    Bool,
+}
+
+const ENCODINGS: [Encoding; 21] = {
+    use Encoding::*;
+    [
+        I64, Str, Str, Str, I64, Str, Str, Kind, I64, OptI64, OptI64, OptStr, OptStr, Str, OptStr, OptStr,
+        OptStr, OptStr, OptStr, Bool, Str,
+    ]
+};
+
+/// Why a row's canonical bytes could not be made (only in a changed file: a column of the wrong type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotCanonical {
+    pub column: &'static str,
+}
+
+fn column_name(i: usize) -> &'static str {
+    CHAINED_COLUMNS.split(", ").nth(i).map(str::trim).unwrap_or("?")
+}
+
+fn kind_byte_named(name: &str) -> Option<u8> {
+    if name == "interrupted" { Some(INTERRUPTED_KIND) } else { wire::kind_byte_of(name) }
+}
+
+/// One column's value, as SQLite or an export holds it.
+enum Cell<'a> {
+    Null,
+    Int(i64),
+    Text(&'a str),
+}
+
+fn encode_cell(out: &mut Vec<u8>, i: usize, cell: Cell<'_>) -> Result<(), NotCanonical> {
+    let bad = || NotCanonical { column: column_name(i) };
+    match (ENCODINGS[i], cell) {
+        (Encoding::I64, Cell::Int(v)) => wire::put_i64(out, v),
+        (Encoding::OptI64, Cell::Int(v)) => wire::put_opt_i64(out, Some(v)),
+        (Encoding::OptI64 | Encoding::OptStr, Cell::Null) => out.push(0),
+        (Encoding::Str, Cell::Text(s)) => wire::put_str(out, s),
+        (Encoding::OptStr, Cell::Text(s)) => wire::put_opt_str(out, Some(s)),
+        (Encoding::Kind, Cell::Text(s)) => out.push(kind_byte_named(s).ok_or_else(bad)?),
+        (Encoding::Bool, Cell::Int(v)) if v == 0 || v == 1 => out.push(v as u8),
+        _ => return Err(bad()),
+    }
+    if i == 0 {
+        out.push(wire::TAG_RECORD);
+    }
+    Ok(())
+}
+
+/// The canonical bytes of a row whose [`CHAINED_COLUMNS`] start at column `first` (appended to `out`).
+pub fn canonical_from_sql(
+    row: &rusqlite::Row<'_>,
+    first: usize,
+    out: &mut Vec<u8>,
+) -> rusqlite::Result<Result<(), NotCanonical>> {
+    use rusqlite::types::ValueRef;
+    for i in 0..ENCODINGS.len() {
+        let cell = match row.get_ref(first + i)? {
+            ValueRef::Null => Cell::Null,
+            ValueRef::Integer(v) => Cell::Int(v),
+            ValueRef::Text(t) => match std::str::from_utf8(t) {
+                Ok(s) => Cell::Text(s),
+                Err(_) => return Ok(Err(NotCanonical { column: column_name(i) })),
+            },
+            ValueRef::Real(_) | ValueRef::Blob(_) => return Ok(Err(NotCanonical { column: column_name(i) })),
+        };
+        if let Err(e) = encode_cell(out, i, cell) {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// The canonical bytes of a row given as JSON values in [`CHAINED_COLUMNS`] order (an export's).
+pub fn canonical_from_json(values: &[serde_json::Value], out: &mut Vec<u8>) -> Result<(), NotCanonical> {
+    use serde_json::Value;
+    if values.len() != ENCODINGS.len() {
+        return Err(NotCanonical { column: "(the number of columns)" });
+    }
+    for (i, value) in values.iter().enumerate() {
+        let cell = match value {
+            Value::Null => Cell::Null,
+            Value::Number(n) => Cell::Int(n.as_i64().ok_or(NotCanonical { column: column_name(i) })?),
+            Value::Bool(b) => Cell::Int(i64::from(*b)),
+            Value::String(s) => Cell::Text(s),
+            _ => return Err(NotCanonical { column: column_name(i) }),
+        };
+        encode_cell(out, i, cell)?;
+    }
+    Ok(())
+}
+
+/// A row's [`CHAINED_COLUMNS`] as JSON values (what an export carries to be verified).
+pub fn columns_as_json(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Vec<serde_json::Value>> {
+    use rusqlite::types::ValueRef;
+    use serde_json::Value;
+    (0..ENCODINGS.len())
+        .map(|i| {
+            Ok(match row.get_ref(first + i)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(v) => Value::from(v),
+                ValueRef::Real(v) => Value::from(v),
+                ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
+            })
+        })
+        .collect()
+}
+
+/// The fields of the canonical bytes, borrowed.
+struct Parts<'a> {
+    session_id: &'a str,
+    run_id: &'a str,
+    call_id: &'a str,
+    call_key: i64,
+    owner: &'a str,
+    tool: &'a str,
+    kind: u8,
+    at: i64,
+    started_at: Option<i64>,
+    duration_us: Option<i64>,
+    reason: Option<&'a str>,
+    error_code: Option<&'a str>,
+    decided: &'a str,
+    decided_rule: Option<&'a str>,
+    decided_source: Option<&'a str>,
+    decided_operator: Option<&'a str>,
+    policy_decision: Option<&'a str>,
+    policy_rule: Option<&'a str>,
+    redacted: bool,
+    body: &'a str,
+}
+
+/// The same bytes `prepared::write_columns` journals (a unit test holds them equal), after the writer id.
+fn canonical_parts(out: &mut Vec<u8>, writer_id: i64, p: &Parts<'_>) {
+    wire::put_i64(out, writer_id);
+    out.push(wire::TAG_RECORD);
+    wire::put_str(out, p.session_id);
+    wire::put_str(out, p.run_id);
+    wire::put_str(out, p.call_id);
+    wire::put_i64(out, p.call_key);
+    wire::put_str(out, p.owner);
+    wire::put_str(out, p.tool);
+    out.push(p.kind);
+    wire::put_i64(out, p.at);
+    wire::put_opt_i64(out, p.started_at);
+    wire::put_opt_i64(out, p.duration_us);
+    wire::put_opt_str(out, p.reason);
+    wire::put_opt_str(out, p.error_code);
+    wire::put_str(out, p.decided);
+    wire::put_opt_str(out, p.decided_rule);
+    wire::put_opt_str(out, p.decided_source);
+    wire::put_opt_str(out, p.decided_operator);
+    wire::put_opt_str(out, p.policy_decision);
+    wire::put_opt_str(out, p.policy_rule);
+    out.push(u8::from(p.redacted));
+    wire::put_str(out, p.body);
+}
+
+/// The canonical bytes of a record read back from a journal frame.
+pub(crate) fn canonical_of_ref(out: &mut Vec<u8>, writer_id: i64, row: &RowRef<'_>) {
+    canonical_parts(
+        out,
+        writer_id,
+        &Parts {
+            session_id: row.session_id,
+            run_id: row.run_id,
+            call_id: row.call_id,
+            call_key: row.call_key,
+            owner: row.owner,
+            tool: row.tool,
+            kind: wire::kind_byte(row.kind),
+            at: row.at,
+            started_at: row.started_at,
+            duration_us: row.duration_us,
+            reason: row.reason,
+            error_code: row.error_code,
+            decided: row.decided,
+            decided_rule: row.decided_rule,
+            decided_source: row.decided_source,
+            decided_operator: row.decided_operator,
+            policy_decision: row.policy_decision,
+            policy_rule: row.policy_rule,
+            redacted: row.redacted,
+            body: row.body,
+        },
+    );
+}
+
+/// Where the chain stands: how many records it holds and the last link (`chain_state`, written in the
+/// same transaction as the rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainHead {
+    pub count: u64,
+    pub link: Link,
+}
+
+/// The chain's head as the file records it.
+pub(crate) fn head(conn: &Connection) -> rusqlite::Result<ChainHead> {
+    let (count, link) = conn.query_row("SELECT count, head FROM chain_state WHERE id = 1", [], |r| {
+        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Option<Vec<u8>>>(1)?))
+    })?;
+    let link = match link {
+        Some(bytes) => to_link(&bytes),
+        // No record chained yet: the chain starts from the ledger's id.
+        None => genesis(&ledger_id(conn)?),
+    };
+    Ok(ChainHead { count, link })
+}
+
+pub(crate) fn set_head(conn: &Connection, head: &ChainHead) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE chain_state SET count = ?1, head = ?2 WHERE id = 1")?
+        .execute(params![head.count as i64, &head.link[..]])?;
+    Ok(())
+}
+
+/// 32 bytes as a link (shorter or longer values, only in a damaged file, become a link no record has).
+pub(crate) fn to_link(bytes: &[u8]) -> Link {
+    let mut link = [0u8; 32];
+    if bytes.len() == 32 {
+        link.copy_from_slice(bytes);
+    } else {
+        link = [0xff; 32];
+    }
+    link
+}
+
+/// The ledger's id (what the chain starts from and checkpoints name).
+pub(crate) fn ledger_id(conn: &Connection) -> rusqlite::Result<String> {
+    conn.query_row("SELECT ledger_id FROM ledger_identity WHERE id = 1", [], |r| r.get(0))
+}
+
+/// Chains the records SQLite itself wrote after record `after` (the `interrupted` records of recovery
+/// and close), in id order, moving `head` on and saving it. Returns how many were chained.
+pub(crate) fn chain_rows_after(conn: &Connection, after: i64, head: &mut ChainHead) -> rusqlite::Result<u64> {
+    let mut links: Vec<(i64, Link)> = Vec::new();
+    {
+        let mut stmt = conn.prepare(&format!(
+            "SELECT id, {CHAINED_COLUMNS} FROM records WHERE id > ?1 AND chain IS NULL ORDER BY id"
+        ))?;
+        let mut rows = stmt.query([after])?;
+        let mut bytes = Vec::new();
+        while let Some(row) = rows.next()? {
+            bytes.clear();
+            // Rows SQLite just wrote from chained ones: always canonical.
+            if canonical_from_sql(row, 1, &mut bytes)?.is_err() {
+                continue;
+            }
+            head.link = link(&head.link, &bytes);
+            head.count += 1;
+            links.push((row.get(0)?, head.link));
+        }
+    }
+    let mut update = conn.prepare_cached("UPDATE records SET chain = ?1 WHERE id = ?2")?;
+    for (id, link) in &links {
+        update.execute(params![&link[..], id])?;
+    }
+    if !links.is_empty() {
+        set_head(conn, head)?;
+    }
+    Ok(links.len() as u64)
+}
+
+/// The highest record id, 0 when there is none.
+pub(crate) fn last_record_id(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT coalesce(max(id), 0) FROM records", [], |r| r.get(0))
+}
+
+/// The count of the last checkpoint (0 when none).
+pub(crate) fn last_checkpoint_count(conn: &Connection) -> rusqlite::Result<u64> {
+    let count: Option<i64> = conn
+        .query_row("SELECT max(count) FROM chain_checkpoints", [], |r| r.get(0))
+        .optional()?
+        .flatten();
+    Ok(count.unwrap_or(0) as u64)
+}
+
+#[cfg(test)]
+#[path = "chain_tests.rs"]
+mod tests;

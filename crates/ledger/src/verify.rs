@@ -1,0 +1,469 @@
+//! `ledger verify`: walks the chain over every record (and over what the journal holds that SQLite does
+//! not yet), checks each link, each derived column, and each checkpoint's signature against the key the
+//! verifier trusts, and names the first record where anything breaks. Records from before the chain are
+//! counted as unchained, never as valid.
+
+use crate::chain::{self, CHAINED_COLUMNS, Link};
+use crate::error::{AtPath, LedgerStoreError};
+use crate::journal;
+use crate::key::LedgerPublicKey;
+use crate::query::LedgerReader;
+use crate::seal::message;
+use crate::wire::{self, Decoded};
+use serde::{Deserialize, Serialize};
+
+/// What kind of break a verifier found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum BreakKind {
+    /// A record's content does not hash to its link (edited, or another record moved into its place).
+    Changed,
+    /// Records are missing between two chained records (their ids jump).
+    Deleted,
+    /// A record without a link after chained records (inserted, or its link stripped).
+    Unlinked,
+    /// A record's columns cannot be read as a record (a value of the wrong type).
+    Malformed,
+    /// A derived column disagrees with the record (`status` and `kind`).
+    Derived,
+    /// A checkpoint does not match the chain at its record.
+    SealMismatch,
+    /// A checkpoint signed by a key other than the one verified against, or not signed by it.
+    SealSignature,
+    /// A checkpoint sealed more records than the chain has: its tail was removed.
+    Truncated,
+    /// Chained records no signed checkpoint covers while no writer holds the ledger.
+    Unsealed,
+    /// The journal beside the ledger cannot be read or does not follow the chain.
+    Journal,
+}
+
+/// One break.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ChainBreak {
+    pub kind: BreakKind,
+    /// The record where it shows (its id in the file; none for a journaled record not yet indexed).
+    #[cfg_attr(feature = "specta", specta(type = Option<f64>))]
+    pub record_id: Option<i64>,
+    /// Its place in the chain (1 = the first chained record).
+    #[cfg_attr(feature = "specta", specta(type = Option<f64>))]
+    pub position: Option<u64>,
+    pub message: String,
+}
+
+/// The verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum Verdict {
+    /// Every chained record links and is covered by a checkpoint signed with the key.
+    Intact,
+    /// Everything links, and the newest records are not sealed yet because a writer holds the ledger.
+    IntactUnsealedTail,
+    Broken,
+}
+
+/// What `ledger verify` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct VerifyReport {
+    pub verdict: Verdict,
+    pub ledger_id: String,
+    /// The public key checkpoints were checked against (hex).
+    pub key: String,
+    /// Records written before the chain existed (not proven either way).
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub unchained: u64,
+    /// Records in the chain, the journal's not yet indexed included.
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub chained: u64,
+    /// Of them, covered by a checkpoint signed with the key.
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub sealed: u64,
+    /// Checkpoints found, and of them signed with the key and matching the chain.
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub checkpoints: u64,
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub checkpoints_valid: u64,
+    /// Chained records still only in the journal (its writer has not indexed them).
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub journaled: u64,
+    /// Whether a writer holds the ledger now (its newest records may wait for their checkpoint).
+    pub writer_running: bool,
+    /// All breaks found, and the first [`MAX_BREAKS`] of them (the first is where the ledger stops being
+    /// proven).
+    #[cfg_attr(feature = "specta", specta(type = f64))]
+    pub break_count: u64,
+    pub breaks: Vec<ChainBreak>,
+}
+
+/// Breaks kept in a report.
+pub const MAX_BREAKS: usize = 20;
+
+/// A checkpoint as read back.
+struct StoredSeal {
+    id: i64,
+    count: u64,
+    head: Link,
+    at: i64,
+    writer_id: i64,
+    why: String,
+    valid_signature: Result<(), String>,
+}
+
+/// The walk's state: the chain as recomputed, and what was found.
+struct Walk<'k> {
+    key: &'k LedgerPublicKey,
+    ledger_id: String,
+    head: Link,
+    position: u64,
+    /// Position up to which a signed, matching checkpoint proves the chain.
+    sealed_to: u64,
+    seals: Vec<StoredSeal>,
+    next_seal: usize,
+    checkpoints_valid: u64,
+    breaks: Vec<ChainBreak>,
+    break_count: u64,
+    last_id: Option<i64>,
+}
+
+impl Walk<'_> {
+    fn broke(&mut self, kind: BreakKind, record_id: Option<i64>, position: Option<u64>, message: String) {
+        self.break_count += 1;
+        if self.breaks.len() < MAX_BREAKS {
+            self.breaks.push(ChainBreak { kind, record_id, position, message });
+        }
+    }
+
+    /// Moves the chain on by one record whose stored link is `stored` and canonical bytes `bytes`.
+    fn step(&mut self, id: Option<i64>, bytes: &[u8], stored: &Link, what: &str) {
+        self.position += 1;
+        let computed = chain::link(&self.head, bytes);
+        if computed != *stored {
+            let gap = match (self.last_id, id) {
+                (Some(last), Some(id)) if id > last + 1 => Some((last + 1, id - 1)),
+                _ => None,
+            };
+            match gap {
+                Some((from, to)) => self.broke(
+                    BreakKind::Deleted,
+                    id,
+                    Some(self.position),
+                    format!(
+                        "{what} does not follow the record before it: record{} {} {} missing (deleted)",
+                        if from == to { "" } else { "s" },
+                        if from == to { from.to_string() } else { format!("{from}..{to}") },
+                        if from == to { "is" } else { "are" }
+                    ),
+                ),
+                None => self.broke(
+                    BreakKind::Changed,
+                    id,
+                    Some(self.position),
+                    format!(
+                        "{what} does not match its link in the chain: it was edited, inserted, or moved from another place"
+                    ),
+                ),
+            }
+        }
+        // From here on the stored links are followed, so a later, separate change shows too.
+        self.head = *stored;
+        if id.is_some() {
+            self.last_id = id;
+        }
+        self.check_seals(id, what);
+    }
+
+    /// The checkpoints at the current position.
+    fn check_seals(&mut self, id: Option<i64>, what: &str) {
+        while let Some(seal) = self.seals.get(self.next_seal) {
+            if seal.count != self.position {
+                break;
+            }
+            self.next_seal += 1;
+            let (seal_id, seal_at, why, head, writer) =
+                (seal.id, seal.at, seal.why.clone(), seal.head, seal.writer_id);
+            let signature = seal.valid_signature.clone();
+            if head != self.head {
+                self.broke(
+                    BreakKind::SealMismatch,
+                    id,
+                    Some(self.position),
+                    format!(
+                        "checkpoint {seal_id} ({why}, writer {writer}, at {}) sealed the chain up to {what}, and the records up to it no longer hash to what it signed",
+                        crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(seal_at))
+                    ),
+                );
+                continue;
+            }
+            match signature {
+                Ok(()) => {
+                    self.checkpoints_valid += 1;
+                    if self.break_count == 0 {
+                        self.sealed_to = self.position;
+                    }
+                }
+                Err(why_not) => self.broke(
+                    BreakKind::SealSignature,
+                    id,
+                    Some(self.position),
+                    format!("checkpoint {seal_id} (sealing up to {what}): {why_not}"),
+                ),
+            }
+        }
+    }
+}
+
+fn read_seals(
+    reader: &LedgerReader,
+    key: &LedgerPublicKey,
+    ledger_id: &str,
+) -> rusqlite::Result<Vec<StoredSeal>> {
+    let mut stmt = reader.conn.prepare(
+        "SELECT id, count, head, at, writer_id, why, public_key, signature FROM chain_checkpoints
+         ORDER BY count, id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let count: i64 = r.get(1)?;
+        let head = chain::to_link(&r.get::<_, Vec<u8>>(2)?);
+        let at: i64 = r.get(3)?;
+        let writer_id: i64 = r.get(4)?;
+        let public_key: Option<Vec<u8>> = r.get(6)?;
+        let signature: Option<Vec<u8>> = r.get(7)?;
+        let valid_signature = match (public_key, signature) {
+            (Some(public), Some(signature)) => {
+                let signed = message(ledger_id, count as u64, &head, at, writer_id);
+                if public.as_slice() != key.as_bytes() {
+                    Err(format!(
+                        "signed with key {}, not with the key verified against ({key}): re-signed with another key",
+                        portcullis_harness::receipt::hex(&public)
+                    ))
+                } else if key.verifies(&signed, &signature) {
+                    Ok(())
+                } else {
+                    Err("its signature does not verify: the checkpoint was altered".into())
+                }
+            }
+            _ => Err("not signed (its writer had no key)".into()),
+        };
+        Ok(StoredSeal {
+            id: r.get(0)?,
+            count: count.max(0) as u64,
+            head,
+            at,
+            writer_id,
+            why: r.get::<_, String>(5)?,
+            valid_signature,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Whether another process (or this one, through another handle) holds the ledger's writer lock.
+fn writer_running(path: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+impl LedgerReader {
+    /// Verifies the chain and its checkpoints against `key` (see the module's doc).
+    pub fn verify(&self, key: &LedgerPublicKey) -> Result<VerifyReport, LedgerStoreError> {
+        let path = self.path().to_owned();
+        let ledger_id = chain::ledger_id(&self.conn).at(&path)?;
+        let seals = read_seals(self, key, &ledger_id).at(&path)?;
+        let checkpoints = seals.len() as u64;
+        let mut walk = Walk {
+            key,
+            head: chain::genesis(&ledger_id),
+            ledger_id,
+            position: 0,
+            sealed_to: 0,
+            seals,
+            next_seal: 0,
+            checkpoints_valid: 0,
+            breaks: Vec::new(),
+            break_count: 0,
+            last_id: None,
+        };
+        let mut unchained = 0u64;
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT id, status, chain, {CHAINED_COLUMNS} FROM records ORDER BY id"))
+            .at(&path)?;
+        let mut rows = stmt.query([]).at(&path)?;
+        let mut bytes = Vec::with_capacity(4096);
+        while let Some(row) = rows.next().at(&path)? {
+            let id: i64 = row.get(0).at(&path)?;
+            let what = format!("record {id}");
+            let stored: Option<Vec<u8>> = row.get(2).at(&path)?;
+            let Some(stored) = stored else {
+                if walk.position == 0 {
+                    unchained += 1;
+                } else {
+                    walk.broke(
+                        BreakKind::Unlinked,
+                        Some(id),
+                        None,
+                        format!("{what} has no link but comes after chained records: it was inserted, or its link removed"),
+                    );
+                }
+                continue;
+            };
+            bytes.clear();
+            if let Err(bad) = chain::canonical_from_sql(row, 3, &mut bytes).at(&path)? {
+                walk.broke(
+                    BreakKind::Malformed,
+                    Some(id),
+                    Some(walk.position + 1),
+                    format!("{what}: its column {} holds a value no record has", bad.column),
+                );
+                bytes.clear();
+            }
+            let status: Option<String> = row.get(1).at(&path)?;
+            let kind: String = row.get(3 + 7).at(&path)?;
+            let terminal = crate::row::StoredKind::parse(&kind).is_some_and(|k| k.is_terminal());
+            if status.is_some() != terminal {
+                walk.broke(
+                    BreakKind::Derived,
+                    Some(id),
+                    Some(walk.position + 1),
+                    format!("{what}: its status column ({status:?}) does not agree with its kind ({kind}): the call would be hidden from or added to the calls listed"),
+                );
+            }
+            walk.step(Some(id), &bytes, &chain::to_link(&stored), &what);
+        }
+        drop(rows);
+        drop(stmt);
+        let journaled = self.verify_journal(&mut walk)?;
+        // Checkpoints past the end of the chain: their records are gone.
+        while let Some(seal) = walk.seals.get(walk.next_seal) {
+            walk.next_seal += 1;
+            let (seal_id, count, why, at) = (seal.id, seal.count, seal.why.clone(), seal.at);
+            if seal.valid_signature.is_err() {
+                continue;
+            }
+            let after = walk.last_id.map(|id| format!(" (after record {id})")).unwrap_or_default();
+            walk.broke(
+                BreakKind::Truncated,
+                None,
+                Some(walk.position + 1),
+                format!(
+                    "checkpoint {seal_id} ({why}, at {}) sealed {count} records; the chain has {}: the last {} were removed{after}",
+                    crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(at)),
+                    walk.position,
+                    count - walk.position
+                ),
+            );
+        }
+        let running = writer_running(&path);
+        let unsealed = walk.position.saturating_sub(walk.sealed_to);
+        if unsealed > 0 && walk.break_count == 0 && !running {
+            walk.broke(
+                BreakKind::Unsealed,
+                walk.last_id,
+                Some(walk.sealed_to + 1),
+                format!(
+                    "the last {unsealed} chained records are covered by no checkpoint signed with the key, and no writer holds the ledger: they were added after it closed, or its writer stopped and the ledger was not opened since (opening it seals what a stopped writer left)"
+                ),
+            );
+        }
+        let verdict = match (walk.break_count, unsealed) {
+            (0, 0) => Verdict::Intact,
+            (0, _) => Verdict::IntactUnsealedTail,
+            _ => Verdict::Broken,
+        };
+        Ok(VerifyReport {
+            verdict,
+            ledger_id: walk.ledger_id.clone(),
+            key: walk.key.to_string(),
+            unchained,
+            chained: walk.position,
+            sealed: walk.sealed_to,
+            checkpoints,
+            checkpoints_valid: walk.checkpoints_valid,
+            journaled,
+            writer_running: running,
+            break_count: walk.break_count,
+            breaks: walk.breaks,
+        })
+    }
+
+    /// Walks on over the journal's records SQLite does not have yet (a writer stopped before indexing
+    /// them, or is indexing them now). Returns how many there were.
+    fn verify_journal(&self, walk: &mut Walk<'_>) -> Result<u64, LedgerStoreError> {
+        let path = self.path();
+        let (epoch, offset) = crate::indexer::journal_point(&self.conn).at(path)?;
+        let journal_path = journal::path_of(path);
+        let unindexed = match journal::unindexed(&journal_path, epoch, offset) {
+            Ok(u) => u,
+            Err(e) => {
+                walk.broke(BreakKind::Journal, None, None, format!("{}: {e}", journal_path.display()));
+                return Ok(0);
+            }
+        };
+        let mut n = 0;
+        let mut bytes = Vec::new();
+        for frame in &unindexed.frames {
+            let mut reader = if unindexed.chained {
+                wire::Reader::new(&frame.entries)
+            } else {
+                wire::Reader::unchained(&frame.entries)
+            };
+            while !reader.is_empty() {
+                match reader.entry() {
+                    Ok(Decoded::Record(row)) => {
+                        n += 1;
+                        bytes.clear();
+                        chain::canonical_of_ref(&mut bytes, frame.writer_id, &row);
+                        let what = format!(
+                            "the journal's record {} (call {:?}, in the frame ending at byte {})",
+                            walk.position + 1,
+                            row.call_id,
+                            frame.end
+                        );
+                        // A journal from before the chain: its records are linked as they are indexed.
+                        let stored = row.chain.copied().unwrap_or_else(|| chain::link(&walk.head, &bytes));
+                        walk.step(None, &bytes, &stored, &what);
+                    }
+                    Ok(Decoded::Other(crate::prepared::Entry::Seal(seal))) => {
+                        let signed = message(&walk.ledger_id, seal.count, &seal.head, seal.at, seal.writer_id);
+                        let valid = match (&seal.public_key, &seal.signature) {
+                            (Some(k), Some(s)) if k == walk.key.as_bytes() && walk.key.verifies(&signed, s) => {
+                                Ok(())
+                            }
+                            (Some(_), Some(_)) => Err("signed with another key, or altered".to_owned()),
+                            _ => Err("not signed".to_owned()),
+                        };
+                        let at = walk.next_seal;
+                        walk.seals.insert(
+                            at,
+                            StoredSeal {
+                                id: 0,
+                                count: seal.count,
+                                head: seal.head,
+                                at: seal.at,
+                                writer_id: seal.writer_id,
+                                why: seal.why.as_str().to_owned(),
+                                valid_signature: valid,
+                            },
+                        );
+                        walk.check_seals(None, "the journal's last record before it");
+                    }
+                    Ok(Decoded::Other(_)) => {}
+                    Err(e) => {
+                        walk.broke(
+                            BreakKind::Journal,
+                            None,
+                            None,
+                            format!("{}: frame ending at byte {}: {e}", journal_path.display(), frame.end),
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(n)
+    }
+}
