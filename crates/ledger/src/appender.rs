@@ -63,6 +63,11 @@ impl Appender {
             Command::Record(record) => {
                 let encoded = encode_record(&record, running, &mut self.chain, &mut batch.frame);
                 self.unsealed += u64::from(encoded.is_ok());
+                if self.unsealed >= self.options.checkpoint_every.max(1) {
+                    batch.rows += 1;
+                    self.seal(batch);
+                    return;
+                }
                 encoded
             }
             Command::Entry(entry) => wire::encode_entry(&entry, &mut batch.frame),
@@ -109,9 +114,6 @@ impl Appender {
                 }
             }
             self.fill(&mut batch, &mut running);
-            if self.unsealed >= self.options.checkpoint_every.max(1) {
-                self.seal(&mut batch);
-            }
             let rows = batch.rows;
             let start = self.journal.end();
             if rows > 0 {
@@ -167,11 +169,18 @@ impl Appender {
         self.journal
     }
 
-    /// Ends the frame with a seal of the chain as it stands after it (in the journal, then in SQLite).
+    /// Puts a seal of the chain as it stands into the frame, after the record that completed an interval
+    /// (in the journal, then in SQLite).
     fn seal(&mut self, batch: &mut Batch) {
         let at = portcullis_harness::Timestamp::now().0;
-        let seal =
-            Seal::make(self.key.as_deref(), &self.ledger_id, &self.chain.head, at, self.writer_id, SealWhy::Interval);
+        let seal = Seal::make(
+            self.key.as_deref(),
+            &self.ledger_id,
+            &self.chain.head,
+            at,
+            self.writer_id,
+            SealWhy::Interval,
+        );
         wire::encode_seal(&seal, &mut batch.frame);
         batch.rows += 1;
         self.unsealed = 0;

@@ -315,12 +315,14 @@ pub(crate) fn last_record_id(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("SELECT coalesce(max(id), 0) FROM records", [], |r| r.get(0))
 }
 
-/// The count of the last checkpoint (0 when none).
-pub(crate) fn last_checkpoint_count(conn: &Connection) -> rusqlite::Result<u64> {
-    let count: Option<i64> = conn
-        .query_row("SELECT max(count) FROM chain_checkpoints", [], |r| r.get(0))
-        .optional()?
-        .flatten();
+/// The count of the last checkpoint (0 when none); `signed`: of the last signed one.
+pub(crate) fn last_checkpoint_count(conn: &Connection, signed: bool) -> rusqlite::Result<u64> {
+    let sql = if signed {
+        "SELECT max(count) FROM chain_checkpoints WHERE signature IS NOT NULL"
+    } else {
+        "SELECT max(count) FROM chain_checkpoints"
+    };
+    let count: Option<i64> = conn.query_row(sql, [], |r| r.get(0)).optional()?.flatten();
     Ok(count.unwrap_or(0) as u64)
 }
 

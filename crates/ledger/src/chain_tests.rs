@@ -52,7 +52,8 @@ fn journaled_sql_and_json_canonical_bytes_are_the_same() {
         .unwrap();
     tx.commit().unwrap();
     assert_eq!(head(&conn).unwrap(), chaining.head);
-    let mut stmt = conn.prepare(&format!("SELECT chain, {CHAINED_COLUMNS} FROM records ORDER BY id")).unwrap();
+    let mut stmt =
+        conn.prepare(&format!("SELECT chain, {CHAINED_COLUMNS} FROM records ORDER BY id")).unwrap();
     let mut rows = stmt.query([]).unwrap();
     let mut i = 0;
     while let Some(row) = rows.next().unwrap() {

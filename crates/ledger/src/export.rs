@@ -1,9 +1,15 @@
 //! Streaming export of the records of the filtered calls, as JSON Lines or CSV, row by row (a million
 //! calls never sit in memory).
 
+use crate::chain::{self, CHAINED_COLUMNS};
 use crate::error::{AtPath, LedgerStoreError};
+use crate::export_proof::ProofSource;
 use crate::query::{CallFilter, LedgerReader, call_where};
 use crate::row::{RECORD_COLUMNS, StoredRecord, stored_record};
+
+/// Where the link is among the export query's columns (after [`RECORD_COLUMNS`]); the canonical columns
+/// follow it.
+const PROOF_COLUMN: usize = 16;
 use crate::timefmt::format_rfc3339;
 use rusqlite::params_from_iter;
 use std::io::Write;
@@ -131,9 +137,15 @@ impl LedgerReader {
         );
         let mut calls_stmt = self.conn.prepare(&calls_sql).at(&path)?;
         let mut calls = calls_stmt.query(params_from_iter(w.params.iter())).at(&path)?;
+        // JSON Lines carry each record's proof (`export_proof.rs`): its link and canonical columns.
         let records_sql = format!(
-            "SELECT {RECORD_COLUMNS} FROM records WHERE call_key = ?1 AND session_id = ?2 AND call_id = ?3 ORDER BY id"
+            "SELECT {RECORD_COLUMNS}, chain, {CHAINED_COLUMNS} FROM records
+             WHERE call_key = ?1 AND session_id = ?2 AND call_id = ?3 ORDER BY id"
         );
+        let proofs = match format {
+            ExportFormat::Jsonl => Some(ProofSource::load(&self.conn, &path)?),
+            ExportFormat::Csv => None,
+        };
         let mut records_stmt = self.conn.prepare(&records_sql).at(&path)?;
         if format == ExportFormat::Csv {
             writeln!(out, "{CSV_HEADER}").map_err(io)?;
@@ -145,12 +157,32 @@ impl LedgerReader {
             let session: String = call.get(1).at(&path)?;
             let call_id: String = call.get(2).at(&path)?;
             let records = records_stmt
-                .query_map(rusqlite::params![key, session, call_id], stored_record)
+                .query_map(rusqlite::params![key, session, call_id], |row| {
+                    let record = stored_record(row)?;
+                    let link: Option<Vec<u8>> = row.get(PROOF_COLUMN)?;
+                    let columns = match (&proofs, link) {
+                        (Some(_), Some(link)) => Some((link, chain::columns_as_json(row, PROOF_COLUMN + 1)?)),
+                        _ => None,
+                    };
+                    Ok((record, columns))
+                })
                 .at(&path)?
                 .collect::<Result<Vec<_>, _>>()
                 .at(&path)?;
-            for record in records {
+            for (record, columns) in records {
                 record_line(format, &record, &mut line)?;
+                if let (Some(proofs), Some((link, columns))) = (&proofs, columns) {
+                    let proof = proofs.link_of(&self.conn, record.id, &link, columns).at(&path)?;
+                    let proof =
+                        serde_json::to_string(&proof).map_err(|e| LedgerStoreError::Export(e.to_string()))?;
+                    // The record's object, with its proof as one more field.
+                    if line.ends_with('}') {
+                        line.pop();
+                        line.push_str(",\"chain\":");
+                        line.push_str(&proof);
+                        line.push('}');
+                    }
+                }
                 line.push('\n');
                 out.write_all(line.as_bytes()).map_err(io)?;
                 written += 1;

@@ -141,22 +141,19 @@ pub(crate) fn replay(
         while in_tx < batch
             && let Some(frame) = frames.next()
         {
-            let n =
-                index_frames(&tx, [(frame.writer_id, frame.entries.as_slice())], &mut keys, &mut chain)
-                    .map_err(|e| match e {
-                        IndexError::Sqlite(source) => {
-                            LedgerStoreError::Sqlite { path: ledger.to_owned(), source }
-                        }
-                        IndexError::Io(source) => LedgerStoreError::Io { path: path.clone(), source },
-                        IndexError::Wire(e) => LedgerStoreError::Journal {
-                            path: path.clone(),
-                            why: format!("frame ending at byte {}: {e}", frame.end),
-                        },
-                        IndexError::Chain(why) => LedgerStoreError::Journal {
-                            path: path.clone(),
-                            why: format!("frame ending at byte {}: {why}", frame.end),
-                        },
-                    })?;
+            let n = index_frames(&tx, [(frame.writer_id, frame.entries.as_slice())], &mut keys, &mut chain)
+                .map_err(|e| match e {
+                IndexError::Sqlite(source) => LedgerStoreError::Sqlite { path: ledger.to_owned(), source },
+                IndexError::Io(source) => LedgerStoreError::Io { path: path.clone(), source },
+                IndexError::Wire(e) => LedgerStoreError::Journal {
+                    path: path.clone(),
+                    why: format!("frame ending at byte {}: {e}", frame.end),
+                },
+                IndexError::Chain(why) => LedgerStoreError::Journal {
+                    path: path.clone(),
+                    why: format!("frame ending at byte {}: {why}", frame.end),
+                },
+            })?;
             set_journal_point(&tx, unindexed.epoch, frame.end).at(ledger)?;
             in_tx += n;
             replayed += n as u64;
@@ -472,7 +469,13 @@ impl Indexer {
             };
             tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer_id])?;
             // The last seal: everything this writer wrote, its interrupted records included.
-            crate::seal::seal_unsealed(&tx, self.key.as_deref(), writer_id, now, crate::seal::SealWhy::Close)?;
+            crate::seal::seal_unsealed(
+                &tx,
+                self.key.as_deref(),
+                writer_id,
+                now,
+                crate::seal::SealWhy::Close,
+            )?;
             tx.commit()?;
             Ok(n)
         })();

@@ -102,8 +102,12 @@ impl LedgerKey {
         let key = LedgerKey::generate().map_err(io(path))?;
         let temp = path.with_extension(format!("new.{}", std::process::id()));
         let written = (|| {
-            let mut out =
-                std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&temp)?;
             out.write_all(portcullis_harness::receipt::hex(key.signing.as_bytes()).as_bytes())?;
             out.write_all(b"\n")?;
             out.sync_all()
@@ -168,9 +172,9 @@ impl LedgerPublicKey {
     }
 
     pub fn from_bytes(bytes: &[u8; 32]) -> Result<LedgerPublicKey, KeyError> {
-        ed25519_dalek::VerifyingKey::from_bytes(bytes).map(|key| LedgerPublicKey { key }).map_err(|e| {
-            KeyError::Malformed { what: "public key".into(), why: e.to_string() }
-        })
+        ed25519_dalek::VerifyingKey::from_bytes(bytes)
+            .map(|key| LedgerPublicKey { key })
+            .map_err(|e| KeyError::Malformed { what: "public key".into(), why: e.to_string() })
     }
 
     /// A public key given as a file holding its hex, or as the hex itself.

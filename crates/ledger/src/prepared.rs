@@ -30,8 +30,12 @@ pub(crate) fn is_terminal(kind: RecordKind) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Entry {
     Session(SessionInfo),
-    SessionEnd { id: String, at: Timestamp },
-    Approval(ApprovalRecord),
+    SessionEnd {
+        id: String,
+        at: Timestamp,
+    },
+    /// Boxed: with its receipt, the largest entry by far.
+    Approval(Box<ApprovalRecord>),
     Refusal(RefusalRow),
     ToolPin(crate::tool_pins::ToolPinEvent),
     /// A signed checkpoint of the chain (made by the appender).

@@ -685,9 +685,7 @@ impl LedgerReader {
                     operator: r.get(6)?,
                     note: r.get(7)?,
                     rule_written: r.get(8)?,
-                    receipt: r
-                        .get::<_, Option<String>>(9)?
-                        .and_then(|json| serde_json::from_str(&json).ok()),
+                    receipt: r.get::<_, Option<String>>(9)?.and_then(|json| serde_json::from_str(&json).ok()),
                 })
             })
             .at(&self.path)?

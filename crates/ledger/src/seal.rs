@@ -128,7 +128,8 @@ pub(crate) fn seal_unsealed(
     why: SealWhy,
 ) -> rusqlite::Result<bool> {
     let head = chain::head(conn)?;
-    if head.count == 0 || head.count <= chain::last_checkpoint_count(conn)? {
+    // A signing writer seals what only unsigned checkpoints cover.
+    if head.count == 0 || head.count <= chain::last_checkpoint_count(conn, key.is_some())? {
         return Ok(false);
     }
     let ledger_id = chain::ledger_id(conn)?;

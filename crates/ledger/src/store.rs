@@ -7,19 +7,19 @@
 //! as an error on the flushes, on new `started` records and as a [`WriteFailure`] broadcast.
 
 use crate::appender::Appender;
+use crate::chain;
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::chain;
 use crate::indexer::{self, IndexChain, Indexer};
+use crate::journal::{self, Journal};
 use crate::key::LedgerKey;
 use crate::prepared::Chaining;
-use crate::seal::{self, SealWhy};
-use crate::journal::{self, Journal};
 use crate::prepared::{Barrier, Command, Entry};
 use crate::recovery::{Recovered, recover_crashed_writers};
 use crate::refusals::RefusalRow;
 use crate::rollup::{self, KeyCache};
 use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
+use crate::seal::{self, SealWhy};
 use crate::shared::WriterState;
 use async_trait::async_trait;
 use portcullis_harness::{Ledger, LedgerError, Offered, RecordKind, Timestamp, ToolCallRecord};
@@ -349,7 +349,7 @@ impl SqliteLedger {
     }
 
     pub async fn record_approval(&self, approval: ApprovalRecord) -> Result<(), LedgerStoreError> {
-        self.send(Command::Entry(Entry::Approval(approval))).await
+        self.send(Command::Entry(Entry::Approval(Box::new(approval)))).await
     }
 
     /// Adds refused requests to their minute's row (see [`RefusalRow`]).

@@ -110,7 +110,43 @@ struct StoredSeal {
     at: i64,
     writer_id: i64,
     why: String,
-    valid_signature: Result<(), String>,
+    signature: Signature,
+}
+
+/// What a checkpoint's signature is worth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Signature {
+    /// Made with the key verified against, over what the checkpoint says.
+    Valid,
+    /// None (its writer had no key): it proves nothing, and is no sign of a change either.
+    Unsigned,
+    /// Made with another key, or not over what the checkpoint says (why).
+    Invalid(String),
+}
+
+impl Signature {
+    fn of(
+        key: &LedgerPublicKey,
+        public: Option<&[u8]>,
+        signature: Option<&[u8]>,
+        signed: &[u8],
+    ) -> Signature {
+        match (public, signature) {
+            (Some(public), Some(signature)) => {
+                if public != key.as_bytes() {
+                    Signature::Invalid(format!(
+                        "signed with key {}, not with the key verified against ({key}): re-signed with another key",
+                        portcullis_harness::receipt::hex(public)
+                    ))
+                } else if key.verifies(signed, signature) {
+                    Signature::Valid
+                } else {
+                    Signature::Invalid("its signature does not verify: the checkpoint was altered".into())
+                }
+            }
+            _ => Signature::Unsigned,
+        }
+    }
 }
 
 /// The walk's state: the chain as recomputed, and what was found.
@@ -185,7 +221,7 @@ impl Walk<'_> {
             self.next_seal += 1;
             let (seal_id, seal_at, why, head, writer) =
                 (seal.id, seal.at, seal.why.clone(), seal.head, seal.writer_id);
-            let signature = seal.valid_signature.clone();
+            let signature = seal.signature.clone();
             if head != self.head {
                 self.broke(
                     BreakKind::SealMismatch,
@@ -199,13 +235,14 @@ impl Walk<'_> {
                 continue;
             }
             match signature {
-                Ok(()) => {
+                Signature::Valid => {
                     self.checkpoints_valid += 1;
                     if self.break_count == 0 {
                         self.sealed_to = self.position;
                     }
                 }
-                Err(why_not) => self.broke(
+                Signature::Unsigned => {}
+                Signature::Invalid(why_not) => self.broke(
                     BreakKind::SealSignature,
                     id,
                     Some(self.position),
@@ -232,22 +269,8 @@ fn read_seals(
         let writer_id: i64 = r.get(4)?;
         let public_key: Option<Vec<u8>> = r.get(6)?;
         let signature: Option<Vec<u8>> = r.get(7)?;
-        let valid_signature = match (public_key, signature) {
-            (Some(public), Some(signature)) => {
-                let signed = message(ledger_id, count as u64, &head, at, writer_id);
-                if public.as_slice() != key.as_bytes() {
-                    Err(format!(
-                        "signed with key {}, not with the key verified against ({key}): re-signed with another key",
-                        portcullis_harness::receipt::hex(&public)
-                    ))
-                } else if key.verifies(&signed, &signature) {
-                    Ok(())
-                } else {
-                    Err("its signature does not verify: the checkpoint was altered".into())
-                }
-            }
-            _ => Err("not signed (its writer had no key)".into()),
-        };
+        let signed = message(ledger_id, count as u64, &head, at, writer_id);
+        let signature = Signature::of(key, public_key.as_deref(), signature.as_deref(), &signed);
         Ok(StoredSeal {
             id: r.get(0)?,
             count: count.max(0) as u64,
@@ -255,7 +278,7 @@ fn read_seals(
             at,
             writer_id,
             why: r.get::<_, String>(5)?,
-            valid_signature,
+            signature,
         })
     })?;
     rows.collect()
@@ -341,7 +364,7 @@ impl LedgerReader {
         while let Some(seal) = walk.seals.get(walk.next_seal) {
             walk.next_seal += 1;
             let (seal_id, count, why, at) = (seal.id, seal.count, seal.why.clone(), seal.at);
-            if seal.valid_signature.is_err() {
+            if seal.signature != Signature::Valid {
                 continue;
             }
             let after = walk.last_id.map(|id| format!(" (after record {id})")).unwrap_or_default();
@@ -428,14 +451,14 @@ impl LedgerReader {
                         walk.step(None, &bytes, &stored, &what);
                     }
                     Ok(Decoded::Other(crate::prepared::Entry::Seal(seal))) => {
-                        let signed = message(&walk.ledger_id, seal.count, &seal.head, seal.at, seal.writer_id);
-                        let valid = match (&seal.public_key, &seal.signature) {
-                            (Some(k), Some(s)) if k == walk.key.as_bytes() && walk.key.verifies(&signed, s) => {
-                                Ok(())
-                            }
-                            (Some(_), Some(_)) => Err("signed with another key, or altered".to_owned()),
-                            _ => Err("not signed".to_owned()),
-                        };
+                        let signed =
+                            message(&walk.ledger_id, seal.count, &seal.head, seal.at, seal.writer_id);
+                        let signature = Signature::of(
+                            walk.key,
+                            seal.public_key.as_ref().map(|k| &k[..]),
+                            seal.signature.as_ref().map(|s| &s[..]),
+                            &signed,
+                        );
                         let at = walk.next_seal;
                         walk.seals.insert(
                             at,
@@ -446,7 +469,7 @@ impl LedgerReader {
                                 at: seal.at,
                                 writer_id: seal.writer_id,
                                 why: seal.why.as_str().to_owned(),
-                                valid_signature: valid,
+                                signature,
                             },
                         );
                         walk.check_seals(None, "the journal's last record before it");

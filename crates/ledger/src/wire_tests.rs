@@ -186,7 +186,7 @@ fn other_entries_round_trip() {
             ended_at: Some(Timestamp(4)),
         }),
         Entry::SessionEnd { id: "s".into(), at: Timestamp(9) },
-        Entry::Approval(ApprovalRecord {
+        Entry::Approval(Box::new(ApprovalRecord {
             receipt: None,
             session_id: "s".into(),
             call_id: "c".into(),
@@ -197,7 +197,7 @@ fn other_entries_round_trip() {
             operator: None,
             note: Some("n".into()),
             rule_written: None,
-        }),
+        })),
         Entry::Refusal(RefusalRow {
             first_at: Timestamp(1),
             last_at: Timestamp(2),

@@ -1,7 +1,7 @@
 //! Crash safety: a writer process is killed with SIGKILL at random moments, again and again, on the same
 //! ledger. Each time the ledger opens, passes `PRAGMA integrity_check`, holds every record the child
 //! had seen flushed, shows the calls the kill cut off as `interrupted`, and its hourly rollups agree with
-//! its records. Even rounds wait for durability only (`flush_durable`: the journal), so the kill finds
+//! its records, and its hash chain verifies, every record sealed with the key. Even rounds wait for durability only (`flush_durable`: the journal), so the kill finds
 //! rows the indexer had not moved into SQLite yet and the next open replays them; odd rounds wait until
 //! SQLite has them (`flush`).
 //!
@@ -13,9 +13,12 @@
 
 use crate::common::*;
 use portcullis_harness::{DecidedBy, Ledger};
-use portcullis_ledger::{CallFilter, CallStatus, LedgerReader, SqliteLedger, StoredKind};
+use portcullis_ledger::{
+    CallFilter, CallStatus, LedgerKey, LedgerOptions, LedgerReader, SqliteLedger, StoredKind, Verdict,
+};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const CHILD_LEDGER: &str = "PORTCULLIS_CRASH_CHILD_LEDGER";
@@ -26,7 +29,7 @@ const CHILD_ROUND: &str = "PORTCULLIS_CRASH_CHILD_ROUND";
 /// print `flushed {i}`.
 async fn write_until_killed(path: &str, round: &str) {
     let durable_only = round.parse::<u64>().unwrap() % 2 == 0;
-    let ledger = SqliteLedger::open(path).unwrap();
+    let ledger = SqliteLedger::open_signed(path, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();
     println!("ready");
     std::io::stdout().flush().unwrap();
     // A child left behind by a broken parent stops by itself.
@@ -61,6 +64,11 @@ fn crash_child() {
     let (Ok(path), Ok(round)) = (std::env::var(CHILD_LEDGER), std::env::var(CHILD_ROUND)) else { return };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(write_until_killed(&path, &round));
+}
+
+/// The key the child and the recoveries sign with.
+fn key() -> LedgerKey {
+    LedgerKey::from_seed([42; 32])
 }
 
 struct Rng(u64);
@@ -126,7 +134,8 @@ fn sigkill_at_random_moments_loses_nothing_flushed() {
 
         // Recovery: the next writer opens the file, marks the cut-off calls interrupted.
         let recovered = runtime.block_on(async {
-            let ledger = SqliteLedger::open(&path).unwrap();
+            let ledger =
+                SqliteLedger::open_signed(&path, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();
             let n = (ledger.interrupted_on_open(), ledger.replayed_on_open());
             ledger.close().await.unwrap();
             n
@@ -143,6 +152,11 @@ fn sigkill_at_random_moments_loses_nothing_flushed() {
         assert!(report.healthy(), "round {round}: {report:?}");
         assert_eq!(report.open_calls, 0, "round {round}: every started call has an end");
         assert_eq!(report.unclosed_writers, 0);
+        // The chain holds through the kill and the recovery, and every record is sealed with the key.
+        let verified = reader.verify(&key().public()).unwrap();
+        assert_eq!(verified.verdict, Verdict::Intact, "round {round}: {verified:?}");
+        assert_eq!(verified.chained, report.records, "round {round}");
+        assert_eq!(verified.sealed, verified.chained, "round {round}");
 
         // Every record the child saw flushed is there.
         if let Some(last) = flushed {

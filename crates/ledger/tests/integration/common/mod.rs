@@ -97,3 +97,11 @@ pub fn raw_bytes(path: &Path) -> Vec<u8> {
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// A temporary folder and a ledger path in it.
+#[allow(clippy::unwrap_used)]
+pub fn temp() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    (dir, path)
+}

@@ -1,0 +1,166 @@
+//! The hash chain through the real writer: a closed ledger verifies with its key and with no other;
+//! records from before the chain are unchained, never valid; every change to a chained record, made
+//! with SQL, is found at the record; a JSON Lines export proves its records with the public key alone,
+//! and a change to the export is found at its line. (The CLI's tests make the same changes with the
+//! `sqlite3` program and read `portcullis ledger verify`.)
+
+// Test support code outside #[test] functions may unwrap, like the tests themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::*;
+use portcullis_harness::{DecidedBy, Ledger};
+use portcullis_ledger::export_proof::verify_export;
+use portcullis_ledger::{
+    BreakKind, CallFilter, ExportFormat, LedgerKey, LedgerOptions, LedgerReader, SqliteLedger, Verdict,
+};
+use std::path::Path;
+use std::sync::Arc;
+
+fn key() -> LedgerKey {
+    LedgerKey::from_seed([7; 32])
+}
+
+async fn write(path: &Path, calls: usize, options: LedgerOptions, key: Option<LedgerKey>) {
+    let ledger = SqliteLedger::open_signed(path, options, key.map(Arc::new)).unwrap();
+    for i in 0..calls {
+        let call = format!("c{i}");
+        ledger.record(started("s", &call, "shell", i as i64, DecidedBy::DEFAULT)).await.unwrap();
+        ledger.record(finished("s", &call, "shell", i as i64, 5, rule("r"))).await.unwrap();
+    }
+    ledger.close().await.unwrap();
+}
+
+fn sql(path: &Path, statements: &str) {
+    rusqlite::Connection::open(path).unwrap().execute_batch(statements).unwrap();
+}
+
+fn verify(path: &Path) -> portcullis_ledger::VerifyReport {
+    LedgerReader::open(path).unwrap().verify(&key().public()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_ledger_verifies_with_its_key_and_no_other() {
+    let (_dir, path) = temp();
+    let options = LedgerOptions { checkpoint_every: 64, ..LedgerOptions::default() };
+    write(&path, 150, options, Some(key())).await;
+    let report = verify(&path);
+    assert_eq!(report.verdict, Verdict::Intact, "{report:?}");
+    assert_eq!((report.chained, report.sealed, report.unchained), (300, 300, 0));
+    // Four interval seals in the journal (every 64 records) and the one at close.
+    assert_eq!((report.checkpoints, report.checkpoints_valid), (5, 5), "{report:?}");
+    assert!(!report.writer_running);
+
+    let other = LedgerReader::open(&path).unwrap().verify(&LedgerKey::from_seed([8; 32]).public()).unwrap();
+    assert_eq!(other.verdict, Verdict::Broken);
+    assert_eq!(other.breaks[0].kind, BreakKind::SealSignature, "{other:?}");
+    assert!(other.breaks[0].message.contains("re-signed with another key"), "{other:?}");
+
+    // Written without a key, the same ledger is chained but proves nothing until a keyed writer opens it.
+    let (_dir2, unsigned) = temp();
+    write(&unsigned, 3, LedgerOptions::default(), None).await;
+    let report = verify(&unsigned);
+    assert_eq!(report.verdict, Verdict::Broken);
+    assert_eq!((report.checkpoints, report.checkpoints_valid, report.sealed), (1, 0, 0), "{report:?}");
+    assert_eq!(report.breaks[0].kind, BreakKind::Unsealed, "{report:?}");
+    let reopened =
+        SqliteLedger::open_signed(&unsigned, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();
+    reopened.close().await.unwrap();
+    // The unsigned checkpoint is still there (proving nothing); the open seal covers every record.
+    let report = verify(&unsigned);
+    assert_eq!((report.verdict, report.sealed, report.checkpoints), (Verdict::Intact, 6, 2), "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_from_before_the_chain_are_unchained_not_valid() {
+    let (_dir, path) = temp();
+    write(&path, 4, LedgerOptions::default(), Some(key())).await;
+    // As a ledger of the schema before the chain would have them: no links.
+    sql(
+        &path,
+        "UPDATE records SET chain = NULL; DELETE FROM chain_checkpoints;
+                UPDATE chain_state SET count = 0, head = NULL, first_record = 9;",
+    );
+    let report = verify(&path);
+    assert_eq!((report.unchained, report.chained, report.verdict), (8, 0, Verdict::Intact), "{report:?}");
+    write(&path, 2, LedgerOptions::default(), Some(key())).await;
+    let report = verify(&path);
+    assert_eq!((report.unchained, report.chained, report.sealed), (8, 4, 4), "{report:?}");
+    assert_eq!(report.verdict, Verdict::Intact);
+    // A record with its link removed after chained ones is not taken for an old one.
+    sql(&path, "UPDATE records SET chain = NULL WHERE id = 11");
+    let report = verify(&path);
+    assert_eq!(report.breaks[0].kind, BreakKind::Unlinked, "{report:?}");
+    assert_eq!(report.breaks[0].record_id, Some(11));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_made_with_sql_are_found_at_their_record() {
+    let cases: [(&str, &str, BreakKind, Option<i64>); 5] = [
+        ("edit a field", "UPDATE records SET tool = 'read' WHERE id = 5", BreakKind::Changed, Some(5)),
+        ("delete a row", "DELETE FROM records WHERE id = 5", BreakKind::Deleted, Some(6)),
+        (
+            "swap two rows",
+            "UPDATE records SET id = -1 WHERE id = 3; UPDATE records SET id = 3 WHERE id = 4;
+             UPDATE records SET id = 4 WHERE id = -1;",
+            BreakKind::Changed,
+            Some(3),
+        ),
+        (
+            "hide a call from the lists",
+            "UPDATE records SET status = NULL WHERE id = 6",
+            BreakKind::Derived,
+            Some(6),
+        ),
+        ("truncate the tail", "DELETE FROM records WHERE id > 16", BreakKind::Truncated, None),
+    ];
+    for (what, change, kind, record) in cases {
+        let (_dir, path) = temp();
+        write(&path, 10, LedgerOptions::default(), Some(key())).await;
+        assert_eq!(verify(&path).verdict, Verdict::Intact, "{what}: before");
+        sql(&path, change);
+        let report = verify(&path);
+        assert_eq!(report.verdict, Verdict::Broken, "{what}: {report:?}");
+        assert_eq!((report.breaks[0].kind, report.breaks[0].record_id), (kind, record), "{what}: {report:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_proves_its_records_with_the_public_key_alone() {
+    let (dir, path) = temp();
+    let options = LedgerOptions { checkpoint_every: 16, ..LedgerOptions::default() };
+    write(&path, 40, options, Some(key())).await;
+    let reader = LedgerReader::open(&path).unwrap();
+    let mut out = Vec::new();
+    reader.export(&CallFilter::default(), ExportFormat::Jsonl, &mut out, &mut |_, _| {}).unwrap();
+    let report = verify_export(&out[..], &key().public()).unwrap();
+    assert_eq!(report.verdict, Verdict::Intact, "{report:?}");
+    // Every 16 records; the close found nothing left to seal.
+    assert_eq!((report.chained, report.sealed, report.checkpoints_valid), (80, 80, 5), "{report:?}");
+    // Every line is still a record.
+    let text = String::from_utf8(out.clone()).unwrap();
+    for line in text.lines() {
+        serde_json::from_str::<portcullis_ledger::StoredRecord>(line).unwrap();
+    }
+    // Another key proves nothing.
+    let other = verify_export(&out[..], &LedgerKey::from_seed([9; 32]).public()).unwrap();
+    assert_eq!(other.verdict, Verdict::Broken);
+    // A record changed in the export (its columns and its record alike) is found at its line.
+    let changed = text.replacen("\"shell\"", "\"shelL\"", 2);
+    let report = verify_export(changed.as_bytes(), &key().public()).unwrap();
+    assert_eq!(report.breaks[0].kind, BreakKind::Changed, "{report:?}");
+    assert!(report.breaks[0].message.starts_with("line 1 "), "{report:?}");
+    // A line dropped: the records before it can no longer reach a checkpoint through their links.
+    let dropped: String =
+        text.lines().enumerate().filter(|(i, _)| *i != 3).map(|(_, l)| format!("{l}\n")).collect();
+    let report = verify_export(dropped.as_bytes(), &key().public()).unwrap();
+    assert_eq!(report.verdict, Verdict::Broken);
+    assert_eq!(report.breaks.last().map(|b| b.kind), Some(BreakKind::Unsealed), "{report:?}");
+    // A filtered export proves only what runs up to a checkpoint: call c7 ends at one (records 15, 16),
+    // call c5 (11, 12) does not.
+    let mut one = Vec::new();
+    let filter = CallFilter { search: Some("c5".into()), ..CallFilter::default() };
+    reader.export(&filter, ExportFormat::Jsonl, &mut one, &mut |_, _| {}).unwrap();
+    let report = verify_export(&one[..], &key().public()).unwrap();
+    assert_eq!((report.chained, report.sealed), (2, 0), "{report:?}");
+    drop(dir);
+}
