@@ -45,6 +45,7 @@ smoke() {
 }
 smoke dispatch_bench 2000
 smoke ledger_bench 500 2000
+smoke chain_bench 2000 --runs 1
 smoke eval_bench 200
 smoke gateway_bench 50
 smoke sandbox_bench 20

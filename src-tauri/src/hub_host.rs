@@ -6,7 +6,7 @@
 
 use crate::window_table::WindowTable;
 use portcullis_hub::api::{
-    ApiError, Client, Connected, ErrorCode, HubClient, HubState, Operator, OperatorApi, RemoteClient,
+    ApiError, Channel, Client, Connected, ErrorCode, HubClient, HubState, Operator, OperatorApi, RemoteClient,
 };
 use portcullis_hub::start::{
     HubConfig, LaunchedHub, RemoteHub, default_ledger_path, launch, user_config_dir,
@@ -184,8 +184,8 @@ fn window_client(connected: Connected) -> Client {
 /// `alice (app)`: the user and the channel, as the terminal approver records `alice (terminal)`.
 fn app_operator() -> Operator {
     match std::env::var("USER") {
-        Ok(user) if !user.is_empty() => Operator::named(format!("{user} (app)")),
-        _ => Operator::named("app"),
+        Ok(user) if !user.is_empty() => Operator::through(Channel::App, format!("{user} (app)")),
+        _ => Operator::through(Channel::App, "app"),
     }
 }
 

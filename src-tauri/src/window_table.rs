@@ -6,7 +6,7 @@
 //! own hub with that hub's id.
 
 use portcullis_hub::api::always::AlwaysPreview;
-use portcullis_hub::api::types::{Answer, Approval, FeedEvent, FeedItem, RuleScope, Timestamp};
+use portcullis_hub::api::types::{Answer, Approval, FeedEvent, FeedItem, Receipt, RuleScope, Timestamp};
 use portcullis_hub::api::{ApiError, ErrorCode, HubClient, HubState, RemoteClient, Sink, TableCalls};
 use portcullis_hub::start::RemoteHub;
 use serde_json::json;
@@ -248,7 +248,11 @@ impl TableCalls for WindowTable {
         }
     }
 
-    fn answer_approval(&self, id: u64, answer: Answer) -> impl Future<Output = Result<(), ApiError>> + Send {
+    fn answer_approval(
+        &self,
+        id: u64,
+        answer: Answer,
+    ) -> impl Future<Output = Result<Receipt, ApiError>> + Send {
         let routed = self.route(id);
         async move {
             let (hub, own) = routed?;

@@ -106,12 +106,14 @@ test("an approval answered over /v1/approvals leaves the window and settles once
   const run = agent(info, w, [shell("make deploy")]);
   await card().waitForDisplayed({ timeout: 20_000 });
   const id = await card().getAttribute("data-approval-id");
+  // An answer names the digest of the arguments the card shows.
+  const digest = await card().getAttribute("data-arguments-sha256");
   const operatorToken = readFileSync(`${w.config}/operator-token`, "utf8").trim();
   const url = new URL(`/v1/approvals/${id}`, info.mcp_url);
   const answered = await fetch(url, {
     method: "POST",
     headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ answer: "deny", note: "not today" }),
+    body: JSON.stringify({ answer: "deny", arguments_sha256: digest, note: "not today" }),
   });
   assert.equal(answered.status, 200, await answered.text());
   await browser.$('[data-testid="inbox-empty"]').waitForDisplayed({ timeout: 10_000 });
@@ -120,7 +122,7 @@ test("an approval answered over /v1/approvals leaves the window and settles once
   const again = await fetch(url, {
     method: "POST",
     headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ answer: "once" }),
+    body: JSON.stringify({ answer: "once", arguments_sha256: digest }),
   });
   assert.equal(again.status, 409);
   assert.equal((await again.json()).error.code, "approval_answered");

@@ -148,7 +148,10 @@ test("a second operator answers first; the browser's card goes and says who answ
   const bobs = (name, args) =>
     fetch(`${origin}/console/v1/commands/${name}`, { method: "POST", headers: { ...headers, cookie }, body: JSON.stringify(args) });
   const [pending] = await (await bobs("pending_approvals", {})).json();
-  const answered = await bobs("answer_approval", { id: pending.id, answer: { answer: "once" } });
+  const answered = await bobs("answer_approval", {
+    id: pending.id,
+    answer: { answer: "once", arguments_sha256: pending.arguments_sha256 },
+  });
   assert.equal(answered.status, 200, await answered.text());
   const told = $('[data-testid="settled-elsewhere"]');
   await told.waitForDisplayed({ timeout: 10_000 });

@@ -36,13 +36,14 @@ test("a protected place's prompt names the place as the decider: card, live view
   // Live (which shows the calls that pass while it is open): the answer, given over the operator API
   // while the live view is open, ends the call; its policy step says what made it ask.
   const id = await card().getAttribute("data-approval-id");
+  const digest = await card().getAttribute("data-arguments-sha256");
   await browser.$('[data-testid="nav-live"]').click();
   await browser.$('[data-testid="live-empty"]').waitForDisplayed({ timeout: 10_000 });
   const operatorToken = readFileSync(`${w.config}/operator-token`, "utf8").trim();
   const answered = await fetch(new URL(`/v1/approvals/${id}`, info.mcp_url), {
     method: "POST",
     headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ answer: "deny" }),
+    body: JSON.stringify({ answer: "deny", arguments_sha256: digest }),
   });
   assert.equal(answered.status, 200, await answered.text());
   const { report } = await run;

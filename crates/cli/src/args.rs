@@ -375,6 +375,9 @@ pub enum LedgerCommand {
     Refusals(ListingArgs),
     /// Check that the file is a healthy ledger (exit 0 when healthy, 1 otherwise).
     Check(CheckArgs),
+    /// Verify the ledger's hash chain and its signed checkpoints (or an export's, with --export), naming
+    /// the first record that breaks (exit 0 when it holds, 1 otherwise).
+    Verify(VerifyArgs),
     /// Open the ledger for writing once, migrating an older schema, and close it.
     Migrate(MigrateArgs),
 }
@@ -546,6 +549,22 @@ pub struct ListingArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub db: DbArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Verify this JSON Lines export (`ledger export --format jsonl`) instead of a ledger file.
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// The public key to verify against: a file holding its hex (`ledger-key.pub`), or the hex itself
+    /// (default: the key in the hub's config folder). With --export, once per hub whose records it
+    /// holds (a team ledger's export): each hub's ledger is verified against the keys given.
+    #[arg(long, value_name = "PUB")]
+    pub key: Vec<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -19,6 +19,7 @@ mod sessions_cmd;
 mod stats_cmd;
 mod table;
 mod terminal;
+mod verify_cmd;
 
 use crate::args::{Cli, Command, HookAgent, LedgerCommand, OperatorCommand, PolicyCommand, SandboxCommand};
 use crate::error::CliError;
@@ -60,6 +61,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             LedgerCommand::Sessions(a) => sessions_cmd::sessions(a, &mut out)?,
             LedgerCommand::Refusals(a) => sessions_cmd::refusals(a, &mut out)?,
             LedgerCommand::Check(a) => ledger_cmd::check(a, &mut out)?,
+            LedgerCommand::Verify(a) => verify_cmd::verify(a, &mut out)?,
             LedgerCommand::Migrate(a) => ledger_cmd::migrate(a, &mut out)?,
         },
         Command::Policy { command } => match command {

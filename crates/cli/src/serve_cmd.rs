@@ -6,7 +6,7 @@ use crate::error::CliError;
 use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
 use portcullis_hub::api::events::FeedSources;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
-use portcullis_hub::api::{Operator, OperatorApi, visible};
+use portcullis_hub::api::{Channel, Operator, OperatorApi, visible};
 use portcullis_hub::start::{
     ConsoleSettings, EgressResolver, HubConfig, JsonlFileSink, OtlpSettings, RecordSink, RecordSinks,
     TlsSource, default_ledger_path, launch, user_config_dir,
@@ -226,7 +226,7 @@ fn answer_on_terminal(api: &OperatorApi, prompter: Arc<TerminalPrompter>) {
     };
     let mut feed = api.events_from(FeedSources { hub: false, approvals: true, calls: false });
     let api = api.clone();
-    let operator = Operator::named(crate::terminal::terminal_operator());
+    let operator = Operator::through(Channel::Terminal, crate::terminal::terminal_operator());
     tokio::spawn(async move {
         let mut queue: std::collections::VecDeque<Approval> = Default::default();
         loop {
@@ -252,7 +252,13 @@ fn answer_on_terminal(api: &OperatorApi, prompter: Arc<TerminalPrompter>) {
                         let Some(line) = line else { return };
                         match parse_answer(&line, always) {
                             Some(choice) => {
-                                let answer = Answer { answer: choice.into(), note: None, scope: None };
+                                // The digest of the arguments this terminal showed: the answer approves them only.
+                                let answer = Answer {
+                                    answer: choice.into(),
+                                    arguments_sha256: pending.arguments_sha256.clone(),
+                                    note: None,
+                                    scope: None,
+                                };
                                 if let Err(e) = api.answer_approval(pending.id, &answer, &operator) {
                                     prompter.show(&format!("approval #{}: {}\n", pending.id, visible(&e.message)));
                                 }

@@ -167,6 +167,10 @@ impl Prompter for TerminalPrompter {
         self.operator.clone()
     }
 
+    fn channel(&self) -> &'static str {
+        "terminal"
+    }
+
     async fn ask(&self, prompt: &ApprovalPrompt) -> Result<ApprovalChoice, String> {
         let question = describe(prompt);
         let always_offered = prompt.always.is_ok() && prompt.always_target.is_some();
@@ -188,6 +192,13 @@ pub fn describe_pending(p: &Approval) -> String {
     action_lines(&mut text, &p.action, p.reason.as_deref());
     let seconds = (p.deadline.0 - Timestamp::now().0).max(0) / 1_000_000;
     text.push_str(&format!("  denied automatically in {seconds} s\n"));
+    // What an answer here is bound to (the hub refuses it for other arguments).
+    let policy = p.policy_version.as_deref().map_or("none", |v| v.get(..12).unwrap_or(v));
+    text.push_str(&format!(
+        "  answers bind arguments sha256 {}… under policy {}\n",
+        p.arguments_sha256.get(..12).unwrap_or(&p.arguments_sha256),
+        visible(policy)
+    ));
     let always = match &p.always {
         AlwaysOffer::Yes { file, creates, rules, read_roots, .. } => {
             let rules = rules.iter().map(|r| rule_added(&r.id, &r.example));

@@ -76,7 +76,7 @@ fn allowed_words(decided_by: &DecidedBy) -> String {
                 operator.as_deref().map(|o| format!(" ({o})")).unwrap_or_default()
             )
         }
-        DecidedBy::SessionGrant { grant_id } => format!("allowed by the session's grant {grant_id}"),
+        DecidedBy::SessionGrant { grant_id, .. } => format!("allowed by the session's grant {grant_id}"),
         other => format!("allowed ({other:?})"),
     }
 }

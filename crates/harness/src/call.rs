@@ -2,6 +2,7 @@
 
 use crate::grants::Grants;
 use crate::mcp_request::McpRequest;
+use crate::receipt::Receipt;
 use crate::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -317,9 +318,19 @@ pub enum DecidedBy {
         /// result, record and future that carries one).
         #[serde(skip_serializing_if = "Option::is_none", default)]
         rule_written: Option<Box<RuleRef>>,
+        /// The answer bound to what it approved (the arguments' digest, the policy version, who, through
+        /// which channel, when); none from approvers that give no receipt and in records written before
+        /// receipts. Boxed for the same reason as `rule_written`.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        receipt: Option<Box<Receipt>>,
     },
-    /// An earlier "allow for session" answer covered this call.
-    SessionGrant { grant_id: String },
+    /// An earlier "allow for session" answer covered this call: the grant, and the id of the receipt of
+    /// the answer that gave it (none for grants given without one).
+    SessionGrant {
+        grant_id: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        receipt: Option<String>,
+    },
     /// Nobody answered the approval prompt in time; the call was denied. Never an operator's denial.
     ApprovalTimeout { after_ms: u64 },
     /// A tool-grant scope (exact allow/deny names).

@@ -31,6 +31,7 @@ pub mod name;
 pub mod operator_ask;
 pub mod paths;
 pub mod permission;
+pub mod receipt;
 pub mod redaction;
 pub mod registry;
 pub mod sandbox;
@@ -73,6 +74,7 @@ pub use name::{
 };
 pub use operator_ask::OperatorAsk;
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
+pub use receipt::{Receipt, ReceiptFields, arguments_digest};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
 pub use sandbox::{EgressScope, Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};

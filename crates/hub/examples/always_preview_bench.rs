@@ -50,9 +50,9 @@ async fn main() -> BenchResult<()> {
             )
             .await
     });
-    let id = loop {
+    let (id, arguments_sha256) = loop {
         if let Some(p) = api.pending_approvals().into_iter().next() {
-            break p.id;
+            break (p.id, p.arguments_sha256);
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
@@ -82,11 +82,12 @@ async fn main() -> BenchResult<()> {
     );
     let deny = portcullis_hub::api::types::Answer {
         answer: portcullis_hub::api::types::Choice::Deny,
+        arguments_sha256,
         note: None,
         scope: None,
     };
     match api.answer_approval(id, &deny, &portcullis_hub::api::Operator::named("bench")) {
-        Ok(()) | Err(portcullis_hub::api::ApiError { code: ErrorCode::ApprovalAnswered, .. }) => {}
+        Ok(_) | Err(portcullis_hub::api::ApiError { code: ErrorCode::ApprovalAnswered, .. }) => {}
         Err(e) => return Err(e.message.into()),
     }
     waiting.await?;

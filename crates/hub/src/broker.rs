@@ -5,7 +5,8 @@
 
 use async_trait::async_trait;
 use portcullis_harness::{
-    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, RuleRef, Timestamp,
+    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, Receipt, ReceiptFields, RuleRef,
+    Timestamp, arguments_digest,
 };
 use portcullis_ledger::ApprovalOutcome;
 use portcullis_policy::approval::{always_offer, settle};
@@ -31,6 +32,11 @@ pub struct PendingApproval {
     pub tool: String,
     /// Redacted arguments.
     pub arguments: serde_json::Value,
+    /// The SHA-256 of `arguments` in canonical JSON ([`arguments_digest`]): an answer must name it, so
+    /// it approves the arguments its operator was shown and no others.
+    pub arguments_sha256: String,
+    /// The version of the policy that asked (a content hash of its layers), as the call records it.
+    pub policy_version: Option<String>,
     pub action: ExecutionAction,
     /// Why the policy asks.
     pub reason: Option<String>,
@@ -74,6 +80,14 @@ pub enum BrokerError {
     AlwaysNotOffered { id: u64, why: String },
     #[error("the scope given for approval {id}'s \"always\" rules does not fit: {why}")]
     BadScope { id: u64, why: String },
+    /// The answer names other arguments than the waiting call's (`given`: the digest it named): it
+    /// approves nothing, and the call still waits.
+    #[error(
+        "the answer to approval {id} was given for other arguments than its call's (arguments_sha256 \
+         {given:?} is not theirs): nothing is approved and the call still waits; list the pending \
+         approvals again and answer with the arguments_sha256 shown"
+    )]
+    ReceiptMismatch { id: u64, given: String },
 }
 
 impl BrokerError {
@@ -83,7 +97,31 @@ impl BrokerError {
             BrokerError::AlreadyAnswered(_) => "approval_answered",
             BrokerError::AlwaysNotOffered { .. } => "always_not_offered",
             BrokerError::BadScope { .. } => "bad_scope",
+            BrokerError::ReceiptMismatch { .. } => "receipt_mismatch",
         }
+    }
+}
+
+/// An operator's answer to one approval, as approvers give it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reply<'a> {
+    pub choice: ApprovalChoice,
+    /// The pending approval's `arguments_sha256` as the operator was shown it: an answer naming other
+    /// arguments is refused ([`BrokerError::ReceiptMismatch`]).
+    pub arguments_sha256: &'a str,
+    /// Who answers (`alice (app)`), and through which front end (`app`, `browser`, `terminal`, `api`).
+    pub operator: &'a str,
+    pub channel: &'a str,
+    /// Words for the agent (read with a denial) and the ledger (kept with any answer).
+    pub note: Option<&'a str>,
+    /// With "always": its rules cut to this scope, one per offered rule (`None`: as offered, exact).
+    pub scope: Option<&'a [RuleScope]>,
+}
+
+impl<'a> Reply<'a> {
+    /// `choice` for the arguments of digest `arguments_sha256`, by `operator` through the API.
+    pub fn new(choice: ApprovalChoice, arguments_sha256: &'a str, operator: &'a str) -> Self {
+        Reply { choice, arguments_sha256, operator, channel: "api", note: None, scope: None }
     }
 }
 
@@ -95,6 +133,8 @@ struct Given {
     note: Option<String>,
     /// "Always" with the operator's scope: the offered amendment cut to it.
     scoped: Option<Amendment>,
+    /// The answer bound to what it approved.
+    receipt: Receipt,
 }
 
 struct Waiting {
@@ -150,12 +190,13 @@ impl ApprovalBroker {
         self
     }
 
-    /// Writes the approval row of `pending` (in the background: a settled approval never waits for it).
+    /// Writes the approval row of `pending` (in the background: a settled approval never waits for it):
+    /// answered `by` an operator with the answer's receipt, or not answered at all.
     fn record(
         &self,
         pending: &PendingApproval,
         outcome: ApprovalOutcome,
-        operator: Option<String>,
+        by: Option<(&str, &Receipt)>,
         note: Option<String>,
         written: Option<&Amendment>,
     ) {
@@ -164,7 +205,12 @@ impl ApprovalBroker {
             (Some(amendment), ApprovalOutcome::ApprovedAlways) => {
                 let added = amendment.rules.iter().map(|r| r.id.clone());
                 let widened = amendment.hosts.iter().map(|h| format!("{} (+{})", h.rule, h.host));
-                Some(added.chain(widened).collect::<Vec<_>>().join(", "))
+                let written = added.chain(widened).collect::<Vec<_>>().join(", ");
+                // The rules name the receipt that created them (in the file, and here).
+                Some(match by {
+                    Some((_, receipt)) => format!("{written} (receipt {})", receipt.id),
+                    None => written,
+                })
             }
             _ => None,
         };
@@ -175,9 +221,10 @@ impl ApprovalBroker {
             requested_at: pending.requested_at,
             resolved_at: Some(Timestamp::now()),
             outcome: Some(outcome),
-            operator,
+            operator: by.map(|(operator, _)| operator.to_owned()),
             note,
             rule_written,
+            receipt: by.map(|(_, receipt)| receipt.clone()),
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(id = pending.id, "approval not recorded: no runtime");
@@ -266,33 +313,13 @@ impl ApprovalBroker {
         *self.timeout.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Answers a pending approval; the first answer wins.
-    pub fn answer(&self, id: u64, choice: ApprovalChoice, operator: &str) -> Result<(), BrokerError> {
-        self.answer_with_note(id, choice, operator, None)
-    }
-
-    /// Answers a pending approval with a note: the agent reads it with a denial, the ledger keeps it
-    /// with any answer (cut to [`MAX_NOTE_CHARS`]). The first answer wins.
-    pub fn answer_with_note(
-        &self,
-        id: u64,
-        choice: ApprovalChoice,
-        operator: &str,
-        note: Option<&str>,
-    ) -> Result<(), BrokerError> {
-        self.answer_scoped(id, choice, operator, note, None)
-    }
-
-    /// Answers as [`Self::answer_with_note`]; "always" writes its rules cut to `scope` (one per offered
-    /// rule; `None`: as offered, exact).
-    pub fn answer_scoped(
-        &self,
-        id: u64,
-        choice: ApprovalChoice,
-        operator: &str,
-        note: Option<&str>,
-        scope: Option<&[RuleScope]>,
-    ) -> Result<(), BrokerError> {
+    /// Answers a pending approval; the first answer wins. The answer must name the digest of the
+    /// arguments the approval shows (else it is refused and the call still waits); its note is read by
+    /// the agent with a denial and kept by the ledger with any answer (cut to [`MAX_NOTE_CHARS`]).
+    /// Returns the answer's receipt: what it approved, under which policy, by whom, through which
+    /// channel and when — the waiting call carries it to its records.
+    pub fn answer(&self, id: u64, reply: Reply<'_>) -> Result<Receipt, BrokerError> {
+        let Reply { choice, arguments_sha256, operator, channel, note, scope } = reply;
         let mut waiting = self.lock_waiting();
         let Some(entry) = waiting.get(&id) else {
             return Err(if id > 0 && id <= self.next.load(Ordering::Relaxed) {
@@ -301,6 +328,11 @@ impl ApprovalBroker {
                 BrokerError::Unknown(id)
             });
         };
+        if entry.pending.arguments_sha256 != arguments_sha256 {
+            tracing::warn!(id, "an answer named other arguments than its approval's; refused");
+            let given = arguments_sha256.chars().take(64).collect();
+            return Err(BrokerError::ReceiptMismatch { id, given });
+        }
         if let (ApprovalChoice::Always, AlwaysOffer::No { why }) = (choice, &entry.pending.always) {
             return Err(BrokerError::AlwaysNotOffered { id, why: why.clone() });
         }
@@ -314,8 +346,22 @@ impl ApprovalBroker {
         drop(waiting);
         let note =
             note.map(str::trim).filter(|n| !n.is_empty()).map(|n| n.chars().take(MAX_NOTE_CHARS).collect());
-        let given = Given { choice, operator: operator.to_owned(), note, scoped };
-        entry.answer.send(given).map_err(|_| BrokerError::AlreadyAnswered(id))
+        let pending = &entry.pending;
+        let receipt = Receipt::new(ReceiptFields {
+            approval_id: id.to_string(),
+            session_id: pending.session_id.clone(),
+            call_id: pending.call_id.clone(),
+            tool: pending.tool.clone(),
+            arguments_sha256: pending.arguments_sha256.clone(),
+            policy_version: Some(self.live.current().version().to_string()),
+            operator: operator.to_owned(),
+            channel: channel.to_owned(),
+            outcome: choice.outcome(),
+            at: Timestamp::now(),
+        });
+        let given = Given { choice, operator: operator.to_owned(), note, scoped, receipt: receipt.clone() };
+        entry.answer.send(given).map_err(|_| BrokerError::AlreadyAnswered(id))?;
+        Ok(receipt)
     }
 
     fn resolved(&self, id: u64, outcome: &str, operator: Option<String>) {
@@ -326,8 +372,8 @@ impl ApprovalBroker {
 #[async_trait]
 impl Approvals for ApprovalBroker {
     async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
-        if let Some(grant_id) = self.grants.covering(&request) {
-            return ApprovalAnswer::Allow { decided_by: DecidedBy::SessionGrant { grant_id } };
+        if let Some(decided_by) = self.grants.covering(&request) {
+            return ApprovalAnswer::Allow { decided_by };
         }
         if self.deny_unattended && self.events.receiver_count() == 0 {
             return ApprovalAnswer::Deny {
@@ -366,6 +412,8 @@ impl Approvals for ApprovalBroker {
             call_id: request.call.call_id.to_string(),
             tool: request.tool_name.clone(),
             arguments: (*request.arguments).clone(),
+            arguments_sha256: arguments_digest(&request.arguments),
+            policy_version: request.verdict.policy_version.as_deref().map(str::to_owned),
             action: request.action.clone(),
             reason: request.verdict.reason.clone(),
             matched_rules: request.verdict.matched_rules.clone(),
@@ -382,7 +430,7 @@ impl Approvals for ApprovalBroker {
         let answer = tokio::time::timeout(timeout, rx).await;
         cleanup.armed = false;
         self.lock_waiting().remove(&id);
-        let Given { choice, operator, note, scoped } = match answer {
+        let Given { choice, operator, note, scoped, receipt } = match answer {
             Ok(Ok(given)) => given,
             Ok(Err(_)) | Err(_) => {
                 self.resolved(id, "timeout", None);
@@ -410,8 +458,10 @@ impl Approvals for ApprovalBroker {
             }
             AlwaysOffer::No { .. } => None,
         };
-        self.record(&pending, recorded, Some(operator.clone()), note.clone(), offered.map(|(_, a)| a));
-        match (settle(choice, &request, offered, &operator, &self.grants, &self.live), note) {
+        let by = Some((operator.as_str(), &receipt));
+        self.record(&pending, recorded, by, note.clone(), offered.map(|(_, a)| a));
+        let settled = settle(choice, &request, offered, &operator, Some(&receipt), &self.grants, &self.live);
+        match (settled, note) {
             (ApprovalAnswer::Deny { reason, decided_by }, Some(note)) => {
                 ApprovalAnswer::Deny { reason: format!("{reason}; the operator says: {note}"), decided_by }
             }

@@ -51,6 +51,34 @@ pub fn load_or_create_operator_token(dir: &Path) -> std::io::Result<String> {
     load_or_create_secret(dir, "operator-token", "operator token")
 }
 
+/// The file of the key that signs the ledger's checkpoints, in the config folder `dir` (agents may not
+/// read the folder and the sandbox hides it); its public half is beside it (`ledger-key.pub`).
+pub fn ledger_key_path(dir: &Path) -> PathBuf {
+    dir.join("ledger-key")
+}
+
+/// The ledger key of the config folder `dir`, made on first use.
+pub fn load_or_create_ledger_key(
+    dir: &Path,
+) -> Result<portcullis_ledger::LedgerKey, portcullis_ledger::KeyError> {
+    private_dir(dir).map_err(|source| portcullis_ledger::KeyError::Io { path: dir.to_owned(), source })?;
+    portcullis_ledger::LedgerKey::load_or_create(&ledger_key_path(dir))
+}
+
+/// The public key a ledger of this hub is verified against: the config folder's key's own public half
+/// when the key can be read, else its `.pub` file.
+pub fn ledger_public_key(
+    dir: &Path,
+) -> Result<portcullis_ledger::LedgerPublicKey, portcullis_ledger::KeyError> {
+    let key = ledger_key_path(dir);
+    match portcullis_ledger::LedgerKey::load(&key) {
+        Ok(key) => Ok(key.public()),
+        Err(_) => portcullis_ledger::LedgerPublicKey::read(
+            &portcullis_ledger::key::public_path(&key).to_string_lossy(),
+        ),
+    }
+}
+
 /// The hub's two credentials. Their values are secrets the redactor knows, so a tool that prints a
 /// token file shows neither agents nor the ledger the token.
 #[derive(Clone)]

@@ -324,7 +324,20 @@ impl Hub {
                 .create(parent)
                 .map_err(|e| HubError::Config(format!("ledger folder {}: {e}", parent.display())))?;
         }
-        let ledger = Arc::new(SqliteLedger::open(&config.db)?);
+        // The key that signs the ledger's checkpoints, beside the tokens (no config folder: unsigned,
+        // and `ledger verify` says so).
+        let ledger_key = match config.user_config() {
+            Some(dir) => Some(Arc::new(
+                crate::config::load_or_create_ledger_key(&dir)
+                    .map_err(|e| HubError::Config(format!("the ledger key: {e}")))?,
+            )),
+            None => None,
+        };
+        let ledger = Arc::new(SqliteLedger::open_signed(
+            &config.db,
+            portcullis_ledger::LedgerOptions::default(),
+            ledger_key,
+        )?);
         // The pinned upstream tool definitions: a hub that cannot read them does not start (it would
         // pin whatever servers offer now, and a change made while it was down would pass unseen).
         let pins = portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.tool_pins())?;

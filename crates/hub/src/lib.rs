@@ -42,7 +42,7 @@ pub mod tls;
 pub mod upstreams;
 pub mod waiting;
 
-pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingApproval};
+pub use broker::{AlwaysOffer, ApprovalBroker, BrokerError, BrokerEvent, PendingApproval, Reply};
 pub use error::HubError;
 pub use hub::{Hub, HubBackend, HubConfig, HubEvent};
 pub use launch::{LaunchError, LaunchedHub, launch};

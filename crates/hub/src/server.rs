@@ -5,7 +5,7 @@
 //! ledger. Binding elsewhere than loopback must be asked for.
 
 use crate::api::types::Answer;
-use crate::api::{ApiError, Client, Connected, ErrorCode, HubState, Operator, OperatorApi};
+use crate::api::{ApiError, Channel, Client, Connected, ErrorCode, HubState, Operator, OperatorApi};
 use crate::config::RuntimeInfo;
 use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
 use crate::error::HubError;
@@ -185,7 +185,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/tool-changes/accept", post(accept_tool_change))
         .merge(crate::operator_http::routes(crate::operator_http::OperatorClients::new(
             operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR)),
-            clients_named(&hub, addr, &dir, ""),
+            clients_named(&hub, addr, &dir, None),
         )))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
@@ -201,7 +201,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
             addr.port(),
             own_origins,
             scheme == "https",
-            clients_named(&hub, addr, &dir, " (browser)"),
+            clients_named(&hub, addr, &dir, Some(Channel::Browser)),
             Some(refusals.clone() as Arc<dyn portcullis_mcp::http::RefusalLog>),
         )
         .routes()
@@ -279,16 +279,25 @@ async fn restart_server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) ->
 
 use crate::operator_http::api_error;
 
-/// Makes the client of an operator named at run time, recorded as the name followed by `channel`
-/// (`alice (browser)`).
+/// Makes the client of an operator named at run time: through the browser console, recorded as the
+/// name followed by its channel (`alice (browser)`); through the operator token (`None`), as named by
+/// the request's header — the API's channel, or the app's for the name the desktop app sends
+/// (`alice (app)`).
 fn clients_named(
     hub: &Hub,
     addr: SocketAddr,
     dir: &std::path::Path,
-    channel: &'static str,
+    channel: Option<Channel>,
 ) -> Arc<dyn Fn(&str) -> Client + Send + Sync> {
     let (hub, dir) = (hub.clone(), dir.to_owned());
-    Arc::new(move |name: &str| operator_client(&hub, addr, &dir, Operator::named(format!("{name}{channel}"))))
+    Arc::new(move |name: &str| {
+        let operator = match channel {
+            Some(channel) => Operator::through(channel, format!("{name} ({})", channel.as_str())),
+            None if name.ends_with(" (app)") => Operator::through(Channel::App, name),
+            None => Operator::named(name),
+        };
+        operator_client(&hub, addr, &dir, operator)
+    })
 }
 
 /// A client of the command table's HTTP routes: the hub's operator API answering as `operator` (the
@@ -310,7 +319,8 @@ async fn pending(State(hub): State<Hub>) -> Response {
     Json(json!({ "approvals": OperatorApi::new(hub).pending_approvals() })).into_response()
 }
 
-/// An answer to a pending approval (`{"answer": "once|session|always|deny", "note"?: "..."}`). Who
+/// An answer to a pending approval (`{"answer": "once|session|always|deny", "arguments_sha256": "...",
+/// "note"?: "..."}`, the digest as the approval lists it): `{"answered": id, "receipt": {...}}`. Who
 /// answered is not the request's to say (an `operator` field is refused): it is the channel,
 /// [`API_OPERATOR`].
 async fn answer(
@@ -324,7 +334,7 @@ async fn answer(
             return api_error(ApiError::new(
                 ErrorCode::BadRequest,
                 format!(
-                    "expected {{\"answer\": \"once|session|always|deny\", \"note\"?: \"...\", \"scope\"?: [{{\"words\": n, \"exact\": bool}}]}} and nothing else: {}",
+                    "expected {{\"answer\": \"once|session|always|deny\", \"arguments_sha256\": \"<the approval's>\", \"note\"?: \"...\", \"scope\"?: [{{\"words\": n, \"exact\": bool}}]}} and nothing else: {}",
                     rejection.body_text()
                 ),
                 json!({ "id": id }),
@@ -332,7 +342,7 @@ async fn answer(
         }
     };
     match OperatorApi::new(hub).answer_approval(id, &body, &Operator::named(API_OPERATOR)) {
-        Ok(()) => Json(json!({ "answered": id })).into_response(),
+        Ok(receipt) => Json(json!({ "answered": id, "receipt": receipt })).into_response(),
         Err(e) => api_error(e),
     }
 }

@@ -97,6 +97,8 @@ mod tests {
             call_id: call.into(),
             tool: "shell".into(),
             arguments: serde_json::json!({}),
+            arguments_sha256: portcullis_harness::arguments_digest(&serde_json::json!({})),
+            policy_version: None,
             action: portcullis_harness::ExecutionAction::none(),
             reason: None,
             matched_rules: vec![],

@@ -25,6 +25,13 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A ledger as the hub opens it: its checkpoints signed with a key (made here for the run).
+fn open_signed(path: &Path) -> SqliteLedger {
+    let key = portcullis_ledger::LedgerKey::generate().unwrap_or_else(|e| fail("key", e));
+    SqliteLedger::open_signed(path, portcullis_ledger::LedgerOptions::default(), Some(Arc::new(key)))
+        .unwrap_or_else(|e| fail("open", e))
+}
+
 struct Echo(ToolSpec);
 
 #[async_trait]
@@ -109,7 +116,7 @@ async fn dispatch_bench(dir: &Path, n: usize, runs: usize, variant: &str) {
     let mut bytes = 0;
     for r in 0..runs {
         let path = dir.join(format!("dispatch-{variant}-{r}.ledger"));
-        let ledger = Arc::new(SqliteLedger::open(&path).unwrap_or_else(|e| fail("open", e)));
+        let ledger = Arc::new(open_signed(&path));
         let mut registry = ToolRegistry::new();
         let _ = registry.register(Arc::new(Echo(
             ToolSpec::new("echo", "Echo the text back").with_parameters(schema.clone()),
@@ -182,7 +189,7 @@ fn quantile_us(sorted: &[Duration], q: f64) -> f64 {
 /// record is committed), with `tasks` concurrent callers.
 async fn latency_bench(dir: &Path, n: usize, action: &str, tasks: usize) {
     let path = dir.join(format!("latency-{action}-{tasks}.ledger"));
-    let ledger = Arc::new(SqliteLedger::open(&path).unwrap_or_else(|e| fail("open", e)));
+    let ledger = Arc::new(open_signed(&path));
     let mut registry = ToolRegistry::new();
     let spec = ToolSpec::new("echo", "Echo the text back");
     let tool: Arc<dyn Tool> =
@@ -283,7 +290,7 @@ impl Rng {
 
 /// Writes `n` calls (≈2 records each: started + terminal, blocked calls 1) spread over 30 days.
 async fn generate(path: &Path, n: usize) -> (Timestamp, Timestamp) {
-    let ledger = SqliteLedger::open(path).unwrap_or_else(|e| fail("open", e));
+    let ledger = open_signed(path);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let end = Timestamp::now();
     let span: i64 = 30 * 86_400 * 1_000_000;

@@ -62,10 +62,13 @@ impl Appender {
         let encoded = match command {
             Command::Record(record) => {
                 let encoded = encode_record(&record, running, &mut self.chain, &mut batch.frame);
-                self.unsealed += u64::from(encoded.is_ok());
-                if self.unsealed >= self.options.checkpoint_every.max(1) {
+                if encoded.is_ok() {
                     batch.rows += 1;
-                    self.seal(batch);
+                    self.unsealed += 1;
+                    // The interval's last record: its seal follows it in the same frame.
+                    if self.unsealed >= self.options.checkpoint_every.max(1) {
+                        self.seal(batch);
+                    }
                     return;
                 }
                 encoded
@@ -73,6 +76,12 @@ impl Appender {
             Command::Entry(entry) => wire::encode_entry(&entry, &mut batch.frame),
             Command::Flush(Barrier::Durable, waiter) => return batch.durable.push(waiter),
             Command::Flush(Barrier::Visible, waiter) => return batch.visible.push(waiter),
+            Command::Seal(waiter) => {
+                if self.unsealed > 0 {
+                    self.seal(batch);
+                }
+                return batch.visible.push(waiter);
+            }
             Command::Shutdown => {
                 batch.shutdown = true;
                 return;

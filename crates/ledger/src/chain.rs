@@ -264,7 +264,7 @@ pub(crate) fn set_head(conn: &Connection, head: &ChainHead) -> rusqlite::Result<
 }
 
 /// 32 bytes as a link (shorter or longer values, only in a damaged file, become a link no record has).
-pub(crate) fn to_link(bytes: &[u8]) -> Link {
+pub fn to_link(bytes: &[u8]) -> Link {
     let mut link = [0u8; 32];
     if bytes.len() == 32 {
         link.copy_from_slice(bytes);

@@ -1,23 +1,20 @@
-//! The proof a JSON Lines export carries, and its verification with the public key alone. Each chained
-//! record's line gets a `chain` object: its link, the link before it, its canonical columns (the exact
-//! values its link hashes, in [`CHAINED_COLUMNS`](crate::chain::CHAINED_COLUMNS) order), and the signed
-//! checkpoints that end at it. Lines stay records (consumers that read records are unaffected). A
-//! verifier orders the records by id, checks every link, and counts a record proven when consecutive
-//! links lead from it to a checkpoint signed with the key: a whole export proves every record; a
-//! filtered one only its runs that end at a checkpoint.
+//! The proof a JSON Lines export carries (its verification with the public keys alone is
+//! `export_verify.rs`). Each chained record's line gets a `chain` object: its link, the link before it,
+//! its canonical columns (the exact values its link hashes, in
+//! [`CHAINED_COLUMNS`](crate::chain::CHAINED_COLUMNS) order), and the signed checkpoints that end at it.
+//! Lines stay records (consumers that read records are unaffected). A team ledger's export carries the
+//! same object, built from what each hub shipped.
 
 use crate::chain::{self, Link};
 use crate::error::{AtPath, LedgerStoreError};
-use crate::key::LedgerPublicKey;
-use crate::seal::message;
-use crate::verify::{BreakKind, ChainBreak, MAX_BREAKS, Verdict, VerifyReport};
 use portcullis_harness::receipt::hex;
 use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::Path;
+
+pub use crate::export_verify::{verify_export, verify_export_keys};
 
 /// A checkpoint as an export carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,180 +101,4 @@ impl ProofSource {
             checkpoints: self.seals.get(&id).cloned().unwrap_or_default(),
         })
     }
-}
-
-fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
-    if text.len() != N * 2 {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
-}
-
-/// One record of the export, checked on its own.
-struct Checked {
-    id: i64,
-    line: u64,
-    link: Link,
-    previous: Link,
-    seals: Vec<ExportedSeal>,
-}
-
-/// The line's record id and `chain` object (none when it has none: unchained).
-#[derive(Deserialize)]
-struct ExportLine {
-    id: i64,
-    #[serde(default)]
-    chain: Option<ExportedLink>,
-}
-
-/// Verifies a JSON Lines export read from `input` against `key` (see the module's doc).
-pub fn verify_export(input: impl BufRead, key: &LedgerPublicKey) -> Result<VerifyReport, LedgerStoreError> {
-    let mut breaks: Vec<ChainBreak> = Vec::new();
-    let mut break_count = 0u64;
-    let mut broke = |kind, record_id: Option<i64>, message: String| {
-        break_count += 1;
-        if breaks.len() < MAX_BREAKS {
-            breaks.push(ChainBreak { kind, record_id, position: None, message });
-        }
-    };
-    let mut records = Vec::new();
-    let mut unchained = 0u64;
-    let mut bytes = Vec::new();
-    for (n, line) in input.lines().enumerate() {
-        let n = n as u64 + 1;
-        let line = line.map_err(|e| LedgerStoreError::Export(format!("line {n}: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed: ExportLine = serde_json::from_str(&line).map_err(|e| {
-            LedgerStoreError::Export(format!("line {n}: not a record of a JSONL export: {e}"))
-        })?;
-        let Some(proof) = parsed.chain else {
-            unchained += 1;
-            continue;
-        };
-        let (Some(link), Some(previous)) = (unhex::<32>(&proof.link), unhex::<32>(&proof.previous)) else {
-            broke(
-                BreakKind::Malformed,
-                Some(parsed.id),
-                format!("line {n}: its links are not 64 hex digits"),
-            );
-            continue;
-        };
-        bytes.clear();
-        if let Err(bad) = chain::canonical_from_json(&proof.columns, &mut bytes) {
-            broke(
-                BreakKind::Malformed,
-                Some(parsed.id),
-                format!("line {n}: its column {} is not a record's", bad.column),
-            );
-            continue;
-        }
-        if chain::link(&previous, &bytes) != link {
-            broke(
-                BreakKind::Changed,
-                Some(parsed.id),
-                format!(
-                    "line {n} (record {}) does not match its link: it was edited after the export",
-                    parsed.id
-                ),
-            );
-        }
-        records.push(Checked { id: parsed.id, line: n, link, previous, seals: proof.checkpoints });
-    }
-    records.sort_by_key(|r| r.id);
-    let mut sealed = 0u64;
-    let mut pending = 0u64;
-    let mut checkpoints = 0u64;
-    let mut checkpoints_valid = 0u64;
-    let mut ledger_id = String::new();
-    let mut last: Option<&Checked> = None;
-    for record in &records {
-        if last.is_some_and(|l| l.id == record.id) {
-            broke(
-                BreakKind::Changed,
-                Some(record.id),
-                format!("line {}: record {} appears twice", record.line, record.id),
-            );
-            continue;
-        }
-        // A record that does not follow the one before it starts a new run: what was pending before the
-        // gap cannot be proven by a checkpoint after it.
-        if last.is_none_or(|l| l.link != record.previous) {
-            pending = 0;
-        }
-        pending += 1;
-        for seal in &record.seals {
-            checkpoints += 1;
-            ledger_id.clone_from(&seal.ledger_id);
-            let signed = unhex::<32>(&seal.head)
-                .filter(|h| *h == record.link)
-                .map(|head| message(&seal.ledger_id, seal.count, &head, seal.at, seal.writer_id));
-            let signature = seal.signature.as_deref().and_then(unhex::<64>);
-            let public = seal.public_key.as_deref().and_then(unhex::<32>);
-            match (signed, public, signature) {
-                (None, _, _) => broke(
-                    BreakKind::SealMismatch,
-                    Some(record.id),
-                    format!(
-                        "line {}: a checkpoint carried by record {} does not seal its link",
-                        record.line, record.id
-                    ),
-                ),
-                (Some(_), Some(public), Some(_)) if public != *key.as_bytes() => broke(
-                    BreakKind::SealSignature,
-                    Some(record.id),
-                    format!(
-                        "line {}: the checkpoint at record {} is signed with key {}, not {key}",
-                        record.line,
-                        record.id,
-                        hex(&public)
-                    ),
-                ),
-                (Some(signed), Some(_), Some(signature)) if key.verifies(&signed, &signature) => {
-                    checkpoints_valid += 1;
-                    sealed += pending;
-                    pending = 0;
-                }
-                (Some(_), _, _) => broke(
-                    BreakKind::SealSignature,
-                    Some(record.id),
-                    format!(
-                        "line {}: the checkpoint at record {} is unsigned or its signature does not verify",
-                        record.line, record.id
-                    ),
-                ),
-            }
-        }
-        last = Some(record);
-    }
-    let chained = records.len() as u64;
-    let unproven = chained.saturating_sub(sealed);
-    if unproven > 0 {
-        broke(
-            BreakKind::Unsealed,
-            None,
-            format!(
-                "{unproven} of the export's {chained} chained records are not followed, link by link, by a checkpoint signed with the key (a filtered export proves only its runs that end at a checkpoint; export the whole ledger to prove every record)"
-            ),
-        );
-    }
-    Ok(VerifyReport {
-        verdict: if break_count == 0 { Verdict::Intact } else { Verdict::Broken },
-        ledger_id,
-        key: key.to_string(),
-        unchained,
-        chained,
-        sealed,
-        checkpoints,
-        checkpoints_valid,
-        journaled: 0,
-        writer_running: false,
-        break_count,
-        breaks,
-    })
 }

@@ -128,7 +128,14 @@ pub(crate) fn replay(
     let damaged = |e: JournalError| LedgerStoreError::Journal { path: path.clone(), why: e.to_string() };
     let (epoch, offset) = journal_point(conn).at(ledger)?;
     let unindexed = journal::unindexed(&path, epoch, offset).map_err(damaged)?;
-    if unindexed.torn_bytes > 0 {
+    if !unindexed.torn_by_a_crash() {
+        // Not what a crash leaves: kept aside for whoever looks into it, never indexed.
+        let mut kept = path.as_os_str().to_owned();
+        kept.push(format!(".rejected-{}", unindexed.epoch));
+        let kept = std::path::PathBuf::from(kept);
+        let copied = std::fs::copy(&path, &kept);
+        tracing::error!(path = %path.display(), bytes = unindexed.torn_bytes, kept = %kept.display(), copied = copied.is_ok(), "the journal's bytes after its last whole frame are not a frame a crash cut off (changed or replaced): not indexed, kept aside");
+    } else if unindexed.torn_bytes > 0 {
         tracing::warn!(path = %path.display(), bytes = unindexed.torn_bytes, "journal ends in a frame cut while it was written (never acknowledged): dropped");
     }
     let mut keys = KeyCache::default();

@@ -159,6 +159,20 @@ pub(crate) struct Unindexed {
     /// Bytes after the last whole frame (a frame cut by a crash while it was written: never
     /// acknowledged, dropped).
     pub torn_bytes: u64,
+    /// The frame length the torn bytes start with, when they hold one.
+    pub torn_declares: Option<u64>,
+}
+
+impl Unindexed {
+    /// Whether the bytes after the last whole frame are what a crash leaves: nothing, part of a frame's
+    /// head, or a frame whose declared length runs past the end of the file (its write was cut). Anything
+    /// else — a frame that fits and fails its checksum — was changed or put there.
+    pub(crate) fn torn_by_a_crash(&self) -> bool {
+        match self.torn_declares {
+            None => true,
+            Some(len) => FRAME_HEAD as u64 + len > self.torn_bytes,
+        }
+    }
 }
 
 /// Reads the frames of the journal at `path` that the ledger has not indexed, given the epoch and
@@ -176,7 +190,13 @@ pub(crate) fn unindexed(
     let len = bytes.len() as u64;
     if len < HEADER {
         // Never written past a torn header: nothing was acknowledged from it.
-        return Ok(Unindexed { epoch: indexed_epoch, frames: Vec::new(), chained: true, torn_bytes: 0 });
+        return Ok(Unindexed {
+            epoch: indexed_epoch,
+            frames: Vec::new(),
+            chained: true,
+            torn_bytes: 0,
+            torn_declares: None,
+        });
     }
     let chained = match &bytes[..8] {
         m if m == MAGIC => true,
@@ -200,7 +220,11 @@ pub(crate) fn unindexed(
         at = next;
         frames.push(Frame { writer_id, entries: entries.to_vec(), end: at as u64 });
     }
-    Ok(Unindexed { epoch, frames, chained, torn_bytes: len - at as u64 })
+    let torn_declares =
+        bytes.get(at..at + 4).map(|h| u64::from(u32::from_le_bytes([h[0], h[1], h[2], h[3]])));
+    let torn_bytes = len - at as u64;
+    let torn_declares = if torn_bytes >= FRAME_HEAD as u64 { torn_declares } else { None };
+    Ok(Unindexed { epoch, frames, chained, torn_bytes, torn_declares })
 }
 
 /// The whole, intact frame at `at`, if there is one: its writer id, its entries' bytes and the offset
@@ -271,11 +295,15 @@ mod tests {
             let u = unindexed(&path, 0, 0).unwrap();
             assert_eq!(u.frames.len(), 1, "cut at {cut}");
             assert_eq!(u.torn_bytes, cut - first);
+            assert!(u.torn_by_a_crash(), "cut at {cut}");
         }
         let mut flipped = whole.clone();
         flipped[end as usize - 2] ^= 1;
         std::fs::write(&path, &flipped).unwrap();
-        assert_eq!(unindexed(&path, 0, 0).unwrap().frames.len(), 1);
+        let u = unindexed(&path, 0, 0).unwrap();
+        assert_eq!(u.frames.len(), 1);
+        // A whole frame that fails its checksum is no crash's doing.
+        assert!(!u.torn_by_a_crash());
     }
 
     #[test]

@@ -153,7 +153,8 @@ impl LedgerKey {
         LedgerPublicKey { key: self.signing.verifying_key() }
     }
 
-    pub(crate) fn sign(&self, message: &[u8]) -> [u8; 64] {
+    /// Signs `message` (a checkpoint's, [`crate::seal::message`]).
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.signing.sign(message).to_bytes()
     }
 }

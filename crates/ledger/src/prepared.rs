@@ -60,6 +60,9 @@ pub(crate) enum Command {
     Record(ToolCallRecord),
     Entry(Entry),
     Flush(Barrier, Waiter),
+    /// Seal the chain now (when records since the last seal exist); answered once the seal is in
+    /// SQLite.
+    Seal(Waiter),
     Shutdown,
 }
 

@@ -1,7 +1,8 @@
-//! The rows a ledger's tail ships besides its records: sessions, approvals, refusals and tool pin
-//! events. Each table is read after a cursor: the change clock's tick for the tables whose rows change
-//! (a session ends, a refusal's minute counts on), the id for the one only appended to. Rows leave as
-//! JSON objects keyed by column name, so a sink writes them without knowing SQLite.
+//! The rows a ledger's tail ships besides its records: sessions, approvals, refusals, tool pin events
+//! and the chain's signed checkpoints. Each table is read after a cursor: the change clock's tick for
+//! the tables whose rows change (a session ends, a refusal's minute counts on), the id for those only
+//! appended to. Rows leave as JSON objects keyed by column name (blobs as lowercase hex), so a sink
+//! writes them without knowing SQLite.
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::query::LedgerReader;
@@ -17,11 +18,18 @@ pub enum SideTable {
     Approvals,
     Refusals,
     ToolPinEvents,
+    /// The hash chain's checkpoints (`seal.rs`): what lets a team ledger's records be proven.
+    ChainCheckpoints,
 }
 
 impl SideTable {
-    pub const ALL: [SideTable; 4] =
-        [SideTable::Sessions, SideTable::Approvals, SideTable::Refusals, SideTable::ToolPinEvents];
+    pub const ALL: [SideTable; 5] = [
+        SideTable::Sessions,
+        SideTable::Approvals,
+        SideTable::Refusals,
+        SideTable::ToolPinEvents,
+        SideTable::ChainCheckpoints,
+    ];
 
     /// The table's name (in the ledger, and in a sink's cursor key).
     pub fn name(self) -> &'static str {
@@ -30,6 +38,7 @@ impl SideTable {
             SideTable::Approvals => "approvals",
             SideTable::Refusals => "refusals",
             SideTable::ToolPinEvents => "tool_pin_events",
+            SideTable::ChainCheckpoints => "chain_checkpoints",
         }
     }
 
@@ -76,6 +85,9 @@ impl SideTable {
             SideTable::ToolPinEvents => {
                 &["id", "at", "server", "tool", "kind", "digest", "definition", "operator"]
             }
+            SideTable::ChainCheckpoints => {
+                &["id", "count", "record_id", "head", "at", "writer_id", "why", "public_key", "signature"]
+            }
         }
     }
 
@@ -83,7 +95,7 @@ impl SideTable {
     fn cursor_column(self) -> &'static str {
         match self {
             SideTable::Sessions | SideTable::Approvals | SideTable::Refusals => "changed",
-            SideTable::ToolPinEvents => "id",
+            SideTable::ToolPinEvents | SideTable::ChainCheckpoints => "id",
         }
     }
 }

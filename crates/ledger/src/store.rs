@@ -381,6 +381,18 @@ impl SqliteLedger {
         self.barrier(Barrier::Visible).await
     }
 
+    /// Seals the chain as it stands (a signed checkpoint now, when records came since the last one) and
+    /// returns once the seal is in SQLite: a verification right after finds every record sealed.
+    pub async fn seal_now(&self) -> Result<(), LedgerStoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Seal(tx)).await?;
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(LedgerStoreError::Writer(message)),
+            Err(_) => Err(LedgerStoreError::Closed),
+        }
+    }
+
     /// Returns once everything handed in before it is durable (in the journal: a crash of the process
     /// loses none of it, the next open indexes it), or with the write's error. Readers may not see it
     /// yet. The harness's [`Ledger::flush`] and durable `started` records wait for this.

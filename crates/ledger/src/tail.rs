@@ -3,11 +3,13 @@
 //! call waits for; each sink gets the records after its own cursor, in id order, and its cursor moves
 //! only once it took them, so a sink that is down or slow delays nobody and misses nothing: it catches
 //! up from where it stopped, across restarts (the cursors live beside the ledger, `<ledger>.sinks.json`).
-//! A sink may also take the rows of the ledger's other tables (`side.rs`), each after a cursor of its own.
+//! A sink may also take the rows of the ledger's other tables (`side.rs`), each after a cursor of its own,
+//! and each record's link in the hash chain with its canonical columns (a team ledger keeps the proof).
 
-use crate::error::LedgerStoreError;
+use crate::chain::{self, CHAINED_COLUMNS, Link};
+use crate::error::{AtPath, LedgerStoreError};
 use crate::query::LedgerReader;
-use crate::row::StoredRecord;
+use crate::row::{RECORD_COLUMNS, StoredRecord, stored_record};
 use crate::side::{SideRow, SideTable};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -42,6 +44,21 @@ pub trait RecordSink: Send + Sync {
     /// again; an error keeps them for the next try.
     async fn deliver(&self, records: &[StoredRecord]) -> Result<(), String>;
 
+    /// Whether it takes each record's link in the chain with it ([`RecordSink::deliver_linked`]).
+    fn takes_links(&self) -> bool {
+        false
+    }
+
+    /// Takes `records` with their links (`links[i]` is `records[i]`'s; none for a record written before
+    /// the chain), for a sink that [takes links](RecordSink::takes_links); by default, as `deliver`.
+    async fn deliver_linked(
+        &self,
+        records: &[StoredRecord],
+        _links: &[Option<RecordLink>],
+    ) -> Result<(), String> {
+        self.deliver(records).await
+    }
+
     /// The ledger's other tables it takes (none by default).
     fn side_tables(&self) -> &[SideTable] {
         &[]
@@ -54,6 +71,65 @@ pub trait RecordSink: Send + Sync {
 
     /// Told once, before any delivery, the id of the ledger it follows.
     fn bind(&self, _ledger_id: &str) {}
+}
+
+/// A record's place in the hash chain, for a sink that ships the proof with the record: its link, and
+/// its canonical columns (the exact values the link hashes, which [`chain::canonical_from_json`]
+/// re-encodes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordLink {
+    pub link: Link,
+    /// The JSON array of its [`CHAINED_COLUMNS`] values, in their order, as text (kept byte for byte:
+    /// the body is one of them).
+    pub columns: String,
+}
+
+/// Where the link is among [`LedgerReader::linked_records`]'s columns (after [`RECORD_COLUMNS`]'s 16);
+/// the canonical columns follow it.
+const LINK_COLUMN: usize = 16;
+
+impl LedgerReader {
+    /// [`LedgerReader::records`], each with its link in the chain (none for a record from before it).
+    pub fn linked_records(
+        &self,
+        after_id: i64,
+        limit: usize,
+    ) -> Result<(Vec<StoredRecord>, Vec<Option<RecordLink>>), LedgerStoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS}, chain, {CHAINED_COLUMNS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).at(self.path())?;
+        let rows = stmt
+            .query_map([after_id, i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+                let record = stored_record(row)?;
+                let link: Option<Vec<u8>> = row.get(LINK_COLUMN)?;
+                let columns = match link {
+                    Some(link) => {
+                        Some((chain::to_link(&link), chain::columns_as_json(row, LINK_COLUMN + 1)?))
+                    }
+                    None => None,
+                };
+                Ok((record, columns))
+            })
+            .at(self.path())?
+            .collect::<Result<Vec<_>, _>>()
+            .at(self.path())?;
+        let mut records = Vec::with_capacity(rows.len());
+        let mut links = Vec::with_capacity(rows.len());
+        for (record, columns) in rows {
+            let link = match columns {
+                Some((link, columns)) => Some(RecordLink {
+                    link,
+                    columns: serde_json::to_string(&columns)
+                        .map_err(|e| LedgerStoreError::Export(format!("record {}: {e}", record.id)))?,
+                }),
+                None => None,
+            };
+            records.push(record);
+            links.push(link);
+        }
+        Ok((records, links))
+    }
 }
 
 /// The cursor key of `sink`'s rows of `table`.
@@ -218,12 +294,26 @@ impl LedgerTail {
                 continue;
             }
             let after = follower.after;
-            let Some(records) = read(&self.reader, move |r| r.records(after, TAIL_BATCH)).await else {
+            let linked = follower.sink.takes_links();
+            let Some((records, links)) = read(&self.reader, move |r| {
+                if linked {
+                    r.linked_records(after, TAIL_BATCH)
+                } else {
+                    r.records(after, TAIL_BATCH).map(|records| (records, Vec::new()))
+                }
+            })
+            .await
+            else {
                 return delivered;
             };
             let mut outcome = Ok(0);
             if let Some(last) = records.last().map(|r| r.id) {
-                outcome = follower.sink.deliver(&records).await.map(|()| {
+                let delivery = if linked {
+                    follower.sink.deliver_linked(&records, &links).await
+                } else {
+                    follower.sink.deliver(&records).await
+                };
+                outcome = delivery.map(|()| {
                     follower.after = last;
                     records.len()
                 });

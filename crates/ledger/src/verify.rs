@@ -45,10 +45,8 @@ pub enum BreakKind {
 pub struct ChainBreak {
     pub kind: BreakKind,
     /// The record where it shows (its id in the file; none for a journaled record not yet indexed).
-    #[cfg_attr(feature = "specta", specta(type = Option<f64>))]
     pub record_id: Option<i64>,
     /// Its place in the chain (1 = the first chained record).
-    #[cfg_attr(feature = "specta", specta(type = Option<f64>))]
     pub position: Option<u64>,
     pub message: String,
 }
@@ -74,29 +72,42 @@ pub struct VerifyReport {
     /// The public key checkpoints were checked against (hex).
     pub key: String,
     /// Records written before the chain existed (not proven either way).
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub unchained: u64,
     /// Records in the chain, the journal's not yet indexed included.
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub chained: u64,
     /// Of them, covered by a checkpoint signed with the key.
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub sealed: u64,
     /// Checkpoints found, and of them signed with the key and matching the chain.
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub checkpoints: u64,
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub checkpoints_valid: u64,
     /// Chained records still only in the journal (its writer has not indexed them).
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub journaled: u64,
     /// Whether a writer holds the ledger now (its newest records may wait for their checkpoint).
     pub writer_running: bool,
     /// All breaks found, and the first [`MAX_BREAKS`] of them (the first is where the ledger stops being
     /// proven).
-    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub break_count: u64,
     pub breaks: Vec<ChainBreak>,
+    /// An export holding the records of several ledgers (a team ledger's, one per hub): each ledger's
+    /// own result (the counts above are their sums, the breaks name their ledger). Empty for one ledger.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ledgers: Vec<LedgerVerdict>,
+}
+
+/// One ledger's result in the verification of an export holding several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct LedgerVerdict {
+    pub ledger_id: String,
+    pub verdict: Verdict,
+    /// The key its valid checkpoints were signed with (hex), when one was.
+    pub key: Option<String>,
+    pub unchained: u64,
+    pub chained: u64,
+    pub sealed: u64,
+    pub checkpoints: u64,
+    pub checkpoints_valid: u64,
+    pub break_count: u64,
 }
 
 /// Breaks kept in a report.
@@ -410,6 +421,7 @@ impl LedgerReader {
             writer_running: running,
             break_count: walk.break_count,
             breaks: walk.breaks,
+            ledgers: Vec::new(),
         })
     }
 
@@ -426,6 +438,18 @@ impl LedgerReader {
                 return Ok(0);
             }
         };
+        if !unindexed.torn_by_a_crash() {
+            walk.broke(
+                BreakKind::Journal,
+                None,
+                None,
+                format!(
+                    "{}: the {} bytes after its last whole frame are not a frame a crash cut off: the journal was changed or replaced",
+                    journal_path.display(),
+                    unindexed.torn_bytes
+                ),
+            );
+        }
         let mut n = 0;
         let mut bytes = Vec::new();
         for frame in &unindexed.frames {

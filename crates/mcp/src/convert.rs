@@ -58,7 +58,7 @@ pub fn describe_decider(decided_by: &DecidedBy) -> String {
             )
         }
         DecidedBy::ApprovalTimeout { after_ms } => format!("approval timeout after {} s", after_ms / 1000),
-        DecidedBy::SessionGrant { grant_id } => format!("session grant {grant_id}"),
+        DecidedBy::SessionGrant { grant_id, .. } => format!("session grant {grant_id}"),
         DecidedBy::Grants { scope } => format!("grant scope `{scope}`"),
         DecidedBy::Guardrail { pack, rule } => format!("guardrail {pack}/{rule}"),
         DecidedBy::Permission { permission } => format!("permission {permission}"),

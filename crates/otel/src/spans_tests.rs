@@ -42,6 +42,7 @@ fn record(kind: StoredKind, traceparent: Option<&str>) -> StoredRecord {
                 },
                 operator: Some("ana".into()),
                 rule_written: None,
+                receipt: None,
             },
             policy_decided_by: Some(DecidedBy::Rule {
                 rule_id: "ask-kubectl".into(),

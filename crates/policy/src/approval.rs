@@ -13,7 +13,7 @@ use crate::splice::append_to_array;
 use async_trait::async_trait;
 use portcullis_harness::{
     ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome,
-    Redactor, RuleRef, Timestamp,
+    Receipt, ReceiptFields, Redactor, RuleRef, Timestamp, arguments_digest,
 };
 use serde::Serialize;
 use std::io::Write as _;
@@ -42,6 +42,8 @@ pub struct SessionGrant {
     pub tool_name: String,
     pub action: ExecutionAction,
     pub granted_at: Timestamp,
+    /// The id of the receipt of the answer that gave it (none when that answer gave no receipt).
+    pub receipt: Option<String>,
 }
 
 /// The session grants in force (listed and revocable).
@@ -60,8 +62,9 @@ impl SessionGrants {
         self.grants.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The grant covering this request: same session, same tool, the very same action.
-    pub fn covering(&self, request: &ApprovalRequest) -> Option<String> {
+    /// What decides a request a grant covers (same session, same tool, the very same action): that
+    /// grant, with the receipt that created it.
+    pub fn covering(&self, request: &ApprovalRequest) -> Option<DecidedBy> {
         self.lock()
             .iter()
             .find(|g| {
@@ -69,11 +72,12 @@ impl SessionGrants {
                     && g.tool_name == request.tool_name
                     && g.action == request.action
             })
-            .map(|g| g.id.clone())
+            .map(|g| DecidedBy::SessionGrant { grant_id: g.id.clone(), receipt: g.receipt.clone() })
     }
 
-    /// Records a grant for this request's session, tool and action; returns its id.
-    pub fn grant(&self, request: &ApprovalRequest) -> String {
+    /// Records a grant for this request's session, tool and action, given by the answer whose receipt
+    /// is `receipt`; returns its id.
+    pub fn grant(&self, request: &ApprovalRequest, receipt: Option<&Receipt>) -> String {
         let id = format!("session-grant-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         self.lock().push(SessionGrant {
             id: id.clone(),
@@ -81,6 +85,7 @@ impl SessionGrants {
             tool_name: request.tool_name.clone(),
             action: request.action.clone(),
             granted_at: Timestamp::now(),
+            receipt: receipt.map(|r| r.id.clone()),
         });
         id
     }
@@ -114,6 +119,7 @@ impl Approvals for DenyingApprover {
                 outcome: OperatorOutcome::Denied,
                 operator: Some("non-interactive".into()),
                 rule_written: None,
+                receipt: None,
             },
         }
     }
@@ -468,6 +474,8 @@ pub struct ApprovalPrompt {
 pub trait Prompter: Send + Sync {
     /// Who answers, as recorded in the ledger.
     fn operator(&self) -> String;
+    /// Through which front end (`terminal`, `app`...), as the answer's receipt records it.
+    fn channel(&self) -> &'static str;
     async fn ask(&self, prompt: &ApprovalPrompt) -> Result<ApprovalChoice, String>;
 }
 
@@ -524,13 +532,67 @@ pub fn always_offer(
     Ok(amendment)
 }
 
+/// The operator's answer to an approval prompt, bound to what it approved: the receipt of `choice` for
+/// `request` (its arguments' digest, the policy version in force now), given by `operator` through
+/// `channel` on `approval_id`.
+pub fn receipt_of(
+    choice: ApprovalChoice,
+    request: &ApprovalRequest,
+    approval_id: &str,
+    operator: &str,
+    channel: &str,
+    live: &LivePolicy,
+) -> Receipt {
+    Receipt::new(ReceiptFields {
+        approval_id: approval_id.to_owned(),
+        session_id: request.call.session_id.to_string(),
+        call_id: request.call.call_id.to_string(),
+        tool: request.tool_name.clone(),
+        arguments_sha256: arguments_digest(&request.arguments),
+        policy_version: Some(live.current().version().to_string()),
+        operator: operator.to_owned(),
+        channel: channel.to_owned(),
+        outcome: choice.outcome(),
+        at: Timestamp::now(),
+    })
+}
+
+impl ApprovalChoice {
+    /// The outcome this answer records when carried out as given.
+    pub fn outcome(self) -> OperatorOutcome {
+        match self {
+            ApprovalChoice::Once => OperatorOutcome::ApprovedOnce,
+            ApprovalChoice::Session => OperatorOutcome::ApprovedForSession,
+            ApprovalChoice::Always => OperatorOutcome::ApprovedAlways,
+            ApprovalChoice::Deny => OperatorOutcome::Denied,
+        }
+    }
+}
+
+/// `amendment` with the receipt that approved it named in each rule's justification, so the rule in the
+/// policy file says which answer created it.
+fn stamped(amendment: &Amendment, receipt: Option<&Receipt>) -> Amendment {
+    let mut stamped = amendment.clone();
+    if let Some(receipt) = receipt {
+        for rule in &mut stamped.rules {
+            let said = rule.justification.take().unwrap_or_default();
+            let sep = if said.is_empty() { "" } else { "; " };
+            rule.justification = Some(format!("{said}{sep}receipt {}", receipt.id));
+        }
+    }
+    stamped
+}
+
 /// Carries out an operator's answer: once; a session grant; "always" (the offered amendment appended to
-/// `file` and the amended policy put in force — allowed once if it cannot be written); or deny.
+/// `file` and the amended policy put in force — allowed once if it cannot be written); or deny. The
+/// `receipt` of the answer travels with it (the dispatcher checks it covers the call), is kept by the
+/// session grant it gives and named in the rules "always" writes.
 pub fn settle(
     choice: ApprovalChoice,
     request: &ApprovalRequest,
     always: Option<(&str, &Amendment)>,
     operator: &str,
+    receipt: Option<&Receipt>,
     grants: &SessionGrants,
     live: &LivePolicy,
 ) -> ApprovalAnswer {
@@ -538,13 +600,14 @@ pub fn settle(
         outcome,
         operator: Some(operator.to_owned()),
         rule_written,
+        receipt: receipt.map(|r| Box::new(r.clone())),
     };
     match choice {
         ApprovalChoice::Once => {
             ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedOnce, None) }
         }
         ApprovalChoice::Session => {
-            let _grant = grants.grant(request);
+            let _grant = grants.grant(request, receipt);
             ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedForSession, None) }
         }
         ApprovalChoice::Always => {
@@ -552,7 +615,7 @@ pub fn settle(
             let Some((file, amendment)) = always else {
                 return ApprovalAnswer::Allow { decided_by: said(OperatorOutcome::ApprovedOnce, None) };
             };
-            match append_amendment(&live.current(), file, amendment) {
+            match append_amendment(&live.current(), file, &stamped(amendment, receipt)) {
                 Ok((amended, written)) => {
                     live.replace(amended);
                     ApprovalAnswer::Allow {
@@ -578,8 +641,8 @@ pub fn settle(
 #[async_trait]
 impl Approvals for OperatorApprover {
     async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
-        if let Some(grant_id) = self.grants.covering(&request) {
-            return ApprovalAnswer::Allow { decided_by: DecidedBy::SessionGrant { grant_id } };
+        if let Some(decided_by) = self.grants.covering(&request) {
+            return ApprovalAnswer::Allow { decided_by };
         }
         let operator = self.prompter.operator();
         let always = always_offer(
@@ -599,6 +662,7 @@ impl Approvals for OperatorApprover {
                         outcome: OperatorOutcome::Denied,
                         operator: Some(operator),
                         rule_written: None,
+                        receipt: None,
                     },
                 };
             }
@@ -607,6 +671,9 @@ impl Approvals for OperatorApprover {
             (Ok(amendment), Some(target)) => Some((target.file.as_str(), amendment)),
             _ => None,
         };
-        settle(choice, &prompt.request, offered, &operator, &self.grants, &self.live)
+        let approval_id = prompt.request.call.call_id.to_string();
+        let receipt =
+            receipt_of(choice, &prompt.request, &approval_id, &operator, self.prompter.channel(), &self.live);
+        settle(choice, &prompt.request, offered, &operator, Some(&receipt), &self.grants, &self.live)
     }
 }

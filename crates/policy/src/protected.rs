@@ -459,6 +459,10 @@ mod tests {
         let rows: &[(&str, Option<ProtectedKind>)] = &[
             ("/home/u/.config/portcullis/policy.json", Some(ProtectedKind::Policy)),
             ("/home/u/.config/portcullis/token", Some(ProtectedKind::HubSecret)),
+            // The key that signs the ledger's checkpoints, and its public half (an agent that could read
+            // the key could re-sign a rewritten ledger).
+            ("/home/u/.config/portcullis/ledger-key", Some(ProtectedKind::HubSecret)),
+            ("/home/u/.config/portcullis/ledger-key.pub", Some(ProtectedKind::HubSecret)),
             ("/home/u/.config/portcullis", Some(ProtectedKind::HubSecret)),
             ("/home/u/.config/other", None),
             ("/data/ledger.db", Some(ProtectedKind::HubSecret)),

@@ -6,6 +6,7 @@ mod connect;
 pub mod error;
 pub mod identity;
 pub mod read;
+mod read_proof;
 mod read_rollups;
 mod read_stats;
 pub mod schema;

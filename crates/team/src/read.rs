@@ -5,9 +5,11 @@
 
 use crate::connect::connect;
 use crate::error::{TeamError, driver_text};
+use crate::read_proof::{PROOF_COLUMNS, proof_of};
 use crate::schema::SCHEMA_VERSION;
 use crate::target::TeamDb;
 use portcullis_harness::Timestamp;
+use portcullis_ledger::export_proof::ExportedLink;
 use portcullis_ledger::query::argument_summary;
 use portcullis_ledger::{
     ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallOrigin, CallPage, CallRow, CallStatus,
@@ -20,6 +22,10 @@ use tokio_postgres::types::ToSql;
 /// How long a search may walk the calls in time order before its page is read from the search index
 /// instead, milliseconds.
 const SEARCH_WALK_MS: u32 = 60;
+
+/// What [`TeamReader::export_records`] gives each record to: the record, where it ran, and its proof.
+pub type EachExported<'a> =
+    dyn FnMut(&StoredRecord, &CallOrigin, Option<&ExportedLink>) -> Result<(), TeamError> + 'a;
 
 /// A team ledger opened for reading.
 pub struct TeamReader {
@@ -483,6 +489,8 @@ impl TeamReader {
             operator: row.try_get(6).map_err(f)?,
             note: row.try_get(7).map_err(f)?,
             rule_written: row.try_get(8).map_err(f)?,
+            // The team ledger has no receipts column (yet): the call's record body carries the receipt.
+            receipt: None,
         })
     }
 
@@ -533,18 +541,21 @@ impl TeamReader {
     }
 
     /// Every record of the matching calls, oldest call first, in id order within a call: each as the
-    /// hub's ledger reads it back.
+    /// hub's ledger reads it back, with where it ran and, when `proofs` is asked and the record was
+    /// shipped with its link, its proof (`read_proof.rs`).
     pub fn export_records(
         &self,
         filter: &CallFilter,
-        each: &mut dyn FnMut(&StoredRecord, &CallOrigin) -> Result<(), TeamError>,
+        proofs: bool,
+        each: &mut EachExported<'_>,
     ) -> Result<u64, TeamError> {
         let w = call_where(filter)?;
         let sql = format!(
-            "SELECT a.record, a.ledger_id, a.hub_host, a.hub_user FROM portcullis.records r
+            "SELECT a.record, a.ledger_id, a.hub_host, a.hub_user{} FROM portcullis.records r
              JOIN portcullis.records a ON a.ledger_id = r.ledger_id AND a.session_id = r.session_id
                                        AND a.call_id = r.call_id
              WHERE {} ORDER BY r.at, r.ledger_id, r.id, a.id",
+            if proofs { format!(", {PROOF_COLUMNS}") } else { String::new() },
             w.sql
         );
         let mut n = 0;
@@ -556,7 +567,13 @@ impl TeamReader {
                 host: row.try_get(2).map_err(f)?,
                 user: row.try_get(3).map_err(f)?,
             };
-            each(&record, &origin)?;
+            let proof = if proofs {
+                proof_of(&row, 4, &origin.ledger_id)
+                    .map_err(|why| TeamError::Database { url: self.db.to_string(), why })?
+            } else {
+                None
+            };
+            each(&record, &origin, proof.as_ref())?;
             n += 1;
         }
         Ok(n)

@@ -207,6 +207,29 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (day, state)
     );
     "#,
+    // 4: the hubs' hash chains (issue 36). Each record's link (hex) and its canonical columns as its hub's
+    // ledger hashed them: the JSON array's text, kept byte for byte (`text`: `jsonb` would rewrite it);
+    // and each ledger's signed checkpoints (hex, as exports carry them). With them an export of the team
+    // ledger is proven with each hub's public key alone. Records shipped before carry none (unchained).
+    r#"
+    ALTER TABLE portcullis.records ADD COLUMN chain text, ADD COLUMN chain_columns text;
+    CREATE TABLE portcullis.chain_checkpoints (
+        ledger_id  text NOT NULL,
+        id         bigint NOT NULL,
+        hub_host   text NOT NULL,
+        hub_user   text NOT NULL,
+        count      bigint NOT NULL,
+        record_id  bigint NOT NULL,
+        head       text NOT NULL,
+        at         bigint NOT NULL,
+        writer_id  bigint NOT NULL,
+        why        text NOT NULL,
+        public_key text,
+        signature  text,
+        PRIMARY KEY (ledger_id, id)
+    );
+    CREATE INDEX chain_checkpoints_record ON portcullis.chain_checkpoints (ledger_id, record_id);
+    "#,
 ];
 
 /// A session row's state as `session_days` counts it: open, or how it ended.
@@ -341,6 +364,17 @@ pub fn side_columns(table: SideTable) -> &'static [(&'static str, &'static str)]
             ("digest", "text"),
             ("definition", "text"),
             ("operator", "text"),
+        ],
+        SideTable::ChainCheckpoints => &[
+            ("id", "bigint"),
+            ("count", "bigint"),
+            ("record_id", "bigint"),
+            ("head", "text"),
+            ("at", "bigint"),
+            ("writer_id", "bigint"),
+            ("why", "text"),
+            ("public_key", "text"),
+            ("signature", "text"),
         ],
     }
 }

@@ -1,6 +1,7 @@
 //! Shipping a hub's ledger to the team ledger: a sink of the ledger's tail. Each delivery is one
 //! transaction of batched writes keyed by (ledger id, row id): records are inserted once
-//! (`ON CONFLICT DO NOTHING`), the rows of the other tables are upserted as they are now, so a batch
+//! (`ON CONFLICT DO NOTHING`), each with its link in the hub's hash chain and its canonical columns, the
+//! rows of the other tables (the chain's checkpoints among them) are upserted as they are now, so a batch
 //! sent again after a crash or a lost answer changes nothing. The tail keeps the cursor and retries;
 //! the local ledger is the spool.
 
@@ -11,7 +12,7 @@ use crate::schema::migrate;
 use crate::ship_sql::{HUB_SQL, SEARCH_SQL, insert_records_sql, upsert_side_sql};
 use crate::target::TeamDb;
 use portcullis_ledger::row::decided_columns;
-use portcullis_ledger::{RecordSink, SideRow, SideTable, StoredKind, StoredRecord};
+use portcullis_ledger::{RecordLink, RecordSink, SideRow, SideTable, StoredKind, StoredRecord};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -163,12 +164,15 @@ struct RecordRow<'a> {
     policy_rule: Option<&'a str>,
     redacted: bool,
     record: &'a StoredRecord,
+    /// Its link in the hub's chain (hex) and its canonical columns (a JSON array's text), when it has one.
+    chain: Option<String>,
+    chain_columns: Option<&'a str>,
     /// A terminal record's search document (tool, arguments, output, error), when the sink has it.
     search_text: Option<String>,
 }
 
 impl<'a> RecordRow<'a> {
-    fn of(record: &'a StoredRecord) -> RecordRow<'a> {
+    fn of(record: &'a StoredRecord, link: Option<&'a RecordLink>) -> RecordRow<'a> {
         let (decided_by, decided_rule, decided_source, decided_operator) =
             decided_columns(&record.body.decided_by);
         RecordRow {
@@ -193,6 +197,8 @@ impl<'a> RecordRow<'a> {
             policy_rule: record.policy_rule.as_deref(),
             redacted: record.redacted,
             record,
+            chain: link.map(|l| portcullis_harness::receipt::hex(&l.link)),
+            chain_columns: link.map(|l| l.columns.as_str()),
             search_text: None,
         }
     }
@@ -206,13 +212,18 @@ const OPEN_CALLS: usize = 100_000;
 pub struct OpenCalls(HashMap<(String, String), String>);
 
 impl OpenCalls {
-    /// `records` as the JSON text the insert reads, and the ids of the calls that ended without a
-    /// search document (left to the database).
-    pub fn batch(&mut self, records: &[StoredRecord]) -> Result<(String, Vec<i64>), serde_json::Error> {
+    /// `records` (with their `links`, when given: `links[i]` is `records[i]`'s) as the JSON text the
+    /// insert reads, and the ids of the calls that ended without a search document (left to the
+    /// database).
+    pub fn batch(
+        &mut self,
+        records: &[StoredRecord],
+        links: &[Option<RecordLink>],
+    ) -> Result<(String, Vec<i64>), serde_json::Error> {
         let mut left = Vec::new();
         let mut rows = Vec::with_capacity(records.len());
-        for record in records {
-            let mut row = RecordRow::of(record);
+        for (i, record) in records.iter().enumerate() {
+            let mut row = RecordRow::of(record, links.get(i).and_then(Option::as_ref));
             let key = || (record.session_id.clone(), record.call_id.clone());
             match record.kind {
                 StoredKind::Started => {
@@ -278,9 +289,23 @@ impl RecordSink for PostgresSink {
         let _ = self.identity.set(HubIdentity::of_this_process(ledger_id));
     }
 
+    /// Records without their links (shipped unchained): the tail gives this sink the links
+    /// ([`RecordSink::deliver_linked`]).
     async fn deliver(&self, records: &[StoredRecord]) -> Result<(), String> {
+        self.deliver_linked(records, &[]).await
+    }
+
+    fn takes_links(&self) -> bool {
+        true
+    }
+
+    async fn deliver_linked(
+        &self,
+        records: &[StoredRecord],
+        links: &[Option<RecordLink>],
+    ) -> Result<(), String> {
         let (batch, ids) = (self.open_calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-            .batch(records)
+            .batch(records, links)
             .map_err(|e| format!("records not written as JSON: {e}"))?;
         self.in_transaction(Delivery::Records { batch, ids }).await
     }

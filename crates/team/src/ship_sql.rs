@@ -30,6 +30,8 @@ pub(crate) const RECORD_COLUMNS: &[(&str, &str)] = &[
     ("policy_rule", "text"),
     ("redacted", "boolean"),
     ("record", "jsonb"),
+    ("chain", "text"),
+    ("chain_columns", "text"),
 ];
 
 pub(crate) fn insert_records_sql() -> String {

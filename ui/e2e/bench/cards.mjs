@@ -34,7 +34,7 @@ export async function callToCard(browser, { base, operatorToken, count, calls })
       if (!approval) continue;
       seen.add(id);
       latencies.push(shownAt - approval.requested_at / 1000);
-      await http("POST", `/v1/approvals/${id}`, { answer: "deny" });
+      await http("POST", `/v1/approvals/${id}`, { answer: "deny", arguments_sha256: approval.arguments_sha256 });
     }
   }
   const { code } = await calls;

@@ -19,6 +19,7 @@ import type {
   Facets,
   LedgerLibrary,
   LedgerSummary,
+  VerifyReport,
   OpenedLedger,
   SavedView,
   SessionRow,
@@ -79,6 +80,8 @@ export type {
   Facets,
   LedgerLibrary,
   LedgerSummary,
+  VerifyReport,
+  BreakKind,
   OpenedLedger,
   OutputPart,
   RecentLedger,
@@ -218,6 +221,8 @@ export interface Backend {
   openLedger(path: string | null): Promise<OpenedLedger>;
   closeLedger(id: number): Promise<void>;
   ledgerSummary(id: number): Promise<LedgerSummary>;
+  /** Checks the ledger's hash chain and signed checkpoints against the hub's key; names the first break. */
+  verifyLedger(id: number): Promise<VerifyReport>;
   /** One page of calls by key: newest first after `cursor` (older), or oldest first after it (newer). */
   ledgerCalls(id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number): Promise<CallPage>;
   ledgerCount(id: number, filter: CallFilter): Promise<number>;

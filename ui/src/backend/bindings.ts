@@ -14,8 +14,11 @@ export const commands = {
 	hubStatus: () => typedError<HubStatus, ApiError>(__TAURI_INVOKE("hub_status")),
 	/**  The calls waiting for an answer, oldest first, each with the policy's evaluation. */
 	pendingApprovals: () => typedError<Approval[], ApiError>(__TAURI_INVOKE("pending_approvals")),
-	/**  Answers approval `id`; the operator recorded is the client's, never the request's. */
-	answerApproval: (id: number, answer: Answer) => typedError<null, ApiError>(__TAURI_INVOKE("answer_approval", { id, answer })),
+	/**
+	 *  Answers approval `id` (naming the `arguments_sha256` shown); the operator recorded is
+	 *  the client's, never the request's. The answer's receipt.
+	 */
+	answerApproval: (id: number, answer: Answer) => typedError<Receipt, ApiError>(__TAURI_INVOKE("answer_approval", { id, answer })),
 	/**
 	 *  What answering "always" for approval `id` with `scope` would write, and what it
 	 *  would have changed over the ledger.
@@ -73,6 +76,8 @@ export const commands = {
 	openLedger: (path: string | null) => typedError<OpenedLedger, ApiError>(__TAURI_INVOKE("open_ledger", { path })),
 	/**  Closes ledger `id` (false when it was not open). */
 	closeLedger: (id: number) => typedError<boolean, ApiError>(__TAURI_INVOKE("close_ledger", { id })),
+	/**  Ledger `id`'s hash chain and signed checkpoints checked against the hub's key. */
+	verifyLedger: (id: number) => typedError<VerifyReport, ApiError>(__TAURI_INVOKE("verify_ledger", { id })),
 	/**  Ledger `id` at a glance, now. */
 	ledgerSummary: (id: number) => typedError<LedgerSummary, ApiError>(__TAURI_INVOKE("ledger_summary", { id })),
 	/**  One page of the calls `filter` selects, in `order` after `cursor`. */
@@ -137,7 +142,7 @@ export const events = {
 };
 
 /* Constants */
-export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false}} as const;
+export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"verify_ledger":{"args":["id"],"stream":false}} as const;
 
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
@@ -193,7 +198,10 @@ export type AlwaysPreview = {
 	read_roots: string[],
 	/**  Hosts added to an existing rule's `network` list (a host prompt's "always"): `rule: host`. */
 	hosts: HostAdded[],
-	/**  The file's text before and after, as changed lines with context. */
+	/**
+	 *  The file's text before and after, as changed lines with context. (Written, each rule's
+	 *  justification also names the receipt of the answer that created it: `…; receipt <id>`.)
+	 */
 	diff: DiffLine[],
 	/**  The amended policy allows the waiting call. */
 	allows_call: boolean,
@@ -214,6 +222,11 @@ export type AlwaysRule = {
 /**  An answer to one approval. */
 export type Answer = {
 	answer: Choice,
+	/**
+	 *  The approval's `arguments_sha256` as the operator was shown it: an answer naming other
+	 *  arguments is refused (`receipt_mismatch`) and the call still waits.
+	 */
+	arguments_sha256: string,
 	/**  Words for the agent (read with a denial) and the ledger (kept with any answer). */
 	note?: string | null,
 	/**
@@ -240,6 +253,13 @@ export type Approval = {
 	tool: string,
 	/**  The call's arguments, secrets redacted. Agent text: escape it wherever a person reads it. */
 	arguments: Value,
+	/**
+	 *  The SHA-256 (hex) of `arguments` in canonical JSON: every answer names it (an [`Answer`]'s
+	 *  `arguments_sha256`), so it approves these arguments and no others.
+	 */
+	arguments_sha256: string,
+	/**  The version of the policy that asked (a content hash of its layers, as the call records it). */
+	policy_version: string | null,
 	/**  What the call would do (kind, operation, command, canonical paths, working folder). */
 	action: ExecutionAction,
 	/**  Why the policy asks. */
@@ -282,6 +302,8 @@ export type ApprovalRecord = {
 	note?: string | null,
 	/**  The rule written by an "always allow" answer. */
 	rule_written?: string | null,
+	/**  What the answer is bound to (arguments, policy version, operator and channel, time). */
+	receipt?: Receipt | null,
 };
 
 /**  How the approvals asked in a time range went. */
@@ -311,6 +333,29 @@ export type AttachedHub = {
 
 /**  Why a call was blocked before it executed. */
 export type BlockedReason = "guardrail_blocked" | "unknown_tool" | "tool_denied" | "invalid_arguments" | "permission_denied" | "validation_failed" | "execution_denied";
+
+/**  What kind of break a verifier found. */
+export type BreakKind = 
+/**  A record's content does not hash to its link (edited, or another record moved into its place). */
+"changed" | 
+/**  Records are missing between two chained records (their ids jump). */
+"deleted" | 
+/**  A record without a link after chained records (inserted, or its link stripped). */
+"unlinked" | 
+/**  A record's columns cannot be read as a record (a value of the wrong type). */
+"malformed" | 
+/**  A derived column disagrees with the record (`status` and `kind`). */
+"derived" | 
+/**  A checkpoint does not match the chain at its record. */
+"seal_mismatch" | 
+/**  A checkpoint signed by a key other than the one verified against, or not signed by it. */
+"seal_signature" | 
+/**  A checkpoint sealed more records than the chain has: its tail was removed. */
+"truncated" | 
+/**  Chained records no signed checkpoint covers while no writer holds the ledger. */
+"unsealed" | 
+/**  The journal beside the ledger cannot be read or does not follow the chain. */
+"journal";
 
 /**
  *  Calls in one time bucket, all of them and by outcome (the outcomes of running calls are not known:
@@ -543,6 +588,16 @@ export type CatalogTool = {
 	granted: boolean,
 };
 
+/**  One break. */
+export type ChainBreak = {
+	kind: BreakKind,
+	/**  The record where it shows (its id in the file; none for a journaled record not yet indexed). */
+	record_id: number | null,
+	/**  Its place in the chain (1 = the first chained record). */
+	position: number | null,
+	message: string,
+};
+
 /**  Changed calls decided by one rule (or reason) under the draft. */
 export type ChangeGroup = {
 	/**  `rule <id> (<file>)`, or the reason that decides them under the draft. */
@@ -657,9 +712,18 @@ export type DecidedBy =
  *  Boxed: rare, and unboxed it would double the size of every `DecidedBy` (and so of every
  *  result, record and future that carries one).
  */
-rule_written?: RuleRef | null } | 
-/**  An earlier "allow for session" answer covered this call. */
-{ by: "session_grant"; grant_id: string } | 
+rule_written?: RuleRef | null; 
+/**
+ *  The answer bound to what it approved (the arguments' digest, the policy version, who, through
+ *  which channel, when); none from approvers that give no receipt and in records written before
+ *  receipts. Boxed for the same reason as `rule_written`.
+ */
+receipt?: Receipt | null } | 
+/**
+ *  An earlier "allow for session" answer covered this call: the grant, and the id of the receipt of
+ *  the answer that gave it (none for grants given without one).
+ */
+{ by: "session_grant"; grant_id: string; receipt?: string | null } | 
 /**  Nobody answered the approval prompt in time; the call was denied. Never an operator's denial. */
 { by: "approval_timeout"; after_ms: number } | 
 /**  A tool-grant scope (exact allow/deny names). */
@@ -815,6 +879,11 @@ export type ErrorCode =
 "approval_answered" | 
 /**  "Always" is not offered for this approval (the reason is in the message). */
 "always_not_offered" | 
+/**
+ *  The answer named other arguments (their `arguments_sha256`) than the waiting call's: it
+ *  approved nothing and the call still waits (`details`: the approval's id, the digest given).
+ */
+"receipt_mismatch" | 
 /**  No session grant with this id. */
 "grant_unknown" | 
 /**  The request itself is malformed (a field missing or of the wrong kind). */
@@ -893,7 +962,9 @@ export type ErrorCode =
 /**  The team ledger's database failed a query, or its schema is newer than this build. */
 "team_ledger_failed" | 
 /**  What a hub's own ledger answers and a team ledger does not (a file's check, its refusals). */
-"not_on_team_ledger";
+"not_on_team_ledger" | 
+/**  The key a ledger's checkpoints are verified against (or signed with) cannot be read or parsed. */
+"ledger_key_unusable";
 
 /**  The answer of an evaluation, with the evidence. */
 export type Evaluation = {
@@ -1177,6 +1248,20 @@ export type LedgerSummary = {
 	last_at: Timestamp | null,
 };
 
+/**  One ledger's result in the verification of an export holding several. */
+export type LedgerVerdict = {
+	ledger_id: string,
+	verdict: Verdict,
+	/**  The key its valid checkpoints were signed with (hex), when one was. */
+	key: string | null,
+	unchained: number,
+	chained: number,
+	sealed: number,
+	checkpoints: number,
+	checkpoints_valid: number,
+	break_count: number,
+};
+
 /**  One finding about one rule. */
 export type LintFinding = {
 	kind: LintKind,
@@ -1371,6 +1456,27 @@ export type ProtectedKind =
 "executed" | 
 /**  The hub's credentials and state, other processes' environment and memory: never read or written. */
 "hub_secret";
+
+/**  An operator's answer to one approval prompt, bound to what was approved. */
+export type Receipt = {
+	/**  The receipt's own hash (SHA-256, hex) over every other field: how grants and rules name it. */
+	id: string,
+	/**  The approval prompt answered. */
+	approval_id: string,
+	session_id: string,
+	call_id: string,
+	tool: string,
+	/**  [`arguments_digest`] of the call's arguments as the operator was shown them. */
+	arguments_sha256: string,
+	/**  The version of the policy in force when the answer was given (none without a policy). */
+	policy_version: string | null,
+	/**  Who answered (as the hub knows them: `alice (app)`, `terminal`). */
+	operator: string,
+	/**  Through which front end: `app`, `browser`, `terminal`, `api`. */
+	channel: string,
+	outcome: OperatorOutcome,
+	at: Timestamp,
+};
 
 /**  A ledger file opened lately. */
 export type RecentLedger = {
@@ -1581,6 +1687,8 @@ export type SessionGrant = {
 	tool: string,
 	action: ExecutionAction,
 	granted_at: Timestamp,
+	/**  The id of the receipt of the answer that gave it. */
+	receipt: string | null,
 };
 
 /**  An agent session as the ledger keeps it. */
@@ -1864,6 +1972,45 @@ skipped?: string[] } |
 { state: "stopped" };
 
 export type Value = null | boolean | number | string | Value[] | { [key in string]: Value };
+
+/**  The verdict. */
+export type Verdict = 
+/**  Every chained record links and is covered by a checkpoint signed with the key. */
+"intact" | 
+/**  Everything links, and the newest records are not sealed yet because a writer holds the ledger. */
+"intact_unsealed_tail" | "broken";
+
+/**  What `ledger verify` found. */
+export type VerifyReport = {
+	verdict: Verdict,
+	ledger_id: string,
+	/**  The public key checkpoints were checked against (hex). */
+	key: string,
+	/**  Records written before the chain existed (not proven either way). */
+	unchained: number,
+	/**  Records in the chain, the journal's not yet indexed included. */
+	chained: number,
+	/**  Of them, covered by a checkpoint signed with the key. */
+	sealed: number,
+	/**  Checkpoints found, and of them signed with the key and matching the chain. */
+	checkpoints: number,
+	checkpoints_valid: number,
+	/**  Chained records still only in the journal (its writer has not indexed them). */
+	journaled: number,
+	/**  Whether a writer holds the ledger now (its newest records may wait for their checkpoint). */
+	writer_running: boolean,
+	/**
+	 *  All breaks found, and the first [`MAX_BREAKS`] of them (the first is where the ledger stops being
+	 *  proven).
+	 */
+	break_count: number,
+	breaks: ChainBreak[],
+	/**
+	 *  An export holding the records of several ledgers (a team ledger's, one per hub): each ledger's
+	 *  own result (the counts above are their sums, the breaks name their ledger). Empty for one ledger.
+	 */
+	ledgers?: LedgerVerdict[],
+};
 
 /* Tauri Specta runtime */
 async function typedError<T, E>(result: Promise<T>): Promise<{ status: "ok"; data: T } | { status: "error"; error: E }> {

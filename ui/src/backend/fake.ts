@@ -86,6 +86,7 @@ export function fakeBackend(handlers: Handlers = {}): FakeBackend {
     openLedger: (...a) => call("openLedger", a),
     closeLedger: (...a) => call("closeLedger", a),
     ledgerSummary: (...a) => call("ledgerSummary", a),
+    verifyLedger: (...a) => call("verifyLedger", a),
     ledgerCalls: (...a) => call("ledgerCalls", a),
     ledgerCount: (...a) => call("ledgerCount", a),
     ledgerCall: (...a) => call("ledgerCall", a),

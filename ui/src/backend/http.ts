@@ -211,6 +211,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     openLedger: (path) => call("open_ledger", path),
     closeLedger: (id) => done(call("close_ledger", id)),
     ledgerSummary: (id) => call("ledger_summary", id),
+    verifyLedger: (id) => call("verify_ledger", id),
     ledgerCalls: (id, filter, order, cursor, limit) => call("ledger_calls", id, filter, order, cursor, limit),
     ledgerCount: (id, filter) => call("ledger_count", id, filter),
     ledgerCall: (id, callId, session) => call("ledger_call", id, callId, session),

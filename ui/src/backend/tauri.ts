@@ -34,7 +34,10 @@ export function tauriBackend(): Backend {
     hubState: () => unwrap(commands.hubState()),
     hubStatus: () => unwrap(commands.hubStatus()),
     pendingApprovals: () => unwrap(commands.pendingApprovals()),
-    answerApproval: (id, answer) => done(commands.answerApproval(id, answer)),
+    // The answer's receipt stays in the ledger (the inbox only needs to know it was taken).
+    answerApproval: async (id, answer) => {
+      await unwrap(commands.answerApproval(id, answer));
+    },
     alwaysPreview: (id, scope) => unwrap(commands.alwaysPreview(id, scope)),
     sessionGrants: () => unwrap(commands.sessionGrants()),
     revokeSessionGrant: (id) => done(commands.revokeSessionGrant(id)),
@@ -87,6 +90,7 @@ export function tauriBackend(): Backend {
       await unwrap(commands.closeLedger(id));
     },
     ledgerSummary: (id) => unwrap(commands.ledgerSummary(id)),
+    verifyLedger: (id) => unwrap(commands.verifyLedger(id)),
     ledgerCalls: (id, filter, order, cursor, limit) => unwrap(commands.ledgerCalls(id, filter, order, cursor, limit)),
     ledgerCount: (id, filter) => unwrap(commands.ledgerCount(id, filter)),
     ledgerCall: (id, callId, session) => unwrap(commands.ledgerCall(id, callId, session)),

@@ -10,6 +10,8 @@ export function shellApproval(id = 7): Approval {
     call_id: `call-${id}`,
     tool: "shell",
     arguments: { command: "git push origin main && rm -rf build" },
+    arguments_sha256: `${id}`.padStart(64, "a"),
+    policy_version: "3f2a9c1e7b6d5a40",
     action: {
       kind: "execute",
       operation: "exec",

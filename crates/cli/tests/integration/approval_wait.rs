@@ -39,9 +39,11 @@ fn spawn_agent(served: &Served, steps: Value) -> std::process::Child {
         .unwrap()
 }
 
-fn answer(served: &Served, id: &Value, answer: &str) -> (u16, String) {
-    let url = format!("{}/approvals/{}", served.api, id);
-    let body = serde_json::json!({ "answer": answer }).to_string();
+/// Answers the approval `asked` (as listed) for the arguments it shows.
+fn answer(served: &Served, asked: &Value, answer: &str) -> (u16, String) {
+    let url = format!("{}/approvals/{}", served.api, asked["id"]);
+    let body =
+        serde_json::json!({ "answer": answer, "arguments_sha256": asked["arguments_sha256"] }).to_string();
     http(&url, "POST", Some(&served.operator_token), &[], Some(&body))
 }
 
@@ -68,7 +70,7 @@ fn a_prompt_is_withdrawn_when_its_callers_connection_closes() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (status, body) = answer(&served, &asked["id"], "once");
+    let (status, body) = answer(&served, &asked, "once");
     assert_eq!(status, 409, "a late answer must find nothing to approve: {body}");
     std::thread::sleep(Duration::from_millis(300));
     assert!(!served.project().join("ran-for-nobody").exists(), "the command ran for nobody");
@@ -99,7 +101,7 @@ fn a_waiting_call_sends_progress_that_keeps_patient_clients_waiting() {
     );
     let asked = first_pending(&served);
     std::thread::sleep(Duration::from_secs(8));
-    let (status, body) = answer(&served, &asked["id"], "once");
+    let (status, body) = answer(&served, &asked, "once");
     assert_eq!(status, 200, "{body}");
     let out = agent.wait_with_output().unwrap();
     assert!(

@@ -226,19 +226,23 @@ fn portcullis_api_calls_the_table_of_the_running_hub_as_its_operator() {
         json!([{"op": "call", "name": "shell", "arguments": {"command": "touch answered-by-api"}}]),
     );
     let started = Instant::now();
-    let id = loop {
+    let (id, digest) = loop {
         let out = api_cli(&served, &["pending_approvals"]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let pending: Value = serde_json::from_slice(&out.stdout).unwrap();
         if let Some(id) = pending[0]["id"].as_u64() {
-            break id;
+            break (id, pending[0]["arguments_sha256"].clone());
         }
         assert!(started.elapsed() < Duration::from_secs(20), "the prompt never came");
         std::thread::sleep(Duration::from_millis(100));
     };
-    let answer = json!({"id": id, "answer": {"answer": "once"}}).to_string();
+    let answer = json!({"id": id, "answer": {"answer": "once", "arguments_sha256": digest}}).to_string();
     let out = api_cli(&served, &["answer_approval", &answer]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The answer's receipt: the arguments it approved, who through which channel.
+    let receipt: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(receipt["arguments_sha256"], digest, "{receipt}");
+    assert_eq!((receipt["operator"].as_str(), receipt["channel"].as_str()), (Some("api"), Some("api")));
     let agent = agent.join().unwrap();
     assert!(agent.status.success(), "{}", String::from_utf8_lossy(&agent.stdout));
     assert!(served.project().join("answered-by-api").exists());
@@ -297,13 +301,15 @@ fn the_token_s_caller_may_name_the_operator_the_ledger_records() {
         Some("{}"),
     );
     assert_eq!(status, 200, "{pending}");
-    let id = serde_json::from_str::<Value>(&pending).unwrap()[0]["id"].as_u64().unwrap();
+    let pending = serde_json::from_str::<Value>(&pending).unwrap();
+    let (id, digest) = (pending[0]["id"].as_u64().unwrap(), &pending[0]["arguments_sha256"]);
+    let answer = json!({"id": id, "answer": {"answer": "once", "arguments_sha256": digest}}).to_string();
     let bad = http(
         &route(&served, "answer_approval", false),
         "POST",
         Some(&served.operator_token),
         &[("x-portcullis-operator", "eve\u{7}")],
-        Some(&json!({"id": id, "answer": {"answer": "once"}}).to_string()),
+        Some(&answer),
     );
     assert_eq!(bad.0, 400, "{}", bad.1);
     let (status, body) = http(
@@ -311,9 +317,15 @@ fn the_token_s_caller_may_name_the_operator_the_ledger_records() {
         "POST",
         Some(&served.operator_token),
         &[("x-portcullis-operator", "alice (app)")],
-        Some(&json!({"id": id, "answer": {"answer": "once"}}).to_string()),
+        Some(&answer),
     );
     assert_eq!(status, 200, "{body}");
+    // The desktop app's name is the app's channel in the answer's receipt.
+    let receipt: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (receipt["operator"].as_str(), receipt["channel"].as_str()),
+        (Some("alice (app)"), Some("app"))
+    );
     assert!(agent.join().unwrap().status.success());
     let calls = ledger_calls_when(&served, 1);
     assert!(serde_json::to_string(&calls).unwrap().contains("alice (app): approved_once"), "{calls:?}");

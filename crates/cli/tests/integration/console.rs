@@ -139,10 +139,17 @@ fn an_operator_logs_in_once_answers_a_prompt_as_themselves_and_logs_out() {
     await_approval(&served.api, &served.operator_token, "from-the-browser");
     let pending = command(&served, &cookie, "pending_approvals", json!({}));
     assert_eq!(pending.status, 200, "{}", pending.body);
-    let id = pending.json()[0]["id"].as_u64().unwrap();
-    let answered =
-        command(&served, &cookie, "answer_approval", json!({"id": id, "answer": {"answer": "once"}}));
+    let (id, digest) =
+        (pending.json()[0]["id"].as_u64().unwrap(), pending.json()[0]["arguments_sha256"].clone());
+    let answer = |choice: &str| json!({"id": id, "answer": {"answer": choice, "arguments_sha256": digest}});
+    let answered = command(&served, &cookie, "answer_approval", answer("once"));
     assert_eq!(answered.status, 200, "{}", answered.body);
+    // The receipt names the operator and the browser as the channel.
+    let receipt = answered.json();
+    assert_eq!(
+        (receipt["operator"].as_str(), receipt["channel"].as_str()),
+        (Some("alice (browser)"), Some("browser"))
+    );
     let out = agent.join().unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains("from-the-browser") && !report.contains("isError\":true"), "{report}");
@@ -152,7 +159,7 @@ fn an_operator_logs_in_once_answers_a_prompt_as_themselves_and_logs_out() {
         "the ledger names who answered and where: {calls:?}"
     );
     // A second answer from elsewhere finds it answered.
-    let again = command(&served, &cookie, "answer_approval", json!({"id": id, "answer": {"answer": "deny"}}));
+    let again = command(&served, &cookie, "answer_approval", answer("deny"));
     assert_eq!(code(&again), (409, "approval_answered".into()), "{}", again.body);
 
     let out = page_request(&served, "POST", "/console/v1/logout", &with_cookie(&cookie), "");

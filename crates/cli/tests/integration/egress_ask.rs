@@ -27,8 +27,10 @@ fn pending_with(api: &str, operator: &str, needle: &str) -> Value {
     }
 }
 
-fn answer(api: &str, operator: &str, id: &Value, choice: &str) {
-    let body = json!({ "answer": choice }).to_string();
+/// Answers the approval `asked` (as listed) for the arguments it shows.
+fn answer(api: &str, operator: &str, asked: &Value, choice: &str) {
+    let body = json!({ "answer": choice, "arguments_sha256": asked["arguments_sha256"] }).to_string();
+    let id = &asked["id"];
     let (status, said) = http(&format!("{api}/approvals/{id}"), "POST", Some(operator), &[], Some(&body));
     assert_eq!(status, 200, "{said}");
 }
@@ -44,7 +46,7 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
     // Denied: the agent reads why, and B is not reached.
     let denied = agent_in_background(&info, &w.served.token, json!([fetch.clone()]));
     let asked = pending_with(&api, &operator, "b.test");
-    answer(&api, &operator, &asked["id"], "deny");
+    answer(&api, &operator, &asked, "deny");
     let out = denied.join().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = text_of(&report["results"][0]["result"]);
@@ -63,7 +65,7 @@ fn a_host_answered_always_joins_the_rule_and_the_next_call_reaches_it_without_as
     assert!(asked["arguments"]["command"].as_str().unwrap().contains("curl"), "{asked}");
     assert!(asked["reason"].as_str().unwrap().contains("rule `fetch`"), "{asked}");
     assert_eq!(asked["always"]["offered"], "yes", "{asked}");
-    answer(&api, &operator, &asked["id"], "always");
+    answer(&api, &operator, &asked, "always");
     let out = waiting.join().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let text = text_of(&report["results"][0]["result"]);
@@ -126,7 +128,7 @@ fn a_host_answered_for_the_session_is_reached_by_the_sessions_next_command_and_t
     // One agent session, two commands: only the first asks.
     let session = agent_in_background(&info, &w.served.token, json!([fetch.clone(), fetch]));
     let asked = pending_with(&api, &operator, "b.test");
-    answer(&api, &operator, &asked["id"], "session");
+    answer(&api, &operator, &asked, "session");
     let out = session.join().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     for i in 0..2 {

@@ -142,7 +142,8 @@ fn every_approval_is_recorded_with_how_it_ended() {
             let v: Value = serde_json::from_str(&body).unwrap();
             if let Some(p) = v["approvals"].as_array().unwrap().first() {
                 let url = format!("{}/approvals/{}", served.api, p["id"]);
-                let body = serde_json::json!({"answer": answer}).to_string();
+                let body = serde_json::json!({"answer": answer, "arguments_sha256": p["arguments_sha256"]})
+                    .to_string();
                 let (status, text) = http(&url, "POST", Some(&served.operator_token), &[], Some(&body));
                 assert_eq!(status, 200, "{text}");
                 break;

@@ -126,7 +126,9 @@ fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
                         "POST",
                         Some(&token),
                         &[],
-                        Some(&json!({"answer": answer}).to_string()),
+                        Some(
+                            &json!({"answer": answer, "arguments_sha256": p["arguments_sha256"]}).to_string(),
+                        ),
                     );
                     assert_eq!(status, 200, "{body}");
                     // A second answer loses.
@@ -135,7 +137,9 @@ fn prompts_wait_for_an_approver_and_time_out_as_timeouts() {
                         "POST",
                         Some(&token),
                         &[],
-                        Some(r#"{"answer":"once"}"#),
+                        Some(
+                            &json!({"answer": "once", "arguments_sha256": p["arguments_sha256"]}).to_string(),
+                        ),
                     );
                     assert_eq!(again, 409);
                     answered.push(command);
@@ -428,17 +432,17 @@ fn serve_asks_pending_approvals_on_its_terminal() {
         loop {
             let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&operator_token), &[], None);
             let v: Value = serde_json::from_str(&body).unwrap();
-            if v["approvals"].as_array().unwrap().iter().any(|p| p["id"] == id) {
-                return;
+            if let Some(p) = v["approvals"].as_array().unwrap().iter().find(|p| p["id"] == id) {
+                return p.clone();
             }
             assert!(started.elapsed() < Duration::from_secs(20), "approval #{id} never came");
             std::thread::sleep(Duration::from_millis(50));
         }
     };
     // The first prompt is answered through the API while the terminal shows it.
-    wait_pending(1);
+    let first = wait_pending(1);
     std::thread::sleep(Duration::from_millis(300));
-    let body = json!({"answer": "deny"}).to_string();
+    let body = json!({"answer": "deny", "arguments_sha256": first["arguments_sha256"]}).to_string();
     let (status, _) = http(&format!("{api}/approvals/1"), "POST", Some(&operator_token), &[], Some(&body));
     assert_eq!(status, 200);
     // The second one the operator answers on the terminal by typing `o`.

@@ -104,18 +104,19 @@ fn agents_cannot_answer_their_own_prompts_and_the_operator_is_named_by_the_chann
         &served,
         json!([{"op": "call", "name": "shell", "arguments": {"command": "touch by-the-agent"}}]),
     );
-    let id = first_pending(&served);
-    let forged = json!({"answer": "once", "operator": "terminal"}).to_string();
+    let (id, digest) = first_pending(&served);
+    let forged = json!({"answer": "once", "arguments_sha256": digest, "operator": "terminal"}).to_string();
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&forged));
     assert_eq!(status, 400, "a body naming the operator was accepted: {body}");
     assert!(body.contains("operator"), "{body}");
     // An answer that is not one of the four is a bad request, with its code.
-    let maybe = json!({"answer": "maybe"}).to_string();
+    let maybe = json!({"answer": "maybe", "arguments_sha256": digest}).to_string();
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&maybe));
     assert_eq!(status, 400, "{body}");
     assert_eq!(error_code(&body), "bad_request");
     // The operator's note reaches the agent with the denial.
-    let deny = json!({"answer": "deny", "note": "use make check instead"}).to_string();
+    let deny =
+        json!({"answer": "deny", "arguments_sha256": digest, "note": "use make check instead"}).to_string();
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&deny));
     assert_eq!(status, 200, "{body}");
     let (status, body) = http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[], Some(&deny));
@@ -259,9 +260,9 @@ fn idle_and_half_sent_connections_are_closed_and_capped_while_clients_are_served
         &served,
         json!([{"op": "call", "name": "shell", "arguments": {"command": "touch after-a-long-wait"}}]),
     );
-    let id = first_pending(&served);
+    let (id, digest) = first_pending(&served);
     std::thread::sleep(Duration::from_secs(4));
-    let once = json!({"answer": "once"}).to_string();
+    let once = json!({"answer": "once", "arguments_sha256": digest}).to_string();
     let url = format!("{}/approvals/{id}", served.api);
     let (status, body) = http(&url, "POST", Some(&served.operator_token), &[], Some(&once));
     assert_eq!(status, 200, "{body}");
@@ -270,8 +271,9 @@ fn idle_and_half_sent_connections_are_closed_and_capped_while_clients_are_served
     assert!(served.project().join("after-a-long-wait").exists());
 }
 
-/// The id of the first pending approval, once there is one (asked with the operator token).
-fn first_pending(served: &Served) -> u64 {
+/// The id of the first pending approval and the digest of the arguments it shows, once there is one
+/// (asked with the operator token).
+fn first_pending(served: &Served) -> (u64, String) {
     let started = Instant::now();
     loop {
         let url = format!("{}/approvals", served.api);
@@ -279,7 +281,7 @@ fn first_pending(served: &Served) -> u64 {
         assert_eq!(status, 200, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         if let Some(p) = v["approvals"].as_array().unwrap().first() {
-            return p["id"].as_u64().unwrap();
+            return (p["id"].as_u64().unwrap(), p["arguments_sha256"].as_str().unwrap().to_owned());
         }
         assert!(started.elapsed() < Duration::from_secs(60), "the prompt never came");
         std::thread::sleep(Duration::from_millis(50));

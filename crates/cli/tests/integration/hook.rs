@@ -173,7 +173,7 @@ fn answer_first_pending(api: &str, token: &str, answer: &str) -> Value {
         let v: Value = serde_json::from_str(&body).unwrap();
         if let Some(p) = v["approvals"].as_array().unwrap().first() {
             let id = p["id"].as_u64().unwrap();
-            let body = json!({"answer": answer}).to_string();
+            let body = json!({"answer": answer, "arguments_sha256": p["arguments_sha256"]}).to_string();
             let (status, _) = http(&format!("{api}/approvals/{id}"), "POST", Some(token), &[], Some(&body));
             assert_eq!(status, 200);
             return p.clone();

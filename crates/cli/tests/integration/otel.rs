@@ -166,9 +166,9 @@ fn answer_first_prompt(served: &Served, answer: &str) {
         let (_, body) =
             http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
         let pending: Value = serde_json::from_str(&body).unwrap();
-        if let Some(id) = pending["approvals"].as_array().and_then(|a| a.first()).map(|p| p["id"].clone()) {
-            let body = json!({ "answer": answer }).to_string();
-            let url = format!("{}/approvals/{id}", served.api);
+        if let Some(p) = pending["approvals"].as_array().and_then(|a| a.first()) {
+            let body = json!({ "answer": answer, "arguments_sha256": p["arguments_sha256"] }).to_string();
+            let url = format!("{}/approvals/{}", served.api, p["id"]);
             let (status, text) = http(&url, "POST", Some(&served.operator_token), &[], Some(&body));
             assert_eq!(status, 200, "{text}");
             return;

@@ -206,8 +206,8 @@ fn an_approved_interpreter_runs_inside_the_walls_the_approval_card_showed() {
         assert_eq!(sandbox["network"], false, "{pending}");
         assert!(sandbox["hidden"].to_string().contains(".portcullis"), "{pending}");
         let url = format!("{}/approvals/{}", w.served.api, pending["id"]);
-        let (status, body) =
-            http(&url, "POST", Some(&w.served.operator_token), &[], Some(r#"{"answer":"once"}"#));
+        let once = serde_json::json!({"answer": "once", "arguments_sha256": pending["arguments_sha256"]});
+        let (status, body) = http(&url, "POST", Some(&w.served.operator_token), &[], Some(&once.to_string()));
         assert_eq!(status, 200, "{body}");
     }
     let out = agent.wait_with_output().unwrap();

@@ -128,9 +128,9 @@ fn answer_first_prompt(served: &Served, answer: &str) {
         let (_, body) =
             http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
         let pending: Value = serde_json::from_str(&body).unwrap();
-        if let Some(id) = pending["approvals"].as_array().and_then(|a| a.first()).map(|p| p["id"].clone()) {
-            let url = format!("{}/approvals/{}", served.api, id);
-            let body = json!({ "answer": answer }).to_string();
+        if let Some(p) = pending["approvals"].as_array().and_then(|a| a.first()) {
+            let url = format!("{}/approvals/{}", served.api, p["id"]);
+            let body = json!({ "answer": answer, "arguments_sha256": p["arguments_sha256"] }).to_string();
             let (status, text) = http(&url, "POST", Some(&served.operator_token), &[], Some(&body));
             assert_eq!(status, 200, "{text}");
             return;
@@ -436,4 +436,128 @@ fn a_hub_killed_mid_shipment_ships_the_rest_once_after_a_restart() {
     served.agent(echo_calls(1000, 5, 0));
     let (_, n) = assert_shipped_exactly(&team, &served.db());
     assert!(n >= local.len() + 10);
+}
+
+/// Issue 36: two hubs ship their signed ledgers with each record's link and their checkpoints; an
+/// export of the team ledger is proven with the hubs' public keys alone (`ledger verify --export --key
+/// … --key …`), fails with one key only, and an UPDATE made in PostgreSQL is found at its record.
+#[test]
+fn a_team_export_is_proven_with_the_hubs_public_keys_alone() {
+    node_modules();
+    let team = Team::start();
+    let (mut a, mut b) = (team.serve(), team.serve());
+    a.agent(echo_calls(0, 6, 0));
+    b.agent(echo_calls(10, 5, 0));
+    // Stopped: each hub seals its chain at close and ships the checkpoint before it exits.
+    for hub in [&mut a, &mut b] {
+        let stopped = hub.stop();
+        assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    }
+    let (ledger_a, n_a) = assert_shipped_exactly(&team, &a.db());
+    let (ledger_b, n_b) = assert_shipped_exactly(&team, &b.db());
+    for (hub, ledger) in [(&a, &ledger_a), (&b, &ledger_b)] {
+        let local: i64 = rusqlite::Connection::open(hub.db())
+            .unwrap()
+            .query_row("SELECT count(*) FROM chain_checkpoints WHERE signature IS NOT NULL", [], |r| r.get(0))
+            .unwrap();
+        assert!(local >= 1);
+        let shipped = team.count(&format!(
+            "SELECT count(*) FROM portcullis.chain_checkpoints WHERE ledger_id = '{ledger}' AND signature IS NOT NULL"
+        ));
+        assert_eq!(shipped, local, "{ledger}");
+        assert_eq!(
+            team.count(&format!(
+                "SELECT count(*) FROM portcullis.records WHERE ledger_id = '{ledger}' AND chain IS NULL"
+            )),
+            0
+        );
+    }
+    let url = team.pg.url("team");
+    let dir = tempfile::tempdir().unwrap();
+    let export = |name: &str, filter: &[&str]| -> PathBuf {
+        let file = dir.path().join(name);
+        let out = crate::common::portcullis(a.dir.path())
+            .env("PGPASSWORD", team.pg.password())
+            .args(["ledger", "export", "--format", "jsonl", "--db", &url, "--out"])
+            .arg(&file)
+            .args(filter)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        file
+    };
+    let verify = |file: &Path, keys: &[&Served]| -> (Option<i32>, String) {
+        let mut command = crate::common::portcullis(dir.path());
+        command.args(["ledger", "verify", "--export"]).arg(file);
+        for hub in keys {
+            command.arg("--key").arg(hub.path("config/ledger-key.pub"));
+        }
+        let out = command.output().unwrap();
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), text)
+    };
+
+    // Both hubs' records, each hub's ledger against its own key.
+    let whole = export("team.jsonl", &[]);
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&whole).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), n_a + n_b);
+    assert!(lines.iter().all(|l| l["chain"]["link"].as_str().is_some_and(|h| h.len() == 64)));
+    let (code, text) = verify(&whole, &[&a, &b]);
+    assert_eq!(code, Some(0), "{text}");
+    let all = n_a + n_b;
+    assert!(text.contains(&format!("records: {all} chained, {all} sealed")), "{text}");
+    assert!(text.contains(&format!("ledger {ledger_a}: verified, {n_a} chained, {n_a} sealed")), "{text}");
+    assert!(text.contains(&format!("ledger {ledger_b}: verified, {n_b} chained, {n_b} sealed")), "{text}");
+    // One key proves one hub's ledger, not the other's.
+    let (code, text) = verify(&whole, &[&a]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains(&format!("ledger {ledger_a}: verified")), "{text}");
+    assert!(text.contains(&format!("ledger {ledger_b}: BROKEN")), "{text}");
+    assert!(text.contains("bad signature"), "{text}");
+    // One hub's records alone, with its key alone; the hub's own file export too.
+    let only_b = export("b.jsonl", &["--hub", &ledger_b]);
+    let (code, text) = verify(&only_b, &[&b]);
+    assert_eq!(code, Some(0), "{text}");
+    let own = dir.path().join("own.jsonl");
+    let out = crate::common::portcullis(a.dir.path())
+        .args(["ledger", "export", "--format", "jsonl", "--db"])
+        .arg(a.db())
+        .arg("--out")
+        .arg(&own)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, text) = verify(&own, &[&a]);
+    assert_eq!(code, Some(0), "{text}");
+
+    // A record edited in PostgreSQL (what a reader of the team ledger sees): a new export names it.
+    let edited = team.count(&format!(
+        "SELECT min(id) FROM portcullis.records WHERE ledger_id = '{ledger_a}' AND id > 2 AND record ? 'arguments'"
+    ));
+    team.pg.sql(
+        "team",
+        &format!(
+            "UPDATE portcullis.records SET record = jsonb_set(record, '{{arguments,command}}', '\"echo nothing\"')
+             WHERE ledger_id = '{ledger_a}' AND id = {edited}"
+        ),
+    );
+    let (code, text) = verify(&export("edited.jsonl", &[]), &[&a, &b]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains(&format!("BROKEN at record {edited}")), "{text}");
+    assert!(text.contains(&format!("ledger {ledger_a}: line")), "{text}");
+    assert!(text.contains(&format!("ledger {ledger_b}: verified")), "{text}");
+    // Its canonical columns edited to match: the link no longer does.
+    team.pg.sql(
+        "team",
+        &format!(
+            "UPDATE portcullis.records SET chain_columns = regexp_replace(chain_columns, 'echo call-[0-9]+', 'echo nothing')
+             WHERE ledger_id = '{ledger_a}' AND id = {edited}"
+        ),
+    );
+    let (code, text) = verify(&export("forged.jsonl", &[]), &[&a, &b]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains(&format!("BROKEN at record {edited}")), "{text}");
+    assert!(text.contains(&format!("(record {edited}) does not match its link")), "{text}");
 }

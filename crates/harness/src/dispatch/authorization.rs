@@ -148,10 +148,11 @@ impl Shared {
             return Err(refusal);
         };
         let (shown, _) = self.shown_arguments(std::borrow::Cow::Borrowed(arguments), Some(&action));
+        let shown = Arc::new(shown);
         let request = ApprovalRequest {
             call: ctx.clone(),
             tool_name: entry.name.to_string(),
-            arguments: Arc::new(shown),
+            arguments: shown.clone(),
             // The approver sees a copy; the action executed is the one kept here.
             action: action.clone(),
             verdict,
@@ -178,7 +179,14 @@ impl Shared {
             },
         };
         match answer {
-            ApprovalAnswer::Allow { decided_by } => Ok((action, decided_by, matched_rules)),
+            ApprovalAnswer::Allow { decided_by } => match uncovered(&decided_by, &shown, ctx) {
+                None => Ok((action, decided_by, matched_rules)),
+                Some(mut refusal) => {
+                    refusal.matched_rules = matched_rules;
+                    refusal.action = Some(Box::new(action));
+                    Err(refusal)
+                }
+            },
             ApprovalAnswer::Deny { reason, decided_by } => {
                 let mut refusal = Refusal::new(
                     BlockedReason::ExecutionDenied,
@@ -192,4 +200,31 @@ impl Shared {
             }
         }
     }
+}
+
+/// The refusal of an operator's "allow" whose receipt does not approve this call: its arguments as the
+/// operator was shown them have another digest, the receipt was altered, or it answered another call.
+/// An answer without a receipt (an approver that gives none) is not checked here.
+fn uncovered(decided_by: &DecidedBy, shown: &Value, ctx: &CallContext) -> Option<Refusal> {
+    let DecidedBy::Operator { receipt: Some(receipt), .. } = decided_by else { return None };
+    let why = if !receipt.is_intact() {
+        "the receipt was altered after it was given"
+    } else if *receipt.call_id != *ctx.call_id || *receipt.session_id != *ctx.session_id {
+        "the receipt answers another call"
+    } else if !receipt.covers(shown) {
+        "the receipt approves other arguments"
+    } else {
+        return None;
+    };
+    let mut refusal = Refusal::new(
+        BlockedReason::ExecutionDenied,
+        error_codes::EXECUTION_DENIED,
+        format!("the operator's answer does not approve this call: {why}; the call is denied"),
+        DecidedBy::Validator { validator: crate::receipt::RECEIPT_VALIDATOR.into() },
+    );
+    refusal.error.details = Some(serde_json::json!({
+        "receipt": receipt,
+        "arguments_sha256": crate::receipt::arguments_digest(shown),
+    }));
+    Some(refusal)
 }

@@ -56,6 +56,7 @@ async fn policy_deny_ask_allow_and_what_decided() {
                 outcome: OperatorOutcome::ApprovedOnce,
                 operator: Some("ana".into()),
                 rule_written: None,
+                receipt: None,
             },
         },
         asked: Mutex::new(Vec::new()),
@@ -98,7 +99,12 @@ async fn policy_deny_ask_allow_and_what_decided() {
 #[tokio::test]
 async fn approval_denial_timeout_and_no_approver() {
     let timeout = DecidedBy::ApprovalTimeout { after_ms: 120_000 };
-    let denial = DecidedBy::Operator { outcome: OperatorOutcome::Denied, operator: None, rule_written: None };
+    let denial = DecidedBy::Operator {
+        outcome: OperatorOutcome::Denied,
+        operator: None,
+        rule_written: None,
+        receipt: None,
+    };
     for decided_by in [timeout, denial] {
         let f = Fixture::new();
         let operator = Arc::new(Operator {
@@ -156,4 +162,103 @@ async fn an_unanswered_approval_times_out_as_a_timeout() {
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied));
     assert_eq!(result.decided_by, DecidedBy::Default { detail: Some("run cancelled".into()) });
     assert_eq!(f.runs(), 0);
+}
+
+/// How a scripted approver's receipt is made.
+#[derive(Clone, Copy)]
+enum Forgery {
+    /// For the arguments it was shown: a true receipt.
+    None,
+    /// For other arguments than it was shown.
+    OtherArguments,
+    /// For another call of the same session.
+    OtherCall,
+    /// True, then edited after it was made (the operator's name).
+    Edited,
+}
+
+/// Allows once with a receipt made as `forgery` says.
+struct Receipting(Forgery);
+
+#[async_trait]
+impl Approvals for Receipting {
+    async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
+        let other = json!({"text": "t", "path": "/work/elsewhere.txt"});
+        let arguments = match self.0 {
+            Forgery::OtherArguments => &other,
+            _ => &*request.arguments,
+        };
+        let mut receipt = Receipt::new(ReceiptFields {
+            approval_id: "1".into(),
+            session_id: request.call.session_id.to_string(),
+            call_id: match self.0 {
+                Forgery::OtherCall => "another-call".into(),
+                _ => request.call.call_id.to_string(),
+            },
+            tool: request.tool_name.clone(),
+            arguments_sha256: arguments_digest(arguments),
+            policy_version: Some("v1".into()),
+            operator: "ana (app)".into(),
+            channel: "app".into(),
+            outcome: OperatorOutcome::ApprovedOnce,
+            at: Timestamp(1_700_000_000_000_000),
+        });
+        if let Forgery::Edited = self.0 {
+            receipt.operator = "mallory (app)".into();
+        }
+        ApprovalAnswer::Allow {
+            decided_by: DecidedBy::Operator {
+                outcome: OperatorOutcome::ApprovedOnce,
+                operator: Some("ana (app)".into()),
+                rule_written: None,
+                receipt: Some(Box::new(receipt)),
+            },
+        }
+    }
+}
+
+/// An operator's "allow" runs the call only when its receipt covers the arguments the operator was
+/// shown, for this very call, unaltered; otherwise the call is refused, never run, and its record says
+/// why with the receipt it came with.
+#[tokio::test]
+async fn an_allow_whose_receipt_does_not_cover_the_call_never_runs_it() {
+    for (forgery, why) in [
+        (Forgery::OtherArguments, "approves other arguments"),
+        (Forgery::OtherCall, "answers another call"),
+        (Forgery::Edited, "altered"),
+    ] {
+        let f = Fixture::new();
+        let d = f.builder().policy(Arc::new(ForbidWrites)).approvals(Arc::new(Receipting(forgery))).build();
+        let result =
+            d.dispatch(call("w1", "write_file", json!({"text": "t", "path": "/work/a.txt"})), &run()).await;
+        assert_eq!(result.blocked_reason(), Some(BlockedReason::ExecutionDenied), "{why}");
+        assert_eq!(
+            result.decided_by,
+            DecidedBy::Validator { validator: portcullis_harness::receipt::RECEIPT_VALIDATOR.into() }
+        );
+        let error = result.error().unwrap();
+        assert!(error.message.contains(why), "{}", error.message);
+        let details = error.details.as_ref().unwrap();
+        // The receipt it came with is kept with the refusal, as given.
+        let given = if matches!(forgery, Forgery::Edited) { "mallory (app)" } else { "ana (app)" };
+        assert_eq!(details["receipt"]["operator"], given, "{details}");
+        assert_eq!(f.runs(), 0, "{why}: the call ran");
+        let records = f.ledger.for_call("w1");
+        assert_eq!(records.len(), 1, "one blocked record, no started: {records:?}");
+        assert_eq!(records[0].kind, RecordKind::Blocked);
+    }
+    // A true receipt: the call runs and carries it.
+    let f = Fixture::new();
+    let d = f.builder().policy(Arc::new(ForbidWrites)).approvals(Arc::new(Receipting(Forgery::None))).build();
+    let result =
+        d.dispatch(call("w2", "write_file", json!({"text": "t", "path": "/work/a.txt"})), &run()).await;
+    assert!(result.is_finished(), "{:?}", result.error());
+    let DecidedBy::Operator { receipt: Some(receipt), .. } = &result.decided_by else {
+        panic!("{:?}", result.decided_by)
+    };
+    assert!(receipt.is_intact());
+    assert_eq!(receipt.call_id, "w2");
+    assert_eq!(f.runs(), 1);
+    let started = &f.ledger.for_call("w2")[0];
+    assert!(matches!(&started.decided_by, DecidedBy::Operator { receipt: Some(r), .. } if r == receipt));
 }

@@ -31,7 +31,8 @@ pub struct AlwaysPreview {
     pub read_roots: Vec<String>,
     /// Hosts added to an existing rule's `network` list (a host prompt's "always"): `rule: host`.
     pub hosts: Vec<HostAdded>,
-    /// The file's text before and after, as changed lines with context.
+    /// The file's text before and after, as changed lines with context. (Written, each rule's
+    /// justification also names the receipt of the answer that created it: `…; receipt <id>`.)
     pub diff: Vec<DiffLine>,
     /// The amended policy allows the waiting call.
     pub allows_call: bool,

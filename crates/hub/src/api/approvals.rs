@@ -4,7 +4,8 @@
 use super::error::{ApiError, ErrorCode};
 use super::types::{AlwaysOffer, AlwaysRule, Answer, Approval, Choice, SessionGrant};
 use super::{Operator, OperatorApi};
-use crate::broker::{self, PendingApproval};
+use crate::broker::{self, PendingApproval, Reply};
+use portcullis_harness::Receipt;
 use portcullis_policy::ApprovalChoice;
 use serde_json::json;
 
@@ -21,23 +22,31 @@ impl OperatorApi {
         self.hub.broker().pending_count()
     }
 
-    /// Answers approval `id` as `operator`. The first answer wins: a later one, or one after the
-    /// approval timed out or was withdrawn, is `approval_answered` and changes nothing.
-    pub fn answer_approval(&self, id: u64, answer: &Answer, operator: &Operator) -> Result<(), ApiError> {
+    /// Answers approval `id` as `operator`; returns the answer's receipt. The first answer wins: a
+    /// later one, or one after the approval timed out or was withdrawn, is `approval_answered` and
+    /// changes nothing. An answer whose `arguments_sha256` is not the waiting call's is
+    /// `receipt_mismatch`: it approves nothing and the call still waits.
+    pub fn answer_approval(
+        &self,
+        id: u64,
+        answer: &Answer,
+        operator: &Operator,
+    ) -> Result<Receipt, ApiError> {
         let choice = match answer.answer {
             Choice::Once => ApprovalChoice::Once,
             Choice::Session => ApprovalChoice::Session,
             Choice::Always => ApprovalChoice::Always,
             Choice::Deny => ApprovalChoice::Deny,
         };
-        self.hub.broker().answer_scoped(
-            id,
+        let reply = Reply {
             choice,
-            operator.name(),
-            answer.note.as_deref(),
-            answer.scope.as_deref(),
-        )?;
-        Ok(())
+            arguments_sha256: &answer.arguments_sha256,
+            operator: operator.name(),
+            channel: operator.channel().as_str(),
+            note: answer.note.as_deref(),
+            scope: answer.scope.as_deref(),
+        };
+        Ok(self.hub.broker().answer(id, reply)?)
     }
 
     /// The session grants in force.
@@ -53,6 +62,7 @@ impl OperatorApi {
                 tool: g.tool_name,
                 action: g.action,
                 granted_at: g.granted_at,
+                receipt: g.receipt,
             })
             .collect()
     }
@@ -89,6 +99,8 @@ fn approval_of(p: PendingApproval) -> Approval {
         call_id: p.call_id,
         tool: p.tool,
         arguments: p.arguments,
+        arguments_sha256: p.arguments_sha256,
+        policy_version: p.policy_version,
         action: p.action,
         reason: p.reason,
         matched_rules: p.matched_rules,

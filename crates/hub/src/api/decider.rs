@@ -79,7 +79,7 @@ impl Decider {
             DecidedBy::ProtectedPlace { kind, place, path } => {
                 (DeciderKind::ProtectedPlace, kind.describe(place, path))
             }
-            DecidedBy::Operator { outcome, operator, rule_written } => {
+            DecidedBy::Operator { outcome, operator, rule_written, .. } => {
                 let what = match outcome {
                     OperatorOutcome::ApprovedOnce => "approved once",
                     OperatorOutcome::ApprovedForSession => "approved for the session",
@@ -91,7 +91,7 @@ impl Decider {
                     rule_written.as_ref().map(|r| format!(", rule {} written", r.id)).unwrap_or_default();
                 (DeciderKind::Operator, format!("{who}: {what}{written}"))
             }
-            DecidedBy::SessionGrant { grant_id } => {
+            DecidedBy::SessionGrant { grant_id, .. } => {
                 (DeciderKind::SessionGrant, format!("session grant {grant_id} (approved earlier)"))
             }
             DecidedBy::ApprovalTimeout { after_ms } => (
@@ -146,12 +146,13 @@ mod tests {
                         source: "p.json".into(),
                         decision: None,
                     })),
+                    receipt: None,
                 },
                 DeciderKind::Operator,
                 "alice (app): approved always, rule always-make written",
             ),
             (
-                DecidedBy::SessionGrant { grant_id: "g-3".into() },
+                DecidedBy::SessionGrant { grant_id: "g-3".into(), receipt: Some("r-1".into()) },
                 DeciderKind::SessionGrant,
                 "session grant g-3 (approved earlier)",
             ),

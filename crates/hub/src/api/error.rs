@@ -18,6 +18,9 @@ pub enum ErrorCode {
     ApprovalAnswered,
     /// "Always" is not offered for this approval (the reason is in the message).
     AlwaysNotOffered,
+    /// The answer named other arguments (their `arguments_sha256`) than the waiting call's: it
+    /// approved nothing and the call still waits (`details`: the approval's id, the digest given).
+    ReceiptMismatch,
     /// No session grant with this id.
     GrantUnknown,
     /// The request itself is malformed (a field missing or of the wrong kind).
@@ -95,6 +98,8 @@ pub enum ErrorCode {
     TeamLedgerFailed,
     /// What a hub's own ledger answers and a team ledger does not (a file's check, its refusals).
     NotOnTeamLedger,
+    /// The key a ledger's checkpoints are verified against (or signed with) cannot be read or parsed.
+    LedgerKeyUnusable,
 }
 
 impl ErrorCode {
@@ -104,6 +109,7 @@ impl ErrorCode {
             ErrorCode::ApprovalUnknown => "approval_unknown",
             ErrorCode::ApprovalAnswered => "approval_answered",
             ErrorCode::AlwaysNotOffered => "always_not_offered",
+            ErrorCode::ReceiptMismatch => "receipt_mismatch",
             ErrorCode::GrantUnknown => "grant_unknown",
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::CommandUnknown => "command_unknown",
@@ -142,6 +148,7 @@ impl ErrorCode {
             ErrorCode::NotATeamLedger => "not_a_team_ledger",
             ErrorCode::TeamLedgerFailed => "team_ledger_failed",
             ErrorCode::NotOnTeamLedger => "not_on_team_ledger",
+            ErrorCode::LedgerKeyUnusable => "ledger_key_unusable",
         }
     }
 
@@ -186,6 +193,7 @@ impl ErrorCode {
             | ErrorCode::ToolChangeUnknown => 404,
             ErrorCode::ApprovalAnswered
             | ErrorCode::AlwaysNotOffered
+            | ErrorCode::ReceiptMismatch
             | ErrorCode::PolicyChanged
             | ErrorCode::ToolChangeMoved
             | ErrorCode::Cancelled
@@ -202,7 +210,7 @@ impl ErrorCode {
             // What the caller named: a file that is missing or not a ledger (of this version).
             ErrorCode::BadTeamLedger | ErrorCode::NotATeamLedger | ErrorCode::NotOnTeamLedger => 422,
             ErrorCode::TeamLedgerUnreachable => 503,
-            ErrorCode::TeamLedgerFailed => 500,
+            ErrorCode::TeamLedgerFailed | ErrorCode::LedgerKeyUnusable => 500,
             ErrorCode::LedgerMissing
             | ErrorCode::NotALedger
             | ErrorCode::LedgerSchemaNewer
@@ -289,6 +297,10 @@ impl From<crate::broker::BrokerError> for ApiError {
             BrokerError::BadScope { id, why } => {
                 (ErrorCode::BadArgument, serde_json::json!({ "id": id, "field": "scope", "why": why }))
             }
+            BrokerError::ReceiptMismatch { id, given } => (
+                ErrorCode::ReceiptMismatch,
+                serde_json::json!({ "id": id, "field": "arguments_sha256", "given": given }),
+            ),
         };
         ApiError::new(code, e.to_string(), details)
     }
@@ -305,6 +317,7 @@ mod tests {
             (ErrorCode::ApprovalUnknown, "approval_unknown", 404),
             (ErrorCode::ApprovalAnswered, "approval_answered", 409),
             (ErrorCode::AlwaysNotOffered, "always_not_offered", 409),
+            (ErrorCode::ReceiptMismatch, "receipt_mismatch", 409),
             (ErrorCode::GrantUnknown, "grant_unknown", 404),
             (ErrorCode::BadRequest, "bad_request", 400),
             (ErrorCode::CommandUnknown, "command_unknown", 404),
@@ -328,6 +341,7 @@ mod tests {
             (ErrorCode::NotATeamLedger, "not_a_team_ledger", 422),
             (ErrorCode::TeamLedgerFailed, "team_ledger_failed", 500),
             (ErrorCode::NotOnTeamLedger, "not_on_team_ledger", 422),
+            (ErrorCode::LedgerKeyUnusable, "ledger_key_unusable", 500),
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);

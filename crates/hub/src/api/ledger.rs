@@ -26,6 +26,7 @@ pub use portcullis_ledger::{
     CallTimeline, CheckReport, CommandCount, CommandOutcome, Cursor, ExportFormat, RecordBody, RefusalFilter,
     RefusalRow, SessionEnd, SessionFilter, SessionRow, Stats, StoredKind, StoredPolicyDecision, StoredRecord,
 };
+pub use portcullis_ledger::{BreakKind, ChainBreak, LedgerVerdict, Verdict, VerifyReport};
 
 /// A sink this many records and rows behind its ledger is warned about.
 pub const SHIPPING_LAG_WARNING: i64 = portcullis_ledger::tail::LAG_WARNING;
@@ -254,7 +255,9 @@ impl LedgerView {
 }
 
 /// A team ledger's records as an export: each line also says where its call ran (JSONL: an `origin`
-/// object; CSV: three more columns).
+/// object; CSV: three more columns); a JSONL line of a record its hub shipped with its link also carries
+/// the `chain` object a hub's own export gives it, so `ledger verify --export` proves it with the hub's
+/// public key.
 fn export_team(
     team: &TeamReader,
     filter: &CallFilter,
@@ -269,7 +272,8 @@ fn export_team(
     }
     let mut line = String::new();
     let mut written = 0;
-    let n = team.export_records(filter, &mut |record, origin| {
+    let proofs = format == ExportFormat::Jsonl;
+    let n = team.export_records(filter, proofs, &mut |record, origin, proof| {
         let bad = |e: &dyn std::fmt::Display| portcullis_team::TeamError::BadFilter(format!("export: {e}"));
         portcullis_ledger::export::record_line(format, record, &mut line).map_err(|e| bad(&e))?;
         match format {
@@ -277,6 +281,9 @@ fn export_team(
                 let mut value: Value = serde_json::from_str(&line).map_err(|e| bad(&e))?;
                 if let Value::Object(map) = &mut value {
                     map.insert("origin".into(), serde_json::to_value(origin).map_err(|e| bad(&e))?);
+                    if let Some(proof) = proof {
+                        map.insert("chain".into(), serde_json::to_value(proof).map_err(|e| bad(&e))?);
+                    }
                 }
                 line = value.to_string();
             }
@@ -350,6 +357,42 @@ pub fn parse_export_format(text: &str) -> Result<ExportFormat, ApiError> {
 }
 
 /// The health of the ledger file at `path` (opened read-only): refused as [`LedgerView::open`] refuses.
+/// The public key checkpoints are verified against: `key` (a file holding its hex, or the hex), else the
+/// hub's (the config folder's ledger key).
+pub fn verifying_key(key: Option<&str>) -> Result<portcullis_ledger::LedgerPublicKey, ApiError> {
+    let unusable = |e: portcullis_ledger::KeyError| {
+        ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({ "key": key }))
+    };
+    match key {
+        Some(key) => portcullis_ledger::LedgerPublicKey::read(key).map_err(unusable),
+        None => {
+            let dir = crate::config::config_dir()
+                .map_err(|e| ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({})))?;
+            crate::config::ledger_public_key(&dir).map_err(unusable)
+        }
+    }
+}
+
+/// Verifies the ledger file at `path` against `key` (see [`verifying_key`]).
+pub fn verify_ledger_file(path: &Path, key: Option<&str>) -> Result<VerifyReport, ApiError> {
+    let key = verifying_key(key)?;
+    Ok(LedgerReader::open(path)?.verify(&key)?)
+}
+
+/// Verifies a JSON Lines export (its records' links and the checkpoints it carries) against `keys` (see
+/// [`verifying_key`]; none: the hub's). A team ledger's export holds several hubs' ledgers: each is
+/// verified on its own, its checkpoints against any of the keys.
+pub fn verify_export_file(file: &Path, keys: &[String]) -> Result<VerifyReport, ApiError> {
+    let keys = match keys {
+        [] => vec![verifying_key(None)?],
+        keys => keys.iter().map(|k| verifying_key(Some(k))).collect::<Result<Vec<_>, _>>()?,
+    };
+    let opened = std::fs::File::open(file).map_err(|e| {
+        ApiError::new(ErrorCode::BadArgument, format!("{}: {e}", file.display()), json!({ "file": file }))
+    })?;
+    Ok(portcullis_ledger::export_proof::verify_export_keys(std::io::BufReader::new(opened), &keys)?)
+}
+
 pub fn check_ledger(path: &Path) -> Result<CheckReport, ApiError> {
     LedgerView::open(path)?.check()
 }

@@ -114,6 +114,25 @@ impl BrowsedLedger {
         }
     }
 
+    /// The chain and checkpoints of the ledger file checked against `key` (a team ledger:
+    /// `not_on_team_ledger`; its rows carry the chain, verified from an export).
+    pub fn verify(
+        &self,
+        key: &portcullis_ledger::LedgerPublicKey,
+    ) -> Result<portcullis_ledger::VerifyReport, ApiError> {
+        match &*lock(&self.audit) {
+            AnyReader::File(reader) => Ok(reader.verify(key)?),
+            AnyReader::Team(team) => Err(ApiError::new(
+                crate::api::error::ErrorCode::NotOnTeamLedger,
+                format!(
+                    "verifying is asked of a hub's own ledger file or an export, not of the team ledger {}",
+                    team.db()
+                ),
+                serde_json::Value::Null,
+            )),
+        }
+    }
+
     /// Size, schema, how many calls and over which time.
     pub fn summary(&self) -> Result<LedgerSummary, ApiError> {
         let (bytes, schema_version) = match &self.address {

@@ -54,19 +54,57 @@ pub use table_calls::TableCalls;
 
 use crate::hub::Hub;
 
-/// Who answers through a front end, recorded with each answer. It names the channel (`api`,
-/// `alice (terminal)`, `app`), set by the front end, never taken from a request's body.
+/// Who answers through a front end, recorded with each answer: a name (`api`, `alice (terminal)`,
+/// `alice (app)`) and the [`Channel`] it came through, both set by the front end, never taken from a
+/// request's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Operator(String);
+pub struct Operator {
+    name: String,
+    channel: Channel,
+}
+
+/// The front end an operator answers through, as an answer's receipt records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// The desktop app.
+    App,
+    /// The browser console.
+    Browser,
+    /// A terminal: `portcullis serve`'s approver, the command line.
+    Terminal,
+    /// The HTTP operator API (the operator's token), and programs calling the API in process.
+    Api,
+}
+
+impl Channel {
+    /// The channel's word in receipts: `app`, `browser`, `terminal`, `api`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::App => "app",
+            Channel::Browser => "browser",
+            Channel::Terminal => "terminal",
+            Channel::Api => "api",
+        }
+    }
+}
 
 impl Operator {
-    /// The operator of a channel, by the name recorded for it.
+    /// The operator of the API channel, by the name recorded for it.
     pub fn named(name: impl Into<String>) -> Self {
-        Operator(name.into())
+        Operator::through(Channel::Api, name)
+    }
+
+    /// The operator answering through `channel`, by the name recorded for them.
+    pub fn through(channel: Channel, name: impl Into<String>) -> Self {
+        Operator { name: name.into(), channel }
     }
 
     pub fn name(&self) -> &str {
-        &self.0
+        &self.name
+    }
+
+    pub fn channel(&self) -> Channel {
+        self.channel
     }
 }
 
@@ -79,5 +117,11 @@ pub struct OperatorApi {
 impl OperatorApi {
     pub fn new(hub: Hub) -> Self {
         OperatorApi { hub }
+    }
+
+    /// Seals the hub's ledger now (see `SqliteLedger::seal_now`), so a verification finds every record
+    /// so far sealed.
+    pub async fn seal_ledger(&self) -> Result<(), ApiError> {
+        Ok(self.hub.state.ledger.seal_now().await?)
     }
 }

@@ -20,8 +20,9 @@ macro_rules! operator_commands {
                 hub_status() -> $crate::api::types::HubStatus;
                 /// The calls waiting for an answer, oldest first, each with the policy's evaluation.
                 pending_approvals() -> Vec<$crate::api::types::Approval>;
-                /// Answers approval `id`; the operator recorded is the client's, never the request's.
-                answer_approval(id: u64, answer: $crate::api::types::Answer) -> ();
+                /// Answers approval `id` (naming the `arguments_sha256` shown); the operator recorded is
+                /// the client's, never the request's. The answer's receipt.
+                answer_approval(id: u64, answer: $crate::api::types::Answer) -> $crate::api::types::Receipt;
                 /// What answering "always" for approval `id` with `scope` would write, and what it
                 /// would have changed over the ledger.
                 always_preview(id: u64, scope: Option<Vec<$crate::api::types::RuleScope>>)
@@ -80,6 +81,8 @@ macro_rules! operator_commands {
                 open_ledger(path: Option<String>) -> $crate::api::OpenedLedger;
                 /// Closes ledger `id` (false when it was not open).
                 close_ledger(id: u32) -> bool;
+                /// Ledger `id`'s hash chain and signed checkpoints checked against the hub's key.
+                verify_ledger(id: u32) -> $crate::api::ledger::VerifyReport;
                 /// Ledger `id` at a glance, now.
                 ledger_summary(id: u32) -> $crate::api::ledger_browse::LedgerSummary;
                 /// One page of the calls `filter` selects, in `order` after `cursor`.

@@ -9,7 +9,7 @@ use serde_json::Value;
 /// result), re-exported so front ends name them through the API.
 pub use portcullis_harness::{
     CallError, CallOutcome, Content, DecidedBy, ExecutionAction, FileAccess, FileVerdict, OperatorOutcome,
-    PolicyDecision, ProtectedKind, RuleRef, Timestamp, ToolCallResult, ToolOutput,
+    PolicyDecision, ProtectedKind, Receipt, RuleRef, Timestamp, ToolCallResult, ToolOutput,
 };
 pub use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport, asks_for_host};
 pub use portcullis_ledger::SinkLag;
@@ -25,6 +25,11 @@ pub struct Approval {
     pub tool: String,
     /// The call's arguments, secrets redacted. Agent text: escape it wherever a person reads it.
     pub arguments: Value,
+    /// The SHA-256 (hex) of `arguments` in canonical JSON: every answer names it (an [`Answer`]'s
+    /// `arguments_sha256`), so it approves these arguments and no others.
+    pub arguments_sha256: String,
+    /// The version of the policy that asked (a content hash of its layers, as the call records it).
+    pub policy_version: Option<String>,
     /// What the call would do (kind, operation, command, canonical paths, working folder).
     pub action: ExecutionAction,
     /// Why the policy asks.
@@ -99,6 +104,9 @@ pub enum Choice {
 #[serde(deny_unknown_fields)]
 pub struct Answer {
     pub answer: Choice,
+    /// The approval's `arguments_sha256` as the operator was shown it: an answer naming other
+    /// arguments is refused (`receipt_mismatch`) and the call still waits.
+    pub arguments_sha256: String,
     /// Words for the agent (read with a denial) and the ledger (kept with any answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -117,6 +125,8 @@ pub struct SessionGrant {
     pub tool: String,
     pub action: ExecutionAction,
     pub granted_at: Timestamp,
+    /// The id of the receipt of the answer that gave it.
+    pub receipt: Option<String>,
 }
 
 /// A tool as agents see it, and whether the grants let them see it.

@@ -9,7 +9,7 @@ use crate::common;
 use portcullis_harness::ToolCallResult;
 use portcullis_hub::Hub;
 use portcullis_hub::api::line_diff::{DiffLine, line_diff};
-use portcullis_hub::api::types::{Answer, Choice};
+use portcullis_hub::api::types::{Answer, Approval, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
 use portcullis_policy::RuleScope;
 use serde_json::json;
@@ -34,8 +34,8 @@ fn call(hub: &Hub, id: &str, command: &str) -> JoinHandle<ToolCallResult> {
     })
 }
 
-fn answer(choice: Choice, scope: Option<Vec<RuleScope>>) -> Answer {
-    Answer { answer: choice, note: None, scope }
+fn answer(asked: &Approval, choice: Choice, scope: Option<Vec<RuleScope>>) -> Answer {
+    Answer { answer: choice, arguments_sha256: asked.arguments_sha256.clone(), note: None, scope }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,7 +55,7 @@ async fn the_preview_shows_rule_file_diff_and_ledger_impact_and_always_writes_ex
     ] {
         let running = call(&hub, id, command);
         let asked = common::pending_one(&api).await;
-        api.answer_approval(asked.id, &answer(choice, None), &op).unwrap();
+        api.answer_approval(asked.id, &answer(&asked, choice, None), &op).unwrap();
         running.await.unwrap();
     }
 
@@ -103,16 +103,18 @@ async fn the_preview_shows_rule_file_diff_and_ledger_impact_and_always_writes_ex
         let e = api.always_preview(asked.id, Some(&bad)).unwrap_err();
         assert_eq!(e.code, ErrorCode::BadArgument, "{bad:?}: {e}");
         assert_eq!(e.details["field"], "scope");
-        let e = api.answer_approval(asked.id, &answer(Choice::Always, Some(bad)), &op).unwrap_err();
+        let e = api.answer_approval(asked.id, &answer(&asked, Choice::Always, Some(bad)), &op).unwrap_err();
         assert_eq!(e.code, ErrorCode::BadArgument);
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
 
-    // The answer writes exactly the previewed change.
-    api.answer_approval(asked.id, &answer(Choice::Always, Some(prefix)), &op).unwrap();
+    // The answer writes exactly the previewed change, its rule naming the answer's receipt.
+    let receipt = api.answer_approval(asked.id, &answer(&asked, Choice::Always, Some(prefix)), &op).unwrap();
     assert!(running.await.unwrap().is_finished());
     let after = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(line_diff(&before, &after), scoped.diff);
+    let stamp = format!("; receipt {}", receipt.id);
+    assert_eq!(after.matches(&stamp).count(), 1, "{after}");
+    assert_eq!(line_diff(&before, &after.replace(&stamp, "")), scoped.diff);
     // The prefix rule allows the next push with other words, without asking.
     assert!(call(&hub, "c5", "git push --tags").await.unwrap().is_finished());
     assert!(api.pending_approvals().is_empty());
@@ -127,14 +129,14 @@ async fn an_exact_always_rule_allows_only_that_command() {
     let op = Operator::named("alice (app)");
     let running = call(&hub, "c1", "git push origin main");
     let asked = common::pending_one(&api).await;
-    api.answer_approval(asked.id, &answer(Choice::Always, None), &op).unwrap();
+    api.answer_approval(asked.id, &answer(&asked, Choice::Always, None), &op).unwrap();
     assert!(running.await.unwrap().is_finished());
     assert!(call(&hub, "c2", "git push origin main").await.unwrap().is_finished());
     // More words than the exact rule: asked again.
     let more = call(&hub, "c3", "git push origin main --force");
     let again = common::pending_one(&api).await;
     assert_eq!(again.action.command.as_deref(), Some("git push origin main --force"));
-    api.answer_approval(again.id, &answer(Choice::Deny, None), &op).unwrap();
+    api.answer_approval(again.id, &answer(&again, Choice::Deny, None), &op).unwrap();
     assert!(!more.await.unwrap().is_finished());
     // Answered or never asked: the preview says so as the answer does.
     assert_eq!(api.always_preview(asked.id, None).unwrap_err().code, ErrorCode::ApprovalAnswered);

@@ -7,7 +7,7 @@ use crate::common;
 
 use portcullis_harness::{CallOutcome, ToolCallResult};
 use portcullis_hub::Hub;
-use portcullis_hub::api::types::{AlwaysOffer, Answer, Choice};
+use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -22,8 +22,13 @@ fn call(hub: &Hub, session: &str, id: &str, command: &str) -> JoinHandle<ToolCal
     })
 }
 
-fn answer(choice: Choice, note: Option<&str>) -> Answer {
-    Answer { answer: choice, note: note.map(str::to_owned), scope: None }
+fn answer(asked: &Approval, choice: Choice, note: Option<&str>) -> Answer {
+    Answer {
+        answer: choice,
+        arguments_sha256: asked.arguments_sha256.clone(),
+        note: note.map(str::to_owned),
+        scope: None,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -56,15 +61,15 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
         matches!(&asked.always, AlwaysOffer::Yes { file, .. } if file.ends_with("policy.json")),
         "{asked:?}"
     );
-    api.answer_approval(asked.id, &answer(Choice::Once, None), &alice).unwrap();
+    api.answer_approval(asked.id, &answer(&asked, Choice::Once, None), &alice).unwrap();
     assert!(first.await.unwrap().is_finished());
 
     // The first answer won: a second is refused with its code and changes nothing.
-    let late = api.answer_approval(asked.id, &answer(Choice::Deny, None), &alice).unwrap_err();
+    let late = api.answer_approval(asked.id, &answer(&asked, Choice::Deny, None), &alice).unwrap_err();
     assert_eq!(late.code, ErrorCode::ApprovalAnswered);
     assert_eq!(late.details["id"], asked.id);
     // An id never asked.
-    let unknown = api.answer_approval(4242, &answer(Choice::Once, None), &alice).unwrap_err();
+    let unknown = api.answer_approval(4242, &answer(&asked, Choice::Once, None), &alice).unwrap_err();
     assert_eq!(unknown.code, ErrorCode::ApprovalUnknown);
     assert!(unknown.message.contains("4242"), "{unknown}");
 
@@ -75,7 +80,8 @@ async fn approvals_are_listed_answered_once_and_a_denial_carries_the_operators_n
     let deciding = asked.evaluation.as_ref().and_then(|e| e.deciding_rule.clone()).unwrap();
     assert_eq!((deciding.id.as_str(), deciding.line), ("deploys-ask", 3), "{deciding:?}");
     assert!(deciding.source.ends_with("proj/.portcullis/policy.json"), "{deciding:?}");
-    api.answer_approval(asked.id, &answer(Choice::Deny, Some("not on a Friday; ask Bob")), &alice).unwrap();
+    api.answer_approval(asked.id, &answer(&asked, Choice::Deny, Some("not on a Friday; ask Bob")), &alice)
+        .unwrap();
     let result = second.await.unwrap();
     match &result.outcome {
         CallOutcome::Blocked { error, .. } => {
@@ -107,8 +113,9 @@ async fn an_answer_after_the_timeout_finds_nothing_to_approve() {
     let asked = common::pending_one(&api).await;
     let result = waiting.await.unwrap();
     assert!(matches!(result.outcome, CallOutcome::Blocked { .. }), "{result:?}");
-    let late =
-        api.answer_approval(asked.id, &answer(Choice::Once, None), &Operator::named("api")).unwrap_err();
+    let late = api
+        .answer_approval(asked.id, &answer(&asked, Choice::Once, None), &Operator::named("api"))
+        .unwrap_err();
     assert_eq!(late.code, ErrorCode::ApprovalAnswered);
     assert!(!dir.join("proj/too-late").exists());
     hub.close().await.unwrap();
@@ -125,7 +132,7 @@ async fn session_grants_are_listed_and_revoked_and_always_is_refused_where_not_o
 
     let first = call(&hub, "s1", "c1", "make test");
     let asked = common::pending_one(&api).await;
-    api.answer_approval(asked.id, &answer(Choice::Session, None), &op).unwrap();
+    api.answer_approval(asked.id, &answer(&asked, Choice::Session, None), &op).unwrap();
     assert!(first.await.unwrap().is_finished());
     let grants = api.session_grants();
     assert_eq!(grants.len(), 1, "{grants:?}");
@@ -141,10 +148,10 @@ async fn session_grants_are_listed_and_revoked_and_always_is_refused_where_not_o
     let policy_write = call(&hub, "s1", "c3", "echo '{}' > .portcullis/policy.json");
     let asked = common::pending_one(&api).await;
     assert!(matches!(asked.always, AlwaysOffer::No { .. }), "{asked:?}");
-    let refused = api.answer_approval(asked.id, &answer(Choice::Always, None), &op).unwrap_err();
+    let refused = api.answer_approval(asked.id, &answer(&asked, Choice::Always, None), &op).unwrap_err();
     assert_eq!(refused.code, ErrorCode::AlwaysNotOffered);
     // Still pending after the refused answer; denied now.
-    api.answer_approval(asked.id, &answer(Choice::Deny, None), &op).unwrap();
+    api.answer_approval(asked.id, &answer(&asked, Choice::Deny, None), &op).unwrap();
     assert!(!policy_write.await.unwrap().is_finished());
     hub.close().await.unwrap();
 }

@@ -46,7 +46,12 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     );
     api.answer_approval(
         approval.id,
-        &Answer { answer: Choice::Once, note: None, scope: None },
+        &Answer {
+            answer: Choice::Once,
+            arguments_sha256: approval.arguments_sha256.clone(),
+            note: None,
+            scope: None,
+        },
         &Operator::named("app"),
     )
     .unwrap();

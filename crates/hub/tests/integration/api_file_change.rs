@@ -39,7 +39,12 @@ async fn a_waiting_write_shows_its_diff_and_a_shell_call_none() {
     );
     api.answer_approval(
         asked.id,
-        &Answer { answer: Choice::Deny, note: None, scope: None },
+        &Answer {
+            answer: Choice::Deny,
+            arguments_sha256: asked.arguments_sha256.clone(),
+            note: None,
+            scope: None,
+        },
         &Operator::named("t"),
     )
     .unwrap();
@@ -55,7 +60,12 @@ async fn a_waiting_write_shows_its_diff_and_a_shell_call_none() {
     assert!(asked.file_change.is_none());
     api.answer_approval(
         asked.id,
-        &Answer { answer: Choice::Deny, note: None, scope: None },
+        &Answer {
+            answer: Choice::Deny,
+            arguments_sha256: asked.arguments_sha256.clone(),
+            note: None,
+            scope: None,
+        },
         &Operator::named("t"),
     )
     .unwrap();

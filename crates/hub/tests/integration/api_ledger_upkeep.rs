@@ -155,6 +155,7 @@ fn cursors_formats_deciders_and_histograms() {
         outcome: OperatorOutcome::ApprovedOnce,
         operator: Some("alice".into()),
         rule_written: None,
+        receipt: None,
     };
     let decider = portcullis_hub::api::types::Decider::of(&operator);
     assert_eq!(

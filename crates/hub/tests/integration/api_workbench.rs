@@ -205,7 +205,12 @@ async fn a_draft_replays_over_the_ledger_against_the_policy_in_force() {
         if command.starts_with("curl") || command.starts_with("echo") {
             // The operator denies the prompt.
             let asked = common::pending_one(&api).await;
-            let deny = Answer { answer: Choice::Deny, note: None, scope: None };
+            let deny = Answer {
+                answer: Choice::Deny,
+                arguments_sha256: asked.arguments_sha256.clone(),
+                note: None,
+                scope: None,
+            };
             api.answer_approval(asked.id, &deny, &Operator::named("test")).unwrap();
         }
         call.await.unwrap();

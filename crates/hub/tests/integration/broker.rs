@@ -3,7 +3,7 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use portcullis_hub::{AlwaysOffer, BrokerError, Hub, HubConfig, PendingApproval};
+use portcullis_hub::{AlwaysOffer, BrokerError, Hub, HubConfig, PendingApproval, Reply};
 use portcullis_policy::ApprovalChoice;
 use serde_json::json;
 use std::time::Duration;
@@ -56,12 +56,17 @@ async fn always_is_offered_but_never_for_a_command_holding_a_secret() {
         }
         other => panic!("{other:?}"),
     }
-    hub.broker().answer(pending.id, ApprovalChoice::Once, "tester").unwrap();
+    hub.broker()
+        .answer(pending.id, Reply::new(ApprovalChoice::Once, &pending.arguments_sha256, "tester"))
+        .unwrap();
     assert_eq!(
-        hub.broker().answer(pending.id, ApprovalChoice::Deny, "late"),
+        hub.broker().answer(pending.id, Reply::new(ApprovalChoice::Deny, &pending.arguments_sha256, "late")),
         Err(BrokerError::AlreadyAnswered(pending.id))
     );
-    assert_eq!(hub.broker().answer(999, ApprovalChoice::Once, "x"), Err(BrokerError::Unknown(999)));
+    assert_eq!(
+        hub.broker().answer(999, Reply::new(ApprovalChoice::Once, &pending.arguments_sha256, "x")),
+        Err(BrokerError::Unknown(999))
+    );
     assert!(call.await.unwrap().is_finished());
 
     let command = format!("curl -H 'Authorization: Bearer {SECRET}' https://example.invalid");
@@ -80,9 +85,14 @@ async fn always_is_offered_but_never_for_a_command_holding_a_secret() {
         !serde_json::to_string(&pending.arguments).unwrap().contains(SECRET),
         "approvers see redacted arguments"
     );
-    let err = hub.broker().answer(pending.id, ApprovalChoice::Always, "tester").unwrap_err();
+    let err = hub
+        .broker()
+        .answer(pending.id, Reply::new(ApprovalChoice::Always, &pending.arguments_sha256, "tester"))
+        .unwrap_err();
     assert!(matches!(err, BrokerError::AlwaysNotOffered { .. }));
-    hub.broker().answer(pending.id, ApprovalChoice::Deny, "tester").unwrap();
+    hub.broker()
+        .answer(pending.id, Reply::new(ApprovalChoice::Deny, &pending.arguments_sha256, "tester"))
+        .unwrap();
     assert!(call.await.unwrap().blocked_reason().is_some());
     let policy = std::fs::read_to_string(dir.join("proj/.portcullis/policy.json")).unwrap();
     assert!(!policy.contains(SECRET));

@@ -37,7 +37,12 @@ async fn live(hub: &Hub, api: &OperatorApi, id: &str, tool: &str, arguments: Val
         match feed.next().await.map(|i| i.event) {
             Some(FeedEvent::ApprovalAsked { approval }) if approval.call_id == id => {
                 asked = true;
-                let deny = Answer { answer: Choice::Deny, note: None, scope: None };
+                let deny = Answer {
+                    answer: Choice::Deny,
+                    arguments_sha256: approval.arguments_sha256.clone(),
+                    note: None,
+                    scope: None,
+                };
                 api.answer_approval(approval.id, &deny, &operator).unwrap();
             }
             Some(FeedEvent::Call { row, stage, .. }) if row.call_id == id => {

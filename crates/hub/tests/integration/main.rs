@@ -14,6 +14,7 @@ mod api_ledger_upkeep;
 mod api_one_call;
 mod api_policy_check;
 mod api_policy_files;
+mod api_receipts;
 mod api_replay;
 mod api_workbench;
 mod broker;

@@ -164,3 +164,143 @@ async fn an_export_proves_its_records_with_the_public_key_alone() {
     assert_eq!((report.chained, report.sealed), (2, 0), "{report:?}");
     drop(dir);
 }
+
+/// Copies `from` (and its WAL) to `to`.
+fn copy_ledger(from: &Path, to: &Path) {
+    std::fs::copy(from, to).unwrap();
+    let wal = |p: &Path| std::path::PathBuf::from(format!("{}-wal", p.display()));
+    if wal(from).exists() {
+        std::fs::copy(wal(from), wal(to)).unwrap();
+    }
+}
+
+fn journal_of(p: &Path) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{}.journal", p.display()))
+}
+
+/// Changes the byte at `at` of a journal and puts the frame's checksum right, as a careful forger would.
+fn forge_journal_byte(journal: &mut [u8], at: usize, value: u8) {
+    let mut frame = 16;
+    while frame + 8 <= journal.len() {
+        let len = u32::from_le_bytes(journal[frame..frame + 4].try_into().unwrap()) as usize;
+        let payload = frame + 8..frame + 8 + len;
+        if payload.contains(&at) {
+            journal[at] = value;
+            let crc = crc32fast::hash(&journal[payload]);
+            journal[frame + 4..frame + 8].copy_from_slice(&crc.to_le_bytes());
+            return;
+        }
+        frame = payload.end;
+    }
+    panic!("byte {at} is in no frame");
+}
+
+/// A crash as a copy: the SQLite file as it was before the last calls, and the journal that holds them.
+async fn crashed_with_journal(dir: &Path, name: &str) -> (std::path::PathBuf, Vec<u8>) {
+    let live = dir.join(format!("{name}-live.db"));
+    let ledger = SqliteLedger::open_signed(&live, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();
+    for i in 0..3 {
+        ledger.record(finished("s", &format!("{name}-first-{i}"), "shell", i, 5, rule("r"))).await.unwrap();
+    }
+    ledger.flush().await.unwrap();
+    let crashed = dir.join(format!("{name}.db"));
+    copy_ledger(&live, &crashed);
+    for i in 0..3 {
+        ledger
+            .record(finished("s", &format!("{name}-journaled-{i}"), "shell", 10 + i, 5, rule("r")))
+            .await
+            .unwrap();
+    }
+    ledger.flush_durable().await.unwrap();
+    let journal = std::fs::read(journal_of(&live)).unwrap();
+    ledger.close().await.unwrap();
+    (crashed, journal)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_changed_or_replaced_after_a_crash_is_found_and_never_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    // As left: the journal's records follow the file's chain; unsealed until the ledger is opened again.
+    let (crashed, journal) = crashed_with_journal(dir.path(), "kept").await;
+    std::fs::write(journal_of(&crashed), &journal).unwrap();
+    let report = verify(&crashed);
+    assert_eq!((report.journaled, report.chained), (3, 6), "{report:?}");
+    assert_eq!(report.breaks.iter().map(|b| b.kind).collect::<Vec<_>>(), [BreakKind::Unsealed], "{report:?}");
+    let reopened =
+        SqliteLedger::open_signed(&crashed, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();
+    assert_eq!(reopened.replayed_on_open(), 3);
+    reopened.close().await.unwrap();
+    assert_eq!(verify(&crashed).verdict, Verdict::Intact);
+
+    // Changed: one record's call id, the frame's checksum made right again.
+    let (crashed, mut journal) = crashed_with_journal(dir.path(), "edited").await;
+    // Its first place is the record's call id (its body and search text come after).
+    let at = journal.windows(18).position(|w| w == b"edited-journaled-1").unwrap();
+    forge_journal_byte(&mut journal, at + 17, b'7');
+    std::fs::write(journal_of(&crashed), &journal).unwrap();
+    let report = verify(&crashed);
+    assert_eq!(report.verdict, Verdict::Broken);
+    assert_eq!(report.breaks[0].kind, BreakKind::Changed, "{report:?}");
+    assert!(
+        report.breaks[0].message.contains("the journal's record 5 (call \"edited-journaled-7\""),
+        "{report:?}"
+    );
+    let refused = SqliteLedger::open_signed(&crashed, LedgerOptions::default(), Some(Arc::new(key())));
+    let e = refused.err().unwrap();
+    assert_eq!(e.code(), "ledger_journal_damaged", "{e}");
+    assert!(e.to_string().contains("record 5 of the chain (call \"edited-journaled-7\""), "{e}");
+
+    // Replaced: another ledger's journal, whole and well formed.
+    let (crashed, _) = crashed_with_journal(dir.path(), "victim").await;
+    let (_, foreign) = crashed_with_journal(dir.path(), "other").await;
+    std::fs::write(journal_of(&crashed), &foreign).unwrap();
+    let report = verify(&crashed);
+    assert_eq!(report.verdict, Verdict::Broken, "{report:?}");
+    assert!(matches!(report.breaks[0].kind, BreakKind::Changed | BreakKind::Journal), "{report:?}");
+    // Opening never indexes it: its frames do not follow this ledger's (refused), or it is no frame at
+    // all here (kept aside as `<journal>.rejected-<epoch>`, and the ledger opens without it).
+    match SqliteLedger::open_signed(&crashed, LedgerOptions::default(), Some(Arc::new(key()))) {
+        Err(e) => assert_eq!(e.code(), "ledger_journal_damaged", "{e}"),
+        Ok(reopened) => {
+            assert_eq!(reopened.replayed_on_open(), 0);
+            reopened.close().await.unwrap();
+            let kept = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().starts_with("victim.db.journal.rejected-"));
+            assert!(kept, "the replaced journal is kept aside");
+            assert!(
+                !LedgerReader::open(&crashed)
+                    .unwrap()
+                    .timeline("other-journaled-0", None)
+                    .map(|t| !t.records.is_empty())
+                    .unwrap_or(false)
+            );
+        }
+    }
+}
+
+/// A running writer seals on request: a verification right after finds every record sealed, with the
+/// writer still holding the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_writer_seals_now_on_request() {
+    let (_dir, path) = temp();
+    let ledger = SqliteLedger::open_signed(&path, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();
+    for i in 0..5 {
+        ledger.record(finished("s", &format!("c{i}"), "shell", i, 5, rule("r"))).await.unwrap();
+    }
+    ledger.flush().await.unwrap();
+    let before = verify(&path);
+    assert_eq!(
+        (before.verdict, before.sealed, before.writer_running),
+        (Verdict::IntactUnsealedTail, 0, true)
+    );
+    ledger.seal_now().await.unwrap();
+    let after = verify(&path);
+    assert_eq!((after.verdict, after.sealed, after.checkpoints), (Verdict::Intact, 5, 1), "{after:?}");
+    // Nothing new: no second seal.
+    ledger.seal_now().await.unwrap();
+    assert_eq!(verify(&path).checkpoints, 1);
+    ledger.close().await.unwrap();
+    assert_eq!(verify(&path).checkpoints, 1, "the close found nothing left to seal");
+}

@@ -2,6 +2,7 @@
 //! build's disk and link time small. Each file is a module; shared fixtures are modules beside them.
 
 mod chain;
+mod chain_export;
 mod common;
 mod crash;
 mod durable_start;

@@ -127,6 +127,10 @@ impl Prompter for ScriptedOperator {
         "scripted".into()
     }
 
+    fn channel(&self) -> &'static str {
+        "terminal"
+    }
+
     async fn ask(&self, prompt: &ApprovalPrompt) -> Result<ApprovalChoice, String> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         self.offered_always
@@ -245,14 +249,30 @@ async fn once_and_session_answers() {
     let once = g.call("s1", "1", "shell", json!({ "command": "touch one" })).await;
     assert!(once.is_finished());
     assert!(p.root.join("one").exists());
-    assert!(matches!(once.decided_by, DecidedBy::Operator { outcome: OperatorOutcome::ApprovedOnce, .. }));
+    // The answer's receipt: the arguments shown, the call, who and through which channel, the policy.
+    let DecidedBy::Operator { outcome: OperatorOutcome::ApprovedOnce, receipt: Some(receipt), .. } =
+        &once.decided_by
+    else {
+        panic!("{:?}", once.decided_by)
+    };
+    assert!(receipt.is_intact() && receipt.covers(&json!({ "command": "touch one" })));
+    assert_eq!((receipt.call_id.as_str(), receipt.operator.as_str()), ("1", "scripted"));
+    assert_eq!(receipt.channel, "terminal");
+    assert!(receipt.policy_version.as_deref().is_some_and(|v| !v.is_empty()), "{receipt:?}");
     // Session: the same action again in the same session is not asked again.
     let first = g.call("s1", "2", "shell", json!({ "command": "touch two" })).await;
     assert!(first.is_finished());
+    let DecidedBy::Operator { receipt: Some(granting), .. } = &first.decided_by else {
+        panic!("{:?}", first.decided_by)
+    };
     assert_eq!(op.asked.load(Ordering::SeqCst), 2);
     let again = g.call("s1", "3", "shell", json!({ "command": "touch two" })).await;
     assert!(again.is_finished());
-    assert!(matches!(again.decided_by, DecidedBy::SessionGrant { .. }), "{:?}", again.decided_by);
+    // The grant names the receipt of the answer that gave it, in the call it decides and in its list.
+    match &again.decided_by {
+        DecidedBy::SessionGrant { receipt, .. } => assert_eq!(receipt.as_deref(), Some(granting.id.as_str())),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(op.asked.load(Ordering::SeqCst), 2);
     // Another session, or another command, is asked again (and denied).
     let other = g.call("s2", "4", "shell", json!({ "command": "touch two" })).await;
@@ -261,6 +281,7 @@ async fn once_and_session_answers() {
     // Session grants are listed and revocable.
     let listed = grants.list();
     assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].receipt.as_deref(), Some(granting.id.as_str()));
     assert!(grants.revoke(&listed[0].id));
     assert!(!grants.revoke(&listed[0].id));
 }
@@ -273,10 +294,13 @@ async fn always_appends_a_rule_that_decides_from_then_on() {
     let (g, _) = operator_gate(&p, &op);
     let result = g.call("s", "1", "shell", json!({ "command": "echo a && mkdir -p build/out" })).await;
     assert!(result.is_finished(), "{result:?}");
-    let written = match &result.decided_by {
+    let (written, receipt) = match &result.decided_by {
         DecidedBy::Operator {
-            outcome: OperatorOutcome::ApprovedAlways, rule_written: Some(rule), ..
-        } => rule.clone(),
+            outcome: OperatorOutcome::ApprovedAlways,
+            rule_written: Some(rule),
+            receipt: Some(receipt),
+            ..
+        } => (rule.clone(), receipt.clone()),
         other => panic!("{other:?}"),
     };
     // Only the sub-command no allow rule covered got a rule.
@@ -284,6 +308,8 @@ async fn always_appends_a_rule_that_decides_from_then_on() {
     let after = std::fs::read_to_string(&p.policy_file).unwrap();
     assert!(after.starts_with(&before[..before.find("\n    ]").unwrap()]), "the layout is kept:\n{after}");
     assert!(after.contains(&written.id));
+    // The rule names the receipt of the answer that created it.
+    assert!(after.contains(&format!("receipt {}", receipt.id)), "{after}");
     // The file loads on its own (examples included) and the rule now decides.
     let reloaded = Policy::load(std::slice::from_ref(&p.policy_file), &p.root).unwrap();
     let eval = reloaded.evaluate_command("mkdir -p build/out", &portcullis_policy::EvalContext::new(&p.root));

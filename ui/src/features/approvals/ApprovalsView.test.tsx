@@ -6,6 +6,9 @@ import { fakeBackend } from "../../backend/fake";
 import type { Answer } from "../../backend/backend";
 import { asked, session, shellApproval } from "../../test/fixtures";
 
+/** The digest of the arguments card `id` shows, which its answer names. */
+const digest = (id: number) => shellApproval(id).arguments_sha256;
+
 function backendWith(pending = [shellApproval()]) {
   const answers: Array<[number, Answer]> = [];
   const backend = fakeBackend({
@@ -44,6 +47,10 @@ describe("the approvals inbox", () => {
     expect(within(card).getByText(/claude-code 2\.1\.0/)).toBeInTheDocument();
     expect(within(card).getByText(/then denied \(timeout\)/)).toBeInTheDocument();
     expect(within(card).getAllByText("/home/dev/shop")[0]).toBeInTheDocument();
+    // What an answer is bound to: the digest of the arguments shown, the policy version that asked.
+    expect(card).toHaveAttribute("data-arguments-sha256", digest(7));
+    expect(within(card).getByTestId("binding")).toHaveTextContent(`sha256 ${digest(7).slice(0, 12)}…`);
+    expect(within(card).getByTestId("binding")).toHaveTextContent("under policy 3f2a9c1e7b6d");
   });
 
   it("shows the walls the command will run inside, and warns when it would run without them", async () => {
@@ -114,8 +121,8 @@ describe("the approvals inbox", () => {
     await user.keyboard("s");
     await waitFor(() =>
       expect(answers).toEqual([
-        [7, { answer: "session", note: null, scope: null }],
-        [8, { answer: "session", note: null, scope: null }],
+        [7, { answer: "session", arguments_sha256: digest(7), note: null, scope: null }],
+        [8, { answer: "session", arguments_sha256: digest(8), note: null, scope: null }],
       ]),
     );
   });
@@ -158,7 +165,9 @@ describe("the approvals inbox", () => {
     expect(previews.at(-1)).toEqual([7, [{ words: 2, exact: false }]]);
     await user.click(within(sheet).getByTestId("always-write"));
     await waitFor(() =>
-      expect(answers).toEqual([[7, { answer: "always", note: null, scope: [{ words: 2, exact: false }] }]]),
+      expect(answers).toEqual([
+        [7, { answer: "always", arguments_sha256: digest(7), note: null, scope: [{ words: 2, exact: false }] }],
+      ]),
     );
   });
 
@@ -171,6 +180,7 @@ describe("the approvals inbox", () => {
         tool: "shell",
         action: { kind: "execute" as const, operation: "exec", command: "npm test", cwd: null, paths: [], risk: "low" as const },
         granted_at: Date.now() * 1000,
+        receipt: "9c1e".padEnd(64, "0"),
       },
     ];
     backend.sessionGrants = async () => grants;
@@ -270,11 +280,35 @@ describe("the approvals inbox", () => {
     render(<App backend={backend} />);
     await screen.findAllByTestId("approval-card");
     await user.keyboard("1");
-    await waitFor(() => expect(answers).toEqual([[7, { answer: "once", note: null, scope: null }]]));
+    await waitFor(() =>
+      expect(answers).toEqual([[7, { answer: "once", arguments_sha256: digest(7), note: null, scope: null }]]),
+    );
     await waitFor(() => expect(screen.getAllByTestId("approval-card")).toHaveLength(1));
     await user.keyboard("d");
-    await waitFor(() => expect(answers[1]).toEqual([8, { answer: "deny", note: null, scope: null }]));
+    await waitFor(() =>
+      expect(answers[1]).toEqual([8, { answer: "deny", arguments_sha256: digest(8), note: null, scope: null }]),
+    );
     expect(await screen.findByTestId("inbox-empty")).toBeInTheDocument();
+  });
+
+  it("keeps a card the hub holds other arguments for, says so, and fetches the inbox again", async () => {
+    const { backend } = backendWith();
+    let fetched = 0;
+    const listed = backend.pendingApprovals;
+    backend.pendingApprovals = () => {
+      fetched += 1;
+      return listed();
+    };
+    backend.answerApproval = async () => {
+      throw { code: "receipt_mismatch", message: "other arguments", details: { id: 7 } };
+    };
+    const user = userEvent.setup();
+    render(<App backend={backend} />);
+    await screen.findByTestId("approval-card");
+    await user.keyboard("1");
+    expect(await screen.findByText(/holds other arguments for it than this card shows/)).toBeInTheDocument();
+    expect(screen.getByTestId("approval-card")).toBeInTheDocument();
+    await waitFor(() => expect(fetched).toBeGreaterThanOrEqual(2));
   });
 
   it("denies with a note, and lists the keys on ?", async () => {
@@ -286,7 +320,11 @@ describe("the approvals inbox", () => {
     expect(screen.getByTestId("key-list")).toHaveTextContent("Allow once");
     await user.keyboard("n");
     await user.type(screen.getByTestId("deny-note"), "use the staging remote{Enter}");
-    await waitFor(() => expect(answers).toEqual([[7, { answer: "deny", note: "use the staging remote", scope: null }]]));
+    await waitFor(() =>
+      expect(answers).toEqual([
+        [7, { answer: "deny", arguments_sha256: digest(7), note: "use the staging remote", scope: null }],
+      ]),
+    );
   });
 
   it("adds cards the feed announces, and shows agent text escaped", async () => {

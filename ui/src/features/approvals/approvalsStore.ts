@@ -115,10 +115,15 @@ export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
 
   async function answer(id: number, choice: Choice, note?: string, scope?: RuleScope[]) {
     if (state.answering.includes(id)) return;
+    // The answer names the arguments this inbox shows (their digest, as the hub listed it): the hub
+    // refuses it for any others.
+    const shown = state.pending.find((p) => p.id === id);
+    if (!shown) return;
     set({ answering: [...state.answering, id], failure: null });
     try {
       await backend.answerApproval(id, {
         answer: choice,
+        arguments_sha256: shown.arguments_sha256,
         note: note?.trim() ? note.trim() : null,
         scope: choice === "always" && scope ? scope : null,
       });
@@ -129,11 +134,15 @@ export function approvalsStore(backend: Backend, feed: Feed): ApprovalsStore {
       const why =
         error.code === "approval_answered"
           ? "it was already settled (answered elsewhere, timed out or withdrawn)"
-          : error.message;
+          : error.code === "receipt_mismatch"
+            ? "the hub holds other arguments for it than this card shows (nothing was approved; it still waits)"
+            : error.message;
       set({ failure: `Approval #${id} was not answered: ${why}` });
       if (error.code === "approval_answered" || error.code === "approval_unknown") {
         settled.add(id);
         set({ pending: state.pending.filter((p) => p.id !== id) });
+      } else if (error.code === "receipt_mismatch") {
+        void refetch();
       }
     } finally {
       set({ answering: state.answering.filter((a) => a !== id) });

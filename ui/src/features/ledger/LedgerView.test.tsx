@@ -183,6 +183,47 @@ describe("the ledger browser", () => {
     expect(window.location.hash).toContain("call=claude-code-00001%2Fcall-3");
   });
 
+  it("shows an approval's receipt in the drawer: who, through which channel, the arguments and policy", async () => {
+    const answered = (r: CallRow): CallDetail => ({
+      ...detail(r),
+      approvals: [
+        {
+          session_id: r.session_id,
+          call_id: r.call_id,
+          tool: "shell",
+          requested_at: NOW - 5e6,
+          resolved_at: NOW - 4e6,
+          outcome: "approved_once",
+          operator: "alice (app)",
+          note: null,
+          rule_written: null,
+          receipt: {
+            id: "7e3f".padEnd(64, "1"),
+            approval_id: "4",
+            session_id: r.session_id,
+            call_id: r.call_id,
+            tool: "shell",
+            arguments_sha256: "db4a7ecb114b".padEnd(64, "2"),
+            policy_version: "3f2a9c1e7b6d5a40",
+            operator: "alice (app)",
+            channel: "app",
+            outcome: "approved_once",
+            at: NOW - 4e6,
+          },
+        },
+      ],
+    });
+    backend = fakeBackend({ ...handlers(), ledgerCall: async (_id, callId) => answered(ROWS.find((r) => r.call_id === callId) ?? row(1)) });
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(3));
+    await userEvent.click(screen.getAllByTestId("call-row")[0]!);
+    const receipt = await screen.findByTestId("receipt");
+    expect(receipt).toHaveTextContent("receipt 7e3f11111111…");
+    expect(receipt).toHaveTextContent("alice (app) via app");
+    expect(receipt).toHaveTextContent("arguments db4a7ecb114b…");
+    expect(receipt).toHaveTextContent("policy 3f2a9c1e7b6d");
+  });
+
   it("refuses a file that is not a ledger and says what that means", async () => {
     window.location.hash = "#ledger?file=%2Ftmp%2Fnotes.db";
     mount();
@@ -212,5 +253,60 @@ describe("the ledger browser", () => {
     await userEvent.click(within(screen.getByTestId("columns-menu")).getByLabelText("Session"));
     await waitFor(() => expect(window.location.hash).toContain("cols=at%2Cstatus%2Ctool%2Cwhat%2Cdecided%2Cagent%2Csession%2Cduration"));
     expect(screen.getByRole("columnheader", { name: /Session/ })).toBeInTheDocument();
+  });
+});
+
+describe("verify", () => {
+  const report = {
+    ledger_id: "4f0c",
+    key: "ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c",
+    unchained: 0,
+    chained: 8,
+    sealed: 2,
+    checkpoints: 1,
+    checkpoints_valid: 0,
+    journaled: 0,
+    writer_running: false,
+  };
+
+  it("names the record where the chain breaks, escaping what the ledger holds", async () => {
+    backend = fakeBackend({
+      ...handlers(),
+      verifyLedger: async () => ({
+        ...report,
+        verdict: "broken",
+        break_count: 3,
+        breaks: [
+          { kind: "changed", record_id: 3, position: 3, message: "record 3 does not match its link in the chain: it was edited, inserted, or moved from another place" },
+          { kind: "seal_mismatch", record_id: 8, position: 8, message: "checkpoint 1 (close, writer 1) sealed the chain up to record 8\u202e" },
+        ],
+      }),
+    });
+    mount();
+    await userEvent.click(await screen.findByTestId("ledger-verify"));
+    const verdict = await screen.findByTestId("verify-verdict");
+    expect(verdict).toHaveAttribute("data-verdict", "broken");
+    expect(verdict).toHaveTextContent("Broken at record 3: record 3 does not match its link");
+    const breaks = screen.getByTestId("verify-breaks");
+    expect(breaks).toHaveTextContent("changed record 3");
+    expect(breaks).toHaveTextContent("checkpoint mismatch record 8");
+    expect(breaks.textContent).not.toContain("\u202e");
+    expect(breaks).toHaveTextContent("… and 1 more");
+    expect(backend.calls.filter(([name]) => name === "verifyLedger")).toHaveLength(1);
+  });
+
+  it("says an intact ledger is intact, and how much the hub has yet to seal while it writes", async () => {
+    let verdict: "intact" | "intact_unsealed_tail" = "intact_unsealed_tail";
+    backend = fakeBackend({
+      ...handlers(),
+      verifyLedger: async () => ({ ...report, sealed: verdict === "intact" ? 8 : 6, verdict, break_count: 0, breaks: [] }),
+    });
+    mount();
+    await userEvent.click(await screen.findByTestId("ledger-verify"));
+    expect(await screen.findByTestId("verify-verdict")).toHaveTextContent("Intact up to record 6 of the chain; the 2 newest wait for their checkpoint");
+    verdict = "intact";
+    await userEvent.click(screen.getByTestId("verify-again"));
+    await waitFor(() => expect(screen.getByTestId("verify-verdict")).toHaveAttribute("data-verdict", "intact"));
+    expect(screen.queryByTestId("verify-breaks")).toBeNull();
   });
 });

@@ -12,6 +12,7 @@ import { CallDrawer } from "./parts/CallDrawer";
 import { CallsTable } from "./parts/CallsTable";
 import { ColumnChooser } from "./parts/ColumnChooser";
 import { ExportDialog } from "./parts/ExportDialog";
+import { VerifyDialog } from "./parts/VerifyDialog";
 import { FilterBar, useFacets } from "./parts/FilterBar";
 import { OpenBar } from "./parts/OpenBar";
 import { SessionsPanel } from "./parts/SessionsPanel";
@@ -44,7 +45,7 @@ export function LedgerView() {
       {ledger ? (
         <OpenedLedgerView key={ledger.id} ledger={ledger} query={query} setQuery={setQuery} />
       ) : (
-        <OpenBar query={query} setQuery={setQuery} summary={null} hub={query.file == null} onExport={null} />
+        <OpenBar query={query} setQuery={setQuery} summary={null} hub={query.file == null} onExport={null} onVerify={null} />
       )}
       {opened.state === "opening" && <p className="muted">Opening the ledger…</p>}
       {opened.state === "failed" && (
@@ -77,10 +78,13 @@ function OpenedLedgerView({ ledger, query, setQuery }: { ledger: OpenedLedger; q
     refetchInterval: 5000,
   });
   const [exporting, setExporting] = useState(false);
+  const [verifying, setVerifying] = useState(false);
   const openCall = (session: string, id: string) => setQuery({ call: { session, id } });
   return (
     <>
-      <OpenBar query={query} setQuery={setQuery} summary={summary.data} hub={ledger.hub} onExport={() => setExporting(true)} />
+      <OpenBar query={query} setQuery={setQuery} summary={summary.data} hub={ledger.hub} onExport={() => setExporting(true)}
+        onVerify={() => setVerifying(true)}
+      />
       <FilterBar ledgerId={ledgerId} filter={filter} query={query} setQuery={setQuery} />
       <div className="ledger-tabs" role="tablist">
         {TABS.map((t) => (
@@ -132,6 +136,7 @@ function OpenedLedgerView({ ledger, query, setQuery }: { ledger: OpenedLedger; q
           onClose={() => setExporting(false)}
         />
       )}
+      {verifying && <VerifyDialog ledgerId={ledgerId} onClose={() => setVerifying(false)} />}
     </>
   );
 }

@@ -120,7 +120,7 @@ pub fn rule(id: &str) -> DecidedBy {
 }
 
 pub fn operator(outcome: OperatorOutcome, who: &str) -> DecidedBy {
-    DecidedBy::Operator { outcome, operator: Some(who.into()), rule_written: None }
+    DecidedBy::Operator { outcome, operator: Some(who.into()), rule_written: None, receipt: None }
 }
 
 /// Two sessions, four tools, every record kind and six kinds of decider; 11 calls, 19 records.
@@ -227,6 +227,7 @@ pub fn write_fixture(path: &Path) {
                 operator: Some("alice".into()),
                 note: Some("looks fine".into()),
                 rule_written: None,
+                receipt: None,
             })
             .await
             .unwrap();

@@ -8,8 +8,8 @@ use super::{Client, HubState, blocking};
 use crate::api::always::AlwaysPreview;
 use crate::api::error::{ApiError, ErrorCode};
 use crate::api::types::{
-    AgentSession, Answer, Approval, CatalogTool, FeedItem, HookupSnippet, HubStatus, RuleScope, SessionGrant,
-    ToolChange, UpstreamServer,
+    AgentSession, Answer, Approval, CatalogTool, FeedItem, HookupSnippet, HubStatus, Receipt, RuleScope,
+    SessionGrant, ToolChange, UpstreamServer,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -39,8 +39,9 @@ impl Client {
         Ok(self.api()?.pending_approvals())
     }
 
-    /// Answers approval `id` as this client's operator (never one a request names).
-    pub async fn answer_approval(&self, id: u64, answer: Answer) -> Result<(), ApiError> {
+    /// Answers approval `id` as this client's operator (never one a request names); the answer's
+    /// receipt.
+    pub async fn answer_approval(&self, id: u64, answer: Answer) -> Result<Receipt, ApiError> {
         self.api()?.answer_approval(id, &answer, self.operator())
     }
 

@@ -89,6 +89,34 @@ impl Client {
         Ok(self.inner.ledgers.close(id))
     }
 
+    /// Verifies ledger `id`'s chain and signed checkpoints against the hub's ledger key (the public half
+    /// of the key in the config folder), naming the first record that breaks.
+    pub async fn verify_ledger(&self, id: u32) -> Result<portcullis_ledger::VerifyReport, ApiError> {
+        let ledger = self.ledger(id)?;
+        // The hub's own ledger, with the hub here: its newest records are sealed first, so the answer is
+        // about every record so far (a hub elsewhere seals on its own schedule).
+        let own = self.hub_ledger().is_some_and(|hub| ledger.path() == Some(Path::new(&hub)));
+        if own && let Ok(api) = self.api() {
+            api.seal_ledger().await?;
+        }
+        // The library file lives in the user's config folder, beside the key.
+        let dir =
+            self.inner.library.as_deref().and_then(Path::parent).map(Path::to_owned).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::BadArgument,
+                    "no config folder: set HOME or XDG_CONFIG_HOME",
+                    json!({}),
+                )
+            })?;
+        blocking(move || {
+            let key = crate::config::ledger_public_key(&dir).map_err(|e| {
+                ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({ "folder": dir }))
+            })?;
+            ledger.verify(&key)
+        })
+        .await
+    }
+
     /// Ledger `id` at a glance, now (calls keep arriving in the hub's own).
     pub async fn ledger_summary(&self, id: u32) -> Result<LedgerSummary, ApiError> {
         let ledger = self.ledger(id)?;

@@ -1,6 +1,7 @@
 // One pending call: who asks (agent, session), which tool, where (cwd), the countdown to its deadline
 // and what happens then, why the policy asks, what it would run (parsed sub-commands and the rules with
-// file:line), the walls it will run inside, and the four answers with their keys.
+// file:line), the walls it will run inside, the four answers with their keys, and what an answer is bound
+// to (the digest of the arguments shown, the policy version that asked).
 import { useState } from "react";
 import type { AgentSession, Approval, Choice } from "../../../backend/backend";
 import { Kbd } from "../../../lib/ui/Kbd";
@@ -40,6 +41,7 @@ export function ApprovalCard(props: ApprovalCardProps) {
       className={`card${selected ? " selected" : ""}`}
       data-testid="approval-card"
       data-approval-id={a.id}
+      data-arguments-sha256={a.arguments_sha256}
       data-shown-at={shownAt}
       aria-current={selected || undefined}
       onClick={props.onSelect}
@@ -171,6 +173,15 @@ export function ApprovalCard(props: ApprovalCardProps) {
         ) : (
           <>Always is not offered: {visible(a.always.why)}</>
         )}
+      </p>
+      <p
+        className="muted small"
+        data-testid="binding"
+        title={`arguments sha256 ${a.arguments_sha256}; policy version ${a.policy_version ?? "none"}`}
+      >
+        An answer here approves these arguments only (sha256{" "}
+        <span className="mono">{visible(a.arguments_sha256.slice(0, 12))}…</span>), under policy{" "}
+        <span className="mono">{a.policy_version != null ? visible(a.policy_version.slice(0, 12)) : "none"}</span>
       </p>
     </article>
   );

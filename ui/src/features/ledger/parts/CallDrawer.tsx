@@ -192,6 +192,21 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
                 {a.operator ? ` by ${visible(a.operator)}` : ""}
                 {a.resolved_at != null ? ` after ${duration(a.resolved_at - a.requested_at)}` : ""}
                 {a.rule_written ? <span className="mono"> · wrote {visible(a.rule_written)}</span> : null}
+                {a.receipt != null && (
+                  <div
+                    className="muted small"
+                    data-testid="receipt"
+                    title={`receipt ${a.receipt.id}: arguments sha256 ${a.receipt.arguments_sha256}, policy ${a.receipt.policy_version ?? "none"}`}
+                  >
+                    receipt <span className="mono">{visible(a.receipt.id.slice(0, 12))}…</span>:{" "}
+                    {visible(a.receipt.operator)} via {visible(a.receipt.channel)} at{" "}
+                    {timeOfDay(millis(a.receipt.at))}, arguments{" "}
+                    <span className="mono">{visible(a.receipt.arguments_sha256.slice(0, 12))}…</span>, policy{" "}
+                    <span className="mono">
+                      {a.receipt.policy_version != null ? visible(a.receipt.policy_version.slice(0, 12)) : "none"}
+                    </span>
+                  </div>
+                )}
               </li>
             ))}
           </ul>

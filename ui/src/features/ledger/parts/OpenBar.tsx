@@ -17,12 +17,14 @@ export function OpenBar({
   summary,
   hub,
   onExport,
+  onVerify,
 }: {
   query: LedgerQuery;
   setQuery: SetQuery;
   summary: LedgerSummary | null;
   hub: boolean;
   onExport: (() => void) | null;
+  onVerify: (() => void) | null;
 }) {
   const backend = useBackend();
   const queryClient = useQueryClient();
@@ -154,6 +156,11 @@ export function OpenBar({
       {onExport && (
         <button type="button" data-testid="ledger-export" onClick={onExport}>
           Export…
+        </button>
+      )}
+      {onVerify && (
+        <button type="button" data-testid="ledger-verify" title="Check every record's link and every checkpoint's signature" onClick={onVerify}>
+          Verify
         </button>
       )}
     </div>
