@@ -6,6 +6,12 @@
 //! it in `[dev-dependencies]` only: `portcullis-hub = { workspace = true, features = ["testing"] }`.
 
 use crate::api::{ApiError, ErrorCode};
+
+/// The ledger's chain and signing, for tests that play a forger: rewrite links and re-sign checkpoints
+/// with a key of their own, as someone without the hub's key would.
+pub mod ledger_chain {
+    pub use portcullis_ledger::{LedgerKey, chain, seal};
+}
 use portcullis_harness::Ledger;
 use portcullis_ledger::SqliteLedger;
 use serde_json::Value;
