@@ -79,6 +79,15 @@ pub fn ledger_public_key(
     }
 }
 
+/// Keeps the latest signed checkpoint of the ledger `db` as its witness in the config folder `dir`
+/// (`portcullis_ledger::witness`): at start, after a seal on request, and at shutdown. A failure is
+/// logged, never fatal (the ledger itself is intact either way).
+pub fn keep_ledger_witness(dir: &Path, db: &Path) {
+    if let Err(e) = portcullis_ledger::witness::Witness::record(db, dir) {
+        tracing::warn!(error = %e, "the ledger's witness was not kept");
+    }
+}
+
 /// The hub's two credentials. Their values are secrets the redactor knows, so a tool that prints a
 /// token file shows neither agents nor the ledger the token.
 #[derive(Clone)]

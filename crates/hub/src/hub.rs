@@ -338,6 +338,9 @@ impl Hub {
             portcullis_ledger::LedgerOptions::default(),
             ledger_key,
         )?);
+        if let Some(dir) = config.user_config() {
+            crate::config::keep_ledger_witness(&dir, &config.db);
+        }
         // The pinned upstream tool definitions: a hub that cannot read them does not start (it would
         // pin whatever servers offer now, and a change made while it was down would pass unseen).
         let pins = portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.tool_pins())?;
@@ -755,6 +758,9 @@ impl Hub {
             self.close_session(session_id).await;
         }
         self.state.ledger.close().await?;
+        if let Some(dir) = self.state.config.user_config() {
+            crate::config::keep_ledger_witness(&dir, &self.state.config.db);
+        }
         let tail = self.state.tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(tail) = tail {
             tail.finish().await;

@@ -42,6 +42,7 @@ pub mod timefmt;
 pub mod tool_pins;
 pub mod verify;
 mod wire;
+pub mod witness;
 
 pub use activity::{PromptedCommand, RuleHits};
 pub use audit::{ApprovalSummary, CommandCount, CommandOutcome};

@@ -174,6 +174,8 @@ struct Walk<'k> {
     breaks: Vec<ChainBreak>,
     break_count: u64,
     last_id: Option<i64>,
+    /// The hub's witness of its latest checkpoint: (count, head, when signed).
+    witness: Option<(u64, Link, i64)>,
 }
 
 impl Walk<'_> {
@@ -221,6 +223,20 @@ impl Walk<'_> {
             self.last_id = id;
         }
         self.check_seals(id, what);
+        if let Some((count, link, at)) = self.witness
+            && self.position == count
+            && self.head != link
+        {
+            self.broke(
+                BreakKind::SealMismatch,
+                id,
+                Some(self.position),
+                format!(
+                    "the hub's witness (its config folder) of the checkpoint signed at {} gives {what} another link: the records up to it were changed, or the ledger was cut back and written on",
+                    crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(at))
+                ),
+            );
+        }
     }
 
     /// The checkpoints at the current position.
@@ -304,8 +320,25 @@ fn writer_running(path: &std::path::Path) -> bool {
 impl LedgerReader {
     /// Verifies the chain and its checkpoints against `key` (see the module's doc).
     pub fn verify(&self, key: &LedgerPublicKey) -> Result<VerifyReport, LedgerStoreError> {
+        self.verify_with(key, None)
+    }
+
+    /// [`LedgerReader::verify`], and against the witness the config folder `witnesses` keeps for this
+    /// ledger (see `witness.rs`), when it keeps one: a chain that ends before the witnessed checkpoint,
+    /// or has another link where it was, is broken even if every checkpoint left in the file holds.
+    pub fn verify_with(
+        &self,
+        key: &LedgerPublicKey,
+        witnesses: Option<&std::path::Path>,
+    ) -> Result<VerifyReport, LedgerStoreError> {
         let path = self.path().to_owned();
         let ledger_id = chain::ledger_id(&self.conn).at(&path)?;
+        let witness = match witnesses {
+            Some(dir) => crate::witness::Witness::load(dir, &ledger_id)
+                .map_err(|source| LedgerStoreError::Io { path: dir.to_owned(), source })?
+                .and_then(|w| w.link().map(|link| (w.count, link, w.at))),
+            None => None,
+        };
         let seals = read_seals(self, key, &ledger_id).at(&path)?;
         let checkpoints = seals.len() as u64;
         let mut walk = Walk {
@@ -320,6 +353,7 @@ impl LedgerReader {
             breaks: Vec::new(),
             break_count: 0,
             last_id: None,
+            witness,
         };
         let mut unchained = 0u64;
         let mut stmt = self
@@ -371,6 +405,22 @@ impl LedgerReader {
         drop(rows);
         drop(stmt);
         let journaled = self.verify_journal(&mut walk)?;
+        if let Some((count, _, at)) = walk.witness
+            && walk.position < count
+        {
+            let after = walk.last_id.map(|id| format!(" (after record {id})")).unwrap_or_default();
+            walk.broke(
+                BreakKind::Truncated,
+                None,
+                Some(walk.position + 1),
+                format!(
+                    "the hub's witness (its config folder) of the checkpoint signed at {} covers {count} records; the chain has {}: the newest {} were removed together with their checkpoints{after}, or this is an older copy",
+                    crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(at)),
+                    walk.position,
+                    count - walk.position
+                ),
+            );
+        }
         // Checkpoints past the end of the chain: their records are gone.
         while let Some(seal) = walk.seals.get(walk.next_seal) {
             walk.next_seal += 1;

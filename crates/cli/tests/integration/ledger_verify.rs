@@ -1,8 +1,9 @@
 //! `portcullis ledger verify` on a ledger a real hub wrote (its key made in its config folder): it
 //! verifies after a clean stop and after a SIGKILL once the ledger was opened again; each change made
 //! to a copy with the `sqlite3` program (edit a field, delete a row, insert a forged row, swap two rows,
-//! truncate the tail) fails and names the record; and a forger who rewrites the whole chain and
-//! re-signs every checkpoint with another key fails against the hub's key.
+//! truncate the tail) fails and names the record; a forger who rewrites the whole chain and re-signs
+//! every checkpoint with another key fails against the hub's key (and against the hub's witness); and a
+//! tail removed with its checkpoints is caught by the witness the hub keeps in its config folder.
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -167,9 +168,12 @@ fn a_chain_rewritten_and_re_signed_with_another_key_fails_against_the_hubs_key()
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("bad signature: checkpoint"), "{text}");
     assert!(text.contains("re-signed with another key"), "{text}");
-    // Against the forger's own key the forgery holds together: which key to trust is the whole proof.
+    // Against the forger's own key every checkpoint holds: which key to trust is the proof. What still
+    // tells is the hub's witness of its last checkpoint, kept in its config folder.
     let (out, text) = verify(&served, &db, &["--key", &forger.public().to_string()]);
-    assert!(out.status.success(), "{text}");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("sealed by 1 of 1 checkpoints"), "{text}");
+    assert!(text.contains("the hub's witness (its config folder)"), "{text}");
 }
 
 /// A hub killed with SIGKILL leaves records no checkpoint covers; `verify` says so (and how to recover),
@@ -197,4 +201,37 @@ fn a_ledger_verifies_after_a_sigkill_and_recovery() {
     assert_eq!(report["verdict"], "intact", "{report}");
     assert_eq!(report["chained"], report["sealed"], "{report}");
     assert!(report["checkpoints_valid"].as_u64().unwrap() >= 2, "an open seal and a close seal: {report}");
+}
+
+/// The newest records removed with `sqlite3` together with the checkpoints that covered them, and the
+/// chain's head put back: the file alone verifies, but the hub kept a witness of its last checkpoint in
+/// its config folder, and against it the ledger is cut.
+#[test]
+fn a_tail_removed_with_its_checkpoints_is_caught_by_the_hubs_witness() {
+    node_modules();
+    let mut served = serve(POLICY);
+    served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo first run"}}]));
+    assert!(served.stop().status.success());
+    served.restart();
+    served.agent(json!([{"op": "call", "name": "shell", "arguments": {"command": "echo second run"}}]));
+    assert!(served.stop().status.success());
+    let witnesses = served.path("config/ledger-witness");
+    assert_eq!(std::fs::read_dir(&witnesses).unwrap().count(), 1, "one witness, this ledger's");
+
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert!(out.status.success(), "{text}");
+    sqlite3(
+        &served.db(),
+        "DELETE FROM records WHERE id > 2; DELETE FROM chain_checkpoints WHERE count > 2;
+         UPDATE chain_state SET count = 2, head = (SELECT chain FROM records WHERE id = 2);",
+    );
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("the hub's witness (its config folder) of the checkpoint signed at"), "{text}");
+    assert!(
+        text.contains(
+            "covers 4 records; the chain has 2: the newest 2 were removed together with their checkpoints"
+        ),
+        "{text}"
+    );
 }

@@ -373,10 +373,12 @@ pub fn verifying_key(key: Option<&str>) -> Result<portcullis_ledger::LedgerPubli
     }
 }
 
-/// Verifies the ledger file at `path` against `key` (see [`verifying_key`]).
+/// Verifies the ledger file at `path` against `key` (see [`verifying_key`]) and the witness the user's
+/// config folder keeps for it, if any.
 pub fn verify_ledger_file(path: &Path, key: Option<&str>) -> Result<VerifyReport, ApiError> {
     let key = verifying_key(key)?;
-    Ok(LedgerReader::open(path)?.verify(&key)?)
+    let witnesses = crate::config::config_dir().ok();
+    Ok(LedgerReader::open(path)?.verify_with(&key, witnesses.as_deref())?)
 }
 
 /// Verifies a JSON Lines export (its records' links and the checkpoints it carries) against `keys` (see

@@ -114,14 +114,16 @@ impl BrowsedLedger {
         }
     }
 
-    /// The chain and checkpoints of the ledger file checked against `key` (a team ledger:
-    /// `not_on_team_ledger`; its rows carry the chain, verified from an export).
+    /// The chain and checkpoints of the ledger file checked against `key` and the witness kept in the
+    /// config folder `witnesses` (a team ledger: `not_on_team_ledger`; its rows carry the chain,
+    /// verified from an export).
     pub fn verify(
         &self,
         key: &portcullis_ledger::LedgerPublicKey,
+        witnesses: Option<&Path>,
     ) -> Result<portcullis_ledger::VerifyReport, ApiError> {
         match &*lock(&self.audit) {
-            AnyReader::File(reader) => Ok(reader.verify(key)?),
+            AnyReader::File(reader) => Ok(reader.verify_with(key, witnesses)?),
             AnyReader::Team(team) => Err(ApiError::new(
                 crate::api::error::ErrorCode::NotOnTeamLedger,
                 format!(

@@ -122,6 +122,10 @@ impl OperatorApi {
     /// Seals the hub's ledger now (see `SqliteLedger::seal_now`), so a verification finds every record
     /// so far sealed.
     pub async fn seal_ledger(&self) -> Result<(), ApiError> {
-        Ok(self.hub.state.ledger.seal_now().await?)
+        self.hub.state.ledger.seal_now().await?;
+        if let Some(dir) = self.hub.state.config.user_config() {
+            crate::config::keep_ledger_witness(&dir, &self.hub.state.config.db);
+        }
+        Ok(())
     }
 }

@@ -304,3 +304,50 @@ async fn a_running_writer_seals_now_on_request() {
     ledger.close().await.unwrap();
     assert_eq!(verify(&path).checkpoints, 1, "the close found nothing left to seal");
 }
+
+/// Removing the newest records together with their checkpoints leaves an older chain that verifies on
+/// its own; the witness kept outside the data folder says it was cut. The witness never moves back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_witness_catches_a_tail_removed_with_its_checkpoints() {
+    use portcullis_ledger::witness::{Witness, Witnessed};
+    let (dir, path) = temp();
+    let config = dir.path().join("config");
+    write(&path, 2, LedgerOptions::default(), Some(key())).await;
+    Witness::record(&path, &config).unwrap();
+    write(&path, 2, LedgerOptions::default(), Some(key())).await;
+    Witness::record(&path, &config).unwrap();
+    let kept =
+        Witness::load(&config, &Witness::of(&LedgerReader::open(&path).unwrap()).unwrap().unwrap().ledger_id)
+            .unwrap()
+            .unwrap();
+    assert_eq!((kept.count, kept.record_id), (8, 8));
+
+    // Records 5-8 and the checkpoint at close that covered them, removed: two closes, one left.
+    // A careful hand: the chain's head put back too, so a writer carries on from record 4.
+    sql(
+        &path,
+        "DELETE FROM records WHERE id > 4; DELETE FROM chain_checkpoints WHERE count > 4;
+         UPDATE chain_state SET count = 4, head = (SELECT chain FROM records WHERE id = 4);",
+    );
+    assert_eq!(verify(&path).verdict, Verdict::Intact, "on its own, the shorter chain holds");
+    let reader = LedgerReader::open(&path).unwrap();
+    let report = reader.verify_with(&key().public(), Some(&config)).unwrap();
+    assert_eq!(report.verdict, Verdict::Broken);
+    assert_eq!(report.breaks[0].kind, BreakKind::Truncated, "{report:?}");
+    assert!(report.breaks[0].message.contains("covers 8 records; the chain has 4"), "{report:?}");
+    // A hub that opens the cut ledger does not lower the witness.
+    let older = Witness::of(&reader).unwrap().unwrap();
+    assert_eq!(older.save(&config).unwrap(), Witnessed::Behind { kept: 8 });
+    Witness::record(&path, &config).unwrap();
+    assert_eq!(Witness::load(&config, &older.ledger_id).unwrap().unwrap().count, 8);
+    // Written on from the cut: where the witness was, the chain has another link now.
+    write(&path, 3, LedgerOptions::default(), Some(key())).await;
+    let report = LedgerReader::open(&path).unwrap().verify_with(&key().public(), Some(&config)).unwrap();
+    assert_eq!(report.verdict, Verdict::Broken);
+    assert_eq!(
+        (report.breaks[0].kind, report.breaks[0].position),
+        (BreakKind::SealMismatch, Some(8)),
+        "{report:?}"
+    );
+    assert!(report.breaks[0].message.contains("the hub's witness"), "{report:?}");
+}

@@ -112,7 +112,7 @@ impl Client {
             let key = crate::config::ledger_public_key(&dir).map_err(|e| {
                 ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({ "folder": dir }))
             })?;
-            ledger.verify(&key)
+            ledger.verify(&key, Some(&dir))
         })
         .await
     }
