@@ -160,6 +160,19 @@ fn write_scalar(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// Exactly `N` bytes from `2 * N` hex digits (either case); `None` for anything else.
+pub fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if text.len() != N * 2 {
+        return None;
+    }
+    let nibble = |b: u8| char::from(b).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; N];
+    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
+        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -213,6 +226,17 @@ mod tests {
             outcome: OperatorOutcome::ApprovedOnce,
             at: Timestamp(1_700_000_000_000_000),
         })
+    }
+
+    #[test]
+    fn hex_goes_there_and_back_and_refuses_anything_else() {
+        let bytes = [0u8, 1, 0xab, 0xff];
+        assert_eq!(hex(&bytes), "0001abff");
+        assert_eq!(unhex::<4>("0001abff"), Some(bytes));
+        assert_eq!(unhex::<4>("0001ABFF"), Some(bytes));
+        for bad in ["0001abf", "0001abff00", "0001abfg", "+001abff", "é001abf", "é01abf"] {
+            assert_eq!(unhex::<4>(bad), None, "{bad}");
+        }
     }
 
     #[test]

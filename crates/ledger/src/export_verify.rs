@@ -14,21 +14,10 @@ use crate::row::{StoredKind, StoredPolicyDecision, StoredRecord};
 use crate::seal::message;
 use crate::verify::{BreakKind, ChainBreak, LedgerVerdict, MAX_BREAKS, Verdict, VerifyReport};
 use portcullis_harness::Timestamp;
-use portcullis_harness::receipt::hex;
+use portcullis_harness::receipt::{hex, unhex};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::BufRead;
-
-fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
-    if text.len() != N * 2 {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
-}
 
 /// The record its canonical columns say (in [`CHAINED_COLUMNS`](crate::chain::CHAINED_COLUMNS) order),
 /// read as the ledger reads a row back; `None` when they are not a record's.

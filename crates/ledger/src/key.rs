@@ -68,12 +68,7 @@ fn parse_hex<const N: usize>(text: &str, what: &str) -> Result<[u8; N], KeyError
     if text.len() != N * 2 {
         return Err(malformed(format!("expected {} hex digits, found {}", N * 2, text.len())));
     }
-    let mut out = [0u8; N];
-    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-        let digits = std::str::from_utf8(pair).map_err(|_| malformed("not hex".into()))?;
-        out[i] = u8::from_str_radix(digits, 16).map_err(|_| malformed(format!("{digits:?} is not hex")))?;
-    }
-    Ok(out)
+    portcullis_harness::receipt::unhex(text).ok_or_else(|| malformed("not hex digits".into()))
 }
 
 impl LedgerKey {
@@ -232,7 +227,7 @@ mod tests {
 
     #[test]
     fn malformed_keys_say_what_is_wrong() {
-        for bad in ["", "abc", &"zz".repeat(32), &"00".repeat(33)] {
+        for bad in ["", "abc", &"zz".repeat(32), &"00".repeat(33), &format!("+{}", "0".repeat(63))] {
             let e = LedgerPublicKey::parse(bad).unwrap_err();
             assert!(matches!(e, KeyError::Malformed { .. }), "{bad}: {e}");
         }

@@ -106,13 +106,6 @@ impl Witness {
 
     /// The witnessed head as a link (none when the file holds something else).
     pub(crate) fn link(&self) -> Option<chain::Link> {
-        let mut out = [0u8; 32];
-        if self.head.len() != 64 {
-            return None;
-        }
-        for (i, pair) in self.head.as_bytes().chunks(2).enumerate() {
-            out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-        }
-        Some(out)
+        portcullis_harness::receipt::unhex(&self.head)
     }
 }
