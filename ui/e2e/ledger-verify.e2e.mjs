@@ -65,7 +65,7 @@ test("a copy changed with sqlite3 is broken at the changed record, named in the 
   });
   const verdict = await verify();
   assert.equal(await verdict.getAttribute("data-verdict"), "broken");
-  assert.match(await verdict.getText(), /Broken at record 3: record 3 does not match its link/);
+  assert.match(await verdict.getText(), /Broken at record 3 \(changed\): the ledger was changed after it was written\. 1 break below\./);
   assert.match(await $('[data-testid="verify-breaks"]').getText(), /changed record 3/);
   await screenshot(app.browser, "ledger-verify-broken.png");
   // The CLI says the same of the same file.

@@ -36,39 +36,11 @@ pub struct Receipt {
     pub at: Timestamp,
 }
 
-/// The fields a receipt is made of, before its id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReceiptFields {
-    pub approval_id: String,
-    pub session_id: String,
-    pub call_id: String,
-    pub tool: String,
-    pub arguments_sha256: String,
-    pub policy_version: Option<String>,
-    pub operator: String,
-    pub channel: String,
-    pub outcome: OperatorOutcome,
-    pub at: Timestamp,
-}
-
 impl Receipt {
-    /// The receipt of `fields`, its id computed.
-    pub fn new(fields: ReceiptFields) -> Receipt {
-        let mut receipt = Receipt {
-            id: String::new(),
-            approval_id: fields.approval_id,
-            session_id: fields.session_id,
-            call_id: fields.call_id,
-            tool: fields.tool,
-            arguments_sha256: fields.arguments_sha256,
-            policy_version: fields.policy_version,
-            operator: fields.operator,
-            channel: fields.channel,
-            outcome: fields.outcome,
-            at: fields.at,
-        };
-        receipt.id = receipt.computed_id();
-        receipt
+    /// `receipt` with its id computed from its other fields (whatever `id` it was made with).
+    pub fn identified(receipt: Receipt) -> Receipt {
+        let id = receipt.computed_id();
+        Receipt { id, ..receipt }
     }
 
     /// The hash of every field but `id` (length-prefixed parts: no two receipts share an input).
@@ -214,7 +186,8 @@ mod tests {
     }
 
     fn receipt(arguments: &Value) -> Receipt {
-        Receipt::new(ReceiptFields {
+        Receipt::identified(Receipt {
+            id: String::new(),
             approval_id: "a1".into(),
             session_id: "s1".into(),
             call_id: "c1".into(),

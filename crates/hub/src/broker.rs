@@ -5,8 +5,8 @@
 
 use async_trait::async_trait;
 use portcullis_harness::{
-    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, Receipt, ReceiptFields, RuleRef,
-    Timestamp, arguments_digest,
+    ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, Receipt, RuleRef, Timestamp,
+    arguments_digest,
 };
 use portcullis_ledger::ApprovalOutcome;
 use portcullis_policy::approval::{always_offer, settle};
@@ -347,7 +347,8 @@ impl ApprovalBroker {
         let note =
             note.map(str::trim).filter(|n| !n.is_empty()).map(|n| n.chars().take(MAX_NOTE_CHARS).collect());
         let pending = &entry.pending;
-        let receipt = Receipt::new(ReceiptFields {
+        let receipt = Receipt::identified(Receipt {
+            id: String::new(),
             approval_id: id.to_string(),
             session_id: pending.session_id.clone(),
             call_id: pending.call_id.clone(),

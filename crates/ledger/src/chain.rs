@@ -139,6 +139,29 @@ pub fn canonical_from_json(values: &[serde_json::Value], out: &mut Vec<u8>) -> R
     Ok(())
 }
 
+/// The columns a record is read with together with its proof: [`RECORD_COLUMNS`](crate::row::RECORD_COLUMNS),
+/// its link, then its [`CHAINED_COLUMNS`]. Exports and the tail read records so.
+pub(crate) fn linked_record_columns() -> String {
+    format!("{}, chain, {CHAINED_COLUMNS}", crate::row::RECORD_COLUMNS)
+}
+
+/// A chained record's link and canonical columns (as JSON values).
+pub(crate) type Proof = (Link, Vec<serde_json::Value>);
+
+/// A record and, when it is chained, its proof, from a row selected with [`linked_record_columns`].
+pub(crate) fn linked_record(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(crate::row::StoredRecord, Option<Proof>)> {
+    /// Where the link is: right after the record's own columns.
+    const LINK: usize = 16;
+    let record = crate::row::stored_record(row)?;
+    let proof = match row.get_ref(LINK)? {
+        rusqlite::types::ValueRef::Blob(link) => Some((to_link(link), columns_as_json(row, LINK + 1)?)),
+        _ => None,
+    };
+    Ok((record, proof))
+}
+
 /// A row's [`CHAINED_COLUMNS`] as JSON values (what an export carries to be verified).
 pub fn columns_as_json(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Vec<serde_json::Value>> {
     use rusqlite::types::ValueRef;
@@ -156,84 +179,31 @@ pub fn columns_as_json(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Resul
         .collect()
 }
 
-/// The fields of the canonical bytes, borrowed.
-struct Parts<'a> {
-    session_id: &'a str,
-    run_id: &'a str,
-    call_id: &'a str,
-    call_key: i64,
-    owner: &'a str,
-    tool: &'a str,
-    kind: u8,
-    at: i64,
-    started_at: Option<i64>,
-    duration_us: Option<i64>,
-    reason: Option<&'a str>,
-    error_code: Option<&'a str>,
-    decided: &'a str,
-    decided_rule: Option<&'a str>,
-    decided_source: Option<&'a str>,
-    decided_operator: Option<&'a str>,
-    policy_decision: Option<&'a str>,
-    policy_rule: Option<&'a str>,
-    redacted: bool,
-    body: &'a str,
-}
-
-/// The same bytes `prepared::write_columns` journals (a unit test holds them equal), after the writer id.
-fn canonical_parts(out: &mut Vec<u8>, writer_id: i64, p: &Parts<'_>) {
+/// The canonical bytes of a record read back from a journal frame: the same bytes
+/// `prepared::write_columns` journaled (a unit test holds them equal), after the writer id.
+pub(crate) fn canonical_of_ref(out: &mut Vec<u8>, writer_id: i64, row: &RowRef<'_>) {
     wire::put_i64(out, writer_id);
     out.push(wire::TAG_RECORD);
-    wire::put_str(out, p.session_id);
-    wire::put_str(out, p.run_id);
-    wire::put_str(out, p.call_id);
-    wire::put_i64(out, p.call_key);
-    wire::put_str(out, p.owner);
-    wire::put_str(out, p.tool);
-    out.push(p.kind);
-    wire::put_i64(out, p.at);
-    wire::put_opt_i64(out, p.started_at);
-    wire::put_opt_i64(out, p.duration_us);
-    wire::put_opt_str(out, p.reason);
-    wire::put_opt_str(out, p.error_code);
-    wire::put_str(out, p.decided);
-    wire::put_opt_str(out, p.decided_rule);
-    wire::put_opt_str(out, p.decided_source);
-    wire::put_opt_str(out, p.decided_operator);
-    wire::put_opt_str(out, p.policy_decision);
-    wire::put_opt_str(out, p.policy_rule);
-    out.push(u8::from(p.redacted));
-    wire::put_str(out, p.body);
-}
-
-/// The canonical bytes of a record read back from a journal frame.
-pub(crate) fn canonical_of_ref(out: &mut Vec<u8>, writer_id: i64, row: &RowRef<'_>) {
-    canonical_parts(
-        out,
-        writer_id,
-        &Parts {
-            session_id: row.session_id,
-            run_id: row.run_id,
-            call_id: row.call_id,
-            call_key: row.call_key,
-            owner: row.owner,
-            tool: row.tool,
-            kind: wire::kind_byte(row.kind),
-            at: row.at,
-            started_at: row.started_at,
-            duration_us: row.duration_us,
-            reason: row.reason,
-            error_code: row.error_code,
-            decided: row.decided,
-            decided_rule: row.decided_rule,
-            decided_source: row.decided_source,
-            decided_operator: row.decided_operator,
-            policy_decision: row.policy_decision,
-            policy_rule: row.policy_rule,
-            redacted: row.redacted,
-            body: row.body,
-        },
-    );
+    wire::put_str(out, row.session_id);
+    wire::put_str(out, row.run_id);
+    wire::put_str(out, row.call_id);
+    wire::put_i64(out, row.call_key);
+    wire::put_str(out, row.owner);
+    wire::put_str(out, row.tool);
+    out.push(wire::kind_byte(row.kind));
+    wire::put_i64(out, row.at);
+    wire::put_opt_i64(out, row.started_at);
+    wire::put_opt_i64(out, row.duration_us);
+    wire::put_opt_str(out, row.reason);
+    wire::put_opt_str(out, row.error_code);
+    wire::put_str(out, row.decided);
+    wire::put_opt_str(out, row.decided_rule);
+    wire::put_opt_str(out, row.decided_source);
+    wire::put_opt_str(out, row.decided_operator);
+    wire::put_opt_str(out, row.policy_decision);
+    wire::put_opt_str(out, row.policy_rule);
+    out.push(u8::from(row.redacted));
+    wire::put_str(out, row.body);
 }
 
 /// Where the chain stands: how many records it holds and the last link (`chain_state`, written in the

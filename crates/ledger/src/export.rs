@@ -1,15 +1,12 @@
 //! Streaming export of the records of the filtered calls, as JSON Lines or CSV, row by row (a million
 //! calls never sit in memory).
 
-use crate::chain::{self, CHAINED_COLUMNS};
+use crate::chain;
 use crate::error::{AtPath, LedgerStoreError};
 use crate::export_proof::ProofSource;
 use crate::query::{CallFilter, LedgerReader, call_where};
 use crate::row::{RECORD_COLUMNS, StoredRecord, stored_record};
 
-/// Where the link is among the export query's columns (after [`RECORD_COLUMNS`]); the canonical columns
-/// follow it.
-const PROOF_COLUMN: usize = 16;
 use crate::timefmt::format_rfc3339;
 use rusqlite::params_from_iter;
 use std::io::Write;
@@ -138,9 +135,14 @@ impl LedgerReader {
         let mut calls_stmt = self.conn.prepare(&calls_sql).at(&path)?;
         let mut calls = calls_stmt.query(params_from_iter(w.params.iter())).at(&path)?;
         // JSON Lines carry each record's proof (`export_proof.rs`): its link and canonical columns.
+        // JSON Lines read each record with its proof; CSV carries none.
+        let columns = if format == ExportFormat::Jsonl {
+            chain::linked_record_columns()
+        } else {
+            RECORD_COLUMNS.into()
+        };
         let records_sql = format!(
-            "SELECT {RECORD_COLUMNS}, chain, {CHAINED_COLUMNS} FROM records
-             WHERE call_key = ?1 AND session_id = ?2 AND call_id = ?3 ORDER BY id"
+            "SELECT {columns} FROM records WHERE call_key = ?1 AND session_id = ?2 AND call_id = ?3 ORDER BY id"
         );
         let proofs = match format {
             ExportFormat::Jsonl => Some(ProofSource::load(&self.conn, &path)?),
@@ -157,14 +159,9 @@ impl LedgerReader {
             let session: String = call.get(1).at(&path)?;
             let call_id: String = call.get(2).at(&path)?;
             let records = records_stmt
-                .query_map(rusqlite::params![key, session, call_id], |row| {
-                    let record = stored_record(row)?;
-                    let link: Option<Vec<u8>> = row.get(PROOF_COLUMN)?;
-                    let columns = match (&proofs, link) {
-                        (Some(_), Some(link)) => Some((link, chain::columns_as_json(row, PROOF_COLUMN + 1)?)),
-                        _ => None,
-                    };
-                    Ok((record, columns))
+                .query_map(rusqlite::params![key, session, call_id], |row| match format {
+                    ExportFormat::Jsonl => chain::linked_record(row),
+                    ExportFormat::Csv => Ok((stored_record(row)?, None)),
                 })
                 .at(&path)?
                 .collect::<Result<Vec<_>, _>>()

@@ -6,10 +6,10 @@
 //! A sink may also take the rows of the ledger's other tables (`side.rs`), each after a cursor of its own,
 //! and each record's link in the hash chain with its canonical columns (a team ledger keeps the proof).
 
-use crate::chain::{self, CHAINED_COLUMNS, Link};
+use crate::chain::{self, Link};
 use crate::error::{AtPath, LedgerStoreError};
 use crate::query::LedgerReader;
-use crate::row::{RECORD_COLUMNS, StoredRecord, stored_record};
+use crate::row::StoredRecord;
 use crate::side::{SideRow, SideTable};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -79,14 +79,10 @@ pub trait RecordSink: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordLink {
     pub link: Link,
-    /// The JSON array of its [`CHAINED_COLUMNS`] values, in their order, as text (kept byte for byte:
+    /// The JSON array of its [`CHAINED_COLUMNS`](crate::chain::CHAINED_COLUMNS) values, in their order, as text (kept byte for byte:
     /// the body is one of them).
     pub columns: String,
 }
-
-/// Where the link is among [`LedgerReader::linked_records`]'s columns (after [`RECORD_COLUMNS`]'s 16);
-/// the canonical columns follow it.
-const LINK_COLUMN: usize = 16;
 
 impl LedgerReader {
     /// [`LedgerReader::records`], each with its link in the chain (none for a record from before it).
@@ -96,21 +92,12 @@ impl LedgerReader {
         limit: usize,
     ) -> Result<(Vec<StoredRecord>, Vec<Option<RecordLink>>), LedgerStoreError> {
         let sql = format!(
-            "SELECT {RECORD_COLUMNS}, chain, {CHAINED_COLUMNS} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2"
+            "SELECT {} FROM records WHERE id > ?1 ORDER BY id LIMIT ?2",
+            chain::linked_record_columns()
         );
         let mut stmt = self.conn.prepare_cached(&sql).at(self.path())?;
         let rows = stmt
-            .query_map([after_id, i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
-                let record = stored_record(row)?;
-                let link: Option<Vec<u8>> = row.get(LINK_COLUMN)?;
-                let columns = match link {
-                    Some(link) => {
-                        Some((chain::to_link(&link), chain::columns_as_json(row, LINK_COLUMN + 1)?))
-                    }
-                    None => None,
-                };
-                Ok((record, columns))
-            })
+            .query_map([after_id, i64::try_from(limit).unwrap_or(i64::MAX)], chain::linked_record)
             .at(self.path())?
             .collect::<Result<Vec<_>, _>>()
             .at(self.path())?;

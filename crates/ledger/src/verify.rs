@@ -160,6 +160,39 @@ impl Signature {
     }
 }
 
+/// Where in the chain a record is, as a break names it (made into words only when something breaks).
+#[derive(Debug, Clone, Copy)]
+enum Place<'a> {
+    /// A row of the file, by id.
+    Record(i64),
+    /// A record still only in the journal.
+    Journaled { position: u64, call_id: &'a str, frame_end: u64 },
+    /// A checkpoint in the journal: it follows the journal's last record before it.
+    JournalSeal,
+}
+
+impl Place<'_> {
+    fn record_id(self) -> Option<i64> {
+        match self {
+            Place::Record(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Record(id) => write!(f, "record {id}"),
+            Place::Journaled { position, call_id, frame_end } => write!(
+                f,
+                "the journal's record {position} (call {call_id:?}, in the frame ending at byte {frame_end})"
+            ),
+            Place::JournalSeal => f.write_str("the journal's last record before it"),
+        }
+    }
+}
+
 /// The walk's state: the chain as recomputed, and what was found.
 struct Walk<'k> {
     key: &'k LedgerPublicKey,
@@ -186,8 +219,21 @@ impl Walk<'_> {
         }
     }
 
+    /// A chain that ends before `count` records that `whose` checkpoint (signed `at`) covered.
+    fn truncated(&mut self, whose: &str, count: u64, at: i64, removed: &str) {
+        let after = self.last_id.map(|id| format!(" (after record {id})")).unwrap_or_default();
+        let message = format!(
+            "{whose} signed at {} covers {count} records; the chain has {}: the newest {} {removed}{after}",
+            crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(at)),
+            self.position,
+            count - self.position
+        );
+        self.broke(BreakKind::Truncated, None, Some(self.position + 1), message);
+    }
+
     /// Moves the chain on by one record whose stored link is `stored` and canonical bytes `bytes`.
-    fn step(&mut self, id: Option<i64>, bytes: &[u8], stored: &Link, what: &str) {
+    fn step(&mut self, place: Place<'_>, bytes: &[u8], stored: &Link) {
+        let (id, what) = (place.record_id(), place);
         self.position += 1;
         let computed = chain::link(&self.head, bytes);
         if computed != *stored {
@@ -222,7 +268,7 @@ impl Walk<'_> {
         if id.is_some() {
             self.last_id = id;
         }
-        self.check_seals(id, what);
+        self.check_seals(place);
         if let Some((count, link, at)) = self.witness
             && self.position == count
             && self.head != link
@@ -240,7 +286,8 @@ impl Walk<'_> {
     }
 
     /// The checkpoints at the current position.
-    fn check_seals(&mut self, id: Option<i64>, what: &str) {
+    fn check_seals(&mut self, what: Place<'_>) {
+        let id = what.record_id();
         while let Some(seal) = self.seals.get(self.next_seal) {
             if seal.count != self.position {
                 break;
@@ -364,8 +411,13 @@ impl LedgerReader {
         let mut bytes = Vec::with_capacity(4096);
         while let Some(row) = rows.next().at(&path)? {
             let id: i64 = row.get(0).at(&path)?;
-            let what = format!("record {id}");
-            let stored: Option<Vec<u8>> = row.get(2).at(&path)?;
+            let what = Place::Record(id);
+            let stored = match row.get_ref(2).at(&path)? {
+                rusqlite::types::ValueRef::Null => None,
+                rusqlite::types::ValueRef::Blob(b) => Some(chain::to_link(b)),
+                // A link of the wrong type: no record has it.
+                _ => Some([0xff; 32]),
+            };
             let Some(stored) = stored else {
                 if walk.position == 0 {
                     unchained += 1;
@@ -389,10 +441,11 @@ impl LedgerReader {
                 );
                 bytes.clear();
             }
-            let status: Option<String> = row.get(1).at(&path)?;
-            let kind: String = row.get(3 + 7).at(&path)?;
-            let terminal = crate::row::StoredKind::parse(&kind).is_some_and(|k| k.is_terminal());
-            if status.is_some() != terminal {
+            let has_status = row.get_ref(1).at(&path)? != rusqlite::types::ValueRef::Null;
+            let kind = row.get_ref(3 + 7).at(&path)?.as_str().unwrap_or_default();
+            let terminal = crate::row::StoredKind::parse(kind).is_some_and(|k| k.is_terminal());
+            if has_status != terminal {
+                let status: Option<String> = row.get(1).at(&path)?;
                 walk.broke(
                     BreakKind::Derived,
                     Some(id),
@@ -400,7 +453,7 @@ impl LedgerReader {
                     format!("{what}: its status column ({status:?}) does not agree with its kind ({kind}): the call would be hidden from or added to the calls listed"),
                 );
             }
-            walk.step(Some(id), &bytes, &chain::to_link(&stored), &what);
+            walk.step(what, &bytes, &stored);
         }
         drop(rows);
         drop(stmt);
@@ -408,17 +461,11 @@ impl LedgerReader {
         if let Some((count, _, at)) = walk.witness
             && walk.position < count
         {
-            let after = walk.last_id.map(|id| format!(" (after record {id})")).unwrap_or_default();
-            walk.broke(
-                BreakKind::Truncated,
-                None,
-                Some(walk.position + 1),
-                format!(
-                    "the hub's witness (its config folder) of the checkpoint signed at {} covers {count} records; the chain has {}: the newest {} were removed together with their checkpoints{after}, or this is an older copy",
-                    crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(at)),
-                    walk.position,
-                    count - walk.position
-                ),
+            walk.truncated(
+                "the hub's witness (its config folder) of the checkpoint",
+                count,
+                at,
+                "were removed together with their checkpoints, or this is an older copy",
             );
         }
         // Checkpoints past the end of the chain: their records are gone.
@@ -428,18 +475,7 @@ impl LedgerReader {
             if seal.signature != Signature::Valid {
                 continue;
             }
-            let after = walk.last_id.map(|id| format!(" (after record {id})")).unwrap_or_default();
-            walk.broke(
-                BreakKind::Truncated,
-                None,
-                Some(walk.position + 1),
-                format!(
-                    "checkpoint {seal_id} ({why}, at {}) sealed {count} records; the chain has {}: the last {} were removed{after}",
-                    crate::timefmt::format_rfc3339(portcullis_harness::Timestamp(at)),
-                    walk.position,
-                    count - walk.position
-                ),
-            );
+            walk.truncated(&format!("checkpoint {seal_id} ({why})"), count, at, "were removed");
         }
         let running = writer_running(&path);
         let unsealed = walk.position.saturating_sub(walk.sealed_to);
@@ -514,15 +550,14 @@ impl LedgerReader {
                         n += 1;
                         bytes.clear();
                         chain::canonical_of_ref(&mut bytes, frame.writer_id, &row);
-                        let what = format!(
-                            "the journal's record {} (call {:?}, in the frame ending at byte {})",
-                            walk.position + 1,
-                            row.call_id,
-                            frame.end
-                        );
+                        let what = Place::Journaled {
+                            position: walk.position + 1,
+                            call_id: row.call_id,
+                            frame_end: frame.end,
+                        };
                         // A journal from before the chain: its records are linked as they are indexed.
                         let stored = row.chain.copied().unwrap_or_else(|| chain::link(&walk.head, &bytes));
-                        walk.step(None, &bytes, &stored, &what);
+                        walk.step(what, &bytes, &stored);
                     }
                     Ok(Decoded::Other(crate::prepared::Entry::Seal(seal))) => {
                         let signed =
@@ -546,7 +581,7 @@ impl LedgerReader {
                                 signature,
                             },
                         );
-                        walk.check_seals(None, "the journal's last record before it");
+                        walk.check_seals(Place::JournalSeal);
                     }
                     Ok(Decoded::Other(_)) => {}
                     Err(e) => {

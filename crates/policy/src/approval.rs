@@ -13,7 +13,7 @@ use crate::splice::append_to_array;
 use async_trait::async_trait;
 use portcullis_harness::{
     ActionKind, ApprovalAnswer, ApprovalRequest, Approvals, DecidedBy, ExecutionAction, OperatorOutcome,
-    Receipt, ReceiptFields, Redactor, RuleRef, Timestamp, arguments_digest,
+    Receipt, Redactor, RuleRef, Timestamp, arguments_digest,
 };
 use serde::Serialize;
 use std::io::Write as _;
@@ -543,7 +543,8 @@ pub fn receipt_of(
     channel: &str,
     live: &LivePolicy,
 ) -> Receipt {
-    Receipt::new(ReceiptFields {
+    Receipt::identified(Receipt {
+        id: String::new(),
         approval_id: approval_id.to_owned(),
         session_id: request.call.session_id.to_string(),
         call_id: request.call.call_id.to_string(),

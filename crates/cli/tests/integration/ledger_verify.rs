@@ -99,7 +99,7 @@ fn every_change_made_with_sqlite3_is_found_and_named() {
         (
             "truncate-the-tail",
             "DELETE FROM records WHERE id > 6;",
-            "the last 2 were removed (after record 6)",
+            "covers 8 records; the chain has 6: the newest 2 were removed (after record 6)",
         ),
     ];
     for (name, sql, expected) in cases {

@@ -188,7 +188,8 @@ impl Approvals for Receipting {
             Forgery::OtherArguments => &other,
             _ => &*request.arguments,
         };
-        let mut receipt = Receipt::new(ReceiptFields {
+        let mut receipt = Receipt::identified(Receipt {
+            id: String::new(),
             approval_id: "1".into(),
             session_id: request.call.session_id.to_string(),
             call_id: match self.0 {

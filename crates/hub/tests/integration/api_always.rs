@@ -12,10 +12,8 @@ use portcullis_hub::api::line_diff::{DiffLine, line_diff};
 use portcullis_hub::api::types::{Answer, Approval, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
 use portcullis_policy::RuleScope;
-use serde_json::json;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 const POLICY: &str = r#"{
   "commands": {
@@ -28,10 +26,7 @@ const POLICY: &str = r#"{
 "#;
 
 fn call(hub: &Hub, id: &str, command: &str) -> JoinHandle<ToolCallResult> {
-    let (hub, id, command) = (hub.clone(), id.to_owned(), command.to_owned());
-    tokio::spawn(async move {
-        hub.call("s1", &id, "shell", json!({"command": command}), "tester", CancellationToken::new()).await
-    })
+    common::shell_call(hub, "s1", id, command)
 }
 
 fn answer(asked: &Approval, choice: Choice, scope: Option<Vec<RuleScope>>) -> Answer {

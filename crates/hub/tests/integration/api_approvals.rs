@@ -9,17 +9,10 @@ use portcullis_harness::{CallOutcome, ToolCallResult};
 use portcullis_hub::Hub;
 use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, Choice};
 use portcullis_hub::api::{ErrorCode, Operator, OperatorApi};
-use serde_json::json;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 fn call(hub: &Hub, session: &str, id: &str, command: &str) -> JoinHandle<ToolCallResult> {
-    let hub = hub.clone();
-    let (session, id, command) = (session.to_owned(), id.to_owned(), command.to_owned());
-    tokio::spawn(async move {
-        hub.call(&session, &id, "shell", json!({"command": command}), "tester", CancellationToken::new())
-            .await
-    })
+    common::shell_call(hub, session, id, command)
 }
 
 fn answer(asked: &Approval, choice: Choice, note: Option<&str>) -> Answer {

@@ -15,15 +15,9 @@ use portcullis_hub::api::{Channel, ErrorCode, Operator, OperatorApi};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 fn call(hub: &Hub, session: &str, id: &str, command: &str) -> JoinHandle<ToolCallResult> {
-    let hub = hub.clone();
-    let (session, id, command) = (session.to_owned(), id.to_owned(), command.to_owned());
-    tokio::spawn(async move {
-        hub.call(&session, &id, "shell", json!({"command": command}), "tester", CancellationToken::new())
-            .await
-    })
+    common::shell_call(hub, session, id, command)
 }
 
 fn answer(choice: Choice, arguments_sha256: &str) -> Answer {

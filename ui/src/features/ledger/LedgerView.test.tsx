@@ -286,7 +286,7 @@ describe("verify", () => {
     await userEvent.click(await screen.findByTestId("ledger-verify"));
     const verdict = await screen.findByTestId("verify-verdict");
     expect(verdict).toHaveAttribute("data-verdict", "broken");
-    expect(verdict).toHaveTextContent("Broken at record 3: record 3 does not match its link");
+    expect(verdict).toHaveTextContent("Broken at record 3 (changed): the ledger was changed after it was written. 3 breaks below.");
     const breaks = screen.getByTestId("verify-breaks");
     expect(breaks).toHaveTextContent("changed record 3");
     expect(breaks).toHaveTextContent("checkpoint mismatch record 8");

@@ -7,6 +7,22 @@ use portcullis_hub::api::types::Approval;
 use portcullis_hub::{Hub, HubConfig};
 use std::path::{Path, PathBuf};
 
+/// A `shell` call of `command` in session `session`, running on its own task (it may wait for an answer).
+pub fn shell_call(
+    hub: &Hub,
+    session: &str,
+    id: &str,
+    command: &str,
+) -> tokio::task::JoinHandle<portcullis_harness::ToolCallResult> {
+    let hub = hub.clone();
+    let (session, id, command) = (session.to_owned(), id.to_owned(), command.to_owned());
+    tokio::spawn(async move {
+        let arguments = serde_json::json!({"command": command});
+        hub.call(&session, &id, "shell", arguments, "tester", tokio_util::sync::CancellationToken::new())
+            .await
+    })
+}
+
 /// A temporary folder and its canonical path (the hub resolves the project's symlinks).
 pub fn folder() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();

@@ -47,7 +47,9 @@ function Verdict({ report }: { report: VerifyReport }) {
   const first = report.breaks[0];
   return (
     <p className="verify-verdict verify-broken" role="alert" data-testid="verify-verdict" data-verdict="broken">
-      ✗ Broken{first?.record_id != null ? ` at record ${first.record_id}` : ""}: {first ? visible(first.message) : "see below"}
+      ✗ Broken{first?.record_id != null ? ` at record ${first.record_id}` : ""}
+      {first ? ` (${BREAK[first.kind]})` : ""}: the ledger was changed after it was written. {count(report.break_count)}{" "}
+      {report.break_count === 1 ? "break" : "breaks"} below.
     </p>
   );
 }
