@@ -78,6 +78,10 @@ fn write_report(out: &mut dyn Write, what: &str, report: &VerifyReport) -> Resul
     }
     match report.verdict {
         Verdict::Intact => writeln!(out, "verified: every chained record links and is sealed with the key")?,
+        Verdict::IntactUnsealedTail if report.sealed == 0 => writeln!(
+            out,
+            "verified: every record links; none is sealed yet (a hub is writing this ledger: it seals every 1,024 records and when it stops)"
+        )?,
         Verdict::IntactUnsealedTail => writeln!(
             out,
             "verified up to record {} of the chain; the {} newest are not sealed yet (a hub is writing this ledger: it seals every 1,024 records and at close)",

@@ -193,6 +193,7 @@ fn a_ledger_verifies_after_a_sigkill_and_recovery() {
     // While the hub runs, its newest records wait for their checkpoint: verified up to there.
     let (out, text) = verify(&served, &served.db(), &[]);
     assert!(out.status.success(), "{text}");
+    assert!(text.contains("verified up to record 2 of the chain; the 2 newest are not sealed yet"), "{text}");
     let stopped = served.stop();
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
     let (out, text) = verify(&served, &served.db(), &["--json"]);
