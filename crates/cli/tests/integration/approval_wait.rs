@@ -9,25 +9,6 @@ use crate::common::{Served, http, node_modules, serve};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-fn pending(served: &Served) -> Vec<Value> {
-    let (status, body) =
-        http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
-    assert_eq!(status, 200, "{body}");
-    let v: Value = serde_json::from_str(&body).unwrap();
-    v["approvals"].as_array().unwrap().clone()
-}
-
-fn first_pending(served: &Served) -> Value {
-    let started = Instant::now();
-    loop {
-        if let Some(p) = pending(served).into_iter().next() {
-            return p;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "no approval came");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn spawn_agent(served: &Served, steps: Value) -> std::process::Child {
     let scenario = serde_json::json!({"url": served.mcp_url, "token": served.token, "steps": steps});
     std::process::Command::new("node")
@@ -58,15 +39,15 @@ fn a_prompt_is_withdrawn_when_its_callers_connection_closes() {
         &served,
         serde_json::json!([{"op": "call", "name": "shell", "arguments": {"command": "touch ran-for-nobody"}}]),
     );
-    let asked = first_pending(&served);
+    let asked = common::first_pending(&served);
     agent.kill().unwrap();
     let _ = agent.wait();
     let started = Instant::now();
-    while !pending(&served).is_empty() {
+    while !common::pending(&served).is_empty() {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "the prompt outlived its caller's connection: {:?}",
-            pending(&served)
+            common::pending(&served)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -99,7 +80,7 @@ fn a_waiting_call_sends_progress_that_keeps_patient_clients_waiting() {
         serde_json::json!([{"op": "call", "name": "shell", "arguments": {"command": "echo approved-late"},
             "progress": true, "timeoutMs": 6000, "resetTimeoutOnProgress": true}]),
     );
-    let asked = first_pending(&served);
+    let asked = common::first_pending(&served);
     std::thread::sleep(Duration::from_secs(8));
     let (status, body) = answer(&served, &asked, "once");
     assert_eq!(status, 200, "{body}");
@@ -199,11 +180,11 @@ fn a_hook_killed_mid_wait_withdraws_its_prompt() {
         .unwrap();
     use std::io::Write as _;
     hook.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    first_pending(&served);
+    common::first_pending(&served);
     hook.kill().unwrap();
     let _ = hook.wait();
     let started = Instant::now();
-    while !pending(&served).is_empty() {
+    while !common::pending(&served).is_empty() {
         assert!(started.elapsed() < Duration::from_secs(20), "the prompt outlived its hook");
         std::thread::sleep(Duration::from_millis(100));
     }

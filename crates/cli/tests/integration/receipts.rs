@@ -7,6 +7,7 @@
 // Fixture builders and run helpers are not #[test] fns, so clippy.toml's test allowance misses them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use crate::common::{Served, agent_in_background, http, node_modules, portcullis, serve, text_of};
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -19,24 +20,6 @@ fn sha256(text: &str) -> String {
     child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_owned()
-}
-
-fn pending(served: &Served) -> Vec<Value> {
-    let (status, body) =
-        http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str::<Value>(&body).unwrap()["approvals"].as_array().unwrap().clone()
-}
-
-fn first_pending(served: &Served) -> Value {
-    let started = Instant::now();
-    loop {
-        if let Some(p) = pending(served).into_iter().next() {
-            return p;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "no approval came");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `POST /v1/approvals/{id}` with `body`: the status and the answer as JSON.
@@ -79,7 +62,7 @@ fn an_answer_for_other_arguments_approves_nothing_even_with_the_right_approval_i
         &served.token,
         json!([{"op": "call", "name": "shell", "arguments": {"command": "touch approved-by-receipt"}}]),
     );
-    let asked = first_pending(&served);
+    let asked = common::first_pending(&served);
     let id = asked["id"].clone();
     // The approval lists the digest of the canonical JSON of the arguments it shows, and the version of
     // the policy that asked.
@@ -109,7 +92,7 @@ fn an_answer_for_other_arguments_approves_nothing_even_with_the_right_approval_i
     assert!(refused["error"]["message"].as_str().unwrap().contains("arguments_sha256"), "{refused}");
     // Still waiting; nothing ran.
     std::thread::sleep(Duration::from_millis(300));
-    let waiting = pending(&served);
+    let waiting = common::pending(&served);
     assert_eq!(waiting.len(), 1, "{waiting:?}");
     assert_eq!(waiting[0]["id"], id);
     assert!(!served.project().join("approved-by-receipt").exists());

@@ -437,3 +437,23 @@ pub fn await_approval(api: &str, operator_token: &str, needle: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The approvals waiting on `served`, as `GET /v1/approvals` lists them.
+pub fn pending(served: &Served) -> Vec<Value> {
+    let (status, body) =
+        http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str::<Value>(&body).unwrap()["approvals"].as_array().unwrap().clone()
+}
+
+/// The first approval to wait on `served` (within 30 s).
+pub fn first_pending(served: &Served) -> Value {
+    let started = Instant::now();
+    loop {
+        if let Some(p) = pending(served).into_iter().next() {
+            return p;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no approval came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
