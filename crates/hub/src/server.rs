@@ -157,10 +157,11 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     // A caller the guard admitted then has the header-read time to send its body.
     let body = BodyBound { timeout: config.header_read_timeout, max_bytes: MAX_REQUEST_BODY_BYTES };
     let body = from_fn_with_state(body, read_body_within);
-    let (service, bound) = mcp_service(backend, shutdown.child_token(), hosts, config.sessions);
+    let mcp = mcp_service(backend, shutdown.child_token(), hosts, config.sessions);
     let mcp = Router::new()
-        .nest_service("/mcp", service)
-        .layer(from_fn_with_state(bound, portcullis_mcp::sessions::bound_sessions))
+        .nest_service("/mcp", mcp.service)
+        .layer(from_fn_with_state(mcp.lane, portcullis_mcp::fast_lane::fast_lane))
+        .layer(from_fn_with_state(mcp.bound, portcullis_mcp::sessions::bound_sessions))
         .layer(from_fn(watch_caller))
         .layer(from_fn(screen_jsonrpc));
     let for_agents = Router::new()

@@ -269,13 +269,39 @@ fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNot
 /// the call's end; this bounds the wait if the end was missed, e.g. a lagging subscription).
 const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Where a call's progress goes: the session's rmcp peer (onto the request's event stream), or the
+/// fast lane's own answer to the request ([`crate::fast_lane`]).
+enum ProgressSink {
+    Peer(Peer<RoleServer>),
+    Lane(crate::fast_lane::LaneSink),
+}
+
+impl ProgressSink {
+    fn of(context: &RequestContext<RoleServer>) -> Self {
+        match context.extensions.get::<crate::fast_lane::LaneSink>() {
+            Some(lane) => ProgressSink::Lane(lane.clone()),
+            None => ProgressSink::Peer(context.peer.clone()),
+        }
+    }
+
+    async fn send(&self, param: ProgressNotificationParam) {
+        let sent = match self {
+            ProgressSink::Peer(peer) => peer.notify_progress(param).await.map_err(|e| e.to_string()),
+            ProgressSink::Lane(lane) => lane.progress(param),
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "progress not delivered");
+        }
+    }
+}
+
 /// Forwards the progress of one call to the client until the call ends: what it waits for before it
 /// runs (`waiting`), then the tool's own progress. Steps count across both, so progress increases.
 /// It ends at the call's own end event, so every progress the call reported is sent before its answer.
 fn forward_progress(
     mut events: EventSubscription,
     mut waiting: mpsc::UnboundedReceiver<String>,
-    peer: Peer<RoleServer>,
+    sink: ProgressSink,
     token: ProgressToken,
     session: String,
     call_id: String,
@@ -314,9 +340,7 @@ fn forward_progress(
                     None => break,
                 },
             };
-            if let Err(e) = peer.notify_progress(param).await {
-                tracing::debug!(error = %e, "progress not delivered");
-            }
+            sink.send(param).await;
         }
     })
 }
@@ -332,6 +356,14 @@ pub(crate) struct Connection {
     pub(crate) log_level: std::sync::Mutex<Option<u8>>,
     /// The resource URIs (as this agent names them) it subscribed to.
     pub(crate) subscriptions: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Where this connection's requests may be answered without rmcp's session worker (HTTP only).
+    pub(crate) lane: Option<Arc<crate::fast_lane::FastLane>>,
+    /// The agent's side of the session, and the protocol version agreed, from `initialize`.
+    pub(crate) peer: OnceLock<Peer<RoleServer>>,
+    pub(crate) negotiated: OnceLock<String>,
+    /// The requests served on the fast lane still running, to cancel them on `notifications/cancelled`.
+    pub(crate) fast_calls:
+        std::sync::Mutex<std::collections::HashMap<rmcp::model::RequestId, CancellationToken>>,
 }
 
 impl Drop for Connection {
@@ -351,6 +383,15 @@ pub struct GatewayHandler {
 
 impl GatewayHandler {
     pub fn new(backend: Arc<dyn GatewayBackend>, transport: &'static str) -> Self {
+        Self::on_lane(backend, transport, None)
+    }
+
+    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]).
+    pub fn on_lane(
+        backend: Arc<dyn GatewayBackend>,
+        transport: &'static str,
+        lane: Option<Arc<crate::fast_lane::FastLane>>,
+    ) -> Self {
         GatewayHandler {
             connection: Arc::new(Connection {
                 backend,
@@ -359,6 +400,10 @@ impl GatewayHandler {
                 calls: AtomicU64::new(0),
                 log_level: std::sync::Mutex::new(None),
                 subscriptions: std::sync::Mutex::new(std::collections::HashSet::new()),
+                lane,
+                peer: OnceLock::new(),
+                negotiated: OnceLock::new(),
+                fast_calls: std::sync::Mutex::new(std::collections::HashMap::new()),
             }),
         }
     }
@@ -455,7 +500,26 @@ impl ServerHandler for GatewayHandler {
             session = self.connection.session.get().map(String::as_str),
             "agent connected"
         );
-        self.negotiate_initialize(&request)
+        let _ = self.connection.peer.set(context.peer.clone());
+        let agreed = self.negotiate_initialize(&request);
+        if let Ok(result) = &agreed {
+            let _ = self.connection.negotiated.set(result.protocol_version.to_string());
+        }
+        agreed
+    }
+
+    /// The client is ready: its session's requests may now take the fast lane. The session's id is
+    /// the one this notification came with (rmcp delivered it to this session's handler by that id).
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let Some(lane) = &self.connection.lane else { return };
+        let id = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok());
+        if let Some(id) = id {
+            lane.attach(id, Arc::downgrade(&self.connection));
+        }
     }
 
     async fn list_tools(
@@ -520,9 +584,9 @@ impl ServerHandler for GatewayHandler {
         {
             (Some(token), Some(events)) => {
                 let (notes, waiting) = mpsc::unbounded_channel();
-                let peer = context.peer.clone();
+                let sink = ProgressSink::of(&context);
                 (
-                    Some(forward_progress(events, waiting, peer, token, session.clone(), call_id.clone())),
+                    Some(forward_progress(events, waiting, sink, token, session.clone(), call_id.clone())),
                     Some(notes),
                 )
             }

@@ -305,28 +305,39 @@ pub async fn caller_guard(State(guard): State<RouteGuard>, mut request: Request,
 
 /// rmcp's Streamable HTTP service over the gateway: one handler (and ledger session) per MCP session;
 /// cancelling `shutdown` ends every session and its streams. `allowed_hosts` as for [`AccessGuard`].
-/// Also returns the state of [`crate::sessions::bound_sessions`], which bounds the sessions it holds.
+/// Also returns the state of [`crate::sessions::bound_sessions`], which bounds the sessions it holds,
+/// and the [`crate::fast_lane`] in front of it, which closes the sessions idle for `limits.idle` (rmcp's
+/// own idle clock does not see the requests the lane serves).
 pub fn mcp_service(
     backend: Arc<dyn GatewayBackend>,
     shutdown: CancellationToken,
     allowed_hosts: Vec<String>,
     limits: crate::sessions::SessionLimits,
-) -> (StreamableHttpService<GatewayHandler, LocalSessionManager>, crate::sessions::SessionBound) {
+) -> McpService {
     let mut sessions = LocalSessionManager::default();
-    sessions.session_config.keep_alive = Some(limits.idle);
+    sessions.session_config.keep_alive = None;
     let sessions = Arc::new(sessions);
+    let lane = crate::fast_lane::FastLane::start(sessions.clone(), limits.idle, shutdown.child_token());
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_allowed_hosts(allowed_hosts)
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         .with_legacy_session_mode(true);
     let bound = crate::sessions::SessionBound { sessions: sessions.clone(), limits };
+    let for_handlers = lane.clone();
     let service = StreamableHttpService::new(
-        move || Ok(GatewayHandler::new(backend.clone(), "http")),
+        move || Ok(GatewayHandler::on_lane(backend.clone(), "http", Some(for_handlers.clone()))),
         sessions,
         config,
     );
-    (service, bound)
+    McpService { service, bound, lane }
+}
+
+/// The gateway's `/mcp` service and the state of the middleware in front of it.
+pub struct McpService {
+    pub service: StreamableHttpService<GatewayHandler, LocalSessionManager>,
+    pub bound: crate::sessions::SessionBound,
+    pub lane: Arc<crate::fast_lane::FastLane>,
 }
 
 #[cfg(test)]

@@ -63,12 +63,25 @@ impl IntoResponse for EnvelopeError {
     }
 }
 
+/// A POST's message as the screen read it, kept in the request's extensions for the fast lane
+/// ([`crate::fast_lane`]); rmcp reads the body again.
+#[derive(Debug, Clone)]
+pub struct Screened(pub ClientJsonRpcMessage);
+
 /// Whether `body` is a message rmcp can take; if not, the JSON-RPC error it is owed.
 pub fn check_envelope(body: &[u8]) -> Result<(), EnvelopeError> {
-    let parsed = serde_json::from_slice::<ClientJsonRpcMessage>(body);
-    if let Ok(message) = &parsed {
-        return check_params(message);
-    }
+    screen(body).map(|_| ())
+}
+
+/// The message `body` holds when rmcp can take it; if not, the JSON-RPC error it is owed.
+pub fn screen(body: &[u8]) -> Result<ClientJsonRpcMessage, EnvelopeError> {
+    let unread = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+        Ok(message) => {
+            check_params(&message)?;
+            return Ok(message);
+        }
+        Err(e) => e,
+    };
     let value: Value = serde_json::from_slice(body).map_err(|e| EnvelopeError {
         code: ErrorCode::PARSE_ERROR,
         message: format!("Parse error: {e}"),
@@ -98,7 +111,7 @@ pub fn check_envelope(body: &[u8]) -> Result<(), EnvelopeError> {
             id,
         });
     }
-    let why = parsed.err().map(|e| e.to_string()).unwrap_or_default();
+    let why = unread.to_string();
     Err(invalid(format!("Invalid Request: not a JSON-RPC request, notification or response: {why}"), id))
 }
 
@@ -142,9 +155,15 @@ pub async fn screen_jsonrpc(request: Request, next: Next) -> Response {
             return (StatusCode::BAD_REQUEST, "the request body could not be read").into_response();
         }
     };
-    if let Err(error) = check_envelope(&bytes) {
-        tracing::debug!(code = error.code.0, message = %error.message, "JSON-RPC message refused");
-        return error.into_response();
+    let mut parts = parts;
+    match screen(&bytes) {
+        Ok(message) => {
+            parts.extensions.insert(Screened(message));
+        }
+        Err(error) => {
+            tracing::debug!(code = error.code.0, message = %error.message, "JSON-RPC message refused");
+            return error.into_response();
+        }
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
 }

@@ -5,6 +5,7 @@
 pub mod caller;
 pub mod client_side;
 pub mod convert;
+pub mod fast_lane;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gateway;
