@@ -369,8 +369,23 @@ impl Indexer {
                 }
             }
             let mut rows: usize = groups.iter().map(|g| g.rows).sum();
+            // Gather what follows for a moment (one transaction for many calls costs far less CPU than
+            // one each), unless someone waits to read what is indexed.
+            let gather_until = std::time::Instant::now() + self.options.index_gather;
             while rows < self.options.batch_max_rows && !closing {
-                match self.receiver.try_recv() {
+                let waited_for = groups.iter().any(|g| !g.waiters.is_empty());
+                let left = gather_until.saturating_duration_since(std::time::Instant::now());
+                let next = if waited_for || left.is_zero() {
+                    self.receiver.try_recv()
+                } else {
+                    self.receiver.recv_timeout(left).map_err(|e| match e {
+                        std::sync::mpsc::RecvTimeoutError::Timeout => std::sync::mpsc::TryRecvError::Empty,
+                        std::sync::mpsc::RecvTimeoutError::Disconnected => {
+                            std::sync::mpsc::TryRecvError::Disconnected
+                        }
+                    })
+                };
+                match next {
                     Ok(ToIndexer::Group(g)) => {
                         rows += g.rows;
                         groups.push(g);

@@ -47,6 +47,10 @@ pub struct LedgerOptions {
     /// Rows that may be in the journal and not yet in SQLite before the appender (and so callers) waits
     /// for the indexer: how far readers may lag, and how much a crashed writer leaves to replay.
     pub index_backlog_rows: usize,
+    /// How long the indexer gathers rows after the first of a transaction, unless a reader waits for
+    /// them: fewer, larger SQLite transactions (the CPU a call's indexing takes from the calls on a
+    /// small machine), for readers that see new rows that much later.
+    pub index_gather: Duration,
     /// `synchronous=FULL` and an `fdatasync` of each journal frame (survives power loss) instead of
     /// `NORMAL` (survives process crashes).
     pub synchronous_full: bool,
@@ -62,6 +66,7 @@ impl Default for LedgerOptions {
             batch_max_delay: Duration::ZERO,
             channel_capacity: 16_384,
             index_backlog_rows: 262_144,
+            index_gather: Duration::from_millis(2),
             synchronous_full: false,
             busy_timeout: Duration::from_secs(5),
             checkpoint_every: 1024,
