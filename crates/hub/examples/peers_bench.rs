@@ -208,7 +208,7 @@ impl HttpSession {
 }
 
 enum Session {
-    Stdio(StdioSession),
+    Stdio(Box<StdioSession>),
     Http(HttpSession),
 }
 
@@ -274,7 +274,7 @@ enum TargetKind {
 impl TargetKind {
     async fn session(&self) -> BenchResult<Session> {
         Ok(match self {
-            TargetKind::Stdio(script) => Session::Stdio(StdioSession::start(script).await?),
+            TargetKind::Stdio(script) => Session::Stdio(Box::new(StdioSession::start(script).await?)),
             TargetKind::Http { url, token } => {
                 Session::Http(HttpSession::start(url, token.as_deref()).await?)
             }

@@ -10,6 +10,7 @@ mod conformance;
 mod console;
 mod egress;
 mod egress_ask;
+mod fast_lane;
 mod fence;
 mod first_day;
 mod gate;

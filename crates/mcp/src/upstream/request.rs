@@ -57,6 +57,25 @@ pub(super) fn live_peer(route: &Reach) -> Result<Peer<RoleClient>, ToolError> {
     }
 }
 
+/// How many bytes `value` takes as JSON, counted without writing them anywhere.
+fn json_size(value: &ServerResult) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 /// Sends `request` and waits for its answer within the server's bounds; the server's progress for it
 /// goes to `progress`, and `cancel` withdraws it (upstream too).
 pub(super) async fn send(
@@ -145,7 +164,7 @@ pub(super) async fn send(
     if progress.is_some() && handled.load(std::sync::atomic::Ordering::SeqCst) > 0 {
         tokio::time::sleep(PROGRESS_STRAGGLERS).await;
     }
-    let bytes = serde_json::to_vec(&result).map(|v| v.len()).unwrap_or(usize::MAX);
+    let bytes = json_size(&result);
     if bytes > route.limits.result_bytes {
         return Err(ToolError::new(
             codes::TOO_LARGE,
