@@ -25,28 +25,76 @@ pub enum PathError {
     Io { path: PathBuf, source: io::Error },
 }
 
+/// What one look at a path (its `lstat`, and `readlink` for a link) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A symbolic link, with its target as written.
+    Link(PathBuf),
+    /// Something that is not a link (a file, a folder ...).
+    Present,
+    /// Nothing there (`ENOENT`, or a component before it is not a folder: `ENOTDIR`).
+    Missing,
+}
+
+/// Looks at `path` itself (a final link not followed): the one lookup the resolver makes per component.
+/// An error other than a missing path is returned as it is.
+pub fn look(path: &Path) -> io::Result<Found> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(path).map(Found::Link),
+        Ok(_) => Ok(Found::Present),
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+            Ok(Found::Missing)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Canonicalizes an absolute path whose tail may not exist.
 pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, PathError> {
+    canonicalize_lenient_with(path, &mut look)
+}
+
+/// [`canonicalize_lenient`] with the lookup of each component given (e.g. one that remembers what an
+/// evaluation already looked at); `look` must answer as [`look`] does.
+pub fn canonicalize_lenient_with(
+    path: &Path,
+    look: &mut dyn FnMut(&Path) -> io::Result<Found>,
+) -> Result<PathBuf, PathError> {
     if !path.is_absolute() {
         return Err(PathError::NotAbsolute(path.to_owned()));
     }
-    resolve_from(PathBuf::from("/"), path, path)
+    resolve_from(PathBuf::from("/"), path, path, look)
 }
 
 /// Canonicalizes `relative` against `base`, which must already be canonical (its components are not
 /// looked at again: one `lstat` per component of `relative` instead of one per component of the whole
 /// path). An absolute `relative` is canonicalized from the root.
 pub fn canonicalize_lenient_under(base: &Path, relative: &Path) -> Result<PathBuf, PathError> {
+    canonicalize_lenient_under_with(base, relative, &mut look)
+}
+
+/// [`canonicalize_lenient_under`] with the lookup of each component given (see
+/// [`canonicalize_lenient_with`]).
+pub fn canonicalize_lenient_under_with(
+    base: &Path,
+    relative: &Path,
+    look: &mut dyn FnMut(&Path) -> io::Result<Found>,
+) -> Result<PathBuf, PathError> {
     if relative.is_absolute() {
-        return canonicalize_lenient(relative);
+        return canonicalize_lenient_with(relative, look);
     }
     if !base.is_absolute() {
         return Err(PathError::NotAbsolute(base.to_owned()));
     }
-    resolve_from(base.to_path_buf(), relative, &base.join(relative))
+    resolve_from(base.to_path_buf(), relative, &base.join(relative), look)
 }
 
-fn resolve_from(start: PathBuf, path: &Path, shown: &Path) -> Result<PathBuf, PathError> {
+fn resolve_from(
+    start: PathBuf,
+    path: &Path,
+    shown: &Path,
+    look: &mut dyn FnMut(&Path) -> io::Result<Found>,
+) -> Result<PathBuf, PathError> {
     let mut pending: VecDeque<OsString> = VecDeque::new();
     push_components(&mut pending, path, false);
     let mut out = start;
@@ -61,24 +109,20 @@ fn resolve_from(start: PathBuf, path: &Path, shown: &Path) -> Result<PathBuf, Pa
         if missing {
             continue;
         }
-        match std::fs::symlink_metadata(&out) {
-            Ok(meta) if meta.file_type().is_symlink() => {
+        match look(&out) {
+            Ok(Found::Link(target)) => {
                 links += 1;
                 if links > MAX_SYMLINKS {
                     return Err(PathError::TooManyLinks(shown.to_owned()));
                 }
-                let target =
-                    std::fs::read_link(&out).map_err(|source| PathError::Io { path: out.clone(), source })?;
                 out.pop();
                 if target.is_absolute() {
                     out = PathBuf::from("/");
                 }
                 push_components(&mut pending, &target, true);
             }
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
-                missing = true;
-            }
+            Ok(Found::Present) => {}
+            Ok(Found::Missing) => missing = true,
             Err(source) => return Err(PathError::Io { path: out, source }),
         }
     }

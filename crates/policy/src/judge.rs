@@ -162,13 +162,37 @@ pub(crate) fn working_folders(
     folders
 }
 
+/// The index of `rules` by the program names their first pattern element holds, each list in rule order.
+pub(crate) fn rules_by_program(
+    rules: &[crate::policy::Rule],
+) -> std::collections::HashMap<String, Vec<usize>> {
+    let mut index: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
+    for (at, rule) in rules.iter().enumerate() {
+        let names: &[String] = match rule.pattern.first() {
+            Some(crate::document::PatternElement::Token(name)) => std::slice::from_ref(name),
+            Some(crate::document::PatternElement::AnyOf(names)) => names,
+            None => &[],
+        };
+        for name in names {
+            let list = index.entry(name.clone()).or_default();
+            if list.last() != Some(&at) {
+                list.push(at);
+            }
+        }
+    }
+    index
+}
+
 impl Policy {
     /// The strictest matching rule of each layer, else that layer's default; the strictest layer decides.
     pub(crate) fn judge_command(&self, command: &SimpleCommand, eval: &mut Evaluation) {
         let t = tokens(command);
         let mut per_layer: Vec<Option<(Decision, MatchedRule, Option<&str>)>> =
             vec![None; self.defaults.len()];
-        for rule in &self.rules {
+        // Only the rules filed under the program can match (see `Policy::by_program`), in rule order.
+        let filed =
+            t.first().and_then(|program| self.by_program.get(*program)).map_or(&[][..], Vec::as_slice);
+        for rule in filed.iter().filter_map(|&at| self.rules.get(at)) {
             if !crate::document::pattern_matches(&rule.pattern, rule.exact, &t) {
                 continue;
             }
@@ -329,7 +353,9 @@ impl Policy {
         if rest.is_empty() {
             return None;
         }
-        let mut pattern = portcullis_harness::paths::canonicalize_lenient(&literal).ok()?;
+        let mut pattern =
+            portcullis_harness::paths::canonicalize_lenient_with(&literal, &mut crate::snapshot::look_once)
+                .ok()?;
         pattern.extend(rest);
         self.protected.pattern_hit(&pattern)
     }

@@ -213,7 +213,7 @@ impl FileBudget {
 fn link_itself(raw: &str, ctx: &EvalContext) -> Option<PathBuf> {
     let expanded = expand_tilde(raw, &ctx.cwd, ctx.home.as_deref()).ok()?;
     let path = if expanded.is_absolute() { expanded } else { ctx.cwd.join(expanded) };
-    if !std::fs::symlink_metadata(&path).ok()?.file_type().is_symlink() {
+    if !matches!(crate::snapshot::look_once(&path).ok()?, portcullis_harness::paths::Found::Link(_)) {
         return None;
     }
     let folder = path.parent()?.canonicalize().ok()?;

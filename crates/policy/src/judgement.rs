@@ -4,7 +4,7 @@
 //! cannot drift apart again.
 
 use crate::document::{Decision, SandboxMode};
-use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::policy::{Analyzed, EvalContext, Evaluation, Policy};
 use portcullis_harness::{ActionKind, Enforcement, ExecutionAction, SandboxProfile, SandboxSupport};
 
 /// What the policy makes of an action: the evaluation (its decision, rules, places, reasons) and, for a
@@ -24,7 +24,7 @@ pub fn judge_action(
     ctx: &EvalContext,
     support: &SandboxSupport,
 ) -> ActionJudgement {
-    let mut evaluation = evaluate(policy, tool, action, ctx);
+    let mut evaluation = evaluate(policy, tool, action, ctx, None);
     if action.kind != ActionKind::Execute {
         return ActionJudgement { evaluation, sandbox: None };
     }
@@ -42,7 +42,21 @@ pub fn decide_action(
     ctx: &EvalContext,
     support: &SandboxSupport,
 ) -> Evaluation {
-    let mut evaluation = evaluate(policy, tool, action, ctx);
+    decide_action_analyzed(policy, tool, action, ctx, support, None)
+}
+
+/// [`decide_action`] with the analysis of the action's command when the caller already has it (a
+/// replay judging one call by two policies analyzes its command once); one of another command is not
+/// used.
+pub fn decide_action_analyzed(
+    policy: &Policy,
+    tool: &str,
+    action: &ExecutionAction,
+    ctx: &EvalContext,
+    support: &SandboxSupport,
+    analyzed: Option<&Analyzed>,
+) -> Evaluation {
+    let mut evaluation = evaluate(policy, tool, action, ctx, analyzed);
     // Only a policy that requires the walls needs to know whether this machine builds them.
     if action.kind == ActionKind::Execute && policy.sandbox_mode() == SandboxMode::Required {
         require_walls(policy, &crate::sandbox::enforcement_on(support), &mut evaluation);
@@ -50,12 +64,18 @@ pub fn decide_action(
     evaluation
 }
 
-fn evaluate(policy: &Policy, tool: &str, action: &ExecutionAction, ctx: &EvalContext) -> Evaluation {
+fn evaluate(
+    policy: &Policy,
+    tool: &str,
+    action: &ExecutionAction,
+    ctx: &EvalContext,
+    analyzed: Option<&Analyzed>,
+) -> Evaluation {
     if action.kind == ActionKind::Mcp {
         let changed = action.operation == portcullis_harness::MCP_CHANGED_DEFINITION;
         return policy.evaluate_mcp_action(tool, action.target.as_deref(), changed);
     }
-    policy.evaluate_action(action, ctx)
+    policy.evaluate_action_analyzed(action, ctx, analyzed)
 }
 
 /// A command the policy requires confined (`sandbox.mode: required`) is forbidden where the kernel

@@ -26,6 +26,7 @@ pub mod protected;
 pub mod replay;
 pub mod sandbox;
 pub mod shell;
+pub mod snapshot;
 mod splice;
 mod version;
 
@@ -38,7 +39,7 @@ pub use examples::{ExampleCommands, ExampleOutcome, TestCall, TestOutcome, why_n
 pub use judge_files::{MAX_FILES_PER_EVALUATION, MAX_PATTERN_MATCHES};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{
-    CallVerdict, DecidingPlace, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict, Policy,
-    PolicyError, PolicyLayer, RootSet,
+    Analyzed, CallVerdict, DecidingPlace, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict,
+    Policy, PolicyError, PolicyLayer, RootSet,
 };
 pub use protected::{KindRules, ProtectedKind, ProtectedPaths};

@@ -2,7 +2,7 @@
 //! the harness's resolver (a new file in new folders resolves; a symlink inside a root that points
 //! outside is outside), and deny globs.
 
-use portcullis_harness::paths::{PathError, canonicalize_lenient, canonicalize_lenient_under};
+use portcullis_harness::paths::{PathError, canonicalize_lenient_under_with, canonicalize_lenient_with};
 use std::path::{Component, Path, PathBuf};
 
 /// Resolves a path as the kernel would when it is opened: `~` expanded, relative paths joined to the
@@ -10,14 +10,14 @@ use std::path::{Component, Path, PathBuf};
 pub fn resolve(raw: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
     let expanded = expand_tilde(raw, cwd, home)?;
     let absolute = if expanded.is_absolute() { expanded } else { cwd.join(expanded) };
-    canonicalize_lenient(&absolute)
+    canonicalize_lenient_with(&absolute, &mut crate::snapshot::look_once)
 }
 
 /// Like [`resolve`] from a working directory that is already canonical (an evaluation canonicalizes its
 /// cwd once, then resolves every word of the command against it).
 pub fn resolve_in(raw: &str, canonical_cwd: &Path, home: Option<&Path>) -> Result<PathBuf, PathError> {
     let expanded = expand_tilde(raw, canonical_cwd, home)?;
-    canonicalize_lenient_under(canonical_cwd, &expanded)
+    canonicalize_lenient_under_with(canonical_cwd, &expanded, &mut crate::snapshot::look_once)
 }
 
 /// Tilde expansion as bash does it at the start of a word: `~` and `~/x` are the home folder, `~+` the

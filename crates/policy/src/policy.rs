@@ -157,7 +157,9 @@ impl EvalContext {
     /// This context with its cwd canonical, so that every path of an evaluation is resolved from it
     /// without resolving the cwd again; `None` when the cwd cannot be resolved.
     pub(crate) fn canonical(&self) -> Option<EvalContext> {
-        let cwd = canonicalize_lenient(&self.cwd).ok()?;
+        let cwd =
+            portcullis_harness::paths::canonicalize_lenient_with(&self.cwd, &mut crate::snapshot::look_once)
+                .ok()?;
         Some(EvalContext { cwd, home: self.home.clone() })
     }
 }
@@ -217,6 +219,9 @@ pub struct RootSet {
 pub struct Policy {
     layers: Vec<PolicyLayer>,
     pub(crate) rules: Vec<Rule>,
+    /// The indices of `rules` (in order) whose pattern's first element names each program: a command
+    /// can only match rules filed under its program (every pattern starts with literal names).
+    pub(crate) by_program: std::collections::HashMap<String, Vec<usize>>,
     /// Each layer's decision for commands none of its rules match; `None` = the layer abstains (only
     /// layers after the first may: the first, unset, says `prompt`).
     pub(crate) defaults: Vec<Option<Decision>>,
@@ -458,8 +463,10 @@ impl Policy {
                 roots: vec![(root, Access::Write)],
             });
         }
+        let by_program = crate::judge::rules_by_program(&rules);
         let policy = Policy {
             rules,
+            by_program,
             defaults,
             root_sets,
             protected,
@@ -546,9 +553,23 @@ impl Policy {
 
     /// Evaluates a shell command run from `ctx.cwd`.
     pub fn evaluate_command(&self, command: &str, ctx: &EvalContext) -> Evaluation {
+        self.evaluate_analyzed(&Analyzed::of(command), ctx)
+    }
+
+    /// Evaluates a shell command already analyzed (several policies judging one command share its
+    /// analysis: a replay judges each call by the policy in force and by a draft).
+    pub fn evaluate_analyzed(&self, analyzed: &Analyzed, ctx: &EvalContext) -> Evaluation {
+        crate::snapshot::within(|| self.judge_analyzed(&analyzed.command, &analyzed.analysis, ctx))
+    }
+
+    fn judge_analyzed(
+        &self,
+        command: &str,
+        analysis: &crate::shell::ShellAnalysis,
+        ctx: &EvalContext,
+    ) -> Evaluation {
         let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
         let mut eval = Evaluation::new();
-        let analysis = analyze(command);
         if analysis.parse_errors {
             eval.judge_part(PartKind::Unseen, shorten(command), true, |part| {
                 part.raise(
@@ -581,7 +602,7 @@ impl Policy {
             }
         }
         // `cd` moves where relative paths land: each is judged from every folder the script may be in.
-        let folders = crate::judge::working_folders(&analysis, ctx, &mut eval);
+        let folders = crate::judge::working_folders(analysis, ctx, &mut eval);
         let mut budget = crate::judge_files::FileBudget::new();
         for command in &analysis.commands {
             eval.commands.push(command.argv.clone());
@@ -630,16 +651,38 @@ impl Policy {
 
     /// Evaluates reading or writing a path (the read/write/edit tools).
     pub fn evaluate_path(&self, raw: &str, access: Access, ctx: &EvalContext) -> Evaluation {
-        let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
-        let mut eval = Evaluation::new();
-        eval.judge_access(raw, access, false, "path", |one| self.judge_path(raw, access, ctx, one));
-        eval
+        crate::snapshot::within(|| {
+            let Some(ctx) = &ctx.canonical() else { return unresolvable_cwd(ctx) };
+            let mut eval = Evaluation::new();
+            eval.judge_access(raw, access, false, "path", |one| self.judge_path(raw, access, ctx, one));
+            eval
+        })
     }
 
     /// Evaluates what a tool described it would do (the harness's execution-policy seam): `execute` →
     /// its command from its cwd, `read`/`write` → each canonical path, no side effect → allow. Other
     /// kinds (network, MCP, other) have nothing to judge here; their grants let them through.
     pub fn evaluate_action(&self, action: &ExecutionAction, ctx: &EvalContext) -> Evaluation {
+        self.evaluate_action_analyzed(action, ctx, None)
+    }
+
+    /// [`Policy::evaluate_action`] with the analysis of its command when the caller has it (one not of
+    /// this action's command is not used).
+    pub fn evaluate_action_analyzed(
+        &self,
+        action: &ExecutionAction,
+        ctx: &EvalContext,
+        analyzed: Option<&Analyzed>,
+    ) -> Evaluation {
+        crate::snapshot::within(|| self.judge_action(action, ctx, analyzed))
+    }
+
+    fn judge_action(
+        &self,
+        action: &ExecutionAction,
+        ctx: &EvalContext,
+        analyzed: Option<&Analyzed>,
+    ) -> Evaluation {
         match action.kind {
             ActionKind::Execute => {
                 let Some(command) = action.command.as_deref() else {
@@ -651,10 +694,20 @@ impl Policy {
                     );
                     return eval;
                 };
+                let fresh;
+                let analyzed = match analyzed.filter(|a| a.command == command) {
+                    Some(analyzed) => analyzed,
+                    None => {
+                        fresh = Analyzed::of(command);
+                        &fresh
+                    }
+                };
                 match &action.cwd {
-                    Some(cwd) => self
-                        .evaluate_command(command, &EvalContext { cwd: cwd.clone(), home: ctx.home.clone() }),
-                    None => self.evaluate_command(command, ctx),
+                    Some(cwd) => self.evaluate_analyzed(
+                        analyzed,
+                        &EvalContext { cwd: cwd.clone(), home: ctx.home.clone() },
+                    ),
+                    None => self.evaluate_analyzed(analyzed, ctx),
                 }
             }
             ActionKind::Read | ActionKind::Write => {
@@ -700,6 +753,19 @@ impl Policy {
                 eval
             }
         }
+    }
+}
+
+/// A shell command with its analysis, made once and judged by any number of policies.
+#[derive(Debug, Clone)]
+pub struct Analyzed {
+    command: String,
+    analysis: crate::shell::ShellAnalysis,
+}
+
+impl Analyzed {
+    pub fn of(command: &str) -> Self {
+        Analyzed { command: command.to_owned(), analysis: analyze(command) }
     }
 }
 

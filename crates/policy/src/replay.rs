@@ -4,7 +4,7 @@
 //! not), including the policy's own decision where the ledger recorded it.
 
 use crate::document::Decision;
-use crate::policy::{EvalContext, Evaluation, Policy, PolicyLayer};
+use crate::policy::{Analyzed, EvalContext, Evaluation, Policy, PolicyLayer};
 use portcullis_harness::{BlockedReason, DecidedBy, ExecutionAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -168,7 +168,16 @@ impl<'a> Replay<'a> {
     /// The decision `call` would get now, with what decides it; `None` when the call holds no action
     /// its tool described (nothing to judge it by).
     pub fn decide(&mut self, call: &RecordedCall) -> Option<(String, String, String)> {
-        Some(match self.judge(call)? {
+        self.decide_analyzed(call, None)
+    }
+
+    /// [`Replay::decide`] with the analysis of the call's command when the caller has it.
+    fn decide_analyzed(
+        &mut self,
+        call: &RecordedCall,
+        analyzed: Option<&Analyzed>,
+    ) -> Option<(String, String, String)> {
+        Some(match self.judge_analyzed(call, analyzed)? {
             Judged::ToolDenied { scope } => {
                 ("tool_denied".into(), format!("grant scope {scope}"), call.tool.clone())
             }
@@ -180,6 +189,10 @@ impl<'a> Replay<'a> {
 
     /// How the policy judges `call` now, with the whole evaluation; `None` as for [`Replay::decide`].
     pub fn judge(&mut self, call: &RecordedCall) -> Option<Judged> {
+        self.judge_analyzed(call, None)
+    }
+
+    fn judge_analyzed(&mut self, call: &RecordedCall, analyzed: Option<&Analyzed>) -> Option<Judged> {
         let Replay { policy, applied, anchored, fallback_cwd, home, support, .. } = self;
         let folder = call.project.as_deref().or(call.cwd.as_deref());
         let policy = policy_at(policy, applied, anchored, folder);
@@ -196,39 +209,51 @@ impl<'a> Replay<'a> {
         let cwd = action.cwd.as_ref().or(call.cwd.as_ref()).unwrap_or(fallback_cwd).clone();
         let ctx = EvalContext { cwd, home: home.clone() };
         // The one judgement live calls get (the "sandbox required" deny included).
-        let evaluation = crate::judgement::decide_action(policy, &call.tool, action, &ctx, support);
+        let evaluation =
+            crate::judgement::decide_action_analyzed(policy, &call.tool, action, &ctx, support, analyzed);
         Some(Judged::Evaluated { evaluation: Box::new(evaluation), subject })
     }
 
     /// Replays one call: `Some` when its decision would change from the one recorded.
     pub fn replay(&mut self, call: &RecordedCall) -> Option<ReplayChange> {
         let before = recorded_decision(call).map(|d| (d.to_owned(), None));
-        self.replay_from(call, before)
+        self.replay_from(call, before, None)
     }
 
     /// Replays one call against what `baseline` (the policy in force) decides for it now, not what was
     /// recorded: `Some` when this policy would decide otherwise. A draft's own effect, whatever changed
     /// since the call was recorded.
     pub fn compare(&mut self, baseline: &mut Replay<'_>, call: &RecordedCall) -> Option<ReplayChange> {
-        let before = match recorded_decision(call) {
-            // Settled before the policy stage then: settled so now too.
-            None => None,
-            Some(_) => baseline.decide(call).map(|(decision, by, _)| (decision, Some(by))),
-        };
-        self.replay_from(call, before)
+        // Settled before the policy stage then: settled so now too.
+        if recorded_decision(call).is_none() {
+            return self.replay_from(call, None, None);
+        }
+        // Both policies judge the one analysis of the call's command (the parse is a good part of an
+        // evaluation, and it depends on the command alone).
+        let analyzed = (call.action.as_ref())
+            .filter(|a| a.kind == portcullis_harness::ActionKind::Execute)
+            .and_then(|a| a.command.as_deref())
+            .map(Analyzed::of);
+        // One view of the file system for both (see `crate::snapshot`): each path looked at once.
+        crate::snapshot::within(|| {
+            let before = (baseline.decide_analyzed(call, analyzed.as_ref()))
+                .map(|(decision, by, _)| (decision, Some(by)));
+            self.replay_from(call, before, analyzed.as_ref())
+        })
     }
 
     fn replay_from(
         &mut self,
         call: &RecordedCall,
         before: Option<(String, Option<String>)>,
+        analyzed: Option<&Analyzed>,
     ) -> Option<ReplayChange> {
         self.summary.calls += 1;
         let Some((before, before_by)) = before else {
             self.summary.skipped += 1;
             return None;
         };
-        let Some((after, decided_by, subject)) = self.decide(call) else {
+        let Some((after, decided_by, subject)) = self.decide_analyzed(call, analyzed) else {
             self.summary.skipped += 1;
             return None;
         };

@@ -220,6 +220,33 @@ pub fn analyze(script: &str) -> ShellAnalysis {
     analyzer.out
 }
 
+thread_local! {
+    /// One parser per thread, made once (a `bash -c` string parsed while its script's tree is walked
+    /// finds it free again: the parser is only held during a parse).
+    static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Parses `script` as bash with this thread's parser (made on first use; reset before each parse, so
+/// nothing of an earlier script carries over); `None` when the grammar cannot be loaded.
+fn parse_bash(script: &str) -> Option<tree_sitter::Tree> {
+    let fresh = || {
+        let mut parser = Parser::new();
+        parser.set_language(&tree_sitter_bash::LANGUAGE.into()).ok().map(|()| parser)
+    };
+    PARSER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => {
+            if slot.is_none() {
+                *slot = fresh();
+            }
+            let parser = slot.as_mut()?;
+            parser.reset();
+            parser.parse(script, None)
+        }
+        // Held further up this thread's stack (never expected): a parser of its own.
+        Err(_) => fresh()?.parse(script, None),
+    })
+}
+
 /// Where a node sits: inside which wrappers, how many `bash -c` deep, whether stdin carries data.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Context {
@@ -257,11 +284,7 @@ impl Analyzer {
             self.opaque(OpaqueKind::TooLarge, text);
             return;
         }
-        let mut parser = Parser::new();
-        let tree = match parser.set_language(&tree_sitter_bash::LANGUAGE.into()) {
-            Ok(()) => parser.parse(script, None),
-            Err(_) => None,
-        };
+        let tree = parse_bash(script);
         let Some(tree) = tree else {
             self.opaque(OpaqueKind::ParserUnavailable, script.to_owned());
             self.out.parse_errors = true;

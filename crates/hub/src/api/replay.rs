@@ -172,16 +172,24 @@ impl<'a> LedgerCalls<'a> {
             after_id = last.id;
             after_team = Some((hub.clone(), last.id));
             read += batch.len() as u64;
-            for (hub, record) in batch {
-                if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
-                    continue;
+            // The calls of a batch are judged against one view of the file system (a what-if report over
+            // a few milliseconds of records; the next batch looks again).
+            let stopped = portcullis_policy::snapshot::within(|| -> Result<bool, ApiError> {
+                for (hub, record) in batch {
+                    if !matches!(record.kind, StoredKind::Started | StoredKind::Blocked) {
+                        continue;
+                    }
+                    let call = self.complete(&hub, recorded_call(record))?;
+                    if let Some(change) = judge(&call)
+                        && !report(ReplayEvent::Change(&change))
+                    {
+                        return Ok(true);
+                    }
                 }
-                let call = self.complete(&hub, recorded_call(record))?;
-                if let Some(change) = judge(&call)
-                    && !report(ReplayEvent::Change(&change))
-                {
-                    return Ok(true);
-                }
+                Ok(false)
+            })?;
+            if stopped {
+                return Ok(true);
             }
             let last_id = match self.source {
                 AnyReader::File(_) => after_id,
@@ -263,8 +271,9 @@ fn recorded_call(record: StoredRecord) -> RecordedCall {
         call_id: record.call_id,
         at: record.at.0,
         tool: record.tool,
-        arguments: record.body.arguments.map(|a| (*a).clone()),
-        action: record.body.action.map(|a| ExecutionAction::clone(&a)),
+        // The record is the only holder of its body's values: taken, not copied.
+        arguments: record.body.arguments.map(std::sync::Arc::unwrap_or_clone),
+        action: record.body.action.map(std::sync::Arc::unwrap_or_clone),
         cwd: record.body.cwd.map(PathBuf::from),
         project: None,
         ran: record.kind == StoredKind::Started,
