@@ -462,4 +462,30 @@ mod tests {
         // After `--` a word starting with `-` is a file name (maybe a symlink into a protected place).
         assert_eq!(operand_candidates("-link", true), vec!["-link"]);
     }
+
+    #[test]
+    fn rules_are_filed_under_every_program_they_name_in_order() {
+        let text = r#"{"commands": {"rules": [
+            {"id": "a", "pattern": ["git", "status"], "decision": "allow"},
+            {"id": "b", "pattern": [["git", "hg", "git"]], "decision": "prompt"},
+            {"id": "c", "pattern": ["cargo"], "decision": "allow"},
+            {"id": "d", "pattern": [["cargo", "npm"], "test"], "decision": "forbidden"}
+        ]}}"#;
+        let layer = crate::policy::PolicyLayer::parse("t.json", text, std::env::temp_dir()).unwrap();
+        let policy = Policy::from_layers_unchecked(vec![layer]).unwrap();
+        let filed = |program: &str| -> Vec<&str> {
+            policy
+                .by_program
+                .get(program)
+                .into_iter()
+                .flatten()
+                .map(|&i| policy.rules[i].id.as_str())
+                .collect()
+        };
+        assert_eq!(filed("git"), ["a", "b"]);
+        assert_eq!(filed("hg"), ["b"]);
+        assert_eq!(filed("cargo"), ["c", "d"]);
+        assert_eq!(filed("npm"), ["d"]);
+        assert!(filed("rm").is_empty());
+    }
 }
