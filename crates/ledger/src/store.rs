@@ -66,7 +66,7 @@ impl Default for LedgerOptions {
             batch_max_delay: Duration::ZERO,
             channel_capacity: 16_384,
             index_backlog_rows: 262_144,
-            index_gather: Duration::from_millis(2),
+            index_gather: Duration::from_millis(10),
             synchronous_full: false,
             busy_timeout: Duration::from_secs(5),
             checkpoint_every: 1024,
