@@ -287,13 +287,19 @@ fn nanos(since: Instant) -> u64 {
 }
 
 /// One round of a target: sequential calls and pings on one session, then `n` calls over 32 sessions.
-async fn round(target: &mut Target, session: &mut Session, n: usize) -> BenchResult<()> {
-    for _ in 0..n {
+async fn round(
+    target: &mut Target,
+    session: &mut Session,
+    n: usize,
+    concurrent_only: bool,
+) -> BenchResult<()> {
+    let sequential = if concurrent_only { 0 } else { n };
+    for _ in 0..sequential {
         let start = Instant::now();
         session.call(&target.call).await?;
         target.latencies.push(nanos(start));
     }
-    for _ in 0..n {
+    for _ in 0..sequential {
         let start = Instant::now();
         session.ping().await?;
         target.pings.push(nanos(start));
@@ -482,6 +488,8 @@ async fn run() -> BenchResult<()> {
     let rounds: usize = flag(&args, "--rounds").and_then(|r| r.parse().ok()).unwrap_or(3);
     let portcullis =
         std::fs::canonicalize(flag(&args, "--portcullis").ok_or("--portcullis BIN is required")?)?;
+    // `--concurrent-only`: only the 32 sessions' part (for profiling it).
+    let concurrent_only = args.iter().any(|a| a == "--concurrent-only");
     // `--only NAME` (repeatable through commas): measure only these targets (for profiling one).
     let only: Option<Vec<String>> = flag(&args, "--only").map(|o| o.split(',').map(str::to_owned).collect());
     let mcp_proxy = flag(&args, "--mcp-proxy").map(std::fs::canonicalize).transpose()?;
@@ -560,7 +568,9 @@ async fn run() -> BenchResult<()> {
             if only.as_ref().is_some_and(|only| !only.iter().any(|o| o == target.name)) {
                 continue;
             }
-            round(target, session, n).await.map_err(|e| format!("{} (round {r}): {e}", target.name))?;
+            round(target, session, n, concurrent_only)
+                .await
+                .map_err(|e| format!("{} (round {r}): {e}", target.name))?;
         }
         eprintln!("round {} of {rounds} done", r + 1);
     }
