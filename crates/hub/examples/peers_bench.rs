@@ -133,10 +133,16 @@ struct HttpSession {
     token: Option<String>,
     session: Option<String>,
     next: u64,
+    /// The protocol version header sent after `initialize`.
+    version_header: &'static str,
 }
 
+/// The version a session sends in its headers when it should bypass the gateway's fast lane: rmcp
+/// accepts any known version there, the lane only the session's own.
+const OTHER_VERSION: &str = "2025-03-26";
+
 impl HttpSession {
-    async fn start(url: &str, token: Option<&str>) -> BenchResult<Self> {
+    async fn start(url: &str, token: Option<&str>, version_header: &'static str) -> BenchResult<Self> {
         let uri: hyper::Uri = url.parse()?;
         let authority = uri.authority().ok_or("no authority")?.to_string();
         let stream = tokio::net::TcpStream::connect(&authority).await?;
@@ -151,6 +157,7 @@ impl HttpSession {
             token: token.map(str::to_owned),
             session: None,
             next: 0,
+            version_header,
         };
         session.request("initialize", initialize_params()).await?;
         session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
@@ -168,7 +175,7 @@ impl HttpSession {
             request = request.header("authorization", format!("Bearer {token}"));
         }
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", PROTOCOL);
+            request = request.header("mcp-session-id", session).header("mcp-protocol-version", self.version_header);
         }
         let request = request.body(Full::new(Bytes::from(serde_json::to_vec(message)?)))?;
         self.sender.ready().await?;
@@ -268,15 +275,15 @@ struct Target {
 #[derive(Clone)]
 enum TargetKind {
     Stdio(PathBuf),
-    Http { url: String, token: Option<String> },
+    Http { url: String, token: Option<String>, version_header: &'static str },
 }
 
 impl TargetKind {
     async fn session(&self) -> BenchResult<Session> {
         Ok(match self {
             TargetKind::Stdio(script) => Session::Stdio(Box::new(StdioSession::start(script).await?)),
-            TargetKind::Http { url, token } => {
-                Session::Http(HttpSession::start(url, token.as_deref()).await?)
+            TargetKind::Http { url, token, version_header } => {
+                Session::Http(HttpSession::start(url, token.as_deref(), version_header).await?)
             }
         })
     }
@@ -510,7 +517,7 @@ async fn run() -> BenchResult<()> {
         std::fs::create_dir_all(&dir)?;
         let (child, url) = start_mcp_proxy(bin, &dir, &script).await?;
         children.push(child);
-        let kind = TargetKind::Http { url, token: None };
+        let kind = TargetKind::Http { url, token: None, version_header: PROTOCOL };
         let (session, tool) = ready(&kind, "echo").await?;
         sessions.push(session);
         targets.push(("mcp_proxy", kind, echo(tool)));
@@ -523,21 +530,26 @@ async fn run() -> BenchResult<()> {
             &dir,
             &script,
             &["mcp:everything:echo"],
-            &["--single-upstream", "everything"],
+            &["--single-upstream", "everything", "--max-sessions", "200"],
         )
         .await?;
         children.push(child);
-        let kind = TargetKind::Http { url, token: Some(token) };
+        let kind = TargetKind::Http { url: url.clone(), token: Some(token.clone()), version_header: PROTOCOL };
         let (session, tool) = ready(&kind, "echo").await?;
         sessions.push(session);
         targets.push(("portcullis_single_upstream", kind, echo(tool)));
+        // The same hub, its fast lane bypassed: every request through rmcp's session worker (as before).
+        let kind = TargetKind::Http { url, token: Some(token), version_header: OTHER_VERSION };
+        let (session, tool) = ready(&kind, "echo").await?;
+        sessions.push(session);
+        targets.push(("portcullis_single_upstream_via_rmcp", kind, echo(tool)));
     }
     {
         let dir = base.path().join("portcullis-builtin");
         std::fs::create_dir_all(&dir)?;
         let (child, url, token) = start_portcullis(&portcullis, &dir, &script, &["read"], &[]).await?;
         children.push(child);
-        let kind = TargetKind::Http { url, token: Some(token) };
+        let kind = TargetKind::Http { url, token: Some(token), version_header: PROTOCOL };
         let (session, tool) = ready(&kind, "read").await?;
         sessions.push(session);
         let call = Call { tool, arguments: json!({"path": "note.txt"}), expect: MESSAGE.to_owned() };
