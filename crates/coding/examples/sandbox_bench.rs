@@ -1,6 +1,9 @@
 //! What the sandbox adds to a command: `true` run by the shell tool's runner directly, then inside a
 //! profile (namespaces, Landlock, limits, the private /tmp), N times each, alternating; prints the
 //! median and p90 of each and the difference. This binary is its own launcher (`entry_point` first).
+//! Each timed run of the alternating part starts after a 20 ms pause (as an agent's commands come, a
+//! model's turn apart), so the launcher for the next command has started and settled and no run pays for
+//! another's; the back-to-back part has no pause.
 //!
 //! `cargo run --release -p portcullis-coding --example sandbox_bench -- 500 [open|closed|egress] [launcher]`
 //! (`egress`: a rule names a host, so the command's egress gate is opened, and its relay, loopback and
@@ -10,6 +13,9 @@
 use portcullis_coding::shell::{RunSpec, run_command};
 use portcullis_harness::SandboxProfile;
 use std::time::{Duration, Instant};
+
+/// The pause before each timed run of the alternating part.
+const SETTLE: Duration = Duration::from_millis(20);
 
 fn main() {
     if let Some(code) = portcullis_sandbox::entry_point() {
@@ -50,10 +56,12 @@ fn main() {
     let (mut direct, mut confined) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     runtime.block_on(async {
         for _ in 0..runs {
+            tokio::time::sleep(SETTLE).await;
             let t = Instant::now();
             let out = run_command(spec(None), &cancel).await.unwrap();
             direct.push(t.elapsed());
             assert!(out.joined_text().contains("[exit code: 0]"));
+            tokio::time::sleep(SETTLE).await;
             let t = Instant::now();
             let out = run_command(spec(Some((launcher.clone(), profile.clone()))), &cancel).await.unwrap();
             confined.push(t.elapsed());

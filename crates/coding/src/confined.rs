@@ -55,6 +55,8 @@ pub struct Launch {
     pub tmp: PrivateTmp,
     /// The command's way out when its rules name hosts (closed once it ended).
     pub gate: Option<OpenGate>,
+    /// Starts the next launcher when the command ended (dropped with the launch).
+    pub replenish: portcullis_sandbox::Replenish,
 }
 
 /// What a confined command runs: the program, its arguments, environment, folder and input.
@@ -125,7 +127,10 @@ pub fn launch(
     };
     let conversation = started.conversation;
     let talk = tokio::spawn(async move { conversation.run(&request).await });
-    Ok((started.child, Launch { talk, profile: profile.clone(), cwd, tmp, gate }))
+    Ok((
+        started.child,
+        Launch { talk, profile: profile.clone(), cwd, tmp, gate, replenish: started.replenish },
+    ))
 }
 
 /// How a confined command ended, as the launcher saw it.

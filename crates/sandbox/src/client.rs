@@ -37,7 +37,23 @@ type Ahead = [Option<Started>; 2];
 pub struct Started {
     pub child: tokio::process::Child,
     pub conversation: Conversation,
+    /// Keep until the command ended: the next launcher is started ahead then (see [`Replenish`]).
+    pub replenish: Replenish,
 }
+
+/// The launcher for the next command is started ahead when this is dropped (the command this one was
+/// taken for has ended), or [`REPLENISH_AFTER`] after it was taken, whichever comes first. A launcher
+/// starting up (two `exec`s of this binary, the namespaces, the mounts) competes for the CPU with the
+/// command it would follow; on a 2-core machine, starting it at once added ~0.3–0.5 ms to a short
+/// command. Commands close together (one within a few ms of the last one's end) may find none ready and
+/// start their own.
+#[derive(Debug)]
+pub struct Replenish {
+    _ended: tokio::sync::oneshot::Sender<()>,
+}
+
+/// The latest the next launcher is started after one is taken, for commands that run long.
+pub const REPLENISH_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The hub's end of the socket to one launcher.
 #[derive(Debug)]
@@ -67,7 +83,7 @@ impl SandboxLauncher {
 
     /// A launcher ready for one request for a command with or without `network`: the one started ahead
     /// when it still waits, else a new one; either way another is started ahead for the next such
-    /// command (its namespaces made and its second stage waiting, so a command pays only for the walls
+    /// command once this one's [`Replenish`] drops (its namespaces made and its second stage waiting, so a command pays only for the walls
     /// that depend on its profile). Call it within a tokio runtime.
     pub fn start(&self, network: bool) -> std::io::Result<Started> {
         let slot = usize::from(!network);
@@ -78,13 +94,18 @@ impl SandboxLauncher {
             None => self.spawn_piped(!network)?,
         };
         let next = self.clone();
+        let (ended, ended_rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
+            tokio::select! {
+                _ = ended_rx => {}
+                () = tokio::time::sleep(REPLENISH_AFTER) => {}
+            }
             match next.spawn_piped(!network) {
                 Ok(s) => next.ahead.lock().unwrap_or_else(PoisonError::into_inner)[slot] = Some(s),
                 Err(e) => tracing::warn!(%e, "could not start a sandbox launcher ahead"),
             }
         });
-        Ok(started)
+        Ok(Started { replenish: Replenish { _ended: ended }, ..started })
     }
 
     pub fn program(&self) -> &Path {
@@ -100,7 +121,9 @@ impl SandboxLauncher {
         let child = command.spawn()?;
         // The command holds the launcher's end of the socket: dropped, the end is the launcher's alone.
         drop(command);
-        Ok(Started { child, conversation })
+        // Replaced by `start` with the guard of the launcher after this one.
+        let (ended, _) = tokio::sync::oneshot::channel::<()>();
+        Ok(Started { child, conversation, replenish: Replenish { _ended: ended } })
     }
 
     /// A command starting the launcher, and the conversation with it. Set its output and process group,

@@ -21,7 +21,7 @@ mod launcher;
 mod protocol;
 mod walls;
 
-pub use client::{Conversation, SandboxLauncher, Started};
+pub use client::{Conversation, REPLENISH_AFTER, Replenish, SandboxLauncher, Started};
 pub use protocol::{Applied, LaunchReport, LaunchRequest};
 
 /// The first argument that makes a Portcullis binary the launcher.
