@@ -12,21 +12,34 @@ use std::time::{Duration, Instant};
 
 const VERSION: &str = "2025-06-18";
 
-fn addr(served: &Served) -> String {
-    served.mcp_url.trim_start_matches("http://").split('/').next().unwrap().to_owned()
+/// Where the gateway listens and the agents' token: what a raw request needs (sent from client threads).
+#[derive(Clone)]
+struct Gateway {
+    addr: String,
+    token: String,
+}
+
+impl Gateway {
+    fn of(served: &Served) -> Self {
+        let addr = served.mcp_url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+        Gateway { addr, token: served.token.clone() }
+    }
+
+    fn post(&self, session: Option<&str>, extra: &str, body: &Value) -> RawResponse {
+        let Gateway { addr, token } = self;
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n{extra}"
+        );
+        if let Some(session) = session {
+            head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+        }
+        raw_http(addr, &head, &body.to_string())
+    }
 }
 
 fn post(served: &Served, session: Option<&str>, extra: &str, body: &Value) -> RawResponse {
-    let addr = addr(served);
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{extra}",
-        served.token
-    );
-    if let Some(session) = session {
-        head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
-    }
-    raw_http(&addr, &head, &body.to_string())
+    Gateway::of(served).post(session, extra, body)
 }
 
 /// A session that finished `initialize` (and `notifications/initialized`).
@@ -42,6 +55,11 @@ fn session(served: &Served) -> String {
     // rmcp hands the notification to the session's handler a moment after answering 202.
     std::thread::sleep(Duration::from_millis(200));
     id
+}
+
+/// The first line of a `tools/call` answer's text (the shell tool adds its exit code below).
+fn first_line(answer: &Value) -> Option<&str> {
+    answer["result"]["content"][0]["text"].as_str().and_then(|t| t.lines().next())
 }
 
 fn call(id: u64, command: &str) -> Value {
@@ -66,22 +84,14 @@ fn quick_answers_are_json_and_the_same_as_over_rmcps_event_streams() {
     let lane = post(&served, Some(&session), &version, &call(2, "echo lane"));
     assert_eq!(lane.header("content-type"), Some("application/json"), "{}", lane.body);
     let lane = lane.json();
-    assert_eq!(
-        lane["result"]["content"][0]["text"].as_str().and_then(|t| t.lines().next()),
-        Some("lane"),
-        "{lane}"
-    );
+    assert_eq!(first_line(&lane), Some("lane"), "{lane}");
 
     // Another protocol version than the session's is not the lane's: rmcp checks (and answers) it.
     let other = post(&served, Some(&session), "Mcp-Protocol-Version: 2025-03-26\r\n", &call(3, "echo rmcp"));
     assert_eq!(other.status, 200, "{}", other.body);
     assert_eq!(other.header("content-type"), Some("text/event-stream"), "{}", other.body);
     let other = other.json();
-    assert_eq!(
-        other["result"]["content"][0]["text"].as_str().and_then(|t| t.lines().next()),
-        Some("rmcp"),
-        "{other}"
-    );
+    assert_eq!(first_line(&other), Some("rmcp"), "{other}");
     // Both answers have the same shape (the result's fields, apart from the text).
     let keys = |v: &Value| v["result"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&lane), keys(&other));
@@ -101,16 +111,11 @@ fn a_call_waiting_for_the_operator_streams_its_progress_and_a_cancel_reaches_it(
 
     // With a progress token, the wait is reported before the answer: an event stream.
     let waiting = {
-        let served_url = (addr(&served), served.token.clone(), session.clone());
+        let (gateway, session, version) = (Gateway::of(&served), session.clone(), version.clone());
         std::thread::spawn(move || {
-            let (addr, token, session) = served_url;
             let mut body = call(7, "touch approved-file");
             body["params"]["_meta"] = json!({"progressToken": "p7"});
-            let head = format!(
-                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMcp-Protocol-Version: {VERSION}\r\n"
-            );
-            raw_http(&addr, &head, &body.to_string())
+            gateway.post(Some(&session), &version, &body)
         })
     };
     let asked = common::first_pending(&served);
@@ -143,14 +148,8 @@ fn a_call_waiting_for_the_operator_streams_its_progress_and_a_cancel_reaches_it(
 
     // A call the lane runs stops on the client's `notifications/cancelled`: its prompt goes, nothing runs.
     let cancelled = {
-        let (addr, token, session) = (addr(&served), served.token.clone(), session.clone());
-        std::thread::spawn(move || {
-            let head = format!(
-                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-                 Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nMcp-Protocol-Version: {VERSION}\r\n"
-            );
-            raw_http(&addr, &head, &call(8, "touch cancelled-file").to_string())
-        })
+        let (gateway, session, version) = (Gateway::of(&served), session.clone(), version.clone());
+        std::thread::spawn(move || gateway.post(Some(&session), &version, &call(8, "touch cancelled-file")))
     };
     let _ = common::first_pending(&served);
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8, "reason": "changed my mind"}});
