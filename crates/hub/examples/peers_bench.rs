@@ -175,7 +175,8 @@ impl HttpSession {
             request = request.header("authorization", format!("Bearer {token}"));
         }
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", self.version_header);
+            request =
+                request.header("mcp-session-id", session).header("mcp-protocol-version", self.version_header);
         }
         let request = request.body(Full::new(Bytes::from(serde_json::to_vec(message)?)))?;
         self.sender.ready().await?;
@@ -534,7 +535,8 @@ async fn run() -> BenchResult<()> {
         )
         .await?;
         children.push(child);
-        let kind = TargetKind::Http { url: url.clone(), token: Some(token.clone()), version_header: PROTOCOL };
+        let kind =
+            TargetKind::Http { url: url.clone(), token: Some(token.clone()), version_header: PROTOCOL };
         let (session, tool) = ready(&kind, "echo").await?;
         sessions.push(session);
         targets.push(("portcullis_single_upstream", kind, echo(tool)));
