@@ -179,38 +179,3 @@ async fn nothing_a_command_left_running_outlives_its_ended_report() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert!(!w.project.join("late.txt").exists() && !w.project.join("later.txt").exists());
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_command_cannot_speak_for_its_launcher_nor_stop_it() {
-    let w = world();
-    let launcher = launcher();
-    let p = profile(&w, false);
-    let _ = run(&launcher, &w, p.clone(), "true").await;
-    tokio::time::sleep(SETTLE).await;
-    let started = launcher.start(&p).unwrap();
-    assert!(started.built_ahead());
-    // The launcher's second stage is process 1 here and holds the hub's socket: a forged last report
-    // written through /proc, or a signal to it, would end the call early with another status.
-    let forged = r#"{"event":"ended","exit_code":7,"signal":null}"#;
-    let script = format!(
-        "for fd in /proc/1/fd/*; do echo '{forged}' > $fd 2>/dev/null && echo wrote-$fd; done; \
-         kill -KILL 1 2>/dev/null && echo killed; kill -STOP 1 2>/dev/null && echo stopped; \
-         sleep 0.2; echo done; exit 3"
-    );
-    let (reports, out, _) = run_started(started, &w, p, &script, None).await;
-    // Its standard output and error are the command's own output or `/dev/null` (once it let go of
-    // them): text written there is output, never a report. No other descriptor of it opens, the hub's
-    // socket least of all.
-    let written: Vec<&str> = out.lines().filter(|l| l.starts_with("wrote-")).collect();
-    assert_eq!(written, ["wrote-/proc/1/fd/1", "wrote-/proc/1/fd/2"], "{out}");
-    assert!(out.lines().all(|l| l.starts_with("wrote-")
-        || l == forged
-        || l == "killed"
-        || l == "stopped"
-        || l == "done"));
-    // `kill` says yes, but the kernel drops SIGKILL and SIGSTOP sent to a namespace's first process from
-    // inside it: the launcher outlives the command and reports its status, once.
-    assert!(out.trim_end().ends_with("done"), "{out}");
-    assert_eq!(ended(&reports).0, Some(3), "{reports:?}");
-    assert_eq!(reports.iter().filter(|r| matches!(r, LaunchReport::Ended { .. })).count(), 1);
-}
