@@ -299,6 +299,7 @@ impl<F: Future<Output = ServerJsonRpcMessage> + Send + 'static> Future for Finis
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
+        // Polled again after its end (no caller does): nothing more will come.
         let Some(handling) = self.0.as_mut() else {
             return std::task::Poll::Pending;
         };
@@ -451,15 +452,7 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
+    use crate::http::tests::headers;
 
     #[test]
     fn only_requests_with_the_sessions_own_headers_take_the_lane() {

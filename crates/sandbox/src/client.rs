@@ -29,10 +29,18 @@ pub struct SandboxLauncher {
 }
 
 /// The launchers started ahead: `[with network, without]`.
-type Ahead = [Option<Started>; 2];
+type Ahead = [Option<Waiting>; 2];
 
 /// A launcher process waiting for its request: its output piped, in a process group of its own, killed
 /// when dropped.
+#[derive(Debug)]
+struct Waiting {
+    child: tokio::process::Child,
+    conversation: Conversation,
+}
+
+/// A launcher taken for one command ([`SandboxLauncher::start`]): the waiting process, and the guard
+/// that starts the next one ahead.
 #[derive(Debug)]
 pub struct Started {
     pub child: tokio::process::Child,
@@ -83,8 +91,8 @@ impl SandboxLauncher {
 
     /// A launcher ready for one request for a command with or without `network`: the one started ahead
     /// when it still waits, else a new one; either way another is started ahead for the next such
-    /// command once this one's [`Replenish`] drops (its namespaces made and its second stage waiting, so a command pays only for the walls
-    /// that depend on its profile). Call it within a tokio runtime.
+    /// command once this one's [`Replenish`] drops (its namespaces made and its second stage waiting,
+    /// so a command pays only for the walls that depend on its profile). Call it within a tokio runtime.
     pub fn start(&self, network: bool) -> std::io::Result<Started> {
         let slot = usize::from(!network);
         let ready = self.ahead.lock().unwrap_or_else(PoisonError::into_inner)[slot].take();
@@ -105,14 +113,15 @@ impl SandboxLauncher {
                 Err(e) => tracing::warn!(%e, "could not start a sandbox launcher ahead"),
             }
         });
-        Ok(Started { replenish: Replenish { _ended: ended }, ..started })
+        let Waiting { child, conversation } = started;
+        Ok(Started { child, conversation, replenish: Replenish { _ended: ended } })
     }
 
     pub fn program(&self) -> &Path {
         &self.program
     }
 
-    fn spawn_piped(&self, offline: bool) -> std::io::Result<Started> {
+    fn spawn_piped(&self, offline: bool) -> std::io::Result<Waiting> {
         let (mut command, conversation) = self.command()?;
         if offline {
             command.arg(crate::OFFLINE);
@@ -121,9 +130,7 @@ impl SandboxLauncher {
         let child = command.spawn()?;
         // The command holds the launcher's end of the socket: dropped, the end is the launcher's alone.
         drop(command);
-        // Replaced by `start` with the guard of the launcher after this one.
-        let (ended, _) = tokio::sync::oneshot::channel::<()>();
-        Ok(Started { child, conversation, replenish: Replenish { _ended: ended } })
+        Ok(Waiting { child, conversation })
     }
 
     /// A command starting the launcher, and the conversation with it. Set its output and process group,
