@@ -9,47 +9,14 @@ use portcullis_sandbox::egress::{EgressGate, EgressRules, GateRecord, OpenGate};
 use portcullis_sandbox::findings::{Finding, findings};
 use portcullis_sandbox::{Applied, LaunchReport, LaunchRequest, SandboxLauncher};
 use serde_json::{Value, json};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use tokio::task::JoinHandle;
 
-/// A command's own temporary folder, removed when the command is done.
-#[derive(Debug)]
-pub struct PrivateTmp(PathBuf);
-
-impl PrivateTmp {
-    /// A new folder under the system's temporary folder, owner-only, with a name nobody can guess (a
-    /// name made in advance — a link planted there — is never reused: creating fails and another is
-    /// tried).
-    pub fn new() -> std::io::Result<Self> {
-        use std::hash::{BuildHasher, Hasher};
-        let mut last = None;
-        for _ in 0..8 {
-            let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
-            let dir =
-                std::env::temp_dir().join(format!("portcullis-cmd-{}-{random:016x}", std::process::id()));
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => return Ok(PrivateTmp(dir)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| std::io::Error::other("no temporary folder")))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for PrivateTmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use portcullis_sandbox::PrivateTmp;
 
 /// One launch in progress: the conversation task and what it needs afterwards.
 pub struct Launch {
-    pub talk: JoinHandle<Vec<LaunchReport>>,
+    talk: Talk,
     pub profile: SandboxProfile,
     pub cwd: PathBuf,
     pub tmp: PrivateTmp,
@@ -57,6 +24,23 @@ pub struct Launch {
     pub gate: Option<OpenGate>,
     /// Starts the next launcher when the command ended (dropped with the launch).
     pub replenish: portcullis_sandbox::Replenish,
+}
+
+/// The conversation with the launcher: under way, or over (its last report read).
+enum Talk {
+    Running(JoinHandle<Vec<LaunchReport>>),
+    Over(Vec<LaunchReport>),
+}
+
+impl Launch {
+    /// Waits until the launcher's last report: the command ended and nothing it started is left (or
+    /// the walls failed, or the launcher went). Its reports are kept for [`finish`].
+    pub async fn over(&mut self) {
+        if let Talk::Running(handle) = &mut self.talk {
+            let reports = handle.await.unwrap_or_default();
+            self.talk = Talk::Over(reports);
+        }
+    }
 }
 
 /// What a confined command runs: the program, its arguments, environment, folder and input.
@@ -107,14 +91,12 @@ pub fn launch(
     command: Command,
     asks: Option<&OperatorAsk>,
 ) -> Result<(tokio::process::Child, Launch), ToolError> {
-    let tmp = PrivateTmp::new().map_err(|e| {
-        ToolError::new(codes::SANDBOX_FAILED, format!("could not make the command's temporary folder: {e}"))
-    })?;
     let gate = open_gate(launcher, profile, &command, asks)?;
     let Command { program, args, env, cwd, stdin, .. } = command;
-    let started = launcher.start(profile.network).map_err(|e| {
+    let started = launcher.start(profile).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
     })?;
+    let tmp = started.tmp;
     let request = LaunchRequest {
         profile: profile.clone(),
         program,
@@ -126,7 +108,7 @@ pub fn launch(
         gate: gate.as_ref().map(|g| g.socket().to_path_buf()),
     };
     let conversation = started.conversation;
-    let talk = tokio::spawn(async move { conversation.run(&request).await });
+    let talk = Talk::Running(tokio::spawn(async move { conversation.run(&request).await }));
     Ok((
         started.child,
         Launch { talk, profile: profile.clone(), cwd, tmp, gate, replenish: started.replenish },
@@ -148,9 +130,12 @@ pub struct Outcome {
 
 /// Waits (briefly) for the reports and reads them.
 pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, SandboxProfile, PathBuf) {
-    let reports = match tokio::time::timeout(grace, launch.talk).await {
-        Ok(Ok(r)) => r,
-        _ => Vec::new(),
+    let reports = match launch.talk {
+        Talk::Over(reports) => reports,
+        Talk::Running(handle) => match tokio::time::timeout(grace, handle).await {
+            Ok(Ok(r)) => r,
+            _ => Vec::new(),
+        },
     };
     drop(launch.tmp);
     let mut outcome = Outcome::default();

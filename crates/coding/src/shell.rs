@@ -183,7 +183,8 @@ pub struct RunSpec {
 }
 
 enum Ending {
-    Exited(std::process::ExitStatus),
+    /// The command ended: its status (a confined command's comes from its launcher's report).
+    Exited(Option<std::process::ExitStatus>),
     TimedOut,
     Cancelled,
 }
@@ -235,7 +236,7 @@ pub async fn run_command(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let started = Instant::now();
-    let (mut child, launch) = match &run.sandbox {
+    let (mut child, mut launch) = match &run.sandbox {
         None => {
             let child = Command::new(interpreter())
                 .arg("-c")
@@ -273,8 +274,19 @@ pub async fn run_command(
     let stdout = reader(child.stdout.take(), run.output_bytes);
     let stderr = reader(child.stderr.take(), run.output_bytes);
 
+    // A confined command has ended once its launcher says so (everything it started is gone by then);
+    // the launcher's own exit, which tears its namespaces down, is not waited for.
+    let ended = async {
+        match launch.as_mut() {
+            Some(launch) => {
+                launch.over().await;
+                Ok(None)
+            }
+            None => child.wait().await.map(Some),
+        }
+    };
     let ending = tokio::select! {
-        status = child.wait() => match status {
+        status = ended => match status {
             Ok(status) => Ending::Exited(status),
             Err(e) => return Err(ToolError::new(codes::IO, format!("waiting for the shell failed: {e}"))),
         },
@@ -283,9 +295,10 @@ pub async fn run_command(
     };
     let status = match ending {
         Ending::Exited(status) => {
-            // Background jobs left in the group do not outlive the call.
+            // Background jobs left in the group do not outlive the call (a confined command's launcher
+            // goes too).
             signal_group(pgid, Signal::SIGKILL);
-            Some(status)
+            status
         }
         Ending::TimedOut | Ending::Cancelled => {
             signal_group(pgid, Signal::SIGTERM);
@@ -295,6 +308,12 @@ pub async fn run_command(
             None
         }
     };
+    if launch.is_some() && status.is_none() && matches!(ending, Ending::Exited(_)) {
+        // The killed launcher, reaped without holding the result up.
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+    }
     let stdout = collect(stdout, run.output_bytes).await;
     let stderr = collect(stderr, run.output_bytes).await;
     let duration_ms = started.elapsed().as_millis() as u64;

@@ -1,17 +1,16 @@
 //! The launcher's first stage, started by the hub: makes the namespaces, maps the hub's user to root
 //! inside them (so the second stage may mount), starts the second stage as the first process of the new
-//! PID namespace, and relays its reports to the hub.
+//! PID namespace with the hub's socket as its standard input (the walls, the request and the reports go
+//! between the hub and the second stage directly), and stays only to end it when the hub goes.
 
-use crate::channel::{from_stdin, read_request, send};
+use crate::channel::{from_stdin, send};
 use crate::inheritance;
 use crate::protocol::LaunchReport;
 use crate::{ENTRY, INIT, OFFLINE, WALLS_FAILED};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sched::{CloneFlags, unshare};
 use nix::unistd::{getgid, getuid};
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsFd;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
@@ -29,10 +28,10 @@ pub(crate) fn map_ids(inside: (u32, u32), outside: (u32, u32)) -> std::io::Resul
     std::fs::write("/proc/self/gid_map", format!("{} {} 1\n", inside.1, outside.1))
 }
 
-/// Waits until the second stage has something to say (`true`) or the hub's end of its socket is closed
-/// (`false`: the hub was killed or crashed). A thread cannot watch instead: after `unshare` of a PID
-/// namespace a process can make no thread, and before it a thread forbids the user namespace.
-fn init_speaks_before_hub_goes(init: &UnixStream, hub: &UnixStream) -> bool {
+/// Waits until the second stage has ended (`true`) or the hub's end of its socket is closed (`false`:
+/// the hub was killed or crashed). A thread cannot watch instead: after `unshare` of a PID namespace a
+/// process can make no thread, and before it a thread forbids the user namespace.
+fn init_ends_before_hub_goes(init: &OwnedFd, hub: &UnixStream) -> bool {
     loop {
         let mut fds =
             [PollFd::new(init.as_fd(), PollFlags::POLLIN), PollFd::new(hub.as_fd(), PollFlags::empty())];
@@ -43,15 +42,22 @@ fn init_speaks_before_hub_goes(init: &UnixStream, hub: &UnixStream) -> bool {
                 let gone = |fd: &PollFd<'_>| {
                     fd.revents().is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
                 };
-                if gone(&fds[1]) {
-                    return false;
-                }
                 if fds[0].revents().is_some_and(|r| !r.is_empty()) {
                     return true;
+                }
+                if gone(&fds[1]) {
+                    return false;
                 }
             }
         }
     }
+}
+
+/// Points this process's standard output and error at `/dev/null`: the command's output pipes are then
+/// held by the command alone, and end when it does.
+pub(crate) fn let_go_of_output() -> Result<(), String> {
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null").map_err(|e| e.to_string())?;
+    nix::unistd::dup2_stdout(&null).and_then(|()| nix::unistd::dup2_stderr(&null)).map_err(|e| e.to_string())
 }
 
 pub(crate) fn launch_main(offline: bool) -> i32 {
@@ -62,8 +68,8 @@ pub(crate) fn launch_main(offline: bool) -> i32 {
         return WALLS_FAILED;
     }
 
-    // Everything up to the second stage waiting for the request is done before the request comes: a
-    // hub keeps one launcher started ahead, so a command pays only for what depends on its profile.
+    // Everything up to the second stage waiting for the walls or the request is done before either
+    // comes: a hub keeps launchers started ahead, so a command pays only for what is left.
     let ids = (getuid().as_raw(), getgid().as_raw());
     let flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
@@ -79,57 +85,49 @@ pub(crate) fn launch_main(offline: bool) -> i32 {
         send(&mut hub, &LaunchReport::failed("namespaces", message));
         return WALLS_FAILED;
     }
-    let started = UnixStream::pair().and_then(|(ours, theirs)| {
+    let started = hub.try_clone().and_then(|theirs| {
         let exe = std::env::current_exe()?;
         let mut command = Command::new(exe);
         command.arg(ENTRY).arg(INIT);
         if offline {
             command.arg(OFFLINE);
         }
-        let child = command
+        command
             .env_clear()
             .env(IDS_VAR, format!("{} {}", ids.0, ids.1))
             .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .spawn()?;
-        Ok((ours, child))
+            .spawn()
     });
-    let (mut init, mut child) = match started {
-        Ok(s) => s,
+    let mut child = match started {
+        Ok(c) => c,
         Err(e) => {
             let message = format!("starting the sandbox's first process: {e}");
             send(&mut hub, &LaunchReport::failed("start", message));
             return WALLS_FAILED;
         }
     };
-    let raw = match read_request(&mut hub) {
-        Ok((raw, _)) => raw,
+    let watched = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX))
+        .ok_or(rustix::io::Errno::SRCH)
+        .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()));
+    let init = match watched.map_err(|e| e.to_string()).and_then(|fd| let_go_of_output().map(|()| fd)) {
+        Ok(fd) => fd,
         Err(message) => {
-            send(&mut hub, &LaunchReport::failed("request", message));
+            let _ = child.kill();
+            let _ = child.wait();
+            send(&mut hub, &LaunchReport::failed("start", format!("watching the first process: {message}")));
             return WALLS_FAILED;
         }
     };
-    let _ = init.write_all(&raw);
-    let _ = init.shutdown(std::net::Shutdown::Write);
-    let mut ended = false;
-    let mut reports = BufReader::new(&init);
-    loop {
-        // When the hub goes, this stage goes: the second stage dies with it (PR_SET_PDEATHSIG), and with
-        // the second stage every process of the namespace.
-        if !reports.buffer().contains(&b'\n') && !init_speaks_before_hub_goes(&init, &hub) {
-            std::process::exit(WALLS_FAILED);
-        }
-        let mut line = String::new();
-        match reports.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let line = line.trim_end_matches('\n');
-        ended |= matches!(serde_json::from_str(line), Ok(LaunchReport::Ended { .. }));
-        let _ = hub.write_all(line.as_bytes());
-        let _ = hub.write_all(b"\n");
+    // When the hub goes, this stage goes: the second stage dies with it (PR_SET_PDEATHSIG), and with
+    // the second stage every process of the namespace.
+    if !init_ends_before_hub_goes(&init, &hub) {
+        std::process::exit(WALLS_FAILED);
     }
     let status = child.wait();
-    if !ended {
+    // The second stage exits 0 after its `Ended` report and WALLS_FAILED after its `Failed` one; ended
+    // otherwise (killed), it said nothing: say how it ended.
+    let reported = matches!(&status, Ok(s) if matches!(s.code(), Some(0) | Some(WALLS_FAILED)));
+    if !reported {
         let (exit_code, signal) = match &status {
             Ok(s) => (s.code(), s.signal()),
             Err(_) => (None, None),

@@ -7,7 +7,8 @@
 //! with the terminal-injecting ioctls refused. Both stages are safe Rust (no `pre_exec`, no `fork`) but
 //! for one reviewed `close_range` call (`inheritance.rs`).
 //!
-//! The hub side ([`SandboxLauncher`]) sends the request over a socket on the launcher's standard input
+//! The hub side ([`SandboxLauncher`]) keeps launchers started ahead, one per recent profile with its
+//! walls already built ([`Walls`]), sends the request over a socket on the launcher's standard input
 //! and reads back what the walls hold, and how the command ended ([`LaunchReport`]). [`findings`] reads
 //! what the kernel refused from the command's own error output.
 
@@ -18,11 +19,13 @@ pub mod findings;
 mod inheritance;
 mod init;
 mod launcher;
+mod private_tmp;
 mod protocol;
 mod walls;
 
 pub use client::{Conversation, REPLENISH_AFTER, Replenish, SandboxLauncher, Started};
-pub use protocol::{Applied, LaunchReport, LaunchRequest};
+pub use private_tmp::PrivateTmp;
+pub use protocol::{Applied, LaunchReport, LaunchRequest, Walls};
 
 /// The first argument that makes a Portcullis binary the launcher.
 pub const ENTRY: &str = "sandbox-exec";

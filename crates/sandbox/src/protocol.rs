@@ -1,5 +1,6 @@
-//! What the hub and the launcher's two stages say to each other over the socket on their standard
-//! input: one request down, newline-separated JSON reports up.
+//! What the hub and the launcher say to each other over the socket on its standard input: the walls
+//! (one line, only to a launcher started ahead for a profile), one request down, newline-separated JSON
+//! reports up.
 
 use portcullis_harness::SandboxProfile;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,22 @@ pub struct LaunchRequest {
     pub gate: Option<PathBuf>,
 }
 
+/// The walls a launcher started ahead builds before its request comes: the profile of the commands it
+/// is for and the private temporary folder made for it. Sent as one line; the request that follows must
+/// name the same profile and folder (and no egress gate), else the command does not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Walls {
+    pub profile: SandboxProfile,
+    pub private_tmp: PathBuf,
+}
+
+impl Walls {
+    /// Whether `request` is for these walls: the whole profile, the same folder, no egress gate.
+    pub fn fit(&self, request: &LaunchRequest) -> bool {
+        request.profile == self.profile && request.private_tmp == self.private_tmp && request.gate.is_none()
+    }
+}
+
 /// What the walls hold once they are up.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
@@ -48,7 +65,7 @@ pub enum LaunchReport {
     Confined { applied: Applied },
     /// The walls could not be built: the command did not run.
     Failed { step: String, message: String },
-    /// The command ended (or was ended at a limit).
+    /// The command ended (or was ended at a limit), and no process it started is left: the last report.
     Ended {
         exit_code: Option<i32>,
         signal: Option<i32>,

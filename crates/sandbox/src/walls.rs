@@ -5,7 +5,7 @@
 
 use crate::egress::{PROXY_PORT, relay};
 use crate::launcher::map_ids;
-use crate::protocol::{Applied, LaunchRequest};
+use crate::protocol::Applied;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, NetPort, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
@@ -13,7 +13,7 @@ use landlock::{
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::resource::{Resource, setrlimit};
-use portcullis_harness::SandboxLimits;
+use portcullis_harness::{SandboxLimits, SandboxProfile};
 use std::path::{Path, PathBuf};
 
 /// Devices a command may read and write. Not `/dev/tty`: the command has no controlling terminal, and no
@@ -84,8 +84,15 @@ pub(crate) fn prepare(offline: bool) -> Result<Prepared, Failure> {
     Ok(Prepared { proc_error: proc_mounted.err().map(|e| e.to_string()), offline })
 }
 
-pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepared) -> Result<Built, Failure> {
-    let profile = &request.profile;
+/// The walls of `profile` around this process: `private_tmp` the command's own temporary folder, `gate`
+/// its egress gate (rules that name hosts).
+pub(crate) fn build(
+    profile: &SandboxProfile,
+    private_tmp: &Path,
+    gate: Option<&Path>,
+    ids: (u32, u32),
+    prepared: &Prepared,
+) -> Result<Built, Failure> {
     let mut applied = Applied {
         namespaces: ["user", "mount", "pid", "ipc"].iter().map(|s| (*s).to_owned()).collect(),
         ..Applied::default()
@@ -109,7 +116,7 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepare
     // Egress by name: loopback, the proxy port and the stub resolver, and the gate's folder held open,
     // all before the walls hide it. Rules that name hosts with no gate: no network at all.
     let egress = !profile.network && profile.egress.as_ref().is_some_and(|e| !e.hosts.is_empty());
-    let relay = match (&request.gate, egress) {
+    let relay = match (gate, egress) {
         (Some(gate), true) => Some(relay::prepare(gate)?),
         _ => None,
     };
@@ -155,15 +162,14 @@ pub(crate) fn build(request: &LaunchRequest, ids: (u32, u32), prepared: &Prepare
     }
     let granted = || profile.system.iter().chain(&profile.read).chain(&profile.write);
     let tmp = if granted().any(|p| p.starts_with("/tmp")) {
-        request.private_tmp.clone()
+        private_tmp.to_path_buf()
     } else {
-        mount(Some(&request.private_tmp), "/tmp", none, MsFlags::MS_BIND, none)
-            .map_err(fail("private /tmp"))?;
+        mount(Some(private_tmp), "/tmp", none, MsFlags::MS_BIND, none).map_err(fail("private /tmp"))?;
         PathBuf::from("/tmp")
     };
     unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("dropping to the hub's user"))?;
     map_ids(ids, (0, 0)).map_err(|e| ("dropping to the hub's user", e.to_string()))?;
-    landlock(request, &tmp, relay.is_some(), &mut applied)?;
+    landlock(profile, &tmp, relay.is_some(), &mut applied)?;
     resource_limits(&limits)?;
     if relay.is_some() {
         applied.notes.push(format!(
@@ -207,6 +213,31 @@ fn hide(place: &Path) -> Result<(), Failure> {
     }
 }
 
+/// Whether the hidden and read-only places of walls built ahead still stand: each is a read-only mount
+/// here. A place replaced on the host since (a file renamed over, a folder made again) is another file,
+/// which no mount covers: it would be seen, or written, as it is. Checked before the command of a
+/// launcher started ahead runs; a place that fails stops it.
+pub(crate) fn still_standing(profile: &SandboxProfile) -> Result<(), Failure> {
+    use rustix::fs::{AtFlags, CWD, StatxAttributes, StatxFlags, statx};
+    let kept = profile.read_only.iter().filter(|p| std::fs::symlink_metadata(p).is_ok());
+    for place in profile.hidden.iter().chain(kept) {
+        let gone = |why: String| ("walls built ahead", format!("{}: {why}", place.display()));
+        let found =
+            statx(CWD, place, AtFlags::empty(), StatxFlags::BASIC_STATS).map_err(|e| gone(e.to_string()))?;
+        if !found.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT) {
+            return Err(gone("this kernel does not say where mounts are".into()));
+        }
+        if !found.stx_attributes.contains(StatxAttributes::MOUNT_ROOT) {
+            return Err(gone("replaced since the walls were built".into()));
+        }
+        let flags = nix::sys::statvfs::statvfs(place).map_err(|e| gone(e.to_string()))?.flags();
+        if !flags.contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
+            return Err(gone("not read-only".into()));
+        }
+    }
+    Ok(())
+}
+
 /// Keeps `place` read-only inside.
 fn read_only(place: &Path) -> Result<(), Failure> {
     let none: Option<&str> = None;
@@ -225,8 +256,7 @@ fn existing<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Vec<&'a PathBuf
 /// Confines this process (and so the command) with Landlock: reads only beneath the readable trees,
 /// writes only beneath the writable ones, no TCP without network (but to the egress proxy's port when
 /// `proxy`), no signals or abstract sockets out.
-fn landlock(request: &LaunchRequest, tmp: &Path, proxy: bool, applied: &mut Applied) -> Result<(), Failure> {
-    let profile = &request.profile;
+fn landlock(profile: &SandboxProfile, tmp: &Path, proxy: bool, applied: &mut Applied) -> Result<(), Failure> {
     let err = |e: landlock::RulesetError| ("Landlock", e.to_string());
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 use portcullis_harness::SandboxProfile;
-use portcullis_sandbox::{LaunchReport, LaunchRequest, SandboxLauncher};
+use portcullis_sandbox::{LaunchReport, LaunchRequest, SandboxLauncher, Started};
 use std::path::PathBuf;
 use tokio::io::AsyncReadExt;
 
@@ -53,8 +53,18 @@ pub async fn run_with_gate(
     script: &str,
     gate: Option<PathBuf>,
 ) -> (Vec<LaunchReport>, String, String) {
-    let network = profile.network;
-    let started = launcher.start(network).unwrap();
+    let started = launcher.start(&profile).unwrap();
+    run_started(started, w, profile, script, gate).await
+}
+
+/// [`run_with_gate`] through a launcher already taken.
+pub async fn run_started(
+    started: Started,
+    w: &World,
+    profile: SandboxProfile,
+    script: &str,
+    gate: Option<PathBuf>,
+) -> (Vec<LaunchReport>, String, String) {
     let mut child = started.child;
     let request = LaunchRequest {
         profile,
@@ -62,7 +72,7 @@ pub async fn run_with_gate(
         args: vec!["-c".into(), script.into()],
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
         cwd: w.project.clone(),
-        private_tmp: w.private_tmp.clone(),
+        private_tmp: started.tmp.path().to_path_buf(),
         stdin: None,
         gate,
     };
