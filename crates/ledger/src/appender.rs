@@ -6,7 +6,7 @@
 //! (callers wait when it is full, never a dropped record) and empties the journal when the indexer has
 //! caught up.
 
-use crate::indexer::{Group, ToIndexer};
+use crate::indexer::{Group, IndexerLine, ToIndexer};
 use crate::journal::{self, Journal};
 use crate::key::LedgerKey;
 use crate::prepared::{Barrier, Chaining, Command, RunningCalls, Waiter, encode_record};
@@ -16,7 +16,6 @@ use crate::store::{LedgerOptions, WriteFailure};
 use crate::wire;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -26,7 +25,7 @@ const RESTART_BYTES: u64 = 8 << 20;
 pub(crate) struct Appender {
     pub receiver: mpsc::Receiver<Command>,
     pub journal: Journal,
-    pub indexer: Sender<ToIndexer>,
+    pub indexer: IndexerLine,
     pub state: Arc<WriterState>,
     pub options: LedgerOptions,
     pub writer_id: i64,

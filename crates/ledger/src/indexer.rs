@@ -19,7 +19,8 @@ use std::borrow::Cow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, SendError, Sender};
+use std::thread::Thread;
 
 /// One frame the appender journaled (where it is in the journal; none when only flushes wait), and the
 /// flushes waiting for everything up to it to be visible.
@@ -37,6 +38,29 @@ pub(crate) enum ToIndexer {
     Group(Group),
     /// Index what is left, end this writer's calls still running (session and call ids), and stop.
     Close(Vec<(Arc<str>, Arc<str>)>),
+}
+
+/// The appender's line to the indexer. Groups go down the channel without waking the indexer while it
+/// gathers (it sleeps through its gathering window and takes them all at its end: one wake-up per
+/// window, not two per call); a group someone waits for, and the close, wake it at once.
+pub(crate) struct IndexerLine {
+    pub sender: Sender<ToIndexer>,
+    /// The indexer's thread, woken for what cannot wait.
+    pub thread: Thread,
+}
+
+impl IndexerLine {
+    pub(crate) fn send(&self, message: ToIndexer) -> Result<(), SendError<ToIndexer>> {
+        let urgent = match &message {
+            ToIndexer::Group(group) => !group.waiters.is_empty(),
+            ToIndexer::Close(_) => true,
+        };
+        self.sender.send(message)?;
+        if urgent {
+            self.thread.unpark();
+        }
+        Ok(())
+    }
 }
 
 /// Why a batch could not be indexed.
@@ -373,19 +397,7 @@ impl Indexer {
             // one each), unless someone waits to read what is indexed.
             let gather_until = std::time::Instant::now() + self.options.index_gather;
             while rows < self.options.batch_max_rows && !closing {
-                let waited_for = groups.iter().any(|g| !g.waiters.is_empty());
-                let left = gather_until.saturating_duration_since(std::time::Instant::now());
-                let next = if waited_for || left.is_zero() {
-                    self.receiver.try_recv()
-                } else {
-                    self.receiver.recv_timeout(left).map_err(|e| match e {
-                        std::sync::mpsc::RecvTimeoutError::Timeout => std::sync::mpsc::TryRecvError::Empty,
-                        std::sync::mpsc::RecvTimeoutError::Disconnected => {
-                            std::sync::mpsc::TryRecvError::Disconnected
-                        }
-                    })
-                };
-                match next {
+                match self.receiver.try_recv() {
                     Ok(ToIndexer::Group(g)) => {
                         rows += g.rows;
                         groups.push(g);
@@ -395,7 +407,16 @@ impl Indexer {
                         closing = true;
                     }
                     Err(std::sync::mpsc::TryRecvError::Disconnected) => closing = true,
-                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => {
+                        let waited_for = groups.iter().any(|g| !g.waiters.is_empty());
+                        let left = gather_until.saturating_duration_since(std::time::Instant::now());
+                        if waited_for || left.is_zero() {
+                            break;
+                        }
+                        // Not `recv_timeout`: a sender wakes a receiver waiting in it, once per group.
+                        // The appender unparks this thread for what cannot wait (see `IndexerLine`).
+                        std::thread::park_timeout(left);
+                    }
                 }
             }
             match self.commit(&groups) {

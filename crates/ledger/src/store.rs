@@ -10,7 +10,7 @@ use crate::appender::Appender;
 use crate::chain;
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::indexer::{self, IndexChain, Indexer};
+use crate::indexer::{self, IndexChain, Indexer, IndexerLine};
 use crate::journal::{self, Journal};
 use crate::key::LedgerKey;
 use crate::prepared::Chaining;
@@ -249,10 +249,15 @@ impl SqliteLedger {
             writer_id,
             path: path.clone(),
         };
+        let spawn_failed = |source| LedgerStoreError::Io { path: path.clone(), source };
+        let indexing = std::thread::Builder::new()
+            .name("portcullis-ledger-indexer".into())
+            .spawn(move || indexer.run()) // closes the connection
+            .map_err(spawn_failed)?;
         let appender = Appender {
             receiver,
             journal,
-            indexer: to_indexer,
+            indexer: IndexerLine { sender: to_indexer, thread: indexing.thread().clone() },
             state: state.clone(),
             options,
             writer_id,
@@ -262,11 +267,6 @@ impl SqliteLedger {
             ledger_id,
             unsealed: 0,
         };
-        let spawn_failed = |source| LedgerStoreError::Io { path: path.clone(), source };
-        let indexing = std::thread::Builder::new()
-            .name("portcullis-ledger-indexer".into())
-            .spawn(move || indexer.run()) // closes the connection
-            .map_err(spawn_failed)?;
         std::thread::Builder::new()
             .name("portcullis-ledger-writer".into())
             .spawn(move || {
