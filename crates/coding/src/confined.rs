@@ -64,7 +64,7 @@ fn open_gate(
     command: &Command,
     asks: Option<&OperatorAsk>,
 ) -> Result<Option<OpenGate>, ToolError> {
-    let Some(egress) = profile.egress.as_ref().filter(|e| !profile.network && !e.hosts.is_empty()) else {
+    let Some(egress) = profile.gated_egress() else {
         return Ok(None);
     };
     // The policy parsed these when it loaded; one that no longer parses is left out (fewer hosts, never

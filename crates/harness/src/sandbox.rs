@@ -105,6 +105,13 @@ impl SandboxProfile {
         }
     }
 
+    /// The hosts a command of this profile reaches only through the hub's egress gate: rules name hosts
+    /// and the network is otherwise closed. `None`: no gate (the network is open to any host, or closed).
+    /// The one test the launcher, the walls and the gate all use.
+    pub fn gated_egress(&self) -> Option<&EgressScope> {
+        self.egress.as_ref().filter(|e| !self.network && !e.hosts.is_empty())
+    }
+
     pub fn is_confined(&self) -> bool {
         self.enforcement == Enforcement::Confined
     }
@@ -131,5 +138,45 @@ impl SandboxSupport {
 
     pub fn can_confine(&self) -> bool {
         self.unavailable.is_none() && self.landlock_abi.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(network: bool, hosts: Option<&[&str]>) -> SandboxProfile {
+        SandboxProfile {
+            enforcement: Enforcement::Confined,
+            system: Vec::new(),
+            read: Vec::new(),
+            write: Vec::new(),
+            hidden: Vec::new(),
+            read_only: Vec::new(),
+            network,
+            network_reason: None,
+            egress: hosts.map(|h| EgressScope {
+                hosts: h.iter().map(|s| (*s).to_owned()).collect(),
+                by: "rule `t`".into(),
+                ask: None,
+            }),
+            limits: SandboxLimits::default(),
+        }
+    }
+
+    #[test]
+    fn only_named_hosts_on_a_closed_network_go_through_the_gate() {
+        // (network open, hosts the rules name, gated)
+        let rows: &[(bool, Option<&[&str]>, bool)] = &[
+            (false, Some(&["registry.npmjs.org"]), true),
+            (false, Some(&[]), false),
+            (false, None, false),
+            (true, Some(&["registry.npmjs.org"]), false),
+            (true, None, false),
+        ];
+        for (network, hosts, gated) in rows {
+            let p = profile(*network, *hosts);
+            assert_eq!(p.gated_egress().is_some(), *gated, "network {network}, hosts {hosts:?}");
+        }
     }
 }

@@ -45,8 +45,10 @@ enum Key {
 
 impl Key {
     fn of(profile: &SandboxProfile) -> Key {
-        let egress = !profile.network && profile.egress.as_ref().is_some_and(|e| !e.hosts.is_empty());
-        if egress { Key::Bare { offline: true } } else { Key::Walls(Box::new(profile.clone())) }
+        match profile.gated_egress() {
+            Some(_) => Key::Bare { offline: true },
+            None => Key::Walls(Box::new(profile.clone())),
+        }
     }
 
     fn offline(&self) -> bool {

@@ -115,7 +115,7 @@ pub(crate) fn build(
     }
     // Egress by name: loopback, the proxy port and the stub resolver, and the gate's folder held open,
     // all before the walls hide it. Rules that name hosts with no gate: no network at all.
-    let egress = !profile.network && profile.egress.as_ref().is_some_and(|e| !e.hosts.is_empty());
+    let egress = profile.gated_egress().is_some();
     let relay = match (gate, egress) {
         (Some(gate), true) => Some(relay::prepare(gate)?),
         _ => None,
