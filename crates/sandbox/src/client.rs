@@ -240,8 +240,13 @@ impl SandboxLauncher {
     }
 
     /// What this machine's kernel enforces: runs `true` inside a minimal profile and reads what the walls
-    /// held. Takes a few milliseconds; the hub runs it once at start.
+    /// held. Takes a few milliseconds; the hub runs it once at start, after sweeping the command folders
+    /// that hubs killed earlier left behind.
     pub async fn probe(&self) -> SandboxSupport {
+        let swept = crate::private_tmp::sweep_orphans(&std::env::temp_dir());
+        if swept > 0 {
+            tracing::info!(swept, "removed the command folders of hubs that were killed");
+        }
         let dir = match tempfile_dir() {
             Ok(d) => d,
             Err(e) => return SandboxSupport::unavailable(format!("no temporary folder for the probe: {e}")),
