@@ -4,7 +4,7 @@
 //! places (policy files, executed content, the hub's secrets).
 
 use crate::document::{Access, Decision};
-use crate::paths::{glob_matches_path, resolve_in};
+use crate::paths::{first_glob_match, resolve_in};
 use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
 use crate::protected::{KindRules, ProtectedKind};
 use crate::shell::{ShellAnalysis, SimpleCommand};
@@ -397,7 +397,7 @@ impl Policy {
             let reason = format!("the pattern {raw:?} may expand to {}: {}", hit.what, hit.kind.why());
             eval.raise_at(decision, reason, hit.at(raw.to_owned()));
         }
-        if let Some(glob) = self.deny.iter().find(|g| glob_matches_path(g, &path)) {
+        if let Some(glob) = first_glob_match(&self.deny, &path) {
             eval.raise(Decision::Forbidden, format!("{shown} matches the deny glob {glob:?}"), None);
             return;
         }

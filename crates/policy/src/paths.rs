@@ -75,6 +75,26 @@ pub fn glob_matches_path(pattern: &str, path: &Path) -> bool {
     glob_parts(&pattern_parts, &text_parts)
 }
 
+/// The first of `globs` that matches `path` (as [`glob_matches_path`]), the path's components split
+/// once for all the globs without a `/` (every path a command names meets every deny glob).
+pub fn first_glob_match<'a>(globs: &'a [String], path: &Path) -> Option<&'a String> {
+    let mut names: Option<Vec<&str>> = None;
+    globs.iter().find(|glob| {
+        if glob.contains('/') {
+            return glob_matches_path(glob, path);
+        }
+        let names = names.get_or_insert_with(|| {
+            path.components()
+                .filter_map(|c| match c {
+                    Component::Normal(name) => name.to_str(),
+                    _ => None,
+                })
+                .collect()
+        });
+        names.iter().any(|n| glob_component(glob, n))
+    })
+}
+
 fn glob_parts(pattern: &[&str], text: &[&str]) -> bool {
     match pattern.split_first() {
         None => text.is_empty(),
@@ -86,29 +106,43 @@ fn glob_parts(pattern: &[&str], text: &[&str]) -> bool {
     }
 }
 
-/// `*` any run, `?` one character, within one component.
+/// `*` any run, `?` one character, within one component. Matched on bytes when both sides are ASCII
+/// (every protected and deny glob, and nearly every path), on characters otherwise: no allocation on the
+/// common path, since every path a command names is matched against every glob.
 pub(crate) fn glob_component(pattern: &str, text: &str) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        return wildcard(pattern.as_bytes(), text.as_bytes(), b'*', b'?');
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
+    wildcard(&p, &t, '*', '?')
+}
+
+/// The greedy `*`/`?` matcher with one backtrack point (linear in practice).
+fn wildcard<T: Copy + PartialEq>(p: &[T], t: &[T], any_run: T, any_one: T) -> bool {
     let (mut pi, mut ti) = (0usize, 0usize);
     let (mut star, mut mark) = (None::<usize>, 0usize);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
+    while let Some(&tc) = t.get(ti) {
+        match p.get(pi) {
+            Some(&pc) if pc == any_one || pc == tc => {
+                pi += 1;
+                ti += 1;
+                continue;
+            }
+            Some(&pc) if pc == any_run => {
+                star = Some(pi);
+                mark = ti;
+                pi += 1;
+                continue;
+            }
+            _ => {}
         }
+        let Some(s) = star else { return false };
+        pi = s + 1;
+        mark += 1;
+        ti = mark;
     }
-    while pi < p.len() && p[pi] == '*' {
+    while p.get(pi) == Some(&any_run) {
         pi += 1;
     }
     pi == p.len()
@@ -127,6 +161,63 @@ mod tests {
         assert!(glob_matches_path("/etc/**", Path::new("/etc/ssh/sshd_config")));
         assert!(glob_matches_path("/p/**/secret?.txt", Path::new("/p/a/b/secret1.txt")));
         assert!(!glob_matches_path("/p/**/secret?.txt", Path::new("/q/a/secret1.txt")));
+    }
+
+    #[test]
+    fn first_glob_match_agrees_with_each_glob_alone() {
+        let globs: Vec<String> =
+            [".ssh", ".env*", "*.pem", "/etc/**", "/p/**/secret?.txt", "é*", "a*b?c", "*"]
+                .iter()
+                .map(|g| (*g).to_owned())
+                .collect();
+        let paths = [
+            "/home/a/.ssh/id_rsa",
+            "/p/.env.local",
+            "/p/env",
+            "/p/certs/server.pem",
+            "/etc/ssh/sshd_config",
+            "/p/a/b/secret1.txt",
+            "/q/a/secret1.txt",
+            "/q/éclair",
+            "/x/aXXbYc/z",
+            "/",
+            "/..",
+            "relative/name",
+        ];
+        for path in paths {
+            let path = Path::new(path);
+            // Every suffix of the list, so each glob is once the first that may match.
+            for start in 0..globs.len() {
+                let list = &globs[start..];
+                let expected = list.iter().find(|g| glob_matches_path(g, path));
+                assert_eq!(first_glob_match(list, path), expected, "{path:?} from {start}");
+            }
+        }
+    }
+
+    #[test]
+    fn component_wildcards_match_on_bytes_as_on_characters() {
+        // One row per (pattern, text, expected); the ASCII rows run on bytes, the others on characters.
+        let rows: &[(&str, &str, bool)] = &[
+            ("*", "", true),
+            ("?", "", false),
+            ("a*", "abc", true),
+            ("*c", "abc", true),
+            ("a?c", "abc", true),
+            ("a?c", "ac", false),
+            ("*.pem", "server.pem", true),
+            ("*.pem", "server.pem.bak", false),
+            ("a*b*c", "aXbYbZc", true),
+            ("é?", "éa", true),
+            ("?", "é", true),
+            ("é*", "e", false),
+            ("lit*", "lit*", true),
+        ];
+        for (pattern, text, expected) in rows {
+            assert_eq!(glob_component(pattern, text), *expected, "{pattern} ~ {text}");
+            let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+            assert_eq!(wildcard(&p, &t, '*', '?'), *expected, "chars: {pattern} ~ {text}");
+        }
     }
 
     #[test]

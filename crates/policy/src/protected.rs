@@ -159,10 +159,14 @@ impl ProtectedPaths {
     /// The protected place `path` (canonical) lies in, the most specific first: a concrete zone, then a
     /// marking component or glob.
     pub fn find(&self, path: &Path) -> Option<ProtectedHit> {
+        let clean = is_clean(path);
         let zone = self
             .zones
             .iter()
-            .filter(|z| path.starts_with(&z.path) || (z.prefix && starts_with_text(path, &z.path)))
+            .filter(|z| {
+                let inside = if clean { inside_clean(path, &z.path) } else { path.starts_with(&z.path) };
+                inside || (z.prefix && starts_with_text(path, &z.path))
+            })
             .max_by_key(|z| z.path.as_os_str().len());
         if let Some(zone) = zone {
             return Some(ProtectedHit { kind: zone.kind, what: zone.what.clone() });
@@ -435,6 +439,29 @@ impl ProtectedPaths {
     }
 }
 
+/// Whether `path`'s text is its components joined by single `/` (absolute, no `//`, `.` or trailing
+/// `/`): then a place holds it when the place's text is a prefix ending at a `/`, with no component
+/// walk (every path a command names meets every zone). A path the resolver made is always clean.
+fn is_clean(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    bytes.first() == Some(&b'/')
+        && (bytes.len() == 1
+            || (bytes.last() != Some(&b'/')
+                && !bytes.windows(2).any(|w| w == b"//")
+                && !bytes.split(|b| *b == b'/').any(|c| c == b".")))
+}
+
+/// `Path::starts_with` for a clean `path` (see [`is_clean`]); `zone` is clean too (made by the
+/// resolver), or compared by components.
+fn inside_clean(path: &Path, zone: &Path) -> bool {
+    if !is_clean(zone) {
+        return path.starts_with(zone);
+    }
+    let (path, zone) = (path.as_os_str().as_encoded_bytes(), zone.as_os_str().as_encoded_bytes());
+    path.starts_with(zone)
+        && (zone == b"/" || path.len() == zone.len() || path.get(zone.len()) == Some(&b'/'))
+}
+
 fn starts_with_text(path: &Path, prefix: &Path) -> bool {
     path.as_os_str().as_encoded_bytes().starts_with(prefix.as_os_str().as_encoded_bytes())
 }
@@ -621,6 +648,32 @@ mod tests {
         assert_eq!(p.below(Path::new("/data")).map(|h| h.kind), Some(ProtectedKind::HubSecret));
         assert_eq!(p.below(Path::new("/home/u/src")), None);
         assert_eq!(p.below(Path::new("/data/ledger.db")), None);
+    }
+
+    #[test]
+    fn clean_paths_are_inside_as_by_components() {
+        let paths = [
+            "/",
+            "/home",
+            "/home/u",
+            "/home/u2",
+            "/home/u/.ssh",
+            "/home//u",
+            "/home/./u",
+            "/home/u/",
+            "rel/u",
+        ];
+        for path in paths {
+            for zone in paths {
+                let (p, z) = (Path::new(path), Path::new(zone));
+                let by_bytes = if is_clean(p) { inside_clean(p, z) } else { p.starts_with(z) };
+                assert_eq!(by_bytes, p.starts_with(z), "{path} in {zone}");
+            }
+        }
+        assert!(is_clean(Path::new("/a/b")) && is_clean(Path::new("/")));
+        for unclean in ["/a/", "//a", "/a/./b", "a/b", ""] {
+            assert!(!is_clean(Path::new(unclean)), "{unclean}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 mod constructs;
 mod file_operands;
 mod interpreters;
+mod kinds;
 mod options;
 mod program_specs;
 mod program_specs_files;
@@ -16,6 +17,7 @@ mod wrapper_specs;
 mod wrappers;
 mod writing_programs;
 
+use kinds::KindName;
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
 use variables::Reach;
@@ -323,7 +325,7 @@ impl Analyzer {
             return;
         }
         self.judge_construct(node, src, ctx);
-        match node.kind() {
+        match node.kind_name() {
             "command" => self.command(node, src, ctx, depth, Vec::new()),
             "declaration_command" | "unset_command" => self.declaration(node, src, ctx, depth),
             "variable_assignment" => {
@@ -356,13 +358,13 @@ impl Analyzer {
                 // of the command (bash runs `cmd more words` with its output in `target`).
                 let extra = redirect_arguments(node, src);
                 let body = node.child_by_field_name("body");
-                if !extra.is_empty() && body.is_none_or(|b| b.kind() != "command") {
+                if !extra.is_empty() && body.is_none_or(|b| b.kind_name() != "command") {
                     // bash refuses words after a redirection of a compound command.
                     self.out.parse_errors = true;
                 }
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
-                    if Some(child) == body && child.kind() == "command" {
+                    if Some(child) == body && child.kind_name() == "command" {
                         self.command(child, src, &inner, depth + 1, extra.clone());
                     } else {
                         self.visit(child, src, &inner, depth + 1);
@@ -383,7 +385,7 @@ impl Analyzer {
             // Bash reads a backquote substitution's code only after removing one level of backslashes
             // (`\``, `\$`, `\\`): an escaped backquote inside starts a nested substitution, which the
             // grammar takes for a literal. The code is analysed as bash reads it.
-            "command_substitution" if node.child(0).is_some_and(|c| c.kind() == "`") => {
+            "command_substitution" if node.child(0).is_some_and(|c| c.kind_name() == "`") => {
                 self.backquoted(node, src, ctx);
             }
             _ => self.visit_children(node, src, ctx, depth),
@@ -405,7 +407,7 @@ impl Analyzer {
         let mut cursor = node.walk();
         for (index, child) in node.children(&mut cursor).enumerate() {
             let field = node.field_name_for_child(index as u32);
-            match (field, child.kind()) {
+            match (field, child.kind_name()) {
                 (Some("name" | "argument"), _) => {
                     let word = resolve(child, src);
                     if field == Some("argument") && !word.dynamic && is_pattern(child, src) {
@@ -443,12 +445,12 @@ impl Analyzer {
                 }
                 continue;
             }
-            if child.kind() == "variable_name" {
+            if child.kind_name() == "variable_name" {
                 // `export NAME`, `declare -x NAME`: the shell's value now reaches programs.
                 let reach = if declaration_exports(node, src) { Reach::Exported } else { Reach::Shell };
                 self.check_variable(node_text(child, src), None, reach, node_text(node, src));
             }
-            if child.kind() == "variable_assignment" {
+            if child.kind_name() == "variable_assignment" {
                 let (name, value) = assignment(child, src);
                 argv.push(Word { text: format!("{name}={}", value.text), dynamic: value.dynamic });
             } else {
@@ -464,8 +466,10 @@ impl Analyzer {
     fn check_assignment(&mut self, node: Node<'_>, src: &str) {
         let (name, value) = assignment(node, src);
         let reach = match node.parent() {
-            Some(parent) if parent.kind() == "command" => Reach::Exported,
-            Some(parent) if parent.kind() == "declaration_command" && declaration_exports(parent, src) => {
+            Some(parent) if parent.kind_name() == "command" => Reach::Exported,
+            Some(parent)
+                if parent.kind_name() == "declaration_command" && declaration_exports(parent, src) =>
+            {
                 Reach::Exported
             }
             _ => Reach::Shell,
@@ -474,7 +478,7 @@ impl Analyzer {
         let known = (!value.dynamic).then_some(value.text.as_str());
         self.check_variable(&name, known, reach, shown);
         let arithmetic =
-            node.child_by_field_name("value").is_some_and(|v| v.kind() == "arithmetic_expansion");
+            node.child_by_field_name("value").is_some_and(|v| v.kind_name() == "arithmetic_expansion");
         if let Some(value) = known.or(arithmetic.then_some("0")) {
             self.note_numeric_assignment(&name, value);
         }
@@ -569,7 +573,7 @@ impl Analyzer {
                         None => word,
                     });
                 }
-                _ if !child.is_named() => op.push_str(child.kind()),
+                _ if !child.is_named() => op.push_str(child.kind_name()),
                 // The grammar has no `<>`: it parses `<` then an ERROR holding `>`.
                 _ if child.is_error() && node_text(child, src) == ">" => op.push('>'),
                 _ => {}
@@ -611,7 +615,7 @@ fn declaration_exports(node: Node<'_>, src: &str) -> bool {
     keyword == "export"
         || children.any(|c| {
             let t = node_text(c, src);
-            c.kind() == "word" && t.starts_with('-') && t.contains('x')
+            c.kind_name() == "word" && t.starts_with('-') && t.contains('x')
         })
 }
 
@@ -628,7 +632,7 @@ fn redirect_arguments(node: Node<'_>, src: &str) -> Vec<Word> {
     let mut words = Vec::new();
     let mut cursor = node.walk();
     let redirects: Vec<Node<'_>> = node.children_by_field_name("redirect", &mut cursor).collect();
-    for redirect in redirects.into_iter().filter(|r| r.kind() == "file_redirect") {
+    for redirect in redirects.into_iter().filter(|r| r.kind_name() == "file_redirect") {
         let mut inner = redirect.walk();
         let destinations: Vec<Node<'_>> =
             redirect.children_by_field_name("destination", &mut inner).collect();
@@ -669,12 +673,12 @@ fn previous_end_is(node: Node<'_>, src: &str) -> bool {
 fn redirects_stdin(node: Node<'_>, src: &str) -> bool {
     let mut cursor = node.walk();
     let redirects: Vec<Node<'_>> = node.children_by_field_name("redirect", &mut cursor).collect();
-    redirects.into_iter().any(|r| match r.kind() {
+    redirects.into_iter().any(|r| match r.kind_name() {
         "heredoc_redirect" | "herestring_redirect" => true,
         "file_redirect" => {
             let fd = r.child_by_field_name("descriptor").map(|d| node_text(d, src));
             let mut inner = r.walk();
-            let reads = r.children(&mut inner).any(|c| !c.is_named() && c.kind() == "<");
+            let reads = r.children(&mut inner).any(|c| !c.is_named() && c.kind_name() == "<");
             reads && matches!(fd, None | Some("0"))
         }
         _ => false,
@@ -705,8 +709,8 @@ fn is_stray_less(error: Node<'_>, redirect: Node<'_>, src: &str) -> bool {
     error.is_error()
         && node_text(error, src) == "<"
         && error.end_byte() == redirect.start_byte()
-        && redirect.kind() == "file_redirect"
-        && redirect.child(0).is_some_and(|c| c.kind() == ">")
+        && redirect.kind_name() == "file_redirect"
+        && redirect.child(0).is_some_and(|c| c.kind_name() == ">")
 }
 
 /// True when the tree has ERROR or MISSING nodes other than the `>` of a `<>` redirection.
@@ -718,8 +722,8 @@ fn has_real_syntax_errors(root: Node<'_>, src: &str) -> bool {
             return true;
         }
         if node.is_error() {
-            let after_less = node.prev_sibling().is_some_and(|p| p.kind() == "<");
-            let in_redirect = node.parent().is_some_and(|p| p.kind() == "file_redirect");
+            let after_less = node.prev_sibling().is_some_and(|p| p.kind_name() == "<");
+            let in_redirect = node.parent().is_some_and(|p| p.kind_name() == "file_redirect");
             let inside_redirect = after_less && in_redirect && node_text(node, src) == ">";
             let before_redirect = node.next_sibling().is_some_and(|next| is_stray_less(node, next, src));
             if !(inside_redirect || before_redirect) {

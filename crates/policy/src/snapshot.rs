@@ -10,7 +10,8 @@
 use portcullis_harness::paths::{Found, look};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::Path;
 
 /// Most paths one view remembers (beyond, it starts over).
 const MAX_REMEMBERED: usize = 4096;
@@ -19,7 +20,8 @@ const MAX_REMEMBERED: usize = 4096;
 struct Snapshot {
     /// Evaluations under way on this thread (one evaluation may start another: an action's command).
     depth: usize,
-    found: HashMap<PathBuf, Found>,
+    /// By the path's text (hashing a `Path` walks its components; its text is hashed as bytes).
+    found: HashMap<OsString, Found>,
 }
 
 thread_local! {
@@ -63,11 +65,12 @@ pub(crate) fn look_once(path: &Path) -> std::io::Result<Found> {
         if snapshot.depth == 0 {
             return look(path);
         }
-        if let Some(found) = snapshot.found.get(path) {
+        if let Some(found) = snapshot.found.get(path.as_os_str()) {
             return Ok(found.clone());
         }
         // Below a path that is not there, nothing is (`ENOENT` or `ENOTDIR` alike).
-        let found = if path.parent().and_then(|p| snapshot.found.get(p)) == Some(&Found::Missing) {
+        let found = if path.parent().and_then(|p| snapshot.found.get(p.as_os_str())) == Some(&Found::Missing)
+        {
             Found::Missing
         } else {
             look(path)?
@@ -76,7 +79,7 @@ pub(crate) fn look_once(path: &Path) -> std::io::Result<Found> {
         if snapshot.found.len() >= MAX_REMEMBERED {
             snapshot.found.clear();
         }
-        snapshot.found.insert(path.to_path_buf(), found.clone());
+        snapshot.found.insert(path.as_os_str().to_owned(), found.clone());
         Ok(found)
     })
 }

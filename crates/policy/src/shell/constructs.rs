@@ -5,6 +5,7 @@
 //! substitutions, and every place where bash evaluates a value as code (arithmetic on variable names,
 //! subscripts, `${!x}`, `${x@P}`, namerefs) is found and made opaque unless its variables are known.
 
+use super::kinds::KindName;
 use super::words::node_text;
 use super::{Analyzer, Context, OpaqueKind};
 use std::collections::HashSet;
@@ -125,13 +126,13 @@ impl Numeric {
         }
         let mut stack = vec![root];
         while let Some(node) = stack.pop() {
-            match node.kind() {
+            match node.kind_name() {
                 "variable_assignment" => {
                     let name = node.child_by_field_name("name").map(|n| base_name(node_text(n, src)));
                     let value = node.child_by_field_name("value");
                     // The value of `$((…))` is always a number.
                     let numeric_value = value.is_some_and(|v| {
-                        v.kind() == "arithmetic_expansion" || is_plain_number(node_text(v, src))
+                        v.kind_name() == "arithmetic_expansion" || is_plain_number(node_text(v, src))
                     });
                     if let Some(name) = name
                         && !numeric_value
@@ -155,7 +156,7 @@ impl Numeric {
                 "command" | "declaration_command" | "unset_command" => {
                     let mut cursor = node.walk();
                     for child in node.named_children(&mut cursor) {
-                        if matches!(child.kind(), "word" | "variable_name" | "string" | "raw_string") {
+                        if matches!(child.kind_name(), "word" | "variable_name" | "string" | "raw_string") {
                             let text = node_text(child, src).trim_matches(['"', '\'']);
                             numeric.tainted.insert(base_name(text).to_owned());
                             if let Some(rest) = text.strip_prefix("-v") {
@@ -192,30 +193,33 @@ impl Analyzer {
     /// Judges `node` by its row, before its children are visited: an unknown kind is opaque, expanded
     /// text is rescanned, values bash evaluates are checked.
     pub(crate) fn judge_construct(&mut self, node: Node<'_>, src: &str, ctx: &Context) {
-        let Some(treatment) = treatment(node.kind()) else {
+        let Some(treatment) = treatment(node.kind_name()) else {
             if !node.is_error() && !node.is_missing() {
                 self.opaque(
                     OpaqueKind::UnknownConstruct,
-                    format!("{}: {}", node.kind(), node_text(node, src)),
+                    format!("{}: {}", node.kind_name(), node_text(node, src)),
                 );
             }
             return;
         };
         if matches!(treatment, Treatment::Substitution | Treatment::Expansion | Treatment::Arithmetic)
-            || matches!(node.kind(), "c_style_for_statement")
-            || (node.kind() == "compound_statement" && node.child(0).is_some_and(|c| c.kind() == "(("))
+            || matches!(node.kind_name(), "c_style_for_statement")
+            || (node.kind_name() == "compound_statement"
+                && node.child(0).is_some_and(|c| c.kind_name() == "(("))
         {
             self.out.expands = true;
         }
         match treatment {
             Treatment::Structure | Treatment::Literal | Treatment::Substitution | Treatment::Expression => {
-                if node.kind() == "compound_statement" && node.child(0).is_some_and(|c| c.kind() == "((") {
+                if node.kind_name() == "compound_statement"
+                    && node.child(0).is_some_and(|c| c.kind_name() == "((")
+                {
                     self.arithmetic(node, src, "((…))");
                 }
-                if node.kind() == "c_style_for_statement" {
+                if node.kind_name() == "c_style_for_statement" {
                     self.arithmetic(node, src, "for ((…))");
                 }
-                if node.kind() == "subscript"
+                if node.kind_name() == "subscript"
                     && let Some(index) = node.child_by_field_name("index")
                 {
                     let text = node_text(index, src);
@@ -223,10 +227,10 @@ impl Analyzer {
                         self.arithmetic_text(text, node_text(node, src));
                     }
                 }
-                if node.kind() == "declaration_command" {
+                if node.kind_name() == "declaration_command" {
                     self.declaration_attributes(node, src);
                 }
-                if node.kind() == "heredoc_redirect" && !heredoc_ends_as_bash_ends_it(node, src) {
+                if node.kind_name() == "heredoc_redirect" && !heredoc_ends_as_bash_ends_it(node, src) {
                     // The grammar ends a body at `EOF; more` where bash reads on to a line that is
                     // exactly the delimiter: what follows would be judged as commands bash never runs,
                     // and the body bash expands would go unseen.
@@ -324,7 +328,7 @@ impl Analyzer {
     /// `${…}` operators that evaluate the value: `${!x}` (indirection: a name with a subscript runs it),
     /// `${x@P}` (prompt expansion runs substitutions in the value), `${x:off:len}` (arithmetic).
     fn expansion(&mut self, node: Node<'_>, src: &str) {
-        if node.kind() != "expansion" {
+        if node.kind_name() != "expansion" {
             return;
         }
         let text = node_text(node, src);
@@ -332,8 +336,8 @@ impl Analyzer {
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
         let operators: Vec<&str> = children
             .iter()
-            .filter(|c| !c.is_named() && !matches!(c.kind(), "${" | "}"))
-            .map(|c| c.kind())
+            .filter(|c| !c.is_named() && !matches!(c.kind_name(), "${" | "}"))
+            .map(|c| c.kind_name())
             .collect();
         let first_operator = operators.first().copied();
         // `${!x}` and `${!x[n]}`, but not `${!prefix*}`, `${!prefix@}` or `${!x[@]}` (names and keys).
@@ -363,13 +367,13 @@ impl Analyzer {
             self.opaque(OpaqueKind::EvaluatedValue, format!("{text}: prompt expansion"));
         }
         if matches!(first_operator, Some(":=" | "="))
-            && let Some(name) = children.iter().find(|c| c.kind() == "variable_name")
+            && let Some(name) = children.iter().find(|c| c.kind_name() == "variable_name")
         {
             self.check_variable(node_text(*name, src), None, super::variables::Reach::Shell, text);
         }
         if first_operator == Some(":") {
             // `${x:off:len}`: everything after the variable is arithmetic.
-            if let Some(colon) = children.iter().find(|c| c.kind() == ":") {
+            if let Some(colon) = children.iter().find(|c| c.kind_name() == ":") {
                 let rest = src.get(colon.end_byte()..node.end_byte().saturating_sub(1)).unwrap_or("");
                 self.arithmetic_text(&rest.replace(':', " "), text);
             }
@@ -382,7 +386,7 @@ impl Analyzer {
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             let text = node_text(child, src);
-            let is_flag = child.kind() == "word" && (text.starts_with('-') || text.starts_with('+'));
+            let is_flag = child.kind_name() == "word" && (text.starts_with('-') || text.starts_with('+'));
             if is_flag && text.get(1..).is_some_and(|f| f.contains(['i', 'n'])) {
                 self.opaque(
                     OpaqueKind::EvaluatedValue,
@@ -403,7 +407,7 @@ impl Analyzer {
             let mut cursor = n.walk();
             let children: Vec<Node<'_>> = n.children(&mut cursor).collect();
             let operator = n.child_by_field_name("operator").map(|o| node_text(o, src));
-            match (n.kind(), operator) {
+            match (n.kind_name(), operator) {
                 ("binary_expression", Some(op)) if ARITHMETIC_TESTS.contains(&op) => {
                     for side in ["left", "right"] {
                         if let Some(operand) = n.child_by_field_name(side) {
@@ -412,10 +416,11 @@ impl Analyzer {
                     }
                 }
                 ("unary_expression", Some("-v")) => {
-                    let operand = children.iter().rev().find(|c| c.is_named() && c.kind() != "test_operator");
+                    let operand =
+                        children.iter().rev().find(|c| c.is_named() && c.kind_name() != "test_operator");
                     if let Some(operand) = operand {
                         let text = node_text(*operand, src);
-                        if operand.kind() != "word" || text.contains(['$', '`']) {
+                        if operand.kind_name() != "word" || text.contains(['$', '`']) {
                             self.opaque(
                                 OpaqueKind::EvaluatedValue,
                                 format!("{}: the variable's name is computed", node_text(n, src)),
@@ -444,7 +449,7 @@ impl Analyzer {
             .trim_start_matches("$[")
             .trim_start_matches("((");
         let inner = match inner.find("))") {
-            Some(end) if node.kind() == "c_style_for_statement" => inner.get(..end).unwrap_or(inner),
+            Some(end) if node.kind_name() == "c_style_for_statement" => inner.get(..end).unwrap_or(inner),
             _ => inner.trim_end_matches("))").trim_end_matches(']'),
         };
         self.arithmetic_text(inner, text);
@@ -538,11 +543,11 @@ impl Analyzer {
 fn heredoc_ends_as_bash_ends_it(redirect: Node<'_>, src: &str) -> bool {
     let mut cursor = redirect.walk();
     let children: Vec<Node<'_>> = redirect.children(&mut cursor).collect();
-    let Some(end) = children.iter().find(|c| c.kind() == "heredoc_end") else {
+    let Some(end) = children.iter().find(|c| c.kind_name() == "heredoc_end") else {
         // A body the grammar did not end runs to the end of the script, as bash reads it too.
-        return children.iter().any(|c| c.kind() == "heredoc_start");
+        return children.iter().any(|c| c.kind_name() == "heredoc_start");
     };
-    let strip_tabs = children.iter().any(|c| c.kind() == "<<-");
+    let strip_tabs = children.iter().any(|c| c.kind_name() == "<<-");
     let line_start = src.get(..end.start_byte()).and_then(|b| b.rfind('\n')).map_or(0, |i| i + 1);
     let line_end =
         src.get(end.start_byte()..).and_then(|a| a.find('\n')).map_or(src.len(), |i| end.start_byte() + i);
@@ -550,7 +555,7 @@ fn heredoc_ends_as_bash_ends_it(redirect: Node<'_>, src: &str) -> bool {
     let line = if strip_tabs { line.trim_start_matches('\t') } else { line };
     let delimiter = children
         .iter()
-        .find(|c| c.kind() == "heredoc_start")
+        .find(|c| c.kind_name() == "heredoc_start")
         .map(|s| node_text(*s, src).replace(['\'', '"', '\\'], ""))
         .unwrap_or_default();
     line == delimiter
@@ -561,7 +566,7 @@ fn heredoc_ends_as_bash_ends_it(redirect: Node<'_>, src: &str) -> bool {
 fn heredoc_is_quoted(body: Node<'_>, src: &str) -> bool {
     let Some(redirect) = body.parent() else { return false };
     let mut cursor = redirect.walk();
-    let start = redirect.children(&mut cursor).find(|c| c.kind() == "heredoc_start");
+    let start = redirect.children(&mut cursor).find(|c| c.kind_name() == "heredoc_start");
     start.is_some_and(|s| node_text(s, src).contains(['\'', '"', '\\']))
 }
 

@@ -1,5 +1,6 @@
 //! Turns tree-sitter-bash word nodes into the strings bash would pass, resolving every quoting form.
 
+use super::kinds::KindName;
 use tree_sitter::Node;
 
 /// One shell word after quote removal.
@@ -25,14 +26,14 @@ pub(crate) fn node_text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
 /// Resolves a word-like node (word, string, raw string, ANSI-C string, concatenation, expansion...).
 pub(crate) fn resolve(node: Node<'_>, src: &str) -> Word {
     let text = node_text(node, src);
-    match node.kind() {
+    match node.kind_name() {
         "word" => Word::literal(unescape_unquoted(text)),
         "raw_string" => Word::literal(strip_delimiters(text, 1, 1)),
         "ansi_c_string" => Word::literal(decode_ansi_c(strip_delimiters(text, 2, 1))),
         "string" => resolve_double_quoted(node, src),
         "translated_string" => {
             let mut cursor = node.walk();
-            let inner = node.named_children(&mut cursor).find(|c| c.kind() == "string");
+            let inner = node.named_children(&mut cursor).find(|c| c.kind_name() == "string");
             match inner {
                 Some(string) => resolve_double_quoted(string, src),
                 None => Word { text: text.to_owned(), dynamic: true },
@@ -50,7 +51,7 @@ pub(crate) fn resolve(node: Node<'_>, src: &str) -> Word {
 /// Whether bash expands `node` as a pattern: a `*`, `?` or `[` outside quotes and not escaped
 /// (`*.txt`, `src/*"x"`; not `'*.txt'` or `\*`).
 pub(crate) fn is_pattern(node: Node<'_>, src: &str) -> bool {
-    match node.kind() {
+    match node.kind_name() {
         "word" => unquoted_glob(node_text(node, src)),
         "extglob_pattern" => true,
         "concatenation" => {
@@ -119,7 +120,7 @@ fn resolve_double_quoted(node: Node<'_>, src: &str) -> Word {
             out.text.push_str(&unescape_double_quoted(src.get(pos..child.start_byte()).unwrap_or("")));
         }
         let child_text = node_text(child, src);
-        if child.kind() == "string_content" {
+        if child.kind_name() == "string_content" {
             out.text.push_str(&unescape_double_quoted(child_text));
         } else {
             out.text.push_str(child_text);
