@@ -4,7 +4,10 @@
 //   scenario: { "url"?: string, "token"?: string, "headers"?: {..}, "command"?: string, "args"?: [..],
 //               "env"?: {..}, "steps": [ {"op": "list"} | {"op": "wait", "ms": n} |
 //               {"op": "call", "name": .., "arguments": {..}, "progress"?: true (collect progress notifications),
-//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true, "meta"?: {..} (sent as params._meta)} |
+//                "timeoutMs"?: n, "resetTimeoutOnProgress"?: true, "meta"?: {..} (sent as params._meta),
+//                "idempotencyKey"?: string (SEP-3182, sent as params.idempotencyKey)} |
+//               {"op": "parallel", "calls": [<call steps>], "staggerMs"?: n} (started staggerMs apart, awaited
+//                together; results in order; a call's error is recorded as {error, code}) |
 //               {"op": "request", "method": "resources/list"|"resources/templates/list"|"resources/read"|
 //                "prompts/list"|"prompts/get"|"completion/complete", "params"?: {..}} (an error is recorded,
 //                not thrown) ],
@@ -58,10 +61,22 @@ if (scenario.url) {
   transport = new StdioClientTransport({ command: scenario.command, args: scenario.args ?? [], env: { ...process.env, ...(scenario.env ?? {}) }, stderr: "inherit" });
 }
 
+async function call(step) {
+  const progress = [];
+  const options = { timeout: step.timeoutMs ?? 60000, resetTimeoutOnProgress: step.resetTimeoutOnProgress ?? false };
+  if (step.progress) options.onprogress = (p) => progress.push(p);
+  const params = { name: step.name, arguments: step.arguments ?? {} };
+  if (step.meta) params._meta = step.meta;
+  if (step.idempotencyKey !== undefined) params.idempotencyKey = step.idempotencyKey;
+  const result = await client.callTool(params, undefined, options);
+  return { op: "call", name: step.name, result, progress };
+}
+
 const out = { results: [] };
 try {
   await client.connect(transport);
   out.server = client.getServerVersion();
+  out.capabilities = client.getServerCapabilities();
   for (const step of scenario.steps) {
     if (step.op === "list") {
       const tools = [];
@@ -73,13 +88,14 @@ try {
       } while (cursor);
       out.results.push({ op: "list", tools });
     } else if (step.op === "call") {
-      const progress = [];
-      const options = { timeout: step.timeoutMs ?? 60000, resetTimeoutOnProgress: step.resetTimeoutOnProgress ?? false };
-      if (step.progress) options.onprogress = (p) => progress.push(p);
-      const params = { name: step.name, arguments: step.arguments ?? {} };
-      if (step.meta) params._meta = step.meta;
-      const result = await client.callTool(params, undefined, options);
-      out.results.push({ op: "call", name: step.name, result, progress });
+      out.results.push(await call(step));
+    } else if (step.op === "parallel") {
+      const running = [];
+      for (const [i, c] of step.calls.entries()) {
+        if (i > 0 && step.staggerMs) await new Promise((r) => setTimeout(r, step.staggerMs));
+        running.push(call(c).catch((e) => ({ op: "call", name: c.name, error: String(e?.message ?? e), code: e?.code })));
+      }
+      out.results.push({ op: "parallel", results: await Promise.all(running) });
     } else if (step.op === "request") {
       try {
         out.results.push({ op: "request", method: step.method, result: await requests[step.method](step.params ?? {}) });

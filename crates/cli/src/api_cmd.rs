@@ -89,3 +89,19 @@ pub fn operator_link(args: &crate::args::LinkArgs) -> Result<ExitCode, CliError>
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `portcullis operator add-agent NAME`: makes (or finds) the named agent's token in the user's config
+/// folder and prints its file (never the token: it is read from the file by whoever runs the agent).
+pub fn add_agent(args: &crate::args::AddAgentArgs) -> Result<ExitCode, CliError> {
+    let dir = user_config_dir()
+        .ok_or_else(|| CliError::BadArgument("no config folder: set HOME or XDG_CONFIG_HOME".into()))?;
+    let file = portcullis_hub::config::create_named_agent(&dir, &args.name)
+        .map_err(|e| CliError::BadArgument(e.to_string()))?;
+    writeln!(std::io::stdout().lock(), "{}", file.display())?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "portcullis: agent {} holds the token in that file; a running hub admits it after its next start",
+        crate::render::clean(&args.name)
+    );
+    Ok(ExitCode::SUCCESS)
+}

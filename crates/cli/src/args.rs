@@ -63,6 +63,16 @@ pub enum OperatorCommand {
     /// Print a one-time link that logs an operator in to the hub's browser console (works once, for
     /// ten minutes; answers given there are recorded as `NAME (browser)`).
     Link(LinkArgs),
+    /// Make a token for a named agent (its own identity: its idempotency keys and their results are
+    /// its alone) in the config folder's `agents/`; the hub admits it from its next start. Prints the
+    /// token's file.
+    AddAgent(AddAgentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AddAgentArgs {
+    /// The agent's name: 1 to 64 of a-z 0-9 . _ - (not `default`, the gateway token's holder).
+    pub name: String,
 }
 
 #[derive(Debug, Args)]
@@ -234,6 +244,11 @@ pub struct ServeArgs {
     /// Also export the calls' arguments and results (the ledger's redacted values) over OTLP.
     #[arg(long)]
     pub otlp_include_content: bool,
+    /// Seconds an idempotency key (SEP-3182) is kept: a retry within it gets the first call's answer;
+    /// after it the key is free. A key whose call's outcome is unknown is kept until an operator marks
+    /// it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 24 * 60 * 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub effect_window: u64,
     /// Serve no browser console (`/`, `/login`): approvals then go through the terminal, the app and
     /// the API only.
     #[arg(long)]

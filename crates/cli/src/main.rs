@@ -48,6 +48,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         // Streams print as they come, line by line.
         Command::Api(a) => return api_cmd::api(a),
         Command::Operator { command: OperatorCommand::Link(a) } => return api_cmd::operator_link(a),
+        Command::Operator { command: OperatorCommand::AddAgent(a) } => return api_cmd::add_agent(a),
         _ => {}
     }
     let stdout = io::stdout();

@@ -104,6 +104,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
             None => TeamLedgerChoice::UserSetting,
         },
         otlp,
+        effect_window: Duration::from_secs(args.effect_window),
         console: ConsoleSettings {
             enabled: !args.no_console,
             session_ttl: Duration::from_secs(args.console_session),

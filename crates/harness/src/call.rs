@@ -32,6 +32,14 @@ pub mod error_codes {
     pub const NOT_DISPATCHED: &str = "tool_call_not_dispatched";
     /// The `started` record could not be written: the call does not execute unaudited.
     pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
+    /// A retry of a call with the same idempotency key and arguments: answered with the first call's
+    /// result, never run again.
+    pub const DUPLICATE_EFFECT: &str = "duplicate_effect";
+    /// An idempotency key already claimed by a call with other arguments.
+    pub const EFFECT_CONFLICT: &str = "effect_conflict";
+    /// An idempotency key whose first call's outcome is unknown (the hub stopped while it ran): refused
+    /// until an operator says what happened.
+    pub const OUTCOME_UNKNOWN: &str = "outcome_unknown";
 }
 
 /// Arguments as the caller delivered them.
@@ -166,10 +174,16 @@ pub enum BlockedReason {
     PermissionDenied,
     ValidationFailed,
     ExecutionDenied,
+    /// A retry answered with the result of the first call with its idempotency key.
+    DuplicateEffect,
+    /// The idempotency key was claimed by a call with other arguments.
+    EffectConflict,
+    /// The first call with the idempotency key has an unknown outcome.
+    OutcomeUnknown,
 }
 
 impl BlockedReason {
-    pub const ALL: [BlockedReason; 7] = [
+    pub const ALL: [BlockedReason; 10] = [
         BlockedReason::GuardrailBlocked,
         BlockedReason::UnknownTool,
         BlockedReason::ToolDenied,
@@ -177,6 +191,9 @@ impl BlockedReason {
         BlockedReason::PermissionDenied,
         BlockedReason::ValidationFailed,
         BlockedReason::ExecutionDenied,
+        BlockedReason::DuplicateEffect,
+        BlockedReason::EffectConflict,
+        BlockedReason::OutcomeUnknown,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -188,6 +205,9 @@ impl BlockedReason {
             BlockedReason::PermissionDenied => "permission_denied",
             BlockedReason::ValidationFailed => "validation_failed",
             BlockedReason::ExecutionDenied => "execution_denied",
+            BlockedReason::DuplicateEffect => "duplicate_effect",
+            BlockedReason::EffectConflict => "effect_conflict",
+            BlockedReason::OutcomeUnknown => "outcome_unknown",
         }
     }
 }

@@ -150,6 +150,11 @@ impl Refusal {
             policy: None,
         }
     }
+
+    /// A refusal carrying an error made by the caller (its code, message and details).
+    pub(crate) fn with_error(reason: BlockedReason, error: CallError, decided_by: DecidedBy) -> Self {
+        Refusal { reason, error, decided_by, matched_rules: Vec::new(), action: None, policy: None }
+    }
 }
 
 pub use builder::DispatcherBuilder;

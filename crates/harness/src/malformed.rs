@@ -3,7 +3,7 @@
 //! `blocked` record and event like any other, so the dispatcher records them here.
 
 use crate::call::{
-    BlockedReason, CallArguments, DecidedBy, RunContext, ToolCall, ToolCallResult, error_codes,
+    BlockedReason, CallArguments, CallError, DecidedBy, RunContext, ToolCall, ToolCallResult, error_codes,
 };
 use crate::dispatch::{Dispatcher, Refusal, shown_name};
 use serde_json::Value;
@@ -26,6 +26,26 @@ impl Dispatcher {
             message,
             DecidedBy::Validator { validator: "arguments".into() },
         );
+        let arguments = match call.arguments {
+            CallArguments::Json(value) => value,
+            CallArguments::Unparsed { raw, .. } => Value::String(raw),
+        };
+        self.shared.block(&ctx, shown_name(&call.name), refusal, Some(arguments)).await
+    }
+
+    /// Refuses a call before the pipeline for a reason of the caller's (an idempotency key's conflict,
+    /// a duplicate, an unknown outcome): one `blocked` record with `reason` and `error`, decided by the
+    /// validator named `by`, and one event. The call never runs.
+    pub async fn refuse_before(
+        &self,
+        call: ToolCall,
+        run: &RunContext,
+        reason: BlockedReason,
+        error: CallError,
+        by: &str,
+    ) -> ToolCallResult {
+        let ctx = Arc::new(run.call(call.id.clone()));
+        let refusal = Refusal::with_error(reason, error, DecidedBy::Validator { validator: by.into() });
         let arguments = match call.arguments {
             CallArguments::Json(value) => value,
             CallArguments::Unparsed { raw, .. } => Value::String(raw),

@@ -21,6 +21,14 @@ pub struct McpRequest {
     pub traceparent: Option<String>,
     /// When the gateway received the request (before any check or approval).
     pub received_at: Timestamp,
+    /// The agent identity the request's credential names (a named agent token, or `default`); none
+    /// where the transport has no credential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The idempotency key the request carried (SEP-3182's `idempotencyKey`, or
+    /// `_meta.idempotencyKey`): a retry with it gets the first call's result instead of running again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// The longest `traceparent` looked at (version 00 is exactly 55 characters).

@@ -92,17 +92,76 @@ pub fn keep_ledger_witness(dir: &Path, db: &Path) {
 /// token file shows neither agents nor the ledger the token.
 #[derive(Clone)]
 pub struct Credentials {
-    /// Held by agents: `/mcp` and the Claude Code hook.
+    /// Held by agents: `/mcp` and the Claude Code hook (the identity `default`).
     pub agent: String,
     /// Held by the operator: `/v1/approvals`, `/v1/session-grants`.
     pub operator: String,
+    /// Named agents' tokens `(name, token)`: agents too, each its own identity (see
+    /// [`named_agent_tokens`]).
+    pub named_agents: Vec<(String, String)>,
 }
 
 impl Credentials {
-    /// Both tokens of the config folder `dir`, made on first use.
+    /// The tokens of the config folder `dir`, the gateway's and the operator's made on first use.
     pub fn load_or_create(dir: &Path) -> std::io::Result<Credentials> {
-        Ok(Credentials { agent: load_or_create_token(dir)?, operator: load_or_create_operator_token(dir)? })
+        Ok(Credentials {
+            agent: load_or_create_token(dir)?,
+            operator: load_or_create_operator_token(dir)?,
+            named_agents: named_agent_tokens(dir)?,
+        })
     }
+}
+
+/// The folder of named agents' tokens in the config folder `dir`.
+pub fn agents_dir(dir: &Path) -> PathBuf {
+    dir.join("agents")
+}
+
+/// Whether `name` may name an agent: 1 to 64 of `a-z 0-9 . _ -`, not starting with `.`, and not the
+/// gateway token's own identity.
+pub fn valid_agent_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name != portcullis_mcp::http::DEFAULT_AGENT
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+}
+
+/// Named agents' tokens: one owner-only file per agent in `dir/agents/`, its name the agent's identity
+/// (each agent's idempotency keys and results are its own). Files with other names are skipped; a
+/// token file others may read is an error, like the gateway token's.
+pub fn named_agent_tokens(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
+    let folder = agents_dir(dir);
+    let entries = match std::fs::read_dir(&folder) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        read => read?,
+    };
+    let mut agents = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned).filter(|n| valid_agent_name(n)) else {
+            continue;
+        };
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
+        agents.push((name.clone(), read_secret(&entry.path(), &format!("token of agent {name}"))?));
+    }
+    agents.sort();
+    Ok(agents)
+}
+
+/// Makes (or reads) the token of the agent `name` in `dir/agents/`; a running hub admits it after its
+/// next start. Returns the token's file.
+pub fn create_named_agent(dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+    if !valid_agent_name(name) {
+        return Err(std::io::Error::other(format!(
+            "{name:?} cannot name an agent: use 1 to 64 of a-z 0-9 . _ - (not starting with a dot, not \"default\")"
+        )));
+    }
+    private_dir(dir)?;
+    let folder = agents_dir(dir);
+    load_or_create_secret(&folder, name, &format!("token of agent {name}"))?;
+    Ok(folder.join(name))
 }
 
 impl std::fmt::Debug for Credentials {

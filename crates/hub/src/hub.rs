@@ -12,10 +12,9 @@ use portcullis_harness::{
     Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
-use portcullis_policy::discovery::{layers_for_user, user_config_dir};
+use portcullis_policy::discovery::layers_for_user;
 use portcullis_policy::{LivePolicy, Policy, ProtectedKind};
 use serde_json::Value;
-use std::net::SocketAddr;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,131 +23,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-/// The default [`HubConfig::header_read_timeout`].
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(20);
-/// The default [`HubConfig::max_connections`].
-pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
-
-/// How to start a hub.
-#[derive(Debug, Clone)]
-pub struct HubConfig {
-    /// The project folder: the coding tools' root and where project policies are found.
-    pub project: PathBuf,
-    /// Policy files (user first, then project); empty: discovered for the project and the user.
-    pub policy_files: Vec<PathBuf>,
-    /// The ledger file.
-    pub db: PathBuf,
-    /// Where the gateway listens (127.0.0.1 unless `allow_remote`).
-    pub listen: SocketAddr,
-    /// Binding to a non-loopback address must be asked for explicitly.
-    pub allow_remote: bool,
-    /// The user config folder (token, runtime file); default: the user's.
-    pub config_dir: Option<PathBuf>,
-    /// Origins allowed besides none (browser pages are refused unless listed).
-    pub allowed_origins: Vec<String>,
-    /// Host names (any port) or `host:port` the gateway answers to besides the loopback names and the
-    /// address it listens on (DNS rebinding: any other Host is refused on every route). Only with
-    /// `allow_remote`.
-    pub allowed_hosts: Vec<String>,
-    /// A connection that does not finish sending a request's headers within this time (idle
-    /// keep-alive connections included) is closed; an admitted request's body gets the same time.
-    pub header_read_timeout: Duration,
-    /// Open connections at most; further ones wait to be accepted until one closes. Lowered at start
-    /// to half the open-file limit left after a reserve, if that is less.
-    pub max_connections: usize,
-    /// MCP sessions the agents' token may hold, and how long one may idle.
-    pub sessions: portcullis_mcp::sessions::SessionLimits,
-    /// Time allowed for calls to finish at shutdown.
-    pub shutdown_grace: Duration,
-    /// Values never written to the ledger or shown; the hub's own tokens and secrets found in the
-    /// environment are added.
-    pub secrets: Vec<String>,
-    /// No operator can be reached (an embedded stdio hub): prompts nobody watches are denied at once.
-    pub unattended: bool,
-    /// Folders of tool manifests; empty: `<project>/.portcullis/tools` and `<config>/tools`.
-    pub manifest_dirs: Vec<PathBuf>,
-    /// Above this many visible tools, agents are shown only `search_tools` and find the rest by
-    /// keywords (progressive disclosure); the other tools stay callable.
-    pub search_tools_above: usize,
-    /// The folder `~` means in the commands and paths the policy judges; `None`: `$HOME`.
-    pub home: Option<PathBuf>,
-    /// The program that runs commands inside their sandbox; default: `portcullis-sandbox` beside this
-    /// program, else this binary when its `main` set itself up as one
-    /// ([`portcullis_sandbox::default_launcher`]). None: commands run unconfined, and say so.
-    pub sandbox_launcher: Option<portcullis_sandbox::SandboxLauncher>,
-    /// Serve agents only this upstream server's tools, resources and prompts, under their own names
-    /// (Portcullis as a guard in front of one server); the built-in tools are not served to agents.
-    pub single_upstream: Option<String>,
-    /// Where records go besides the ledger (fed from its tail: `crate::record_sinks`).
-    pub record_sinks: crate::record_sinks::RecordSinks,
-    /// Whether the browser console is served, and how long its logins last.
-    pub console: crate::console::ConsoleSettings,
-    /// TLS on every connection (required beyond loopback); none: plain HTTP on loopback.
-    pub tls: Option<crate::tls::TlsSource>,
-    /// The team ledger to ship to (default: the one the user's `team-ledger.json` names, if any).
-    pub team_ledger: crate::team_ledger::TeamLedgerChoice,
-    /// The OpenTelemetry collector every call is exported to (default: none).
-    pub otlp: Option<crate::otel_export::OtlpSettings>,
-}
-
-impl HubConfig {
-    /// A hub for `project` writing `db`, with the defaults: 127.0.0.1:7391, the user's config folder,
-    /// no extra Origins or Hosts, a 10 s shutdown grace, attended, default manifest folders,
-    /// `search_tools` above 64, a 20 s header-read timeout, 256 connections.
-    pub fn new(project: impl Into<PathBuf>, db: impl Into<PathBuf>) -> Self {
-        HubConfig {
-            project: project.into(),
-            policy_files: Vec::new(),
-            db: db.into(),
-            listen: SocketAddr::from(([127, 0, 0, 1], crate::config::DEFAULT_PORT)),
-            allow_remote: false,
-            config_dir: None,
-            allowed_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
-            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-            sessions: portcullis_mcp::sessions::SessionLimits::default(),
-            shutdown_grace: Duration::from_secs(10),
-            secrets: Vec::new(),
-            unattended: false,
-            manifest_dirs: Vec::new(),
-            search_tools_above: 64,
-            home: None,
-            sandbox_launcher: portcullis_sandbox::default_launcher(),
-            single_upstream: None,
-            record_sinks: crate::record_sinks::RecordSinks::default(),
-            console: crate::console::ConsoleSettings::default(),
-            tls: None,
-            team_ledger: crate::team_ledger::TeamLedgerChoice::UserSetting,
-            otlp: None,
-        }
-    }
-
-    /// The team ledger this hub ships to: the one named at start, else the user's setting.
-    pub fn team_ledger(&self) -> Result<Option<crate::team_ledger::TeamLedgerSetting>, HubError> {
-        use crate::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
-        match (&self.team_ledger, self.user_config()) {
-            (TeamLedgerChoice::Named(setting), _) => Ok(Some(setting.clone())),
-            (TeamLedgerChoice::UserSetting, Some(dir)) => TeamLedgerSetting::in_config_dir(&dir),
-            (TeamLedgerChoice::UserSetting, None) | (TeamLedgerChoice::Off, _) => Ok(None),
-        }
-    }
-
-    /// The user's config folder this hub uses: the one given, else the user's.
-    pub fn user_config(&self) -> Option<PathBuf> {
-        self.config_dir.clone().or_else(user_config_dir)
-    }
-
-    /// The manifest folders in force.
-    pub fn manifest_folders(&self, project: &Path) -> Vec<PathBuf> {
-        if !self.manifest_dirs.is_empty() {
-            return self.manifest_dirs.clone();
-        }
-        let mut dirs: Vec<PathBuf> = self.user_config().map(|d| d.join("tools")).into_iter().collect();
-        dirs.push(project.join(".portcullis").join("tools"));
-        dirs
-    }
-}
+pub use crate::hub_config::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HubConfig};
 
 /// Values of environment variables that hold secrets (the table is `crate::secrets::SECRET_NAMES`).
 pub use crate::secrets::environment_secrets;
@@ -225,6 +100,8 @@ pub(crate) struct HubState {
     pub(crate) tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
     /// The browser console's login codes not used yet (any operator front end mints them).
     pub(crate) console_codes: Arc<crate::console::logins::LoginCodes>,
+    /// The effects agents' idempotency keys claimed (rebuilt from the ledger at start).
+    pub(crate) effects: crate::effects::EffectBook,
 }
 
 impl HubState {
@@ -305,7 +182,12 @@ impl Hub {
             ),
             None => None,
         };
-        let own_tokens = credentials.iter().flat_map(|c| [c.agent.clone(), c.operator.clone()]);
+        let own_tokens = credentials.iter().flat_map(|c| {
+            [c.agent.clone(), c.operator.clone()]
+                .into_iter()
+                .chain(c.named_agents.iter().map(|(_, token)| token.clone()))
+                .collect::<Vec<_>>()
+        });
         let team_sink = crate::team_ledger::sink_of(config.team_ledger()?.as_ref())?;
         let team_password = team_sink.as_ref().and_then(|s| s.db().password().map(str::to_owned));
         let redactor = Redactor::builder()
@@ -345,6 +227,10 @@ impl Hub {
         // pin whatever servers offer now, and a change made while it was down would pass unseen).
         let pins = portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.tool_pins())?;
         let pins = crate::pins::ToolPins::load(pins);
+        // The claimed effects, likewise: a hub that forgot them would run a retried effect again.
+        let effects = portcullis_ledger::LedgerReader::open(&config.db)
+            .and_then(|reader| reader.effects(&[], usize::MAX))?;
+        let effects = crate::effects::EffectBook::load(effects, config.effect_window, Timestamp::now());
         let broker = ApprovalBroker::new(live.clone(), timeout, config.user_config())
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());
@@ -413,6 +299,7 @@ impl Hub {
                 served_scheme: std::sync::OnceLock::new(),
                 tail: std::sync::Mutex::new(tail),
                 console_codes,
+                effects,
             }),
         };
         relay.attach(&hub);
@@ -632,6 +519,36 @@ impl Hub {
         cancel: CancellationToken,
         request: Option<Arc<portcullis_harness::McpRequest>>,
     ) -> ToolCallResult {
+        if let Some(request) = request.clone()
+            && let Some(key) = request.idempotency_key.clone()
+        {
+            let call = crate::effect_calls::KeyedCall {
+                session_id,
+                call_id,
+                tool,
+                arguments,
+                owner,
+                cancel,
+                request,
+                key,
+            };
+            return self.call_with_key(call).await;
+        }
+        self.call_requested_now(session_id, call_id, tool, arguments, owner, cancel, request).await
+    }
+
+    /// Runs an agent's call through the pipeline now (a call with an idempotency key, once claimed).
+    #[allow(clippy::too_many_arguments)] // the call's parts, and how it is run
+    pub(crate) async fn call_requested_now(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        arguments: Value,
+        owner: &str,
+        cancel: CancellationToken,
+        request: Option<Arc<portcullis_harness::McpRequest>>,
+    ) -> ToolCallResult {
         self.count_call(session_id);
         let mut run = self.mcp_run(session_id, owner).with_mcp(request);
         run.grants = self.grants();
@@ -650,7 +567,7 @@ impl Hub {
     }
 
     /// The run of an agent's MCP call: its session, its owner, the project as working folder.
-    fn mcp_run(&self, session_id: &str, owner: &str) -> RunContext {
+    pub(crate) fn mcp_run(&self, session_id: &str, owner: &str) -> RunContext {
         RunContext::new(session_id.to_owned(), "mcp")
             .with_owner(owner.to_owned())
             .with_cwd(self.state.project.clone())

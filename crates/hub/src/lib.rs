@@ -12,12 +12,15 @@ pub mod broker;
 pub mod config;
 pub mod connections;
 pub mod console;
+mod effect_calls;
+pub mod effects;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hook;
 mod hook_process;
 pub mod hub;
+mod hub_config;
 pub mod launch;
 pub mod manifest;
 pub mod operator_http;

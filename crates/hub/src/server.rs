@@ -150,6 +150,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     );
     let access =
         AccessGuard::new(credentials.agent.clone(), credentials.operator.clone(), origins, hosts.clone())
+            .with_named_agents(credentials.named_agents.clone())
             .with_refusal_log(refusals.clone());
     let backend = Arc::new(HubBackend::new(hub.clone()));
     let slots = ConnectionSlots::new(config.max_connections);
@@ -162,6 +163,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .nest_service("/mcp", mcp.service)
         .layer(from_fn_with_state(mcp.lane, portcullis_mcp::fast_lane::fast_lane))
         .layer(from_fn_with_state(mcp.bound, portcullis_mcp::sessions::bound_sessions))
+        .layer(from_fn(portcullis_mcp::idempotency::advertise_idempotency))
         .layer(from_fn(watch_caller))
         .layer(from_fn(screen_jsonrpc));
     let for_agents = Router::new()

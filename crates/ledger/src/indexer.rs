@@ -338,6 +338,7 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
         }
         Entry::Refusal(r) => crate::refusals::upsert(tx, r)?,
         Entry::ToolPin(p) => crate::tool_pins::write(tx, p)?,
+        Entry::Effect(e) => crate::effects::write(tx, e)?,
         // Written by `index_frames`, which knows the chain.
         Entry::Seal(_) => {}
     }

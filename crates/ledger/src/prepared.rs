@@ -40,6 +40,8 @@ pub(crate) enum Entry {
     ToolPin(crate::tool_pins::ToolPinEvent),
     /// A signed checkpoint of the chain (made by the appender).
     Seal(crate::seal::Seal),
+    /// A claimed effect's change (`effects.rs`).
+    Effect(crate::effects::EffectChange),
 }
 
 /// How far a flush waits.

@@ -13,6 +13,8 @@ pub(crate) struct Recovered {
     pub interrupted_calls: u64,
     /// Sessions still open, now ended as `cut`.
     pub cut_sessions: u64,
+    /// Claimed effects still running, now `unknown` (set by the caller, see `effects.rs`).
+    pub unknown_effects: u64,
 }
 
 /// Message of the records written for calls whose process stopped before they ended. What such a call
@@ -40,7 +42,7 @@ pub(crate) fn recover_crashed_writers(
         tx.execute("UPDATE writers SET closed_at = ?1 WHERE id = ?2", params![now, writer])?;
     }
     tx.commit()?;
-    Ok(Recovered { interrupted_calls, cut_sessions })
+    Ok(Recovered { interrupted_calls, cut_sessions, unknown_effects: 0 })
 }
 
 /// Ends every session still open as `cut`, at its last recorded activity (its last record, else its

@@ -306,6 +306,39 @@ const MIGRATIONS: &[&str] = &[
     );
     ALTER TABLE approvals ADD COLUMN receipt TEXT;
     "#,
+    // 12: claimed effects (see `effects.rs`): each agent's idempotency keys, the claiming call and how
+    // it ended; and the operators' decisions on effects whose outcome was unknown.
+    r#"
+    CREATE TABLE effects (
+        agent      TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        digest     TEXT NOT NULL,
+        call_id    TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        state      TEXT NOT NULL
+            CHECK (state IN ('running', 'done', 'unknown', 'marked_done', 'marked_failed')),
+        claimed_at INTEGER NOT NULL,
+        ended_at   INTEGER,
+        expires_at INTEGER NOT NULL,
+        result     TEXT,
+        operator   TEXT,
+        marked_at  INTEGER,
+        note       TEXT,
+        PRIMARY KEY (agent, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX effects_state ON effects(state, claimed_at);
+    CREATE TABLE effect_marks (
+        id       INTEGER PRIMARY KEY,
+        at       INTEGER NOT NULL,
+        agent    TEXT NOT NULL,
+        key      TEXT NOT NULL,
+        call_id  TEXT NOT NULL,
+        outcome  TEXT NOT NULL CHECK (outcome IN ('done', 'failed', 'retryable')),
+        operator TEXT NOT NULL,
+        note     TEXT
+    );
+    "#,
 ];
 
 /// The schema version whose step made the rollups (and backfills them).

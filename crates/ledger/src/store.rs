@@ -216,7 +216,11 @@ impl SqliteLedger {
             .map_err(|source| LedgerStoreError::Io { path: journal_path.clone(), source })?;
         let now = Timestamp::now().0;
         let writer_id = schema::register_writer(&conn, now).at(&path)?;
-        let recovered = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
+        let mut recovered = recover_crashed_writers(&mut conn, writer_id, now).at(&path)?;
+        recovered.unknown_effects = crate::effects::mark_unknown_on_open(&conn).at(&path)?;
+        if recovered.unknown_effects > 0 {
+            tracing::warn!(path = %path.display(), effects = recovered.unknown_effects, "claimed effects a stopped writer left running: outcome unknown until an operator marks them");
+        }
         if recovered != Recovered::default() {
             tracing::warn!(path = %path.display(), calls = recovered.interrupted_calls, sessions = recovered.cut_sessions, "calls a stopped writer left open marked interrupted, its open sessions cut");
         }
@@ -306,6 +310,11 @@ impl SqliteLedger {
         self.recovered.interrupted_calls
     }
 
+    /// Claimed effects a stopped writer had left running, now of unknown outcome.
+    pub fn unknown_effects_on_open(&self) -> u64 {
+        self.recovered.unknown_effects
+    }
+
     /// Sessions a stopped writer had left open, ended as `cut` when this ledger opened.
     pub fn cut_sessions_on_open(&self) -> u64 {
         self.recovered.cut_sessions
@@ -368,6 +377,12 @@ impl SqliteLedger {
         event: crate::tool_pins::ToolPinEvent,
     ) -> Result<(), LedgerStoreError> {
         self.send(Command::Entry(Entry::ToolPin(event))).await
+    }
+
+    /// Records a change to a claimed effect (see [`crate::effects`]). A claim must be durable before its
+    /// effect runs: follow it with [`SqliteLedger::flush_durable`].
+    pub async fn record_effect(&self, change: crate::effects::EffectChange) -> Result<(), LedgerStoreError> {
+        self.send(Command::Entry(Entry::Effect(change))).await
     }
 
     async fn barrier(&self, barrier: Barrier) -> Result<(), LedgerStoreError> {

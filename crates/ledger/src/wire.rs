@@ -32,6 +32,7 @@ const TAG_APPROVAL: u8 = 4;
 const TAG_REFUSAL: u8 = 5;
 const TAG_TOOL_PIN: u8 = 6;
 const TAG_SEAL: u8 = 7;
+const TAG_EFFECT: u8 = 8;
 
 /// Record kinds as stored; the index is the byte.
 const KINDS: [RecordKind; 5] =
@@ -75,6 +76,11 @@ pub(crate) fn encode_entry(entry: &Entry, out: &mut Vec<u8>) -> Result<(), serde
             put_bytes(out, &json);
         }
         Entry::Seal(seal) => encode_seal(seal, out),
+        Entry::Effect(e) => {
+            let json = serde_json::to_vec(e)?;
+            out.push(TAG_EFFECT);
+            put_bytes(out, &json);
+        }
     }
     Ok(())
 }
@@ -264,6 +270,7 @@ impl<'a> Reader<'a> {
             TAG_REFUSAL => Decoded::Other(Entry::Refusal(serde_json::from_slice(self.bytes()?)?)),
             TAG_TOOL_PIN => Decoded::Other(Entry::ToolPin(serde_json::from_slice(self.bytes()?)?)),
             TAG_SEAL => Decoded::Other(Entry::Seal(self.seal()?)),
+            TAG_EFFECT => Decoded::Other(Entry::Effect(serde_json::from_slice(self.bytes()?)?)),
             other => return Err(WireError::Tag(other)),
         })
     }

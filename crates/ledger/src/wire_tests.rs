@@ -28,6 +28,8 @@ fn ctx(call: &str, cwd: bool) -> Arc<CallContext> {
                 protocol_version: Some("2025-11-25".into()),
                 traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
                 received_at: Timestamp(1_699_999_998_000_000),
+                agent: None,
+                idempotency_key: None,
             })
         }),
     })

@@ -160,6 +160,9 @@ pub(crate) fn mcp_request(method: &str, context: &RequestContext<RoleServer>) ->
         protocol_version: context.protocol_version().map(|v| v.to_string()),
         traceparent: TraceParent::in_meta(&context.meta).map(|t| t.to_string()),
         received_at: portcullis_harness::Timestamp::now(),
+        agent: crate::idempotency::agent_of(context),
+        // A malformed key in `_meta` is refused by `call_tool` before this is made.
+        idempotency_key: crate::idempotency::key_of(context).ok().flatten(),
     }
 }
 
@@ -555,6 +558,9 @@ impl ServerHandler for GatewayHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Err(why) = crate::idempotency::key_of(&context) {
+            return Err(McpError::invalid_params(why, None));
+        }
         let mcp = mcp_request(TOOLS_CALL, &context);
         let session = self.session_id(&context).await;
         let names = self.connection.backend.wire_names();

@@ -34,6 +34,15 @@ pub enum Caller {
     Operator,
 }
 
+/// The agent identity a request's token names, put in its extensions beside [`Caller::Agent`]: the
+/// name of a named agent token, or [`DEFAULT_AGENT`] for the gateway token. Effects (idempotency keys)
+/// are scoped by it, so one agent cannot reach another's results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentName(pub Arc<str>);
+
+/// The identity of the gateway token's holder.
+pub const DEFAULT_AGENT: &str = "default";
+
 /// Which callers a route admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admits {
@@ -131,6 +140,8 @@ pub trait RefusalLog: Send + Sync {
 #[derive(Clone)]
 pub struct AccessGuard {
     agent_token: Arc<str>,
+    /// Named agents' tokens (name, token): agents too, each its own identity.
+    named_agents: Arc<[(Arc<str>, Arc<str>)]>,
     operator_token: Arc<str>,
     /// Origins allowed besides none at all (non-browser clients send none).
     allowed_origins: Arc<[String]>,
@@ -161,11 +172,18 @@ impl AccessGuard {
         let allowed_hosts: Vec<String> = allowed_hosts.iter().map(|h| normalize_host(h)).collect();
         AccessGuard {
             agent_token: agent_token.into(),
+            named_agents: Arc::new([]),
             operator_token: operator_token.into(),
             allowed_origins: allowed_origins.into(),
             allowed_hosts: allowed_hosts.into(),
             refusals: None,
         }
+    }
+
+    /// Admits these named agents' tokens too, `(name, token)`, each as its own agent identity.
+    pub fn with_named_agents(mut self, agents: Vec<(String, String)>) -> Self {
+        self.named_agents = agents.into_iter().map(|(name, token)| (name.into(), token.into())).collect();
+        self
     }
 
     /// Hands every refusal to `log` as well.
@@ -223,20 +241,36 @@ impl AccessGuard {
 
     /// Who the bearer token says is calling, if the route admits them.
     pub fn check_caller(&self, headers: &HeaderMap, admits: Admits) -> Result<Caller, Refusal> {
+        self.identify(headers, admits).map(|(caller, _)| caller)
+    }
+
+    /// Who the bearer token says is calling, and for an agent its identity, if the route admits them.
+    pub fn identify(
+        &self,
+        headers: &HeaderMap,
+        admits: Admits,
+    ) -> Result<(Caller, Option<AgentName>), Refusal> {
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::as_bytes);
-        // Both comparisons always run: which token matched does not show in the time taken.
+        // Every comparison always runs: which token matched does not show in the time taken.
         let (agent, operator) = match presented {
-            Some(token) => (
-                constant_time_eq(token, self.agent_token.as_bytes()),
-                constant_time_eq(token, self.operator_token.as_bytes()),
-            ),
-            None => (false, false),
+            Some(token) => {
+                let mut agent =
+                    constant_time_eq(token, self.agent_token.as_bytes()).then(|| Arc::from(DEFAULT_AGENT));
+                for (name, named) in self.named_agents.iter() {
+                    if constant_time_eq(token, named.as_bytes()) && agent.is_none() {
+                        agent = Some(name.clone());
+                    }
+                }
+                (agent, constant_time_eq(token, self.operator_token.as_bytes()))
+            }
+            None => (None, false),
         };
-        let caller = match (agent, operator) {
+        let name = agent.clone().map(AgentName);
+        let caller = match (agent.is_some(), operator) {
             (true, _) => Caller::Agent,
             (false, true) => Caller::Operator,
             (false, false) => {
@@ -249,7 +283,7 @@ impl AccessGuard {
         };
         match (admits, caller) {
             (Admits::Both, _) | (Admits::Agents, Caller::Agent) | (Admits::Operators, Caller::Operator) => {
-                Ok(caller)
+                Ok((caller, if caller == Caller::Agent { name } else { None }))
             }
             (Admits::Agents, Caller::Operator) => Err(Refusal::new(
                 StatusCode::FORBIDDEN,
@@ -294,9 +328,12 @@ pub struct RouteGuard {
 /// The axum middleware checking the bearer token of a group of routes; the [`Caller`] is put in the
 /// request's extensions for the handlers.
 pub async fn caller_guard(State(guard): State<RouteGuard>, mut request: Request, next: Next) -> Response {
-    match guard.access.check_caller(request.headers(), guard.admits) {
-        Ok(caller) => {
+    match guard.access.identify(request.headers(), guard.admits) {
+        Ok((caller, agent)) => {
             request.extensions_mut().insert(caller);
+            if let Some(agent) = agent {
+                request.extensions_mut().insert(agent);
+            }
             next.run(request).await
         }
         Err(refusal) => guard.access.refused(refusal, &request),

@@ -158,6 +158,13 @@ pub async fn screen_jsonrpc(request: Request, next: Next) -> Response {
     let mut parts = parts;
     match screen(&bytes) {
         Ok(message) => {
+            match crate::idempotency::key_in_body(&message, &bytes) {
+                Ok(Some(key)) => {
+                    parts.extensions.insert(key);
+                }
+                Ok(None) => {}
+                Err(error) => return error.into_response(),
+            }
             parts.extensions.insert(Screened(message));
         }
         Err(error) => {

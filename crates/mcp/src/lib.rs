@@ -10,6 +10,7 @@ pub mod fast_lane;
 pub mod fuzzing;
 pub mod gateway;
 pub mod http;
+pub mod idempotency;
 pub mod jsonrpc;
 mod methods;
 pub mod offered;

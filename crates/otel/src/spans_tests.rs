@@ -57,6 +57,8 @@ fn record(kind: StoredKind, traceparent: Option<&str>) -> StoredRecord {
                 protocol_version: Some("2025-11-25".into()),
                 traceparent: traceparent.map(str::to_owned),
                 received_at: Timestamp(1_000_000),
+                agent: None,
+                idempotency_key: None,
             })),
         },
     }

@@ -40,6 +40,17 @@ export const commands = {
 	shipping: () => typedError<SinkLag[], ApiError>(__TAURI_INVOKE("shipping")),
 	/**  Accepts the offered definition of a held tool (`digest`: the one shown). */
 	acceptToolChange: (server: string, tool: string, digest: string) => typedError<null, ApiError>(__TAURI_INVOKE("accept_tool_change", { server, tool, digest })),
+	/**
+	 *  The effects agents' idempotency keys claimed whose outcome is unknown (the hub
+	 *  stopped while their call ran), then the others, newest first (at most `limit`).
+	 */
+	effects: (limit: number) => typedError<EffectRow[], ApiError>(__TAURI_INVOKE("effects", { limit })),
+	/**
+	 *  Says what happened to the unknown outcome of `agent`'s key `key`: done or failed
+	 *  (retries are answered so) or retryable (the next call with the key runs). The call
+	 *  whose outcome it was.
+	 */
+	markEffect: (agent: string, key: string, outcome: EffectMarkOutcome, note: string | null) => typedError<string, ApiError>(__TAURI_INVOKE("mark_effect", { agent, key, outcome, note })),
 	/**  The tool catalog as agents see it. */
 	tools: () => typedError<CatalogTool[], ApiError>(__TAURI_INVOKE("tools")),
 	/**  What to paste to hook Claude Code and Codex up to this hub. */
@@ -142,7 +153,7 @@ export const events = {
 };
 
 /* Constants */
-export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"verify_ledger":{"args":["id"],"stream":false}} as const;
+export const COMMAND_TABLE = {"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"console_link":{"args":["operator"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"effects":{"args":["limit"],"stream":false},"export_ledger":{"args":["id","filter","format","file"],"stream":true},"follow_events":{"args":[],"stream":true},"grants_with_draft":{"args":["file","text"],"stream":false},"hookup_snippets":{"args":[],"stream":false},"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_library":{"args":[],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"pending_approvals":{"args":[],"stream":false},"policy_layers":{"args":[],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"restart_server":{"args":["id"],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"rule_activity":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"servers":{"args":[],"stream":false},"session_grants":{"args":[],"stream":false},"sessions":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"stop_stream":{"args":["id"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"tool_changes":{"args":[],"stream":false},"tools":{"args":[],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"verify_ledger":{"args":["id"],"stream":false}} as const;
 
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
@@ -332,7 +343,13 @@ export type AttachedHub = {
 };
 
 /**  Why a call was blocked before it executed. */
-export type BlockedReason = "guardrail_blocked" | "unknown_tool" | "tool_denied" | "invalid_arguments" | "permission_denied" | "validation_failed" | "execution_denied";
+export type BlockedReason = "guardrail_blocked" | "unknown_tool" | "tool_denied" | "invalid_arguments" | "permission_denied" | "validation_failed" | "execution_denied" | 
+/**  A retry answered with the result of the first call with its idempotency key. */
+"duplicate_effect" | 
+/**  The idempotency key was claimed by a call with other arguments. */
+"effect_conflict" | 
+/**  The first call with the idempotency key has an unknown outcome. */
+"outcome_unknown";
 
 /**  What kind of break a verifier found. */
 export type BreakKind = 
@@ -840,6 +857,57 @@ export type DraftTrial = {
 	layers: string[],
 };
 
+/**  What an operator says about an effect whose outcome is unknown. */
+export type EffectMarkOutcome = 
+/**  It happened: a retry gets an answer saying so, and does not run. */
+"done" | 
+/**  It did not happen or failed: a retry gets an error saying so, and does not run. */
+"failed" | 
+/**  Run it again: the key is free, the next call with it runs. */
+"retryable";
+
+/**  One claimed key. */
+export type EffectRow = {
+	/**  The agent identity the key is scoped to (a token's name). */
+	agent: string,
+	/**  The idempotency key, as the agent sent it. */
+	key: string,
+	/**  The tool the claiming call named. */
+	tool: string,
+	/**  SHA-256 (hex) of the tool and its canonical arguments. */
+	digest: string,
+	/**  The call that claimed the key, and its session. */
+	call_id: string,
+	session_id: string,
+	state: EffectState,
+	claimed_at: Timestamp,
+	ended_at?: Timestamp | null,
+	/**  After this the key is free again (an `unknown` one stays until an operator marks it). */
+	expires_at: Timestamp,
+	/**
+	 *  The answer the claiming call got (`done`: a `ToolCallResult` as JSON, as redacted as the
+	 *  ledger's records).
+	 */
+	result?: string | null,
+	/**  Who marked it, when, and why (marked states only). */
+	operator?: string | null,
+	marked_at?: Timestamp | null,
+	note?: string | null,
+};
+
+/**  Where a claimed effect stands. */
+export type EffectState = 
+/**  Claimed; the call runs. */
+"running" | 
+/**  The call ended (finished or failed as a call): its answer is kept. */
+"done" | 
+/**  The hub stopped while the call ran: whether the effect happened is not known. */
+"unknown" | 
+/**  An operator said an unknown outcome happened. */
+"marked_done" | 
+/**  An operator said an unknown outcome did not happen, or failed. */
+"marked_failed";
+
 /**
  *  The hosts a command may reach by name (through the hub's egress proxy, its only way out), and the
  *  rules that name them.
@@ -901,6 +969,10 @@ export type ErrorCode =
  *  definition (`details`: the digest seen and the one offered now).
  */
 "tool_change_moved" | 
+/**  No claimed effect with this agent and idempotency key. */
+"effect_unknown" | 
+/**  The effect's outcome is known (done, running or marked): only unknown outcomes are marked. */
+"effect_outcome_known" | 
 /**  The policy file changed on disk since the editor read it: reload, then edit again. */
 "policy_changed" | 
 /**  An argument names something that cannot be used (a folder, a file not among the policies...). */

@@ -83,7 +83,7 @@ fn migrate_brings_an_older_schema_forward() {
              DROP TABLE ledger_identity; DROP TABLE change_clock;
              DROP TABLE approvals; DROP TABLE records_fts; DROP TABLE refusals;
              DROP TABLE call_keys; DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE journal_state;
-             DROP TABLE tool_pins; DROP TABLE tool_pin_events;
+             DROP TABLE tool_pins; DROP TABLE tool_pin_events; DROP TABLE effects; DROP TABLE effect_marks;
              DROP TABLE chain_state; DROP TABLE chain_checkpoints; ALTER TABLE records DROP COLUMN chain;
              ALTER TABLE records DROP COLUMN policy_decision;
              ALTER TABLE records DROP COLUMN policy_rule; ALTER TABLE sessions DROP COLUMN end_reason;

@@ -8,6 +8,7 @@ mod command_table;
 mod common;
 mod conformance;
 mod console;
+mod effects;
 mod egress;
 mod egress_ask;
 mod fast_lane;

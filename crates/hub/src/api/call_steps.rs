@@ -187,6 +187,10 @@ fn blocked_stage(reason: BlockedReason, decided_by: &DecidedBy) -> PipelineStage
         BlockedReason::UnknownTool | BlockedReason::ToolDenied => PipelineStage::Grant,
         BlockedReason::InvalidArguments | BlockedReason::ValidationFailed => PipelineStage::Arguments,
         BlockedReason::PermissionDenied => PipelineStage::Permission,
+        // Decided by the effect its idempotency key claimed in the ledger, before the pipeline.
+        BlockedReason::DuplicateEffect | BlockedReason::EffectConflict | BlockedReason::OutcomeUnknown => {
+            PipelineStage::Ledger
+        }
         BlockedReason::ExecutionDenied => match decided_by {
             DecidedBy::Operator { .. }
             | DecidedBy::ApprovalTimeout { .. }

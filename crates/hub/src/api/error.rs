@@ -36,6 +36,10 @@ pub enum ErrorCode {
     /// The server changed the tool again since the operator looked: the acceptance named another
     /// definition (`details`: the digest seen and the one offered now).
     ToolChangeMoved,
+    /// No claimed effect with this agent and idempotency key.
+    EffectUnknown,
+    /// The effect's outcome is known (done, running or marked): only unknown outcomes are marked.
+    EffectOutcomeKnown,
     /// The policy file changed on disk since the editor read it: reload, then edit again.
     PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
@@ -121,6 +125,8 @@ impl ErrorCode {
             ErrorCode::ServerUnknown => "server_unknown",
             ErrorCode::ToolChangeUnknown => "tool_change_unknown",
             ErrorCode::ToolChangeMoved => "tool_change_moved",
+            ErrorCode::EffectUnknown => "effect_unknown",
+            ErrorCode::EffectOutcomeKnown => "effect_outcome_known",
             ErrorCode::HubUnavailable => "hub_unavailable",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::BackendFailed => "backend_failed",
@@ -190,12 +196,14 @@ impl ErrorCode {
             | ErrorCode::GrantUnknown
             | ErrorCode::CallNotFound
             | ErrorCode::ServerUnknown
-            | ErrorCode::ToolChangeUnknown => 404,
+            | ErrorCode::ToolChangeUnknown
+            | ErrorCode::EffectUnknown => 404,
             ErrorCode::ApprovalAnswered
             | ErrorCode::AlwaysNotOffered
             | ErrorCode::ReceiptMismatch
             | ErrorCode::PolicyChanged
             | ErrorCode::ToolChangeMoved
+            | ErrorCode::EffectOutcomeKnown
             | ErrorCode::Cancelled
             | ErrorCode::LedgerLocked => 409,
             ErrorCode::BadRequest

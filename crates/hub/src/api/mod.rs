@@ -15,6 +15,8 @@ pub mod console_link;
 pub mod decider;
 pub mod draft_access;
 pub mod draft_replay;
+mod effects;
+pub use portcullis_ledger::{EffectMarkOutcome, EffectRow, EffectState};
 pub mod error;
 pub mod events;
 pub mod file_change;

@@ -43,6 +43,13 @@ macro_rules! operator_commands {
                 shipping() -> Vec<$crate::api::types::SinkLag>;
                 /// Accepts the offered definition of a held tool (`digest`: the one shown).
                 accept_tool_change(server: String, tool: String, digest: String) -> ();
+                /// The effects agents' idempotency keys claimed whose outcome is unknown (the hub
+                /// stopped while their call ran), then the others, newest first (at most `limit`).
+                effects(limit: u32) -> Vec<$crate::api::EffectRow>;
+                /// Says what happened to the unknown outcome of `agent`'s key `key`: done or failed
+                /// (retries are answered so) or retryable (the next call with the key runs). The call
+                /// whose outcome it was.
+                mark_effect(agent: String, key: String, outcome: $crate::api::EffectMarkOutcome, note: Option<String>) -> String;
                 /// The tool catalog as agents see it.
                 tools() -> Vec<$crate::api::types::CatalogTool>;
                 /// What to paste to hook Claude Code and Codex up to this hub.

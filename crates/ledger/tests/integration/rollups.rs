@@ -336,7 +336,7 @@ async fn the_schema_step_that_makes_the_rollups_backfills_them() {
             "DROP TABLE chain_state; DROP TABLE chain_checkpoints; ALTER TABLE records DROP COLUMN chain;
              ALTER TABLE approvals DROP COLUMN receipt;
              DROP TABLE call_hours; DROP TABLE call_days; DROP TABLE call_keys; DROP TABLE journal_state;
-             DROP TABLE tool_pins; DROP TABLE tool_pin_events;
+             DROP TABLE tool_pins; DROP TABLE tool_pin_events; DROP TABLE effects; DROP TABLE effect_marks;
              DROP TRIGGER sessions_inserted; DROP TRIGGER sessions_updated; DROP TRIGGER approvals_inserted;
              DROP TRIGGER approvals_updated; DROP TRIGGER refusals_inserted; DROP TRIGGER refusals_updated;
              DROP INDEX sessions_changed; DROP INDEX approvals_changed; DROP INDEX refusals_changed;

@@ -95,6 +95,23 @@ impl Client {
         self.api()?.accept_tool_change(&server, &tool, &digest, self.operator()).await
     }
 
+    /// The claimed effects, unknown outcomes first, newest first.
+    pub async fn effects(&self, limit: u32) -> Result<Vec<portcullis_ledger::EffectRow>, ApiError> {
+        let api = self.api()?.clone();
+        blocking(move || api.effects(limit)).await
+    }
+
+    /// An operator's decision on an unknown outcome (the operator recorded is the client's).
+    pub async fn mark_effect(
+        &self,
+        agent: String,
+        key: String,
+        outcome: portcullis_ledger::EffectMarkOutcome,
+        note: Option<String>,
+    ) -> Result<String, ApiError> {
+        self.api()?.mark_effect(&agent, &key, outcome, note, self.operator()).await
+    }
+
     pub async fn tools(&self) -> Result<Vec<CatalogTool>, ApiError> {
         Ok(self.api()?.tools())
     }

@@ -1,0 +1,200 @@
+//! A call with an idempotency key, through the hub: its key is claimed in the [`EffectBook`] and made
+//! durable in the ledger before the pipeline runs it; a retry is answered with the first call's result
+//! (and recorded as a `duplicate_effect` that names the original), a key reused with other arguments is
+//! refused (`effect_conflict`), and a key whose first call has an unknown outcome is refused
+//! (`outcome_unknown`) until an operator marks it.
+
+use crate::effects::{Claim, ClaimTicket, EffectBook, LOCAL_AGENT, effect_digest};
+use crate::hub::Hub;
+use portcullis_harness::{
+    BlockedReason, CallError, CallOutcome, McpRequest, Timestamp, ToolCall, ToolCallResult, error_codes,
+};
+use portcullis_ledger::{EffectChange, EffectMark, EffectMarkOutcome};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The validator named as the decider of calls refused for their key.
+const DECIDER: &str = "idempotency_key";
+
+/// A call as the gateway hands it in.
+pub(crate) struct KeyedCall<'a> {
+    pub session_id: &'a str,
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub arguments: Value,
+    pub owner: &'a str,
+    pub cancel: tokio_util::sync::CancellationToken,
+    pub request: Arc<McpRequest>,
+    pub key: String,
+}
+
+impl Hub {
+    pub(crate) fn effects(&self) -> &EffectBook {
+        &self.state.effects
+    }
+
+    /// Runs a call that carries an idempotency key (see the module's doc).
+    pub(crate) async fn call_with_key(&self, call: KeyedCall<'_>) -> ToolCallResult {
+        let agent = call.request.agent.clone().unwrap_or_else(|| LOCAL_AGENT.to_owned());
+        let digest = effect_digest(call.tool, &call.arguments);
+        loop {
+            let claim = self.effects().claim(
+                &agent,
+                &call.key,
+                call.tool,
+                &digest,
+                call.call_id,
+                call.session_id,
+                Timestamp::now(),
+            );
+            match claim {
+                Claim::Run(ticket) => return self.run_claimed(ticket, call).await,
+                Claim::Wait { original, mut answer } => {
+                    tracing::info!(call = call.call_id, %original, "a retry waits for the call that claimed its key");
+                    tokio::select! {
+                        changed = answer.changed() => {
+                            // The sender is gone only once the claim ended one way or another: look again.
+                            let _ = changed;
+                        }
+                        () = call.cancel.cancelled() => {
+                            let error = CallError::new(error_codes::CANCELLED, format!(
+                                "cancelled while waiting for call {original}, which holds the idempotency key"
+                            ));
+                            return self.refuse(&call, BlockedReason::DuplicateEffect, error).await;
+                        }
+                    }
+                }
+                Claim::Answered { original, result } => {
+                    let error = CallError {
+                        code: error_codes::DUPLICATE_EFFECT.into(),
+                        message: format!(
+                            "a retry: answered with the result of call {original}, which holds the idempotency key; not run again"
+                        ),
+                        details: Some(json!({ "original_call_id": original, "idempotency_key": call.key })),
+                    };
+                    // Recorded as its own call that points at the original; the agent gets the answer.
+                    let _ = self.refuse(&call, BlockedReason::DuplicateEffect, error).await;
+                    return (*result).clone();
+                }
+                Claim::Conflict { original } => {
+                    let error = CallError {
+                        code: error_codes::EFFECT_CONFLICT.into(),
+                        message: format!(
+                            "the idempotency key was used by call {original} with other arguments (or another tool): use a new key for a new call"
+                        ),
+                        details: Some(json!({ "original_call_id": original, "idempotency_key": call.key })),
+                    };
+                    return self.refuse(&call, BlockedReason::EffectConflict, error).await;
+                }
+                Claim::Unknown { original, claimed_at } => {
+                    let error = CallError {
+                        code: error_codes::OUTCOME_UNKNOWN.into(),
+                        message: format!(
+                            "outcome unknown: call {original} with this idempotency key was running when the hub stopped, so it may or may not have taken effect; it is not run again until an operator marks it done, failed or retryable"
+                        ),
+                        details: Some(json!({
+                            "original_call_id": original,
+                            "idempotency_key": call.key,
+                            "claimed_at": claimed_at.0,
+                        })),
+                    };
+                    return self.refuse(&call, BlockedReason::OutcomeUnknown, error).await;
+                }
+                Claim::Marked { original, done, operator, note } => {
+                    let (code, said) = if done {
+                        ("effect_marked_done", "took effect")
+                    } else {
+                        ("effect_marked_failed", "failed or did not take effect")
+                    };
+                    let error = CallError {
+                        code: code.into(),
+                        message: format!(
+                            "the operator ({operator}) said call {original} with this idempotency key {said}; it is not run again{}",
+                            note.as_deref().map(|n| format!(" (note: {n})")).unwrap_or_default()
+                        ),
+                        details: Some(json!({ "original_call_id": original, "idempotency_key": call.key })),
+                    };
+                    return self.refuse(&call, BlockedReason::DuplicateEffect, error).await;
+                }
+            }
+        }
+    }
+
+    /// The claiming call: the claim made durable, then the pipeline, then the answer kept.
+    async fn run_claimed(&self, ticket: Box<ClaimTicket>, call: KeyedCall<'_>) -> ToolCallResult {
+        let ledger = &self.state.ledger;
+        let durable = match ledger.record_effect(EffectChange::Claimed(ticket.row.clone())).await {
+            Ok(()) => ledger.flush_durable().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = durable {
+            // Never run an effect whose claim is not durable: a crash would forget it ran.
+            self.effects().release(ticket);
+            let error = CallError::new(
+                error_codes::LEDGER_UNAVAILABLE,
+                format!("the idempotency key could not be claimed in the ledger: {e}"),
+            );
+            return self.refuse(&call, BlockedReason::EffectConflict, error).await;
+        }
+        let (agent, key, claimed_by) = (ticket.agent.clone(), ticket.key.clone(), ticket.row.call_id.clone());
+        let result = self
+            .call_requested_now(
+                call.session_id,
+                call.call_id,
+                call.tool,
+                call.arguments,
+                call.owner,
+                call.cancel,
+                Some(call.request),
+            )
+            .await;
+        if matches!(result.outcome, CallOutcome::Blocked { .. }) {
+            // It never ran: the key is free for a call that may.
+            let _ = ledger.record_effect(EffectChange::Released { agent, key, call_id: claimed_by }).await;
+            self.effects().release(ticket);
+            return result;
+        }
+        let answer = serde_json::to_string(&result).unwrap_or_default();
+        let ended =
+            EffectChange::Ended { agent, key, call_id: claimed_by, at: Timestamp::now(), result: answer };
+        if let Err(e) = ledger.record_effect(ended).await {
+            tracing::warn!(error = %e, "a claimed effect's end was not recorded: after a restart its outcome reads unknown");
+        }
+        self.effects().finish(ticket, Arc::new(result.clone()));
+        result
+    }
+
+    /// Records a call refused for its key, and returns the blocked result.
+    async fn refuse(&self, call: &KeyedCall<'_>, reason: BlockedReason, error: CallError) -> ToolCallResult {
+        let run = self.mcp_run(call.session_id, call.owner).with_mcp(Some(call.request.clone()));
+        let tool_call = ToolCall::new(call.call_id.to_owned(), call.tool, call.arguments.clone());
+        self.state.dispatcher.refuse_before(tool_call, &run, reason, error, DECIDER).await
+    }
+
+    /// An operator's decision on an effect whose outcome is unknown: recorded in the ledger (durably),
+    /// then applied (done or failed: retries are answered so; retryable: the key is free).
+    pub async fn mark_effect(
+        &self,
+        agent: &str,
+        key: &str,
+        outcome: EffectMarkOutcome,
+        operator: &str,
+        note: Option<String>,
+    ) -> Result<String, crate::effects::MarkError> {
+        let call_id = self.effects().mark(agent, key, outcome, operator, note.clone())?;
+        let mark = EffectMark {
+            at: Timestamp::now(),
+            agent: agent.to_owned(),
+            key: key.to_owned(),
+            call_id: call_id.clone(),
+            outcome,
+            operator: operator.to_owned(),
+            note,
+        };
+        if let Err(e) = self.state.ledger.record_effect(EffectChange::Marked(mark)).await {
+            tracing::warn!(error = %e, "an operator's mark of an effect was not recorded");
+        }
+        let _ = self.state.ledger.flush().await;
+        Ok(call_id)
+    }
+}
