@@ -48,7 +48,14 @@ impl Hub {
                 Timestamp::now(),
             );
             match claim {
-                Claim::Run(ticket) => return self.run_claimed(ticket, call).await,
+                Claim::Run(mut ticket) => {
+                    // What the call does, for an operator who may have to decide about it: redacted
+                    // first (the ledger never holds a secret the agent sent).
+                    let mut shown = call.arguments.clone();
+                    self.state.dispatcher.redactor().redact_value(&mut shown);
+                    ticket.row.summary = portcullis_ledger::query::argument_summary(&shown);
+                    return self.run_claimed(ticket, call).await;
+                }
                 Claim::Wait { original, mut answer } => {
                     tracing::info!(call = call.call_id, %original, "a retry waits for the call that claimed its key");
                     tokio::select! {

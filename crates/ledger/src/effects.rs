@@ -84,6 +84,10 @@ pub struct EffectRow {
     pub key: String,
     /// The tool the claiming call named.
     pub tool: String,
+    /// What the claiming call does in one line (its command, path…; redacted), for the operator who
+    /// decides about an unknown outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     /// SHA-256 (hex) of the tool and its canonical arguments.
     pub digest: String,
     /// The call that claimed the key, and its session.
@@ -142,8 +146,8 @@ pub(crate) fn write(tx: &Connection, change: &EffectChange) -> rusqlite::Result<
         EffectChange::Claimed(row) => {
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO effects (agent, key, tool, digest, call_id, session_id, state,
-                     claimed_at, ended_at, expires_at, result, operator, marked_at, note)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     claimed_at, ended_at, expires_at, result, operator, marked_at, note, summary)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?
             .execute(params![
                 row.agent,
@@ -160,6 +164,7 @@ pub(crate) fn write(tx: &Connection, change: &EffectChange) -> rusqlite::Result<
                 row.operator,
                 row.marked_at.map(|t| t.0),
                 row.note,
+                row.summary,
             ])?;
         }
         EffectChange::Ended { agent, key, call_id, at, result } => {
@@ -226,7 +231,7 @@ pub(crate) fn mark_unknown_on_open(conn: &Connection) -> rusqlite::Result<u64> {
 }
 
 const COLUMNS: &str = "agent, key, tool, digest, call_id, session_id, state, claimed_at, ended_at, \
-                       expires_at, result, operator, marked_at, note";
+                       expires_at, result, operator, marked_at, note, summary";
 
 fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<EffectRow> {
     let state: String = r.get(6)?;
@@ -245,6 +250,7 @@ fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<EffectRow> {
         operator: r.get(11)?,
         marked_at: r.get::<_, Option<i64>>(12)?.map(Timestamp),
         note: r.get(13)?,
+        summary: r.get(14)?,
     })
 }
 

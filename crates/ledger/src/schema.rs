@@ -313,6 +313,7 @@ const MIGRATIONS: &[&str] = &[
         agent      TEXT NOT NULL,
         key        TEXT NOT NULL,
         tool       TEXT NOT NULL,
+        summary    TEXT,
         digest     TEXT NOT NULL,
         call_id    TEXT NOT NULL,
         session_id TEXT NOT NULL,

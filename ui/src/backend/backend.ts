@@ -37,6 +37,8 @@ import type {
   DraftDiff,
   DraftReplayUpdate,
   DraftTrial,
+  EffectMarkOutcome,
+  EffectRow,
   FeedItem,
   PolicyLayers,
   PathProbe,
@@ -59,6 +61,9 @@ import type {
 export { ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
 
 export type {
+  EffectMarkOutcome,
+  EffectRow,
+  EffectState,
   ApprovalSummary,
   Bucket,
   Connection,
@@ -135,6 +140,7 @@ export type {
   Choice,
   Decider,
   Decision,
+  BlockedReason,
   DeciderKind,
   ErrorCode,
   DecidingPlace,
@@ -175,6 +181,10 @@ export interface Backend {
   shipping(): Promise<SinkLag[]>;
   /** Accepts the offered definition of a held tool; `digest` is the offered one the operator saw. */
   acceptToolChange(server: string, tool: string, digest: string): Promise<void>;
+  /** The effects agents' idempotency keys claimed: unknown outcomes first, then the others. */
+  effects(limit: number): Promise<EffectRow[]>;
+  /** What happened to an unknown outcome: done, failed, or run it again; the call it was. */
+  markEffect(agent: string, key: string, outcome: EffectMarkOutcome, note: string | null): Promise<string>;
   tools(): Promise<CatalogTool[]>;
   /** What to paste to hook Claude Code and Codex up to this hub. */
   hookupSnippets(): Promise<HookupSnippet[]>;

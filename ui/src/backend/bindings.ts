@@ -874,6 +874,11 @@ export type EffectRow = {
 	key: string,
 	/**  The tool the claiming call named. */
 	tool: string,
+	/**
+	 *  What the claiming call does in one line (its command, path…; redacted), for the operator who
+	 *  decides about an unknown outcome.
+	 */
+	summary?: string | null,
 	/**  SHA-256 (hex) of the tool and its canonical arguments. */
 	digest: string,
 	/**  The call that claimed the key, and its session. */
@@ -1123,6 +1128,11 @@ export type Facets = {
 	total: number,
 	tools: Count[],
 	statuses: Count[],
+	/**
+	 *  Why calls were refused (blocked calls only): a retry answered from its first call
+	 *  (`duplicate_effect`), a key reused with other arguments, an outcome unknown, a denial…
+	 */
+	reasons: Count[],
 	decided_by: Count[],
 	rules: Count[],
 	owners: Count[],

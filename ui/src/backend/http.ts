@@ -187,6 +187,8 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     toolChanges: () => call("tool_changes"),
     shipping: () => call("shipping"),
     acceptToolChange: (server, tool, digest) => done(call("accept_tool_change", server, tool, digest)),
+    effects: (limit) => call("effects", limit),
+    markEffect: (agent, key, outcome, note) => call("mark_effect", agent, key, outcome, note),
     tools: () => call("tools"),
     hookupSnippets: () => call("hookup_snippets"),
     // A browser tab is not the hub: closing it stops nothing, and nothing asks.

@@ -47,6 +47,8 @@ export function tauriBackend(): Backend {
     toolChanges: () => unwrap(commands.toolChanges()),
     shipping: () => unwrap(commands.shipping()),
     acceptToolChange: (server, tool, digest) => done(commands.acceptToolChange(server, tool, digest)),
+    effects: (limit) => unwrap(commands.effects(limit)),
+    markEffect: (agent, key, outcome, note) => unwrap(commands.markEffect(agent, key, outcome, note)),
     tools: () => unwrap(commands.tools()),
     hookupSnippets: () => unwrap(commands.hookupSnippets()),
     quit: () => commands.quit(),

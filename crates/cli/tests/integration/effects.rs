@@ -162,7 +162,8 @@ fn a_call_the_hub_died_in_is_refused_as_outcome_unknown_until_the_operator_marks
         std::thread::sleep(Duration::from_millis(50));
     }
     served.kill();
-    let _ = agent.join();
+    // Not joined: the client may wait out its own timeout for the answer that never comes.
+    drop(agent);
     served.restart();
 
     let report = served.agent(json!([call(slow.clone(), "migrate-1")]));
@@ -171,12 +172,19 @@ fn a_call_the_hub_died_in_is_refused_as_outcome_unknown_until_the_operator_marks
     assert!(text_of(refused).contains("outcome_unknown"), "{refused}");
     assert_eq!(lines(&served, "k.txt"), 0, "never run again by itself");
 
+    // A keyed call that names a secret: the effect's line for the operator never holds it.
+    let secret = served.token.trim().to_owned();
+    served.agent(json!([call(json!({ "command": format!("echo {secret}") }), "with-secret")]));
+
     // The operator sees it, and marks it; an agent cannot.
     let (status, effects) = command(&served, &served.operator_token, "effects", json!({ "limit": 50 }));
+    let listed = effects.to_string();
+    assert!(listed.contains("with-secret") && !listed.contains(&secret), "{listed}");
     assert_eq!(status, 200, "{effects}");
     assert_eq!(effects[0]["state"], "unknown", "{effects}");
     assert_eq!(effects[0]["key"], "migrate-1");
     assert_eq!(effects[0]["agent"], "default");
+    assert_eq!(effects[0]["summary"], "sleep 3 && echo ran >> k.txt && wc -l < k.txt", "{effects}");
     let mark = json!({ "agent": "default", "key": "migrate-1", "outcome": "retryable", "note": "the migration never began" });
     let (status, _) = command(&served, &served.token, "mark_effect", mark.clone());
     assert_eq!(status, 403, "the agent's token cannot mark");

@@ -243,6 +243,11 @@ impl BrowsedLedger {
         } else {
             without(CallFilter { statuses: Vec::new(), ..filter.clone() }, |s| s.by_status)?
         };
+        let reasons = if filter.reasons.is_empty() {
+            all.by_reason.clone()
+        } else {
+            without(CallFilter { reasons: Vec::new(), ..filter.clone() }, |s| s.by_reason)?
+        };
         let decided_by = if filter.decided_by.is_empty() {
             all.by_decided_by.clone()
         } else {
@@ -284,6 +289,7 @@ impl BrowsedLedger {
             total: all.total,
             tools,
             statuses,
+            reasons,
             decided_by,
             rules,
             owners,
@@ -392,6 +398,9 @@ pub struct Facets {
     pub total: u64,
     pub tools: Vec<Count>,
     pub statuses: Vec<Count>,
+    /// Why calls were refused (blocked calls only): a retry answered from its first call
+    /// (`duplicate_effect`), a key reused with other arguments, an outcome unknown, a denial…
+    pub reasons: Vec<Count>,
     pub decided_by: Vec<Count>,
     pub rules: Vec<Count>,
     pub owners: Vec<Count>,

@@ -195,6 +195,41 @@ describe("the approvals inbox", () => {
     await waitFor(() => expect(screen.queryByTestId("session-grant")).not.toBeInTheDocument());
   });
 
+  it("lists calls whose outcome is unknown and sends the operator's decision on one", async () => {
+    const { backend } = backendWith([]);
+    const row = (key: string, state: "unknown" | "done") => ({
+      agent: "ci-bot",
+      key,
+      tool: "shell",
+      summary: "npm run migrate",
+      digest: "ab".repeat(32),
+      call_id: `call-${key}`,
+      session_id: "s1",
+      state,
+      claimed_at: Date.now() * 1000 - 60_000_000,
+      expires_at: Date.now() * 1000 + 60_000_000,
+    });
+    let effects = [row("migrate-\u001b[2J1", "unknown"), row("deploy-2", "done")];
+    const marks: unknown[][] = [];
+    backend.effects = async () => effects;
+    backend.markEffect = async (...a) => {
+      marks.push(a);
+      effects = effects.filter((e) => e.key !== a[1]);
+      return `call-${a[1]}`;
+    };
+    const user = userEvent.setup();
+    render(<App backend={backend} />);
+    const rows = await screen.findAllByTestId("unknown-outcome");
+    expect(rows).toHaveLength(1);
+    // The key is the agent's text: its control characters are shown escaped.
+    expect(rows[0]).toHaveTextContent("migrate-\\x1b[2J1");
+    expect(rows[0]).toHaveTextContent("ci-bot");
+    expect(within(rows[0]!).getByTestId("effect-summary")).toHaveTextContent("npm run migrate");
+    await user.click(within(rows[0]!).getByTestId("mark-retryable"));
+    expect(marks).toEqual([["ci-bot", "migrate-\u001b[2J1", "retryable", null]]);
+    await waitFor(() => expect(screen.queryByTestId("unknown-outcomes")).not.toBeInTheDocument());
+  });
+
   it("shows a write's diff", async () => {
     const write = shellApproval(11);
     write.tool = "write";

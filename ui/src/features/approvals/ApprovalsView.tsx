@@ -11,6 +11,7 @@ import { Kbd } from "../../lib/ui/Kbd";
 import { approvalsStore, identicalGroups } from "./approvalsStore";
 import { AlwaysSheet } from "./parts/AlwaysSheet";
 import { SessionGrants } from "./parts/SessionGrants";
+import { UnknownOutcomes } from "./parts/UnknownOutcomes";
 import { ANSWER_KEYS, OTHER_KEYS, choiceOfKey } from "./keys";
 import { ApprovalCard } from "./parts/ApprovalCard";
 
@@ -92,6 +93,7 @@ export function ApprovalsView() {
         </p>
       )}
       {showKeys && <KeyList />}
+      <UnknownOutcomes />
       {state.loaded && pending.length === 0 && (
         <p className="empty" data-testid="inbox-empty">
           Nothing waits for you. Calls the policy prompts for appear here.

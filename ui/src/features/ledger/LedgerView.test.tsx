@@ -39,6 +39,7 @@ const FACETS: Facets = {
     { key: "finished", count: 2 },
     { key: "blocked", count: 1 },
   ],
+  reasons: [{ key: "execution_denied", count: 1 }],
   decided_by: [{ key: "rule", count: 3 }],
   rules: [],
   owners: [{ key: "claude-code", count: 3 }],

@@ -10,6 +10,7 @@ describe("ledger view state in the URL", () => {
       tab: "stats" as const,
       tools: ["shell", "mcp__fs__read"],
       statuses: ["blocked"],
+      reasons: ["duplicate_effect", "outcome_unknown"],
       deciders: ["operator"],
       decisions: ["prompt"],
       rule: "git-push",
@@ -30,6 +31,7 @@ describe("ledger view state in the URL", () => {
     const q = parseQuery("tab=nope&status=exploded&status=error&range=9y&since=garbage&w=tool:5,at:120&call=noslash");
     expect(q.tab).toBe("calls");
     expect(q.statuses).toEqual(["error"]);
+    expect(parseQuery("reason=made_up&reason=effect_conflict").reasons).toEqual(["effect_conflict"]);
     expect(q.range).toBeNull();
     expect(q.since).toBeNull();
     expect(q.widths).toEqual({ at: 120 });
@@ -60,6 +62,7 @@ describe("call filter", () => {
     expect(f.until).toBeNull();
     expect(f.tools).toEqual(["shell"]);
     expect(f.search).toBe("kubectl");
+    expect(callFilter(parseQuery("reason=duplicate_effect"), now).reasons).toEqual(["duplicate_effect"]);
     const c = callFilter(parseQuery("since=2026-11-01T00:00:00Z"), now);
     expect(c.since).toBe(Date.parse("2026-11-01T00:00:00Z") * 1000);
     expect(callFilter(EMPTY_QUERY, now).search).toBeNull();

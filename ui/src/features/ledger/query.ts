@@ -3,7 +3,7 @@
 // search, the time range, the order, the open call and the table's columns. Parsing never throws: an
 // unknown or malformed part is dropped, so any URL opens some view.
 
-import type { DeciderKind } from "../../backend/backend";
+import type { BlockedReason, DeciderKind } from "../../backend/backend";
 
 export const TABS = ["calls", "sessions", "stats"] as const;
 export type Tab = (typeof TABS)[number];
@@ -14,6 +14,24 @@ export type Range = keyof typeof RANGES;
 
 export const STATUSES = ["finished", "error", "blocked", "interrupted", "running"] as const;
 export const DECISIONS = ["allow", "prompt", "forbidden"] as const;
+/** Why a call was refused, as the backend names it (checked against the generated `BlockedReason`):
+ * the idempotency key's outcomes (a retry answered from its first call, a key reused with other
+ * arguments, an outcome unknown) beside the pipeline's refusals. */
+export const REASONS = [
+  "duplicate_effect",
+  "effect_conflict",
+  "outcome_unknown",
+  "execution_denied",
+  "tool_denied",
+  "unknown_tool",
+  "invalid_arguments",
+  "validation_failed",
+  "permission_denied",
+  "guardrail_blocked",
+] as const satisfies readonly BlockedReason[];
+type MissingReason = Exclude<BlockedReason, (typeof REASONS)[number]>;
+const everyReason: MissingReason extends never ? true : false = true;
+void everyReason;
 /** Every kind of decider the backend names (checked against the generated `DeciderKind`). */
 export const DECIDERS = [
   "default",
@@ -39,6 +57,8 @@ export interface LedgerQuery {
   tab: Tab;
   tools: string[];
   statuses: string[];
+  /** Why refused: duplicate_effect, outcome_unknown, execution_denied… */
+  reasons: string[];
   /** Who decided: rule, operator, session_grant… */
   deciders: string[];
   /** What the policy said: allow, prompt, forbidden. */
@@ -70,6 +90,7 @@ export const EMPTY_QUERY: LedgerQuery = {
   tab: "calls",
   tools: [],
   statuses: [],
+  reasons: [],
   deciders: [],
   decisions: [],
   rule: null,
@@ -91,6 +112,7 @@ export const EMPTY_QUERY: LedgerQuery = {
 const LISTS = [
   ["tool", "tools"],
   ["status", "statuses"],
+  ["reason", "reasons"],
   ["decided", "deciders"],
   ["decision", "decisions"],
   ["agent", "owners"],
@@ -110,6 +132,7 @@ export function parseQuery(text: string): LedgerQuery {
   q.tab = (TABS as readonly string[]).includes(tab ?? "") ? (tab as Tab) : "calls";
   for (const [key, field] of LISTS) q[field] = [...new Set(p.getAll(key).filter(Boolean))];
   q.statuses = q.statuses.filter((s) => (STATUSES as readonly string[]).includes(s));
+  q.reasons = q.reasons.filter((s) => (REASONS as readonly string[]).includes(s));
   q.decisions = q.decisions.filter((s) => (DECISIONS as readonly string[]).includes(s));
   q.deciders = q.deciders.filter((s) => (DECIDERS as readonly string[]).includes(s));
   q.rule = p.get("rule") || null;

@@ -1,5 +1,5 @@
 // The filter: a full-text search, a time range (presets or custom), and chips — one per value chosen
-// for tool, status, who decided, what the policy said, rule, agent and session (and on a team ledger,
+// for tool, status, why refused, who decided, what the policy said, rule, agent and session (and on a team ledger,
 // host, OS user and hub) — each dimension with
 // a menu of its values and their counts. Counts come fast from the writer's hourly aggregates
 // (marked ≈ when the search or session could not be applied) and are replaced by exact ones when
@@ -9,11 +9,11 @@ import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../../app/context";
 import type { CallFilter, Count, Facets } from "../../../backend/backend";
 import { visible } from "../../../lib/visible";
-import { DECISIONS, RANGES, STATUSES, type LedgerQuery, type Range } from "../query";
+import { DECISIONS, RANGES, REASONS, STATUSES, type LedgerQuery, type Range } from "../query";
 import type { SetQuery } from "../useLedgerQuery";
 import { count } from "../../../lib/numbers";
 
-type ListField = "tools" | "statuses" | "deciders" | "decisions" | "owners" | "hosts" | "users" | "hubs";
+type ListField = "tools" | "statuses" | "reasons" | "deciders" | "decisions" | "owners" | "hosts" | "users" | "hubs";
 
 /** A filter dimension: its chips' field, label, facet counts, fixed values, and whether only a team
  * ledger has it (shown when its counts or chips are). */
@@ -26,6 +26,8 @@ const DIMENSIONS: Array<{
 }> = [
   { field: "tools", label: "Tool", facet: "tools" },
   { field: "statuses", label: "Status", facet: "statuses", fixed: STATUSES },
+  // Retries answered from their first call and unknown outcomes are found here (idempotency keys).
+  { field: "reasons", label: "Why refused", facet: "reasons", fixed: REASONS },
   { field: "decisions", label: "Policy said", facet: "policy_decisions", fixed: DECISIONS },
   { field: "deciders", label: "Decided by", facet: "decided_by" },
   { field: "rule", label: "Rule", facet: "rules" },
