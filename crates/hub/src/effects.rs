@@ -148,7 +148,13 @@ pub enum MarkError {
 pub struct EffectBook {
     slots: Arc<Mutex<HashMap<(String, String), Slot>>>,
     window: Duration,
+    /// The book's size at which expired keys are swept next (amortized: an agent that sends a new key
+    /// with every call does not grow the book past its window).
+    sweep_at: std::sync::atomic::AtomicUsize,
 }
+
+/// The smallest size at which the book sweeps expired keys.
+const SWEEP_FLOOR: usize = 1024;
 
 impl EffectBook {
     /// A book of the ledger's effects (`rows`; expired ones are left out), keys kept for `window`.
@@ -182,7 +188,8 @@ impl EffectBook {
                 slots.insert((row.agent, row.key), slot);
             }
         }
-        EffectBook { slots: Arc::new(Mutex::new(slots)), window }
+        let sweep_at = std::sync::atomic::AtomicUsize::new((slots.len() * 2).max(SWEEP_FLOOR));
+        EffectBook { slots: Arc::new(Mutex::new(slots)), window, sweep_at }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Slot>> {
@@ -202,6 +209,11 @@ impl EffectBook {
         now: Timestamp,
     ) -> Claim {
         let mut slots = self.lock();
+        if slots.len() >= self.sweep_at.load(std::sync::atomic::Ordering::Relaxed) {
+            slots.retain(|_, slot| !slot.expired(now));
+            let next = (slots.len() * 2).max(SWEEP_FLOOR);
+            self.sweep_at.store(next, std::sync::atomic::Ordering::Relaxed);
+        }
         let id = (agent.to_owned(), key.to_owned());
         if let Some(slot) = slots.get(&id).filter(|s| !s.expired(now)) {
             let original = slot.call_id.clone();
@@ -384,6 +396,28 @@ mod tests {
         let Claim::Run(ticket) = claim(&book, "a", "j", "d", "c5", 1) else { panic!() };
         drop(ticket);
         assert!(matches!(claim(&book, "a", "j", "d", "c6", after_window * 2), Claim::Unknown { .. }));
+    }
+
+    #[test]
+    fn expired_keys_are_swept_as_the_book_grows() {
+        let book = book();
+        for i in 0..SWEEP_FLOOR {
+            let Claim::Run(ticket) = claim(&book, "a", &format!("k{i}"), "d", "c", 1) else { panic!() };
+            book.finish(ticket, result("c"));
+        }
+        // One unknown outcome among them: never swept.
+        let Claim::Run(ticket) = claim(&book, "a", "open", "d", "c", 1) else { panic!() };
+        drop(ticket);
+        assert_eq!(book.lock().len(), SWEEP_FLOOR + 1);
+        // A window later, as many new keys again: the expired ones are swept on the way, so the book
+        // never holds more than twice what is live.
+        let later = 1 + 61_000_000;
+        for i in 0..SWEEP_FLOOR {
+            assert!(matches!(claim(&book, "a", &format!("n{i}"), "d", "c", later), Claim::Run(_)));
+        }
+        let size = book.lock().len();
+        assert!(size <= SWEEP_FLOOR + 1, "{size}: the expired keys were swept");
+        assert!(matches!(claim(&book, "a", "open", "d", "c", later), Claim::Unknown { .. }));
     }
 
     #[test]

@@ -228,9 +228,10 @@ impl Hub {
         let pins = portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.tool_pins())?;
         let pins = crate::pins::ToolPins::load(pins);
         // The claimed effects, likewise: a hub that forgot them would run a retried effect again.
-        let effects = portcullis_ledger::LedgerReader::open(&config.db)
-            .and_then(|reader| reader.effects(&[], usize::MAX))?;
-        let effects = crate::effects::EffectBook::load(effects, config.effect_window, Timestamp::now());
+        let now = Timestamp::now();
+        let effects =
+            portcullis_ledger::LedgerReader::open(&config.db).and_then(|reader| reader.live_effects(now))?;
+        let effects = crate::effects::EffectBook::load(effects, config.effect_window, now);
         let broker = ApprovalBroker::new(live.clone(), timeout, config.user_config())
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());

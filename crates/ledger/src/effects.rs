@@ -272,6 +272,16 @@ impl LedgerReader {
         rows.collect::<Result<Vec<_>, _>>().at(self.path())
     }
 
+    /// The effects a hub keeps at start: unknown outcomes (kept until marked) and every other whose
+    /// window has not passed at `now`.
+    pub fn live_effects(&self, now: Timestamp) -> Result<Vec<EffectRow>, LedgerStoreError> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM effects WHERE state IN ('unknown', 'running') OR expires_at > ?1");
+        let mut stmt = self.conn.prepare(&sql).at(self.path())?;
+        let rows = stmt.query_map([now.0], row_of).at(self.path())?;
+        rows.collect::<Result<Vec<_>, _>>().at(self.path())
+    }
+
     /// The operators' decisions on effects, oldest first (at most `limit`, the newest kept).
     pub fn effect_marks(&self, limit: usize) -> Result<Vec<EffectMark>, LedgerStoreError> {
         let mut stmt = self

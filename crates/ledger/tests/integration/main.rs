@@ -6,6 +6,7 @@ mod chain_export;
 mod common;
 mod crash;
 mod durable_start;
+mod effects;
 mod queries;
 mod rollups;
 mod store;
