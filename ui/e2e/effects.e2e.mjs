@@ -18,7 +18,7 @@ const POLICY = `{
 const SLOW = { command: "sleep 4 && echo ran >> migrated.txt && wc -l < migrated.txt" };
 const keyed = { op: "call", name: "shell", arguments: SLOW, idempotencyKey: "migrate-2026-12" };
 
-let w, serve, app, port;
+let w, serve, app, port, info;
 
 function startServe() {
   rmSync(`${w.config}/hub.json`, { force: true });
@@ -32,11 +32,14 @@ function startServe() {
 before(async () => {
   w = world(POLICY);
   port = await freePort();
-  let info = await startServe();
+  info = await startServe();
   // The hub dies while the keyed call runs: after `started`, before its end.
   const first = agent(info, w, [keyed]);
   await waitFor("the call to run", () => (runningCalls().length ? true : null));
-  serve.kill("SIGKILL");
+  const killed = serve;
+  const gone = new Promise((resolve) => (killed.exitCode != null || killed.signalCode != null ? resolve() : killed.once("exit", resolve)));
+  killed.kill("SIGKILL");
+  await gone;
   // Not awaited: the client may wait out its own timeout for the answer that never comes.
   void first;
   info = await startServe();
@@ -90,7 +93,6 @@ test("the operator sees the unknown outcome, finds the refused retry, and lets t
   await browser.$('[data-testid="nav-approvals"]').click();
   await browser.$('[data-testid="unknown-outcome"] [data-testid="mark-retryable"]').click();
   await browser.$('[data-testid="unknown-outcomes"]').waitForDisplayed({ reverse: true, timeout: 10_000 });
-  const info = await hubInfo(w);
   const ran = await agent(info, w, [keyed]);
   assert.equal(ran.code, 0, JSON.stringify(ran.report));
   const result = ran.report.results[0].result;

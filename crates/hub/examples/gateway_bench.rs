@@ -141,6 +141,40 @@ async fn hub_echo(hub: &Hub, session: &str, call_id: &str) -> BenchResult<()> {
     }
 }
 
+/// [`hub_echo`] with an idempotency key (SEP-3182): a new key claims its effect (durable in the journal
+/// before the call runs); a key already answered is a retry answered from the first call.
+async fn hub_echo_keyed(hub: &Hub, session: &str, call_id: &str, key: &str) -> BenchResult<()> {
+    let request = portcullis_harness::McpRequest {
+        method: "tools/call".into(),
+        request_id: call_id.to_owned(),
+        protocol_version: None,
+        traceparent: None,
+        received_at: portcullis_harness::Timestamp::now(),
+        agent: Some("bench".into()),
+        idempotency_key: Some(key.to_owned()),
+    };
+    let arguments = json!({ "message": MESSAGE });
+    let result = hub
+        .call_requested(
+            session,
+            call_id,
+            REGISTRY_NAME,
+            arguments,
+            "bench",
+            CancellationToken::new(),
+            Some(std::sync::Arc::new(request)),
+        )
+        .await;
+    match &result.outcome {
+        CallOutcome::Finished { output }
+            if !output.is_error && output.joined_text() == format!("Echo: {MESSAGE}") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("{REGISTRY_NAME} keyed in process: unexpected outcome {other:?}").into()),
+    }
+}
+
 /// Latencies (ns, sorted) of `n` sequential runs of `op` after a warm-up, and the wall time of the `n`.
 async fn sequential(n: usize, mut op: impl AsyncFnMut(usize) -> BenchResult<()>) -> BenchResult<Timed> {
     let warm_up = (n / 10).max(20);
@@ -332,6 +366,15 @@ async fn run(n: usize, ship: bool) -> BenchResult<()> {
     let session = hub.open_session("gateway-bench-in-process", "0.1.0").await;
     let in_process = sequential(n, async |i| hub_echo(&hub, &session, &format!("p{i}")).await).await?;
     latency_line("hub_call_in_process", &in_process);
+    // With an idempotency key: each call a new key (claimed, made durable, then run), then each a
+    // retry of one key (answered from the first call; recorded as a duplicate).
+    let keyed =
+        sequential(n, async |i| hub_echo_keyed(&hub, &session, &format!("k{i}"), &format!("key-{i}")).await)
+            .await?;
+    latency_line("hub_call_in_process_new_key", &keyed);
+    let retried =
+        sequential(n, async |i| hub_echo_keyed(&hub, &session, &format!("r{i}"), "key-0").await).await?;
+    latency_line("hub_call_in_process_retry", &retried);
     hub.close_session(session).await;
 
     let client = gateway_client(&url, &running.token, 0, false).await?;
@@ -428,12 +471,19 @@ async fn run(n: usize, ship: bool) -> BenchResult<()> {
     // refuses (the bench's grants allow only the echo): counted apart, never a failure.
     let echoes = || CallFilter { tools: vec![REGISTRY_NAME.to_owned()], ..CallFilter::default() };
     let finished = reader.count(&CallFilter { statuses: vec![CallStatus::Finished], ..echoes() })?;
-    let all = reader.count(&echoes())?;
-    let server_requests = reader.count(&CallFilter::default())? - all;
+    // The keyed retries are rows of their own, refused as duplicates (answered from the first call).
+    let duplicates = reader.count(&CallFilter {
+        statuses: vec![CallStatus::Blocked],
+        reasons: vec![portcullis_harness::BlockedReason::DuplicateEffect],
+        ..echoes()
+    })?;
+    let server_requests = reader.count(&CallFilter::default())? - reader.count(&echoes())?;
+    let all = reader.count(&echoes())? - duplicates;
     emit(&[
         ("bench", json!("gateway_ledger")),
         ("finished_calls", json!(finished)),
         ("other_calls", json!(all - finished)),
+        ("duplicate_calls", json!(duplicates)),
         ("server_requests", json!(server_requests)),
     ]);
     if all != finished {

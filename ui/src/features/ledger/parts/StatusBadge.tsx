@@ -4,12 +4,23 @@ import type { CallRow } from "../../../backend/backend";
 
 const SIGN: Record<string, string> = { finished: "✓", error: "!", blocked: "✕", interrupted: "⏸", running: "…" };
 
-export function StatusBadge({ row }: { row: Pick<CallRow, "status" | "decided_by" | "policy_decision"> }) {
+/** Refusals that are not denials, by reason: their own sign and word. A retry answered from the first
+ * call with its idempotency key got that call's answer (it is not an error the agent saw); a retry of a
+ * call whose outcome is unknown waits for the operator. */
+const REFUSED_AS: Record<string, { sign: string; word: string; tone: string }> = {
+  duplicate_effect: { sign: "↺", word: "retry answered", tone: "duplicate" },
+  outcome_unknown: { sign: "?", word: "outcome unknown", tone: "unknown" },
+};
+
+export function StatusBadge({ row }: { row: Pick<CallRow, "status" | "decided_by" | "policy_decision" | "reason"> }) {
   const timeout = row.status === "blocked" && row.decided_by === "approval_timeout";
-  const tone = timeout ? "timeout" : row.status;
+  const refused = row.status === "blocked" && row.reason ? REFUSED_AS[row.reason] : undefined;
+  const tone = timeout ? "timeout" : (refused?.tone ?? row.status);
+  const sign = timeout ? "⏱" : (refused?.sign ?? SIGN[row.status] ?? "•");
+  const word = timeout ? "timed out" : (refused?.word ?? row.status);
   return (
     <span className={`status status-${tone}`}>
-      <span aria-hidden="true">{timeout ? "⏱" : (SIGN[row.status] ?? "•")}</span> {timeout ? "timed out" : row.status}
+      <span aria-hidden="true">{sign}</span> {word}
       {row.policy_decision === "prompt" && (
         <span className="status-asked" title="the policy asked the operator">
           ?
