@@ -95,7 +95,7 @@ pub fn operator_link(args: &crate::args::LinkArgs) -> Result<ExitCode, CliError>
 pub fn add_agent(args: &crate::args::AddAgentArgs) -> Result<ExitCode, CliError> {
     let dir = user_config_dir()
         .ok_or_else(|| CliError::BadArgument("no config folder: set HOME or XDG_CONFIG_HOME".into()))?;
-    let file = portcullis_hub::config::create_named_agent(&dir, &args.name)
+    let file = portcullis_hub::start::create_named_agent(&dir, &args.name)
         .map_err(|e| CliError::BadArgument(e.to_string()))?;
     writeln!(std::io::stdout().lock(), "{}", file.display())?;
     let _ = writeln!(

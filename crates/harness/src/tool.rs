@@ -248,4 +248,11 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError>;
+
+    /// The arguments whose values name one effect of this tool (a manifest's declared idempotency key):
+    /// a call that carries no idempotency key of its own is keyed by these values, so a retry with the
+    /// same values is answered from the first call. Empty (the default): only a key the caller sends.
+    fn effect_key(&self) -> &[String] {
+        &[]
+    }
 }

@@ -33,6 +33,31 @@ impl Hub {
         &self.state.effects
     }
 
+    /// `request` with the key its tool declares over its arguments (a manifest's `idempotency_key`)
+    /// when the agent sent none: `<tool>(<the values in canonical JSON>)`, or their SHA-256 when that
+    /// is longer than a key may be.
+    pub(crate) fn with_declared_key(
+        &self,
+        request: Arc<McpRequest>,
+        tool: &str,
+        arguments: &Value,
+    ) -> Arc<McpRequest> {
+        if request.idempotency_key.is_some() {
+            return request;
+        }
+        let registry = self.state.dispatcher.registry();
+        let Some(names) = registry.get(tool).map(|t| t.tool.effect_key().to_vec()).filter(|n| !n.is_empty())
+        else {
+            return request;
+        };
+        let values: Vec<Value> =
+            names.iter().map(|n| arguments.get(n).cloned().unwrap_or(Value::Null)).collect();
+        let key = crate::effects::declared_key(tool, &values);
+        let mut keyed = (*request).clone();
+        keyed.idempotency_key = Some(key);
+        Arc::new(keyed)
+    }
+
     /// Runs a call that carries an idempotency key (see the module's doc).
     pub(crate) async fn call_with_key(&self, call: KeyedCall<'_>) -> ToolCallResult {
         let agent = call.request.agent.clone().unwrap_or_else(|| LOCAL_AGENT.to_owned());

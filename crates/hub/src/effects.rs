@@ -36,6 +36,19 @@ pub fn effect_digest(tool: &str, arguments: &Value) -> String {
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The key a tool's declared arguments make (see `Tool::effect_key`): `<tool>(<values>)` in canonical
+/// JSON, or `<tool>#<SHA-256 of that>` when longer than a key may be.
+pub fn declared_key(tool: &str, values: &[Value]) -> String {
+    let mut text = String::new();
+    canonical(&Value::Array(values.to_vec()), &mut text);
+    let key = format!("{tool}({})", &text[1..text.len() - 1]);
+    if key.len() <= portcullis_mcp::idempotency::MAX_KEY_BYTES && !key.chars().any(char::is_control) {
+        return key;
+    }
+    let digest: String = Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    format!("{tool}#{digest}")
+}
+
 fn canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {
@@ -364,6 +377,19 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, effect_digest("t", &json!({"a": 1, "b": {"x": [2, 1], "y": "z"}})));
         assert_ne!(a, effect_digest("u", &json!({"a": 1, "b": {"x": [1, 2], "y": "z"}})));
+    }
+
+    #[test]
+    fn declared_keys_name_the_values_or_their_digest() {
+        assert_eq!(
+            declared_key("deploy", &[json!("web"), json!({"b": 1, "a": 2})]),
+            r#"deploy("web",{"a":2,"b":1})"#
+        );
+        assert_eq!(declared_key("deploy", &[Value::Null]), "deploy(null)");
+        let long = declared_key("deploy", &[json!("x".repeat(400))]);
+        assert!(long.starts_with("deploy#") && long.len() == "deploy#".len() + 64, "{long}");
+        let control = declared_key("deploy", &[json!("a\u{7}b")]);
+        assert!(!control.chars().any(char::is_control), "{control}");
     }
 
     #[tokio::test]

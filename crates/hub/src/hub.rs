@@ -520,6 +520,7 @@ impl Hub {
         cancel: CancellationToken,
         request: Option<Arc<portcullis_harness::McpRequest>>,
     ) -> ToolCallResult {
+        let request = request.map(|r| self.with_declared_key(r, tool, &arguments));
         if let Some(request) = request.clone()
             && let Some(key) = request.idempotency_key.clone()
         {

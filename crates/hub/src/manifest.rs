@@ -108,9 +108,18 @@ pub struct ToolManifest {
     pub parameters: Option<Value>,
     #[serde(default)]
     pub annotations: ManifestAnnotations,
+    /// The arguments whose values name one effect (top-level argument names): a call with the same
+    /// values as an earlier one is a retry of it, answered with the first call's result and never run
+    /// again; other arguments with the same values are a conflict. For an agent that sends no
+    /// `idempotencyKey` of its own (SEP-3182).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idempotency_key: Vec<String>,
     #[serde(flatten)]
     pub kind: ManifestKind,
 }
+
+/// Most arguments a manifest's idempotency key names.
+pub const MAX_KEY_ARGUMENTS: usize = 16;
 
 /// The JSON Schema of manifests, as committed in `tool-manifests/schemas/tool-manifest.schema.json`.
 pub fn manifest_json_schema() -> Value {
@@ -146,6 +155,7 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ToolManifest, ManifestEr
     {
         return Err(fail(0, 0, "\"parameters\" must be a JSON Schema object".into()));
     }
+    check_idempotency_key(&manifest).map_err(|message| fail(0, 0, message))?;
     if let ManifestKind::Process { timeout_seconds, max_output_bytes, .. } = &manifest.kind {
         // (`output` needs no check: serde refuses unknown values.)
         if *timeout_seconds == 0 || *timeout_seconds > MAX_TIMEOUT_SECONDS {
@@ -156,6 +166,28 @@ pub fn parse_manifest(file: &str, text: &str) -> Result<ToolManifest, ManifestEr
         }
     }
     Ok(manifest)
+}
+
+/// The declared idempotency key names arguments the tool has: at most [`MAX_KEY_ARGUMENTS`], each once,
+/// each a property of `parameters` when it lists them.
+fn check_idempotency_key(manifest: &ToolManifest) -> Result<(), String> {
+    let names = &manifest.idempotency_key;
+    if names.len() > MAX_KEY_ARGUMENTS {
+        return Err(format!("idempotency_key names {} arguments; at most {MAX_KEY_ARGUMENTS}", names.len()));
+    }
+    let properties =
+        manifest.parameters.as_ref().and_then(|p| p.get("properties")).and_then(Value::as_object);
+    for (i, name) in names.iter().enumerate() {
+        if name.is_empty() || names[..i].contains(name) {
+            return Err(format!("idempotency_key: {name:?} is empty or named twice"));
+        }
+        if let Some(properties) = properties
+            && !properties.contains_key(name)
+        {
+            return Err(format!("idempotency_key: {name:?} is not one of the tool's parameters"));
+        }
+    }
+    Ok(())
 }
 
 /// Loads every `*.json` of `dirs` (missing folders are skipped), in name order; any bad file fails all.
@@ -200,6 +232,7 @@ pub fn load_manifests(
 pub struct ManifestTool {
     spec: ToolSpec,
     kind: ManifestKind,
+    effect_key: Vec<String>,
     project: PathBuf,
     /// Runs its process inside the sandbox the policy chose.
     sandbox: Option<SandboxLauncher>,
@@ -215,7 +248,13 @@ impl ManifestTool {
             open_world: a.open_world,
         });
         spec.parameters = Some(manifest.parameters.unwrap_or_else(|| serde_json::json!({"type": "object"})));
-        ManifestTool { spec, kind: manifest.kind, project, sandbox: None }
+        ManifestTool {
+            spec,
+            kind: manifest.kind,
+            effect_key: manifest.idempotency_key,
+            project,
+            sandbox: None,
+        }
     }
 
     /// Runs confined processes through `launcher`.
@@ -237,6 +276,10 @@ fn quote(word: &str) -> String {
 impl Tool for ManifestTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn effect_key(&self) -> &[String] {
+        &self.effect_key
     }
 
     fn describe_action(&self, _arguments: &Value, _call: &CallContext) -> Result<ExecutionAction, ToolError> {

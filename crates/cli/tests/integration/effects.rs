@@ -284,3 +284,52 @@ fn a_malformed_key_is_an_invalid_params_error() {
     assert!(error.contains("-32602") && error.contains("idempotencyKey must not be empty"), "{refused}");
     assert_eq!(lines(&served, "m.txt"), 0);
 }
+
+#[test]
+fn a_manifest_tool_declares_its_key_over_its_arguments() {
+    node_modules();
+    // The tool's process is `sh -c …`: the policy judges `sh` and the commands inside.
+    let policy = POLICY
+        .replace(r#""allow": ["shell", "read"]"#, r#""allow": ["shell", "read", "count_deploys"]"#)
+        .replace(r#"[["echo", "wc", "sleep", "cat"]]"#, r#"[["echo", "wc", "sleep", "cat", "sh"]]"#);
+    let mut served = serve(&policy);
+    let tools = served.project().join(".portcullis/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("count_deploys.json"),
+        json!({
+            "name": "count_deploys",
+            "description": "Deploys a target (counts the deploys)",
+            "parameters": { "type": "object", "properties": { "target": { "type": "string" }, "note": { "type": "string" } } },
+            "idempotency_key": ["target"],
+            "kind": "process",
+            "command": "sh",
+            "args": ["-c", "echo deployed >> deploys.txt && wc -l < deploys.txt"],
+            "output": "text",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let _ = served.stop();
+    served.restart();
+    let deploy = |arguments: Value| json!({ "op": "call", "name": "count_deploys", "arguments": arguments });
+    let report = served.agent(json!([
+        deploy(json!({ "target": "web" })),
+        deploy(json!({ "target": "web" })),
+        deploy(json!({ "target": "web", "note": "again" })),
+        deploy(json!({ "target": "db" })),
+    ]));
+    let results: Vec<&Value> = report["results"].as_array().unwrap().iter().map(|r| &r["result"]).collect();
+    assert_eq!(results[0]["isError"], false, "{}", results[0]);
+    assert_eq!(count_in(results[0]), "1");
+    assert_eq!(results[1], results[0], "the same target: a retry, answered");
+    assert!(text_of(results[2]).contains("effect_conflict"), "{}", results[2]);
+    assert_eq!(count_in(results[3]), "2", "another target is another effect");
+    assert_eq!(lines(&served, "deploys.txt"), 2);
+    let (_, effects) = command(&served, &served.operator_token, "effects", json!({ "limit": 10 }));
+    let keys: Vec<&str> = effects.as_array().unwrap().iter().filter_map(|e| e["key"].as_str()).collect();
+    assert!(
+        keys.contains(&r#"count_deploys("web")"#) && keys.contains(&r#"count_deploys("db")"#),
+        "{keys:?}"
+    );
+}

@@ -203,3 +203,36 @@ async fn large_registries_are_disclosed_through_search_tools() {
     assert!(text(&result).contains("answer 42"));
     s.hub.close().await.unwrap();
 }
+
+#[test]
+fn a_declared_idempotency_key_names_the_tools_own_arguments() {
+    let manifest = |key: &str| {
+        format!(
+            r#"{{"name": "deploy", "parameters": {{"type": "object", "properties": {{"target": {{"type": "string"}}}}}},
+               "idempotency_key": {key}, "kind": "fixture", "result": {{"text": ["ok"]}}}}"#
+        )
+    };
+    // One row per declaration: accepted, or the words of the refusal.
+    let rows: &[(&str, Option<&str>)] = &[
+        (r#"["target"]"#, None),
+        (r#"[]"#, None),
+        (r#"["nope"]"#, Some("\"nope\" is not one of the tool's parameters")),
+        (r#"["target", "target"]"#, Some("named twice")),
+        (r#"[""]"#, Some("is empty")),
+        (r#""target""#, Some("invalid type")),
+    ];
+    for (key, refused) in rows {
+        let parsed = parse_manifest("deploy.json", &manifest(key));
+        match refused {
+            None => assert!(parsed.is_ok(), "{key}: {parsed:?}"),
+            Some(words) => {
+                let message = parsed.unwrap_err().to_string();
+                assert!(message.starts_with("deploy.json:") && message.contains(words), "{key}: {message}");
+            }
+        }
+    }
+    let many = serde_json::to_string(&(0..17).map(|i| format!("a{i}")).collect::<Vec<_>>()).unwrap();
+    let no_properties =
+        format!(r#"{{"name": "deploy", "idempotency_key": {many}, "kind": "fixture", "result": {{}}}}"#);
+    assert!(parse_manifest("d.json", &no_properties).unwrap_err().to_string().contains("at most 16"));
+}
