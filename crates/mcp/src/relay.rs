@@ -145,6 +145,14 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let hub = self.hub().await?;
+        // rmcp took the request's `_meta` apart: its idempotency key goes on to the hub (SEP-3182; over
+        // stdio `_meta` is where a key travels, rmcp's typed params keep no other field).
+        let mut request = request;
+        if let Some(key) = context.meta.get(IDEMPOTENCY_META_KEY).cloned() {
+            let mut meta = request.meta.take().unwrap_or_default();
+            meta.0.0.insert(IDEMPOTENCY_META_KEY.to_owned(), key);
+            request.meta = Some(meta);
+        }
         let Some(agent_token) = context.meta.get_progress_token() else {
             return tokio::select! {
                 result = hub.call_tool(request) => result.map(Into::into).map_err(relay_error),
@@ -187,6 +195,9 @@ impl ServerHandler for Relay {
         }
     }
 }
+
+/// Where a key travels in `_meta` (see [`crate::idempotency`]).
+const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
 
 /// Serves MCP on stdin/stdout, relaying every request to the hub's gateway at `url` with `token`, until
 /// the client closes stdin.

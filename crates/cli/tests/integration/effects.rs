@@ -333,3 +333,22 @@ fn a_manifest_tool_declares_its_key_over_its_arguments() {
         "{keys:?}"
     );
 }
+
+#[test]
+fn over_stdio_the_key_travels_in_meta_through_the_relay() {
+    node_modules();
+    let served = serve(POLICY);
+    let base = served.path("");
+    let step = json!({ "op": "call", "name": "shell", "arguments": counting("r.txt", "x"), "meta": { "idempotencyKey": "via-stdio" } });
+    let (report, code) = served.client(json!({
+        "command": env!("CARGO_BIN_EXE_portcullis"),
+        "args": ["mcp", "--project", served.project()],
+        "env": { "HOME": base.join("home"), "PORTCULLIS_CONFIG_DIR": base.join("config"), "RUST_LOG": "warn" },
+        "steps": [step.clone(), step],
+    }));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(count_in(&report["results"][0]["result"]), "1", "{report}");
+    assert_eq!(report["results"][1]["result"], report["results"][0]["result"]);
+    assert_eq!(lines(&served, "r.txt"), 1, "the relay to the running hub ran it once");
+    assert_eq!(calls_with_reason(&served, "duplicate_effect", 1).len(), 1);
+}
