@@ -74,7 +74,7 @@ pub use name::{
 };
 pub use operator_ask::OperatorAsk;
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
-pub use receipt::{Receipt, arguments_digest};
+pub use receipt::{Receipt, arguments_digest, canonical_json};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
 pub use sandbox::{EgressScope, Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};

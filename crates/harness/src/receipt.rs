@@ -93,6 +93,13 @@ pub fn arguments_digest(arguments: &Value) -> String {
     hex(&Sha256::digest(&canonical))
 }
 
+/// `value` in canonical JSON (see [`arguments_digest`]): what digests of arguments are taken over.
+pub fn canonical_json(value: &Value) -> String {
+    let mut canonical = Vec::new();
+    write_canonical(value, &mut canonical);
+    String::from_utf8_lossy(&canonical).into_owned()
+}
+
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {

@@ -27,8 +27,7 @@ type Answer = Option<Arc<ToolCallResult>>;
 /// SHA-256 (hex) of a tool name and its arguments in canonical JSON (object keys sorted at every level),
 /// so the same arguments in another key order are the same call.
 pub fn effect_digest(tool: &str, arguments: &Value) -> String {
-    let mut text = String::new();
-    canonical(arguments, &mut text);
+    let text = portcullis_harness::canonical_json(arguments);
     let mut hash = Sha256::new();
     hash.update(tool.as_bytes());
     hash.update([0u8]);
@@ -39,46 +38,13 @@ pub fn effect_digest(tool: &str, arguments: &Value) -> String {
 /// The key a tool's declared arguments make (see `Tool::effect_key`): `<tool>(<values>)` in canonical
 /// JSON, or `<tool>#<SHA-256 of that>` when longer than a key may be.
 pub fn declared_key(tool: &str, values: &[Value]) -> String {
-    let mut text = String::new();
-    canonical(&Value::Array(values.to_vec()), &mut text);
+    let text = portcullis_harness::canonical_json(&Value::Array(values.to_vec()));
     let key = format!("{tool}({})", &text[1..text.len() - 1]);
     if key.len() <= portcullis_mcp::idempotency::MAX_KEY_BYTES && !key.chars().any(char::is_control) {
         return key;
     }
     let digest: String = Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     format!("{tool}#{digest}")
-}
-
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(key) {
-                    canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[derive(Debug, Clone)]
