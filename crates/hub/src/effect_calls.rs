@@ -189,7 +189,13 @@ impl Hub {
         let answer = serde_json::to_string(&result).unwrap_or_default();
         let ended =
             EffectChange::Ended { agent, key, call_id: claimed_by, at: Timestamp::now(), result: answer };
-        if let Err(e) = ledger.record_effect(ended).await {
+        // Durable before the agent has the answer: an agent that got it and retries after a crash gets it
+        // again, never "outcome unknown".
+        let durable = match ledger.record_effect(ended).await {
+            Ok(()) => ledger.flush_durable().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = durable {
             tracing::warn!(error = %e, "a claimed effect's end was not recorded: after a restart its outcome reads unknown");
         }
         self.effects().finish(ticket, Arc::new(result.clone()));

@@ -149,6 +149,8 @@ fn the_same_key_with_other_arguments_is_refused_as_a_conflict() {
 fn a_call_the_hub_died_in_is_refused_as_outcome_unknown_until_the_operator_marks_it_retryable() {
     node_modules();
     let mut served = serve(POLICY);
+    // A keyed call answered before the kill: its answer survives it (its end was durable first).
+    let answered = served.agent(json!([call(counting("a.txt", "x"), "answered-1")]));
     let slow = json!({ "command": "sleep 3 && echo ran >> k.txt && wc -l < k.txt" });
     let agent = crate::common::agent_in_background(
         &json!({ "mcp_url": served.mcp_url }),
@@ -165,6 +167,10 @@ fn a_call_the_hub_died_in_is_refused_as_outcome_unknown_until_the_operator_marks
     // Not joined: the client may wait out its own timeout for the answer that never comes.
     drop(agent);
     served.restart();
+
+    let again = served.agent(json!([call(counting("a.txt", "x"), "answered-1")]));
+    assert_eq!(again["results"][0]["result"], answered["results"][0]["result"], "answered before the kill");
+    assert_eq!(lines(&served, "a.txt"), 1);
 
     let report = served.agent(json!([call(slow.clone(), "migrate-1")]));
     let refused = &report["results"][0]["result"];
