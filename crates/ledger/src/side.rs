@@ -20,15 +20,19 @@ pub enum SideTable {
     ToolPinEvents,
     /// The hash chain's checkpoints (`seal.rs`): what lets a team ledger's records be proven.
     ChainCheckpoints,
+    /// The operators' decisions on effects whose outcome was unknown (`effects.rs`): who said a
+    /// retried effect happened, failed, or may run again.
+    EffectMarks,
 }
 
 impl SideTable {
-    pub const ALL: [SideTable; 5] = [
+    pub const ALL: [SideTable; 6] = [
         SideTable::Sessions,
         SideTable::Approvals,
         SideTable::Refusals,
         SideTable::ToolPinEvents,
         SideTable::ChainCheckpoints,
+        SideTable::EffectMarks,
     ];
 
     /// The table's name (in the ledger, and in a sink's cursor key).
@@ -39,6 +43,7 @@ impl SideTable {
             SideTable::Refusals => "refusals",
             SideTable::ToolPinEvents => "tool_pin_events",
             SideTable::ChainCheckpoints => "chain_checkpoints",
+            SideTable::EffectMarks => "effect_marks",
         }
     }
 
@@ -88,6 +93,7 @@ impl SideTable {
             SideTable::ChainCheckpoints => {
                 &["id", "count", "record_id", "head", "at", "writer_id", "why", "public_key", "signature"]
             }
+            SideTable::EffectMarks => &["id", "at", "agent", "key", "call_id", "outcome", "operator", "note"],
         }
     }
 
@@ -95,7 +101,7 @@ impl SideTable {
     fn cursor_column(self) -> &'static str {
         match self {
             SideTable::Sessions | SideTable::Approvals | SideTable::Refusals => "changed",
-            SideTable::ToolPinEvents | SideTable::ChainCheckpoints => "id",
+            SideTable::ToolPinEvents | SideTable::ChainCheckpoints | SideTable::EffectMarks => "id",
         }
     }
 }

@@ -43,7 +43,10 @@ impl LogRecords {
         match table {
             SideTable::Approvals => Some(self.approval(&row.row)),
             SideTable::Refusals => Some(self.refusal(&row.row)),
-            SideTable::Sessions | SideTable::ToolPinEvents | SideTable::ChainCheckpoints => None,
+            SideTable::Sessions
+            | SideTable::ToolPinEvents
+            | SideTable::ChainCheckpoints
+            | SideTable::EffectMarks => None,
         }
     }
 

@@ -230,6 +230,24 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX chain_checkpoints_record ON portcullis.chain_checkpoints (ledger_id, record_id);
     "#,
+    // 5: the operators' decisions on effects whose outcome was unknown (issue 38): who said a retried
+    // call's effect happened, failed, or may run again. The refused retries themselves ship as records.
+    r#"
+    CREATE TABLE portcullis.effect_marks (
+        ledger_id  text NOT NULL,
+        id         bigint NOT NULL,
+        hub_host   text NOT NULL,
+        hub_user   text NOT NULL,
+        at         bigint NOT NULL,
+        agent      text NOT NULL,
+        key        text NOT NULL,
+        call_id    text NOT NULL,
+        outcome    text NOT NULL,
+        operator   text NOT NULL,
+        note       text,
+        PRIMARY KEY (ledger_id, id)
+    );
+    "#,
 ];
 
 /// A session row's state as `session_days` counts it: open, or how it ended.
@@ -364,6 +382,16 @@ pub fn side_columns(table: SideTable) -> &'static [(&'static str, &'static str)]
             ("digest", "text"),
             ("definition", "text"),
             ("operator", "text"),
+        ],
+        SideTable::EffectMarks => &[
+            ("id", "bigint"),
+            ("at", "bigint"),
+            ("agent", "text"),
+            ("key", "text"),
+            ("call_id", "text"),
+            ("outcome", "text"),
+            ("operator", "text"),
+            ("note", "text"),
         ],
         SideTable::ChainCheckpoints => &[
             ("id", "bigint"),

@@ -3,5 +3,6 @@
 
 mod chain;
 mod connecting;
+mod effect_marks;
 mod rollup_durations;
 mod rollups;
