@@ -226,7 +226,7 @@ pub struct ServeArgs {
     /// tail, never on a call's path; it catches up after a restart). Repeatable.
     #[arg(long, value_name = "FILE")]
     pub copy_records_to: Vec<PathBuf>,
-    /// Ship every ledger record, approval, session, refusal and tool-definition change to the team
+    /// Ship every ledger record, approval, session, refusal, tool-definition change and effect mark to the team
     /// ledger at this PostgreSQL URL (`postgres://user@host:port/db?sslmode=verify-full&sslrootcert=CA`),
     /// off the call's path, at least once, resuming where it stopped. No password in the URL: it comes
     /// from --ship-password-file or $PGPASSWORD. Default: the user's team-ledger.json, if any.
