@@ -40,6 +40,10 @@ pub mod error_codes {
     /// An idempotency key whose first call's outcome is unknown (the hub stopped while it ran): refused
     /// until an operator says what happened.
     pub const OUTCOME_UNKNOWN: &str = "outcome_unknown";
+    /// A retry of a call whose unknown outcome an operator said took effect: not run again.
+    pub const EFFECT_MARKED_DONE: &str = "effect_marked_done";
+    /// A retry of a call whose unknown outcome an operator said failed: not run again.
+    pub const EFFECT_MARKED_FAILED: &str = "effect_marked_failed";
 }
 
 /// Arguments as the caller delivered them.
@@ -174,9 +178,12 @@ pub enum BlockedReason {
     PermissionDenied,
     ValidationFailed,
     ExecutionDenied,
-    /// A retry answered with the result of the first call with its idempotency key.
+    /// A retry of the first call with its idempotency key, not run: answered with that call's result
+    /// (`duplicate_effect`), told what an operator said of it (`effect_marked_done`,
+    /// `effect_marked_failed`), or cancelled while it waited for it (`cancelled`).
     DuplicateEffect,
-    /// The idempotency key was claimed by a call with other arguments.
+    /// The idempotency key could not be claimed: a call with other arguments holds it
+    /// (`effect_conflict`), or the ledger refused the claim (`ledger_unavailable`).
     EffectConflict,
     /// The first call with the idempotency key has an unknown outcome.
     OutcomeUnknown,

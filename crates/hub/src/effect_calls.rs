@@ -134,9 +134,9 @@ impl Hub {
                 }
                 Claim::Marked { original, done, operator, note } => {
                     let (code, said) = if done {
-                        ("effect_marked_done", "took effect")
+                        (error_codes::EFFECT_MARKED_DONE, "took effect")
                     } else {
-                        ("effect_marked_failed", "failed or did not take effect")
+                        (error_codes::EFFECT_MARKED_FAILED, "failed or did not take effect")
                     };
                     let error = CallError {
                         code: code.into(),
@@ -155,11 +155,7 @@ impl Hub {
     /// The claiming call: the claim made durable, then the pipeline, then the answer kept.
     async fn run_claimed(&self, ticket: Box<ClaimTicket>, call: KeyedCall<'_>) -> ToolCallResult {
         let ledger = &self.state.ledger;
-        let durable = match ledger.record_effect(EffectChange::Claimed(ticket.row.clone())).await {
-            Ok(()) => ledger.flush_durable().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = durable {
+        if let Err(e) = self.record_durably(EffectChange::Claimed(ticket.row.clone())).await {
             // Never run an effect whose claim is not durable: a crash would forget it ran.
             self.effects().release(ticket);
             let error = CallError::new(
@@ -191,11 +187,7 @@ impl Hub {
             EffectChange::Ended { agent, key, call_id: claimed_by, at: Timestamp::now(), result: answer };
         // Durable before the agent has the answer: an agent that got it and retries after a crash gets it
         // again, never "outcome unknown".
-        let durable = match ledger.record_effect(ended).await {
-            Ok(()) => ledger.flush_durable().await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = durable {
+        if let Err(e) = self.record_durably(ended).await {
             tracing::warn!(error = %e, "a claimed effect's end was not recorded: after a restart its outcome reads unknown");
         }
         self.effects().finish(ticket, Arc::new(result.clone()));
@@ -209,8 +201,9 @@ impl Hub {
         self.state.dispatcher.refuse_before(tool_call, &run, reason, error, DECIDER).await
     }
 
-    /// An operator's decision on an effect whose outcome is unknown: recorded in the ledger (durably),
-    /// then applied (done or failed: retries are answered so; retryable: the key is free).
+    /// An operator's decision on an effect whose outcome is unknown: recorded durably in the ledger
+    /// first, then applied (done or failed: retries are answered so; retryable: the key is free). A
+    /// decision the ledger did not take is not applied: no retry runs on a decision the audit lacks.
     pub async fn mark_effect(
         &self,
         agent: &str,
@@ -218,8 +211,8 @@ impl Hub {
         outcome: EffectMarkOutcome,
         operator: &str,
         note: Option<String>,
-    ) -> Result<String, crate::effects::MarkError> {
-        let call_id = self.effects().mark(agent, key, outcome, operator, note.clone())?;
+    ) -> Result<String, MarkEffectError> {
+        let call_id = self.effects().unknown_call(agent, key)?;
         let mark = EffectMark {
             at: Timestamp::now(),
             agent: agent.to_owned(),
@@ -227,12 +220,25 @@ impl Hub {
             call_id: call_id.clone(),
             outcome,
             operator: operator.to_owned(),
-            note,
+            note: note.clone(),
         };
-        if let Err(e) = self.state.ledger.record_effect(EffectChange::Marked(mark)).await {
-            tracing::warn!(error = %e, "an operator's mark of an effect was not recorded");
-        }
-        let _ = self.state.ledger.flush().await;
+        self.record_durably(EffectChange::Marked(mark)).await.map_err(MarkEffectError::NotRecorded)?;
+        self.effects().mark(agent, key, &call_id, outcome, operator, note)?;
         Ok(call_id)
     }
+
+    /// A change to the effects, durable (in the journal) when this returns.
+    async fn record_durably(&self, change: EffectChange) -> Result<(), portcullis_ledger::LedgerStoreError> {
+        self.state.ledger.record_effect(change).await?;
+        self.state.ledger.flush_durable().await
+    }
+}
+
+/// Why an operator's decision on an effect was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkEffectError {
+    #[error(transparent)]
+    Refused(#[from] crate::effects::MarkError),
+    #[error("the decision was not recorded in the ledger, so it was not applied: {0}")]
+    NotRecorded(portcullis_ledger::LedgerStoreError),
 }

@@ -270,45 +270,63 @@ impl EffectBook {
         let _ = answer.send(None);
     }
 
-    /// An operator's decision on an unknown outcome: done or failed (retries are answered so, and do
-    /// not run), or retryable (the key is free). Returns the call whose outcome was unknown.
+    /// The call whose outcome is unknown for `agent`'s `key`, or why there is none to decide about.
+    pub fn unknown_call(&self, agent: &str, key: &str) -> Result<String, MarkError> {
+        let slots = self.lock();
+        let Some(slot) = slots.get(&(agent.to_owned(), key.to_owned())) else {
+            return Err(MarkError::NotFound { agent: agent.to_owned(), key: key.to_owned() });
+        };
+        let state = match slot.standing {
+            Standing::Unknown => return Ok(slot.call_id.clone()),
+            Standing::Running(_) => "running",
+            Standing::Done(_) => "done",
+            Standing::Marked { done: true, .. } => "marked done",
+            Standing::Marked { done: false, .. } => "marked failed",
+        };
+        Err(MarkError::NotUnknown { agent: agent.to_owned(), key: key.to_owned(), state })
+    }
+
+    /// Applies an operator's decision on the unknown outcome of `call_id` (see [`Self::unknown_call`]):
+    /// done or failed (retries are answered so, and do not run), or retryable (the key is free).
+    /// Refused when the key no longer holds that unknown outcome (another operator decided first).
     pub fn mark(
         &self,
         agent: &str,
         key: &str,
+        call_id: &str,
         outcome: EffectMarkOutcome,
         operator: &str,
         note: Option<String>,
-    ) -> Result<String, MarkError> {
+    ) -> Result<(), MarkError> {
         let id = (agent.to_owned(), key.to_owned());
         let mut slots = self.lock();
-        let Some(slot) = slots.get_mut(&id) else {
-            return Err(MarkError::NotFound { agent: agent.to_owned(), key: key.to_owned() });
-        };
-        let state = match slot.standing {
-            Standing::Unknown => None,
-            Standing::Running(_) => Some("running"),
-            Standing::Done(_) => Some("done"),
-            Standing::Marked { done: true, .. } => Some("marked done"),
-            Standing::Marked { done: false, .. } => Some("marked failed"),
-        };
-        if let Some(state) = state {
-            return Err(MarkError::NotUnknown { agent: agent.to_owned(), key: key.to_owned(), state });
-        }
-        let original = slot.call_id.clone();
-        match outcome {
-            EffectMarkOutcome::Retryable => {
-                slots.remove(&id);
+        match slots.get_mut(&id) {
+            Some(slot) if matches!(slot.standing, Standing::Unknown) && slot.call_id == call_id => {
+                match outcome {
+                    EffectMarkOutcome::Retryable => {
+                        slots.remove(&id);
+                    }
+                    EffectMarkOutcome::Done | EffectMarkOutcome::Failed => {
+                        slot.standing = Standing::Marked {
+                            done: outcome == EffectMarkOutcome::Done,
+                            operator: operator.to_owned(),
+                            note,
+                        };
+                    }
+                }
+                Ok(())
             }
-            EffectMarkOutcome::Done | EffectMarkOutcome::Failed => {
-                slot.standing = Standing::Marked {
-                    done: outcome == EffectMarkOutcome::Done,
-                    operator: operator.to_owned(),
-                    note,
-                };
+            _ => {
+                drop(slots);
+                self.unknown_call(agent, key).and_then(|_| {
+                    Err(MarkError::NotUnknown {
+                        agent: agent.to_owned(),
+                        key: key.to_owned(),
+                        state: "decided",
+                    })
+                })
             }
         }
-        Ok(original)
     }
 }
 
@@ -434,19 +452,22 @@ mod tests {
         let book = EffectBook::load(rows, Duration::from_secs(60), Timestamp(10));
         assert!(matches!(claim(&book, "a", "k", "d", "c2", 10), Claim::Unknown { .. }));
         assert_eq!(
-            book.mark("a", "nope", EffectMarkOutcome::Done, "op", None),
+            book.unknown_call("a", "nope"),
             Err(MarkError::NotFound { agent: "a".into(), key: "nope".into() })
         );
-        assert_eq!(book.mark("a", "k", EffectMarkOutcome::Retryable, "op", None), Ok("c1".into()));
+        assert_eq!(book.unknown_call("a", "k"), Ok("c1".into()));
+        // A decision on a call the key no longer holds changes nothing.
+        assert!(book.mark("a", "k", "c0", EffectMarkOutcome::Retryable, "op", None).is_err());
+        assert!(matches!(claim(&book, "a", "k", "d", "c2", 10), Claim::Unknown { .. }));
+        assert_eq!(book.mark("a", "k", "c1", EffectMarkOutcome::Retryable, "op", None), Ok(()));
         let Claim::Run(ticket) = claim(&book, "a", "k", "d", "c3", 11) else { panic!() };
-        assert!(matches!(
-            book.mark("a", "k", EffectMarkOutcome::Done, "op", None),
-            Err(MarkError::NotUnknown { state: "running", .. })
-        ));
+        assert!(matches!(book.unknown_call("a", "k"), Err(MarkError::NotUnknown { state: "running", .. })));
+        assert!(book.mark("a", "k", "c3", EffectMarkOutcome::Done, "op", None).is_err());
         drop(ticket);
+        assert_eq!(book.unknown_call("a", "k"), Ok("c3".into()));
         assert_eq!(
-            book.mark("a", "k", EffectMarkOutcome::Failed, "op", Some("bounced".into())),
-            Ok("c3".into())
+            book.mark("a", "k", "c3", EffectMarkOutcome::Failed, "op", Some("bounced".into())),
+            Ok(())
         );
         let Claim::Marked { done, note, .. } = claim(&book, "a", "k", "d", "c4", 12) else { panic!() };
         assert!(!done);

@@ -233,6 +233,11 @@ pub(crate) fn mark_unknown_on_open(conn: &Connection) -> rusqlite::Result<u64> {
 const COLUMNS: &str = "agent, key, tool, digest, call_id, session_id, state, claimed_at, ended_at, \
                        expires_at, result, operator, marked_at, note, summary";
 
+/// [`COLUMNS`] without the answers (`result` read as NULL): a list a person reads, polled by the app,
+/// never needs the answers' JSON, which may be large.
+const LISTED_COLUMNS: &str = "agent, key, tool, digest, call_id, session_id, state, claimed_at, ended_at, \
+                              expires_at, NULL, operator, marked_at, note, summary";
+
 fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<EffectRow> {
     let state: String = r.get(6)?;
     Ok(EffectRow {
@@ -255,7 +260,8 @@ fn row_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<EffectRow> {
 }
 
 impl LedgerReader {
-    /// The claimed effects in `states` (every state when empty), newest claim first, at most `limit`.
+    /// The claimed effects in `states` (every state when empty), newest claim first, at most `limit`;
+    /// without their answers (`result` is `None`: [`LedgerReader::live_effects`] reads them).
     pub fn effects(&self, states: &[EffectState], limit: usize) -> Result<Vec<EffectRow>, LedgerStoreError> {
         let wanted: Vec<&str> = if states.is_empty() {
             EffectState::ALL.iter().map(|s| s.as_str()).collect()
@@ -264,7 +270,7 @@ impl LedgerReader {
         };
         let marks = vec!["?"; wanted.len()].join(", ");
         let sql = format!(
-            "SELECT {COLUMNS} FROM effects WHERE state IN ({marks}) ORDER BY claimed_at DESC LIMIT {}",
+            "SELECT {LISTED_COLUMNS} FROM effects WHERE state IN ({marks}) ORDER BY claimed_at DESC LIMIT {}",
             i64::try_from(limit).unwrap_or(i64::MAX)
         );
         let mut stmt = self.conn.prepare(&sql).at(self.path())?;

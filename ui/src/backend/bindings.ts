@@ -344,9 +344,16 @@ export type AttachedHub = {
 
 /**  Why a call was blocked before it executed. */
 export type BlockedReason = "guardrail_blocked" | "unknown_tool" | "tool_denied" | "invalid_arguments" | "permission_denied" | "validation_failed" | "execution_denied" | 
-/**  A retry answered with the result of the first call with its idempotency key. */
+/**
+ *  A retry of the first call with its idempotency key, not run: answered with that call's result
+ *  (`duplicate_effect`), told what an operator said of it (`effect_marked_done`,
+ *  `effect_marked_failed`), or cancelled while it waited for it (`cancelled`).
+ */
 "duplicate_effect" | 
-/**  The idempotency key was claimed by a call with other arguments. */
+/**
+ *  The idempotency key could not be claimed: a call with other arguments holds it
+ *  (`effect_conflict`), or the ledger refused the claim (`ledger_unavailable`).
+ */
 "effect_conflict" | 
 /**  The first call with the idempotency key has an unknown outcome. */
 "outcome_unknown";

@@ -3,6 +3,7 @@
 
 use super::error::{ApiError, ErrorCode};
 use super::{Operator, OperatorApi};
+use crate::effect_calls::MarkEffectError;
 use crate::effects::MarkError;
 use portcullis_ledger::{EffectMarkOutcome, EffectRow, EffectState, LedgerReader};
 use serde_json::json;
@@ -31,9 +32,10 @@ impl OperatorApi {
     ) -> Result<String, ApiError> {
         let marked = self.hub.mark_effect(agent, key, outcome, operator.name(), note).await;
         let call_id = marked.map_err(|refused| {
-            let code = match refused {
-                MarkError::NotFound { .. } => ErrorCode::EffectUnknown,
-                MarkError::NotUnknown { .. } => ErrorCode::EffectOutcomeKnown,
+            let code = match &refused {
+                MarkEffectError::Refused(MarkError::NotFound { .. }) => ErrorCode::EffectUnknown,
+                MarkEffectError::Refused(MarkError::NotUnknown { .. }) => ErrorCode::EffectOutcomeKnown,
+                MarkEffectError::NotRecorded(_) => ErrorCode::LedgerWriterFailed,
             };
             ApiError::new(code, refused.to_string(), json!({ "agent": agent, "key": key }))
         })?;

@@ -4,17 +4,22 @@ import type { CallRow } from "../../../backend/backend";
 
 const SIGN: Record<string, string> = { finished: "✓", error: "!", blocked: "✕", interrupted: "⏸", running: "…" };
 
-/** Refusals that are not denials, by reason: their own sign and word. A retry answered from the first
- * call with its idempotency key got that call's answer (it is not an error the agent saw); a retry of a
- * call whose outcome is unknown waits for the operator. */
+/** Refusals that are not denials, by their error code: their own sign and word. A retry answered from
+ * the first call with its idempotency key got that call's answer (it is not an error the agent saw); a
+ * retry of a call whose outcome is unknown waits for the operator. Other refusals of the same reasons
+ * (a key's conflict, an operator's "it failed", a wait cancelled) stay "blocked". */
 const REFUSED_AS: Record<string, { sign: string; word: string; tone: string }> = {
   duplicate_effect: { sign: "↺", word: "retry answered", tone: "duplicate" },
   outcome_unknown: { sign: "?", word: "outcome unknown", tone: "unknown" },
 };
 
-export function StatusBadge({ row }: { row: Pick<CallRow, "status" | "decided_by" | "policy_decision" | "reason"> }) {
+export function StatusBadge({
+  row,
+}: {
+  row: Pick<CallRow, "status" | "decided_by" | "policy_decision" | "error_code">;
+}) {
   const timeout = row.status === "blocked" && row.decided_by === "approval_timeout";
-  const refused = row.status === "blocked" && row.reason ? REFUSED_AS[row.reason] : undefined;
+  const refused = row.status === "blocked" && row.error_code ? REFUSED_AS[row.error_code] : undefined;
   const tone = timeout ? "timeout" : (refused?.tone ?? row.status);
   const sign = timeout ? "⏱" : (refused?.sign ?? SIGN[row.status] ?? "•");
   const word = timeout ? "timed out" : (refused?.word ?? row.status);
