@@ -11,10 +11,10 @@ describe("a call's status", () => {
     [{ status: "finished", decided_by: "rule", policy_decision: "allow", error_code: null }, "✓ finished"],
     [{ status: "blocked", decided_by: "rule", policy_decision: "forbidden", error_code: "execution_denied" }, "✕ blocked"],
     [{ status: "blocked", decided_by: "approval_timeout", policy_decision: "prompt", error_code: "execution_denied" }, "⏱ timed out?"],
-    [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "duplicate_effect" }, "↺ retry answered"],
+    [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "duplicate_effect" }, "↺ duplicate"],
     [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "effect_marked_failed" }, "✕ blocked"],
     [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "cancelled" }, "✕ blocked"],
-    [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "outcome_unknown" }, "? outcome unknown"],
+    [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "outcome_unknown" }, "? unknown"],
     [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "effect_conflict" }, "✕ blocked"],
     [{ status: "interrupted", decided_by: "rule", policy_decision: "allow", error_code: null }, "⏸ interrupted"],
   ];

@@ -8,9 +8,19 @@ const SIGN: Record<string, string> = { finished: "✓", error: "!", blocked: "�
  * the first call with its idempotency key got that call's answer (it is not an error the agent saw); a
  * retry of a call whose outcome is unknown waits for the operator. Other refusals of the same reasons
  * (a key's conflict, an operator's "it failed", a wait cancelled) stay "blocked". */
-const REFUSED_AS: Record<string, { sign: string; word: string; tone: string }> = {
-  duplicate_effect: { sign: "↺", word: "retry answered", tone: "duplicate" },
-  outcome_unknown: { sign: "?", word: "outcome unknown", tone: "unknown" },
+const REFUSED_AS: Record<string, { sign: string; word: string; tone: string; title: string }> = {
+  duplicate_effect: {
+    sign: "↺",
+    word: "duplicate",
+    tone: "duplicate",
+    title: "a retry with the same idempotency key: answered with the first call's result, not run again",
+  },
+  outcome_unknown: {
+    sign: "?",
+    word: "unknown",
+    tone: "unknown",
+    title: "a retry of a call whose outcome is unknown: refused until an operator says what happened",
+  },
 };
 
 export function StatusBadge({
@@ -24,7 +34,7 @@ export function StatusBadge({
   const sign = timeout ? "⏱" : (refused?.sign ?? SIGN[row.status] ?? "•");
   const word = timeout ? "timed out" : (refused?.word ?? row.status);
   return (
-    <span className={`status status-${tone}`}>
+    <span className={`status status-${tone}`} title={refused?.title}>
       <span aria-hidden="true">{sign}</span> {word}
       {row.policy_decision === "prompt" && (
         <span className="status-asked" title="the policy asked the operator">
