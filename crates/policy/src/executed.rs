@@ -16,6 +16,12 @@ pub(crate) const FOLDERS: &[(&str, &str)] = &[
     (".windsurf", "Windsurf runs the rules and MCP servers this folder names"),
     (".continue", "Continue starts the MCP servers and commands its config names"),
     (".mise", "mise runs the tasks and hooks this folder holds"),
+    (".opencode", "opencode starts the MCP servers and runs the commands this folder names"),
+    (".amazonq", "Amazon Q starts the MCP servers this folder lists"),
+    (".kiro", "Kiro starts the MCP servers and runs the hooks this folder holds"),
+    (".roo", "Roo Code starts the MCP servers and follows the rules this folder holds"),
+    (".husky", "husky runs the git hooks this folder holds"),
+    (".hg", "Mercurial runs the hooks its hgrc names"),
 ];
 
 /// File names that mark such a place, in the folder named (`None`: anywhere).
@@ -38,6 +44,32 @@ pub(crate) const FILES: &[(Option<&str>, &str, &str)] = &[
     (None, ".gitlab-ci.yml", "GitLab CI runs the jobs this file names"),
     (None, ".bazelrc", "bazel runs what its options name (--run_under, --workspace_status_command)"),
     (None, ".pdbrc", "pdb runs this file's commands when it starts"),
+    (Some(".vscode"), "mcp.json", "VS Code starts the MCP servers this file lists"),
+    (None, "opencode.json", "opencode starts the MCP servers and runs the commands this file names"),
+    (None, "opencode.jsonc", "opencode starts the MCP servers and runs the commands this file names"),
+    (None, "lefthook.yaml", "lefthook runs the git hooks this file names"),
+    (None, "lefthook.json", "lefthook runs the git hooks this file names"),
+    (None, "lefthook.toml", "lefthook runs the git hooks this file names"),
+    (None, ".lefthook.yaml", "lefthook runs the git hooks this file names"),
+    (None, ".lefthook.json", "lefthook runs the git hooks this file names"),
+    (None, ".lefthook.toml", "lefthook runs the git hooks this file names"),
+    (None, "lefthook-local.yaml", "lefthook runs the git hooks this file names"),
+    (None, "lefthook-local.json", "lefthook runs the git hooks this file names"),
+    (None, "lefthook-local.toml", "lefthook runs the git hooks this file names"),
+    (None, ".lintstagedrc*", "lint-staged runs the commands this file names on every commit"),
+    (None, "lint-staged.config.*", "lint-staged runs the commands this file names on every commit"),
+    (None, ".simple-git-hooks*", "simple-git-hooks installs the git hooks this file names"),
+    (None, "simple-git-hooks.*", "simple-git-hooks installs the git hooks this file names"),
+    (None, "mise.local.toml", "mise runs the tasks and hooks this file names"),
+    (None, ".mise.local.toml", "mise runs the tasks and hooks this file names"),
+    (Some("mise"), "config.toml", "mise runs the tasks and hooks this file names"),
+    (Some("mise"), "config.local.toml", "mise runs the tasks and hooks this file names"),
+    (Some(".config"), "mise.toml", "mise runs the tasks and hooks this file names"),
+    (None, "bunfig.toml", "bun runs the preload scripts and plugins this file names"),
+    (None, ".bazeliskrc", "bazelisk runs the bazel binary this file names"),
+    (None, ".devcontainer.json", "the dev container runs the commands its definition names"),
+    (None, "*.code-workspace", "VS Code runs the tasks and settings this workspace file names"),
+    (Some(".idea"), "workspace.xml", "IntelliJ runs the run configurations this file holds"),
     (
         Some(".cargo"),
         "config.toml",
@@ -85,11 +117,21 @@ pub(crate) fn find(path: &Path) -> Option<String> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let parent = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
     let file = FILES.iter().find(|(folder, file, _)| {
-        (*file == name || *file == "*")
+        name_matches(file, name)
             && folder.is_none_or(|f| Some(f) == parent)
             && (*folder != Some("workflows") || in_github_workflows(path))
     });
     file.map(|(_, _, what)| (*what).to_owned())
+}
+
+/// A row's file name: exact, or with one `*` standing for any text (`*.code-workspace`, `.lintstagedrc*`).
+fn name_matches(row: &str, name: &str) -> bool {
+    match row.split_once('*') {
+        None => row == name,
+        Some((prefix, suffix)) => {
+            name.len() >= prefix.len() + suffix.len() && name.starts_with(prefix) && name.ends_with(suffix)
+        }
+    }
 }
 
 fn in_github_workflows(path: &Path) -> bool {
@@ -143,6 +185,11 @@ mod tests {
         assert_eq!(find(Path::new("/p/other/workflows/ci.yml")), None);
         assert_eq!(find(Path::new("/p/src/main.rs")), None);
         assert_eq!(find(Path::new("/p/package.json")), None);
+        // A row with a `*` stands for every name of its shape.
+        for name in [".lintstagedrc", ".lintstagedrc.json", "lint-staged.config.mjs", "app.code-workspace"] {
+            assert!(find(&Path::new("/p/sub").join(name)).is_some(), "{name}");
+        }
+        assert_eq!(find(Path::new("/p/code-workspace.md")), None);
     }
 
     #[test]

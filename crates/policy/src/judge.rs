@@ -135,6 +135,18 @@ pub(crate) fn working_folders(
 ) -> Vec<EvalContext> {
     let mut folders = vec![ctx.clone()];
     for command in &analysis.commands {
+        // `env -C DIR cmd` and the other wrappers that set a folder (`shell/working_folders.rs`).
+        if let Some(folder) = &command.working_folder {
+            let from = folders.last().map_or(&ctx.cwd, |f| &f.cwd);
+            match resolve_in(folder, from, ctx.home.as_deref()) {
+                Ok(cwd) => folders.push(EvalContext { cwd, home: ctx.home.clone() }),
+                Err(_) => eval.raise(
+                    Decision::Prompt,
+                    format!("`{}` runs in a folder that cannot be placed", shorten(&command.argv.join(" "))),
+                    None,
+                ),
+            }
+        }
         if !matches!(command.program.as_str(), "cd" | "pushd" | "popd" | "chdir") {
             continue;
         }

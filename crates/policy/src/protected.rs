@@ -65,6 +65,7 @@ const COMPONENTS: &[(&str, ProtectedKind, &str)] = &[
     (".claude", ProtectedKind::Executed, "Claude Code settings (hooks and commands run code)"),
     (".husky", ProtectedKind::Executed, "git hooks managed by husky"),
     (".githooks", ProtectedKind::Executed, "a git hooks folder"),
+    (".hg", ProtectedKind::Executed, "a Mercurial repository's metadata (hgrc hooks run code)"),
 ];
 
 /// File names (with the folder they must sit in, if any) that mark a protected place.

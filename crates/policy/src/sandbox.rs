@@ -93,6 +93,7 @@ pub const KEPT_READ_ONLY: &[(&str, &str)] = &[
     (".claude", "Claude Code runs its hooks and commands"),
     (".husky", "git hooks managed by husky"),
     (".githooks", "a git hooks folder"),
+    (".hg", "Mercurial runs the hooks its hgrc names"),
     (".mcp.json", "Claude Code starts the MCP servers it lists"),
     (".cursor", "Cursor starts the MCP servers and runs the rules it holds"),
     (".gemini", "Gemini CLI runs what its settings name"),

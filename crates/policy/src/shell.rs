@@ -1,7 +1,9 @@
 //! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
 //! construct a policy must see, so that rules never match raw strings.
 
+mod braces;
 mod constructs;
+mod declarations;
 mod file_operands;
 mod interpreters;
 mod kinds;
@@ -13,10 +15,12 @@ mod programs;
 mod sed;
 mod variables;
 mod words;
+mod working_folders;
 mod wrapper_specs;
 mod wrappers;
 mod writing_programs;
 
+use declarations::declaration_exports;
 use kinds::KindName;
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
@@ -83,6 +87,10 @@ pub struct SimpleCommand {
     /// bash lists the folders they name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<String>,
+    /// The folder a wrapper runs the command in (`env -C DIR cmd`, `nsenter --wd=DIR`), as written:
+    /// its relative operands are judged from there too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_folder: Option<String>,
 }
 
 /// A file a program opens because an operand or an option names it.
@@ -256,13 +264,15 @@ pub(crate) struct Context {
     pub(crate) shell_depth: usize,
     /// Stdin comes from a pipe, a heredoc, a here-string or a file, so a shell there would run it as code.
     pub(crate) stdin_redirected: bool,
+    /// A wrapper set the folder the commands inside it run in (`env -C DIR`).
+    pub(crate) chdir: Option<String>,
 }
 
 impl Context {
     pub(crate) fn inside(&self, wrapper: &str) -> Self {
         let mut wrappers = self.wrappers.clone();
         wrappers.push(wrapper.to_owned());
-        Self { wrappers, shell_depth: self.shell_depth, stdin_redirected: self.stdin_redirected }
+        Self { wrappers, ..self.clone() }
     }
 
     fn with_stdin_redirected(&self) -> Self {
@@ -408,13 +418,24 @@ impl Analyzer {
         for (index, child) in node.children(&mut cursor).enumerate() {
             let field = node.field_name_for_child(index as u32);
             match (field, child.kind_name()) {
-                (Some("name" | "argument"), _) => {
-                    let word = resolve(child, src);
-                    if field == Some("argument") && !word.dynamic && is_pattern(child, src) {
-                        patterns.push(word.text.clone());
+                (Some("name" | "argument"), _) => match braces::expand(child, src) {
+                    // Bash expands braces before the program sees its words (`{rm,-rf,d}`).
+                    Some(words) => {
+                        for expanded in words {
+                            if !expanded.word.dynamic && expanded.pattern {
+                                patterns.push(expanded.word.text.clone());
+                            }
+                            argv.push(expanded.word);
+                        }
                     }
-                    argv.push(word);
-                }
+                    None => {
+                        let word = resolve(child, src);
+                        if field == Some("argument") && !word.dynamic && is_pattern(child, src) {
+                            patterns.push(word.text.clone());
+                        }
+                        argv.push(word);
+                    }
+                },
                 (None, "variable_assignment") => {
                     let (name, value) = assignment(child, src);
                     env_dynamic |= value.dynamic;
@@ -453,8 +474,18 @@ impl Analyzer {
             if child.kind_name() == "variable_assignment" {
                 let (name, value) = assignment(child, src);
                 argv.push(Word { text: format!("{name}={}", value.text), dynamic: value.dynamic });
-            } else {
+            } else if child.kind_name() == "variable_name" {
                 argv.push(resolve(child, src));
+            } else {
+                // A word bash reads as a name or `NAME=value` once expanded (`export "PATH=/x"`,
+                // `export {PATH=/x,y}`, `unset 'a[$(cmd)]'`), or as an option (`declare {-n,r=x}`).
+                let words = braces::expand(child, src)
+                    .map(|words| words.into_iter().map(|e| e.word).collect())
+                    .unwrap_or_else(|| vec![resolve(child, src)]);
+                for word in words {
+                    self.declared_word(node, src, &word, child.kind_name() != "word");
+                    argv.push(word);
+                }
             }
         }
         self.emit(argv, Vec::new(), false, ctx, node_text(node, src));
@@ -527,6 +558,7 @@ impl Analyzer {
             dynamic,
             files: Vec::new(),
             patterns: Vec::new(),
+            working_folder: ctx.chdir.clone(),
         });
         if !name_dynamic {
             programs::inspect(self, index, &program, &argv, &env, ctx, text);
@@ -605,18 +637,6 @@ impl Analyzer {
             write,
         });
     }
-}
-
-/// Whether a declaration exports what it names: `export`, or `declare`/`typeset`/`local` with `-x`.
-fn declaration_exports(node: Node<'_>, src: &str) -> bool {
-    let mut cursor = node.walk();
-    let mut children = node.children(&mut cursor);
-    let keyword = children.next().map(|c| node_text(c, src)).unwrap_or("");
-    keyword == "export"
-        || children.any(|c| {
-            let t = node_text(c, src);
-            c.kind_name() == "word" && t.starts_with('-') && t.contains('x')
-        })
 }
 
 /// `NAME=value` (or `NAME+=value`): the name and the resolved value.

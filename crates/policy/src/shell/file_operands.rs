@@ -301,10 +301,18 @@ pub(super) fn tar(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &s
                 Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
-            if TAR_ACTS.contains(&format!("--{name}").as_str()) {
+            // getopt_long takes a prefix for the whole name: one that may be an option that acts is one.
+            if !name.is_empty()
+                && TAR_ACTS.iter().any(|act| act.get(2..).is_some_and(|n| n.starts_with(name)))
+            {
                 analyzer.opaque(OpaqueKind::ProgramOption, text);
                 continue;
             }
+            let names = TAR_LONG.split_whitespace().map(|l| l.trim_end_matches(['=', '?']));
+            let Some(name) = super::options::long_name(names, name) else {
+                analyzer.opaque(OpaqueKind::ProgramOption, text);
+                return;
+            };
             let Some(entry) = TAR_LONG.split_whitespace().find(|l| l.trim_end_matches(['=', '?']) == name)
             else {
                 analyzer.opaque(OpaqueKind::ProgramOption, text);
@@ -360,6 +368,10 @@ pub(super) fn tar(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &s
         analyzer.add_file(index, file, FileRole::Read, false, "tar list of names");
     }
     let archive = archive.filter(|a| a.text != "-");
+    // `-f host:file` (a colon before any slash) is a remote archive: tar runs rsh (or `--rsh-command`).
+    if archive.as_ref().is_some_and(|a| a.text.split_once(':').is_some_and(|(host, _)| !host.contains('/'))) {
+        analyzer.opaque(OpaqueKind::ProgramOption, format!("{text}: a remote archive runs rsh"));
+    }
     // Operands are relative to `-C DIR` when one is given.
     let placed = |w: &Word| match &folder {
         Some(dir) if !w.text.starts_with('/') && !w.text.starts_with('~') => Word {

@@ -12,15 +12,11 @@ use super::{Analyzer, FileRole, OpaqueKind};
 /// files its operands and options name (onto the command at `index`), and the variables builtins assign
 /// (`printf -v PATH`, `read LD_PRELOAD`).
 pub(super) fn inspect(analyzer: &mut Analyzer, index: usize, program: &str, args: &[Word], text: &str) {
+    // `test -v NAME` and `unset NAME` assign nothing; the others assign the names they take.
+    let assigns = !matches!(program, "test" | "[" | "unset");
     for name in assigned_names(program, args).unwrap_or_default() {
-        if name.dynamic {
-            analyzer.opaque(OpaqueKind::EvaluatedValue, format!("{text}: the variable's name is computed"));
-            continue;
-        }
-        if let Some((_, index)) = name.text.split_once('[') {
-            analyzer.arithmetic_text(index.trim_end_matches(']'), text);
-        }
-        analyzer.check_variable(&name.text, None, super::variables::Reach::Shell, text);
+        let assignment = assigns.then_some((None, super::variables::Reach::Shell));
+        analyzer.evaluated_name(&name, assignment, text);
     }
     // `shopt -s dotglob|extglob|nocaseglob|globstar...` changes what patterns match; `shopt -p`/`-q`
     // and listing only read.
@@ -55,7 +51,9 @@ pub(super) fn inspect(analyzer: &mut Analyzer, index: usize, program: &str, args
     }
 }
 
-/// The variables a builtin assigns: `printf -v NAME`, `read [-a] NAME...`, `mapfile`/`readarray NAME`.
+/// The variables a builtin names: `printf -v NAME`, `read [-a] NAME...`, `mapfile`/`readarray NAME`,
+/// `test -v NAME`, `unset NAME`, `getopts OPTSTRING NAME`, `wait -p NAME`. (The declarations, `declare`,
+/// `export`, `local`..., are read from their syntax node: `Analyzer::declaration`.)
 fn assigned_names(program: &str, args: &[Word]) -> Option<Vec<Word>> {
     let mut names = Vec::new();
     let mut i = 0;
@@ -99,6 +97,26 @@ fn assigned_names(program: &str, args: &[Word]) -> Option<Vec<Word>> {
                 names.push(arg.clone());
             }
         }
+        // `test -v NAME`, `test -R NAME` (any number of them, in any expression).
+        "test" | "[" => {
+            while let Some(arg) = args.get(i) {
+                i += 1;
+                // A computed operator may be `-v` when it runs: a subscript after it counts.
+                let operand = args.get(i).filter(|n| arg.dynamic && n.text.contains('['));
+                if matches!(arg.text.as_str(), "-v" | "-R") {
+                    names.extend(args.get(i).cloned());
+                } else {
+                    names.extend(operand.cloned());
+                }
+            }
+        }
+        // `unset [-fvn] NAME...`: a function's name (`-f`) is not evaluated, a variable's is.
+        "unset" => {
+            let functions = args.iter().any(|a| a.text.starts_with('-') && a.text.contains('f'));
+            if !functions {
+                names.extend(args.iter().filter(|a| !a.text.starts_with('-')).cloned());
+            }
+        }
         // `getopts OPTSTRING NAME [ARGS]`.
         "getopts" => names.extend(args.iter().filter(|a| !a.text.starts_with('-')).nth(1).cloned()),
         // `wait -p NAME`.
@@ -113,6 +131,73 @@ fn assigned_names(program: &str, args: &[Word]) -> Option<Vec<Word>> {
         _ => return None,
     }
     Some(names)
+}
+
+impl Analyzer {
+    /// A variable name a builtin takes (`printf -v`, `test -v`, `unset`, `read`, `declare`...), and for
+    /// one it assigns, the value (if known) and where it reaches: bash evaluates a subscript there as
+    /// arithmetic, and runs any substitution written in it (`test -v 'a[$(cmd)]'` runs cmd), even from
+    /// quoted text.
+    pub(crate) fn evaluated_name(
+        &mut self,
+        name: &Word,
+        assignment: Option<(Option<&str>, super::variables::Reach)>,
+        text: &str,
+    ) {
+        if name.dynamic {
+            self.opaque(OpaqueKind::EvaluatedValue, format!("{text}: the variable's name is computed"));
+            return;
+        }
+        if let Some((_, index)) = name.text.split_once('[') {
+            let index = index.strip_suffix(']').unwrap_or(index);
+            if index.contains(['`', '$', '(']) {
+                self.opaque(
+                    OpaqueKind::EvaluatedValue,
+                    format!("{text}: the subscript of `{}` is evaluated, and code in it runs", name.text),
+                );
+                return;
+            }
+            if !matches!(index, "@" | "*") {
+                self.arithmetic_text(index, text);
+            }
+        }
+        if let Some((value, reach)) = assignment {
+            self.check_variable(&name.text, value, reach, text);
+        }
+    }
+}
+
+/// A long option's name as getopt_long reads it (`--expr` is `--expression`, `--fi` is `--file`): the
+/// name given exactly, else the one name it is a prefix of. `None`: no name, or several (getopt_long
+/// refuses an ambiguous one, and the judge does not guess which).
+pub(super) fn long_name<'t>(
+    names: impl IntoIterator<Item = &'t str> + Clone,
+    given: &str,
+) -> Option<&'t str> {
+    if given.is_empty() {
+        return None;
+    }
+    if let Some(exact) = names.clone().into_iter().find(|n| *n == given) {
+        return Some(exact);
+    }
+    let mut candidates = names.into_iter().filter(|n| n.starts_with(given));
+    let first = candidates.next()?;
+    candidates.all(|n| n == first).then_some(first)
+}
+
+/// `--given[=value]` with its name made whole by [`long_name`] over `names`; unchanged when it names
+/// nothing (or more than one), so that the caller's own checks refuse it.
+pub(super) fn whole_long<'t>(names: impl IntoIterator<Item = &'t str> + Clone, arg: &str) -> String {
+    let Some(long) = arg.strip_prefix("--") else { return arg.to_owned() };
+    let (given, attached) = match long.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (long, None),
+    };
+    match (long_name(names, given), attached) {
+        (Some(name), Some(value)) => format!("--{name}={value}"),
+        (Some(name), None) => format!("--{name}"),
+        (None, _) => arg.to_owned(),
+    }
 }
 
 /// The subcommand after git's global options (`-C DIR`, `-c K=V`, `--git-dir=...`) and its arguments.
@@ -175,6 +260,10 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
             let (name, attached) = match long.split_once('=') {
                 Some((name, value)) => (name, Some(value)),
                 None => (long, None),
+            };
+            let names = spec.long.split_whitespace().map(|l| l.trim_end_matches(['=', '?']));
+            let Some(name) = long_name(names, name) else {
+                return unknown(analyzer, spec, a, text);
             };
             let Some(entry) = spec.long.split_whitespace().find(|l| l.trim_end_matches(['=', '?']) == name)
             else {
@@ -319,7 +408,8 @@ pub(super) fn skip_options(args: &[Word], with_arg: &str, long_with_arg: &[&str]
         }
         i += 1;
         if let Some(long) = a.strip_prefix("--") {
-            if !long.contains('=') && long_with_arg.contains(&long) {
+            // An abbreviation of an option with an argument takes it too (`timeout --sig KILL cmd`).
+            if !long.contains('=') && long_with_arg.iter().any(|n| n.starts_with(long)) && !long.is_empty() {
                 i += 1;
             }
             continue;

@@ -273,6 +273,9 @@ no-filename word-regexp auto-hybrid-regex hostname-bin= pre= help version",
         effects: &[
             ("--pre", Effect::Acts),
             ("--hostname-bin", Effect::Acts),
+            // Decompressors found through PATH run on every compressed file.
+            ("-z", Effect::Acts),
+            ("--search-zip", Effect::Acts),
             ("-e", Effect::PatternGiven),
             ("--regexp", Effect::PatternGiven),
             ("-f", Effect::PatternGiven),

@@ -209,4 +209,6 @@ new-file= assume-new= warn-undefined-variables help",
         attached_value: "jlO",
         ..spec("make", "BbdeEhiknpqrRsStvwL", "CfIoW")
     },
+    // `xxd [options] [INFILE [OUTFILE]]`: a second operand is written (also with `-r`).
+    Spec { operands: Operands::SecondWritten, ..spec("xxd", "abCEehipruvd", "cglnosR") },
 ];

@@ -97,7 +97,13 @@ pub(crate) fn inspect(
                         analyzer.check_variable(name, Some(value), super::variables::Reach::Exported, text);
                     }
                 }
-                let inner_ctx = ctx.inside(program);
+                if inner.unknown_option {
+                    analyzer.opaque(OpaqueKind::WrapperOption, text);
+                }
+                let mut inner_ctx = ctx.inside(program);
+                if let Some(folder) = &inner.folder {
+                    analyzer.enter_folder(&mut inner_ctx, folder, text);
+                }
                 analyzer.emit(inner.argv, inner.env, inner.appends_arguments, &inner_ctx, text);
             }
         }
@@ -268,7 +274,9 @@ fn unknown_wrapper_option(program: &str, args: &[Word]) -> Option<String> {
             continue; // `nice -10 cmd`
         }
         if let Some(long) = a.strip_prefix("--") {
-            let name = long.split('=').next().unwrap_or_default();
+            let given = long.split('=').next().unwrap_or_default();
+            let every = table.long_flags.iter().chain(table.long_with_value).copied();
+            let name = super::options::long_name(every, given).unwrap_or(given);
             if table.long_with_value.contains(&name) {
                 if !long.contains('=') {
                     i += 1;
@@ -305,12 +313,18 @@ struct Inner {
     appends_arguments: bool,
     /// `env -S`: the command line is split from a string at run time.
     split_string: bool,
+    /// `env -C DIR`, `sudo -D DIR`: the folder the command runs in.
+    folder: Option<Word>,
+    /// An option the table of the wrapper does not know (where the command starts is a guess).
+    unknown_option: bool,
 }
 
 fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inner> {
     let mut inner_env = env.to_vec();
     let mut appends_arguments = false;
     let mut split_string = false;
+    let mut folder: Option<Word> = None;
+    let mut unknown_option = false;
     let start = match program {
         "sudo" => {
             if args
@@ -329,32 +343,14 @@ fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inne
         }
         "doas" => skip_options(args, "uC", &[]),
         "env" => {
-            let mut i = 0;
-            while let Some(arg) = args.get(i) {
-                let a = arg.text.as_str();
-                match a {
-                    "-i" | "-" | "--ignore-environment" => {
-                        inner_env.clear();
-                        i += 1;
-                    }
-                    "-u" | "--unset" | "-C" | "--chdir" | "-P" => i += 2,
-                    "-S" | "--split-string" => {
-                        split_string = true;
-                        i += 2;
-                    }
-                    "--" => {
-                        i += 1;
-                        break;
-                    }
-                    _ if a.starts_with("-S") || a.starts_with("--split-string=") => {
-                        split_string = true;
-                        i += 1;
-                    }
-                    _ if a.starts_with('-') => i += 1,
-                    _ => break,
-                }
+            let options = super::working_folders::env_options(args);
+            if options.clears {
+                inner_env.clear();
             }
-            i + take_assignments(args.get(i..).unwrap_or(&[]), &mut inner_env)
+            split_string |= options.split_string;
+            folder = options.folder;
+            unknown_option = options.unknown;
+            options.next + take_assignments(args.get(options.next..).unwrap_or(&[]), &mut inner_env)
         }
         "timeout" => skip_options(args, "sk", &["signal", "kill-after"]) + 1,
         "nice" => {
@@ -393,6 +389,8 @@ fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inne
                     env: inner_env,
                     appends_arguments,
                     split_string,
+                    folder: None,
+                    unknown_option: false,
                 });
             }
             i
@@ -403,7 +401,10 @@ fn unwrap(program: &str, args: &[Word], env: &[(String, String)]) -> Option<Inne
     if argv.is_empty() && !split_string {
         return None;
     }
-    Some(Inner { argv, env: inner_env, appends_arguments, split_string })
+    if program == "sudo" {
+        folder = super::working_folders::sudo_folder(args);
+    }
+    Some(Inner { argv, env: inner_env, appends_arguments, split_string, folder, unknown_option })
 }
 
 /// Moves leading `NAME=value` words into `env`; returns how many were taken.

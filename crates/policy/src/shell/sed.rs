@@ -14,7 +14,13 @@ pub(crate) enum SedVerdict {
 }
 
 /// Scans a GNU sed script (commands separated by `;` or newlines, optional addresses, `{ }` blocks).
+#[cfg(test)]
 pub(crate) fn scan(script: &str) -> SedVerdict {
+    scan_reading(script, &mut Vec::new())
+}
+
+/// [`scan`], and the files the script's `r` and `R` commands read (the rest of their line), in `reads`.
+pub(crate) fn scan_reading(script: &str, reads: &mut Vec<String>) -> SedVerdict {
     let chars: Vec<char> = script.chars().collect();
     let mut i = 0;
     loop {
@@ -43,7 +49,20 @@ pub(crate) fn scan(script: &str) -> SedVerdict {
         match command {
             '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x' | 'z' | 'F' => {
             }
-            '#' | ':' | 'b' | 't' | 'T' | 'r' | 'R' => skip_to_line_end(&chars, &mut i, command != 'r'),
+            '#' | ':' | 'b' | 't' | 'T' => skip_to_line_end(&chars, &mut i, true),
+            // `r FILE`, `R FILE`: the file name is the rest of the line.
+            'r' | 'R' => {
+                while i < chars.len() && (chars[i] == ' ' || chars[i] == '\t') {
+                    i += 1;
+                }
+                let start = i;
+                skip_to_line_end(&chars, &mut i, false);
+                let name: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
+                if name.is_empty() {
+                    return SedVerdict::Unreadable;
+                }
+                reads.push(name);
+            }
             'a' | 'i' | 'c' => skip_text_argument(&chars, &mut i),
             'q' | 'Q' | 'l' | 'L' => {
                 while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == ' ') {
@@ -165,6 +184,10 @@ mod tests {
     #[test]
     fn exec_and_write_are_found() {
         assert_eq!(scan("s/a/b/e"), SedVerdict::Executes);
+        let mut reads = Vec::new();
+        assert_eq!(scan_reading("1r/etc/shadow", &mut reads), SedVerdict::StreamOnly);
+        assert_eq!(scan_reading("/x/R notes.txt\np", &mut reads), SedVerdict::StreamOnly);
+        assert_eq!(reads, ["/etc/shadow", "notes.txt"]);
         assert_eq!(scan("1e rm x"), SedVerdict::Executes);
         assert_eq!(scan("s/a/b/w out"), SedVerdict::Writes);
         assert_eq!(scan("p;w /tmp/x"), SedVerdict::Writes);

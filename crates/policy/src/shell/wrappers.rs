@@ -46,7 +46,7 @@ pub(super) fn inspect(
     ctx: &Context,
     text: &str,
 ) {
-    let mut w = Wrapper { analyzer, program, env, ctx, text };
+    let mut w = Wrapper { analyzer, program, env, ctx: ctx.clone(), text };
     match program {
         "watch" => w.watch(args),
         "su" | "runuser" => w.su(args),
@@ -116,10 +116,13 @@ fn parse(args: &[Word], spec: &Spec) -> Parsed {
             continue;
         }
         if let Some(long) = a.strip_prefix("--") {
-            let (name, attached) = match long.split_once('=') {
+            let (given, attached) = match long.split_once('=') {
                 Some((name, value)) => (name, Some(part(arg, value))),
                 None => (long, None),
             };
+            // getopt_long takes a unique prefix for the whole name (`--comm` is `--command`).
+            let every = spec.long_flags.iter().chain(spec.long_with_arg).chain(spec.long_optional_arg);
+            let name = super::options::long_name(every.copied(), given).unwrap_or(given);
             let value = if spec.long_with_arg.contains(&name) {
                 match attached {
                     Some(value) => Some(value),
@@ -176,11 +179,32 @@ struct Wrapper<'a> {
     analyzer: &'a mut Analyzer,
     program: &'a str,
     env: &'a [(String, String)],
-    ctx: &'a Context,
+    /// Where the wrapper runs; a folder option (`--wd=DIR`) moves what it runs (see [`Self::folder`]).
+    ctx: Context,
     text: &'a str,
 }
 
 impl Wrapper<'_> {
+    /// The wrapper's folder option (`shell/working_folders.rs`), if given: what it runs runs there.
+    fn folder(&mut self, parsed: &Parsed) {
+        let names = super::working_folders::folder_options(self.program);
+        if names.is_empty() || !parsed.has(names) {
+            return;
+        }
+        match parsed.value(names).cloned() {
+            Some(folder) => {
+                let mut ctx = self.ctx.clone();
+                self.analyzer.enter_folder(&mut ctx, &folder, self.text);
+                self.ctx = ctx;
+            }
+            // `nsenter --wd` alone: the target process's folder.
+            None => self.analyzer.opaque(
+                OpaqueKind::WrapperOption,
+                format!("{}: runs in a folder known only at run time", self.text),
+            ),
+        }
+    }
+
     fn exported_variable(&mut self, name: &str, value: &str) {
         self.analyzer.check_variable(name, Some(value), super::variables::Reach::Exported, self.text);
     }
@@ -206,7 +230,7 @@ impl Wrapper<'_> {
 
     /// Parses `code` as the bash script this wrapper hands to a shell.
     fn code(&mut self, code: &Word) {
-        shell_code(self.analyzer, self.program, code, self.ctx, self.text);
+        shell_code(self.analyzer, self.program, code, &self.ctx, self.text);
     }
 
     /// The wrapper starts an interactive shell: it runs whatever stdin carries.
@@ -234,6 +258,7 @@ impl Wrapper<'_> {
         };
         let parsed = parse(args, spec);
         self.check_unknown(&parsed);
+        self.folder(&parsed);
         let operands = parsed.operands.as_slice();
         let command = match self.program {
             "ionice" if parsed.has(&["p", "P", "u", "pid", "pgid", "uid"]) => return,
@@ -414,6 +439,7 @@ impl Wrapper<'_> {
     fn parallel(&mut self, args: &[Word]) {
         let parsed = parse(args, &PARALLEL);
         self.check_unknown(&parsed);
+        self.folder(&parsed);
         if parsed.has(&["S", "sshlogin", "sshloginfile", "slf"]) {
             self.opaque(OpaqueKind::RemoteCommand);
         }
@@ -469,6 +495,7 @@ impl Wrapper<'_> {
     fn systemd_run(&mut self, args: &[Word]) {
         let parsed = parse(args, &SYSTEMD_RUN);
         self.check_unknown(&parsed);
+        self.folder(&parsed);
         if parsed.has(&["H", "host", "M", "machine"]) {
             self.opaque(OpaqueKind::RemoteCommand);
             return;

@@ -188,9 +188,9 @@ fn negation_and_declarations() {
 }
 
 #[test]
-fn globs_and_tilde_stay_literal() {
+fn globs_and_tilde_stay_literal_and_braces_expand() {
     let a = clean("rm -rf *.txt ~/x {a,b}");
-    assert_eq!(a.commands[0].argv, vec!["rm", "-rf", "*.txt", "~/x", "{a,b}"]);
+    assert_eq!(a.commands[0].argv, vec!["rm", "-rf", "*.txt", "~/x", "a", "b"]);
     assert!(!a.commands[0].dynamic);
 }
 
