@@ -3,8 +3,10 @@
 // hub printed logs the operator in (and works only once); a prompted call is a card the browser answers
 // (allow once, then deny), and the agent gets each answer; Live and the ledger browser show the calls;
 // a rule changed and saved in the workbench is in force for the next call; a second operator answers a
-// card first and the browser says who did; the page says who is logged in, and logging out ends it. Each view is captured (into
+// card first and the browser says who did; a page on another port gets the login's cookie and it opens
+// nothing; the page says who is logged in, and logging out ends it. Each view is captured (into
 // docs/screenshots/ with PORTCULLIS_SCREENSHOTS=docs/screenshots).
+import { createServer } from "node:http";
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { agent, ledgerCalls, ledgerRow, screenshot } from "./harness.mjs";
@@ -140,13 +142,19 @@ test("a second operator answers first; the browser's card goes and says who answ
     body: JSON.stringify({ code: operatorLink(hub.w, "bob").split("#code=")[1] }),
   });
   assert.equal(login.status, 200);
-  assert.equal((await login.json()).session.operator, "bob");
+  const loggedIn = await login.json();
+  assert.equal(loggedIn.session.operator, "bob");
+  // A login is its cookie and its page token (in the body, never a cookie): the cookie alone is refused.
   const cookie = login.headers.getSetCookie()[0].split(";")[0];
+  const session = { cookie, "x-portcullis-console-session": loggedIn.token };
   await $('[data-testid="nav-approvals"]').click();
   const call = agent(hub.info, hub.w, [shell("printf bob-answers")]);
   await card().waitForDisplayed({ timeout: 20_000 });
-  const bobs = (name, args) =>
-    fetch(`${origin}/console/v1/commands/${name}`, { method: "POST", headers: { ...headers, cookie }, body: JSON.stringify(args) });
+  const asBob = (name, args, sent) =>
+    fetch(`${origin}/console/v1/commands/${name}`, { method: "POST", headers: { ...headers, ...sent }, body: JSON.stringify(args) });
+  const cookieAlone = await asBob("pending_approvals", {}, { cookie });
+  assert.equal(cookieAlone.status, 401, await cookieAlone.text());
+  const bobs = (name, args) => asBob(name, args, session);
   const [pending] = await (await bobs("pending_approvals", {})).json();
   const answered = await bobs("answer_approval", {
     id: pending.id,
@@ -175,6 +183,42 @@ test("logging in again and again in one browser never runs out of connections to
       throw new Error(`login ${i + 1}: ${e.message}`);
     });
   }
+});
+
+test("a page on another port of this host gets the login's cookie, and the cookie alone is refused", async () => {
+  // Cookies are not bound to ports (RFC 6265 §8.5): the browser sends the hub's cookie to any page on
+  // 127.0.0.1. That page never sees the login's page token, so what it got opens nothing, even replayed
+  // with this hub's Origin and the console's header; the operator's own page keeps working.
+  const { browser } = chrome;
+  const origin = `http://127.0.0.1:${hub.port}`;
+  const received = [];
+  const other = createServer((request, response) => {
+    received.push(request.headers.cookie ?? "");
+    response.setHeader("content-type", "text/html");
+    response.end("<!doctype html><title>another port</title><p>nothing here</p>");
+  });
+  await new Promise((resolve) => other.listen(0, "127.0.0.1", resolve));
+  try {
+    await browser.url(`http://127.0.0.1:${other.address().port}/`);
+    await browser.waitUntil(async () => received.length > 0, { timeout: 10_000 });
+  } finally {
+    other.close();
+  }
+  const cookie = received.join("; ").split(/;\s*/).find((c) => c.startsWith(`portcullis_console_${hub.port}=`));
+  assert.ok(cookie, `the other port got the hub's cookie: ${received.join(" | ")}`);
+  const headers = { "content-type": "application/json", "x-portcullis-console": "1", origin, cookie };
+  for (const name of ["hub_status", "console_link"]) {
+    const replayed = await fetch(`${origin}/console/v1/commands/${name}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(name === "console_link" ? { operator: "mallory" } : {}),
+    });
+    assert.equal(replayed.status, 401, `${name}: ${await replayed.text()}`);
+  }
+  await browser.url(`${origin}/`);
+  const who = $('[data-testid="console-session"]');
+  await who.waitForDisplayed({ timeout: 10_000 });
+  assert.match(await who.getText(), /e2e-operator \(browser\)/);
 });
 
 test("the page says who is logged in; Log out ends the login and the page says so", async () => {

@@ -117,18 +117,34 @@ pub fn agents_dir(dir: &Path) -> PathBuf {
     dir.join("agents")
 }
 
-/// Whether `name` may name an agent: 1 to 64 of `a-z 0-9 . _ -`, not starting with `.`, and not the
-/// gateway token's own identity.
+/// The agent names the hub gives identities of its own, and why: a token file may not take one (its
+/// agent would share that identity's idempotency keys and answers).
+pub const RESERVED_AGENT_NAMES: &[(&str, &str)] = &[
+    (portcullis_mcp::http::DEFAULT_AGENT, "the gateway token's own identity"),
+    (
+        crate::effects::LOCAL_AGENT,
+        "the key namespace of calls that carry no agent (stdio, embedded, in-process)",
+    ),
+];
+
+/// Why `name` is reserved for the hub's own use, if it is ([`RESERVED_AGENT_NAMES`]).
+pub fn reserved_agent_name(name: &str) -> Option<&'static str> {
+    RESERVED_AGENT_NAMES.iter().find(|(reserved, _)| reserved.eq_ignore_ascii_case(name)).map(|(_, why)| *why)
+}
+
+/// Whether `name` may name an agent: 1 to 64 of `a-z 0-9 . _ -`, not starting with `.`, and not one of
+/// the hub's own identities ([`RESERVED_AGENT_NAMES`]).
 pub fn valid_agent_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && !name.starts_with('.')
-        && name != portcullis_mcp::http::DEFAULT_AGENT
+        && reserved_agent_name(name).is_none()
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
 }
 
 /// Named agents' tokens: one owner-only file per agent in `dir/agents/`, its name the agent's identity
-/// (each agent's idempotency keys and results are its own). Files with other names are skipped; a
-/// token file others may read is an error, like the gateway token's.
+/// (each agent's idempotency keys and results are its own). Files with other names are skipped, a
+/// reserved name ([`RESERVED_AGENT_NAMES`]) with a warning; a token file others may read is an error,
+/// like the gateway token's.
 pub fn named_agent_tokens(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
     let folder = agents_dir(dir);
     let entries = match std::fs::read_dir(&folder) {
@@ -138,9 +154,17 @@ pub fn named_agent_tokens(dir: &Path) -> std::io::Result<Vec<(String, String)>> 
     let mut agents = Vec::new();
     for entry in entries {
         let entry = entry?;
-        let Some(name) = entry.file_name().to_str().map(str::to_owned).filter(|n| valid_agent_name(n)) else {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        if let Some(why) = reserved_agent_name(&name) {
+            tracing::warn!(
+                file = %entry.path().display(),
+                "agent token refused: {name:?} is reserved ({why}); rename the file to admit the agent"
+            );
             continue;
-        };
+        }
+        if !valid_agent_name(&name) {
+            continue;
+        }
         if !entry.file_type()?.is_file() {
             continue;
         }
@@ -153,9 +177,14 @@ pub fn named_agent_tokens(dir: &Path) -> std::io::Result<Vec<(String, String)>> 
 /// Makes (or reads) the token of the agent `name` in `dir/agents/`; a running hub admits it after its
 /// next start. Returns the token's file.
 pub fn create_named_agent(dir: &Path, name: &str) -> std::io::Result<PathBuf> {
+    if let Some(why) = reserved_agent_name(name) {
+        return Err(std::io::Error::other(format!(
+            "{name:?} cannot name an agent: the hub uses it itself ({why}); choose another name"
+        )));
+    }
     if !valid_agent_name(name) {
         return Err(std::io::Error::other(format!(
-            "{name:?} cannot name an agent: use 1 to 64 of a-z 0-9 . _ - (not starting with a dot, not \"default\")"
+            "{name:?} cannot name an agent: use 1 to 64 of a-z 0-9 . _ - (not starting with a dot)"
         )));
     }
     private_dir(dir)?;
@@ -276,6 +305,59 @@ impl RuntimeInfo {
     pub fn remove(dir: &Path) {
         if Self::read(dir).is_some_and(|i| i.pid == std::process::id()) {
             let _ = std::fs::remove_file(Self::path(dir));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// One row of [`RESERVED_AGENT_NAMES`]: refused as a name, refused by `add-agent` naming why, and a
+    /// hand-made token file of that name is not admitted at start (while a good name beside it is).
+    fn row_is_refused(name: &str, why: &str) {
+        assert!(!valid_agent_name(name), "{name}");
+        assert_eq!(reserved_agent_name(name), Some(why), "{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let err = create_named_agent(dir.path(), name).unwrap_err().to_string();
+        assert!(err.contains("the hub uses it itself") && err.contains(why), "{name}: {err}");
+        assert!(!agents_dir(dir.path()).join(name).exists(), "{name}: no file made");
+        create_named_agent(dir.path(), "alice").unwrap();
+        let file = agents_dir(dir.path()).join(name);
+        std::fs::write(&file, "f".repeat(64)).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let admitted: Vec<String> =
+            named_agent_tokens(dir.path()).unwrap().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(admitted, ["alice"], "{name}: a hand-made file is refused at start");
+    }
+
+    #[test]
+    fn default_the_gateway_tokens_identity_is_reserved() {
+        assert_eq!(RESERVED_AGENT_NAMES[0].0, portcullis_mcp::http::DEFAULT_AGENT);
+        row_is_refused("default", RESERVED_AGENT_NAMES[0].1);
+    }
+
+    #[test]
+    fn local_the_key_namespace_of_calls_without_an_agent_is_reserved() {
+        assert_eq!(RESERVED_AGENT_NAMES[1].0, crate::effects::LOCAL_AGENT);
+        row_is_refused("local", RESERVED_AGENT_NAMES[1].1);
+    }
+
+    #[test]
+    fn every_reserved_name_has_its_own_test() {
+        let tested = ["default", "local"];
+        let names: Vec<&str> = RESERVED_AGENT_NAMES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, tested, "a row added to RESERVED_AGENT_NAMES needs a test above");
+    }
+
+    #[test]
+    fn ordinary_names_are_agents() {
+        for good in ["alice", "ci-bot", "a.b_c", "locale", "defaults", "local2"] {
+            assert!(valid_agent_name(good), "{good}");
+        }
+        for bad in ["", ".hidden", "Alice", "a b", &"n".repeat(65)] {
+            assert!(!valid_agent_name(bad), "{bad:?}");
         }
     }
 }

@@ -1,11 +1,34 @@
 // The HTTP backend against the generated command table: every Backend method that reaches the hub posts
 // to a command the table has, with exactly its arguments, in the table's order, with the console's
-// header; streams read their id and updates from Server-Sent Events and stop through stop_stream; a
-// failure is the hub's {code, message}; an ended session sends the page to the login.
+// header and the login's page token; streams read their id and updates from Server-Sent Events and stop
+// through stop_stream; a failure is the hub's {code, message}; an ended session forgets its token and
+// sends the page to the login.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { COMMAND_TABLE } from "./bindings";
 import { BackendError, type Backend } from "./backend";
-import { PAGE_HEADER, httpBackend, readEvents, type CommandName } from "./http";
+import {
+  PAGE_HEADER,
+  SESSION_HEADER,
+  SESSION_TOKEN_KEY,
+  httpBackend,
+  readEvents,
+  type CommandName,
+  type TokenStore,
+} from "./http";
+
+/** A page token store holding `token`, which remembers whether it was cleared. */
+function held(token: string | null): TokenStore & { cleared: boolean } {
+  const store = {
+    cleared: false,
+    get: () => (store.cleared ? null : token),
+    clear: () => {
+      store.cleared = true;
+    },
+  };
+  return store;
+}
 
 interface Sent {
   url: string;
@@ -34,7 +57,7 @@ const sse = (...blocks: string[]) => new Response(blocks.join(""), { headers: { 
 describe("the HTTP backend", () => {
   it("calls every command by the table's name with the table's arguments in order", async () => {
     const { sent, fetch } = recording((url) => (url.includes("/streams/") ? sse('event: stream\ndata: {"id":7}\n\n') : new Response("null")));
-    const backend = httpBackend({ fetch, askPath: () => null, onLoggedOut: () => undefined });
+    const backend = httpBackend({ fetch, askPath: () => null, onLoggedOut: () => undefined, tokens: held("t0k3n") });
     const reached = new Set<string>();
     for (const [method, fn] of Object.entries(backend) as [keyof Backend, (...a: unknown[]) => unknown][]) {
       const before = sent.length;
@@ -43,6 +66,8 @@ describe("the HTTP backend", () => {
       if (result instanceof Promise) await result.catch(() => undefined);
       await new Promise((r) => setTimeout(r, 0));
       for (const request of sent.slice(before)) {
+        // Every request of the session, the login's own routes and streams included, carries its token.
+        expect(request.headers[SESSION_HEADER], `${method}: ${request.url}`).toBe("t0k3n");
         // The login's own routes, not the table's.
         if (/\/console\/v1\/(me|logout)$/.test(request.url)) continue;
         const [, kind, name] = /\/console\/v1\/(commands|streams)\/(\w+)$/.exec(request.url) ?? [];
@@ -106,10 +131,34 @@ describe("the HTTP backend", () => {
       () => new Response(JSON.stringify({ error: { code: "not_logged_in", message: "log in", details: {} } }), { status: 401 }),
     );
     const onLoggedOut = vi.fn();
-    const failed = await httpBackend({ fetch, onLoggedOut }).hubStatus().catch((e: unknown) => e);
+    const tokens = held("t0k3n");
+    const failed = await httpBackend({ fetch, onLoggedOut, tokens }).hubStatus().catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(BackendError);
     expect((failed as BackendError).code).toBe("not_logged_in");
     expect(onLoggedOut).toHaveBeenCalledExactlyOnceWith("ended");
+    expect(tokens.cleared, "an ended login's token is forgotten").toBe(true);
+  });
+
+  it("sends no page token it does not have, and forgets the one it has at logout", async () => {
+    const { sent, fetch } = recording(() => new Response('{"session": null}'));
+    await httpBackend({ fetch, tokens: held(null) }).hubStatus();
+    expect(Object.keys(sent[0]!.headers)).not.toContain(SESSION_HEADER);
+    const tokens = held("t0k3n");
+    const onLoggedOut = vi.fn();
+    const backend = httpBackend({ fetch, tokens, onLoggedOut });
+    await backend.consoleSession();
+    await backend.logout();
+    expect(sent.slice(1).map((s) => [s.url, s.headers[SESSION_HEADER]])).toEqual([
+      ["/console/v1/me", "t0k3n"],
+      ["/console/v1/logout", "t0k3n"],
+    ]);
+    expect(tokens.cleared).toBe(true);
+    expect(onLoggedOut).toHaveBeenCalledExactlyOnceWith("logged_out");
+  });
+
+  it("reads the page token where the login page leaves it", () => {
+    const login = readFileSync(join(__dirname, "../../../crates/hub/src/console/login.js"), "utf8");
+    expect(login).toContain(`sessionStorage.setItem("${SESSION_TOKEN_KEY}", body.token)`);
   });
 
   it("asks for a path where the desktop has a file dialog", async () => {

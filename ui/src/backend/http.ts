@@ -1,8 +1,11 @@
-// The Backend in a browser: the hub's command table over HTTP, as the console's session (the HttpOnly
-// cookie the login page got; this code never sees it). Calls are `POST /console/v1/commands/{name}`
-// with the arguments the generated table names (COMMAND_TABLE), streams `POST /console/v1/streams/{name}`
-// read as Server-Sent Events from the response body (EventSource cannot POST). Every request carries the
-// console's header, which the hub requires of every change. What only a desktop has degrades: a
+// The Backend in a browser: the hub's command table over HTTP, as the console's session — the HttpOnly
+// cookie the login page got (this code never sees it) and the login's page token (SESSION_HEADER), which
+// the hub answered in the login's body and refuses every request without: cookies are not bound to ports,
+// so a page on another port of the same host gets the cookie, never the token. Calls are
+// `POST /console/v1/commands/{name}` with the arguments the generated table names (COMMAND_TABLE),
+// streams `POST /console/v1/streams/{name}` read as Server-Sent Events from the response body (EventSource
+// can neither POST nor send a header). Every request carries the console's header, which the hub requires
+// of every change. What only a desktop has degrades: a
 // notification is the browser's, a file dialog is a path typed on the hub's machine, a dropped file
 // (whose path a browser never tells) is ignored.
 import { COMMAND_TABLE, type ApiError, type ConsoleSession, type FeedItem } from "./bindings";
@@ -14,6 +17,36 @@ export type CommandName = keyof typeof COMMAND_TABLE;
 
 /** The header the hub requires of every change the console's page makes. */
 export const PAGE_HEADER = "x-portcullis-console";
+
+/** The header carrying the login's page token, on every request of the session. */
+export const SESSION_HEADER = "x-portcullis-console-session";
+
+/** Where the login page leaves the page token: this tab's sessionStorage. It is per origin (scheme, host
+ * and port: a page on another port of this host has its own and cannot read this one) and per tab, and it
+ * survives a reload; it is not a cookie, so no request carries it unless this code sends it. A tab opened
+ * by hand has none and is sent to the login. */
+export const SESSION_TOKEN_KEY = "portcullis_console_session";
+
+/** Where the page token is kept. */
+export interface TokenStore {
+  get(): string | null;
+  clear(): void;
+}
+
+/** This tab's sessionStorage (none when the browser keeps none for the page). */
+export function sessionTokenStore(): TokenStore {
+  const storage = (): Storage | null => {
+    try {
+      return typeof sessionStorage === "undefined" ? null : sessionStorage;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    get: () => storage()?.getItem(SESSION_TOKEN_KEY) ?? null,
+    clear: () => storage()?.removeItem(SESSION_TOKEN_KEY),
+  };
+}
 
 /** Where the command table is, and what to do when the session has ended. */
 export interface HttpOptions {
@@ -29,6 +62,8 @@ export interface HttpOptions {
   askPath?: (question: string, suggested: string) => string | null;
   /** How long after a broken event feed it is followed again (default 1 s). */
   resumeAfterMs?: number;
+  /** Where the login's page token is (default: this tab's sessionStorage, see SESSION_TOKEN_KEY). */
+  tokens?: TokenStore;
 }
 
 function failure(code: ApiError["code"], message: string): BackendError {
@@ -101,6 +136,16 @@ export function httpBackend(options: HttpOptions = {}): Backend {
   const onLoggedOut = options.onLoggedOut ?? ((why) => window.location.assign(`/login#${why}`));
   const askPath = options.askPath ?? ((question, suggested) => window.prompt(question, suggested));
   const resumeAfterMs = options.resumeAfterMs ?? 1000;
+  const tokens = options.tokens ?? sessionTokenStore();
+  // Read once: the page holds it in memory; the store only carries it across the login and reloads.
+  const token = tokens.get();
+  /** The headers of every request: the login's page token (when there is one: without it the hub
+   * answers not_logged_in, and the page goes to the login). */
+  const sessionHeaders = (): Record<string, string> => (token ? { [SESSION_HEADER]: token } : {});
+  const loggedOut = (why: "ended" | "logged_out") => {
+    tokens.clear();
+    onLoggedOut(why);
+  };
 
   async function post(path: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
     let response: Response;
@@ -108,7 +153,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
       response = await fetchFn(`${root}/${path}`, {
         method: "POST",
         credentials: "same-origin",
-        headers: { "content-type": "application/json", [PAGE_HEADER]: "1" },
+        headers: { "content-type": "application/json", [PAGE_HEADER]: "1", ...sessionHeaders() },
         body: JSON.stringify(args),
         signal,
       });
@@ -119,7 +164,7 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     const body: unknown = await response.json().catch(() => null);
     const error = body && typeof body === "object" && "error" in body ? body.error : null;
     const e = error ? asBackendError(error) : failure("backend_failed", `the hub answered ${response.status}`);
-    if (e.code === "not_logged_in") onLoggedOut("ended");
+    if (e.code === "not_logged_in") loggedOut("ended");
     throw e;
   }
 
@@ -240,14 +285,16 @@ export function httpBackend(options: HttpOptions = {}): Backend {
       throw failure("bad_argument", "a browser console follows the hub that served it: attach hubs in the desktop app");
     },
     consoleSession: async () => {
-      const response = await fetchFn(`${root}/me`, { credentials: "same-origin" }).catch(() => null);
+      const response = await fetchFn(`${root}/me`, { credentials: "same-origin", headers: sessionHeaders() }).catch(
+        () => null,
+      );
       if (!response?.ok) return null;
       const body = (await response.json()) as { session: ConsoleSession };
       return body.session;
     },
     logout: async () => {
       await post("logout", {}).catch(() => undefined);
-      onLoggedOut("logged_out");
+      loggedOut("logged_out");
     },
     // A browser gives a dropped file's contents, never its path on the hub's machine.
     onFileDrop: () => () => undefined,

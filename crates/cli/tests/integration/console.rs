@@ -76,14 +76,23 @@ fn with_cookie(cookie: &str) -> String {
     format!("Cookie: {cookie}\r\n")
 }
 
-fn command(served: &Served, cookie: &str, name: &str, args: Value) -> RawResponse {
-    page_request(
-        served,
-        "POST",
-        &format!("/console/v1/commands/{name}"),
-        &with_cookie(cookie),
-        &args.to_string(),
+/// The page token a successful login answered in its body (never in a cookie).
+fn page_token(response: &RawResponse) -> String {
+    response.json()["token"].as_str().unwrap_or_else(|| panic!("no page token: {}", response.body)).to_owned()
+}
+
+/// The header lines of a login's requests as its page sends them: the cookie and the page token.
+fn session(response: &RawResponse) -> String {
+    format!(
+        "{}x-portcullis-console-session: {}\r\n",
+        with_cookie(&session_cookie(response)),
+        page_token(response)
     )
+}
+
+/// Command `name` in the session whose header lines are `session`.
+fn command(served: &Served, session: &str, name: &str, args: Value) -> RawResponse {
+    page_request(served, "POST", &format!("/console/v1/commands/{name}"), session, &args.to_string())
 }
 
 fn code(response: &RawResponse) -> (u16, String) {
@@ -123,8 +132,10 @@ fn an_operator_logs_in_once_answers_a_prompt_as_themselves_and_logs_out() {
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
         assert!(set.contains(attribute), "{set}");
     }
-    let cookie = session_cookie(&logged_in);
-    let me = page_request(&served, "GET", "/console/v1/me", &with_cookie(&cookie), "");
+    assert_eq!(logged_in.header("cache-control"), Some("no-store"), "the answer holds a secret");
+    let cookie = session(&logged_in);
+    assert!(!set.contains(&page_token(&logged_in)), "the page token is no cookie");
+    let me = page_request(&served, "GET", "/console/v1/me", &cookie, "");
     assert_eq!(me.status, 200, "{}", me.body);
     assert_eq!(me.json()["session"]["operator"], "alice");
 
@@ -162,10 +173,10 @@ fn an_operator_logs_in_once_answers_a_prompt_as_themselves_and_logs_out() {
     let again = command(&served, &cookie, "answer_approval", answer("deny"));
     assert_eq!(code(&again), (409, "approval_answered".into()), "{}", again.body);
 
-    let out = page_request(&served, "POST", "/console/v1/logout", &with_cookie(&cookie), "");
+    let out = page_request(&served, "POST", "/console/v1/logout", &cookie, "");
     assert_eq!(out.status, 200, "{}", out.body);
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
-    let me = page_request(&served, "GET", "/console/v1/me", &with_cookie(&cookie), "");
+    let me = page_request(&served, "GET", "/console/v1/me", &cookie, "");
     assert_eq!(code(&me), (401, "not_logged_in".into()), "logged out: {}", me.body);
 }
 
@@ -212,7 +223,7 @@ fn a_link_works_once_and_no_token_logs_in() {
 #[test]
 fn foreign_origins_rebinding_hosts_and_changes_without_the_page_header_are_refused() {
     let served = serve(POLICY);
-    let cookie = session_cookie(&login(&served, &code_of(&link(&served, None))));
+    let cookie = session(&login(&served, &code_of(&link(&served, None))));
     let a = addr(&served);
     let body = json!({ "code": code_of(&link(&served, None)) }).to_string();
     let cases: Vec<(&str, String, (u16, &str))> = vec![
@@ -259,7 +270,7 @@ fn foreign_origins_rebinding_hosts_and_changes_without_the_page_header_are_refus
     // The same for a change with a good session cookie.
     let change = |extra: &str, origin_line: &str, header: &str| {
         let head = format!(
-            "POST /console/v1/commands/revoke_session_grant HTTP/1.1\r\nHost: {a}\r\n{origin_line}{header}Cookie: {cookie}\r\nContent-Type: application/json\r\n{extra}"
+            "POST /console/v1/commands/revoke_session_grant HTTP/1.1\r\nHost: {a}\r\n{origin_line}{header}{cookie}Content-Type: application/json\r\n{extra}"
         );
         raw_http(&a, &head, r#"{"id": "nope"}"#)
     };
@@ -299,14 +310,19 @@ fn foreign_origins_rebinding_hosts_and_changes_without_the_page_header_are_refus
 fn no_cookie_an_expired_one_and_another_hubs_are_no_session() {
     let served = serve_with_args(POLICY, &[], &["--console-session", "1"]);
     let other = serve(POLICY);
-    let me = |cookie: &str| code(&page_request(&served, "GET", "/console/v1/me", &with_cookie(cookie), ""));
+    let me = |lines: &str| code(&page_request(&served, "GET", "/console/v1/me", lines, ""));
     assert_eq!(code(&page_request(&served, "GET", "/console/v1/me", "", "")), (401, "not_logged_in".into()));
-    let theirs = session_cookie(&login(&other, &code_of(&link(&other, None))));
-    let value = theirs.split_once('=').unwrap().1;
+    let theirs_login = login(&other, &code_of(&link(&other, None)));
+    let theirs = session(&theirs_login);
+    let value = session_cookie(&theirs_login).split_once('=').unwrap().1.to_owned();
     assert_eq!(me(&theirs), (401, "not_logged_in".into()), "another hub's cookie, under its name");
-    let as_ours = format!("portcullis_console_{}={value}", port(&served));
+    let as_ours = format!(
+        "Cookie: portcullis_console_{}={value}\r\nx-portcullis-console-session: {}\r\n",
+        port(&served),
+        page_token(&theirs_login)
+    );
     assert_eq!(me(&as_ours), (401, "not_logged_in".into()), "another hub's cookie, under this hub's name");
-    let ours = session_cookie(&login(&served, &code_of(&link(&served, None))));
+    let ours = session(&login(&served, &code_of(&link(&served, None))));
     assert_eq!(me(&ours).0, 200);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(me(&ours), (401, "not_logged_in".into()), "expired after --console-session 1");
@@ -324,4 +340,120 @@ fn without_the_console_there_is_no_page_and_no_link() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Waits (bounded) for the ledger's refusals to list `code` with `path` (written in the background).
+fn refusal_recorded(served: &Served, code: &str, path: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let out = portcullis(&served.path(""))
+            .args(["ledger", "refusals", "--json", "--db"])
+            .arg(served.db())
+            .output()
+            .unwrap();
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let rows = listed["refusals"].as_array().cloned().unwrap_or_default();
+        if rows.iter().any(|r| r["code"] == code && r.to_string().contains(path)) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no {code} refusal of {path} in the ledger: {rows:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Opens stream `name` in the session `lines` and reads until its first event (or the answer ends):
+/// the status and what was read.
+fn stream_head(served: &Served, lines: &str, name: &str) -> (u16, String) {
+    use std::io::{Read as _, Write as _};
+    let head = format!(
+        "POST /console/v1/streams/{name} HTTP/1.1\r\nHost: {}\r\nOrigin: {}\r\nx-portcullis-console: 1\r\nContent-Type: application/json\r\n{lines}Content-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+        addr(served),
+        origin(served)
+    );
+    let mut stream = std::net::TcpStream::connect(addr(served)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut read = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buffer).unwrap_or(0);
+        read.extend_from_slice(&buffer[..n]);
+        let text = String::from_utf8_lossy(&read);
+        if n == 0 || text.contains("event: stream") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&read).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+#[test]
+fn the_cookie_alone_or_with_another_logins_page_token_is_no_session() {
+    let served = serve(POLICY);
+    let alice = login(&served, &code_of(&link(&served, Some("alice"))));
+    let bob = login(&served, &code_of(&link(&served, Some("bob"))));
+    let (alice_token, bob_token) = (page_token(&alice), page_token(&bob));
+    assert_ne!(alice_token, bob_token, "each login has its own page token");
+    let cookie_alone = with_cookie(&session_cookie(&alice));
+    let with_bobs_token = format!("{cookie_alone}x-portcullis-console-session: {bob_token}\r\n");
+    let with_a_made_up_token = format!("{cookie_alone}x-portcullis-console-session: {}\r\n", "0".repeat(64));
+    // What a page on another port of this host gets (the cookie), replayed with this hub's Origin and
+    // the console's header (what a program, not a browser, can forge).
+    for (what, lines) in [
+        ("the cookie alone", &cookie_alone),
+        ("the cookie with another login's page token", &with_bobs_token),
+        ("the cookie with a made-up page token", &with_a_made_up_token),
+    ] {
+        let me = page_request(&served, "GET", "/console/v1/me", lines, "");
+        assert_eq!(code(&me), (401, "not_logged_in".into()), "{what}: {}", me.body);
+        let status = command(&served, lines, "hub_status", json!({}));
+        assert_eq!(code(&status), (401, "not_logged_in".into()), "{what}: {}", status.body);
+        let link = command(&served, lines, "console_link", json!({ "operator": "mallory" }));
+        assert_eq!(code(&link), (401, "not_logged_in".into()), "{what}: {}", link.body);
+        let (streamed, text) = stream_head(&served, lines, "follow_events");
+        assert_eq!(streamed, 401, "{what}: {text}");
+        let out = page_request(&served, "POST", "/console/v1/logout", lines, "");
+        assert_eq!(code(&out), (401, "not_logged_in".into()), "{what} cannot end the login: {}", out.body);
+    }
+    let missing = command(&served, &cookie_alone, "hub_status", json!({}));
+    assert!(missing.body.contains("cookie alone"), "the refusal says why: {}", missing.body);
+    // Cookie and page token together are the login, for calls and streams alike; the refusals ended
+    // neither login.
+    let me = page_request(&served, "GET", "/console/v1/me", &session(&alice), "");
+    assert_eq!(me.json()["session"]["operator"], "alice", "{}", me.body);
+    assert_eq!(command(&served, &session(&alice), "hub_status", json!({})).status, 200);
+    let (streamed, text) = stream_head(&served, &session(&alice), "follow_events");
+    assert_eq!(streamed, 200, "{text}");
+    assert!(text.contains("event: stream"), "{text}");
+    let me = page_request(&served, "GET", "/console/v1/me", &session(&bob), "");
+    assert_eq!(me.json()["session"]["operator"], "bob", "{}", me.body);
+    refusal_recorded(&served, "not_logged_in", "/v1/commands/hub_status");
+}
+
+#[test]
+fn a_browser_login_cannot_make_login_links() {
+    let served = serve(POLICY);
+    let alice = session(&login(&served, &code_of(&link(&served, Some("alice")))));
+    for (what, path, args) in [
+        ("for another name", "/console/v1/commands/console_link", json!({ "operator": "mallory" })),
+        ("for its own name", "/console/v1/commands/console_link", json!({ "operator": "alice" })),
+        ("for the default name", "/console/v1/commands/console_link", json!({})),
+        ("under an encoded name", "/console/v1/commands/console%5Flink", json!({ "operator": "mallory" })),
+        ("as a stream", "/console/v1/streams/console_link", json!({ "operator": "mallory" })),
+    ] {
+        let refused = page_request(&served, "POST", path, &alice, &args.to_string());
+        assert_eq!(code(&refused), (403, "cross_site_refused".into()), "{what}: {}", refused.body);
+        assert!(refused.body.contains("operator token"), "{what}: {}", refused.body);
+        assert!(!refused.body.contains("#code="), "{what}: no link: {}", refused.body);
+    }
+    // The login goes on; the operator token still makes links (for any name).
+    assert_eq!(command(&served, &alice, "hub_status", json!({})).status, 200);
+    let made = link(&served, Some("mallory"));
+    assert_eq!(made["operator"], "mallory");
+    assert_eq!(login(&served, &code_of(&made)).status, 200);
+    refusal_recorded(&served, "cross_site_refused", "console_link");
 }

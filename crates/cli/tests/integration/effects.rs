@@ -358,3 +358,38 @@ fn over_stdio_the_key_travels_in_meta_through_the_relay() {
     assert_eq!(lines(&served, "r.txt"), 1, "the relay to the running hub ran it once");
     assert_eq!(calls_with_reason(&served, "duplicate_effect", 1).len(), 1);
 }
+
+#[test]
+fn reserved_agent_names_are_refused_by_add_agent_and_at_the_hubs_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut served = serve(POLICY);
+    // `local` is the key namespace of calls that carry no agent; `default` the gateway token's.
+    for name in ["local", "default"] {
+        let out = portcullis(served.dir.path()).args(["operator", "add-agent", name]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}: {stderr}");
+        assert!(stderr.contains("the hub uses it itself"), "{name}: {stderr}");
+        assert!(!served.path(&format!("config/agents/{name}")).exists(), "{name}: no token file made");
+    }
+    let out = portcullis(served.dir.path()).args(["operator", "add-agent", "alice"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A hand-made token file named `local` is refused, with a warning, when the hub starts.
+    let planted = served.path("config/agents/local");
+    std::fs::write(&planted, "1".repeat(64)).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let _ = served.stop();
+    served.restart();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let status = |token: &str| {
+        let accept = [("Accept", "application/json, text/event-stream")];
+        crate::common::http(&served.mcp_url, "POST", Some(token), &accept, Some(&initialize)).0
+    };
+    let alice = std::fs::read_to_string(served.path("config/agents/alice")).unwrap();
+    assert_ne!(status(alice.trim()), 401, "a good name beside it is admitted");
+    assert_eq!(status(&"1".repeat(64)), 401, "the planted `local` token is no agent");
+    let stopped = served.stop();
+    let log = String::from_utf8_lossy(&stopped.stderr);
+    assert!(log.contains("reserved") && log.contains("local"), "the hub warned about the file: {log}");
+}

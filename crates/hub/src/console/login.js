@@ -1,7 +1,10 @@
 // The console's login: the one-time code travels in the URL's fragment (#code=…), which the browser
 // never sends to a server, so no log keeps it. It is taken off the address bar and out of history at
-// once, then exchanged for a session cookie (HttpOnly, SameSite=Strict) by a request carrying the
-// console's header. The page then opens the console.
+// once, then exchanged by a request carrying the console's header for a session: a cookie (HttpOnly,
+// SameSite=Strict) and a page token in the answer's body. Cookies are not bound to ports, so a page on
+// another port of this host gets the cookie; the token it never sees: it goes into this tab's
+// sessionStorage (per origin, port included), which the console reads and sends as a header on every
+// request (ui/src/backend/http.ts, SESSION_TOKEN_KEY). The page then opens the console.
 (function () {
   "use strict";
   var status = document.getElementById("login-status");
@@ -24,7 +27,14 @@
   })
     .then(function (response) {
       return response.json().then(function (body) {
-        if (response.ok) {
+        if (response.ok && body && typeof body.token === "string") {
+          try {
+            window.sessionStorage.setItem("portcullis_console_session", body.token);
+          } catch (e) {
+            status.textContent =
+              "This browser keeps no session storage for this page, where the console keeps its login: " + e;
+            return;
+          }
           window.location.replace("/");
           return;
         }

@@ -1,7 +1,9 @@
 //! Who may use the operator console in a browser. An operator front end mints a one-time login code
 //! naming the operator it is for ([`LoginCodes`]); the browser exchanges it, once and soon, for a
-//! session held by an HttpOnly cookie ([`Sessions`]). Sessions end after an absolute lifetime, after
-//! going idle, or at logout. Everything is in memory: a restarted hub forgets every code and login, so
+//! session ([`Sessions`]) held by two secrets: an HttpOnly cookie, and a page token the login answers
+//! in its body, which the page keeps and sends as a header. Cookies are not bound to ports, so a page
+//! on another port of the same host receives the cookie; it never sees the page token, and the cookie
+//! alone is no session. Sessions end after an absolute lifetime, after going idle, or at logout. Everything is in memory: a restarted hub forgets every code and login, so
 //! a cookie from another hub (or an earlier run of this one) is never a session here.
 
 use portcullis_harness::untrusted::visible;
@@ -50,7 +52,7 @@ pub(crate) fn random_hex(bytes: usize) -> std::io::Result<String> {
 }
 
 /// Equal without leaking where the first difference is (the length is not secret).
-fn same_secret(a: &str, b: &str) -> bool {
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -143,22 +145,52 @@ fn wall_ms(after: Duration) -> u64 {
 
 struct Session<T> {
     operator: String,
+    /// The cookie's value. A browser's tabs share one cookie, so the sessions of one browser do.
+    cookie: String,
     started: Instant,
     last_seen: Instant,
     held: T,
 }
 
-/// A session found by its cookie.
+/// A session found by its cookie and page token.
 #[derive(Debug, Clone)]
 pub struct SessionSeen<T> {
     pub operator: String,
+    /// Its page token.
+    pub token: String,
     /// What the session holds (the console's API client).
     pub held: T,
     /// When it ends at the latest, in milliseconds since the epoch.
     pub expires_at_ms: u64,
 }
 
-/// The console's sessions by their secret, each holding a `T` (its API client).
+/// A session just started: the cookie's value and the page's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionStarted {
+    /// The cookie's value: the browser's (the one it presented, when that is a live session's).
+    pub cookie: String,
+    /// The page token: names the session. Answered in the login's body, never in a cookie, and sent
+    /// back by the page as a header on every request.
+    pub token: String,
+}
+
+/// Why a request is no session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoSession {
+    /// Neither the cookie nor the page token is a live session's (none, ended, expired, or another
+    /// hub's).
+    #[error("not logged in (or the login ended)")]
+    Unknown,
+    /// The cookie is a live session's but the request carries no page token: a cookie alone is
+    /// what a page on another port of this host receives, and is refused.
+    #[error("the request carries a login's cookie but not its page token")]
+    TokenMissing,
+    /// The page token is no live session's, or not one of this cookie's.
+    #[error("the page token is not this cookie's login")]
+    TokenWrong,
+}
+
+/// The console's sessions by their page token, each holding a `T` (its API client).
 pub struct Sessions<T> {
     settings: ConsoleSettings,
     held: Mutex<HashMap<String, Session<T>>>,
@@ -174,9 +206,17 @@ impl<T: Clone> Sessions<T> {
             && now.duration_since(session.last_seen) < self.settings.session_idle
     }
 
-    /// Starts a session for `operator` holding `held`; its secret (the cookie's value).
-    pub fn start(&self, operator: String, held: T) -> std::io::Result<String> {
-        let secret = random_hex(32)?;
+    /// Starts a session for `operator` holding `held`: its page token, and its cookie — `presented`
+    /// (the cookie the login request carried) when that is a live session's, so a browser's tabs each
+    /// keep their login; otherwise a fresh one (a value nobody chose).
+    pub fn start(
+        &self,
+        operator: String,
+        held: T,
+        presented: Option<&str>,
+    ) -> std::io::Result<SessionStarted> {
+        let token = random_hex(32)?;
+        let fresh = random_hex(32)?;
         let now = Instant::now();
         let mut sessions = lock(&self.held);
         sessions.retain(|_, s| self.alive(s, now));
@@ -186,33 +226,57 @@ impl<T: Clone> Sessions<T> {
                 sessions.remove(&key);
             }
         }
-        sessions.insert(secret.clone(), Session { operator, started: now, last_seen: now, held });
-        Ok(secret)
+        let cookie = presented
+            .and_then(|presented| {
+                sessions.values().map(|s| &s.cookie).find(|c| same_secret(c, presented)).cloned()
+            })
+            .unwrap_or(fresh);
+        let session = Session { operator, cookie: cookie.clone(), started: now, last_seen: now, held };
+        sessions.insert(token.clone(), session);
+        Ok(SessionStarted { cookie, token })
     }
 
-    /// The live session `secret` names, seen now (which keeps it from going idle); none when there is
-    /// no such session or it has expired (an expired one is ended).
-    pub fn touch(&self, secret: &str) -> Option<SessionSeen<T>> {
+    /// The live session the page `token` names, when `cookie` is its cookie, seen now (which keeps it
+    /// from going idle). Refused when there is no such session or it has expired (an expired one is
+    /// ended), when the page token is missing, and when token and cookie are not one session's; a
+    /// refusal ends nothing (a page that has only the cookie can neither use nor end a login).
+    pub fn touch(&self, cookie: Option<&str>, token: Option<&str>) -> Result<SessionSeen<T>, NoSession> {
         let now = Instant::now();
         let mut sessions = lock(&self.held);
-        let alive = self.alive(sessions.get(secret)?, now);
-        if !alive {
-            sessions.remove(secret);
-            return None;
+        let cookie_known = cookie.is_some_and(|cookie| {
+            sessions.values().filter(|s| self.alive(s, now)).any(|s| same_secret(&s.cookie, cookie))
+        });
+        let refused = if cookie_known { NoSession::TokenWrong } else { NoSession::Unknown };
+        let Some(token) = token else {
+            return Err(if cookie_known { NoSession::TokenMissing } else { NoSession::Unknown });
+        };
+        let session = sessions.get(token).ok_or(refused)?;
+        if !self.alive(session, now) {
+            sessions.remove(token);
+            return Err(refused);
         }
-        let session = sessions.get_mut(secret)?;
+        if !cookie.is_some_and(|cookie| same_secret(&session.cookie, cookie)) {
+            return Err(refused);
+        }
+        let session = sessions.get_mut(token).ok_or(refused)?;
         session.last_seen = now;
         let left = self.settings.session_ttl.saturating_sub(now.duration_since(session.started));
-        Some(SessionSeen {
+        Ok(SessionSeen {
             operator: session.operator.clone(),
+            token: token.to_owned(),
             held: session.held.clone(),
             expires_at_ms: wall_ms(left),
         })
     }
 
-    /// Ends session `secret`; whether there was one.
-    pub fn end(&self, secret: &str) -> bool {
-        lock(&self.held).remove(secret).is_some()
+    /// Ends the session of page `token` and every other of its browser (its cookie, which logout
+    /// clears); how many ended.
+    pub fn end(&self, token: &str) -> usize {
+        let mut sessions = lock(&self.held);
+        let Some(ended) = sessions.remove(token) else { return 0 };
+        let before = sessions.len();
+        sessions.retain(|_, s| !same_secret(&s.cookie, &ended.cookie));
+        1 + before - sessions.len()
     }
 
     /// How many sessions are live now.
@@ -275,32 +339,73 @@ mod tests {
     #[test]
     fn sessions_end_at_logout_when_idle_and_when_old() {
         let sessions = Sessions::new(settings(200, 60));
-        let a = sessions.start("alice".into(), 1).unwrap();
-        assert_eq!(sessions.touch(&a).unwrap().operator, "alice");
-        assert!(sessions.end(&a));
-        assert!(sessions.touch(&a).is_none(), "logged out");
+        let a = sessions.start("alice".into(), 1, None).unwrap();
+        assert_eq!(touch(&sessions, &a).unwrap().operator, "alice");
+        assert_eq!(sessions.end(&a.token), 1);
+        assert_eq!(touch(&sessions, &a).unwrap_err(), NoSession::Unknown, "logged out");
 
-        let idle = sessions.start("alice".into(), 2).unwrap();
+        let idle = sessions.start("alice".into(), 2, None).unwrap();
         std::thread::sleep(Duration::from_millis(90));
-        assert!(sessions.touch(&idle).is_none(), "idle past its limit");
+        assert_eq!(touch(&sessions, &idle).unwrap_err(), NoSession::Unknown, "idle past its limit");
 
-        let busy = sessions.start("bob".into(), 3).unwrap();
+        let busy = sessions.start("bob".into(), 3, None).unwrap();
         for _ in 0..6 {
             std::thread::sleep(Duration::from_millis(40));
-            let _ = sessions.touch(&busy);
+            let _ = touch(&sessions, &busy);
         }
-        assert!(sessions.touch(&busy).is_none(), "past its lifetime however busy");
+        assert_eq!(touch(&sessions, &busy).unwrap_err(), NoSession::Unknown, "past its lifetime");
         assert_eq!(sessions.live(), 0);
+    }
+
+    fn touch<T: Clone>(sessions: &Sessions<T>, s: &SessionStarted) -> Result<SessionSeen<T>, NoSession> {
+        sessions.touch(Some(&s.cookie), Some(&s.token))
+    }
+
+    #[test]
+    fn a_cookie_alone_or_with_another_logins_token_is_no_session_and_ends_nothing() {
+        let sessions = Sessions::new(settings(60_000, 60_000));
+        let a = sessions.start("alice".into(), 1, None).unwrap();
+        let b = sessions.start("bob".into(), 2, None).unwrap();
+        assert_ne!(a.cookie, a.token, "two secrets, not one");
+        assert_ne!(a.cookie, b.cookie, "two browsers");
+        assert_eq!(a.token.len(), 64);
+        let (a_cookie, b_token) = (Some(a.cookie.as_str()), Some(b.token.as_str()));
+        assert_eq!(sessions.touch(a_cookie, None).unwrap_err(), NoSession::TokenMissing);
+        assert_eq!(sessions.touch(a_cookie, b_token).unwrap_err(), NoSession::TokenWrong);
+        assert_eq!(sessions.touch(a_cookie, Some("")).unwrap_err(), NoSession::TokenWrong);
+        assert_eq!(sessions.touch(None, Some(&a.token)).unwrap_err(), NoSession::Unknown, "no cookie");
+        let swapped = sessions.touch(Some(&a.token), Some(&a.cookie)).unwrap_err();
+        assert_eq!(swapped, NoSession::Unknown, "swapped");
+        assert_eq!(sessions.touch(Some("x"), None).unwrap_err(), NoSession::Unknown);
+        assert_eq!(touch(&sessions, &a).unwrap().operator, "alice", "refusals end no session");
+        assert_eq!(touch(&sessions, &b).unwrap().operator, "bob");
+    }
+
+    #[test]
+    fn a_browsers_tabs_share_its_cookie_each_with_its_own_token_and_logout_ends_them_all() {
+        let sessions = Sessions::new(settings(60_000, 60_000));
+        let first = sessions.start("alice".into(), 1, None).unwrap();
+        let second = sessions.start("alice".into(), 2, Some(&first.cookie)).unwrap();
+        assert_eq!(second.cookie, first.cookie, "a live session's cookie is kept");
+        assert_ne!(second.token, first.token);
+        assert_eq!(touch(&sessions, &first).unwrap().held, 1);
+        assert_eq!(touch(&sessions, &second).unwrap().held, 2);
+        // A cookie nobody was given is not taken up (no fixation).
+        let chosen = sessions.start("bob".into(), 3, Some("chosen-by-someone")).unwrap();
+        assert_ne!(chosen.cookie, "chosen-by-someone");
+        assert_eq!(sessions.end(&second.token), 2, "logout ends the browser's logins");
+        assert!(touch(&sessions, &first).is_err());
+        assert_eq!(touch(&sessions, &chosen).unwrap().operator, "bob", "another browser's goes on");
     }
 
     #[test]
     fn sessions_are_bounded_idlest_first() {
         let sessions = Sessions::new(settings(60_000, 60_000));
-        let first = sessions.start("a".into(), 0).unwrap();
+        let first = sessions.start("a".into(), 0, None).unwrap();
         std::thread::sleep(Duration::from_millis(2));
-        let rest: Vec<_> = (0..MAX_SESSIONS).map(|i| sessions.start("a".into(), i).unwrap()).collect();
-        assert!(sessions.touch(&first).is_none());
-        assert!(sessions.touch(&rest[0]).is_some());
+        let rest: Vec<_> = (0..MAX_SESSIONS).map(|i| sessions.start("a".into(), i, None).unwrap()).collect();
+        assert!(touch(&sessions, &first).is_err());
+        assert!(touch(&sessions, &rest[0]).is_ok());
         assert_eq!(sessions.live(), MAX_SESSIONS);
     }
 }
