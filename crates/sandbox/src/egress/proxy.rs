@@ -1,8 +1,9 @@
 //! One connection through the egress proxy: its first request read (`ask`), the host checked against the
 //! hosts the command's rules name, the name resolved by the proxy itself, the upstream connected, and the
 //! bytes relayed both ways, counted. A tunnel's first bytes are read before they are relayed: a TLS
-//! ClientHello must name the host the tunnel was opened to (`sni`). Whatever happens, the connection
-//! ends as one [`Connection`], for the call's record.
+//! ClientHello, however many records carry it, must name the host the tunnel was opened to (`sni`), and
+//! on a TLS port ([`TLS_PORTS`]) nothing else may start one. Whatever happens, the connection ends as
+//! one [`Connection`], for the call's record.
 
 use super::ask::{Ask, AskError, read_ask, socks_reply};
 use super::sni::{Hello, server_name};
@@ -18,8 +19,10 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The relay's buffer each way (large reads keep a bulk transfer's system calls few).
 const RELAY_BUFFER: usize = 64 * 1024;
-/// Most bytes of a tunnel's first TLS record read before relaying (a record is at most 16 KiB + 5).
-const MAX_HELLO: usize = 16 * 1024 + 5;
+/// Ports whose tunnels must carry TLS (HTTPS's, and its usual other): what does not start as a TLS
+/// ClientHello there is refused, so no name goes up unread. On other ports a tunnel may carry another
+/// protocol (SSH, say), passed on as it is; one that starts as TLS has its ClientHello read all the same.
+pub const TLS_PORTS: [u16; 2] = [443, 8443];
 
 /// The hosts a command may reach, and what names them (for the refusal's words).
 #[derive(Debug, Clone)]
@@ -198,18 +201,16 @@ where
     }
     let first: Vec<u8> = match &ask {
         Ask::Http { head, .. } => [head.as_slice(), &early].concat(),
-        Ask::Connect { .. } | Ask::Socks { .. } => match first_record(&mut client, early).await {
-            Ok(bytes) => {
-                if let Hello::Name(name) = server_name(&bytes)
-                    && name != host
-                {
-                    let why = format!("TLS names {name}, not {host} the tunnel was opened to: refused");
+        Ask::Connect { .. } | Ask::Socks { .. } => {
+            match tokio::time::timeout(ASK_TIMEOUT, tunnel_start(&mut client, early, &host, port)).await {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(why)) => return refused(host, port, why),
+                Err(_) => {
+                    let why = "nothing read as a TLS ClientHello within 10 s: refused".to_owned();
                     return refused(host, port, why);
                 }
-                bytes
             }
-            Err(_) => Vec::new(),
-        },
+        }
     };
     let (bytes_out, bytes_in) = relay(client, upstream, first).await;
     Some(Connection {
@@ -223,20 +224,39 @@ where
     })
 }
 
-/// The first bytes a tunnel's client sends (after `early`, what came with its request): a whole TLS
-/// record when they start one, else what came.
-async fn first_record<S: AsyncRead + Unpin>(client: &mut S, early: Vec<u8>) -> std::io::Result<Vec<u8>> {
+/// The first bytes of a tunnel (after `early`, what came with its request), read until they can be
+/// judged: a whole ClientHello (reassembled over its records) naming `host` or no host, or bytes that
+/// are not TLS on a port outside [`TLS_PORTS`]. `Err`: why the tunnel is refused. A tunnel whose
+/// program sends nothing and closes is let through empty (nothing goes up).
+async fn tunnel_start<S: AsyncRead + Unpin>(
+    client: &mut S,
+    early: Vec<u8>,
+    host: &str,
+    port: u16,
+) -> Result<Vec<u8>, String> {
     let mut bytes = early;
     let mut chunk = [0u8; 4096];
     loop {
         match server_name(&bytes) {
-            Hello::Partial { needed } if needed <= MAX_HELLO && bytes.len() < needed => {}
-            _ if !bytes.is_empty() => return Ok(bytes),
-            _ => {}
+            Ok(Hello::Partial { .. }) => {}
+            Ok(Hello::NotTls) if TLS_PORTS.contains(&port) => {
+                return Err(format!(
+                    "not TLS on port {port}, a TLS port (only a TLS ClientHello may start a tunnel there): refused"
+                ));
+            }
+            Ok(Hello::NotTls | Hello::NoName) => return Ok(bytes),
+            Ok(Hello::Name(name)) if name == host => return Ok(bytes),
+            Ok(Hello::Name(name)) => {
+                return Err(format!("TLS names {name}, not {host} the tunnel was opened to: refused"));
+            }
+            Err(e) => return Err(format!("{e}: refused")),
         }
-        let n = client.read(&mut chunk).await?;
+        let n = client.read(&mut chunk).await.map_err(|e| format!("the tunnel's first bytes: {e}"))?;
         if n == 0 {
-            return Ok(bytes);
+            if bytes.is_empty() {
+                return Ok(bytes);
+            }
+            return Err("the connection closed inside its TLS ClientHello: refused".into());
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
@@ -419,6 +439,60 @@ mod tests {
         let (_, c) = through(request, &rules, &resolver).await;
         assert!(c.allowed, "{c:?}");
         assert_eq!(c.bytes_out, hello.len() as u64);
+    }
+
+    #[tokio::test]
+    async fn a_client_hello_split_over_records_is_read_whole() {
+        use crate::egress::sni::tests::split_client_hello;
+        let port = upstream().await;
+        let rules = rules(&[&format!("allowed.test:{port}")]);
+        let resolver = map(&["allowed.test"]);
+        let connect = format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n").into_bytes();
+        let fronted = split_client_hello("other.test", &[2, 60]);
+        let (_, c) = through([connect.clone(), fronted].concat(), &rules, &resolver).await;
+        assert!(!c.allowed && c.why.contains("TLS names other.test, not allowed.test"), "{c:?}");
+        assert_eq!(c.bytes_out, 0, "nothing of the refused hello went up");
+
+        let hello = split_client_hello("allowed.test", &[2, 60]);
+        let (_, c) = through([connect, hello.clone()].concat(), &rules, &resolver).await;
+        assert!(c.allowed, "{c:?}");
+        assert_eq!(c.bytes_out, hello.len() as u64);
+    }
+
+    /// A tunnel's port, what its program sent before closing, and what is judged: `Ok(())` let through,
+    /// or the words of the refusal.
+    type TunnelRow = (u16, Vec<u8>, Result<(), &'static str>);
+
+    #[tokio::test]
+    async fn a_tunnel_starts_with_a_hello_naming_its_host_or_on_other_ports_with_another_protocol() {
+        use crate::egress::sni::tests::{client_hello, split_client_hello};
+        let hello = split_client_hello("allowed.test", &[1, 30]);
+        let table: Vec<TunnelRow> = vec![
+            (443, client_hello(Some("allowed.test")), Ok(())),
+            (8443, hello.clone(), Ok(())),
+            (443, client_hello(None), Ok(())),
+            (8443, split_client_hello("other.test", &[40]), Err("TLS names other.test")),
+            (443, b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n".to_vec(), Err("not TLS on port 443")),
+            (8443, b"SSH-2.0-OpenSSH_9.2\r\n".to_vec(), Err("not TLS on port 8443")),
+            (22, b"SSH-2.0-OpenSSH_9.2\r\n".to_vec(), Ok(())),
+            (22, split_client_hello("other.test", &[40]), Err("TLS names other.test")),
+            (443, hello[..hello.len() - 1].to_vec(), Err("closed inside its TLS ClientHello")),
+            (443, vec![22, 3, 1, 0, 5, 2, 0, 0, 1, 0], Err("not a ClientHello")),
+            (443, Vec::new(), Ok(())),
+        ];
+        for (port, sent, want) in table {
+            // Three bytes came with the request; the rest follows on the connection.
+            let (early, rest) = sent.split_at(sent.len().min(3));
+            let (mut program, mut proxy_end) = tokio::io::duplex(1 << 20);
+            program.write_all(rest).await.unwrap();
+            program.shutdown().await.unwrap();
+            let got = tunnel_start(&mut proxy_end, early.to_vec(), "allowed.test", port).await;
+            match (got, want) {
+                (Ok(bytes), Ok(())) => assert!(sent.starts_with(&bytes), "{port} {sent:?}"),
+                (Err(why), Err(says)) => assert!(why.contains(says), "{port} {sent:?}: {why}"),
+                (got, want) => panic!("{port} {sent:?}: {got:?}, wanted {want:?}"),
+            }
+        }
     }
 
     #[tokio::test]
