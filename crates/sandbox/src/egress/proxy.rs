@@ -6,6 +6,7 @@
 //! one [`Connection`], for the call's record.
 
 use super::ask::{Ask, AskError, read_ask, socks_reply};
+use super::http::RequestStream;
 use super::sni::{Hello, server_name};
 use portcullis_harness::{Connection, ConnectionKind, HostPattern};
 use std::collections::HashMap;
@@ -17,6 +18,9 @@ use tokio::net::TcpStream;
 /// How long a program has to say where it goes, and the proxy to reach it.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the answers to a connection's allowed requests may still come back once a later request on
+/// it is refused (then the refusal is sent, and the connection closed).
+const REFUSAL_GRACE: Duration = Duration::from_secs(2);
 /// The relay's buffer each way (large reads keep a bulk transfer's system calls few).
 const RELAY_BUFFER: usize = 64 * 1024;
 /// Ports whose tunnels must carry TLS (HTTPS's, and its usual other): what does not start as a TLS
@@ -159,6 +163,9 @@ where
                     address.clone(),
                     format!("network to {address} refused: a raw IP address; {}", rules.allowed_words()),
                 ),
+                AskError::HostMismatch { .. } | AskError::HostHeaders(_) | AskError::BodyLength(_) => {
+                    ("?".to_owned(), format!("network refused: {e}; {}", rules.allowed_words()))
+                }
                 _ => ("?".to_owned(), e.to_string()),
             };
             if matches!(e, AskError::Closed) {
@@ -199,26 +206,32 @@ where
     if granted.is_err() {
         return refused(host, port, "the command closed the connection".into());
     }
-    let first: Vec<u8> = match &ask {
-        Ask::Http { head, .. } => [head.as_slice(), &early].concat(),
+    let (bytes_out, bytes_in, refusal) = match ask {
+        Ask::Http { head, .. } => {
+            let requests = RequestStream::new(&host, port);
+            relay_http(client, upstream, requests, [head, early].concat(), rules).await
+        }
         Ask::Connect { .. } | Ask::Socks { .. } => {
-            match tokio::time::timeout(ASK_TIMEOUT, tunnel_start(&mut client, early, &host, port)).await {
+            let first = match tokio::time::timeout(ASK_TIMEOUT, tunnel_start(&mut client, early, &host, port))
+                .await
+            {
                 Ok(Ok(bytes)) => bytes,
                 Ok(Err(why)) => return refused(host, port, why),
                 Err(_) => {
                     let why = "nothing read as a TLS ClientHello within 10 s: refused".to_owned();
                     return refused(host, port, why);
                 }
-            }
+            };
+            let (bytes_out, bytes_in) = relay(client, upstream, first).await;
+            (bytes_out, bytes_in, None)
         }
     };
-    let (bytes_out, bytes_in) = relay(client, upstream, first).await;
     Some(Connection {
         kind: ConnectionKind::Tcp,
         host,
         port,
-        allowed: true,
-        why: allowed_by,
+        allowed: refusal.is_none(),
+        why: refusal.unwrap_or(allowed_by),
         bytes_out,
         bytes_in,
     })
@@ -304,6 +317,80 @@ where
     tokio::join!(out, back)
 }
 
+/// Relays a plain HTTP connection opened to one host: every request the program sends (`first` is what
+/// was read already) is read by `requests` and goes up only if it names that host and is framed; the
+/// answers come back as they are. At the first request that may not go up, nothing more goes up: the
+/// answers to the requests before it come back (for at most [`REFUSAL_GRACE`]), then a 403 saying why
+/// and the rule's words, and the connection closes. The bytes each way, and the refusal's words.
+async fn relay_http<S>(
+    client: S,
+    upstream: TcpStream,
+    mut requests: RequestStream,
+    first: Vec<u8>,
+    rules: &EgressRules,
+) -> (u64, u64, Option<String>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut up_read, mut up_write) = upstream.into_split();
+    let refused = tokio::sync::Notify::new();
+    let out = async {
+        let mut sent = 0u64;
+        let mut buf = vec![0u8; RELAY_BUFFER];
+        let mut up = Vec::new();
+        let mut input: &[u8] = &first;
+        let refusal = loop {
+            up.clear();
+            let judged = requests.feed(input, &mut up);
+            if !up.is_empty() {
+                if up_write.write_all(&up).await.is_err() {
+                    break None;
+                }
+                sent += up.len() as u64;
+            }
+            if let Err(e) = judged {
+                break Some(e);
+            }
+            input = match client_read.read(&mut buf).await {
+                Ok(0) | Err(_) => break None,
+                Ok(n) => &buf[..n],
+            };
+        };
+        let _ = up_write.shutdown().await;
+        if refusal.is_some() {
+            refused.notify_one();
+        }
+        (sent, refusal)
+    };
+    let back = async {
+        let mut got = 0u64;
+        tokio::select! {
+            () = copy_into(&mut up_read, &mut client_write, &mut got) => {}
+            () = async {
+                refused.notified().await;
+                tokio::time::sleep(REFUSAL_GRACE).await;
+            } => {}
+        }
+        got
+    };
+    let ((sent, refusal), got) = tokio::join!(out, back);
+    let Some(e) = refusal else {
+        let _ = client_write.shutdown().await;
+        return (sent, got, None);
+    };
+    let (host, port) = requests.host_and_port();
+    let why = match e {
+        AskError::OtherHost { host: other, port: other_port } => format!(
+            "network to {other}:{other_port} refused: this connection was opened to {host}:{port}, and a connection reaches one host; {}",
+            rules.allowed_words()
+        ),
+        e => format!("network to {host}:{port} refused: {e}; {}", rules.allowed_words()),
+    };
+    answer_http(&mut client_write, 403, &why).await;
+    (sent, got, Some(why))
+}
+
 /// Copies until the reader ends or either side fails; the bytes written, whichever way it ended (a
 /// connection reset after the answer still counts the answer).
 async fn copy_counted<R, W>(reader: &mut R, writer: &mut W) -> u64
@@ -311,17 +398,27 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut buf = vec![0u8; RELAY_BUFFER];
     let mut total = 0u64;
+    copy_into(reader, writer, &mut total).await;
+    total
+}
+
+/// [`copy_counted`], counting into `total` (which holds the count if the copy is dropped midway).
+async fn copy_into<R, W>(reader: &mut R, writer: &mut W, total: &mut u64)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; RELAY_BUFFER];
     loop {
         let n = match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => return total,
+            Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
         if writer.write_all(&buf[..n]).await.is_err() {
-            return total;
+            return;
         }
-        total += n as u64;
+        *total += n as u64;
     }
 }
 
@@ -493,6 +590,91 @@ mod tests {
                 (got, want) => panic!("{port} {sent:?}: {got:?}, wanted {want:?}"),
             }
         }
+    }
+
+    /// An HTTP upstream on loopback that answers every request head it reads `ok` (kept alive), and
+    /// keeps all it read.
+    async fn http_upstream() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    loop {
+                        let n = s.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        let heads = buf[..n].windows(4).filter(|w| w == b"\r\n\r\n").count();
+                        log.lock().unwrap().extend_from_slice(&buf[..n]);
+                        for _ in 0..heads {
+                            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n").await;
+                        }
+                    }
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    #[tokio::test]
+    async fn every_request_on_a_plain_connection_names_its_host() {
+        let (port, seen) = http_upstream().await;
+        let rules = rules(&[&format!("allowed.test:{port}"), &format!("other.test:{port}")]);
+        let resolver = map(&["allowed.test", "other.test"]);
+        let get = |host: &str, path: &str| {
+            format!("GET http://{host}:{port}{path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n")
+        };
+
+        // Kept alive, the same host: both answered.
+        let request = get("allowed.test", "/a") + &get("allowed.test", "/b");
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        assert!(c.allowed, "{c:?}");
+        assert_eq!(String::from_utf8_lossy(&back).matches("200 OK").count(), 2, "{back:?}");
+
+        // Pipelined, another host (one the rules allow too): the first answered, then a 403, and the
+        // second never goes up.
+        seen.lock().unwrap().clear();
+        let request = get("allowed.test", "/a") + &get("other.test", "/b");
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        let text = String::from_utf8_lossy(&back);
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+        assert!(
+            text.contains("HTTP/1.1 403 Forbidden\r\n")
+                && text.contains(&format!(
+                    "network to other.test:{port} refused: this connection was opened to allowed.test:{port}"
+                ))
+                && text.contains("rule `npm-install` (policy.json) allows"),
+            "{text}"
+        );
+        assert!(!c.allowed && c.why.contains("opened to allowed.test") && c.bytes_in > 0, "{c:?}");
+        let upstream_read = String::from_utf8(seen.lock().unwrap().clone()).unwrap();
+        assert!(upstream_read.contains("GET /a") && !upstream_read.contains("other.test"), "{upstream_read}");
+
+        // Two Host headers in the first request: refused before anything is connected.
+        seen.lock().unwrap().clear();
+        let request = format!(
+            "GET http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nHost: other.test:{port}\r\n\r\n"
+        );
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        let text = String::from_utf8_lossy(&back);
+        assert!(text.starts_with("HTTP/1.1 403") && text.contains("more than one Host header"), "{text}");
+        assert!(text.contains("rule `npm-install` (policy.json) allows"), "{text}");
+        assert!(!c.allowed, "{c:?}");
+        assert!(seen.lock().unwrap().is_empty());
+
+        // A chunked body that hides a request, then one to another host.
+        let request = format!(
+            "POST http://allowed.test:{port}/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nGET \r\n0\r\n\r\n{}",
+            get("other.test", "/")
+        );
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        assert!(!c.allowed && c.why.contains("network to other.test"), "{c:?}");
+        assert!(String::from_utf8_lossy(&back).contains("403 Forbidden"));
     }
 
     #[tokio::test]
