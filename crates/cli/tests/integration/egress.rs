@@ -270,3 +270,169 @@ fn no_trick_gets_a_command_allowed_to_reach_a_to_b() {
     let shown = ledger_show(&w.served, "c6");
     assert!(shown.contains("TLS names b.test, not api.test"), "{shown}");
 }
+
+/// Issue 51, finding 11: a script sends a real ClientHello (Python's ssl) split over three handshake
+/// records (a cut inside its 4-byte header, one in its middle) through `CONNECT api.test`. Asking for
+/// b.test, the tunnel is cut before a byte of it reaches A; asking for api.test, the handshake completes
+/// and the file comes back: the proxy reassembles the hello as the server does.
+#[test]
+fn a_client_hello_split_over_records_is_judged_whole() {
+    let w = world();
+    let a = w.a;
+    let script = r#"import socket, ssl, sys
+port, name = int(sys.argv[1]), sys.argv[2]
+tls_in, tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ssl.create_default_context(cafile='ca.pem').wrap_bio(tls_in, tls_out, server_hostname=name)
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+record = tls_out.read()
+hello = record[5:5 + int.from_bytes(record[3:5], 'big')]
+assert record[0] == 22 and len(record) == 5 + len(hello), 'one record'
+cuts = [0, 2, len(hello) // 2, len(hello)]
+split = b''.join(bytes([22, 3, 1]) + (b - a).to_bytes(2, 'big') + hello[a:b] for a, b in zip(cuts, cuts[1:]))
+s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+s.sendall(f'CONNECT api.test:{port} HTTP/1.1\r\nHost: api.test:{port}\r\n\r\n'.encode())
+answer = b''
+while b'\r\n\r\n' not in answer:
+    answer += s.recv(4096)
+print('proxy:', answer.split(b'\r\n')[0].decode())
+s.sendall(split)
+def feed():
+    data = s.recv(65536)
+    if not data:
+        print('closed by the proxy')
+        sys.exit(3)
+    tls_in.write(data)
+while True:
+    try:
+        tls.do_handshake()
+        break
+    except ssl.SSLWantReadError:
+        s.sendall(tls_out.read())
+        feed()
+tls.write(f'GET /hello.txt HTTP/1.1\r\nHost: api.test:{port}\r\nConnection: close\r\n\r\n'.encode())
+s.sendall(tls_out.read())
+body = b''
+while b'hello from' not in body:
+    try:
+        body += tls.read(65536)
+    except ssl.SSLWantReadError:
+        feed()
+print(body.decode(errors='replace'))
+"#;
+    std::fs::write(w.served.project().join("split_hello.py"), script).unwrap();
+    let steps = json!([
+        call(&format!("python3 split_hello.py {a} b.test")),
+        call(&format!("python3 split_hello.py {a} api.test")),
+    ]);
+    let report = w.served.agent(steps);
+    let text = |i: usize| text_of(&report["results"][i]["result"]);
+    let fronted = text(0);
+    assert!(fronted.contains("proxy: HTTP/1.1 200") && fronted.contains("closed by the proxy"), "{fronted}");
+    assert!(
+        fronted
+            .contains("[sandbox refused: TLS names b.test, not api.test the tunnel was opened to: refused]"),
+        "{fronted}"
+    );
+    let whole = text(1);
+    assert!(whole.contains("hello from api.test") && whole.contains("[exit code: 0]"), "{whole}");
+    assert!(!whole.contains("[sandbox refused"), "{whole}");
+    let a_log = std::fs::read_to_string(w._fixtures.path().join("a.log")).unwrap();
+    assert_eq!(
+        a_log.matches("GET /hello.txt").count(),
+        1,
+        "only the hello naming api.test reached A: {a_log}"
+    );
+    let shown = ledger_show(&w.served, "c1");
+    assert!(shown.contains("TLS names b.test, not api.test"), "{shown}");
+}
+
+/// Issue 51, finding 15: a script speaks plain HTTP to the proxy over a raw socket. Two requests kept
+/// alive to the host its rule names are both answered; a third, pipelined behind them to another name
+/// on the same address, is refused with a 403 in the rule's words and never reaches the server; a
+/// request with two Host headers is refused before anything is connected.
+#[test]
+fn every_plain_http_request_on_a_connection_is_judged() {
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    node_modules();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    // A plain HTTP server that answers every request head it reads, kept alive, and keeps what it read.
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let (Ok(mut stream), log) = (stream, log.clone()) else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while let Ok(n @ 1..) = stream.read(&mut buf) {
+                    log.lock().unwrap().extend_from_slice(&buf[..n]);
+                    for _ in buf[..n].windows(4).filter(|w| w == b"\r\n\r\n") {
+                        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nplain\n");
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 plain.test other.test\n").unwrap();
+    let policy = json!({"commands": {"default": "allow", "rules": [
+        {"id": "python", "pattern": ["python3"], "decision": "allow", "network": [format!("plain.test:{port}")]},
+    ]}});
+    let hosts_arg = hosts.display().to_string();
+    let served = serve_with_args(
+        &serde_json::to_string_pretty(&policy).unwrap(),
+        &[("PATH", PATH)],
+        &["--egress-hosts", &hosts_arg],
+    );
+    let script = r#"import socket, sys
+port, mode = int(sys.argv[1]), sys.argv[2]
+def get(host, path, extra=''):
+    return f'GET http://{host}:{port}{path} HTTP/1.1\r\nHost: {host}:{port}\r\n{extra}\r\n'
+if mode == 'pipelined':
+    sent = get('plain.test', '/one') + get('plain.test', '/two') + get('other.test', '/three')
+else:
+    sent = get('plain.test', '/four', f'Host: other.test:{port}\r\n')
+s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+s.sendall(sent.encode())
+back = b''
+while (data := s.recv(65536)):
+    back += data
+print(back.decode(errors='replace'))
+"#;
+    std::fs::write(served.project().join("pipeline.py"), script).unwrap();
+    let steps = json!([
+        call(&format!("python3 pipeline.py {port} pipelined")),
+        call(&format!("python3 pipeline.py {port} duplicate")),
+    ]);
+    let report = served.agent(steps);
+    let text = |i: usize| text_of(&report["results"][i]["result"]);
+    let policy_file = served.policy_file().display().to_string();
+    let pipelined = text(0);
+    assert_eq!(pipelined.matches("HTTP/1.1 200 OK").count(), 2, "{pipelined}");
+    assert_eq!(pipelined.matches("plain\n").count(), 2, "{pipelined}");
+    let refusal = format!(
+        "network to other.test:{port} refused: this connection was opened to plain.test:{port}, and a connection reaches one host; rule `python` ({policy_file}) allows plain.test:{port}"
+    );
+    assert!(pipelined.contains("HTTP/1.1 403 Forbidden"), "{pipelined}");
+    assert!(pipelined.contains(&refusal), "the 403 and the call's result: {pipelined}");
+    let duplicate = text(1);
+    assert!(
+        duplicate.contains("HTTP/1.1 403 Forbidden") && duplicate.contains("more than one Host header"),
+        "{duplicate}"
+    );
+    assert!(
+        duplicate.contains(&format!("rule `python` ({policy_file}) allows plain.test:{port}")),
+        "{duplicate}"
+    );
+    let server_read = String::from_utf8(seen.lock().unwrap().clone()).unwrap();
+    assert!(server_read.contains("GET /one") && server_read.contains("GET /two"), "{server_read}");
+    assert!(!server_read.contains("other.test") && !server_read.contains("/three"), "{server_read}");
+    assert!(!server_read.contains("/four"), "{server_read}");
+    let shown = ledger_show(&served, "c1");
+    assert!(shown.contains(&refusal), "{shown}");
+}

@@ -6,15 +6,15 @@
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Most bytes of an HTTP request head the proxy reads.
-const MAX_HEAD: usize = 16 * 1024;
+pub(crate) const MAX_HEAD: usize = 16 * 1024;
 
 /// Where a program asked to go, and how it asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ask {
     /// `CONNECT host:port`: a tunnel (TLS, usually), answered `200` once allowed.
     Connect { host: String, port: u16 },
-    /// A plain HTTP request; `head` is its head rewritten for the origin (origin-form target, no
-    /// `Proxy-*` headers, `Connection: close`), to be sent once allowed.
+    /// A plain HTTP request; `head` is its head as the program sent it. The proxy reads it again, with
+    /// every request after it on the connection (`http::RequestStream`), and rewrites each for the origin.
     Http { host: String, port: u16, head: Vec<u8> },
     /// A SOCKS5 `CONNECT` to a domain name, answered once allowed.
     Socks { host: String, port: u16 },
@@ -47,6 +47,14 @@ pub enum AskError {
     Address(String),
     #[error("the Host header ({header}) is not the host asked for ({host})")]
     HostMismatch { host: String, header: String },
+    #[error("more than one Host header ({0})")]
+    HostHeaders(String),
+    #[error(
+        "a request for {host}:{port} on a connection opened to another host (a connection reaches one host)"
+    )]
+    OtherHost { host: String, port: u16 },
+    #[error("the request's body cannot be framed: {0}")]
+    BodyLength(String),
     #[error("SOCKS5 command {0} (only CONNECT)")]
     SocksCommand(u8),
     #[error("{0}")]
@@ -85,7 +93,7 @@ pub async fn read_ask<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> Resu
 }
 
 /// The name and port of `authority` (`host`, `host:port`); an address is refused.
-fn name_and_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16), AskError> {
+pub(crate) fn name_and_port(authority: &str, default_port: Option<u16>) -> Result<(String, u16), AskError> {
     if authority.starts_with('[') {
         return Err(AskError::Address(authority.to_owned()));
     }
@@ -118,50 +126,19 @@ fn name_and_port(authority: &str, default_port: Option<u16>) -> Result<(String, 
 
 fn http_ask(head: &[u8]) -> Result<Ask, AskError> {
     let text = std::str::from_utf8(head).map_err(|_| AskError::Unknown)?;
-    let mut lines = text.split("\r\n");
-    let request = lines.next().ok_or(AskError::Unknown)?;
+    let request = text.split("\r\n").next().ok_or(AskError::Unknown)?;
     let mut parts = request.split(' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(AskError::Unknown);
-    };
-    if !version.starts_with("HTTP/1.") || parts.next().is_some() {
-        return Err(AskError::Unknown);
-    }
-    let headers: Vec<(&str, &str)> = lines
-        .filter(|l| !l.is_empty())
-        .map(|l| l.split_once(':').map(|(n, v)| (n.trim(), v.trim())).ok_or(AskError::Unknown))
-        .collect::<Result<_, _>>()?;
-    let header = |name: &str| headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
-    if method == "CONNECT" {
+    if let (Some("CONNECT"), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    {
+        if !version.starts_with("HTTP/1.") {
+            return Err(AskError::Unknown);
+        }
         let (host, port) = name_and_port(target, None)?;
         return Ok(Ask::Connect { host, port });
     }
-    let rest = target.strip_prefix("http://").ok_or(AskError::Unknown)?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    if authority.contains('@') {
-        return Err(AskError::Malformed("credentials in the request's URL".into()));
-    }
-    let (host, port) = name_and_port(authority, Some(80))?;
-    if let Some(given) = header("host") {
-        let (header_host, header_port) = name_and_port(given, Some(80))
-            .map_err(|_| AskError::HostMismatch { host: host.clone(), header: given.to_owned() })?;
-        if header_host != host || header_port != port {
-            return Err(AskError::HostMismatch { host, header: given.to_owned() });
-        }
-    }
-    let mut out = format!("{method} {path} {version}\r\n");
-    for (name, value) in &headers {
-        let lower = name.to_ascii_lowercase();
-        if lower.starts_with("proxy-") || lower == "connection" || lower == "keep-alive" {
-            continue;
-        }
-        out.push_str(&format!("{name}: {value}\r\n"));
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    Ok(Ask::Http { host, port, head: out.into_bytes() })
+    let request = super::http::parse_head(head)?;
+    Ok(Ask::Http { host: request.host, port: request.port, head: head.to_vec() })
 }
 
 async fn read_socks<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> Result<Ask, AskError> {
@@ -274,16 +251,6 @@ mod tests {
         let (ask, early) = read_ask(&mut proxy).await.unwrap();
         assert_eq!(ask, Ask::Connect { host: "pypi.org".into(), port: 443 });
         assert_eq!(early, b"\x16\x03\x01hello");
-    }
-
-    #[tokio::test]
-    async fn a_plain_request_is_rewritten_for_the_origin() {
-        let (got, _) = ask(b"GET http://pypi.org/simple/ HTTP/1.1\r\nHost: pypi.org\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n").await;
-        let Ok(Ask::Http { head, .. }) = got else { panic!("{got:?}") };
-        assert_eq!(
-            String::from_utf8(head).unwrap(),
-            "GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-        );
     }
 
     #[tokio::test]

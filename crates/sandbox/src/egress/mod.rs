@@ -3,10 +3,12 @@
 //! (`relay`) each TCP connection to the proxy port, and each DNS question, over a Unix socket the hub
 //! opened for this one command (`gate`). The proxy reads what a program asks for (HTTP CONNECT, plain
 //! HTTP, SOCKS5; names only: `ask`), lets through only the hosts the rules name, resolves them itself,
-//! checks a tunnel's TLS server name (`sni`), and records every connection (`proxy`).
+//! checks a tunnel's TLS server name (`sni`) and every plain HTTP request on a connection (`http`), and
+//! records every connection (`proxy`).
 
 pub mod ask;
 pub mod gate;
+pub mod http;
 pub mod proxy;
 pub(crate) mod relay;
 pub mod sni;

@@ -1,10 +1,12 @@
 //! One connection through the egress proxy: its first request read (`ask`), the host checked against the
 //! hosts the command's rules name, the name resolved by the proxy itself, the upstream connected, and the
 //! bytes relayed both ways, counted. A tunnel's first bytes are read before they are relayed: a TLS
-//! ClientHello must name the host the tunnel was opened to (`sni`). Whatever happens, the connection
-//! ends as one [`Connection`], for the call's record.
+//! ClientHello, however many records carry it, must name the host the tunnel was opened to (`sni`), and
+//! on a TLS port ([`TLS_PORTS`]) nothing else may start one. Whatever happens, the connection ends as
+//! one [`Connection`], for the call's record.
 
 use super::ask::{Ask, AskError, read_ask, socks_reply};
+use super::http::RequestStream;
 use super::sni::{Hello, server_name};
 use portcullis_harness::{Connection, ConnectionKind, HostPattern};
 use std::collections::HashMap;
@@ -16,10 +18,15 @@ use tokio::net::TcpStream;
 /// How long a program has to say where it goes, and the proxy to reach it.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the answers to a connection's allowed requests may still come back once a later request on
+/// it is refused (then the refusal is sent, and the connection closed).
+const REFUSAL_GRACE: Duration = Duration::from_secs(2);
 /// The relay's buffer each way (large reads keep a bulk transfer's system calls few).
 const RELAY_BUFFER: usize = 64 * 1024;
-/// Most bytes of a tunnel's first TLS record read before relaying (a record is at most 16 KiB + 5).
-const MAX_HELLO: usize = 16 * 1024 + 5;
+/// Ports whose tunnels must carry TLS (HTTPS's, and its usual other): what does not start as a TLS
+/// ClientHello there is refused, so no name goes up unread. On other ports a tunnel may carry another
+/// protocol (SSH, say), passed on as it is; one that starts as TLS has its ClientHello read all the same.
+pub const TLS_PORTS: [u16; 2] = [443, 8443];
 
 /// The hosts a command may reach, and what names them (for the refusal's words).
 #[derive(Debug, Clone)]
@@ -156,6 +163,9 @@ where
                     address.clone(),
                     format!("network to {address} refused: a raw IP address; {}", rules.allowed_words()),
                 ),
+                AskError::HostMismatch { .. } | AskError::HostHeaders(_) | AskError::BodyLength(_) => {
+                    ("?".to_owned(), format!("network refused: {e}; {}", rules.allowed_words()))
+                }
                 _ => ("?".to_owned(), e.to_string()),
             };
             if matches!(e, AskError::Closed) {
@@ -196,47 +206,70 @@ where
     if granted.is_err() {
         return refused(host, port, "the command closed the connection".into());
     }
-    let first: Vec<u8> = match &ask {
-        Ask::Http { head, .. } => [head.as_slice(), &early].concat(),
-        Ask::Connect { .. } | Ask::Socks { .. } => match first_record(&mut client, early).await {
-            Ok(bytes) => {
-                if let Hello::Name(name) = server_name(&bytes)
-                    && name != host
-                {
-                    let why = format!("TLS names {name}, not {host} the tunnel was opened to: refused");
+    let (bytes_out, bytes_in, refusal) = match ask {
+        Ask::Http { head, .. } => {
+            let requests = RequestStream::new(&host, port);
+            relay_http(client, upstream, requests, [head, early].concat(), rules).await
+        }
+        Ask::Connect { .. } | Ask::Socks { .. } => {
+            let first = match tokio::time::timeout(ASK_TIMEOUT, tunnel_start(&mut client, early, &host, port))
+                .await
+            {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(why)) => return refused(host, port, why),
+                Err(_) => {
+                    let why = "nothing read as a TLS ClientHello within 10 s: refused".to_owned();
                     return refused(host, port, why);
                 }
-                bytes
-            }
-            Err(_) => Vec::new(),
-        },
+            };
+            let (bytes_out, bytes_in) = relay(client, upstream, first).await;
+            (bytes_out, bytes_in, None)
+        }
     };
-    let (bytes_out, bytes_in) = relay(client, upstream, first).await;
     Some(Connection {
         kind: ConnectionKind::Tcp,
         host,
         port,
-        allowed: true,
-        why: allowed_by,
+        allowed: refusal.is_none(),
+        why: refusal.unwrap_or(allowed_by),
         bytes_out,
         bytes_in,
     })
 }
 
-/// The first bytes a tunnel's client sends (after `early`, what came with its request): a whole TLS
-/// record when they start one, else what came.
-async fn first_record<S: AsyncRead + Unpin>(client: &mut S, early: Vec<u8>) -> std::io::Result<Vec<u8>> {
+/// The first bytes of a tunnel (after `early`, what came with its request), read until they can be
+/// judged: a whole ClientHello (reassembled over its records) naming `host` or no host, or bytes that
+/// are not TLS on a port outside [`TLS_PORTS`]. `Err`: why the tunnel is refused. A tunnel whose
+/// program sends nothing and closes is let through empty (nothing goes up).
+async fn tunnel_start<S: AsyncRead + Unpin>(
+    client: &mut S,
+    early: Vec<u8>,
+    host: &str,
+    port: u16,
+) -> Result<Vec<u8>, String> {
     let mut bytes = early;
     let mut chunk = [0u8; 4096];
     loop {
         match server_name(&bytes) {
-            Hello::Partial { needed } if needed <= MAX_HELLO && bytes.len() < needed => {}
-            _ if !bytes.is_empty() => return Ok(bytes),
-            _ => {}
+            Ok(Hello::Partial { .. }) => {}
+            Ok(Hello::NotTls) if TLS_PORTS.contains(&port) => {
+                return Err(format!(
+                    "not TLS on port {port}, a TLS port (only a TLS ClientHello may start a tunnel there): refused"
+                ));
+            }
+            Ok(Hello::NotTls | Hello::NoName) => return Ok(bytes),
+            Ok(Hello::Name(name)) if name == host => return Ok(bytes),
+            Ok(Hello::Name(name)) => {
+                return Err(format!("TLS names {name}, not {host} the tunnel was opened to: refused"));
+            }
+            Err(e) => return Err(format!("{e}: refused")),
         }
-        let n = client.read(&mut chunk).await?;
+        let n = client.read(&mut chunk).await.map_err(|e| format!("the tunnel's first bytes: {e}"))?;
         if n == 0 {
-            return Ok(bytes);
+            if bytes.is_empty() {
+                return Ok(bytes);
+            }
+            return Err("the connection closed inside its TLS ClientHello: refused".into());
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
@@ -284,6 +317,80 @@ where
     tokio::join!(out, back)
 }
 
+/// Relays a plain HTTP connection opened to one host: every request the program sends (`first` is what
+/// was read already) is read by `requests` and goes up only if it names that host and is framed; the
+/// answers come back as they are. At the first request that may not go up, nothing more goes up: the
+/// answers to the requests before it come back (for at most [`REFUSAL_GRACE`]), then a 403 saying why
+/// and the rule's words, and the connection closes. The bytes each way, and the refusal's words.
+async fn relay_http<S>(
+    client: S,
+    upstream: TcpStream,
+    mut requests: RequestStream,
+    first: Vec<u8>,
+    rules: &EgressRules,
+) -> (u64, u64, Option<String>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut up_read, mut up_write) = upstream.into_split();
+    let refused = tokio::sync::Notify::new();
+    let out = async {
+        let mut sent = 0u64;
+        let mut buf = vec![0u8; RELAY_BUFFER];
+        let mut up = Vec::new();
+        let mut input: &[u8] = &first;
+        let refusal = loop {
+            up.clear();
+            let judged = requests.feed(input, &mut up);
+            if !up.is_empty() {
+                if up_write.write_all(&up).await.is_err() {
+                    break None;
+                }
+                sent += up.len() as u64;
+            }
+            if let Err(e) = judged {
+                break Some(e);
+            }
+            input = match client_read.read(&mut buf).await {
+                Ok(0) | Err(_) => break None,
+                Ok(n) => &buf[..n],
+            };
+        };
+        let _ = up_write.shutdown().await;
+        if refusal.is_some() {
+            refused.notify_one();
+        }
+        (sent, refusal)
+    };
+    let back = async {
+        let mut got = 0u64;
+        tokio::select! {
+            () = copy_into(&mut up_read, &mut client_write, &mut got) => {}
+            () = async {
+                refused.notified().await;
+                tokio::time::sleep(REFUSAL_GRACE).await;
+            } => {}
+        }
+        got
+    };
+    let ((sent, refusal), got) = tokio::join!(out, back);
+    let Some(e) = refusal else {
+        let _ = client_write.shutdown().await;
+        return (sent, got, None);
+    };
+    let (host, port) = requests.host_and_port();
+    let why = match e {
+        AskError::OtherHost { host: other, port: other_port } => format!(
+            "network to {other}:{other_port} refused: this connection was opened to {host}:{port}, and a connection reaches one host; {}",
+            rules.allowed_words()
+        ),
+        e => format!("network to {host}:{port} refused: {e}; {}", rules.allowed_words()),
+    };
+    answer_http(&mut client_write, 403, &why).await;
+    (sent, got, Some(why))
+}
+
 /// Copies until the reader ends or either side fails; the bytes written, whichever way it ended (a
 /// connection reset after the answer still counts the answer).
 async fn copy_counted<R, W>(reader: &mut R, writer: &mut W) -> u64
@@ -291,17 +398,27 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut buf = vec![0u8; RELAY_BUFFER];
     let mut total = 0u64;
+    copy_into(reader, writer, &mut total).await;
+    total
+}
+
+/// [`copy_counted`], counting into `total` (which holds the count if the copy is dropped midway).
+async fn copy_into<R, W>(reader: &mut R, writer: &mut W, total: &mut u64)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; RELAY_BUFFER];
     loop {
         let n = match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => return total,
+            Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
         if writer.write_all(&buf[..n]).await.is_err() {
-            return total;
+            return;
         }
-        total += n as u64;
+        *total += n as u64;
     }
 }
 
@@ -419,6 +536,145 @@ mod tests {
         let (_, c) = through(request, &rules, &resolver).await;
         assert!(c.allowed, "{c:?}");
         assert_eq!(c.bytes_out, hello.len() as u64);
+    }
+
+    #[tokio::test]
+    async fn a_client_hello_split_over_records_is_read_whole() {
+        use crate::egress::sni::tests::split_client_hello;
+        let port = upstream().await;
+        let rules = rules(&[&format!("allowed.test:{port}")]);
+        let resolver = map(&["allowed.test"]);
+        let connect = format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n").into_bytes();
+        let fronted = split_client_hello("other.test", &[2, 60]);
+        let (_, c) = through([connect.clone(), fronted].concat(), &rules, &resolver).await;
+        assert!(!c.allowed && c.why.contains("TLS names other.test, not allowed.test"), "{c:?}");
+        assert_eq!(c.bytes_out, 0, "nothing of the refused hello went up");
+
+        let hello = split_client_hello("allowed.test", &[2, 60]);
+        let (_, c) = through([connect, hello.clone()].concat(), &rules, &resolver).await;
+        assert!(c.allowed, "{c:?}");
+        assert_eq!(c.bytes_out, hello.len() as u64);
+    }
+
+    /// A tunnel's port, what its program sent before closing, and what is judged: `Ok(())` let through,
+    /// or the words of the refusal.
+    type TunnelRow = (u16, Vec<u8>, Result<(), &'static str>);
+
+    #[tokio::test]
+    async fn a_tunnel_starts_with_a_hello_naming_its_host_or_on_other_ports_with_another_protocol() {
+        use crate::egress::sni::tests::{client_hello, split_client_hello};
+        let hello = split_client_hello("allowed.test", &[1, 30]);
+        let table: Vec<TunnelRow> = vec![
+            (443, client_hello(Some("allowed.test")), Ok(())),
+            (8443, hello.clone(), Ok(())),
+            (443, client_hello(None), Ok(())),
+            (8443, split_client_hello("other.test", &[40]), Err("TLS names other.test")),
+            (443, b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n".to_vec(), Err("not TLS on port 443")),
+            (8443, b"SSH-2.0-OpenSSH_9.2\r\n".to_vec(), Err("not TLS on port 8443")),
+            (22, b"SSH-2.0-OpenSSH_9.2\r\n".to_vec(), Ok(())),
+            (22, split_client_hello("other.test", &[40]), Err("TLS names other.test")),
+            (443, hello[..hello.len() - 1].to_vec(), Err("closed inside its TLS ClientHello")),
+            (443, vec![22, 3, 1, 0, 5, 2, 0, 0, 1, 0], Err("not a ClientHello")),
+            (443, Vec::new(), Ok(())),
+        ];
+        for (port, sent, want) in table {
+            // Three bytes came with the request; the rest follows on the connection.
+            let (early, rest) = sent.split_at(sent.len().min(3));
+            let (mut program, mut proxy_end) = tokio::io::duplex(1 << 20);
+            program.write_all(rest).await.unwrap();
+            program.shutdown().await.unwrap();
+            let got = tunnel_start(&mut proxy_end, early.to_vec(), "allowed.test", port).await;
+            match (got, want) {
+                (Ok(bytes), Ok(())) => assert!(sent.starts_with(&bytes), "{port} {sent:?}"),
+                (Err(why), Err(says)) => assert!(why.contains(says), "{port} {sent:?}: {why}"),
+                (got, want) => panic!("{port} {sent:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    /// An HTTP upstream on loopback that answers every request head it reads `ok` (kept alive), and
+    /// keeps all it read.
+    async fn http_upstream() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    loop {
+                        let n = s.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        let heads = buf[..n].windows(4).filter(|w| w == b"\r\n\r\n").count();
+                        log.lock().unwrap().extend_from_slice(&buf[..n]);
+                        for _ in 0..heads {
+                            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n").await;
+                        }
+                    }
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    #[tokio::test]
+    async fn every_request_on_a_plain_connection_names_its_host() {
+        let (port, seen) = http_upstream().await;
+        let rules = rules(&[&format!("allowed.test:{port}"), &format!("other.test:{port}")]);
+        let resolver = map(&["allowed.test", "other.test"]);
+        let get = |host: &str, path: &str| {
+            format!("GET http://{host}:{port}{path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n")
+        };
+
+        // Kept alive, the same host: both answered.
+        let request = get("allowed.test", "/a") + &get("allowed.test", "/b");
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        assert!(c.allowed, "{c:?}");
+        assert_eq!(String::from_utf8_lossy(&back).matches("200 OK").count(), 2, "{back:?}");
+
+        // Pipelined, another host (one the rules allow too): the first answered, then a 403, and the
+        // second never goes up.
+        seen.lock().unwrap().clear();
+        let request = get("allowed.test", "/a") + &get("other.test", "/b");
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        let text = String::from_utf8_lossy(&back);
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+        assert!(
+            text.contains("HTTP/1.1 403 Forbidden\r\n")
+                && text.contains(&format!(
+                    "network to other.test:{port} refused: this connection was opened to allowed.test:{port}"
+                ))
+                && text.contains("rule `npm-install` (policy.json) allows"),
+            "{text}"
+        );
+        assert!(!c.allowed && c.why.contains("opened to allowed.test") && c.bytes_in > 0, "{c:?}");
+        let upstream_read = String::from_utf8(seen.lock().unwrap().clone()).unwrap();
+        assert!(upstream_read.contains("GET /a") && !upstream_read.contains("other.test"), "{upstream_read}");
+
+        // Two Host headers in the first request: refused before anything is connected.
+        seen.lock().unwrap().clear();
+        let request = format!(
+            "GET http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\nHost: other.test:{port}\r\n\r\n"
+        );
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        let text = String::from_utf8_lossy(&back);
+        assert!(text.starts_with("HTTP/1.1 403") && text.contains("more than one Host header"), "{text}");
+        assert!(text.contains("rule `npm-install` (policy.json) allows"), "{text}");
+        assert!(!c.allowed, "{c:?}");
+        assert!(seen.lock().unwrap().is_empty());
+
+        // A chunked body that hides a request, then one to another host.
+        let request = format!(
+            "POST http://allowed.test:{port}/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nGET \r\n0\r\n\r\n{}",
+            get("other.test", "/")
+        );
+        let (back, c) = through(request.into_bytes(), &rules, &resolver).await;
+        assert!(!c.allowed && c.why.contains("network to other.test"), "{c:?}");
+        assert!(String::from_utf8_lossy(&back).contains("403 Forbidden"));
     }
 
     #[tokio::test]
