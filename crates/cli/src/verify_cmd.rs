@@ -53,7 +53,14 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<ExitCode, CliErr
 
 fn write_report(out: &mut dyn Write, what: &str, report: &VerifyReport) -> Result<(), CliError> {
     writeln!(out, "{}", clean(what))?;
-    writeln!(out, "key: {}", report.key)?;
+    match &report.key_missing {
+        Some(missing) => writeln!(
+            out,
+            "key: none: {}; checkpoint signatures NOT checked (give the hub's public key with --key)",
+            clean(missing)
+        )?,
+        None => writeln!(out, "key: {}", report.key)?,
+    }
     writeln!(
         out,
         "records: {} chained, {} sealed by {} of {} checkpoints; {} unchained (written before the chain)",
@@ -77,6 +84,10 @@ fn write_report(out: &mut dyn Write, what: &str, report: &VerifyReport) -> Resul
         )?;
     }
     match report.verdict {
+        Verdict::IntactUnsealedTail if report.key_missing.is_some() => writeln!(
+            out,
+            "linked, unsigned: every chained record links, but without the key nothing proves the records were not rewritten with their links recomputed"
+        )?,
         Verdict::Intact => writeln!(out, "verified: every chained record links and is sealed with the key")?,
         Verdict::IntactUnsealedTail if report.sealed == 0 => writeln!(
             out,

@@ -297,6 +297,7 @@ pub fn verify_export_keys(
         writer_running: false,
         break_count: 0,
         breaks: Vec::new(),
+        key_missing: None,
         ledgers: Vec::new(),
     };
     for group in groups.into_values() {

@@ -88,6 +88,10 @@ pub struct VerifyReport {
     /// proven).
     pub break_count: u64,
     pub breaks: Vec<ChainBreak>,
+    /// Set when no key was found to check the checkpoints with: where it was looked for. The chain's
+    /// links are still checked; no signature is, so nothing counts as sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_missing: Option<String>,
     /// An export holding the records of several ledgers (a team ledger's, one per hub): each ledger's
     /// own result (the counts above are their sums, the breaks name their ledger). Empty for one ledger.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -137,13 +141,13 @@ enum Signature {
 
 impl Signature {
     fn of(
-        key: &LedgerPublicKey,
+        key: Option<&LedgerPublicKey>,
         public: Option<&[u8]>,
         signature: Option<&[u8]>,
         signed: &[u8],
     ) -> Signature {
-        match (public, signature) {
-            (Some(public), Some(signature)) => {
+        match (key, public, signature) {
+            (Some(key), Some(public), Some(signature)) => {
                 if public != key.as_bytes() {
                     Signature::Invalid(format!(
                         "signed with key {}, not with the key verified against ({key}): re-signed with another key",
@@ -195,7 +199,8 @@ impl std::fmt::Display for Place<'_> {
 
 /// The walk's state: the chain as recomputed, and what was found.
 struct Walk<'k> {
-    key: &'k LedgerPublicKey,
+    /// None: no key was found; signatures are not checked.
+    key: Option<&'k LedgerPublicKey>,
     ledger_id: String,
     head: Link,
     position: u64,
@@ -329,7 +334,7 @@ impl Walk<'_> {
 
 fn read_seals(
     reader: &LedgerReader,
-    key: &LedgerPublicKey,
+    key: Option<&LedgerPublicKey>,
     ledger_id: &str,
 ) -> rusqlite::Result<Vec<StoredSeal>> {
     let mut stmt = reader.conn.prepare(
@@ -376,6 +381,31 @@ impl LedgerReader {
     pub fn verify_with(
         &self,
         key: &LedgerPublicKey,
+        witnesses: Option<&std::path::Path>,
+    ) -> Result<VerifyReport, LedgerStoreError> {
+        self.verify_walk(Some(key), witnesses)
+    }
+
+    /// Checks every link without signatures, for a ledger whose key is not at `key_file` (nor its
+    /// public half beside it, see [`LedgerPublicKey::find`]); the report says where the key was looked
+    /// for ([`VerifyReport::key_missing`]) and counts nothing as sealed.
+    pub fn verify_without_key(
+        &self,
+        key_file: &std::path::Path,
+        witnesses: Option<&std::path::Path>,
+    ) -> Result<VerifyReport, LedgerStoreError> {
+        let mut report = self.verify_walk(None, witnesses)?;
+        report.key_missing = Some(format!(
+            "no ledger key found (looked in {} and {})",
+            key_file.display(),
+            crate::key::public_path(key_file).display()
+        ));
+        Ok(report)
+    }
+
+    fn verify_walk(
+        &self,
+        key: Option<&LedgerPublicKey>,
         witnesses: Option<&std::path::Path>,
     ) -> Result<VerifyReport, LedgerStoreError> {
         let path = self.path().to_owned();
@@ -479,7 +509,8 @@ impl LedgerReader {
         }
         let running = writer_running(&path);
         let unsealed = walk.position.saturating_sub(walk.sealed_to);
-        if unsealed > 0 && walk.break_count == 0 && !running {
+        // Without a key nothing is sealed, and that is no break: the report says no key was found.
+        if unsealed > 0 && walk.break_count == 0 && !running && walk.key.is_some() {
             walk.broke(
                 BreakKind::Unsealed,
                 walk.last_id,
@@ -497,7 +528,7 @@ impl LedgerReader {
         Ok(VerifyReport {
             verdict,
             ledger_id: walk.ledger_id.clone(),
-            key: walk.key.to_string(),
+            key: walk.key.map(|k| k.to_string()).unwrap_or_default(),
             unchained,
             chained: walk.position,
             sealed: walk.sealed_to,
@@ -507,6 +538,7 @@ impl LedgerReader {
             writer_running: running,
             break_count: walk.break_count,
             breaks: walk.breaks,
+            key_missing: None,
             ledgers: Vec::new(),
         })
     }

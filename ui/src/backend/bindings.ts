@@ -2095,6 +2095,11 @@ export type VerifyReport = {
 	break_count: number,
 	breaks: ChainBreak[],
 	/**
+	 *  Set when no key was found to check the checkpoints with: where it was looked for. The chain's
+	 *  links are still checked; no signature is, so nothing counts as sealed.
+	 */
+	key_missing?: string | null,
+	/**
 	 *  An export holding the records of several ledgers (a team ledger's, one per hub): each ledger's
 	 *  own result (the counts above are their sums, the breaks name their ledger). Empty for one ledger.
 	 */

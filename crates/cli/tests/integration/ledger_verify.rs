@@ -236,3 +236,47 @@ fn a_tail_removed_with_its_checkpoints_is_caught_by_the_hubs_witness() {
         "{text}"
     );
 }
+
+/// A ledger whose hub key is not in this user's config folder (someone else's, or one written by
+/// `portcullis call --db`): verify says no key was found and where it looked, checks every link without
+/// signatures and says so; a change is still found and named. A `--key` file that does not exist is
+/// that file's error, never read as hex.
+#[test]
+fn a_ledger_without_a_key_here_is_verified_unsigned_and_says_where_it_looked() {
+    let served = ledger_of_four_calls();
+    let elsewhere = served.path("someone-else");
+    let verify_here = |db: &Path, extra: &[&str]| {
+        let out = portcullis(served.dir.path())
+            .env("PORTCULLIS_CONFIG_DIR", &elsewhere)
+            .args(["ledger", "verify", "--db"])
+            .arg(db)
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out, text)
+    };
+    let (out, text) = verify_here(&served.db(), &[]);
+    let looked = format!("no ledger key found (looked in {}/ledger-key and", elsewhere.display());
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&looked), "{text}");
+    assert!(text.contains("checkpoint signatures NOT checked"), "{text}");
+    assert!(text.contains("linked, unsigned: every chained record links"), "{text}");
+    assert!(text.contains("records: 8 chained, 0 sealed"), "{text}");
+    let (out, json) = verify_here(&served.db(), &["--json"]);
+    assert!(out.status.success(), "{json}");
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(report["key_missing"].as_str().unwrap().contains(&looked), "{report}");
+
+    let db = copy_of(&served, "edited.db");
+    sqlite3(&db, "UPDATE records SET at = at + 1 WHERE id = 3;");
+    let (out, text) = verify_here(&db, &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("BROKEN at record 3\n  changed: record 3 does not match its link"), "{text}");
+
+    let missing = served.path("nowhere/ledger-key.pub");
+    let (out, _) = verify_here(&served.db(), &["--key", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("nowhere/ledger-key.pub") && !stderr.contains("hex digits"), "{stderr}");
+}
