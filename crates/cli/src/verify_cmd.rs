@@ -66,6 +66,22 @@ fn write_report(out: &mut dyn Write, what: &str, report: &VerifyReport) -> Resul
         "records: {} chained, {} sealed by {} of {} checkpoints; {} unchained (written before the chain)",
         report.chained, report.sealed, report.checkpoints_valid, report.checkpoints, report.unchained
     )?;
+    if report.ledgers.is_empty() {
+        writeln!(
+            out,
+            "sessions, approvals, refusals, tool-definition events, effect marks: {} side entries chained, {} sealed{}",
+            report.side_chained,
+            report.side_sealed,
+            if report.side_legacy > 0 {
+                format!(
+                    "; {} rows not chained (older ledger): taken in as they were when it was migrated",
+                    report.side_legacy
+                )
+            } else {
+                String::new()
+            }
+        )?;
+    }
     if report.journaled > 0 {
         writeln!(out, "in the journal, not yet indexed: {}", report.journaled)?;
     }

@@ -33,6 +33,8 @@ pub mod seal;
 pub mod sessions;
 mod shared;
 pub mod side;
+pub mod side_chain;
+mod side_verify;
 pub mod snippet;
 pub mod stats;
 mod stats_builder;

@@ -228,9 +228,11 @@ impl SqliteLedger {
         if seal::seal_unsealed(&conn, key.as_deref(), writer_id, now, SealWhy::Open).at(&path)? {
             tracing::info!(path = %path.display(), "sealed the records the writer before left unsealed");
         }
+        crate::side_chain::seal_side(&conn, key.as_deref(), writer_id, now).at(&path)?;
         let chain_head = chain::head(&conn).at(&path)?;
         let ledger_id = chain::ledger_id(&conn).at(&path)?;
-        let index_chain = IndexChain::load(&conn, false, true).at(&path)?;
+        let mut index_chain = IndexChain::load(&conn, false, true).at(&path)?;
+        index_chain.side_sealer = Some((key.clone(), writer_id));
 
         let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
         let state = Arc::new(WriterState::new());
@@ -270,6 +272,7 @@ impl SqliteLedger {
             key,
             ledger_id,
             unsealed: 0,
+            side_unsealed: false,
         };
         std::thread::Builder::new()
             .name("portcullis-ledger-writer".into())

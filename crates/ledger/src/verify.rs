@@ -88,6 +88,17 @@ pub struct VerifyReport {
     /// proven).
     pub break_count: u64,
     pub breaks: Vec<ChainBreak>,
+    /// Entries of the side chain (a write of a session, approval, refusal, tool-definition event,
+    /// effect mark or chain mark: `side_chain.rs`), and of them covered by a side checkpoint signed
+    /// with the key.
+    #[serde(default)]
+    pub side_chained: u64,
+    #[serde(default)]
+    pub side_sealed: u64,
+    /// Side rows written before rows were chained (an older ledger's): taken into the chain as they
+    /// were when the ledger was migrated, not proven before then.
+    #[serde(default)]
+    pub side_legacy: u64,
     /// Set when no key was found to check the checkpoints with: where it was looked for. The chain's
     /// links are still checked; no signature is, so nothing counts as sealed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -508,6 +519,8 @@ impl LedgerReader {
             walk.truncated(&format!("checkpoint {seal_id} ({why})"), count, at, "were removed");
         }
         let running = writer_running(&path);
+        let side =
+            crate::side_verify::verify_side(&self.conn, walk.key, &walk.ledger_id, running).at(&path)?;
         let unsealed = walk.position.saturating_sub(walk.sealed_to);
         // Without a key nothing is sealed, and that is no break: the report says no key was found.
         if unsealed > 0 && walk.break_count == 0 && !running && walk.key.is_some() {
@@ -520,7 +533,10 @@ impl LedgerReader {
                 ),
             );
         }
-        let verdict = match (walk.break_count, unsealed) {
+        for (kind, position, message) in &side.breaks {
+            walk.broke(*kind, None, *position, message.clone());
+        }
+        let verdict = match (walk.break_count, unsealed + side.unsealed()) {
             (0, 0) => Verdict::Intact,
             (0, _) => Verdict::IntactUnsealedTail,
             _ => Verdict::Broken,
@@ -538,6 +554,9 @@ impl LedgerReader {
             writer_running: running,
             break_count: walk.break_count,
             breaks: walk.breaks,
+            side_chained: side.chained,
+            side_sealed: side.sealed,
+            side_legacy: side.legacy,
             key_missing: None,
             ledgers: Vec::new(),
         })

@@ -280,3 +280,39 @@ fn a_ledger_without_a_key_here_is_verified_unsigned_and_says_where_it_looked() {
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("nowhere/ledger-key.pub") && !stderr.contains("hex digits"), "{stderr}");
 }
+
+/// Issue 51, finding 12: with write access to the file but not the key, an approval row is invented
+/// and a session's client name and folder rewritten with `sqlite3`; verify fails and names each row.
+#[test]
+fn an_invented_approval_and_a_rewritten_session_fail_and_are_named() {
+    let served = ledger_of_four_calls();
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("side entries chained"), "{text}");
+    let session: String = rusqlite::Connection::open(served.db())
+        .unwrap()
+        .query_row("SELECT id FROM sessions LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let cases = [
+        (
+            "invented-approval",
+            format!(
+                "INSERT INTO approvals (session_id, call_id, tool, requested_at, resolved_at, outcome, operator)
+                 VALUES ('{session}', 'c-forged', 'shell', 1, 2, 'approved_once', 'alice (console)');"
+            ),
+            "unlinked: the approval \"1\" (approvals row) is in no entry of the side chain: it was inserted".to_owned(),
+        ),
+        (
+            "rewritten-session",
+            format!("UPDATE sessions SET client_name = 'forged', cwd = '/elsewhere' WHERE id = '{session}';"),
+            format!("changed: the session \"{session}\" (sessions row) does not match what side entry"),
+        ),
+    ];
+    for (name, sql, expected) in cases {
+        let db = copy_of(&served, &format!("{name}.db"));
+        sqlite3(&db, &sql);
+        let (out, text) = verify(&served, &db, &[]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {text}");
+        assert!(text.contains(&expected), "{name}: {text}");
+    }
+}

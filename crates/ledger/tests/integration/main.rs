@@ -9,5 +9,6 @@ mod durable_start;
 mod effects;
 mod queries;
 mod rollups;
+mod side_chain;
 mod store;
 mod tail;
