@@ -22,6 +22,7 @@ fn break_word(kind: BreakKind) -> &'static str {
         BreakKind::Truncated => "truncated",
         BreakKind::Unsealed => "unsealed",
         BreakKind::Journal => "journal",
+        BreakKind::Unproven => "tail unproven",
     }
 }
 

@@ -173,11 +173,14 @@ impl Appender {
                 break;
             }
             self.state.wait_for_backlog_below(self.options.index_backlog_rows as u64);
-            if self.state.backlog() == 0
-                && self.journal.end() >= RESTART_BYTES
-                && let Err(e) = self.journal.restart()
-            {
-                tracing::warn!(path = %self.path.display(), error = %e, "journal could not be emptied");
+            if self.state.backlog() == 0 && self.journal.end() >= RESTART_BYTES {
+                if self.unsealed > 0 {
+                    // The journal proves the records no seal covers yet (`tail_proof.rs`): seal them
+                    // first (with the next frame), empty it once that seal is indexed.
+                    self.seal(&mut batch);
+                } else if let Err(e) = self.journal.restart() {
+                    tracing::warn!(path = %self.path.display(), error = %e, "journal could not be emptied");
+                }
             }
         }
         let _ = self.indexer.send(ToIndexer::Close(running.into_keys().collect()));

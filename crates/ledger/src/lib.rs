@@ -41,6 +41,7 @@ mod stats_builder;
 mod stats_rollup;
 pub mod store;
 pub mod tail;
+mod tail_proof;
 pub mod timefmt;
 pub mod tool_pins;
 pub mod verify;

@@ -196,6 +196,15 @@ pub(crate) fn verify_side(
             }
         }
     }
+    // The marks of tails a writer could not prove when it opened the ledger: reported as they are.
+    {
+        let mut stmt = conn.prepare("SELECT first_position, message FROM chain_marks ORDER BY id")?;
+        let marks = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+        for mark in marks {
+            let (first, message) = mark?;
+            report.breaks.push((BreakKind::Unproven, Some(first.max(0) as u64), message));
+        }
+    }
     let mut gone: Vec<_> = latest.into_iter().collect();
     gone.sort_by_key(|(_, (_, _, position))| *position);
     for ((table, key), (_, _, position)) in gone {

@@ -37,6 +37,9 @@ pub enum BreakKind {
     Unsealed,
     /// The journal beside the ledger cannot be read or does not follow the chain.
     Journal,
+    /// Records a writer that stopped left unsealed, which the next writer could not prove against the
+    /// journal before it sealed them (its `tail_unproven` mark).
+    Unproven,
 }
 
 /// One break.
@@ -444,6 +447,10 @@ impl LedgerReader {
             witness,
         };
         let mut unchained = 0u64;
+        // The journal's copy of the records it still holds: a record that differs from it was changed
+        // after it was written (named here, not the next record a running writer links to it).
+        let mut journal_copy = crate::tail_proof::JournalCopy::read(&path);
+        journal_copy.anchor(&self.conn).at(&path)?;
         let mut stmt = self
             .conn
             .prepare(&format!("SELECT id, status, chain, {CHAINED_COLUMNS} FROM records ORDER BY id"))
@@ -492,6 +499,18 @@ impl LedgerReader {
                     Some(id),
                     Some(walk.position + 1),
                     format!("{what}: its status column ({status:?}) does not agree with its kind ({kind}): the call would be hidden from or added to the calls listed"),
+                );
+            }
+            if let Some((journaled, link)) = journal_copy.at(walk.position + 1)
+                && (*journaled != bytes || *link != stored)
+            {
+                walk.broke(
+                    BreakKind::Changed,
+                    Some(id),
+                    Some(walk.position + 1),
+                    format!(
+                        "{what} differs from the journal's copy of it (what its writer wrote): it was changed after it was written"
+                    ),
                 );
             }
             walk.step(what, &bytes, &stored);

@@ -379,7 +379,12 @@ export type BreakKind =
 /**  Chained records no signed checkpoint covers while no writer holds the ledger. */
 "unsealed" | 
 /**  The journal beside the ledger cannot be read or does not follow the chain. */
-"journal";
+"journal" | 
+/**
+ *  Records a writer that stopped left unsealed, which the next writer could not prove against the
+ *  journal before it sealed them (its `tail_unproven` mark).
+ */
+"unproven";
 
 /**
  *  Calls in one time bucket, all of them and by outcome (the outcomes of running calls are not known:

@@ -12,3 +12,4 @@ mod rollups;
 mod side_chain;
 mod store;
 mod tail;
+mod tail_proof;
