@@ -316,3 +316,59 @@ fn an_invented_approval_and_a_rewritten_session_fail_and_are_named() {
         assert!(text.contains(&expected), "{name}: {text}");
     }
 }
+
+/// Changes record `id` of the ledger at `db` and recomputes every link from it and the chain's head.
+fn rewrite_tail_from(db: &Path, id: i64) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute("UPDATE records SET body = json_set(body, '$.output', 'forged') WHERE id = ?1", [id])
+        .unwrap();
+    let mut head = to_link(
+        &conn
+            .query_row("SELECT chain FROM records WHERE id = ?1", [id - 1], |r| r.get::<_, Vec<u8>>(0))
+            .unwrap(),
+    );
+    let mut links = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare(&format!("SELECT id, {CHAINED_COLUMNS} FROM records WHERE id >= ?1 ORDER BY id"))
+            .unwrap();
+        let mut rows = stmt.query([id]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let mut bytes = Vec::new();
+            canonical_from_sql(row, 1, &mut bytes).unwrap().unwrap();
+            head = link(&head, &bytes);
+            links.push((row.get::<_, i64>(0).unwrap(), head));
+        }
+    }
+    for (id, l) in &links {
+        conn.execute("UPDATE records SET chain = ?1 WHERE id = ?2", rusqlite::params![&l[..], id]).unwrap();
+    }
+    conn.execute("UPDATE chain_state SET head = ?1", [&head[..]]).unwrap();
+}
+
+/// Issue 51, finding 13: after a SIGKILL the unsealed tail is rewritten with its links recomputed.
+/// Before the restart verify names the changed record (not only "unsealed"); the restarted hub marks
+/// the tail unproven before sealing it, and verify reports the mark.
+#[test]
+fn a_tail_rewritten_after_a_sigkill_is_named_and_marked_unproven_by_the_next_hub() {
+    node_modules();
+    let mut served = serve(POLICY);
+    served.agent(json!([
+        {"op": "call", "name": "shell", "arguments": {"command": "echo one"}},
+        {"op": "call", "name": "shell", "arguments": {"command": "echo two"}}
+    ]));
+    served.kill();
+    rewrite_tail_from(&served.db(), 3);
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("BROKEN at record 3\n  changed: record 3 differs from the journal's copy of it"),
+        "{text}"
+    );
+    served.restart();
+    assert!(served.stop().status.success());
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("tail unproven: records 3..4 of the chain (from record 3)"), "{text}");
+    assert!(text.contains("record 3 differs from the journal's copy"), "{text}");
+}
