@@ -22,6 +22,7 @@ fn break_word(kind: BreakKind) -> &'static str {
         BreakKind::Truncated => "truncated",
         BreakKind::Unsealed => "unsealed",
         BreakKind::Journal => "journal",
+        BreakKind::Unproven => "tail unproven",
     }
 }
 
@@ -53,12 +54,35 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<ExitCode, CliErr
 
 fn write_report(out: &mut dyn Write, what: &str, report: &VerifyReport) -> Result<(), CliError> {
     writeln!(out, "{}", clean(what))?;
-    writeln!(out, "key: {}", report.key)?;
+    match &report.key_missing {
+        Some(missing) => writeln!(
+            out,
+            "key: none: {}; checkpoint signatures NOT checked (give the hub's public key with --key)",
+            clean(missing)
+        )?,
+        None => writeln!(out, "key: {}", report.key)?,
+    }
     writeln!(
         out,
         "records: {} chained, {} sealed by {} of {} checkpoints; {} unchained (written before the chain)",
         report.chained, report.sealed, report.checkpoints_valid, report.checkpoints, report.unchained
     )?;
+    if report.ledgers.is_empty() {
+        writeln!(
+            out,
+            "sessions, approvals, refusals, tool-definition events, effect marks: {} side entries chained, {} sealed{}",
+            report.side_chained,
+            report.side_sealed,
+            if report.side_legacy > 0 {
+                format!(
+                    "; {} rows not chained (older ledger): taken in as they were when it was migrated",
+                    report.side_legacy
+                )
+            } else {
+                String::new()
+            }
+        )?;
+    }
     if report.journaled > 0 {
         writeln!(out, "in the journal, not yet indexed: {}", report.journaled)?;
     }
@@ -77,6 +101,10 @@ fn write_report(out: &mut dyn Write, what: &str, report: &VerifyReport) -> Resul
         )?;
     }
     match report.verdict {
+        Verdict::IntactUnsealedTail if report.key_missing.is_some() => writeln!(
+            out,
+            "linked, unsigned: every chained record links, but without the key nothing proves the records were not rewritten with their links recomputed"
+        )?,
         Verdict::Intact => writeln!(out, "verified: every chained record links and is sealed with the key")?,
         Verdict::IntactUnsealedTail if report.sealed == 0 => writeln!(
             out,

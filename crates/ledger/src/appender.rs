@@ -38,6 +38,8 @@ pub(crate) struct Appender {
     pub ledger_id: String,
     /// Records chained since the last seal.
     pub unsealed: u64,
+    /// Side entries (sessions, approvals, ...) journaled since the last seal.
+    pub side_unsealed: bool,
 }
 
 /// What waits for one journal write: the frame being built and the flushes.
@@ -72,11 +74,16 @@ impl Appender {
                 }
                 encoded
             }
-            Command::Entry(entry) => wire::encode_entry(&entry, &mut batch.frame),
+            Command::Entry(entry) => {
+                self.side_unsealed = true;
+                wire::encode_entry(&entry, &mut batch.frame)
+            }
             Command::Flush(Barrier::Durable, waiter) => return batch.durable.push(waiter),
             Command::Flush(Barrier::Visible, waiter) => return batch.visible.push(waiter),
             Command::Seal(waiter) => {
-                if self.unsealed > 0 {
+                // Also when only side rows came since the last seal: the indexer seals the side chain
+                // with it.
+                if self.unsealed > 0 || (self.side_unsealed && self.chain.head.count > 0) {
                     self.seal(batch);
                 }
                 return batch.visible.push(waiter);
@@ -166,11 +173,14 @@ impl Appender {
                 break;
             }
             self.state.wait_for_backlog_below(self.options.index_backlog_rows as u64);
-            if self.state.backlog() == 0
-                && self.journal.end() >= RESTART_BYTES
-                && let Err(e) = self.journal.restart()
-            {
-                tracing::warn!(path = %self.path.display(), error = %e, "journal could not be emptied");
+            if self.state.backlog() == 0 && self.journal.end() >= RESTART_BYTES {
+                if self.unsealed > 0 {
+                    // The journal proves the records no seal covers yet (`tail_proof.rs`): seal them
+                    // first (with the next frame), empty it once that seal is indexed.
+                    self.seal(&mut batch);
+                } else if let Err(e) = self.journal.restart() {
+                    tracing::warn!(path = %self.path.display(), error = %e, "journal could not be emptied");
+                }
             }
         }
         let _ = self.indexer.send(ToIndexer::Close(running.into_keys().collect()));
@@ -192,6 +202,7 @@ impl Appender {
         wire::encode_seal(&seal, &mut batch.frame);
         batch.rows += 1;
         self.unsealed = 0;
+        self.side_unsealed = false;
     }
 
     /// Adds whatever is queued (up to the batch size), waiting up to `batch_max_delay` for more.

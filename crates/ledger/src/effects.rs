@@ -141,7 +141,9 @@ pub enum EffectChange {
 }
 
 /// Applies a change inside the indexer's transaction.
-pub(crate) fn write(tx: &Connection, change: &EffectChange) -> rusqlite::Result<()> {
+/// Returns the id of the effect mark it wrote, if it wrote one (the side chain's key of it).
+pub(crate) fn write(tx: &Connection, change: &EffectChange) -> rusqlite::Result<Option<i64>> {
+    let mut mark_id = None;
     match change {
         EffectChange::Claimed(row) => {
             tx.prepare_cached(
@@ -192,6 +194,7 @@ pub(crate) fn write(tx: &Connection, change: &EffectChange) -> rusqlite::Result<
                 mark.operator,
                 mark.note
             ])?;
+            mark_id = Some(tx.last_insert_rowid());
             match mark.outcome {
                 EffectMarkOutcome::Retryable => {
                     tx.prepare_cached("DELETE FROM effects WHERE agent = ?1 AND key = ?2 AND call_id = ?3")?
@@ -220,7 +223,7 @@ pub(crate) fn write(tx: &Connection, change: &EffectChange) -> rusqlite::Result<
             }
         }
     }
-    Ok(())
+    Ok(mark_id)
 }
 
 /// On open, after the journal's replay: every claim still `running` was left by a writer that stopped

@@ -297,6 +297,10 @@ pub fn verify_export_keys(
         writer_running: false,
         break_count: 0,
         breaks: Vec::new(),
+        side_chained: 0,
+        side_sealed: 0,
+        side_legacy: 0,
+        key_missing: None,
         ledgers: Vec::new(),
     };
     for group in groups.into_values() {

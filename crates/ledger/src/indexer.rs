@@ -88,6 +88,9 @@ pub(crate) struct IndexChain {
     /// Whether the journal's records carry links (a journal from before the chain does not: links are
     /// computed here).
     pub chained: bool,
+    /// The live writer's key and id: a checkpoint of the records it indexes is followed by one of the
+    /// side chain (`side_chain.rs`). None in a replay.
+    pub side_sealer: Option<(Option<Arc<crate::key::LedgerKey>>, i64)>,
     scratch: Vec<u8>,
 }
 
@@ -98,6 +101,7 @@ impl IndexChain {
             last_record_id: chain::last_record_id(conn)?,
             verify,
             chained,
+            side_sealer: None,
             scratch: Vec::new(),
         })
     }
@@ -278,6 +282,9 @@ pub(crate) fn index_frames<'a>(
                         )));
                     }
                     seal.write(tx, chain.last_record_id)?;
+                    if let Some((key, writer_id)) = &chain.side_sealer {
+                        crate::side_chain::seal_side(tx, key.as_deref(), *writer_id, seal.at)?;
+                    }
                 }
                 Decoded::Other(entry) => write_entry(tx, &entry)?,
             }
@@ -292,9 +299,19 @@ pub(crate) fn index_frames<'a>(
     Ok(n)
 }
 
-/// Writes a session, session end, approval, refusal or tool-pin event.
+/// Writes a session, session end, approval, refusal, tool-pin event or effect change, and chains the
+/// row it wrote in the side chain (`side_chain.rs`).
 fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
-    match entry {
+    let (table, key) = write_side_row(tx, entry)?;
+    if let (Some(table), Some(key)) = (crate::side_chain::table(table), key) {
+        crate::side_chain::chain_row(tx, table, &key)?;
+    }
+    Ok(())
+}
+
+/// Writes the entry's row; returns its table and key (none: no chained row was written).
+fn write_side_row(tx: &Connection, entry: &Entry) -> rusqlite::Result<(&'static str, Option<String>)> {
+    Ok(match entry {
         Entry::Session(s) => {
             tx.prepare_cached(
                     "INSERT INTO sessions (id, client_name, client_version, cwd, policy_hash, started_at, ended_at)
@@ -312,10 +329,12 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
                     s.started_at.0,
                     s.ended_at.map(|t| t.0)
                 ])?;
+            ("sessions", Some(s.id.clone()))
         }
         Entry::SessionEnd { id, at } => {
             tx.prepare_cached("UPDATE sessions SET ended_at = ?1, end_reason = 'closed' WHERE id = ?2")?
                 .execute(params![at.0, id])?;
+            ("sessions", Some(id.clone()))
         }
         Entry::Approval(a) => {
             tx.prepare_cached(
@@ -335,14 +354,14 @@ fn write_entry(tx: &Connection, entry: &Entry) -> rusqlite::Result<()> {
                 a.rule_written,
                 a.receipt.as_ref().and_then(|r| serde_json::to_string(r).ok()),
             ])?;
+            ("approvals", Some(tx.last_insert_rowid().to_string()))
         }
-        Entry::Refusal(r) => crate::refusals::upsert(tx, r)?,
-        Entry::ToolPin(p) => crate::tool_pins::write(tx, p)?,
-        Entry::Effect(e) => crate::effects::write(tx, e)?,
+        Entry::Refusal(r) => ("refusals", Some(crate::refusals::upsert(tx, r)?.to_string())),
+        Entry::ToolPin(p) => ("tool_pin_events", Some(crate::tool_pins::write(tx, p)?.to_string())),
+        Entry::Effect(e) => ("effect_marks", crate::effects::write(tx, e)?.map(|id| id.to_string())),
         // Written by `index_frames`, which knows the chain.
-        Entry::Seal(_) => {}
-    }
-    Ok(())
+        Entry::Seal(_) => ("", None),
+    })
 }
 
 /// How much the indexer and checkpoint threads lower their priority.
@@ -441,7 +460,10 @@ impl Indexer {
                     self.keys.forget();
                     // The rolled-back rows' links are not the file's: start again from its head.
                     match IndexChain::load(&self.conn, false, true) {
-                        Ok(chain) => self.chain = chain,
+                        Ok(mut chain) => {
+                            chain.side_sealer = Some((self.key.clone(), self.writer_id));
+                            self.chain = chain;
+                        }
                         Err(e) => tracing::error!(error = %e, "ledger chain head could not be read back"),
                     }
                     let message = format!("{}: commit of {rows} rows failed: {e}", self.path.display());
@@ -520,6 +542,7 @@ impl Indexer {
                 now,
                 crate::seal::SealWhy::Close,
             )?;
+            crate::side_chain::seal_side(&tx, self.key.as_deref(), writer_id, now)?;
             tx.commit()?;
             Ok(n)
         })();

@@ -176,10 +176,11 @@ impl LedgerPublicKey {
             .map_err(|e| KeyError::Malformed { what: "public key".into(), why: e.to_string() })
     }
 
-    /// A public key given as a file holding its hex, or as the hex itself.
+    /// A public key given as a file holding its hex, or as the hex itself. An argument that names a
+    /// file (it holds a `/`) and does not exist is that file's error, never read as hex.
     pub fn read(arg: &str) -> Result<LedgerPublicKey, KeyError> {
         let path = Path::new(arg);
-        if path.exists() {
+        if path.exists() || arg.contains('/') {
             let text = std::fs::read_to_string(path).map_err(io(path))?;
             return LedgerPublicKey::parse(&text).map_err(|e| match e {
                 KeyError::Malformed { why, .. } => {
@@ -189,6 +190,28 @@ impl LedgerPublicKey {
             });
         }
         LedgerPublicKey::parse(arg)
+    }
+
+    /// The public key of the ledger key kept at `key_file`: its own public half when the key can be
+    /// read, else its `.pub` file beside it; `None` when neither file exists (a ledger another user's
+    /// hub, or `portcullis call --db`, wrote).
+    pub fn find(key_file: &Path) -> Result<Option<LedgerPublicKey>, KeyError> {
+        match LedgerKey::load(key_file) {
+            Ok(key) => return Ok(Some(key.public())),
+            Err(e) if key_file.exists() && !public_path(key_file).exists() => return Err(e),
+            Err(_) => {}
+        }
+        let public = public_path(key_file);
+        if !public.exists() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&public).map_err(io(&public))?;
+        LedgerPublicKey::parse(&text).map(Some).map_err(|e| match e {
+            KeyError::Malformed { why, .. } => {
+                KeyError::Malformed { what: public.display().to_string(), why }
+            }
+            other => other,
+        })
     }
 
     pub fn as_bytes(&self) -> &[u8; 32] {
@@ -223,6 +246,26 @@ mod tests {
         assert!(!LedgerKey::generate().unwrap().public().verifies(b"message", &signature));
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(LedgerKey::load(&path), Err(KeyError::Open { .. })));
+    }
+
+    #[test]
+    fn a_missing_key_file_is_found_missing_not_read_as_hex() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conf/ledger-key");
+        assert!(LedgerPublicKey::find(&path).unwrap().is_none());
+        let missing = public_path(&path);
+        let e = LedgerPublicKey::read(missing.to_str().unwrap()).unwrap_err();
+        assert!(
+            matches!(&e, KeyError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+            "{e}"
+        );
+        let key = LedgerKey::load_or_create(&path).unwrap();
+        assert_eq!(LedgerPublicKey::find(&path).unwrap(), Some(key.public()));
+        // Only the public half left (the key itself elsewhere): still found.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(LedgerPublicKey::find(&path).unwrap(), Some(key.public()));
+        std::fs::write(public_path(&path), "abc").unwrap();
+        assert!(matches!(LedgerPublicKey::find(&path), Err(KeyError::Malformed { .. })));
     }
 
     #[test]

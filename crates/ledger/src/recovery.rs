@@ -80,6 +80,9 @@ fn cut_open_sessions(tx: &Connection, current: i64) -> rusqlite::Result<u64> {
     for (id, started_at) in &open {
         let ended_at = last.get(id).copied().unwrap_or(*started_at).max(*started_at);
         cut.execute(params![ended_at, id])?;
+        if let Some(sessions) = crate::side_chain::table("sessions") {
+            crate::side_chain::chain_row(tx, sessions, id)?;
+        }
     }
     Ok(open.len() as u64)
 }

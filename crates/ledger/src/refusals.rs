@@ -67,16 +67,18 @@ impl RefusalRow {
 }
 
 /// Adds refusals to their minute's row (made on the first one).
-pub(crate) fn upsert(conn: &Connection, row: &RefusalRow) -> rusqlite::Result<()> {
+/// Returns the row's id (the side chain's key of it).
+pub(crate) fn upsert(conn: &Connection, row: &RefusalRow) -> rusqlite::Result<i64> {
     let minute = row.first_at.0.div_euclid(REFUSAL_WINDOW_US) * REFUSAL_WINDOW_US;
     conn.prepare_cached(
         "INSERT INTO refusals (minute, key, first_at, last_at, count, status, code, method, path, peer, origin,
              host, user_agent)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
          ON CONFLICT (minute, key) DO UPDATE SET count = count + excluded.count,
-             first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)",
+             first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)
+         RETURNING id",
     )?
-    .execute(params![
+    .query_row(params![
         minute,
         row.identity(),
         row.first_at.0,
@@ -90,8 +92,7 @@ pub(crate) fn upsert(conn: &Connection, row: &RefusalRow) -> rusqlite::Result<()
         row.origin,
         row.host,
         row.user_agent
-    ])?;
-    Ok(())
+    ], |r| r.get(0))
 }
 
 /// Which refusals: first seen in `[since, until)`.

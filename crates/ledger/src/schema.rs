@@ -340,7 +340,51 @@ const MIGRATIONS: &[&str] = &[
         note     TEXT
     );
     "#,
+    // 13: the side chain (see `side_chain.rs`): a step per write of a session, approval, refusal,
+    // tool-definition event, effect mark or chain mark (the row's key and the SHA-256 of its columns,
+    // linked), where it stands, and its signed checkpoints. The chain's marks: what a writer opening the
+    // ledger could not prove (`tail_unproven`: records a stopped writer left unsealed that the journal
+    // does not confirm). Rows already in the file are taken into the chain as legacy steps.
+    r#"
+    CREATE TABLE side_chain (
+        id      INTEGER PRIMARY KEY,
+        tbl     TEXT NOT NULL,
+        row_key TEXT NOT NULL,
+        digest  BLOB NOT NULL,
+        link    BLOB NOT NULL,
+        legacy  INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX side_chain_row ON side_chain(tbl, row_key, id);
+    CREATE TABLE side_chain_state (
+        id    INTEGER PRIMARY KEY CHECK (id = 1),
+        count INTEGER NOT NULL,
+        head  BLOB
+    );
+    INSERT INTO side_chain_state (id, count, head) VALUES (1, 0, NULL);
+    CREATE TABLE side_checkpoints (
+        id         INTEGER PRIMARY KEY,
+        count      INTEGER NOT NULL,
+        head       BLOB NOT NULL,
+        at         INTEGER NOT NULL,
+        writer_id  INTEGER NOT NULL,
+        public_key BLOB,
+        signature  BLOB
+    );
+    CREATE TABLE chain_marks (
+        id             INTEGER PRIMARY KEY,
+        at             INTEGER NOT NULL,
+        writer_id      INTEGER NOT NULL,
+        kind           TEXT NOT NULL CHECK (kind IN ('tail_unproven')),
+        first_position INTEGER NOT NULL,
+        last_position  INTEGER NOT NULL,
+        first_record   INTEGER,
+        message        TEXT NOT NULL
+    );
+    "#,
 ];
+
+/// The schema version whose step made the side chain (and takes the rows already there into it).
+const SIDE_CHAIN_VERSION: i64 = 13;
 
 /// The schema version whose step made the rollups (and backfills them).
 const ROLLUP_VERSION: i64 = 7;
@@ -375,6 +419,9 @@ pub fn migrate(conn: &mut Connection, from: i64, to: i64) -> rusqlite::Result<()
         tx.execute_batch(step)?;
         if version + 1 == ROLLUP_VERSION {
             crate::rollup::backfill(&tx)?;
+        }
+        if version + 1 == SIDE_CHAIN_VERSION {
+            crate::side_chain::backfill(&tx)?;
         }
         tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))?;
         if version == 0 {

@@ -208,6 +208,9 @@ impl SqliteLedger {
         if version < SCHEMA_VERSION {
             schema::migrate(&mut conn, version, SCHEMA_VERSION).at(&path)?;
         }
+        // Before the journal is replayed and emptied: the records no signed checkpoint covers must be
+        // the journal's (`tail_proof.rs`), else they are marked unproven before anything seals them.
+        let tail = crate::tail_proof::check_unsealed_tail(&conn, &path, key.is_some()).at(&path)?;
         // Before this writer registers: the replayed rows belong to the writer that journaled them
         // (its id range), and its calls they end must not be interrupted below.
         let (replayed, epoch) = indexer::replay(&mut conn, &path, options.batch_max_rows.max(1))?;
@@ -224,13 +227,20 @@ impl SqliteLedger {
         if recovered != Recovered::default() {
             tracing::warn!(path = %path.display(), calls = recovered.interrupted_calls, sessions = recovered.cut_sessions, "calls a stopped writer left open marked interrupted, its open sessions cut");
         }
+        if let crate::tail_proof::TailProof::Unproven { first, last, first_record, why } = &tail {
+            tracing::error!(path = %path.display(), first, last, first_record, %why, "records a stopped writer left unsealed could not be proven against the journal: marked tail_unproven before sealing");
+            crate::tail_proof::mark_unproven(&conn, writer_id, now, *first, *last, *first_record, why)
+                .at(&path)?;
+        }
         // What the writer before this one left unsealed (it stopped before closing, or had no key).
         if seal::seal_unsealed(&conn, key.as_deref(), writer_id, now, SealWhy::Open).at(&path)? {
             tracing::info!(path = %path.display(), "sealed the records the writer before left unsealed");
         }
+        crate::side_chain::seal_side(&conn, key.as_deref(), writer_id, now).at(&path)?;
         let chain_head = chain::head(&conn).at(&path)?;
         let ledger_id = chain::ledger_id(&conn).at(&path)?;
-        let index_chain = IndexChain::load(&conn, false, true).at(&path)?;
+        let mut index_chain = IndexChain::load(&conn, false, true).at(&path)?;
+        index_chain.side_sealer = Some((key.clone(), writer_id));
 
         let (sender, receiver) = mpsc::channel(options.channel_capacity.max(1));
         let state = Arc::new(WriterState::new());
@@ -270,6 +280,7 @@ impl SqliteLedger {
             key,
             ledger_id,
             unsealed: 0,
+            side_unsealed: false,
         };
         std::thread::Builder::new()
             .name("portcullis-ledger-writer".into())

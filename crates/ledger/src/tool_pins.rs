@@ -68,7 +68,8 @@ pub struct ToolPin {
 }
 
 /// Writes an event, and the pin it sets (`pinned`, `accepted`).
-pub(crate) fn write(conn: &Connection, event: &ToolPinEvent) -> rusqlite::Result<()> {
+/// Returns the event's id (the side chain's key of it).
+pub(crate) fn write(conn: &Connection, event: &ToolPinEvent) -> rusqlite::Result<i64> {
     let definition = event.definition.to_string();
     conn.prepare_cached(
         "INSERT INTO tool_pin_events (at, server, tool, kind, digest, definition, operator)
@@ -83,6 +84,7 @@ pub(crate) fn write(conn: &Connection, event: &ToolPinEvent) -> rusqlite::Result
         definition,
         event.operator
     ])?;
+    let id = conn.last_insert_rowid();
     if event.kind != PinKind::Changed {
         conn.prepare_cached(
             "INSERT INTO tool_pins (server, tool, digest, definition, pinned_at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -91,7 +93,7 @@ pub(crate) fn write(conn: &Connection, event: &ToolPinEvent) -> rusqlite::Result
         )?
         .execute(params![event.server, event.tool, event.digest, definition, event.at.0])?;
     }
-    Ok(())
+    Ok(id)
 }
 
 impl LedgerReader {

@@ -37,6 +37,9 @@ pub enum BreakKind {
     Unsealed,
     /// The journal beside the ledger cannot be read or does not follow the chain.
     Journal,
+    /// Records a writer that stopped left unsealed, which the next writer could not prove against the
+    /// journal before it sealed them (its `tail_unproven` mark).
+    Unproven,
 }
 
 /// One break.
@@ -88,6 +91,21 @@ pub struct VerifyReport {
     /// proven).
     pub break_count: u64,
     pub breaks: Vec<ChainBreak>,
+    /// Entries of the side chain (a write of a session, approval, refusal, tool-definition event,
+    /// effect mark or chain mark: `side_chain.rs`), and of them covered by a side checkpoint signed
+    /// with the key.
+    #[serde(default)]
+    pub side_chained: u64,
+    #[serde(default)]
+    pub side_sealed: u64,
+    /// Side rows written before rows were chained (an older ledger's): taken into the chain as they
+    /// were when the ledger was migrated, not proven before then.
+    #[serde(default)]
+    pub side_legacy: u64,
+    /// Set when no key was found to check the checkpoints with: where it was looked for. The chain's
+    /// links are still checked; no signature is, so nothing counts as sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_missing: Option<String>,
     /// An export holding the records of several ledgers (a team ledger's, one per hub): each ledger's
     /// own result (the counts above are their sums, the breaks name their ledger). Empty for one ledger.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -137,13 +155,13 @@ enum Signature {
 
 impl Signature {
     fn of(
-        key: &LedgerPublicKey,
+        key: Option<&LedgerPublicKey>,
         public: Option<&[u8]>,
         signature: Option<&[u8]>,
         signed: &[u8],
     ) -> Signature {
-        match (public, signature) {
-            (Some(public), Some(signature)) => {
+        match (key, public, signature) {
+            (Some(key), Some(public), Some(signature)) => {
                 if public != key.as_bytes() {
                     Signature::Invalid(format!(
                         "signed with key {}, not with the key verified against ({key}): re-signed with another key",
@@ -195,7 +213,8 @@ impl std::fmt::Display for Place<'_> {
 
 /// The walk's state: the chain as recomputed, and what was found.
 struct Walk<'k> {
-    key: &'k LedgerPublicKey,
+    /// None: no key was found; signatures are not checked.
+    key: Option<&'k LedgerPublicKey>,
     ledger_id: String,
     head: Link,
     position: u64,
@@ -329,7 +348,7 @@ impl Walk<'_> {
 
 fn read_seals(
     reader: &LedgerReader,
-    key: &LedgerPublicKey,
+    key: Option<&LedgerPublicKey>,
     ledger_id: &str,
 ) -> rusqlite::Result<Vec<StoredSeal>> {
     let mut stmt = reader.conn.prepare(
@@ -378,6 +397,31 @@ impl LedgerReader {
         key: &LedgerPublicKey,
         witnesses: Option<&std::path::Path>,
     ) -> Result<VerifyReport, LedgerStoreError> {
+        self.verify_walk(Some(key), witnesses)
+    }
+
+    /// Checks every link without signatures, for a ledger whose key is not at `key_file` (nor its
+    /// public half beside it, see [`LedgerPublicKey::find`]); the report says where the key was looked
+    /// for ([`VerifyReport::key_missing`]) and counts nothing as sealed.
+    pub fn verify_without_key(
+        &self,
+        key_file: &std::path::Path,
+        witnesses: Option<&std::path::Path>,
+    ) -> Result<VerifyReport, LedgerStoreError> {
+        let mut report = self.verify_walk(None, witnesses)?;
+        report.key_missing = Some(format!(
+            "no ledger key found (looked in {} and {})",
+            key_file.display(),
+            crate::key::public_path(key_file).display()
+        ));
+        Ok(report)
+    }
+
+    fn verify_walk(
+        &self,
+        key: Option<&LedgerPublicKey>,
+        witnesses: Option<&std::path::Path>,
+    ) -> Result<VerifyReport, LedgerStoreError> {
         let path = self.path().to_owned();
         let ledger_id = chain::ledger_id(&self.conn).at(&path)?;
         let witness = match witnesses {
@@ -403,6 +447,10 @@ impl LedgerReader {
             witness,
         };
         let mut unchained = 0u64;
+        // The journal's copy of the records it still holds: a record that differs from it was changed
+        // after it was written (named here, not the next record a running writer links to it).
+        let mut journal_copy = crate::tail_proof::JournalCopy::read(&path);
+        journal_copy.anchor(&self.conn).at(&path)?;
         let mut stmt = self
             .conn
             .prepare(&format!("SELECT id, status, chain, {CHAINED_COLUMNS} FROM records ORDER BY id"))
@@ -453,6 +501,18 @@ impl LedgerReader {
                     format!("{what}: its status column ({status:?}) does not agree with its kind ({kind}): the call would be hidden from or added to the calls listed"),
                 );
             }
+            if let Some((journaled, link)) = journal_copy.at(walk.position + 1)
+                && (*journaled != bytes || *link != stored)
+            {
+                walk.broke(
+                    BreakKind::Changed,
+                    Some(id),
+                    Some(walk.position + 1),
+                    format!(
+                        "{what} differs from the journal's copy of it (what its writer wrote): it was changed after it was written"
+                    ),
+                );
+            }
             walk.step(what, &bytes, &stored);
         }
         drop(rows);
@@ -478,8 +538,11 @@ impl LedgerReader {
             walk.truncated(&format!("checkpoint {seal_id} ({why})"), count, at, "were removed");
         }
         let running = writer_running(&path);
+        let side =
+            crate::side_verify::verify_side(&self.conn, walk.key, &walk.ledger_id, running).at(&path)?;
         let unsealed = walk.position.saturating_sub(walk.sealed_to);
-        if unsealed > 0 && walk.break_count == 0 && !running {
+        // Without a key nothing is sealed, and that is no break: the report says no key was found.
+        if unsealed > 0 && walk.break_count == 0 && !running && walk.key.is_some() {
             walk.broke(
                 BreakKind::Unsealed,
                 walk.last_id,
@@ -489,7 +552,10 @@ impl LedgerReader {
                 ),
             );
         }
-        let verdict = match (walk.break_count, unsealed) {
+        for (kind, position, message) in &side.breaks {
+            walk.broke(*kind, None, *position, message.clone());
+        }
+        let verdict = match (walk.break_count, unsealed + side.unsealed()) {
             (0, 0) => Verdict::Intact,
             (0, _) => Verdict::IntactUnsealedTail,
             _ => Verdict::Broken,
@@ -497,7 +563,7 @@ impl LedgerReader {
         Ok(VerifyReport {
             verdict,
             ledger_id: walk.ledger_id.clone(),
-            key: walk.key.to_string(),
+            key: walk.key.map(|k| k.to_string()).unwrap_or_default(),
             unchained,
             chained: walk.position,
             sealed: walk.sealed_to,
@@ -507,6 +573,10 @@ impl LedgerReader {
             writer_running: running,
             break_count: walk.break_count,
             breaks: walk.breaks,
+            side_chained: side.chained,
+            side_sealed: side.sealed,
+            side_legacy: side.legacy,
+            key_missing: None,
             ledgers: Vec::new(),
         })
     }

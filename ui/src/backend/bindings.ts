@@ -379,7 +379,12 @@ export type BreakKind =
 /**  Chained records no signed checkpoint covers while no writer holds the ledger. */
 "unsealed" | 
 /**  The journal beside the ledger cannot be read or does not follow the chain. */
-"journal";
+"journal" | 
+/**
+ *  Records a writer that stopped left unsealed, which the next writer could not prove against the
+ *  journal before it sealed them (its `tail_unproven` mark).
+ */
+"unproven";
 
 /**
  *  Calls in one time bucket, all of them and by outcome (the outcomes of running calls are not known:
@@ -2094,6 +2099,23 @@ export type VerifyReport = {
 	 */
 	break_count: number,
 	breaks: ChainBreak[],
+	/**
+	 *  Entries of the side chain (a write of a session, approval, refusal, tool-definition event,
+	 *  effect mark or chain mark: `side_chain.rs`), and of them covered by a side checkpoint signed
+	 *  with the key.
+	 */
+	side_chained: number,
+	side_sealed: number,
+	/**
+	 *  Side rows written before rows were chained (an older ledger's): taken into the chain as they
+	 *  were when the ledger was migrated, not proven before then.
+	 */
+	side_legacy: number,
+	/**
+	 *  Set when no key was found to check the checkpoints with: where it was looked for. The chain's
+	 *  links are still checked; no signature is, so nothing counts as sealed.
+	 */
+	key_missing?: string | null,
 	/**
 	 *  An export holding the records of several ledgers (a team ledger's, one per hub): each ledger's
 	 *  own result (the counts above are their sums, the breaks name their ledger). Empty for one ledger.

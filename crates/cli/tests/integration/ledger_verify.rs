@@ -236,3 +236,139 @@ fn a_tail_removed_with_its_checkpoints_is_caught_by_the_hubs_witness() {
         "{text}"
     );
 }
+
+/// A ledger whose hub key is not in this user's config folder (someone else's, or one written by
+/// `portcullis call --db`): verify says no key was found and where it looked, checks every link without
+/// signatures and says so; a change is still found and named. A `--key` file that does not exist is
+/// that file's error, never read as hex.
+#[test]
+fn a_ledger_without_a_key_here_is_verified_unsigned_and_says_where_it_looked() {
+    let served = ledger_of_four_calls();
+    let elsewhere = served.path("someone-else");
+    let verify_here = |db: &Path, extra: &[&str]| {
+        let out = portcullis(served.dir.path())
+            .env("PORTCULLIS_CONFIG_DIR", &elsewhere)
+            .args(["ledger", "verify", "--db"])
+            .arg(db)
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out, text)
+    };
+    let (out, text) = verify_here(&served.db(), &[]);
+    let looked = format!("no ledger key found (looked in {}/ledger-key and", elsewhere.display());
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&looked), "{text}");
+    assert!(text.contains("checkpoint signatures NOT checked"), "{text}");
+    assert!(text.contains("linked, unsigned: every chained record links"), "{text}");
+    assert!(text.contains("records: 8 chained, 0 sealed"), "{text}");
+    let (out, json) = verify_here(&served.db(), &["--json"]);
+    assert!(out.status.success(), "{json}");
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(report["key_missing"].as_str().unwrap().contains(&looked), "{report}");
+
+    let db = copy_of(&served, "edited.db");
+    sqlite3(&db, "UPDATE records SET at = at + 1 WHERE id = 3;");
+    let (out, text) = verify_here(&db, &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("BROKEN at record 3\n  changed: record 3 does not match its link"), "{text}");
+
+    let missing = served.path("nowhere/ledger-key.pub");
+    let (out, _) = verify_here(&served.db(), &["--key", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("nowhere/ledger-key.pub") && !stderr.contains("hex digits"), "{stderr}");
+}
+
+/// Issue 51, finding 12: with write access to the file but not the key, an approval row is invented
+/// and a session's client name and folder rewritten with `sqlite3`; verify fails and names each row.
+#[test]
+fn an_invented_approval_and_a_rewritten_session_fail_and_are_named() {
+    let served = ledger_of_four_calls();
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("side entries chained"), "{text}");
+    let session: String = rusqlite::Connection::open(served.db())
+        .unwrap()
+        .query_row("SELECT id FROM sessions LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    let cases = [
+        (
+            "invented-approval",
+            format!(
+                "INSERT INTO approvals (session_id, call_id, tool, requested_at, resolved_at, outcome, operator)
+                 VALUES ('{session}', 'c-forged', 'shell', 1, 2, 'approved_once', 'alice (console)');"
+            ),
+            "unlinked: the approval \"1\" (approvals row) is in no entry of the side chain: it was inserted".to_owned(),
+        ),
+        (
+            "rewritten-session",
+            format!("UPDATE sessions SET client_name = 'forged', cwd = '/elsewhere' WHERE id = '{session}';"),
+            format!("changed: the session \"{session}\" (sessions row) does not match what side entry"),
+        ),
+    ];
+    for (name, sql, expected) in cases {
+        let db = copy_of(&served, &format!("{name}.db"));
+        sqlite3(&db, &sql);
+        let (out, text) = verify(&served, &db, &[]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {text}");
+        assert!(text.contains(&expected), "{name}: {text}");
+    }
+}
+
+/// Changes record `id` of the ledger at `db` and recomputes every link from it and the chain's head.
+fn rewrite_tail_from(db: &Path, id: i64) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute("UPDATE records SET body = json_set(body, '$.output', 'forged') WHERE id = ?1", [id])
+        .unwrap();
+    let mut head = to_link(
+        &conn
+            .query_row("SELECT chain FROM records WHERE id = ?1", [id - 1], |r| r.get::<_, Vec<u8>>(0))
+            .unwrap(),
+    );
+    let mut links = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare(&format!("SELECT id, {CHAINED_COLUMNS} FROM records WHERE id >= ?1 ORDER BY id"))
+            .unwrap();
+        let mut rows = stmt.query([id]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let mut bytes = Vec::new();
+            canonical_from_sql(row, 1, &mut bytes).unwrap().unwrap();
+            head = link(&head, &bytes);
+            links.push((row.get::<_, i64>(0).unwrap(), head));
+        }
+    }
+    for (id, l) in &links {
+        conn.execute("UPDATE records SET chain = ?1 WHERE id = ?2", rusqlite::params![&l[..], id]).unwrap();
+    }
+    conn.execute("UPDATE chain_state SET head = ?1", [&head[..]]).unwrap();
+}
+
+/// Issue 51, finding 13: after a SIGKILL the unsealed tail is rewritten with its links recomputed.
+/// Before the restart verify names the changed record (not only "unsealed"); the restarted hub marks
+/// the tail unproven before sealing it, and verify reports the mark.
+#[test]
+fn a_tail_rewritten_after_a_sigkill_is_named_and_marked_unproven_by_the_next_hub() {
+    node_modules();
+    let mut served = serve(POLICY);
+    served.agent(json!([
+        {"op": "call", "name": "shell", "arguments": {"command": "echo one"}},
+        {"op": "call", "name": "shell", "arguments": {"command": "echo two"}}
+    ]));
+    served.kill();
+    rewrite_tail_from(&served.db(), 3);
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("BROKEN at record 3\n  changed: record 3 differs from the journal's copy of it"),
+        "{text}"
+    );
+    served.restart();
+    assert!(served.stop().status.success());
+    let (out, text) = verify(&served, &served.db(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("tail unproven: records 3..4 of the chain (from record 3)"), "{text}");
+    assert!(text.contains("record 3 differs from the journal's copy"), "{text}");
+}

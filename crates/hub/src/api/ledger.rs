@@ -375,10 +375,21 @@ pub fn verifying_key(key: Option<&str>) -> Result<portcullis_ledger::LedgerPubli
 
 /// Verifies the ledger file at `path` against `key` (see [`verifying_key`]) and the witness the user's
 /// config folder keeps for it, if any.
+/// Without `key` and without a ledger key in the config folder, every link is checked without
+/// signatures and the report says where the key was looked for.
 pub fn verify_ledger_file(path: &Path, key: Option<&str>) -> Result<VerifyReport, ApiError> {
-    let key = verifying_key(key)?;
     let witnesses = crate::config::config_dir().ok();
-    Ok(LedgerReader::open(path)?.verify_with(&key, witnesses.as_deref())?)
+    let reader = LedgerReader::open(path)?;
+    if key.is_none()
+        && let Some(dir) = &witnesses
+        && let key_file = crate::config::ledger_key_path(dir)
+        && portcullis_ledger::LedgerPublicKey::find(&key_file)
+            .map_err(|e| ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({})))?
+            .is_none()
+    {
+        return Ok(reader.verify_without_key(&key_file, witnesses.as_deref())?);
+    }
+    Ok(reader.verify_with(&verifying_key(key)?, witnesses.as_deref())?)
 }
 
 /// Verifies a JSON Lines export (its records' links and the checkpoints it carries) against `keys` (see

@@ -9,5 +9,7 @@ mod durable_start;
 mod effects;
 mod queries;
 mod rollups;
+mod side_chain;
 mod store;
 mod tail;
+mod tail_proof;

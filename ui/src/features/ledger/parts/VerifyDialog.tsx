@@ -19,6 +19,7 @@ const BREAK: Record<BreakKind, string> = {
   truncated: "tail removed",
   unsealed: "not sealed",
   journal: "journal",
+  unproven: "tail unproven",
 };
 
 function Verdict({ report }: { report: VerifyReport }) {
