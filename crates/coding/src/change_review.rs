@@ -104,6 +104,10 @@ pub fn review(profile: &SandboxProfile, private_tmp: &Path, ended: bool) -> Chan
         if let Err(e) = overlay::remove(&layer) {
             tracing::warn!(%e, folder = %layer.folder.display(), "a command's change layer could not be removed");
         }
+        // The layers of launchers that went without a review (a hub killed): never committed.
+        if let Some(parent) = layer.folder.parent() {
+            overlay::sweep(parent);
+        }
     }
     for d in &review.discarded {
         tracing::info!(path = %d.path.display(), why = %d.why, "a confined command's change was discarded");

@@ -126,3 +126,24 @@ pub fn remove(layer: &Layer) -> std::io::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// Removes the layers in `parent` (a folder holding layers) whose command's private temporary folder is
+/// gone: their launcher went without a review (a hub killed, a launcher started ahead and dropped).
+/// What they held was never committed. Returns how many went.
+pub fn sweep(parent: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(parent) else { return 0 };
+    let tmp = std::env::temp_dir();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(text) = name.to_str() else { continue };
+        // `portcullis-cmd-…` in a root's reserved folder, `<root>-portcullis-cmd-…` beside it.
+        let Some(at) = text.find("portcullis-cmd-") else { continue };
+        let gone = std::fs::symlink_metadata(tmp.join(&text[at..])).is_err();
+        let folder = entry.file_type().is_ok_and(|t| t.is_dir());
+        if gone && folder && remove(&Layer { root: PathBuf::new(), folder: entry.path() }).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
