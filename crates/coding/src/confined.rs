@@ -147,14 +147,14 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     let (profile, tmp) = (launch.profile.clone(), launch.tmp.path().to_path_buf());
     let changes = tokio::task::spawn_blocking(move || change_review::review(&profile, &tmp, ended)).await;
     drop(launch.tmp);
-    let mut outcome = Outcome::default();
-    outcome.changes = changes.unwrap_or_else(|e| ChangeReview {
+    let changes = changes.unwrap_or_else(|e| ChangeReview {
         kept: Vec::new(),
         discarded: vec![change_review::Discarded {
             path: launch.cwd.clone(),
             why: format!("the review of the command's changes failed ({e})"),
         }],
     });
+    let mut outcome = Outcome { changes, ..Outcome::default() };
     if let Some(gate) = launch.gate {
         outcome.network = gate.close().await;
     }
