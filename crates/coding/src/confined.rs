@@ -1,7 +1,9 @@
 //! Starting a command inside its sandbox and reading back what happened: the launcher's reports (the
 //! walls it built, how the command ended, the limit that ended it) and the refusals the command's own
-//! error output shows. Shared by the shell tool and the hub's process tools.
+//! error output shows, and the review of what it changed in its write roots (see [`change_review`]).
+//! Shared by the shell tool and the hub's process tools.
 
+use crate::change_review::{self, ChangeReview};
 use crate::errors::codes;
 use crate::host_asker::OperatorHostAsker;
 use portcullis_harness::{Connection, HostPattern, OperatorAsk, SandboxProfile, ToolError};
@@ -126,6 +128,8 @@ pub struct Outcome {
     pub failed: Option<(String, String)>,
     /// What went through the egress proxy, or was refused there.
     pub network: GateRecord,
+    /// What the command changed in its write roots: kept (committed) or discarded, and why.
+    pub changes: ChangeReview,
 }
 
 /// Waits (briefly) for the reports and reads them.
@@ -137,8 +141,20 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
             _ => Vec::new(),
         },
     };
+    // The command's changes are reviewed once its last process is gone (the launcher's `Ended` report
+    // comes after that), and before its folder goes: the layers are named for it.
+    let ended = reports.iter().any(|r| matches!(r, LaunchReport::Ended { .. }));
+    let (profile, tmp) = (launch.profile.clone(), launch.tmp.path().to_path_buf());
+    let changes = tokio::task::spawn_blocking(move || change_review::review(&profile, &tmp, ended)).await;
     drop(launch.tmp);
-    let mut outcome = Outcome::default();
+    let changes = changes.unwrap_or_else(|e| ChangeReview {
+        kept: Vec::new(),
+        discarded: vec![change_review::Discarded {
+            path: launch.cwd.clone(),
+            why: format!("the review of the command's changes failed ({e})"),
+        }],
+    });
+    let mut outcome = Outcome { changes, ..Outcome::default() };
     if let Some(gate) = launch.gate {
         outcome.network = gate.close().await;
     }
@@ -191,6 +207,7 @@ pub fn describe(
         lines.push(format!("[sandbox: ended at {}]", limit_text(limit, profile)));
     }
     lines.extend(connection_lines(&outcome.network));
+    lines.extend(outcome.changes.lines(cwd));
     for f in &found {
         let what = match &f.path {
             Some(p) => format!("{} ({p})", f.meaning),
@@ -206,6 +223,7 @@ pub fn describe(
         "refusals": found,
         "limits": profile.limits,
         "network": profile.network,
+        "changes": outcome.changes.value(),
     });
     (value, lines)
 }

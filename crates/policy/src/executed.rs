@@ -102,11 +102,11 @@ const REPOSITORY_NAMES: &[&str] = &[
 ];
 
 /// Why a folder git would take as a repository is protected.
-pub(crate) const LOOK_ALIKE: &str = "a folder git would take as a repository (a HEAD with objects/ and refs/): git runs what its config names (core.fsmonitor, hooks) in any command run there";
+pub const LOOK_ALIKE: &str = "a folder git would take as a repository (a HEAD with objects/ and refs/): git runs what its config names (core.fsmonitor, hooks) in any command run there";
 
 /// The place `path` (canonical) is, if it is one: what runs it. (A repository look-alike is judged only
 /// for writes, by [`repository_look_alike`]: `git show HEAD` names a revision, not a file.)
-pub(crate) fn find(path: &Path) -> Option<String> {
+pub fn find(path: &Path) -> Option<String> {
     let named = path.components().find_map(|c| match c {
         Component::Normal(name) => FOLDERS.iter().find(|(n, _)| name == *n),
         _ => None,
@@ -143,7 +143,7 @@ fn in_github_workflows(path: &Path) -> bool {
 /// in any order, one script or many, so the piece no look-alike lacks is what is guarded: writing a
 /// `HEAD` (or `commondir`) anywhere, and writing any repository name (`config`, `hooks/`, `objects/`...)
 /// beside an existing `HEAD`.
-pub(crate) fn repository_look_alike(path: &Path) -> bool {
+pub fn repository_look_alike(path: &Path) -> bool {
     let mut current = path;
     while let Some(folder) = current.parent() {
         let Some(step) = current.file_name().and_then(|s| s.to_str()) else { break };

@@ -36,6 +36,7 @@ pub use approval::{
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
 pub use examples::{ExampleCommands, ExampleOutcome, TestCall, TestOutcome, why_no_match};
+pub use executed::{LOOK_ALIKE, find as executed_place, repository_look_alike};
 pub use judge_files::{MAX_FILES_PER_EVALUATION, MAX_PATTERN_MATCHES};
 pub use live::{LivePolicy, verdict_of};
 pub use policy::{

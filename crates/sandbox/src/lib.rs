@@ -12,6 +12,7 @@
 //! and reads back what the walls hold, and how the command ended ([`LaunchReport`]). [`findings`] reads
 //! what the kernel refused from the command's own error output.
 
+pub mod changes;
 mod channel;
 mod client;
 pub mod egress;
@@ -19,6 +20,7 @@ pub mod findings;
 mod inheritance;
 mod init;
 mod launcher;
+pub mod overlay;
 mod private_tmp;
 mod protocol;
 mod walls;

@@ -1,5 +1,6 @@
 //! The walls, built by the second stage before the command starts, in this order: mounts (a private
-//! view, a new `/proc`, hidden and read-only places, a private `/tmp` and `/dev/shm`), the process
+//! view, a new `/proc`, a copy-on-write layer over each write root, hidden and read-only places, a
+//! private `/tmp` and `/dev/shm`), the process
 //! count, the drop to the hub's own user, Landlock, resource limits. Every step that fails stops the
 //! command: it never runs behind half-built walls.
 
@@ -140,6 +141,9 @@ pub(crate) fn build(
             format!("{} processes (watched)", limits.processes)
         }
     };
+    // The write roots' copy-on-write layers first: the hidden and read-only places then cover the
+    // overlays' view (a mount under a root would not be seen through an overlay mounted over it).
+    crate::overlay::mount_layers(profile, private_tmp)?;
     for place in &profile.hidden {
         hide(place)?;
     }

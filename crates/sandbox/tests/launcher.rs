@@ -40,9 +40,12 @@ async fn the_walls_hold_what_the_profile_says() {
     assert_eq!(std::fs::read_to_string(w.project.join("made.txt")).unwrap(), "inside\n");
     assert!(!w.outside.join("escaped").exists());
     assert!(!w.project.join(".git/hooks/pre-commit").exists());
-    // The project had no `.portcullis`: the launcher made it, empty, so nothing could be put there.
+    // The project had no `.portcullis`: the launcher made it, holding only the hub's change layers, so
+    // nothing could be put there.
     assert!(w.project.join(".portcullis").is_dir());
-    assert_eq!(std::fs::read_dir(w.project.join(".portcullis")).unwrap().count(), 0);
+    let names: Vec<_> =
+        std::fs::read_dir(w.project.join(".portcullis")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["changes"]);
     // The project lies under /tmp here, so /tmp stays as it is and the command's own folder (made by
     // the hub for its launcher, removed with it) is its TMPDIR.
     let tmp = std::path::Path::new(lines[6]);

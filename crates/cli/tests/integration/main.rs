@@ -29,6 +29,7 @@ mod policy_cli;
 mod receipts;
 mod record_sinks;
 mod sandbox;
+mod sandbox_changes;
 mod sandbox_isolation;
 mod team_ledger;
 mod tls;

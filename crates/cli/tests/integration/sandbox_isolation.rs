@@ -156,7 +156,13 @@ fn a_confined_command_dies_with_a_killed_hub() {
     hub.kill().unwrap();
     let _ = hub.wait();
     std::thread::sleep(Duration::from_millis(3500));
-    assert!(base.join("proj/started").exists(), "the command ran");
+    // Its writes went to its copy-on-write layer, never reviewed (the hub was killed): found there.
+    let layers: Vec<PathBuf> = std::fs::read_dir(base.join("proj/.portcullis/changes"))
+        .map(|d| d.flatten().map(|e| e.path().join("upper")).collect())
+        .unwrap_or_default();
+    assert!(layers.iter().any(|u| u.join("started").exists()), "the command ran");
+    assert!(!base.join("proj/started").exists(), "an unreviewed change reached the project");
+    assert!(!layers.iter().any(|u| u.join("late-marker").exists()), "the command outlived the hub");
     assert!(!base.join("proj/late-marker").exists(), "the command outlived the hub");
     // The next writer of the ledger ends the call: its outcome is unknown (it ran, in part).
     let next = common::portcullis(&base)

@@ -57,8 +57,28 @@ pub async fn run_with_gate(
     run_started(started, w, profile, script, gate).await
 }
 
-/// [`run_with_gate`] through a launcher already taken.
+/// [`run_with_gate`] through a launcher already taken; what the command changed in its write roots is
+/// committed afterwards, all of it, as a hub with no review would.
 pub async fn run_started(
+    started: Started,
+    w: &World,
+    profile: SandboxProfile,
+    script: &str,
+    gate: Option<PathBuf>,
+) -> (Vec<LaunchReport>, String, String) {
+    let tmp = started.tmp.path().to_path_buf();
+    let layers = portcullis_sandbox::overlay::layers(&profile, &tmp);
+    let ran = run_uncommitted(started, w, profile, script, gate).await;
+    for layer in layers {
+        let set = portcullis_sandbox::changes::read(&layer).unwrap();
+        portcullis_sandbox::changes::commit(&set, &vec![None; set.changes.len()]);
+        portcullis_sandbox::overlay::remove(&layer).unwrap();
+    }
+    ran
+}
+
+/// [`run_started`], what the command changed left in its layers.
+pub async fn run_uncommitted(
     started: Started,
     w: &World,
     profile: SandboxProfile,

@@ -1,0 +1,232 @@
+//! The hub's review of what a confined command changed in its write roots, before anyone else sees it:
+//! each change read from the command's copy-on-write layer is judged against the policy's protected
+//! places — a file other programs execute (`.cargo/config.toml`, `.mcp.json`, a CI workflow), a folder
+//! git would take as a repository, `.git`, `.claude`, `.portcullis` at any depth — and discarded with the
+//! reason, or committed into the real tree. A protected place is kept only where the walls themselves
+//! left it writable (the operator approved it, or git writes its own repository folder). Names that did
+//! not exist when the command started are judged the same as those that did.
+
+use portcullis_harness::SandboxProfile;
+use portcullis_policy::sandbox::{KEPT_READ_ONLY, KEPT_READ_ONLY_IN_GIT};
+use portcullis_policy::{LOOK_ALIKE, ProtectedPaths, repository_look_alike};
+use portcullis_sandbox::changes::{self, Change, Kind};
+use portcullis_sandbox::overlay;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// Why every change of a command that did not end inside its walls is discarded.
+pub const NOT_ENDED: &str = "the command did not end inside its walls (timed out, cancelled, or its launcher went): nothing it changed was reviewed or kept";
+
+/// At most this many paths of each list go into the structured result and the text (the counts are
+/// whole).
+const SHOWN: usize = 20;
+
+/// A change not committed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discarded {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// What the review of a command's changes did: the paths now in the real tree (created, changed or
+/// deleted there) and those discarded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeReview {
+    pub kept: Vec<PathBuf>,
+    pub discarded: Vec<Discarded>,
+}
+
+/// The reason a change at `root`/`change.path` may not be committed, if any.
+pub fn verdict(profile: &SandboxProfile, root: &Path, change: &Change) -> Option<String> {
+    if let Kind::Special(what) = change.kind {
+        return Some(format!("{what}: a command's special files are never kept"));
+    }
+    let path = root.join(&change.path);
+    if let Some(place) = profile.hidden.iter().chain(&profile.read_only).find(|p| path.starts_with(p)) {
+        return Some(format!("inside {}, which the walls keep hidden or read-only", place.display()));
+    }
+    // A protected place the walls left writable: it existed, and the profile did not keep it read-only
+    // (the operator approved writing it, or the command is git writing its repository). Inside `.git`
+    // the places git runs (hooks, config) are never kept, made now or not.
+    let granted = KEPT_READ_ONLY.iter().map(|(rel, _)| (*rel, root.join(rel))).find(|(_, place)| {
+        path.starts_with(place)
+            && std::fs::symlink_metadata(place).is_ok()
+            && !profile.read_only.contains(place)
+    });
+    if let Some((rel, _)) = granted {
+        let in_git =
+            KEPT_READ_ONLY_IN_GIT.iter().find(|(r, _)| rel == ".git" && path.starts_with(root.join(r)));
+        return in_git.map(|(_, why)| (*why).to_owned());
+    }
+    if let Some(hit) = ProtectedPaths::default().find(&path) {
+        return Some(format!("{} — a protected place: allowed programs would run what it holds", hit.what));
+    }
+    if repository_look_alike(&path) {
+        return Some(LOOK_ALIKE.to_owned());
+    }
+    None
+}
+
+/// Reviews and commits (or discards) what the command of `profile` whose private temporary folder is
+/// `private_tmp` changed, then removes its layers. `ended`: the command ended inside its walls (its last
+/// process is gone); otherwise nothing is kept. Blocking: file system work.
+pub fn review(profile: &SandboxProfile, private_tmp: &Path, ended: bool) -> ChangeReview {
+    let mut review = ChangeReview::default();
+    for layer in overlay::layers(profile, private_tmp) {
+        let root = layer.root.clone();
+        let discard_all = |review: &mut ChangeReview, changes: &[Change], why: &str| {
+            review
+                .discarded
+                .extend(changes.iter().map(|c| Discarded { path: root.join(&c.path), why: why.into() }));
+        };
+        match changes::read(&layer) {
+            Err(e) => review.discarded.push(Discarded {
+                path: root.clone(),
+                why: format!("the command's changes here could not be read ({e}): none was kept"),
+            }),
+            Ok(set) if !ended => discard_all(&mut review, &set.changes, NOT_ENDED),
+            Ok(set) => match &set.over_bound {
+                Some(bound) => {
+                    let why = format!("{bound}: none was kept");
+                    review.discarded.push(Discarded { path: root.clone(), why });
+                }
+                None => {
+                    let verdicts: Vec<Option<String>> =
+                        set.changes.iter().map(|c| verdict(profile, &root, c)).collect();
+                    let done = changes::commit(&set, &verdicts);
+                    review.kept.extend(done.kept.iter().map(|p| root.join(p)));
+                    review.discarded.extend(
+                        done.discarded.into_iter().map(|(p, why)| Discarded { path: root.join(p), why }),
+                    );
+                }
+            },
+        }
+        if let Err(e) = overlay::remove(&layer) {
+            tracing::warn!(%e, folder = %layer.folder.display(), "a command's change layer could not be removed");
+        }
+        // The layers of launchers that went without a review (a hub killed): never committed.
+        if let Some(parent) = layer.folder.parent() {
+            overlay::sweep(parent);
+        }
+    }
+    for d in &review.discarded {
+        tracing::info!(path = %d.path.display(), why = %d.why, "a confined command's change was discarded");
+    }
+    review
+}
+
+/// A path as the agent reads it: relative to the command's folder where inside it, control characters
+/// escaped (a name is the agent's text).
+fn shown(path: &Path, cwd: &Path) -> String {
+    let relative = path.strip_prefix(cwd).ok().filter(|p| !p.as_os_str().is_empty()).unwrap_or(path);
+    relative.display().to_string().escape_debug().to_string()
+}
+
+impl ChangeReview {
+    /// The lines added to the command's text: what was kept (a count and the first paths), each
+    /// discarded change with why (the first few, then a count).
+    pub fn lines(&self, cwd: &Path) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.kept.is_empty() {
+            let first: Vec<String> = self.kept.iter().take(SHOWN).map(|p| shown(p, cwd)).collect();
+            let more = self.kept.len().saturating_sub(SHOWN);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            lines.push(format!("[changes kept: {} ({}{more})]", self.kept.len(), first.join(", ")));
+        }
+        for d in self.discarded.iter().take(SHOWN) {
+            lines.push(format!("[change discarded: {} — {}]", shown(&d.path, cwd), d.why));
+        }
+        if self.discarded.len() > SHOWN {
+            lines.push(format!("[{} more changes discarded]", self.discarded.len() - SHOWN));
+        }
+        lines
+    }
+
+    /// The `changes` member of the command's structured result (the lists bounded, the counts whole).
+    pub fn value(&self) -> Value {
+        json!({
+            "kept_count": self.kept.len(),
+            "kept": self.kept.iter().take(SHOWN).map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "discarded_count": self.discarded.len(),
+            "discarded": self.discarded.iter().take(SHOWN)
+                .map(|d| json!({ "path": d.path.display().to_string(), "why": d.why }))
+                .collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn change(path: &str, kind: Kind) -> Change {
+        Change { path: PathBuf::from(path), kind, existed: false, mode: 0o644, size: 1 }
+    }
+
+    #[test]
+    fn protected_names_are_discarded_at_any_depth_and_ordinary_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let profile = portcullis_sandbox::system_only(vec![root.clone()]);
+        let discarded = [
+            ".cargo/config.toml",
+            ".mcp.json",
+            ".husky/pre-commit",
+            ".npmrc",
+            "rust-toolchain.toml",
+            ".github/workflows/x.yml",
+            "sub/.claude/settings.json",
+            "sub/r/.git/config",
+            "sub/r/HEAD",
+            ".portcullis/policy.json",
+            "deep/a/b/.vscode/tasks.json",
+            "deep/.cursor/mcp.json",
+        ];
+        for path in discarded {
+            assert!(verdict(&profile, &root, &change(path, Kind::File)).is_some(), "{path}");
+        }
+        for path in ["src/new.rs", "README.md", "config.toml", "docs/HEADER.md", "target/debug/x"] {
+            assert_eq!(verdict(&profile, &root, &change(path, Kind::File)), None, "{path}");
+        }
+        let fifo = verdict(&profile, &root, &change("pipe", Kind::Special("a FIFO"))).unwrap();
+        assert!(fifo.contains("FIFO"), "{fifo}");
+        // A deletion of a protected place is discarded too (the file stays).
+        assert!(verdict(&profile, &root, &change(".npmrc", Kind::Deleted)).is_some());
+    }
+
+    #[test]
+    fn a_protected_place_the_walls_left_writable_is_kept_but_never_the_places_git_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::write(root.join(".npmrc"), "").unwrap();
+        // A command that writes the repository: `.git` is not kept read-only (git's own places are, where
+        // they exist; here none does).
+        let profile = portcullis_sandbox::system_only(vec![root.clone()]);
+        for path in [".git/objects/ab/cdef", ".git/index", ".git/logs/HEAD", ".npmrc"] {
+            assert_eq!(verdict(&profile, &root, &change(path, Kind::File)), None, "{path}");
+        }
+        for path in [".git/hooks/pre-commit", ".git/config", ".git/info/attributes", ".git/modules/x/HEAD"] {
+            assert!(verdict(&profile, &root, &change(path, Kind::File)).is_some(), "{path}");
+        }
+        // Kept read-only by the walls: nothing under it is kept.
+        let mut kept = profile.clone();
+        kept.read_only = vec![root.join(".git"), root.join(".npmrc")];
+        for path in [".git/objects/ab/cdef", ".npmrc"] {
+            assert!(verdict(&kept, &root, &change(path, Kind::File)).is_some(), "{path}");
+        }
+    }
+
+    #[test]
+    fn what_the_agent_reads_is_bounded_and_escaped() {
+        let review = ChangeReview {
+            kept: (0..30).map(|i| PathBuf::from(format!("/p/f{i}"))).collect(),
+            discarded: vec![Discarded { path: PathBuf::from("/p/a\n[exit code: 0]"), why: "why".into() }],
+        };
+        let lines = review.lines(Path::new("/p"));
+        assert!(lines[0].starts_with("[changes kept: 30 (f0, f1,") && lines[0].ends_with("and 10 more)]"));
+        assert_eq!(lines[1], "[change discarded: a\\n[exit code: 0] — why]");
+        assert_eq!(review.value()["kept"].as_array().unwrap().len(), SHOWN);
+    }
+}

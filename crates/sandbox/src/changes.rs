@@ -1,0 +1,295 @@
+//! What a confined command changed in a write root, read from its copy-on-write layer (see
+//! [`crate::overlay`]) after it ended — created and changed files, links, folders made or replaced,
+//! deletions (the overlay's whiteouts), special files — and the commit of the changes a review kept into
+//! the real tree: by rename on the same file system, through no link of the real tree.
+
+use crate::overlay::Layer;
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags};
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The most changes one command's set may hold: past it the whole set is discarded (and the result
+/// says so), never a part of it chosen.
+pub const MAX_CHANGES: usize = 20_000;
+/// The most bytes of files one command's set may hold: past it the whole set is discarded.
+pub const MAX_BYTES: u64 = 2 << 30;
+/// The overlay's mark of a folder made over a deleted one: nothing of the lower folder shows through.
+const OPAQUE: &str = "user.overlay.opaque";
+/// The overlay's own attributes on the files it copied up: not the command's, never committed.
+const OVERLAY_ATTRIBUTES: &str = "user.overlay.";
+
+/// What one change is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file created or changed (content or mode).
+    File,
+    /// A symbolic link created or replaced.
+    Symlink,
+    /// A folder made where none was, made over a deleted one (`replaced`: nothing of the old shows
+    /// through), or whose mode changed.
+    Folder { replaced: bool },
+    /// A file or folder deleted.
+    Deleted,
+    /// A FIFO, socket or device: never committed.
+    Special(&'static str),
+}
+
+/// One change, at a path relative to its write root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: PathBuf,
+    pub kind: Kind,
+    /// Something was at the path in the real tree when the set was read.
+    pub existed: bool,
+    /// The new mode (permission bits) of a file or folder.
+    pub mode: u32,
+    /// A file's size.
+    pub size: u64,
+}
+
+/// A command's changes in one write root, parents before what they hold.
+#[derive(Debug, Clone)]
+pub struct ChangeSet {
+    pub layer: Layer,
+    pub changes: Vec<Change>,
+    /// Why the set is past its bounds (then `changes` is only its beginning, and nothing is committed).
+    pub over_bound: Option<String>,
+}
+
+/// What a commit did: the changes now in the real tree, and those discarded, with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    pub kept: Vec<PathBuf>,
+    pub discarded: Vec<(PathBuf, String)>,
+}
+
+fn special(file_type: std::fs::FileType) -> Option<&'static str> {
+    if file_type.is_fifo() {
+        Some("a FIFO")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else if file_type.is_block_device() {
+        Some("a block device")
+    } else if file_type.is_char_device() {
+        Some("a character device")
+    } else {
+        None
+    }
+}
+
+fn opaque(path: &Path) -> bool {
+    let mut value = [0u8; 8];
+    rustix::fs::lgetxattr(path, OPAQUE, &mut value[..]).is_ok_and(|n| matches!(&value[..n], b"y" | b"x"))
+}
+
+/// Reads the change set of `layer` (after its command ended). A layer never made is an empty set.
+pub fn read(layer: &Layer) -> std::io::Result<ChangeSet> {
+    let mut set = ChangeSet { layer: layer.clone(), changes: Vec::new(), over_bound: None };
+    let upper = layer.upper();
+    if std::fs::symlink_metadata(&upper).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(set);
+    }
+    let mut bytes = 0u64;
+    // Depth first, each folder's entries in name order: a folder before what it holds.
+    let mut pending: Vec<PathBuf> = vec![PathBuf::new()];
+    while let Some(dir) = pending.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(upper.join(&dir))?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()?;
+        entries.sort();
+        let mut folders = Vec::new();
+        for name in entries {
+            let rel = dir.join(&name);
+            let here = upper.join(&rel);
+            let meta = std::fs::symlink_metadata(&here)?;
+            let real = std::fs::symlink_metadata(layer.root.join(&rel)).ok();
+            let file_type = meta.file_type();
+            let mode = meta.mode() & 0o7777;
+            let kind = if file_type.is_char_device() && meta.rdev() == 0 {
+                Some(Kind::Deleted)
+            } else if file_type.is_dir() {
+                folders.push(rel.clone());
+                let replaced = opaque(&here);
+                let same_mode = real.as_ref().is_some_and(|r| r.is_dir() && r.mode() & 0o7777 == mode);
+                let made = real.as_ref().is_none_or(|r| !r.is_dir());
+                (replaced || made || !same_mode).then_some(Kind::Folder { replaced })
+            } else if file_type.is_symlink() {
+                Some(Kind::Symlink)
+            } else if file_type.is_file() {
+                bytes += meta.len();
+                Some(Kind::File)
+            } else {
+                Some(Kind::Special(special(file_type).unwrap_or("a special file")))
+            };
+            let Some(kind) = kind else { continue };
+            let size = if kind == Kind::File { meta.len() } else { 0 };
+            set.changes.push(Change { path: rel, kind, existed: real.is_some(), mode, size });
+            if set.changes.len() > MAX_CHANGES || bytes > MAX_BYTES {
+                set.over_bound = Some(format!(
+                    "the command changed more than the review takes ({MAX_CHANGES} changes, {} MiB of files)",
+                    MAX_BYTES >> 20
+                ));
+                return Ok(set);
+            }
+        }
+        pending.extend(folders.into_iter().rev());
+    }
+    Ok(set)
+}
+
+/// What every open beneath a root resolves through: nothing above it, no link, no other mount.
+fn beneath() -> ResolveFlags {
+    ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | ResolveFlags::NO_XDEV
+}
+
+/// The folder `rel` beneath `base` (`base` itself when empty), through no link.
+fn folder(base: &OwnedFd, rel: &Path, flags: OFlags) -> rustix::io::Result<OwnedFd> {
+    let rel = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+    rustix::fs::openat2(base, rel, flags | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty(), beneath())
+}
+
+/// Removes `name` in `dir`, a folder with all it holds, through no link (a link is removed, never
+/// followed). Missing is removed.
+fn remove_tree(dir: &impl AsFd, name: &Path) -> rustix::io::Result<()> {
+    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+        Err(rustix::io::Errno::ISDIR) => {
+            let inner = rustix::fs::openat2(
+                dir,
+                name,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+                beneath(),
+            )?;
+            let mut names = Vec::new();
+            for entry in rustix::fs::Dir::read_from(&inner)? {
+                let entry = entry?;
+                let n = entry.file_name().to_bytes();
+                if n != b"." && n != b".." {
+                    names.push(PathBuf::from(OsStr::from_bytes(n)));
+                }
+            }
+            for n in names {
+                remove_tree(&inner, &n)?;
+            }
+            rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets the mode of the folder `name` in `dir` (opened through no link).
+fn set_folder_mode(dir: &impl AsFd, name: &Path, mode: u32) -> rustix::io::Result<()> {
+    let fd = rustix::fs::openat2(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        beneath(),
+    )?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))
+}
+
+/// Takes the overlay's own attributes off a file about to be committed.
+fn strip_overlay_attributes(path: &Path) {
+    let mut names = vec![0u8; 4096];
+    let Ok(n) = rustix::fs::llistxattr(path, &mut names[..]) else { return };
+    for name in names[..n].split(|b| *b == 0).filter(|n| n.starts_with(OVERLAY_ATTRIBUTES.as_bytes())) {
+        let _ = rustix::fs::lremovexattr(path, OsStr::from_bytes(name));
+    }
+}
+
+struct Trees {
+    real: OwnedFd,
+    upper: OwnedFd,
+    upper_path: PathBuf,
+}
+
+fn commit_one(trees: &Trees, change: &Change) -> Result<(), String> {
+    let (Some(parent), Some(name)) = (change.path.parent(), change.path.file_name()) else {
+        return Err("not a name in the root".into());
+    };
+    let name = Path::new(name);
+    let text = |e: rustix::io::Errno| match e {
+        rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => {
+            "the real tree has a link or another mount on the way there".to_owned()
+        }
+        e => e.to_string(),
+    };
+    let real_parent = folder(&trees.real, parent, OFlags::PATH).map_err(text)?;
+    let there = rustix::fs::statat(&real_parent, name, AtFlags::SYMLINK_NOFOLLOW).ok();
+    let is_dir = there.as_ref().is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
+    match change.kind {
+        Kind::Special(what) => Err(format!("{what} is never committed")),
+        Kind::Deleted => remove_tree(&real_parent, name).map_err(text),
+        Kind::Folder { replaced } => {
+            // A folder the command made over nothing finds nothing, or the folder it showed; anything
+            // else there was put there since (a link is never replaced by a folder, nor followed).
+            if !replaced && there.is_some() && !is_dir {
+                return Err("the real tree has a link or a file there now".into());
+            }
+            if replaced || !is_dir {
+                remove_tree(&real_parent, name).map_err(text)?;
+                rustix::fs::mkdirat(&real_parent, name, Mode::from_raw_mode(0o700)).map_err(text)?;
+            }
+            set_folder_mode(&real_parent, name, change.mode).map_err(text)
+        }
+        Kind::File | Kind::Symlink => {
+            let upper_parent = folder(&trees.upper, parent, OFlags::PATH).map_err(text)?;
+            if is_dir {
+                remove_tree(&real_parent, name).map_err(text)?;
+            }
+            if change.kind == Kind::File {
+                strip_overlay_attributes(&trees.upper_path.join(&change.path));
+            }
+            rustix::fs::renameat(&upper_parent, name, &real_parent, name).map_err(text)
+        }
+    }
+}
+
+/// Commits the changes of `set` whose verdict is `None` into the real tree, in order (a folder before
+/// what it holds); a change whose verdict is a reason is discarded, and so is everything inside a folder
+/// discarded or not made. Every open in the real tree resolves beneath the root, through no link.
+pub fn commit(set: &ChangeSet, verdicts: &[Option<String>]) -> Committed {
+    let mut done = Committed::default();
+    let opened = |p: &Path| {
+        rustix::fs::openat2(
+            CWD,
+            p,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        )
+    };
+    let trees = match (opened(&set.layer.root), opened(&set.layer.upper())) {
+        (Ok(real), Ok(upper)) => Trees { real, upper, upper_path: set.layer.upper() },
+        (Err(e), _) | (_, Err(e)) => {
+            let why = format!("the write root could not be opened through no link: {e}");
+            done.discarded = set.changes.iter().map(|c| (c.path.clone(), why.clone())).collect();
+            return done;
+        }
+    };
+    let mut blocked: Vec<PathBuf> = Vec::new();
+    for (change, verdict) in set.changes.iter().zip(verdicts.iter().chain(std::iter::repeat(&None))) {
+        let folder = matches!(change.kind, Kind::Folder { .. });
+        let inside = blocked.iter().find(|b| change.path.starts_with(b));
+        let outcome = match (inside, verdict) {
+            (Some(b), _) => Err(format!("inside {}, which was discarded", b.display())),
+            (None, Some(reason)) => Err(reason.clone()),
+            (None, None) => commit_one(&trees, change).map_err(|e| format!("could not be committed: {e}")),
+        };
+        match outcome {
+            Ok(()) => done.kept.push(change.path.clone()),
+            Err(why) => {
+                if folder {
+                    blocked.push(change.path.clone());
+                }
+                done.discarded.push((change.path.clone(), why));
+            }
+        }
+    }
+    done
+}

@@ -1,0 +1,166 @@
+//! A command's copy-on-write layer on a real overlay, through the launcher binary: the command sees its
+//! own writes, the real tree sees none until the commit, and the change set read afterwards says what
+//! each change is; the commit brings what was kept, by rename, through no link of the real tree.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::print_stderr)]
+
+use portcullis_sandbox::LaunchReport;
+use portcullis_sandbox::changes::{self, Kind};
+use portcullis_sandbox::overlay::{self, Layer};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::*;
+
+/// Whether the kernel refused the overlay (then the test says so and stops).
+fn overlay_refused(reports: &[LaunchReport]) -> bool {
+    let refused = reports.iter().any(|r| {
+        matches!(r, LaunchReport::Failed { step, message }
+            if step == "a copy-on-write layer" && message.contains("the kernel refused the overlay"))
+    });
+    if refused {
+        eprintln!("SKIPPED: this kernel refuses an overlay in a user namespace: {reports:?}");
+    }
+    refused
+}
+
+/// Runs `script` through a launcher of its own, its changes left in its layer (named for the command's
+/// own temporary folder): the reports, the output and the layer.
+async fn run_fresh(w: &World, script: &str) -> (Vec<LaunchReport>, String, String, Layer) {
+    let p = profile(w, false);
+    let started = launcher().start(&p).unwrap();
+    let layers = overlay::layers(&p, started.tmp.path());
+    assert_eq!(layers.len(), 1);
+    assert!(layers[0].folder.starts_with(w.project.join(".portcullis/changes")));
+    let (reports, out, err) = run_uncommitted(started, w, p, script, None).await;
+    (reports, out, err, layers[0].clone())
+}
+
+fn kind_of(set: &changes::ChangeSet, path: &str) -> Option<(Kind, bool, u32)> {
+    set.changes.iter().find(|c| c.path == Path::new(path)).map(|c| (c.kind, c.existed, c.mode))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_change_set_says_what_the_command_changed_and_the_commit_brings_what_was_kept() {
+    let w = world();
+    let p = &w.project;
+    std::fs::write(p.join("keep.txt"), "old\n").unwrap();
+    std::fs::write(p.join("gone.txt"), "gone\n").unwrap();
+    std::fs::create_dir(p.join("replace")).unwrap();
+    std::fs::write(p.join("replace/x"), "x").unwrap();
+    std::fs::write(p.join("mode.sh"), "echo\n").unwrap();
+    let script = "mkdir src && echo 'fn main() {}' > src/new.rs && cat src/new.rs; \
+                  rm gone.txt; rm -r replace; mkdir replace; echo y > replace/y; chmod 700 mode.sh; \
+                  ln -s /etc/passwd link; mkfifo fifo; mkdir -p sub/.claude; echo '{}' > sub/.claude/settings.json; \
+                  echo changed > keep.txt; ls -A .portcullis 2>/dev/null | wc -l";
+    let (reports, out, err, layer) = run_fresh(&w, script).await;
+    if overlay_refused(&reports) {
+        return;
+    }
+    assert_eq!(ended(&reports).0, Some(0), "{reports:?} {err}");
+    // The command saw its own writes; nothing of the layer's folder (`.portcullis` is empty inside).
+    assert_eq!(out, "fn main() {}\n0\n", "{err}");
+    // Nothing reached the real tree.
+    assert!(!p.join("src").exists() && p.join("gone.txt").exists() && p.join("replace/x").exists());
+    assert_eq!(std::fs::read_to_string(p.join("keep.txt")).unwrap(), "old\n");
+
+    let set = changes::read(&layer).unwrap();
+    assert!(set.over_bound.is_none());
+    assert_eq!(kind_of(&set, "src"), Some((Kind::Folder { replaced: false }, false, 0o755)));
+    assert_eq!(kind_of(&set, "src/new.rs").map(|k| (k.0, k.1)), Some((Kind::File, false)));
+    assert_eq!(kind_of(&set, "gone.txt").map(|k| k.0), Some(Kind::Deleted));
+    assert_eq!(kind_of(&set, "replace").map(|k| (k.0, k.1)), Some((Kind::Folder { replaced: true }, true)));
+    assert_eq!(kind_of(&set, "replace/y").map(|k| k.0), Some(Kind::File));
+    assert_eq!(kind_of(&set, "mode.sh"), Some((Kind::File, true, 0o700)));
+    assert_eq!(kind_of(&set, "link").map(|k| k.0), Some(Kind::Symlink));
+    assert_eq!(kind_of(&set, "fifo").map(|k| k.0), Some(Kind::Special("a FIFO")));
+    assert_eq!(kind_of(&set, "sub/.claude/settings.json").map(|k| k.0), Some(Kind::File));
+    assert_eq!(kind_of(&set, "keep.txt").map(|k| (k.0, k.1)), Some((Kind::File, true)));
+    // A folder that holds changes but did not change itself is no change.
+    assert_eq!(kind_of(&set, "."), None);
+    // Parents come before what they hold.
+    let at = |path: &str| set.changes.iter().position(|c| c.path == Path::new(path)).unwrap();
+    assert!(at("src") < at("src/new.rs") && at("sub") < at("sub/.claude") && at("replace") < at("replace/y"));
+
+    let verdicts: Vec<Option<String>> = set
+        .changes
+        .iter()
+        .map(|c| (c.path == Path::new("sub/.claude")).then(|| "agent settings".to_owned()))
+        .collect();
+    let done = changes::commit(&set, &verdicts);
+    assert_eq!(std::fs::read_to_string(p.join("src/new.rs")).unwrap(), "fn main() {}\n");
+    assert!(!p.join("gone.txt").exists());
+    assert!(!p.join("replace/x").exists() && p.join("replace/y").is_file());
+    assert_eq!(std::fs::metadata(p.join("mode.sh")).unwrap().permissions().mode() & 0o777, 0o700);
+    assert!(p.join("link").symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(p.join("fifo").symlink_metadata().is_err());
+    assert!(p.join("sub").is_dir() && !p.join("sub/.claude").exists());
+    assert_eq!(std::fs::read_to_string(p.join("keep.txt")).unwrap(), "changed\n");
+    let discarded: Vec<(&str, &str)> =
+        done.discarded.iter().map(|(p, why)| (p.to_str().unwrap(), why.as_str())).collect();
+    assert!(discarded.contains(&("sub/.claude", "agent settings")), "{discarded:?}");
+    assert!(discarded.iter().any(|(p, why)| *p == "sub/.claude/settings.json" && why.contains("inside")));
+    assert!(discarded.iter().any(|(p, why)| *p == "fifo" && why.contains("FIFO")), "{discarded:?}");
+    assert!(
+        done.kept.contains(&PathBuf::from("src/new.rs")) && done.kept.contains(&PathBuf::from("gone.txt"))
+    );
+
+    overlay::remove(&layer).unwrap();
+    assert!(!layer.folder.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commit_goes_through_no_link_of_the_real_tree() {
+    let w = world();
+    std::fs::create_dir(w.project.join("a")).unwrap();
+    let (reports, _, err, layer) = run_fresh(&w, "echo planted > a/f").await;
+    if overlay_refused(&reports) {
+        return;
+    }
+    assert_eq!(ended(&reports).0, Some(0), "{reports:?} {err}");
+    // Between the command and the commit, the folder becomes a link out of the root.
+    std::fs::remove_dir(w.project.join("a")).unwrap();
+    std::os::unix::fs::symlink(&w.outside, w.project.join("a")).unwrap();
+    let set = changes::read(&layer).unwrap();
+    let done = changes::commit(&set, &vec![None; set.changes.len()]);
+    assert!(!w.outside.join("f").exists());
+    assert!(done.kept.is_empty(), "{done:?}");
+    assert!(done.discarded.iter().any(|(p, why)| p == Path::new("a") && why.contains("link")), "{done:?}");
+    assert!(done.discarded.iter().any(|(p, _)| p == Path::new("a/f")), "{done:?}");
+    assert!(w.project.join("a").symlink_metadata().unwrap().file_type().is_symlink());
+    overlay::remove(&layer).unwrap();
+
+    // The same between reading the set and committing it: the folder held no change of its own.
+    std::fs::create_dir(w.project.join("b")).unwrap();
+    let (reports, _, err, layer) = run_fresh(&w, "echo planted > b/g").await;
+    assert_eq!(ended(&reports).0, Some(0), "{reports:?} {err}");
+    let set = changes::read(&layer).unwrap();
+    assert_eq!(set.changes.iter().map(|c| c.path.to_str().unwrap()).collect::<Vec<_>>(), ["b/g"]);
+    std::fs::remove_dir(w.project.join("b")).unwrap();
+    std::os::unix::fs::symlink(&w.outside, w.project.join("b")).unwrap();
+    let done = changes::commit(&set, &[None]);
+    assert!(!w.outside.join("g").exists());
+    assert!(done.discarded.iter().any(|(p, why)| p == Path::new("b/g") && why.contains("link")), "{done:?}");
+    overlay::remove(&layer).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_set_past_its_bound_says_so() {
+    let w = world();
+    let count = changes::MAX_CHANGES + 1;
+    let script = format!("mkdir many && cd many && seq {count} | xargs touch");
+    let (reports, _, err, layer) = run_fresh(&w, &script).await;
+    if overlay_refused(&reports) {
+        return;
+    }
+    assert_eq!(ended(&reports).0, Some(0), "{reports:?} {err}");
+    let set = changes::read(&layer).unwrap();
+    assert!(
+        set.over_bound.as_deref().is_some_and(|b| b.contains("more than the review takes")),
+        "{:?}",
+        set.over_bound
+    );
+    overlay::remove(&layer).unwrap();
+    assert!(!w.project.join("many").exists());
+}
