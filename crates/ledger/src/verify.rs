@@ -424,12 +424,22 @@ impl LedgerReader {
     ) -> Result<VerifyReport, LedgerStoreError> {
         let path = self.path().to_owned();
         let ledger_id = chain::ledger_id(&self.conn).at(&path)?;
-        let witness = match witnesses {
+        let loaded = match witnesses {
             Some(dir) => crate::witness::Witness::load(dir, &ledger_id)
-                .map_err(|source| LedgerStoreError::Io { path: dir.to_owned(), source })?
-                .and_then(|w| w.link().map(|link| (w.count, link, w.at))),
+                .map_err(|source| LedgerStoreError::Io { path: dir.to_owned(), source })?,
             None => None,
         };
+        // A witness must carry its checkpoint's signature by this ledger's key: one made by hand (to
+        // hide a cut tail, or to blame an intact ledger) is reported and not used.
+        let forged = match (&loaded, key) {
+            (Some(w), Some(key)) if w.signature.is_some() && !w.signed_by(key) => Some(w.count),
+            _ => None,
+        };
+        // With a key, only a signed witness counts (an unsigned one, an older hub's, is rewritten signed
+        // at the hub's next start or stop).
+        let witness = loaded
+            .filter(|w| forged.is_none() && (key.is_none() || w.signature.is_some()))
+            .and_then(|w| w.link().map(|link| (w.count, link, w.at)));
         let seals = read_seals(self, key, &ledger_id).at(&path)?;
         let checkpoints = seals.len() as u64;
         let mut walk = Walk {
@@ -446,6 +456,16 @@ impl LedgerReader {
             last_id: None,
             witness,
         };
+        if let Some(count) = forged {
+            walk.broke(
+                BreakKind::SealSignature,
+                None,
+                None,
+                format!(
+                    "the hub's witness (its config folder) of a checkpoint of {count} records does not verify with the ledger's key: it was written or changed by hand, and is not used"
+                ),
+            );
+        }
         let mut unchained = 0u64;
         // The journal's copy of the records it still holds: a record that differs from it was changed
         // after it was written (named here, not the next record a running writer links to it).

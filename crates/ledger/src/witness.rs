@@ -24,6 +24,13 @@ pub struct Witness {
     pub record_id: i64,
     /// When it was signed (µs since the epoch).
     pub at: i64,
+    /// The writer that signed it (part of what the signature is over).
+    #[serde(default)]
+    pub writer_id: i64,
+    /// The checkpoint's own signature (hex), with the ledger's key, over its fields
+    /// (`seal::message`): a witness written by hand does not verify. Older witnesses have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// What saving a witness did.
@@ -48,15 +55,26 @@ impl Witness {
         let path = reader.path().to_owned();
         let ledger_id = chain::ledger_id(&reader.conn).at(&path)?;
         let found = reader.conn.query_row(
-            "SELECT count, head, record_id, at FROM chain_checkpoints WHERE signature IS NOT NULL
-             ORDER BY count DESC, id DESC LIMIT 1",
+            "SELECT count, head, record_id, at, writer_id, signature FROM chain_checkpoints
+             WHERE signature IS NOT NULL ORDER BY count DESC, id DESC LIMIT 1",
             [],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?)),
+            |r| {
+                Ok((
+                    (r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, i64>(2)?),
+                    (r.get::<_, i64>(3)?, r.get::<_, i64>(4)?, r.get::<_, Vec<u8>>(5)?),
+                ))
+            },
         );
         match found {
-            Ok((count, head, record_id, at)) => {
-                Ok(Some(Witness { ledger_id, count: count.max(0) as u64, head: hex(&head), record_id, at }))
-            }
+            Ok(((count, head, record_id), (at, writer_id, signature))) => Ok(Some(Witness {
+                ledger_id,
+                count: count.max(0) as u64,
+                head: hex(&head),
+                record_id,
+                at,
+                writer_id,
+                signature: Some(hex(&signature)),
+            })),
             Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
             Err(e) => Err(LedgerStoreError::Sqlite { path, source: e }),
         }
@@ -102,6 +120,18 @@ impl Witness {
             tracing::error!(ledger = %ledger.display(), kept, found = witness.count, "the ledger's latest checkpoint is behind the one witnessed: its newest records were removed, or it is an older copy; the witness is kept");
         }
         Ok(())
+    }
+
+    /// Whether the witness carries its checkpoint's signature by `key` (a witness of an older hub has
+    /// none; one written by hand cannot have a valid one).
+    pub fn signed_by(&self, key: &crate::key::LedgerPublicKey) -> bool {
+        let (Some(link), Some(signature)) =
+            (self.link(), self.signature.as_deref().and_then(portcullis_harness::receipt::unhex::<64>))
+        else {
+            return false;
+        };
+        let signed = crate::seal::message(&self.ledger_id, self.count, &link, self.at, self.writer_id);
+        key.verifies(&signed, &signature)
     }
 
     /// The witnessed head as a link (none when the file holds something else).

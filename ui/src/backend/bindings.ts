@@ -2104,13 +2104,13 @@ export type VerifyReport = {
 	 *  effect mark or chain mark: `side_chain.rs`), and of them covered by a side checkpoint signed
 	 *  with the key.
 	 */
-	side_chained: number,
-	side_sealed: number,
+	side_chained?: number,
+	side_sealed?: number,
 	/**
 	 *  Side rows written before rows were chained (an older ledger's): taken into the chain as they
 	 *  were when the ledger was migrated, not proven before then.
 	 */
-	side_legacy: number,
+	side_legacy?: number,
 	/**
 	 *  Set when no key was found to check the checkpoints with: where it was looked for. The chain's
 	 *  links are still checked; no signature is, so nothing counts as sealed.

@@ -351,3 +351,36 @@ async fn the_witness_catches_a_tail_removed_with_its_checkpoints() {
     );
     assert!(report.breaks[0].message.contains("the hub's witness"), "{report:?}");
 }
+
+/// The witness carries its checkpoint's signature (issue 51, finding 13): one written by hand to blame an
+/// intact ledger for a cut tail does not verify with the ledger's key, is reported, and is not used; an
+/// unsigned one (an older hub's) is not used either while a key is checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_witness_written_by_hand_does_not_verify_and_is_not_used() {
+    use portcullis_ledger::witness::Witness;
+    let (dir, path) = temp();
+    let config = dir.path().join("config");
+    write(&path, 2, LedgerOptions::default(), Some(key())).await;
+    Witness::record(&path, &config).unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let genuine = Witness::of(&reader).unwrap().unwrap();
+    assert!(genuine.signed_by(&key().public()), "{genuine:?}");
+    let file = Witness::file(&config, &genuine.ledger_id);
+    assert_eq!(reader.verify_with(&key().public(), Some(&config)).unwrap().verdict, Verdict::Intact);
+
+    // A forger who can write the config folder claims 40 records were witnessed.
+    let mut forged = genuine.clone();
+    forged.count = 40;
+    std::fs::write(&file, serde_json::to_vec(&forged).unwrap()).unwrap();
+    let report = reader.verify_with(&key().public(), Some(&config)).unwrap();
+    assert_eq!(report.verdict, Verdict::Broken, "{report:?}");
+    assert_eq!(report.breaks.len(), 1, "{report:?}");
+    assert_eq!(report.breaks[0].kind, BreakKind::SealSignature, "{report:?}");
+    assert!(report.breaks[0].message.contains("witness"), "{report:?}");
+    assert!(!report.breaks.iter().any(|b| b.kind == BreakKind::Truncated), "{report:?}");
+
+    // Unsigned, it is ignored: the ledger verifies on its own.
+    forged.signature = None;
+    std::fs::write(&file, serde_json::to_vec(&forged).unwrap()).unwrap();
+    assert_eq!(reader.verify_with(&key().public(), Some(&config)).unwrap().verdict, Verdict::Intact);
+}

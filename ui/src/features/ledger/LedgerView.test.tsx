@@ -268,6 +268,9 @@ describe("verify", () => {
     checkpoints_valid: 0,
     journaled: 0,
     writer_running: false,
+    side_chained: 4,
+    side_sealed: 4,
+    side_legacy: 0,
   };
 
   it("names the record where the chain breaks, escaping what the ledger holds", async () => {
