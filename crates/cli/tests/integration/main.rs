@@ -28,6 +28,7 @@ mod otel;
 mod policy_cli;
 mod receipts;
 mod record_sinks;
+mod red_team_three;
 mod sandbox;
 mod sandbox_changes;
 mod sandbox_isolation;

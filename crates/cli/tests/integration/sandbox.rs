@@ -252,12 +252,11 @@ fn runaway_commands_end_at_their_limits_while_another_agent_is_served() {
     // The bomb grows while the script waits: it ends at the process limit, not when the script does.
     std::fs::write(proj.join("bomb.sh"), ":(){ :|:& };:\nsleep 60\n").unwrap();
     std::fs::write(proj.join("zero.sh"), "cat /dev/zero | sort\n").unwrap();
-    let runaway = json!([
-        call("bash bomb.sh"),
-        call("echo {1..100000000}"),
-        call("yes > big.txt"),
-        call("bash zero.sh")
-    ]);
+    // In a script: on the command line the judge expands braces itself, and one this large is a word it
+    // cannot know (it asks).
+    std::fs::write(proj.join("braces.sh"), "echo {1..100000000}\n").unwrap();
+    let runaway =
+        json!([call("bash bomb.sh"), call("bash braces.sh"), call("yes > big.txt"), call("bash zero.sh")]);
     let scenario = |steps: Value| json!({"url": w.served.mcp_url, "token": w.served.token, "steps": steps});
     let started = Instant::now();
     let first = std::process::Command::new("node")

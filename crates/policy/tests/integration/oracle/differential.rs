@@ -16,7 +16,18 @@ use super::{Job, Judged, Tally, repo, run_all};
 use std::time::{Duration, Instant};
 
 /// The grammar families.
-pub const TARGETS: &[&str] = &["heredocs", "expansions", "arithmetic", "environment", "tildes", "mixed"];
+pub const TARGETS: &[&str] = &[
+    "heredocs",
+    "expansions",
+    "arithmetic",
+    "environment",
+    "tildes",
+    "braces",
+    "abbreviations",
+    "folders",
+    "names",
+    "mixed",
+];
 
 /// xorshift64*: small, seedable, no dependency.
 struct Rng(u64);
@@ -197,15 +208,94 @@ impl Grammar {
         }
     }
 
+    /// Issue 51: option and command words built by brace expansion.
+    fn braces(&mut self) -> String {
+        self.marker += 1;
+        let m = self.marker;
+        match self.rng.below(9) {
+            0 => format!("find . -name a.txt {{-exec,touch}} M{m} \\;"),
+            1 => format!("sort {{-o,M{m}}} a.txt"),
+            2 => format!("{{touch,M{m}}}"),
+            3 => format!("cp {{b.txt,M{m}}}"),
+            4 => format!("uniq {{a.txt,M{m}}}"),
+            5 => format!("sed -n {{-e,'w M{m}'}} a.txt"),
+            6 => format!("xxd {{a.txt,M{m}}}"),
+            7 => format!("touch M{m}{{a,b}} M{m}{{1..2}}"),
+            _ => format!("git log -1 {{--output,M{m}}}"),
+        }
+    }
+
+    /// Issue 51: long options abbreviated as getopt_long reads them.
+    fn abbreviations(&mut self) -> String {
+        self.marker += 1;
+        let m = self.marker;
+        match self.rng.below(8) {
+            0 => format!("sort --outp=M{m} a.txt"),
+            1 => format!("sort --out M{m} a.txt"),
+            2 => format!("sed -n --expr='w M{m}' a.txt"),
+            3 => format!("sed -n --e='1w M{m}' a.txt"),
+            4 => format!("tee --app M{m} < a.txt"),
+            5 => format!("uniq --ski=1 a.txt M{m}"),
+            6 => format!("timeout --sig=KILL 5 touch M{m}"),
+            _ => format!("git log -1 --outp=M{m}"),
+        }
+    }
+
+    /// Issue 51: wrappers that set the folder their command runs in.
+    fn folders(&mut self) -> String {
+        let code = self.payload();
+        let run = match self.rng.below(6) {
+            0 => format!("env -C d {code}"),
+            1 => format!("env --chdir=d sh -c '{code}'"),
+            2 => format!("env --ch=d sh -c '{code}'"),
+            3 => format!("env -iC d sh -c '{code}'"),
+            4 => format!("unshare --wd=d sh -c '{code}'"),
+            _ => format!("cd d && {code}"),
+        };
+        format!("mkdir -p d; cp a.txt b.txt d/; {run}")
+    }
+
+    /// Issue 51: names bash evaluates in builtins: a subscript there runs its substitution.
+    fn names(&mut self) -> String {
+        let code = self.payload();
+        let name = format!("'a[$({code})]'");
+        match self.rng.below(10) {
+            0 => format!("test -v {name}"),
+            1 => format!("printf -v {name} x"),
+            2 => format!("read {name} <<< x"),
+            3 => format!("unset {name}"),
+            4 => format!("declare {name}"),
+            5 => format!("export {name}"),
+            6 => format!("readonly 'a[$({code})]=1'"),
+            7 => format!("mapfile {name} < a.txt"),
+            8 => format!("getopts ab {name}"),
+            _ => format!("true & wait -p {name}"),
+        }
+    }
+
     fn fragment(&mut self, target: &str) -> String {
         match target {
+            "braces" => self.braces(),
+            "abbreviations" => self.abbreviations(),
+            "folders" => self.folders(),
+            "names" => self.names(),
             "heredocs" => self.heredoc(),
             "expansions" => self.expansion(),
             "arithmetic" => self.arithmetic(),
             "environment" => self.environment(),
             "tildes" => self.tildes(),
             _ => {
-                let families = ["heredocs", "expansions", "arithmetic", "environment", "tildes"];
+                let families = [
+                    "heredocs",
+                    "expansions",
+                    "arithmetic",
+                    "environment",
+                    "tildes",
+                    "braces",
+                    "abbreviations",
+                    "folders",
+                    "names",
+                ];
                 let first = families[self.rng.below(families.len())];
                 let second = families[self.rng.below(families.len())];
                 let (a, b) = (self.fragment(first), self.fragment(second));
