@@ -191,7 +191,9 @@ fn read_text(mut file: File, path: &Path, request: &ReadRequest) -> Result<ToolO
     let text = String::from_utf8_lossy(&out).into_owned();
     let next_offset =
         more.then_some(request.offset + kept_lines - u64::from(truncated_bytes && kept_lines > 0));
+    // The text itself too: an agent that shows its model the structured result shows the file.
     let structured = json!({
+        "content": text,
         "path": path,
         "start_line": request.offset,
         "lines": kept_lines,

@@ -338,7 +338,11 @@ pub async fn run_command(
         sandbox_lines = lines;
         connections = confined::connections(&outcome);
     }
+    // Agents hand their model the structured result when there is one (Claude Code and Codex both do):
+    // it carries the output itself, not only its size.
     let structured = json!({
+        "stdout": stdout.render(),
+        "stderr": stderr.render(),
         "exit_code": exit_code,
         "signal": signal,
         "timed_out": matches!(ending, Ending::TimedOut),

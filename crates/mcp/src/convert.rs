@@ -95,26 +95,30 @@ pub fn call_result(result: &ToolCallResult) -> CallToolResult {
             let blocks: Vec<ContentBlock> = output.content.iter().map(content_block).collect();
             let mut r =
                 if output.is_error { CallToolResult::error(blocks) } else { CallToolResult::success(blocks) };
-            r.structured_content = output.structured.clone();
+            // Agents hand their model the structured result in place of the content when there is
+            // one: an image, audio or resource would never reach the model beside it.
+            let only_text = output.content.iter().all(|c| matches!(c, Content::Text { .. }));
+            r.structured_content = output.structured.clone().filter(|_| only_text);
             r
         }
         CallOutcome::Blocked { reason, error } => {
-            let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+            let message = format!(
                 "portcullis blocked this call ({reason}): {}. Decided by {}.",
                 error.message.trim_end_matches('.'),
                 describe_decider(&result.decided_by)
-            ))]);
+            );
+            let mut r = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+            // The readable reason too: an agent that shows the structured result shows why.
             r.structured_content = Some(json!({
+                "message": message,
                 "portcullis": { "blocked": reason.as_str(), "code": error.code, "decided_by": result.decided_by }
             }));
             r
         }
         CallOutcome::Error { error } => {
-            let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
-                "the tool failed ({}): {}",
-                error.code, error.message
-            ))]);
-            r.structured_content = Some(json!({ "portcullis": { "error": error.code } }));
+            let message = format!("the tool failed ({}): {}", error.code, error.message);
+            let mut r = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+            r.structured_content = Some(json!({ "message": message, "portcullis": { "error": error.code } }));
             r
         }
     }

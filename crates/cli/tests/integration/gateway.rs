@@ -54,12 +54,21 @@ fn an_sdk_agent_lists_calls_and_is_refused_with_reasons() {
     let allowed = &report["results"][1]["result"];
     assert_eq!(allowed["isError"], false, "{allowed}");
     assert!(text_of(allowed).contains("hello-from-agent"));
+    // Issue 52: agents hand their model the structured result when there is one: it holds the output
+    // (not only its size) and the exit code.
+    let structured = &allowed["structuredContent"];
+    assert_eq!(structured["stdout"], "hello-from-agent\n", "{allowed}");
+    assert_eq!(structured["stderr"], "", "{allowed}");
+    assert_eq!(structured["exit_code"], 0, "{allowed}");
     let denied = &report["results"][2]["result"];
     assert_eq!(denied["isError"], true);
     assert!(
         text_of(denied).contains("execution_denied") && text_of(denied).contains("rule `remove`"),
         "{denied}"
     );
+    // A refusal's structured result carries the readable reason the text has.
+    let reason = denied["structuredContent"]["message"].as_str().unwrap_or_default();
+    assert!(reason.contains("execution_denied") && reason.contains("rule `remove`"), "{denied}");
     let escape = &report["results"][3]["result"];
     assert_eq!(escape["isError"], true);
     assert!(text_of(escape).contains("outside every write root"), "{escape}");

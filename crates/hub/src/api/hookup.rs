@@ -39,10 +39,17 @@ fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippet> {
     );
     // In the README's shape: one line per hook entry, the order Claude Code's documentation uses.
     let command = serde_json::to_string(&format!("{env_prefix}{} hook claude", sh(&bin))).unwrap_or_default();
+    // `permissions.allow` lets Claude Code call the gateway's tools without asking first (the hub asks
+    // where its policy says so): without it `claude -p` refuses every call, and people are asked twice.
     let hook = format!(
-        "{{\n  \"hooks\": {{\n    \"PreToolUse\": [\n      {{ \"matcher\": \"*\", \"hooks\": [ {{ \"type\": \"command\", \"command\": {command}, \"timeout\": 60 }} ] }}\n    ]\n  }}\n}}\n"
+        "{{\n  \"permissions\": {{ \"allow\": [\"mcp__portcullis\"] }},\n  \"hooks\": {{\n    \"PreToolUse\": [\n      {{ \"matcher\": \"*\", \"hooks\": [ {{ \"type\": \"command\", \"command\": {command}, \"timeout\": 60 }} ] }}\n    ]\n  }}\n}}\n"
     );
-    let mut codex = format!("[mcp_servers.portcullis]\ncommand = {}\nargs = [\"mcp\"]\n", toml_str(&bin));
+    // `default_tools_approval_mode = "approve"`: the hub judges every call (and asks its operator);
+    // without it `codex exec` refuses every call ("requires approval, but approval policy is never").
+    let mut codex = format!(
+        "[mcp_servers.portcullis]\ncommand = {}\nargs = [\"mcp\"]\ndefault_tools_approval_mode = \"approve\"\n",
+        toml_str(&bin)
+    );
     if let Some(c) = &custom_config {
         codex.push_str(&format!("env = {{ PORTCULLIS_CONFIG_DIR = {} }}\n", toml_str(c)));
     }

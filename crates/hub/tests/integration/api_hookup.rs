@@ -55,6 +55,8 @@ async fn the_snippets_name_the_real_port_and_token_file() {
     assert!(command.ends_with("portcullis hook claude"), "{command}");
     assert_eq!(hook["hooks"]["PreToolUse"][0]["matcher"], "*");
     assert_eq!(hook["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 60);
+    // Without the permission line `claude -p` refuses every call to the gateway (issue 52).
+    assert_eq!(hook["permissions"]["allow"], serde_json::json!(["mcp__portcullis"]));
     // The README's shape: the hook entry on one line.
     assert!(
         snippets[1]
@@ -66,6 +68,8 @@ async fn the_snippets_name_the_real_port_and_token_file() {
     let codex = &snippets[2].text;
     assert!(codex.starts_with("[mcp_servers.portcullis]\ncommand = \""), "{codex}");
     assert!(codex.contains("portcullis\"\nargs = [\"mcp\"]\n"), "{codex}");
+    // Without it `codex exec` refuses every call ("requires approval, but approval policy is never").
+    assert!(codex.contains("\ndefault_tools_approval_mode = \"approve\"\n"), "{codex}");
     assert!(
         codex.contains(&format!("env = {{ PORTCULLIS_CONFIG_DIR = \"{}\" }}", config.display())),
         "{codex}"
