@@ -317,7 +317,8 @@ check-chars= help version",
         long: "gitignore gitfile= ignore-case matchdirs metafirst prune info infofile= noreport charset= \
 filelimit= timefmt= si du inodes device dirsfirst filesfirst sort= nolinks fromfile fromtabfile \
 fflinks hyperlink scheme= authority= opt-toggle condense help version",
-        effects: &[("-o", Effect::Writes)],
+        // `-R` runs tree again in every folder with `-o 00Tree.html` (with `-H`): a file written in each.
+        effects: &[("-o", Effect::Writes), ("-R", Effect::Acts)],
         operands: Operands::ReadTree,
         follows_links: &["-l"],
         ..spec("tree", "adlfxRqNQpugshDFvtcUriASnCXJ", "LPIoHT")
@@ -537,7 +538,7 @@ const GIT_BLAME: Spec = Spec {
     long: "root show-stats score-debug show-name show-number show-email porcelain line-porcelain \
 incremental encoding= contents= date= progress no-progress reverse= first-parent ignore-rev= \
 ignore-revs-file= color-lines color-by-age minimal abbrev?",
-    effects: &[("--contents", Effect::Reads), ("--ignore-revs-file", Effect::Reads)],
+    effects: &[("--contents", Effect::Reads), ("--ignore-revs-file", Effect::Reads), ("-S", Effect::Reads)],
     attached_value: "MC",
     operands: Operands::NotFiles,
     ..spec("git blame", "bcfhlnpstwe", "LS")
