@@ -9,6 +9,13 @@
 # optimized one in ~50 µs) and idles at ~240 MB; the operator should meet the real thing.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# No display, no window: say so before the long build, and point to the headless hub and its console.
+if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
+  echo "app.sh: this machine has no display for a window (DISPLAY and WAYLAND_DISPLAY are unset)." >&2
+  echo "app.sh: run the hub headless instead: cargo run --release -p portcullis -- serve" >&2
+  echo "app.sh: it serves the same views in a browser: open the login link it prints (from another machine: ssh -L 7391:127.0.0.1:7391 HOST)." >&2
+  exit 3
+fi
 bash "$root/scripts/desktop-deps.sh"
 # The app embeds ui/dist: rebuild it only when a source is newer than the last build.
 dist="$root/ui/dist/index.html"

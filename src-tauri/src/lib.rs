@@ -73,6 +73,19 @@ pub fn export_bindings(path: &std::path::Path) -> Result<(), String> {
 }
 
 /// Runs the app: starts the hub, opens the window, and shuts the hub down cleanly on exit.
+/// What to say on a machine with no display for a window (no `DISPLAY`, no `WAYLAND_DISPLAY`): the
+/// hub runs headless there, with its console in a browser.
+pub fn no_display() -> Option<String> {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    (!set("DISPLAY") && !set("WAYLAND_DISPLAY")).then(|| {
+        "portcullis-app: this machine has no display for a window (DISPLAY and WAYLAND_DISPLAY are unset). \
+Run the hub headless instead: `portcullis serve` (or `cargo run --release -p portcullis -- serve`) serves \
+the same views in a browser: open the login link it prints (over `ssh -L 7391:127.0.0.1:7391 HOST` from \
+another machine)."
+            .to_owned()
+    })
+}
+
 pub fn run() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -88,6 +101,11 @@ pub fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(why) = no_display() {
+        // GTK would panic with a backtrace: say what to run instead.
+        tracing::error!("{why}");
+        return ExitCode::from(3);
+    }
     let builder = bindings_builder();
     let app = tauri::Builder::default()
         // First: a second launch only focuses this window.
