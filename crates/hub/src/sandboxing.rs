@@ -11,6 +11,10 @@ pub async fn probe(launcher: Option<&SandboxLauncher>) -> SandboxSupport {
         None => SandboxSupport::unavailable("this hub was started without a sandbox launcher"),
     };
     match (&support.unavailable, support.landlock_abi) {
+        // Not a fact about this machine: the hook's judge runs no commands (Claude Code runs them).
+        _ if launcher.is_none() => tracing::debug!(
+            "this hub starts no sandbox launcher: it confines no commands (the Claude Code hook judges commands Claude Code runs itself)"
+        ),
         (None, Some(abi)) => {
             tracing::info!(
                 landlock_abi = abi,

@@ -38,6 +38,9 @@ fn hook(base: &Path, args: &[&str], input: &str) -> (String, String, i32) {
         .unwrap();
     child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
+    // Issue 52: the hook's judge runs no commands; it never says this machine cannot confine them.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("cannot be confined"), "{said}");
     let v: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     if v == json!({}) {
