@@ -302,11 +302,13 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
                     reason: format!("Portcullis asks for confirmation: {why}"),
                 }
             } else {
-                HookAnswer::deny(format!(
-                    "Portcullis denies it ({}): {}",
-                    by(&result.decided_by),
-                    error.message
-                ))
+                // The decider only where the message does not already say it (a deny glob's words).
+                match portcullis_mcp::convert::decider_beyond(&result.decided_by, &error.message) {
+                    Some(decider) => {
+                        HookAnswer::deny(format!("Portcullis denies it ({decider}): {}", error.message))
+                    }
+                    None => HookAnswer::deny(format!("Portcullis denies it: {}", error.message)),
+                }
             }
         }
         CallOutcome::Error { error } => {

@@ -71,6 +71,15 @@ pub fn describe_decider(decided_by: &DecidedBy) -> String {
     }
 }
 
+/// Who decided, in words, unless `message` already says it: a default decided by a path rule (a deny
+/// glob, a root) carries that rule's words as its detail, and the refusal's message is the same words.
+pub fn decider_beyond(decided_by: &DecidedBy, message: &str) -> Option<String> {
+    match decided_by {
+        DecidedBy::Default { detail: Some(detail) } if message.contains(detail.as_str()) => None,
+        other => Some(describe_decider(other)),
+    }
+}
+
 fn content_block(content: &Content) -> ContentBlock {
     match content {
         Content::Text { text } => ContentBlock::text(text.clone()),
@@ -102,10 +111,12 @@ pub fn call_result(result: &ToolCallResult) -> CallToolResult {
             r
         }
         CallOutcome::Blocked { reason, error } => {
+            let by = decider_beyond(&result.decided_by, &error.message)
+                .map(|by| format!(" Decided by {by}."))
+                .unwrap_or_default();
             let message = format!(
-                "portcullis blocked this call ({reason}): {}. Decided by {}.",
+                "portcullis blocked this call ({reason}): {}.{by}",
                 error.message.trim_end_matches('.'),
-                describe_decider(&result.decided_by)
             );
             let mut r = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
             // The readable reason too: an agent that shows the structured result shows why.

@@ -107,6 +107,8 @@ fn without_a_hub_the_policy_decides_and_the_ledger_records() {
         assert_eq!(code, 0);
         assert_eq!(decision, *want, "{tool} {tool_input}: {reason}");
         assert!(reason.contains(why), "{tool} {tool_input}: {reason}");
+        // Issue 52: a path rule's refusal says its words once, never as "the default (…)".
+        assert!(!reason.contains("the default ("), "{tool} {tool_input}: {reason}");
     }
     let rows = portcullis(&base)
         .args(["ledger", "query", "--json", "--limit", "100", "--db", db_arg])
