@@ -373,6 +373,15 @@ impl ApprovalBroker {
 #[async_trait]
 impl Approvals for ApprovalBroker {
     async fn request(&self, request: ApprovalRequest) -> ApprovalAnswer {
+        self.request_within(request, None).await
+    }
+}
+
+impl ApprovalBroker {
+    /// [`Approvals::request`], with a deadline of the caller's that may come before the policy's (the
+    /// Claude Code hook's wait): the card counts down the nearer one, and a call not answered by it is
+    /// denied as a timeout that says whose wait ran out.
+    pub async fn request_within(&self, request: ApprovalRequest, limit: Option<Duration>) -> ApprovalAnswer {
         if let Some(decided_by) = self.grants.covering(&request) {
             return ApprovalAnswer::Allow { decided_by };
         }
@@ -404,7 +413,9 @@ impl Approvals for ApprovalBroker {
                 (Ok(_), None) => AlwaysOffer::No { why: "no policy file to write to".into() },
             }
         };
-        let timeout = self.timeout();
+        let policy_timeout = self.timeout();
+        let timeout = limit.map_or(policy_timeout, |limit| limit.min(policy_timeout));
+        let whose = if timeout < policy_timeout { " (the Claude Code hook's wait ran out)" } else { "" };
         let now = Timestamp::now();
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let pending = PendingApproval {
@@ -435,10 +446,10 @@ impl Approvals for ApprovalBroker {
             Ok(Ok(given)) => given,
             Ok(Err(_)) | Err(_) => {
                 self.resolved(id, "timeout", None);
-                let note = format!("no answer within {} s", timeout.as_secs());
+                let note = format!("no answer within {} s{whose}", timeout.as_secs());
                 self.record(&pending, ApprovalOutcome::TimedOut, None, Some(note), None);
                 return ApprovalAnswer::Deny {
-                    reason: format!("no answer within {} s; the call is denied", timeout.as_secs()),
+                    reason: format!("no answer within {} s{whose}; the call is denied", timeout.as_secs()),
                     decided_by: DecidedBy::ApprovalTimeout {
                         after_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                     },

@@ -262,7 +262,9 @@ impl Tool for HookTool {
 
 /// The broker as the hook asks it: a prompt no operator of Portcullis can answer (no hub, or a hub
 /// without an operator) is handed to Claude Code's own permission prompt, and recorded as such.
-struct HookApprovals(Arc<crate::broker::ApprovalBroker>);
+/// The broker, asked within the hook's wait: Claude Code stops waiting for the hook then, so the card
+/// counts down that wait (not the policy's longer timeout) and its end is a timeout that says so.
+struct HookApprovals(Arc<crate::broker::ApprovalBroker>, std::time::Duration);
 
 #[async_trait]
 impl portcullis_harness::Approvals for HookApprovals {
@@ -270,7 +272,7 @@ impl portcullis_harness::Approvals for HookApprovals {
         &self,
         request: portcullis_harness::ApprovalRequest,
     ) -> portcullis_harness::ApprovalAnswer {
-        match self.0.request(request).await {
+        match self.0.request_within(request, Some(self.1)).await {
             portcullis_harness::ApprovalAnswer::Deny {
                 reason,
                 decided_by: DecidedBy::Default { detail: Some(d) },
@@ -282,6 +284,9 @@ impl portcullis_harness::Approvals for HookApprovals {
         }
     }
 }
+
+/// How long after its wait the hook's run is cancelled if the approval has not ended by itself.
+const HOOK_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The hook answer for a dispatched verdict.
 pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
@@ -347,7 +352,7 @@ impl Hub {
         let state = &self.state;
         let dispatcher = Pipeline {
             policy: state.live.clone(),
-            approvals: Arc::new(HookApprovals(state.broker.clone())),
+            approvals: Arc::new(HookApprovals(state.broker.clone(), wait)),
             approval_bound: state.broker.timeout() + APPROVAL_BACKSTOP,
             redactor: state.dispatcher.redactor().clone(),
             ledger: Some(state.ledger.clone()),
@@ -358,8 +363,10 @@ impl Hub {
             .with_cwd(input.cwd.clone());
         run.grants = self.grants();
         let cancel = run.cancel.clone();
+        // A backstop after the approval's own deadline (the wait), so an unanswered card ends as the
+        // timeout it is, not as a cancelled run.
         let timer = tokio::spawn(async move {
-            tokio::time::sleep(wait).await;
+            tokio::time::sleep(wait + HOOK_CANCEL_GRACE).await;
             cancel.cancel();
         });
         let call_id = format!("h{:x}", portcullis_harness::Timestamp::now().0);

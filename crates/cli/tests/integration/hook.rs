@@ -211,10 +211,11 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     assert_eq!(pending["tool"], "shell");
     assert_eq!(decision, "allow", "{reason}");
     assert!(reason.contains("operator api"), "{reason}");
-    // Nobody answers within --wait: denied, and the approval is withdrawn.
+    // Nobody answers within --wait: denied, as a timeout that says whose wait ran out.
     let (decision, reason, _) =
         hook(&base, &["--wait", "1"], &input(&proj, "Bash", json!({"command": "make other"})));
     assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("no answer within 1 s (the Claude Code hook's wait ran out)"), "{reason}");
     let (_, body) =
         http(&format!("{}/approvals", served.api), "GET", Some(&served.operator_token), &[], None);
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["approvals"], json!([]));
@@ -224,9 +225,9 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
         .rev()
         .map(|c| (c["status"].as_str().unwrap(), c["decided_by"].as_str().unwrap()))
         .collect();
-    assert_eq!(deciders, [("finished", "rule"), ("finished", "operator"), ("blocked", "default")]);
-    // The approvals table says how each prompt ended: answered by the API's operator, withdrawn when
-    // Claude Code stopped waiting (issue 10).
+    assert_eq!(deciders, [("finished", "rule"), ("finished", "operator"), ("blocked", "approval_timeout")]);
+    // The approvals table says how each prompt ended: answered by the API's operator, or timed out at
+    // the hook's wait.
     let timeline = |call: &Value| -> Value {
         let out = portcullis(&base)
             .args(["ledger", "show", "--json", "--db"])
@@ -239,9 +240,14 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     let answered = timeline(&calls[1]);
     assert_eq!(answered["approvals"][0]["outcome"], "approved_once", "{answered}");
     assert_eq!(answered["approvals"][0]["operator"], "api", "{answered}");
-    let withdrawn = timeline(&calls[0]);
-    assert_eq!(withdrawn["approvals"][0]["outcome"], "withdrawn", "{withdrawn}");
-    // Replaying the same policy changes nothing: the withdrawn call was a prompt, not `forbidden`.
+    // The hook's wait ended the card as a timeout that says so (issue 52: one deadline).
+    let timed_out = timeline(&calls[0]);
+    assert_eq!(timed_out["approvals"][0]["outcome"], "timed_out", "{timed_out}");
+    assert_eq!(
+        timed_out["approvals"][0]["note"], "no answer within 1 s (the Claude Code hook's wait ran out)",
+        "{timed_out}"
+    );
+    // Replaying the same policy changes nothing: the call that timed out was a prompt, not `forbidden`.
     let replay = portcullis(&base)
         .args(["policy", "replay", "--fail-on-change", "--db"])
         .arg(served.db())
