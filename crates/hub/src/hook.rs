@@ -285,6 +285,24 @@ impl portcullis_harness::Approvals for HookApprovals {
     }
 }
 
+/// Why a hook call is not confined: the hook only judges, and Claude Code runs the command itself.
+pub const CLAUDE_CODE_RUNS_IT: &str = "runs outside Portcullis's sandbox (Claude Code runs it)";
+
+/// The live policy, judging as for a command that runs unconfined: what the approval card and the ledger
+/// say of a hook call's walls is true (none), and a policy that requires the sandbox forbids it.
+struct HookPolicy(Arc<portcullis_policy::LivePolicy>);
+
+#[async_trait]
+impl portcullis_harness::ExecutionPolicy for HookPolicy {
+    async fn evaluate(
+        &self,
+        request: portcullis_harness::PolicyRequest<'_>,
+    ) -> portcullis_harness::PolicyVerdict {
+        let support = portcullis_harness::SandboxSupport::unavailable(CLAUDE_CODE_RUNS_IT);
+        self.0.verdict_on(&request, &support).0
+    }
+}
+
 /// How long after its wait the hook's run is cancelled if the approval has not ended by itself.
 const HOOK_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -351,7 +369,7 @@ impl Hub {
         }
         let state = &self.state;
         let dispatcher = Pipeline {
-            policy: state.live.clone(),
+            policy: Arc::new(HookPolicy(state.live.clone())),
             approvals: Arc::new(HookApprovals(state.broker.clone(), wait)),
             approval_bound: state.broker.timeout() + APPROVAL_BACKSTOP,
             redactor: state.dispatcher.redactor().clone(),

@@ -141,28 +141,45 @@ impl LivePolicy {
         action: &ExecutionAction,
         cwd: Option<&std::path::Path>,
     ) -> crate::judgement::ActionJudgement {
-        self.judgement_by(&self.current(), tool, action, cwd)
+        self.judgement_by(&self.current(), tool, action, cwd, &self.support)
     }
 
-    /// [`LivePolicy::judgement`] by `policy` (the one in force when the caller took it).
+    /// [`LivePolicy::judgement`] by `policy` (the one in force when the caller took it), where the
+    /// command runs with `support`.
     fn judgement_by(
         &self,
         policy: &Policy,
         tool: &str,
         action: &ExecutionAction,
         cwd: Option<&std::path::Path>,
+        support: &SandboxSupport,
     ) -> crate::judgement::ActionJudgement {
         let ctx = self.context_for(action.cwd.as_deref().or(cwd));
-        crate::judgement::judge_action(policy, tool, action, &ctx, &self.support)
+        crate::judgement::judge_action(policy, tool, action, &ctx, support)
     }
 
     /// The verdict of a request, with the evaluation it came from (a dry run keeps it rather than
     /// judging twice).
     pub fn verdict(&self, request: &PolicyRequest<'_>) -> (PolicyVerdict, Evaluation) {
+        self.verdict_on(request, &self.support)
+    }
+
+    /// [`LivePolicy::verdict`] for a command that runs elsewhere than this hub's launcher, with
+    /// `support` (the Claude Code hook: Claude Code runs the command itself, outside every wall).
+    pub fn verdict_on(
+        &self,
+        request: &PolicyRequest<'_>,
+        support: &SandboxSupport,
+    ) -> (PolicyVerdict, Evaluation) {
         // One policy for the judgement and the version recorded with it (a reload may swap it between).
         let policy = self.current();
-        let judged =
-            self.judgement_by(&policy, &request.tool.name, request.action, request.call.cwd.as_deref());
+        let judged = self.judgement_by(
+            &policy,
+            &request.tool.name,
+            request.action,
+            request.call.cwd.as_deref(),
+            support,
+        );
         tracing::debug!(
             tool = %request.tool.name,
             decision = judged.evaluation.decision.as_str(),

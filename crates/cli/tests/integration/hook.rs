@@ -209,6 +209,10 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     let pending = approver.join().unwrap();
     assert_eq!(pending["action"]["command"], "make deploy");
     assert_eq!(pending["tool"], "shell");
+    // Issue 52: the card tells the operator the truth about the walls: Claude Code runs the command.
+    let enforcement = &pending["action"]["sandbox"]["enforcement"];
+    assert_eq!(enforcement["state"], "unconfined", "{pending}");
+    assert_eq!(enforcement["reason"], "runs outside Portcullis's sandbox (Claude Code runs it)", "{pending}");
     assert_eq!(decision, "allow", "{reason}");
     assert!(reason.contains("operator api"), "{reason}");
     // Nobody answers within --wait: denied, as a timeout that says whose wait ran out.
