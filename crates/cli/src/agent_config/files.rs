@@ -134,8 +134,8 @@ pub fn carry_out(path: &Path, undo: &Undo) -> Result<(), ConfigError> {
 
 /// The unified diff of `before` (`None`: no file) and `after` (`None`: removed), named `shown`.
 pub fn unified_diff(shown: &str, before: Option<&str>, after: Option<&str>) -> String {
-    let old_name = if before.is_some() { format!("a/{shown}") } else { "/dev/null".into() };
-    let new_name = if after.is_some() { format!("b/{shown}") } else { "/dev/null".into() };
+    let old_name = if before.is_some() { shown.to_owned() } else { "/dev/null".into() };
+    let new_name = if after.is_some() { shown.to_owned() } else { "/dev/null".into() };
     let lines = line_diff(before.unwrap_or(""), after.unwrap_or(""));
     let mut out = format!("--- {old_name}\n+++ {new_name}\n");
     for hunk in lines.split(|l| matches!(l, DiffLine::Skipped { .. })).filter(|h| !h.is_empty()) {
@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn a_new_file_is_all_added() {
         let diff = unified_diff("x.json", None, Some("{\n}\n"));
-        assert_eq!(diff, "--- /dev/null\n+++ b/x.json\n@@ -0,0 +1,2 @@\n+{\n+}\n");
+        assert_eq!(diff, "--- /dev/null\n+++ x.json\n@@ -0,0 +1,2 @@\n+{\n+}\n");
     }
 
     #[test]
@@ -199,13 +199,13 @@ mod tests {
         let before = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let after = "a\nb\nc\nd\nE\nf\ng\nh\n";
         let diff = unified_diff("f", Some(before), Some(after));
-        assert_eq!(diff, "--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n");
+        assert_eq!(diff, "--- f\n+++ f\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n");
     }
 
     #[test]
     fn a_removed_file_is_all_removed() {
         let diff = unified_diff("f", Some("x\n"), None);
-        assert_eq!(diff, "--- a/f\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-x\n");
+        assert_eq!(diff, "--- f\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-x\n");
     }
 
     #[test]
