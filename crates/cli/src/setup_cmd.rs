@@ -61,9 +61,8 @@ fn run(args: &SetupArgs) -> Result<ExitCode, ConfigError> {
         write!(out, "{diff}").map_err(io)?;
     }
     out.flush().map_err(io)?;
-    drop(out);
     if args.dry_run {
-        println!("portcullis setup {what}: dry run, nothing written");
+        writeln!(out, "portcullis setup {what}: dry run, nothing written").map_err(io)?;
         return Ok(ExitCode::SUCCESS);
     }
     if !args.yes && !confirmed()? {
@@ -85,10 +84,10 @@ fn run(args: &SetupArgs) -> Result<ExitCode, ConfigError> {
             (None, Some(_)) => format!("written (the old one is kept as {}.portcullis-backup)", change.shown),
             (None, None) => "made".to_owned(),
         };
-        println!("portcullis setup: {}: {done}", change.shown);
+        writeln!(out, "portcullis setup: {}: {done}", change.shown).map_err(io)?;
     }
     if !args.undo {
-        println!("{}", after_word(args.agent, scope));
+        writeln!(out, "{}", after_word(args.agent, scope)).map_err(io)?;
     }
     Ok(ExitCode::SUCCESS)
 }
