@@ -374,3 +374,119 @@ pub fn config_seen_with(env: &[(String, String)]) -> Option<PathBuf> {
     }
     non_empty_env("HOME").map(|h| h.join(".config/portcullis"))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The entries for a hub in a temporary config folder, run by an executable named `portcullis`.
+    fn wanted(dir: &Path) -> Wanted {
+        let bin = dir.join("bin/portcullis");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::write(&bin, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let token = Some("t".repeat(64));
+        Wanted::new(dir.join("config"), "http://127.0.0.1:1/mcp".into(), token, &bin).unwrap()
+    }
+
+    /// A file of the row's format holding one key of someone else's.
+    fn other_content(row: &AgentFile) -> &'static str {
+        match row.entry {
+            Entry::CodexRelay => "# mine\nmodel = \"o3\"\n",
+            _ => "{\n  \"mine\": [1, 2]\n}\n",
+        }
+    }
+
+    /// One row of [`AGENT_FILES`]: its entry merged into no file and into someone else's file passes
+    /// its check, keeps the other key, and merging again changes nothing.
+    fn row_round_trips(index: usize) {
+        let row = &AGENT_FILES[index];
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = wanted(dir.path());
+        for before in [None, Some(other_content(row))] {
+            let after = apply(row.entry, &wanted, row.name, before).unwrap();
+            let findings = check(row.entry, &wanted, Some(&after));
+            assert!(findings.iter().all(Finding::is_ok), "{row:?} {before:?}: {findings:?}\n{after}");
+            assert_eq!(apply(row.entry, &wanted, row.name, Some(&after)).unwrap(), after, "{row:?}");
+            if before.is_some() {
+                assert!(after.contains("mine"), "{row:?}: the other key is kept\n{after}");
+            }
+            assert_eq!(after.contains(&"t".repeat(64)), row.secret, "{row:?}: the token only where secret");
+        }
+        assert!(
+            check(row.entry, &wanted, None).iter().all(|f| matches!(f, Finding::Missing(_))),
+            "{row:?}: no file is missing"
+        );
+    }
+
+    #[test]
+    fn claude_user_state_file_gets_the_http_server() {
+        assert_eq!(AGENT_FILES[0].entry, Entry::ClaudeMcpHttp);
+        row_round_trips(0);
+    }
+
+    #[test]
+    fn claude_user_settings_get_the_hook() {
+        assert_eq!(AGENT_FILES[1].entry, Entry::ClaudeHook);
+        row_round_trips(1);
+    }
+
+    #[test]
+    fn claude_project_mcp_json_gets_the_relay() {
+        assert_eq!(AGENT_FILES[2].entry, Entry::ClaudeMcpRelay);
+        row_round_trips(2);
+    }
+
+    #[test]
+    fn claude_project_settings_get_the_hook() {
+        assert_eq!(AGENT_FILES[3].entry, Entry::ClaudeHook);
+        row_round_trips(3);
+    }
+
+    #[test]
+    fn codex_user_config_gets_the_relay() {
+        assert_eq!(AGENT_FILES[4].entry, Entry::CodexRelay);
+        row_round_trips(4);
+    }
+
+    #[test]
+    fn codex_project_config_gets_the_relay() {
+        assert_eq!(AGENT_FILES[5].entry, Entry::CodexRelay);
+        row_round_trips(5);
+    }
+
+    #[test]
+    fn every_row_has_its_own_test() {
+        assert_eq!(AGENT_FILES.len(), 6, "a row added to AGENT_FILES needs a test above");
+    }
+
+    #[test]
+    fn files_of_another_shape_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = wanted(dir.path());
+        for (entry, text) in [
+            (Entry::ClaudeHook, "{ not json"),
+            (Entry::ClaudeHook, "{\"permissions\": []}"),
+            (Entry::ClaudeHook, "[1]"),
+            (Entry::ClaudeMcpHttp, "{\"mcpServers\": 3}"),
+            (Entry::CodexRelay, "mcp_servers = 1\n"),
+            (Entry::CodexRelay, "[[x]\n"),
+        ] {
+            assert!(apply(entry, &wanted, "f", Some(text)).is_err(), "{entry:?} {text}");
+        }
+    }
+
+    #[test]
+    fn an_older_portcullis_hook_is_replaced_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = wanted(dir.path());
+        let before = r#"{"hooks": {"PreToolUse": [
+            {"matcher": "*", "hooks": [{"type": "command", "command": "/old/portcullis hook claude"},
+                                       {"type": "command", "command": "audit"}]}]}}"#;
+        let after = apply(Entry::ClaudeHook, &wanted, "f", Some(before)).unwrap();
+        assert!(!after.contains("/old/portcullis") && after.contains("audit"), "{after}");
+        assert!(check(Entry::ClaudeHook, &wanted, Some(&after)).iter().all(Finding::is_ok));
+    }
+}

@@ -314,3 +314,18 @@ fn a_project_set_up_has_no_token_and_passes_doctor() {
     let report = run_ok(&base, &["doctor", "claude"], 1);
     assert!(report.contains("missing ~/.claude.json: no mcpServers.portcullis"), "{report}");
 }
+
+#[test]
+fn a_file_that_is_not_json_is_named_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let settings = base.join("home/.claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{ \"model\": ").unwrap();
+    let out = run(&base, &["setup", "claude", "--user", "--yes"], true);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("~/.claude/settings.json: not JSON"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ \"model\": ");
+    assert!(!base.join("home/.claude.json").exists(), "nothing is written when one file fails");
+}
