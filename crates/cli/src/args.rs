@@ -56,6 +56,47 @@ pub enum Command {
         #[command(subcommand)]
         command: OperatorCommand,
     },
+    /// Hook an agent up to Portcullis: merges its entries into the agent's own files (keeping every
+    /// other key), shows each file's diff first, keeps a backup, and `--undo` puts the backups back.
+    Setup(SetupArgs),
+    /// Check a set-up end to end (binary on PATH, hub running, gateway answering with the token, each
+    /// agent file's entries), one line per check with the fix; exit 1 when something is missing.
+    Doctor(DoctorArgs),
+}
+
+/// The agents `setup` and `doctor` know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentName {
+    Claude,
+    Codex,
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    pub agent: AgentName,
+    /// The project's files (in the current folder): `.mcp.json` and `.claude/settings.json` for Claude
+    /// Code (no token: the MCP server is the stdio relay), `.codex/config.toml` for Codex.
+    #[arg(long, conflicts_with = "user")]
+    pub project: bool,
+    /// This user's files (the default): `~/.claude.json` and `~/.claude/settings.json`, or
+    /// `~/.codex/config.toml`.
+    #[arg(long)]
+    pub user: bool,
+    /// Write without asking (needed when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Put back the files as they were before `setup` (their backups), removing the ones it made.
+    #[arg(long)]
+    pub undo: bool,
+    /// Show the diffs only; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check this agent's files only (default: both agents).
+    pub agent: Option<AgentName>,
 }
 
 #[derive(Debug, Subcommand)]

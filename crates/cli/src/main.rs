@@ -2,10 +2,12 @@
 //! files; checks, tests, lints and replays policies; and runs one tool call through the pipeline.
 //! Errors are one line on stderr (`portcullis: error[<code>]: <message>`, exit 2).
 
+mod agent_config;
 mod api_cmd;
 mod args;
 mod call_cmd;
 mod client;
+mod doctor_cmd;
 mod error;
 mod export_cmd;
 mod hook_cmd;
@@ -16,6 +18,7 @@ mod render;
 mod sandbox_cmd;
 mod serve_cmd;
 mod sessions_cmd;
+mod setup_cmd;
 mod stats_cmd;
 mod table;
 mod terminal;
@@ -49,6 +52,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Api(a) => return api_cmd::api(a),
         Command::Operator { command: OperatorCommand::Link(a) } => return api_cmd::operator_link(a),
         Command::Operator { command: OperatorCommand::AddAgent(a) } => return api_cmd::add_agent(a),
+        // Asks on the terminal between its diffs and its writes.
+        Command::Setup(a) => return setup_cmd::setup(a),
+        Command::Doctor(a) => return doctor_cmd::doctor(a),
         _ => {}
     }
     let stdout = io::stdout();
@@ -77,7 +83,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         | Command::Mcp(_)
         | Command::Hook { .. }
         | Command::Api(_)
-        | Command::Operator { .. } => ExitCode::SUCCESS,
+        | Command::Operator { .. }
+        | Command::Setup(_)
+        | Command::Doctor(_) => ExitCode::SUCCESS,
     };
     out.flush()?;
     Ok(code)

@@ -23,8 +23,9 @@ impl OperatorApi {
     }
 }
 
-/// The snippets for a hub at `mcp_url` whose config folder is `config`, relayed by `binary`.
-fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippet> {
+/// The snippets for a hub at `mcp_url` whose config folder is `config`, relayed by `binary`. Public so
+/// `portcullis setup` writes the very entries shown here (it parses the JSON and TOML snippets).
+pub fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippet> {
     let token = config.join("token");
     let bin = binary.display().to_string();
     // Clients start the relay and the hook with their own environment: name the config folder when it is

@@ -45,6 +45,7 @@ pub use client::hub_commands::{BATCH_EVERY, BATCH_ITEMS};
 pub use client::ledger_commands::{ExportUpdate, OpenedLedger};
 pub use client::{Client, Connected, HubState, Sink};
 pub use error::{ApiError, ErrorCode};
+pub use hookup::snippets as hookup_snippets;
 /// The characters [`visible`] escapes, as ranges (generated into front ends, which escape the same).
 pub use portcullis_harness::untrusted::escaped_ranges;
 /// Agent text (commands, paths, tool names, reasons quoting them) made safe to show a person: control
