@@ -208,8 +208,9 @@ export function agent(info, w, steps, clientName = "claude-code") {
   });
   let out = "";
   child.stdout.on("data", (d) => (out += d));
+  // "close", not "exit": a large report may still be in the pipe when the process has exited.
   return new Promise((resolve) =>
-    child.on("exit", (code) => resolve({ code, report: out.trim() ? JSON.parse(out) : null })),
+    child.on("close", (code) => resolve({ code, report: out.trim() ? JSON.parse(out) : null })),
   );
 }
 

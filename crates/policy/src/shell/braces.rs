@@ -44,6 +44,10 @@ pub(crate) struct Expanded {
 /// (the word stays as `resolve` reads it). A word that expands past the bounds, or in a way this module
 /// does not follow, is one dynamic word.
 pub(crate) fn expand(node: Node<'_>, src: &str) -> Option<Vec<Expanded>> {
+    // Most words have no brace at all: nothing to mark.
+    if !node_text(node, src).contains('{') {
+        return None;
+    }
     let mut text = Text::new();
     let mut dynamic = false;
     collect(node, src, &mut text, &mut dynamic);
