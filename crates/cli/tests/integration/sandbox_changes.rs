@@ -115,6 +115,22 @@ fn protected_names_a_command_creates_are_discarded_and_ordinary_ones_kept() {
             .output();
     }
     assert!(!canary.exists(), "a planted fsmonitor ran");
+    // The operator's own `cargo build` runs no planted `rustc-wrapper` (with it, `/bin/sh` would take
+    // rustc for a script and the build would fail).
+    std::fs::write(
+        proj.join("Cargo.toml"),
+        "[package]\nname = \"planted\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[lib]\npath = \"src/new.rs\"\n",
+    )
+    .unwrap();
+    let build = Command::new("cargo")
+        .args(["build", "--offline", "--quiet"])
+        .current_dir(&proj)
+        .env("CARGO_TARGET_DIR", base.join("cargo-target"))
+        .env_remove("RUSTC_WRAPPER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "the operator's cargo build: {}", String::from_utf8_lossy(&build.stderr));
     // Nothing of the command's layer is left in the project (a launcher started ahead for the next
     // command may have made its own, empty).
     let layers = proj.join(".portcullis/changes");
