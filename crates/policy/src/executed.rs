@@ -124,13 +124,14 @@ pub fn find(path: &Path) -> Option<String> {
     file.map(|(_, _, what)| (*what).to_owned())
 }
 
-/// A row's file name: exact, or with one `*` standing for any text (`*.code-workspace`, `.lintstagedrc*`).
+/// A row's file name: exact, or with a `*` at its end or its start standing for any text
+/// (`.lintstagedrc*`, `*.code-workspace`; `*` alone is any name). Constant time per row: every path a
+/// command names is checked against every row.
 fn name_matches(row: &str, name: &str) -> bool {
-    match row.split_once('*') {
-        None => row == name,
-        Some((prefix, suffix)) => {
-            name.len() >= prefix.len() + suffix.len() && name.starts_with(prefix) && name.ends_with(suffix)
-        }
+    match (row.strip_suffix('*'), row.strip_prefix('*')) {
+        (Some(prefix), _) => name.starts_with(prefix),
+        (None, Some(suffix)) => name.ends_with(suffix),
+        (None, None) => row == name,
     }
 }
 
@@ -185,7 +186,11 @@ mod tests {
         assert_eq!(find(Path::new("/p/other/workflows/ci.yml")), None);
         assert_eq!(find(Path::new("/p/src/main.rs")), None);
         assert_eq!(find(Path::new("/p/package.json")), None);
-        // A row with a `*` stands for every name of its shape.
+        // A row with a `*` stands for every name of its shape; a `*` is only ever at a row's end or start.
+        for (_, file, _) in FILES {
+            let inner = file.trim_start_matches('*').trim_end_matches('*');
+            assert!(!inner.contains('*'), "{file}: a `*` inside a row is not matched");
+        }
         for name in [".lintstagedrc", ".lintstagedrc.json", "lint-staged.config.mjs", "app.code-workspace"] {
             assert!(find(&Path::new("/p/sub").join(name)).is_some(), "{name}");
         }
