@@ -5,9 +5,8 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{node_modules, portcullis, serve};
+use crate::common::{hook_decision, node_modules, portcullis, serve};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -89,25 +88,6 @@ fn policy_check_judges_every_red_team_case_of_the_corpus() {
     }
 }
 
-fn hook(base: &Path, tool: &str, tool_input: Value) -> String {
-    let input = json!({
-        "session_id": "red-team", "transcript_path": "/tmp/t.jsonl", "cwd": base.join("proj"),
-        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-    });
-    let mut child = portcullis(base)
-        .args(["hook", "claude", "--db"])
-        .arg(base.join("hook.db"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["hookSpecificOutput"]["permissionDecision"].as_str().unwrap_or("pass").to_owned()
-}
-
 #[test]
 fn the_hook_never_allows_what_bash_would_do_beyond_the_judgement() {
     let (_dir, base) = project();
@@ -127,7 +107,7 @@ fn the_hook_never_allows_what_bash_would_do_beyond_the_judgement() {
         "rg -L PRIVATE".to_owned(),
     ]);
     for command in &commands {
-        let decision = hook(&base, "Bash", json!({ "command": command }));
+        let decision = hook_decision(&base, "Bash", json!({ "command": command }));
         assert_ne!(decision, "allow", "{command:?}");
     }
     // 15: Glob and Grep are judged by the fixed start of their pattern too, not by `path` alone.
@@ -140,18 +120,18 @@ fn the_hook_never_allows_what_bash_would_do_beyond_the_judgement() {
         ("Grep", json!({ "pattern": "PRIVATE", "glob": format!("{}/*", ssh.display()) })),
         ("Grep", json!({ "pattern": "PRIVATE", "path": ".", "glob": "../home/.ssh/*" })),
     ] {
-        assert_ne!(hook(&base, tool, input.clone()), "allow", "{tool} {input}");
+        assert_ne!(hook_decision(&base, tool, input.clone()), "allow", "{tool} {input}");
     }
     for (tool, input) in [
         ("Glob", json!({ "pattern": "**/*.md" })),
         ("Glob", json!({ "pattern": "src/**/*.rs", "path": base.join("proj") })),
         ("Grep", json!({ "pattern": "readme", "glob": "*.md" })),
     ] {
-        assert_eq!(hook(&base, tool, input.clone()), "allow", "{tool} {input}");
+        assert_eq!(hook_decision(&base, tool, input.clone()), "allow", "{tool} {input}");
     }
     // Still allowed: the same programs without the constructs.
     for command in ["git status", "grep -r PRIVATE .", "cat README.md", "LANG=C git status"] {
-        assert_eq!(hook(&base, "Bash", json!({ "command": command })), "allow", "{command:?}");
+        assert_eq!(hook_decision(&base, "Bash", json!({ "command": command })), "allow", "{command:?}");
     }
 }
 

@@ -6,9 +6,8 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{node_modules, portcullis, serve};
+use crate::common::{hook_decision, node_modules, portcullis, serve};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -109,37 +108,21 @@ fn policy_check_judges_every_case_of_the_third_red_team_corpus() {
     }
 }
 
-fn hook(base: &Path, command: &str) -> String {
-    let input = json!({
-        "session_id": "red-team-3", "transcript_path": "/tmp/t.jsonl", "cwd": base.join("proj"),
-        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-        "tool_input": { "command": command },
-    });
-    let mut child = portcullis(base)
-        .args(["hook", "claude", "--db"])
-        .arg(base.join("hook.db"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["hookSpecificOutput"]["permissionDecision"].as_str().unwrap_or("pass").to_owned()
-}
-
 #[test]
 fn the_hook_allows_none_of_the_payloads() {
     let (_dir, base) = project();
     for (what, command) in payloads(&base.join("home")) {
-        assert_ne!(hook(&base, &command), "allow", "{what}: {command:?}");
+        assert_ne!(
+            hook_decision(&base, "Bash", json!({ "command": command })),
+            "allow",
+            "{what}: {command:?}"
+        );
     }
     // Still allowed: the same programs without the constructs.
     for command in
         ["rg hello", "env -C . cat README.md", "sed -n 1p README.md", "echo {a,b}", "xxd README.md"]
     {
-        assert_eq!(hook(&base, command), "allow", "{command:?}");
+        assert_eq!(hook_decision(&base, "Bash", json!({ "command": command })), "allow", "{command:?}");
     }
 }
 

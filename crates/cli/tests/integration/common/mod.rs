@@ -457,3 +457,24 @@ pub fn first_pending(served: &Served) -> Value {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The decision `portcullis hook claude` (without a hub, ledger `base/hook.db`) gives Claude Code's `tool`
+/// called with `tool_input` in `base/proj`: allow, deny, ask, or `pass` (no decision).
+pub fn hook_decision(base: &Path, tool: &str, tool_input: Value) -> String {
+    let input = json!({
+        "session_id": "judge", "transcript_path": "/tmp/t.jsonl", "cwd": base.join("proj"),
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
+    });
+    let mut child = portcullis(base)
+        .args(["hook", "claude", "--db"])
+        .arg(base.join("hook.db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["hookSpecificOutput"]["permissionDecision"].as_str().unwrap_or("pass").to_owned()
+}
