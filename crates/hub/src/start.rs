@@ -4,7 +4,10 @@
 //! nothing else of the hub or the crates below it (`crates/cli/tests/integration/fence.rs` holds them
 //! to it).
 
-pub use crate::config::{create_named_agent, default_ledger_path, user_config_dir};
+pub use crate::config::{
+    DEFAULT_PORT, RuntimeInfo, config_dir, create_named_agent, default_ledger_path, load_or_create_token,
+    user_config_dir,
+};
 pub use crate::console::ConsoleSettings;
 pub use crate::error::HubError;
 pub use crate::hook::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};

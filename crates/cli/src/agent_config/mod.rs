@@ -8,7 +8,7 @@ pub mod codex;
 pub mod files;
 
 use crate::args::AgentName;
-use portcullis_hub::config::{DEFAULT_PORT, RuntimeInfo, config_dir};
+use portcullis_hub::start::{DEFAULT_PORT, RuntimeInfo, config_dir};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -233,13 +233,13 @@ impl Wanted {
             running.map(|r| r.mcp_url).unwrap_or_else(|| format!("http://127.0.0.1:{DEFAULT_PORT}/mcp"));
         let token = if make_token {
             Some(
-                portcullis_hub::config::load_or_create_token(&config)
+                portcullis_hub::start::load_or_create_token(&config)
                     .map_err(|e| ConfigError::io(&config.join("token"), e))?,
             )
         } else {
             std::fs::read_to_string(config.join("token")).ok().map(|t| t.trim().to_owned())
         };
-        Wanted::new(config, mcp_url, token, &portcullis_binary())
+        Wanted::new(config, mcp_url, token, &binary_for_agents())
     }
 
     /// The entries for a hub at `mcp_url` with config folder `config`, its relay and hook run as
@@ -285,7 +285,7 @@ impl Wanted {
 
 /// The binary the agents should run: `portcullis` when the first one on `PATH` is this very binary (so
 /// the files read like the README and survive an upgrade in place), else this binary's full path.
-pub fn portcullis_binary() -> PathBuf {
+pub fn binary_for_agents() -> PathBuf {
     let exe = std::env::current_exe().ok().and_then(|e| std::fs::canonicalize(e).ok());
     match (exe, on_path("portcullis")) {
         (Some(exe), Some(found)) if std::fs::canonicalize(&found).ok().as_ref() == Some(&exe) => {

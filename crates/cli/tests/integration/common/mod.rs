@@ -159,7 +159,7 @@ pub fn serve_with_args(policy: &str, env: &[(&str, &str)], args: &[&str]) -> Ser
 /// Spawns `portcullis serve --port 0` for the project in `base` (ledger `base/ledger.db`) and waits for
 /// its runtime file; returns the child and the runtime file's content.
 fn start_hub(base: &Path, env: &[(&str, &str)], args: &[&str]) -> (Child, Value) {
-    let child = portcullis(base)
+    let mut child = portcullis(base)
         .envs(env.iter().copied())
         .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5"])
         .args(args)
@@ -174,6 +174,13 @@ fn start_hub(base: &Path, env: &[(&str, &str)], args: &[&str]) -> (Child, Value)
     let runtime = base.join("config/hub.json");
     let started = Instant::now();
     while !runtime.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut said = String::new();
+            if let Some(mut err) = child.stderr.take() {
+                let _ = err.read_to_string(&mut said);
+            }
+            panic!("the hub exited before it started ({status}): {said}");
+        }
         assert!(started.elapsed() < Duration::from_secs(30), "the hub did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
