@@ -190,9 +190,10 @@ pub enum OpaqueKind {
     /// command it runs is guessed by taking the option as a flag), given operands it refuses, or an option
     /// that runs or loads other code (`ssh -o ProxyCommand=...`, `systemd-run -p ExecStartPre=...`).
     WrapperOption,
-    /// `portcullis api …` or `portcullis operator …`: acts as the hub's operator with the operator's
-    /// credential, which the program reads itself (an agent never gets the operator's powers unseen: the
-    /// operator is asked, and the sandbox hides the credential from the command).
+    /// `portcullis api …`, `portcullis operator …` or `portcullis setup …` (which writes the agents' own
+    /// settings): acts as the hub's operator or the local user with the credential or files the program
+    /// reads itself (an agent never gets the operator's powers unseen: the operator is asked, and the
+    /// sandbox hides the credential from the command).
     OperatorCommand,
     /// A program policies allow as read-only given an option that writes, runs a program or changes the
     /// system (`sort --compress-program`, `rg --pre`, `date -s`, `git branch -D`), or an option its table

@@ -33,7 +33,11 @@ pub(crate) fn inspect(
         {
             analyzer.opaque(OpaqueKind::CommandLookup, text);
         }
-        "portcullis" if args.iter().any(|a| a.dynamic || matches!(a.text.as_str(), "api" | "operator")) => {
+        // `setup` too: it writes (or `--undo` removes) the agents' hook and MCP entries, the user's own
+        // settings; an agent that ran it could unhook itself from Portcullis.
+        "portcullis"
+            if args.iter().any(|a| a.dynamic || matches!(a.text.as_str(), "api" | "operator" | "setup")) =>
+        {
             analyzer.opaque(OpaqueKind::OperatorCommand, text);
         }
         // The grammar does not know coprocesses: it reads `coproc NAME { cmd; }` as words.

@@ -161,3 +161,22 @@ fn code_injecting_variables_are_opaque() {
     assert_eq!(kinds(&clean("env BASH_ENV=x bash -c ls")), vec![OpaqueKind::CodeInjectingVariable]);
     assert!(clean("LANG=C ls").opaque.is_empty());
 }
+
+/// The operator's and the local user's commands of the `portcullis` binary are never judged as plain
+/// programs: `api` and `operator` act with the operator's credential, `setup` writes (or `--undo`
+/// removes) the agents' own hook and MCP entries, so an agent running it could unhook itself.
+#[test]
+fn portcullis_commands_of_the_operator_and_the_user_are_opaque() {
+    for script in [
+        "portcullis api approve 1",
+        "portcullis operator link --name eve",
+        "portcullis setup claude --undo --yes",
+        "portcullis {setup,codex,--user,--yes}",
+        "portcullis $CMD claude",
+    ] {
+        assert!(kinds(&analyze(script)).contains(&OpaqueKind::OperatorCommand), "{script}");
+    }
+    for script in ["portcullis doctor", "portcullis policy check -- ls", "portcullis ledger verify"] {
+        assert!(!kinds(&analyze(script)).contains(&OpaqueKind::OperatorCommand), "{script}");
+    }
+}
