@@ -244,22 +244,7 @@ fn wrapper_options(program: &str) -> Option<WrapperOptions> {
                 "process-slot-var",
             ],
         ),
-        "env" => o(
-            "i0v",
-            "uCS",
-            &[
-                "ignore-environment",
-                "null",
-                "list-signal-handling",
-                "debug",
-                "help",
-                "version",
-                "block-signal",
-                "default-signal",
-                "ignore-signal",
-            ],
-            &["unset", "chdir", "split-string"],
-        ),
+        // env's options are read by its own parser (`shell/working_folders.rs::env_options`).
         _ => None,
     }
 }
