@@ -67,8 +67,20 @@ pub struct Seal {
 
 /// The bytes a seal's signature is over: a domain, the ledger's id, and the seal's fields.
 pub fn message(ledger_id: &str, count: u64, head: &Link, at: i64, writer_id: i64) -> Vec<u8> {
+    message_in(b"portcullis-ledger-seal-v1\0", ledger_id, count, head, at, writer_id)
+}
+
+/// [`message`] under another `domain` (the side chain's checkpoints sign the same fields under theirs).
+pub(crate) fn message_in(
+    domain: &[u8],
+    ledger_id: &str,
+    count: u64,
+    head: &Link,
+    at: i64,
+    writer_id: i64,
+) -> Vec<u8> {
     let mut m = Vec::with_capacity(96 + ledger_id.len());
-    m.extend_from_slice(b"portcullis-ledger-seal-v1\0");
+    m.extend_from_slice(domain);
     m.extend_from_slice(&(ledger_id.len() as u64).to_le_bytes());
     m.extend_from_slice(ledger_id.as_bytes());
     m.extend_from_slice(&count.to_le_bytes());

@@ -228,15 +228,7 @@ pub(crate) fn backfill(tx: &Connection) -> rusqlite::Result<()> {
 
 /// The bytes a side checkpoint's signature is over.
 pub fn side_seal_message(ledger_id: &str, count: u64, head: &Link, at: i64, writer_id: i64) -> Vec<u8> {
-    let mut m = Vec::with_capacity(96 + ledger_id.len());
-    m.extend_from_slice(b"portcullis-ledger-side-seal-v1\0");
-    m.extend_from_slice(&(ledger_id.len() as u64).to_le_bytes());
-    m.extend_from_slice(ledger_id.as_bytes());
-    m.extend_from_slice(&count.to_le_bytes());
-    m.extend_from_slice(head);
-    m.extend_from_slice(&at.to_le_bytes());
-    m.extend_from_slice(&writer_id.to_le_bytes());
-    m
+    crate::seal::message_in(b"portcullis-ledger-side-seal-v1\0", ledger_id, count, head, at, writer_id)
 }
 
 /// Seals the side chain as the file has it, when steps came since its last side checkpoint (signed, if
