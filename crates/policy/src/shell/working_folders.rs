@@ -199,10 +199,24 @@ mod tests {
     }
 
     #[test]
-    fn every_row_names_a_wrapper_the_analyzer_unwraps() {
+    fn every_row_moves_what_its_wrapper_runs_to_the_folder_it_names() {
         for (program, names) in FOLDER_OPTIONS {
-            assert!(!names.is_empty(), "{program}");
-            assert_eq!(folder_options(program), *names);
+            for name in *names {
+                // Attached, the form every row's option takes (nsenter's `-w` takes its folder only so).
+                let option = if name.len() == 1 { format!("-{name}sub") } else { format!("--{name}=sub") };
+                let script = match *program {
+                    "parallel" => format!("parallel {option} tee x ::: a"),
+                    _ => format!("{program} {option} tee x"),
+                };
+                let analysis = crate::shell::analyze(&script);
+                let tee = analysis.commands.iter().find(|c| c.program == "tee");
+                assert_eq!(
+                    tee.and_then(|c| c.working_folder.as_deref()),
+                    Some("sub"),
+                    "{script}: {:?}",
+                    analysis.commands
+                );
+            }
         }
         assert!(folder_options("cat").is_empty());
     }
