@@ -42,6 +42,10 @@ pub enum Command {
         #[command(subcommand)]
         agent: HookAgent,
     },
+    /// Run a Claude Code `Bash` command the hook allowed, in the running hub's sandbox: redeems the
+    /// one-time ticket the hook put in its place, prints the command's output as it comes and exits
+    /// with its status (the hook writes this command; people do not).
+    Run(RunArgs),
     /// The kernel sandbox commands run in.
     Sandbox {
         #[command(subcommand)]
@@ -177,6 +181,16 @@ pub struct HookArgs {
     /// Without a running hub: the ledger the decision is recorded in (default: the user's).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The one-time ticket the hook's answer holds.
+    #[arg(long, value_name = "TICKET")]
+    pub ticket: String,
+    /// Where to write the folder the command ended in (Claude Code's shell follows it).
+    #[arg(long, value_name = "FILE")]
+    pub folder_to: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

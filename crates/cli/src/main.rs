@@ -48,6 +48,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(a) => return serve_cmd::serve_cmd(a),
         Command::Mcp(a) => return mcp_cmd::mcp_cmd(a),
         Command::Hook { agent: HookAgent::Claude(a) } => return hook_cmd::hook_claude(a),
+        Command::Run(a) => return hook_cmd::run(a),
         // Streams print as they come, line by line.
         Command::Api(a) => return api_cmd::api(a),
         Command::Operator { command: OperatorCommand::Link(a) } => return api_cmd::operator_link(a),
@@ -82,6 +83,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(_)
         | Command::Mcp(_)
         | Command::Hook { .. }
+        | Command::Run(_)
         | Command::Api(_)
         | Command::Operator { .. }
         | Command::Setup(_)

@@ -119,6 +119,7 @@ fn main() {
             kill_grace: Duration::from_millis(100),
             sandbox,
             asks: None,
+            tee: None,
         };
         let direct = run_command(run("direct", None), &cancel).await.unwrap();
         let proxied =

@@ -52,6 +52,7 @@ fn main() {
         kill_grace: Duration::from_millis(100),
         sandbox,
         asks: None,
+        tee: None,
     };
     let (mut direct, mut confined) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     runtime.block_on(async {

@@ -132,26 +132,32 @@ impl Tool for ShellTool {
             kill_grace: limits.shell_kill_grace,
             sandbox,
             asks: invocation.asks.clone(),
+            tee: None,
         };
         run_command(run, &invocation.cancel).await
     }
 }
 
 impl ShellTool {
-    /// The environment the command sees: the allowlist, `LC_*`, and the configured pass-through names.
     fn environment(&self) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = std::env::vars()
-            .filter(|(name, _)| {
-                DEFAULT_ENV_ALLOWLIST.contains(&name.as_str())
-                    || name.starts_with("LC_")
-                    || self.workspace.env_passthrough.iter().any(|p| p == name)
-            })
-            .collect();
-        if !env.iter().any(|(name, _)| name == "PATH") {
-            env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
-        }
-        env
+        environment_of(&self.workspace)
     }
+}
+
+/// The environment a command of `workspace` sees: the allowlist, `LC_*`, and the configured
+/// pass-through names.
+pub fn environment_of(workspace: &Workspace) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| {
+            DEFAULT_ENV_ALLOWLIST.contains(&name.as_str())
+                || name.starts_with("LC_")
+                || workspace.env_passthrough.iter().any(|p| p == name)
+        })
+        .collect();
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    env
 }
 
 fn check_cwd(workspace: &Workspace, cwd: &Path) -> Result<(), ToolError> {
@@ -180,7 +186,20 @@ pub struct RunSpec {
     pub sandbox: Option<(SandboxLauncher, SandboxProfile)>,
     /// The call's operator, asked about a host the command's rule asks about.
     pub asks: Option<portcullis_harness::OperatorAsk>,
+    /// Where the output also goes as it comes (a person watching the command), besides its bounded copy.
+    pub tee: Option<OutputTee>,
 }
+
+/// Which of a command's outputs a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// A command's output as it comes. Bounded: a reader that falls behind slows the command down, as a
+/// terminal does; one that went away is no longer sent to.
+pub type OutputTee = tokio::sync::mpsc::Sender<(OutputStream, Vec<u8>)>;
 
 enum Ending {
     /// The command ended: its status (a confined command's comes from its launcher's report).
@@ -192,15 +211,24 @@ enum Ending {
 fn reader<R: AsyncRead + Unpin + Send + 'static>(
     stream: Option<R>,
     limit: usize,
+    tee: Option<(OutputTee, OutputStream)>,
 ) -> JoinHandle<BoundedOutput> {
     tokio::spawn(async move {
         let mut out = BoundedOutput::new(limit);
+        let mut tee = tee;
         if let Some(mut stream) = stream {
             let mut buf = vec![0u8; 16 * 1024];
             loop {
                 match stream.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => out.push(&buf[..n]),
+                    Ok(n) => {
+                        out.push(&buf[..n]);
+                        if let Some((sender, which)) = &tee
+                            && sender.send((*which, buf[..n].to_vec())).await.is_err()
+                        {
+                            tee = None;
+                        }
+                    }
                 }
             }
         }
@@ -271,8 +299,9 @@ pub async fn run_command(
         .map(|(child, launch)| (child, Some(launch)))?,
     };
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
-    let stdout = reader(child.stdout.take(), run.output_bytes);
-    let stderr = reader(child.stderr.take(), run.output_bytes);
+    let tee_of = |which| run.tee.clone().map(|sender| (sender, which));
+    let stdout = reader(child.stdout.take(), run.output_bytes, tee_of(OutputStream::Stdout));
+    let stderr = reader(child.stderr.take(), run.output_bytes, tee_of(OutputStream::Stderr));
 
     // A confined command has ended once its launcher says so (everything it started is gone by then);
     // the launcher's own exit, which tears its namespaces down, is not waited for.
@@ -352,6 +381,7 @@ pub async fn run_command(
         "stdout_omitted_bytes": stdout.dropped(),
         "stderr_omitted_bytes": stderr.dropped(),
         "sandbox": sandbox_value,
+        "sandbox_notes": sandbox_lines,
     });
     let mut text = stdout.render();
     let err_text = stderr.render();

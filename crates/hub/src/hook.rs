@@ -38,11 +38,18 @@ pub enum HookDecision {
 pub struct HookAnswer {
     pub decision: HookDecision,
     pub reason: String,
+    /// The one-time ticket of a `Bash` command the hub runs in its sandbox: the hook process answers
+    /// Claude Code with `portcullis run --ticket` in place of the command.
+    pub ticket: Option<String>,
 }
 
 impl HookAnswer {
+    pub fn new(decision: HookDecision, reason: impl Into<String>) -> Self {
+        HookAnswer { decision, reason: reason.into(), ticket: None }
+    }
+
     pub fn deny(reason: impl Into<String>) -> Self {
-        HookAnswer { decision: HookDecision::Deny, reason: reason.into() }
+        HookAnswer::new(HookDecision::Deny, reason)
     }
 
     /// Claude Code's hook output JSON (`{}` for no decision). Claude Code shows the reason to its user
@@ -51,13 +58,30 @@ impl HookAnswer {
         if self.decision == HookDecision::Pass {
             return json!({});
         }
-        json!({
+        let mut output = json!({
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": self.decision,
                 "permissionDecisionReason": portcullis_harness::untrusted::visible(&self.reason),
             }
-        })
+        });
+        if let Some(ticket) = &self.ticket {
+            output["portcullisTicket"] = json!(ticket);
+        }
+        output
+    }
+
+    /// The answer Claude Code gets from the hook process: a ticketed `Bash` call's command is replaced by
+    /// `run` (the command that redeems the ticket), the rest of its input kept.
+    pub fn to_claude_code(&self, input: &Value, run: impl FnOnce(&str) -> String) -> Value {
+        let mut output = self.to_hook_output();
+        if let (Some(ticket), Some(map)) = (&self.ticket, output.as_object_mut()) {
+            map.remove("portcullisTicket");
+            let mut updated = input.clone();
+            updated["command"] = json!(run(ticket));
+            output["hookSpecificOutput"]["updatedInput"] = updated;
+        }
+        output
     }
 }
 
@@ -68,6 +92,17 @@ pub struct HookInput {
     pub cwd: PathBuf,
     pub tool_name: String,
     pub tool_input: Value,
+    /// Claude Code's id of the tool call (its `PostToolUse` report names it).
+    pub tool_use_id: Option<String>,
+    /// `PostToolUse`: what the tool gave Claude Code.
+    pub tool_response: Option<Value>,
+}
+
+impl HookInput {
+    /// A `PostToolUse` report (else a `PreToolUse` question).
+    pub fn is_report(&self) -> bool {
+        self.tool_response.is_some()
+    }
 }
 
 /// Parses and checks a `PreToolUse` input; the error says what is wrong.
@@ -77,11 +112,16 @@ pub fn parse_input(text: &str) -> Result<HookInput, String> {
     }
     let value: Value = serde_json::from_str(text).map_err(|e| format!("the hook input is not JSON: {e}"))?;
     let field = |name: &str| value.get(name).and_then(Value::as_str).map(str::to_owned);
-    if let Some(event) = field("hook_event_name")
-        && event != "PreToolUse"
-    {
-        return Err(format!("hook_event_name is {event:?}; `portcullis hook claude` answers PreToolUse"));
-    }
+    let event = field("hook_event_name");
+    let report = match event.as_deref() {
+        None | Some("PreToolUse") => false,
+        Some("PostToolUse") => true,
+        Some(other) => {
+            return Err(format!(
+                "hook_event_name is {other:?}; `portcullis hook claude` answers PreToolUse and PostToolUse"
+            ));
+        }
+    };
     let tool_name = field("tool_name").ok_or("the hook input has no \"tool_name\" (string)")?;
     let cwd = field("cwd").ok_or("the hook input has no \"cwd\" (string)")?;
     if !Path::new(&cwd).is_absolute() {
@@ -96,6 +136,8 @@ pub fn parse_input(text: &str) -> Result<HookInput, String> {
         cwd: PathBuf::from(cwd),
         tool_name,
         tool_input,
+        tool_use_id: field("tool_use_id"),
+        tool_response: report.then(|| value.get("tool_response").cloned().unwrap_or(Value::Null)),
     })
 }
 
@@ -239,10 +281,14 @@ pub fn governs(policy: &portcullis_policy::Policy, name: &str) -> bool {
     named || declared
 }
 
-/// A verdict-only tool: the pipeline judges and records it; Claude Code runs the real tool.
+/// A Claude Code tool as the pipeline sees it: judged and recorded like any call; once it passes, the
+/// hook is told to go ahead and the call is carried out as [`crate::hook_run`] says (Claude Code runs it
+/// and reports, or the hub runs the command in its sandbox).
 struct HookTool {
     spec: ToolSpec,
     action: ExecutionAction,
+    carried: crate::hook_run::Carried,
+    go: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<crate::hook_run::Go>>>,
 }
 
 #[async_trait]
@@ -255,16 +301,33 @@ impl Tool for HookTool {
         Ok(self.action.clone())
     }
 
-    async fn execute(&self, _invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("allowed; Claude Code runs the tool itself"))
+    async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
+        let go = self.go.lock().ok().and_then(|mut go| go.take());
+        let Some(go) = go else {
+            return Err(ToolError::new("bad_action", "a hook call is carried out once"));
+        };
+        crate::hook_run::carry_out(&self.carried, invocation, go).await
     }
 }
 
-/// The broker as the hook asks it: a prompt no operator of Portcullis can answer (no hub, or a hub
-/// without an operator) is handed to Claude Code's own permission prompt, and recorded as such.
-/// The broker, asked within the hook's wait: Claude Code stops waiting for the hook then, so the card
-/// counts down that wait (not the policy's longer timeout) and its end is a timeout that says so.
-struct HookApprovals(Arc<crate::broker::ApprovalBroker>, std::time::Duration);
+/// The broker as the hook asks it, within the hook's wait (Claude Code stops waiting for hooks then, so
+/// the card counts down that wait and its end is a timeout that says so). A prompt no operator of
+/// Portcullis can answer (no hub, or a hub without an operator) is handed to Claude Code's own permission
+/// prompt: the call goes on as "asked the agent's user", and the hook answers `ask`.
+struct HookApprovals {
+    broker: Arc<crate::broker::ApprovalBroker>,
+    wait: std::time::Duration,
+    judged: Arc<std::sync::Mutex<Judged>>,
+}
+
+/// What the pipeline decided about a hook call, for the hook's answer: the policy's verdict, who
+/// approved it, and whether it was handed to Claude Code's own prompt.
+#[derive(Default)]
+struct Judged {
+    verdict: Option<portcullis_harness::PolicyVerdict>,
+    approved_by: Option<DecidedBy>,
+    asked_user: bool,
+}
 
 #[async_trait]
 impl portcullis_harness::Approvals for HookApprovals {
@@ -272,25 +335,39 @@ impl portcullis_harness::Approvals for HookApprovals {
         &self,
         request: portcullis_harness::ApprovalRequest,
     ) -> portcullis_harness::ApprovalAnswer {
-        match self.0.request_within(request, Some(self.1)).await {
+        let answer = match self.broker.request_within(request, Some(self.wait)).await {
             portcullis_harness::ApprovalAnswer::Deny {
-                reason,
-                decided_by: DecidedBy::Default { detail: Some(d) },
-            } if d == portcullis_harness::NO_APPROVER => portcullis_harness::ApprovalAnswer::Deny {
-                reason,
-                decided_by: DecidedBy::Default { detail: Some(portcullis_harness::AGENT_PROMPT.into()) },
-            },
+                decided_by: DecidedBy::Default { detail: Some(d) }, ..
+            } if d == portcullis_harness::NO_APPROVER => {
+                if let Ok(mut judged) = self.judged.lock() {
+                    judged.asked_user = true;
+                }
+                portcullis_harness::ApprovalAnswer::Allow {
+                    decided_by: DecidedBy::Default { detail: Some(portcullis_harness::AGENT_PROMPT.into()) },
+                }
+            }
             answer => answer,
+        };
+        if let (portcullis_harness::ApprovalAnswer::Allow { decided_by }, Ok(mut judged)) =
+            (&answer, self.judged.lock())
+        {
+            judged.approved_by = Some(decided_by.clone());
         }
+        answer
     }
 }
 
 /// Why a hook call is not confined: the hook only judges, and Claude Code runs the command itself.
 pub const CLAUDE_CODE_RUNS_IT: &str = "runs outside Portcullis's sandbox (Claude Code runs it)";
 
-/// The live policy, judging as for a command that runs unconfined: what the approval card and the ledger
-/// say of a hook call's walls is true (none), and a policy that requires the sandbox forbids it.
-struct HookPolicy(Arc<portcullis_policy::LivePolicy>);
+/// A project's policy, judging a hook call as it will run: a `Bash` command the hub runs in its sandbox
+/// is judged with the walls it gets; anything Claude Code runs itself as unconfined, so what the card and
+/// the ledger say of its walls is true (none), and a policy that requires the sandbox forbids it.
+struct HookPolicy {
+    live: Arc<portcullis_policy::LivePolicy>,
+    confined: bool,
+    judged: Arc<std::sync::Mutex<Judged>>,
+}
 
 #[async_trait]
 impl portcullis_harness::ExecutionPolicy for HookPolicy {
@@ -298,32 +375,36 @@ impl portcullis_harness::ExecutionPolicy for HookPolicy {
         &self,
         request: portcullis_harness::PolicyRequest<'_>,
     ) -> portcullis_harness::PolicyVerdict {
-        let support = portcullis_harness::SandboxSupport::unavailable(CLAUDE_CODE_RUNS_IT);
-        self.0.verdict_on(&request, &support).0
+        let verdict = if self.confined {
+            self.live.verdict(&request).0
+        } else {
+            let support = portcullis_harness::SandboxSupport::unavailable(CLAUDE_CODE_RUNS_IT);
+            self.live.verdict_on(&request, &support).0
+        };
+        if let Ok(mut judged) = self.judged.lock() {
+            judged.verdict = Some(verdict.clone());
+        }
+        verdict
     }
 }
 
 /// How long after its wait the hook's run is cancelled if the approval has not ended by itself.
 const HOOK_CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The hook answer for a dispatched verdict.
+/// The hook answer for a call that ended before it was carried out (refused, or failed).
 pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
     let by = portcullis_mcp::convert::describe_decider;
     match &result.outcome {
-        CallOutcome::Finished { .. } => HookAnswer {
-            decision: HookDecision::Allow,
-            reason: format!("Portcullis allows it: {}", by(&result.decided_by)),
-        },
+        CallOutcome::Finished { .. } => {
+            HookAnswer::new(HookDecision::Allow, format!("Portcullis allows it: {}", by(&result.decided_by)))
+        }
         CallOutcome::Blocked { error, .. } => {
             // Nobody of Portcullis could be asked: Claude Code asks its user. (An operator who did not
             // answer within the wait, a withdrawn approval, is a denial.)
             if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER || d == portcullis_harness::AGENT_PROMPT)
             {
                 let why = error.message.strip_suffix(NO_OPERATOR_SUFFIX).unwrap_or(&error.message);
-                HookAnswer {
-                    decision: HookDecision::Ask,
-                    reason: format!("Portcullis asks for confirmation: {why}"),
-                }
+                HookAnswer::new(HookDecision::Ask, format!("Portcullis asks for confirmation: {why}"))
             } else {
                 // The decider only where the message does not already say it (a deny glob's words).
                 match portcullis_mcp::convert::decider_beyond(&result.decided_by, &error.message) {
@@ -340,57 +421,162 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
     }
 }
 
+/// The answer for a call that passed and is being carried out.
+fn answer_of_go(go: crate::hook_run::Go, judged: &Judged, project: &crate::projects::ProjectPolicy) -> HookAnswer {
+    let sandboxed = matches!(go, crate::hook_run::Go::Ticket(_));
+    let mut reason = if judged.asked_user {
+        let why = judged.verdict.as_ref().and_then(|v| v.reason.clone());
+        let mut reason = format!("Portcullis asks for confirmation: {}", why.as_deref().unwrap_or("approval required"));
+        if sandboxed {
+            reason.push_str("; if allowed, it runs in Portcullis's sandbox");
+        }
+        reason
+    } else {
+        let decided_by = judged.approved_by.clone().or_else(|| judged.verdict.as_ref().map(|v| v.decided_by.clone()));
+        let by = decided_by.as_ref().map(portcullis_mcp::convert::describe_decider).unwrap_or_default();
+        let mut reason = format!("Portcullis allows it: {by}");
+        if sandboxed {
+            reason.push_str("; it runs in Portcullis's sandbox");
+        }
+        reason
+    };
+    if project.kind != crate::projects::ProjectKind::Hub {
+        reason.push_str(&format!(" (judged in {})", project.described()));
+    }
+    let decision = if judged.asked_user { HookDecision::Ask } else { HookDecision::Allow };
+    let mut answer = HookAnswer::new(decision, reason);
+    if let crate::hook_run::Go::Ticket(ticket) = go {
+        answer.ticket = Some(ticket);
+    }
+    answer
+}
+
 impl Hub {
-    /// Judges a hook input through the pipeline and records it (owner `claude-code hook`). An approval
-    /// not answered within `wait` (Claude Code stops waiting for hooks) is withdrawn and the call denied.
+    /// Judges a hook input through the pipeline, in the project of its folder, and records it (owner
+    /// `claude-code hook`). An approval not answered within `wait` (Claude Code stops waiting for hooks)
+    /// is withdrawn and the call denied. A call that passes is answered at once and carried out after:
+    /// its row ends with what really happened.
     pub async fn decide_hook(&self, input: &HookInput, wait: std::time::Duration) -> HookAnswer {
+        if input.is_report() {
+            return self.take_hook_report(input);
+        }
         let (name, action) = match map_tool(input) {
             Ok(mapped) => mapped,
             Err(why) => {
-                return HookAnswer {
-                    decision: HookDecision::Ask,
-                    reason: format!("Portcullis cannot judge it: {why}"),
-                };
+                return HookAnswer::new(HookDecision::Ask, format!("Portcullis cannot judge it: {why}"));
             }
         };
-        if !governs(&self.state.live.current(), &name) {
-            return HookAnswer {
-                decision: HookDecision::Pass,
-                reason: format!(
+        let state = &self.state;
+        let cwd = canonicalize_lenient(&input.cwd).unwrap_or_else(|_| input.cwd.clone());
+        let project = match state.projects.for_folder(state, &cwd) {
+            Ok(project) => project,
+            Err(why) => return HookAnswer::deny(format!("Portcullis cannot judge it: {why}")),
+        };
+        if !governs(&project.live.current(), &name) {
+            return HookAnswer::new(
+                HookDecision::Pass,
+                format!(
                     "the policy does not govern Claude Code's {}; Claude Code's own permissions decide",
                     input.tool_name
                 ),
-            };
+            );
         }
+        let session = format!("claude-{}", input.session_id);
+        let launcher = state.workspace.sandbox.clone().filter(|_| project.live.sandbox_support().can_confine());
+        let carried = match (name.as_str(), launcher, &input.tool_use_id) {
+            // Without a running hub (the hook process judges alone), nobody would be there to run it.
+            (_, _, _) if state.served_at.get().is_none() => crate::hook_run::Carried::Unwatched,
+            ("shell", Some(launcher), _) => crate::hook_run::Carried::Sandboxed {
+                runs: state.hook_runs.clone(),
+                session: session.clone(),
+                workspace: state.workspace.clone(),
+                launcher,
+            },
+            (_, _, Some(id)) => crate::hook_run::Carried::Reported {
+                runs: state.hook_runs.clone(),
+                session: session.clone(),
+                tool_use_id: id.clone(),
+            },
+            _ => crate::hook_run::Carried::Unwatched,
+        };
+        let confined = matches!(carried, crate::hook_run::Carried::Sandboxed { .. });
+        let (go_tx, go_rx) = tokio::sync::oneshot::channel();
         let mut registry = ToolRegistry::new();
         let spec = ToolSpec::new(name.clone(), format!("Claude Code's {}", input.tool_name));
-        if let Err(e) = registry.register(Arc::new(HookTool { spec, action })) {
+        let tool = HookTool { spec, action, carried, go: std::sync::Mutex::new(Some(go_tx)) };
+        if let Err(e) = registry.register(Arc::new(tool)) {
             return HookAnswer::deny(format!("Portcullis cannot judge {name}: {e}"));
         }
-        let state = &self.state;
+        let judged = Arc::new(std::sync::Mutex::new(Judged::default()));
         let dispatcher = Pipeline {
-            policy: Arc::new(HookPolicy(state.live.clone())),
-            approvals: Arc::new(HookApprovals(state.broker.clone(), wait)),
+            policy: Arc::new(HookPolicy { live: project.live.clone(), confined, judged: judged.clone() }),
+            approvals: Arc::new(HookApprovals { broker: state.broker.clone(), wait, judged: judged.clone() }),
             approval_bound: state.broker.timeout() + APPROVAL_BACKSTOP,
             redactor: state.dispatcher.redactor().clone(),
             ledger: Some(state.ledger.clone()),
         }
         .assemble(registry);
-        let mut run = RunContext::new(format!("claude-{}", input.session_id), "hook")
+        let mut run = RunContext::new(session, "hook")
             .with_owner("claude-code hook")
-            .with_cwd(input.cwd.clone());
-        run.grants = self.grants();
+            .with_cwd(cwd);
+        run.grants = project.live.current().grants().clone();
         let cancel = run.cancel.clone();
+        // The hook went away before an answer (Claude Code gave up, the process was killed): the run is
+        // cancelled, which withdraws its card. Once the call passes it is carried out regardless.
+        let abandoned = run.cancel.clone().drop_guard();
         // A backstop after the approval's own deadline (the wait), so an unanswered card ends as the
-        // timeout it is, not as a cancelled run.
+        // timeout it is, not as a cancelled run. Stopped once the call passes: it is carried out then.
         let timer = tokio::spawn(async move {
             tokio::time::sleep(wait + HOOK_CANCEL_GRACE).await;
             cancel.cancel();
         });
         let call_id = format!("h{:x}", portcullis_harness::Timestamp::now().0);
-        let result = dispatcher.dispatch(ToolCall::new(call_id, name, input.tool_input.clone()), &run).await;
+        let call = ToolCall::new(call_id, name, input.tool_input.clone());
+        let mut go_rx = go_rx;
+        let mut dispatched = tokio::spawn(async move { dispatcher.dispatch(call, &run).await });
+        // The call passed (go), or ended before it was carried out; a go sent just before the end wins.
+        let (go, ended) = tokio::select! {
+            biased;
+            go = &mut go_rx => (go.ok(), None),
+            result = &mut dispatched => (go_rx.try_recv().ok(), Some(result)),
+        };
         timer.abort();
-        answer_of(&result)
+        abandoned.disarm();
+        if let Some(go) = go {
+            return match judged.lock() {
+                Ok(judged) => answer_of_go(go, &judged, &project),
+                Err(_) => HookAnswer::deny("Portcullis lost its judgement of the call (a poisoned lock)"),
+            };
+        }
+        let result = match ended {
+            Some(result) => result,
+            None => dispatched.await,
+        };
+        match result {
+            Ok(result) => answer_of(&result),
+            Err(e) => HookAnswer::deny(format!("Portcullis could not judge it: {e}")),
+        }
+    }
+
+    /// Redeems a sandboxed run's ticket (`portcullis run`): the run's stream.
+    pub(crate) fn redeem_ticket(
+        &self,
+        ticket: &str,
+    ) -> Result<tokio::sync::mpsc::Receiver<crate::hook_run::RunUpdate>, String> {
+        self.state.hook_runs.redeem(ticket)
+    }
+
+    /// A `PostToolUse` report: handed to the call waiting for it. Claude Code gets no decision.
+    fn take_hook_report(&self, input: &HookInput) -> HookAnswer {
+        let session = format!("claude-{}", input.session_id);
+        let taken = match (&input.tool_use_id, &input.tool_response) {
+            (Some(id), Some(response)) => self.state.hook_runs.report(&session, id, response.clone()),
+            _ => false,
+        };
+        HookAnswer::new(
+            HookDecision::Pass,
+            if taken { "reported" } else { "no call waits for this report" },
+        )
     }
 }
 

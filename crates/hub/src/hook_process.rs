@@ -101,7 +101,7 @@ async fn ask_hub(info: &RuntimeInfo, dir: &Path, body: &str, wait: u64) -> Resul
 }
 
 /// The answer's body, refused past a megabyte (the hub's answers are small).
-async fn read_bounded(mut response: reqwest::Response) -> Result<String, String> {
+pub(crate) async fn read_bounded(mut response: reqwest::Response) -> Result<String, String> {
     const MAX: usize = 1024 * 1024;
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
@@ -118,10 +118,7 @@ fn answer_of_hub(text: &str) -> Result<HookAnswer, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("the hub's answer is not JSON: {e}"))?;
     if value.as_object().is_some_and(serde_json::Map::is_empty) {
-        return Ok(HookAnswer {
-            decision: HookDecision::Pass,
-            reason: "the hub does not govern this tool".into(),
-        });
+        return Ok(HookAnswer::new(HookDecision::Pass, "the hub does not govern this tool"));
     }
     let output = &value["hookSpecificOutput"];
     let decision = match output["permissionDecision"].as_str() {
@@ -130,10 +127,14 @@ fn answer_of_hub(text: &str) -> Result<HookAnswer, String> {
         Some("deny") => HookDecision::Deny,
         other => return Err(format!("the hub answered an unknown decision {other:?}")),
     };
-    Ok(HookAnswer {
-        decision,
-        reason: output["permissionDecisionReason"].as_str().unwrap_or_default().to_owned(),
-    })
+    let mut answer =
+        HookAnswer::new(decision, output["permissionDecisionReason"].as_str().unwrap_or_default());
+    // Only a 64-hex-digit ticket: it goes into a command line.
+    answer.ticket = value["portcullisTicket"]
+        .as_str()
+        .filter(|t| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_owned);
+    Ok(answer)
 }
 
 #[cfg(test)]

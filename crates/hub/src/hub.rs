@@ -102,6 +102,10 @@ pub(crate) struct HubState {
     pub(crate) console_codes: Arc<crate::console::logins::LoginCodes>,
     /// The effects agents' idempotency keys claimed (rebuilt from the ledger at start).
     pub(crate) effects: crate::effects::EffectBook,
+    /// The policies of the projects hook calls came from (beside this hub's own).
+    pub(crate) projects: crate::projects::ProjectPolicies,
+    /// Hook calls being carried out: tickets of sandboxed runs, calls waiting for Claude Code's report.
+    pub(crate) hook_runs: Arc<crate::hook_run::HookRuns>,
 }
 
 impl HubState {
@@ -132,6 +136,14 @@ pub fn coding_limits(policy: &Policy) -> Limits {
 /// folder (tokens, runtime file) and the manifest folders it was given.
 pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
     let layers = layers_for_user(&config.policy_files, project, config.user_config().as_deref())?;
+    policy_of_layers(config, layers)
+}
+
+/// The policy of `layers`, with this hub's own protected places (see [`load_policy`]).
+pub(crate) fn policy_of_layers(
+    config: &HubConfig,
+    layers: Vec<portcullis_policy::PolicyLayer>,
+) -> Result<(Policy, Vec<String>), HubError> {
     let team = config.team_ledger()?;
     let sources = layers.iter().map(|l| l.source.clone()).collect();
     let policy = Policy::from_layers(layers)?.with_protected(|places| {
@@ -301,6 +313,8 @@ impl Hub {
                 tail: std::sync::Mutex::new(tail),
                 console_codes,
                 effects,
+                projects: crate::projects::ProjectPolicies::default(),
+                hook_runs: Arc::new(crate::hook_run::HookRuns::default()),
             }),
         };
         relay.attach(&hub);

@@ -172,6 +172,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
             "/v1/hook/claude",
             post(claude_hook).layer(axum::extract::DefaultBodyLimit::max(crate::hook::MAX_HOOK_INPUT_BYTES)),
         )
+        .route("/v1/hook/claude/run", post(claude_hook_run))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Agents), caller_guard));
     let for_the_operator = Router::new()
@@ -410,6 +411,44 @@ async fn claude_hook(
         }
     };
     Json(answer.to_hook_output()).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunTicket {
+    ticket: String,
+}
+
+/// `portcullis run --ticket T`: the sandboxed run of a `Bash` command the hook allowed, streamed as
+/// JSON lines (`hook_run::RunUpdate`) until it ends.
+async fn claude_hook_run(State(hub): State<Hub>, body: Result<Json<RunTicket>, JsonRejection>) -> Response {
+    let ticket = match body {
+        Ok(Json(body)) => body.ticket,
+        Err(rejection) => {
+            return api_error(ApiError::new(
+                ErrorCode::BadRequest,
+                format!("expected {{\"ticket\"}} and nothing else: {}", rejection.body_text()),
+                serde_json::Value::Null,
+            ));
+        }
+    };
+    match hub.redeem_ticket(&ticket) {
+        Ok(updates) => {
+            let lines = futures::stream::unfold(updates, |mut updates| async move {
+                let update = updates.recv().await?;
+                let mut line = serde_json::to_vec(&update).unwrap_or_default();
+                line.push(b'\n');
+                Some((Ok::<_, std::convert::Infallible>(line), updates))
+            });
+            let mut response = axum::body::Body::from_stream(lines).into_response();
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/x-ndjson"),
+            );
+            response
+        }
+        Err(why) => api_error(ApiError::new(ErrorCode::BadArgument, why, serde_json::Value::Null)),
+    }
 }
 
 async fn session_grants(State(hub): State<Hub>) -> Response {

@@ -12,6 +12,7 @@ pub use crate::console::ConsoleSettings;
 pub use crate::error::HubError;
 pub use crate::hook::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};
 pub use crate::hook_process::{HookOptions, answer_claude_hook};
+pub use crate::hook_run_client::{claude_code_output, run_ticket};
 pub use crate::hub::HubConfig;
 pub use crate::launch::{LaunchError, LaunchedHub, launch};
 pub use crate::operator_remote::RemoteHub;

@@ -1,6 +1,6 @@
 //! Claude Code's JSON files: the `mcpServers.portcullis` entry (HTTP with the gateway token in
 //! `~/.claude.json`, the stdio relay in a project's `.mcp.json`) and, in `settings.json`, the
-//! `PreToolUse` hook with `permissions.allow` `mcp__portcullis`. Merged into what the file holds, every
+//! `PreToolUse` and `PostToolUse` hooks with `permissions.allow` `mcp__portcullis`. Merged into what the file holds, every
 //! other key kept in its place; a file that is not JSON, or a key of another shape, is left alone.
 
 use super::{ConfigError, Finding, Wanted, config_seen_with, runnable};
@@ -224,9 +224,12 @@ fn check_relay(wanted: &Wanted, entry: &Value, exact: bool) -> Finding {
     }
 }
 
-/// The snippet's hook entry and its command.
-fn wanted_hook(wanted: &Wanted) -> (Value, String) {
-    let entry = wanted.hook.pointer("/hooks/PreToolUse/0").cloned().unwrap_or(Value::Null);
+/// The hook events Portcullis answers: the question before a tool runs, the report after.
+const HOOK_EVENTS: [&str; 2] = ["PreToolUse", "PostToolUse"];
+
+/// The snippet's hook entry for `event` and its command.
+fn wanted_hook(wanted: &Wanted, event: &str) -> (Value, String) {
+    let entry = wanted.hook.pointer(&format!("/hooks/{event}/0")).cloned().unwrap_or(Value::Null);
     let command = entry.pointer("/hooks/0/command").and_then(Value::as_str).unwrap_or("").to_owned();
     (entry, command)
 }
@@ -251,9 +254,9 @@ pub fn is_portcullis_hook(command: &str) -> bool {
     })
 }
 
-/// Every `PreToolUse` hook command with its entry's matcher.
-fn hook_commands(root: &Map<String, Value>) -> Vec<(String, String)> {
-    let entries = root.get("hooks").and_then(|h| h.get("PreToolUse")).and_then(Value::as_array);
+/// Every `event` hook command with its entry's matcher.
+fn hook_commands(root: &Map<String, Value>, event: &str) -> Vec<(String, String)> {
+    let entries = root.get("hooks").and_then(|h| h.get(event)).and_then(Value::as_array);
     entries
         .into_iter()
         .flatten()
@@ -278,39 +281,43 @@ pub fn apply_hook(wanted: &Wanted, path: &str, text: Option<&str>) -> Result<Str
             allow.push(Value::String(name));
         }
     }
-    let (entry, command) = wanted_hook(wanted);
     let hooks = object_at(&mut root, "hooks", path)?;
-    let pre = array_at(hooks, "PreToolUse", path)?;
-    for existing in pre.iter_mut() {
-        let matcher = existing.get("matcher").and_then(Value::as_str).unwrap_or("").to_owned();
-        if let Some(list) = existing.get_mut("hooks").and_then(Value::as_array_mut) {
-            list.retain(|h| {
-                let c = h.get("command").and_then(Value::as_str).unwrap_or("");
-                !is_portcullis_hook(c) || (c == command && matcher == "*")
-            });
+    for event in HOOK_EVENTS {
+        let (entry, command) = wanted_hook(wanted, event);
+        let pre = array_at(hooks, event, path)?;
+        for existing in pre.iter_mut() {
+            let matcher = existing.get("matcher").and_then(Value::as_str).unwrap_or("").to_owned();
+            if let Some(list) = existing.get_mut("hooks").and_then(Value::as_array_mut) {
+                list.retain(|h| {
+                    let c = h.get("command").and_then(Value::as_str).unwrap_or("");
+                    !is_portcullis_hook(c) || (c == command && matcher == "*")
+                });
+            }
         }
-    }
-    pre.retain(|e| e.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
-    if !hook_commands_of(pre).iter().any(|(m, c)| m == "*" && *c == command) {
-        pre.push(entry);
+        pre.retain(|e| e.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
+        if !hook_commands_of(pre, event).iter().any(|(m, c)| m == "*" && *c == command) {
+            pre.push(entry);
+        }
     }
     Ok(render(root, text))
 }
 
-fn hook_commands_of(pre: &[Value]) -> Vec<(String, String)> {
+fn hook_commands_of(entries: &[Value], event: &str) -> Vec<(String, String)> {
     let mut root = Map::new();
-    root.insert("hooks".into(), json!({ "PreToolUse": pre }));
-    hook_commands(&root)
+    root.insert("hooks".into(), json!({ event: entries }));
+    hook_commands(&root, event)
 }
 
 /// Whether the hook runs on every tool and the gateway's tools are allowed.
 pub fn check_hook(wanted: &Wanted, text: Option<&str>) -> Vec<Finding> {
-    let (_, command) = wanted_hook(wanted);
     let allow = wanted_allow(wanted);
     let Some(text) = text else {
         let mut out: Vec<Finding> =
             allow.iter().map(|a| Finding::Missing(format!("no permissions.allow {a} (no file)"))).collect();
-        out.push(Finding::Missing(format!("no PreToolUse hook `{command}` (no file)")));
+        for event in HOOK_EVENTS {
+            let (_, command) = wanted_hook(wanted, event);
+            out.push(Finding::Missing(format!("no {event} hook `{command}` (no file)")));
+        }
         return out;
     };
     let Ok(root) = parse("", Some(text)) else {
@@ -330,18 +337,42 @@ pub fn check_hook(wanted: &Wanted, text: Option<&str>) -> Vec<Finding> {
             (false, false) => Finding::Missing(format!("no permissions.allow {a}")),
         })
         .collect();
-    let commands = hook_commands(&root);
-    let ours: Vec<&(String, String)> = commands.iter().filter(|(_, c)| is_portcullis_hook(c)).collect();
-    out.push(if root.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
-        Finding::Wrong("disableAllHooks is true: no hook runs".into())
-    } else if ours.iter().any(|(m, c)| m == "*" && *c == command) {
-        Finding::Ok(format!("PreToolUse hook `{command}` on every tool"))
-    } else if let Some((m, c)) = ours.first() {
-        Finding::Wrong(format!("the PreToolUse hook runs `{c}` on `{m}`; setup writes `{command}` on `*`"))
-    } else {
-        Finding::Missing(format!("no PreToolUse hook `{command}`"))
-    });
+    if root.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
+        out.push(Finding::Wrong("disableAllHooks is true: no hook runs".into()));
+        return out;
+    }
+    for event in HOOK_EVENTS {
+        let (_, command) = wanted_hook(wanted, event);
+        let commands = hook_commands(&root, event);
+        let ours: Vec<&(String, String)> = commands.iter().filter(|(_, c)| is_portcullis_hook(c)).collect();
+        out.push(if ours.iter().any(|(m, c)| m == "*" && same_hook_command(c, &command)) {
+            Finding::Ok(format!("{event} hook `{command}` on every tool"))
+        } else if let Some((m, c)) = ours.first() {
+            Finding::Wrong(format!("the {event} hook runs `{c}` on `{m}`; setup writes `{command}` on `*`"))
+        } else {
+            Finding::Missing(format!("no {event} hook `{command}`"))
+        });
+    }
     out
+}
+
+/// Two hook commands that run the same binary the same way: `portcullis hook claude` is the same as
+/// `/usr/local/bin/portcullis hook claude` when that is the `portcullis` on PATH.
+fn same_hook_command(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let resolved = |command: &str| -> Option<(std::path::PathBuf, String)> {
+        let (program, rest) = command.split_once(' ')?;
+        let program = program.trim_matches('\'');
+        let path = if program.contains('/') {
+            std::path::PathBuf::from(program)
+        } else {
+            std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())?
+        };
+        Some((std::fs::canonicalize(path).ok()?, rest.to_owned()))
+    };
+    matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ const POLICY: &str = r#"{
   "commands": {
     "default": "prompt",
     "rules": [
-      { "id": "listing", "pattern": [["ls", "echo", "git"]], "decision": "allow", "match": ["ls"] },
+      { "id": "listing", "pattern": [["ls", "echo", "git", "cd"]], "decision": "allow", "match": ["ls"] },
       { "id": "remove", "pattern": ["rm"], "decision": "forbidden", "match": ["rm x"] }
     ]
   },
@@ -28,6 +28,12 @@ const POLICY: &str = r#"{
 
 /// Runs the hook with this input; returns (decision, reason, exit code).
 fn hook(base: &Path, args: &[&str], input: &str) -> (String, String, i32) {
+    let (decision, reason, code, _) = hook_whole(base, args, input);
+    (decision, reason, code)
+}
+
+/// [`hook`], with the whole answer Claude Code gets.
+fn hook_whole(base: &Path, args: &[&str], input: &str) -> (String, String, i32, Value) {
     let mut child = portcullis(base)
         .args(["hook", "claude"])
         .args(args)
@@ -45,7 +51,7 @@ fn hook(base: &Path, args: &[&str], input: &str) -> (String, String, i32) {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     if v == json!({}) {
         // No decision: Claude Code's own permission flow decides.
-        return ("pass".to_owned(), String::new(), out.status.code().unwrap());
+        return ("pass".to_owned(), String::new(), out.status.code().unwrap(), v);
     }
     let o = &v["hookSpecificOutput"];
     assert_eq!(o["hookEventName"], "PreToolUse");
@@ -53,6 +59,29 @@ fn hook(base: &Path, args: &[&str], input: &str) -> (String, String, i32) {
         o["permissionDecision"].as_str().unwrap().to_owned(),
         o["permissionDecisionReason"].as_str().unwrap().to_owned(),
         out.status.code().unwrap(),
+        v.clone(),
+    )
+}
+
+/// Runs the command Claude Code would run for an allowed `Bash` call (the hook's `updatedInput`), in
+/// `cwd` with bash, as Claude Code's shell does: its stdout, stderr and status.
+pub fn run_as_claude_code(base: &Path, cwd: &Path, answer: &Value) -> (String, String, i32) {
+    let command = answer["hookSpecificOutput"]["updatedInput"]["command"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the hook did not replace the command: {answer}"));
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("{command}\n__status=$?; echo \"[folder $PWD]\"; exit $__status"))
+        .current_dir(cwd)
+        .env("HOME", base.join("home"))
+        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
     )
 }
 
@@ -161,7 +190,7 @@ fn malformed_input_is_denied_with_the_reason() {
         ("not json", "not JSON"),
         (r#"{"cwd": "/tmp", "hook_event_name": "PreToolUse"}"#, "tool_name"),
         (r#"{"tool_name": "Bash", "cwd": "relative", "tool_input": {"command": "ls"}}"#, "absolute"),
-        (r#"{"tool_name": "Bash", "cwd": "/tmp", "hook_event_name": "PostToolUse"}"#, "PostToolUse"),
+        (r#"{"tool_name": "Bash", "cwd": "/tmp", "hook_event_name": "Stop"}"#, "PostToolUse"),
         (r#"{"tool_name": "Bash", "cwd": "/tmp", "tool_input": {}}"#, "Bash needs tool_input.command"),
     ] {
         let (decision, reason, code) = hook(&base, &["--db", db.to_str().unwrap()], text);
@@ -194,9 +223,22 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     let served = serve(POLICY);
     let base = served.path("");
     let proj = served.project();
-    // Allowed by a rule: no operator needed.
-    let (decision, _, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "ls"})));
-    assert_eq!(decision, "allow");
+    // Allowed by a rule: no operator needed. Claude Code runs the ticket command in its place, and the
+    // hub runs `ls` in its sandbox; the output, status and folder come back as from the command itself.
+    std::fs::create_dir_all(proj.join("sub")).unwrap();
+    std::fs::write(proj.join("sub/listed.txt"), "x").unwrap();
+    let (decision, reason, _, answer) =
+        hook_whole(&base, &[], &input(&proj, "Bash", json!({"command": "cd sub && ls", "description": "list"})));
+    assert_eq!(decision, "allow", "{reason}");
+    assert!(reason.contains("runs in Portcullis's sandbox"), "{reason}");
+    assert_eq!(answer["hookSpecificOutput"]["updatedInput"]["description"], "list", "{answer}");
+    let (stdout, stderr, status) = run_as_claude_code(&base, &proj, &answer);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(stdout, format!("listed.txt\n[folder {}]\n", proj.join("sub").display()), "{stderr}");
+    // The ticket ran once: the same command again runs nothing.
+    let (_, stderr, status) = run_as_claude_code(&base, &proj, &answer);
+    assert_ne!(status, 0);
+    assert!(stderr.contains("unknown, used or expired"), "{stderr}");
     // A tool the policy does not govern gets no decision from the hub either.
     let (decision, _, _) = hook(&base, &[], &input(&proj, "TodoWrite", json!({"todos": []})));
     assert_eq!(decision, "pass");
@@ -205,16 +247,20 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
         let (api, token) = (served.api.clone(), served.operator_token.clone());
         std::thread::spawn(move || answer_first_pending(&api, &token, "once"))
     };
-    let (decision, reason, _) = hook(&base, &[], &input(&proj, "Bash", json!({"command": "make deploy"})));
+    let (decision, reason, _, answer) =
+        hook_whole(&base, &[], &input(&proj, "Bash", json!({"command": "make deploy"})));
     let pending = approver.join().unwrap();
     assert_eq!(pending["action"]["command"], "make deploy");
     assert_eq!(pending["tool"], "shell");
-    // Issue 52: the card tells the operator the truth about the walls: Claude Code runs the command.
-    let enforcement = &pending["action"]["sandbox"]["enforcement"];
-    assert_eq!(enforcement["state"], "unconfined", "{pending}");
-    assert_eq!(enforcement["reason"], "runs outside Portcullis's sandbox (Claude Code runs it)", "{pending}");
+    // Issue 52: the card's walls are the ones the command gets: the hub runs it in its sandbox.
+    let sandbox = &pending["action"]["sandbox"];
+    assert_eq!(sandbox["enforcement"]["state"], "confined", "{pending}");
+    assert_eq!(sandbox["write"], json!([proj]), "{pending}");
     assert_eq!(decision, "allow", "{reason}");
     assert!(reason.contains("operator api"), "{reason}");
+    let (_, stderr, status) = run_as_claude_code(&base, &proj, &answer);
+    assert_eq!(status, 2, "make's own status: {stderr}");
+    assert!(stderr.contains("No rule to make target"), "{stderr}");
     // Nobody answers within --wait: denied, as a timeout that says whose wait ran out.
     let (decision, reason, _) =
         hook(&base, &["--wait", "1"], &input(&proj, "Bash", json!({"command": "make other"})));

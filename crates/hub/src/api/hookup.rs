@@ -1,5 +1,5 @@
 //! How to hook agents up to this hub, as text to paste: Claude Code over Streamable HTTP (with the token
-//! header) and its `PreToolUse` hook, Codex through the stdio relay. Made from what this hub really uses
+//! header) and its `PreToolUse`/`PostToolUse` hooks, Codex through the stdio relay. Made from what this hub really uses
 //! (the address it listens on, its token file, the `portcullis` binary), in the shapes the README
 //! documents, so a front end shows the lines that work here rather than a template to fill in.
 
@@ -43,7 +43,7 @@ pub fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippe
     // `permissions.allow` lets Claude Code call the gateway's tools without asking first (the hub asks
     // where its policy says so): without it `claude -p` refuses every call, and people are asked twice.
     let hook = format!(
-        "{{\n  \"permissions\": {{ \"allow\": [\"mcp__portcullis\"] }},\n  \"hooks\": {{\n    \"PreToolUse\": [\n      {{ \"matcher\": \"*\", \"hooks\": [ {{ \"type\": \"command\", \"command\": {command}, \"timeout\": 60 }} ] }}\n    ]\n  }}\n}}\n"
+        "{{\n  \"permissions\": {{ \"allow\": [\"mcp__portcullis\"] }},\n  \"hooks\": {{\n    \"PreToolUse\": [\n      {{ \"matcher\": \"*\", \"hooks\": [ {{ \"type\": \"command\", \"command\": {command}, \"timeout\": 60 }} ] }}\n    ],\n    \"PostToolUse\": [\n      {{ \"matcher\": \"*\", \"hooks\": [ {{ \"type\": \"command\", \"command\": {command}, \"timeout\": 60 }} ] }}\n    ]\n  }}\n}}\n"
     );
     // `default_tools_approval_mode = "approve"`: the hub judges every call (and asks its operator);
     // without it `codex exec` refuses every call ("requires approval, but approval policy is never").
@@ -64,7 +64,7 @@ pub fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippe
         },
         HookupSnippet {
             client: "Claude Code".into(),
-            purpose: "PreToolUse hook: Claude Code's own tools under the same policy".into(),
+            purpose: "PreToolUse and PostToolUse hooks: Claude Code's own tools under the same policy, its Bash commands in the hub's sandbox, what they did on record".into(),
             file: Some("~/.claude/settings.json".into()),
             language: "json".into(),
             text: hook,
