@@ -552,10 +552,14 @@ impl Hub {
             Some(result) => result,
             None => dispatched.await,
         };
-        match result {
+        let mut answer = match result {
             Ok(result) => answer_of(&result),
             Err(e) => HookAnswer::deny(format!("Portcullis could not judge it: {e}")),
+        };
+        if project.kind != crate::projects::ProjectKind::Hub {
+            answer.reason.push_str(&format!(" (judged in {})", project.described()));
         }
+        answer
     }
 
     /// Redeems a sandboxed run's ticket (`portcullis run`): the run's stream.

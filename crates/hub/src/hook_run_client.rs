@@ -19,10 +19,14 @@ fn shell_quoted(word: &str) -> String {
 /// The command Claude Code runs for a ticketed `Bash` call: `portcullis run` prints the output, exits
 /// with the command's status and hands the folder the command ended in back on fd 3, so that Claude
 /// Code's shell follows a `cd` as if the command had run there.
-pub fn ticket_command(exe: &Path, ticket: &str) -> String {
+pub fn ticket_command(exe: &Path, ticket: &str, config: Option<&Path>) -> String {
     let exe = shell_quoted(&exe.to_string_lossy());
+    // The hook was told its config folder; Claude Code's shell, which runs this, was not.
+    let env = config
+        .map(|dir| format!("PORTCULLIS_CONFIG_DIR={} ", shell_quoted(&dir.to_string_lossy())))
+        .unwrap_or_default();
     format!(
-        "{{ __portcullis_folder=$({exe} run --ticket {ticket} --folder-to /dev/fd/3 3>&1 1>&4 4>&-); }} 4>&1; \
+        "{{ __portcullis_folder=$({env}{exe} run --ticket {ticket} --folder-to /dev/fd/3 3>&1 1>&4 4>&-); }} 4>&1; \
          __portcullis_status=$?; [ -n \"$__portcullis_folder\" ] && cd -- \"$__portcullis_folder\"; \
          (exit $__portcullis_status)"
     )
@@ -35,7 +39,9 @@ pub fn claude_code_output(input_text: &str, answer: &HookAnswer) -> Value {
         let exe = std::env::current_exe().ok();
         let input: Value = serde_json::from_str(input_text).unwrap_or(Value::Null);
         if let (Some(exe), Some(tool_input)) = (exe, input.get("tool_input")) {
-            return answer.to_claude_code(tool_input, |ticket| ticket_command(&exe, ticket));
+            let config = std::env::var_os("PORTCULLIS_CONFIG_DIR").map(std::path::PathBuf::from);
+            return answer
+                .to_claude_code(tool_input, |ticket| ticket_command(&exe, ticket, config.as_deref()));
         }
         // No way to name this binary: the call cannot be carried out as judged.
         return HookAnswer::deny("Portcullis could not name its own binary to run the command in its sandbox")
@@ -151,7 +157,7 @@ mod tests {
         let fake = dir.path().join("fake run");
         std::fs::write(&fake, "#!/bin/sh\necho out\necho err >&2\nprintf /tmp >&3\nexit 7\n").unwrap();
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let script = format!("{}; echo \"status=$? pwd=$PWD\"", ticket_command(&fake, "abc"));
+        let script = format!("{}; echo \"status=$? pwd=$PWD\"", ticket_command(&fake, "abc", None));
         let out = std::process::Command::new("bash").arg("-c").arg(&script).current_dir("/").output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nstatus=7 pwd=/tmp\n");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");

@@ -74,7 +74,8 @@ pub fn run_as_claude_code(base: &Path, cwd: &Path, answer: &Value) -> (String, S
         .arg(format!("{command}\n__status=$?; echo \"[folder $PWD]\"; exit $__status"))
         .current_dir(cwd)
         .env("HOME", base.join("home"))
-        .env("PORTCULLIS_CONFIG_DIR", base.join("config"))
+        // Claude Code's shell does not know the hook's config folder: the command names it.
+        .env_remove("PORTCULLIS_CONFIG_DIR")
         .stdin(Stdio::null())
         .output()
         .unwrap();

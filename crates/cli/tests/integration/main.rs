@@ -29,6 +29,7 @@ mod otel;
 mod policy_cli;
 mod receipts;
 mod record_sinks;
+mod real_agents;
 mod red_team_three;
 mod sandbox;
 mod sandbox_changes;
