@@ -76,7 +76,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode, CliError> {
         (Some(info), Some(token)) => initialize(info, token),
     };
     lines.push(Line { finding: gateway, subject: "gateway".into(), fix: serve });
-    match Folders::from_env().and_then(|f| Wanted::from_env(false).map(|w| (f, w))) {
+    match Folders::from_env().and_then(|f| Wanted::from_env().map(|w| (f, w))) {
         Err(e) => lines.push(Line {
             finding: Finding::Wrong(e.to_string()),
             subject: "agents".into(),
@@ -95,7 +95,22 @@ pub fn doctor(args: &DoctorArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
+    // Not on PATH is fine when every agent entry checked runs this binary by its full path (setup writes
+    // that when `portcullis` is not on PATH).
+    let entries_ok =
+        lines_checked_agents(&lines) && lines.iter().skip(3).all(|l| matches!(l.finding, Finding::Ok(_)));
+    if let Some(first) = lines.first_mut()
+        && matches!(first.finding, Finding::Missing(_))
+        && entries_ok
+    {
+        first.finding = Finding::Ok(format!("not on PATH; the agents' files run {exe} by its full path"));
+    }
     report(&lines)
+}
+
+/// Whether any agent file was checked (the lines after the binary, hub and gateway lines).
+fn lines_checked_agents(lines: &[Line]) -> bool {
+    lines.len() > 3
 }
 
 /// The findings of one entry: in the project's file when it has Portcullis's entry there, else in the
@@ -204,7 +219,7 @@ mod tests {
             for (u, p) in users.iter().zip(&projects) {
                 let same = matches!(
                     (u.entry, p.entry),
-                    (Entry::ClaudeMcpHttp, Entry::ClaudeMcpRelay)
+                    (Entry::ClaudeMcpRelay, Entry::ClaudeMcpRelay)
                         | (Entry::ClaudeHook, Entry::ClaudeHook)
                         | (Entry::CodexRelay, Entry::CodexRelay)
                 );

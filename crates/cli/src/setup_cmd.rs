@@ -1,8 +1,7 @@
 //! `portcullis setup claude|codex`: hooks an agent up to Portcullis by merging the hub's entries into
 //! the agent's own files (every other key kept). Each file's diff is shown first; it writes only with
 //! `--yes` or a "y" on the terminal, keeps a backup of each file it changes, and `--undo` puts them back.
-//! The token goes only where the agent needs it and cannot get it otherwise (`~/.claude.json`,
-//! owner-only); project files and Codex use the stdio relay, which reads the token itself.
+//! No token goes into an agent's files: both agents start the stdio relay, which reads it itself.
 
 use crate::agent_config::files::{self, Undo};
 use crate::agent_config::{AgentFile, ConfigError, Folders, Scope, Wanted, agent_files, agent_word, apply};
@@ -94,7 +93,7 @@ fn run(args: &SetupArgs) -> Result<ExitCode, ConfigError> {
 
 /// The changes that merge the entries in.
 fn changes(args: &SetupArgs, scope: Scope, folders: &Folders) -> Result<Vec<Change>, ConfigError> {
-    let wanted = Wanted::from_env(args.agent == AgentName::Claude && scope == Scope::User)?;
+    let wanted = Wanted::from_env()?;
     let mut out = Vec::new();
     for row in agent_files(args.agent, scope) {
         let path = folders.path(row);
@@ -153,7 +152,7 @@ fn confirmed() -> Result<bool, ConfigError> {
 fn after_word(agent: AgentName, scope: Scope) -> String {
     let note = match (agent, scope) {
         (AgentName::Claude, Scope::User) => {
-            "Claude Code reaches the hub over HTTP with the gateway token (~/.claude.json, owner-only); run `portcullis serve`."
+            "Claude Code starts the relay `portcullis mcp`, which reads the token itself; its Bash commands run in the hub's sandbox while `portcullis serve` runs."
         }
         (AgentName::Claude, Scope::Project) => {
             "Claude Code asks once before it starts a project's .mcp.json server (the relay `portcullis mcp`, no token in the project)."

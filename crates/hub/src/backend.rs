@@ -95,7 +95,10 @@ impl GatewayBackend for HubBackend {
     }
 
     async fn open_session(&self, client: ClientIdentity) -> String {
-        let id = self.hub.open_session_over(&client.name, &client.version, client.transport).await;
+        let id = self
+            .hub
+            .open_session_linked(&client.name, &client.version, client.transport, client.linked_session)
+            .await;
         if let Ok(mut owners) = self.owners.write() {
             owners.insert(id.clone(), format!("{} {} ({})", client.name, client.version, client.transport));
         }

@@ -337,7 +337,8 @@ impl portcullis_harness::Approvals for HookApprovals {
     ) -> portcullis_harness::ApprovalAnswer {
         let answer = match self.broker.request_within(request, Some(self.wait)).await {
             portcullis_harness::ApprovalAnswer::Deny {
-                decided_by: DecidedBy::Default { detail: Some(d) }, ..
+                decided_by: DecidedBy::Default { detail: Some(d) },
+                ..
             } if d == portcullis_harness::NO_APPROVER => {
                 if let Ok(mut judged) = self.judged.lock() {
                     judged.asked_user = true;
@@ -422,17 +423,23 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
 }
 
 /// The answer for a call that passed and is being carried out.
-fn answer_of_go(go: crate::hook_run::Go, judged: &Judged, project: &crate::projects::ProjectPolicy) -> HookAnswer {
+fn answer_of_go(
+    go: crate::hook_run::Go,
+    judged: &Judged,
+    project: &crate::projects::ProjectPolicy,
+) -> HookAnswer {
     let sandboxed = matches!(go, crate::hook_run::Go::Ticket(_));
     let mut reason = if judged.asked_user {
         let why = judged.verdict.as_ref().and_then(|v| v.reason.clone());
-        let mut reason = format!("Portcullis asks for confirmation: {}", why.as_deref().unwrap_or("approval required"));
+        let mut reason =
+            format!("Portcullis asks for confirmation: {}", why.as_deref().unwrap_or("approval required"));
         if sandboxed {
             reason.push_str("; if allowed, it runs in Portcullis's sandbox");
         }
         reason
     } else {
-        let decided_by = judged.approved_by.clone().or_else(|| judged.verdict.as_ref().map(|v| v.decided_by.clone()));
+        let decided_by =
+            judged.approved_by.clone().or_else(|| judged.verdict.as_ref().map(|v| v.decided_by.clone()));
         let by = decided_by.as_ref().map(portcullis_mcp::convert::describe_decider).unwrap_or_default();
         let mut reason = format!("Portcullis allows it: {by}");
         if sandboxed {
@@ -482,7 +489,8 @@ impl Hub {
             );
         }
         let session = format!("claude-{}", input.session_id);
-        let launcher = state.workspace.sandbox.clone().filter(|_| project.live.sandbox_support().can_confine());
+        let launcher =
+            state.workspace.sandbox.clone().filter(|_| project.live.sandbox_support().can_confine());
         let carried = match (name.as_str(), launcher, &input.tool_use_id) {
             // Without a running hub (the hook process judges alone), nobody would be there to run it.
             (_, _, _) if state.served_at.get().is_none() => crate::hook_run::Carried::Unwatched,
@@ -516,9 +524,7 @@ impl Hub {
             ledger: Some(state.ledger.clone()),
         }
         .assemble(registry);
-        let mut run = RunContext::new(session, "hook")
-            .with_owner("claude-code hook")
-            .with_cwd(cwd);
+        let mut run = RunContext::new(session, "hook").with_owner("claude-code hook").with_cwd(cwd);
         run.grants = project.live.current().grants().clone();
         let cancel = run.cancel.clone();
         // The hook went away before an answer (Claude Code gave up, the process was killed): the run is
@@ -577,10 +583,7 @@ impl Hub {
             (Some(id), Some(response)) => self.state.hook_runs.report(&session, id, response.clone()),
             _ => false,
         };
-        HookAnswer::new(
-            HookDecision::Pass,
-            if taken { "reported" } else { "no call waits for this report" },
-        )
+        HookAnswer::new(HookDecision::Pass, if taken { "reported" } else { "no call waits for this report" })
     }
 }
 

@@ -34,8 +34,12 @@ const BASH_MAX_TIMEOUT: Duration = Duration::from_secs(600);
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RunUpdate {
     /// Output bytes (base64), in the order the command wrote them.
-    Stdout { data: String },
-    Stderr { data: String },
+    Stdout {
+        data: String,
+    },
+    Stderr {
+        data: String,
+    },
     /// The run ended: the command's exit code (none: killed, or never run), the folder it ended in, and
     /// what the sandbox has to say (walls that refused something, changes held back), or why it did not
     /// run.

@@ -44,8 +44,10 @@ pub fn claude_code_output(input_text: &str, answer: &HookAnswer) -> Value {
                 .to_claude_code(tool_input, |ticket| ticket_command(&exe, ticket, config.as_deref()));
         }
         // No way to name this binary: the call cannot be carried out as judged.
-        return HookAnswer::deny("Portcullis could not name its own binary to run the command in its sandbox")
-            .to_hook_output();
+        return HookAnswer::deny(
+            "Portcullis could not name its own binary to run the command in its sandbox",
+        )
+        .to_hook_output();
     }
     let mut output = answer.to_hook_output();
     if let Some(map) = output.as_object_mut() {
@@ -158,7 +160,8 @@ mod tests {
         std::fs::write(&fake, "#!/bin/sh\necho out\necho err >&2\nprintf /tmp >&3\nexit 7\n").unwrap();
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let script = format!("{}; echo \"status=$? pwd=$PWD\"", ticket_command(&fake, "abc", None));
-        let out = std::process::Command::new("bash").arg("-c").arg(&script).current_dir("/").output().unwrap();
+        let out =
+            std::process::Command::new("bash").arg("-c").arg(&script).current_dir("/").output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nstatus=7 pwd=/tmp\n");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
     }

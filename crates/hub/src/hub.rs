@@ -619,8 +619,28 @@ impl Hub {
 
     /// Opens a ledger session for a client connected over `transport` (`http`, `stdio`).
     pub async fn open_session_over(&self, client: &str, version: &str, transport: &str) -> String {
+        self.open_session_linked(client, version, transport, None).await
+    }
+
+    /// [`Hub::open_session_over`] under the agent's own session id when it names one (Claude Code's,
+    /// through the stdio relay) that no open connection holds already: its calls and the same session's
+    /// hook calls are then one ledger session.
+    pub(crate) async fn open_session_linked(
+        &self,
+        client: &str,
+        version: &str,
+        transport: &str,
+        linked: Option<String>,
+    ) -> String {
         let n = self.state.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-        let id = format!("s{:x}-{n}", Timestamp::now().0);
+        let taken = |id: &String| {
+            self.state
+                .open_sessions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains_key(id)
+        };
+        let id = linked.filter(|id| !taken(id)).unwrap_or_else(|| format!("s{:x}-{n}", Timestamp::now().0));
         let info_started = Timestamp::now();
         let info = SessionInfo {
             id: id.clone(),

@@ -88,7 +88,9 @@ impl ProjectPolicies {
         let hub_project = &state.project;
         let in_hub = match &root {
             // The hub's project, or a folder of it with no nearer project of its own.
-            Some(root) => root == hub_project || (cwd.starts_with(hub_project) && hub_project.starts_with(root)),
+            Some(root) => {
+                root == hub_project || (cwd.starts_with(hub_project) && hub_project.starts_with(root))
+            }
             None => cwd.starts_with(hub_project),
         };
         if in_hub {

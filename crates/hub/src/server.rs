@@ -441,10 +441,9 @@ async fn claude_hook_run(State(hub): State<Hub>, body: Result<Json<RunTicket>, J
                 Some((Ok::<_, std::convert::Infallible>(line), updates))
             });
             let mut response = axum::body::Body::from_stream(lines).into_response();
-            response.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/x-ndjson"),
-            );
+            response
+                .headers_mut()
+                .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-ndjson"));
             response
         }
         Err(why) => api_error(ApiError::new(ErrorCode::BadArgument, why, serde_json::Value::Null)),

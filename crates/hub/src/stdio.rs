@@ -34,7 +34,10 @@ pub async fn serve_stdio(options: StdioOptions, notice: &(dyn Fn(&str) + Sync)) 
         (Some(info), Some(dir)) => {
             let token = load_or_create_token(&dir)?;
             notice(&format!("relaying to the running hub at {}", info.mcp_url));
-            portcullis_mcp::relay::relay(info.mcp_url, token).await.map_err(HubError::Stdio)
+            // Claude Code names its session to the servers it starts: the hub records these calls in the
+            // same ledger session as that session's hook calls.
+            let agent_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok().map(|id| format!("claude-{id}"));
+            portcullis_mcp::relay::relay(info.mcp_url, token, agent_session).await.map_err(HubError::Stdio)
         }
         _ => embedded(options, notice).await,
     }

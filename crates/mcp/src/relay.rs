@@ -75,6 +75,8 @@ impl ClientHandler for HubClient {
 struct Relay {
     url: String,
     token: String,
+    /// The agent's own session (`claude-<id>`), named to the hub in [`crate::gateway::AGENT_SESSION_HEADER`].
+    agent_session: Option<String>,
     hub: Arc<Mutex<Option<RunningService<RoleClient, HubClient>>>>,
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
     progress: ProgressTokens,
@@ -120,8 +122,15 @@ impl ServerHandler for Relay {
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
         let client = HubClient { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).auth_header(self.token.clone());
+        let mut headers = HashMap::new();
+        if let Some(session) = &self.agent_session
+            && let Ok(value) = http::HeaderValue::from_str(session)
+        {
+            headers.insert(http::HeaderName::from_static(crate::gateway::AGENT_SESSION_HEADER), value);
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .auth_header(self.token.clone())
+            .custom_headers(headers);
         let service =
             client.serve(StreamableHttpClientTransport::from_config(config)).await.map_err(|e| {
                 McpError::internal_error(format!("cannot reach the hub at {}: {e}", self.url), None)
@@ -200,11 +209,12 @@ impl ServerHandler for Relay {
 const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
 
 /// Serves MCP on stdin/stdout, relaying every request to the hub's gateway at `url` with `token`, until
-/// the client closes stdin.
-pub async fn relay(url: String, token: String) -> Result<(), String> {
+/// the client closes stdin. `agent_session` names the agent's own session to the hub.
+pub async fn relay(url: String, token: String, agent_session: Option<String>) -> Result<(), String> {
     let relay = Relay {
         url,
         token,
+        agent_session,
         hub: Arc::new(Mutex::new(None)),
         downstream: Arc::new(OnceLock::new()),
         progress: ProgressTokens::default(),

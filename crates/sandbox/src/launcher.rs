@@ -95,6 +95,12 @@ pub(crate) fn launch_main(offline: bool) -> i32 {
         command
             .env_clear()
             .env(IDS_VAR, format!("{} {}", ids.0, ids.1))
+            // The launcher may be a front end's binary whose allocator is mimalloc (`portcullis` when
+            // no `portcullis-sandbox` lies beside it, as after `cargo install --path crates/cli`):
+            // mimalloc reserves a 1 GiB arena up front, which would count against the RLIMIT_DATA the
+            // first process sets on itself before it starts the command, and fail that start under a
+            // memory limit near 1 GiB. Reserve nothing up front there.
+            .env("MIMALLOC_ARENA_RESERVE", "0")
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .spawn()
     });

@@ -6,15 +6,6 @@
 use super::{ConfigError, Finding, Wanted, config_seen_with, runnable};
 use serde_json::{Map, Value, json};
 
-/// The two forms of Claude Code's server entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerForm {
-    /// `"type": "http"`, the URL and `Authorization: Bearer <token>`.
-    Http,
-    /// `"type": "stdio"`, `portcullis mcp`: the relay reads the token itself.
-    Relay,
-}
-
 /// The file's top-level object (`{}` for no file or an empty one).
 fn parse(path: &str, text: Option<&str>) -> Result<Map<String, Value>, ConfigError> {
     let text = text.unwrap_or("");
@@ -63,67 +54,28 @@ fn array_at<'a>(
         .ok_or_else(|| ConfigError::WrongShape { path: path.into(), key, expected: "an array" })
 }
 
-/// The server entry `setup` writes.
-fn server_entry(wanted: &Wanted, form: ServerForm) -> Result<Value, ConfigError> {
-    Ok(match form {
-        ServerForm::Http => {
-            let token = wanted.token.as_deref().ok_or_else(|| {
-                ConfigError::Unavailable(format!(
-                    "no gateway token in {}",
-                    wanted.config.join("token").display()
-                ))
-            })?;
-            json!({
-                "type": "http",
-                "url": wanted.mcp_url,
-                "headers": { "Authorization": format!("Bearer {token}") },
-            })
-        }
-        ServerForm::Relay => {
-            let mut entry = json!({ "type": "stdio", "command": wanted.relay_command(), "args": ["mcp"] });
-            let env = wanted.relay_env();
-            if !env.is_empty() {
-                entry["env"] = Value::Object(env.into_iter().map(|(k, v)| (k, Value::String(v))).collect());
-            }
-            entry
-        }
-    })
+/// The server entry `setup` writes: the stdio relay, which reads the token itself (none in the file).
+fn server_entry(wanted: &Wanted) -> Value {
+    let mut entry = json!({ "type": "stdio", "command": wanted.relay_command(), "args": ["mcp"] });
+    let env = wanted.relay_env();
+    if !env.is_empty() {
+        entry["env"] = Value::Object(env.into_iter().map(|(k, v)| (k, Value::String(v))).collect());
+    }
+    entry
 }
 
-/// The text with `mcpServers.portcullis` set to the entry of `form` (replacing the one there).
-pub fn apply_server(
-    wanted: &Wanted,
-    path: &str,
-    text: Option<&str>,
-    form: ServerForm,
-) -> Result<String, ConfigError> {
+/// The text with `mcpServers.portcullis` set to the relay (replacing the entry there).
+pub fn apply_server(wanted: &Wanted, path: &str, text: Option<&str>) -> Result<String, ConfigError> {
     let mut root = parse(path, text)?;
-    let entry = server_entry(wanted, form)?;
-    object_at(&mut root, "mcpServers", path)?.insert("portcullis".into(), entry);
+    object_at(&mut root, "mcpServers", path)?.insert("portcullis".into(), server_entry(wanted));
     Ok(render(root, text))
 }
 
-/// `${NAME}` in `value` replaced by the environment's `NAME` (Claude Code expands them in headers).
-fn expand_env(value: &str) -> String {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find('}') else {
-            break;
-        };
-        let name = &rest[start + 2..start + end];
-        out.push_str(&std::env::var(name).unwrap_or_default());
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Whether `mcpServers.portcullis` is there and works: pointed at the hub with its token (HTTP), or the
-/// relay on this machine reading the hub's config folder. `form`: accept that form only, as `setup`
-/// writes it (the command exactly); `None`: either, as `doctor` accepts them.
-pub fn check_server(wanted: &Wanted, text: Option<&str>, form: Option<ServerForm>) -> Vec<Finding> {
+/// Whether `mcpServers.portcullis` is there and works: the relay on this machine reading the hub's
+/// config folder. `exact`: the command as `setup` writes it (`setup` rewrites anything else); otherwise
+/// any path to a portcullis binary, as `doctor` accepts it. The HTTP entry older set-ups wrote is named
+/// wrong: it puts the gateway token in a file Claude Code reads.
+pub fn check_server(wanted: &Wanted, text: Option<&str>, exact: bool) -> Vec<Finding> {
     let Some(text) = text else {
         return vec![Finding::Missing("no mcpServers.portcullis (no file)".into())];
     };
@@ -139,47 +91,16 @@ pub fn check_server(wanted: &Wanted, text: Option<&str>, form: Option<ServerForm
     } else {
         "(none)"
     });
-    let finding = match (kind, form) {
-        ("http", Some(ServerForm::Relay)) => {
-            Finding::Wrong("mcpServers.portcullis is the HTTP server, not the relay".into())
-        }
-        ("stdio", Some(ServerForm::Http)) => {
-            Finding::Wrong("mcpServers.portcullis is the relay, not the HTTP server".into())
-        }
-        ("http", _) => check_http(wanted, entry),
-        ("stdio", _) => check_relay(wanted, entry, form.is_some()),
-        (other, _) => Finding::Wrong(format!("mcpServers.portcullis has type `{other}`, not http or stdio")),
+    let finding = match kind {
+        "http" => Finding::Wrong(
+            "mcpServers.portcullis is the HTTP server with the gateway token in a file Claude Code reads; \
+             the relay needs no token there"
+                .into(),
+        ),
+        "stdio" => check_relay(wanted, entry, exact),
+        other => Finding::Wrong(format!("mcpServers.portcullis has type `{other}`, not stdio")),
     };
     vec![finding]
-}
-
-fn check_http(wanted: &Wanted, entry: &Value) -> Finding {
-    let url = entry.get("url").and_then(Value::as_str).unwrap_or("");
-    if url != wanted.mcp_url {
-        return Finding::Wrong(format!(
-            "mcpServers.portcullis points at `{url}`, the hub at `{}`",
-            wanted.mcp_url
-        ));
-    }
-    let header = entry
-        .get("headers")
-        .and_then(Value::as_object)
-        .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")))
-        .and_then(|(_, v)| v.as_str())
-        .map(expand_env);
-    let Some(token) = &wanted.token else {
-        return Finding::Wrong(format!(
-            "mcpServers.portcullis: no gateway token to compare ({} is missing)",
-            wanted.config.join("token").display()
-        ));
-    };
-    match header {
-        None => Finding::Missing("mcpServers.portcullis sends no Authorization header".into()),
-        Some(h) if h == format!("Bearer {token}") => {
-            Finding::Ok(format!("mcpServers.portcullis: HTTP to {url} with the gateway token"))
-        }
-        Some(_) => Finding::Wrong("mcpServers.portcullis sends another token than the gateway's".into()),
-    }
 }
 
 fn check_relay(wanted: &Wanted, entry: &Value, exact: bool) -> Finding {
@@ -368,7 +289,9 @@ fn same_hook_command(a: &str, b: &str) -> bool {
         let path = if program.contains('/') {
             std::path::PathBuf::from(program)
         } else {
-            std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())?
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())?
         };
         Some((std::fs::canonicalize(path).ok()?, rest.to_owned()))
     };
@@ -392,13 +315,5 @@ mod tests {
         for no in ["other hook claude", "portcullis mcp", "echo portcullis hook codex"] {
             assert!(!is_portcullis_hook(no), "{no}");
         }
-    }
-
-    #[test]
-    fn header_variables_are_expanded() {
-        // SAFETY of the test: HOME is always set in the test environment.
-        let home = std::env::var("HOME").unwrap();
-        assert_eq!(expand_env("Bearer ${HOME}"), format!("Bearer {home}"));
-        assert_eq!(expand_env("Bearer plain"), "Bearer plain");
     }
 }

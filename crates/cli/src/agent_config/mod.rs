@@ -8,7 +8,7 @@ pub mod codex;
 pub mod files;
 
 use crate::args::AgentName;
-use portcullis_hub::start::{DEFAULT_PORT, RuntimeInfo, config_dir};
+use portcullis_hub::start::config_dir;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -77,8 +77,6 @@ pub enum Base {
 /// What a file holds for Portcullis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Entry {
-    /// `mcpServers.portcullis`: the gateway over HTTP with the token header.
-    ClaudeMcpHttp,
     /// `mcpServers.portcullis`: the stdio relay (`portcullis mcp`), which reads the token itself.
     ClaudeMcpRelay,
     /// `permissions.allow` `mcp__portcullis` and the `PreToolUse` hook `portcullis hook claude`.
@@ -99,16 +97,18 @@ pub struct AgentFile {
     pub secret: bool,
 }
 
-/// Every file `setup` writes, by agent and scope. Claude Code's project server is the stdio relay: a
-/// project's `.mcp.json` is shared (and read by the agent), so it carries no token and no port.
+/// Every file `setup` writes, by agent and scope. Claude Code's server is the stdio relay in both
+/// scopes: a project's `.mcp.json` is shared, and `~/.claude.json` is read by the agent, so neither
+/// carries the token (the relay reads it from the hub's folder); the relay also names Claude Code's
+/// session to the hub, which records its calls beside the same session's hook calls.
 pub const AGENT_FILES: [AgentFile; 6] = [
     AgentFile {
         agent: AgentName::Claude,
         scope: Scope::User,
         base: Base::ClaudeState,
         name: ".claude.json",
-        entry: Entry::ClaudeMcpHttp,
-        secret: true,
+        entry: Entry::ClaudeMcpRelay,
+        secret: false,
     },
     AgentFile {
         agent: AgentName::Claude,
@@ -192,8 +192,10 @@ impl Folders {
 
     /// `path` as a person reads it: `~/…` in the home folder, relative in the project.
     pub fn shown(&self, path: &Path) -> String {
+        // The nearer of the two folders names it (a home inside the project folder is still `~`).
         if let Ok(rest) = path.strip_prefix(&self.project)
             && self.project != self.home
+            && !(path.starts_with(&self.home) && self.home.starts_with(&self.project))
         {
             return rest.display().to_string();
         }
@@ -213,10 +215,6 @@ fn non_empty_env(name: &str) -> Option<PathBuf> {
 pub struct Wanted {
     /// The hub's config folder (its token, its runtime file).
     pub config: PathBuf,
-    /// The running hub's MCP endpoint, else the default one.
-    pub mcp_url: String,
-    /// The gateway token, when there is one (`setup claude --user` makes it if needed).
-    pub token: Option<String>,
     /// The `PreToolUse` hook snippet: `permissions` and `hooks`.
     pub hook: serde_json::Value,
     /// The relay's server entry: `command`, `args`, `default_tools_approval_mode`, maybe `env`.
@@ -224,33 +222,16 @@ pub struct Wanted {
 }
 
 impl Wanted {
-    /// The entries for the hub whose config folder this process finds. `make_token`: create the
-    /// gateway token if the hub never ran (setup writes it into `~/.claude.json`).
-    pub fn from_env(make_token: bool) -> Result<Wanted, ConfigError> {
+    /// The entries for the hub whose config folder this process finds.
+    pub fn from_env() -> Result<Wanted, ConfigError> {
         let config = config_dir().map_err(|e| ConfigError::Unavailable(e.to_string()))?;
-        let running = RuntimeInfo::read(&config);
-        let mcp_url =
-            running.map(|r| r.mcp_url).unwrap_or_else(|| format!("http://127.0.0.1:{DEFAULT_PORT}/mcp"));
-        let token = if make_token {
-            Some(
-                portcullis_hub::start::load_or_create_token(&config)
-                    .map_err(|e| ConfigError::io(&config.join("token"), e))?,
-            )
-        } else {
-            std::fs::read_to_string(config.join("token")).ok().map(|t| t.trim().to_owned())
-        };
-        Wanted::new(config, mcp_url, token, &binary_for_agents())
+        Wanted::new(config, &binary_for_agents())
     }
 
-    /// The entries for a hub at `mcp_url` with config folder `config`, its relay and hook run as
-    /// `binary`.
-    pub fn new(
-        config: PathBuf,
-        mcp_url: String,
-        token: Option<String>,
-        binary: &Path,
-    ) -> Result<Wanted, ConfigError> {
-        let snippets = portcullis_hub::api::hookup_snippets(&mcp_url, &config, binary);
+    /// The entries for a hub with config folder `config`, its relay and hook run as `binary` (the relay
+    /// finds the hub by its runtime file and reads the token itself: neither goes into an agent's file).
+    pub fn new(config: PathBuf, binary: &Path) -> Result<Wanted, ConfigError> {
+        let snippets = portcullis_hub::api::hookup_snippets(&config, binary);
         let text = |client: &str, language: &str| {
             snippets.iter().find(|s| s.client == client && s.language == language).map(|s| s.text.clone())
         };
@@ -265,7 +246,7 @@ impl Wanted {
             .and_then(toml_edit::Item::as_table)
             .cloned()
             .ok_or(ConfigError::Snippet("[mcp_servers.portcullis] table"))?;
-        Ok(Wanted { config, mcp_url, token, hook, relay })
+        Ok(Wanted { config, hook, relay })
     }
 
     /// The relay's command (as the snippet writes it).
@@ -333,7 +314,7 @@ impl Finding {
 /// may be either form (HTTP with the token, or the relay) in either scope.
 pub fn check(entry: Entry, wanted: &Wanted, text: Option<&str>) -> Vec<Finding> {
     match entry {
-        Entry::ClaudeMcpHttp | Entry::ClaudeMcpRelay => claude::check_server(wanted, text, None),
+        Entry::ClaudeMcpRelay => claude::check_server(wanted, text, false),
         Entry::ClaudeHook => claude::check_hook(wanted, text),
         Entry::CodexRelay => codex::check_relay(wanted, text),
     }
@@ -343,8 +324,7 @@ pub fn check(entry: Entry, wanted: &Wanted, text: Option<&str>) -> Vec<Finding> 
 /// has the entry as `setup` writes it.
 pub fn apply(entry: Entry, wanted: &Wanted, path: &str, text: Option<&str>) -> Result<String, ConfigError> {
     let in_place = match entry {
-        Entry::ClaudeMcpHttp => claude::check_server(wanted, text, Some(claude::ServerForm::Http)),
-        Entry::ClaudeMcpRelay => claude::check_server(wanted, text, Some(claude::ServerForm::Relay)),
+        Entry::ClaudeMcpRelay => claude::check_server(wanted, text, true),
         Entry::ClaudeHook | Entry::CodexRelay => check(entry, wanted, text),
     };
     if let Some(text) = text
@@ -353,8 +333,7 @@ pub fn apply(entry: Entry, wanted: &Wanted, path: &str, text: Option<&str>) -> R
         return Ok(text.to_owned());
     }
     match entry {
-        Entry::ClaudeMcpHttp => claude::apply_server(wanted, path, text, claude::ServerForm::Http),
-        Entry::ClaudeMcpRelay => claude::apply_server(wanted, path, text, claude::ServerForm::Relay),
+        Entry::ClaudeMcpRelay => claude::apply_server(wanted, path, text),
         Entry::ClaudeHook => claude::apply_hook(wanted, path, text),
         Entry::CodexRelay => codex::apply_relay(wanted, path, text),
     }
@@ -387,8 +366,9 @@ mod tests {
         std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
         std::fs::write(&bin, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let token = Some("t".repeat(64));
-        Wanted::new(dir.join("config"), "http://127.0.0.1:1/mcp".into(), token, &bin).unwrap()
+        std::fs::create_dir_all(dir.join("config")).unwrap();
+        std::fs::write(dir.join("config/token"), "t".repeat(64)).unwrap();
+        Wanted::new(dir.join("config"), &bin).unwrap()
     }
 
     /// A file of the row's format holding one key of someone else's.
@@ -422,8 +402,8 @@ mod tests {
     }
 
     #[test]
-    fn claude_user_state_file_gets_the_http_server() {
-        assert_eq!(AGENT_FILES[0].entry, Entry::ClaudeMcpHttp);
+    fn claude_user_state_file_gets_the_relay() {
+        assert_eq!(AGENT_FILES[0].entry, Entry::ClaudeMcpRelay);
         row_round_trips(0);
     }
 
@@ -470,7 +450,7 @@ mod tests {
             (Entry::ClaudeHook, "{ not json"),
             (Entry::ClaudeHook, "{\"permissions\": []}"),
             (Entry::ClaudeHook, "[1]"),
-            (Entry::ClaudeMcpHttp, "{\"mcpServers\": 3}"),
+            (Entry::ClaudeMcpRelay, "{\"mcpServers\": 3}"),
             (Entry::CodexRelay, "mcp_servers = 1\n"),
             (Entry::CodexRelay, "[[x]\n"),
         ] {

@@ -88,19 +88,23 @@ fn the_readmes_commands_on_a_fresh_home_pass_doctor_against_serve() {
     let home = base.join("home");
     let claude = json(&home.join(".claude.json"));
     let server = &claude["mcpServers"]["portcullis"];
-    assert_eq!(server["type"], "http");
-    assert_eq!(server["url"], served.mcp_url.as_str());
-    assert_eq!(server["headers"]["Authorization"], format!("Bearer {}", served.token.trim()));
-    assert_eq!(mode(&home.join(".claude.json")), 0o600, "it holds the token: owner-only");
+    // The stdio relay: the token stays in the hub's folder, out of a file Claude Code reads.
+    assert_eq!(server["type"], "stdio", "{claude}");
+    assert_eq!(server["command"], "portcullis");
+    assert_eq!(server["args"], serde_json::json!(["mcp"]));
+    assert!(!claude.to_string().contains(served.token.trim()), "no token in ~/.claude.json");
     let settings = json(&home.join(".claude/settings.json"));
     assert_eq!(settings["permissions"]["allow"], serde_json::json!(["mcp__portcullis"]));
-    let hook = &settings["hooks"]["PreToolUse"][0];
-    assert_eq!(hook["matcher"], "*");
     let config = base.join("config");
-    assert_eq!(
-        hook["hooks"][0]["command"],
-        format!("PORTCULLIS_CONFIG_DIR={} portcullis hook claude", config.display())
-    );
+    for event in ["PreToolUse", "PostToolUse"] {
+        let hook = &settings["hooks"][event][0];
+        assert_eq!(hook["matcher"], "*", "{event}");
+        assert_eq!(
+            hook["hooks"][0]["command"],
+            format!("PORTCULLIS_CONFIG_DIR={} portcullis hook claude", config.display()),
+            "{event}"
+        );
+    }
     let codex = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
     assert!(codex.contains("[mcp_servers.portcullis]\ncommand = \"portcullis\"\nargs = [\"mcp\"]\ndefault_tools_approval_mode = \"approve\""), "{codex}");
     assert!(!codex.contains(served.token.trim()), "no token in Codex's file");
@@ -122,15 +126,17 @@ fn the_readmes_commands_on_a_fresh_home_pass_doctor_against_serve() {
     // Again: nothing to change.
     assert!(run_ok(&base, &["setup", "claude", "--user", "--yes"], 0).contains("set up already"));
 
-    // A wrong token in ~/.claude.json is named, with the fix.
-    let tampered =
-        std::fs::read_to_string(home.join(".claude.json")).unwrap().replace(served.token.trim(), "nope");
+    // A relay that would read another config folder is named, with the fix.
+    let tampered = std::fs::read_to_string(home.join(".claude.json")).unwrap().replace(
+        &format!("\"PORTCULLIS_CONFIG_DIR\": \"{}\"", config.display()),
+        "\"PORTCULLIS_CONFIG_DIR\": \"/elsewhere\"",
+    );
     std::fs::write(home.join(".claude.json"), tampered).unwrap();
     let report = run_ok(&base, &["doctor", "claude"], 1);
     assert!(
         report.lines().any(|l| l.starts_with("wrong")
             && l.contains("~/.claude.json")
-            && l.contains("another token")
+            && l.contains("/elsewhere")
             && l.contains("run `portcullis setup claude --user`")),
         "{report}"
     );
@@ -211,9 +217,9 @@ fn setup_merges_keeping_other_keys_and_undo_restores_byte_for_byte() {
     assert_eq!(keys, ["numStartups", "mcpServers", "projects"], "order kept");
     assert_eq!(claude["numStartups"], 12);
     assert_eq!(claude["mcpServers"]["other"]["command"], "other-server");
-    assert_eq!(claude["mcpServers"]["portcullis"]["type"], "http");
+    assert_eq!(claude["mcpServers"]["portcullis"]["type"], "stdio");
     assert_eq!(claude["projects"]["/src/x"]["allowedTools"], serde_json::json!([]));
-    assert_eq!(mode(&files[0].0), 0o600, "now it holds the token");
+    assert_eq!(mode(&files[0].0), 0o644, "no secret: its mode is kept");
 
     let settings = json(&files[1].0);
     assert_eq!(settings["model"], "opus");
@@ -262,11 +268,10 @@ fn the_diff_is_shown_and_nothing_is_written_without_yes() {
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("--- ~/.claude.json\n+++ ~/.claude.json\n@@ "), "{stdout}");
     assert!(stdout.contains("+    \"portcullis\": {"), "{stdout}");
-    assert!(stdout.contains("\"Authorization\": \"Bearer <the gateway token>\""), "{stdout}");
+    assert!(stdout.contains("+      \"args\": ["), "{stdout}");
     assert!(stdout.contains("+++ ~/.claude/settings.json"), "{stdout}");
     assert!(stderr.contains("pass --yes"), "{stderr}");
-    let token = std::fs::read_to_string(base.join("config/token")).unwrap();
-    assert!(!stdout.contains(token.trim()), "the token is not printed");
+    assert!(!base.join("config/token").exists() || !stdout.contains("Bearer"), "no token in a diff");
     for (path, text) in &files {
         assert_eq!(std::fs::read_to_string(path).unwrap(), *text, "{} untouched", path.display());
         assert!(!PathBuf::from(format!("{}.portcullis-backup", path.display())).exists());

@@ -228,8 +228,11 @@ fn with_a_hub_the_operator_answers_and_the_hub_records() {
     // hub runs `ls` in its sandbox; the output, status and folder come back as from the command itself.
     std::fs::create_dir_all(proj.join("sub")).unwrap();
     std::fs::write(proj.join("sub/listed.txt"), "x").unwrap();
-    let (decision, reason, _, answer) =
-        hook_whole(&base, &[], &input(&proj, "Bash", json!({"command": "cd sub && ls", "description": "list"})));
+    let (decision, reason, _, answer) = hook_whole(
+        &base,
+        &[],
+        &input(&proj, "Bash", json!({"command": "cd sub && ls", "description": "list"})),
+    );
     assert_eq!(decision, "allow", "{reason}");
     assert!(reason.contains("runs in Portcullis's sandbox"), "{reason}");
     assert_eq!(answer["hookSpecificOutput"]["updatedInput"]["description"], "list", "{answer}");

@@ -43,7 +43,8 @@ const OTHER_POLICY: &str = r#"{
 fn agents_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents").canonicalize().unwrap();
     assert!(
-        dir.join("node_modules/@anthropic-ai/claude-code").is_dir() && dir.join("node_modules/@openai/codex").is_dir(),
+        dir.join("node_modules/@anthropic-ai/claude-code").is_dir()
+            && dir.join("node_modules/@openai/codex").is_dir(),
         "the real agents are not installed: run `npm ci --prefix tests/agents` (.ci/run does)"
     );
     dir
@@ -101,7 +102,11 @@ fn run_agent(served: &Served, agent: &str, cwd: &Path, script: Value) -> Value {
         .output()
         .unwrap();
     let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("run-agent: {e}\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "run-agent: {e}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     });
     assert_eq!(result["timed_out"], false, "{agent} timed out: {result}");
     result
@@ -165,7 +170,11 @@ fn gateway_calls_reach_the_model(agent: &str) {
     assert!(got[0].contains("42xyz"), "{agent}'s model did not get the output: {}", got[0]);
     assert!(got[1].contains("operator") && got[1].contains("denied"), "{agent}: {}", got[1]);
     assert!(got[2].contains(".env") && !got[2].contains("do-not-show"), "{agent}: {}", got[2]);
-    assert!(got[2].contains("denied") || got[2].contains("refused") || got[2].contains("never"), "{agent}: {}", got[2]);
+    assert!(
+        got[2].contains("denied") || got[2].contains("refused") || got[2].contains("never"),
+        "{agent}: {}",
+        got[2]
+    );
     let calls = ledger_calls_when(&served, 3);
     assert_eq!(calls.len(), 3, "{calls:?}");
 }
@@ -195,27 +204,49 @@ fn claude_codes_own_bash_runs_in_the_hubs_sandbox() {
         format!("#!/bin/sh\necho \"ran-$((6*7))\"\necho pwned > '{}'\necho \"status $?\"\n", loot.display()),
     )
     .unwrap();
-    std::fs::set_permissions(proj.join("escape.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(proj.join("escape.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    std::fs::write(proj.join("notes.txt"), "notes-for-the-model").unwrap();
     let run = run_agent(
         &served,
         "claude",
         &proj,
         json!([
             { "tool": "^Bash$", "input": { "command": "./escape.sh", "description": "run the script" } },
+            { "tool": "^Read$", "input": { "file_path": proj.join("notes.txt") } },
+            { "tool": "__shell", "input": { "command": "printf 'via-%s\\n' mcp" } },
             { "text": "done" }
         ]),
     );
     let got = results(&run);
-    assert_eq!(got.len(), 1, "{run}");
+    assert_eq!(got.len(), 3, "{run}");
     assert!(got[0].contains("ran-42"), "the model did not get the output: {}", got[0]);
     assert!(!loot.exists(), "the write beyond the roots reached the disk");
     assert!(got[0].contains("sandbox refused"), "the wall is not named: {}", got[0]);
     assert!(got[0].contains(&loot.display().to_string()), "the refused path is not named: {}", got[0]);
-    let calls = ledger_calls_when(&served, 1);
-    assert_eq!(calls[0]["owner"], "claude-code hook", "{calls:?}");
-    assert_eq!(calls[0]["status"], "finished", "{calls:?}");
-    let shown = ledger_show(&served, calls[0]["call_id"].as_str().unwrap());
+    assert!(got[1].contains("notes-for-the-model"), "{}", got[1]);
+    assert!(got[2].contains("via-mcp"), "{}", got[2]);
+    let calls = ledger_calls_when(&served, 3);
+    let by_tool =
+        |tool: &str| calls.iter().find(|c| c["tool"] == tool).unwrap_or_else(|| panic!("{tool}: {calls:?}"));
+    // Claude Code's own Bash, run by the hub: the row holds the output.
+    let bash = calls.iter().find(|c| c["owner"] == "claude-code hook" && c["tool"] == "shell").unwrap();
+    assert_eq!(bash["status"], "finished", "{calls:?}");
+    let shown = ledger_show(&served, bash["call_id"].as_str().unwrap());
     assert!(shown.contains("ran-42"), "the ledger lacks the output: {shown}");
+    // Claude Code's own Read: its PostToolUse report ends the row with what Claude Code got.
+    let read = by_tool("read");
+    assert_eq!(read["status"], "finished", "{calls:?}");
+    let shown = ledger_show(&served, read["call_id"].as_str().unwrap());
+    assert!(
+        shown.contains("Claude Code ran it and reported") && shown.contains("notes-for-the-model"),
+        "{shown}"
+    );
+    // One Claude Code session is one ledger session: the hook's rows and the relay's MCP row.
+    let sessions: std::collections::BTreeSet<&str> =
+        calls.iter().map(|c| c["session_id"].as_str().unwrap()).collect();
+    assert_eq!(sessions.len(), 1, "{calls:?}");
+    assert!(sessions.iter().all(|s| s.starts_with("claude-")), "{sessions:?}");
 }
 
 /// One hub, two Claude Code sessions in two projects: each call is judged by its own project's policy.

@@ -13,20 +13,21 @@ impl OperatorApi {
     /// does not listen (nothing to connect to), or when it has no config folder (no token).
     pub fn hookup_snippets(&self) -> Result<Vec<HookupSnippet>, ApiError> {
         let state = &self.hub.state;
-        let addr = state.served_at.get().ok_or_else(|| {
+        // The relay finds a hub that listens (its runtime file); one that does not has nothing to offer.
+        state.served_at.get().ok_or_else(|| {
             ApiError::new(ErrorCode::HubUnavailable, "the hub does not listen for agents", json!({}))
         })?;
         let config = state.config.user_config().ok_or_else(|| {
             ApiError::new(ErrorCode::HubUnavailable, "the hub has no config folder (set HOME)", json!({}))
         })?;
-        Ok(snippets(&format!("{}://{addr}/mcp", state.scheme()), &config, &portcullis_binary()))
+        Ok(snippets(&config, &portcullis_binary()))
     }
 }
 
-/// The snippets for a hub at `mcp_url` whose config folder is `config`, relayed by `binary`. Public so
-/// `portcullis setup` writes the very entries shown here (it parses the JSON and TOML snippets).
-pub fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippet> {
-    let token = config.join("token");
+/// The snippets for a hub whose config folder is `config`, relayed by `binary` (both agents reach the hub
+/// through the stdio relay, which finds it by its runtime file). Public so `portcullis setup` writes the
+/// very entries shown here (it parses the JSON and TOML snippets).
+pub fn snippets(config: &Path, binary: &Path) -> Vec<HookupSnippet> {
     let bin = binary.display().to_string();
     // Clients start the relay and the hook with their own environment: name the config folder when it is
     // not the one they would find by themselves.
@@ -34,9 +35,12 @@ pub fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippe
         (Some(config) != natural_config_dir().as_deref()).then(|| config.display().to_string());
     let env_prefix =
         custom_config.as_ref().map(|c| format!("PORTCULLIS_CONFIG_DIR={} ", sh(c))).unwrap_or_default();
-    let claude_http = format!(
-        "claude mcp add --transport http portcullis {mcp_url} \\\n  --header \"Authorization: Bearer $(cat {})\"",
-        sh(&token.display().to_string())
+    // The stdio relay: the token stays in the hub's folder (out of `~/.claude.json`, which the agent
+    // reads), and the relay names Claude Code's session to the hub.
+    let claude_relay = format!(
+        "claude mcp add --scope user {}portcullis -- {} mcp",
+        custom_config.as_ref().map(|c| format!("-e PORTCULLIS_CONFIG_DIR={} ", sh(c))).unwrap_or_default(),
+        sh(&bin)
     );
     // In the README's shape: one line per hook entry, the order Claude Code's documentation uses.
     let command = serde_json::to_string(&format!("{env_prefix}{} hook claude", sh(&bin))).unwrap_or_default();
@@ -57,10 +61,10 @@ pub fn snippets(mcp_url: &str, config: &Path, binary: &Path) -> Vec<HookupSnippe
     vec![
         HookupSnippet {
             client: "Claude Code".into(),
-            purpose: "MCP server over HTTP, with the gateway token".into(),
+            purpose: "MCP server through the stdio relay (no token in Claude Code's files)".into(),
             file: None,
             language: "sh".into(),
-            text: claude_http,
+            text: claude_relay,
         },
         HookupSnippet {
             client: "Claude Code".into(),

@@ -29,7 +29,6 @@ async fn the_snippets_name_the_real_port_and_token_file() {
     .await
     .unwrap();
     let running = portcullis_hub::serve(hub).await.unwrap();
-    let port = running.addr.port();
     let snippets = OperatorApi::new(running.hub.clone()).hookup_snippets().unwrap();
     let clients: Vec<(&str, Option<&str>, &str)> =
         snippets.iter().map(|s| (s.client.as_str(), s.file.as_deref(), s.language.as_str())).collect();
@@ -41,13 +40,11 @@ async fn the_snippets_name_the_real_port_and_token_file() {
             ("Codex", Some("~/.codex/config.toml"), "toml"),
         ]
     );
-    let token = config.join("token").display().to_string();
-    assert_eq!(
-        snippets[0].text,
-        format!(
-            "claude mcp add --transport http portcullis http://127.0.0.1:{port}/mcp \\\n  --header \"Authorization: Bearer $(cat '{token}')\""
-        )
-    );
+    let relay = &snippets[0].text;
+    let start =
+        format!("claude mcp add --scope user -e PORTCULLIS_CONFIG_DIR='{}' portcullis -- ", config.display());
+    assert!(relay.starts_with(&start) && relay.ends_with("portcullis mcp"), "{relay}");
+    assert!(!snippets[0].text.contains("Bearer"), "no token: {}", snippets[0].text);
     // The hook's JSON parses and runs `portcullis hook claude` with this hub's (unusual) config folder.
     let hook: serde_json::Value = serde_json::from_str(&snippets[1].text).unwrap();
     let command = hook["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str().unwrap();
@@ -55,6 +52,8 @@ async fn the_snippets_name_the_real_port_and_token_file() {
     assert!(command.ends_with("portcullis hook claude"), "{command}");
     assert_eq!(hook["hooks"]["PreToolUse"][0]["matcher"], "*");
     assert_eq!(hook["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 60);
+    // And the report after each tool (issue 52: the row ends with what Claude Code got).
+    assert_eq!(hook["hooks"]["PostToolUse"][0]["hooks"][0]["command"].as_str(), Some(command));
     // Without the permission line `claude -p` refuses every call to the gateway (issue 52).
     assert_eq!(hook["permissions"]["allow"], serde_json::json!(["mcp__portcullis"]));
     // The README's shape: the hook entry on one line.

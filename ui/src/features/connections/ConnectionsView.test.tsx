@@ -26,10 +26,10 @@ const server: UpstreamServer = {
 const snippets: HookupSnippet[] = [
   {
     client: "Claude Code",
-    purpose: "MCP server over HTTP, with the gateway token",
+    purpose: "MCP server through the stdio relay (no token in Claude Code's files)",
     file: null,
     language: "sh",
-    text: 'claude mcp add --transport http portcullis http://127.0.0.1:7391/mcp \\\n  --header "Authorization: Bearer $(cat /home/dev/.config/portcullis/token)"',
+    text: "claude mcp add --scope user portcullis -- portcullis mcp",
   },
   {
     client: "Codex",
