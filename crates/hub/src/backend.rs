@@ -97,7 +97,13 @@ impl GatewayBackend for HubBackend {
     async fn open_session(&self, client: ClientIdentity) -> String {
         let id = self
             .hub
-            .open_session_linked(&client.name, &client.version, client.transport, client.linked_session)
+            .open_session_linked(
+                &client.name,
+                &client.version,
+                client.transport,
+                client.linked_session,
+                client.project,
+            )
             .await;
         if let Ok(mut owners) = self.owners.write() {
             owners.insert(id.clone(), format!("{} {} ({})", client.name, client.version, client.transport));

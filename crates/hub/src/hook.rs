@@ -489,6 +489,28 @@ impl Hub {
             );
         }
         let session = format!("claude-{}", input.session_id);
+        let relayed = state
+            .open_sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(&session);
+        // A session the relay opened has its row already (with Claude Code's version).
+        if !relayed && state.hook_runs.first_call_of(&session, &project.root) {
+            // The session's row names the project it works in (the sessions list, Live and the ledger
+            // show it); the relay's MCP connection of the same session shares the row.
+            let info = portcullis_ledger::SessionInfo {
+                id: session.clone(),
+                client_name: Some("claude-code".into()),
+                client_version: None,
+                cwd: Some(project.root.display().to_string()),
+                policy_hash: Some(project.live.current().version().to_string()),
+                started_at: portcullis_harness::Timestamp::now(),
+                ended_at: None,
+            };
+            if let Err(e) = state.ledger.begin_session(info).await {
+                tracing::error!(error = %e, session = %session, "the hook's session was not recorded");
+            }
+        }
         let launcher =
             state.workspace.sandbox.clone().filter(|_| project.live.sandbox_support().can_confine());
         let carried = match (name.as_str(), launcher, &input.tool_use_id) {

@@ -66,6 +66,8 @@ struct Slot {
 pub struct HookRuns {
     tickets: Mutex<HashMap<String, Slot>>,
     reports: Mutex<HashMap<(String, String), oneshot::Sender<Value>>>,
+    /// The Claude Code sessions (and their projects) whose ledger session row is written.
+    sessions: Mutex<std::collections::HashSet<(String, std::path::PathBuf)>>,
 }
 
 /// 32 random bytes as hex.
@@ -121,6 +123,16 @@ impl HookRuns {
         let (tx, rx) = oneshot::channel();
         reports.insert((session.to_owned(), tool_use_id.to_owned()), tx);
         Ok(rx)
+    }
+
+    /// Whether the session's row naming `project` is still to be written (true once per pair; the set
+    /// is bounded, forgetting all past its size: a row written twice is the same row).
+    pub fn first_call_of(&self, session: &str, project: &std::path::Path) -> bool {
+        let Ok(mut sessions) = self.sessions.lock() else { return false };
+        if sessions.len() >= 4096 {
+            sessions.clear();
+        }
+        sessions.insert((session.to_owned(), project.to_path_buf()))
     }
 
     /// Hands a `PostToolUse` report to the call waiting for it; false when none waits (a sandboxed run,

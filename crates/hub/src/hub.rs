@@ -619,18 +619,20 @@ impl Hub {
 
     /// Opens a ledger session for a client connected over `transport` (`http`, `stdio`).
     pub async fn open_session_over(&self, client: &str, version: &str, transport: &str) -> String {
-        self.open_session_linked(client, version, transport, None).await
+        self.open_session_linked(client, version, transport, None, None).await
     }
 
     /// [`Hub::open_session_over`] under the agent's own session id when it names one (Claude Code's,
     /// through the stdio relay) that no open connection holds already: its calls and the same session's
-    /// hook calls are then one ledger session.
+    /// hook calls are then one ledger session. `project`: the folder the agent says it works in (the
+    /// session's recorded folder; else the hub's project).
     pub(crate) async fn open_session_linked(
         &self,
         client: &str,
         version: &str,
         transport: &str,
         linked: Option<String>,
+        project: Option<String>,
     ) -> String {
         let n = self.state.sessions.fetch_add(1, Ordering::Relaxed) + 1;
         let taken = |id: &String| {
@@ -646,7 +648,7 @@ impl Hub {
             id: id.clone(),
             client_name: Some(client.to_owned()),
             client_version: Some(version.to_owned()),
-            cwd: Some(self.state.project.display().to_string()),
+            cwd: Some(project.unwrap_or_else(|| self.state.project.display().to_string())),
             policy_hash: Some(self.live_policy().current().version().to_string()),
             started_at: info_started,
             ended_at: None,

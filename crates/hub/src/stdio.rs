@@ -36,8 +36,11 @@ pub async fn serve_stdio(options: StdioOptions, notice: &(dyn Fn(&str) + Sync)) 
             notice(&format!("relaying to the running hub at {}", info.mcp_url));
             // Claude Code names its session to the servers it starts: the hub records these calls in the
             // same ledger session as that session's hook calls.
-            let agent_session = std::env::var("CLAUDE_CODE_SESSION_ID").ok().map(|id| format!("claude-{id}"));
-            portcullis_mcp::relay::relay(info.mcp_url, token, agent_session).await.map_err(HubError::Stdio)
+            let agent = portcullis_mcp::agent_names::AgentNames {
+                session: std::env::var("CLAUDE_CODE_SESSION_ID").ok().map(|id| format!("claude-{id}")),
+                project: std::env::var("CLAUDE_PROJECT_DIR").ok(),
+            };
+            portcullis_mcp::relay::relay(info.mcp_url, token, agent).await.map_err(HubError::Stdio)
         }
         _ => embedded(options, notice).await,
     }

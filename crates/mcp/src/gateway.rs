@@ -44,23 +44,12 @@ pub struct ClientIdentity {
     /// `http` or `stdio`.
     pub transport: &'static str,
     /// The agent's own session this connection belongs to, as the stdio relay names it
-    /// ([`AGENT_SESSION_HEADER`]): the hub records the calls under it, beside the same session's hook
+    /// ([`crate::agent_names::AGENT_SESSION_HEADER`]): the hub records the calls under it, beside the same session's hook
     /// calls. Checked for shape only; it labels rows, it grants nothing.
     pub linked_session: Option<String>,
-}
-
-/// The header the stdio relay names its agent's session in (`claude-<Claude Code's session id>`).
-pub const AGENT_SESSION_HEADER: &str = "x-portcullis-agent-session";
-
-/// The linked session a request's headers name, if well formed: `claude-` and 1 to 64 letters, digits
-/// or dashes.
-pub fn linked_session(context: &RequestContext<RoleServer>) -> Option<String> {
-    let parts = context.extensions.get::<http::request::Parts>()?;
-    let value = parts.headers.get(AGENT_SESSION_HEADER)?.to_str().ok()?;
-    let id = value.strip_prefix("claude-")?;
-    let well_formed =
-        (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    well_formed.then(|| value.to_owned())
+    /// The folder the agent works in, as the stdio relay names it ([`crate::agent_names::AGENT_PROJECT_HEADER`]): the
+    /// session's recorded folder. An absolute path, or nothing.
+    pub project: Option<String>,
 }
 
 /// What the gateway serves: the hub implements it.
@@ -480,7 +469,8 @@ impl GatewayHandler {
                 name: client.as_ref().map_or_else(|| "unknown".into(), |c| c.name.clone()),
                 version: client.as_ref().map_or_else(String::new, |c| c.version.clone()),
                 transport: self.connection.transport,
-                linked_session: linked_session(context),
+                linked_session: crate::agent_names::linked_session(context),
+                project: crate::agent_names::agent_project(context),
             })
             .await;
         self.connection.session.get_or_init(|| id).clone()
@@ -510,7 +500,8 @@ impl ServerHandler for GatewayHandler {
                     name: request.client_info.name.clone(),
                     version: request.client_info.version.clone(),
                     transport: self.connection.transport,
-                    linked_session: linked_session(&context),
+                    linked_session: crate::agent_names::linked_session(&context),
+                    project: crate::agent_names::agent_project(&context),
                 })
                 .await;
             let _ = self.connection.session.set(id);

@@ -2,6 +2,7 @@
 //! agents (Streamable HTTP with a bearer token and Origin checks, or stdio), and the bridge that brings
 //! upstream MCP servers' tools into the registry.
 
+pub mod agent_names;
 pub mod caller;
 pub mod client_side;
 pub mod convert;

@@ -75,8 +75,9 @@ impl ClientHandler for HubClient {
 struct Relay {
     url: String,
     token: String,
-    /// The agent's own session (`claude-<id>`), named to the hub in [`crate::gateway::AGENT_SESSION_HEADER`].
-    agent_session: Option<String>,
+    /// The agent's own session (`claude-<id>`) and project folder, named to the hub in
+    /// [`crate::agent_names::AGENT_SESSION_HEADER`] and [`crate::agent_names::AGENT_PROJECT_HEADER`].
+    agent: crate::agent_names::AgentNames,
     hub: Arc<Mutex<Option<RunningService<RoleClient, HubClient>>>>,
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
     progress: ProgressTokens,
@@ -123,10 +124,14 @@ impl ServerHandler for Relay {
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
         let client = HubClient { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
         let mut headers = HashMap::new();
-        if let Some(session) = &self.agent_session
-            && let Ok(value) = http::HeaderValue::from_str(session)
-        {
-            headers.insert(http::HeaderName::from_static(crate::gateway::AGENT_SESSION_HEADER), value);
+        let named = [
+            (crate::agent_names::AGENT_SESSION_HEADER, &self.agent.session),
+            (crate::agent_names::AGENT_PROJECT_HEADER, &self.agent.project),
+        ];
+        for (name, value) in named {
+            if let Some(value) = value.as_deref().and_then(|v| http::HeaderValue::from_str(v).ok()) {
+                headers.insert(http::HeaderName::from_static(name), value);
+            }
         }
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
             .auth_header(self.token.clone())
@@ -209,12 +214,12 @@ impl ServerHandler for Relay {
 const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
 
 /// Serves MCP on stdin/stdout, relaying every request to the hub's gateway at `url` with `token`, until
-/// the client closes stdin. `agent_session` names the agent's own session to the hub.
-pub async fn relay(url: String, token: String, agent_session: Option<String>) -> Result<(), String> {
+/// the client closes stdin. `agent` names the agent's own session and project to the hub.
+pub async fn relay(url: String, token: String, agent: crate::agent_names::AgentNames) -> Result<(), String> {
     let relay = Relay {
         url,
         token,
-        agent_session,
+        agent,
         hub: Arc::new(Mutex::new(None)),
         downstream: Arc::new(OnceLock::new()),
         progress: ProgressTokens::default(),

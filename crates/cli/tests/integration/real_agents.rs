@@ -270,4 +270,21 @@ fn two_claude_code_sessions_are_judged_by_their_own_projects() {
     let calls = ledger_calls_when(&served, 2);
     let statuses: Vec<&str> = calls.iter().map(|c| c["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["blocked", "finished"], "{calls:?}");
+    // Each session's row names the project it worked in (the sessions list and Live show it).
+    let out = portcullis(&served.path(""))
+        .args(["ledger", "sessions", "--json", "--db"])
+        .arg(served.db())
+        .output()
+        .unwrap();
+    let sessions: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let folders: std::collections::BTreeSet<String> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["id"].as_str().is_some_and(|id| id.starts_with("claude-")))
+        .filter_map(|s| s["cwd"].as_str().map(str::to_owned))
+        .collect();
+    let want: std::collections::BTreeSet<String> =
+        [proj.display().to_string(), other.display().to_string()].into_iter().collect();
+    assert_eq!(folders, want, "{sessions}");
 }
