@@ -38,8 +38,9 @@ hook_ms=() run_ms=() bash_ms=() read_ms=()
 for i in $(seq 0 "$runs"); do
   t0=$(now)
   answer=$(input Bash '{"command":"true"}' "$i" | "$bin" hook claude)
-  t1=$(now)
+  th=$(now)
   command=$(printf '%s' "$answer" | python3 -c 'import json,sys; print(json.load(sys.stdin)["hookSpecificOutput"]["updatedInput"]["command"])')
+  t1=$(now) # reading the answer is Claude Code's part, not timed
   (cd "$work/proj" && bash -c "$command")
   t2=$(now)
   (cd "$work/proj" && bash -c true)
@@ -48,7 +49,7 @@ for i in $(seq 0 "$runs"); do
   input Read "{\"file_path\":\"$work/proj/x\"}" "r$i" | "$bin" hook claude >/dev/null
   t4=$(now)
   if [ "$i" -gt 0 ]; then # the first round warms up
-    hook_ms+=($(((t1 - t0) / 1000))) run_ms+=($(((t2 - t1) / 1000))) bash_ms+=($(((t3 - t2) / 1000)))
+    hook_ms+=($(((th - t0) / 1000))) run_ms+=($(((t2 - t1) / 1000))) bash_ms+=($(((t3 - t2) / 1000)))
     read_ms+=($(((t4 - t3) / 1000)))
   fi
 done

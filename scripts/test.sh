@@ -52,6 +52,8 @@ smoke sandbox_bench 20
 smoke workbench_bench 50
 smoke egress_bench 20 4
 smoke egress_path_bench 20 8
+echo "   bench-hook-run.sh 3"
+bash scripts/bench-hook-run.sh 3 "${CARGO_TARGET_DIR:-target}/debug/portcullis" >/dev/null
 echo "bench smoke runs: ok"
 
 echo "== desktop app end to end (tauri-driver + WebKitWebDriver under Xvfb), the browser console (Chromium)"

@@ -289,6 +289,7 @@ struct HookTool {
     action: ExecutionAction,
     carried: crate::hook_run::Carried,
     go: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<crate::hook_run::Go>>>,
+    judged: Arc<std::sync::Mutex<Judged>>,
 }
 
 #[async_trait]
@@ -306,7 +307,8 @@ impl Tool for HookTool {
         let Some(go) = go else {
             return Err(ToolError::new("bad_action", "a hook call is carried out once"));
         };
-        crate::hook_run::carry_out(&self.carried, invocation, go).await
+        let asked_user = self.judged.lock().is_ok_and(|judged| judged.asked_user);
+        crate::hook_run::carry_out(&self.carried, invocation, go, asked_user).await
     }
 }
 
@@ -533,11 +535,12 @@ impl Hub {
         let (go_tx, go_rx) = tokio::sync::oneshot::channel();
         let mut registry = ToolRegistry::new();
         let spec = ToolSpec::new(name.clone(), format!("Claude Code's {}", input.tool_name));
-        let tool = HookTool { spec, action, carried, go: std::sync::Mutex::new(Some(go_tx)) };
+        let judged = Arc::new(std::sync::Mutex::new(Judged::default()));
+        let go = std::sync::Mutex::new(Some(go_tx));
+        let tool = HookTool { spec, action, carried, go, judged: judged.clone() };
         if let Err(e) = registry.register(Arc::new(tool)) {
             return HookAnswer::deny(format!("Portcullis cannot judge {name}: {e}"));
         }
-        let judged = Arc::new(std::sync::Mutex::new(Judged::default()));
         let dispatcher = Pipeline {
             policy: Arc::new(HookPolicy { live: project.live.clone(), confined, judged: judged.clone() }),
             approvals: Arc::new(HookApprovals { broker: state.broker.clone(), wait, judged: judged.clone() }),

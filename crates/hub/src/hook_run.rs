@@ -81,7 +81,11 @@ fn random_ticket() -> Result<String, String> {
 
 impl HookRuns {
     /// A one-time ticket for a run of the session's call, and where its redeemer's stream arrives.
-    fn issue(&self, session: &str) -> Result<(String, oneshot::Receiver<mpsc::Sender<RunUpdate>>), String> {
+    fn issue(
+        &self,
+        session: &str,
+        lifetime: Duration,
+    ) -> Result<(String, oneshot::Receiver<mpsc::Sender<RunUpdate>>), String> {
         let ticket = random_ticket()?;
         let mut slots = self.tickets.lock().map_err(|_| "the tickets' lock is poisoned")?;
         let now = Instant::now();
@@ -92,7 +96,7 @@ impl HookRuns {
         let (tx, rx) = oneshot::channel();
         slots.insert(
             ticket.clone(),
-            Slot { session: session.to_owned(), expires: now + TICKET_LIFETIME, redeem: tx },
+            Slot { session: session.to_owned(), expires: now + lifetime, redeem: tx },
         );
         Ok((ticket, rx))
     }
@@ -102,7 +106,7 @@ impl HookRuns {
     pub fn redeem(&self, ticket: &str) -> Result<mpsc::Receiver<RunUpdate>, String> {
         let slot = self.tickets.lock().map_err(|_| "the tickets' lock is poisoned")?.remove(ticket);
         let refused = "this ticket is unknown, used or expired (each allowed command runs once, within \
-                       60 s of the hook's answer)";
+                       60 s of the hook's answer, or 15 min when Claude Code asked its user)";
         let Some(slot) = slot else { return Err(refused.into()) };
         if slot.expires <= Instant::now() {
             return Err(refused.into());
@@ -171,10 +175,12 @@ pub enum Carried {
 }
 
 /// The call has passed; tell the hook (`go`), then carry it out. The result is the call's record.
+/// `asked_user`: Claude Code asks its user first, so its ticket waits as long as a report does.
 pub async fn carry_out(
     carried: &Carried,
     invocation: ToolInvocation,
     go: oneshot::Sender<Go>,
+    asked_user: bool,
 ) -> Result<ToolOutput, ToolError> {
     match carried {
         Carried::Unwatched => {
@@ -201,7 +207,8 @@ pub async fn carry_out(
             }
         }
         Carried::Sandboxed { runs, session, workspace, launcher } => {
-            sandboxed(runs, session, workspace, launcher, invocation, go).await
+            let lifetime = if asked_user { REPORT_WAIT } else { TICKET_LIFETIME };
+            sandboxed(runs, session, workspace, launcher, invocation, go, lifetime).await
         }
     }
 }
@@ -299,6 +306,7 @@ async fn sandboxed(
     launcher: &portcullis_sandbox::SandboxLauncher,
     invocation: ToolInvocation,
     go: oneshot::Sender<Go>,
+    lifetime: Duration,
 ) -> Result<ToolOutput, ToolError> {
     let action = &invocation.action;
     let (Some(command), Some(cwd)) = (&action.command, &action.cwd) else {
@@ -309,14 +317,14 @@ async fn sandboxed(
         let _ = go.send(Go::ClaudeCodeRuns);
         return Ok(ToolOutput::text("allowed unconfined; Claude Code runs it"));
     };
-    let (ticket, redeemed) = runs.issue(session).map_err(|e| ToolError::new("busy", e))?;
+    let (ticket, redeemed) = runs.issue(session, lifetime).map_err(|e| ToolError::new("busy", e))?;
     let _ = go.send(Go::Ticket(ticket));
     let updates = tokio::select! {
-        redeemed = tokio::time::timeout(TICKET_LIFETIME, redeemed) => match redeemed {
+        redeemed = tokio::time::timeout(lifetime, redeemed) => match redeemed {
             Ok(Ok(updates)) => updates,
             _ => return Err(ToolError::new(
                 "not_run",
-                format!("allowed, but Claude Code did not start it within {} s: it did not run", TICKET_LIFETIME.as_secs()),
+                format!("allowed, but Claude Code did not start it within {} s: it did not run", lifetime.as_secs()),
             )),
         },
         () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the run was cancelled before it started")),
@@ -449,13 +457,16 @@ mod tests {
     #[test]
     fn a_ticket_is_redeemed_once() {
         let runs = HookRuns::default();
-        let (ticket, _waiting) = runs.issue("s").unwrap();
+        let (ticket, _waiting) = runs.issue("s", TICKET_LIFETIME).unwrap();
         assert!(runs.redeem("not-a-ticket").is_err());
         assert!(runs.redeem(&ticket).is_ok());
         assert!(runs.redeem(&ticket).is_err(), "a ticket runs one command once");
         // A ticket whose call ended cannot start anything.
-        let (ticket, waiting) = runs.issue("s").unwrap();
+        let (ticket, waiting) = runs.issue("s", TICKET_LIFETIME).unwrap();
         drop(waiting);
+        assert!(runs.redeem(&ticket).is_err());
+        // An expired ticket starts nothing either, though its call still waits.
+        let (ticket, _still_waiting) = runs.issue("s", Duration::ZERO).unwrap();
         assert!(runs.redeem(&ticket).is_err());
     }
 }
