@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use crate::common::{http, ledger_calls_when, node_modules, portcullis, serve};
+use crate::common::{answer_first_pending, http, ledger_calls_when, node_modules, portcullis, serve};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
@@ -198,23 +198,6 @@ fn malformed_input_is_denied_with_the_reason() {
         assert_eq!(code, 0);
         assert_eq!(decision, if why.starts_with("Bash needs") { "ask" } else { "deny" }, "{text}: {reason}");
         assert!(reason.contains(why), "{text}: {reason}");
-    }
-}
-
-fn answer_first_pending(api: &str, token: &str, answer: &str) -> Value {
-    let started = Instant::now();
-    loop {
-        let (_, body) = http(&format!("{api}/approvals"), "GET", Some(token), &[], None);
-        let v: Value = serde_json::from_str(&body).unwrap();
-        if let Some(p) = v["approvals"].as_array().unwrap().first() {
-            let id = p["id"].as_u64().unwrap();
-            let body = json!({"answer": answer, "arguments_sha256": p["arguments_sha256"]}).to_string();
-            let (status, _) = http(&format!("{api}/approvals/{id}"), "POST", Some(token), &[], Some(&body));
-            assert_eq!(status, 200);
-            return p.clone();
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "no approval appeared");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -6,11 +6,11 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Served, http, ledger_calls_when, ledger_show, portcullis, serve};
+use crate::common::{Served, answer_first_pending, ledger_calls_when, ledger_show, portcullis, serve};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Prints and reads run; `./escape.sh` (the project's own script) is allowed by name, so what it does
 /// beyond the judge's sight meets the kernel's walls; anything else asks the operator.
@@ -122,26 +122,10 @@ fn results(run: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Answers the first pending approval (`once` or `deny`) through the operator API, as an operator would.
+/// Answers the first pending approval (`once` or `deny`) through the operator API, in the background.
 fn answer_when_asked(served: &Served, answer: &'static str) -> std::thread::JoinHandle<Value> {
     let (api, token) = (served.api.clone(), served.operator_token.clone());
-    std::thread::spawn(move || {
-        let started = Instant::now();
-        loop {
-            let (_, body) = http(&format!("{api}/approvals"), "GET", Some(&token), &[], None);
-            let v: Value = serde_json::from_str(&body).unwrap();
-            if let Some(p) = v["approvals"].as_array().unwrap().first() {
-                let id = p["id"].as_u64().unwrap();
-                let body = json!({"answer": answer, "arguments_sha256": p["arguments_sha256"]}).to_string();
-                let (status, said) =
-                    http(&format!("{api}/approvals/{id}"), "POST", Some(&token), &[], Some(&body));
-                assert_eq!(status, 200, "{said}");
-                return p.clone();
-            }
-            assert!(started.elapsed() < Duration::from_secs(60), "no approval appeared");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
+    std::thread::spawn(move || answer_first_pending(&api, &token, answer))
 }
 
 /// The three things both agents must get through the gateway: a command's output, the operator's

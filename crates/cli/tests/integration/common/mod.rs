@@ -485,3 +485,24 @@ pub fn hook_decision(base: &Path, tool: &str, tool_input: Value) -> String {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["hookSpecificOutput"]["permissionDecision"].as_str().unwrap_or("pass").to_owned()
 }
+
+/// Answers the first pending approval (`once`, `deny`...) through the operator API as soon as one
+/// appears (within 60 s), as an operator would; the approval answered.
+pub fn answer_first_pending(api: &str, token: &str, answer: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, body) = http(&format!("{api}/approvals"), "GET", Some(token), &[], None);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if let Some(p) = v["approvals"].as_array().unwrap().first() {
+            let id = p["id"].as_u64().unwrap();
+            let body =
+                serde_json::json!({"answer": answer, "arguments_sha256": p["arguments_sha256"]}).to_string();
+            let (status, said) =
+                http(&format!("{api}/approvals/{id}"), "POST", Some(token), &[], Some(&body));
+            assert_eq!(status, 200, "{said}");
+            return p.clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no approval appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
