@@ -69,8 +69,14 @@ pub fn verdict(profile: &SandboxProfile, root: &Path, change: &Change) -> Option
 
 /// Reviews and commits (or discards) what the command of `profile` whose private temporary folder is
 /// `private_tmp` changed, then removes its layers. `ended`: the command ended inside its walls (its last
-/// process is gone); otherwise nothing is kept. Blocking: file system work.
-pub fn review(profile: &SandboxProfile, private_tmp: &Path, ended: bool) -> ChangeReview {
+/// process is gone); otherwise nothing is kept. `since`: when it started (a file changed in the real tree
+/// after that is not overwritten). Blocking: file system work.
+pub fn review(
+    profile: &SandboxProfile,
+    private_tmp: &Path,
+    ended: bool,
+    since: std::time::SystemTime,
+) -> ChangeReview {
     let mut review = ChangeReview::default();
     for layer in overlay::layers(profile, private_tmp) {
         let root = layer.root.clone();
@@ -93,7 +99,7 @@ pub fn review(profile: &SandboxProfile, private_tmp: &Path, ended: bool) -> Chan
                 None => {
                     let verdicts: Vec<Option<String>> =
                         set.changes.iter().map(|c| verdict(profile, &root, c)).collect();
-                    let done = changes::commit(&set, &verdicts);
+                    let done = changes::commit(&set, &verdicts, Some(since));
                     review.kept.extend(done.kept.iter().map(|p| root.join(p)));
                     review.discarded.extend(
                         done.discarded.into_iter().map(|(p, why)| Discarded { path: root.join(p), why }),

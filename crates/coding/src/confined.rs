@@ -26,6 +26,8 @@ pub struct Launch {
     pub gate: Option<OpenGate>,
     /// Starts the next launcher when the command ended (dropped with the launch).
     pub replenish: portcullis_sandbox::Replenish,
+    /// When the command was started: its review does not overwrite what changed in the real tree since.
+    pub started_at: std::time::SystemTime,
 }
 
 /// The conversation with the launcher: under way, or over (its last report read).
@@ -95,6 +97,7 @@ pub fn launch(
 ) -> Result<(tokio::process::Child, Launch), ToolError> {
     let gate = open_gate(launcher, profile, &command, asks)?;
     let Command { program, args, env, cwd, stdin, .. } = command;
+    let started_at = std::time::SystemTime::now();
     let started = launcher.start(profile).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
     })?;
@@ -113,7 +116,7 @@ pub fn launch(
     let talk = Talk::Running(tokio::spawn(async move { conversation.run(&request).await }));
     Ok((
         started.child,
-        Launch { talk, profile: profile.clone(), cwd, tmp, gate, replenish: started.replenish },
+        Launch { talk, profile: profile.clone(), cwd, tmp, gate, replenish: started.replenish, started_at },
     ))
 }
 
@@ -144,8 +147,9 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     // The command's changes are reviewed once its last process is gone (the launcher's `Ended` report
     // comes after that), and before its folder goes: the layers are named for it.
     let ended = reports.iter().any(|r| matches!(r, LaunchReport::Ended { .. }));
-    let (profile, tmp) = (launch.profile.clone(), launch.tmp.path().to_path_buf());
-    let changes = tokio::task::spawn_blocking(move || change_review::review(&profile, &tmp, ended)).await;
+    let (profile, tmp, since) = (launch.profile.clone(), launch.tmp.path().to_path_buf(), launch.started_at);
+    let changes =
+        tokio::task::spawn_blocking(move || change_review::review(&profile, &tmp, ended, since)).await;
     drop(launch.tmp);
     let changes = changes.unwrap_or_else(|e| ChangeReview {
         kept: Vec::new(),

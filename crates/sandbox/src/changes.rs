@@ -206,6 +206,19 @@ struct Trees {
     real: OwnedFd,
     upper: OwnedFd,
     upper_path: PathBuf,
+    /// When the command started: a file of the real tree changed after it was changed by someone else.
+    since: Option<std::time::SystemTime>,
+}
+
+/// Why a change is not committed over a file someone else changed while the command ran.
+pub const CONFLICT: &str = "changed in the real tree since the command started (an editor, another command): \
+                            not overwritten";
+
+/// Whether the status change time `stat` says is after `since`.
+fn changed_after(stat: &rustix::fs::Stat, since: std::time::SystemTime) -> bool {
+    let Ok(since) = since.duration_since(std::time::UNIX_EPOCH) else { return false };
+    let since_secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
+    (stat.st_ctime, stat.st_ctime_nsec) > (since_secs, u64::from(since.subsec_nanos()))
 }
 
 fn commit_one(trees: &Trees, change: &Change) -> Result<(), String> {
@@ -222,6 +235,16 @@ fn commit_one(trees: &Trees, change: &Change) -> Result<(), String> {
     let real_parent = folder(&trees.real, parent, OFlags::PATH).map_err(text)?;
     let there = rustix::fs::statat(&real_parent, name, AtFlags::SYMLINK_NOFOLLOW).ok();
     let is_dir = there.as_ref().is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
+    // A file (or link) someone else wrote, replaced or made there while the command ran is theirs: the
+    // command's change would overwrite what it never saw. (Folders change whenever anything in them
+    // does; what they hold is checked one by one.)
+    if let (Some(stat), Some(since)) = (&there, trees.since)
+        && !is_dir
+        && !matches!(change.kind, Kind::Folder { .. })
+        && changed_after(stat, since)
+    {
+        return Err(CONFLICT.to_owned());
+    }
     match change.kind {
         Kind::Special(what) => Err(format!("{what} is never committed")),
         Kind::Deleted => remove_tree(&real_parent, name).map_err(text),
@@ -253,7 +276,13 @@ fn commit_one(trees: &Trees, change: &Change) -> Result<(), String> {
 /// Commits the changes of `set` whose verdict is `None` into the real tree, in order (a folder before
 /// what it holds); a change whose verdict is a reason is discarded, and so is everything inside a folder
 /// discarded or not made. Every open in the real tree resolves beneath the root, through no link.
-pub fn commit(set: &ChangeSet, verdicts: &[Option<String>]) -> Committed {
+/// `since`: when the command started; a change over a file the real tree changed after that is a
+/// conflict ([`CONFLICT`]), never committed.
+pub fn commit(
+    set: &ChangeSet,
+    verdicts: &[Option<String>],
+    since: Option<std::time::SystemTime>,
+) -> Committed {
     let mut done = Committed::default();
     let opened = |p: &Path| {
         rustix::fs::openat2(
@@ -265,7 +294,7 @@ pub fn commit(set: &ChangeSet, verdicts: &[Option<String>]) -> Committed {
         )
     };
     let trees = match (opened(&set.layer.root), opened(&set.layer.upper())) {
-        (Ok(real), Ok(upper)) => Trees { real, upper, upper_path: set.layer.upper() },
+        (Ok(real), Ok(upper)) => Trees { real, upper, upper_path: set.layer.upper(), since },
         (Err(e), _) | (_, Err(e)) => {
             let why = format!("the write root could not be opened through no link: {e}");
             done.discarded = set.changes.iter().map(|c| (c.path.clone(), why.clone())).collect();
@@ -279,7 +308,8 @@ pub fn commit(set: &ChangeSet, verdicts: &[Option<String>]) -> Committed {
         let outcome = match (inside, verdict) {
             (Some(b), _) => Err(format!("inside {}, which was discarded", b.display())),
             (None, Some(reason)) => Err(reason.clone()),
-            (None, None) => commit_one(&trees, change).map_err(|e| format!("could not be committed: {e}")),
+            (None, None) => commit_one(&trees, change)
+                .map_err(|e| if e == CONFLICT { e } else { format!("could not be committed: {e}") }),
         };
         match outcome {
             Ok(()) => done.kept.push(change.path.clone()),

@@ -88,7 +88,7 @@ async fn the_change_set_says_what_the_command_changed_and_the_commit_brings_what
         .iter()
         .map(|c| (c.path == Path::new("sub/.claude")).then(|| "agent settings".to_owned()))
         .collect();
-    let done = changes::commit(&set, &verdicts);
+    let done = changes::commit(&set, &verdicts, None);
     assert_eq!(std::fs::read_to_string(p.join("src/new.rs")).unwrap(), "fn main() {}\n");
     assert!(!p.join("gone.txt").exists());
     assert!(!p.join("replace/x").exists() && p.join("replace/y").is_file());
@@ -123,7 +123,7 @@ async fn the_commit_goes_through_no_link_of_the_real_tree() {
     std::fs::remove_dir(w.project.join("a")).unwrap();
     std::os::unix::fs::symlink(&w.outside, w.project.join("a")).unwrap();
     let set = changes::read(&layer).unwrap();
-    let done = changes::commit(&set, &vec![None; set.changes.len()]);
+    let done = changes::commit(&set, &vec![None; set.changes.len()], None);
     assert!(!w.outside.join("f").exists());
     assert!(done.kept.is_empty(), "{done:?}");
     assert!(done.discarded.iter().any(|(p, why)| p == Path::new("a") && why.contains("link")), "{done:?}");
@@ -139,7 +139,7 @@ async fn the_commit_goes_through_no_link_of_the_real_tree() {
     assert_eq!(set.changes.iter().map(|c| c.path.to_str().unwrap()).collect::<Vec<_>>(), ["b/g"]);
     std::fs::remove_dir(w.project.join("b")).unwrap();
     std::os::unix::fs::symlink(&w.outside, w.project.join("b")).unwrap();
-    let done = changes::commit(&set, &[None]);
+    let done = changes::commit(&set, &[None], None);
     assert!(!w.outside.join("g").exists());
     assert!(done.discarded.iter().any(|(p, why)| p == Path::new("b/g") && why.contains("link")), "{done:?}");
     overlay::remove(&layer).unwrap();
@@ -163,4 +163,43 @@ async fn a_change_set_past_its_bound_says_so() {
     );
     overlay::remove(&layer).unwrap();
     assert!(!w.project.join("many").exists());
+}
+
+/// A file someone else changed (or made) in the real tree while the command ran is theirs: the
+/// command's change to it is not committed, and everything else is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_changed_in_the_real_tree_meanwhile_is_never_overwritten() {
+    let w = world();
+    let p = &w.project;
+    std::fs::write(p.join("edited.txt"), "before\n").unwrap();
+    std::fs::write(p.join("untouched.txt"), "before\n").unwrap();
+    let since = std::time::SystemTime::now();
+    let script =
+        "echo agent > edited.txt; echo agent > untouched.txt; echo agent > made.txt; echo agent > new.txt";
+    let (reports, _, err, layer) = run_fresh(&w, script).await;
+    if overlay_refused(&reports) {
+        return;
+    }
+    assert_eq!(ended(&reports).0, Some(0), "{reports:?} {err}");
+    // Meanwhile, the operator's editor saved one file and made another the command also made.
+    std::fs::write(p.join("edited.txt"), "the operator's\n").unwrap();
+    std::fs::write(p.join("made.txt"), "the operator's\n").unwrap();
+    let set = changes::read(&layer).unwrap();
+    let done = changes::commit(&set, &vec![None; set.changes.len()], Some(since));
+    for (file, content) in [
+        ("edited.txt", "the operator's\n"),
+        ("made.txt", "the operator's\n"),
+        ("untouched.txt", "agent\n"),
+        ("new.txt", "agent\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(p.join(file)).unwrap(), content, "{file}");
+    }
+    let conflicts: Vec<&str> = done
+        .discarded
+        .iter()
+        .filter(|(_, why)| why == changes::CONFLICT)
+        .map(|(p, _)| p.to_str().unwrap())
+        .collect();
+    assert_eq!(conflicts, ["edited.txt", "made.txt"], "{done:?}");
+    overlay::remove(&layer).unwrap();
 }

@@ -71,7 +71,7 @@ pub async fn run_started(
     let ran = run_uncommitted(started, w, profile, script, gate).await;
     for layer in layers {
         let set = portcullis_sandbox::changes::read(&layer).unwrap();
-        portcullis_sandbox::changes::commit(&set, &vec![None; set.changes.len()]);
+        portcullis_sandbox::changes::commit(&set, &vec![None; set.changes.len()], None);
         portcullis_sandbox::overlay::remove(&layer).unwrap();
     }
     ran
