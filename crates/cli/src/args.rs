@@ -63,6 +63,10 @@ pub enum Command {
     /// Hook an agent up to Portcullis: merges its entries into the agent's own files (keeping every
     /// other key), shows each file's diff first, keeps a backup, and `--undo` puts the backups back.
     Setup(SetupArgs),
+    /// Put back what a confined command's changes replaced when they were committed (byte for byte,
+    /// from the record the hub keeps beside its ledger): shows what it would do, and does it with
+    /// `--yes`. Refused, naming the paths, when any of them changed since.
+    Undo(UndoArgs),
     /// Check a set-up end to end (binary on PATH, hub running, gateway answering with the token, each
     /// agent file's entries), one line per check with the fix; exit 1 when something is missing.
     Doctor(DoctorArgs),
@@ -181,6 +185,21 @@ pub struct HookArgs {
     /// Without a running hub: the ledger the decision is recorded in (default: the user's).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The call's id (`portcullis ledger query` lists them).
+    pub call: String,
+    /// Its session, when calls of several sessions have that id.
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+    /// The ledger whose hub kept the record (default: the hub's).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Carry it out (else only show it).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,7 @@ mod setup_cmd;
 mod stats_cmd;
 mod table;
 mod terminal;
+mod undo_cmd;
 mod verify_cmd;
 
 use crate::args::{Cli, Command, HookAgent, LedgerCommand, OperatorCommand, PolicyCommand, SandboxCommand};
@@ -49,6 +50,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Mcp(a) => return mcp_cmd::mcp_cmd(a),
         Command::Hook { agent: HookAgent::Claude(a) } => return hook_cmd::hook_claude(a),
         Command::Run(a) => return hook_cmd::run(a),
+        Command::Undo(a) => return undo_cmd::undo(a),
         // Streams print as they come, line by line.
         Command::Api(a) => return api_cmd::api(a),
         Command::Operator { command: OperatorCommand::Link(a) } => return api_cmd::operator_link(a),
@@ -84,6 +86,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         | Command::Mcp(_)
         | Command::Hook { .. }
         | Command::Run(_)
+        | Command::Undo(_)
         | Command::Api(_)
         | Command::Operator { .. }
         | Command::Setup(_)

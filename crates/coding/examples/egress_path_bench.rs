@@ -120,6 +120,7 @@ fn main() {
             sandbox,
             asks: None,
             tee: None,
+            undo: None,
         };
         let direct = run_command(run("direct", None), &cancel).await.unwrap();
         let proxied =

@@ -53,6 +53,7 @@ fn main() {
         sandbox,
         asks: None,
         tee: None,
+        undo: None,
     };
     let (mut direct, mut confined) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     runtime.block_on(async {

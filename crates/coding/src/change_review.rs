@@ -76,8 +76,11 @@ pub fn review(
     private_tmp: &Path,
     ended: bool,
     since: std::time::SystemTime,
+    undo: Option<&portcullis_sandbox::undo::UndoTarget>,
 ) -> ChangeReview {
     let mut review = ChangeReview::default();
+    // What the commits replace, kept for an undo (read before each commit, written after the last).
+    let mut before = undo.map(portcullis_sandbox::undo::Before::new);
     for layer in overlay::layers(profile, private_tmp) {
         let root = layer.root.clone();
         let discard_all = |review: &mut ChangeReview, changes: &[Change], why: &str| {
@@ -99,6 +102,16 @@ pub fn review(
                 None => {
                     let verdicts: Vec<Option<String>> =
                         set.changes.iter().map(|c| verdict(profile, &root, c)).collect();
+                    if let Some(before) = before.as_mut() {
+                        let paths: Vec<PathBuf> = set
+                            .changes
+                            .iter()
+                            .zip(&verdicts)
+                            .filter(|(_, v)| v.is_none())
+                            .map(|(c, _)| c.path.clone())
+                            .collect();
+                        before.capture(&root, &paths);
+                    }
                     let done = changes::commit(&set, &verdicts, Some(since));
                     review.kept.extend(done.kept.iter().map(|p| root.join(p)));
                     review.discarded.extend(
@@ -114,6 +127,11 @@ pub fn review(
         if let Some(parent) = layer.folder.parent() {
             overlay::sweep(parent);
         }
+    }
+    if let Some(before) = before
+        && let Err(e) = before.finish()
+    {
+        tracing::warn!(%e, "what a command's commit replaced was not kept for an undo");
     }
     for d in &review.discarded {
         tracing::info!(path = %d.path.display(), why = %d.why, "a confined command's change was discarded");

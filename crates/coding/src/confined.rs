@@ -28,6 +28,8 @@ pub struct Launch {
     pub replenish: portcullis_sandbox::Replenish,
     /// When the command was started: its review does not overwrite what changed in the real tree since.
     pub started_at: std::time::SystemTime,
+    /// Where what its commit replaced is kept.
+    pub undo: Option<portcullis_sandbox::undo::UndoTarget>,
 }
 
 /// The conversation with the launcher: under way, or over (its last report read).
@@ -58,6 +60,8 @@ pub struct Command {
     pub stdin: Option<String>,
     /// How the call's agent wrote it, shown with a question about a host (agent text).
     pub shown: String,
+    /// Where what the commit of its changes replaced is kept, for an undo (none: not kept).
+    pub undo: Option<portcullis_sandbox::undo::UndoTarget>,
 }
 
 /// Opens the egress gate of a command whose rules name hosts (and that has no network of its own);
@@ -96,7 +100,7 @@ pub fn launch(
     asks: Option<&OperatorAsk>,
 ) -> Result<(tokio::process::Child, Launch), ToolError> {
     let gate = open_gate(launcher, profile, &command, asks)?;
-    let Command { program, args, env, cwd, stdin, .. } = command;
+    let Command { program, args, env, cwd, stdin, undo, .. } = command;
     let started_at = std::time::SystemTime::now();
     let started = launcher.start(profile).map_err(|e| {
         ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
@@ -116,7 +120,16 @@ pub fn launch(
     let talk = Talk::Running(tokio::spawn(async move { conversation.run(&request).await }));
     Ok((
         started.child,
-        Launch { talk, profile: profile.clone(), cwd, tmp, gate, replenish: started.replenish, started_at },
+        Launch {
+            talk,
+            profile: profile.clone(),
+            cwd,
+            tmp,
+            gate,
+            replenish: started.replenish,
+            started_at,
+            undo,
+        },
     ))
 }
 
@@ -148,8 +161,11 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     // comes after that), and before its folder goes: the layers are named for it.
     let ended = reports.iter().any(|r| matches!(r, LaunchReport::Ended { .. }));
     let (profile, tmp, since) = (launch.profile.clone(), launch.tmp.path().to_path_buf(), launch.started_at);
-    let changes =
-        tokio::task::spawn_blocking(move || change_review::review(&profile, &tmp, ended, since)).await;
+    let undo = launch.undo.clone();
+    let changes = tokio::task::spawn_blocking(move || {
+        change_review::review(&profile, &tmp, ended, since, undo.as_ref())
+    })
+    .await;
     drop(launch.tmp);
     let changes = changes.unwrap_or_else(|e| ChangeReview {
         kept: Vec::new(),

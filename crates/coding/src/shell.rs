@@ -133,6 +133,7 @@ impl Tool for ShellTool {
             sandbox,
             asks: invocation.asks.clone(),
             tee: None,
+            undo: self.workspace.undo_target(&invocation.call),
         };
         run_command(run, &invocation.cancel).await
     }
@@ -188,6 +189,8 @@ pub struct RunSpec {
     pub asks: Option<portcullis_harness::OperatorAsk>,
     /// Where the output also goes as it comes (a person watching the command), besides its bounded copy.
     pub tee: Option<OutputTee>,
+    /// Where what the commit of its changes replaced is kept, for an undo.
+    pub undo: Option<portcullis_sandbox::undo::UndoTarget>,
 }
 
 /// Which of a command's outputs a chunk came from.
@@ -293,6 +296,7 @@ pub async fn run_command(
                 cwd: run.cwd.clone(),
                 stdin: None,
                 shown: run.command.clone(),
+                undo: run.undo.clone(),
             },
             run.asks.as_ref(),
         )

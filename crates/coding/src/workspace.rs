@@ -99,6 +99,8 @@ pub struct Workspace {
     pub env_passthrough: Vec<String>,
     /// The launcher that runs commands inside their sandbox; none: a confined profile cannot run.
     pub sandbox: Option<portcullis_sandbox::SandboxLauncher>,
+    /// Where what copy-on-write commits replaced is kept for an undo (none: not kept).
+    pub undo_store: Option<PathBuf>,
     locks: PathLocks,
 }
 
@@ -118,8 +120,24 @@ impl Workspace {
             limits: Limits::default(),
             env_passthrough: Vec::new(),
             sandbox: None,
+            undo_store: None,
             locks: PathLocks::default(),
         })
+    }
+
+    /// Keeps what copy-on-write commits replace in `store`, for an undo.
+    pub fn with_undo_store(mut self, store: Option<PathBuf>) -> Self {
+        self.undo_store = store;
+        self
+    }
+
+    /// Where the commit of a call's changes keeps what it replaced.
+    pub fn undo_target(
+        &self,
+        call: &portcullis_harness::CallContext,
+    ) -> Option<portcullis_sandbox::undo::UndoTarget> {
+        let store = self.undo_store.as_ref()?;
+        Some(portcullis_sandbox::undo::UndoTarget::new(store, &call.session_id, &call.call_id))
     }
 
     pub fn with_limits(mut self, limits: Limits) -> Self {

@@ -376,6 +376,7 @@ async fn sandboxed(
         sandbox: Some((launcher.clone(), (**profile).clone())),
         asks: invocation.asks.clone(),
         tee: Some(tee),
+        undo: workspace.undo_target(&invocation.call),
     };
     let result = run_command(run, &cancel).await;
     let folder = forward.await.ok().flatten();

@@ -121,6 +121,12 @@ pub struct Hub {
     pub(crate) state: Arc<HubState>,
 }
 
+/// Where the hub of the ledger `db` keeps what copy-on-write commits replaced (`portcullis undo` reads
+/// it): a folder beside the ledger, hidden from commands like the ledger.
+pub fn undo_store_of(db: &Path) -> PathBuf {
+    db.parent().unwrap_or(Path::new(".")).join("undo")
+}
+
 /// The coding tools' bounds a policy sets (its image bounds).
 pub fn coding_limits(policy: &Policy) -> Limits {
     let images = policy.image_bounds();
@@ -148,6 +154,7 @@ pub(crate) fn policy_of_layers(
     let sources = layers.iter().map(|l| l.source.clone()).collect();
     let policy = Policy::from_layers(layers)?.with_protected(|places| {
         places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
+        places.add(undo_store_of(&config.db), ProtectedKind::HubSecret, "the hub's undo store");
         for file in config.record_sinks.0.iter().filter_map(|sink| sink.local_file()) {
             places.add_with_siblings(file, ProtectedKind::HubSecret, "a copy of the hub's ledger");
         }
@@ -248,9 +255,13 @@ impl Hub {
             .with_redactor(redactor.clone())
             .with_ledger(ledger.clone());
         let broker = Arc::new(if config.unattended { broker.unattended() } else { broker });
-        let (workspace, mut registry) =
-            builtin_tools_confined(&project, limits, config.sandbox_launcher.clone())
-                .map_err(HubError::Config)?;
+        let (workspace, mut registry) = builtin_tools_confined(
+            &project,
+            limits,
+            config.sandbox_launcher.clone(),
+            Some(undo_store_of(&config.db)),
+        )
+        .map_err(HubError::Config)?;
         let manifests =
             load_manifests(&config.manifest_folders(&project), &project, config.sandbox_launcher.as_ref())
                 .map_err(|e| HubError::Config(format!("tool manifest {e}")))?;

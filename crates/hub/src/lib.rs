@@ -45,6 +45,7 @@ pub mod team_ledger;
 pub mod testing;
 #[doc(hidden)]
 pub mod tls;
+mod undo_calls;
 pub mod upstreams;
 pub mod waiting;
 

@@ -351,6 +351,8 @@ async fn run_process(
                     .chain(args.iter().cloned())
                     .collect::<Vec<_>>()
                     .join(" "),
+                // A manifest tool's changes are committed like a command's; undo keeps the shell's.
+                undo: None,
             },
             invocation.asks.as_ref(),
         )

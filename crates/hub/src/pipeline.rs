@@ -6,7 +6,7 @@
 use portcullis_coding::{Limits, Workspace, register_coding_tools};
 use portcullis_harness::{Approvals, Dispatcher, ExecutionPolicy, Redactor, SearchToolsTool, ToolRegistry};
 use portcullis_ledger::SqliteLedger;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,7 +45,7 @@ impl Pipeline {
 /// The built-in tools every pipeline starts from: the coding tools rooted at `project` within `limits`,
 /// and `search_tools`. Returns the workspace with them (the hub keeps it) or what went wrong.
 pub fn builtin_tools(project: &Path, limits: Limits) -> Result<(Arc<Workspace>, ToolRegistry), String> {
-    builtin_tools_confined(project, limits, None)
+    builtin_tools_confined(project, limits, None, None)
 }
 
 /// [`builtin_tools`] whose shell runs confined commands through `launcher`.
@@ -53,10 +53,12 @@ pub fn builtin_tools_confined(
     project: &Path,
     limits: Limits,
     launcher: Option<portcullis_sandbox::SandboxLauncher>,
+    undo_store: Option<PathBuf>,
 ) -> Result<(Arc<Workspace>, ToolRegistry), String> {
     let workspace =
         Workspace::new(project).map_err(|e| format!("workspace {}: {}", project.display(), e.message))?;
-    let workspace = Arc::new(workspace.with_limits(limits).with_sandbox(launcher));
+    let workspace =
+        Arc::new(workspace.with_limits(limits).with_sandbox(launcher).with_undo_store(undo_store));
     let registry = builtin_registry(&workspace)?;
     Ok((workspace, registry))
 }

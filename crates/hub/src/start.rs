@@ -22,5 +22,6 @@ pub use crate::sandboxing::{default_launcher, entry_point as sandbox_entry_point
 pub use crate::stdio::{StdioOptions, serve_stdio};
 pub use crate::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 pub use crate::tls::TlsSource;
+pub use crate::undo_calls::{UndoReport, undo_call};
 pub use portcullis_mcp::sessions::SessionLimits;
 pub use portcullis_sandbox::egress::Resolver as EgressResolver;

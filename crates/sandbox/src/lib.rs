@@ -23,6 +23,7 @@ mod launcher;
 pub mod overlay;
 mod private_tmp;
 mod protocol;
+pub mod undo;
 mod walls;
 
 pub use client::{Conversation, REPLENISH_AFTER, Replenish, SandboxLauncher, Started};

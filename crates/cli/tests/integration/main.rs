@@ -37,5 +37,6 @@ mod sandbox_isolation;
 mod team_ledger;
 mod tls;
 mod tool_pins;
+mod undo;
 mod upstream;
 mod upstream_offerings;

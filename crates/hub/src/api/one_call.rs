@@ -75,9 +75,13 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
     // Commands run inside the sandbox when this binary is a launcher (the CLI's is).
     let launcher = crate::sandboxing::default_launcher();
     let support = crate::sandboxing::probe(launcher.as_ref()).await;
-    let (_, registry) =
-        crate::pipeline::builtin_tools_confined(&cwd, crate::hub::coding_limits(&policy), launcher)
-            .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
+    let (_, registry) = crate::pipeline::builtin_tools_confined(
+        &cwd,
+        crate::hub::coding_limits(&policy),
+        launcher,
+        call.db.as_deref().map(crate::hub::undo_store_of),
+    )
+    .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
     let grants = policy.grants().clone();
     let timeout = Duration::from_secs(policy.approval_timeout_seconds());
     let live = Arc::new(LivePolicy::new(policy, cwd.clone()).with_sandbox_support(support));

@@ -34,9 +34,12 @@ pub(crate) fn inspect(
             analyzer.opaque(OpaqueKind::CommandLookup, text);
         }
         // `setup` too: it writes (or `--undo` removes) the agents' hook and MCP entries, the user's own
-        // settings; an agent that ran it could unhook itself from Portcullis.
+        // settings; an agent that ran it could unhook itself from Portcullis. And `undo`: putting back
+        // what a commit replaced is the operator's call, not the agent's.
         "portcullis"
-            if args.iter().any(|a| a.dynamic || matches!(a.text.as_str(), "api" | "operator" | "setup")) =>
+            if args
+                .iter()
+                .any(|a| a.dynamic || matches!(a.text.as_str(), "api" | "operator" | "setup" | "undo")) =>
         {
             analyzer.opaque(OpaqueKind::OperatorCommand, text);
         }
