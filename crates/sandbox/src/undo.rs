@@ -5,7 +5,7 @@
 //! from commands); each command has a folder, bounded in size, and only the newest commands are kept.
 
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
@@ -24,9 +24,11 @@ pub enum State {
     Absent,
     File {
         mode: u32,
-        /// After the commit: the content's SHA-256; before: empty.
+        /// After the commit: the file's inode, size and status change time, which any later write,
+        /// replacement or mode change alters (none reads the content: a committed 1 GB file costs
+        /// nothing to record); before: empty.
         #[serde(default)]
-        sha256: String,
+        stamp: String,
         /// Before the commit: the name of the kept copy in the record's folder.
         #[serde(default)]
         blob: Option<String>,
@@ -78,22 +80,7 @@ impl UndoTarget {
     }
 }
 
-fn sha256_of(path: &Path) -> std::io::Result<String> {
-    use sha2::Digest;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The state at `path` now (no link followed), digested.
+/// The state at `path` now (no link followed), a file by its stamp.
 fn state_now(path: &Path) -> std::io::Result<State> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
@@ -106,7 +93,11 @@ fn state_now(path: &Path) -> std::io::Result<State> {
     } else if meta.is_dir() {
         State::Folder { mode }
     } else {
-        State::File { mode, sha256: sha256_of(path)?, blob: None }
+        State::File {
+            mode,
+            stamp: format!("{}:{}:{}.{}", meta.ino(), meta.len(), meta.ctime(), meta.ctime_nsec()),
+            blob: None,
+        }
     })
 }
 
@@ -188,7 +179,7 @@ impl Before {
                     }
                     State::File {
                         mode: meta.mode() & 0o7777,
-                        sha256: String::new(),
+                        stamp: String::new(),
                         blob: kept.then_some(blob),
                     }
                 }
@@ -295,7 +286,7 @@ pub fn plan(target: &UndoTarget) -> Result<Record, UndoError> {
 
 fn same(now: &State, after: &State) -> bool {
     match (now, after) {
-        (State::File { mode: a, sha256: x, .. }, State::File { mode: b, sha256: y, .. }) => a == b && x == y,
+        (State::File { mode: a, stamp: x, .. }, State::File { mode: b, stamp: y, .. }) => a == b && x == y,
         (a, b) => a == b,
     }
 }
@@ -380,13 +371,6 @@ mod tests {
         before.finish().unwrap();
         assert!(target.key.starts_with("s_1__c1"), "{}", target.key);
 
-        // Changed since: refused, nothing touched.
-        std::fs::write(root.join("new/n.txt"), "the operator's").unwrap();
-        let refused = undo(&target).unwrap_err().to_string();
-        assert!(refused.contains("new/n.txt"), "{refused}");
-        assert!(root.join("new").exists());
-        std::fs::write(root.join("new/n.txt"), "n").unwrap();
-
         let restored = undo(&target).unwrap();
         assert!(!restored.is_empty());
         assert_eq!(std::fs::read_to_string(root.join("edit.txt")).unwrap(), "old");
@@ -395,6 +379,18 @@ mod tests {
         assert!(!root.join("new").exists());
         assert_eq!(std::fs::read_link(root.join("link")).unwrap(), PathBuf::from("edit.txt"));
         assert!(matches!(undo(&target), Err(UndoError::Undone)));
+
+        // Another commit, and the file it made is changed since (even back to the same bytes: any
+        // write counts): refused, naming it, nothing touched.
+        let target = UndoTarget::new(&dir.path().join("store"), "s/1", "c2");
+        let mut before = Before::new(&target);
+        before.capture(&root, &[PathBuf::from("made.txt")]);
+        std::fs::write(root.join("made.txt"), "agent").unwrap();
+        before.finish().unwrap();
+        std::fs::write(root.join("made.txt"), "agent").unwrap();
+        let refused = undo(&target).unwrap_err().to_string();
+        assert!(refused.contains("made.txt"), "{refused}");
+        assert!(root.join("made.txt").exists());
     }
 
     #[test]

@@ -20,8 +20,8 @@ fn run(base: &Path, args: &[&str]) -> Output {
     common::portcullis(base).args(args).current_dir(base.join("proj")).stdin(Stdio::null()).output().unwrap()
 }
 
-/// Runs `command` through `portcullis call`; its call id, from the ledger.
-fn call(base: &Path, command: &str) -> String {
+/// Runs `command` through `portcullis call`; its session and call id, from the ledger.
+fn call(base: &Path, command: &str) -> (String, String) {
     let args = serde_json::json!({ "command": command }).to_string();
     let db = base.join("call.db");
     let out = run(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()]);
@@ -33,7 +33,8 @@ fn call(base: &Path, command: &str) -> String {
     );
     let rows = run(base, &["ledger", "query", "--json", "--limit", "1", "--db", db.to_str().unwrap()]);
     let rows: Value = serde_json::from_slice(&rows.stdout).unwrap();
-    rows["calls"][0]["call_id"].as_str().unwrap().to_owned()
+    let row = &rows["calls"][0];
+    (row["session_id"].as_str().unwrap().to_owned(), row["call_id"].as_str().unwrap().to_owned())
 }
 
 /// Every path under `dir` with its kind, mode and bytes. Not `.portcullis/changes`: the layer folder a
@@ -81,7 +82,7 @@ fn undo_puts_a_commands_changes_back_byte_for_byte_and_refuses_after_a_change() 
     let script = "printf 'fn main() { changed(); }\\n' > main.rs; rm -r docs/old; mkdir new; \
                   printf n > new/n.txt; chmod 700 run.sh";
     std::fs::write(proj.join("x.sh"), script).unwrap();
-    let call_id = call(&base, "sh x.sh");
+    let (_, call_id) = call(&base, "sh x.sh");
     let changed = tree(&proj);
     assert_ne!(changed, before);
     assert!(!proj.join("docs/old").exists() && proj.join("new/n.txt").exists());
@@ -94,14 +95,6 @@ fn undo_puts_a_commands_changes_back_byte_for_byte_and_refuses_after_a_change() 
     assert_eq!(shown.status.code(), Some(1), "{text}");
     assert!(text.contains("main.rs: a file now, a file again") && text.contains("pass --yes"), "{text}");
     assert_eq!(tree(&proj), changed);
-
-    // A file changed since: refused, naming it, nothing touched.
-    std::fs::write(proj.join("new/n.txt"), "the operator's").unwrap();
-    let refused = run(&base, &["undo", &call_id, "--db", db, "--yes"]);
-    let said = String::from_utf8_lossy(&refused.stderr).into_owned();
-    assert_eq!(refused.status.code(), Some(1), "{said}");
-    assert!(said.contains("changed since") && said.contains("new/n.txt"), "{said}");
-    std::fs::write(proj.join("new/n.txt"), "n").unwrap();
 
     let done = run(&base, &["undo", &call_id, "--db", db, "--yes"]);
     assert!(
@@ -117,4 +110,18 @@ fn undo_puts_a_commands_changes_back_byte_for_byte_and_refuses_after_a_change() 
     // Once only.
     let again = run(&base, &["undo", &call_id, "--db", db, "--yes"]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("undone already"));
+
+    // Another command; the operator's editor then saves a file it wrote: refused, naming the file,
+    // nothing touched.
+    let (session, call_id) = call(&base, "sh x.sh");
+    std::fs::write(proj.join("new/n.txt"), "the operator's").unwrap();
+    let edited = tree(&proj);
+    // Two sessions of `portcullis call` have this call id now: the session is asked for.
+    let ambiguous = run(&base, &["undo", &call_id, "--db", db]);
+    assert!(String::from_utf8_lossy(&ambiguous.stderr).contains("--session"));
+    let refused = run(&base, &["undo", &call_id, "--session", &session, "--db", db, "--yes"]);
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("changed since") && said.contains("new/n.txt"), "{said}");
+    assert_eq!(tree(&proj), edited);
 }
