@@ -36,6 +36,8 @@
 #   - the mtime of everything the setup makes is set to SOURCE_DATE_EPOCH (Python's import-time .pyc
 #     files embed their source's mtime).
 #   - git's index (.git/index) is hashed with its per-entry stat cache zeroed (tree_digest.py says why).
+#   - cargo's target/.rustc_info.json is hashed as JSON with sorted keys (a HashMap: its order is random
+#     per cargo process).
 # Not compared at all:
 #   - timestamps (atime, mtime, ctime): two runs at two times; a commit by rename changes ctime anyway.
 #   - inode numbers and st_dev (hard links are compared as groups of paths instead).
@@ -366,6 +368,7 @@ run_workload() {
   grep '^    note' <<<"$compared" || true
   local m
   for m in "${notes[@]}"; do echo "    note: ${m:0:400}"; done
+  [ "${FAITHFUL_KEEP:-}" = 1 ] && mkdir -p "$W/kept/$name" && mv "$W/A" "$W/B" "$W/kept/$name/"
   rm -rf "$W/A" "$W/B" "$W"/a.* "$W"/b.* "$W"/*.post
   [ "$tree_rc" = 0 ] && [ ${#problems[@]} = 0 ]
 }

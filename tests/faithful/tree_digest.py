@@ -22,9 +22,13 @@ Timestamps are never part of a line (see run.sh for why). One normalisation, for
 zeroed before hashing and the trailing checksum recomputed — that cache describes the worktree files'
 inodes and times (always different between two trees; git smudges the size of "racily clean" entries);
 every other byte (the entries' modes, object ids, flags, paths, and all extensions) is hashed as is.
+Another, for cargo's `.rustc_info.json` (in a target folder): hashed as JSON with its keys sorted —
+cargo writes a Rust HashMap, whose order changes from one cargo process to the next (seen here: two
+byte orders of the same object between runs of the same build).
 """
 
 import hashlib
+import json
 import os
 import stat
 import sys
@@ -69,6 +73,17 @@ def git_index_normalised(path):
         at = entry_start + entry_len
     out += data[at:-20]           # extensions (TREE, REUC, ...), as they are
     return "git-index-v%d-normalised:" % version + hashlib.sha256(bytes(out)).hexdigest()
+
+
+def json_canonical(path):
+    """A JSON file hashed with its object keys sorted (the bytes as they are if it is not JSON)."""
+    data = open(path, "rb").read()
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return hashlib.sha256(data).hexdigest()
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return "json-keys-sorted:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def xattrs(path):
@@ -120,6 +135,8 @@ def digest(root, excludes):
             kind = "f"
             if rel == ".git/index" or rel.endswith("/.git/index"):
                 content = git_index_normalised(full)
+            elif os.path.basename(rel) == ".rustc_info.json":
+                content = json_canonical(full)
             else:
                 content = sha256_file(full)
             group = groups.get((st.st_dev, st.st_ino))

@@ -12,6 +12,7 @@ mod one_judgement;
 mod oracle;
 mod parts;
 mod pipeline;
+mod real_agents_quiet;
 mod shell;
 mod shell_opaque;
 mod shell_redirections;
