@@ -368,7 +368,7 @@ run_workload() {
   grep '^    note' <<<"$compared" || true
   local m
   for m in "${notes[@]}"; do echo "    note: ${m:0:400}"; done
-  [ "${FAITHFUL_KEEP:-}" = 1 ] && mkdir -p "$W/kept/$name" && mv "$W/A" "$W/B" "$W/kept/$name/"
+  [ "${FAITHFUL_KEEP:-}" = 1 ] && mkdir -p "$W/kept/$name" && mv "$W/A" "$W/B" "$W"/a.* "$W"/b.* "$W"/*.digest "$W/kept/$name/"
   rm -rf "$W/A" "$W/B" "$W"/a.* "$W"/b.* "$W"/*.post
   [ "$tree_rc" = 0 ] && [ ${#problems[@]} = 0 ]
 }

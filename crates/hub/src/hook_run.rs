@@ -28,6 +28,8 @@ const MAX_REPORT_BYTES: usize = 256 * 1024;
 /// Claude Code's default `Bash` timeout, and the longest it allows.
 const BASH_DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const BASH_MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a `Bash` command Claude Code runs in the background may run in the sandbox.
+const BACKGROUND_LIMIT: Duration = Duration::from_secs(24 * 3600);
 
 /// One line of a sandboxed run's stream, as `portcullis run` reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -330,12 +332,20 @@ async fn sandboxed(
         () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the run was cancelled before it started")),
     };
     let marker = format!("\n::portcullis-folder-{}::", random_ticket().map_err(|e| ToolError::new("io", e))?);
-    let timeout = invocation
-        .arguments
-        .get("timeout")
-        .and_then(Value::as_u64)
-        .map_or(BASH_DEFAULT_TIMEOUT, Duration::from_millis)
-        .min(BASH_MAX_TIMEOUT);
+    // Claude Code's own limits: its timeout (2 min by default, 10 at most), and none for a command it
+    // runs in the background (a dev server, a watcher), which lives until Claude Code stops it (the
+    // redeemer goes away) or a day has passed. Its changes reach the real tree when it ends.
+    let background = invocation.arguments.get("run_in_background").and_then(Value::as_bool) == Some(true);
+    let timeout = if background {
+        BACKGROUND_LIMIT
+    } else {
+        invocation
+            .arguments
+            .get("timeout")
+            .and_then(Value::as_u64)
+            .map_or(BASH_DEFAULT_TIMEOUT, Duration::from_millis)
+            .min(BASH_MAX_TIMEOUT)
+    };
     // The redeemer went away (Claude Code's own timeout, an interrupt): the command is killed.
     let cancel = invocation.cancel.child_token();
     let watcher = {
