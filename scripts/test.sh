@@ -52,6 +52,12 @@ smoke sandbox_bench 20
 smoke workbench_bench 50
 smoke egress_bench 20 4
 smoke egress_path_bench 20 8
+echo "== copy-on-write faithfulness: workloads give the same trees directly and through Portcullis"
+# Not yet faithful, and so not run here (docs/benchmarks.md, "Issue 53"): `git gc` (.git/info stays
+# read-only), a hard link made by an earlier command (overlayfs copies one name up), rename(2) of a
+# folder that existed before (EXDEV under redirect_dir=nofollow; mv falls back to copying).
+PORTCULLIS="${CARGO_TARGET_DIR:-$PWD/target}/debug/portcullis" \
+  bash tests/faithful/run.sh npm cargo python files replaced_tree hardlink_sed root_mode big
 echo "   bench-hook-run.sh 3"
 bash scripts/bench-hook-run.sh 3 "${CARGO_TARGET_DIR:-target}/debug/portcullis" >/dev/null
 echo "bench smoke runs: ok"

@@ -26,13 +26,20 @@
 # proxy), coreutils; no network (everything is in tests/faithful/fixtures).
 #
 # Normalised, not excluded (so the runs can be compared at all):
-#   - the environment: both runs start from the same few variables (Portcullis passes HOME, LANG, PATH,
-#     PWD, SHELL, SHLVL, TERM, TMPDIR to a command); every step begins with the same `export` line:
-#     HOME, PATH (no ~/.pyenv shims, which a confined command cannot read), TZ, LC_ALL,
-#     SOURCE_DATE_EPOCH (pip compiles checked-hash .pyc files instead of ones stamped with the time),
-#     GIT_AUTHOR_DATE/GIT_COMMITTER_DATE (+ names; commit ids, reflogs and packs are then equal),
-#     GIT_CONFIG_NOSYSTEM, CARGO_HOME inside $HOME, CARGO_INCREMENTAL=0 (incremental session folders
-#     are named from the clock and randomness), npm's update notifier off.
+#   - the environment: both runs start from the same few variables (Portcullis hands a command only
+#     HOME, LANG, PATH, PWD, SHELL, SHLVL, TERM, TMPDIR): HOME=$W/home and PATH=<toolchain>/bin:/usr/
+#     local/bin:/usr/bin:/bin (no ~/.pyenv shims or ~/.cargo/bin, which a confined command cannot read)
+#     are given to `bash` / to `portcullis call` (an `export HOME=`/`PATH=` in the command is a prompt:
+#     "makes programs load other code"); every step then begins with one `export` line of variables
+#     the policy reviewed as inert: TZ, LC_ALL, SOURCE_DATE_EPOCH (pip compiles checked-hash .pyc files
+#     instead of ones stamped with the time), GIT_AUTHOR_*/GIT_COMMITTER_* with fixed dates (commit
+#     ids, reflogs, packs are then equal), CARGO_INCREMENTAL=0 (incremental session folders are named
+#     from the clock and randomness), CARGO_TERM_COLOR; and `set -o pipefail`.
+#   - timing text in a step's output (npm's "added N packages in 350ms", test run times) is cut by a
+#     `sed` in the step itself (outputs are compared only for notes).
+#   - npm runs offline from a cache seeded by `npm cache add` of fixtures/npm/tarballs in the setup,
+#     with `offline=true` in the project's own .npmrc (`--offline` on the command line is a prompt: an
+#     option the policy cannot judge).
 #   - the mtime of everything the setup makes is set to SOURCE_DATE_EPOCH (Python's import-time .pyc
 #     files embed their source's mtime).
 #   - git's index (.git/index) is hashed with its per-entry stat cache zeroed (tree_digest.py says why).
@@ -55,6 +62,10 @@
 # `.git/config` stays read-only even for git's own writing commands) is part of the setup, run directly
 # in both runs. Its other steps (add, commit, checkout -b, rebase, gc) are judged as git writing its
 # repository, which makes `.git` writable (except hooks, config, info, ...) with no prompt.
+#
+# Workloads: git, npm, cargo, python, files, big — the issue's; replaced_tree, hardlink_write,
+# hardlink_sed, dir_rename, root_mode — the smallest cases of what made a real workload DIFFERENT, and
+# of overlayfs behaviour a command can see (each says what it does where it is defined).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -67,6 +67,9 @@ pub enum Command {
     /// from the record the hub keeps beside its ledger): shows what it would do, and does it with
     /// `--yes`. Refused, naming the paths, when any of them changed since.
     Undo(UndoArgs),
+    /// The changes confined commands made in this project that were held for you (executed config, a
+    /// repository look-alike, a file changed meanwhile): list them, keep them or discard them.
+    Held(HeldArgs),
     /// Check a set-up end to end (binary on PATH, hub running, gateway answering with the token, each
     /// agent file's entries), one line per check with the fix; exit 1 when something is missing.
     Doctor(DoctorArgs),
@@ -185,6 +188,21 @@ pub struct HookArgs {
     /// Without a running hub: the ledger the decision is recorded in (default: the user's).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HeldArgs {
+    /// `list` (the default), `keep` or `discard`.
+    #[arg(value_parser = ["list", "keep", "discard"], default_value = "list")]
+    pub action: String,
+    /// The call whose held changes to keep or discard.
+    pub call: Option<String>,
+    /// Its session, when calls of several sessions have that id.
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+    /// The project (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

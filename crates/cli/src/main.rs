@@ -51,6 +51,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Hook { agent: HookAgent::Claude(a) } => return hook_cmd::hook_claude(a),
         Command::Run(a) => return hook_cmd::run(a),
         Command::Undo(a) => return undo_cmd::undo(a),
+        Command::Held(a) => return undo_cmd::held(a),
         // Streams print as they come, line by line.
         Command::Api(a) => return api_cmd::api(a),
         Command::Operator { command: OperatorCommand::Link(a) } => return api_cmd::operator_link(a),
@@ -87,6 +88,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         | Command::Hook { .. }
         | Command::Run(_)
         | Command::Undo(_)
+        | Command::Held(_)
         | Command::Api(_)
         | Command::Operator { .. }
         | Command::Setup(_)

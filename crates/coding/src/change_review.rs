@@ -29,10 +29,11 @@ pub struct Discarded {
 }
 
 /// What the review of a command's changes did: the paths now in the real tree (created, changed or
-/// deleted there) and those discarded.
+/// deleted there), those held for the operator (`portcullis held keep|discard`), and those discarded.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangeReview {
     pub kept: Vec<PathBuf>,
+    pub held: Vec<Discarded>,
     pub discarded: Vec<Discarded>,
 }
 
@@ -114,14 +115,53 @@ pub fn review(
                     }
                     let done = changes::commit(&set, &verdicts, Some(since));
                     review.kept.extend(done.kept.iter().map(|p| root.join(p)));
-                    review.discarded.extend(
-                        done.discarded.into_iter().map(|(p, why)| Discarded { path: root.join(p), why }),
-                    );
+                    // What was not committed stays in the layer: held for the operator, who keeps or
+                    // discards it; a special file is never kept, so never held.
+                    let specials: Vec<&Path> = set
+                        .changes
+                        .iter()
+                        .filter(|c| matches!(c.kind, Kind::Special(_)))
+                        .map(|c| c.path.as_path())
+                        .collect();
+                    for (p, why) in done.discarded {
+                        let entry = Discarded { path: root.join(&p), why };
+                        if undo.is_some() && !specials.contains(&p.as_path()) {
+                            review.held.push(entry);
+                        } else {
+                            review.discarded.push(entry);
+                        }
+                    }
                 }
             },
         }
-        if let Err(e) = overlay::remove(&layer) {
-            tracing::warn!(%e, folder = %layer.folder.display(), "a command's change layer could not be removed");
+        let held_here: Vec<&Discarded> = review.held.iter().filter(|d| d.path.starts_with(&root)).collect();
+        let held = match undo {
+            Some(target) if !held_here.is_empty() => {
+                let entries: Vec<(PathBuf, String)> = held_here
+                    .iter()
+                    .map(|d| (d.path.strip_prefix(&root).unwrap_or(&d.path).to_path_buf(), d.why.clone()))
+                    .collect();
+                portcullis_sandbox::held::hold(&layer, &target.key, &entries, since).map(|()| true)
+            }
+            _ => Ok(false),
+        };
+        match held {
+            Ok(true) => {}
+            Ok(false) => {
+                if let Err(e) = overlay::remove(&layer) {
+                    tracing::warn!(%e, folder = %layer.folder.display(), "a command's change layer could not be removed");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%e, folder = %layer.folder.display(), "a command's held changes could not be kept: discarded");
+                let moved: Vec<Discarded> =
+                    review.held.extract_if(.., |d| d.path.starts_with(&root)).collect();
+                review.discarded.extend(moved.into_iter().map(|d| Discarded {
+                    why: format!("{} (it could not be held for the operator: {e})", d.why),
+                    ..d
+                }));
+                let _ = overlay::remove(&layer);
+            }
         }
         // The layers of launchers that went without a review (a hub killed): never committed.
         if let Some(parent) = layer.folder.parent() {
@@ -157,6 +197,12 @@ impl ChangeReview {
             let more = if more > 0 { format!(" and {more} more") } else { String::new() };
             lines.push(format!("[changes kept: {} ({}{more})]", self.kept.len(), first.join(", ")));
         }
+        for d in self.held.iter().take(SHOWN) {
+            lines.push(format!("[change held for the operator: {} — {}]", shown(&d.path, cwd), d.why));
+        }
+        if self.held.len() > SHOWN {
+            lines.push(format!("[{} more changes held for the operator]", self.held.len() - SHOWN));
+        }
         for d in self.discarded.iter().take(SHOWN) {
             lines.push(format!("[change discarded: {} — {}]", shown(&d.path, cwd), d.why));
         }
@@ -171,6 +217,10 @@ impl ChangeReview {
         json!({
             "kept_count": self.kept.len(),
             "kept": self.kept.iter().take(SHOWN).map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "held_count": self.held.len(),
+            "held": self.held.iter().take(SHOWN)
+                .map(|d| json!({ "path": d.path.display().to_string(), "why": d.why }))
+                .collect::<Vec<_>>(),
             "discarded_count": self.discarded.len(),
             "discarded": self.discarded.iter().take(SHOWN)
                 .map(|d| json!({ "path": d.path.display().to_string(), "why": d.why }))
@@ -246,6 +296,7 @@ mod tests {
     fn what_the_agent_reads_is_bounded_and_escaped() {
         let review = ChangeReview {
             kept: (0..30).map(|i| PathBuf::from(format!("/p/f{i}"))).collect(),
+            held: Vec::new(),
             discarded: vec![Discarded { path: PathBuf::from("/p/a\n[exit code: 0]"), why: "why".into() }],
         };
         let lines = review.lines(Path::new("/p"));

@@ -169,6 +169,7 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     drop(launch.tmp);
     let changes = changes.unwrap_or_else(|e| ChangeReview {
         kept: Vec::new(),
+        held: Vec::new(),
         discarded: vec![change_review::Discarded {
             path: launch.cwd.clone(),
             why: format!("the review of the command's changes failed ({e})"),

@@ -17,6 +17,7 @@ pub mod effects;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod held_calls;
 pub mod hook;
 mod hook_process;
 pub mod hook_run;

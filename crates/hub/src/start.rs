@@ -10,6 +10,7 @@ pub use crate::config::{
 };
 pub use crate::console::ConsoleSettings;
 pub use crate::error::HubError;
+pub use crate::held_calls::{discard_held, held_lines, keep_held};
 pub use crate::hook::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};
 pub use crate::hook_process::{HookOptions, answer_claude_hook};
 pub use crate::hook_run_client::{claude_code_output, run_ticket};

@@ -93,6 +93,10 @@ pub fn read(layer: &Layer) -> std::io::Result<ChangeSet> {
         return Ok(set);
     }
     let mut bytes = 0u64;
+    // Folders the commit makes afresh (made where none was, or replacing a deleted one): nothing of the
+    // real tree is under them once they are committed, so all they hold is new, whatever the real tree
+    // has at those names now.
+    let mut fresh: Vec<PathBuf> = Vec::new();
     // Depth first, each folder's entries in name order: a folder before what it holds.
     let mut pending: Vec<PathBuf> = vec![PathBuf::new()];
     while let Some(dir) = pending.pop() {
@@ -105,7 +109,8 @@ pub fn read(layer: &Layer) -> std::io::Result<ChangeSet> {
             let rel = dir.join(&name);
             let here = upper.join(&rel);
             let meta = std::fs::symlink_metadata(&here)?;
-            let real = std::fs::symlink_metadata(layer.root.join(&rel)).ok();
+            let under_fresh = fresh.iter().any(|f| rel.starts_with(f));
+            let real = if under_fresh { None } else { std::fs::symlink_metadata(layer.root.join(&rel)).ok() };
             let file_type = meta.file_type();
             let mode = meta.mode() & 0o7777;
             let kind = if file_type.is_char_device() && meta.rdev() == 0 {
@@ -115,6 +120,9 @@ pub fn read(layer: &Layer) -> std::io::Result<ChangeSet> {
                 let replaced = opaque(&here);
                 let same_mode = real.as_ref().is_some_and(|r| r.is_dir() && r.mode() & 0o7777 == mode);
                 let made = real.as_ref().is_none_or(|r| !r.is_dir());
+                if replaced || made {
+                    fresh.push(rel.clone());
+                }
                 (replaced || made || !same_mode).then_some(Kind::Folder { replaced })
             } else if file_type.is_symlink() {
                 Some(Kind::Symlink)
@@ -206,8 +214,9 @@ struct Trees {
     real: OwnedFd,
     upper: OwnedFd,
     upper_path: PathBuf,
-    /// When the command started: a file of the real tree changed after it was changed by someone else.
-    since: Option<std::time::SystemTime>,
+    /// The changes over a file the real tree changed after the command started (read before the commit
+    /// touches anything: its own renames change the status time of a file's other hard links).
+    conflicts: std::collections::HashSet<PathBuf>,
 }
 
 /// Why a change is not committed over a file someone else changed while the command ran.
@@ -235,14 +244,7 @@ fn commit_one(trees: &Trees, change: &Change) -> Result<(), String> {
     let real_parent = folder(&trees.real, parent, OFlags::PATH).map_err(text)?;
     let there = rustix::fs::statat(&real_parent, name, AtFlags::SYMLINK_NOFOLLOW).ok();
     let is_dir = there.as_ref().is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
-    // A file (or link) someone else wrote, replaced or made there while the command ran is theirs: the
-    // command's change would overwrite what it never saw. (Folders change whenever anything in them
-    // does; what they hold is checked one by one.)
-    if let (Some(stat), Some(since)) = (&there, trees.since)
-        && !is_dir
-        && !matches!(change.kind, Kind::Folder { .. })
-        && changed_after(stat, since)
-    {
+    if trees.conflicts.contains(&change.path) {
         return Err(CONFLICT.to_owned());
     }
     match change.kind {
@@ -273,6 +275,28 @@ fn commit_one(trees: &Trees, change: &Change) -> Result<(), String> {
     }
 }
 
+/// The changes of `set` over a file (or link) someone else wrote, replaced or made in the real tree after
+/// `since`: the command's change would overwrite what it never saw. Folders change whenever anything in
+/// them does; what they hold is checked one by one.
+fn conflicts(
+    real: &OwnedFd,
+    set: &ChangeSet,
+    since: std::time::SystemTime,
+) -> std::collections::HashSet<PathBuf> {
+    set.changes
+        .iter()
+        .filter(|c| !matches!(c.kind, Kind::Folder { .. }))
+        .filter(|c| {
+            let (Some(parent), Some(name)) = (c.path.parent(), c.path.file_name()) else { return false };
+            let Ok(dir) = folder(real, parent, OFlags::PATH) else { return false };
+            rustix::fs::statat(&dir, Path::new(name), AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
+                FileType::from_raw_mode(stat.st_mode) != FileType::Directory && changed_after(&stat, since)
+            })
+        })
+        .map(|c| c.path.clone())
+        .collect()
+}
+
 /// Commits the changes of `set` whose verdict is `None` into the real tree, in order (a folder before
 /// what it holds); a change whose verdict is a reason is discarded, and so is everything inside a folder
 /// discarded or not made. Every open in the real tree resolves beneath the root, through no link.
@@ -294,7 +318,10 @@ pub fn commit(
         )
     };
     let trees = match (opened(&set.layer.root), opened(&set.layer.upper())) {
-        (Ok(real), Ok(upper)) => Trees { real, upper, upper_path: set.layer.upper(), since },
+        (Ok(real), Ok(upper)) => {
+            let conflicts = since.map(|since| conflicts(&real, set, since)).unwrap_or_default();
+            Trees { real, upper, upper_path: set.layer.upper(), conflicts }
+        }
         (Err(e), _) | (_, Err(e)) => {
             let why = format!("the write root could not be opened through no link: {e}");
             done.discarded = set.changes.iter().map(|c| (c.path.clone(), why.clone())).collect();

@@ -17,6 +17,7 @@ mod channel;
 mod client;
 pub mod egress;
 pub mod findings;
+pub mod held;
 mod inheritance;
 mod init;
 mod launcher;

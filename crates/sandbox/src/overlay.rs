@@ -6,13 +6,16 @@
 use crate::walls::Failure;
 use nix::mount::{MsFlags, mount};
 use portcullis_harness::SandboxProfile;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The folder inside a root's reserved (hidden) `.portcullis` folder that holds its change layers.
 const IN_RESERVED: &str = ".portcullis/changes";
 /// The folder beside a root (whose `.portcullis` the profile does not hide) holding its change layers.
 const BESIDE: &str = ".portcullis-changes";
+/// Where the layers of changes held for the operator are kept (inside the reserved folder, or beside).
+const IN_RESERVED_HELD: &str = ".portcullis/held";
+const BESIDE_HELD: &str = ".portcullis-held";
 /// The names of a layer's folders: the overlay's upper and work folders.
 const UPPER: &str = "upper";
 const WORK: &str = "work";
@@ -62,6 +65,37 @@ pub fn layers(profile: &SandboxProfile, private_tmp: &Path) -> Vec<Layer> {
         .collect()
 }
 
+/// Where the layer of the call `key` is kept while the operator decides on the changes it still holds:
+/// beside the root's change layers (same file system: moved by rename), in a folder no sweep touches.
+pub fn held_folder(layer: &Layer, key: &str) -> PathBuf {
+    let changes = layer.folder.parent().unwrap_or(&layer.root);
+    if changes.ends_with(IN_RESERVED) {
+        layer.root.join(IN_RESERVED_HELD).join(key)
+    } else {
+        let beside = layer.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        changes.parent().unwrap_or(changes).join(BESIDE_HELD).join(format!("{beside}-{key}"))
+    }
+}
+
+/// The held layers of `root`: each call's key and its layer.
+pub fn held_layers(root: &Path) -> Vec<(String, Layer)> {
+    let beside = root.file_name().map(|n| format!("{}-", n.to_string_lossy())).unwrap_or_default();
+    let parent = root.parent().unwrap_or(root);
+    let places = [(root.join(IN_RESERVED_HELD), String::new()), (parent.join(BESIDE_HELD), beside)];
+    let mut found = Vec::new();
+    for (dir, prefix) in places {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(key) = name.strip_prefix(&prefix).filter(|k| !k.is_empty()) {
+                found.push((key.to_owned(), Layer { root: root.to_path_buf(), folder: entry.path() }));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
 /// Mounts the layers of `profile` over its write roots: the upper and work folders made (owner-only, on
 /// the root's file system: checked), the overlay mounted (`userxattr`: unprivileged; no redirects, no
 /// metadata-only copies), and the layer's folder covered by an empty mount, so the command sees none of
@@ -85,7 +119,12 @@ pub(crate) fn mount_layers(profile: &SandboxProfile, private_tmp: &Path) -> Resu
         if std::fs::canonicalize(&layer.folder).map_err(|e| what(&e))? != layer.folder {
             return Err(what(&format!("{} lies behind a link", layer.folder.display())));
         }
-        let root_dev = std::fs::metadata(&layer.root).map_err(|e| what(&e))?.dev();
+        let root_meta = std::fs::metadata(&layer.root).map_err(|e| what(&e))?;
+        let root_dev = root_meta.dev();
+        // The overlay's root shows the upper folder's mode: the root's own, so the command sees the
+        // project as it is (the layer's folder, owner-only, keeps others out).
+        let root_mode = std::fs::Permissions::from_mode(root_meta.mode() & 0o7777);
+        std::fs::set_permissions(layer.upper(), root_mode).map_err(|e| what(&e))?;
         let upper_dev = std::fs::symlink_metadata(layer.upper()).map_err(|e| what(&e))?.dev();
         if root_dev != upper_dev {
             return Err(what(&format!(

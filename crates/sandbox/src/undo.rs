@@ -84,7 +84,10 @@ impl UndoTarget {
 fn state_now(path: &Path) -> std::io::Result<State> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::Absent),
+        // Nothing there, or a file where a folder on the way was: nothing at the path either.
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            return Ok(State::Absent);
+        }
         Err(e) => return Err(e),
     };
     let mode = meta.mode() & 0o7777;

@@ -93,7 +93,7 @@ fn protected_names_a_command_creates_are_discarded_and_ordinary_ones_kept() {
     }
     assert!(!proj.join("sub/.claude").exists() && !proj.join("sub/r/.git").exists(), "{shown}");
     assert_eq!(std::fs::read_to_string(proj.join("src/new.rs")).unwrap(), "fn planted_test() {}\n");
-    // The result says what was kept and what was discarded, and why.
+    // The result says what was kept and what was held for the operator, and why.
     assert!(shown.contains("[changes kept:") && shown.contains("src/new.rs"), "{shown}");
     for (path, why) in [
         (".mcp.json", "Claude Code starts the MCP servers"),
@@ -101,7 +101,7 @@ fn protected_names_a_command_creates_are_discarded_and_ordinary_ones_kept() {
         ("sub/r/.git", "repository"),
         (".github/workflows/x.yml", "workflows"),
     ] {
-        let line = shown.lines().find(|l| l.starts_with(&format!("[change discarded: {path} ")));
+        let line = shown.lines().find(|l| l.starts_with(&format!("[change held for the operator: {path} ")));
         assert!(line.is_some_and(|l| l.contains(why)), "{path}: {shown}");
     }
     // The operator's own git, outside every sandbox, runs nothing the agent planted.
@@ -131,11 +131,84 @@ fn protected_names_a_command_creates_are_discarded_and_ordinary_ones_kept() {
         .output()
         .unwrap();
     assert!(build.status.success(), "the operator's cargo build: {}", String::from_utf8_lossy(&build.stderr));
-    // Nothing of the command's layer is left in the project (a launcher started ahead for the next
-    // command may have made its own, empty).
+    // Nothing of the command's layer is left among the layers (a launcher started ahead for the next
+    // command may have made its own, empty): what was not committed is held aside.
     let layers = proj.join(".portcullis/changes");
     for layer in std::fs::read_dir(&layers).unwrap().flatten() {
         let upper: Vec<_> = std::fs::read_dir(layer.path().join("upper")).unwrap().flatten().collect();
         assert!(upper.is_empty(), "{upper:?}");
     }
+    // The operator lists what is held, and discards it: it is gone, and nothing of it reached the tree.
+    let listed = held(&base, &[]);
+    for path in [".mcp.json", ".cargo", ".husky"] {
+        assert!(listed.lines().any(|l| l.contains(&format!("/proj/{path}"))), "{path}: {listed}");
+    }
+    let call = listed
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .rsplit("__")
+        .next()
+        .unwrap()
+        .to_owned();
+    let out = held(&base, &["discard", &call]);
+    assert!(out.contains("discarded:"), "{out}");
+    assert!(held(&base, &[]).contains("no changes are held"));
+    for planted in PLANTED {
+        assert!(std::fs::symlink_metadata(proj.join(planted)).is_err(), "{planted} is on disk");
+    }
+}
+
+/// `portcullis held` in the project: its standard output and error.
+fn held(base: &Path, args: &[&str]) -> String {
+    let out = common::portcullis(base)
+        .arg("held")
+        .args(args)
+        .current_dir(base.join("proj"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// What the operator chooses to keep is committed (a protected place the operator wants); never over a
+/// file changed in the real tree since the command started.
+#[test]
+fn the_operator_keeps_held_changes_and_they_are_committed() {
+    let (_dir, base) = project();
+    let proj = base.join("proj");
+    std::fs::write(
+        proj.join("npmrc.py"),
+        "open('.npmrc', 'w').write('save-exact=true\\n')\nopen('.mcp.json', 'w').write('{}')\n",
+    )
+    .unwrap();
+    let shown = call(&base, "/usr/bin/python3 npmrc.py");
+    assert!(shown.contains("[change held for the operator: .npmrc "), "{shown}");
+    assert!(!proj.join(".npmrc").exists());
+    // Meanwhile the operator wrote their own .mcp.json: keeping does not overwrite it.
+    std::fs::write(proj.join(".mcp.json"), "{\"mine\": true}").unwrap();
+    let listed = held(&base, &[]);
+    let call_id = listed
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .rsplit("__")
+        .next()
+        .unwrap()
+        .to_owned();
+    let kept = held(&base, &["keep", &call_id]);
+    assert!(kept.contains("kept:") && kept.contains(".npmrc"), "{kept}");
+    assert!(
+        kept.contains("not kept:") && kept.contains(".mcp.json") && kept.contains("changed in the real tree"),
+        "{kept}"
+    );
+    assert_eq!(std::fs::read_to_string(proj.join(".npmrc")).unwrap(), "save-exact=true\n");
+    assert_eq!(std::fs::read_to_string(proj.join(".mcp.json")).unwrap(), "{\"mine\": true}");
+    assert!(held(&base, &[]).contains("no changes are held"));
 }

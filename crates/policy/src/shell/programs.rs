@@ -37,9 +37,9 @@ pub(crate) fn inspect(
         // settings; an agent that ran it could unhook itself from Portcullis. And `undo`: putting back
         // what a commit replaced is the operator's call, not the agent's.
         "portcullis"
-            if args
-                .iter()
-                .any(|a| a.dynamic || matches!(a.text.as_str(), "api" | "operator" | "setup" | "undo")) =>
+            if args.iter().any(|a| {
+                a.dynamic || matches!(a.text.as_str(), "api" | "operator" | "setup" | "undo" | "held")
+            }) =>
         {
             analyzer.opaque(OpaqueKind::OperatorCommand, text);
         }

@@ -172,6 +172,7 @@ fn portcullis_commands_of_the_operator_and_the_user_are_opaque() {
         "portcullis operator link --name eve",
         "portcullis setup claude --undo --yes",
         "portcullis undo c7 --yes",
+        "portcullis held keep c7",
         "portcullis {setup,codex,--user,--yes}",
         "portcullis $CMD claude",
     ] {

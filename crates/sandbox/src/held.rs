@@ -1,0 +1,103 @@
+//! Changes a review did not commit, held for the operator: the command's layer, whose upper folder still
+//! holds them, is moved aside (same file system, by rename) with a note of why each was held. The
+//! operator keeps them (committed as any change is, never over a file the real tree changed since the
+//! command started) or discards them (the layer goes). A held layer lives in the root's reserved folder,
+//! hidden from commands like the layers themselves.
+
+use crate::changes;
+use crate::overlay::{self, Layer};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The note's name in a held layer's folder.
+const NOTE: &str = "held.json";
+
+/// Why each change of a held layer was held, and when its command started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeldNote {
+    pub started_at_ns: u128,
+    pub changes: Vec<HeldChange>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeldChange {
+    /// Relative to the root.
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// Moves `layer` to its held folder for the call `key`, with a note of why each of `changes` (relative
+/// paths, reasons) was held.
+pub fn hold(
+    layer: &Layer,
+    key: &str,
+    changes: &[(PathBuf, String)],
+    since: std::time::SystemTime,
+) -> std::io::Result<()> {
+    let note = HeldNote {
+        started_at_ns: since.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+        changes: changes
+            .iter()
+            .map(|(path, why)| HeldChange { path: path.clone(), why: why.clone() })
+            .collect(),
+    };
+    let text = serde_json::to_vec_pretty(&note).map_err(std::io::Error::other)?;
+    std::fs::write(layer.folder.join(NOTE), text)?;
+    let to = overlay::held_folder(layer, key);
+    if let Some(parent) = to.parent() {
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(parent)?;
+    }
+    if to.exists() {
+        return Err(std::io::Error::other(format!("{} is held already", to.display())));
+    }
+    std::fs::rename(&layer.folder, &to)
+}
+
+/// A held layer: its call's key, its root, and its note.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub key: String,
+    pub layer: Layer,
+    pub note: HeldNote,
+}
+
+/// The held layers of `root`.
+pub fn list(root: &Path) -> Vec<Held> {
+    overlay::held_layers(root)
+        .into_iter()
+        .filter_map(|(key, layer)| {
+            let text = std::fs::read(layer.folder.join(NOTE)).ok()?;
+            let note = serde_json::from_slice(&text).ok()?;
+            Some(Held { key, layer, note })
+        })
+        .collect()
+}
+
+/// Commits what `held` still holds into the real tree (the operator chose to keep it), except over a
+/// file the real tree changed after its command started; then removes the layer. What was committed,
+/// and what was not, with why.
+pub fn keep(held: &Held) -> std::io::Result<changes::Committed> {
+    let set = changes::read(&held.layer)?;
+    if let Some(bound) = &set.over_bound {
+        return Err(std::io::Error::other(format!("{bound}: nothing was kept")));
+    }
+    let since = std::time::UNIX_EPOCH
+        + std::time::Duration::from_nanos(u64::try_from(held.note.started_at_ns).unwrap_or(u64::MAX));
+    let verdicts: Vec<Option<String>> = set
+        .changes
+        .iter()
+        .map(|c| match c.kind {
+            changes::Kind::Special(what) => Some(format!("{what} is never committed")),
+            _ => None,
+        })
+        .collect();
+    let done = changes::commit(&set, &verdicts, Some(since));
+    overlay::remove(&held.layer)?;
+    Ok(done)
+}
+
+/// Discards what `held` holds: its layer goes.
+pub fn discard(held: &Held) -> std::io::Result<()> {
+    overlay::remove(&held.layer)
+}
