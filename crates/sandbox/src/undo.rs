@@ -215,8 +215,9 @@ impl Before {
         let text = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;
         let temp = folder.join(format!(".{MANIFEST}.tmp"));
         let mut out = std::fs::File::create(&temp)?;
+        // Not synced: a record lost to a power cut only means that command cannot be undone; the rename
+        // keeps a crashed hub from leaving half a record.
         out.write_all(&text)?;
-        out.sync_all()?;
         std::fs::rename(&temp, folder.join(MANIFEST))?;
         prune(&self.target.store);
         Ok(())
