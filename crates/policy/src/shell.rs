@@ -5,6 +5,7 @@ mod braces;
 mod constructs;
 mod declarations;
 mod file_operands;
+mod heredocs;
 mod interpreters;
 mod kinds;
 mod options;
@@ -309,7 +310,7 @@ impl Analyzer {
         }
         // The grammar takes a backslash-newline for a blank; bash removes it, joining the words around it
         // (`r\<newline>m` is `rm`). Where it joins two words the grammar splits, the parse is not bash's.
-        if joins_words(script) {
+        if joins_words(script, &heredocs::quoted_body_ranges(root, script)) {
             self.out.parse_errors = true;
         }
         let outer = std::mem::replace(&mut self.numeric, constructs::Numeric::of_script(root, script));
@@ -706,11 +707,13 @@ fn redirects_stdin(node: Node<'_>, src: &str) -> bool {
     })
 }
 
-/// A backslash-newline with no blank on either side: bash joins the words the grammar splits there.
-fn joins_words(script: &str) -> bool {
+/// A backslash-newline with no blank on either side: bash joins the words the grammar splits there
+/// (but not in a quoted heredoc's body, `literal`, which bash reads as it stands).
+fn joins_words(script: &str, literal: &[std::ops::Range<usize>]) -> bool {
     let bytes = script.as_bytes();
-    bytes.windows(4).any(|w| {
+    bytes.windows(4).enumerate().any(|(at, w)| {
         matches!(w, [before, b'\\', b'\n', after] if !before.is_ascii_whitespace() && *before != b'\\' && !after.is_ascii_whitespace())
+            && !literal.iter().any(|r| r.contains(&(at + 1)))
     })
 }
 

@@ -122,6 +122,9 @@ fn resolve_double_quoted(node: Node<'_>, src: &str) -> Word {
         let child_text = node_text(child, src);
         if child.kind_name() == "string_content" {
             out.text.push_str(&unescape_double_quoted(child_text));
+        } else if let Some(output) = super::heredocs::literal_cat_output(child, src) {
+            // `"$(cat <<'EOF' … EOF)"`: the quoted heredoc's body, taken literally.
+            out.text.push_str(&output);
         } else {
             out.text.push_str(child_text);
             out.dynamic = true;
