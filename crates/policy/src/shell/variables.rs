@@ -222,7 +222,9 @@ pub(crate) fn judge(name: &str, value: Option<&str>, reach: Reach) -> Verdict {
     if injects_code(name) {
         return Verdict::InjectsCode;
     }
-    if reach == Reach::Shell && stays_in_shell(name) {
+    // A reviewed name keeps its values even in the shell: `export NAME` later passes on what it holds.
+    let reviewed = INERT_VARIABLES.iter().any(|(n, _, _)| *n == name);
+    if reach == Reach::Shell && stays_in_shell(name) && !reviewed {
         return Verdict::Inert;
     }
     match INERT_VARIABLES.iter().find(|(n, _, _)| *n == name) {
@@ -335,6 +337,10 @@ mod tests {
         ("HTTPS_PROXY", Verdict::Unreviewed),
         ("http_proxy", Verdict::Unreviewed),
         ("SSL_CERT_FILE", Verdict::Unreviewed),
+        // Reviewed names keep their values in the shell too (`export PAGER` passes the value on).
+        ("PAGER", Verdict::Unreviewed),
+        ("GIT_PAGER", Verdict::Unreviewed),
+        ("RUST_BACKTRACE", Verdict::Unreviewed),
         // Code-injecting names are refused wherever they stay.
         ("LD_PRELOAD", Verdict::InjectsCode),
         ("GIT_SSH_COMMAND", Verdict::InjectsCode),

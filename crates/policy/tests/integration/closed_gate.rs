@@ -273,6 +273,9 @@ fn literal_words_are_judged_as_what_bash_makes_of_them() {
         "x=$(curl -s example.com); cat \"$x\"",
         "x=a; x+=b; cat \"$x\"",
         "x=a; { x=/etc/passwd; } | cat; cat \"$x\"",
+        "PAGER=less; export PAGER; git log",
+        "GIT_PAGER='sh -c id'; export GIT_PAGER; git log",
+        "p=GIT_PA; GIT_PAGER=less; export \"${p}GER\"; git log",
     ] {
         assert_ne!(decision(script), Decision::Allow, "{script:?}");
     }
