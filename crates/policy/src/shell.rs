@@ -1,12 +1,16 @@
 //! Shell command analysis: parses a script with tree-sitter-bash and lists every command, redirection and
 //! construct a policy must see, so that rules never match raw strings.
 
+mod assignments;
+mod bash_variables;
 mod braces;
 mod constructs;
 mod declarations;
 mod file_operands;
+mod heredocs;
 mod interpreters;
 mod kinds;
+mod literal_variables;
 mod options;
 mod program_specs;
 mod program_specs_files;
@@ -20,6 +24,7 @@ mod wrapper_specs;
 mod wrappers;
 mod writing_programs;
 
+use assignments::assignment;
 use declarations::declaration_exports;
 use kinds::KindName;
 use serde::{Deserialize, Serialize};
@@ -309,10 +314,11 @@ impl Analyzer {
         }
         // The grammar takes a backslash-newline for a blank; bash removes it, joining the words around it
         // (`r\<newline>m` is `rm`). Where it joins two words the grammar splits, the parse is not bash's.
-        if joins_words(script) {
+        if joins_words(script, &heredocs::quoted_body_ranges(root, script)) {
             self.out.parse_errors = true;
         }
         let outer = std::mem::replace(&mut self.numeric, constructs::Numeric::of_script(root, script));
+        let _known = literal_variables::install(literal_variables::Known::of_script(root, script));
         self.visit(root, script, ctx, 0);
         self.numeric = outer;
     }
@@ -493,45 +499,6 @@ impl Analyzer {
         self.visit_children(node, src, ctx, depth);
     }
 
-    /// A `NAME=value` node: a prefix of a command or an exporting declaration reaches programs; a plain
-    /// assignment or `local`/`declare` stays in the shell.
-    fn check_assignment(&mut self, node: Node<'_>, src: &str) {
-        let (name, value) = assignment(node, src);
-        let reach = match node.parent() {
-            Some(parent) if parent.kind_name() == "command" => Reach::Exported,
-            Some(parent)
-                if parent.kind_name() == "declaration_command" && declaration_exports(parent, src) =>
-            {
-                Reach::Exported
-            }
-            _ => Reach::Shell,
-        };
-        let shown = node.parent().map_or_else(|| node_text(node, src), |p| node_text(p, src));
-        let known = (!value.dynamic).then_some(value.text.as_str());
-        self.check_variable(&name, known, reach, shown);
-        let arithmetic =
-            node.child_by_field_name("value").is_some_and(|v| v.kind_name() == "arithmetic_expansion");
-        if let Some(value) = known.or(arithmetic.then_some("0")) {
-            self.note_numeric_assignment(&name, value);
-        }
-    }
-
-    /// Judges one assignment by `shell/variables.rs`; what is not inert is opaque, naming the variable.
-    pub(crate) fn check_variable(&mut self, name: &str, value: Option<&str>, reach: Reach, text: &str) {
-        let name = name.split('[').next().unwrap_or(name).trim_end_matches('+');
-        match variables::judge(name, value, reach) {
-            variables::Verdict::Inert => {}
-            variables::Verdict::InjectsCode => self.opaque(
-                OpaqueKind::CodeInjectingVariable,
-                format!("{name} makes programs load or run other code: {text}"),
-            ),
-            variables::Verdict::Unreviewed => self.opaque(
-                OpaqueKind::UnreviewedVariable,
-                format!("{name} is not on the reviewed list of inert variables: {text}"),
-            ),
-        }
-    }
-
     /// Records one command and, for wrappers and special programs, what it runs or hides.
     pub(crate) fn emit(
         &mut self,
@@ -640,13 +607,6 @@ impl Analyzer {
     }
 }
 
-/// `NAME=value` (or `NAME+=value`): the name and the resolved value.
-fn assignment(node: Node<'_>, src: &str) -> (String, Word) {
-    let name = node.child_by_field_name("name").map(|n| node_text(n, src).to_owned()).unwrap_or_default();
-    let value = node.child_by_field_name("value").map_or_else(|| Word::literal(""), |v| resolve(v, src));
-    (name, value)
-}
-
 /// The words a redirection's grammar node swallowed after its target (`>x a b`: `a`, `b`): bash passes
 /// them to the command as arguments.
 fn redirect_arguments(node: Node<'_>, src: &str) -> Vec<Word> {
@@ -706,11 +666,13 @@ fn redirects_stdin(node: Node<'_>, src: &str) -> bool {
     })
 }
 
-/// A backslash-newline with no blank on either side: bash joins the words the grammar splits there.
-fn joins_words(script: &str) -> bool {
+/// A backslash-newline with no blank on either side: bash joins the words the grammar splits there
+/// (but not in a quoted heredoc's body, `literal`, which bash reads as it stands).
+fn joins_words(script: &str, literal: &[std::ops::Range<usize>]) -> bool {
     let bytes = script.as_bytes();
-    bytes.windows(4).any(|w| {
+    bytes.windows(4).enumerate().any(|(at, w)| {
         matches!(w, [before, b'\\', b'\n', after] if !before.is_ascii_whitespace() && *before != b'\\' && !after.is_ascii_whitespace())
+            && !literal.iter().any(|r| r.contains(&(at + 1)))
     })
 }
 

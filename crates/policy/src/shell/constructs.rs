@@ -239,7 +239,7 @@ impl Analyzer {
             }
             Treatment::Expanded => self.rescan_uncovered(node, src, ctx),
             Treatment::HeredocBody => {
-                if !heredoc_is_quoted(node, src) {
+                if !super::heredocs::body_is_quoted(node, src) {
                     self.rescan_uncovered(node, src, ctx);
                 }
             }
@@ -559,15 +559,6 @@ fn heredoc_ends_as_bash_ends_it(redirect: Node<'_>, src: &str) -> bool {
         .map(|s| node_text(*s, src).replace(['\'', '"', '\\'], ""))
         .unwrap_or_default();
     line == delimiter
-}
-
-/// Whether the heredoc holding `body` has a quoted delimiter (`<<'EOF'`, `<<"EOF"`, `<<\EOF`, `<<E"O"F`):
-/// then bash expands nothing in the body.
-fn heredoc_is_quoted(body: Node<'_>, src: &str) -> bool {
-    let Some(redirect) = body.parent() else { return false };
-    let mut cursor = redirect.walk();
-    let start = redirect.children(&mut cursor).find(|c| c.kind_name() == "heredoc_start");
-    start.is_some_and(|s| node_text(s, src).contains(['\'', '"', '\\']))
 }
 
 /// The code of a backquote substitution starting at `from` (after the opening backquote), unescaped as

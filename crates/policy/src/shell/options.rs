@@ -15,6 +15,9 @@ pub(super) fn inspect(analyzer: &mut Analyzer, index: usize, program: &str, args
     // `test -v NAME` and `unset NAME` assign nothing; the others assign the names they take.
     let assigns = !matches!(program, "test" | "[" | "unset");
     for name in assigned_names(program, args).unwrap_or_default() {
+        if !matches!(program, "test" | "[") {
+            analyzer.guard_resolved(&name.text, text);
+        }
         let assignment = assigns.then_some((None, super::variables::Reach::Shell));
         analyzer.evaluated_name(&name, assignment, text);
     }

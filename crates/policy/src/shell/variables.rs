@@ -1,8 +1,10 @@
 //! Which variable assignments a script may make without an operator: an assignment bash hands to the
 //! programs it starts (a prefix, `export`, `env X=v`, `sudo X=v`...) is inert only when its name is on a
 //! reviewed list of variables that load nothing and write nothing; every other name makes the command a
-//! prompt that names the variable. A plain assignment of a lower-case name stays in the shell, unless the
-//! name is one programs read from the environment (`http_proxy`).
+//! prompt that names the variable. A plain assignment (`X=v`, `read X`, `for X in`...) stays in the shell
+//! and is inert, unless bash itself reads the name (`shell/bash_variables.rs`) or the environment a
+//! command starts with may already hold it (bash exports an inherited name: assigning it changes what
+//! programs see).
 
 /// Variables reviewed as inert: programs that read them load no code and no configuration named by them,
 /// and write no file because of them. Each row: the name, the values allowed, and why it is inert.
@@ -143,8 +145,56 @@ const CODE_INJECTING_VARIABLES: &[&str] = &[
     "IFS",
 ];
 
-/// Lower-case names programs read from the environment: a plain assignment of one is not shell-local.
-const LOWER_CASE_ENVIRONMENT: &[&str] = &["http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"];
+/// Names the environment of a command may hold when it starts, each with where it comes from: bash
+/// marks an inherited variable exported, so a plain assignment of one reaches every program started
+/// after it. The first rows are what the shell tool passes (`DEFAULT_ENV_ALLOWLIST` of
+/// `crates/coding/src/workspace.rs`, and `LC_*`; a test checks the two agree); the others are names an
+/// operator commonly passes through (`Workspace::env_passthrough`, which the judge does not see).
+const INHERITED_ENVIRONMENT: &[(&str, &str)] = &[
+    ("PATH", "the shell tool's allowlist"),
+    ("HOME", "the shell tool's allowlist"),
+    ("LANG", "the shell tool's allowlist"),
+    ("LANGUAGE", "the shell tool's allowlist"),
+    ("TERM", "the shell tool's allowlist"),
+    ("USER", "the shell tool's allowlist"),
+    ("LOGNAME", "the shell tool's allowlist"),
+    ("SHELL", "the shell tool's allowlist"),
+    ("TMPDIR", "the shell tool's allowlist"),
+    ("TZ", "the shell tool's allowlist"),
+    ("COLORTERM", "the shell tool's allowlist"),
+    ("NO_COLOR", "the shell tool's allowlist"),
+    ("http_proxy", "a proxy every HTTP client reads"),
+    ("https_proxy", "a proxy every HTTP client reads"),
+    ("ftp_proxy", "a proxy every HTTP client reads"),
+    ("all_proxy", "a proxy every HTTP client reads"),
+    ("no_proxy", "hosts reached without the proxy"),
+    ("HTTP_PROXY", "a proxy every HTTP client reads"),
+    ("HTTPS_PROXY", "a proxy every HTTP client reads"),
+    ("FTP_PROXY", "a proxy every HTTP client reads"),
+    ("ALL_PROXY", "a proxy every HTTP client reads"),
+    ("NO_PROXY", "hosts reached without the proxy"),
+    ("SSL_CERT_FILE", "the certificates TLS clients trust"),
+    ("SSL_CERT_DIR", "the certificates TLS clients trust"),
+    ("CURL_CA_BUNDLE", "the certificates curl trusts"),
+    ("REQUESTS_CA_BUNDLE", "the certificates Python's requests trusts"),
+    ("NODE_EXTRA_CA_CERTS", "the certificates node trusts"),
+    ("GIT_SSL_CAINFO", "the certificates git trusts"),
+];
+
+/// True when the environment a command starts with may hold `name` (then bash exports it).
+pub(crate) fn may_be_inherited(name: &str) -> bool {
+    name.starts_with("LC_") || INHERITED_ENVIRONMENT.iter().any(|(n, _)| *n == name)
+}
+
+/// True when a plain assignment of `name` stays in the shell and bash itself does not read it: a valid
+/// name, not one of bash's variables, not one the environment may hand down.
+pub(crate) fn stays_in_shell(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !super::bash_variables::is_bash_variable(name)
+        && !may_be_inherited(name)
+}
 
 /// How an assignment reaches programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +202,8 @@ pub(crate) enum Reach {
     /// A prefix (`X=v cmd`), `export`, `declare -x`, `env X=v`, `sudo X=v`: programs see it.
     Exported,
     /// `X=v` alone, `read X`, `for X in`, `printf -v X`: the shell's own variable, which programs see
-    /// only if the name was already exported (as `HOME`, `PATH`, `PWD` are).
+    /// only if the name was already exported (as `HOME`, `PATH`, `PWD` are: `may_be_inherited`), or when
+    /// the script exports it later (`export X` is judged then, as `Exported`).
     Shell,
 }
 
@@ -171,10 +222,9 @@ pub(crate) fn judge(name: &str, value: Option<&str>, reach: Reach) -> Verdict {
     if injects_code(name) {
         return Verdict::InjectsCode;
     }
-    let shell_local = reach == Reach::Shell
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !LOWER_CASE_ENVIRONMENT.contains(&name);
-    if shell_local {
+    // A reviewed name keeps its values even in the shell: `export NAME` later passes on what it holds.
+    let reviewed = INERT_VARIABLES.iter().any(|(n, _, _)| *n == name);
+    if reach == Reach::Shell && stays_in_shell(name) && !reviewed {
         return Verdict::Inert;
     }
     match INERT_VARIABLES.iter().find(|(n, _, _)| *n == name) {
@@ -232,17 +282,81 @@ mod tests {
     }
 
     #[test]
-    fn unlisted_names_are_unreviewed_unless_shell_local() {
+    fn unlisted_names_are_unreviewed_unless_they_stay_in_the_shell() {
         assert_eq!(judge("XDG_CACHE_HOME", Some("x"), Reach::Exported), Verdict::Unreviewed);
-        assert_eq!(judge("FOO", Some("1"), Reach::Shell), Verdict::Unreviewed);
+        assert_eq!(judge("FOO", Some("1"), Reach::Exported), Verdict::Unreviewed);
         assert_eq!(judge("f", Some("x"), Reach::Shell), Verdict::Inert);
         assert_eq!(judge("my_var2", None, Reach::Shell), Verdict::Inert);
         assert_eq!(judge("f", Some("x"), Reach::Exported), Verdict::Unreviewed);
-        for name in LOWER_CASE_ENVIRONMENT {
-            assert_eq!(judge(name, Some("x"), Reach::Shell), Verdict::Unreviewed, "{name}");
+        for (name, why) in INHERITED_ENVIRONMENT {
+            assert!(!why.is_empty() && may_be_inherited(name) && !stays_in_shell(name), "{name}");
+            // Off the reviewed list, a path for a value is never inert.
+            if !INERT_VARIABLES.iter().any(|(n, _, _)| n == name) {
+                assert_ne!(judge(name, Some("/tmp/x"), Reach::Shell), Verdict::Inert, "{name}");
+            }
         }
+        assert!(may_be_inherited("LC_PAPER") && !stays_in_shell("LC_PAPER"));
         assert_eq!(judge("TZ", Some("../../tmp/x"), Reach::Exported), Verdict::Unreviewed);
         assert_eq!(judge("LANG", Some("/tmp/locale"), Reach::Exported), Verdict::Unreviewed);
         assert_eq!(judge("PAGER", Some("less"), Reach::Exported), Verdict::Unreviewed);
+    }
+
+    /// Plain assignments (`NAME=value` alone): one row per name, and whether it stays inert.
+    const PLAIN_ASSIGNMENTS: &[(&str, Verdict)] = &[
+        ("LOGS_DIR", Verdict::Inert),
+        ("OUT", Verdict::Inert),
+        ("COUNT", Verdict::Inert),
+        ("x", Verdict::Inert),
+        ("_tmp", Verdict::Inert),
+        // Bash reads these itself.
+        ("PATH", Verdict::InjectsCode),
+        ("IFS", Verdict::InjectsCode),
+        ("BASH_ENV", Verdict::InjectsCode),
+        ("CDPATH", Verdict::InjectsCode),
+        ("GLOBIGNORE", Verdict::InjectsCode),
+        ("PROMPT_COMMAND", Verdict::InjectsCode),
+        ("SHELLOPTS", Verdict::InjectsCode),
+        ("BASHOPTS", Verdict::InjectsCode),
+        ("HOME", Verdict::InjectsCode),
+        ("PWD", Verdict::InjectsCode),
+        ("OLDPWD", Verdict::InjectsCode),
+        ("ENV", Verdict::InjectsCode),
+        ("PS4", Verdict::Unreviewed),
+        ("PS0", Verdict::Unreviewed),
+        ("HISTFILE", Verdict::Unreviewed),
+        ("BASH_XTRACEFD", Verdict::Unreviewed),
+        ("BASH_CMDS", Verdict::Unreviewed),
+        ("BASH_LOADABLES_PATH", Verdict::Unreviewed),
+        ("EXECIGNORE", Verdict::Unreviewed),
+        ("OPTIND", Verdict::Unreviewed),
+        ("TEXTDOMAINDIR", Verdict::Unreviewed),
+        ("auto_resume", Verdict::Unreviewed),
+        // The environment may already hold these: bash exports them.
+        ("TMPDIR", Verdict::Unreviewed),
+        ("USER", Verdict::Unreviewed),
+        ("HTTPS_PROXY", Verdict::Unreviewed),
+        ("http_proxy", Verdict::Unreviewed),
+        ("SSL_CERT_FILE", Verdict::Unreviewed),
+        // Reviewed names keep their values in the shell too (`export PAGER` passes the value on).
+        ("PAGER", Verdict::Unreviewed),
+        ("GIT_PAGER", Verdict::Unreviewed),
+        ("RUST_BACKTRACE", Verdict::Unreviewed),
+        // Code-injecting names are refused wherever they stay.
+        ("LD_PRELOAD", Verdict::InjectsCode),
+        ("GIT_SSH_COMMAND", Verdict::InjectsCode),
+        ("NODE_OPTIONS", Verdict::InjectsCode),
+    ];
+
+    #[test]
+    fn each_plain_assignment_row_has_its_verdict() {
+        for (name, verdict) in PLAIN_ASSIGNMENTS {
+            assert_eq!(judge(name, Some("/tmp/evil"), Reach::Shell), *verdict, "{name}=/tmp/evil");
+            // Exported, none is inert with a path for a value.
+            assert_ne!(judge(name, Some("/tmp/evil"), Reach::Exported), Verdict::Inert, "export {name}");
+        }
+        let reviewed = |name: &&str| INERT_VARIABLES.iter().any(|(n, _, _)| n == name);
+        for (name, _) in super::super::bash_variables::BASH_VARIABLES.iter().filter(|(n, _)| !reviewed(n)) {
+            assert_ne!(judge(name, Some("/tmp/evil"), Reach::Shell), Verdict::Inert, "{name}");
+        }
     }
 }

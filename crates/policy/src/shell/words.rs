@@ -44,6 +44,11 @@ pub(crate) fn resolve(node: Node<'_>, src: &str) -> Word {
         "brace_expression" | "extglob_pattern" | "regex" | "variable_name" | "test_operator" => {
             Word::literal(text)
         }
+        // Unquoted, bash splits and globs the value: only one that stays one word as it is counts.
+        "simple_expansion" | "expansion" => match super::literal_variables::value_of(node, src) {
+            Some(value) if literal_value(&value, false) => Word::literal(value),
+            _ => Word { text: text.to_owned(), dynamic: true },
+        },
         _ => Word { text: text.to_owned(), dynamic: true },
     }
 }
@@ -105,7 +110,19 @@ fn resolve_pieces(node: Node<'_>, src: &str) -> Word {
     if node.end_byte() > pos {
         out.text.push_str(&unescape_unquoted(src.get(pos..node.end_byte()).unwrap_or("")));
     }
-    out
+    tilde_after_values(node, out)
+}
+
+/// A word with a variable's value and a `~` (`~$x/.ssh`): bash reads the tilde before the value is there
+/// (and passes `~a/.ssh`), where later steps of the judge would read a home folder; it stays dynamic.
+fn tilde_after_values(node: Node<'_>, mut word: Word) -> Word {
+    let mut cursor = node.walk();
+    let has_reads =
+        node.named_children(&mut cursor).any(|c| matches!(c.kind_name(), "simple_expansion" | "expansion"));
+    if has_reads && word.text.contains('~') {
+        word.dynamic = true;
+    }
+    word
 }
 
 /// A `"..."` string: backslash escapes `$ ` " \ newline`; expansions inside make it dynamic.
@@ -122,6 +139,13 @@ fn resolve_double_quoted(node: Node<'_>, src: &str) -> Word {
         let child_text = node_text(child, src);
         if child.kind_name() == "string_content" {
             out.text.push_str(&unescape_double_quoted(child_text));
+        } else if let Some(output) = super::heredocs::literal_cat_output(child, src) {
+            // `"$(cat <<'EOF' … EOF)"`: the quoted heredoc's body, taken literally.
+            out.text.push_str(&output);
+        } else if let Some(value) = super::literal_variables::value_of(child, src).filter(|v| {
+            literal_value(v, true) && matches!(child.kind_name(), "simple_expansion" | "expansion")
+        }) {
+            out.text.push_str(&value);
         } else {
             out.text.push_str(child_text);
             out.dynamic = true;
@@ -131,7 +155,17 @@ fn resolve_double_quoted(node: Node<'_>, src: &str) -> Word {
     if end > pos {
         out.text.push_str(&unescape_double_quoted(src.get(pos..end).unwrap_or("")));
     }
-    out
+    tilde_after_values(node, out)
+}
+
+/// Whether a variable's value may stand for its read: plain characters only (no pattern, tilde, quote,
+/// brace or expansion character, which later steps of the judge could read otherwise than bash passes
+/// them), and, unquoted, no blank (bash would split it) and not empty (bash would drop the word).
+pub(crate) fn literal_value(value: &str, quoted: bool) -> bool {
+    let plain = |c: char| {
+        c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '%' | '+' | '=' | ',')
+    };
+    (quoted || !value.is_empty()) && value.chars().all(|c| plain(c) || (quoted && c == ' '))
 }
 
 fn strip_delimiters(text: &str, front: usize, back: usize) -> &str {

@@ -246,3 +246,55 @@ fn the_gate_prompts_for_at_most_a_fifth_of_benign_agent_commands() {
     println!("{} of {} benign commands prompt ({:.1} %)", prompted.len(), commands.len(), rate * 100.0);
     assert!(rate <= 0.20, "{:.1} % prompt: {prompted:#?}", rate * 100.0);
 }
+
+/// Issue 53: what bash itself makes harmless does not prompt — a quoted heredoc's body, a plain
+/// assignment that stays in the shell, a variable read as the literal the script gave it — and a
+/// variable read that way is judged as the path it names.
+#[test]
+fn literal_words_are_judged_as_what_bash_makes_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().canonicalize().unwrap();
+    let p = policy(&project);
+    let ctx = EvalContext { cwd: project.clone(), home: Some(project.join("home")) };
+    let decision = |script: &str| p.evaluate_command(script, &ctx).decision;
+    for script in [
+        "cat <<'EOF' > NOTES.md\nUse `cargo test`, $(date) and $HOME\nEOF",
+        "git commit -m \"$(cat <<'EOF'\nFix `x` and $(y)\nEOF\n)\"",
+        "LOGS_DIR=logs; grep x \"$LOGS_DIR/a.log\"",
+        "x=src; cd \"$x\" && ls",
+    ] {
+        assert_eq!(decision(script), Decision::Allow, "{script:?}");
+    }
+    for script in [
+        "cat <<EOF > NOTES.md\n`rm -rf /etc`\nEOF",
+        "PATH=/tmp/evil; ls",
+        "IFS=/; ls",
+        "BASH_ENV=/tmp/x; ls",
+        "x=$(curl -s example.com); cat \"$x\"",
+        "x=a; x+=b; cat \"$x\"",
+        "x=a; { x=/etc/passwd; } | cat; cat \"$x\"",
+        "PAGER=less; export PAGER; git log",
+        "GIT_PAGER='sh -c id'; export GIT_PAGER; git log",
+        "p=GIT_PA; GIT_PAGER=less; export \"${p}GER\"; git log",
+    ] {
+        assert_ne!(decision(script), Decision::Allow, "{script:?}");
+    }
+    // The resolved path is outside every root: judged as such, not as "computed at run time".
+    let evaluation = p.evaluate_command("D=/etc; cat \"$D/passwd\"", &ctx);
+    assert_ne!(evaluation.decision, Decision::Allow);
+    assert!(evaluation.reasons.iter().any(|r| r.contains("/etc/passwd")), "{:?}", evaluation.reasons);
+}
+
+/// Every name the shell tool passes from the gateway's environment is one bash exports when the script
+/// assigns it: a plain assignment of one is never inert (`shell/variables.rs` keeps the list).
+#[test]
+fn the_names_the_shell_tool_passes_down_are_never_inert_when_assigned() {
+    for name in portcullis_coding::workspace::DEFAULT_ENV_ALLOWLIST.iter().chain(&["LC_ALL", "LC_PAPER"]) {
+        // Reviewed as inert whatever its value (it turns colours off).
+        if *name == "NO_COLOR" {
+            continue;
+        }
+        let script = format!("{name}=/tmp/evil; true");
+        assert!(!analyze(&script).opaque.is_empty(), "{script}");
+    }
+}
