@@ -117,6 +117,17 @@ impl SandboxProfile {
     }
 }
 
+/// Why a command the Claude Code hook judged is not confined: Claude Code runs it itself, in its own
+/// shell (with its user's whole environment), outside every wall.
+pub const CLAUDE_CODE_RUNS_IT: &str = "runs outside Portcullis's sandbox (Claude Code runs it)";
+
+impl SandboxProfile {
+    /// Whether the command ran in the agent's own shell (Claude Code's), not the hub's.
+    pub fn ran_by_the_agent(&self) -> bool {
+        matches!(&self.enforcement, Enforcement::Unconfined { reason } if reason == CLAUDE_CODE_RUNS_IT)
+    }
+}
+
 /// What this machine's kernel can enforce, as the launcher found when the hub started.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

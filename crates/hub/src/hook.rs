@@ -361,7 +361,7 @@ impl portcullis_harness::Approvals for HookApprovals {
 }
 
 /// Why a hook call is not confined: the hook only judges, and Claude Code runs the command itself.
-pub const CLAUDE_CODE_RUNS_IT: &str = "runs outside Portcullis's sandbox (Claude Code runs it)";
+pub use portcullis_harness::sandbox::CLAUDE_CODE_RUNS_IT;
 
 /// A project's policy, judging a hook call as it will run: a `Bash` command the hub runs in its sandbox
 /// is judged with the walls it gets; anything Claude Code runs itself as unconfined, so what the card and
@@ -381,8 +381,10 @@ impl portcullis_harness::ExecutionPolicy for HookPolicy {
         let verdict = if self.confined {
             self.live.verdict(&request).0
         } else {
+            // Claude Code's own shell starts with its user's whole environment, not the shell tool's
+            // allowlist: an assignment there reaches programs whenever the name was inherited.
             let support = portcullis_harness::SandboxSupport::unavailable(CLAUDE_CODE_RUNS_IT);
-            self.live.verdict_on(&request, &support).0
+            portcullis_policy::shell::with_whole_environment(|| self.live.verdict_on(&request, &support).0)
         };
         if let Ok(mut judged) = self.judged.lock() {
             judged.verdict = Some(verdict.clone());

@@ -208,9 +208,15 @@ impl<'a> Replay<'a> {
         // Judged from where it ran (the action's folder, else the call's), as live.
         let cwd = action.cwd.as_ref().or(call.cwd.as_ref()).unwrap_or(fallback_cwd).clone();
         let ctx = EvalContext { cwd, home: home.clone() };
-        // The one judgement live calls get (the "sandbox required" deny included).
-        let evaluation =
-            crate::judgement::decide_action_analyzed(policy, &call.tool, action, &ctx, support, analyzed);
+        // The one judgement live calls get (the "sandbox required" deny included); a command Claude Code
+        // ran in its own shell is judged as it was, with its user's whole environment.
+        let decide =
+            || crate::judgement::decide_action_analyzed(policy, &call.tool, action, &ctx, support, analyzed);
+        let evaluation = if action.sandbox.as_ref().is_some_and(|p| p.ran_by_the_agent()) {
+            crate::shell::with_whole_environment(decide)
+        } else {
+            decide()
+        };
         Some(Judged::Evaluated { evaluation: Box::new(evaluation), subject })
     }
 
@@ -230,8 +236,11 @@ impl<'a> Replay<'a> {
         }
         // Both policies judge the one analysis of the call's command (the parse is a good part of an
         // evaluation, and it depends on the command alone).
+        // (Not for a command Claude Code ran in its own shell: that one is analyzed with its user's whole
+        // environment, inside each judgement.)
         let analyzed = (call.action.as_ref())
             .filter(|a| a.kind == portcullis_harness::ActionKind::Execute)
+            .filter(|a| !a.sandbox.as_ref().is_some_and(|p| p.ran_by_the_agent()))
             .and_then(|a| a.command.as_deref())
             .map(Analyzed::of);
         // One view of the file system for both (see `crate::snapshot`): each path looked at once.

@@ -33,6 +33,7 @@ use variables::Reach;
 use words::{Word, is_pattern, node_text, resolve};
 
 pub use program_table::{OptionRow, OptionValue, ProgramRow, program_table};
+pub use variables::with_whole_environment;
 
 /// Scripts longer than this are not parsed: the analysis holds only an [`OpaqueKind::TooLarge`].
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;

@@ -112,6 +112,9 @@ fn without_a_hub_the_policy_decides_and_the_ledger_records() {
         ("Bash", json!({"command": "git status && ls", "description": "status"}), "allow", "rule `listing`"),
         ("Bash", json!({"command": "ls; rm -rf ~"}), "deny", "rule `remove`"),
         ("Bash", json!({"command": "make deploy"}), "ask", "no rule matches"),
+        // Claude Code runs it in its own shell, with its user's whole environment: an assignment there
+        // reaches `git` if the variable was inherited (in the hub's sandbox it would be inert).
+        ("Bash", json!({"command": "KUBECONFIG=/tmp/k; git status"}), "ask", "KUBECONFIG"),
         (
             "Write",
             json!({"file_path": base.join("outside.txt"), "content": "x"}),
@@ -167,7 +170,7 @@ fn without_a_hub_the_policy_decides_and_the_ledger_records() {
         })
         .filter(|t| t.contains("handed to the agent's own prompt"))
         .collect();
-    assert_eq!(asked.len(), 2, "the two asks (make deploy, mcp__docs__search): {asked:?}");
+    assert_eq!(asked.len(), 3, "the three asks (make deploy, KUBECONFIG, mcp__docs__search): {asked:?}");
     let replay = portcullis(&base)
         .args(["policy", "replay", "--fail-on-change", "--db", db_arg, "--policy"])
         .arg(proj.join(".portcullis/policy.json"))

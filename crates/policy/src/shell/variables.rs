@@ -181,9 +181,31 @@ const INHERITED_ENVIRONMENT: &[(&str, &str)] = &[
     ("GIT_SSL_CAINFO", "the certificates git trusts"),
 ];
 
+thread_local! {
+    /// Set while a command is judged that starts with its user's whole environment (Claude Code's own
+    /// shell, when the hub does not run it): any name may be inherited there.
+    static WHOLE_ENVIRONMENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `judge` (on this thread) as for a command that starts with its user's whole environment, not
+/// the shell tool's allowlist: every name may be inherited, so bash exports it and no plain assignment
+/// of it is inert (`KUBECONFIG=/tmp/x; kubectl …` reaches kubectl there).
+pub fn with_whole_environment<T>(judge: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WHOLE_ENVIRONMENT.set(self.0);
+        }
+    }
+    let _restore = Restore(WHOLE_ENVIRONMENT.replace(true));
+    judge()
+}
+
 /// True when the environment a command starts with may hold `name` (then bash exports it).
 pub(crate) fn may_be_inherited(name: &str) -> bool {
-    name.starts_with("LC_") || INHERITED_ENVIRONMENT.iter().any(|(n, _)| *n == name)
+    WHOLE_ENVIRONMENT.get()
+        || name.starts_with("LC_")
+        || INHERITED_ENVIRONMENT.iter().any(|(n, _)| *n == name)
 }
 
 /// True when a plain assignment of `name` stays in the shell and bash itself does not read it: a valid
@@ -296,6 +318,10 @@ mod tests {
             }
         }
         assert!(may_be_inherited("LC_PAPER") && !stays_in_shell("LC_PAPER"));
+        // In a shell that starts with its user's whole environment, any name may be inherited.
+        assert!(stays_in_shell("KUBECONFIG"));
+        assert!(with_whole_environment(|| !stays_in_shell("KUBECONFIG")));
+        assert!(stays_in_shell("KUBECONFIG"), "the flag is the judgement's only");
         assert_eq!(judge("TZ", Some("../../tmp/x"), Reach::Exported), Verdict::Unreviewed);
         assert_eq!(judge("LANG", Some("/tmp/locale"), Reach::Exported), Verdict::Unreviewed);
         assert_eq!(judge("PAGER", Some("less"), Reach::Exported), Verdict::Unreviewed);
