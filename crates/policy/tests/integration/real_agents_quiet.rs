@@ -9,8 +9,9 @@ use portcullis_policy::{Decision, EvalContext, Policy, PolicyLayer};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The largest share of the corpus that may prompt (measured 7.0 % when the corpus came in).
-const CEILING: f64 = 0.072;
+/// The largest share of the corpus that may prompt (398, 7.2 %, when the corpus came in; 395, 7.1 %,
+/// once quoted heredocs, plain assignments and literal variables were read).
+const CEILING: f64 = 0.0713;
 
 /// A prompt's cause, coarse: the kind of what could not be read, else the reason's first words.
 fn cause(reason: &str) -> String {
