@@ -143,23 +143,19 @@ fn protected_names_a_command_creates_are_discarded_and_ordinary_ones_kept() {
     for path in [".mcp.json", ".cargo", ".husky"] {
         assert!(listed.lines().any(|l| l.contains(&format!("/proj/{path}"))), "{path}: {listed}");
     }
-    let call = listed
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .rsplit("__")
-        .next()
-        .unwrap()
-        .to_owned();
+    let call = held_call(&listed);
     let out = held(&base, &["discard", &call]);
     assert!(out.contains("discarded:"), "{out}");
     assert!(held(&base, &[]).contains("no changes are held"));
     for planted in PLANTED {
         assert!(std::fs::symlink_metadata(proj.join(planted)).is_err(), "{planted} is on disk");
     }
+}
+
+/// The call id of the first held change `portcullis held` lists (its first word is `<session>__<call>`).
+fn held_call(listed: &str) -> String {
+    let key = listed.lines().next().and_then(|l| l.split_whitespace().next()).unwrap_or_default();
+    key.rsplit("__").next().unwrap_or_default().to_owned()
 }
 
 /// `portcullis held` in the project: its standard output and error.
@@ -191,17 +187,7 @@ fn the_operator_keeps_held_changes_and_they_are_committed() {
     // Meanwhile the operator wrote their own .mcp.json: keeping does not overwrite it.
     std::fs::write(proj.join(".mcp.json"), "{\"mine\": true}").unwrap();
     let listed = held(&base, &[]);
-    let call_id = listed
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .rsplit("__")
-        .next()
-        .unwrap()
-        .to_owned();
+    let call_id = held_call(&listed);
     let kept = held(&base, &["keep", &call_id]);
     assert!(kept.contains("kept:") && kept.contains(".npmrc"), "{kept}");
     assert!(

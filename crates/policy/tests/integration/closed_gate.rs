@@ -221,13 +221,7 @@ fn what_changes_which_program_a_name_runs_is_opaque() {
 /// the whole project, so that only what the gate cannot see through prompts. At most 20 %.
 #[test]
 fn the_gate_prompts_for_at_most_a_fifth_of_benign_agent_commands() {
-    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/benign/agent-commands.txt");
-    let commands: Vec<String> = std::fs::read_to_string(list)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| l.replace("\\n", "\n"))
-        .collect();
+    let commands = crate::common::command_list("benign/agent-commands.txt");
     assert!(commands.len() >= 100);
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().canonicalize().unwrap();

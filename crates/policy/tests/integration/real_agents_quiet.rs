@@ -7,7 +7,6 @@
 
 use portcullis_policy::{Decision, EvalContext, Policy, PolicyLayer};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// The largest share of the corpus that may prompt (398, 7.2 %, when the corpus came in; 395, 7.1 %,
 /// once quoted heredocs, plain assignments and literal variables were read).
@@ -34,13 +33,7 @@ fn cause(reason: &str) -> String {
 
 #[test]
 fn the_judge_prompts_for_few_commands_real_agents_ran() {
-    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/benign/real-agents/commands.txt");
-    let commands: Vec<String> = std::fs::read_to_string(list)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| l.replace("\\n", "\n"))
-        .collect();
+    let commands = crate::common::command_list("benign/real-agents/commands.txt");
     assert!(commands.len() >= 2000, "{}", commands.len());
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().canonicalize().unwrap();

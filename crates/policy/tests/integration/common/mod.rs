@@ -37,3 +37,15 @@ pub fn shell_quote(s: &str) -> String {
 pub fn redirs(a: &ShellAnalysis) -> Vec<(&str, &str, bool)> {
     a.redirections.iter().map(|r| (r.op.as_str(), r.target.as_str(), r.write)).collect()
 }
+
+/// The commands of a list in the repository's `tests/` folder: one a line, `\n` a newline, `#` lines
+/// and blank ones skipped.
+pub fn command_list(relative: &str) -> Vec<String> {
+    let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests").join(relative);
+    std::fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.replace("\\n", "\n"))
+        .collect()
+}
