@@ -186,9 +186,12 @@ test("an upstream server killed from outside shows as restarting, then connected
   });
   const snippets = await browser.$$('[data-testid="hookup-snippet"]');
   assert.equal(snippets.length, 3);
-  const port = new URL(info.mcp_url).port;
-  assert.match(await snippets[0].getText(), new RegExp(`http://127\\.0\\.0\\.1:${port}/mcp`));
-  assert.ok((await snippets[0].getText()).includes(`${w.config}/token`));
+  // Claude Code reaches the hub through the stdio relay, told this hub's config folder: no token in
+  // the snippet (issue 52).
+  const relay = await snippets[0].getText();
+  assert.match(relay, /claude mcp add --scope user/);
+  assert.ok(relay.includes(`PORTCULLIS_CONFIG_DIR=`) && relay.includes(w.config), relay);
+  assert.ok(!relay.includes("Bearer") && !relay.includes("/token"), relay);
   await snippets[0].$('[data-testid="copy-snippet"]').click();
   await until("the copy said", async () => /Copied|selected/.test(await snippets[0].getText()), 5_000);
   await browser.$("h1").moveTo();
