@@ -333,7 +333,7 @@ pub fn commit(
         let folder = matches!(change.kind, Kind::Folder { .. });
         let inside = blocked.iter().find(|b| change.path.starts_with(b));
         let outcome = match (inside, verdict) {
-            (Some(b), _) => Err(format!("inside {}, which was discarded", b.display())),
+            (Some(b), _) => Err(format!("inside {}, which was not committed", b.display())),
             (None, Some(reason)) => Err(reason.clone()),
             (None, None) => commit_one(&trees, change)
                 .map_err(|e| if e == CONFLICT { e } else { format!("could not be committed: {e}") }),

@@ -130,7 +130,7 @@ fn curl_git_npm_and_pip_reach_the_host_their_rule_names() {
     }
     assert!(text(1).contains("first commit over the egress proxy"), "{}", text(1));
     assert!(!project.join("cloned/.git/config").exists(), "a repository the command made was kept");
-    assert!(text(1).contains("change discarded"), "{}", text(1));
+    assert!(text(1).contains("[change held for the operator: cloned/.git "), "{}", text(1));
     assert!(project.join("node_modules/tiny-egress-pkg/index.js").is_file(), "npm installed nothing");
     assert!(project.join("dl/tinyegress-1.0-py3-none-any.whl").is_file(), "pip downloaded nothing");
     // The ledger row of each keeps its connections: host, port, bytes, the rule.
