@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 /// The note's name in a held layer's folder.
 const NOTE: &str = "held.json";
+/// The most held layers a root keeps: past it the oldest are discarded (an agent that clones
+/// repository after repository, each `.git` held, does not fill the disk while nobody answers).
+pub const MAX_HELD: usize = 32;
 
 /// Why each change of a held layer was held, and when its command started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,7 +54,26 @@ pub fn hold(
     if to.exists() {
         return Err(std::io::Error::other(format!("{} is held already", to.display())));
     }
-    std::fs::rename(&layer.folder, &to)
+    std::fs::rename(&layer.folder, &to)?;
+    prune(&layer.root);
+    Ok(())
+}
+
+/// Discards the oldest held layers of `root` past [`MAX_HELD`].
+fn prune(root: &Path) {
+    let mut held: Vec<(std::time::SystemTime, Layer)> = overlay::held_layers(root)
+        .into_iter()
+        .filter_map(|(_, layer)| Some((std::fs::metadata(&layer.folder).ok()?.modified().ok()?, layer)))
+        .collect();
+    if held.len() <= MAX_HELD {
+        return;
+    }
+    held.sort_by_key(|(at, _)| *at);
+    for (_, layer) in held.iter().take(held.len() - MAX_HELD) {
+        if let Err(e) = overlay::remove(layer) {
+            tracing::warn!(%e, folder = %layer.folder.display(), "an old held layer could not be removed");
+        }
+    }
 }
 
 /// A held layer: its call's key, its root, and its note.
@@ -100,4 +122,27 @@ pub fn keep(held: &Held) -> std::io::Result<changes::Committed> {
 /// Discards what `held` holds: its layer goes.
 pub fn discard(held: &Held) -> std::io::Result<()> {
     overlay::remove(&held.layer)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn past_its_bound_a_root_keeps_its_newest_held_layers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        for i in 0..MAX_HELD + 3 {
+            let folder = root.join(".portcullis/held").join(format!("s__c{i:03}"));
+            std::fs::create_dir_all(folder.join("upper")).unwrap();
+            std::fs::write(folder.join(NOTE), r#"{"started_at_ns": 0, "changes": []}"#).unwrap();
+            let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + i as u64);
+            std::fs::File::open(&folder).unwrap().set_modified(at).unwrap();
+        }
+        prune(&root);
+        let kept: Vec<String> = list(&root).into_iter().map(|h| h.key).collect();
+        assert_eq!(kept.len(), MAX_HELD);
+        assert_eq!(kept.first().map(String::as_str), Some("s__c003"), "the three oldest went");
+    }
 }
