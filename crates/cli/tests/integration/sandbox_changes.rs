@@ -69,9 +69,14 @@ fn project() -> (tempfile::TempDir, PathBuf) {
 
 fn call(base: &Path, command: &str) -> String {
     let args = serde_json::json!({ "command": command }).to_string();
+    let db = base.join("call.db");
+    in_project(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()])
+}
+
+/// `portcullis <args>` run in the project: its standard output and error.
+fn in_project(base: &Path, args: &[&str]) -> String {
     let out = common::portcullis(base)
-        .args(["call", "shell", &args, "--approver", "deny", "--db"])
-        .arg(base.join("call.db"))
+        .args(args)
         .current_dir(base.join("proj"))
         .stdin(Stdio::null())
         .output()
@@ -158,16 +163,9 @@ fn held_call(listed: &str) -> String {
     key.rsplit("__").next().unwrap_or_default().to_owned()
 }
 
-/// `portcullis held` in the project: its standard output and error.
+/// `portcullis held <args>` in the project: its standard output and error.
 fn held(base: &Path, args: &[&str]) -> String {
-    let out = common::portcullis(base)
-        .arg("held")
-        .args(args)
-        .current_dir(base.join("proj"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    in_project(base, &[&["held"], args].concat())
 }
 
 /// What the operator chooses to keep is committed (a protected place the operator wants); never over a
