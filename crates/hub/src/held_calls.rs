@@ -26,19 +26,14 @@ pub fn held_lines(root: &Path) -> Vec<String> {
 }
 
 fn find(root: &Path, call: &str, session: Option<&str>) -> Result<Held, String> {
-    let wanted = match session {
-        Some(session) => UndoTarget::new(Path::new(""), session, call).key,
-        None => UndoTarget::new(Path::new(""), "", call).key,
-    };
-    let found: Vec<Held> = held::list(root)
+    let found: Vec<(String, Held)> = held::list(root)
         .into_iter()
-        .filter(|h| if session.is_some() { h.key == wanted } else { h.key.ends_with(&wanted) })
+        .filter(|h| UndoTarget::names_call(&h.key, call, session))
+        .map(|h| (h.key.clone(), h))
         .collect();
-    match found.len() {
-        1 => found.into_iter().next().ok_or_else(|| "no held changes".to_owned()),
-        0 => Err(format!("no changes of call {call} are held in {}", root.display())),
-        n => Err(format!("{n} sessions have held changes of a call {call}; name one with --session")),
-    }
+    crate::undo_calls::the_one(found, call, || {
+        format!("no changes of call {call} are held in {}", root.display())
+    })
 }
 
 /// Keeps (commits) the held changes of `call`: the lines of what was committed and what was not.

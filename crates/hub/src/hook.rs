@@ -3,7 +3,6 @@
 //! The answer is Claude Code's hook output: `allow`, `deny`, or `ask` (Claude asks its own user) when the
 //! policy prompts and no operator is attached.
 
-use crate::broker::NO_OPERATOR_SUFFIX;
 use crate::hub::Hub;
 use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline};
 use async_trait::async_trait;
@@ -403,21 +402,16 @@ pub fn answer_of(result: &ToolCallResult) -> HookAnswer {
         CallOutcome::Finished { .. } => {
             HookAnswer::new(HookDecision::Allow, format!("Portcullis allows it: {}", by(&result.decided_by)))
         }
+        // A prompt nobody of Portcullis can answer never ends here: `HookApprovals` hands it to Claude
+        // Code's prompt and the call goes on (an operator who did not answer within the wait, a withdrawn
+        // approval, is a denial).
         CallOutcome::Blocked { error, .. } => {
-            // Nobody of Portcullis could be asked: Claude Code asks its user. (An operator who did not
-            // answer within the wait, a withdrawn approval, is a denial.)
-            if matches!(&result.decided_by, DecidedBy::Default { detail: Some(d) } if d == portcullis_harness::NO_APPROVER || d == portcullis_harness::AGENT_PROMPT)
-            {
-                let why = error.message.strip_suffix(NO_OPERATOR_SUFFIX).unwrap_or(&error.message);
-                HookAnswer::new(HookDecision::Ask, format!("Portcullis asks for confirmation: {why}"))
-            } else {
-                // The decider only where the message does not already say it (a deny glob's words).
-                match portcullis_mcp::convert::decider_beyond(&result.decided_by, &error.message) {
-                    Some(decider) => {
-                        HookAnswer::deny(format!("Portcullis denies it ({decider}): {}", error.message))
-                    }
-                    None => HookAnswer::deny(format!("Portcullis denies it: {}", error.message)),
+            // The decider only where the message does not already say it (a deny glob's words).
+            match portcullis_mcp::convert::decider_beyond(&result.decided_by, &error.message) {
+                Some(decider) => {
+                    HookAnswer::deny(format!("Portcullis denies it ({decider}): {}", error.message))
                 }
+                None => HookAnswer::deny(format!("Portcullis denies it: {}", error.message)),
             }
         }
         CallOutcome::Error { error } => {
@@ -517,9 +511,11 @@ impl Hub {
         }
         let launcher =
             state.workspace.sandbox.clone().filter(|_| project.live.sandbox_support().can_confine());
+        // Without a running hub (the hook process judges alone), nobody would be there to run it or to
+        // take its report.
+        let served = state.served_at.get().is_some();
         let carried = match (name.as_str(), launcher, &input.tool_use_id) {
-            // Without a running hub (the hook process judges alone), nobody would be there to run it.
-            (_, _, _) if state.served_at.get().is_none() => crate::hook_run::Carried::Unwatched,
+            _ if !served => crate::hook_run::Carried::Unwatched,
             ("shell", Some(launcher), _) => crate::hook_run::Carried::Sandboxed {
                 runs: state.hook_runs.clone(),
                 session: session.clone(),

@@ -11,7 +11,6 @@ use portcullis_harness::{ToolError, ToolInvocation, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::Read as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -72,13 +71,9 @@ pub struct HookRuns {
     sessions: Mutex<std::collections::HashSet<(String, std::path::PathBuf)>>,
 }
 
-/// 32 random bytes as hex.
+/// 32 random bytes as hex (a ticket, or a run's folder marker).
 fn random_ticket() -> Result<String, String> {
-    let mut bytes = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("no randomness for a ticket: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    crate::console::logins::random_hex(32).map_err(|e| format!("no randomness for a ticket: {e}"))
 }
 
 impl HookRuns {
@@ -107,11 +102,17 @@ impl HookRuns {
     /// refused alike.
     pub fn redeem(&self, ticket: &str) -> Result<mpsc::Receiver<RunUpdate>, String> {
         let slot = self.tickets.lock().map_err(|_| "the tickets' lock is poisoned")?.remove(ticket);
-        let refused = "this ticket is unknown, used or expired (each allowed command runs once, within \
-                       60 s of the hook's answer, or 15 min when Claude Code asked its user)";
-        let Some(slot) = slot else { return Err(refused.into()) };
+        let refused = || {
+            format!(
+                "this ticket is unknown, used or expired (each allowed command runs once, within {} s of \
+                 the hook's answer, or {} min when Claude Code asked its user)",
+                TICKET_LIFETIME.as_secs(),
+                REPORT_WAIT.as_secs() / 60
+            )
+        };
+        let Some(slot) = slot else { return Err(refused()) };
         if slot.expires <= Instant::now() {
-            return Err(refused.into());
+            return Err(refused());
         }
         let (tx, rx) = mpsc::channel(64);
         slot.redeem.send(tx).map_err(|_| "the call this ticket was for has ended".to_owned())?;
@@ -314,10 +315,13 @@ async fn sandboxed(
     let (Some(command), Some(cwd)) = (&action.command, &action.cwd) else {
         return Err(ToolError::new("bad_action", "the judged action has no command and folder"));
     };
+    // Judged for this hub's sandbox (its walls, its allowlisted environment): it runs there or not at
+    // all, never in Claude Code's own shell (whose whole environment the judgement did not assume).
     let Some(profile) = action.sandbox.as_ref().filter(|p| p.is_confined()) else {
-        // The policy runs it unconfined: Claude Code may as well (the card said so).
-        let _ = go.send(Go::ClaudeCodeRuns);
-        return Ok(ToolOutput::text("allowed unconfined; Claude Code runs it"));
+        return Err(ToolError::new(
+            "sandbox_failed",
+            "the command was judged for the hub's sandbox, but its profile has no walls: it did not run",
+        ));
     };
     let (ticket, redeemed) = runs.issue(session, lifetime).map_err(|e| ToolError::new("busy", e))?;
     let _ = go.send(Go::Ticket(ticket));

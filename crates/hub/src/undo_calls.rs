@@ -4,7 +4,7 @@
 //! first, and nothing is written unless asked.
 
 use portcullis_sandbox::undo::{self, State, UndoError, UndoTarget};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What an undo would do or did: one line per path, and whether it was carried out.
 #[derive(Debug, Clone)]
@@ -14,40 +14,41 @@ pub struct UndoReport {
     pub done: bool,
 }
 
+/// The one of `found` (each with its key) that is the call `call`, or why there is none or more than one.
+pub(crate) fn the_one<T>(
+    found: Vec<(String, T)>,
+    call: &str,
+    none: impl FnOnce() -> String,
+) -> Result<T, String> {
+    let suffix = UndoTarget::new(Path::new(""), "", call).key;
+    match found.len() {
+        0 => Err(none()),
+        1 => found.into_iter().next().map(|(_, one)| one).ok_or_else(none),
+        n => Err(format!(
+            "{n} sessions have a call {call}; name one with --session ({})",
+            found.iter().map(|(key, _)| key.trim_end_matches(&suffix)).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
 /// The record of `call` (of `session`, when given) in the undo store beside the ledger `db`.
 fn target_of(db: &Path, call: &str, session: Option<&str>) -> Result<UndoTarget, String> {
     let store = crate::hub::undo_store_of(db);
-    if let Some(session) = session {
-        return Ok(UndoTarget::new(&store, session, call));
-    }
-    let suffix = UndoTarget::new(&store, "", call).key;
-    let found: Vec<PathBuf> = std::fs::read_dir(&store)
+    let found: Vec<(String, UndoTarget)> = std::fs::read_dir(&store)
         .map(|read| {
             read.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(&suffix)))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|key| UndoTarget::names_call(key, call, session))
+                .map(|key| (key.clone(), UndoTarget { store: store.clone(), key }))
                 .collect()
         })
         .unwrap_or_default();
-    match found.as_slice() {
-        [one] => {
-            let key = one.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            Ok(UndoTarget { store, key })
-        }
-        [] => Err(format!(
+    the_one(found, call, || {
+        format!(
             "no record of call {call} in {}: it changed no file through copy-on-write, or its record is gone",
             store.display()
-        )),
-        many => Err(format!(
-            "{} sessions have a call {call}; name one with --session ({})",
-            many.len(),
-            many.iter()
-                .filter_map(|p| p.file_name())
-                .map(|n| n.to_string_lossy().trim_end_matches(&suffix).to_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
+        )
+    })
 }
 
 fn describe(state: &State) -> &'static str {

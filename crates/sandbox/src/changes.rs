@@ -283,9 +283,10 @@ fn conflicts(
     set: &ChangeSet,
     since: std::time::SystemTime,
 ) -> std::collections::HashSet<PathBuf> {
+    // Only where something was in the real tree when the set was read: a new name has nothing to lose.
     set.changes
         .iter()
-        .filter(|c| !matches!(c.kind, Kind::Folder { .. }))
+        .filter(|c| c.existed && !matches!(c.kind, Kind::Folder { .. }))
         .filter(|c| {
             let (Some(parent), Some(name)) = (c.path.parent(), c.path.file_name()) else { return false };
             let Ok(dir) = folder(real, parent, OFlags::PATH) else { return false };

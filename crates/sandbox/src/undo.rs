@@ -78,6 +78,14 @@ impl UndoTarget {
     fn folder(&self) -> PathBuf {
         self.store.join(&self.key)
     }
+
+    /// Whether `key` is the call `call_id` (of `session_id` when given, else of any session).
+    pub fn names_call(key: &str, call_id: &str, session_id: Option<&str>) -> bool {
+        match session_id {
+            Some(session) => key == UndoTarget::new(Path::new(""), session, call_id).key,
+            None => key.ends_with(&UndoTarget::new(Path::new(""), "", call_id).key),
+        }
+    }
 }
 
 /// The state at `path` now (no link followed), a file by its stamp.
@@ -130,24 +138,27 @@ pub struct Before {
 }
 
 impl Before {
-    /// A record for `target`, empty.
+    /// A record for `target`, empty (its folder is made when the first old file is kept).
     pub fn new(target: &UndoTarget) -> Before {
         Before {
             target: target.clone(),
             entries: Vec::new(),
             seen: std::collections::HashSet::new(),
             bytes: 0,
-            complete: std::fs::create_dir_all(target.folder()).is_ok(),
+            complete: true,
         }
     }
 
     /// Reads, before the commit, the states of `paths` (relative to `root`); a folder is read with all
-    /// it holds (a deletion or a replaced folder removes it whole).
+    /// it holds (a deletion or a replaced folder removes it whole). The old files are copied only when
+    /// all of them fit the budget: a command that rewrites more (a build's outputs) costs a walk of
+    /// stats, not a copy that would be thrown away.
     pub fn capture(&mut self, root: &Path, paths: &[PathBuf]) {
-        let before = self;
+        let mut files: Vec<(usize, PathBuf)> = Vec::new();
+        let mut batch = 0u64;
         let mut pending: Vec<PathBuf> = paths.iter().rev().cloned().collect();
         while let Some(rel) = pending.pop() {
-            if !before.seen.insert((root.to_path_buf(), rel.clone())) {
+            if !self.seen.insert((root.to_path_buf(), rel.clone())) {
                 continue;
             }
             let path = root.join(&rel);
@@ -156,7 +167,7 @@ impl Before {
                 Ok(meta) if meta.file_type().is_symlink() => match std::fs::read_link(&path) {
                     Ok(target) => State::Symlink { target },
                     Err(_) => {
-                        before.complete = false;
+                        self.complete = false;
                         State::Absent
                     }
                 },
@@ -167,27 +178,39 @@ impl Before {
                         names.sort();
                         pending.extend(names.into_iter().rev());
                     } else {
-                        before.complete = false;
+                        self.complete = false;
                     }
                     State::Folder { mode: meta.mode() & 0o7777 }
                 }
                 Ok(meta) => {
-                    let blob = format!("{}", before.entries.len());
-                    before.bytes += meta.len();
-                    let kept = before.complete
-                        && before.bytes <= COMMAND_BUDGET
-                        && std::fs::copy(&path, before.target.folder().join(&blob)).is_ok();
-                    if !kept {
-                        before.complete = false;
-                    }
-                    State::File {
-                        mode: meta.mode() & 0o7777,
-                        stamp: String::new(),
-                        blob: kept.then_some(blob),
-                    }
+                    batch += meta.len();
+                    files.push((self.entries.len(), path));
+                    State::File { mode: meta.mode() & 0o7777, stamp: String::new(), blob: None }
                 }
             };
-            before.entries.push((root.to_path_buf(), rel, state));
+            self.entries.push((root.to_path_buf(), rel, state));
+        }
+        self.bytes += batch;
+        if self.bytes > COMMAND_BUDGET {
+            self.complete = false;
+        }
+        if files.is_empty() || !self.complete {
+            return;
+        }
+        let folder = self.target.folder();
+        if std::fs::create_dir_all(&folder).is_err() {
+            self.complete = false;
+            return;
+        }
+        for (at, path) in files {
+            let blob = at.to_string();
+            if std::fs::copy(&path, folder.join(&blob)).is_err() {
+                self.complete = false;
+                return;
+            }
+            if let Some((_, _, State::File { blob: kept, .. })) = self.entries.get_mut(at) {
+                *kept = Some(blob);
+            }
         }
     }
 
@@ -195,7 +218,9 @@ impl Before {
     /// the commit left as they were are dropped). Old records past [`KEPT_COMMANDS`] are removed.
     pub fn finish(self) -> std::io::Result<()> {
         let mut record = Record { entries: Vec::new(), complete: self.complete };
-        for (root, path, before) in self.entries {
+        // An incomplete record only says so (its undo is refused before any path is looked at).
+        let entries = if self.complete { self.entries } else { Vec::new() };
+        for (root, path, before) in entries {
             let after = state_now(&root.join(&path))?;
             let unchanged = match (&before, &after) {
                 (State::Absent, State::Absent) => true,
@@ -208,10 +233,11 @@ impl Before {
             }
         }
         let folder = self.target.folder();
-        if record.entries.is_empty() {
+        if record.entries.is_empty() && record.complete {
             let _ = std::fs::remove_dir_all(&folder);
             return Ok(());
         }
+        std::fs::create_dir_all(&folder)?;
         let text = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;
         let temp = folder.join(format!(".{MANIFEST}.tmp"));
         let mut out = std::fs::File::create(&temp)?;
@@ -395,6 +421,25 @@ mod tests {
         let refused = undo(&target).unwrap_err().to_string();
         assert!(refused.contains("made.txt"), "{refused}");
         assert!(root.join("made.txt").exists());
+    }
+
+    #[test]
+    fn past_the_budget_nothing_is_copied_and_the_undo_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let big = std::fs::File::create(root.join("big.bin")).unwrap();
+        big.set_len(COMMAND_BUDGET + 1).unwrap();
+        std::fs::write(root.join("small.txt"), "old").unwrap();
+        let target = UndoTarget::new(&dir.path().join("store"), "s", "c");
+        let mut before = Before::new(&target);
+        before.capture(&root, &[PathBuf::from("small.txt"), PathBuf::from("big.bin")]);
+        // No old file was copied: the budget is known before any copy.
+        assert!(!target.folder().exists());
+        std::fs::write(root.join("small.txt"), "new").unwrap();
+        before.finish().unwrap();
+        assert!(matches!(undo(&target), Err(UndoError::Incomplete)));
+        assert_eq!(std::fs::read_dir(target.folder()).unwrap().count(), 1, "the record alone");
     }
 
     #[test]
