@@ -284,18 +284,54 @@ fn conflicts(
     since: std::time::SystemTime,
 ) -> std::collections::HashSet<PathBuf> {
     // Only where something was in the real tree when the set was read: a new name has nothing to lose.
+    // A folder the commit removes whole (deleted, or replaced by a new one) conflicts when anything in
+    // it changed meanwhile; a folder that only changes mode or is made holds nothing of the real tree.
     set.changes
         .iter()
-        .filter(|c| c.existed && !matches!(c.kind, Kind::Folder { .. }))
+        .filter(|c| c.existed && !matches!(c.kind, Kind::Folder { replaced: false }))
         .filter(|c| {
             let (Some(parent), Some(name)) = (c.path.parent(), c.path.file_name()) else { return false };
             let Ok(dir) = folder(real, parent, OFlags::PATH) else { return false };
-            rustix::fs::statat(&dir, Path::new(name), AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|stat| {
-                FileType::from_raw_mode(stat.st_mode) != FileType::Directory && changed_after(&stat, since)
-            })
+            let Ok(stat) = rustix::fs::statat(&dir, Path::new(name), AtFlags::SYMLINK_NOFOLLOW) else {
+                return false;
+            };
+            if FileType::from_raw_mode(stat.st_mode) != FileType::Directory {
+                return changed_after(&stat, since);
+            }
+            let removes_it = matches!(c.kind, Kind::Deleted | Kind::Folder { replaced: true });
+            removes_it
+                && folder(&dir, Path::new(name), OFlags::RDONLY)
+                    .is_ok_and(|inner| changed_inside(&inner, since, 0))
         })
         .map(|c| c.path.clone())
         .collect()
+}
+
+/// Whether a file or link in the folder `dir`, at any depth (through no link), changed after `since`.
+/// Past 64 levels, or where a folder cannot be read, it counts as changed: never removed unseen.
+fn changed_inside(dir: &OwnedFd, since: std::time::SystemTime, depth: usize) -> bool {
+    if depth > 64 {
+        return true;
+    }
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else { return true };
+    for entry in entries {
+        let Ok(entry) = entry else { return true };
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = Path::new(OsStr::from_bytes(name));
+        let Ok(stat) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else { return true };
+        let changed = if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+            folder(dir, name, OFlags::RDONLY).map_or(true, |inner| changed_inside(&inner, since, depth + 1))
+        } else {
+            changed_after(&stat, since)
+        };
+        if changed {
+            return true;
+        }
+    }
+    false
 }
 
 /// Commits the changes of `set` whose verdict is `None` into the real tree, in order (a folder before

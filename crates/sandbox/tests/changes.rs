@@ -173,9 +173,13 @@ async fn a_file_changed_in_the_real_tree_meanwhile_is_never_overwritten() {
     let p = &w.project;
     std::fs::write(p.join("edited.txt"), "before\n").unwrap();
     std::fs::write(p.join("untouched.txt"), "before\n").unwrap();
+    for folder in ["docs/deep", "old/deep", "out/deep"] {
+        std::fs::create_dir_all(p.join(folder)).unwrap();
+        std::fs::write(p.join(folder).join("a.md"), "before\n").unwrap();
+    }
     let since = std::time::SystemTime::now();
-    let script =
-        "echo agent > edited.txt; echo agent > untouched.txt; echo agent > made.txt; echo agent > new.txt";
+    let script = "echo agent > edited.txt; echo agent > untouched.txt; echo agent > made.txt; echo agent > new.txt; \
+                  rm -r docs old; rm -r out && mkdir out && echo agent > out/new.md";
     let (reports, _, err, layer) = run_fresh(&w, script).await;
     if overlay_refused(&reports) {
         return;
@@ -184,6 +188,9 @@ async fn a_file_changed_in_the_real_tree_meanwhile_is_never_overwritten() {
     // Meanwhile, the operator's editor saved one file and made another the command also made.
     std::fs::write(p.join("edited.txt"), "the operator's\n").unwrap();
     std::fs::write(p.join("made.txt"), "the operator's\n").unwrap();
+    // ...and a file deep in a folder the command deletes, and in one it replaces.
+    std::fs::write(p.join("docs/deep/a.md"), "the operator's\n").unwrap();
+    std::fs::write(p.join("out/deep/a.md"), "the operator's\n").unwrap();
     let set = changes::read(&layer).unwrap();
     let done = changes::commit(&set, &vec![None; set.changes.len()], Some(since));
     for (file, content) in [
@@ -191,6 +198,8 @@ async fn a_file_changed_in_the_real_tree_meanwhile_is_never_overwritten() {
         ("made.txt", "the operator's\n"),
         ("untouched.txt", "agent\n"),
         ("new.txt", "agent\n"),
+        ("docs/deep/a.md", "the operator's\n"),
+        ("out/deep/a.md", "the operator's\n"),
     ] {
         assert_eq!(std::fs::read_to_string(p.join(file)).unwrap(), content, "{file}");
     }
@@ -200,6 +209,8 @@ async fn a_file_changed_in_the_real_tree_meanwhile_is_never_overwritten() {
         .filter(|(_, why)| why == changes::CONFLICT)
         .map(|(p, _)| p.to_str().unwrap())
         .collect();
-    assert_eq!(conflicts, ["edited.txt", "made.txt"], "{done:?}");
+    assert_eq!(conflicts, ["docs", "edited.txt", "made.txt", "out"], "{done:?}");
+    // A folder nobody touched meanwhile is deleted as the command asked.
+    assert!(!p.join("old").exists());
     overlay::remove(&layer).unwrap();
 }
