@@ -235,6 +235,7 @@ fn file_line(f: &portcullis_hub::api::types::FileVerdict) -> String {
     };
     let decision = match f.decision {
         portcullis_hub::api::types::PolicyDecision::Allow => "allow",
+        portcullis_hub::api::types::PolicyDecision::Contain => "contain",
         portcullis_hub::api::types::PolicyDecision::Ask => "prompt",
         portcullis_hub::api::types::PolicyDecision::Deny => "forbidden",
     };

@@ -85,20 +85,22 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
         CallVerdict::Blocked { reason, detail } => {
             writeln!(out, "decision: {reason} (blocked before any rule: {detail})")?;
         }
-        CallVerdict::Evaluated(e) => {
-            render_evaluation(e, out)?;
-            // A shell command: the walls it would run inside (`portcullis sandbox explain` has more).
-            if args.call.is_none() {
-                let support = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(CliError::Runtime)?
-                    .block_on(portcullis_hub::api::policy_check::probe_sandbox());
-                for line in crate::sandbox_cmd::profile_lines(&policy.sandbox_profile(e, &support)) {
-                    writeln!(out, "{}", clean(&line))?;
-                }
+        // A shell command: the walls it would run inside, as a live call gets them (a contained
+        // command that cannot be contained here is asked), after its evaluation.
+        CallVerdict::Evaluated(e) if args.call.is_none() => {
+            let support = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(CliError::Runtime)?
+                .block_on(portcullis_hub::api::policy_check::probe_sandbox());
+            let mut e = e.clone();
+            let profile = policy.sandbox_profile(&mut e, &support);
+            render_evaluation(&e, out)?;
+            for line in crate::sandbox_cmd::profile_lines(&profile) {
+                writeln!(out, "{}", clean(&line))?;
             }
         }
+        CallVerdict::Evaluated(e) => render_evaluation(e, out)?,
     }
     writeln!(out, "policies: {}", sources.join(", "))?;
     for line in relative_root_lines(&policy.relative_roots()) {

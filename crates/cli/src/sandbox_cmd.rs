@@ -32,6 +32,19 @@ pub fn profile_lines(p: &SandboxProfile) -> Vec<String> {
     lines.push(format!("  kept read-only: {}", joined(&p.read_only)));
     let why = p.network_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
     lines.push(format!("  network: {}{why}", p.network_words()));
+    if let Some(contained) = &p.contained {
+        lines.push("  contained: part of it cannot be read, so it runs under the strictest reading:".to_owned());
+        for m in &contained.masked {
+            lines.push(format!("    masked: {} ({})", m.program, m.by));
+        }
+        if !contained.hidden_by_globs.is_empty() {
+            lines.push(format!("    hidden by the deny globs: {}", joined(&contained.hidden_by_globs)));
+        }
+        if let Some(by) = &contained.deletions_held_by {
+            lines.push(format!("    deletions held for the operator: {by}"));
+        }
+        lines.push("    changes at paths the deny globs name, and protected places, are held for the operator".to_owned());
+    }
     let l = p.limits;
     lines.push(format!(
         "  limits: {} MiB memory and {} s CPU per process, {} processes, {} MiB per file, {} open files",
@@ -73,7 +86,7 @@ fn support_line(support: &SandboxSupport) -> String {
 pub fn explain(args: &SandboxExplainArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let cwd = working_dir(&args.files)?;
     let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
-    let evaluation = match args.command.as_slice() {
+    let mut evaluation = match args.command.as_slice() {
         [script] => policy.check_command(script),
         words => {
             policy.check_command(&words.iter().map(|w| quote_shell_word(w)).collect::<Vec<_>>().join(" "))
@@ -84,7 +97,7 @@ pub fn explain(args: &SandboxExplainArgs, out: &mut dyn Write) -> Result<ExitCod
         .build()
         .map_err(CliError::Runtime)?
         .block_on(probe_sandbox());
-    let profile = policy.sandbox_profile(&evaluation, &support);
+    let profile = policy.sandbox_profile(&mut evaluation, &support);
     let forbidden = policy.sandbox_required() && !profile.is_confined();
     if args.json {
         let value = json!({

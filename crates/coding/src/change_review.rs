@@ -65,7 +65,26 @@ pub fn verdict(profile: &SandboxProfile, root: &Path, change: &Change) -> Option
     if repository_look_alike(&path) {
         return Some(LOOK_ALIKE.to_owned());
     }
-    None
+    profile.contained.as_deref().and_then(|contained| contained_verdict(contained, &path, change))
+}
+
+/// What a contained command may not change without the operator: a path the policy's deny globs name,
+/// and (where a deleting program's rule asks) what existed and it deleted or replaced.
+fn contained_verdict(
+    contained: &portcullis_harness::Containment,
+    path: &Path,
+    change: &Change,
+) -> Option<String> {
+    if let Some(glob) = contained.deny_globs.iter().find(|g| portcullis_policy::paths::glob_matches_path(g, path)) {
+        return Some(format!("the deny glob {glob:?} names it, and the command ran contained"));
+    }
+    let removes = matches!(change.kind, Kind::Deleted | Kind::Folder { replaced: true });
+    match &contained.deletions_held_by {
+        Some(by) if removes && change.existed => {
+            Some(format!("deleted by a command that ran contained, and {by} for deletions"))
+        }
+        _ => None,
+    }
 }
 
 /// Reviews and commits (or discards) what the command of `profile` whose private temporary folder is

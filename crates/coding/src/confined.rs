@@ -224,6 +224,9 @@ pub fn describe(
 ) -> (Value, Vec<String>) {
     let found: Vec<Finding> = findings(stderr, profile, cwd);
     let mut lines = Vec::new();
+    if let Some(contained) = &profile.contained {
+        lines.push(contained_line(contained, profile));
+    }
     if let Some(limit) = &outcome.limit {
         lines.push(format!("[sandbox: ended at {}]", limit_text(limit, profile)));
     }
@@ -245,8 +248,29 @@ pub fn describe(
         "limits": profile.limits,
         "network": profile.network,
         "changes": outcome.changes.value(),
+        "contained": profile.contained,
     });
     (value, lines)
+}
+
+/// The walls of a contained run in one line, for the agent: why it ran contained, and what it could
+/// not do, so a step that hit a wall can be issued as a command of its own (which the policy judges).
+pub fn contained_line(contained: &portcullis_harness::Containment, profile: &SandboxProfile) -> String {
+    let masked: Vec<&str> = contained.masked.iter().map(|m| m.program.as_str()).collect();
+    let masked = if masked.is_empty() { "none".to_owned() } else { masked.join(", ") };
+    let hidden = match contained.hidden_by_globs.len() {
+        0 => String::new(),
+        n => format!("; {n} files the deny globs name hidden"),
+    };
+    let deletions = match &contained.deletions_held_by {
+        Some(by) => format!("; deletions held for the operator ({by})"),
+        None => String::new(),
+    };
+    format!(
+        "[ran contained (part of it cannot be read before it runs): network {}; programs masked: {masked}{hidden}{deletions}; \
+         its changes were reviewed. A step that hit one of these walls can be run as a command of its own, which the policy judges]",
+        profile.network_words()
+    )
 }
 
 /// The egress proxy's connections in words, for the agent: each refusal once (with how many times),

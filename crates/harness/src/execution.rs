@@ -136,6 +136,10 @@ pub const MCP_CHANGED_DEFINITION: &str = "call-changed-definition";
 #[serde(rename_all = "snake_case")]
 pub enum PolicyDecision {
     Allow,
+    /// Allowed without asking, contained: the command runs inside walls built for what the judge could
+    /// not read ([`crate::SandboxProfile::contained`]), and its file changes are reviewed before they are
+    /// kept. Without such walls on the action the call is refused.
+    Contain,
     /// Ask the operator (the approval seam).
     Ask,
     Deny,
@@ -201,6 +205,11 @@ impl PolicyVerdict {
             sandbox: None,
             policy_version: None,
         }
+    }
+
+    /// Allowed, contained (see [`PolicyDecision::Contain`]); `reason` says what could not be read.
+    pub fn contain(decided_by: DecidedBy, reason: impl Into<String>) -> Self {
+        PolicyVerdict { decision: PolicyDecision::Contain, reason: Some(reason.into()), ..Self::allow(decided_by) }
     }
 
     pub fn ask(decided_by: DecidedBy, reason: impl Into<String>) -> Self {

@@ -77,7 +77,9 @@ pub use permission::{AllowAllPermissions, Permission, PermissionCheck, Permissio
 pub use receipt::{Receipt, arguments_digest, canonical_json};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
-pub use sandbox::{EgressScope, Enforcement, SandboxLimits, SandboxProfile, SandboxSupport};
+pub use sandbox::{
+    Containment, EgressScope, Enforcement, MaskedProgram, SandboxLimits, SandboxProfile, SandboxSupport,
+};
 pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
 pub use tool::{

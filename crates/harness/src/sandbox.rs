@@ -90,6 +90,43 @@ pub struct SandboxProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<EgressScope>,
     pub limits: SandboxLimits,
+    /// The walls of a contained command (allowed without asking because part of it cannot be read
+    /// statically): what is masked, and why it runs contained. `None` for every other command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contained: Option<Box<Containment>>,
+}
+
+/// What a contained command runs under besides its profile's trees: the strictest reading of the policy.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Containment {
+    /// What the judge could not read, one line each (why it is contained, not judged).
+    pub unread: Vec<String>,
+    /// Programs that cannot run inside (masked in the command's mount namespace): a rule prompts or
+    /// forbids some use of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masked: Vec<MaskedProgram>,
+    /// Files below the roots the policy's deny globs name, hidden inside (they are also in `hidden`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden_by_globs: Vec<PathBuf>,
+    /// The policy's deny globs: a change at a path they name is held for the operator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_globs: Vec<String>,
+    /// The rule of a deleting program (`rm`, `rmdir`, ...) that prompts or forbids: the contained
+    /// command's deletions of files that existed are held for the operator. `None`: deletions are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletions_held_by: Option<String>,
+}
+
+/// A program a contained command cannot run, where it is, and the rule that masks it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaskedProgram {
+    pub program: String,
+    /// Its files on this machine (each covered by a wall that says why and exits 126).
+    pub paths: Vec<PathBuf>,
+    /// "rule `push` (policy.json) says prompt".
+    pub by: String,
 }
 
 impl SandboxProfile {
@@ -172,6 +209,7 @@ mod tests {
                 ask: None,
             }),
             limits: SandboxLimits::default(),
+            contained: None,
         }
     }
 

@@ -102,6 +102,10 @@ impl From<PolicyDecision> for StoredPolicyDecision {
     fn from(decision: PolicyDecision) -> Self {
         match decision {
             PolicyDecision::Allow => StoredPolicyDecision::Allow,
+            // The column (and its CHECK, and the chain over it) predates containment: a contained call
+            // is stored as allowed, which it is; its action's walls (`sandbox.contained`, in the body)
+            // say it ran contained.
+            PolicyDecision::Contain => StoredPolicyDecision::Allow,
             PolicyDecision::Ask => StoredPolicyDecision::Prompt,
             PolicyDecision::Deny => StoredPolicyDecision::Forbidden,
         }

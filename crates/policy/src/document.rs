@@ -11,6 +11,12 @@ use serde_json::Value;
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Allow,
+    /// Run without asking, contained: under the strictest reading of the policy (no network but the
+    /// hosts rules allow without asking, the programs whose rules prompt or forbid masked, the files the
+    /// deny globs name hidden), and with the files it changed reviewed before they are kept. For shell
+    /// commands only: what part of a command cannot be read statically gets it (`commands.unknown`),
+    /// and a command rule or `commands.default` may give it.
+    Contain,
     /// Ask the operator.
     Prompt,
     /// Never, whoever asks.
@@ -21,6 +27,7 @@ impl Decision {
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
+            Decision::Contain => "contain",
             Decision::Prompt => "prompt",
             Decision::Forbidden => "forbidden",
         }
@@ -122,6 +129,15 @@ fn allow() -> Decision {
     Decision::Allow
 }
 
+/// Every decision a server entry sets (its calls, tools, resources, prompts and relayed requests).
+pub(crate) fn server_decisions(server: &UpstreamServer) -> impl Iterator<Item = Decision> + '_ {
+    [server.decision, server.sampling, server.elicitation, server.roots]
+        .into_iter()
+        .chain(server.tools.values().copied())
+        .chain(server.resources.values().copied())
+        .chain(server.prompts.values().copied())
+}
+
 /// What a tool whose definition changed gets until an operator accepts the change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -185,6 +201,22 @@ pub struct CommandPolicy {
     /// For commands no rule matches (`prompt` when no layer sets it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Decision>,
+    /// What a command gets for the parts the judge cannot read statically (interpreter code, sourced
+    /// files, words computed at run time, constructs it does not know): `contain` (the default: run
+    /// contained, its changes reviewed, where this machine's kernel can) or `prompt` (ask the operator).
+    /// `prompt` in any layer wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<Unknown>,
+}
+
+/// What the parts of a command the judge cannot read get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Unknown {
+    /// Run contained (see [`Decision::Contain`]).
+    Contain,
+    /// Ask the operator.
+    Prompt,
 }
 
 /// One element of a token-prefix pattern: a literal token or a list of alternatives.

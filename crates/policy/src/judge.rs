@@ -127,10 +127,11 @@ fn operand_candidates(word: &str, options_done: bool) -> Vec<&str> {
 /// The folders a script's relative paths may be resolved from: where it starts, then each folder a
 /// static `cd`/`pushd` reaches, composed in the order they appear (a `cd` in a branch or a subshell is
 /// counted too: an over-approximation). A `cd` whose target is only known at run time (`cd -`, `popd`,
-/// `cd $X`, `CDPATH`) is a prompt: what follows it cannot be placed.
+/// `cd $X`, `CDPATH`) gets the policy's `unknown` (`unknown`): what follows it cannot be placed.
 pub(crate) fn working_folders(
     analysis: &ShellAnalysis,
     ctx: &EvalContext,
+    unknown: Decision,
     eval: &mut Evaluation,
 ) -> Vec<EvalContext> {
     let mut folders = vec![ctx.clone()];
@@ -141,7 +142,7 @@ pub(crate) fn working_folders(
             match resolve_in(folder, from, ctx.home.as_deref()) {
                 Ok(cwd) => folders.push(EvalContext { cwd, home: ctx.home.clone() }),
                 Err(_) => eval.raise(
-                    Decision::Prompt,
+                    unknown,
                     format!("`{}` runs in a folder that cannot be placed", shorten(&command.argv.join(" "))),
                     None,
                 ),
@@ -162,7 +163,7 @@ pub(crate) fn working_folders(
         match target.and_then(|t| resolve_in(&t, from, ctx.home.as_deref()).ok()) {
             Some(cwd) => folders.push(EvalContext { cwd, home: ctx.home.clone() }),
             None => eval.raise(
-                Decision::Prompt,
+                unknown,
                 format!(
                     "`{}` changes to a folder known only at run time: the paths after it cannot be placed",
                     shorten(&command.argv.join(" "))
@@ -248,7 +249,7 @@ impl Policy {
             }
         }
         if command.dynamic {
-            eval.raise(Decision::Prompt, format!("`{shown}` has words computed at run time"), None);
+            eval.raise(self.unknown, format!("`{shown}` has words computed at run time"), None);
         }
     }
 

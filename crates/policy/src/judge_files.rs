@@ -35,7 +35,7 @@ impl Policy {
         if file.dynamic {
             eval.judge_access(&file.path, access, file.recursive, via, |one| {
                 one.raise(
-                    Decision::Prompt,
+                    self.unknown,
                     format!("`{via}` names {:?}, a path known only when the command runs", file.path),
                     None,
                 );

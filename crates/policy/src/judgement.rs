@@ -28,9 +28,35 @@ pub fn judge_action(
     if action.kind != ActionKind::Execute {
         return ActionJudgement { evaluation, sandbox: None };
     }
-    let profile = policy.sandbox_profile(&evaluation, ctx, support);
-    require_walls(policy, &profile.enforcement, &mut evaluation);
+    let profile = command_walls(policy, &mut evaluation, ctx, support);
     ActionJudgement { evaluation, sandbox: Some(profile) }
+}
+
+/// The walls a command `evaluation` judged runs inside, on a machine that can enforce `support`: a
+/// contained command's with its containment, or (where it cannot be contained) the decision raised to
+/// a prompt with the reason; a policy that requires walls the machine cannot build forbids it.
+pub fn command_walls(
+    policy: &Policy,
+    evaluation: &mut Evaluation,
+    ctx: &EvalContext,
+    support: &SandboxSupport,
+) -> SandboxProfile {
+    let mut profile = policy.sandbox_profile(evaluation, ctx, support);
+    if evaluation.decision == Decision::Contain {
+        let contained = match &profile.enforcement {
+            Enforcement::Unconfined { reason } => Err(cannot_contain_here(reason)),
+            Enforcement::Confined => policy.containment(evaluation, &profile, ctx),
+        };
+        match contained {
+            Ok(containment) => contain(&mut profile, containment),
+            Err(why) => {
+                evaluation.raise(Decision::Prompt, why, None);
+                profile = policy.sandbox_profile(evaluation, ctx, support);
+            }
+        }
+    }
+    require_walls(policy, &profile.enforcement, evaluation);
+    profile
 }
 
 /// The same judgement's evaluation without building the walls (a replay over a million calls needs the
@@ -57,6 +83,18 @@ pub fn decide_action_analyzed(
     analyzed: Option<&Analyzed>,
 ) -> Evaluation {
     let mut evaluation = evaluate(policy, tool, action, ctx, analyzed);
+    // The rules' part of containing, and whether this machine confines at all; the files a live run
+    // would hide are not looked for (a replay of a million calls), so a live run of a command whose
+    // trees are too large to search is asked where this says contained.
+    if evaluation.decision == Decision::Contain {
+        let contained = match crate::sandbox::enforcement_on(support) {
+            Enforcement::Unconfined { reason } => Err(cannot_contain_here(&reason)),
+            Enforcement::Confined => policy.contained_rules(&evaluation).map(|_| ()),
+        };
+        if let Err(why) = contained {
+            evaluation.raise(Decision::Prompt, why, None);
+        }
+    }
     // Only a policy that requires the walls needs to know whether this machine builds them.
     if action.kind == ActionKind::Execute && policy.sandbox_mode() == SandboxMode::Required {
         require_walls(policy, &crate::sandbox::enforcement_on(support), &mut evaluation);
@@ -76,6 +114,19 @@ fn evaluate(
         return policy.evaluate_mcp_action(tool, action.target.as_deref(), changed);
     }
     policy.evaluate_action_analyzed(action, ctx, analyzed)
+}
+
+fn cannot_contain_here(reason: &str) -> String {
+    format!("part of it cannot be read, and it cannot run contained here: {reason}")
+}
+
+/// Puts the containment's walls into `profile`: its hidden files, and no host asked for.
+fn contain(profile: &mut SandboxProfile, containment: portcullis_harness::Containment) {
+    profile.hidden.extend(containment.hidden_by_globs.iter().cloned());
+    if let Some(egress) = profile.egress.as_mut() {
+        egress.ask = None;
+    }
+    profile.contained = Some(Box::new(containment));
 }
 
 /// A command the policy requires confined (`sandbox.mode: required`) is forbidden where the kernel

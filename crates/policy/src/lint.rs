@@ -199,6 +199,7 @@ pub fn lint(policy: &Policy) -> Vec<LintFinding> {
                     pattern_text(&b.rule.pattern),
                     match a.rule.decision {
                         Decision::Allow => "allow",
+                        Decision::Contain => "contain",
                         Decision::Prompt => "prompt",
                         Decision::Forbidden => "forbid",
                     }

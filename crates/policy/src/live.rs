@@ -85,6 +85,7 @@ pub fn verdict_of(evaluation: &Evaluation) -> PolicyVerdict {
     let reason = evaluation.deciding_reason.clone().unwrap_or_else(|| "allowed".into());
     let verdict = match evaluation.decision {
         Decision::Allow => PolicyVerdict::allow(decided_by),
+        Decision::Contain => PolicyVerdict::contain(decided_by, reason),
         Decision::Prompt => PolicyVerdict::ask(decided_by, reason),
         Decision::Forbidden => PolicyVerdict::deny(decided_by, reason),
     };
@@ -114,6 +115,7 @@ fn file_verdict(a: &crate::PathVerdict) -> FileVerdict {
         via: a.via.clone(),
         decision: match a.decision {
             Decision::Allow => PolicyDecision::Allow,
+            Decision::Contain => PolicyDecision::Contain,
             Decision::Prompt => PolicyDecision::Ask,
             Decision::Forbidden => PolicyDecision::Deny,
         },

@@ -230,6 +230,9 @@ pub struct Policy {
     pub(crate) root_sets: Vec<RootSet>,
     pub(crate) deny: Vec<String>,
     pub(crate) read_outside: Decision,
+    /// What the parts of a command the judge cannot read get: [`Decision::Contain`], or
+    /// [`Decision::Prompt`] when a layer says `"unknown": "prompt"`.
+    pub(crate) unknown: Decision,
     /// Policy files, executed content and the hub's secrets (see [`crate::protected`]).
     pub(crate) protected: crate::protected::ProtectedPaths,
     servers: Vec<ServerEntry>,
@@ -293,6 +296,7 @@ impl Policy {
         let mut root_sets: Vec<RootSet> = Vec::new();
         let mut deny: Vec<String> = Vec::new();
         let mut read_outside = Decision::Prompt;
+        let mut unknown = crate::document::Unknown::Contain;
         // The built-in deny globs hold unless every layer turns them off (strictest wins).
         let mut default_deny = false;
         let mut servers: Vec<ServerEntry> = Vec::new();
@@ -303,12 +307,19 @@ impl Policy {
             sandbox
                 .merge(&doc.sandbox)
                 .map_err(|message| PolicyError::Invalid { file: layer.source.clone(), message })?;
+            unknown = unknown.max(doc.commands.unknown.unwrap_or(crate::document::Unknown::Contain));
             for server in &doc.servers {
                 // Positions are searched for only when something is wrong (loading stays linear).
                 let fail = |message: String| {
                     let (line, column) = layer.locate(&format!("\"{}\"", server.id));
                     PolicyError::Syntax { file: layer.source.clone(), line, column, message }
                 };
+                if crate::document::server_decisions(server).any(|d| d == Decision::Contain) {
+                    return Err(fail(format!(
+                        "server {:?}: \"contain\" is for shell commands only (an MCP call has no walls to run in)",
+                        server.id
+                    )));
+                }
                 if !valid_server_id(&server.id) {
                     return Err(fail(format!(
                         "server id {:?}: expected [A-Za-z0-9][A-Za-z0-9._-]* (at most 128 bytes)",
@@ -438,6 +449,12 @@ impl Policy {
                 root_sets.push(RootSet { source: layer.source.clone(), roots });
             }
             deny.extend(doc.paths.deny.iter().cloned());
+            if doc.paths.read_outside_roots == Decision::Contain {
+                return Err(PolicyError::Invalid {
+                    file: layer.source.clone(),
+                    message: "paths.read_outside_roots must be \"prompt\" or \"forbidden\"".into(),
+                });
+            }
             read_outside = read_outside.max(doc.paths.read_outside_roots);
             default_deny |= doc.paths.default_deny;
             if doc.approvals.on_timeout != Decision::Forbidden {
@@ -472,6 +489,10 @@ impl Policy {
             protected,
             deny,
             read_outside: if read_outside == Decision::Allow { Decision::Prompt } else { read_outside },
+            unknown: match unknown {
+                crate::document::Unknown::Contain => Decision::Contain,
+                crate::document::Unknown::Prompt => Decision::Prompt,
+            },
             servers,
             sandbox,
             grants: std::sync::Arc::new(portcullis_harness::Grants::new(
@@ -551,6 +572,17 @@ impl Policy {
         self.layers.iter().map(|l| l.document.approvals.timeout_seconds).min().unwrap_or(120)
     }
 
+    /// What a part the judge cannot read gets: the policy's `unknown` ([`Decision::Contain`] unless a
+    /// layer says prompt), but a prompt for what no wall of this machine can hold: a command that runs
+    /// on another machine, and one that acts as the operator.
+    pub(crate) fn unreadable(&self, kind: crate::shell::OpaqueKind) -> Decision {
+        use crate::shell::OpaqueKind;
+        match kind {
+            OpaqueKind::RemoteCommand | OpaqueKind::OperatorCommand => Decision::Prompt,
+            _ => self.unknown,
+        }
+    }
+
     /// Evaluates a shell command run from `ctx.cwd`.
     pub fn evaluate_command(&self, command: &str, ctx: &EvalContext) -> Evaluation {
         self.evaluate_analyzed(&Analyzed::of(command), ctx)
@@ -573,7 +605,7 @@ impl Policy {
         if analysis.parse_errors {
             eval.judge_part(PartKind::Unseen, shorten(command), true, |part| {
                 part.raise(
-                    Decision::Prompt,
+                    self.unknown,
                     "the command does not parse cleanly; it cannot be proven harmless".into(),
                     None,
                 );
@@ -582,7 +614,7 @@ impl Policy {
         for opaque in &analysis.opaque {
             eval.judge_part(PartKind::Unseen, shorten(&opaque.text), true, |part| {
                 part.raise(
-                    Decision::Prompt,
+                    self.unreadable(opaque.kind),
                     format!("{:?} cannot be judged statically: {}", opaque.kind, shorten(&opaque.text)),
                     None,
                 );
@@ -592,7 +624,7 @@ impl Policy {
             if analysis.expands {
                 eval.judge_part(PartKind::Unseen, shorten(command), true, |part| {
                     part.raise(
-                        Decision::Prompt,
+                        self.unknown,
                         "bash expands values here at run time; no command is seen, but only a script without any expansion is known to run nothing".into(),
                         None,
                     );
@@ -602,7 +634,7 @@ impl Policy {
             }
         }
         // `cd` moves where relative paths land: each is judged from every folder the script may be in.
-        let folders = crate::judge::working_folders(analysis, ctx, &mut eval);
+        let folders = crate::judge::working_folders(analysis, ctx, self.unknown, &mut eval);
         let mut budget = crate::judge_files::FileBudget::new();
         for command in &analysis.commands {
             eval.commands.push(command.argv.clone());
@@ -624,7 +656,7 @@ impl Policy {
                     let access = if redirection.write { Access::Write } else { Access::Read };
                     part.judge_access(&redirection.target, access, false, &redirection.op, |one| {
                         one.raise(
-                            Decision::Prompt,
+                            self.unknown,
                             format!("redirection target {:?} is computed at run time", redirection.target),
                             None,
                         );

@@ -353,7 +353,13 @@ impl Policy {
         if let Some(home) = &ctx.home {
             read.extend(HOME_TOOLCHAINS.iter().map(|(p, _)| home.join(p)).filter(|p| exists(p)));
         }
-        for access in evaluation.accesses.iter().filter(|a| a.decision != Decision::Forbidden) {
+        // An operator approves what a prompt lists; a contained command gets only what the policy
+        // allows without asking.
+        let granted_access = |d: Decision| match evaluation.decision {
+            Decision::Contain => d == Decision::Allow,
+            _ => d != Decision::Forbidden,
+        };
+        for access in evaluation.accesses.iter().filter(|a| granted_access(a.decision)) {
             let path = PathBuf::from(&access.path);
             if !path.is_absolute() || !exists(&path) {
                 continue;
@@ -414,6 +420,7 @@ impl Policy {
             network_reason: Some(network_reason),
             egress,
             limits: self.sandbox_limits(),
+            contained: None,
         }
     }
 
@@ -514,6 +521,11 @@ pub fn enforcement_on(support: &SandboxSupport) -> Enforcement {
         (None, Some(_), true) => Enforcement::Confined,
     }
 }
+
+mod contained;
+pub use contained::{
+    ContainedRules, DELETING_PROGRAMS, HOME_PROGRAM_FOLDERS, MAX_HIDE_ENTRIES, PROGRAM_FOLDERS,
+};
 
 #[cfg(test)]
 mod tests;

@@ -176,6 +176,7 @@ mod tests {
             network_reason: None,
             egress: None,
             limits: SandboxLimits::default(),
+            contained: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod held;
 mod inheritance;
 mod init;
 mod launcher;
+pub mod masks;
 pub mod overlay;
 mod private_tmp;
 mod protocol;
@@ -60,6 +61,7 @@ pub fn system_only(write: Vec<std::path::PathBuf>) -> portcullis_harness::Sandbo
         network_reason: None,
         egress: None,
         limits: portcullis_harness::SandboxLimits::default(),
+        contained: None,
     }
 }
 

@@ -150,6 +150,9 @@ pub(crate) fn build(
     for place in &profile.read_only {
         read_only(place)?;
     }
+    if let Some(contained) = &profile.contained {
+        crate::masks::mask(&contained.masked, private_tmp)?;
+    }
     if relay.is_some() && Path::new(RESOLV_CONF).exists() {
         hide(Path::new(RESOLV_CONF))?;
     }

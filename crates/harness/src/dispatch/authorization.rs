@@ -94,6 +94,24 @@ impl Shared {
             PolicyDecision::Allow => {
                 Ok((action, verdict.decided_by, verdict.matched_rules, Some(Box::new(ruling))))
             }
+            // Contained runs only inside the walls built for it: without them, nothing runs.
+            PolicyDecision::Contain
+                if action.sandbox.as_ref().is_some_and(|s| s.is_confined() && s.contained.is_some()) =>
+            {
+                Ok((action, verdict.decided_by, verdict.matched_rules, Some(Box::new(ruling))))
+            }
+            PolicyDecision::Contain => {
+                let mut refusal = Refusal::new(
+                    BlockedReason::ExecutionDenied,
+                    error_codes::EXECUTION_DENIED,
+                    "the policy contains this command, and it has no contained walls to run in".to_owned(),
+                    verdict.decided_by,
+                );
+                refusal.matched_rules = verdict.matched_rules;
+                refusal.action = Some(Box::new(action));
+                refusal.policy = Some(Box::new(ruling));
+                Err(refusal)
+            }
             PolicyDecision::Deny => {
                 let reason = verdict.reason.unwrap_or_else(|| "denied by the execution policy".into());
                 let mut refusal = Refusal::new(

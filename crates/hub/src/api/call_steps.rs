@@ -6,6 +6,11 @@ use super::types::{CallDecision, CallStep, Decider, DeciderKind, PipelineStage, 
 use portcullis_harness::events::GuardrailOutcome;
 use portcullis_harness::{BlockedReason, DecidedBy, EventPayload, ExecutionAction};
 
+/// Whether the action ran contained (the policy allowed it without asking, inside contained walls).
+pub(crate) fn is_contained(action: &ExecutionAction) -> bool {
+    action.sandbox.as_ref().is_some_and(|s| s.contained.is_some())
+}
+
 /// The steps a lifecycle event closes, in pipeline order.
 pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
     match payload {
@@ -48,7 +53,7 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
             });
             steps
         }
-        EventPayload::Started { decided_by, policy_decided_by, stages, .. } => {
+        EventPayload::Started { decided_by, policy_decided_by, stages, action, .. } => {
             let took = |us: u64| Some(us);
             let mut steps = vec![
                 CallStep {
@@ -74,7 +79,7 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
                     });
                 }
                 _ => steps.push(CallStep {
-                    decision: Some(CallDecision::Allow),
+                    decision: Some(if is_contained(action) { CallDecision::Contained } else { CallDecision::Allow }),
                     decided_by: decided,
                     duration_us: took(stages.policy_us),
                     ..step(PipelineStage::Policy, StepOutcome::Passed)

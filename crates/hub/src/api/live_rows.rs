@@ -82,7 +82,7 @@ fn policy(row: &mut CallRow, payload: &EventPayload, asked_by: Option<&DecidedBy
         .find(|s| s.stage == super::types::PipelineStage::Policy)
         .and_then(|s| s.decision);
     row.policy_decision = match step {
-        Some(CallDecision::Allow) => Some(StoredPolicyDecision::Allow),
+        Some(CallDecision::Allow | CallDecision::Contained) => Some(StoredPolicyDecision::Allow),
         Some(CallDecision::Prompt) => Some(StoredPolicyDecision::Prompt),
         Some(CallDecision::Forbidden) => Some(StoredPolicyDecision::Forbidden),
         _ => row.policy_decision,

@@ -59,13 +59,14 @@ impl LoadedPolicy {
     }
 
     /// The walls the command `evaluation` judged would run inside, on a machine that can enforce
-    /// `support` (see [`probe_sandbox`]).
+    /// `support` (see [`probe_sandbox`]), as a live call gets them: a contained command's with its
+    /// containment, or its decision raised to a prompt where it cannot be contained here.
     pub fn sandbox_profile(
         &self,
-        evaluation: &Evaluation,
+        evaluation: &mut Evaluation,
         support: &portcullis_harness::SandboxSupport,
     ) -> portcullis_harness::SandboxProfile {
-        self.policy.sandbox_profile(evaluation, &EvalContext::new(&self.cwd), support)
+        portcullis_policy::judgement::command_walls(&self.policy, evaluation, &EvalContext::new(&self.cwd), support)
     }
 
     /// Whether the policy forbids commands it cannot confine (`sandbox.mode: required`).

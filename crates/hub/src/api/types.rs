@@ -291,6 +291,10 @@ pub enum StepOutcome {
 pub enum CallDecision {
     /// Allowed without asking (a rule, the default, a grant).
     Allow,
+    /// Allowed without asking, contained: part of the command cannot be read statically, so it ran
+    /// under the strictest reading of the policy (programs its rules ask for masked, no host asked for,
+    /// the files the deny globs name hidden) and what it changed was reviewed before it was kept.
+    Contained,
     /// The policy asked an operator (its step; the approval's step says how it ended).
     Prompt,
     /// Allowed by an operator, or by a session grant an operator gave.

@@ -42,6 +42,7 @@ fn action(command: &str, project: &Path) -> ExecutionAction {
 fn word(decision: PolicyDecision) -> &'static str {
     match decision {
         PolicyDecision::Allow => "allow",
+        PolicyDecision::Contain => "contain",
         PolicyDecision::Ask => "prompt",
         PolicyDecision::Deny => "forbidden",
     }
