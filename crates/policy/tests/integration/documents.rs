@@ -62,7 +62,7 @@ fn syntax_and_type_errors_give_file_line_and_column() {
     let text = err.to_string();
     assert!(text.starts_with("p.json:3:"), "{text}");
     assert!(
-        text.contains("unknown variant `maybe`, expected one of `allow`, `prompt`, `forbidden`"),
+        text.contains("unknown variant `maybe`, expected one of `allow`, `contain`, `prompt`, `forbidden`"),
         "{text}"
     );
     assert_eq!(err.code(), "policy_syntax");

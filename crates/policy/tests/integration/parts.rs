@@ -20,7 +20,7 @@ const POLICY: &str = r#"{
   "paths": { "roots": [ { "path": "/project", "access": "write" } ] }
 }"#;
 
-use Decision::{Allow, Forbidden, Prompt};
+use Decision::{Allow, Contain, Forbidden, Prompt};
 use PartKind::{Command, Redirection, Unseen};
 
 /// (command, [(kind, text, decision, deciding rule id, unseen)]).
@@ -51,13 +51,14 @@ const TABLE: &[Row] = &[
             (Redirection, "> out.txt", Allow, None, false),
         ],
     ),
-    // The rule allows `echo`, but a word computed at run time makes it a prompt (no rule decided that);
-    // the substitution's command is judged as a part of its own.
+    // The rule allows `echo`, but a word computed at run time makes it contained (no rule decided that);
+    // the substitution's command is judged as a part of its own (no rule names `whoami`: the default).
     (
         "echo $(whoami)",
-        &[(Command, "echo $(whoami)", Prompt, None, true), (Command, "whoami", Prompt, None, false)],
+        &[(Command, "echo $(whoami)", Contain, None, true), (Command, "whoami", Prompt, None, false)],
     ),
-    ("eval \"$x\"", &[(Unseen, "eval \"$x\"", Prompt, None, true), (Command, "eval $x", Prompt, None, true)]),
+    // What cannot be read is contained; the `eval` itself is a program no rule names (the default).
+    ("eval \"$x\"", &[(Unseen, "eval \"$x\"", Contain, None, true), (Command, "eval $x", Prompt, None, true)]),
     (
         "rm -rf / ; ls",
         &[
