@@ -405,6 +405,12 @@ export type Bucket = {
 export type CallDecision = 
 /**  Allowed without asking (a rule, the default, a grant). */
 "allow" | 
+/**
+ *  Allowed without asking, contained: part of the command cannot be read statically, so it ran
+ *  under the strictest reading of the policy (programs its rules ask for masked, no host asked for,
+ *  the files the deny globs name hidden) and what it changed was reviewed before it was kept.
+ */
+"contained" | 
 /**  The policy asked an operator (its step; the approval's step says how it ended). */
 "prompt" | 
 /**  Allowed by an operator, or by a session grant an operator gave. */
@@ -706,6 +712,26 @@ export type ConsoleSession = {
 	expires_at_ms: number,
 };
 
+/**  What a contained command runs under besides its profile's trees: the strictest reading of the policy. */
+export type Containment = {
+	/**  What the judge could not read, one line each (why it is contained, not judged). */
+	unread: string[],
+	/**
+	 *  Programs that cannot run inside (masked in the command's mount namespace): a rule prompts or
+	 *  forbids some use of them.
+	 */
+	masked?: MaskedProgram[],
+	/**  Files below the roots the policy's deny globs name, hidden inside (they are also in `hidden`). */
+	hidden_by_globs?: string[],
+	/**  The policy's deny globs: a change at a path they name is held for the operator. */
+	deny_globs?: string[],
+	/**
+	 *  The rule of a deleting program (`rm`, `rmdir`, ...) that prompts or forbids: the contained
+	 *  command's deletions of files that existed are held for the operator. `None`: deletions are kept.
+	 */
+	deletions_held_by?: string | null,
+};
+
 /**  One block of tool output (the shapes MCP results carry). */
 export type Content = { type: "text"; text: string } | 
 /**  Base64 data, already bounded by the tool that produced it. */
@@ -796,6 +822,14 @@ export type DecidingPlace = {
 
 /**  What a rule (or the policy as a whole) says about an action. Ordered from lenient to strict. */
 export type Decision = "allow" | 
+/**
+ *  Run without asking, contained: under the strictest reading of the policy (no network but the
+ *  hosts rules allow without asking, the programs whose rules prompt or forbid masked, the files the
+ *  deny globs name hidden), and with the files it changed reviewed before they are kept. For shell
+ *  commands only: what part of a command cannot be read statically gets it (`commands.unknown`),
+ *  and a command rule or `commands.default` may give it.
+ */
+"contain" | 
 /**  Ask the operator. */
 "prompt" | 
 /**  Never, whoever asks. */
@@ -1382,6 +1416,15 @@ export type LintKind =
 /**  No `match` example: nothing proves the rule matches what its author meant. */
 "no_examples";
 
+/**  A program a contained command cannot run, where it is, and the rule that masks it. */
+export type MaskedProgram = {
+	program: string,
+	/**  Its files on this machine (each covered by a wall that says why and exits 126). */
+	paths: string[],
+	/**  "rule `push` (policy.json) says prompt". */
+	by: string,
+};
+
 /**  A rule that matched, with the file it came from. */
 export type MatchedRule = {
 	id: string,
@@ -1495,6 +1538,12 @@ export type PipelineStage =
 
 /**  A policy's answer. */
 export type PolicyDecision = "allow" | 
+/**
+ *  Allowed without asking, contained: the command runs inside walls built for what the judge could
+ *  not read ([`crate::SandboxProfile::contained`]), and its file changes are reviewed before they are
+ *  kept. Without such walls on the action the call is refused.
+ */
+"contain" | 
 /**  Ask the operator (the approval seam). */
 "ask" | "deny";
 
@@ -1741,6 +1790,11 @@ export type SandboxProfile = {
 	 */
 	egress?: EgressScope | null,
 	limits: SandboxLimits,
+	/**
+	 *  The walls of a contained command (allowed without asking because part of it cannot be read
+	 *  statically): what is masked, and why it runs contained. `None` for every other command.
+	 */
+	contained?: Containment | null,
 };
 
 /**  A view saved by name: which ledger (none: the hub's own) and its filters as a query string. */

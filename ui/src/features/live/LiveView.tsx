@@ -9,7 +9,7 @@ import { visible } from "../../lib/visible";
 import { RING, agentOf, liveStore, toolOf, type LiveCall } from "./liveStore";
 import { COLUMNS, CallRowView, ROW_HEIGHT, STEP_HEIGHT } from "./parts/CallRowView";
 
-const DECISIONS = ["allow", "approved", "prompt", "denied", "forbidden", "timeout", "error"] as const;
+const DECISIONS = ["allow", "contained", "approved", "prompt", "denied", "forbidden", "timeout", "error"] as const;
 
 interface Filters {
   agent: string;

@@ -17,7 +17,7 @@ import type { Decision } from "../../backend/backend";
 
 /** What a rule says (the policy's own type, generated). */
 export type { Decision };
-export const DECISIONS: Decision[] = ["allow", "prompt", "forbidden"];
+export const DECISIONS: Decision[] = ["allow", "contain", "prompt", "forbidden"];
 
 /** A pattern element: a word, or alternatives. */
 export type PatternElement = string | string[];

@@ -2,7 +2,7 @@
 // under the draft. The diagonal is what stays; cells above "allow" are loosened and marked so.
 import type { ReplaySummary } from "../../../backend/backend";
 
-const ORDER = ["allow", "prompt", "forbidden", "tool_denied"];
+const ORDER = ["allow", "contain", "prompt", "forbidden", "tool_denied"];
 
 export function ReplayMatrix({ summary }: { summary: ReplaySummary }) {
   const cell = (before: string, after: string): number =>
