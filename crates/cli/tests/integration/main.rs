@@ -5,6 +5,7 @@ mod agent_setup;
 mod approval_wait;
 mod audit_trail;
 mod closed_gate;
+mod contained;
 mod command_table;
 mod common;
 mod conformance;

@@ -1,0 +1,138 @@
+//! Issue 53, contained, not asked: a command part of which the judge cannot read (interpreter code)
+//! runs without asking, under the strictest reading of the policy, and its effects are what is judged.
+//! Through the binary (`portcullis call` with an approver that denies everything, so any prompt would
+//! stop it): the programs whose rules prompt or forbid hit a wall that names the rule, the network is
+//! closed, `.env` is empty inside, an ordinary new file is kept, and what the policy would have asked
+//! about (a deletion where `rm` prompts, a path a deny glob names, executed config, a nested repository)
+//! is held for the operator, never in the project. `policy check` shows the walls, and a policy that says
+//! `"unknown": "prompt"` asks instead (and the denied command changes nothing).
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+fn policy(unknown: &str) -> String {
+    format!(
+        r#"{{
+  "commands": {{ "default": "allow", "unknown": "{unknown}", "rules": [
+    {{ "id": "push", "pattern": ["git", "push"], "decision": "prompt" }},
+    {{ "id": "no-rm", "pattern": ["rm"], "decision": "prompt" }},
+    {{ "id": "no-curl", "pattern": ["curl"], "decision": "forbidden" }} ] }},
+  "paths": {{ "roots": [ {{ "path": ".", "access": "write" }} ] }},
+  "approvals": {{ "timeout_seconds": 4 }}
+}}"#
+    )
+}
+
+/// What the contained code tries: each step prints what became of it.
+const CODE: &str = r#"
+import os, socket, subprocess
+def put(path, text):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    open(path, "w").write(text)
+print("env holds:", repr(open(".env").read()))
+subprocess.run(["git", "push"])
+subprocess.run(["rm", "src/a.txt"])
+os.remove("src/b.txt")
+put("src/new.txt", "kept\n")
+put(".env.local", "TOKEN=planted\n")
+# Names put together at run time: nothing a reading of the code could find.
+dot = lambda name: "." + name
+put(os.path.join(dot("cargo"), "config.toml"), "[build]\nrustc-wrapper = \"/bin/sh\"\n")
+repo = os.path.join("sub", "r", dot("git"))
+put(os.path.join(repo, "HEAD"), "ref: refs/heads/main\n")
+put(os.path.join(repo, "config"), "[core]\n\tfsmonitor = touch /tmp/x\n")
+os.makedirs(os.path.join(repo, "objects"), exist_ok=True)
+os.makedirs(os.path.join(repo, "refs", "heads"), exist_ok=True)
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=2)
+    print("network: reached")
+except OSError as e:
+    print("network: refused", e.errno)
+"#;
+
+fn project(unknown: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let proj = base.join("proj");
+    std::fs::create_dir_all(proj.join(".portcullis")).unwrap();
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::create_dir_all(base.join("home")).unwrap();
+    std::fs::write(proj.join(".portcullis/policy.json"), policy(unknown)).unwrap();
+    std::fs::write(proj.join(".env"), "SECRET=do-not-read\n").unwrap();
+    std::fs::write(proj.join("src/a.txt"), "a\n").unwrap();
+    std::fs::write(proj.join("src/b.txt"), "b\n").unwrap();
+    (dir, base)
+}
+
+fn portcullis(base: &Path, args: &[&str]) -> String {
+    let out = common::portcullis(base)
+        .args(args)
+        .current_dir(base.join("proj"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn call(base: &Path) -> String {
+    let command = format!("/usr/bin/python3 -c '{CODE}'");
+    let args = serde_json::json!({ "command": command }).to_string();
+    let db = base.join("call.db");
+    portcullis(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()])
+}
+
+#[test]
+fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
+    let (_dir, base) = project("contain");
+    let proj = base.join("proj");
+    let shown = call(&base);
+    // It ran without asking (the approver would have denied), inside its walls.
+    assert!(shown.contains("[ran contained (part of it cannot be read before it runs): network closed"), "{shown}");
+    assert!(shown.contains("env holds: ''"), "the deny glob's file was readable: {shown}");
+    for (program, rule) in [("git", "push"), ("rm", "no-rm")] {
+        let wall = format!("portcullis: [contained: `{program}` cannot run inside a command that runs contained — rule `{rule}`");
+        assert!(shown.contains(&wall), "no wall for {program}: {shown}");
+    }
+    assert!(shown.contains("network: refused"), "{shown}");
+    // Kept: the ordinary new file. Held: the rest, with why.
+    assert_eq!(std::fs::read_to_string(proj.join("src/new.txt")).unwrap(), "kept\n");
+    assert_eq!(std::fs::read_to_string(proj.join("src/a.txt")).unwrap(), "a\n");
+    assert_eq!(std::fs::read_to_string(proj.join("src/b.txt")).unwrap(), "b\n", "{shown}");
+    assert!(shown.contains("src/b.txt — deleted by a command that ran contained, and rule `no-rm`"), "{shown}");
+    assert!(shown.contains(".env.local — the deny glob \".env*\" names it"), "{shown}");
+    for planted in [".env.local", ".cargo/config.toml", "sub/r/.git/config", "sub/r/.git/HEAD"] {
+        assert!(std::fs::symlink_metadata(proj.join(planted)).is_err(), "{planted} is in the project: {shown}");
+    }
+    assert_eq!(std::fs::read_to_string(proj.join(".env")).unwrap(), "SECRET=do-not-read\n");
+    // The operator sees what is held.
+    let held = portcullis(&base, &["held", "list"]);
+    for path in ["src/b.txt", ".env.local", ".cargo/config.toml"] {
+        assert!(held.contains(path), "{path} is not held: {held}");
+    }
+    // `policy check` shows the decision and the walls.
+    let check = portcullis(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
+    assert!(check.starts_with("decision: contain"), "{check}");
+    for line in ["masked: git (rule `push`", "masked: rm (rule `no-rm`", "hidden by the deny globs:"] {
+        assert!(check.contains(line), "{line}: {check}");
+    }
+    // A command that runs a masked program itself is asked (it could not run contained).
+    let git = portcullis(&base, &["policy", "check", "--", "git log $(git rev-parse HEAD)"]);
+    assert!(git.starts_with("decision: prompt"), "{git}");
+    assert!(git.contains("it runs `git`, which contained code may not run"), "{git}");
+}
+
+#[test]
+fn a_policy_that_says_unknown_prompt_asks_and_the_denied_command_changes_nothing() {
+    let (_dir, base) = project("prompt");
+    let proj = base.join("proj");
+    let shown = call(&base);
+    assert!(!shown.contains("[ran contained"), "{shown}");
+    assert!(shown.contains("denied"), "{shown}");
+    assert!(!proj.join("src/new.txt").exists(), "{shown}");
+    assert_eq!(std::fs::read_to_string(proj.join("src/b.txt")).unwrap(), "b\n");
+    let check = portcullis(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
+    assert!(check.starts_with("decision: prompt"), "{check}");
+}
