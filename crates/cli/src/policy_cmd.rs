@@ -296,6 +296,10 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
             summary.skipped,
             if transitions.is_empty() { String::new() } else { format!(" ({transitions})") }
         )?;
+        // Past prompts the judge could not read now run contained, without asking.
+        if let Some(n) = summary.transitions.get("prompt -> contain") {
+            writeln!(out, "{n} past prompts would now run contained, without asking")?;
+        }
     }
     Ok(if args.fail_on_change && summary.changed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

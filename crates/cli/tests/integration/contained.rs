@@ -135,4 +135,14 @@ fn a_policy_that_says_unknown_prompt_asks_and_the_denied_command_changes_nothing
     assert_eq!(std::fs::read_to_string(proj.join("src/b.txt")).unwrap(), "b\n");
     let check = portcullis(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
     assert!(check.starts_with("decision: prompt"), "{check}");
+    // The what-if replay of that ledger under a policy that contains: the past prompt would now run.
+    let draft = base.join("contain.json");
+    std::fs::write(&draft, policy("contain")).unwrap();
+    let db = base.join("call.db");
+    let replay = portcullis(
+        &base,
+        &["policy", "replay", "--db", db.to_str().unwrap(), "--policy", draft.to_str().unwrap()],
+    );
+    assert!(replay.contains("prompt -> contain: 1"), "{replay}");
+    assert!(replay.contains("1 past prompts would now run contained, without asking"), "{replay}");
 }
