@@ -11,6 +11,7 @@ mod common;
 mod conformance;
 mod console;
 mod effects;
+mod effects_corpus;
 mod egress;
 mod egress_ask;
 mod fast_lane;

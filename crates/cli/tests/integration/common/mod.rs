@@ -158,7 +158,7 @@ pub fn serve_with_args(policy: &str, env: &[(&str, &str)], args: &[&str]) -> Ser
 
 /// Spawns `portcullis serve --port 0` for the project in `base` (ledger `base/ledger.db`) and waits for
 /// its runtime file; returns the child and the runtime file's content.
-fn start_hub(base: &Path, env: &[(&str, &str)], args: &[&str]) -> (Child, Value) {
+pub fn start_hub(base: &Path, env: &[(&str, &str)], args: &[&str]) -> (Child, Value) {
     let mut child = portcullis(base)
         .envs(env.iter().copied())
         .args(["serve", "--port", "0", "--approver", "none", "--shutdown-grace", "5"])
