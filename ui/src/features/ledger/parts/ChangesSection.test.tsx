@@ -106,7 +106,7 @@ describe("the Changes section", () => {
     expect(plan.textContent).toContain("notes\\u{202e}.txt — its old content put back");
     expect(backend.calls.some(([name]) => name === "undoCall")).toBe(false);
     await userEvent.click(screen.getByTestId("undo-confirm-yes"));
-    expect((await screen.findByTestId("undo-done")).textContent).toContain("1 path put back");
+    expect((await screen.findByTestId("undo-done")).textContent).toBe("Undone. notes\\u{202e}.txt is back as it was before the command.");
     expect(backend.calls.find(([name]) => name === "undoCall")?.[1]).toEqual(["call-7", "claude-code-00001"]);
   });
 
@@ -131,9 +131,9 @@ describe("the Changes section", () => {
     mount(backend);
     await userEvent.click(await screen.findByTestId("undo"));
     const refused = await screen.findByTestId("undo-refused");
-    expect(refused.textContent).toContain("Undo is not possible.");
-    expect(refused.textContent).toContain("changed since the commit");
-    expect(refused.textContent).toContain("notes.txt");
+    expect(refused.textContent).toContain("Undo is not possible: this file was changed after the command.");
+    expect(within(refused).getByRole("listitem").textContent).toBe("notes.txt");
+    expect(refused.textContent).toContain("nothing was touched");
     expect(backend.calls.some(([name]) => name === "undoCall")).toBe(false);
   });
 

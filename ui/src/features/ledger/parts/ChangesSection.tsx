@@ -6,7 +6,14 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../../app/context";
-import { asBackendError, type BackendError, type CallChanges, type HeldAnswer, type UndoPlan } from "../../../backend/backend";
+import {
+  asBackendError,
+  type ApiError,
+  type BackendError,
+  type CallChanges,
+  type HeldAnswer,
+  type UndoPlan,
+} from "../../../backend/backend";
 import { visible } from "../../../lib/visible";
 import { shownPath, undoWords, type ChangeWithWhy, type ReviewedChanges } from "../changes";
 
@@ -21,8 +28,9 @@ export function ChangesSection({ session, callId, cwd, review, hub }: Props) {
     <section data-testid="drawer-changes" aria-label="Changes">
       <h3>Changes</h3>
       <p className="changes-counts" data-testid="changes-counts">
-        <span className="kept">{review.keptCount} kept</span> · <span className="held">{review.heldCount} held for you</span> ·{" "}
-        <span className="discarded">{review.discardedCount} discarded</span>
+        <span className={review.keptCount > 0 ? "kept" : "none"}>{review.keptCount} kept</span> ·{" "}
+        <span className={review.heldCount > 0 ? "held" : "none"}>{review.heldCount} held for you</span> ·{" "}
+        <span className="none">{review.discardedCount} discarded</span>
       </p>
       {review.kept.length > 0 && (
         <PathList label="Kept (written to the project)" testId="changes-kept" count={review.keptCount} shown={review.kept.length}>
@@ -142,10 +150,18 @@ function Undo({ changes, path }: { changes: CallChanges; path: (p: string) => st
   const { undo: plan } = changes;
   const code = plan.refusal?.code;
   if (undo.isSuccess) {
-    const n = undo.data.steps.length;
+    const steps = undo.data.steps;
+    const [only] = steps;
     return (
       <p className="ok" role="status" data-testid="undo-done">
-        Undone: {n} path{n === 1 ? "" : "s"} put back as they were before the command.
+        <strong>Undone.</strong>{" "}
+        {steps.length === 1 && only ? (
+          <>
+            <span className="mono">{path(only.path)}</span> is back as it was before the command.
+          </>
+        ) : (
+          `${steps.length} paths are back as they were before the command.`
+        )}
       </p>
     );
   }
@@ -174,14 +190,12 @@ function Undo({ changes, path }: { changes: CallChanges; path: (p: string) => st
     <div className="undo-box" data-testid="undo-box">
       {asked == null && (
         <button type="button" data-testid="undo" disabled={asking} onClick={() => void press()}>
-          Undo these changes…
+          Undo the kept changes…
         </button>
       )}
       {asked != null && !asked.possible && (
         <>
-          <p className="error" role="alert" data-testid="undo-refused">
-            <strong>Undo is not possible.</strong> {visible(asked.refusal?.message ?? "the hub gave no reason")}
-          </p>
+          <UndoRefused refusal={asked.refusal} path={path} />
           <button type="button" data-testid="undo-close" onClick={() => setAsked(null)}>
             Close
           </button>
@@ -191,7 +205,9 @@ function Undo({ changes, path }: { changes: CallChanges; path: (p: string) => st
         <div className="undo-confirm" data-testid="undo-confirm">
           <p>
             <strong>
-              Put back {asked.steps.length} path{asked.steps.length === 1 ? "" : "s"} as they were before the command?
+              {asked.steps.length === 1
+                ? "Put this path back as it was before the command?"
+                : `Put these ${asked.steps.length} paths back as they were before the command?`}
             </strong>
           </p>
           <ul className="plain undo-plan" data-testid="undo-plan">
@@ -201,26 +217,48 @@ function Undo({ changes, path }: { changes: CallChanges; path: (p: string) => st
               </li>
             ))}
           </ul>
+          <p className="muted small">If any of them changes before you confirm, nothing is touched.</p>
           <div className="drawer-actions">
             <button type="button" className="danger" data-testid="undo-confirm-yes" disabled={undo.isPending} onClick={() => undo.mutate()}>
-              Put them back
+              {asked.steps.length === 1 ? "Put it back" : "Put them back"}
             </button>
             <button type="button" data-testid="undo-cancel" disabled={undo.isPending} onClick={() => setAsked(null)}>
               Cancel
             </button>
           </div>
-          {undo.isError && (
-            <p className="error" role="alert" data-testid="undo-refused">
-              <strong>
-                {asBackendError(undo.error).code === "undo_failed"
-                  ? "The undo failed."
-                  : "Undo was refused; nothing was put back."}
-              </strong>{" "}
-              {visible(asBackendError(undo.error).message)}
-            </p>
-          )}
+          {undo.isError && <UndoRefused refusal={asBackendError(undo.error)} path={path} />}
         </div>
       )}
     </div>
+  );
+}
+
+/** Why an undo cannot be done, in the operator's terms: by its code, with the paths it names. */
+function UndoRefused({ refusal, path }: { refusal: ApiError | BackendError | null; path: (p: string) => string }) {
+  const details: unknown = refusal?.details;
+  const named = details && typeof details === "object" && "paths" in details ? details.paths : undefined;
+  const paths = Array.isArray(named) ? named.filter((p): p is string => typeof p === "string") : [];
+  if (refusal?.code === "changed_since_commit" && paths.length > 0) {
+    return (
+      <div className="error" role="alert" data-testid="undo-refused">
+        <p>
+          <strong>Undo is not possible: {paths.length === 1 ? "this file was" : "these files were"} changed after the command.</strong>
+        </p>
+        <ul className="plain">
+          {paths.map((p, i) => (
+            <li key={i} className="mono">
+              {path(p)}
+            </li>
+          ))}
+        </ul>
+        <p>Putting the old version back would lose that change, so nothing was touched.</p>
+      </div>
+    );
+  }
+  const lead = refusal?.code === "undo_failed" ? "The undo failed." : "Undo is not possible.";
+  return (
+    <p className="error" role="alert" data-testid="undo-refused">
+      <strong>{lead}</strong> {visible(refusal?.message ?? "the hub gave no reason")}
+    </p>
   );
 }
