@@ -5,7 +5,7 @@
 
 use portcullis_sandbox::held::{self, Held};
 use portcullis_sandbox::undo::UndoTarget;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The held changes of `root`, one line each: the call, the path and why it was held.
 pub fn held_lines(root: &Path) -> Vec<String> {
@@ -22,6 +22,16 @@ pub fn held_lines(root: &Path) -> Vec<String> {
                 )
             })
         })
+        .collect()
+}
+
+/// The held layers of call `call` of `session` (both named: the ledger's detail knows them) in any of
+/// `roots` (a command has a layer per write root).
+pub(crate) fn held_of(roots: &[PathBuf], call: &str, session: &str) -> Vec<Held> {
+    roots
+        .iter()
+        .flat_map(|root| held::list(root))
+        .filter(|h| UndoTarget::names_call(&h.key, call, Some(session)))
         .collect()
 }
 

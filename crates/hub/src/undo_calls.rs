@@ -3,7 +3,8 @@
 //! named by its id (and its session when several sessions have a call of that id); the plan is shown
 //! first, and nothing is written unless asked.
 
-use portcullis_sandbox::undo::{self, State, UndoError, UndoTarget};
+use crate::api::call_changes::{PathKind, UndoStep};
+use portcullis_sandbox::undo::{self, UndoError, UndoTarget};
 use std::path::Path;
 
 /// What an undo would do or did: one line per path, and whether it was carried out.
@@ -51,31 +52,41 @@ fn target_of(db: &Path, call: &str, session: Option<&str>) -> Result<UndoTarget,
     })
 }
 
-fn describe(state: &State) -> &'static str {
-    match state {
-        State::Absent => "nothing",
-        State::File { .. } => "a file",
-        State::Symlink { .. } => "a link",
-        State::Folder { .. } => "a folder",
-    }
+/// The record of call `call` of `session` beside the ledger `db` (both named: the ledger's detail knows them).
+fn exact_target(db: &Path, call: &str, session: &str) -> UndoTarget {
+    UndoTarget::new(&crate::hub::undo_store_of(db), session, call)
+}
+
+fn steps_of(record: &undo::Record) -> Vec<UndoStep> {
+    record
+        .entries
+        .iter()
+        .map(|e| UndoStep {
+            path: e.root.join(&e.path).display().to_string(),
+            now: PathKind::of(&e.after),
+            again: PathKind::of(&e.before),
+        })
+        .collect()
+}
+
+/// What the undo of call `call` of `session` would put back now, or why it cannot.
+pub(crate) fn plan_of(db: &Path, call: &str, session: &str) -> Result<Vec<UndoStep>, UndoError> {
+    undo::plan(&exact_target(db, call, session)).map(|record| steps_of(&record))
+}
+
+/// Carries out the undo of call `call` of `session`: the paths put back (the plan's steps).
+pub(crate) fn undo_of(db: &Path, call: &str, session: &str) -> Result<Vec<UndoStep>, UndoError> {
+    let target = exact_target(db, call, session);
+    let steps = steps_of(&undo::plan(&target)?);
+    undo::undo(&target)?;
+    Ok(steps)
 }
 
 /// Shows (or, with `apply`, carries out) the undo of `call`. Refusals are errors that say why.
 pub fn undo_call(db: &Path, call: &str, session: Option<&str>, apply: bool) -> Result<UndoReport, String> {
     let target = target_of(db, call, session)?;
     let record = undo::plan(&target).map_err(|e| e.to_string())?;
-    let lines = record
-        .entries
-        .iter()
-        .map(|e| {
-            format!(
-                "{}: {} now, {} again",
-                portcullis_harness::untrusted::visible(&e.root.join(&e.path).display().to_string()),
-                describe(&e.after),
-                describe(&e.before)
-            )
-        })
-        .collect();
+    let lines = steps_of(&record).iter().map(UndoStep::line).collect();
     if !apply {
         return Ok(UndoReport { call: call.to_owned(), lines, done: false });
     }

@@ -3,6 +3,10 @@
 // a web implementation over the HTTP operator API can follow. Every type comes from the generated
 // bindings (bindings.ts); none is written here by hand.
 import type {
+  CallChanges,
+  HeldAnswer,
+  HeldAnswered,
+  UndoDone,
   CandidateRule,
   ConsoleSession,
   AttachedHub,
@@ -61,6 +65,14 @@ import type {
 export { ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
 
 export type {
+  CallChanges,
+  HeldAnswer,
+  HeldAnswered,
+  HeldPath,
+  PathKind,
+  UndoDone,
+  UndoPlan,
+  UndoStep,
   EffectMarkOutcome,
   EffectRow,
   EffectState,
@@ -237,6 +249,13 @@ export interface Backend {
   ledgerCalls(id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number): Promise<CallPage>;
   ledgerCount(id: number, filter: CallFilter): Promise<number>;
   ledgerCall(id: number, callId: string, session: string): Promise<CallDetail>;
+  /** What the operator can still do about a call's changes (the hub's ledger): the undo's plan or why
+   * there is none, and the changes held for the operator now. */
+  callChanges(callId: string, session: string): Promise<CallChanges>;
+  /** Puts back what the call's commit replaced; refused (`changed_since_commit`…) with nothing touched. */
+  undoCall(callId: string, session: string): Promise<UndoDone>;
+  /** Keeps (commits) or discards the call's changes held for the operator. */
+  answerHeld(callId: string, session: string, answer: HeldAnswer): Promise<HeldAnswered>;
   /** Counts beside the filter chips; `exact: false` is fast and may be approximate. */
   ledgerFacets(id: number, filter: CallFilter, exact: boolean): Promise<Facets>;
   ledgerStats(id: number, filter: CallFilter, bucketUs: number | null): Promise<Stats>;

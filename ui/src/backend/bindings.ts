@@ -97,6 +97,22 @@ export const commands = {
 	ledgerCount: (id: number, filter: CallFilter) => typedError<number, ApiError>(__TAURI_INVOKE("ledger_count", { id, filter })),
 	/**  One call, everything the detail drawer shows. */
 	ledgerCall: (id: number, callId: string, session: string) => typedError<CallDetail, ApiError>(__TAURI_INVOKE("ledger_call", { id, callId, session })),
+	/**
+	 *  What the operator can still do about call `call_id` of `session` (the hub's ledger):
+	 *  the plan of an undo of its copy-on-write commit (or why there is none) and its
+	 *  changes held for the operator.
+	 */
+	callChanges: (callId: string, session: string) => typedError<CallChanges, ApiError>(__TAURI_INVOKE("call_changes", { callId, session })),
+	/**
+	 *  Puts back what the commit of call `call_id` of `session` replaced, byte for byte;
+	 *  refused, nothing touched, when a path changed since. The paths put back.
+	 */
+	undoCall: (callId: string, session: string) => typedError<UndoDone, ApiError>(__TAURI_INVOKE("undo_call", { callId, session })),
+	/**
+	 *  Keeps (commits) or discards the changes of call `call_id` of `session` held for the
+	 *  operator.
+	 */
+	answerHeld: (callId: string, session: string, answer: HeldAnswer) => typedError<HeldAnswered, ApiError>(__TAURI_INVOKE("answer_held", { callId, session, answer })),
 	/**  Every session's detail of call `call_id` (a call id may recur), or only `session`'s. */
 	ledgerCallDetails: (id: number, callId: string, session: string | null) => typedError<CallDetail[], ApiError>(__TAURI_INVOKE("ledger_call_details", { id, callId, session })),
 	/**  The counts beside the filter chips. */
@@ -153,7 +169,7 @@ export const events = {
 };
 
 /* Constants */
-export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"pending_approvals":{"args":[],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"session_grants":{"args":[],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"sessions":{"args":[],"stream":false},"servers":{"args":[],"stream":false},"restart_server":{"args":["id"],"stream":false},"tool_changes":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"effects":{"args":["limit"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"tools":{"args":[],"stream":false},"hookup_snippets":{"args":[],"stream":false},"console_link":{"args":["operator"],"stream":false},"stop_stream":{"args":["id"],"stream":false},"policy_layers":{"args":[],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"rule_activity":{"args":[],"stream":false},"grants_with_draft":{"args":["file","text"],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"verify_ledger":{"args":["id"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_library":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"follow_events":{"args":[],"stream":true},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"export_ledger":{"args":["id","filter","format","file"],"stream":true}} as const;
+export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"pending_approvals":{"args":[],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"session_grants":{"args":[],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"sessions":{"args":[],"stream":false},"servers":{"args":[],"stream":false},"restart_server":{"args":["id"],"stream":false},"tool_changes":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"effects":{"args":["limit"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"tools":{"args":[],"stream":false},"hookup_snippets":{"args":[],"stream":false},"console_link":{"args":["operator"],"stream":false},"stop_stream":{"args":["id"],"stream":false},"policy_layers":{"args":[],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"rule_activity":{"args":[],"stream":false},"grants_with_draft":{"args":["file","text"],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"verify_ledger":{"args":["id"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"call_changes":{"args":["callId","session"],"stream":false},"undo_call":{"args":["callId","session"],"stream":false},"answer_held":{"args":["callId","session","answer"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_library":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"follow_events":{"args":[],"stream":true},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"export_ledger":{"args":["id","filter","format","file"],"stream":true}} as const;
 
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
@@ -399,6 +415,15 @@ export type Bucket = {
 	interrupted?: number,
 	/**  Calls the policy prompted for (`policy_decision` = prompt), whatever their outcome. */
 	prompted?: number,
+};
+
+/**  What the operator can still do about a call's changes. */
+export type CallChanges = {
+	call_id: string,
+	session: string,
+	undo: UndoPlan,
+	/**  The call's changes held for the operator now (none once kept or discarded). */
+	held: HeldPath[],
 };
 
 /**  A decision on a call, in the color language every view shares. */
@@ -1024,6 +1049,29 @@ export type ErrorCode =
 "effect_unknown" | 
 /**  The effect's outcome is known (done, running or marked): only unknown outcomes are marked. */
 "effect_outcome_known" | 
+/**
+ *  No record of what the call's copy-on-write commit replaced: it changed no file that way, or its
+ *  record is gone (the newest 64 commands are kept).
+ */
+"nothing_to_undo" | 
+/**  The call's changes were undone already. */
+"undone_already" | 
+/**
+ *  What the call's commit replaced was over the undo budget or could not all be read: it cannot be
+ *  put back.
+ */
+"undo_incomplete" | 
+/**
+ *  A path the call's commit changed was changed again since: putting the old state back would lose
+ *  that, so nothing was put back (`details.paths`: the paths).
+ */
+"changed_since_commit" | 
+/**  The undo failed: its record cannot be read, or it stopped part way (`details.path`). */
+"undo_failed" | 
+/**  No changes of the call are held for the operator (kept or discarded already, or never held). */
+"no_held_changes" | 
+/**  The held changes could not be kept or discarded (a file system error). */
+"held_changes_failed" | 
 /**  The policy file changed on disk since the editor read it: reload, then edit again. */
 "policy_changed" | 
 /**  An argument names something that cannot be used (a folder, a file not among the policies...). */
@@ -1276,6 +1324,31 @@ export type FileVerdict = {
 	reason?: string | null,
 };
 
+/**  The operator's answer on a call's held changes. */
+export type HeldAnswer = 
+/**  Commit them, as any change is (never over a file changed since the command started). */
+"keep" | 
+/**  Drop them. */
+"discard";
+
+/**  What keeping or discarding a call's held changes did. */
+export type HeldAnswered = {
+	/**  The paths committed (keep). */
+	kept: string[],
+	/**  The paths a keep did not commit, with why (a file changed since the command started…). */
+	not_kept: HeldPath[],
+	/**  How many held changes were dropped (discard). */
+	discarded: number,
+};
+
+/**  One change held for the operator: where, and why the review did not commit it. */
+export type HeldPath = {
+	/**  The whole path (agent text: escape it where a person reads it). */
+	path: string,
+	/**  Why it was held (it quotes agent text: escape it too). */
+	why: string,
+};
+
 /**  How to hook one client up to this hub: a command to run or what to put in a file. */
 export type HookupSnippet = {
 	/**  The client (`Claude Code`, `Codex`). */
@@ -1491,6 +1564,9 @@ export type PartKind =
 "redirection" | 
 /**  A construct whose effect is only known at run time (`eval`, interpreter code, a parse error). */
 "unseen";
+
+/**  What is at a path, as an undo step names it. */
+export type PathKind = "nothing" | "file" | "link" | "folder";
 
 /**  What a path would get from the `read` and `write` tools under the draft. */
 export type PathProbe = {
@@ -2075,6 +2151,32 @@ export type TrialInput =
 { kind: "command"; script: string } | 
 /**  A whole tool call, judged as a live call is (the tool describes its action; nothing runs). */
 { kind: "call"; tool: string; arguments: Value };
+
+/**  An undo carried out: the paths put back. */
+export type UndoDone = {
+	steps: UndoStep[],
+};
+
+/**  What an undo of a call would do now, or why it cannot be done. */
+export type UndoPlan = {
+	/**  The undo can be carried out now. */
+	possible: boolean,
+	/**  The paths it would put back, in the order it would (empty when it cannot). */
+	steps: UndoStep[],
+	/**
+	 *  Why not, when it cannot: the error `undo_call` would answer
+	 *  (`nothing_to_undo`, `undone_already`, `undo_incomplete`, `changed_since_commit`, `undo_failed`).
+	 */
+	refusal: ApiError | null,
+};
+
+/**  One path an undo puts back: what the commit left there (`now`) and what the undo puts there again. */
+export type UndoStep = {
+	/**  The whole path (agent text: escape it where a person reads it). */
+	path: string,
+	now: PathKind,
+	again: PathKind,
+};
 
 /**
  *  An upstream MCP server: where it stands and since when, its tools, how often it was restarted, its

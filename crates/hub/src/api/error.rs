@@ -40,6 +40,23 @@ pub enum ErrorCode {
     EffectUnknown,
     /// The effect's outcome is known (done, running or marked): only unknown outcomes are marked.
     EffectOutcomeKnown,
+    /// No record of what the call's copy-on-write commit replaced: it changed no file that way, or its
+    /// record is gone (the newest 64 commands are kept).
+    NothingToUndo,
+    /// The call's changes were undone already.
+    UndoneAlready,
+    /// What the call's commit replaced was over the undo budget or could not all be read: it cannot be
+    /// put back.
+    UndoIncomplete,
+    /// A path the call's commit changed was changed again since: putting the old state back would lose
+    /// that, so nothing was put back (`details.paths`: the paths).
+    ChangedSinceCommit,
+    /// The undo failed: its record cannot be read, or it stopped part way (`details.path`).
+    UndoFailed,
+    /// No changes of the call are held for the operator (kept or discarded already, or never held).
+    NoHeldChanges,
+    /// The held changes could not be kept or discarded (a file system error).
+    HeldChangesFailed,
     /// The policy file changed on disk since the editor read it: reload, then edit again.
     PolicyChanged,
     /// An argument names something that cannot be used (a folder, a file not among the policies...).
@@ -127,6 +144,13 @@ impl ErrorCode {
             ErrorCode::ToolChangeMoved => "tool_change_moved",
             ErrorCode::EffectUnknown => "effect_unknown",
             ErrorCode::EffectOutcomeKnown => "effect_outcome_known",
+            ErrorCode::NothingToUndo => "nothing_to_undo",
+            ErrorCode::UndoneAlready => "undone_already",
+            ErrorCode::UndoIncomplete => "undo_incomplete",
+            ErrorCode::ChangedSinceCommit => "changed_since_commit",
+            ErrorCode::UndoFailed => "undo_failed",
+            ErrorCode::NoHeldChanges => "no_held_changes",
+            ErrorCode::HeldChangesFailed => "held_changes_failed",
             ErrorCode::HubUnavailable => "hub_unavailable",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::BackendFailed => "backend_failed",
@@ -197,13 +221,18 @@ impl ErrorCode {
             | ErrorCode::CallNotFound
             | ErrorCode::ServerUnknown
             | ErrorCode::ToolChangeUnknown
-            | ErrorCode::EffectUnknown => 404,
+            | ErrorCode::EffectUnknown
+            | ErrorCode::NothingToUndo
+            | ErrorCode::NoHeldChanges => 404,
             ErrorCode::ApprovalAnswered
             | ErrorCode::AlwaysNotOffered
             | ErrorCode::ReceiptMismatch
             | ErrorCode::PolicyChanged
             | ErrorCode::ToolChangeMoved
             | ErrorCode::EffectOutcomeKnown
+            | ErrorCode::UndoneAlready
+            | ErrorCode::UndoIncomplete
+            | ErrorCode::ChangedSinceCommit
             | ErrorCode::Cancelled
             | ErrorCode::LedgerLocked => 409,
             ErrorCode::BadRequest
@@ -229,7 +258,9 @@ impl ErrorCode {
             | ErrorCode::LedgerWriterFailed
             | ErrorCode::LedgerClosed
             | ErrorCode::ExportFailed
-            | ErrorCode::OutputFailed => 500,
+            | ErrorCode::OutputFailed
+            | ErrorCode::UndoFailed
+            | ErrorCode::HeldChangesFailed => 500,
             ErrorCode::HubUnavailable | ErrorCode::BackendFailed => 503,
             ErrorCode::NotLoggedIn | ErrorCode::LoginRefused => 401,
             ErrorCode::CrossSiteRefused => 403,
@@ -350,6 +381,13 @@ mod tests {
             (ErrorCode::TeamLedgerFailed, "team_ledger_failed", 500),
             (ErrorCode::NotOnTeamLedger, "not_on_team_ledger", 422),
             (ErrorCode::LedgerKeyUnusable, "ledger_key_unusable", 500),
+            (ErrorCode::NothingToUndo, "nothing_to_undo", 404),
+            (ErrorCode::UndoneAlready, "undone_already", 409),
+            (ErrorCode::UndoIncomplete, "undo_incomplete", 409),
+            (ErrorCode::ChangedSinceCommit, "changed_since_commit", 409),
+            (ErrorCode::UndoFailed, "undo_failed", 500),
+            (ErrorCode::NoHeldChanges, "no_held_changes", 404),
+            (ErrorCode::HeldChangesFailed, "held_changes_failed", 500),
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);

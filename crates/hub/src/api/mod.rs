@@ -5,6 +5,7 @@
 pub mod always;
 pub mod any_reader;
 mod approvals;
+pub mod call_changes;
 mod call_detail;
 pub mod call_query;
 mod call_steps;

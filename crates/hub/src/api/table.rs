@@ -104,6 +104,17 @@ macro_rules! operator_commands {
                 ledger_count(id: u32, filter: $crate::api::ledger::CallFilter) -> u64;
                 /// One call, everything the detail drawer shows.
                 ledger_call(id: u32, call_id: String, session: String) -> $crate::api::ledger_browse::CallDetail;
+                /// What the operator can still do about call `call_id` of `session` (the hub's ledger):
+                /// the plan of an undo of its copy-on-write commit (or why there is none) and its
+                /// changes held for the operator.
+                call_changes(call_id: String, session: String) -> $crate::api::call_changes::CallChanges;
+                /// Puts back what the commit of call `call_id` of `session` replaced, byte for byte;
+                /// refused, nothing touched, when a path changed since. The paths put back.
+                undo_call(call_id: String, session: String) -> $crate::api::call_changes::UndoDone;
+                /// Keeps (commits) or discards the changes of call `call_id` of `session` held for the
+                /// operator.
+                answer_held(call_id: String, session: String, answer: $crate::api::call_changes::HeldAnswer)
+                    -> $crate::api::call_changes::HeldAnswered;
                 /// Every session's detail of call `call_id` (a call id may recur), or only `session`'s.
                 ledger_call_details(id: u32, call_id: String, session: Option<String>)
                     -> Vec<$crate::api::ledger_browse::CallDetail>;

@@ -3,6 +3,7 @@
 
 mod api_always;
 mod api_approvals;
+mod api_call_changes;
 mod api_call_query;
 mod api_connections;
 mod api_events;

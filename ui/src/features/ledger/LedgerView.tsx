@@ -120,6 +120,7 @@ function OpenedLedgerView({ ledger, query, setQuery }: { ledger: OpenedLedger; q
           <CallDrawer
             key={`${query.call.session}/${query.call.id}`}
             ledgerId={ledgerId}
+            hub={ledger.hub}
             session={query.call.session}
             callId={query.call.id}
             onClose={() => setQuery({ call: null })}

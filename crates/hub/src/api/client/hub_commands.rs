@@ -6,6 +6,7 @@
 use super::jobs::{Sink, Stop};
 use super::{Client, HubState, blocking};
 use crate::api::always::AlwaysPreview;
+use crate::api::call_changes::{CallChanges, HeldAnswer, HeldAnswered, UndoDone};
 use crate::api::error::{ApiError, ErrorCode};
 use crate::api::types::{
     AgentSession, Answer, Approval, CatalogTool, FeedItem, HookupSnippet, HubStatus, Receipt, RuleScope,
@@ -110,6 +111,29 @@ impl Client {
         note: Option<String>,
     ) -> Result<String, ApiError> {
         self.api()?.mark_effect(&agent, &key, outcome, note, self.operator()).await
+    }
+
+    /// What the operator can still do about a call's changes (file system work: on the blocking pool).
+    pub async fn call_changes(&self, call_id: String, session: String) -> Result<CallChanges, ApiError> {
+        let api = self.api()?.clone();
+        blocking(move || api.call_changes(&call_id, &session)).await
+    }
+
+    /// Undoes a call's committed changes, as this client's operator.
+    pub async fn undo_call(&self, call_id: String, session: String) -> Result<UndoDone, ApiError> {
+        let (api, operator) = (self.api()?.clone(), self.operator().clone());
+        blocking(move || api.undo_call(&call_id, &session, &operator)).await
+    }
+
+    /// Keeps or discards a call's held changes, as this client's operator.
+    pub async fn answer_held(
+        &self,
+        call_id: String,
+        session: String,
+        answer: HeldAnswer,
+    ) -> Result<HeldAnswered, ApiError> {
+        let (api, operator) = (self.api()?.clone(), self.operator().clone());
+        blocking(move || api.answer_held(&call_id, &session, answer, &operator)).await
     }
 
     pub async fn tools(&self) -> Result<Vec<CatalogTool>, ApiError> {

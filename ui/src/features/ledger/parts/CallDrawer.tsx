@@ -1,7 +1,8 @@
 // One call in full, beside the table: what decided it (rule and file, operator and answer, session
 // grant, timeout), when each stage happened and how long it took, the approvals and their wait, the
 // arguments and output (images drawn, redactions marked), progress snapshots, and what to do next:
-// try it in the policy playground, make a rule from it, copy it as JSON.
+// try it in the policy playground, make a rule from it, copy it as JSON; for a confined command, what
+// its copy-on-write review kept, held and discarded, with Undo and Keep / Discard (ChangesSection).
 import { useEffect } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../../app/context";
@@ -11,18 +12,23 @@ import { absolute, millis } from "../../../lib/time";
 import { ConnectionList } from "../../../lib/ui/Connections";
 import { visible } from "../../../lib/visible";
 import { duration } from "../columns";
+import { reviewedChanges } from "../changes";
+import { ChangesSection } from "./ChangesSection";
 import { JsonView, TextBlock } from "./JsonView";
 import { StatusBadge } from "./StatusBadge";
 import { dateTime, timeOfDay } from "../../../lib/numbers";
 
 export function CallDrawer({
   ledgerId,
+  hub,
   session,
   callId,
   onClose,
   onSession,
 }: {
   ledgerId: number;
+  /** The ledger is the running hub's own (its calls' changes can be undone here). */
+  hub: boolean;
   session: string;
   callId: string;
   onClose: () => void;
@@ -54,7 +60,7 @@ export function CallDrawer({
           {String((detail.error as Error).message)}
         </p>
       )}
-      {detail.data && <Detail detail={detail.data} onSession={onSession} />}
+      {detail.data && <Detail detail={detail.data} hub={hub} onSession={onSession} />}
     </aside>
   );
 }
@@ -74,8 +80,9 @@ function copyByTextarea(text: string) {
   area.remove();
 }
 
-function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: string) => void }) {
+function Detail({ detail, hub, onSession }: { detail: CallDetail; hub: boolean; onSession: (s: string) => void }) {
   const { call, decider, timings } = detail;
+  const review = reviewedChanges(detail);
   const command = typeof (detail.arguments as { command?: unknown } | null)?.command === "string"
     ? String((detail.arguments as { command: string }).command)
     : null;
@@ -114,6 +121,10 @@ function Detail({ detail, onSession }: { detail: CallDetail; onSession: (s: stri
           Copy as JSON
         </button>
       </div>
+
+      {review && (
+        <ChangesSection session={call.session_id} callId={call.call_id} cwd={detail.cwd} review={review} hub={hub} />
+      )}
 
       <section>
         <h3>Decision</h3>
