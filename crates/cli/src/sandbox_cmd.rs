@@ -32,6 +32,9 @@ pub fn profile_lines(p: &SandboxProfile) -> Vec<String> {
     lines.push(format!("  kept read-only: {}", joined(&p.read_only)));
     let why = p.network_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
     lines.push(format!("  network: {}{why}", p.network_words()));
+    if let Some(why) = &p.direct_writes {
+        lines.push(format!("  copy-on-write: none, {why}"));
+    }
     if let Some(contained) = &p.contained {
         lines.push("  contained: part of it cannot be read, so it runs under the strictest reading:".to_owned());
         for m in &contained.masked {

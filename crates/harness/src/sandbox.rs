@@ -94,6 +94,11 @@ pub struct SandboxProfile {
     /// statically): what is masked, and why it runs contained. `None` for every other command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contained: Option<Box<Containment>>,
+    /// Why the command writes its roots in place rather than on a copy-on-write layer reviewed when it
+    /// ends (a rule that says `direct_writes`: a server or watcher whose output other commands read
+    /// while it runs). `None`: copy-on-write, the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_writes: Option<String>,
 }
 
 /// What a contained command runs under besides its profile's trees: the strictest reading of the policy.
@@ -210,6 +215,7 @@ mod tests {
             }),
             limits: SandboxLimits::default(),
             contained: None,
+            direct_writes: None,
         }
     }
 

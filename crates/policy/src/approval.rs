@@ -238,6 +238,7 @@ impl Policy {
                         )),
                         network: crate::document::NetworkGrant::default(),
                         other_hosts: crate::document::OtherHosts::default(),
+                        direct_writes: false,
                         examples: vec![example],
                         not_match: Vec::new(),
                     });

@@ -265,6 +265,12 @@ pub struct CommandRule {
     /// asked while the command waits, and "always" adds the host to this rule's list.
     #[serde(default, skip_serializing_if = "OtherHosts::is_refuse")]
     pub other_hosts: OtherHosts,
+    /// Commands this rule matches write their roots in place, not on a copy-on-write layer reviewed
+    /// when they end: for servers and watchers whose output other commands read while they run. The
+    /// walls still hold (roots, hidden and read-only places), but a protected place that did not exist
+    /// when it started is not held for the operator. Never for a command that runs contained.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct_writes: bool,
     /// Commands this rule must match (checked when the policy loads).
     #[serde(rename = "match", default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,

@@ -195,6 +195,8 @@ pub(crate) struct Rule {
     pub(crate) network: NetworkScope,
     /// Whether a host its list does not name is a prompt (else refused).
     pub(crate) other_hosts: crate::document::OtherHosts,
+    /// Commands it matches write in place (no copy-on-write layer).
+    pub(crate) direct_writes: bool,
 }
 
 /// A rule's network, read: none, any host, or the hosts it names.
@@ -418,6 +420,7 @@ impl Policy {
                         ),
                     },
                     other_hosts: rule.other_hosts,
+                    direct_writes: rule.direct_writes,
                 });
             }
             defaults.push(match doc.commands.default {

@@ -421,7 +421,20 @@ impl Policy {
             egress,
             limits: self.sandbox_limits(),
             contained: None,
+            direct_writes: self.direct_writes(evaluation),
         }
+    }
+
+    /// Why the command writes in place: the first rule that matched (and allowed it) saying
+    /// `direct_writes`. Never a contained command (its changes are what is judged).
+    fn direct_writes(&self, evaluation: &Evaluation) -> Option<String> {
+        if evaluation.decision >= Decision::Contain {
+            return None;
+        }
+        evaluation.matched_rules.iter().filter(|m| m.decision == Decision::Allow).find_map(|m| {
+            let rule = self.rules.iter().find(|r| r.id == m.id && r.source == m.source && r.direct_writes)?;
+            Some(format!("rule `{}` ({}) says direct_writes: it writes in place, with no review", rule.id, rule.source))
+        })
     }
 
     /// Whether the rules that matched (and did not forbid) let the command use the network, the hosts

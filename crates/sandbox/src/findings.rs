@@ -177,6 +177,7 @@ mod tests {
             egress: None,
             limits: SandboxLimits::default(),
             contained: None,
+            direct_writes: None,
         }
     }
 

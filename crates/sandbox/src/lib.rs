@@ -62,6 +62,7 @@ pub fn system_only(write: Vec<std::path::PathBuf>) -> portcullis_harness::Sandbo
         egress: None,
         limits: portcullis_harness::SandboxLimits::default(),
         contained: None,
+        direct_writes: None,
     }
 }
 

@@ -46,6 +46,10 @@ impl Layer {
 /// root that is a folder (a file granted alone is written in place: no name can be created there). The
 /// hub and the launcher compute the same layers from the same two inputs.
 pub fn layers(profile: &SandboxProfile, private_tmp: &Path) -> Vec<Layer> {
+    // A command a rule lets write in place (a server, a watcher) has no layer: today's walls only.
+    if profile.direct_writes.is_some() {
+        return Vec::new();
+    }
     let Some(name) = private_tmp.file_name() else { return Vec::new() };
     profile
         .write

@@ -1871,6 +1871,12 @@ export type SandboxProfile = {
 	 *  statically): what is masked, and why it runs contained. `None` for every other command.
 	 */
 	contained?: Containment | null,
+	/**
+	 *  Why the command writes its roots in place rather than on a copy-on-write layer reviewed when it
+	 *  ends (a rule that says `direct_writes`: a server or watcher whose output other commands read
+	 *  while it runs). `None`: copy-on-write, the default.
+	 */
+	direct_writes?: string | null,
 };
 
 /**  A view saved by name: which ledger (none: the hub's own) and its filters as a query string. */

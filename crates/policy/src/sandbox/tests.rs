@@ -218,3 +218,20 @@ fn a_command_writing_the_repository_gets_git_writable_but_its_executed_places_re
         assert!(p.read_only.contains(&w.project.join(".git")), "{command}: {:?}", p.read_only);
     }
 }
+
+#[test]
+fn a_direct_writes_rule_opts_the_commands_it_allows_out_of_copy_on_write_but_never_a_contained_one() {
+    let w = world();
+    let policy = policy_in(
+        &w.project,
+        r#"{"commands":{"default":"allow","rules":[
+            {"id":"dev","pattern":["npm","run","dev"],"decision":"allow","direct_writes":true}]}}"#,
+    );
+    // (command, writes in place)
+    let rows = [("npm run dev", true), ("npm run build", false), ("npm run dev $(cat x)", false)];
+    for (command, direct) in rows {
+        let p = profile(&w, &policy, command);
+        assert_eq!(p.direct_writes.is_some(), direct, "{command}: {:?}", p.direct_writes);
+        assert!(p.direct_writes.iter().all(|why| why.contains("rule `dev` (test.json)")), "{command}");
+    }
+}
