@@ -168,6 +168,11 @@ fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError>
             format!("  policy {}", policy_label(Some(*decision), call.policy_rule.as_deref()))
         }
     };
+    // Allowed without asking because it ran contained (stored as `allow`; its walls say contained).
+    let contained = detail.records.iter().any(|s| {
+        s.record.body.action.as_ref().and_then(|a| a.sandbox.as_ref()).is_some_and(|p| p.contained.is_some())
+    });
+    let policy = if contained { format!("{policy}, contained") } else { policy };
     writeln!(
         out,
         "call {}  tool {}  session {}  run {}  owner {}  status {}{policy}",

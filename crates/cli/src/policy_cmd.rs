@@ -61,6 +61,20 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
         (None, [script]) => CallVerdict::Evaluated(policy.check_command(script)),
         (None, words) => CallVerdict::Evaluated(policy.check_argv(words)),
     };
+    // A shell command: judged with the walls it would run inside, as a live call is (a contained
+    // command that cannot be contained here is asked).
+    let mut verdict = verdict;
+    let walls = match (&mut verdict, &args.call) {
+        (CallVerdict::Evaluated(e), None) => {
+            let support = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(CliError::Runtime)?
+                .block_on(portcullis_hub::api::policy_check::probe_sandbox());
+            Some(policy.sandbox_profile(e, &support))
+        }
+        _ => None,
+    };
     let sources = policy.sources();
     if args.json {
         let mut value = match &verdict {
@@ -85,22 +99,13 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
         CallVerdict::Blocked { reason, detail } => {
             writeln!(out, "decision: {reason} (blocked before any rule: {detail})")?;
         }
-        // A shell command: the walls it would run inside, as a live call gets them (a contained
-        // command that cannot be contained here is asked), after its evaluation.
-        CallVerdict::Evaluated(e) if args.call.is_none() => {
-            let support = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(CliError::Runtime)?
-                .block_on(portcullis_hub::api::policy_check::probe_sandbox());
-            let mut e = e.clone();
-            let profile = policy.sandbox_profile(&mut e, &support);
-            render_evaluation(&e, out)?;
-            for line in crate::sandbox_cmd::profile_lines(&profile) {
+        // A shell command: the walls it would run inside, after its evaluation.
+        CallVerdict::Evaluated(e) => {
+            render_evaluation(e, out)?;
+            for line in walls.iter().flat_map(crate::sandbox_cmd::profile_lines) {
                 writeln!(out, "{}", clean(&line))?;
             }
         }
-        CallVerdict::Evaluated(e) => render_evaluation(e, out)?,
     }
     writeln!(out, "policies: {}", sources.join(", "))?;
     for line in relative_root_lines(&policy.relative_roots()) {

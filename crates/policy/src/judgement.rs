@@ -50,7 +50,7 @@ pub fn command_walls(
         match contained {
             Ok(containment) => contain(&mut profile, containment),
             Err(why) => {
-                evaluation.raise(Decision::Prompt, why, None);
+                asked(evaluation, &why);
                 profile = policy.sandbox_profile(evaluation, ctx, support);
             }
         }
@@ -92,7 +92,7 @@ pub fn decide_action_analyzed(
             Enforcement::Confined => policy.contained_rules(&evaluation).map(|_| ()),
         };
         if let Err(why) = contained {
-            evaluation.raise(Decision::Prompt, why, None);
+            asked(&mut evaluation, &why);
         }
     }
     // Only a policy that requires the walls needs to know whether this machine builds them.
@@ -117,7 +117,14 @@ fn evaluate(
 }
 
 fn cannot_contain_here(reason: &str) -> String {
-    format!("part of it cannot be read, and it cannot run contained here: {reason}")
+    format!("it cannot run contained here: {reason}")
+}
+
+/// A contained evaluation that cannot run contained is asked: the reason says what could not be read
+/// and why it cannot be contained.
+fn asked(evaluation: &mut Evaluation, why: &str) {
+    let unread = evaluation.deciding_reason.clone().unwrap_or_else(|| "part of it cannot be read".into());
+    evaluation.raise(Decision::Prompt, format!("{unread} — {why}"), None);
 }
 
 /// Puts the containment's walls into `profile`: its hidden files, and no host asked for.

@@ -57,7 +57,7 @@ impl Policy {
         let default = self.default_decision();
         if default > Decision::Contain {
             return Err(format!(
-                "part of it cannot be read, and the policy's default for programs no rule names is {}: \
+                "it cannot run contained: the policy's default for programs no rule names is {}, and \
                  contained code could run any of them (commands.default allow or contain lets it run contained)",
                 default.as_str()
             ));
@@ -85,7 +85,7 @@ impl Policy {
             let Some(program) = argv.first().map(|p| crate::shell::basename_of(p)) else { continue };
             if let Some(by) = out.masked.get(program) {
                 return Err(format!(
-                    "part of it cannot be read, and it runs `{program}`, which contained code may not run \
+                    "it cannot run contained: it runs `{program}`, which contained code may not run \
                      ({by} for some of its uses)"
                 ));
             }
@@ -135,7 +135,7 @@ impl Policy {
         for tree in profile.write.iter().chain(&profile.read).filter(|t| !is_toolchain(t, ctx)) {
             if let Some(glob) = globs.iter().find(|g| glob_matches_path(g, tree)) {
                 return Err(format!(
-                    "part of it cannot be read, and the deny glob {glob:?} names the whole tree {}",
+                    "it cannot run contained: the deny glob {glob:?} names the whole tree {}",
                     tree.display()
                 ));
             }
@@ -181,7 +181,7 @@ fn hide_below(
             *seen += 1;
             if *seen > MAX_HIDE_ENTRIES {
                 return Err(format!(
-                    "part of it cannot be read, and its trees hold more than {MAX_HIDE_ENTRIES} entries: \
+                    "it cannot run contained: its trees hold more than {MAX_HIDE_ENTRIES} entries, so \
                      the files the deny globs name cannot all be found to hide them"
                 ));
             }
