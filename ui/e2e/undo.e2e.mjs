@@ -120,6 +120,8 @@ test("executed config a script wrote is held for the operator, and Discard in th
   await held.waitForDisplayed({ timeout: 10_000 });
   const text = await held.getText();
   assert.match(text, /\.cargo\/config\.toml/);
+  // The held file is shown as the write tool's diff: what keeping it would put there.
+  assert.match(await held.$('[data-testid="file-diff"]').getText(), /rustc = "\.\/evil"/);
   assert.match(await $('[data-testid="changes-counts"]').getText(), /1 held for you/);
   await screenshot(app.browser, "undo-held.png");
   await $('[data-testid="held-discard"]').click();

@@ -1347,6 +1347,11 @@ export type HeldPath = {
 	path: string,
 	/**  Why it was held (it quotes agent text: escape it too). */
 	why: string,
+	/**
+	 *  What keeping it would do to the file, as the write tool's diff (none where the answer said
+	 *  already).
+	 */
+	change?: FileChange | null,
 };
 
 /**  How to hook one client up to this hub: a command to run or what to put in a file. */

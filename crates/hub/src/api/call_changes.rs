@@ -88,6 +88,10 @@ pub struct HeldPath {
     pub path: String,
     /// Why it was held (it quotes agent text: escape it too).
     pub why: String,
+    /// What keeping it would do to the file, as the write tool's diff (none where the answer said
+    /// already).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<super::file_change::FileChange>,
 }
 
 /// What the operator can still do about a call's changes.
@@ -203,6 +207,11 @@ impl OperatorApi {
                 h.note.changes.iter().map(|c| HeldPath {
                     path: h.layer.root.join(&c.path).display().to_string(),
                     why: c.why.clone(),
+                    change: Some(super::file_change::held_change(
+                        &h.layer.root.join(&c.path),
+                        &h.layer.upper().join(&c.path),
+                        self.hub.broker().redactor(),
+                    )),
                 })
             })
             .collect();
@@ -248,6 +257,7 @@ impl OperatorApi {
                     done.not_kept.extend(committed.discarded.iter().map(|(p, why)| HeldPath {
                         path: root.join(p).display().to_string(),
                         why: why.clone(),
+                        change: None,
                     }));
                 }
                 HeldAnswer::Discard => {

@@ -79,6 +79,63 @@ pub fn file_change(
     change(exists, line_diff(&before, &after), note)
 }
 
+/// What a change held for the operator would do to the real tree: `real` as it is now and `held` as the
+/// command left it in its layer (a whiteout or nothing there: deleted), as the write tool's diff shows it.
+pub fn held_change(real: &std::path::Path, held: &std::path::Path, redactor: Option<&Redactor>) -> FileChange {
+    let shown = real.display().to_string();
+    let change = |exists: bool, diff: Vec<DiffLine>, note: Option<String>| FileChange {
+        path: shown.clone(),
+        exists,
+        diff,
+        note,
+    };
+    let (before, exists) = match side(real) {
+        Side::Text(t) => (t, true),
+        Side::Missing => (String::new(), false),
+        Side::Shown(why) => return change(true, Vec::new(), Some(format!("now: {why}"))),
+    };
+    let after = match side(held) {
+        Side::Text(t) => t,
+        Side::Missing => return change(exists, line_diff(&redacted(before, redactor), ""), Some("deleted".into())),
+        Side::Shown(why) if why.starts_with("a deletion") => {
+            return change(exists, line_diff(&redacted(before, redactor), ""), Some("deleted".into()));
+        }
+        Side::Shown(why) => return change(exists, Vec::new(), Some(why)),
+    };
+    change(exists, line_diff(&redacted(before, redactor), &redacted(after, redactor)), None)
+}
+
+/// One side of a held change.
+enum Side {
+    Text(String),
+    Missing,
+    /// Not shown as lines, and why.
+    Shown(String),
+}
+
+fn side(path: &std::path::Path) -> Side {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Side::Missing,
+        Err(e) => Side::Shown(format!("it cannot be read: {e}")),
+        // The overlay's mark of a deleted name: a character device 0:0.
+        Ok(meta) if meta.file_type().is_char_device() => Side::Shown("a deletion".into()),
+        Ok(meta) if meta.is_dir() => Side::Shown("a folder".into()),
+        Ok(meta) if meta.file_type().is_symlink() => Side::Shown(format!(
+            "a link to {}",
+            std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default()
+        )),
+        Ok(meta) if meta.len() > MAX_PREVIEW_BYTES => {
+            Side::Shown(format!("{} bytes; only files up to {MAX_PREVIEW_BYTES} are shown", meta.len()))
+        }
+        Ok(_) => match std::fs::read(path).map(String::from_utf8) {
+            Ok(Ok(text)) => Side::Text(text),
+            Ok(Err(_)) => Side::Shown("not UTF-8 text".into()),
+            Err(e) => Side::Shown(format!("it cannot be read: {e}")),
+        },
+    }
+}
+
 fn redacted(text: String, redactor: Option<&Redactor>) -> String {
     redactor.and_then(|r| r.redact_str(&text)).unwrap_or(text)
 }
@@ -107,6 +164,23 @@ mod tests {
         let shown = serde_json::to_string(&change.diff).unwrap();
         assert!(!shown.contains("s3cr3t"), "{shown}");
         assert!(shown.contains("A=2"), "{shown}");
+    }
+
+    #[test]
+    fn a_held_change_is_shown_as_the_diff_from_the_real_file_to_the_held_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (real, held) = (dir.path().join("real"), dir.path().join("held"));
+        std::fs::write(&real, "a\nb\n").unwrap();
+        std::fs::write(&held, "a\nc\n").unwrap();
+        let change = held_change(&real, &held, None);
+        assert!(change.exists && change.note.is_none());
+        assert!(change.diff.iter().any(|l| matches!(l, DiffLine::Added { text, .. } if text == "c")));
+        assert!(change.diff.iter().any(|l| matches!(l, DiffLine::Removed { text, .. } if text == "b")));
+        let created = held_change(&dir.path().join("none"), &held, None);
+        assert!(!created.exists);
+        let deleted = held_change(&real, &dir.path().join("gone"), None);
+        assert_eq!(deleted.note.as_deref(), Some("deleted"));
+        assert!(deleted.diff.iter().all(|l| !matches!(l, DiffLine::Added { .. })));
     }
 
     #[test]

@@ -15,6 +15,7 @@ import {
   type UndoPlan,
 } from "../../../backend/backend";
 import { visible } from "../../../lib/visible";
+import { FileChangeView } from "../../approvals/parts/FileChangeView";
 import { shownPath, undoWords, type ChangeWithWhy, type ReviewedChanges } from "../changes";
 
 type Props = { session: string; callId: string; cwd: string | null; review: ReviewedChanges; hub: boolean };
@@ -119,7 +120,10 @@ function Held({ review, changes, path }: { review: ReviewedChanges; changes: Cal
       <h4>Held for you — not in the project until you keep them</h4>
       <ul className="plain">
         {changes.held.map((c, i) => (
-          <WhyItem key={i} change={c} path={path} />
+          <li key={i}>
+            <span className="mono">{path(c.path)}</span> <span className="muted">— {visible(c.why)}</span>
+            {c.change ? <FileChangeView change={c.change} /> : null}
+          </li>
         ))}
       </ul>
       <div className="drawer-actions">
