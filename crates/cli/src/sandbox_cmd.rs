@@ -36,7 +36,9 @@ pub fn profile_lines(p: &SandboxProfile) -> Vec<String> {
         lines.push(format!("  copy-on-write: none, {why}"));
     }
     if let Some(contained) = &p.contained {
-        lines.push("  contained: part of it cannot be read, so it runs under the strictest reading:".to_owned());
+        lines.push(
+            "  contained: part of it cannot be read, so it runs under the strictest reading:".to_owned(),
+        );
         for m in &contained.masked {
             lines.push(format!("    masked: {} ({})", m.program, m.by));
         }
@@ -46,7 +48,10 @@ pub fn profile_lines(p: &SandboxProfile) -> Vec<String> {
         if let Some(by) = &contained.deletions_held_by {
             lines.push(format!("    deletions held for the operator: {by}"));
         }
-        lines.push("    changes at paths the deny globs name, and protected places, are held for the operator".to_owned());
+        lines.push(
+            "    changes at paths the deny globs name, and protected places, are held for the operator"
+                .to_owned(),
+        );
     }
     let l = p.limits;
     lines.push(format!(

@@ -75,7 +75,9 @@ fn contained_verdict(
     path: &Path,
     change: &Change,
 ) -> Option<String> {
-    if let Some(glob) = contained.deny_globs.iter().find(|g| portcullis_policy::paths::glob_matches_path(g, path)) {
+    if let Some(glob) =
+        contained.deny_globs.iter().find(|g| portcullis_policy::paths::glob_matches_path(g, path))
+    {
         return Some(format!("the deny glob {glob:?} names it, and the command ran contained"));
     }
     let removes = matches!(change.kind, Kind::Deleted | Kind::Folder { replaced: true });

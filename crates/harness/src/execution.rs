@@ -209,7 +209,11 @@ impl PolicyVerdict {
 
     /// Allowed, contained (see [`PolicyDecision::Contain`]); `reason` says what could not be read.
     pub fn contain(decided_by: DecidedBy, reason: impl Into<String>) -> Self {
-        PolicyVerdict { decision: PolicyDecision::Contain, reason: Some(reason.into()), ..Self::allow(decided_by) }
+        PolicyVerdict {
+            decision: PolicyDecision::Contain,
+            reason: Some(reason.into()),
+            ..Self::allow(decided_by)
+        }
     }
 
     pub fn ask(decided_by: DecidedBy, reason: impl Into<String>) -> Self {

@@ -433,7 +433,10 @@ impl Policy {
         }
         evaluation.matched_rules.iter().filter(|m| m.decision == Decision::Allow).find_map(|m| {
             let rule = self.rules.iter().find(|r| r.id == m.id && r.source == m.source && r.direct_writes)?;
-            Some(format!("rule `{}` ({}) says direct_writes: it writes in place, with no review", rule.id, rule.source))
+            Some(format!(
+                "rule `{}` ({}) says direct_writes: it writes in place, with no review",
+                rule.id, rule.source
+            ))
         })
     }
 

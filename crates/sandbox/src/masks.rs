@@ -44,8 +44,14 @@ pub(crate) fn mask(masked: &[MaskedProgram], private_tmp: &Path) -> Result<(), F
     let folder = private_tmp.join(WALLS);
     let at = |p: &Path, e: &dyn std::fmt::Display| (step, format!("{}: {e}", p.display()));
     std::fs::DirBuilder::new().mode(0o755).create(&folder).map_err(|e| at(&folder, &e))?;
-    mount(Some("tmpfs"), &folder, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("size=1m,mode=755"))
-        .map_err(|e| at(&folder, &e))?;
+    mount(
+        Some("tmpfs"),
+        &folder,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("size=1m,mode=755"),
+    )
+    .map_err(|e| at(&folder, &e))?;
     let mut walls = Vec::new();
     for (index, program) in masked.iter().enumerate() {
         let wall = folder.join(index.to_string());
@@ -53,8 +59,14 @@ pub(crate) fn mask(masked: &[MaskedProgram], private_tmp: &Path) -> Result<(), F
         std::fs::set_permissions(&wall, std::fs::Permissions::from_mode(0o555)).map_err(|e| at(&wall, &e))?;
         walls.push((wall, program));
     }
-    mount(none, &folder, none, MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV, none)
-        .map_err(|e| at(&folder, &e))?;
+    mount(
+        none,
+        &folder,
+        none,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        none,
+    )
+    .map_err(|e| at(&folder, &e))?;
     for (wall, program) in walls {
         for path in &program.paths {
             mount(Some(&wall), path, none, MsFlags::MS_BIND, none).map_err(|e| at(path, &e))?;

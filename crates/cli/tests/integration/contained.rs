@@ -90,10 +90,15 @@ fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
     let proj = base.join("proj");
     let shown = call(&base);
     // It ran without asking (the approver would have denied), inside its walls.
-    assert!(shown.contains("[ran contained (part of it cannot be read before it runs): network closed"), "{shown}");
+    assert!(
+        shown.contains("[ran contained (part of it cannot be read before it runs): network closed"),
+        "{shown}"
+    );
     assert!(shown.contains("env holds: ''"), "the deny glob's file was readable: {shown}");
     for (program, rule) in [("git", "push"), ("rm", "no-rm")] {
-        let wall = format!("portcullis: [contained: `{program}` cannot run inside a command that runs contained — rule `{rule}`");
+        let wall = format!(
+            "portcullis: [contained: `{program}` cannot run inside a command that runs contained — rule `{rule}`"
+        );
         assert!(shown.contains(&wall), "no wall for {program}: {shown}");
     }
     assert!(shown.contains("network: refused"), "{shown}");
@@ -101,10 +106,16 @@ fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
     assert_eq!(std::fs::read_to_string(proj.join("src/new.txt")).unwrap(), "kept\n");
     assert_eq!(std::fs::read_to_string(proj.join("src/a.txt")).unwrap(), "a\n");
     assert_eq!(std::fs::read_to_string(proj.join("src/b.txt")).unwrap(), "b\n", "{shown}");
-    assert!(shown.contains("src/b.txt — deleted by a command that ran contained, and rule `no-rm`"), "{shown}");
+    assert!(
+        shown.contains("src/b.txt — deleted by a command that ran contained, and rule `no-rm`"),
+        "{shown}"
+    );
     assert!(shown.contains(".env.local — the deny glob \".env*\" names it"), "{shown}");
     for planted in [".env.local", ".cargo/config.toml", "sub/r/.git/config", "sub/r/.git/HEAD"] {
-        assert!(std::fs::symlink_metadata(proj.join(planted)).is_err(), "{planted} is in the project: {shown}");
+        assert!(
+            std::fs::symlink_metadata(proj.join(planted)).is_err(),
+            "{planted} is in the project: {shown}"
+        );
     }
     assert_eq!(std::fs::read_to_string(proj.join(".env")).unwrap(), "SECRET=do-not-read\n");
     // The operator sees what is held.

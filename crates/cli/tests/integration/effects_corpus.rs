@@ -47,10 +47,12 @@ fn corpus_dir() -> PathBuf {
 /// Every corpus with its policy (default `contain`) and its shell attacks.
 fn corpora() -> Vec<(String, String, Vec<String>)> {
     let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(corpus_dir()).unwrap().map(|e| e.unwrap().path()).collect();
     dirs.sort();
     for dir in dirs {
-        let mut policy: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("policy.json")).unwrap()).unwrap();
+        let mut policy: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("policy.json")).unwrap()).unwrap();
         policy["commands"]["default"] = json!("contain");
         policy["approvals"] = json!({ "timeout_seconds": 2 });
         if let Some(map) = policy.as_object_mut() {
@@ -157,8 +159,10 @@ struct Guarded {
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> =
-        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     names
 }
@@ -204,7 +208,8 @@ fn effects(w: &World, before: &Guarded, output: &str) -> Vec<String> {
         found.push("the policy file changed".to_owned());
     }
     // The hub's own files beside the project: its ledger (with its journal) and the undo store.
-    let hubs = |n: &String| n.starts_with("call.db") || n.starts_with("ledger.db") || n == "undo" || n == "config";
+    let hubs =
+        |n: &String| n.starts_with("call.db") || n.starts_with("ledger.db") || n == "undo" || n == "config";
     let base: Vec<String> = names_in(&w.base).into_iter().filter(|n| !hubs(n)).collect();
     let was: Vec<String> = before.base.iter().filter(|n| !hubs(n)).cloned().collect();
     if base != was {
@@ -268,7 +273,8 @@ fn every_attack_run_through_call_has_no_effect_beyond_the_policy() {
                 .stdin(Stdio::null())
                 .output()
                 .unwrap();
-            let shown = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let shown =
+                format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             ran += usize::from(shown.contains("[exit code:"));
             for effect in effects(&w, &before, &shown) {
                 beyond.push(format!("{corpus}: {command:?}: {effect}\n{shown}"));

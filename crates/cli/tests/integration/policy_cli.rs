@@ -488,7 +488,10 @@ fn check_lists_every_file_with_its_access_and_verdict() {
     assert!(out.contains(&format!("  read  {} via ls operand: prompt: ", home.display())), "{out}");
     let out = check("echo x && ls \"$HOME\"");
     // A path known only at run time is contained (the whole is asked: its default prompts).
-    assert!(out.contains("via ls operand: contain: `ls operand` names \"$HOME\", a path known only"), "{out}");
+    assert!(
+        out.contains("via ls operand: contain: `ls operand` names \"$HOME\", a path known only"),
+        "{out}"
+    );
     let out = check("ls $'/tmp/\\e[31mred'");
     assert!(out.contains("/tmp/\\x1b[31mred via ls operand"), "{out}");
     assert!(!out.contains('\u{1b}'), "{out}");

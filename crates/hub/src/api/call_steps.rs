@@ -79,7 +79,11 @@ pub(crate) fn steps_of(payload: &EventPayload) -> Vec<CallStep> {
                     });
                 }
                 _ => steps.push(CallStep {
-                    decision: Some(if is_contained(action) { CallDecision::Contained } else { CallDecision::Allow }),
+                    decision: Some(if is_contained(action) {
+                        CallDecision::Contained
+                    } else {
+                        CallDecision::Allow
+                    }),
                     decided_by: decided,
                     duration_us: took(stages.policy_us),
                     ..step(PipelineStage::Policy, StepOutcome::Passed)

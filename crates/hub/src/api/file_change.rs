@@ -81,7 +81,11 @@ pub fn file_change(
 
 /// What a change held for the operator would do to the real tree: `real` as it is now and `held` as the
 /// command left it in its layer (a whiteout or nothing there: deleted), as the write tool's diff shows it.
-pub fn held_change(real: &std::path::Path, held: &std::path::Path, redactor: Option<&Redactor>) -> FileChange {
+pub fn held_change(
+    real: &std::path::Path,
+    held: &std::path::Path,
+    redactor: Option<&Redactor>,
+) -> FileChange {
     let shown = real.display().to_string();
     let change = |exists: bool, diff: Vec<DiffLine>, note: Option<String>| FileChange {
         path: shown.clone(),
@@ -96,7 +100,9 @@ pub fn held_change(real: &std::path::Path, held: &std::path::Path, redactor: Opt
     };
     let after = match side(held) {
         Side::Text(t) => t,
-        Side::Missing => return change(exists, line_diff(&redacted(before, redactor), ""), Some("deleted".into())),
+        Side::Missing => {
+            return change(exists, line_diff(&redacted(before, redactor), ""), Some("deleted".into()));
+        }
         Side::Shown(why) if why.starts_with("a deletion") => {
             return change(exists, line_diff(&redacted(before, redactor), ""), Some("deleted".into()));
         }

@@ -66,7 +66,12 @@ impl LoadedPolicy {
         evaluation: &mut Evaluation,
         support: &portcullis_harness::SandboxSupport,
     ) -> portcullis_harness::SandboxProfile {
-        portcullis_policy::judgement::command_walls(&self.policy, evaluation, &EvalContext::new(&self.cwd), support)
+        portcullis_policy::judgement::command_walls(
+            &self.policy,
+            evaluation,
+            &EvalContext::new(&self.cwd),
+            support,
+        )
     }
 
     /// Whether the policy forbids commands it cannot confine (`sandbox.mode: required`).

@@ -160,7 +160,9 @@ impl Policy {
 /// A toolchain tree of the home folder (read by every confined command; not searched).
 fn is_toolchain(tree: &Path, ctx: &EvalContext) -> bool {
     ctx.home.as_ref().is_some_and(|home| {
-        super::HOME_TOOLCHAINS.iter().any(|(rel, _)| tree == home.join(rel) || tree.starts_with(home.join(rel)))
+        super::HOME_TOOLCHAINS
+            .iter()
+            .any(|(rel, _)| tree == home.join(rel) || tree.starts_with(home.join(rel)))
     })
 }
 
@@ -206,8 +208,11 @@ mod tests {
     use crate::PolicyLayer;
 
     fn policy(project: &Path, commands: &str) -> Policy {
-        let text = format!(r#"{{ "commands": {commands}, "paths": {{ "roots": [ {{ "path": ".", "access": "write" }} ] }} }}"#);
-        Policy::from_layers(vec![PolicyLayer::parse("p.json", &text, project.to_path_buf()).unwrap()]).unwrap()
+        let text = format!(
+            r#"{{ "commands": {commands}, "paths": {{ "roots": [ {{ "path": ".", "access": "write" }} ] }} }}"#
+        );
+        Policy::from_layers(vec![PolicyLayer::parse("p.json", &text, project.to_path_buf()).unwrap()])
+            .unwrap()
     }
 
     #[test]
@@ -261,7 +266,8 @@ mod tests {
             std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
             std::fs::write(root.join(f), "x").unwrap();
         }
-        let globs: Vec<String> = crate::document::DEFAULT_DENY_GLOBS.iter().map(|g| (*g).to_owned()).collect();
+        let globs: Vec<String> =
+            crate::document::DEFAULT_DENY_GLOBS.iter().map(|g| (*g).to_owned()).collect();
         let globs: Vec<&String> = globs.iter().collect();
         let (mut seen, mut hidden) = (0, Vec::new());
         hide_below(&root, &globs, &[root.join("skipped")], &mut seen, &mut hidden).unwrap();

@@ -58,7 +58,10 @@ const TABLE: &[Row] = &[
         &[(Command, "echo $(whoami)", Contain, None, true), (Command, "whoami", Prompt, None, false)],
     ),
     // What cannot be read is contained; the `eval` itself is a program no rule names (the default).
-    ("eval \"$x\"", &[(Unseen, "eval \"$x\"", Contain, None, true), (Command, "eval $x", Prompt, None, true)]),
+    (
+        "eval \"$x\"",
+        &[(Unseen, "eval \"$x\"", Contain, None, true), (Command, "eval $x", Prompt, None, true)],
+    ),
     (
         "rm -rf / ; ls",
         &[

@@ -58,7 +58,8 @@ fn the_judge_prompts_for_few_commands_real_agents_ran() {
     for command in &commands {
         let mut action = ExecutionAction::new(ActionKind::Execute, "execute");
         action.command = Some(command.clone());
-        let evaluation = portcullis_policy::judgement::decide_action(&policy, "shell", &action, &ctx, &confines);
+        let evaluation =
+            portcullis_policy::judgement::decide_action(&policy, "shell", &action, &ctx, &confines);
         contained += usize::from(evaluation.decision == Decision::Contain);
         if evaluation.decision == Decision::Prompt {
             prompted += 1;
