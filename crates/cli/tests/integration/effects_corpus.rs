@@ -38,6 +38,7 @@ const EXECUTED: &[&str] = &[
     "rust-toolchain.toml",
     ".pre-commit-config.yaml",
     "HEAD",
+    ".portcullis",
 ];
 
 fn corpus_dir() -> PathBuf {
@@ -134,12 +135,17 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         for e in entries.flatten() {
             let p = e.path();
             let rel = p.strip_prefix(dir).unwrap().display().to_string();
-            let meta = std::fs::symlink_metadata(&p).unwrap();
+            // Gone since it was listed: a launcher started ahead for the next command makes and removes
+            // its layer folder in the project's `.portcullis` (not the project's files) meanwhile.
+            let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
             if meta.is_dir() {
+                if !rel.starts_with(".portcullis") {
+                    pending.push(p);
+                }
                 out.insert(rel, b"dir".to_vec());
-                pending.push(p);
             } else if meta.file_type().is_symlink() {
-                out.insert(rel, std::fs::read_link(&p).unwrap().display().to_string().into_bytes());
+                let target = std::fs::read_link(&p).map(|t| t.display().to_string()).unwrap_or_default();
+                out.insert(rel, target.into_bytes());
             } else {
                 out.insert(rel, std::fs::read(&p).unwrap_or_default());
             }
