@@ -66,6 +66,7 @@ export { ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
 
 export type {
   CallChanges,
+  Containment,
   HeldAnswer,
   HeldAnswered,
   HeldPath,

@@ -2,7 +2,7 @@
 // `sandbox.changes` member, written by the hub): the changes kept (committed), held for the operator and
 // discarded, each list bounded and each count whole. Paths and reasons are agent text: escape them
 // where a person reads them.
-import type { CallDetail, PathKind } from "../../backend/backend";
+import type { CallDetail, Containment, PathKind } from "../../backend/backend";
 
 export type ChangeWithWhy = { path: string; why: string };
 
@@ -24,6 +24,18 @@ const withWhy = (v: unknown): ChangeWithWhy[] =>
     : [];
 
 /** The review of the call's command, or null when it ran no confined command (or recorded none). */
+/**
+ * The walls of a call that ran contained (allowed without asking because part of it could not be read):
+ * the ledger stores its decision as `allow`; the action it ran with says contained.
+ */
+export function containmentOf(detail: CallDetail): Containment | null {
+  for (const record of detail.records) {
+    const contained = record.action?.sandbox?.contained;
+    if (contained) return contained;
+  }
+  return null;
+}
+
 export function reviewedChanges(detail: CallDetail): ReviewedChanges | null {
   for (const part of detail.output) {
     if (part.type !== "other" || !isRecord(part.value)) continue;

@@ -12,7 +12,8 @@ import { absolute, millis } from "../../../lib/time";
 import { ConnectionList } from "../../../lib/ui/Connections";
 import { visible } from "../../../lib/visible";
 import { duration } from "../columns";
-import { reviewedChanges } from "../changes";
+import { containmentOf, reviewedChanges } from "../changes";
+import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { ChangesSection } from "./ChangesSection";
 import { JsonView, TextBlock } from "./JsonView";
 import { StatusBadge } from "./StatusBadge";
@@ -83,6 +84,7 @@ function copyByTextarea(text: string) {
 function Detail({ detail, hub, onSession }: { detail: CallDetail; hub: boolean; onSession: (s: string) => void }) {
   const { call, decider, timings } = detail;
   const review = reviewedChanges(detail);
+  const contained = containmentOf(detail);
   const command = typeof (detail.arguments as { command?: unknown } | null)?.command === "string"
     ? String((detail.arguments as { command: string }).command)
     : null;
@@ -153,11 +155,27 @@ function Detail({ detail, hub, onSession }: { detail: CallDetail; hub: boolean; 
             <>
               <dt>Policy said</dt>
               <dd>
-                {call.policy_decision}
+                {contained ? <DecisionBadge decision="contained" /> : call.policy_decision}
                 {call.policy_rule ? <span className="mono"> ({visible(call.policy_rule)})</span> : null}
                 {!call.policy_rule && detail.policy_decider ? (
                   <span data-testid="drawer-policy-decider"> — {visible(detail.policy_decider.words)}</span>
                 ) : null}
+              </dd>
+            </>
+          )}
+          {contained && (
+            <>
+              <dt>Ran contained</dt>
+              <dd data-testid="drawer-contained">
+                without asking, because part of it could not be read
+                {contained.unread[0] ? <span className="mono small"> ({visible(contained.unread[0])})</span> : null}
+                {(contained.masked ?? []).length > 0 ? (
+                  <div>programs masked: {(contained.masked ?? []).map((m) => visible(m.program)).join(", ")}</div>
+                ) : null}
+                {(contained.hidden_by_globs ?? []).length > 0 ? (
+                  <div>{(contained.hidden_by_globs ?? []).length} files the deny globs name hidden</div>
+                ) : null}
+                {contained.deletions_held_by ? <div>deletions held for you ({visible(contained.deletions_held_by)})</div> : null}
               </dd>
             </>
           )}
