@@ -36,6 +36,7 @@ pub mod redaction;
 pub mod registry;
 pub mod sandbox;
 pub mod schema;
+pub mod shell_words;
 pub mod time;
 pub mod tool;
 pub mod untrusted;

@@ -11,19 +11,19 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-/// A word quoted for a POSIX shell (bash or zsh: Claude Code runs the user's shell).
-fn shell_quoted(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
-}
-
 /// The command Claude Code runs for a ticketed `Bash` call: `portcullis run` prints the output, exits
 /// with the command's status and hands the folder the command ended in back on fd 3, so that Claude
 /// Code's shell follows a `cd` as if the command had run there.
 pub fn ticket_command(exe: &Path, ticket: &str, config: Option<&Path>) -> String {
-    let exe = shell_quoted(&exe.to_string_lossy());
+    let exe = portcullis_harness::shell_words::quoted(&exe.to_string_lossy());
     // The hook was told its config folder; Claude Code's shell, which runs this, was not.
     let env = config
-        .map(|dir| format!("PORTCULLIS_CONFIG_DIR={} ", shell_quoted(&dir.to_string_lossy())))
+        .map(|dir| {
+            format!(
+                "PORTCULLIS_CONFIG_DIR={} ",
+                portcullis_harness::shell_words::quoted(&dir.to_string_lossy())
+            )
+        })
         .unwrap_or_default();
     format!(
         "{{ __portcullis_folder=$({env}{exe} run --ticket {ticket} --folder-to /dev/fd/3 3>&1 1>&4 4>&-); }} 4>&1; \

@@ -181,14 +181,6 @@ impl Amendment {
     }
 }
 
-/// Quotes a word so bash reads it back as the same word.
-fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,@%+-".contains(c))
-        && !word.starts_with('=');
-    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
-}
-
 impl Policy {
     /// The amendment that would make `action` allowed from now on, checked against an amended copy of
     /// this policy; an error says why no rule can do it (a prompt or forbidden rule matched, or the
@@ -226,7 +218,11 @@ impl Policy {
                         n += 1;
                         id = format!("always-{stamp}-{n}");
                     }
-                    let example = tokens.iter().map(|t| shell_quote(t)).collect::<Vec<_>>().join(" ");
+                    let example = tokens
+                        .iter()
+                        .map(|t| portcullis_harness::shell_words::word(t))
+                        .collect::<Vec<_>>()
+                        .join(" ");
                     amendment.rules.push(CommandRule {
                         id,
                         pattern: tokens.into_iter().map(PatternElement::Token).collect(),

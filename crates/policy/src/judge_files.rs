@@ -306,28 +306,57 @@ enum Below {
     TooLarge,
 }
 
-/// Walks below `root` (symlinks not followed, as `grep -r`, `rg`, `cp -r` and `rm -r` do) looking for a
-/// path a deny glob names.
+/// Walks below `root` looking for a path a deny glob names.
 fn find_below(root: &Path, globs: &[&String]) -> Below {
+    let mut first = None;
+    let walked = walk_denied(root, globs, &[], &mut 0, MAX_TREE_ENTRIES, |path, glob| {
+        first = Some((path, glob.clone()));
+        std::ops::ControlFlow::Break(())
+    });
+    match (walked, first) {
+        (Err(TooLarge), _) => Below::TooLarge,
+        (Ok(()), Some((path, glob))) => Below::Denied(path, glob),
+        (Ok(()), None) => Below::Clean,
+    }
+}
+
+/// A walk looked at more entries than it may.
+pub(crate) struct TooLarge;
+
+/// Walks below `root` (symlinks not followed, as `grep -r`, `rg`, `cp -r` and `rm -r` do), counting
+/// the entries looked at in `seen` (more than `max` is [`TooLarge`]), and hands each path a deny glob
+/// names to `found` with the glob, not looking inside it; `found` breaks to end the walk. The places in
+/// `skip` (hidden already: empty inside) are not looked at.
+pub(crate) fn walk_denied(
+    root: &Path,
+    globs: &[&String],
+    skip: &[PathBuf],
+    seen: &mut usize,
+    max: usize,
+    mut found: impl FnMut(PathBuf, &String) -> std::ops::ControlFlow<()>,
+) -> Result<(), TooLarge> {
     let mut stack = vec![root.to_path_buf()];
-    let mut seen = 0usize;
     while let Some(folder) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&folder) else { continue };
         for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_TREE_ENTRIES {
-                return Below::TooLarge;
+            *seen += 1;
+            if *seen > max {
+                return Err(TooLarge);
             }
             let path = entry.path();
-            if let Some(glob) = globs.iter().find(|g| glob_matches_path(g, &path)) {
-                return Below::Denied(path, (*glob).clone());
+            if skip.contains(&path) {
+                continue;
             }
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if let Some(glob) = globs.iter().find(|g| glob_matches_path(g, &path)) {
+                if found(path, glob).is_break() {
+                    return Ok(());
+                }
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path);
             }
         }
     }
-    Below::Clean
+    Ok(())
 }
 
 fn is_pattern_component(component: &Component<'_>) -> bool {

@@ -19,18 +19,16 @@ pub const MASKED_EXIT: i32 = 126;
 /// The start of the line a wall prints: findings and the agent's tool result look for it.
 pub const WALL_PREFIX: &str = "portcullis: [contained:";
 
-/// `text` as one single-quoted shell word.
-fn quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
 /// The script that stands in for `masked`.
 pub fn wall_script(masked: &MaskedProgram) -> String {
     let line = format!(
         "{WALL_PREFIX} `{}` cannot run inside a command that runs contained — {}. Run that step as a command of its own, which the policy judges]",
         masked.program, masked.by
     );
-    format!("#!/bin/sh\nprintf '%s\\n' {} >&2\nexit {MASKED_EXIT}\n", quoted(&line))
+    format!(
+        "#!/bin/sh\nprintf '%s\\n' {} >&2\nexit {MASKED_EXIT}\n",
+        portcullis_harness::shell_words::quoted(&line)
+    )
 }
 
 /// Covers every file of every masked program with its wall. Before Landlock and the drop to the hub's

@@ -11,7 +11,6 @@
 
 use crate::common;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 fn policy(unknown: &str) -> String {
     format!(
@@ -67,21 +66,11 @@ fn project(unknown: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, base)
 }
 
-fn portcullis(base: &Path, args: &[&str]) -> String {
-    let out = common::portcullis(base)
-        .args(args)
-        .current_dir(base.join("proj"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
 fn call(base: &Path) -> String {
     let command = format!("/usr/bin/python3 -c '{CODE}'");
     let args = serde_json::json!({ "command": command }).to_string();
     let db = base.join("call.db");
-    portcullis(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()])
+    common::in_project(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()])
 }
 
 #[test]
@@ -119,18 +108,18 @@ fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
     }
     assert_eq!(std::fs::read_to_string(proj.join(".env")).unwrap(), "SECRET=do-not-read\n");
     // The operator sees what is held.
-    let held = portcullis(&base, &["held", "list"]);
+    let held = common::in_project(&base, &["held", "list"]);
     for path in ["src/b.txt", ".env.local", ".cargo/config.toml"] {
         assert!(held.contains(path), "{path} is not held: {held}");
     }
     // `policy check` shows the decision and the walls.
-    let check = portcullis(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
+    let check = common::in_project(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
     assert!(check.starts_with("decision: contain"), "{check}");
     for line in ["masked: git (rule `push`", "masked: rm (rule `no-rm`", "hidden by the deny globs:"] {
         assert!(check.contains(line), "{line}: {check}");
     }
     // A command that runs a masked program itself is asked (it could not run contained).
-    let git = portcullis(&base, &["policy", "check", "--", "git log $(git rev-parse HEAD)"]);
+    let git = common::in_project(&base, &["policy", "check", "--", "git log $(git rev-parse HEAD)"]);
     assert!(git.starts_with("decision: prompt"), "{git}");
     assert!(git.contains("it runs `git`, which contained code may not run"), "{git}");
 }
@@ -144,13 +133,13 @@ fn a_policy_that_says_unknown_prompt_asks_and_the_denied_command_changes_nothing
     assert!(shown.contains("denied"), "{shown}");
     assert!(!proj.join("src/new.txt").exists(), "{shown}");
     assert_eq!(std::fs::read_to_string(proj.join("src/b.txt")).unwrap(), "b\n");
-    let check = portcullis(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
+    let check = common::in_project(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
     assert!(check.starts_with("decision: prompt"), "{check}");
     // The what-if replay of that ledger under a policy that contains: the past prompt would now run.
     let draft = base.join("contain.json");
     std::fs::write(&draft, policy("contain")).unwrap();
     let db = base.join("call.db");
-    let replay = portcullis(
+    let replay = common::in_project(
         &base,
         &["policy", "replay", "--db", db.to_str().unwrap(), "--policy", draft.to_str().unwrap()],
     );

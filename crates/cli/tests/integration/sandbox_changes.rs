@@ -70,18 +70,7 @@ fn project() -> (tempfile::TempDir, PathBuf) {
 fn call(base: &Path, command: &str) -> String {
     let args = serde_json::json!({ "command": command }).to_string();
     let db = base.join("call.db");
-    in_project(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()])
-}
-
-/// `portcullis <args>` run in the project: its standard output and error.
-fn in_project(base: &Path, args: &[&str]) -> String {
-    let out = common::portcullis(base)
-        .args(args)
-        .current_dir(base.join("proj"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    common::in_project(base, &["call", "shell", &args, "--approver", "deny", "--db", db.to_str().unwrap()])
 }
 
 #[test]
@@ -165,7 +154,7 @@ fn held_call(listed: &str) -> String {
 
 /// `portcullis held <args>` in the project: its standard output and error.
 fn held(base: &Path, args: &[&str]) -> String {
-    in_project(base, &[&["held"], args].concat())
+    common::in_project(base, &[&["held"], args].concat())
 }
 
 /// What the operator chooses to keep is committed (a protected place the operator wants); never over a

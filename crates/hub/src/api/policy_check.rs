@@ -19,11 +19,7 @@ pub use portcullis_policy::{
 };
 
 /// Quotes a word so bash reads it back as the same word (`it's` → `'it'\''s'`); plain words stay.
-pub fn quote_shell_word(word: &str) -> String {
-    let plain =
-        !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./=:,@%+-".contains(c));
-    if plain { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }
-}
+pub use portcullis_harness::shell_words::word as quote_shell_word;
 
 /// The policy that applies in a folder, loaded and checked (its rule examples hold).
 pub struct LoadedPolicy {

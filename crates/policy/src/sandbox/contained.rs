@@ -6,6 +6,7 @@
 //! be built, the command is asked, with the reason.
 
 use crate::document::{Decision, PatternElement};
+use crate::judge_files::{TooLarge, walk_denied};
 use crate::paths::glob_matches_path;
 use crate::policy::{EvalContext, Evaluation, Policy};
 use portcullis_harness::{Containment, MaskedProgram, SandboxProfile};
@@ -159,11 +160,9 @@ impl Policy {
 
 /// A toolchain tree of the home folder (read by every confined command; not searched).
 fn is_toolchain(tree: &Path, ctx: &EvalContext) -> bool {
-    ctx.home.as_ref().is_some_and(|home| {
-        super::HOME_TOOLCHAINS
-            .iter()
-            .any(|(rel, _)| tree == home.join(rel) || tree.starts_with(home.join(rel)))
-    })
+    ctx.home
+        .as_ref()
+        .is_some_and(|home| super::HOME_TOOLCHAINS.iter().any(|(rel, _)| tree.starts_with(home.join(rel))))
 }
 
 /// Adds every entry below `tree` that a glob names to `hidden` (not looking inside it), counting the
@@ -176,29 +175,16 @@ fn hide_below(
     seen: &mut usize,
     hidden: &mut Vec<PathBuf>,
 ) -> Result<(), String> {
-    let mut stack = vec![tree.to_path_buf()];
-    while let Some(folder) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
-        for entry in entries.flatten() {
-            *seen += 1;
-            if *seen > MAX_HIDE_ENTRIES {
-                return Err(format!(
-                    "it cannot run contained: its trees hold more than {MAX_HIDE_ENTRIES} entries, so \
-                     the files the deny globs name cannot all be found to hide them"
-                ));
-            }
-            let path = entry.path();
-            if skip.contains(&path) {
-                continue;
-            }
-            if globs.iter().any(|g| glob_matches_path(g, &path)) {
-                hidden.push(path);
-            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-            }
-        }
-    }
-    Ok(())
+    let walked = walk_denied(tree, globs, skip, seen, MAX_HIDE_ENTRIES, |path, _| {
+        hidden.push(path);
+        std::ops::ControlFlow::Continue(())
+    });
+    walked.map_err(|TooLarge| {
+        format!(
+            "it cannot run contained: its trees hold more than {MAX_HIDE_ENTRIES} entries, so the files \
+             the deny globs name cannot all be found to hide them"
+        )
+    })
 }
 
 #[cfg(test)]

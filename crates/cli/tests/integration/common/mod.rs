@@ -122,6 +122,13 @@ pub fn portcullis(dir: &Path) -> Command {
     cmd
 }
 
+/// `portcullis <args>` run in `base/proj` with no input: its standard output and error together.
+pub fn in_project(base: &Path, args: &[&str]) -> String {
+    let out =
+        portcullis(base).args(args).current_dir(base.join("proj")).stdin(Stdio::null()).output().unwrap();
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
 /// Starts `portcullis serve --port 0` for a fresh project and waits for its runtime file.
 pub fn serve(policy: &str) -> Served {
     serve_with(policy, &[])
