@@ -33,6 +33,7 @@ def put(path, text):
     open(path, "w").write(text)
 print("env holds:", repr(open(".env").read()))
 subprocess.run(["git", "push"])
+subprocess.run(["/usr/lib/git-core/git", "push"])
 subprocess.run(["rm", "src/a.txt"])
 os.remove("src/b.txt")
 put("src/new.txt", "kept\n")
@@ -84,6 +85,9 @@ fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
         "{shown}"
     );
     assert!(shown.contains("env holds: ''"), "the deny glob's file was readable: {shown}");
+    // git's second copy in its own folder is masked too: the wall is printed twice.
+    let git_walls = shown.matches("portcullis: [contained: `git` cannot run").count();
+    assert_eq!(git_walls, 2, "{shown}");
     for (program, rule) in [("git", "push"), ("rm", "no-rm")] {
         let wall = format!(
             "portcullis: [contained: `{program}` cannot run inside a command that runs contained — rule `{rule}`"

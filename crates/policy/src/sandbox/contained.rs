@@ -17,9 +17,20 @@ use std::path::{Path, PathBuf};
 /// (and asking): every one must be found to be hidden.
 pub const MAX_HIDE_ENTRIES: usize = 250_000;
 
-/// Folders programs are run from by name: a masked program is covered in each that holds it.
-pub const PROGRAM_FOLDERS: &[&str] =
-    &["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/games"];
+/// Folders programs are run from by name, and those that hold a second copy of one (git's own folder has
+/// its own `git`, which `/usr/lib/git-core/git push` would run past a mask on `/usr/bin/git`): a masked
+/// program is covered in each that holds it.
+pub const PROGRAM_FOLDERS: &[&str] = &[
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+    "/usr/games",
+    "/usr/lib/git-core",
+    "/usr/libexec/git-core",
+];
 
 /// The same in the home folder (toolchains' programs and shims).
 pub const HOME_PROGRAM_FOLDERS: &[&str] = &[
