@@ -15,7 +15,17 @@ use portcullis_sandbox::undo::{Before, UndoTarget};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-fn once(base: &Path, new: usize, over: usize, undo: bool, run: usize) -> u128 {
+/// The time of one run, whole and by phase (µs): the set read, the changes judged, the commit (with the
+/// undo capture and record when kept).
+#[derive(Clone, Copy)]
+struct Took {
+    whole: u128,
+    read: u128,
+    judge: u128,
+    commit: u128,
+}
+
+fn once(base: &Path, new: usize, over: usize, made: bool, undo: bool, run: usize) -> Took {
     let root = base.join(format!("root-{run}"));
     let folder = base.join(format!("layer-{run}"));
     std::fs::create_dir_all(root.join("src")).unwrap();
@@ -25,15 +35,20 @@ fn once(base: &Path, new: usize, over: usize, undo: bool, run: usize) -> u128 {
         std::fs::write(root.join(format!("src/f{i}.rs")), "old contents\n").unwrap();
         std::fs::write(folder.join(format!("upper/src/f{i}.rs")), "new contents\n").unwrap();
     }
+    // New files in a folder the command made (committed by one rename of the folder), or in one that
+    // existed (one rename each).
+    let into = if made { "made" } else { "src" };
     for i in 0..new {
-        std::fs::write(folder.join(format!("upper/made/n{i}.js")), "module.exports = 1;\n").unwrap();
+        std::fs::write(folder.join(format!("upper/{into}/n{i}.js")), "module.exports = 1;\n").unwrap();
     }
     let layer = Layer { root: root.clone(), folder };
     let profile = portcullis_sandbox::system_only(vec![root.clone()]);
     let target = UndoTarget::new(&base.join("undo"), "bench", &format!("c{run}"));
     let started = Instant::now();
     let set = changes::read(&layer).unwrap();
+    let read = started.elapsed().as_micros();
     let verdicts: Vec<Option<String>> = set.changes.iter().map(|c| verdict(&profile, &root, c)).collect();
+    let judged = started.elapsed().as_micros();
     let mut before = undo.then(|| Before::new(&target));
     if let Some(before) = before.as_mut() {
         let paths: Vec<PathBuf> = set.changes.iter().map(|c| c.path.clone()).collect();
@@ -43,22 +58,35 @@ fn once(base: &Path, new: usize, over: usize, undo: bool, run: usize) -> u128 {
     if let Some(before) = before {
         before.finish().unwrap();
     }
-    let took = started.elapsed().as_micros();
+    let whole = started.elapsed().as_micros();
     assert_eq!(done.kept.len(), new + over + 1, "{:?}", done.discarded);
-    took
+    Took { whole, read, judge: judged - read, commit: whole - judged }
+}
+
+fn median(mut values: Vec<u128>) -> u128 {
+    values.sort_unstable();
+    values[values.len() / 2]
 }
 
 fn main() {
     let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
     let base = std::env::temp_dir().join(format!("portcullis-commit-bench-{}", std::process::id()));
-    for (name, new, over) in [("10 files", 5, 5), ("10,000 new files", 10_000, 0)] {
+    for (name, new, over, made) in [
+        ("10 files", 5, 5, true),
+        ("10,000 new files in a new folder", 10_000, 0, true),
+        ("10,000 new files in a folder that existed", 10_000, 0, false),
+    ] {
         for undo in [false, true] {
-            let mut times: Vec<u128> = (0..runs).map(|run| once(&base, new, over, undo, run)).collect();
+            let took: Vec<Took> = (0..runs).map(|run| once(&base, new, over, made, undo, run)).collect();
             let _ = std::fs::remove_dir_all(&base);
+            let mut times: Vec<u128> = took.iter().map(|t| t.whole).collect();
             times.sort_unstable();
+            let read = median(took.iter().map(|t| t.read).collect());
+            let judge = median(took.iter().map(|t| t.judge).collect());
+            let commit = median(took.iter().map(|t| t.commit).collect());
             let p90 = times[(times.len() * 9 / 10).min(times.len() - 1)];
             println!(
-                "{{\"bench\":\"commit\",\"changes\":\"{name}\",\"undo_kept\":{undo},\"runs\":{runs},\"median_us\":{},\"p90_us\":{p90}}}",
+                "{{\"bench\":\"commit\",\"changes\":\"{name}\",\"undo_kept\":{undo},\"runs\":{runs},\"median_us\":{},\"p90_us\":{p90},\"read_us\":{read},\"judge_us\":{judge},\"commit_us\":{commit}}}",
                 times[times.len() / 2]
             );
         }

@@ -256,7 +256,7 @@ mod tests {
     use super::*;
 
     fn change(path: &str, kind: Kind) -> Change {
-        Change { path: PathBuf::from(path), kind, existed: false, mode: 0o644, size: 1 }
+        Change { path: PathBuf::from(path), kind, existed: false, mode: 0o644, size: 1, marked: false }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the real tree: by rename on the same file system, through no link of the real tree.
 
 use crate::overlay::Layer;
-use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -48,6 +48,8 @@ pub struct Change {
     pub mode: u32,
     /// A file's size.
     pub size: u64,
+    /// The overlay put its own attributes (`user.overlay.*`) on it: taken off before it is committed.
+    pub marked: bool,
 }
 
 /// A command's changes in one write root, parents before what they hold.
@@ -77,6 +79,18 @@ fn special(file_type: std::fs::FileType) -> Option<&'static str> {
         Some("a character device")
     } else {
         None
+    }
+}
+
+/// Whether the entry at `path` carries attributes of the overlay's (`user.overlay.*`: a copied-up file's
+/// origin, a folder's impure mark, or one the command set, which the overlay stores escaped).
+fn overlay_marked(path: &Path) -> bool {
+    let mut names = [0u8; 4096];
+    match rustix::fs::llistxattr(path, &mut names[..]) {
+        Ok(n) => names[..n].split(|b| *b == 0).any(|n| n.starts_with(OVERLAY_ATTRIBUTES.as_bytes())),
+        // More names than the buffer holds: treated as marked (the commit then looks again).
+        Err(rustix::io::Errno::RANGE) => true,
+        Err(_) => false,
     }
 }
 
@@ -134,7 +148,8 @@ pub fn read(layer: &Layer) -> std::io::Result<ChangeSet> {
             };
             let Some(kind) = kind else { continue };
             let size = if kind == Kind::File { meta.len() } else { 0 };
-            set.changes.push(Change { path: rel, kind, existed: real.is_some(), mode, size });
+            let marked = kind != Kind::Deleted && overlay_marked(&here);
+            set.changes.push(Change { path: rel, kind, existed: real.is_some(), mode, size, marked });
             if set.changes.len() > MAX_CHANGES || bytes > MAX_BYTES {
                 set.over_bound = Some(format!(
                     "the command changed more than the review takes ({MAX_CHANGES} changes, {} MiB of files)",
@@ -261,13 +276,27 @@ fn commit_one(trees: &Trees, parents: &mut (Parent, Parent), change: &Change) ->
         }
         e => e.to_string(),
     };
-    let (real_parents, upper_parents) = parents;
-    let real_parent = real_parents.open(&trees.real, parent).map_err(text)?;
-    let there = rustix::fs::statat(real_parent, name, AtFlags::SYMLINK_NOFOLLOW).ok();
-    let is_dir = there.as_ref().is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
     if trees.conflicts.contains(&change.path) {
         return Err(CONFLICT.to_owned());
     }
+    let (real_parents, upper_parents) = parents;
+    let real_parent = real_parents.open(&trees.real, parent).map_err(text)?;
+    if matches!(change.kind, Kind::File | Kind::Symlink) && !change.existed {
+        // Nothing was there when the set was read (an `npm install`'s 10,000 new files): the rename
+        // itself makes sure nothing is there now, in one lookup instead of a stat and a rename. Where
+        // something is (made since) or the file system cannot say, the general way below decides.
+        let upper_parent = upper_parents.open(&trees.upper, parent).map_err(text)?;
+        if change.marked {
+            strip_overlay_attributes(&trees.upper_path.join(&change.path));
+        }
+        match rustix::fs::renameat_with(upper_parent, name, real_parent, name, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::EXIST | rustix::io::Errno::INVAL) => {}
+            Err(e) => return Err(text(e)),
+        }
+    }
+    let there = rustix::fs::statat(real_parent, name, AtFlags::SYMLINK_NOFOLLOW).ok();
+    let is_dir = there.as_ref().is_some_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory);
     match change.kind {
         Kind::Special(what) => Err(format!("{what} is never committed")),
         Kind::Deleted => remove_tree(real_parent, name).map_err(text),
@@ -288,7 +317,7 @@ fn commit_one(trees: &Trees, parents: &mut (Parent, Parent), change: &Change) ->
             if is_dir {
                 remove_tree(real_parent, name).map_err(text)?;
             }
-            if change.kind == Kind::File {
+            if change.marked {
                 strip_overlay_attributes(&trees.upper_path.join(&change.path));
             }
             rustix::fs::renameat(upper_parent, name, real_parent, name).map_err(text)
@@ -355,6 +384,47 @@ fn changed_inside(dir: &OwnedFd, since: std::time::SystemTime, depth: usize) -> 
     false
 }
 
+/// The folders the command made where nothing was that can be committed whole, by one rename (an `npm
+/// install`'s `node_modules`), not one per file: kept, with everything inside them kept too and none of
+/// it a special file, a deletion, or marked by the overlay.
+fn whole_folders<'s>(set: &'s ChangeSet, verdicts: &[Option<String>]) -> std::collections::HashSet<&'s Path> {
+    let kept = |k: usize| verdicts.get(k).is_none_or(Option::is_none);
+    let plain = |k: usize, c: &Change| kept(k) && !c.marked && !c.existed;
+    // Every folder above a change that must go one by one (the chain upwards is inserted whole, so the
+    // walk stops at the first folder already in).
+    let mut spoiled: std::collections::HashSet<&Path> = std::collections::HashSet::new();
+    for (k, c) in set.changes.iter().enumerate() {
+        if !plain(k, c) || matches!(c.kind, Kind::Special(_) | Kind::Deleted) {
+            for above in c.path.ancestors().skip(1) {
+                if !spoiled.insert(above) {
+                    break;
+                }
+            }
+        }
+    }
+    set.changes
+        .iter()
+        .enumerate()
+        .filter(|(k, c)| c.kind == (Kind::Folder { replaced: false }) && plain(*k, c))
+        .map(|(_, c)| c.path.as_path())
+        .filter(|p| !spoiled.contains(p))
+        .collect()
+}
+
+/// Moves a folder the command made, with all it holds, from the upper layer into the real tree: one
+/// rename that never replaces anything (something made there since: refused, and the folder's changes
+/// are then committed one by one).
+fn move_folder(trees: &Trees, parents: &mut (Parent, Parent), change: &Change) -> rustix::io::Result<()> {
+    let (Some(parent), Some(name)) = (change.path.parent(), change.path.file_name()) else {
+        return Err(rustix::io::Errno::INVAL);
+    };
+    let name = Path::new(name);
+    let (real_parents, upper_parents) = parents;
+    let real_parent = real_parents.open(&trees.real, parent)?;
+    let upper_parent = upper_parents.open(&trees.upper, parent)?;
+    rustix::fs::renameat_with(upper_parent, name, real_parent, name, RenameFlags::NOREPLACE)
+}
+
 /// Commits the changes of `set` whose verdict is `None` into the real tree, in order (a folder before
 /// what it holds); a change whose verdict is a reason is discarded, and so is everything inside a folder
 /// discarded or not made. Every open in the real tree resolves beneath the root, through no link.
@@ -388,12 +458,27 @@ pub fn commit(
     };
     let mut blocked: Vec<PathBuf> = Vec::new();
     let mut parents = (Parent::default(), Parent::default());
-    for (change, verdict) in set.changes.iter().zip(verdicts.iter().chain(std::iter::repeat(&None))) {
+    let whole = whole_folders(set, verdicts);
+    let mut moved: std::collections::HashSet<&Path> = std::collections::HashSet::new();
+    for (k, change) in set.changes.iter().enumerate() {
+        let verdict = verdicts.get(k).cloned().flatten();
         let folder = matches!(change.kind, Kind::Folder { .. });
+        if !moved.is_empty() && change.path.ancestors().skip(1).any(|a| moved.contains(a)) {
+            done.kept.push(change.path.clone());
+            continue;
+        }
+        if whole.contains(change.path.as_path())
+            && !blocked.iter().any(|b| change.path.starts_with(b))
+            && move_folder(&trees, &mut parents, change).is_ok()
+        {
+            moved.insert(change.path.as_path());
+            done.kept.push(change.path.clone());
+            continue;
+        }
         let inside = blocked.iter().find(|b| change.path.starts_with(b));
         let outcome = match (inside, verdict) {
             (Some(b), _) => Err(format!("inside {}, which was not committed", b.display())),
-            (None, Some(reason)) => Err(reason.clone()),
+            (None, Some(reason)) => Err(reason),
             (None, None) => commit_one(&trees, &mut parents, change)
                 .map_err(|e| if e == CONFLICT { e } else { format!("could not be committed: {e}") }),
         };

@@ -214,3 +214,66 @@ async fn a_file_changed_in_the_real_tree_meanwhile_is_never_overwritten() {
     assert!(!p.join("old").exists());
     overlay::remove(&layer).unwrap();
 }
+
+/// The names of the `user.overlay.*` attributes on `path` (the overlay's own: never committed).
+fn overlay_attributes(path: &Path) -> Vec<String> {
+    let mut names = vec![0u8; 4096];
+    let n = rustix::fs::llistxattr(path, &mut names[..]).unwrap_or(0);
+    names[..n]
+        .split(|b| *b == 0)
+        .filter(|n| n.starts_with(b"user.overlay."))
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect()
+}
+
+/// A folder the command made, kept whole, is committed by one rename (an `npm install`'s
+/// `node_modules`); one holding a held change, a file the overlay marked (moved in from the real tree),
+/// or whose name the real tree took meanwhile is committed change by change, as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_made_and_kept_whole_is_committed_by_one_rename() {
+    let w = world();
+    let p = &w.project;
+    std::fs::write(p.join("moved.txt"), "from the real tree\n").unwrap();
+    let script = "mkdir -p nm/a/b held/x taken moved && echo 1 > nm/a/b/index.js && echo 2 > nm/a/top.js && \
+                  ln -s a/top.js nm/link && chmod 750 nm/a && echo k > held/keep && echo h > held/x/no && \
+                  echo t > taken/t && mv moved.txt moved/m.txt";
+    let (reports, _, err, layer) = run_fresh(&w, script).await;
+    if overlay_refused(&reports) {
+        return;
+    }
+    assert_eq!(ended(&reports).0, Some(0), "{reports:?} {err}");
+    let set = changes::read(&layer).unwrap();
+    let marked: Vec<&str> =
+        set.changes.iter().filter(|c| c.marked).map(|c| c.path.to_str().unwrap()).collect();
+    assert!(marked.contains(&"moved/m.txt"), "{marked:?}");
+    // Meanwhile, the real tree gets a folder where the command made `taken`.
+    std::fs::create_dir(p.join("taken")).unwrap();
+    std::fs::write(p.join("taken/theirs"), "theirs\n").unwrap();
+    let verdicts: Vec<Option<String>> = set
+        .changes
+        .iter()
+        .map(|c| (c.path == Path::new("held/x/no")).then(|| "held for the operator".to_owned()))
+        .collect();
+    let done = changes::commit(&set, &verdicts, None);
+
+    // Whole: everything there, with its modes and link; the upper layer no longer holds it.
+    assert_eq!(std::fs::read_to_string(p.join("nm/a/b/index.js")).unwrap(), "1\n");
+    assert_eq!(std::fs::read_link(p.join("nm/link")).unwrap(), Path::new("a/top.js"));
+    assert_eq!(std::fs::metadata(p.join("nm/a")).unwrap().permissions().mode() & 0o777, 0o750);
+    assert!(!layer.upper().join("nm").exists());
+    for kept in ["nm", "nm/a", "nm/a/b", "nm/a/b/index.js", "nm/a/top.js", "nm/link"] {
+        assert!(done.kept.contains(&PathBuf::from(kept)), "{kept}: {done:?}");
+    }
+    // A held change inside: the rest of its folder is kept, the held one is not.
+    assert_eq!(std::fs::read_to_string(p.join("held/keep")).unwrap(), "k\n");
+    assert!(p.join("held/x").is_dir() && !p.join("held/x/no").exists());
+    assert!(done.discarded.iter().any(|(d, _)| d == Path::new("held/x/no")), "{done:?}");
+    // A name taken meanwhile: merged change by change, what is there left alone.
+    assert_eq!(std::fs::read_to_string(p.join("taken/t")).unwrap(), "t\n");
+    assert_eq!(std::fs::read_to_string(p.join("taken/theirs")).unwrap(), "theirs\n");
+    // A file the overlay marked: committed without the overlay's attributes.
+    assert_eq!(std::fs::read_to_string(p.join("moved/m.txt")).unwrap(), "from the real tree\n");
+    assert_eq!(overlay_attributes(&p.join("moved/m.txt")), Vec::<String>::new());
+    assert_eq!(overlay_attributes(&p.join("moved")), Vec::<String>::new());
+    overlay::remove(&layer).unwrap();
+}
