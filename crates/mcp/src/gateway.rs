@@ -10,16 +10,14 @@ use crate::offered::{Naming, ServerOfferings};
 use crate::upstream::UpstreamNotice;
 use crate::wire::WireNames;
 use async_trait::async_trait;
-use portcullis_harness::{
-    EventDelivery, EventPayload, EventSubscription, McpRequest, ToolCallResult, ToolSpec, TraceParent,
-};
+use portcullis_harness::{EventSubscription, McpRequest, ToolCallResult, ToolSpec, TraceParent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequestParams, CompleteResult,
     CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerResult, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -245,114 +243,6 @@ fn wire_names_in_search(result: &mut ToolCallResult, names: &WireNames) {
                 .join("\n");
         }
     }
-}
-
-/// MCP progress from a harness progress value: `{"progress": n, "total"?: n, "message"?: s}` as is;
-/// anything else counts as one more step, with the value as the message.
-fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNotificationParam {
-    let number = value.get("progress").and_then(Value::as_f64);
-    let (progress, total, message) = match number {
-        Some(p) => (
-            p,
-            value.get("total").and_then(Value::as_f64),
-            value.get("message").and_then(Value::as_str).map(str::to_owned),
-        ),
-        None => {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (step as f64, None, Some(text.chars().take(1024).collect()))
-        }
-    };
-    let mut param = ProgressNotificationParam::new(token, progress);
-    if let Some(total) = total {
-        param = param.with_total(total);
-    }
-    if let Some(message) = message {
-        param = param.with_message(message);
-    }
-    param
-}
-
-/// How long a call's answer waits for its progress notifications to be sent (they are queued before
-/// the call's end; this bounds the wait if the end was missed, e.g. a lagging subscription).
-const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Where a call's progress goes: the session's rmcp peer (onto the request's event stream), or the
-/// fast lane's own answer to the request ([`crate::fast_lane`]).
-enum ProgressSink {
-    Peer(Peer<RoleServer>),
-    Lane(crate::fast_lane::LaneSink),
-}
-
-impl ProgressSink {
-    fn of(context: &RequestContext<RoleServer>) -> Self {
-        match context.extensions.get::<crate::fast_lane::LaneSink>() {
-            Some(lane) => ProgressSink::Lane(lane.clone()),
-            None => ProgressSink::Peer(context.peer.clone()),
-        }
-    }
-
-    async fn send(&self, param: ProgressNotificationParam) {
-        let sent = match self {
-            ProgressSink::Peer(peer) => peer.notify_progress(param).await.map_err(|e| e.to_string()),
-            ProgressSink::Lane(lane) => lane.progress(param),
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "progress not delivered");
-        }
-    }
-}
-
-/// Forwards the progress of one call to the client until the call ends: what it waits for before it
-/// runs (`waiting`), then the tool's own progress. Steps count across both, so progress increases.
-/// It ends at the call's own end event, so every progress the call reported is sent before its answer.
-fn forward_progress(
-    mut events: EventSubscription,
-    mut waiting: mpsc::UnboundedReceiver<String>,
-    sink: ProgressSink,
-    token: ProgressToken,
-    session: String,
-    call_id: String,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut step = 0;
-        let mut notes_open = true;
-        loop {
-            let param = tokio::select! {
-                note = waiting.recv(), if notes_open => match note {
-                    Some(note) => {
-                        step += 1;
-                        ProgressNotificationParam::new(token.clone(), step as f64).with_message(note)
-                    }
-                    None => {
-                        notes_open = false;
-                        continue;
-                    }
-                },
-                delivery = events.recv() => match delivery {
-                    Some(EventDelivery::Event(event)) => {
-                        if *event.call.session_id != *session || *event.call.call_id != *call_id {
-                            continue;
-                        }
-                        let progress = match &event.payload {
-                            EventPayload::Progress { progress } => progress,
-                            EventPayload::Finished { .. } | EventPayload::Error { .. } | EventPayload::Blocked { .. } => {
-                                break;
-                            }
-                            _ => continue,
-                        };
-                        step += 1;
-                        progress_param(token.clone(), progress, step)
-                    }
-                    Some(_) => continue,
-                    None => break,
-                },
-            };
-            sink.send(param).await;
-        }
-    })
 }
 
 /// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
@@ -601,9 +491,16 @@ impl ServerHandler for GatewayHandler {
         {
             (Some(token), Some(events)) => {
                 let (notes, waiting) = mpsc::unbounded_channel();
-                let sink = ProgressSink::of(&context);
+                let sink = crate::progress::ProgressSink::of(&context);
                 (
-                    Some(forward_progress(events, waiting, sink, token, session.clone(), call_id.clone())),
+                    Some(crate::progress::forward_progress(
+                        events,
+                        waiting,
+                        sink,
+                        token,
+                        session.clone(),
+                        call_id.clone(),
+                    )),
                     Some(notes),
                 )
             }
@@ -638,7 +535,7 @@ impl ServerHandler for GatewayHandler {
             None => call.await,
         };
         if let Some(mut forwarder) = forwarder
-            && tokio::time::timeout(PROGRESS_DRAIN, &mut forwarder).await.is_err()
+            && tokio::time::timeout(crate::progress::PROGRESS_DRAIN, &mut forwarder).await.is_err()
         {
             forwarder.abort();
         }

@@ -15,6 +15,7 @@ pub mod idempotency;
 pub mod jsonrpc;
 mod methods;
 pub mod offered;
+mod progress;
 pub mod relay;
 pub mod sessions;
 pub mod upstream;
