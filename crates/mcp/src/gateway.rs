@@ -171,8 +171,16 @@ pub(crate) fn mcp_request(method: &str, context: &RequestContext<RoleServer>) ->
     }
 }
 
-/// Sessions with `initialize` (list_changed and progress are sent on the session's stream).
+/// What the agents' door speaks over HTTP: sessions with `initialize` up to 2025-11-25 (list_changed
+/// and progress are sent on the session's stream), and stateless 2026-07-28 requests (see
+/// [`crate::stateless`]).
 pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
+    Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+}
+
+/// The versions with an `initialize` handshake only: what the stdio gateway and the stdio relay speak
+/// (both hold one connection per agent, opened by `initialize`).
+pub fn session_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
 }
 
@@ -264,6 +272,11 @@ pub(crate) struct Connection {
     /// The requests served on the fast lane still running, to cancel them on `notifications/cancelled`.
     pub(crate) fast_calls:
         std::sync::Mutex<std::collections::HashMap<rmcp::model::RequestId, CancellationToken>>,
+    /// Where stateless (2026-07-28) clients' ledger sessions are kept (HTTP only).
+    stateless: Option<Arc<crate::stateless::StatelessSessions>>,
+    /// The ledger session of the stateless client whose one request this handler serves: not this
+    /// connection's to close.
+    shared: OnceLock<Arc<crate::stateless::StatelessSession>>,
 }
 
 impl Drop for Connection {
@@ -283,14 +296,16 @@ pub struct GatewayHandler {
 
 impl GatewayHandler {
     pub fn new(backend: Arc<dyn GatewayBackend>, transport: &'static str) -> Self {
-        Self::on_lane(backend, transport, None)
+        Self::on_lane(backend, transport, None, None)
     }
 
-    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]).
+    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]), and whose
+    /// stateless requests are recorded in the ledger sessions `stateless` keeps.
     pub fn on_lane(
         backend: Arc<dyn GatewayBackend>,
         transport: &'static str,
         lane: Option<Arc<crate::fast_lane::FastLane>>,
+        stateless: Option<Arc<crate::stateless::StatelessSessions>>,
     ) -> Self {
         GatewayHandler {
             connection: Arc::new(Connection {
@@ -304,6 +319,8 @@ impl GatewayHandler {
                 peer: OnceLock::new(),
                 negotiated: OnceLock::new(),
                 fast_calls: std::sync::Mutex::new(std::collections::HashMap::new()),
+                stateless,
+                shared: OnceLock::new(),
             }),
         }
     }
@@ -342,13 +359,29 @@ impl GatewayHandler {
         Some(routes.enter(origin, AgentRoute { peer: context.peer.clone(), request_id: context.id.clone() }))
     }
 
+    /// The next call id in this connection's ledger session (call [`Self::session_id`] first).
     pub(crate) fn next_call_id(&self) -> String {
+        if let Some(shared) = self.connection.shared.get() {
+            return shared.next_call_id();
+        }
         format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
+    /// The ledger session this request's calls go to: the session's, or a stateless client's (see
+    /// [`crate::stateless`]).
     pub(crate) async fn session_id(&self, context: &RequestContext<RoleServer>) -> String {
         if let Some(id) = self.connection.session.get() {
             return id.clone();
+        }
+        if let Some(shared) = self.connection.shared.get() {
+            return shared.id();
+        }
+        if let Some(stateless) = &self.connection.stateless
+            && self.connection.peer.get().is_none()
+            && crate::stateless::is_stateless(context)
+        {
+            let shared = stateless.enter(context).await;
+            return self.connection.shared.get_or_init(|| shared).id();
         }
         // A client that skipped `initialize` (stateless requests) still gets a session.
         let client = context.client_info();
@@ -373,7 +406,7 @@ impl ServerHandler for GatewayHandler {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        protocol_versions()
+        if self.connection.stateless.is_some() { protocol_versions() } else { session_protocol_versions() }
     }
 
     async fn initialize(

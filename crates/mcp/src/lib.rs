@@ -17,6 +17,8 @@ mod methods;
 pub mod offered;
 mod progress;
 pub mod relay;
+pub mod route_headers;
 pub mod sessions;
+pub mod stateless;
 pub mod upstream;
 pub mod wire;
