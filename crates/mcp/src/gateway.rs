@@ -409,6 +409,17 @@ impl ServerHandler for GatewayHandler {
         if self.connection.stateless.is_some() { protocol_versions() } else { session_protocol_versions() }
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(Self::listen_filter(requested))
+    }
+
+    async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        self.listen_for_changes(subscription).await
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,

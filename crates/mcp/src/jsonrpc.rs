@@ -61,7 +61,13 @@ impl IntoResponse for EnvelopeError {
             "id": self.id,
             "error": { "code": self.code.0, "message": self.message },
         });
-        (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        // 2026-07-28 answers an unknown (or removed) method with 404; every other refusal here is a 400.
+        let status = if self.code == ErrorCode::METHOD_NOT_FOUND {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        (status, axum::Json(body)).into_response()
     }
 }
 
@@ -158,6 +164,10 @@ pub async fn screen_jsonrpc(request: Request, next: Next) -> Response {
         }
     };
     let mut parts = parts;
+    if let Err(error) = crate::stateless::check_removed_method(&parts.headers, &bytes) {
+        tracing::debug!(message = %error.message, "a method 2026-07-28 removed");
+        return error.into_response();
+    }
     match screen(&bytes) {
         Ok(message) => {
             if let Err(error) = crate::route_headers::check(&parts.headers, &message, &bytes) {

@@ -13,6 +13,7 @@ pub mod gateway;
 pub mod http;
 pub mod idempotency;
 pub mod jsonrpc;
+mod listen;
 mod methods;
 pub mod offered;
 mod progress;

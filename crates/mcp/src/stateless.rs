@@ -220,9 +220,69 @@ impl StatelessSessions {
     }
 }
 
+/// The methods 2026-07-28 removed (the handshake, logging and the legacy subscriptions): a request of
+/// that revision naming one is answered "method not found" (HTTP 404), whatever its params.
+pub const REMOVED_IN_2026: [&str; 4] =
+    ["initialize", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
+/// Where a 2026-07-28 request names its protocol version, in `params._meta`.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Refuses a request of a revision without `initialize` (its `_meta` protocol version, else its
+/// `MCP-Protocol-Version` header) to a method that revision removed. Most bodies are not parsed.
+pub fn check_removed_method(
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<(), crate::jsonrpc::EnvelopeError> {
+    let header = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
+    // Dated versions compare as text (rmcp's `has_initialize` does the same).
+    let modern = |v: &str| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str();
+    let in_meta = body.windows(META_PROTOCOL_VERSION.len()).any(|w| w == META_PROTOCOL_VERSION.as_bytes());
+    if !in_meta && !header.is_some_and(modern) {
+        return Ok(());
+    }
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else { return Ok(()) };
+    let Some(method) = message.get("method").and_then(serde_json::Value::as_str) else { return Ok(()) };
+    let version = message["params"]["_meta"][META_PROTOCOL_VERSION].as_str().or(header);
+    if !REMOVED_IN_2026.contains(&method) || !version.is_some_and(modern) {
+        return Ok(());
+    }
+    let id = match message.get("id") {
+        Some(id @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => id.clone(),
+        _ => serde_json::Value::Null,
+    };
+    Err(crate::jsonrpc::EnvelopeError {
+        code: rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        message: format!("Method not found: {method} is not part of MCP {}", version.unwrap_or_default()),
+        id,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn methods_2026_removed_are_not_found_for_its_requests_only() {
+        let body = |method: &str, version: &str| {
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": method,
+                "params": {"_meta": {META_PROTOCOL_VERSION: version}}})
+            .to_string()
+        };
+        let none = http::HeaderMap::new();
+        for method in REMOVED_IN_2026 {
+            let refused = check_removed_method(&none, body(method, "2026-07-28").as_bytes()).unwrap_err();
+            assert_eq!((refused.code.0, refused.id), (-32601, serde_json::json!(3)), "{method}");
+        }
+        assert!(check_removed_method(&none, body("tools/list", "2026-07-28").as_bytes()).is_ok());
+        assert!(check_removed_method(&none, body("logging/setLevel", "2025-11-25").as_bytes()).is_ok());
+        let init =
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+        assert!(check_removed_method(&none, init.as_bytes()).is_ok());
+        let modern = crate::http::tests::headers(&[("mcp-protocol-version", "2026-07-28")]);
+        let set_level = r#"{"jsonrpc":"2.0","id":"x","method":"logging/setLevel","params":{"level":"info"}}"#;
+        assert_eq!(check_removed_method(&modern, set_level.as_bytes()).unwrap_err().code.0, -32601);
+    }
 
     #[test]
     fn keys_name_the_agent_and_its_client() {
