@@ -6,6 +6,8 @@ pub mod agent_names;
 pub mod caller;
 pub mod client_side;
 pub mod convert;
+#[cfg(test)]
+mod door_tests;
 pub mod fast_lane;
 #[doc(hidden)]
 pub mod fuzzing;
