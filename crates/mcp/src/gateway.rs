@@ -1,6 +1,8 @@
-//! The MCP server agents connect to. Each connection is a ledger session; `tools/list` shows the tools
-//! the grants allow under wire-safe names; `tools/call` goes through the hub's pipeline, and a blocked
-//! or denied call comes back as a tool result with `isError` naming the reason and the deciding rule.
+//! The MCP server agents connect to. Each connection (a 2025-11-25 session) is a ledger session, and so
+//! is each stateless 2026-07-28 client, keyed by its agent identity and `clientInfo`
+//! ([`crate::stateless`]); `tools/list` shows the tools the grants allow under wire-safe names;
+//! `tools/call` goes through the hub's pipeline, and a blocked or denied call comes back as a tool
+//! result with `isError` naming the reason and the deciding rule.
 
 use crate::caller::CallerGone;
 use crate::client_side::{AgentRoute, AgentRoutes, CallOrigin};
