@@ -1,6 +1,8 @@
-//! The MCP server agents connect to. Each connection is a ledger session; `tools/list` shows the tools
-//! the grants allow under wire-safe names; `tools/call` goes through the hub's pipeline, and a blocked
-//! or denied call comes back as a tool result with `isError` naming the reason and the deciding rule.
+//! The MCP server agents connect to. Each connection (a 2025-11-25 session) is a ledger session, and so
+//! is each stateless 2026-07-28 client, keyed by its agent identity and `clientInfo`
+//! ([`crate::stateless`]); `tools/list` shows the tools the grants allow under wire-safe names;
+//! `tools/call` goes through the hub's pipeline, and a blocked or denied call comes back as a tool
+//! result with `isError` naming the reason and the deciding rule.
 
 use crate::caller::CallerGone;
 use crate::client_side::{AgentRoute, AgentRoutes, CallOrigin};
@@ -10,16 +12,14 @@ use crate::offered::{Naming, ServerOfferings};
 use crate::upstream::UpstreamNotice;
 use crate::wire::WireNames;
 use async_trait::async_trait;
-use portcullis_harness::{
-    EventDelivery, EventPayload, EventSubscription, McpRequest, ToolCallResult, ToolSpec, TraceParent,
-};
+use portcullis_harness::{EventSubscription, McpRequest, ToolCallResult, ToolSpec, TraceParent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequestParams, CompleteResult,
     CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerResult, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -173,8 +173,16 @@ pub(crate) fn mcp_request(method: &str, context: &RequestContext<RoleServer>) ->
     }
 }
 
-/// Sessions with `initialize` (list_changed and progress are sent on the session's stream).
+/// What the agents' door speaks over HTTP: sessions with `initialize` up to 2025-11-25 (list_changed
+/// and progress are sent on the session's stream), and stateless 2026-07-28 requests (see
+/// [`crate::stateless`]).
 pub fn protocol_versions() -> Cow<'static, [ProtocolVersion]> {
+    Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+}
+
+/// The versions with an `initialize` handshake only: what the stdio gateway and the stdio relay speak
+/// (both hold one connection per agent, opened by `initialize`).
+pub fn session_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
 }
 
@@ -247,114 +255,6 @@ fn wire_names_in_search(result: &mut ToolCallResult, names: &WireNames) {
     }
 }
 
-/// MCP progress from a harness progress value: `{"progress": n, "total"?: n, "message"?: s}` as is;
-/// anything else counts as one more step, with the value as the message.
-fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNotificationParam {
-    let number = value.get("progress").and_then(Value::as_f64);
-    let (progress, total, message) = match number {
-        Some(p) => (
-            p,
-            value.get("total").and_then(Value::as_f64),
-            value.get("message").and_then(Value::as_str).map(str::to_owned),
-        ),
-        None => {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (step as f64, None, Some(text.chars().take(1024).collect()))
-        }
-    };
-    let mut param = ProgressNotificationParam::new(token, progress);
-    if let Some(total) = total {
-        param = param.with_total(total);
-    }
-    if let Some(message) = message {
-        param = param.with_message(message);
-    }
-    param
-}
-
-/// How long a call's answer waits for its progress notifications to be sent (they are queued before
-/// the call's end; this bounds the wait if the end was missed, e.g. a lagging subscription).
-const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Where a call's progress goes: the session's rmcp peer (onto the request's event stream), or the
-/// fast lane's own answer to the request ([`crate::fast_lane`]).
-enum ProgressSink {
-    Peer(Peer<RoleServer>),
-    Lane(crate::fast_lane::LaneSink),
-}
-
-impl ProgressSink {
-    fn of(context: &RequestContext<RoleServer>) -> Self {
-        match context.extensions.get::<crate::fast_lane::LaneSink>() {
-            Some(lane) => ProgressSink::Lane(lane.clone()),
-            None => ProgressSink::Peer(context.peer.clone()),
-        }
-    }
-
-    async fn send(&self, param: ProgressNotificationParam) {
-        let sent = match self {
-            ProgressSink::Peer(peer) => peer.notify_progress(param).await.map_err(|e| e.to_string()),
-            ProgressSink::Lane(lane) => lane.progress(param),
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "progress not delivered");
-        }
-    }
-}
-
-/// Forwards the progress of one call to the client until the call ends: what it waits for before it
-/// runs (`waiting`), then the tool's own progress. Steps count across both, so progress increases.
-/// It ends at the call's own end event, so every progress the call reported is sent before its answer.
-fn forward_progress(
-    mut events: EventSubscription,
-    mut waiting: mpsc::UnboundedReceiver<String>,
-    sink: ProgressSink,
-    token: ProgressToken,
-    session: String,
-    call_id: String,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut step = 0;
-        let mut notes_open = true;
-        loop {
-            let param = tokio::select! {
-                note = waiting.recv(), if notes_open => match note {
-                    Some(note) => {
-                        step += 1;
-                        ProgressNotificationParam::new(token.clone(), step as f64).with_message(note)
-                    }
-                    None => {
-                        notes_open = false;
-                        continue;
-                    }
-                },
-                delivery = events.recv() => match delivery {
-                    Some(EventDelivery::Event(event)) => {
-                        if *event.call.session_id != *session || *event.call.call_id != *call_id {
-                            continue;
-                        }
-                        let progress = match &event.payload {
-                            EventPayload::Progress { progress } => progress,
-                            EventPayload::Finished { .. } | EventPayload::Error { .. } | EventPayload::Blocked { .. } => {
-                                break;
-                            }
-                            _ => continue,
-                        };
-                        step += 1;
-                        progress_param(token.clone(), progress, step)
-                    }
-                    Some(_) => continue,
-                    None => break,
-                },
-            };
-            sink.send(param).await;
-        }
-    })
-}
-
 /// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
 /// when the last clone goes.
 pub(crate) struct Connection {
@@ -374,6 +274,11 @@ pub(crate) struct Connection {
     /// The requests served on the fast lane still running, to cancel them on `notifications/cancelled`.
     pub(crate) fast_calls:
         std::sync::Mutex<std::collections::HashMap<rmcp::model::RequestId, CancellationToken>>,
+    /// Where stateless (2026-07-28) clients' ledger sessions are kept (HTTP only).
+    stateless: Option<Arc<crate::stateless::StatelessSessions>>,
+    /// The ledger session of the stateless client whose one request this handler serves: not this
+    /// connection's to close.
+    shared: OnceLock<Arc<crate::stateless::StatelessSession>>,
 }
 
 impl Drop for Connection {
@@ -393,14 +298,16 @@ pub struct GatewayHandler {
 
 impl GatewayHandler {
     pub fn new(backend: Arc<dyn GatewayBackend>, transport: &'static str) -> Self {
-        Self::on_lane(backend, transport, None)
+        Self::on_lane(backend, transport, None, None)
     }
 
-    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]).
+    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]), and whose
+    /// stateless requests are recorded in the ledger sessions `stateless` keeps.
     pub fn on_lane(
         backend: Arc<dyn GatewayBackend>,
         transport: &'static str,
         lane: Option<Arc<crate::fast_lane::FastLane>>,
+        stateless: Option<Arc<crate::stateless::StatelessSessions>>,
     ) -> Self {
         GatewayHandler {
             connection: Arc::new(Connection {
@@ -414,6 +321,8 @@ impl GatewayHandler {
                 peer: OnceLock::new(),
                 negotiated: OnceLock::new(),
                 fast_calls: std::sync::Mutex::new(std::collections::HashMap::new()),
+                stateless,
+                shared: OnceLock::new(),
             }),
         }
     }
@@ -452,13 +361,29 @@ impl GatewayHandler {
         Some(routes.enter(origin, AgentRoute { peer: context.peer.clone(), request_id: context.id.clone() }))
     }
 
+    /// The next call id in this connection's ledger session (call [`Self::session_id`] first).
     pub(crate) fn next_call_id(&self) -> String {
+        if let Some(shared) = self.connection.shared.get() {
+            return shared.next_call_id();
+        }
         format!("c{}", self.connection.calls.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
+    /// The ledger session this request's calls go to: the session's, or a stateless client's (see
+    /// [`crate::stateless`]).
     pub(crate) async fn session_id(&self, context: &RequestContext<RoleServer>) -> String {
         if let Some(id) = self.connection.session.get() {
             return id.clone();
+        }
+        if let Some(shared) = self.connection.shared.get() {
+            return shared.id();
+        }
+        if let Some(stateless) = &self.connection.stateless
+            && self.connection.peer.get().is_none()
+            && crate::stateless::is_stateless(context)
+        {
+            let shared = stateless.enter(context).await;
+            return self.connection.shared.get_or_init(|| shared).id();
         }
         // A client that skipped `initialize` (stateless requests) still gets a session.
         let client = context.client_info();
@@ -483,7 +408,18 @@ impl ServerHandler for GatewayHandler {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        protocol_versions()
+        if self.connection.stateless.is_some() { protocol_versions() } else { session_protocol_versions() }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(Self::listen_filter(requested))
+    }
+
+    async fn listen(&self, subscription: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        self.listen_for_changes(subscription).await
     }
 
     async fn initialize(
@@ -601,9 +537,16 @@ impl ServerHandler for GatewayHandler {
         {
             (Some(token), Some(events)) => {
                 let (notes, waiting) = mpsc::unbounded_channel();
-                let sink = ProgressSink::of(&context);
+                let sink = crate::progress::ProgressSink::of(&context);
                 (
-                    Some(forward_progress(events, waiting, sink, token, session.clone(), call_id.clone())),
+                    Some(crate::progress::forward_progress(
+                        events,
+                        waiting,
+                        sink,
+                        token,
+                        session.clone(),
+                        call_id.clone(),
+                    )),
                     Some(notes),
                 )
             }
@@ -638,7 +581,7 @@ impl ServerHandler for GatewayHandler {
             None => call.await,
         };
         if let Some(mut forwarder) = forwarder
-            && tokio::time::timeout(PROGRESS_DRAIN, &mut forwarder).await.is_err()
+            && tokio::time::timeout(crate::progress::PROGRESS_DRAIN, &mut forwarder).await.is_err()
         {
             forwarder.abort();
         }

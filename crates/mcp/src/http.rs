@@ -340,8 +340,9 @@ pub async fn caller_guard(State(guard): State<RouteGuard>, mut request: Request,
     }
 }
 
-/// rmcp's Streamable HTTP service over the gateway: one handler (and ledger session) per MCP session;
-/// cancelling `shutdown` ends every session and its streams. `allowed_hosts` as for [`AccessGuard`].
+/// rmcp's Streamable HTTP service over the gateway: one handler (and ledger session) per MCP session,
+/// and for stateless (2026-07-28) requests one handler per request and one ledger session per client
+/// ([`crate::stateless`]); cancelling `shutdown` ends every session and its streams. `allowed_hosts` as for [`AccessGuard`].
 /// Also returns the state of [`crate::sessions::bound_sessions`], which bounds the sessions it holds,
 /// and the [`crate::fast_lane`] in front of it, which closes the sessions idle for `limits.idle` (rmcp's
 /// own idle clock does not see the requests the lane serves).
@@ -360,10 +361,19 @@ pub fn mcp_service(
         .with_allowed_hosts(allowed_hosts)
         .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
         .with_legacy_session_mode(true);
+    let stateless = crate::stateless::StatelessSessions::start(
+        backend.clone(),
+        limits.max_sessions,
+        limits.idle,
+        config.cancellation_token.child_token(),
+    );
     let bound = crate::sessions::SessionBound { sessions: sessions.clone(), limits };
     let for_handlers = lane.clone();
     let service = StreamableHttpService::new(
-        move || Ok(GatewayHandler::on_lane(backend.clone(), "http", Some(for_handlers.clone()))),
+        move || {
+            let (lane, stateless) = (Some(for_handlers.clone()), Some(stateless.clone()));
+            Ok(GatewayHandler::on_lane(backend.clone(), "http", lane, stateless))
+        },
         sessions,
         config,
     );

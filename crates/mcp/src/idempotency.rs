@@ -113,10 +113,12 @@ const TOOLS_CAPABILITY: &[u8] = br#""tools":{"listChanged":true}"#;
 const TOOLS_CAPABILITY_WITH_KEYS: &[u8] = br#""tools":{"listChanged":true,"idempotency":{}}"#;
 
 /// The axum middleware in front of `/mcp` that advertises `tools.idempotency` in the answer to
-/// `initialize` (a JSON answer, or the one SSE event of the request's stream).
+/// `initialize` or `server/discover` (a JSON answer, or the one SSE event of the request's stream).
 pub async fn advertise_idempotency(request: Request, next: Next) -> Response {
+    // The capabilities are in the answer to `initialize` (2025-11-25) or `server/discover` (2026-07-28).
     let is_initialize = request.extensions().get::<crate::jsonrpc::Screened>().is_some_and(|s| {
-        matches!(&s.0, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
+        matches!(&s.0, JsonRpcMessage::Request(r)
+            if matches!(r.request, ClientRequest::InitializeRequest(_) | ClientRequest::DiscoverRequest(_)))
     });
     let response = next.run(request).await;
     if !is_initialize {

@@ -2,7 +2,9 @@
 //! parse with HTTP 415 and no JSON-RPC error at all, and a request to a known method with malformed
 //! params as an unknown method (-32601). Agents are owed -32700 (parse error), -32600 (invalid request:
 //! batches, `jsonrpc` other than "2.0", ...) and -32602 (invalid params). A `tools/call` with malformed
-//! params is let through: the gateway records it as a blocked call and answers -32602 itself.
+//! params is let through: the gateway records it as a blocked call and answers -32602 itself. Routing
+//! headers (`Mcp-Method`, `Mcp-Name`) that contradict the body are refused here too
+//! ([`crate::route_headers`]).
 
 use crate::http::MAX_REQUEST_BODY_BYTES;
 use axum::body::Body;
@@ -59,7 +61,13 @@ impl IntoResponse for EnvelopeError {
             "id": self.id,
             "error": { "code": self.code.0, "message": self.message },
         });
-        (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        // 2026-07-28 answers an unknown (or removed) method with 404; every other refusal here is a 400.
+        let status = if self.code == ErrorCode::METHOD_NOT_FOUND {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::BAD_REQUEST
+        };
+        (status, axum::Json(body)).into_response()
     }
 }
 
@@ -156,8 +164,16 @@ pub async fn screen_jsonrpc(request: Request, next: Next) -> Response {
         }
     };
     let mut parts = parts;
+    if let Err(error) = crate::stateless::check_removed_method(&parts.headers, &bytes) {
+        tracing::debug!(message = %error.message, "a method 2026-07-28 removed");
+        return error.into_response();
+    }
     match screen(&bytes) {
         Ok(message) => {
+            if let Err(error) = crate::route_headers::check(&parts.headers, &message, &bytes) {
+                tracing::debug!(message = %error.message, "routing headers contradict the body");
+                return error.into_response();
+            }
             match crate::idempotency::key_in_body(&message, &bytes) {
                 Ok(Some(key)) => {
                     parts.extensions.insert(key);

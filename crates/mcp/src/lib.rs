@@ -6,6 +6,8 @@ pub mod agent_names;
 pub mod caller;
 pub mod client_side;
 pub mod convert;
+#[cfg(test)]
+mod door_tests;
 pub mod fast_lane;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -13,9 +15,13 @@ pub mod gateway;
 pub mod http;
 pub mod idempotency;
 pub mod jsonrpc;
+mod listen;
 mod methods;
 pub mod offered;
+mod progress;
 pub mod relay;
+pub mod route_headers;
 pub mod sessions;
+pub mod stateless;
 pub mod upstream;
 pub mod wire;

@@ -1,14 +1,15 @@
 //! The gateway's MCP methods besides tools: resources (list, templates, read, subscribe), prompts (list,
 //! get), completion and logging. Reads and prompts run through the backend's pipeline as calls, so the
 //! grants, the policy, an operator and the ledger see each one; the rest is forwarded to the server
-//! that owns the name, for names the agent may see.
+//! that owns the name, for names the agent may see. Upstream answers (of an older revision) are marked
+//! `resultType: "complete"`, as 2026-07-28 requires; rmcp takes the mark off for older clients.
 
 use crate::gateway::{GatewayHandler, mcp_request};
 use crate::offered::{self, RESOURCE_NOT_FOUND, ServerOfferings};
 use crate::upstream::UpstreamNotice;
 use rmcp::model::{
     ClientRequest, CompleteRequestParams, CompleteResult, ErrorCode, GetPromptResult, JsonObject, Prompt,
-    ReadResourceResult, Reference, Request, Resource, ResourceTemplate, ServerResult,
+    ReadResourceResult, Reference, Request, Resource, ResourceTemplate, ResultType, ServerResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -70,7 +71,10 @@ impl GatewayHandler {
             .call(&session, &call_id, &tool, arguments, request, context.ct.clone(), None)
             .await;
         let value = offered::method_result(&result)?;
-        decode(offered::rename_contents(&naming, &server, value), "resource")
+        let mut read: ReadResourceResult =
+            decode(offered::rename_contents(&naming, &server, value), "resource")?;
+        read.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(read)
     }
 
     /// `prompts/get`: the call `mcp:<server>:prompts/get` of the server that owns the prompt.
@@ -96,7 +100,9 @@ impl GatewayHandler {
         let result = (self.connection.backend)
             .call(&session, &call_id, &tool, params, request, context.ct.clone(), None)
             .await;
-        decode(offered::method_result(&result)?, "prompt")
+        let mut prompt: GetPromptResult = decode(offered::method_result(&result)?, "prompt")?;
+        prompt.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(prompt)
     }
 
     /// `completion/complete` of a visible prompt's argument or a visible template's variable.
@@ -133,7 +139,9 @@ impl GatewayHandler {
         };
         let completes = servers.iter().any(|s| s.server == server && s.offerings.completions);
         if !completes {
-            return Ok(CompleteResult::default());
+            let mut none = CompleteResult::default();
+            none.result_type.get_or_insert(ResultType::COMPLETE);
+            return Ok(none);
         }
         match self
             .connection
@@ -141,7 +149,10 @@ impl GatewayHandler {
             .forward(&server, ClientRequest::CompleteRequest(Request::new(request)))
             .await?
         {
-            ServerResult::CompleteResult(result) => Ok(result),
+            ServerResult::CompleteResult(mut result) => {
+                result.result_type.get_or_insert(ResultType::COMPLETE);
+                Ok(result)
+            }
             _ => Err(McpError::internal_error(
                 format!("{server} answered completion/complete otherwise"),
                 None,

@@ -106,7 +106,7 @@ impl ServerHandler for Relay {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        crate::gateway::protocol_versions()
+        crate::gateway::session_protocol_versions()
     }
 
     async fn initialize(

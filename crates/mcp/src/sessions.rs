@@ -1,6 +1,7 @@
 //! Bounds on MCP sessions, so that an agent cannot spend the hub's memory on idle ones: at most
 //! `max_sessions` open sessions for the agents' token (each costs ~130 KB: 7,500 `initialize` posts once
-//! took a hub to 954 MB), idle ones expire, and an `initialize` carries a bounded `clientInfo`. A refused
+//! took a hub to 954 MB), idle ones expire, and an `initialize` (or a stateless 2026-07-28 request, in
+//! its `_meta`) carries a bounded `clientInfo`. A refused
 //! `initialize` gets a JSON-RPC error saying which bound and what to do; nothing else changes.
 
 use axum::body::Body;
@@ -66,13 +67,25 @@ pub fn check_initialize(body: &[u8]) -> Result<(), String> {
         ));
     }
     let Ok(message) = serde_json::from_slice::<Value>(body) else { return Ok(()) };
-    let info = &message["params"]["clientInfo"];
+    check_client_info(&message["params"]["clientInfo"], "clientInfo")
+}
+
+/// Where a stateless (2026-07-28) request names its client.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+/// Why the `clientInfo` a stateless request carries in `params._meta` is refused, if it is: it names the
+/// client's ledger session ([`crate::stateless`]), so it is bounded as an `initialize`'s is.
+pub fn check_meta_client_info(message: &Value) -> Result<(), String> {
+    check_client_info(&message["params"]["_meta"][META_CLIENT_INFO], &format!("_meta[{META_CLIENT_INFO:?}]"))
+}
+
+fn check_client_info(info: &Value, what: &str) -> Result<(), String> {
     for field in ["name", "title", "version"] {
         if let Some(text) = info[field].as_str()
             && text.chars().count() > MAX_CLIENT_INFO_CHARS
         {
             return Err(format!(
-                "clientInfo.{field} is {} characters; at most {MAX_CLIENT_INFO_CHARS}",
+                "{what}.{field} is {} characters; at most {MAX_CLIENT_INFO_CHARS}",
                 text.chars().count()
             ));
         }
@@ -87,7 +100,8 @@ fn refusal(status: StatusCode, code: i64, message: String, id: &Value) -> Respon
 
 /// The axum middleware in front of rmcp's `/mcp` service: an `initialize` (a POST that opens a session)
 /// is refused with a JSON-RPC error when the agents' token holds `max_sessions` already (429) or its
-/// `clientInfo` is out of bounds (invalid params); every other request goes on unchanged.
+/// `clientInfo` is out of bounds (invalid params); so is a stateless request (no session) whose
+/// `_meta` clientInfo is out of bounds. Every other request goes on unchanged.
 pub async fn bound_sessions(State(bound): State<SessionBound>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST || request.headers().contains_key("mcp-session-id") {
         return next.run(request).await;
@@ -99,6 +113,11 @@ pub async fn bound_sessions(State(bound): State<SessionBound>, request: Request,
     };
     let bytes = collected.to_bytes();
     let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if message["method"] != "initialize"
+        && let Err(why) = check_meta_client_info(&message)
+    {
+        return refusal(StatusCode::BAD_REQUEST, -32602, format!("Invalid params: {why}"), &message["id"]);
+    }
     if message["method"] == "initialize" {
         let id = message["id"].clone();
         if let Err(why) = check_initialize(&bytes) {
@@ -138,5 +157,17 @@ mod tests {
             &format!("\"capabilities\":{{\"x\":\"{}\"}}", "z".repeat(MAX_INITIALIZE_BYTES)),
         );
         assert!(check_initialize(huge.as_bytes()).is_err_and(|e| e.contains("bytes")));
+    }
+
+    #[test]
+    fn a_stateless_requests_client_info_is_bounded_too() {
+        let call = |name: &str| {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                   "params": {"_meta": {META_CLIENT_INFO: {"name": name, "version": "1"}}}})
+        };
+        assert!(check_meta_client_info(&call("codex")).is_ok());
+        assert!(check_meta_client_info(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).is_ok());
+        let long = "x".repeat(MAX_CLIENT_INFO_CHARS + 1);
+        assert!(check_meta_client_info(&call(&long)).is_err_and(|e| e.contains("clientInfo\"].name is")));
     }
 }

@@ -1,0 +1,117 @@
+//! A call's progress toward the agent: what the call waits for before it runs, then the tool's own
+//! progress, sent as MCP progress notifications on the session's stream or the fast lane's answer.
+
+use portcullis_harness::{EventDelivery, EventPayload, EventSubscription};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// MCP progress from a harness progress value: `{"progress": n, "total"?: n, "message"?: s}` as is;
+/// anything else counts as one more step, with the value as the message.
+fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNotificationParam {
+    let number = value.get("progress").and_then(Value::as_f64);
+    let (progress, total, message) = match number {
+        Some(p) => (
+            p,
+            value.get("total").and_then(Value::as_f64),
+            value.get("message").and_then(Value::as_str).map(str::to_owned),
+        ),
+        None => {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (step as f64, None, Some(text.chars().take(1024).collect()))
+        }
+    };
+    let mut param = ProgressNotificationParam::new(token, progress);
+    if let Some(total) = total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = message {
+        param = param.with_message(message);
+    }
+    param
+}
+
+/// How long a call's answer waits for its progress notifications to be sent (they are queued before
+/// the call's end; this bounds the wait if the end was missed, e.g. a lagging subscription).
+pub(crate) const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Where a call's progress goes: the session's rmcp peer (onto the request's event stream), or the
+/// fast lane's own answer to the request ([`crate::fast_lane`]).
+pub(crate) enum ProgressSink {
+    Peer(Peer<RoleServer>),
+    Lane(crate::fast_lane::LaneSink),
+}
+
+impl ProgressSink {
+    pub(crate) fn of(context: &RequestContext<RoleServer>) -> Self {
+        match context.extensions.get::<crate::fast_lane::LaneSink>() {
+            Some(lane) => ProgressSink::Lane(lane.clone()),
+            None => ProgressSink::Peer(context.peer.clone()),
+        }
+    }
+
+    async fn send(&self, param: ProgressNotificationParam) {
+        let sent = match self {
+            ProgressSink::Peer(peer) => peer.notify_progress(param).await.map_err(|e| e.to_string()),
+            ProgressSink::Lane(lane) => lane.progress(param),
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "progress not delivered");
+        }
+    }
+}
+
+/// Forwards the progress of one call to the client until the call ends: what it waits for before it
+/// runs (`waiting`), then the tool's own progress. Steps count across both, so progress increases.
+/// It ends at the call's own end event, so every progress the call reported is sent before its answer.
+pub(crate) fn forward_progress(
+    mut events: EventSubscription,
+    mut waiting: mpsc::UnboundedReceiver<String>,
+    sink: ProgressSink,
+    token: ProgressToken,
+    session: String,
+    call_id: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut step = 0;
+        let mut notes_open = true;
+        loop {
+            let param = tokio::select! {
+                note = waiting.recv(), if notes_open => match note {
+                    Some(note) => {
+                        step += 1;
+                        ProgressNotificationParam::new(token.clone(), step as f64).with_message(note)
+                    }
+                    None => {
+                        notes_open = false;
+                        continue;
+                    }
+                },
+                delivery = events.recv() => match delivery {
+                    Some(EventDelivery::Event(event)) => {
+                        if *event.call.session_id != *session || *event.call.call_id != *call_id {
+                            continue;
+                        }
+                        let progress = match &event.payload {
+                            EventPayload::Progress { progress } => progress,
+                            EventPayload::Finished { .. } | EventPayload::Error { .. } | EventPayload::Blocked { .. } => {
+                                break;
+                            }
+                            _ => continue,
+                        };
+                        step += 1;
+                        progress_param(token.clone(), progress, step)
+                    }
+                    Some(_) => continue,
+                    None => break,
+                },
+            };
+            sink.send(param).await;
+        }
+    })
+}
