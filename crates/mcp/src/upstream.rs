@@ -9,6 +9,7 @@ mod client;
 mod offerings;
 mod report;
 mod request;
+mod rounds;
 
 pub use offerings::Offerings;
 pub use report::{STDERR_LINE_BYTES, STDERR_TAIL_LINES, UpstreamFailure, UpstreamReport};
@@ -27,10 +28,11 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, PaginatedRequestParams, ProgressToken,
     ServerResult,
 };
+use rmcp::service::ClientServiceExt;
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceExt};
+use rmcp::{ClientCacheConfig, Peer, RoleClient};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -315,6 +317,7 @@ impl Upstream {
             limits: self.spec.limits.clone(),
             progress: self.progress.clone(),
             origins: self.origins.clone(),
+            relay: self.host.relay.clone(),
         }
     }
 
@@ -507,8 +510,10 @@ impl Upstream {
                 if let Some(stderr) = stderr {
                     tokio::spawn(report::read_stderr(stderr, self.stderr.clone(), self.spec.id.clone()));
                 }
-                let connection =
-                    client.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?;
+                let connection = client
+                    .serve_with_lifecycle(transport, client::lifecycle())
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?;
                 Ok((connection, group))
             }
             UpstreamTransport::Http { url, headers } => {
@@ -522,7 +527,10 @@ impl Upstream {
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(map);
                 let connection = client
-                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .serve_with_lifecycle(
+                        StreamableHttpClientTransport::from_config(config),
+                        client::lifecycle(),
+                    )
                     .await
                     .map_err(|e| format!("initialize failed: {e}"))?;
                 Ok((connection, None))
@@ -637,25 +645,42 @@ impl Tool for McpTool {
             Value::Object(map) => map,
             _ => JsonObject::new(),
         };
-        let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let result = match request::send(
-            &self.reach,
-            request,
-            Some(&invocation.progress),
-            &invocation.cancel,
-            Some(origin),
-        )
-        .await?
-        {
-            ServerResult::CallToolResult(result) => result,
-            _ => {
-                return Err(ToolError::new(
-                    codes::ERROR,
-                    format!("{} answered tools/call with something else than a result", self.reach.server),
-                ));
+        let mut params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
+        // A 2026-07-28 server asks for input by answering `InputRequiredResult`: each round's questions
+        // go to the agent (judged), and the call is retried with the answers and its state untouched.
+        for _round in 0..=rounds::MAX_ROUNDS {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let answer = request::send(
+                &self.reach,
+                request,
+                Some(&invocation.progress),
+                &invocation.cancel,
+                Some(origin.clone()),
+            )
+            .await?;
+            match answer {
+                ServerResult::CallToolResult(result) => return Ok(output_of(&result)),
+                ServerResult::InputRequiredResult(asked) => {
+                    let responses =
+                        rounds::answer(&self.reach.server, self.reach.relay.as_ref(), Some(&origin), &asked)
+                            .await?;
+                    params.input_responses = (!responses.is_empty()).then_some(responses);
+                    params.request_state = asked.request_state;
+                }
+                _ => {
+                    return Err(ToolError::new(
+                        codes::ERROR,
+                        format!(
+                            "{} answered tools/call with something else than a result",
+                            self.reach.server
+                        ),
+                    ));
+                }
             }
-        };
-        Ok(output_of(&result))
+        }
+        Err(ToolError::new(
+            codes::ERROR,
+            format!("{} kept asking for input past {} rounds", self.reach.server, rounds::MAX_ROUNDS),
+        ))
     }
 }

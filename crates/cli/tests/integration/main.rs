@@ -26,6 +26,7 @@ mod ledger_cli_check;
 mod ledger_cli_output;
 mod ledger_fixture;
 mod ledger_verify;
+mod mcp_2026;
 mod new_operator;
 mod otel;
 mod policy_cli;

@@ -9,7 +9,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion,
     ResourceUpdatedNotificationParam,
 };
-use rmcp::service::NotificationContext;
+use rmcp::service::{ClientLifecycleMode, NotificationContext};
 use rmcp::{ClientHandler, RoleClient};
 use serde::Serialize;
 use std::sync::Arc;
@@ -66,6 +66,17 @@ impl UpstreamClient {
                 None,
             )
         })
+    }
+}
+
+/// How a connection to an upstream opens: 2026-07-28 first (`server/discover`, no session), then the
+/// 2025-11-25 `initialize` handshake when the server says it is older (or does not answer the probe
+/// within rmcp's 10 s), so servers of either revision work. Both refusing is the connection's error,
+/// which names the versions tried.
+pub(super) fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
 

@@ -19,6 +19,8 @@ pub(super) struct Reach {
     pub limits: UpstreamLimits,
     pub progress: ProgressRoutes,
     pub origins: Origins,
+    /// Who relays what the server asks of an agent (input rounds too): none on a hub without agents.
+    pub relay: Option<std::sync::Arc<dyn crate::client_side::ClientRelay>>,
 }
 
 /// Forgets which call an upstream request serves once it is answered.

@@ -69,6 +69,20 @@ impl Served {
         (report, out.status.code().unwrap_or(-1))
     }
 
+    /// Runs the v2 SDK client (`tests/interop/v2-client.mjs`) with a scenario: its report and exit code.
+    pub fn client_v2(&self, scenario: Value) -> (Value, i32) {
+        let out = Command::new("node")
+            .arg(interop_dir().join("v2-client.mjs"))
+            .arg(scenario.to_string())
+            .current_dir(interop_dir())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("node runs");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let report = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+        (report, out.status.code().unwrap_or(-1))
+    }
+
     pub fn agent(&self, steps: Value) -> Value {
         let (report, code) = self.client(json!({ "url": self.mcp_url, "token": self.token, "steps": steps }));
         assert_eq!(code, 0, "{report}");

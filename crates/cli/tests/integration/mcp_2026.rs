@@ -1,0 +1,139 @@
+//! MCP 2026-07-28 toward upstream servers, with real peers: servers on the official v2 TypeScript SDK
+//! (`tests/interop/v2-server.mjs`), one serving both revisions and one refusing 2025 openings. The hub
+//! opens 2026-07-28 first and falls back, so both list their tools and answer calls; a tool that asks
+//! for input through a Multi Round-Trip Request (SEP-2322) has its question relayed to the agent of
+//! the call as a judged call of `mcp:<server>:elicitation/create` (allowed, or forbidden by the
+//! policy), and its answer goes back with the server's `requestState` untouched.
+// Test helpers outside #[test] fns may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::{ledger_calls_when, ledger_show, node_modules, serve_with, wait_ready};
+use serde_json::{Value, json};
+
+#[test]
+fn a_2026_only_server_works_and_its_input_rounds_reach_the_agent_judged() {
+    node_modules();
+    let policy = r#"{
+  "grants": [ { "name": "agents", "allow": ["mcp:only26:echo", "mcp:only26:era", "mcp:only26:deploy",
+      "mcp:only26:elicitation/create", "mcp:dual:deploy", "mcp:dual:era", "mcp:dual:elicitation/create"] } ],
+  "servers": [
+    { "id": "only26", "command": "node", "args": ["{INTEROP}/v2-server.mjs", "--only-2026"] },
+    { "id": "dual", "command": "node", "args": ["{INTEROP}/v2-server.mjs"], "elicitation": "forbidden" }
+  ]
+}"#;
+    let served = serve_with(policy, &[]);
+    wait_ready(&served, &["only26", "dual"]);
+    let (report, code) = served.client(json!({
+        "url": served.mcp_url, "token": served.token,
+        "answers": { "elicitation": { "who": "Ada" } },
+        "steps": [
+            { "op": "list" },
+            { "op": "call", "name": "only26__era", "arguments": {} },
+            { "op": "call", "name": "only26__echo", "arguments": { "text": "hello" } },
+            { "op": "call", "name": "only26__deploy", "arguments": { "env": "prod" } },
+            { "op": "call", "name": "dual__era", "arguments": {} },
+            { "op": "call", "name": "dual__deploy", "arguments": { "env": "staging" } },
+        ]
+    }));
+    assert_eq!(code, 0, "{report}");
+    let result = |i: usize| report["results"][i].to_string();
+    let listed = result(0);
+    for tool in ["only26__echo", "only26__deploy", "dual__deploy"] {
+        assert!(listed.contains(tool), "{tool} is listed: {listed}");
+    }
+    assert!(result(1).contains("protocol 2026-07-28"), "the hub spoke 2026-07-28 to it: {}", result(1));
+    assert!(result(2).contains("v2 echo: hello"), "{}", result(2));
+    assert!(
+        result(3).contains("deployed to prod (confirmed by Ada)"),
+        "the agent's answer went back with the server's state: {}",
+        result(3)
+    );
+    assert!(
+        result(4).contains("protocol 2026-07-28"),
+        "a server of both revisions: 2026 first: {}",
+        result(4)
+    );
+    let refused = result(5);
+    assert!(
+        !refused.contains("deployed to staging") && refused.contains("not answered"),
+        "a question the policy forbids is never put to the agent, and the call fails: {refused}"
+    );
+    let asked: Vec<String> = report["asked"].as_array().unwrap().iter().map(|a| a.to_string()).collect();
+    assert_eq!(asked.len(), 1, "only the allowed question reached the agent: {asked:?}");
+    assert!(asked[0].contains("Deploy to prod?"), "{asked:?}");
+
+    // Each question is a call in the ledger, beside the call that caused it, with who decided.
+    let calls = ledger_calls_when(&served, 7);
+    let find = |tool: &str| calls.iter().filter(|c| c["tool"] == tool).cloned().collect::<Vec<Value>>();
+    let question = find("mcp:only26:elicitation/create");
+    let deploy = find("mcp:only26:deploy");
+    assert_eq!((question.len(), deploy.len()), (1, 1), "{calls:?}");
+    assert_eq!(question[0]["status"], "finished", "{question:?}");
+    assert!(question[0]["call_id"].as_str().unwrap().starts_with(deploy[0]["call_id"].as_str().unwrap()));
+    let forbidden = find("mcp:dual:elicitation/create");
+    assert_eq!(forbidden.len(), 1, "{calls:?}");
+    assert_eq!(forbidden[0]["status"], "blocked", "{forbidden:?}");
+    let shown = ledger_show(&served, question[0]["call_id"].as_str().unwrap());
+    assert!(
+        shown.contains("Deploy to prod?") && shown.contains("Ada"),
+        "the question and the answer: {shown}"
+    );
+}
+
+/// One hub, three agents: the v2 client pinned to 2026-07-28 (stateless), the v2 client in `auto`
+/// mode, and the v1 client (2025-11-25 sessions). Each lists the tools and calls the built-in shell
+/// tool and an upstream tool, and each is recorded as its own agent.
+#[test]
+fn clients_of_both_revisions_share_one_hub_each_recorded_as_itself() {
+    node_modules();
+    let policy = r#"{
+  "grants": [ { "name": "agents", "allow": ["shell", "mcp:only26:echo"] } ],
+  "commands": { "default": "prompt", "rules": [ { "id": "printing", "pattern": ["echo"], "decision": "allow" } ] },
+  "servers": [ { "id": "only26", "command": "node", "args": ["{INTEROP}/v2-server.mjs", "--only-2026"] } ]
+}"#;
+    let served = serve_with(policy, &[]);
+    wait_ready(&served, &["only26"]);
+    let steps = |who: &str| {
+        json!([
+            { "op": "list" },
+            { "op": "call", "name": "shell", "arguments": { "command": format!("echo shell-of-{who}") } },
+            { "op": "call", "name": "only26__echo", "arguments": { "text": format!("upstream-of-{who}") } },
+        ])
+    };
+    let mut versions = Vec::new();
+    for (who, mode) in [("v2-pinned", "2026-07-28"), ("v2-auto", "auto")] {
+        let (report, code) = served.client_v2(json!({
+            "url": served.mcp_url, "token": served.token, "clientName": who, "mode": mode, "steps": steps(who)
+        }));
+        assert_eq!(code, 0, "{who}: {report}");
+        let text = report["results"].to_string();
+        assert!(text.contains("\"shell\"") && text.contains("only26__echo"), "{who} lists both: {text}");
+        assert!(text.contains(&format!("shell-of-{who}")), "{who}: {text}");
+        assert!(text.contains(&format!("v2 echo: upstream-of-{who}")), "{who}: {text}");
+        versions.push(report["protocolVersion"].as_str().unwrap_or_default().to_owned());
+    }
+    assert_eq!(versions, ["2026-07-28", "2026-07-28"], "auto mode settles on 2026-07-28 with this hub");
+    let (report, code) = served.client(json!({
+        "url": served.mcp_url, "token": served.token, "clientName": "v1-session", "steps": steps("v1-session")
+    }));
+    assert_eq!(code, 0, "{report}");
+    assert!(report["results"].to_string().contains("v2 echo: upstream-of-v1-session"), "{report}");
+
+    let calls = ledger_calls_when(&served, 6);
+    for who in ["v2-pinned", "v2-auto", "v1-session"] {
+        let theirs: Vec<&Value> =
+            calls.iter().filter(|c| c.to_string().contains(&format!("-of-{who}"))).collect();
+        assert_eq!(theirs.len(), 2, "{who}: {calls:?}");
+        assert_eq!(
+            theirs[0]["session_id"], theirs[1]["session_id"],
+            "{who}'s calls share its session: {theirs:?}"
+        );
+        assert!(
+            theirs[0]["owner"].as_str().unwrap_or_default().contains(who),
+            "recorded as {who}: {theirs:?}"
+        );
+    }
+    let sessions: std::collections::BTreeSet<String> =
+        calls.iter().map(|c| c["session_id"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(sessions.len(), 3, "a session each: {sessions:?}");
+}

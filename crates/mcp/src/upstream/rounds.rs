@@ -1,0 +1,110 @@
+//! Multi Round-Trip Requests (SEP-2322, MCP 2026-07-28) of an upstream server, bridged to the agent
+//! whose call asked: a `tools/call` answered with an `InputRequiredResult` has each of its input
+//! requests (elicitation, sampling, roots) relayed to that agent as a judged call of
+//! `mcp:<server>:elicitation/create` (or sampling, or roots) — exactly the path a 2025 server's own
+//! server-to-client request takes — and the call is retried with the answers and the server's
+//! `requestState`, passed back untouched, until the server gives a result or the rounds run out.
+
+use crate::client_side::{CallOrigin, ClientRelay, ELICITATION, ROOTS, SAMPLING};
+use portcullis_harness::ToolError;
+use rmcp::model::{InputRequest, InputRequiredResult, InputResponses};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The most input rounds one call drives before it gives up (a server that keeps asking).
+pub(super) const MAX_ROUNDS: usize = 8;
+
+/// The method an input request relays, and its parameters as the agent's revision sends them; a kind
+/// of request this build does not know is refused by name.
+fn method_and_params(request: &InputRequest) -> Result<(&'static str, Value), String> {
+    let params = |p: Result<Value, serde_json::Error>| p.map_err(|e| e.to_string());
+    Ok(match request {
+        InputRequest::Elicitation(r) => (ELICITATION, params(serde_json::to_value(&r.params))?),
+        InputRequest::CreateMessage(r) => (SAMPLING, params(serde_json::to_value(&r.params))?),
+        InputRequest::ListRoots(_) => (ROOTS, json!({})),
+        other => {
+            let method =
+                serde_json::to_value(other).ok().and_then(|v| v["method"].as_str().map(str::to_owned));
+            return Err(format!("an input request of a kind Portcullis does not relay ({method:?})"));
+        }
+    })
+}
+
+/// Answers every input request of `asked` through the agent of the call (`origin`), each judged by
+/// the policy as a call of its own: the responses for the retry, keyed as the server keyed them.
+/// A request the policy forbids, the operator denies or the agent fails ends the call with that error
+/// (the server's state is not retried with a made-up answer).
+pub(super) async fn answer(
+    server: &str,
+    relay: Option<&Arc<dyn ClientRelay>>,
+    origin: Option<&CallOrigin>,
+    asked: &InputRequiredResult,
+) -> Result<InputResponses, ToolError> {
+    let mut responses = InputResponses::new();
+    let Some(requests) = asked.input_requests.as_ref().filter(|r| !r.is_empty()) else {
+        return Ok(responses);
+    };
+    let (Some(relay), Some(origin)) = (relay, origin) else {
+        return Err(ToolError::new(
+            super::codes::ERROR,
+            format!(
+                "{server} asked for input (a multi round-trip request), which Portcullis relays only during a call it can tell"
+            ),
+        ));
+    };
+    for (key, request) in requests {
+        let (method, params) = method_and_params(request).map_err(|e| {
+            ToolError::new(
+                super::codes::ERROR,
+                format!("{server} asked for input that does not fit MCP: {e}"),
+            )
+        })?;
+        let answer = relay.relay(server, origin.clone(), method, params).await.map_err(|e| {
+            ToolError::new(
+                super::codes::ERROR,
+                format!(
+                    "{server} asked for input ({method}), which was not answered: {}",
+                    super::cut(&e.message, 4096)
+                ),
+            )
+        })?;
+        responses.insert(key.clone(), answer);
+    }
+    Ok(responses)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn each_kind_of_input_request_relays_its_method_with_its_params() {
+        let elicit: InputRequest = serde_json::from_value(json!({
+            "method": "elicitation/create",
+            "params": { "mode": "form", "message": "Deploy?", "requestedSchema": { "type": "object", "properties": {} } }
+        }))
+        .unwrap();
+        let (method, params) = method_and_params(&elicit).unwrap();
+        assert_eq!(method, ELICITATION);
+        assert_eq!(params["message"], "Deploy?");
+        let roots: InputRequest = serde_json::from_value(json!({ "method": "roots/list" })).unwrap();
+        assert_eq!(method_and_params(&roots).unwrap().0, ROOTS);
+    }
+
+    #[tokio::test]
+    async fn input_asked_outside_a_call_that_can_be_told_is_an_error_not_an_answer() {
+        let asked: InputRequiredResult = serde_json::from_value(json!({
+            "resultType": "input_required",
+            "inputRequests": { "confirm": { "method": "roots/list" } },
+            "requestState": "s1"
+        }))
+        .unwrap();
+        let e = answer("fixture", None, None, &asked).await.unwrap_err();
+        assert!(e.message.contains("multi round-trip"), "{e:?}");
+        // No requests (state only): nothing to relay, nothing refused.
+        let state_only: InputRequiredResult =
+            serde_json::from_value(json!({ "resultType": "input_required", "requestState": "s2" })).unwrap();
+        assert!(answer("fixture", None, None, &state_only).await.unwrap().is_empty());
+    }
+}
