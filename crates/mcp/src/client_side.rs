@@ -52,6 +52,12 @@ impl CallOrigin {
 pub struct AgentRoute {
     pub peer: Peer<RoleServer>,
     pub request_id: RequestId,
+    /// A 2026-07-28 agent (no server-to-client requests): questions go back as its request's answer
+    /// (see [`crate::input_rounds`]) instead of down its connection.
+    pub questions: Option<crate::input_rounds::Questions>,
+    /// What a 2026-07-28 agent declared it can answer, from its request's `_meta` (a session's are in
+    /// its peer's `initialize`).
+    pub capabilities: Option<Value>,
 }
 
 /// The routes of the calls in flight (and of the relayed calls made for them), by session and call id.
@@ -100,6 +106,37 @@ pub trait ClientRelay: Send + Sync + 'static {
     ) -> Result<Value, McpError>;
 }
 
+impl AgentRequestTool {
+    /// Puts the question to a 2026-07-28 agent as its request's answer, and waits for its retry.
+    async fn ask_in_rounds(
+        &self,
+        questions: &crate::input_rounds::Questions,
+        invocation: ToolInvocation,
+    ) -> Result<ToolOutput, ToolError> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let question =
+            crate::input_rounds::Question { method: self.method, params: invocation.arguments, answer };
+        if questions.send(question).is_err() {
+            return Err(ToolError::new("agent_gone", "the agent's call this request belongs to has ended"));
+        }
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(self.timeout, answered) => answered,
+            () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the call was cancelled")),
+        };
+        match answered {
+            Err(_) => Err(ToolError::new(
+                "agent_timeout",
+                format!("the agent did not answer {} within {} s", self.method, self.timeout.as_secs()),
+            )),
+            Ok(Err(_)) => {
+                Err(ToolError::new("agent_gone", "the agent's call this request belongs to has ended"))
+            }
+            Ok(Ok(Err(why))) => Err(ToolError::new("agent_error", format!("{}: {why}", self.method))),
+            Ok(Ok(Ok(value))) => Ok(ToolOutput::structured(value)),
+        }
+    }
+}
+
 /// The registry tool of one relayed method of one server.
 pub struct AgentRequestTool {
     spec: ToolSpec,
@@ -140,11 +177,14 @@ impl Tool for AgentRequestTool {
             ToolError::new("agent_gone", "the agent's call this request belongs to has ended")
         })?;
         let capability = RELAYED.iter().find(|(m, _)| *m == self.method).map_or("", |(_, c)| *c);
-        let declared = route
-            .peer
-            .peer_info()
-            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
-            .is_some_and(|caps| caps.get(capability).is_some());
+        let declared = match &route.capabilities {
+            Some(capabilities) => capabilities.get(capability).is_some(),
+            None => route
+                .peer
+                .peer_info()
+                .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+                .is_some_and(|caps| caps.get(capability).is_some()),
+        };
         if !declared {
             return Err(ToolError::new(
                 "agent_cannot_answer",
@@ -160,6 +200,9 @@ impl Tool for AgentRequestTool {
         let mut request: ServerRequest = serde_json::from_value(request).map_err(|e| {
             ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
         })?;
+        if let Some(questions) = &route.questions {
+            return self.ask_in_rounds(questions, invocation).await;
+        }
         // Tied to the agent's request, so it rides that request's stream (Streamable HTTP).
         request.extensions_mut().insert(OriginatingRequestId(route.request_id.clone()));
         let sent = route.peer.send_request(request);

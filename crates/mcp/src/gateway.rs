@@ -358,7 +358,21 @@ impl GatewayHandler {
     ) -> Option<crate::client_side::RouteGuard> {
         let routes = self.connection.backend.agent_routes()?;
         let origin = CallOrigin { session_id: session.to_owned(), call_id: call_id.to_owned() };
-        Some(routes.enter(origin, AgentRoute { peer: context.peer.clone(), request_id: context.id.clone() }))
+        let route = AgentRoute {
+            peer: context.peer.clone(),
+            request_id: context.id.clone(),
+            questions: None,
+            capabilities: None,
+        };
+        Some(routes.enter(origin, route))
+    }
+
+    /// A call's result as the agent reads it (a search's tool names as the agent names them).
+    fn finished(&self, tool: &str, mut result: ToolCallResult, names: &WireNames) -> CallToolResponse {
+        if tool == portcullis_harness::disclosure::SEARCH_TOOLS_NAME {
+            wire_names_in_search(&mut result, names);
+        }
+        call_result(&result).into()
     }
 
     /// The next call id in this connection's ledger session (call [`Self::session_id`] first).
@@ -530,9 +544,16 @@ impl ServerHandler for GatewayHandler {
                 None,
             ));
         }
-        let call_id = self.next_call_id();
         let arguments =
             request.arguments.map(Value::Object).unwrap_or_else(|| Value::Object(Default::default()));
+        // A 2026-07-28 client's retry, answering the question its call asked (SEP-2322).
+        let stateless = self.connection.shared.get().cloned();
+        if let (Some(client), Some(token)) = (&stateless, request.request_state.as_deref()) {
+            let responses = request.input_responses.as_ref();
+            let round = self.resume_in_rounds(client, token, &tool, &arguments, responses, &context).await?;
+            return Ok(crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names)));
+        }
+        let call_id = self.next_call_id();
         let (forwarder, waiting) = match (context.meta.get_progress_token(), self.connection.backend.events())
         {
             (Some(token), Some(events)) => {
@@ -552,6 +573,17 @@ impl ServerHandler for GatewayHandler {
             }
             _ => (None, None),
         };
+        if let Some(client) = &stateless {
+            let call =
+                crate::call_rounds::NewCall { session, call_id, tool: tool.clone(), arguments, mcp, waiting };
+            let round = self.call_in_rounds(client, call, &context).await?;
+            if let Some(mut forwarder) = forwarder
+                && tokio::time::timeout(crate::progress::PROGRESS_DRAIN, &mut forwarder).await.is_err()
+            {
+                forwarder.abort();
+            }
+            return Ok(crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names)));
+        }
         let _route = self.route(&session, &call_id, &context);
         // Cancellation goes through the pipeline (the call ends with a record), never by dropping it: a
         // caller whose connection closed cancels the call as a cancel request would.
@@ -585,11 +617,7 @@ impl ServerHandler for GatewayHandler {
         {
             forwarder.abort();
         }
-        let mut result = result;
-        if tool == portcullis_harness::disclosure::SEARCH_TOOLS_NAME {
-            wire_names_in_search(&mut result, &names);
-        }
-        Ok(call_result(&result).into())
+        Ok(self.finished(&tool, result, &names))
     }
 
     async fn list_resources(

@@ -3,6 +3,7 @@
 //! upstream MCP servers' tools into the registry.
 
 pub mod agent_names;
+mod call_rounds;
 pub mod caller;
 pub mod client_side;
 pub mod convert;
@@ -14,6 +15,7 @@ pub mod fuzzing;
 pub mod gateway;
 pub mod http;
 pub mod idempotency;
+pub mod input_rounds;
 pub mod jsonrpc;
 mod listen;
 mod methods;

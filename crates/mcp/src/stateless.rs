@@ -50,6 +50,8 @@ pub(crate) struct StatelessSession {
     calls: AtomicU64,
     /// Milliseconds since the registry's start at the key's last request.
     last_seen: AtomicU64,
+    /// This client's calls parked on a question (Multi Round-Trip Requests toward the agent).
+    pub(crate) parked: crate::input_rounds::ParkedCalls,
 }
 
 impl StatelessSession {
@@ -157,6 +159,7 @@ impl StatelessSessions {
                     id: OnceCell::new(),
                     calls: AtomicU64::new(0),
                     last_seen: AtomicU64::new(0),
+                    parked: Default::default(),
                 })
             };
             clients.entry(key.clone()).or_insert_with(fresh).clone()

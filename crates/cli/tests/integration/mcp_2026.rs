@@ -137,3 +137,119 @@ fn clients_of_both_revisions_share_one_hub_each_recorded_as_itself() {
         calls.iter().map(|c| c["session_id"].as_str().unwrap_or_default().to_owned()).collect();
     assert_eq!(sessions.len(), 3, "a session each: {sessions:?}");
 }
+
+/// A 2026-07-28 agent has no server-to-client requests: the upstream's question reaches it as the
+/// answer to its `tools/call` (an `InputRequiredResult` with the hub's own `requestState`), its SDK
+/// answers and retries, and the same call goes on; the question is judged and recorded as for a 2025
+/// agent. A 2025 agent on the same hub gets the question as a server-to-client request.
+#[test]
+fn a_2026_agent_answers_an_upstream_question_in_rounds() {
+    node_modules();
+    let policy = r#"{
+  "grants": [ { "name": "agents", "allow": ["mcp:only26:deploy", "mcp:only26:elicitation/create"] } ],
+  "servers": [ { "id": "only26", "command": "node", "args": ["{INTEROP}/v2-server.mjs", "--only-2026"] } ]
+}"#;
+    let served = serve_with(policy, &[]);
+    wait_ready(&served, &["only26"]);
+    let (report, code) = served.client_v2(json!({
+        "url": served.mcp_url, "token": served.token, "clientName": "v2-rounds", "mode": "2026-07-28",
+        "answers": { "elicitation": { "who": "Grace" } },
+        "steps": [ { "op": "call", "name": "only26__deploy", "arguments": { "env": "prod" } } ]
+    }));
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
+    let text = report["results"].to_string();
+    assert!(text.contains("deployed to prod (confirmed by Grace)"), "{text}");
+    let asked = report["asked"].to_string();
+    assert!(asked.contains("Deploy to prod?"), "the agent was asked the server's question: {asked}");
+
+    let (report, code) = served.client(json!({
+        "url": served.mcp_url, "token": served.token, "clientName": "v1-rounds",
+        "answers": { "elicitation": { "who": "Linus" } },
+        "steps": [ { "op": "call", "name": "only26__deploy", "arguments": { "env": "dev" } } ]
+    }));
+    assert_eq!(code, 0, "{report}");
+    assert!(report["results"].to_string().contains("deployed to dev (confirmed by Linus)"), "{report}");
+
+    let calls = ledger_calls_when(&served, 4);
+    let find = |tool: &str| calls.iter().filter(|c| c["tool"] == tool).cloned().collect::<Vec<Value>>();
+    let deploys = find("mcp:only26:deploy");
+    let questions = find("mcp:only26:elicitation/create");
+    assert_eq!((deploys.len(), questions.len()), (2, 2), "one call each, not one per round: {calls:?}");
+    for question in &questions {
+        assert_eq!(question["status"], "finished", "{question}");
+        let parent = deploys.iter().find(|d| d["session_id"] == question["session_id"]).unwrap();
+        assert!(question["call_id"].as_str().unwrap().starts_with(parent["call_id"].as_str().unwrap()));
+    }
+    let shown: String =
+        questions.iter().map(|q| ledger_show(&served, q["call_id"].as_str().unwrap())).collect();
+    assert!(shown.contains("Grace") && shown.contains("Linus"), "both answers are recorded: {shown}");
+}
+
+/// POSTs one 2026-07-28 request (`method`, about `name`) to the hub's `/mcp` with the agents' token,
+/// as client `client` declaring elicitation; the JSON-RPC message it answered.
+fn post_2026(served: &crate::common::Served, id: u64, method: &str, name: &str, mut params: Value) -> Value {
+    use std::io::{Read, Write};
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+        "io.modelcontextprotocol/clientInfo": { "name": "raw-agent", "version": "1.0" },
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+    let rest = served.mcp_url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Authorization: Bearer {}\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nMcp-Name: {name}\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        served.token,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    raw.match_indices("{\"jsonrpc\"")
+        .filter_map(|(at, _)| serde_json::from_str::<Value>(raw[at..].split(['\r', '\n']).next()?).ok())
+        .last()
+        .unwrap_or_else(|| panic!("no JSON-RPC answer: {raw}"))
+}
+
+/// The hub's `requestState` is bound to its call: an altered one, one replayed for another call, and
+/// one used already are refused; the call waits on for its own retry, which resumes it.
+#[test]
+fn a_request_state_altered_replayed_or_moved_to_another_call_is_refused() {
+    node_modules();
+    let policy = r#"{
+  "grants": [ { "name": "agents", "allow": ["mcp:only26:deploy", "mcp:only26:elicitation/create"] } ],
+  "servers": [ { "id": "only26", "command": "node", "args": ["{INTEROP}/v2-server.mjs", "--only-2026"] } ]
+}"#;
+    let served = serve_with(policy, &[]);
+    wait_ready(&served, &["only26"]);
+    let call = |id: u64, env: &str, extra: Value| {
+        let mut params = json!({ "name": "only26__deploy", "arguments": { "env": env } });
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        post_2026(&served, id, "tools/call", "only26__deploy", params)
+    };
+    let asked = call(1, "prod", json!({}));
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let token = asked["result"]["requestState"].as_str().unwrap().to_owned();
+    let (key, question) = asked["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert!(question.to_string().contains("Deploy to prod?"), "{question}");
+    let answer = json!({ key.clone(): { "action": "accept", "content": { "who": "Eve" } } });
+
+    let altered = call(2, "prod", json!({ "requestState": format!("{token}0"), "inputResponses": answer }));
+    assert_eq!(altered["error"]["code"], -32602, "{altered}");
+    let moved = call(3, "dev", json!({ "requestState": token, "inputResponses": answer }));
+    assert_eq!(moved["error"]["code"], -32602, "{moved}");
+    assert!(moved["error"]["message"].as_str().unwrap().contains("another call"), "{moved}");
+    let resumed = call(4, "prod", json!({ "requestState": token, "inputResponses": answer }));
+    assert!(resumed.to_string().contains("deployed to prod (confirmed by Eve)"), "{resumed}");
+    let replayed = call(5, "prod", json!({ "requestState": token, "inputResponses": answer }));
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+
+    let calls = ledger_calls_when(&served, 2);
+    assert_eq!(calls.iter().filter(|c| c["tool"] == "mcp:only26:deploy").count(), 1, "{calls:?}");
+}
