@@ -165,7 +165,11 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .layer(from_fn_with_state(mcp.bound, portcullis_mcp::sessions::bound_sessions))
         .layer(from_fn(portcullis_mcp::idempotency::advertise_idempotency))
         .layer(from_fn(watch_caller))
-        .layer(from_fn(screen_jsonrpc));
+        .layer(from_fn(screen_jsonrpc))
+        .layer(from_fn_with_state(
+            Some(refusals.clone() as Arc<dyn portcullis_mcp::http::RefusalLog>),
+            portcullis_mcp::protocol_refusals::record_protocol_refusals,
+        ));
     let for_agents = Router::new()
         .merge(mcp)
         .route(

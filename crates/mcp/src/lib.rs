@@ -21,6 +21,7 @@ mod listen;
 mod methods;
 pub mod offered;
 mod progress;
+pub mod protocol_refusals;
 pub mod relay;
 pub mod route_headers;
 pub mod sessions;

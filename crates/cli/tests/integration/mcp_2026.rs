@@ -23,6 +23,8 @@ fn a_2026_only_server_works_and_its_input_rounds_reach_the_agent_judged() {
 }"#;
     let served = serve_with(policy, &[]);
     wait_ready(&served, &["only26", "dual"]);
+    wait_listed(&served, "only26__era");
+    wait_listed(&served, "dual__deploy");
     let (report, code) = served.client(json!({
         "url": served.mcp_url, "token": served.token,
         "answers": { "elicitation": { "who": "Ada" } },
@@ -93,6 +95,7 @@ fn clients_of_both_revisions_share_one_hub_each_recorded_as_itself() {
 }"#;
     let served = serve_with(policy, &[]);
     wait_ready(&served, &["only26"]);
+    wait_listed(&served, "only26__echo");
     let steps = |who: &str| {
         json!([
             { "op": "list" },
@@ -151,6 +154,7 @@ fn a_2026_agent_answers_an_upstream_question_in_rounds() {
 }"#;
     let served = serve_with(policy, &[]);
     wait_ready(&served, &["only26"]);
+    wait_listed(&served, "only26__deploy");
     let (report, code) = served.client_v2(json!({
         "url": served.mcp_url, "token": served.token, "clientName": "v2-rounds", "mode": "2026-07-28",
         "answers": { "elicitation": { "who": "Grace" } },
@@ -186,33 +190,69 @@ fn a_2026_agent_answers_an_upstream_question_in_rounds() {
     assert!(shown.contains("Grace") && shown.contains("Linus"), "both answers are recorded: {shown}");
 }
 
-/// POSTs one 2026-07-28 request (`method`, about `name`) to the hub's `/mcp` with the agents' token,
-/// as client `client` declaring elicitation; the JSON-RPC message it answered.
-fn post_2026(served: &crate::common::Served, id: u64, method: &str, name: &str, mut params: Value) -> Value {
+/// POSTs `body` to the hub's `/mcp` with the agents' token and `headers`: the HTTP status and the
+/// JSON-RPC message it answered (null when none).
+fn post_raw(served: &crate::common::Served, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
     use std::io::{Read, Write};
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
-        "io.modelcontextprotocol/clientInfo": { "name": "raw-agent", "version": "1.0" },
-    });
-    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+    let body = body.to_string();
     let rest = served.mcp_url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_at(rest.find('/').unwrap());
     let mut stream = std::net::TcpStream::connect(host).unwrap();
-    let request = format!(
+    let mut request = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Authorization: Bearer {}\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nMcp-Name: {name}\r\n\
-         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+         Authorization: Bearer {}\r\nConnection: close\r\nContent-Length: {}\r\n",
         served.token,
         body.len()
     );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
     stream.write_all(request.as_bytes()).unwrap();
     let mut raw = String::new();
     stream.read_to_string(&mut raw).unwrap();
-    raw.match_indices("{\"jsonrpc\"")
+    let status = raw.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let message = raw
+        .match_indices("{\"jsonrpc\"")
         .filter_map(|(at, _)| serde_json::from_str::<Value>(raw[at..].split(['\r', '\n']).next()?).ok())
         .last()
-        .unwrap_or_else(|| panic!("no JSON-RPC answer: {raw}"))
+        .unwrap_or(Value::Null);
+    (status, message)
+}
+
+/// Waits until agents are offered `tool`: a server's health says ready a moment before the hub's
+/// registry holds its tools (agents hear `list_changed` then).
+fn wait_listed(served: &crate::common::Served, tool: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+        let (_, listed) = post_raw(served, &headers, &with_meta(0, "tools/list", json!({}), "2026-07-28"));
+        if listed["result"]["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == tool)) {
+            return;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{tool} never listed: {listed}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A request of `version`'s per-request shape: `params` with its `_meta`.
+fn with_meta(id: u64, method: &str, mut params: Value, version: &str) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+        "io.modelcontextprotocol/clientInfo": { "name": "raw-agent", "version": "1.0" },
+    });
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// POSTs one 2026-07-28 request (`method`, about `name`) as client `raw-agent` declaring elicitation;
+/// the JSON-RPC message it answered.
+fn post_2026(served: &crate::common::Served, id: u64, method: &str, name: &str, params: Value) -> Value {
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method), ("Mcp-Name", name)];
+    let (_, message) = post_raw(served, &headers, &with_meta(id, method, params, "2026-07-28"));
+    assert!(!message.is_null(), "no JSON-RPC answer");
+    message
 }
 
 /// The hub's `requestState` is bound to its call: an altered one, one replayed for another call, and
@@ -226,6 +266,7 @@ fn a_request_state_altered_replayed_or_moved_to_another_call_is_refused() {
 }"#;
     let served = serve_with(policy, &[]);
     wait_ready(&served, &["only26"]);
+    wait_listed(&served, "only26__deploy");
     let call = |id: u64, env: &str, extra: Value| {
         let mut params = json!({ "name": "only26__deploy", "arguments": { "env": env } });
         if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
@@ -252,4 +293,75 @@ fn a_request_state_altered_replayed_or_moved_to_another_call_is_refused() {
 
     let calls = ledger_calls_when(&served, 2);
     assert_eq!(calls.iter().filter(|c| c["tool"] == "mcp:only26:deploy").count(), 1, "{calls:?}");
+}
+
+/// Where the policy says an upstream's question is asked of the operator first, a 2026 agent's call
+/// waits for the operator; the question reaches the agent only once they allow it, and the ledger says
+/// the operator decided.
+#[test]
+fn a_question_the_policy_prompts_for_waits_for_the_operator() {
+    node_modules();
+    let policy = r#"{
+  "grants": [ { "name": "agents", "allow": ["mcp:only26:deploy", "mcp:only26:elicitation/create"] } ],
+  "servers": [ { "id": "only26", "command": "node", "args": ["{INTEROP}/v2-server.mjs", "--only-2026"],
+                 "elicitation": "prompt" } ],
+  "approvals": { "timeout_seconds": 30 }
+}"#;
+    let served = serve_with(policy, &[]);
+    wait_ready(&served, &["only26"]);
+    wait_listed(&served, "only26__deploy");
+    let (report, code) = std::thread::scope(|scope| {
+        let agent = scope.spawn(|| {
+            served.client_v2(json!({
+                "url": served.mcp_url, "token": served.token, "clientName": "v2-asks", "mode": "2026-07-28",
+                "answers": { "elicitation": { "who": "Barbara" } },
+                "steps": [ { "op": "call", "name": "only26__deploy", "arguments": { "env": "prod" } } ]
+            }))
+        });
+        let asked = crate::common::answer_first_pending(&served.api, &served.operator_token, "once");
+        assert!(
+            asked.to_string().contains("elicitation/create"),
+            "the operator is asked about the question: {asked}"
+        );
+        agent.join().unwrap()
+    });
+    assert_eq!(code, 0, "{report}");
+    assert!(report["results"].to_string().contains("deployed to prod (confirmed by Barbara)"), "{report}");
+    let calls = ledger_calls_when(&served, 2);
+    let question = calls.iter().find(|c| c["tool"] == "mcp:only26:elicitation/create").unwrap();
+    assert_eq!(question["status"], "finished", "{question}");
+    assert!(question["decided_by"].to_string().contains("operator"), "{question}");
+}
+
+/// A client turned away for its protocol version or for routing headers that contradict its body is a
+/// row in `ledger refusals`, named for why, not only a log line.
+#[test]
+fn clients_refused_for_their_version_or_headers_are_recorded_as_refusals() {
+    let served = serve_with(r#"{ "grants": [ { "name": "agents", "allow": ["shell"] } ] }"#, &[]);
+    let future = [("MCP-Protocol-Version", "2099-01-01"), ("Mcp-Method", "tools/list")];
+    let (status, answer) = post_raw(&served, &future, &with_meta(1, "tools/list", json!({}), "2099-01-01"));
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
+    let contradicting = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/list")];
+    let body = with_meta(2, "tools/call", json!({ "name": "shell", "arguments": {} }), "2026-07-28");
+    let (status, answer) = post_raw(&served, &contradicting, &body);
+    assert_eq!(status, 400, "{answer}");
+    let started = std::time::Instant::now();
+    let rows = loop {
+        let out = crate::common::portcullis(served.dir.path())
+            .args(["ledger", "refusals", "--json", "--db"])
+            .arg(served.db())
+            .output()
+            .unwrap();
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let rows = listed["refusals"].as_array().cloned().unwrap_or_default();
+        if rows.len() >= 2 || started.elapsed() > std::time::Duration::from_secs(15) {
+            break rows;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let codes: Vec<&str> = rows.iter().filter_map(|r| r["code"].as_str()).collect();
+    assert!(codes.contains(&"protocol_version_refused"), "{rows:?}");
+    assert!(codes.contains(&"routing_headers_refused"), "{rows:?}");
+    assert!(rows.iter().all(|r| r["path"] == "/mcp" && r["status"] == 400), "{rows:?}");
 }
