@@ -30,6 +30,10 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClientKey(pub String);
 
+/// The transport a stateless client's ledger session names: Streamable HTTP, 2026-07-28, one ledger
+/// session per [`ClientKey`] rather than per MCP session.
+pub const STATELESS_TRANSPORT: &str = "http 2026-07-28 stateless";
+
 /// The client name a key has when all keys are taken.
 pub const OTHER_CLIENTS: &str = "(other clients)";
 
@@ -173,7 +177,8 @@ impl StatelessSessions {
                     .open_session(ClientIdentity {
                         name,
                         version: version.to_owned(),
-                        transport: "http",
+                        // Shown wherever the session is (the ledger, Live): no MCP session behind it.
+                        transport: STATELESS_TRANSPORT,
                         linked_session: crate::agent_names::linked_session(context),
                         project: crate::agent_names::agent_project(context),
                     })

@@ -136,6 +136,10 @@ fn clients_of_both_revisions_share_one_hub_each_recorded_as_itself() {
             "recorded as {who}: {theirs:?}"
         );
     }
+    let stateless = calls.iter().find(|c| c.to_string().contains("-of-v2-pinned")).unwrap();
+    assert!(stateless["owner"].to_string().contains("stateless"), "a stateless client says so: {stateless}");
+    let session = calls.iter().find(|c| c.to_string().contains("-of-v1-session")).unwrap();
+    assert!(!session["owner"].to_string().contains("stateless"), "{session}");
     let sessions: std::collections::BTreeSet<String> =
         calls.iter().map(|c| c["session_id"].as_str().unwrap_or_default().to_owned()).collect();
     assert_eq!(sessions.len(), 3, "a session each: {sessions:?}");
