@@ -70,7 +70,15 @@ impl GatewayHandler {
             .backend
             .call(&session, &call_id, &tool, arguments, request, context.ct.clone(), None)
             .await;
-        let value = offered::method_result(&result)?;
+        // A missing resource's `data.uri` names it as the agent does.
+        let value = offered::method_result(&result).map_err(|mut e| {
+            if let Some(Value::Object(data)) = e.data.as_mut()
+                && data.contains_key("uri")
+            {
+                data.insert("uri".into(), Value::String(uri.clone()));
+            }
+            e
+        })?;
         let mut read: ReadResourceResult =
             decode(offered::rename_contents(&naming, &server, value), "resource")?;
         read.result_type.get_or_insert(ResultType::COMPLETE);

@@ -165,13 +165,36 @@ pub fn method_result(result: &ToolCallResult) -> Result<Value, McpError> {
                 "call_id": &*result.call_id,
             }})),
         )),
-        CallOutcome::Error { error } => Err(McpError::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!("the upstream request failed ({}): {}", error.code, error.message),
-            Some(json!({ "portcullis": { "error": error.code, "call_id": &*result.call_id } })),
-        )),
+        CallOutcome::Error { error } => {
+            let upstream = error.details.as_ref().and_then(|d| d.get("upstream_error"));
+            let code = upstream
+                .and_then(|u| u.get("code"))
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok())
+                .filter(|c| PASSED_THROUGH.contains(c))
+                .map_or(ErrorCode::INTERNAL_ERROR, ErrorCode);
+            let mut data = json!({ "portcullis": { "error": error.code, "call_id": &*result.call_id } });
+            if let (Some(Value::Object(theirs)), Value::Object(ours)) =
+                (upstream.and_then(|u| u.get("data")), &mut data)
+                && code != ErrorCode::INTERNAL_ERROR
+            {
+                for (key, value) in theirs.iter().filter(|(k, _)| k.as_str() != "portcullis") {
+                    ours.insert(key.clone(), value.clone());
+                }
+            }
+            Err(McpError::new(
+                code,
+                format!("the upstream request failed ({}): {}", error.code, error.message),
+                Some(data),
+            ))
+        }
     }
 }
+
+/// The upstream error codes an agent gets as the server gave them (with the server's `data`): what the
+/// agent did wrong, not what went wrong in between — invalid params (a 2026-07-28 server's missing
+/// resource, with `data.uri`) and a 2025 server's resource not found.
+pub const PASSED_THROUGH: [i32; 2] = [-32602, -32002];
 
 /// A resource read's contents name the URIs agents know.
 pub fn rename_contents(naming: &Naming, server: &str, mut result: Value) -> Value {
@@ -238,5 +261,27 @@ mod tests {
         assert_eq!(n.resolve_uri(&s, "test://x"), Some(("a".into(), "test://x")));
         assert_eq!(n.resolve_prompt(&s, "greet", PromptScope::Visible), Some(("a".into(), "greet".into())));
         assert_eq!(n.prompt_name("a", "greet"), "greet");
+    }
+
+    #[test]
+    fn an_upstream_error_the_agent_caused_keeps_its_code_and_data_and_others_are_internal() {
+        let failed = |code: i64| ToolCallResult {
+            call_id: "c1".into(),
+            tool_name: "mcp:a:resources/read".into(),
+            outcome: CallOutcome::Error {
+                error: portcullis_harness::CallError::new("upstream_error", "a answered with an error: no such")
+                    .with_details(json!({ "upstream_error": { "code": code, "data": { "uri": "test://gone" } } })),
+            },
+            decided_by: portcullis_harness::DecidedBy::Default { detail: None },
+            redacted: false,
+        };
+        let missing = method_result(&failed(-32602)).unwrap_err();
+        assert_eq!(missing.code, ErrorCode(-32602));
+        let data = missing.data.unwrap();
+        assert_eq!(data["uri"], "test://gone");
+        assert_eq!(data["portcullis"]["call_id"], "c1");
+        let broken = method_result(&failed(-32603)).unwrap_err();
+        assert_eq!(broken.code, ErrorCode::INTERNAL_ERROR);
+        assert!(broken.data.unwrap().get("uri").is_none(), "nothing of an internal error's data is passed on");
     }
 }

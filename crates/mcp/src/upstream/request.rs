@@ -144,10 +144,14 @@ pub(super) async fn send(
             ));
         }
         Ok(Err(ServiceError::McpError(e))) => {
+            // The server's own code and data go along: the gateway passes some on to the agent (a
+            // missing resource's -32602 with its `uri`), as the agent's revision expects.
+            let upstream = serde_json::json!({ "upstream_error": { "code": e.code.0, "data": e.data } });
             return Err(ToolError::new(
                 codes::ERROR,
                 format!("{server} answered with an error: {}", cut(&e.message, 4096)),
-            ));
+            )
+            .with_details(upstream));
         }
         // The connection closed under the call (the server died, or an operator restarted it); the
         // transport may be seen closed a moment after the call's answer is dropped.
