@@ -387,8 +387,9 @@ function logMessages(body) {
   if (!LOG_PATH || body === undefined) return;
   for (const m of Array.isArray(body) ? body : [body]) {
     const p = m?.params ?? {};
-    appendFileSync(LOG_PATH, JSON.stringify({ ts: new Date().toISOString(), id: m?.id ?? null, method: m?.method ?? null,
-      name: p.name ?? null, uri: p.uri ?? null }) + '\n');
+    const line = JSON.stringify({ ts: new Date().toISOString(), id: m?.id ?? null, method: m?.method ?? null,
+      name: p.name ?? null, uri: p.uri ?? null });
+    try { appendFileSync(LOG_PATH, line + '\n'); } catch { /* the log's folder is gone: the test is over */ }
   }
 }
 
