@@ -2,11 +2,11 @@
 //! 0.2.0-alpha.12 on a node 22 from the npm registry) against `portcullis serve`, at both requirement
 //! revisions (2025-11-25 and 2026-07-28, each run at its own wire):
 //! - in front of the v2 SDK fixture (`upstream-v2.mjs`, single-upstream mode, the server's own names):
-//!   every required scenario passes against the fixture directly; every scenario that passes directly
-//!   passes through Portcullis, except the ones named in [`KNOWN_FAILING_THROUGH`] (which must still
-//!   fail, so the table shrinks as the gateway catches up); no pass is hollow (all checks skipped, or
-//!   only error answers where the fixture answered); and the relayed reads, prompts, sampling and
-//!   elicitation are in the ledger as calls with who decided;
+//!   every scenario passes against the fixture directly (but the not-scored ones in [`FIXTURE_GAPS`]);
+//!   every scenario that passes directly passes through Portcullis, except the ones named in
+//!   [`KNOWN_FAILING_THROUGH`] (which must still fail, so the table shrinks as the gateway catches up);
+//!   no pass is hollow (all checks skipped, or only error answers where the fixture answered); and the
+//!   relayed reads, prompts, sampling and elicitation are in the ledger as calls with who decided;
 //! - the plain gateway (no upstream): its protocol scenarios pass.
 //!
 //! The suite's CLI sends no headers, so `auth-proxy.mjs` adds the agents' bearer token and passes
@@ -79,6 +79,14 @@ const MRTR_AGENT_SIDE: &str = "the gateway does not yet return an upstream's Inp
 const LOG_LEVEL: &str = "the gateway speaks 2026-07-28 to the fixture and sends no \
     io.modelcontextprotocol/logLevel, so the upstream's log messages (2025: sent without logging/setLevel) \
     never come; a 2025 agent's logging level is not carried to a 2026 upstream";
+
+/// Not-scored scenarios the fixture itself does not pass (directly), by name prefix, with why. Every
+/// other scenario of both sets passes against it directly.
+const FIXTURE_GAPS: [(&str, &str); 1] = [(
+    "tasks-",
+    "2026-07-28, not scored (extension): the fixture does not implement the io.modelcontextprotocol/tasks \
+     extension (SEP-2663), nor does the suite's reference fixture yet",
+)];
 
 /// Scenarios whose right answer is an error, so passing on error answers alone is not hollow.
 const ERROR_IS_THE_ANSWER: [(&str, &str); 2] = [
@@ -166,7 +174,6 @@ struct Outcome {
 
 /// The suite at `revision` (`scenarios`: none = the revision's whole set) against `url`.
 fn run_suite(url: &str, out: &Path, revision: &str, scenarios: &[&str]) -> BTreeMap<String, Outcome> {
-    let started = Instant::now();
     let status = Command::new("bash")
         .arg(conformance_dir().join("run.sh"))
         .arg(url)
@@ -177,7 +184,6 @@ fn run_suite(url: &str, out: &Path, revision: &str, scenarios: &[&str]) -> BTree
         .status()
         .unwrap();
     assert!(status.success(), "the conformance suite could not run against {url}");
-    eprintln!("conformance at {revision} against {url}: {:.1} s", started.elapsed().as_secs_f64());
     let details: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("details.json")).unwrap()).unwrap();
     let details = details["details"].as_object().unwrap();
@@ -235,8 +241,9 @@ fn directly_and_through(revision: &str) -> (Served, Killed, Killed, tempfile::Te
     let direct = run_suite(&upstream_url, &work.join("direct"), revision, &[]);
     let mut problems = Vec::new();
     for (scenario, d) in &direct {
-        if d.required && d.status != "pass" {
-            problems.push(format!("{scenario}: required, {} against the fixture directly", d.status));
+        let gap = FIXTURE_GAPS.iter().any(|(prefix, _)| scenario.starts_with(prefix));
+        if d.status != "pass" && (d.required || !gap) {
+            problems.push(format!("{scenario}: {} against the fixture directly", d.status));
         }
         let error_only = d.status == "pass" && d.ok_answers == 0 && d.error_answers > 0;
         if error_only && !ERROR_IS_THE_ANSWER.iter().any(|(s, _)| s == scenario) {
