@@ -1,8 +1,12 @@
-//! The official MCP conformance suite (`tests/conformance`: `@modelcontextprotocol/conformance` 0.1.16 on
-//! a node 22 from the npm registry) against `portcullis serve`:
-//! - in front of the conformance upstream (single-upstream mode, the server's own names): every scenario
-//!   that passes against the upstream directly passes through Portcullis, and the relayed reads,
-//!   prompts, sampling and elicitation are in the ledger as calls with who decided;
+//! The official MCP conformance suite (`tests/conformance`: `@modelcontextprotocol/conformance`
+//! 0.2.0-alpha.12 on a node 22 from the npm registry) against `portcullis serve`, at both requirement
+//! revisions (2025-11-25 and 2026-07-28, each run at its own wire):
+//! - in front of the v2 SDK fixture (`upstream-v2.mjs`, single-upstream mode, the server's own names):
+//!   every scenario passes against the fixture directly (but the not-scored ones in [`FIXTURE_GAPS`]);
+//!   every scenario that passes directly passes through Portcullis, except the ones named in
+//!   [`KNOWN_FAILING_THROUGH`] (which must still fail, so the table shrinks as the gateway catches up);
+//!   no pass is hollow (all checks skipped, or only error answers where the fixture answered); and the
+//!   relayed reads, prompts, sampling and elicitation are in the ledger as calls with who decided;
 //! - the plain gateway (no upstream): its protocol scenarios pass.
 //!
 //! The suite's CLI sends no headers, so `auth-proxy.mjs` adds the agents' bearer token and passes
@@ -10,35 +14,121 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{Killed, Served, ledger_calls_when, serve_with_args, wait_ready};
+use crate::common::{Killed, Served, ledger_calls, serve_with_args, wait_ready};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Scenarios allowed to do worse through Portcullis than directly, with why (docs/architecture.md lists
-/// them too). None today.
-const EXCEPTIONS: [(&str, &str); 0] = [];
+const R2025: &str = "2025-11-25";
+const R2026: &str = "2026-07-28";
 
-/// What the plain gateway must pass: the protocol, not the conformance server's own tools.
-const PROTOCOL_SCENARIOS: [&str; 9] = [
-    "server-initialize",
-    "ping",
-    "tools-list",
-    "tools-call-error",
-    "logging-set-level",
-    "resources-list",
-    "prompts-list",
-    "server-sse-multiple-streams",
-    "dns-rebinding-protection",
+/// Scenarios allowed to do worse through Portcullis than directly without being tracked as known
+/// failures, with why (docs/architecture.md lists them too): (revision, scenario, why). None today.
+const EXCEPTIONS: [(&str, &str, &str); 0] = [];
+
+/// Scenarios that pass against the fixture directly but fail (or pass hollowly) through the gateway
+/// today: (revision, scenario, why). Each must still do worse through the gateway: when one catches up,
+/// remove it here (the test says so).
+const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 18] = [
+    (R2025, "tools-call-with-logging", LOG_LEVEL),
+    (
+        R2025,
+        "server-sse-polling",
+        "not scored (pending): the gateway answers the tools/call POST with one JSON body, not an SSE \
+         stream, so the suite's priming-event and resume checks are all not applicable (hollow)",
+    ),
+    (
+        R2026,
+        "server-stateless",
+        "the gateway does not answer -32021 (HTTP 400) when the upstream needs a client capability the \
+         agent did not declare (test_missing_capability asks for sampling), and does not carry an \
+         upstream's tools/prompts list_changed to the agent's subscriptions/listen stream (SHOULD)",
+    ),
+    (
+        R2026,
+        "sep-2164-resource-not-found",
+        "the upstream's -32602 with data.uri for an unknown resource reaches the agent as -32603 without \
+         data (warnings: SHOULD)",
+    ),
+    (
+        R2026,
+        "http-custom-header-server-validation",
+        "not scored (pending): the gateway does not check Mcp-Param-* headers against the tool's \
+         x-mcp-header declarations (SEP-2243); it is the server the agent talks to",
+    ),
+    (R2026, "input-required-result-basic-elicitation", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-basic-sampling", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-basic-list-roots", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-request-state", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-multiple-input-requests", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-multi-round", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-missing-input-response", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-non-tool-request", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-result-type", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-tampered-state", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-capability-check", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-ignore-extra-params", MRTR_AGENT_SIDE),
+    (R2026, "input-required-result-validate-input", MRTR_AGENT_SIDE),
+];
+const MRTR_AGENT_SIDE: &str = "the gateway does not yet return an upstream's InputRequiredResult to a \
+    2026-07-28 agent (nor take its inputResponses/requestState back): agent-side Multi Round-Trip Request \
+    bridging is in progress (ignore-extra-params passes only on the gateway's error answer: hollow)";
+const LOG_LEVEL: &str = "the gateway speaks 2026-07-28 to the fixture and sends no \
+    io.modelcontextprotocol/logLevel, so the upstream's log messages (2025: sent without logging/setLevel) \
+    never come; a 2025 agent's logging level is not carried to a 2026 upstream";
+
+/// Not-scored scenarios the fixture itself does not pass (directly), by name prefix, with why. Every
+/// other scenario of both sets passes against it directly.
+const FIXTURE_GAPS: [(&str, &str); 1] = [(
+    "tasks-",
+    "2026-07-28, not scored (extension): the fixture does not implement the io.modelcontextprotocol/tasks \
+     extension (SEP-2663), nor does the suite's reference fixture yet",
+)];
+
+/// Scenarios whose right answer is an error, so passing on error answers alone is not hollow.
+const ERROR_IS_THE_ANSWER: [(&str, &str); 2] = [
+    ("tools-call-error", "the tool under test is meant to fail (isError: true)"),
+    ("dns-rebinding-protection", "a request with a foreign Host/Origin must be refused"),
+];
+
+/// What the plain gateway must pass at each revision: the protocol, not the fixture's own tools.
+/// (`tools-call-error` is left out: without an upstream, the gateway's own unknown-tool refusal is an
+/// isError result and would pass it hollowly.)
+const PROTOCOL_SCENARIOS: [(&str, &[&str]); 2] = [
+    (
+        R2025,
+        &[
+            "server-initialize",
+            "ping",
+            "tools-list",
+            "logging-set-level",
+            "resources-list",
+            "prompts-list",
+            "server-sse-multiple-streams",
+            "dns-rebinding-protection",
+        ],
+    ),
+    (
+        R2026,
+        &[
+            "tools-list",
+            "resources-list",
+            "prompts-list",
+            "server-sse-multiple-streams",
+            "dns-rebinding-protection",
+        ],
+    ),
 ];
 
 fn conformance_dir() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance");
     assert!(
         dir.join("node_modules/.bin/node").exists()
-            && dir.join("node_modules/@modelcontextprotocol/conformance").is_dir(),
+            && dir.join("node_modules/@modelcontextprotocol/conformance").is_dir()
+            && dir.join("node_modules/@modelcontextprotocol/server").is_dir(),
         "the conformance suite is not installed: run `npm ci --prefix tests/conformance` (.ci/run does)"
     );
     dir
@@ -73,27 +163,51 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// The suite's summary (`scenario → pass|warn|fail|error`) of `scenarios` (none: all) against `url`.
-fn run_suite(url: &str, out: &Path, scenarios: &[&str]) -> BTreeMap<String, String> {
+/// One scenario's outcome: `run.sh`'s status and what its passing checks saw.
+#[derive(Debug)]
+struct Outcome {
+    status: String,
+    required: bool,
+    ok_answers: u64,
+    error_answers: u64,
+}
+
+/// The suite at `revision` (`scenarios`: none = the revision's whole set) against `url`.
+fn run_suite(url: &str, out: &Path, revision: &str, scenarios: &[&str]) -> BTreeMap<String, Outcome> {
     let status = Command::new("bash")
         .arg(conformance_dir().join("run.sh"))
         .arg(url)
         .arg(out)
         .args(scenarios)
+        .env("CONFORMANCE_REQUIREMENTS", revision)
         .stdout(Stdio::null())
         .status()
         .unwrap();
     assert!(status.success(), "the conformance suite could not run against {url}");
-    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
-    serde_json::from_str(&summary).unwrap()
+    let details: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("details.json")).unwrap()).unwrap();
+    let details = details["details"].as_object().unwrap();
+    details
+        .iter()
+        .map(|(name, d)| {
+            let outcome = Outcome {
+                status: d["status"].as_str().unwrap().to_owned(),
+                required: d["required"].as_bool().unwrap(),
+                ok_answers: d["answers"]["ok"].as_u64().unwrap_or(0),
+                error_answers: d["answers"]["error"].as_u64().unwrap_or(0),
+            };
+            (name.clone(), outcome)
+        })
+        .collect()
 }
 
 fn rank(status: &str) -> u8 {
     match status {
         "pass" => 0,
         "warn" => 1,
-        "fail" => 2,
-        _ => 3,
+        "hollow" => 2,
+        "fail" => 3,
+        _ => 4,
     }
 }
 
@@ -115,46 +229,108 @@ fn gateway_behind_proxy(policy: &str, args: &[&str]) -> (Served, Killed, String)
     (served, proxy, format!("{proxy_url}/mcp"))
 }
 
-#[test]
-fn every_scenario_passing_against_the_upstream_passes_through_the_gateway() {
-    let work = tempfile::tempdir().unwrap();
-    let log = work.path().join("upstream.jsonl");
-    let (_upstream, upstream_url) =
-        start_listening("upstream-server.mjs", &["--port", "0"], &[("CONFORMANCE_UPSTREAM_LOG", &log)]);
-    let direct = run_suite(&upstream_url, &work.path().join("direct"), &[]);
-    let passing = direct.values().filter(|s| rank(s) <= 1).count();
-    assert!(passing >= 30, "the upstream alone should pass the suite: {direct:?}");
-
-    let policy = format!(r#"{{ "servers": [ {{ "id": "conf", "url": "{upstream_url}" }} ] }}"#);
-    let (served, _proxy, url) = gateway_behind_proxy(&policy, &["--single-upstream", "conf"]);
-    wait_ready(&served, &["conf"]);
-    let through = run_suite(&url, &work.path().join("through"), &[]);
-    let mut worse = Vec::new();
-    for (scenario, status) in &direct {
-        let now = through.get(scenario).map_or("missing", String::as_str);
-        if rank(now) > rank(status) && !EXCEPTIONS.iter().any(|(s, _)| s == scenario) {
-            worse.push(format!("{scenario}: {status} directly, {now} through Portcullis"));
+/// The suite at `revision` against the v2 fixture directly and through `serve --single-upstream`,
+/// with every assertion of the module's header; returns the hub (for its ledger), the fixture, the
+/// proxy and the work folder, all alive until the caller is done.
+fn directly_and_through(revision: &str) -> (Served, Killed, Killed, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path();
+    let log = work.join("upstream.jsonl");
+    let (upstream, upstream_url) =
+        start_listening("upstream-v2.mjs", &["--port", "0"], &[("CONFORMANCE_UPSTREAM_LOG", &log)]);
+    let direct = run_suite(&upstream_url, &work.join("direct"), revision, &[]);
+    let mut problems = Vec::new();
+    for (scenario, d) in &direct {
+        let gap = FIXTURE_GAPS.iter().any(|(prefix, _)| scenario.starts_with(prefix));
+        if d.status != "pass" && (d.required || !gap) {
+            problems.push(format!("{scenario}: {} against the fixture directly", d.status));
+        }
+        let error_only = d.status == "pass" && d.ok_answers == 0 && d.error_answers > 0;
+        if error_only && !ERROR_IS_THE_ANSWER.iter().any(|(s, _)| s == scenario) {
+            problems.push(format!("{scenario}: passes directly on error answers only (hollow)"));
         }
     }
-    assert!(
-        worse.is_empty(),
-        "worse through the gateway:\n{}\n(summaries in {:?})",
-        worse.join("\n"),
-        work.keep()
-    );
+    if !problems.is_empty() {
+        panic!("the fixture at {revision}:\n{}\n(summaries in {:?})", problems.join("\n"), dir.keep());
+    }
 
+    let policy = format!(r#"{{ "servers": [ {{ "id": "conf", "url": "{upstream_url}" }} ] }}"#);
+    let (served, proxy, url) = gateway_behind_proxy(&policy, &["--single-upstream", "conf"]);
+    wait_ready(&served, &["conf"]);
+    let through = run_suite(&url, &work.join("through"), revision, &[]);
+    for (scenario, d) in &direct {
+        let Some(t) = through.get(scenario) else {
+            problems.push(format!("{scenario}: missing through Portcullis"));
+            continue;
+        };
+        // Hollow through the gateway: it passes, but on more error answers than the fixture gave.
+        let hollow = rank(&t.status) <= 1 && t.error_answers > d.error_answers;
+        let now = if hollow { "hollow" } else { t.status.as_str() };
+        let status = if hollow { "hollow (passes on the gateway's error answers)" } else { now };
+        let known = KNOWN_FAILING_THROUGH.iter().find(|(r, s, _)| *r == revision && s == scenario);
+        let worse = rank(now) > rank(&d.status);
+        match known {
+            Some(_) if !worse => problems.push(format!(
+                "{scenario}: {status} through Portcullis ({} directly): remove it from KNOWN_FAILING_THROUGH",
+                d.status
+            )),
+            Some(_) => {}
+            None if worse && !EXCEPTIONS.iter().any(|(r, s, _)| *r == revision && s == scenario) => {
+                problems.push(format!("{scenario}: {} directly, {status} through Portcullis", d.status))
+            }
+            None => {}
+        }
+    }
+    for (r, s, _) in KNOWN_FAILING_THROUGH.iter().filter(|(r, _, _)| *r == revision) {
+        assert!(direct.contains_key(*s), "KNOWN_FAILING_THROUGH names {s}, not in the {r} set");
+    }
+    if !problems.is_empty() {
+        panic!("at {revision}:\n{}\n(summaries in {:?})", problems.join("\n"), dir.keep());
+    }
+    (served, upstream, proxy, dir)
+}
+
+#[test]
+fn every_scenario_passing_against_the_fixture_passes_through_the_gateway_at_2025_11_25() {
+    let (served, _upstream, _proxy, _work) = directly_and_through(R2025);
     // The relayed methods are calls in the ledger, each with who decided.
-    let calls = ledger_calls_when(&served, 40);
-    for tool in [
-        "mcp:conf:resources/read",
-        "mcp:conf:prompts/get",
-        "mcp:conf:sampling/createMessage",
-        "mcp:conf:elicitation/create",
-        "mcp:conf:test_simple_text",
-    ] {
-        let call =
-            calls.iter().find(|c| c["tool"] == tool).unwrap_or_else(|| panic!("no {tool} in the ledger"));
-        assert!(!call["decided_by"].is_null(), "{call}");
+    assert_in_ledger(
+        &served,
+        &[
+            "mcp:conf:resources/read",
+            "mcp:conf:prompts/get",
+            "mcp:conf:sampling/createMessage",
+            "mcp:conf:elicitation/create",
+            "mcp:conf:test_simple_text",
+        ],
+    );
+}
+
+#[test]
+fn every_scenario_passing_against_the_fixture_passes_through_the_gateway_at_2026_07_28() {
+    let (served, _upstream, _proxy, _work) = directly_and_through(R2026);
+    assert_in_ledger(
+        &served,
+        &["mcp:conf:resources/read", "mcp:conf:prompts/get", "mcp:conf:test_simple_text"],
+    );
+}
+
+/// Each of `tools` is a call in the ledger with who decided (the hub commits its rows a moment after
+/// it answers, so this waits for them, bounded).
+fn assert_in_ledger(served: &Served, tools: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let calls = ledger_calls(served);
+        let missing: Vec<&&str> = tools.iter().filter(|t| !calls.iter().any(|c| c["tool"] == **t)).collect();
+        if missing.is_empty() {
+            for tool in tools {
+                let call = calls.iter().find(|c| c["tool"] == *tool).unwrap();
+                assert!(!call["decided_by"].is_null(), "{call}");
+            }
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "not in the ledger: {missing:?}");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -162,9 +338,14 @@ fn every_scenario_passing_against_the_upstream_passes_through_the_gateway() {
 fn the_plain_gateway_passes_the_protocol_scenarios() {
     let work = tempfile::tempdir().unwrap();
     let (_served, _proxy, url) = gateway_behind_proxy("{}", &[]);
-    let summary = run_suite(&url, work.path(), &PROTOCOL_SCENARIOS);
-    let failed: Vec<String> =
-        summary.iter().filter(|(_, s)| s.as_str() != "pass").map(|(k, s)| format!("{k}: {s}")).collect();
-    assert!(failed.is_empty(), "{failed:?}");
-    assert_eq!(summary.len(), PROTOCOL_SCENARIOS.len(), "{summary:?}");
+    for (revision, scenarios) in PROTOCOL_SCENARIOS {
+        let summary = run_suite(&url, &work.path().join(revision), revision, scenarios);
+        let failed: Vec<String> = summary
+            .iter()
+            .filter(|(_, o)| o.status != "pass")
+            .map(|(k, o)| format!("{k}: {}", o.status))
+            .collect();
+        assert!(failed.is_empty(), "at {revision}: {failed:?}");
+        assert_eq!(summary.len(), scenarios.len(), "{summary:?}");
+    }
 }
