@@ -111,11 +111,12 @@ impl AgentRequestTool {
     async fn ask_in_rounds(
         &self,
         questions: &crate::input_rounds::Questions,
+        key: Option<String>,
         invocation: ToolInvocation,
     ) -> Result<ToolOutput, ToolError> {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let question =
-            crate::input_rounds::Question { method: self.method, params: invocation.arguments, answer };
+            crate::input_rounds::Question { key, method: self.method, params: invocation.arguments, answer };
         if questions.send(question).is_err() {
             return Err(ToolError::new("agent_gone", "the agent's call this request belongs to has ended"));
         }
@@ -135,6 +136,19 @@ impl AgentRequestTool {
             Ok(Ok(Ok(value))) => Ok(ToolOutput::structured(value)),
         }
     }
+}
+
+/// Takes the server's input key out of a relayed request's `params._meta` (and `_meta` itself when
+/// nothing else is in it).
+fn take_input_key(params: &mut Value) -> Option<String> {
+    let meta = params.get_mut("_meta").and_then(Value::as_object_mut)?;
+    let key = meta.remove(crate::input_rounds::KEY_META).and_then(|k| k.as_str().map(str::to_owned));
+    if meta.is_empty()
+        && let Some(params) = params.as_object_mut()
+    {
+        params.remove("_meta");
+    }
+    key
 }
 
 /// The registry tool of one relayed method of one server.
@@ -191,6 +205,10 @@ impl Tool for AgentRequestTool {
                 format!("the agent did not declare the {capability} capability"),
             ));
         }
+        // The server's key for this question (a 2026-07-28 server's input request) is ours, not the
+        // agent's: taken out of the params it is sent with.
+        let mut invocation = invocation;
+        let key = take_input_key(&mut invocation.arguments);
         // `roots/list` takes no params.
         let request = if self.method == ROOTS {
             json!({ "method": self.method })
@@ -201,7 +219,7 @@ impl Tool for AgentRequestTool {
             ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
         })?;
         if let Some(questions) = &route.questions {
-            return self.ask_in_rounds(questions, invocation).await;
+            return self.ask_in_rounds(questions, key, invocation).await;
         }
         // Tied to the agent's request, so it rides that request's stream (Streamable HTTP).
         request.extensions_mut().insert(OriginatingRequestId(route.request_id.clone()));

@@ -367,6 +367,11 @@ impl GatewayHandler {
         Some(routes.enter(origin, route))
     }
 
+    /// The stateless (2026-07-28) client this handler serves a request of, if it is one.
+    pub(crate) fn stateless_client(&self) -> Option<Arc<crate::stateless::StatelessSession>> {
+        self.connection.shared.get().cloned()
+    }
+
     /// A call's result as the agent reads it (a search's tool names as the agent names them).
     fn finished(&self, tool: &str, mut result: ToolCallResult, names: &WireNames) -> CallToolResponse {
         if tool == portcullis_harness::disclosure::SEARCH_TOOLS_NAME {
@@ -657,7 +662,8 @@ impl ServerHandler for GatewayHandler {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.prompt(request.name, request.arguments, context).await.map(GetPromptResponse::Complete)
+        let rounds = (request.input_responses, request.request_state);
+        self.prompt(request.name, request.arguments, rounds, context).await
     }
 
     async fn complete(

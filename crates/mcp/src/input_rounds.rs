@@ -24,8 +24,14 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The key of the one input request each round carries.
+/// The key an input request gets when its question came without one (a 2025 server's request).
 pub const INPUT_KEY: &str = "portcullis-input";
+/// Where a relayed question carries the key its server gave it (`params._meta`), so the agent answers
+/// under the server's own key; taken out before the question reaches the agent.
+pub const KEY_META: &str = "io.portcullis/inputKey";
+/// How long a round waits, after its first question, for the others asked with it (an upstream asks
+/// several at once; each is judged as a call of its own, and they arrive a moment apart).
+pub const GATHER: Duration = Duration::from_millis(25);
 /// The most calls one stateless client may have parked on questions at once.
 pub const MAX_PARKED: usize = 16;
 /// A parked call whose agent has not come back for this long is ended (its question times out).
@@ -34,6 +40,8 @@ pub const PARKED_FOR: Duration = Duration::from_secs(15 * 60);
 /// A question a relayed call puts to a 2026-07-28 agent, and where its answer goes.
 #[derive(Debug)]
 pub struct Question {
+    /// The server's key for it, if it gave one.
+    pub key: Option<String>,
     pub method: &'static str,
     pub params: Value,
     pub answer: oneshot::Sender<Result<Value, String>>,
@@ -55,7 +63,8 @@ pub struct RunningCall {
 /// A call parked on a question, waiting for its agent's retry.
 struct Parked {
     running: RunningCall,
-    answer: oneshot::Sender<Result<Value, String>>,
+    /// Each question's key in the agent's `inputResponses`, and where its answer goes.
+    answers: Vec<(String, oneshot::Sender<Result<Value, String>>)>,
     tool: String,
     arguments: Value,
     since: Instant,
@@ -121,7 +130,11 @@ impl ParkedCalls {
                     return Round::Done(ended.unwrap_or_else(|e| crashed(&e, &running.call_id, tool)));
                 }
                 Some(question) = running.questions.recv() => {
-                    match self.park(running, question, tool, arguments) {
+                    let mut questions = vec![question];
+                    while let Ok(Some(more)) = tokio::time::timeout(GATHER, running.questions.recv()).await {
+                        questions.push(more);
+                    }
+                    match self.park(running, questions, tool, arguments) {
                         Ok(asked) => return Round::Asked(asked),
                         Err(back) => running = back,
                     }
@@ -131,42 +144,57 @@ impl ParkedCalls {
         }
     }
 
-    /// Parks `running` on `question`; when it cannot be parked (too many, no randomness, a question
-    /// that does not fit MCP) the question is answered with why and the call goes on.
+    /// Parks `running` on `questions`; when it cannot be parked (too many, no randomness, a question
+    /// that does not fit MCP) the questions are answered with why and the call goes on.
     fn park(
         &self,
         running: RunningCall,
-        question: Question,
+        questions: Vec<Question>,
         tool: &str,
         arguments: &Value,
     ) -> Result<InputRequiredResult, RunningCall> {
         self.sweep();
-        let refuse = |question: Question, why: String| {
-            let _ = question.answer.send(Err(why));
-        };
-        if self.lock().len() >= MAX_PARKED {
-            refuse(question, format!("the agent has {MAX_PARKED} calls waiting on questions already"));
-            return Err(running);
-        }
-        let request = match input_request(question.method, &question.params) {
-            Ok(request) => request,
-            Err(why) => {
-                refuse(question, why);
-                return Err(running);
+        let refuse = |questions: Vec<Question>, why: String| {
+            for question in questions {
+                let _ = question.answer.send(Err(why.clone()));
             }
         };
+        if self.lock().len() >= MAX_PARKED {
+            refuse(questions, format!("the agent has {MAX_PARKED} calls waiting on questions already"));
+            return Err(running);
+        }
         let token = match fresh_token() {
             Ok(token) => token,
             Err(e) => {
-                refuse(question, format!("no token for the question: {e}"));
+                refuse(questions, format!("no token for the question: {e}"));
                 return Err(running);
             }
         };
         let mut requests = InputRequests::new();
-        requests.insert(INPUT_KEY.to_owned(), request);
+        let mut answers = Vec::new();
+        let mut unfit = Vec::new();
+        for (n, question) in questions.into_iter().enumerate() {
+            let key = match &question.key {
+                Some(key) if !requests.contains_key(key) => key.clone(),
+                _ => format!("{INPUT_KEY}-{}", n + 1),
+            };
+            match input_request(question.method, &question.params) {
+                Ok(request) => {
+                    requests.insert(key.clone(), request);
+                    answers.push((key, question.answer));
+                }
+                Err(why) => unfit.push((question, why)),
+            }
+        }
+        for (question, why) in unfit {
+            let _ = question.answer.send(Err(why));
+        }
+        if requests.is_empty() {
+            return Err(running);
+        }
         let parked = Parked {
             running,
-            answer: question.answer,
+            answers,
             tool: tool.to_owned(),
             arguments: arguments.clone(),
             since: Instant::now(),
@@ -191,10 +219,13 @@ impl ParkedCalls {
         }
         let Some(p) = parked.remove(token) else { return Resumed::Unknown };
         drop(parked);
-        let answer = responses
-            .and_then(|r| r.get(INPUT_KEY).cloned())
-            .ok_or_else(|| "the agent's retry carried no answer to the question".to_owned());
-        let _ = p.answer.send(answer);
+        // Keys the agent added that no question had are ignored.
+        for (key, answer) in p.answers {
+            let given = responses
+                .and_then(|r| r.get(&key).cloned())
+                .ok_or_else(|| format!("the agent's retry carried no answer to the question {key:?}"));
+            let _ = answer.send(given);
+        }
         Resumed::Call(p.running)
     }
 }
@@ -239,7 +270,7 @@ mod tests {
         let (answer_tx, answer_rx) = oneshot::channel();
         let (got_tx, got_rx) = oneshot::channel::<Result<Value, String>>();
         if let Some(method) = question {
-            tx.send(Question { method, params: json!({ "mode": "form", "message": "Deploy?", "requestedSchema": { "type": "object", "properties": {} } }), answer: answer_tx })
+            tx.send(Question { key: Some("confirm".into()), method, params: json!({ "mode": "form", "message": "Deploy?", "requestedSchema": { "type": "object", "properties": {} } }), answer: answer_tx })
                 .unwrap();
         }
         let call = tokio::spawn(async move {
@@ -266,7 +297,7 @@ mod tests {
         let Round::Asked(asked) = parked.drive(call, "deploy", &args, None).await else { panic!("asked") };
         let token = asked.request_state.clone().unwrap();
         assert_eq!(token.len(), 64);
-        assert!(asked.input_requests.as_ref().unwrap().contains_key(INPUT_KEY));
+        assert!(asked.input_requests.as_ref().unwrap().contains_key("confirm"), "the server's own key");
         // Another tool, or other arguments, with the token: refused, and the call stays parked.
         assert!(matches!(parked.resume(&token, "other", &args, None), Resumed::OtherCall));
         assert!(matches!(
@@ -276,7 +307,8 @@ mod tests {
         // An altered token finds nothing.
         assert!(matches!(parked.resume(&format!("{token}0"), "deploy", &args, None), Resumed::Unknown));
         let mut responses = InputResponses::new();
-        responses.insert(INPUT_KEY.to_owned(), json!({ "action": "accept", "content": { "who": "Ada" } }));
+        responses.insert("confirm".to_owned(), json!({ "action": "accept", "content": { "who": "Ada" } }));
+        responses.insert("unasked".to_owned(), json!({ "ignored": true }));
         let Resumed::Call(call) = parked.resume(&token, "deploy", &args, Some(&responses)) else {
             panic!("resumed")
         };

@@ -7,9 +7,11 @@
 use crate::gateway::{GatewayHandler, mcp_request};
 use crate::offered::{self, RESOURCE_NOT_FOUND, ServerOfferings};
 use crate::upstream::UpstreamNotice;
+use portcullis_harness::ToolCallResult;
 use rmcp::model::{
-    ClientRequest, CompleteRequestParams, CompleteResult, ErrorCode, GetPromptResult, JsonObject, Prompt,
-    ReadResourceResult, Reference, Request, Resource, ResourceTemplate, ResultType, ServerResult,
+    ClientRequest, CompleteRequestParams, CompleteResult, ErrorCode, GetPromptResponse, GetPromptResult,
+    JsonObject, Prompt, ReadResourceResult, Reference, Request, Resource, ResourceTemplate, ResultType,
+    ServerResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
@@ -90,27 +92,58 @@ impl GatewayHandler {
         &self,
         name: String,
         arguments: Option<JsonObject>,
+        (responses, state): (Option<rmcp::model::InputResponses>, Option<String>),
         context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResult, McpError> {
+    ) -> Result<GetPromptResponse, McpError> {
         let naming = self.connection.backend.naming();
         let (server, own) = naming
             .resolve_prompt(&self.servers(), &name, offered::PromptScope::Listed)
             .ok_or_else(|| McpError::invalid_params(format!("unknown prompt {name:?}"), None))?;
-        let session = self.session_id(&context).await;
-        let call_id = self.next_call_id();
         let tool = format!("mcp:{server}:{}", portcullis_harness::MCP_PROMPTS_GET);
-        let _route = self.route(&session, &call_id, &context);
         let mut params = json!({ "name": own });
         if let Some(arguments) = arguments {
             params["arguments"] = Value::Object(arguments);
         }
+        let decoded = |result: &ToolCallResult| -> Result<GetPromptResult, McpError> {
+            let mut prompt: GetPromptResult = decode(offered::method_result(result)?, "prompt")?;
+            prompt.result_type.get_or_insert(ResultType::COMPLETE);
+            Ok(prompt)
+        };
+        // A 2026-07-28 client: the server may ask it for input on the way (SEP-2322), in rounds.
+        if let Some(client) = self.stateless_client() {
+            let round = match state.as_deref() {
+                Some(token) => {
+                    self.resume_in_rounds(&client, token, &tool, &params, responses.as_ref(), &context)
+                        .await?
+                }
+                None => {
+                    let session = self.session_id(&context).await;
+                    let call_id = self.next_call_id();
+                    let mcp = mcp_request(portcullis_harness::MCP_PROMPTS_GET, &context);
+                    let call = crate::call_rounds::NewCall {
+                        session,
+                        call_id,
+                        tool: tool.clone(),
+                        arguments: params.clone(),
+                        mcp,
+                        waiting: None,
+                    };
+                    self.call_in_rounds(&client, call, &context).await?
+                }
+            };
+            return match round {
+                crate::input_rounds::Round::Done(result) => decoded(&result).map(GetPromptResponse::Complete),
+                crate::input_rounds::Round::Asked(asked) => Ok(GetPromptResponse::InputRequired(asked)),
+            };
+        }
+        let session = self.session_id(&context).await;
+        let call_id = self.next_call_id();
+        let _route = self.route(&session, &call_id, &context);
         let request = mcp_request(portcullis_harness::MCP_PROMPTS_GET, &context);
         let result = (self.connection.backend)
             .call(&session, &call_id, &tool, params, request, context.ct.clone(), None)
             .await;
-        let mut prompt: GetPromptResult = decode(offered::method_result(&result)?, "prompt")?;
-        prompt.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(prompt)
+        decoded(&result).map(GetPromptResponse::Complete)
     }
 
     /// `completion/complete` of a visible prompt's argument or a visible template's variable.

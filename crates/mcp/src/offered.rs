@@ -269,8 +269,13 @@ mod tests {
             call_id: "c1".into(),
             tool_name: "mcp:a:resources/read".into(),
             outcome: CallOutcome::Error {
-                error: portcullis_harness::CallError::new("upstream_error", "a answered with an error: no such")
-                    .with_details(json!({ "upstream_error": { "code": code, "data": { "uri": "test://gone" } } })),
+                error: portcullis_harness::CallError::new(
+                    "upstream_error",
+                    "a answered with an error: no such",
+                )
+                .with_details(
+                    json!({ "upstream_error": { "code": code, "data": { "uri": "test://gone" } } }),
+                ),
             },
             decided_by: portcullis_harness::DecidedBy::Default { detail: None },
             redacted: false,
@@ -282,6 +287,9 @@ mod tests {
         assert_eq!(data["portcullis"]["call_id"], "c1");
         let broken = method_result(&failed(-32603)).unwrap_err();
         assert_eq!(broken.code, ErrorCode::INTERNAL_ERROR);
-        assert!(broken.data.unwrap().get("uri").is_none(), "nothing of an internal error's data is passed on");
+        assert!(
+            broken.data.unwrap().get("uri").is_none(),
+            "nothing of an internal error's data is passed on"
+        );
     }
 }

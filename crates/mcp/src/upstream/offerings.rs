@@ -177,13 +177,47 @@ impl Tool for MethodTool {
         if self.method == MCP_PROMPTS_GET && params.get("arguments").is_some_and(Value::is_null) {
             params.remove("arguments");
         }
-        let request: ClientRequest =
-            serde_json::from_value(json!({ "method": self.method, "params": params })).map_err(|e| {
-                ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
-            })?;
         let origin = CallOrigin::of(&invocation.call);
-        let result =
-            send(&self.reach, request, Some(&invocation.progress), &invocation.cancel, Some(origin)).await?;
+        // A 2026-07-28 server may ask for input here too (SEP-2322): the same rounds as a tool call's.
+        let mut round = 0;
+        let result = loop {
+            let request: ClientRequest =
+                serde_json::from_value(json!({ "method": self.method, "params": params })).map_err(|e| {
+                    ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
+                })?;
+            let answer = send(
+                &self.reach,
+                request,
+                Some(&invocation.progress),
+                &invocation.cancel,
+                Some(origin.clone()),
+            )
+            .await?;
+            let ServerResult::InputRequiredResult(asked) = answer else { break answer };
+            round += 1;
+            if round > super::rounds::MAX_ROUNDS {
+                return Err(ToolError::new(
+                    codes::ERROR,
+                    format!(
+                        "{} kept asking for input past {} rounds",
+                        self.reach.server,
+                        super::rounds::MAX_ROUNDS
+                    ),
+                ));
+            }
+            let responses =
+                super::rounds::answer(&self.reach.server, self.reach.relay.as_ref(), Some(&origin), &asked)
+                    .await?;
+            if responses.is_empty() {
+                params.remove("inputResponses");
+            } else {
+                params.insert("inputResponses".into(), json!(responses));
+            }
+            match asked.request_state {
+                Some(state) => params.insert("requestState".into(), Value::String(state)),
+                None => params.remove("requestState"),
+            };
+        };
         let value = match result {
             ServerResult::ReadResourceResult(r) if self.method == MCP_RESOURCES_READ => {
                 serde_json::to_value(r)

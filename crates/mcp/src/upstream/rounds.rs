@@ -52,14 +52,30 @@ pub(super) async fn answer(
             ),
         ));
     };
+    // All of a round's questions at once, each its own judged call, so that a 2026-07-28 agent is
+    // asked them together (one InputRequiredResult); each carries the server's key for its answer.
+    let mut asking = tokio::task::JoinSet::new();
     for (key, request) in requests {
-        let (method, params) = method_and_params(request).map_err(|e| {
+        let (method, mut params) = method_and_params(request).map_err(|e| {
             ToolError::new(
                 super::codes::ERROR,
                 format!("{server} asked for input that does not fit MCP: {e}"),
             )
         })?;
-        let answer = relay.relay(server, origin.clone(), method, params).await.map_err(|e| {
+        if let Value::Object(map) = &mut params {
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.insert(crate::input_rounds::KEY_META.to_owned(), Value::String(key.clone()));
+            }
+        }
+        let (relay, origin, server, key) = (relay.clone(), origin.clone(), server.to_owned(), key.clone());
+        asking.spawn(async move { (key, method, relay.relay(&server, origin, method, params).await) });
+    }
+    while let Some(asked) = asking.join_next().await {
+        let (key, method, answer) = asked.map_err(|e| {
+            ToolError::new(super::codes::ERROR, format!("{server} asked for input, which failed: {e}"))
+        })?;
+        let answer = answer.map_err(|e| {
             ToolError::new(
                 super::codes::ERROR,
                 format!(
@@ -68,7 +84,7 @@ pub(super) async fn answer(
                 ),
             )
         })?;
-        responses.insert(key.clone(), answer);
+        responses.insert(key, answer);
     }
     Ok(responses)
 }
