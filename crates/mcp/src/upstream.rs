@@ -138,6 +138,9 @@ pub struct Upstream {
     stderr: SharedStderrTail,
     host: UpstreamHost,
     origins: Origins,
+    /// The log level agents last asked for, sent in each request's `_meta` to a 2026-07-28 server
+    /// (that revision has no `logging/setLevel`).
+    log_level: request::LogLevel,
 }
 
 /// What a hub gives its upstream servers: where their notices go, the agents' routes, and who relays
@@ -278,6 +281,7 @@ impl Upstream {
             stderr: Arc::new(Mutex::new(StderrTail::new(STDERR_TAIL_LINES))),
             host,
             origins: Origins::default(),
+            log_level: request::LogLevel::default(),
         });
         let supervised = upstream.clone();
         tokio::spawn(async move { supervised.supervise(shutdown).await });
@@ -306,7 +310,17 @@ impl Upstream {
     /// Sends a request that is not a call (completion, logging level, resource subscription) on the
     /// live connection, within the server's call timeout.
     pub async fn forward(&self, request: ClientRequest) -> Result<ServerResult, ToolError> {
-        request::send(&self.reach(), request, None, &CancellationToken::new(), None).await
+        let reach = self.reach();
+        // 2026-07-28 has no `logging/setLevel`: the level rides in each later request's `_meta`.
+        #[allow(deprecated)] // logging is deprecated in rmcp (SEP-2577), not in 2025-11-25
+        if let ClientRequest::SetLevelRequest(set) = &request
+            && request::live_peer(&reach).is_ok_and(|peer| request::speaks_2026(&peer))
+        {
+            *reach.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some(set.params.level);
+            return Ok(ServerResult::empty(()));
+        }
+        request::send(&reach, request, None, &CancellationToken::new(), None).await
     }
 
     /// What this server's tools and methods reach it with.
@@ -318,6 +332,7 @@ impl Upstream {
             progress: self.progress.clone(),
             origins: self.origins.clone(),
             relay: self.host.relay.clone(),
+            log_level: self.log_level.clone(),
         }
     }
 

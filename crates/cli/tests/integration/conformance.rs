@@ -40,8 +40,7 @@ const UPSTREAM_CAPABILITIES: &str = "the hub declares sampling, elicitation and 
 /// Scenarios that pass against the fixture directly but fail (or pass hollowly) through the gateway
 /// today: (revision, scenario, why). Each must still do worse through the gateway: when one catches up,
 /// remove it here (the test says so).
-const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 5] = [
-    (R2025, "tools-call-with-logging", LOG_LEVEL),
+const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 4] = [
     (
         R2025,
         "server-sse-polling",
@@ -66,9 +65,6 @@ const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 5] = [
 const MRTR_AGENT_SIDE: &str = "a retry's inputResponses reach the upstream only through the hub's own \
     round (its requestState): inputResponses sent with a fresh call (no requestState of the hub's) are not \
     passed on, so the upstream asks again instead of completing (warning: SHOULD)";
-const LOG_LEVEL: &str = "the gateway speaks 2026-07-28 to the fixture and sends no \
-    io.modelcontextprotocol/logLevel, so the upstream's log messages (2025: sent without logging/setLevel) \
-    never come; a 2025 agent's logging level is not carried to a 2026 upstream";
 
 /// Not-scored scenarios the fixture itself does not pass (directly), by name prefix, with why. Every
 /// other scenario of both sets passes against it directly.

@@ -21,6 +21,19 @@ pub(super) struct Reach {
     pub origins: Origins,
     /// Who relays what the server asks of an agent (input rounds too): none on a hub without agents.
     pub relay: Option<std::sync::Arc<dyn crate::client_side::ClientRelay>>,
+    pub log_level: LogLevel,
+}
+
+/// The log level agents asked for, for a server that takes it per request (2026-07-28). Logging is
+/// deprecated in rmcp (SEP-2577), not in the revisions agents speak.
+#[allow(deprecated)]
+pub(super) type LogLevel = std::sync::Arc<std::sync::Mutex<Option<rmcp::model::LoggingLevel>>>;
+
+/// Whether the connection to `peer` speaks 2026-07-28 or later (per-request `_meta`, no sessions).
+pub(super) fn speaks_2026(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info().is_some_and(|info| {
+        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str()
+    })
 }
 
 /// Forgets which call an upstream request serves once it is answered.
@@ -89,6 +102,12 @@ pub(super) async fn send(
 ) -> Result<ServerResult, ToolError> {
     let server = route.server.as_str();
     let peer = live_peer(route)?;
+    let mut request = request;
+    let level = *route.log_level.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(level) = level.filter(|_| speaks_2026(&peer)) {
+        use rmcp::model::GetMeta;
+        request.get_meta_mut().set_log_level(level);
+    }
     let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
         Ok(handle) => handle,
         Err(e) => {
