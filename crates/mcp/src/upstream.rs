@@ -656,46 +656,26 @@ impl Tool for McpTool {
 
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let origin = CallOrigin::of(&invocation.call);
-        let arguments: JsonObject = match invocation.arguments {
-            Value::Object(map) => map,
+        let arguments: JsonObject = match &invocation.arguments {
+            Value::Object(map) => map.clone(),
             _ => JsonObject::new(),
         };
-        let mut params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
+        let params = CallToolRequestParams::new(self.upstream_name.clone()).with_arguments(arguments);
         // A 2026-07-28 server asks for input by answering `InputRequiredResult`: each round's questions
         // go to the agent (judged), and the call is retried with the answers and its state untouched.
-        for _round in 0..=rounds::MAX_ROUNDS {
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let answer = request::send(
-                &self.reach,
-                request,
-                Some(&invocation.progress),
-                &invocation.cancel,
-                Some(origin.clone()),
-            )
-            .await?;
-            match answer {
-                ServerResult::CallToolResult(result) => return Ok(output_of(&result)),
-                ServerResult::InputRequiredResult(asked) => {
-                    let responses =
-                        rounds::answer(&self.reach.server, self.reach.relay.as_ref(), Some(&origin), &asked)
-                            .await?;
-                    params.input_responses = (!responses.is_empty()).then_some(responses);
-                    params.request_state = asked.request_state;
-                }
-                _ => {
-                    return Err(ToolError::new(
-                        codes::ERROR,
-                        format!(
-                            "{} answered tools/call with something else than a result",
-                            self.reach.server
-                        ),
-                    ));
-                }
-            }
+        let answer = rounds::exchange(&self.reach, &invocation, &origin, |responses, state| {
+            let mut params = params.clone();
+            params.input_responses = responses;
+            params.request_state = state;
+            Ok(ClientRequest::CallToolRequest(CallToolRequest::new(params)))
+        })
+        .await?;
+        match answer {
+            ServerResult::CallToolResult(result) => Ok(output_of(&result)),
+            _ => Err(ToolError::new(
+                codes::ERROR,
+                format!("{} answered tools/call with something else than a result", self.reach.server),
+            )),
         }
-        Err(ToolError::new(
-            codes::ERROR,
-            format!("{} kept asking for input past {} rounds", self.reach.server, rounds::MAX_ROUNDS),
-        ))
     }
 }

@@ -4,7 +4,7 @@
 //! (`mcp:<server>:resources/read`, `mcp:<server>:prompts/get`), so each read and each prompt passes the
 //! same grants, policy, approval and ledger as a tool call. The gateway hides them from `tools/list`.
 
-use super::request::{Reach, send};
+use super::request::Reach;
 use super::{UpstreamLimits, codes};
 use crate::client_side::{AgentRequestTool, AgentRoutes, CallOrigin, ELICITATION, ROOTS, SAMPLING};
 use async_trait::async_trait;
@@ -13,8 +13,7 @@ use portcullis_harness::{
     ToolError, ToolInvocation, ToolOutput, ToolSpec,
 };
 use rmcp::model::{
-    ClientRequest, PaginatedRequestParams, Prompt, Resource, ResourceTemplate, ServerCapabilities,
-    ServerResult,
+    PaginatedRequestParams, Prompt, Resource, ResourceTemplate, ServerCapabilities, ServerResult,
 };
 use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
@@ -179,45 +178,19 @@ impl Tool for MethodTool {
         }
         let origin = CallOrigin::of(&invocation.call);
         // A 2026-07-28 server may ask for input here too (SEP-2322): the same rounds as a tool call's.
-        let mut round = 0;
-        let result = loop {
-            let request: ClientRequest =
-                serde_json::from_value(json!({ "method": self.method, "params": params })).map_err(|e| {
-                    ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
-                })?;
-            let answer = send(
-                &self.reach,
-                request,
-                Some(&invocation.progress),
-                &invocation.cancel,
-                Some(origin.clone()),
-            )
-            .await?;
-            let ServerResult::InputRequiredResult(asked) = answer else { break answer };
-            round += 1;
-            if round > super::rounds::MAX_ROUNDS {
-                return Err(ToolError::new(
-                    codes::ERROR,
-                    format!(
-                        "{} kept asking for input past {} rounds",
-                        self.reach.server,
-                        super::rounds::MAX_ROUNDS
-                    ),
-                ));
-            }
-            let responses =
-                super::rounds::answer(&self.reach.server, self.reach.relay.as_ref(), Some(&origin), &asked)
-                    .await?;
-            if responses.is_empty() {
-                params.remove("inputResponses");
-            } else {
+        let result = super::rounds::exchange(&self.reach, &invocation, &origin, |responses, state| {
+            let mut params = params.clone();
+            if let Some(responses) = responses {
                 params.insert("inputResponses".into(), json!(responses));
             }
-            match asked.request_state {
-                Some(state) => params.insert("requestState".into(), Value::String(state)),
-                None => params.remove("requestState"),
-            };
-        };
+            if let Some(state) = state {
+                params.insert("requestState".into(), Value::String(state));
+            }
+            serde_json::from_value(json!({ "method": self.method, "params": params })).map_err(|e| {
+                ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
+            })
+        })
+        .await?;
         let value = match result {
             ServerResult::ReadResourceResult(r) if self.method == MCP_RESOURCES_READ => {
                 serde_json::to_value(r)

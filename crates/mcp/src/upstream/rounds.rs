@@ -14,6 +14,32 @@ use std::sync::Arc;
 /// The most input rounds one call drives before it gives up (a server that keeps asking).
 pub(super) const MAX_ROUNDS: usize = 8;
 
+/// Sends the request `build` makes (given the answers and the server's state of the round before, none
+/// at first) until the server answers with something other than an `InputRequiredResult`, each round's
+/// questions answered by the agent of the call (`origin`); at most [`MAX_ROUNDS`] rounds.
+pub(super) async fn exchange(
+    reach: &super::request::Reach,
+    invocation: &portcullis_harness::ToolInvocation,
+    origin: &CallOrigin,
+    build: impl Fn(Option<InputResponses>, Option<String>) -> Result<rmcp::model::ClientRequest, ToolError>,
+) -> Result<rmcp::model::ServerResult, ToolError> {
+    let (mut responses, mut state) = (None, None);
+    for _round in 0..=MAX_ROUNDS {
+        let request = build(responses.take(), state.take())?;
+        let progress = Some(&invocation.progress);
+        let answer =
+            super::request::send(reach, request, progress, &invocation.cancel, Some(origin.clone())).await?;
+        let rmcp::model::ServerResult::InputRequiredResult(asked) = answer else { return Ok(answer) };
+        let answers = answer_all(&reach.server, reach.relay.as_ref(), Some(origin), &asked).await?;
+        responses = (!answers.is_empty()).then_some(answers);
+        state = asked.request_state;
+    }
+    Err(ToolError::new(
+        super::codes::ERROR,
+        format!("{} kept asking for input past {MAX_ROUNDS} rounds", reach.server),
+    ))
+}
+
 /// The method an input request relays, and its parameters as the agent's revision sends them; a kind
 /// of request this build does not know is refused by name.
 fn method_and_params(request: &InputRequest) -> Result<(&'static str, Value), String> {
@@ -34,7 +60,7 @@ fn method_and_params(request: &InputRequest) -> Result<(&'static str, Value), St
 /// the policy as a call of its own: the responses for the retry, keyed as the server keyed them.
 /// A request the policy forbids, the operator denies or the agent fails ends the call with that error
 /// (the server's state is not retried with a made-up answer).
-pub(super) async fn answer(
+async fn answer_all(
     server: &str,
     relay: Option<&Arc<dyn ClientRelay>>,
     origin: Option<&CallOrigin>,
@@ -116,11 +142,11 @@ mod tests {
             "requestState": "s1"
         }))
         .unwrap();
-        let e = answer("fixture", None, None, &asked).await.unwrap_err();
+        let e = answer_all("fixture", None, None, &asked).await.unwrap_err();
         assert!(e.message.contains("multi round-trip"), "{e:?}");
         // No requests (state only): nothing to relay, nothing refused.
         let state_only: InputRequiredResult =
             serde_json::from_value(json!({ "resultType": "input_required", "requestState": "s2" })).unwrap();
-        assert!(answer("fixture", None, None, &state_only).await.unwrap().is_empty());
+        assert!(answer_all("fixture", None, None, &state_only).await.unwrap().is_empty());
     }
 }

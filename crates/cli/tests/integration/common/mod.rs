@@ -15,6 +15,20 @@ pub fn interop_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
 }
 
+/// Runs the interop client `script` (in `tests/interop`) with a scenario: its JSON report and exit code.
+fn run_interop_client(script: &str, scenario: &Value) -> (Value, i32) {
+    let out = Command::new("node")
+        .arg(interop_dir().join(script))
+        .arg(scenario.to_string())
+        .current_dir(interop_dir())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("node runs");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let report = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (report, out.status.code().unwrap_or(-1))
+}
+
 pub fn node_modules() -> PathBuf {
     let dir = interop_dir().join("node_modules");
     assert!(
@@ -57,30 +71,12 @@ impl Served {
 
     /// Runs the SDK client with a scenario; returns its JSON report and exit code.
     pub fn client(&self, scenario: Value) -> (Value, i32) {
-        let out = Command::new("node")
-            .arg(interop_dir().join("client.mjs"))
-            .arg(scenario.to_string())
-            .current_dir(interop_dir())
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("node runs");
-        let text = String::from_utf8(out.stdout).unwrap();
-        let report = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-        (report, out.status.code().unwrap_or(-1))
+        run_interop_client("client.mjs", &scenario)
     }
 
     /// Runs the v2 SDK client (`tests/interop/v2-client.mjs`) with a scenario: its report and exit code.
     pub fn client_v2(&self, scenario: Value) -> (Value, i32) {
-        let out = Command::new("node")
-            .arg(interop_dir().join("v2-client.mjs"))
-            .arg(scenario.to_string())
-            .current_dir(interop_dir())
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("node runs");
-        let text = String::from_utf8(out.stdout).unwrap();
-        let report = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-        (report, out.status.code().unwrap_or(-1))
+        run_interop_client("v2-client.mjs", &scenario)
     }
 
     pub fn agent(&self, steps: Value) -> Value {
