@@ -229,4 +229,42 @@ mod tests {
         assert!(spent.digest(&root.join("a"), 6).is_some());
         assert_eq!(spent.digest(&root.join("a"), 6), None, "past the count of files");
     }
+
+    #[test]
+    fn a_commit_is_recorded_with_the_kept_files_digest_from_the_real_tree_and_the_held_ones_from_the_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let (root, folder) = (base.join("root"), base.join("layer"));
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(folder.join("upper/src")).unwrap();
+        std::fs::write(root.join("src/old.txt"), "old\n").unwrap();
+        std::fs::write(folder.join("upper/src/old.txt"), "hello\n").unwrap();
+        std::fs::write(folder.join("upper/.npmrc"), "hello\n").unwrap();
+        std::os::unix::fs::symlink("src/old.txt", folder.join("upper/link")).unwrap();
+        let layer = portcullis_sandbox::overlay::Layer { root: root.clone(), folder };
+        let set = portcullis_sandbox::changes::read(&layer).unwrap();
+        let profile = portcullis_sandbox::system_only(vec![root.clone()]);
+        let verdicts: Vec<Option<String>> =
+            set.changes.iter().map(|c| crate::change_review::verdict(&profile, &root, c)).collect();
+        let done = portcullis_sandbox::changes::commit(&set, &verdicts, None);
+        let mut record = ChangeRecord::default();
+        let held = add_committed(&mut record, &set, &done, |p| p == Path::new(".npmrc"), &mut DigestBudget::default());
+        assert_eq!((held, record.kept, record.held, record.discarded), (1, 2, 1, 0), "{record:?}");
+        let hello = Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".to_owned());
+        let of = |name: &str| record.entries.iter().find(|e| e.path == root.join(name).display().to_string()).unwrap();
+        let kept = of("src/old.txt");
+        assert_eq!((kept.outcome, kept.what, kept.size, &kept.sha256), (ChangeOutcome::Kept, ChangeKind::File, Some(6), &hello));
+        assert_eq!(std::fs::read_to_string(root.join("src/old.txt")).unwrap(), "hello\n");
+        let npmrc = of(".npmrc");
+        assert_eq!((npmrc.outcome, &npmrc.sha256), (ChangeOutcome::Held, &hello));
+        assert!(npmrc.why.as_deref().is_some_and(|w| w.contains("protected")), "{npmrc:?}");
+        let link = of("link");
+        assert_eq!((link.outcome, link.what, &link.sha256), (ChangeOutcome::Kept, ChangeKind::Symlink, &None));
+        // The layer could not be held: its held changes are discarded, said so, and no longer digested.
+        unhold(&mut record, 0, held, "no room");
+        assert_eq!((record.held, record.discarded), (0, 1));
+        let npmrc = of(".npmrc");
+        assert_eq!((npmrc.outcome, &npmrc.sha256), (ChangeOutcome::Discarded, &None));
+        assert!(npmrc.why.as_deref().is_some_and(|w| w.ends_with("(it could not be held for the operator: no room)")));
+    }
 }
