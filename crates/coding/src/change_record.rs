@@ -248,7 +248,13 @@ mod tests {
             set.changes.iter().map(|c| crate::change_review::verdict(&profile, &root, c)).collect();
         let done = portcullis_sandbox::changes::commit(&set, &verdicts, None);
         let mut record = ChangeRecord::default();
-        let held = add_committed(&mut record, &set, &done, |p| p == Path::new(".npmrc"), &mut DigestBudget::default());
+        let held = add_committed(
+            &mut record,
+            &set,
+            &done,
+            |p| p == Path::new(".npmrc"),
+            &mut DigestBudget::default(),
+        );
         assert_eq!((held, record.kept, record.held, record.discarded), (1, 2, 1, 0), "{record:?}");
         let hello = Some("5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03".to_owned());
         let of = |record: &ChangeRecord, name: &str| {
@@ -256,18 +262,29 @@ mod tests {
             record.entries.iter().find(|e| e.path == path).cloned().unwrap()
         };
         let kept = of(&record, "src/old.txt");
-        assert_eq!((kept.outcome, kept.what, kept.size, &kept.sha256), (ChangeOutcome::Kept, ChangeKind::File, Some(6), &hello));
+        assert_eq!(
+            (kept.outcome, kept.what, kept.size, &kept.sha256),
+            (ChangeOutcome::Kept, ChangeKind::File, Some(6), &hello)
+        );
         assert_eq!(std::fs::read_to_string(root.join("src/old.txt")).unwrap(), "hello\n");
         let npmrc = of(&record, ".npmrc");
         assert_eq!((npmrc.outcome, &npmrc.sha256), (ChangeOutcome::Held, &hello));
         assert!(npmrc.why.as_deref().is_some_and(|w| w.contains("protected")), "{npmrc:?}");
         let link = of(&record, "link");
-        assert_eq!((link.outcome, link.what, &link.sha256), (ChangeOutcome::Kept, ChangeKind::Symlink, &None));
+        assert_eq!(
+            (link.outcome, link.what, &link.sha256),
+            (ChangeOutcome::Kept, ChangeKind::Symlink, &None)
+        );
         // The layer could not be held: its held changes are discarded, said so, and no longer digested.
         unhold(&mut record, 0, held, "no room");
         assert_eq!((record.held, record.discarded), (0, 1));
         let npmrc = of(&record, ".npmrc");
         assert_eq!((npmrc.outcome, &npmrc.sha256), (ChangeOutcome::Discarded, &None));
-        assert!(npmrc.why.as_deref().is_some_and(|w| w.ends_with("(it could not be held for the operator: no room)")));
+        assert!(
+            npmrc
+                .why
+                .as_deref()
+                .is_some_and(|w| w.ends_with("(it could not be held for the operator: no room)"))
+        );
     }
 }

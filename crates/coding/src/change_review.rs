@@ -158,7 +158,7 @@ pub fn review(
                     let held = |p: &Path| undo.is_some() && !specials.contains(&p);
                     // Digests of held files are read here, from the layer, before it is moved aside.
                     held_in_layer =
-                        change_record::add_committed(&mut review.record, &set, &done, &held, &mut budget);
+                        change_record::add_committed(&mut review.record, &set, &done, held, &mut budget);
                     for (p, why) in done.discarded {
                         let entry = Discarded { path: root.join(&p), why };
                         if held(&p) {

@@ -121,7 +121,8 @@ fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
     // file's read from the project, the held one's from the layer held for the operator).
     let db = base.join("call.db");
     let db = db.to_str().unwrap();
-    let listed = common::in_project(&base, &["ledger", "query", "--db", db, "--changes", "held", "--contained"]);
+    let listed =
+        common::in_project(&base, &["ledger", "query", "--db", db, "--changes", "held", "--contained"]);
     assert!(listed.contains("allow (contained)") && listed.contains(" held "), "{listed}");
     let none = common::in_project(&base, &["ledger", "query", "--db", db, "--changes", "discarded,kept"]);
     assert!(none.contains("no calls match"), "{none}");

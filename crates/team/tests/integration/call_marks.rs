@@ -34,9 +34,7 @@ fn call(i: i64, output: Value) -> Vec<StoredRecord> {
 
 fn records() -> Vec<StoredRecord> {
     let walls = json!({"unread": ["python3 -c x"], "masked": []});
-    let record = |kept: u64, held: u64, discarded: u64| {
-        json!({"kept": kept, "held": held, "discarded": discarded, "entries": []})
-    };
+    let record = |kept: u64, held: u64, discarded: u64| json!({"kept": kept, "held": held, "discarded": discarded, "entries": []});
     [
         // The change record (new), contained.
         json!({"content": [], "structured": {"sandbox": {"contained": walls}}, "changes": record(2, 1, 0)}),
