@@ -167,14 +167,16 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     })
     .await;
     drop(launch.tmp);
-    let changes = changes.unwrap_or_else(|e| ChangeReview {
-        kept: Vec::new(),
-        held: Vec::new(),
-        discarded: vec![change_review::Discarded {
-            path: launch.cwd.clone(),
-            why: format!("the review of the command's changes failed ({e})"),
-        }],
-        record: ChangeRecord::default(),
+    let changes = changes.unwrap_or_else(|e| {
+        let why = format!("the review of the command's changes failed ({e})");
+        let mut record = ChangeRecord::default();
+        crate::change_record::add_root(&mut record, &launch.cwd, &why);
+        ChangeReview {
+            kept: Vec::new(),
+            held: Vec::new(),
+            discarded: vec![change_review::Discarded { path: launch.cwd.clone(), why }],
+            record,
+        }
     });
     let mut outcome = Outcome { changes, ..Outcome::default() };
     if let Some(gate) = launch.gate {
