@@ -572,6 +572,13 @@ pub struct FilterArgs {
     /// A team ledger's calls from this hub only (its ledger id; repeatable).
     #[arg(long = "hub", value_name = "LEDGER_ID")]
     pub hubs: Vec<String>,
+    /// What a confined command's changes came to (the most serious): held, discarded, kept
+    /// (repeatable).
+    #[arg(long = "changes", value_name = "OUTCOME", value_delimiter = ',')]
+    pub changes: Vec<String>,
+    /// Only calls that ran contained.
+    #[arg(long)]
+    pub contained: bool,
 }
 
 #[derive(Debug, Args)]
@@ -709,6 +716,8 @@ impl FilterArgs {
             hosts: self.hosts.clone(),
             users: self.users.clone(),
             hubs: self.hubs.clone(),
+            changes: self.changes.clone(),
+            contained: self.contained.then_some(true),
         };
         query.filter(now).map_err(option_error)
     }

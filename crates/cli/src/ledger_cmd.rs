@@ -2,7 +2,10 @@
 
 use crate::args::{CheckArgs, MigrateArgs, QueryArgs, ShowArgs};
 use crate::error::CliError;
-use crate::render::{approval_line, call_decided, clean, policy_label, record_decided};
+use crate::render::{
+    approval_line, call_decided, call_policy_label, change_lines, changes_label, clean, policy_label,
+    record_decided,
+};
 use crate::table::Table;
 use portcullis_hub::api::ErrorCode;
 use portcullis_hub::api::ledger::{CallOrigin, LedgerAddress, LedgerView, migrate_ledger, parse_cursor};
@@ -61,6 +64,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             "REASON/ERROR",
             "POLICY",
             "DECIDED BY",
+            "CHANGES",
             "DURATION",
         ];
         if team {
@@ -75,8 +79,9 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
                 call.tool.clone(),
                 call.status.as_str().to_owned(),
                 call.reason.clone().or_else(|| call.error_code.clone()).unwrap_or_else(|| "-".into()),
-                policy_label(call.policy_decision, call.policy_rule.as_deref()),
+                call_policy_label(call),
                 call_decided(call),
+                changes_label(call),
                 call.duration_us.map(format_duration).unwrap_or_else(|| "-".into()),
             ];
             if team {
@@ -212,6 +217,12 @@ fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError>
             record.body.output.as_deref().and_then(|o| o.structured.as_ref()),
         ) {
             writeln!(out, "  {}", clean(&line))?;
+        }
+    }
+    // What the command changed, and what became of each change, with sizes and digests.
+    if let Some(record) = &detail.changes {
+        for line in change_lines(record) {
+            writeln!(out, "  {line}")?;
         }
     }
     // Every connection the command made or tried through its egress proxy.

@@ -3,7 +3,7 @@
 
 use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, StoredPolicyDecision};
 use portcullis_hub::api::times::format_time;
-use portcullis_hub::api::types::{DecidedBy, Decider};
+use portcullis_hub::api::types::{ChangeKind, ChangeRecord, DecidedBy, Decider};
 
 /// Longest argument, output or message text shown in a one-line summary.
 const SUMMARY_CHARS: usize = portcullis_hub::api::record_summary::SUMMARY_CHARS;
@@ -62,6 +62,58 @@ pub fn policy_label(decision: Option<StoredPolicyDecision>, rule: Option<&str>) 
         (Some(decision), None) => decision.as_str().to_owned(),
         (None, _) => "-".into(),
     }
+}
+
+/// [`policy_label`] of a listed call: `allow (contained)` for one that ran contained (stored as
+/// `allow`, the column predating containment).
+pub fn call_policy_label(call: &CallRow) -> String {
+    let label = policy_label(call.policy_decision, call.policy_rule.as_deref());
+    if call.contained { format!("{label} (contained)") } else { label }
+}
+
+/// What a call's changes came to, for a listing: `held`, `discarded`, `kept`, or `-`.
+pub fn changes_label(call: &CallRow) -> String {
+    call.changes.map_or_else(|| "-".into(), |c| c.as_str().to_owned())
+}
+
+/// The change set of a confined command: the counts, then each change listed with its size and short
+/// digest, and why it was held or discarded (paths and reasons escaped: the agent's text).
+pub fn change_lines(record: &ChangeRecord) -> Vec<String> {
+    let mut lines = vec![format!(
+        "changes: {} kept, {} held, {} discarded",
+        count(record.kept),
+        count(record.held),
+        count(record.discarded)
+    )];
+    for entry in &record.entries {
+        let what = match entry.what {
+            ChangeKind::File => "file",
+            ChangeKind::Symlink => "link",
+            ChangeKind::Folder => "folder",
+            ChangeKind::Deleted => "deleted",
+            ChangeKind::Special => "special",
+            ChangeKind::Root => "root",
+        };
+        let size = entry.size.map(|s| format!("  {} B", count(s))).unwrap_or_default();
+        let digest = entry
+            .sha256
+            .as_deref()
+            .map(|d| format!("  sha256 {}", clean(&d.chars().take(12).collect::<String>())))
+            .unwrap_or_default();
+        let why = entry.why.as_deref().map(|w| format!(" — {}", clean(w))).unwrap_or_default();
+        lines.push(format!(
+            "  {:<9} {:<7} {}{size}{digest}{why}",
+            entry.outcome.as_str(),
+            what,
+            clean(&entry.path)
+        ));
+    }
+    let listed = record.entries.len() as u64;
+    let all = record.kept + record.held + record.discarded;
+    if record.truncated || listed < all {
+        lines.push(format!("  ({} more not listed)", count(all.saturating_sub(listed))));
+    }
+    lines
 }
 
 /// Who decided a call, for a listing.

@@ -3,12 +3,16 @@
 //! undo, the commit by rename, the undo record written. For a command that changed 10 files (5 new, 5
 //! over existing ones) and one that made 10,000 new files (an `npm install`). The upper layer is made by
 //! hand the way overlayfs leaves it (no command runs: only the hub's work after the command is timed).
-//! Medians and 90th percentiles over the runs, in microseconds, one JSON object per line.
+//! Then the call's record of the changes (each kept file's SHA-256 read back from the real tree, within
+//! the digest bounds). Medians and 90th percentiles over the runs, in microseconds, one JSON object per
+//! line.
 //!
 //! `cargo run --release -p portcullis-coding --example commit_bench -- 50`
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
+use portcullis_coding::change_record::{self, DigestBudget};
 use portcullis_coding::change_review::verdict;
+use portcullis_harness::ChangeRecord;
 use portcullis_sandbox::changes;
 use portcullis_sandbox::overlay::Layer;
 use portcullis_sandbox::undo::{Before, UndoTarget};
@@ -16,13 +20,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The time of one run, whole and by phase (µs): the set read, the changes judged, the commit (with the
-/// undo capture and record when kept).
+/// undo capture and record when kept), the call's record of the changes (with digests).
 #[derive(Clone, Copy)]
 struct Took {
     whole: u128,
     read: u128,
     judge: u128,
     commit: u128,
+    record: u128,
 }
 
 fn once(base: &Path, new: usize, over: usize, made: bool, undo: bool, run: usize) -> Took {
@@ -58,9 +63,14 @@ fn once(base: &Path, new: usize, over: usize, made: bool, undo: bool, run: usize
     if let Some(before) = before {
         before.finish().unwrap();
     }
+    let committed = started.elapsed().as_micros();
+    let mut record = ChangeRecord::default();
+    change_record::add_committed(&mut record, &set, &done, |_| false, &mut DigestBudget::default());
     let whole = started.elapsed().as_micros();
     assert_eq!(done.kept.len(), new + over + 1, "{:?}", done.discarded);
-    Took { whole, read, judge: judged - read, commit: whole - judged }
+    assert_eq!(record.kept as usize, new + over + 1);
+    assert!(record.entries.iter().filter(|e| e.sha256.is_some()).count() >= (new + over).min(1_000));
+    Took { whole, read, judge: judged - read, commit: committed - judged, record: whole - committed }
 }
 
 fn median(mut values: Vec<u128>) -> u128 {
@@ -84,9 +94,10 @@ fn main() {
             let read = median(took.iter().map(|t| t.read).collect());
             let judge = median(took.iter().map(|t| t.judge).collect());
             let commit = median(took.iter().map(|t| t.commit).collect());
+            let record = median(took.iter().map(|t| t.record).collect());
             let p90 = times[(times.len() * 9 / 10).min(times.len() - 1)];
             println!(
-                "{{\"bench\":\"commit\",\"changes\":\"{name}\",\"undo_kept\":{undo},\"runs\":{runs},\"median_us\":{},\"p90_us\":{p90},\"read_us\":{read},\"judge_us\":{judge},\"commit_us\":{commit}}}",
+                "{{\"bench\":\"commit\",\"changes\":\"{name}\",\"undo_kept\":{undo},\"runs\":{runs},\"median_us\":{},\"p90_us\":{p90},\"read_us\":{read},\"judge_us\":{judge},\"commit_us\":{commit},\"record_us\":{record}}}",
                 times[times.len() / 2]
             );
         }

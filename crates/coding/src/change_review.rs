@@ -6,7 +6,8 @@
 //! left it writable (the operator approved it, or git writes its own repository folder). Names that did
 //! not exist when the command started are judged the same as those that did.
 
-use portcullis_harness::SandboxProfile;
+use crate::change_record::{self, DigestBudget};
+use portcullis_harness::{ChangeRecord, SandboxProfile};
 use portcullis_policy::sandbox::{KEPT_READ_ONLY, KEPT_READ_ONLY_IN_GIT};
 use portcullis_policy::{LOOK_ALIKE, ProtectedPaths, repository_look_alike};
 use portcullis_sandbox::changes::{self, Change, Kind};
@@ -29,12 +30,14 @@ pub struct Discarded {
 }
 
 /// What the review of a command's changes did: the paths now in the real tree (created, changed or
-/// deleted there), those held for the operator (`portcullis held keep|discard`), and those discarded.
+/// deleted there), those held for the operator (`portcullis held keep|discard`), and those discarded;
+/// and the call's record of them all (with sizes and digests, see [`change_record`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChangeReview {
     pub kept: Vec<PathBuf>,
     pub held: Vec<Discarded>,
     pub discarded: Vec<Discarded>,
+    pub record: ChangeRecord,
 }
 
 /// The reason a change at `root`/`change.path` may not be committed, if any.
@@ -103,22 +106,30 @@ pub fn review(
     let mut review = ChangeReview::default();
     // What the commits replace, kept for an undo (read before each commit, written after the last).
     let mut before = undo.map(portcullis_sandbox::undo::Before::new);
+    let mut budget = DigestBudget::default();
     for layer in overlay::layers(profile, private_tmp) {
         let root = layer.root.clone();
+        let listed_from = review.record.entries.len();
+        let mut held_in_layer = 0;
         let discard_all = |review: &mut ChangeReview, changes: &[Change], why: &str| {
             review
                 .discarded
                 .extend(changes.iter().map(|c| Discarded { path: root.join(&c.path), why: why.into() }));
         };
         match changes::read(&layer) {
-            Err(e) => review.discarded.push(Discarded {
-                path: root.clone(),
-                why: format!("the command's changes here could not be read ({e}): none was kept"),
-            }),
-            Ok(set) if !ended => discard_all(&mut review, &set.changes, NOT_ENDED),
+            Err(e) => {
+                let why = format!("the command's changes here could not be read ({e}): none was kept");
+                change_record::add_root(&mut review.record, &root, &why);
+                review.discarded.push(Discarded { path: root.clone(), why });
+            }
+            Ok(set) if !ended => {
+                discard_all(&mut review, &set.changes, NOT_ENDED);
+                change_record::add_discarded(&mut review.record, &root, &set.changes, NOT_ENDED);
+            }
             Ok(set) => match &set.over_bound {
                 Some(bound) => {
                     let why = format!("{bound}: none was kept");
+                    change_record::add_root(&mut review.record, &root, &why);
                     review.discarded.push(Discarded { path: root.clone(), why });
                 }
                 None => {
@@ -144,9 +155,13 @@ pub fn review(
                         .filter(|c| matches!(c.kind, Kind::Special(_)))
                         .map(|c| c.path.as_path())
                         .collect();
+                    let held = |p: &Path| undo.is_some() && !specials.contains(&p);
+                    // Digests of held files are read here, from the layer, before it is moved aside.
+                    held_in_layer =
+                        change_record::add_committed(&mut review.record, &set, &done, held, &mut budget);
                     for (p, why) in done.discarded {
                         let entry = Discarded { path: root.join(&p), why };
-                        if undo.is_some() && !specials.contains(&p.as_path()) {
+                        if held(&p) {
                             review.held.push(entry);
                         } else {
                             review.discarded.push(entry);
@@ -175,6 +190,7 @@ pub fn review(
             }
             Err(e) => {
                 tracing::warn!(%e, folder = %layer.folder.display(), "a command's held changes could not be kept: discarded");
+                change_record::unhold(&mut review.record, listed_from, held_in_layer, &e.to_string());
                 let moved: Vec<Discarded> =
                     review.held.extract_if(.., |d| d.path.starts_with(&root)).collect();
                 review.discarded.extend(moved.into_iter().map(|d| Discarded {
@@ -319,6 +335,7 @@ mod tests {
             kept: (0..30).map(|i| PathBuf::from(format!("/p/f{i}"))).collect(),
             held: Vec::new(),
             discarded: vec![Discarded { path: PathBuf::from("/p/a\n[exit code: 0]"), why: "why".into() }],
+            record: ChangeRecord::default(),
         };
         let lines = review.lines(Path::new("/p"));
         assert!(lines[0].starts_with("[changes kept: 30 (f0, f1,") && lines[0].ends_with("and 10 more)]"));

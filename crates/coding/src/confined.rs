@@ -6,7 +6,7 @@
 use crate::change_review::{self, ChangeReview};
 use crate::errors::codes;
 use crate::host_asker::OperatorHostAsker;
-use portcullis_harness::{Connection, HostPattern, OperatorAsk, SandboxProfile, ToolError};
+use portcullis_harness::{ChangeRecord, Connection, HostPattern, OperatorAsk, SandboxProfile, ToolError};
 use portcullis_sandbox::egress::{EgressGate, EgressRules, GateRecord, OpenGate};
 use portcullis_sandbox::findings::{Finding, findings};
 use portcullis_sandbox::{Applied, LaunchReport, LaunchRequest, SandboxLauncher};
@@ -167,13 +167,16 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
     })
     .await;
     drop(launch.tmp);
-    let changes = changes.unwrap_or_else(|e| ChangeReview {
-        kept: Vec::new(),
-        held: Vec::new(),
-        discarded: vec![change_review::Discarded {
-            path: launch.cwd.clone(),
-            why: format!("the review of the command's changes failed ({e})"),
-        }],
+    let changes = changes.unwrap_or_else(|e| {
+        let why = format!("the review of the command's changes failed ({e})");
+        let mut record = ChangeRecord::default();
+        crate::change_record::add_root(&mut record, &launch.cwd, &why);
+        ChangeReview {
+            kept: Vec::new(),
+            held: Vec::new(),
+            discarded: vec![change_review::Discarded { path: launch.cwd.clone(), why }],
+            record,
+        }
     });
     let mut outcome = Outcome { changes, ..Outcome::default() };
     if let Some(gate) = launch.gate {
@@ -307,4 +310,11 @@ pub fn connection_lines(record: &GateRecord) -> Vec<String> {
 /// The connections of an outcome, for the tool's output (and so the call's record).
 pub fn connections(outcome: &Outcome) -> Vec<Connection> {
     outcome.network.connections.clone()
+}
+
+/// The record of what the command changed and what became of each change, for the tool's output (and
+/// so the call's record); none when it changed nothing.
+pub fn change_record(outcome: &Outcome) -> Option<Box<ChangeRecord>> {
+    let record = &outcome.changes.record;
+    (!record.is_empty()).then(|| Box::new(record.clone()))
 }

@@ -6,6 +6,7 @@
 //! longer the one that was evaluated. The tools never decide policy themselves.
 
 pub mod args;
+pub mod change_record;
 pub mod change_review;
 pub mod confined;
 pub mod edit;

@@ -355,6 +355,7 @@ pub async fn run_command(
     let mut sandbox_value = None;
     let mut sandbox_lines = Vec::new();
     let mut connections = Vec::new();
+    let mut changes = None;
     if let Some(launch) = launch {
         let (outcome, profile, cwd) = confined::finish(launch, DRAIN_GRACE).await;
         if let Some((step, message)) = &outcome.failed {
@@ -370,6 +371,7 @@ pub async fn run_command(
         sandbox_value = Some(value);
         sandbox_lines = lines;
         connections = confined::connections(&outcome);
+        changes = confined::change_record(&outcome);
     }
     // Agents hand their model the structured result when there is one (Claude Code and Codex both do):
     // it carries the output itself, not only its size.
@@ -415,6 +417,7 @@ pub async fn run_command(
             let mut output = ToolOutput::text(text);
             output.structured = Some(structured);
             output.connections = connections;
+            output.changes = changes;
             Ok(output)
         }
         Ending::TimedOut => Err(ToolError::new(
@@ -424,10 +427,15 @@ pub async fn run_command(
                 run.timeout.as_millis()
             ),
         )
-        .with_details(json!({ "output": text, "result": structured, "connections": connections }))),
-        Ending::Cancelled => {
-            Err(ToolError::new(codes::CANCELLED, "the run was cancelled; the command was killed")
-                .with_details(json!({ "output": text, "result": structured, "connections": connections })))
-        }
+        .with_details(
+            json!({ "output": text, "result": structured, "connections": connections, "changes": changes }),
+        )),
+        Ending::Cancelled => Err(ToolError::new(
+            codes::CANCELLED,
+            "the run was cancelled; the command was killed",
+        )
+        .with_details(
+            json!({ "output": text, "result": structured, "connections": connections, "changes": changes }),
+        )),
     }
 }

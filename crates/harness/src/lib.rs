@@ -12,6 +12,7 @@
 
 pub mod batch;
 pub mod call;
+pub mod change_record;
 pub mod disclosure;
 pub mod dispatch;
 pub mod egress;
@@ -50,6 +51,7 @@ pub use call::{
     BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome,
     ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult, error_codes,
 };
+pub use change_record::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
 pub use egress::{Connection, ConnectionKind, HostPattern, asks_for_host, host_action};

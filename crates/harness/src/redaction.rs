@@ -369,6 +369,14 @@ impl Redactor {
         if let Some(s) = &mut output.structured {
             changed |= self.redact_value(s);
         }
+        if let Some(record) = &mut output.changes {
+            for entry in &mut record.entries {
+                changed |= self.redact_string(&mut entry.path);
+                if let Some(why) = &mut entry.why {
+                    changed |= self.redact_string(why);
+                }
+            }
+        }
         changed
     }
 

@@ -114,6 +114,10 @@ pub struct ToolOutput {
     /// the call's record: what reached where, what was refused and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connections: Vec<crate::Connection>,
+    /// What a confined command changed in its write roots and what became of each change (kept, held,
+    /// discarded), for the call's record; like `connections`, never shown to the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Box<crate::ChangeRecord>>,
 }
 
 impl ToolOutput {

@@ -422,11 +422,13 @@ async fn run_process(
     }
     let status = status.map_err(|e| ToolError::new("process_failed", e.to_string()))?;
     let mut connections = Vec::new();
+    let mut changes = None;
     let (success, status) = match launch {
         None => (status.success(), status.to_string()),
         Some(launch) => {
             let (outcome, profile, _) = confined::finish(launch, Duration::from_millis(500)).await;
             connections = confined::connections(&outcome);
+            changes = confined::change_record(&outcome);
             if let Some((step, message)) = &outcome.failed {
                 return Err(confined::walls_failed(step, message));
             }
@@ -454,11 +456,13 @@ async fn run_process(
             structured: None,
             is_error: true,
             connections,
+            changes,
         });
     }
     if output == ProcessOutput::Text {
         return Ok(ToolOutput {
             connections,
+            changes,
             ..ToolOutput::text(String::from_utf8_lossy(&out).into_owned())
         });
     }
@@ -469,13 +473,14 @@ async fn run_process(
     if answer.get("content").is_some_and(Value::is_array)
         && let Ok(output) = serde_json::from_value::<ToolOutput>(answer.clone())
     {
-        // What the proxy saw, never what the tool says it did.
-        return Ok(ToolOutput { connections, ..output });
+        // What the proxy and the review saw, never what the tool says it did.
+        return Ok(ToolOutput { connections, changes, ..output });
     }
     Ok(ToolOutput {
         content: vec![Content::Text { text: answer.to_string() }],
         structured: Some(answer),
         is_error: false,
         connections,
+        changes,
     })
 }

@@ -326,6 +326,7 @@ async fn main() {
                         structured: None,
                         is_error: false,
                         connections: Vec::new(),
+                        changes: None,
                     }
                 } else {
                     ToolOutput::text(text)

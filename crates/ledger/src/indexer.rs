@@ -213,9 +213,9 @@ pub(crate) fn index_frames<'a>(
     let mut insert = tx.prepare_cached(
         "INSERT INTO records (writer_id, session_id, run_id, call_id, call_key, owner, tool, kind, status,
              at, started_at, duration_us, reason, error_code, decided_by, decided_rule, decided_source,
-             decided_operator, redacted, body, policy_decision, policy_rule, chain)
+             decided_operator, redacted, body, policy_decision, policy_rule, chain, changes, contained)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-             ?21, ?22, ?23)",
+             ?21, ?22, ?23, ?24, ?25)",
     )?;
     let chained_before = chain.head.count;
     let mut index = tx.prepare_cached("INSERT INTO records_fts(rowid, content) VALUES (?1, ?2)")?;
@@ -230,6 +230,11 @@ pub(crate) fn index_frames<'a>(
                 Decoded::Record(row) => {
                     let status = row.status();
                     let link = chain.next(writer_id, &row)?;
+                    // Derived from the body (see `call_marks.rs`), on calls only.
+                    let marks = match status {
+                        Some(_) => crate::call_marks::marks_of_body(row.body),
+                        None => crate::call_marks::CallMarks::default(),
+                    };
                     insert.execute(params![
                         writer_id,
                         row.session_id,
@@ -254,6 +259,8 @@ pub(crate) fn index_frames<'a>(
                         row.policy_decision,
                         row.policy_rule,
                         &link[..],
+                        marks.changes_column(),
+                        marks.contained,
                     ])?;
                     chain.last_record_id = tx.last_insert_rowid();
                     // One search document per call, at its terminal record.

@@ -10,6 +10,8 @@
 pub mod activity;
 mod appender;
 pub mod audit;
+pub mod call_marks;
+mod call_summary;
 pub mod chain;
 pub mod check;
 mod checkpoint;
@@ -50,6 +52,7 @@ pub mod witness;
 
 pub use activity::{PromptedCommand, RuleHits};
 pub use audit::{ApprovalSummary, CommandCount, CommandOutcome};
+pub use call_marks::CallMarks;
 pub use check::CheckReport;
 pub use effects::{EffectChange, EffectMark, EffectMarkOutcome, EffectRow, EffectState};
 pub use error::LedgerStoreError;

@@ -8,13 +8,15 @@ use crate::row::{
 };
 use crate::schema::SCHEMA_VERSION;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
-use portcullis_harness::{BlockedReason, Timestamp};
+use portcullis_harness::{BlockedReason, ChangeOutcome, Timestamp};
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, params_from_iter};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+pub use crate::call_summary::{SUMMARY_CHARS, SUMMARY_KEYS, argument_summary};
 
 /// Most calls one page may hold.
 pub const MAX_PAGE: usize = 1000;
@@ -106,12 +108,24 @@ pub struct CallFilter {
     pub users: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hubs: Vec<String>,
+    /// Calls whose changes came to these (their most serious outcome: held, then discarded, then kept);
+    /// see [`crate::call_marks`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<ChangeOutcome>,
+    /// Calls that ran contained (`true`) or did not (`false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contained: Option<bool>,
 }
 
 impl CallFilter {
     /// Whether it names hosts, users or hubs (filters only a team ledger answers).
     pub fn names_origins(&self) -> bool {
         !(self.hosts.is_empty() && self.users.is_empty() && self.hubs.is_empty())
+    }
+
+    /// Whether it names the marks of calls (changes, contained), which the rollups do not keep.
+    pub fn names_marks(&self) -> bool {
+        !self.changes.is_empty() || self.contained.is_some()
     }
 }
 
@@ -192,6 +206,13 @@ pub struct CallRow {
     /// On a team ledger's rows: the hub the call ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<CallOrigin>,
+    /// The most serious outcome of what the call changed (a confined command): held, discarded or kept;
+    /// absent when it changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<ChangeOutcome>,
+    /// It ran contained (its `policy_decision` is then `allow`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contained: bool,
 }
 
 impl CallRow {
@@ -207,6 +228,11 @@ impl CallRow {
             StoredKind::Started | StoredKind::Progress => CallStatus::Running,
         };
         let (decided_by, rule, source, operator) = crate::row::decided_columns(&record.body.decided_by);
+        let marks = if record.kind.is_terminal() {
+            crate::call_marks::marks_of(record.body.output.as_deref(), record.body.error.as_ref())
+        } else {
+            crate::call_marks::CallMarks::default()
+        };
         CallRow {
             record_id: record.id,
             session_id: record.session_id.clone(),
@@ -233,6 +259,8 @@ impl CallRow {
             summary: record.body.arguments.as_deref().and_then(argument_summary),
             snippet: None,
             origin: None,
+            changes: marks.changes,
+            contained: marks.contained,
         }
     }
 }
@@ -281,7 +309,8 @@ pub fn fts_query(text: &str) -> Option<String> {
 }
 
 const CALL_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, reason, \
-     error_code, decided_by, decided_rule, decided_source, decided_operator, redacted, policy_decision, policy_rule";
+     error_code, decided_by, decided_rule, decided_source, decided_operator, redacted, policy_decision, policy_rule, \
+     changes, contained";
 
 /// The listing's columns over `records r`: the call's columns and its arguments (for the summary).
 fn call_columns() -> String {
@@ -301,33 +330,6 @@ fn call_columns() -> String {
         ", coalesce(json_extract(r.body, '$.arguments'), (SELECT json_extract(s.body, '$.arguments') {STARTED}))"
     ));
     columns
-}
-
-/// The argument that says what a call does, by the first of these keys its arguments hold.
-pub const SUMMARY_KEYS: [&str; 6] = ["command", "path", "file_path", "url", "query", "name"];
-
-/// Most characters of a call's summary.
-pub const SUMMARY_CHARS: usize = 200;
-
-/// One line saying what a call does: its command, path, URL… (the first of [`SUMMARY_KEYS`] its
-/// arguments hold, when a string), else its arguments as compact JSON; at most [`SUMMARY_CHARS`]
-/// characters (`…` when cut).
-pub fn argument_summary(arguments: &serde_json::Value) -> Option<String> {
-    let text = SUMMARY_KEYS
-        .iter()
-        .find_map(|k| arguments.get(k).and_then(|v| v.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| match arguments {
-            serde_json::Value::Null => String::new(),
-            serde_json::Value::Object(o) if o.is_empty() => String::new(),
-            other => other.to_string(),
-        });
-    if text.is_empty() {
-        return None;
-    }
-    Some(match text.char_indices().nth(SUMMARY_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    })
 }
 
 fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
@@ -359,8 +361,10 @@ fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
         redacted: row.get(16)?,
         policy_decision: row.get::<_, Option<String>>(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
         policy_rule: row.get(18)?,
+        changes: row.get::<_, Option<String>>(19)?.and_then(|c| ChangeOutcome::parse(&c)),
+        contained: row.get(20)?,
         summary: row
-            .get::<_, Option<String>>(19)?
+            .get::<_, Option<String>>(21)?
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
             .and_then(|args| argument_summary(&args)),
         snippet: None,
@@ -460,6 +464,11 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
     w.list("r.decided_by", filter.decided_by.iter().cloned());
     w.list("r.policy_decision", filter.policy_decisions.iter().map(|d| d.as_str().to_owned()));
     w.list("r.owner", filter.owners.iter().cloned());
+    w.list("r.changes", filter.changes.iter().map(|c| c.as_str().to_owned()));
+    if let Some(contained) = filter.contained {
+        w.push("r.contained = ?");
+        w.params.push(Sql::Integer(i64::from(contained)));
+    }
     if let Some(rule) = &filter.rule {
         w.push("r.decided_rule = ?");
         w.params.push(Sql::Text(rule.clone()));
@@ -760,30 +769,4 @@ impl LedgerReader {
 /// Parses a record kind name (for filters on raw records).
 pub fn parse_kind(s: &str) -> Result<StoredKind, LedgerStoreError> {
     StoredKind::parse(s).ok_or_else(|| LedgerStoreError::BadFilter(format!("unknown record kind {s:?}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::argument_summary;
-    use serde_json::json;
-
-    #[test]
-    fn summaries_by_key_in_order() {
-        let rows = [
-            (json!({"command": "ls -la", "path": "/x"}), Some("ls -la".to_owned())),
-            (json!({"path": "src/main.rs", "content": "…"}), Some("src/main.rs".to_owned())),
-            (json!({"url": "https://example.com"}), Some("https://example.com".to_owned())),
-            (json!({"command": 7}), Some("{\"command\":7}".to_owned())),
-            (json!({"a": 1}), Some("{\"a\":1}".to_owned())),
-            (json!({}), None),
-            (json!(null), None),
-        ];
-        for (args, want) in rows {
-            assert_eq!(argument_summary(&args), want, "{args}");
-        }
-        let long = "x".repeat(500);
-        let cut = argument_summary(&json!({ "command": long })).unwrap();
-        assert_eq!(cut.chars().count(), 201);
-        assert!(cut.ends_with('…'));
-    }
 }

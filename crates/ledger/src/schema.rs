@@ -381,7 +381,21 @@ const MIGRATIONS: &[&str] = &[
         message        TEXT NOT NULL
     );
     "#,
+    // 14: what a call's terminal record is marked with for the browser's filters (see `call_marks.rs`),
+    // derived from its body like `status` from `kind`: `changes`, the most serious outcome of what a
+    // confined command changed (held > discarded > kept; NULL when nothing), and `contained` (1: it ran
+    // contained). The rows already in the file are marked by `call_marks::backfill`.
+    r#"
+    ALTER TABLE records ADD COLUMN changes TEXT
+        CHECK (changes IS NULL OR changes IN ('kept','held','discarded'));
+    ALTER TABLE records ADD COLUMN contained INTEGER NOT NULL DEFAULT 0 CHECK (contained IN (0, 1));
+    CREATE INDEX calls_changes ON records(changes, at, id) WHERE changes IS NOT NULL;
+    CREATE INDEX calls_contained ON records(at, id) WHERE contained = 1;
+    "#,
 ];
+
+/// The schema version whose step added the call marks (and marks the rows already there).
+const CALL_MARKS_VERSION: i64 = 14;
 
 /// The schema version whose step made the side chain (and takes the rows already there into it).
 const SIDE_CHAIN_VERSION: i64 = 13;
@@ -422,6 +436,9 @@ pub fn migrate(conn: &mut Connection, from: i64, to: i64) -> rusqlite::Result<()
         }
         if version + 1 == SIDE_CHAIN_VERSION {
             crate::side_chain::backfill(&tx)?;
+        }
+        if version + 1 == CALL_MARKS_VERSION {
+            crate::call_marks::backfill(&tx)?;
         }
         tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))?;
         if version == 0 {

@@ -396,6 +396,7 @@ pub(crate) fn rollup_eligible(filter: &CallFilter) -> bool {
     filter.session.is_none()
         && filter.run.is_none()
         && filter.search.is_none()
+        && !filter.names_marks()
         && !filter.statuses.contains(&CallStatus::Running)
 }
 

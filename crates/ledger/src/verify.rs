@@ -378,6 +378,23 @@ fn read_seals(
 }
 
 /// Whether another process (or this one, through another handle) holds the ledger's writer lock.
+/// Why a row's call marks (`changes`, `contained`: derived from its body, see `call_marks.rs`) disagree
+/// with its body, if they do; the row was selected with `id, status, chain`, the chained columns (the
+/// body last), then `changes, contained`. Records that are not calls have none.
+fn marks_disagree(row: &rusqlite::Row<'_>, terminal: bool) -> rusqlite::Result<Option<String>> {
+    let first = 3 + crate::chain::CHAINED_COLUMNS.split(", ").count();
+    let stored: (Option<String>, i64) = (row.get(first)?, row.get(first + 1)?);
+    let body = row.get_ref(first - 1)?.as_str().unwrap_or_default();
+    let marks = if terminal { crate::call_marks::marks_of_body(body) } else { Default::default() };
+    let derived = (marks.changes_column().map(str::to_owned), i64::from(marks.contained));
+    Ok((stored != derived).then(|| {
+        format!(
+            "its changes and contained columns ({:?}, {}) do not agree with its body ({:?}, {}): the call would be hidden from or added to the calls a filter lists",
+            stored.0, stored.1, derived.0, derived.1
+        )
+    }))
+}
+
 fn writer_running(path: &std::path::Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else { return false };
     matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
@@ -473,7 +490,9 @@ impl LedgerReader {
         journal_copy.anchor(&self.conn).at(&path)?;
         let mut stmt = self
             .conn
-            .prepare(&format!("SELECT id, status, chain, {CHAINED_COLUMNS} FROM records ORDER BY id"))
+            .prepare(&format!(
+                "SELECT id, status, chain, {CHAINED_COLUMNS}, changes, contained FROM records ORDER BY id"
+            ))
             .at(&path)?;
         let mut rows = stmt.query([]).at(&path)?;
         let mut bytes = Vec::with_capacity(4096);
@@ -520,6 +539,9 @@ impl LedgerReader {
                     Some(walk.position + 1),
                     format!("{what}: its status column ({status:?}) does not agree with its kind ({kind}): the call would be hidden from or added to the calls listed"),
                 );
+            }
+            if let Some(why) = marks_disagree(row, has_status).at(&path)? {
+                walk.broke(BreakKind::Derived, Some(id), Some(walk.position + 1), format!("{what}: {why}"));
             }
             if let Some((journaled, link)) = journal_copy.at(walk.position + 1)
                 && (*journaled != bytes || *link != stored)

@@ -107,6 +107,10 @@ pub(crate) fn call_where_on(filter: &CallFilter, a: &str) -> Result<Where, TeamE
         filter.policy_decisions.iter().map(|d| d.as_str().to_owned()).collect(),
     );
     w.list(&format!("{a}.owner"), filter.owners.clone());
+    w.list(&format!("{a}.changes"), filter.changes.iter().map(|c| c.as_str().to_owned()).collect());
+    if let Some(contained) = filter.contained {
+        w.push(&format!("{a}.contained = ?"), Box::new(contained));
+    }
     w.list(&format!("{a}.hub_host"), filter.hosts.clone());
     w.list(&format!("{a}.hub_user"), filter.users.clone());
     w.list(&format!("{a}.ledger_id"), filter.hubs.clone());

@@ -148,6 +148,7 @@ impl TeamReader {
             && filter.session.is_none()
             && filter.run.is_none()
             && filter.search.is_none()
+            && !filter.names_marks()
             && width % HOUR_US == 0
             && origin % HOUR_US == 0
             && spans_hours;

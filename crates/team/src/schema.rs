@@ -248,6 +248,41 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (ledger_id, id)
     );
     "#,
+    // 6: the marks of calls (see `portcullis_ledger::call_marks`): what a confined command's changes came
+    // to (held > discarded > kept; NULL: nothing changed) and whether it ran contained, read from the
+    // record as its hub's ledger reads them; the records shipped before are marked here the same way
+    // (their change record's counts, else their result's `sandbox.changes` summary).
+    r#"
+    ALTER TABLE portcullis.records ADD COLUMN changes text,
+        ADD COLUMN contained boolean NOT NULL DEFAULT false;
+    UPDATE portcullis.records r SET changes = m.changes, contained = m.contained
+    FROM (
+        SELECT ledger_id, id, s.sandbox IS NOT NULL AND jsonb_typeof(s.sandbox -> 'contained') NOT IN ('null') AS contained,
+               CASE WHEN c.held > 0 THEN 'held' WHEN c.discarded > 0 THEN 'discarded'
+                    WHEN c.kept > 0 THEN 'kept' END AS changes
+        FROM portcullis.records
+        CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(record #> '{output,structured,sandbox}') = 'object'
+                                        THEN record #> '{output,structured,sandbox}'
+                                        WHEN jsonb_typeof(record #> '{error,details,result,sandbox}') = 'object'
+                                        THEN record #> '{error,details,result,sandbox}' END AS sandbox) s
+        CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(record #> '{output,changes}') = 'object'
+                                        THEN record #> '{output,changes}'
+                                        WHEN jsonb_typeof(record #> '{error,details,changes}') = 'object'
+                                        THEN record #> '{error,details,changes}' END AS record_of) k
+        CROSS JOIN LATERAL (SELECT
+            CASE WHEN k.record_of IS NOT NULL THEN k.record_of -> 'kept' ELSE s.sandbox #> '{changes,kept_count}' END AS kept_v,
+            CASE WHEN k.record_of IS NOT NULL THEN k.record_of -> 'held' ELSE s.sandbox #> '{changes,held_count}' END AS held_v,
+            CASE WHEN k.record_of IS NOT NULL THEN k.record_of -> 'discarded' ELSE s.sandbox #> '{changes,discarded_count}' END AS discarded_v) v
+        CROSS JOIN LATERAL (SELECT
+            CASE WHEN jsonb_typeof(v.kept_v) = 'number' THEN (v.kept_v #>> '{}')::numeric ELSE 0 END AS kept,
+            CASE WHEN jsonb_typeof(v.held_v) = 'number' THEN (v.held_v #>> '{}')::numeric ELSE 0 END AS held,
+            CASE WHEN jsonb_typeof(v.discarded_v) = 'number' THEN (v.discarded_v #>> '{}')::numeric ELSE 0 END AS discarded) c
+        WHERE status IS NOT NULL AND (s.sandbox IS NOT NULL OR k.record_of IS NOT NULL)
+    ) m
+    WHERE r.ledger_id = m.ledger_id AND r.id = m.id;
+    CREATE INDEX records_changes ON portcullis.records (changes, at DESC) WHERE changes IS NOT NULL;
+    CREATE INDEX records_contained ON portcullis.records (at DESC) WHERE contained;
+    "#,
 ];
 
 /// A session row's state as `session_days` counts it: open, or how it ended.

@@ -169,12 +169,20 @@ struct RecordRow<'a> {
     chain_columns: Option<&'a str>,
     /// A terminal record's search document (tool, arguments, output, error), when the sink has it.
     search_text: Option<String>,
+    /// The call's marks, read from the record as the hub's ledger reads them (`call_marks.rs`).
+    changes: Option<&'static str>,
+    contained: bool,
 }
 
 impl<'a> RecordRow<'a> {
     fn of(record: &'a StoredRecord, link: Option<&'a RecordLink>) -> RecordRow<'a> {
         let (decided_by, decided_rule, decided_source, decided_operator) =
             decided_columns(&record.body.decided_by);
+        let marks = if record.kind.is_terminal() {
+            portcullis_ledger::call_marks::marks_of(record.body.output.as_deref(), record.body.error.as_ref())
+        } else {
+            portcullis_ledger::CallMarks::default()
+        };
         RecordRow {
             id: record.id,
             session_id: &record.session_id,
@@ -200,6 +208,8 @@ impl<'a> RecordRow<'a> {
             chain: link.map(|l| portcullis_harness::receipt::hex(&l.link)),
             chain_columns: link.map(|l| l.columns.as_str()),
             search_text: None,
+            changes: marks.changes_column(),
+            contained: marks.contained,
         }
     }
 }

@@ -32,6 +32,8 @@ pub(crate) const RECORD_COLUMNS: &[(&str, &str)] = &[
     ("record", "jsonb"),
     ("chain", "text"),
     ("chain_columns", "text"),
+    ("changes", "text"),
+    ("contained", "boolean"),
 ];
 
 pub(crate) fn insert_records_sql() -> String {

@@ -458,6 +458,12 @@ export type CallDetail = {
 	output_is_error: boolean,
 	/**  The connections the command made or tried through its egress proxy (hosts are agent text). */
 	connections: Connection[],
+	/**
+	 *  What a confined command changed and what became of each change (kept, held, discarded), with
+	 *  sizes and digests (paths and reasons are agent text); `None` when it changed nothing, or was
+	 *  recorded before the ledger kept its changes.
+	 */
+	changes?: ChangeRecord | null,
 	/**  The error the call ended with: code and message. */
 	error: CallError | null,
 	/**  What decided the call (the terminal record's decider). */
@@ -517,6 +523,13 @@ export type CallFilter = {
 	hosts?: string[],
 	users?: string[],
 	hubs?: string[],
+	/**
+	 *  Calls whose changes came to these (their most serious outcome: held, then discarded, then kept);
+	 *  see [`crate::call_marks`].
+	 */
+	changes?: ChangeOutcome[],
+	/**  Calls that ran contained (`true`) or did not (`false`). */
+	contained?: boolean | null,
 };
 
 /**  Which way a page of calls runs. */
@@ -569,6 +582,13 @@ export type CallRow = {
 	snippet?: Snippet | null,
 	/**  On a team ledger's rows: the hub the call ran on. */
 	origin?: CallOrigin | null,
+	/**
+	 *  The most serious outcome of what the call changed (a confined command): held, discarded or kept;
+	 *  absent when it changed nothing.
+	 */
+	changes?: ChangeOutcome | null,
+	/**  It ran contained (its `policy_decision` is then `allow`). */
+	contained?: boolean,
 };
 
 /**  A call's status in listings: its terminal record's kind, or `running`. */
@@ -658,6 +678,24 @@ export type ChainBreak = {
 	message: string,
 };
 
+/**  One change of a call. */
+export type ChangeEntry = {
+	/**  Where, as an absolute path (the agent's text). */
+	path: string,
+	what: ChangeKind,
+	/**  A file's size in bytes (none for what has no content). */
+	size?: number | null,
+	/**
+	 *  The SHA-256 (hex) of a file's new content: the committed file for a kept change, the held copy
+	 *  for a held one. `None` where it was not read: not a file, past the digest bounds, discarded, or
+	 *  gone before it could be read.
+	 */
+	sha256?: string | null,
+	outcome: ChangeOutcome,
+	/**  Why it was held or discarded (none for a kept change). */
+	why?: string | null,
+};
+
 /**  Changed calls decided by one rule (or reason) under the draft. */
 export type ChangeGroup = {
 	/**  `rule <id> (<file>)`, or the reason that decides them under the draft. */
@@ -665,6 +703,45 @@ export type ChangeGroup = {
 	calls: number,
 	/**  Of them, calls the draft allows that the policy in force did not. */
 	loosened: number,
+};
+
+/**  What one change is. */
+export type ChangeKind = 
+/**  A regular file created or changed. */
+"file" | "symlink" | 
+/**  A folder made, replaced, or whose mode changed. */
+"folder" | 
+/**  A file or folder deleted. */
+"deleted" | 
+/**  A FIFO, socket or device (never kept). */
+"special" | 
+/**  Not one change: a whole write root whose changes could not be read or were past their bounds. */
+"root";
+
+/**
+ *  What became of a change. Ordered by how much it asks of a person: held (the operator decides) above
+ *  discarded above kept.
+ */
+export type ChangeOutcome = 
+/**  Committed into the real tree. */
+"kept" | 
+/**  Not committed: never kept (a special file, a command that did not end, a conflict, ...). */
+"discarded" | 
+/**  Not committed yet: kept aside for the operator, who keeps or discards it. */
+"held";
+
+/**  Every change of a call (bounded), and how many of each outcome there were. */
+export type ChangeRecord = {
+	kept: number,
+	held: number,
+	discarded: number,
+	/**
+	 *  The changes in the order the review met them (write root by write root); at most
+	 *  [`MAX_ENTRIES`].
+	 */
+	entries: ChangeEntry[],
+	/**  More changes than `entries` holds (the counts are whole). */
+	truncated?: boolean,
 };
 
 /**  An operator's answer. */
@@ -2154,6 +2231,11 @@ export type ToolOutput = {
 	 *  the call's record: what reached where, what was refused and why.
 	 */
 	connections?: Connection[],
+	/**
+	 *  What a confined command changed in its write roots and what became of each change (kept, held,
+	 *  discarded), for the call's record; like `connections`, never shown to the agent.
+	 */
+	changes?: ChangeRecord | null,
 };
 
 /**  What to try a draft on. */

@@ -116,6 +116,30 @@ fn interpreter_code_runs_contained_and_what_it_did_is_judged() {
     for path in ["src/b.txt", ".env.local", ".cargo/config.toml"] {
         assert!(held.contains(path), "{path} is not held: {held}");
     }
+    // The call's record keeps its change set: the listing marks the call contained and held, its
+    // filters find it, and `ledger show` lists each change with its size and short digest (the kept
+    // file's read from the project, the held one's from the layer held for the operator).
+    let db = base.join("call.db");
+    let db = db.to_str().unwrap();
+    let listed =
+        common::in_project(&base, &["ledger", "query", "--db", db, "--changes", "held", "--contained"]);
+    assert!(listed.contains("allow (contained)") && listed.contains(" held "), "{listed}");
+    let none = common::in_project(&base, &["ledger", "query", "--db", db, "--changes", "discarded,kept"]);
+    assert!(none.contains("no calls match"), "{none}");
+    let json = common::portcullis(&base)
+        .args(["ledger", "query", "--db", db, "--json"])
+        .current_dir(&proj)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let page: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let call_id = page["calls"][0]["call_id"].as_str().unwrap().to_owned();
+    assert_eq!(page["calls"][0]["changes"], "held", "{page}");
+    let record = common::in_project(&base, &["ledger", "show", &call_id, "--db", db]);
+    assert!(record.contains("changes: ") && record.contains(" kept, "), "{record}");
+    assert!(record.contains("src/new.txt  5 B  sha256 78051faade05"), "{record}");
+    assert!(record.contains(".env.local  14 B  sha256 33de8da734e9 — the deny glob"), "{record}");
+    assert!(record.contains("src/b.txt — deleted by a command that ran contained"), "{record}");
     // `policy check` shows the decision and the walls.
     let check = common::in_project(&base, &["policy", "check", "--", "python3 -c 'print(1)'"]);
     assert!(check.starts_with("decision: contain"), "{check}");

@@ -73,7 +73,7 @@ fn migrate_brings_an_older_schema_forward() {
     );
     // Take the file back to schema 1 (no approvals, no search index, no policy decision columns, no
     // session end reasons, no refusals, no call rollups, no journal point, no tool pins, no ledger id or
-    // change clock, no hash chain, no side chain).
+    // change clock, no hash chain, no side chain, no call marks).
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
@@ -87,6 +87,8 @@ fn migrate_brings_an_older_schema_forward() {
              DROP TABLE chain_state; DROP TABLE chain_checkpoints; ALTER TABLE records DROP COLUMN chain;
              DROP TABLE side_chain; DROP TABLE side_chain_state; DROP TABLE side_checkpoints;
              DROP TABLE chain_marks;
+             DROP INDEX calls_changes; DROP INDEX calls_contained; ALTER TABLE records DROP COLUMN changes;
+             ALTER TABLE records DROP COLUMN contained;
              ALTER TABLE records DROP COLUMN policy_decision;
              ALTER TABLE records DROP COLUMN policy_rule; ALTER TABLE sessions DROP COLUMN end_reason;
              PRAGMA user_version = 1;",

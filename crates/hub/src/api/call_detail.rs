@@ -92,6 +92,11 @@ pub struct CallDetail {
     pub output_is_error: bool,
     /// The connections the command made or tried through its egress proxy (hosts are agent text).
     pub connections: Vec<portcullis_harness::Connection>,
+    /// What a confined command changed and what became of each change (kept, held, discarded), with
+    /// sizes and digests (paths and reasons are agent text); `None` when it changed nothing, or was
+    /// recorded before the ledger kept its changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<portcullis_harness::ChangeRecord>,
     /// The error the call ended with: code and message.
     pub error: Option<CallError>,
     /// What decided the call (the terminal record's decider).
@@ -108,6 +113,16 @@ pub struct CallDetail {
     pub timings: CallTimings,
     pub records: Vec<RecordStep>,
     pub approvals: Vec<ApprovalRecord>,
+}
+
+/// The change record of a terminal record's body: its output's, or (a command that timed out or was
+/// cancelled) its error's details'.
+fn change_record_of(body: &portcullis_ledger::RecordBody) -> Option<portcullis_harness::ChangeRecord> {
+    if let Some(record) = body.output.as_deref().and_then(|o| o.changes.as_deref()) {
+        return Some(record.clone());
+    }
+    let details = body.error.as_ref()?.details.as_ref()?.get("changes")?;
+    serde_json::from_value(details.clone()).ok()
 }
 
 impl CallDetail {
@@ -131,6 +146,7 @@ impl CallDetail {
             output: body.output.as_deref().map(output_parts).unwrap_or_default(),
             output_is_error: body.output.as_deref().is_some_and(|o| o.is_error),
             connections: body.output.as_deref().map(|o| o.connections.clone()).unwrap_or_default(),
+            changes: change_record_of(body),
             error: body.error.clone(),
             decider: Decider::of(&body.decided_by),
             policy_decider: records
@@ -181,6 +197,7 @@ mod tests {
             structured: None,
             is_error: false,
             connections: Vec::new(),
+            changes: None,
         };
         let parts = output_parts(&output);
         assert!(matches!(&parts[0], OutputPart::Text { text } if text == "hi"));

@@ -5,7 +5,7 @@
 use super::error::ApiError;
 use super::ledger::{CallFilter, CallStatus, RefusalFilter, SessionFilter};
 use super::times::parse_time;
-use portcullis_harness::{BlockedReason, Timestamp};
+use portcullis_harness::{BlockedReason, ChangeOutcome, Timestamp};
 use portcullis_ledger::{LedgerStoreError, StoredPolicyDecision};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -41,6 +41,10 @@ pub struct CallQuery {
     pub hosts: Vec<String>,
     pub users: Vec<String>,
     pub hubs: Vec<String>,
+    /// What the calls' changes came to (their most serious outcome): `held`, `discarded`, `kept`.
+    pub changes: Vec<String>,
+    /// Calls that ran contained (`true`) or did not (`false`).
+    pub contained: Option<bool>,
 }
 
 impl CallQuery {
@@ -64,6 +68,17 @@ impl CallQuery {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let changes = self
+            .changes
+            .iter()
+            .map(|c| {
+                ChangeOutcome::parse(c).ok_or_else(|| {
+                    ApiError::from(LedgerStoreError::BadFilter(format!(
+                        "unknown changes {c:?}: expected one of held, discarded, kept"
+                    )))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let range = TimeRange { since: self.since.clone(), until: self.until.clone() };
         let (since, until) = range.bounds(now)?;
         Ok(CallFilter {
@@ -82,6 +97,8 @@ impl CallQuery {
             hosts: self.hosts.clone(),
             users: self.users.clone(),
             hubs: self.hubs.clone(),
+            changes,
+            contained: self.contained,
         })
     }
 }

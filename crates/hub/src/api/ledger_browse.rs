@@ -494,6 +494,8 @@ mod tests {
             summary: None,
             snippet: None,
             origin: None,
+            changes: None,
+            contained: false,
         }
     }
 

@@ -64,6 +64,8 @@ fn first_row(event: &ToolEvent) -> CallRow {
         summary: None,
         snippet: None,
         origin: None,
+        changes: None,
+        contained: false,
     }
 }
 
@@ -93,6 +95,12 @@ fn policy(row: &mut CallRow, payload: &EventPayload, asked_by: Option<&DecidedBy
     };
 }
 
+/// The call's marks, as the ledger reads them from its terminal record (see `call_marks.rs`).
+fn marked(row: &mut CallRow, marks: portcullis_ledger::CallMarks) {
+    row.changes = marks.changes;
+    row.contained = marks.contained;
+}
+
 fn applied(row: &mut CallRow, event: &ToolEvent) {
     row.at = event.at;
     match &event.payload {
@@ -111,14 +119,16 @@ fn applied(row: &mut CallRow, event: &ToolEvent) {
             policy(row, &event.payload, policy_decided_by.as_ref(), decided_by);
         }
         EventPayload::Progress { .. } | EventPayload::GuardrailDecision { .. } => {}
-        EventPayload::Finished { duration_us, .. } => {
+        EventPayload::Finished { duration_us, output, .. } => {
             row.status = CallStatus::Finished;
             row.duration_us = i64::try_from(*duration_us).ok();
+            marked(row, portcullis_ledger::call_marks::marks_of(Some(output), None));
         }
         EventPayload::Error { error, duration_us } => {
             row.status = CallStatus::Error;
             row.error_code = Some(error.code.clone());
             row.duration_us = i64::try_from(*duration_us).ok();
+            marked(row, portcullis_ledger::call_marks::marks_of(None, Some(error)));
         }
     }
 }

@@ -11,6 +11,7 @@ pub use portcullis_harness::{
     CallError, CallOutcome, Content, DecidedBy, ExecutionAction, FileAccess, FileVerdict, OperatorOutcome,
     PolicyDecision, ProtectedKind, Receipt, RuleRef, Timestamp, ToolCallResult, ToolOutput,
 };
+pub use portcullis_harness::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
 pub use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport, asks_for_host};
 pub use portcullis_ledger::SinkLag;
 pub use portcullis_policy::{Part, PartKind, RuleScope};

@@ -1,6 +1,7 @@
 //! The crate's integration tests as one binary: one link instead of one per file, which keeps a cold
 //! build's disk and link time small. Each file is a module; shared fixtures are modules beside them.
 
+mod call_marks;
 mod chain;
 mod chain_export;
 mod common;

@@ -333,7 +333,9 @@ async fn the_schema_step_that_makes_the_rollups_backfills_them() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE side_chain; DROP TABLE side_chain_state; DROP TABLE side_checkpoints;
+            "DROP INDEX calls_changes; DROP INDEX calls_contained; ALTER TABLE records DROP COLUMN changes;
+             ALTER TABLE records DROP COLUMN contained;
+             DROP TABLE side_chain; DROP TABLE side_chain_state; DROP TABLE side_checkpoints;
              DROP TABLE chain_marks;
              DROP TABLE chain_state; DROP TABLE chain_checkpoints; ALTER TABLE records DROP COLUMN chain;
              ALTER TABLE approvals DROP COLUMN receipt;

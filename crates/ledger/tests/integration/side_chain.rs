@@ -128,7 +128,9 @@ async fn an_older_ledgers_side_rows_are_taken_in_at_the_migration_and_reported()
     sql(
         &path,
         "DROP TABLE side_chain; DROP TABLE side_chain_state; DROP TABLE side_checkpoints;
-         DROP TABLE chain_marks; PRAGMA user_version = 12;",
+         DROP TABLE chain_marks; DROP INDEX calls_changes; DROP INDEX calls_contained;
+         ALTER TABLE records DROP COLUMN changes; ALTER TABLE records DROP COLUMN contained;
+         PRAGMA user_version = 12;",
     );
     assert!(LedgerReader::open(&path).is_err(), "readers refuse the older schema");
     let ledger = SqliteLedger::open_signed(&path, LedgerOptions::default(), Some(Arc::new(key()))).unwrap();

@@ -88,6 +88,8 @@ fn a_signed_ledger_ships_its_chain_and_an_export_of_the_team_ledger_is_proven_wi
         "team",
         "ALTER TABLE portcullis.records DROP COLUMN chain, DROP COLUMN chain_columns;
          DROP TABLE portcullis.chain_checkpoints; DROP TABLE portcullis.effect_marks;
+         DROP INDEX portcullis.records_changes; DROP INDEX portcullis.records_contained;
+         ALTER TABLE portcullis.records DROP COLUMN changes, DROP COLUMN contained;
          DELETE FROM portcullis.migrations WHERE version >= 4",
     );
 
@@ -95,8 +97,8 @@ fn a_signed_ledger_ships_its_chain_and_an_export_of_the_team_ledger_is_proven_wi
     let sink: Arc<dyn RecordSink> = Arc::new(PostgresSink::new(db.clone()));
     let mut tail = LedgerTail::open(&path, vec![sink]).unwrap();
     runtime.block_on(async { while tail.pump().await > 0 {} });
-    // Every step since: the chain's (4) and the effect marks' (5).
-    assert_eq!(pg.count("team", "SELECT max(version) FROM portcullis.migrations"), 5);
+    // Every step since: the chain's (4), the effect marks' (5) and the call marks' (6).
+    assert_eq!(pg.count("team", "SELECT max(version) FROM portcullis.migrations"), 6);
 
     // Each record's link and columns as the hub's ledger holds them, byte for byte; every checkpoint.
     let (records, links) = local.linked_records(0, 1000).unwrap();

@@ -1,6 +1,7 @@
 //! The team ledger against a real PostgreSQL server (Debian's, private to each test).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod call_marks;
 mod chain;
 mod connecting;
 mod effect_marks;

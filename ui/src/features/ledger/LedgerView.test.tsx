@@ -168,6 +168,33 @@ describe("the ledger browser", () => {
     expect(screen.getByTestId("chips")).toHaveTextContent("Status: blocked");
   });
 
+  it("marks contained calls and held changes, and the Changes filter asks for calls with held or discarded changes", async () => {
+    const rows = [row(1, { contained: true, changes: "held" }), row(2, { changes: "discarded" }), row(3, { changes: "kept" })];
+    const asked: CallFilter[] = [];
+    backend = fakeBackend({
+      ...handlers(),
+      ledgerCalls: async (_id, filter: CallFilter, order) => {
+        if (order === "oldest_first") return { calls: [], next: null };
+        asked.push(filter);
+        const wanted = filter.changes ?? [];
+        return { calls: rows.filter((r) => wanted.length === 0 || (r.changes != null && wanted.includes(r.changes))), next: null };
+      },
+    });
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(3));
+    const first = screen.getAllByTestId("call-row")[0];
+    expect(within(first as HTMLElement).getByTestId("contained-mark")).toHaveTextContent("contained");
+    expect(within(first as HTMLElement).getByTestId("changes-mark")).toHaveTextContent("held");
+    await userEvent.click(screen.getByTestId("facet-changes"));
+    const menu = screen.getByTestId("facet-menu-changes");
+    await userEvent.click(within(menu).getByText("held"));
+    await userEvent.click(within(menu).getByText("discarded"));
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(2));
+    expect(asked.at(-1)?.changes).toEqual(["held", "discarded"]);
+    expect(window.location.hash).toBe("#ledger?changes=held&changes=discarded");
+    expect(screen.getByTestId("chips")).toHaveTextContent("Changes: held");
+  });
+
   it("marks a search's words in the row's snippet", async () => {
     window.location.hash = "#ledger?q=rm";
     mount();
@@ -252,7 +279,7 @@ describe("the ledger browser", () => {
     expect(within(screen.getByTestId("views-menu")).getByText("blocked calls")).toBeInTheDocument();
     await userEvent.click(screen.getByTestId("columns-button"));
     await userEvent.click(within(screen.getByTestId("columns-menu")).getByLabelText("Session"));
-    await waitFor(() => expect(window.location.hash).toContain("cols=at%2Cstatus%2Ctool%2Cwhat%2Cdecided%2Cagent%2Csession%2Cduration"));
+    await waitFor(() => expect(window.location.hash).toContain("cols=at%2Cstatus%2Ctool%2Cwhat%2Cdecided%2Cchanges%2Cagent%2Csession%2Cduration"));
     expect(screen.getByRole("columnheader", { name: /Session/ })).toBeInTheDocument();
   });
 });

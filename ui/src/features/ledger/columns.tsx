@@ -35,6 +35,34 @@ function decidedWords(row: CallRow): string {
   return who ? `${row.decided_by} · ${visible(who)}` : row.decided_by;
 }
 
+/** The mark of a call that ran contained: allowed without asking, inside walls, its changes reviewed (the
+ * ledger stores its decision as `allow`). */
+export function ContainedMark({ row }: { row: Pick<CallRow, "contained"> }) {
+  if (!row.contained) return null;
+  return (
+    <span className="contained-tag" data-testid="contained-mark" title="ran contained: allowed without asking, inside walls, its changes reviewed">
+      contained
+    </span>
+  );
+}
+
+/** What a call's changes came to, when they were held for the operator or discarded (kept: nothing to see). */
+export function ChangesMark({ row }: { row: Pick<CallRow, "changes"> }) {
+  if (row.changes === "held")
+    return (
+      <span className="changes-tag changes-held" data-testid="changes-mark" title="changes held for you: keep or discard them">
+        held
+      </span>
+    );
+  if (row.changes === "discarded")
+    return (
+      <span className="changes-tag changes-discarded" data-testid="changes-mark" title="changes discarded by the review">
+        discarded
+      </span>
+    );
+  return row.changes === "kept" ? <span className="muted">kept</span> : null;
+}
+
 export const COLUMNS: Column[] = [
   {
     id: "at",
@@ -59,8 +87,29 @@ export const COLUMNS: Column[] = [
       </span>
     ),
   },
-  { id: "decided", label: "Decided by", width: 200, cell: (r) => decidedWords(r) },
-  { id: "policy", label: "Policy said", width: 100, cell: (r) => r.policy_decision ?? "" },
+  {
+    id: "decided",
+    label: "Decided by",
+    width: 200,
+    cell: (r) => (
+      <>
+        {decidedWords(r)}
+        <ContainedMark row={r} />
+      </>
+    ),
+  },
+  {
+    id: "policy",
+    label: "Policy said",
+    width: 140,
+    cell: (r) => (
+      <>
+        {r.policy_decision ?? ""}
+        <ContainedMark row={r} />
+      </>
+    ),
+  },
+  { id: "changes", label: "Changes", width: 100, cell: (r) => <ChangesMark row={r} /> },
   { id: "agent", label: "Agent", width: 140, cell: (r) => visible(r.owner) },
   {
     id: "hub",
@@ -80,6 +129,6 @@ export const COLUMNS: Column[] = [
   { id: "call", label: "Call id", width: 140, cell: (r) => <span className="mono">{visible(r.call_id)}</span> },
 ];
 
-export const DEFAULT_COLUMNS = ["at", "status", "tool", "what", "decided", "agent", "duration"];
+export const DEFAULT_COLUMNS = ["at", "status", "tool", "what", "decided", "changes", "agent", "duration"];
 
 export const columnById = (id: string): Column | undefined => COLUMNS.find((c) => c.id === id);

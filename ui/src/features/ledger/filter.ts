@@ -1,6 +1,6 @@
 // The view state's call filter as the backend takes it: chips to lists, the range preset resolved
 // against a given "now" (so one view keeps one filter while it is shown), custom bounds to timestamps.
-import type { BlockedReason, CallFilter, CallStatus, StoredPolicyDecision } from "../../backend/backend";
+import type { BlockedReason, CallFilter, CallStatus, ChangeOutcome, StoredPolicyDecision } from "../../backend/backend";
 import { RANGES, type LedgerQuery } from "./query";
 
 /** Microseconds since the epoch of an ISO time. */
@@ -18,6 +18,7 @@ export function callFilter(q: LedgerQuery, nowMs: number): CallFilter {
     decided_by: q.deciders,
     rule: q.rule,
     policy_decisions: q.decisions as StoredPolicyDecision[],
+    changes: q.changes as ChangeOutcome[],
     owners: q.owners,
     hosts: q.hosts,
     users: q.users,

@@ -13,6 +13,7 @@ describe("ledger view state in the URL", () => {
       reasons: ["duplicate_effect", "outcome_unknown"],
       deciders: ["operator"],
       decisions: ["prompt"],
+      changes: ["held", "discarded"],
       rule: "git-push",
       owners: ["claude-code"],
       session: "s-1",
@@ -66,5 +67,6 @@ describe("call filter", () => {
     const c = callFilter(parseQuery("since=2026-11-01T00:00:00Z"), now);
     expect(c.since).toBe(Date.parse("2026-11-01T00:00:00Z") * 1000);
     expect(callFilter(EMPTY_QUERY, now).search).toBeNull();
+    expect(callFilter(parseQuery("changes=held&changes=discarded&changes=bogus"), now).changes).toEqual(["held", "discarded"]);
   });
 });

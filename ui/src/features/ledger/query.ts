@@ -3,7 +3,7 @@
 // search, the time range, the order, the open call and the table's columns. Parsing never throws: an
 // unknown or malformed part is dropped, so any URL opens some view.
 
-import type { BlockedReason, DeciderKind } from "../../backend/backend";
+import type { BlockedReason, ChangeOutcome, DeciderKind } from "../../backend/backend";
 
 export const TABS = ["calls", "sessions", "stats"] as const;
 export type Tab = (typeof TABS)[number];
@@ -14,6 +14,9 @@ export type Range = keyof typeof RANGES;
 
 export const STATUSES = ["finished", "error", "blocked", "interrupted", "running"] as const;
 export const DECISIONS = ["allow", "prompt", "forbidden"] as const;
+/** What a confined command's changes came to (the most serious of them), checked against the generated
+ * `ChangeOutcome`: held for the operator, discarded, kept. */
+export const CHANGES = ["held", "discarded", "kept"] as const satisfies readonly ChangeOutcome[];
 /** Why a call was refused, as the backend names it (checked against the generated `BlockedReason`):
  * the idempotency key's outcomes (a retry answered from its first call, a key reused with other
  * arguments, an outcome unknown) beside the pipeline's refusals. */
@@ -63,6 +66,8 @@ export interface LedgerQuery {
   deciders: string[];
   /** What the policy said: allow, prompt, forbidden. */
   decisions: string[];
+  /** What the calls' changes came to: held, discarded, kept. */
+  changes: string[];
   rule: string | null;
   /** Agents (a call's owner). */
   owners: string[];
@@ -93,6 +98,7 @@ export const EMPTY_QUERY: LedgerQuery = {
   reasons: [],
   deciders: [],
   decisions: [],
+  changes: [],
   rule: null,
   owners: [],
   hosts: [],
@@ -115,6 +121,7 @@ const LISTS = [
   ["reason", "reasons"],
   ["decided", "deciders"],
   ["decision", "decisions"],
+  ["changes", "changes"],
   ["agent", "owners"],
   ["host", "hosts"],
   ["user", "users"],
@@ -134,6 +141,7 @@ export function parseQuery(text: string): LedgerQuery {
   q.statuses = q.statuses.filter((s) => (STATUSES as readonly string[]).includes(s));
   q.reasons = q.reasons.filter((s) => (REASONS as readonly string[]).includes(s));
   q.decisions = q.decisions.filter((s) => (DECISIONS as readonly string[]).includes(s));
+  q.changes = q.changes.filter((s) => (CHANGES as readonly string[]).includes(s));
   q.deciders = q.deciders.filter((s) => (DECIDERS as readonly string[]).includes(s));
   q.rule = p.get("rule") || null;
   q.session = p.get("session") || null;

@@ -15,6 +15,7 @@ import { duration } from "../columns";
 import { containmentOf, reviewedChanges } from "../changes";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { ChangesSection } from "./ChangesSection";
+import { ChangeRecordList } from "./ChangeRecordList";
 import { JsonView, TextBlock } from "./JsonView";
 import { StatusBadge } from "./StatusBadge";
 import { dateTime, timeOfDay } from "../../../lib/numbers";
@@ -127,6 +128,7 @@ function Detail({ detail, hub, onSession }: { detail: CallDetail; hub: boolean; 
       {review && (
         <ChangesSection session={call.session_id} callId={call.call_id} cwd={detail.cwd} review={review} hub={hub} />
       )}
+      {detail.changes && <ChangeRecordList record={detail.changes} cwd={detail.cwd} />}
 
       <section>
         <h3>Decision</h3>

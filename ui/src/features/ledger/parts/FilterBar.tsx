@@ -1,5 +1,6 @@
 // The filter: a full-text search, a time range (presets or custom), and chips — one per value chosen
-// for tool, status, why refused, who decided, what the policy said, rule, agent and session (and on a team ledger,
+// for tool, status, why refused, who decided, what the policy said, what a command's changes came to (held,
+// discarded, kept: no counts), rule, agent and session (and on a team ledger,
 // host, OS user and hub) — each dimension with
 // a menu of its values and their counts. Counts come fast from the writer's hourly aggregates
 // (marked ≈ when the search or session could not be applied) and are replaced by exact ones when
@@ -9,18 +10,29 @@ import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../../app/context";
 import type { CallFilter, Count, Facets } from "../../../backend/backend";
 import { visible } from "../../../lib/visible";
-import { DECISIONS, RANGES, REASONS, STATUSES, type LedgerQuery, type Range } from "../query";
+import { CHANGES, DECISIONS, RANGES, REASONS, STATUSES, type LedgerQuery, type Range } from "../query";
 import type { SetQuery } from "../useLedgerQuery";
 import { count } from "../../../lib/numbers";
 
-type ListField = "tools" | "statuses" | "reasons" | "deciders" | "decisions" | "owners" | "hosts" | "users" | "hubs";
+type ListField =
+  | "tools"
+  | "statuses"
+  | "reasons"
+  | "deciders"
+  | "decisions"
+  | "changes"
+  | "owners"
+  | "hosts"
+  | "users"
+  | "hubs";
 
 /** A filter dimension: its chips' field, label, facet counts, fixed values, and whether only a team
  * ledger has it (shown when its counts or chips are). */
 const DIMENSIONS: Array<{
   field: ListField | "rule";
   label: string;
-  facet: keyof Omit<Facets, "total" | "approximate">;
+  /** Where its values' counts are (none: fixed values, no counts). */
+  facet?: keyof Omit<Facets, "total" | "approximate">;
   fixed?: readonly string[];
   team?: boolean;
 }> = [
@@ -29,6 +41,8 @@ const DIMENSIONS: Array<{
   // Retries answered from their first call and unknown outcomes are found here (idempotency keys).
   { field: "reasons", label: "Why refused", facet: "reasons", fixed: REASONS },
   { field: "decisions", label: "Policy said", facet: "policy_decisions", fixed: DECISIONS },
+  // Calls whose changes were held for the operator or discarded (the most serious outcome of each call).
+  { field: "changes", label: "Changes", fixed: CHANGES },
   { field: "deciders", label: "Decided by", facet: "decided_by" },
   { field: "rule", label: "Rule", facet: "rules" },
   { field: "owners", label: "Agent", facet: "owners" },
@@ -80,7 +94,7 @@ export function FilterBar({
       <SearchBox value={query.search} onChange={(search) => setQuery({ search, call: null }, true)} />
       <RangePicker query={query} setQuery={setQuery} />
       {DIMENSIONS.map((d) => {
-        const counts: Count[] = facets?.[d.facet] ?? [];
+        const counts: Count[] = (d.facet && facets?.[d.facet]) || [];
         const chosen = values(d.field);
         const listed = [...new Set([...(d.fixed ?? []), ...counts.map((c) => c.key), ...chosen])];
         if (d.team && listed.length === 0) return null;
@@ -103,9 +117,11 @@ export function FilterBar({
                   <label key={v} className="facet-item">
                     <input type="checkbox" checked={chosen.includes(v)} onChange={() => toggle(d.field, v)} />
                     <span className="mono">{visible(v)}</span>
-                    <span className="facet-count muted" data-testid="facet-count">
-                      {countOf(v) === undefined ? "0" : `${facets?.approximate ? "≈" : ""}${count(countOf(v) ?? 0)}`}
-                    </span>
+                    {d.facet && (
+                      <span className="facet-count muted" data-testid="facet-count">
+                        {countOf(v) === undefined ? "0" : `${facets?.approximate ? "≈" : ""}${count(countOf(v) ?? 0)}`}
+                      </span>
+                    )}
                   </label>
                 ))}
               </div>
