@@ -95,6 +95,10 @@ pub struct Upstreams {
     shutdown: CancellationToken,
     /// Where every server's notices go, the agents' routes, the relay of servers' requests to agents.
     host: UpstreamHost,
+    /// Each server's status time when the registry last took its tools: a server that became ready
+    /// after that is reported connecting until the registry holds its tools (agents would otherwise
+    /// call a ready server's tool the registry does not have yet).
+    registered: Mutex<std::collections::HashMap<String, Timestamp>>,
 }
 
 impl Upstreams {
@@ -109,6 +113,7 @@ impl Upstreams {
             on_change,
             shutdown,
             host,
+            registered: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -160,7 +165,15 @@ impl Upstreams {
     /// Every tool of every running server.
     pub fn tools(&self) -> Vec<Arc<dyn portcullis_harness::Tool>> {
         let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        running.iter().flat_map(|r| r.upstream.tools()).collect()
+        // The status each server's tools are taken at (the registry is built from them next).
+        let mut registered = self.registered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        registered.clear();
+        let mut tools = Vec::new();
+        for r in running.iter() {
+            registered.insert(r.spec.id.clone(), r.upstream.report().since);
+            tools.extend(r.upstream.tools());
+        }
+        tools
     }
 
     /// What each running server offers besides tools, by id.
@@ -194,10 +207,20 @@ impl Upstreams {
     /// [`Upstreams::reports`] with each server's transport (`None` for one that could not be specified).
     pub fn reports_with_transport(&self) -> Vec<(String, Option<UpstreamTransport>, UpstreamReport)> {
         let running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let registered = self.registered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut reports: Vec<(String, Option<UpstreamTransport>, UpstreamReport)> = running
             .iter()
-            .map(|r| (r.spec.id.clone(), Some(r.spec.transport.clone()), r.upstream.report()))
+            .map(|r| {
+                let mut report = r.upstream.report();
+                // Ready, but not yet in the registry: still connecting, as agents see it.
+                let in_registry = registered.get(&r.spec.id).is_some_and(|at| *at >= report.since);
+                if matches!(report.status, UpstreamStatus::Ready { .. }) && !in_registry {
+                    report.status = UpstreamStatus::Connecting;
+                }
+                (r.spec.id.clone(), Some(r.spec.transport.clone()), report)
+            })
             .collect();
+        drop(registered);
         drop(running);
         let broken = self.broken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         reports.extend(broken.iter().map(|b| {
