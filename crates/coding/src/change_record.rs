@@ -153,29 +153,21 @@ pub fn add_committed(
         size: 0,
         marked: false,
     };
+    // A path the set does not hold (a commit reports only what it was given) is recorded as a file.
+    let change_of = |path: &PathBuf| {
+        changes
+            .get(path.as_path())
+            .map_or_else(|| std::borrow::Cow::Owned(unknown(path)), |c| std::borrow::Cow::Borrowed(*c))
+    };
     for path in &done.kept {
-        let made;
-        let change = match changes.get(path.as_path()) {
-            Some(change) => *change,
-            None => {
-                made = unknown(path);
-                &made
-            }
-        };
+        let change = &*change_of(path);
         record.push_with(ChangeOutcome::Kept, || {
             entry(root, change, ChangeOutcome::Kept, None, Some(&root.join(path)), budget)
         });
     }
     let mut held_count = 0;
     for (path, why) in &done.discarded {
-        let made;
-        let change = match changes.get(path.as_path()) {
-            Some(change) => *change,
-            None => {
-                made = unknown(path);
-                &made
-            }
-        };
+        let change = &*change_of(path);
         let (outcome, content) = if held(path) {
             held_count += 1;
             (ChangeOutcome::Held, Some(upper.join(path)))

@@ -49,12 +49,18 @@ pub async fn record_protocol_refusals(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() && json) {
+    // Only a body known to be small is read (a protocol refusal is a few hundred bytes): anything else,
+    // a stream among them, goes on untouched.
+    let small = http_body::Body::size_hint(response.body())
+        .upper()
+        .is_some_and(|n| n <= MAX_REFUSAL_BODY_BYTES as u64);
+    if !(status.is_client_error() && json && small) {
         return response;
     }
     let (parts, body) = response.into_parts();
     let bytes = match http_body_util::Limited::new(body, MAX_REFUSAL_BODY_BYTES).collect().await {
         Ok(collected) => collected.to_bytes(),
+        // The length said it fits: a body that does not is cut short by its sender; nothing to name.
         Err(_) => return Response::from_parts(parts, Body::empty()),
     };
     let code = serde_json::from_slice::<serde_json::Value>(&bytes)

@@ -497,6 +497,38 @@ impl Upstream {
         }
     }
 
+    /// Starts the stdio server and opens the connection with `lifecycle`.
+    async fn connect_stdio(
+        &self,
+        client: UpstreamClient,
+        lifecycle: rmcp::service::ClientLifecycleMode,
+    ) -> Result<(Connection, Option<ProcessGroup>), String> {
+        let UpstreamTransport::Stdio { command, args, env, cwd } = &self.spec.transport else {
+            return Err("not a stdio server".into());
+        };
+        let mut cmd = tokio::process::Command::new(command);
+        // Its own process group, so everything it starts (`npx` → `node`, helpers) goes with it.
+        cmd.args(args)
+            .env_clear()
+            .envs(env.iter().cloned())
+            .current_dir(cwd)
+            .kill_on_drop(true)
+            .process_group(0);
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {command}: {e}"))?;
+        let group = transport.id().map(ProcessGroup);
+        if let Some(stderr) = stderr {
+            tokio::spawn(report::read_stderr(stderr, self.stderr.clone(), self.spec.id.clone()));
+        }
+        let connection = client
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .map_err(|e| format!("initialize failed: {e}"))?;
+        Ok((connection, group))
+    }
+
     /// Connects; a stdio server comes with the guard of its process group.
     async fn connect(&self, changed: Arc<Notify>) -> Result<(Connection, Option<ProcessGroup>), String> {
         let client = UpstreamClient {
@@ -508,28 +540,18 @@ impl Upstream {
             relay: self.host.relay.clone(),
         };
         match &self.spec.transport {
-            UpstreamTransport::Stdio { command, args, env, cwd } => {
-                let mut cmd = tokio::process::Command::new(command);
-                // Its own process group, so everything it starts (`npx` → `node`, helpers) goes with it.
-                cmd.args(args)
-                    .env_clear()
-                    .envs(env.iter().cloned())
-                    .current_dir(cwd)
-                    .kill_on_drop(true)
-                    .process_group(0);
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot start {command}: {e}"))?;
-                let group = transport.id().map(ProcessGroup);
-                if let Some(stderr) = stderr {
-                    tokio::spawn(report::read_stderr(stderr, self.stderr.clone(), self.spec.id.clone()));
+            UpstreamTransport::Stdio { .. } => {
+                // Some servers end at any request before `initialize` (the 2026 probe): such a server is
+                // started again and opened with `initialize` alone.
+                match self.connect_stdio(client.clone(), client::lifecycle()).await {
+                    Ok(connected) => Ok(connected),
+                    Err(probed) => {
+                        let legacy = rmcp::service::ClientLifecycleMode::Initialize;
+                        self.connect_stdio(client, legacy)
+                            .await
+                            .map_err(|e| format!("{probed}; started again for 2025-11-25 alone: {e}"))
+                    }
                 }
-                let connection = client
-                    .serve_with_lifecycle(transport, client::lifecycle())
-                    .await
-                    .map_err(|e| format!("initialize failed: {e}"))?;
-                Ok((connection, group))
             }
             UpstreamTransport::Http { url, headers } => {
                 let mut map = HashMap::new();

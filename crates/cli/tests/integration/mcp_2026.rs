@@ -369,3 +369,24 @@ fn clients_refused_for_their_version_or_headers_are_recorded_as_refusals() {
     assert!(codes.contains(&"routing_headers_refused"), "{rows:?}");
     assert!(rows.iter().all(|r| r["path"] == "/mcp" && r["status"] == 400), "{rows:?}");
 }
+
+/// A 2025 server that ends at any request before `initialize` (the 2026 probe kills it) is started again
+/// and opened with `initialize` alone: its tools appear and work.
+#[test]
+fn a_server_the_2026_probe_ends_is_started_again_for_2025() {
+    let policy = r#"{
+  "grants": [ { "name": "agents", "allow": ["mcp:strict:echo"] } ],
+  "servers": [ { "id": "strict", "command": "node", "args": ["{INTEROP}/strict-legacy-server.mjs"] } ]
+}"#;
+    let served = serve_with(policy, &[]);
+    wait_ready(&served, &["strict"]);
+    wait_listed(&served, "strict__echo");
+    let answer = post_2026(
+        &served,
+        1,
+        "tools/call",
+        "strict__echo",
+        json!({ "name": "strict__echo", "arguments": { "text": "hi" } }),
+    );
+    assert!(answer.to_string().contains("strict echo: hi"), "{answer}");
+}
