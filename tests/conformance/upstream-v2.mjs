@@ -135,6 +135,9 @@ const complete = (value) => WORDS.filter((w) => w.startsWith(value ?? ''));
 const CACHE = { ttlMs: 300000, cacheScope: 'public' };
 
 let modern; // the 2026 handler, for its list-changed notifier (test_trigger_*)
+// How many times test_trigger_* changed the lists: each change really adds a tool or a prompt, as a live
+// server's would, so a proxy that forwards only real changes is tested by them too.
+const mutations = { tools: 0, prompts: 0 };
 
 // One server definition for both eras: `era` is 'modern' (one 2026 request) or 'legacy' (one 2025 session).
 function buildServer({ era }) {
@@ -294,11 +297,13 @@ function buildServer({ era }) {
     await ctx.mcpReq.log('info', 'Diagnostic trace logging activated', 'conformance-upstream');
     return { content: [text('Logging evaluated')] };
   });
-  tool('test_trigger_tool_change', 'Announces a tools list change on open subscriptions', NO_ARGS, async () => {
+  tool('test_trigger_tool_change', 'Adds a tool and announces the change on open subscriptions', NO_ARGS, async () => {
+    mutations.tools += 1;
     modern?.notify.toolsChanged();
     return { content: [text('Mutation triggered')] };
   });
-  tool('test_trigger_prompt_change', 'Announces a prompts list change on open subscriptions', NO_ARGS, async () => {
+  tool('test_trigger_prompt_change', 'Adds a prompt and announces the change on open subscriptions', NO_ARGS, async () => {
+    mutations.prompts += 1;
     modern?.notify.promptsChanged();
     return { content: [text('Mutation triggered')] };
   });
@@ -320,6 +325,13 @@ function buildServer({ era }) {
   }
 
   const user = (content) => ({ role: 'user', content });
+  for (let n = 1; n <= mutations.tools; n++) {
+    tool(`test_added_tool_${n}`, 'A tool test_trigger_tool_change added', NO_ARGS, async () => ({ content: [text('added')] }));
+  }
+  for (let n = 1; n <= mutations.prompts; n++) {
+    server.registerPrompt(`test_added_prompt_${n}`, { description: 'A prompt test_trigger_prompt_change added' },
+      async () => ({ messages: [user(text('added'))] }));
+  }
   server.registerPrompt('test_simple_prompt', { description: 'A prompt without arguments' },
     async () => ({ messages: [user(text('This is a simple prompt for testing.'))] }));
   server.registerPrompt('test_prompt_with_arguments', { description: 'A prompt with two required arguments', argsSchema: {

@@ -79,6 +79,8 @@ pub(crate) struct HubState {
     pub(crate) ledger: Arc<SqliteLedger>,
     pub(crate) sources: RwLock<Vec<String>>,
     pub(crate) tools_changed: watch::Sender<u64>,
+    /// The digest of the upstream servers' resource and prompt lists agents were last told of.
+    pub(crate) offered: std::sync::atomic::AtomicU64,
     pub(crate) events: broadcast::Sender<HubEvent>,
     pub(crate) sessions: AtomicU64,
     /// Sessions opened and not yet closed: ended at shutdown if their clients never said goodbye.
@@ -309,6 +311,7 @@ impl Hub {
                 ledger,
                 sources: RwLock::new(sources),
                 tools_changed: watch::channel(0).0,
+                offered: std::sync::atomic::AtomicU64::new(0),
                 events: broadcast::channel(256).0,
                 sessions: AtomicU64::new(0),
                 open_sessions: std::sync::Mutex::new(std::collections::BTreeMap::new()),
@@ -403,7 +406,17 @@ impl Hub {
         let before: Vec<ToolSpec> = self.state.dispatcher.registry().specs().cloned().collect();
         let after: Vec<ToolSpec> = registry.specs().cloned().collect();
         self.state.dispatcher.replace_registry(registry);
-        if before != after {
+        // A server's prompts and resources are not registry tools: their lists are compared apart.
+        let offered = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            for (server, offerings) in self.state.upstreams.offerings() {
+                (server, offerings.listed_digest()).hash(&mut hasher);
+            }
+            hasher.finish()
+        };
+        let offered_before = self.state.offered.swap(offered, std::sync::atomic::Ordering::Relaxed);
+        if before != after || offered != offered_before {
             self.state.tools_changed.send_modify(|v| *v += 1);
         }
         let _ = self.state.events.send(HubEvent::Upstreams {

@@ -57,4 +57,9 @@ impl ClientRelay for HubRelay {
             hub.call(&origin.session_id, &call_id, &tool, params, &owner, CancellationToken::new()).await;
         portcullis_mcp::offered::method_result(&result)
     }
+
+    fn declared(&self, origin: &CallOrigin) -> Option<Value> {
+        let state = self.hub.get().and_then(Weak::upgrade)?;
+        Some(state.upstreams.routes().get(origin).map_or_else(|| serde_json::json!({}), |r| r.declared()))
+    }
 }

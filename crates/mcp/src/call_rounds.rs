@@ -23,6 +23,8 @@ pub(crate) struct NewCall {
     pub arguments: Value,
     pub mcp: McpRequest,
     pub waiting: Option<crate::gateway::WaitNotes>,
+    /// The agent's `inputResponses` sent with the call itself (see [`RunningCall::offered`]).
+    pub offered: Option<InputResponses>,
 }
 
 impl GatewayHandler {
@@ -48,13 +50,14 @@ impl GatewayHandler {
         // Its own cancellation: the request that started it ends when the first question is asked.
         let cancel = CancellationToken::new();
         let backend = self.connection.backend.clone();
-        let NewCall { session, call_id, tool, arguments, mcp, waiting } = call;
+        let NewCall { session, call_id, tool, arguments, mcp, waiting, offered } = call;
         let (task_cancel, task_call, task_tool, task_arguments) =
             (cancel.clone(), call_id.clone(), tool.clone(), arguments.clone());
         let task = tokio::spawn(async move {
             backend.call(&session, &task_call, &task_tool, task_arguments, mcp, task_cancel, waiting).await
         });
-        let running = RunningCall { call_id, call: task, questions: asked, cancel, route };
+        let offered = Box::new(offered.unwrap_or_default());
+        let running = RunningCall { call_id, call: task, questions: asked, cancel, route, offered };
         Ok(client.parked.drive(running, &tool, &arguments, gone(context)).await)
     }
 

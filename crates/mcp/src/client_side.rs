@@ -60,6 +60,17 @@ pub struct AgentRoute {
     pub capabilities: Option<Value>,
 }
 
+impl AgentRoute {
+    /// What the agent declared it can answer: its request's capabilities (a 2026-07-28 agent), else
+    /// its session's from `initialize`, else nothing.
+    pub fn declared(&self) -> Value {
+        self.capabilities
+            .clone()
+            .or_else(|| self.peer.peer_info().and_then(|info| serde_json::to_value(&info.capabilities).ok()))
+            .unwrap_or_else(|| json!({}))
+    }
+}
+
 /// The routes of the calls in flight (and of the relayed calls made for them), by session and call id.
 #[derive(Clone, Default)]
 pub struct AgentRoutes(Arc<Mutex<HashMap<CallOrigin, AgentRoute>>>);
@@ -104,6 +115,10 @@ pub trait ClientRelay: Send + Sync + 'static {
         method: &'static str,
         params: Value,
     ) -> Result<Value, McpError>;
+
+    /// What the agent of the call `origin` declared it can answer (its client capabilities), if the
+    /// call has an agent: an upstream request made for the call declares no more than that.
+    fn declared(&self, origin: &CallOrigin) -> Option<Value>;
 }
 
 impl AgentRequestTool {
@@ -191,15 +206,7 @@ impl Tool for AgentRequestTool {
             ToolError::new("agent_gone", "the agent's call this request belongs to has ended")
         })?;
         let capability = RELAYED.iter().find(|(m, _)| *m == self.method).map_or("", |(_, c)| *c);
-        let declared = match &route.capabilities {
-            Some(capabilities) => capabilities.get(capability).is_some(),
-            None => route
-                .peer
-                .peer_info()
-                .and_then(|info| serde_json::to_value(&info.capabilities).ok())
-                .is_some_and(|caps| caps.get(capability).is_some()),
-        };
-        if !declared {
+        if route.declared().get(capability).is_none() {
             return Err(ToolError::new(
                 "agent_cannot_answer",
                 format!("the agent did not declare the {capability} capability"),

@@ -362,7 +362,7 @@ impl GatewayHandler {
             peer: context.peer.clone(),
             request_id: context.id.clone(),
             questions: None,
-            capabilities: None,
+            capabilities: context.client_capabilities().and_then(|c| serde_json::to_value(c).ok()),
         };
         Some(routes.enter(origin, route))
     }
@@ -556,6 +556,11 @@ impl ServerHandler for GatewayHandler {
         if let (Some(client), Some(token)) = (&stateless, request.request_state.as_deref()) {
             let responses = request.input_responses.as_ref();
             let round = self.resume_in_rounds(client, token, &tool, &arguments, responses, &context).await?;
+            if let crate::input_rounds::Round::Done(done) = &round
+                && let Some(refused) = crate::offered::missing_capability(done)
+            {
+                return Err(refused);
+            }
             return Ok(crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names)));
         }
         let call_id = self.next_call_id();
@@ -579,13 +584,26 @@ impl ServerHandler for GatewayHandler {
             _ => (None, None),
         };
         if let Some(client) = &stateless {
-            let call =
-                crate::call_rounds::NewCall { session, call_id, tool: tool.clone(), arguments, mcp, waiting };
+            let offered = request.input_responses;
+            let call = crate::call_rounds::NewCall {
+                session,
+                call_id,
+                tool: tool.clone(),
+                arguments,
+                mcp,
+                waiting,
+                offered,
+            };
             let round = self.call_in_rounds(client, call, &context).await?;
             if let Some(mut forwarder) = forwarder
                 && tokio::time::timeout(crate::progress::PROGRESS_DRAIN, &mut forwarder).await.is_err()
             {
                 forwarder.abort();
+            }
+            if let crate::input_rounds::Round::Done(done) = &round
+                && let Some(refused) = crate::offered::missing_capability(done)
+            {
+                return Err(refused);
             }
             return Ok(crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names)));
         }
@@ -621,6 +639,9 @@ impl ServerHandler for GatewayHandler {
             && tokio::time::timeout(crate::progress::PROGRESS_DRAIN, &mut forwarder).await.is_err()
         {
             forwarder.abort();
+        }
+        if let Some(refused) = crate::offered::missing_capability(&result) {
+            return Err(refused);
         }
         Ok(self.finished(&tool, result, &names))
     }

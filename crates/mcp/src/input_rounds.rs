@@ -58,6 +58,10 @@ pub struct RunningCall {
     pub cancel: CancellationToken,
     /// Keeps the call's agent route (its later questions find it) for as long as the call runs.
     pub route: Option<crate::client_side::RouteGuard>,
+    /// Answers the agent sent with its call before anything was asked (`inputResponses` without our
+    /// `requestState`), by the server's key: a question under that key, once the policy let it
+    /// through, is answered with it instead of being put to the agent (each used once).
+    pub offered: Box<InputResponses>,
 }
 
 /// A call parked on a question, waiting for its agent's retry.
@@ -133,6 +137,10 @@ impl ParkedCalls {
                     let mut questions = vec![question];
                     while let Ok(Some(more)) = tokio::time::timeout(GATHER, running.questions.recv()).await {
                         questions.push(more);
+                    }
+                    let questions = answer_offered(&mut running.offered, questions);
+                    if questions.is_empty() {
+                        continue;
                     }
                     match self.park(running, questions, tool, arguments) {
                         Ok(asked) => return Round::Asked(asked),
@@ -230,6 +238,22 @@ impl ParkedCalls {
     }
 }
 
+/// Answers each question the agent answered before it was asked (under the server's key), and returns
+/// the others. Only a question that reached this point was let through by the policy, so an answer
+/// given early is still used only after its question was judged (and recorded with it).
+fn answer_offered(offered: &mut InputResponses, questions: Vec<Question>) -> Vec<Question> {
+    questions
+        .into_iter()
+        .filter_map(|question| match question.key.as_ref().and_then(|key| offered.remove(key)) {
+            Some(answer) => {
+                let _ = question.answer.send(Ok(answer));
+                None
+            }
+            None => Some(question),
+        })
+        .collect()
+}
+
 /// The call ended without a result of its own (its task panicked or was aborted).
 fn crashed(e: &tokio::task::JoinError, call_id: &str, tool: &str) -> ToolCallResult {
     ToolCallResult {
@@ -286,7 +310,8 @@ mod tests {
             }
         });
         let call_id = "c1".to_owned();
-        (RunningCall { call_id, call, questions: rx, cancel: CancellationToken::new(), route: None }, got_rx)
+        let cancel = CancellationToken::new();
+        (RunningCall { call_id, call, questions: rx, cancel, route: None, offered: Box::default() }, got_rx)
     }
 
     #[tokio::test]
@@ -317,6 +342,22 @@ mod tests {
         assert!(matches!(result.outcome, CallOutcome::Finished { .. }));
         // Used once: a replay finds nothing.
         assert!(matches!(parked.resume(&token, "deploy", &args, Some(&responses)), Resumed::Unknown));
+    }
+
+    #[tokio::test]
+    async fn an_answer_sent_before_its_question_answers_it_once_the_question_comes() {
+        let parked = ParkedCalls::default();
+        let (mut call, got) = running(Some(ELICITATION));
+        call.offered.insert("confirm".to_owned(), json!({ "action": "accept", "content": { "who": "Ada" } }));
+        call.offered.insert("unasked".to_owned(), json!({ "ignored": true }));
+        let Round::Done(_) = parked.drive(call, "deploy", &json!({}), None).await else {
+            panic!("answered without a round trip")
+        };
+        assert_eq!(got.await.unwrap().unwrap()["content"]["who"], "Ada");
+        // Under another key, the question is put to the agent.
+        let (mut call, _got) = running(Some(ELICITATION));
+        call.offered.insert("other".to_owned(), json!({ "action": "accept" }));
+        assert!(matches!(parked.drive(call, "deploy", &json!({}), None).await, Round::Asked(_)));
     }
 
     #[tokio::test]

@@ -109,7 +109,9 @@ impl GatewayHandler {
             prompt.result_type.get_or_insert(ResultType::COMPLETE);
             Ok(prompt)
         };
-        // A 2026-07-28 client: the server may ask it for input on the way (SEP-2322), in rounds.
+        // A 2026-07-28 client: the server may ask it for input on the way (SEP-2322), in rounds. (Its
+        // ledger session is found first: that is what tells a stateless client on a fresh connection.)
+        let session = self.session_id(&context).await;
         if let Some(client) = self.stateless_client() {
             let round = match state.as_deref() {
                 Some(token) => {
@@ -117,7 +119,6 @@ impl GatewayHandler {
                         .await?
                 }
                 None => {
-                    let session = self.session_id(&context).await;
                     let call_id = self.next_call_id();
                     let mcp = mcp_request(portcullis_harness::MCP_PROMPTS_GET, &context);
                     let call = crate::call_rounds::NewCall {
@@ -127,6 +128,7 @@ impl GatewayHandler {
                         arguments: params.clone(),
                         mcp,
                         waiting: None,
+                        offered: responses,
                     };
                     self.call_in_rounds(&client, call, &context).await?
                 }
@@ -136,7 +138,6 @@ impl GatewayHandler {
                 crate::input_rounds::Round::Asked(asked) => Ok(GetPromptResponse::InputRequired(asked)),
             };
         }
-        let session = self.session_id(&context).await;
         let call_id = self.next_call_id();
         let _route = self.route(&session, &call_id, &context);
         let request = mcp_request(portcullis_harness::MCP_PROMPTS_GET, &context);

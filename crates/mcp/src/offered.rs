@@ -193,8 +193,24 @@ pub fn method_result(result: &ToolCallResult) -> Result<Value, McpError> {
 
 /// The upstream error codes an agent gets as the server gave them (with the server's `data`): what the
 /// agent did wrong, not what went wrong in between — invalid params (a 2026-07-28 server's missing
-/// resource, with `data.uri`) and a 2025 server's resource not found.
-pub const PASSED_THROUGH: [i32; 2] = [-32602, -32002];
+/// resource, with `data.uri`), a 2025 server's resource not found, and a 2026-07-28 server's missing
+/// client capability (the agent's request did not declare what the server needs: `data.requiredCapabilities`).
+pub const PASSED_THROUGH: [i32; 3] = [-32602, -32002, MISSING_CAPABILITY];
+
+/// MCP 2026-07-28's `MissingRequiredClientCapabilityError`.
+pub const MISSING_CAPABILITY: i32 = -32021;
+
+/// A tool call its server refused for want of a client capability the agent did not declare (the hub
+/// declares upstream, per request, only what the agent declared): that is the agent's request's error,
+/// so the agent gets -32021 (HTTP 400) with the capabilities named, not a tool failure.
+pub fn missing_capability(result: &ToolCallResult) -> Option<McpError> {
+    let CallOutcome::Error { error } = &result.outcome else { return None };
+    let upstream = error.details.as_ref().and_then(|d| d.get("upstream_error"))?;
+    if upstream.get("code").and_then(Value::as_i64) != Some(i64::from(MISSING_CAPABILITY)) {
+        return None;
+    }
+    method_result(result).err()
+}
 
 /// A resource read's contents name the URIs agents know.
 pub fn rename_contents(naming: &Naming, server: &str, mut result: Value) -> Value {

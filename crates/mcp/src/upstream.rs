@@ -6,6 +6,7 @@
 //! status (restarts, last error, stderr tail) is in [`report`].
 
 mod client;
+mod listening;
 mod offerings;
 mod report;
 mod request;
@@ -178,6 +179,15 @@ pub enum UpstreamNotice {
         server: String,
         message: serde_json::Value,
     },
+}
+
+/// Ends a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Notices kept for a slow listener before the oldest are dropped.
@@ -463,6 +473,10 @@ impl Upstream {
             }
         }
         *failures = 0;
+        // A 2026-07-28 server announces list changes only on a stream the client holds open.
+        let _listening = request::speaks_2026(&peer).then(|| {
+            AbortOnDrop(tokio::spawn(listening::hold(peer.clone(), self.spec.id.clone(), changed.clone())))
+        });
         let stop = connection.cancellation_token();
         let mut ended = tokio::spawn(async move { connection.waiting().await });
         loop {

@@ -25,22 +25,10 @@ use std::time::{Duration, Instant};
 const R2025: &str = "2025-11-25";
 const R2026: &str = "2026-07-28";
 
-/// Scenarios allowed to do worse through Portcullis than directly without being tracked as known
-/// failures (they pass in some runs and not in others), with why (docs/architecture.md lists them too):
-/// (revision, scenario, why).
-const EXCEPTIONS: [(&str, &str, &str); 2] = [
-    (R2026, "input-required-result-capability-check", UPSTREAM_CAPABILITIES),
-    (R2026, "input-required-result-non-tool-request", UPSTREAM_CAPABILITIES),
-];
-const UPSTREAM_CAPABILITIES: &str = "the hub declares sampling, elicitation and roots to its upstream for \
-    every agent (an agent's own per-request capabilities are not carried upstream), so the fixture asks for \
-    what this agent did not declare; the hub's questions of one round run at once and the round ends at \
-    the first refused one, so whether the scenario passes depends on which is answered first";
-
 /// Scenarios that pass against the fixture directly but fail (or pass hollowly) through the gateway
 /// today: (revision, scenario, why). Each must still do worse through the gateway: when one catches up,
 /// remove it here (the test says so).
-const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 4] = [
+const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 2] = [
     (
         R2025,
         "server-sse-polling",
@@ -49,22 +37,11 @@ const KNOWN_FAILING_THROUGH: [(&str, &str, &str); 4] = [
     ),
     (
         R2026,
-        "server-stateless",
-        "the gateway does not answer -32021 (HTTP 400) when the upstream needs a client capability the \
-         agent did not declare (test_missing_capability asks for sampling), and does not carry an \
-         upstream's tools/prompts list_changed to the agent's subscriptions/listen stream (SHOULD)",
-    ),
-    (
-        R2026,
         "http-custom-header-server-validation",
         "not scored (pending): the gateway does not check Mcp-Param-* headers against the tool's \
          x-mcp-header declarations (SEP-2243); it is the server the agent talks to",
     ),
-    (R2026, "input-required-result-ignore-extra-params", MRTR_AGENT_SIDE),
 ];
-const MRTR_AGENT_SIDE: &str = "a retry's inputResponses reach the upstream only through the hub's own \
-    round (its requestState): inputResponses sent with a fresh call (no requestState of the hub's) are not \
-    passed on, so the upstream asks again instead of completing (warning: SHOULD)";
 
 /// Not-scored scenarios the fixture itself does not pass (directly), by name prefix, with why. Every
 /// other scenario of both sets passes against it directly.
@@ -260,8 +237,11 @@ fn directly_and_through(revision: &str) -> (Served, Killed, Killed, tempfile::Te
                 "{scenario}: {status} through Portcullis ({} directly): remove it from KNOWN_FAILING_THROUGH",
                 d.status
             )),
+            // Only a scenario the revision does not score may stay behind.
+            Some(_) if d.required => problems
+                .push(format!("{scenario}: required at {revision}, yet known to fail through Portcullis")),
             Some(_) => {}
-            None if worse && !EXCEPTIONS.iter().any(|(r, s, _)| *r == revision && s == scenario) => {
+            None if worse => {
                 problems.push(format!("{scenario}: {} directly, {status} through Portcullis", d.status))
             }
             None => {}

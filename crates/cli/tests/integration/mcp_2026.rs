@@ -240,11 +240,16 @@ fn wait_listed(served: &crate::common::Served, tool: &str) {
     }
 }
 
-/// A request of `version`'s per-request shape: `params` with its `_meta`.
-fn with_meta(id: u64, method: &str, mut params: Value, version: &str) -> Value {
+/// A request of `version`'s per-request shape: `params` with its `_meta` (declaring elicitation).
+fn with_meta(id: u64, method: &str, params: Value, version: &str) -> Value {
+    declaring(id, method, params, version, json!({ "elicitation": {} }))
+}
+
+/// [`with_meta`] declaring `capabilities`.
+fn declaring(id: u64, method: &str, mut params: Value, version: &str, capabilities: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
         "io.modelcontextprotocol/clientInfo": { "name": "raw-agent", "version": "1.0" },
     });
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
@@ -389,4 +394,61 @@ fn a_server_the_2026_probe_ends_is_started_again_for_2025() {
         json!({ "name": "strict__echo", "arguments": { "text": "hi" } }),
     );
     assert!(answer.to_string().contains("strict echo: hi"), "{answer}");
+}
+
+/// An answer a 2026 agent sends with a fresh call, before anything was asked, never reaches the server
+/// before its question was judged: where the policy forbids the server's questions the call does not
+/// run on it; where it allows them, the question is recorded and answered with it in one request. And
+/// the agent's own capabilities go upstream with its request: an agent that declares no elicitation gets
+/// the server's -32021 (HTTP 400), not a question it cannot answer.
+#[test]
+fn an_answer_sent_before_its_question_is_used_only_once_the_question_was_judged() {
+    node_modules();
+    let policy = |elicitation: &str| {
+        format!(
+            r#"{{
+  "grants": [ {{ "name": "agents", "allow": ["mcp:only26:deploy", "mcp:only26:elicitation/create"] }} ],
+  "servers": [ {{ "id": "only26", "command": "node", "args": ["{{INTEROP}}/v2-server.mjs", "--only-2026"],
+                 "elicitation": "{elicitation}" }} ]
+}}"#
+        )
+    };
+    let early = json!({ "confirm": { "action": "accept", "content": { "who": "Mallory" } } });
+    let call = |served: &crate::common::Served, id: u64| {
+        let params =
+            json!({ "name": "only26__deploy", "arguments": { "env": "prod" }, "inputResponses": early });
+        post_2026(served, id, "tools/call", "only26__deploy", params)
+    };
+
+    let served = serve_with(&policy("forbidden"), &[]);
+    wait_ready(&served, &["only26"]);
+    wait_listed(&served, "only26__deploy");
+    let refused = call(&served, 1);
+    assert!(!refused.to_string().contains("deployed to prod"), "the early answer went through: {refused}");
+    let calls = ledger_calls_when(&served, 2);
+    let question = calls.iter().find(|c| c["tool"] == "mcp:only26:elicitation/create").unwrap();
+    assert_eq!(question["status"], "blocked", "the question was judged (forbidden): {question}");
+    drop(served);
+
+    let served = serve_with(&policy("allow"), &[]);
+    wait_ready(&served, &["only26"]);
+    wait_listed(&served, "only26__deploy");
+    let done = call(&served, 1);
+    assert_eq!(done["result"]["resultType"], "complete", "answered without a round trip: {done}");
+    assert!(done.to_string().contains("deployed to prod (confirmed by Mallory)"), "{done}");
+    let calls = ledger_calls_when(&served, 2);
+    let question = calls.iter().find(|c| c["tool"] == "mcp:only26:elicitation/create").unwrap();
+    assert_eq!(question["status"], "finished", "{question}");
+    assert!(ledger_show(&served, question["call_id"].as_str().unwrap()).contains("Mallory"));
+
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "only26__deploy"),
+    ];
+    let params = json!({ "name": "only26__deploy", "arguments": { "env": "dev" } });
+    let (status, missing) =
+        post_raw(&served, &headers, &declaring(2, "tools/call", params, "2026-07-28", json!({})));
+    assert_eq!((status, &missing["error"]["code"]), (400, &json!(-32021)), "{missing}");
+    assert!(missing["error"]["data"]["requiredCapabilities"]["elicitation"].is_object(), "{missing}");
 }

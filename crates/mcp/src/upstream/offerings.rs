@@ -35,6 +35,22 @@ pub struct Offerings {
 }
 
 impl Offerings {
+    /// A digest of what agents may list (resources, templates, prompts): it differs when a list did.
+    pub fn listed_digest(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for list in [
+            serde_json::to_string(&self.resources),
+            serde_json::to_string(&self.templates),
+            serde_json::to_string(&self.prompts),
+        ] {
+            list.unwrap_or_default().hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+}
+
+impl Offerings {
     /// The capabilities a server announced in `initialize`, nothing listed yet.
     pub fn of_capabilities(capabilities: &ServerCapabilities) -> Self {
         Offerings {

@@ -36,6 +36,24 @@ pub(super) fn speaks_2026(peer: &Peer<RoleClient>) -> bool {
     })
 }
 
+/// The `_meta` that declares to a 2026-07-28 server, for one request, what the hub can answer for the
+/// call's agent: the relayed capabilities (sampling, elicitation, roots) the agent itself declared, so
+/// the server asks only what the agent can answer (and refuses with -32021 what needs more) instead of
+/// what the hub declared for every agent at once.
+fn capabilities_meta(declared: &serde_json::Value) -> rmcp::model::RequestMetaObject {
+    let relayable: serde_json::Map<String, serde_json::Value> = crate::client_side::RELAYED
+        .iter()
+        .filter_map(|(_, capability)| {
+            declared.get(*capability).map(|v| ((*capability).to_owned(), v.clone()))
+        })
+        .collect();
+    let capabilities: rmcp::model::ClientCapabilities =
+        serde_json::from_value(serde_json::Value::Object(relayable)).unwrap_or_default();
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_client_capabilities(capabilities);
+    meta
+}
+
 /// Forgets which call an upstream request serves once it is answered.
 struct OriginEntry {
     origins: Origins,
@@ -108,7 +126,13 @@ pub(super) async fn send(
         use rmcp::model::GetMeta;
         request.get_meta_mut().set_log_level(level);
     }
-    let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
+    let mut options = PeerRequestOptions::no_options();
+    if let (Some(relay), Some(origin)) = (route.relay.as_ref(), origin.as_ref())
+        && speaks_2026(&peer)
+    {
+        options.meta = relay.declared(origin).map(|declared| capabilities_meta(&declared));
+    }
+    let handle = match peer.send_request_with_option(request, options).await {
         Ok(handle) => handle,
         Err(e) => {
             return Err(ToolError::new(
