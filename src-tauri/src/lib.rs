@@ -37,6 +37,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         .constant("ESCAPED_RANGES", portcullis_hub::api::escaped_ranges())
         // How each kind of protected place is named after "decided by" (`ProtectedKind::words`).
         .constant("PROTECTED_KIND_WORDS", protected_kind_words())
+        // Every kind of decider, in the order the ledger browser offers them (`DeciderKind::ALL`).
+        .constant("DECIDER_KINDS", portcullis_hub::api::types::DeciderKind::ALL)
         // The command table as the HTTP backend calls it (`backend/http.ts`): each command's arguments
         // in order, as the request's JSON spells them, and whether it streams.
         .constant("COMMAND_TABLE", command_table())

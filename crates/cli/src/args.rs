@@ -537,8 +537,8 @@ pub struct FilterArgs {
     /// permission_denied, validation_failed, execution_denied (repeatable).
     #[arg(long = "reason", value_name = "REASON", value_delimiter = ',')]
     pub reasons: Vec<String>,
-    /// What decided: default, rule, operator, session_grant, approval_timeout, grants, guardrail,
-    /// permission, registry, validator (repeatable).
+    /// What decided: default, rule, protected_place, operator, session_grant, approval_timeout,
+    /// grants, guardrail, permission, registry, validator (repeatable).
     #[arg(long = "decided-by", value_name = "KIND", value_delimiter = ',')]
     pub decided_by: Vec<String>,
     /// Only calls decided by this rule id.

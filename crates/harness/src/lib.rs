@@ -13,6 +13,7 @@
 pub mod batch;
 pub mod call;
 pub mod change_record;
+pub mod decider;
 pub mod disclosure;
 pub mod dispatch;
 pub mod egress;
@@ -52,6 +53,7 @@ pub use call::{
     ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult, error_codes,
 };
 pub use change_record::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
+pub use decider::DeciderKind;
 pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIndex};
 pub use dispatch::{Dispatcher, DispatcherBuilder};
 pub use egress::{Connection, ConnectionKind, HostPattern, asks_for_host, host_action};

@@ -4,11 +4,11 @@
 
 use crate::error::{AtPath, LedgerStoreError};
 use crate::row::{
-    DECIDED_KINDS, RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
+    RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
 };
 use crate::schema::SCHEMA_VERSION;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
-use portcullis_harness::{BlockedReason, ChangeOutcome, Timestamp};
+use portcullis_harness::{BlockedReason, ChangeOutcome, DeciderKind, Timestamp};
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, params_from_iter};
 use serde::{Deserialize, Serialize};
@@ -80,10 +80,9 @@ pub struct CallFilter {
     pub statuses: Vec<CallStatus>,
     #[serde(default)]
     pub reasons: Vec<BlockedReason>,
-    /// Kinds of decider: default, rule, operator, session_grant, approval_timeout, grants, guardrail,
-    /// permission, registry, validator.
+    /// Kinds of decider (the closed set of [`DeciderKind`]).
     #[serde(default)]
-    pub decided_by: Vec<String>,
+    pub decided_by: Vec<DeciderKind>,
     /// A rule id (the deciding rule).
     #[serde(default)]
     pub rule: Option<String>,
@@ -414,14 +413,6 @@ fn search_query(search: &str) -> Result<String, LedgerStoreError> {
 /// Builds the WHERE clause of a filter over calls (terminal records, plus running ones if asked).
 pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError> {
     refuse_origins(filter)?;
-    for d in &filter.decided_by {
-        if !DECIDED_KINDS.contains(&d.as_str()) {
-            return Err(LedgerStoreError::BadFilter(format!(
-                "unknown decided-by {d:?}: expected one of {}",
-                DECIDED_KINDS.join(", ")
-            )));
-        }
-    }
     if let (Some(since), Some(until)) = (filter.since, filter.until)
         && since > until
     {
@@ -461,7 +452,7 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
     }
     w.list("r.tool", filter.tools.iter().cloned());
     w.list("r.reason", filter.reasons.iter().map(|r| r.as_str().to_owned()));
-    w.list("r.decided_by", filter.decided_by.iter().cloned());
+    w.list("r.decided_by", filter.decided_by.iter().map(|k| k.as_str().to_owned()));
     w.list("r.policy_decision", filter.policy_decisions.iter().map(|d| d.as_str().to_owned()));
     w.list("r.owner", filter.owners.iter().cloned());
     w.list("r.changes", filter.changes.iter().map(|c| c.as_str().to_owned()));

@@ -161,10 +161,16 @@ pub struct RecordBody {
 
 /// The columns of what decided a call: (kind, rule id, rule source, operator).
 pub fn decided_columns(d: &DecidedBy) -> (&'static str, Option<&str>, Option<&str>, Option<String>) {
+    let (rule, source, operator) = decided_details(d);
+    (d.kind().as_str(), rule, source, operator)
+}
+
+/// The rule, its source and the operator's answer of what decided (where there are some).
+fn decided_details(d: &DecidedBy) -> (Option<&str>, Option<&str>, Option<String>) {
     match d {
-        DecidedBy::Default { .. } => ("default", None, None, None),
-        DecidedBy::Rule { rule_id, source } => ("rule", Some(rule_id), Some(source), None),
-        DecidedBy::ProtectedPlace { place, path, .. } => ("protected_place", Some(place), Some(path), None),
+        DecidedBy::Default { .. } => (None, None, None),
+        DecidedBy::Rule { rule_id, source } => (Some(rule_id), Some(source), None),
+        DecidedBy::ProtectedPlace { place, path, .. } => (Some(place), Some(path), None),
         DecidedBy::Operator { outcome, operator, rule_written, .. } => {
             let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
             let who = match (operator, outcome) {
@@ -175,31 +181,17 @@ pub fn decided_columns(d: &DecidedBy) -> (&'static str, Option<&str>, Option<&st
             };
             let rule = rule_written.as_ref().map(|r| r.id.as_str());
             let source = rule_written.as_ref().map(|r| r.source.as_str());
-            ("operator", rule, source, who)
+            (rule, source, who)
         }
-        DecidedBy::SessionGrant { grant_id, .. } => ("session_grant", Some(grant_id), None, None),
-        DecidedBy::ApprovalTimeout { .. } => ("approval_timeout", None, None, None),
-        DecidedBy::Grants { scope } => ("grants", Some(scope), None, None),
-        DecidedBy::Guardrail { pack, rule } => ("guardrail", Some(rule), Some(pack), None),
-        DecidedBy::Permission { permission } => ("permission", Some(permission), None, None),
-        DecidedBy::Registry => ("registry", None, None, None),
-        DecidedBy::Validator { validator } => ("validator", Some(validator), None, None),
+        DecidedBy::SessionGrant { grant_id, .. } => (Some(grant_id), None, None),
+        DecidedBy::ApprovalTimeout { .. } => (None, None, None),
+        DecidedBy::Grants { scope } => (Some(scope), None, None),
+        DecidedBy::Guardrail { pack, rule } => (Some(rule), Some(pack), None),
+        DecidedBy::Permission { permission } => (Some(permission), None, None),
+        DecidedBy::Registry => (None, None, None),
+        DecidedBy::Validator { validator } => (Some(validator), None, None),
     }
 }
-
-/// The kinds accepted by `--decided-by` filters.
-pub const DECIDED_KINDS: [&str; 10] = [
-    "default",
-    "rule",
-    "operator",
-    "session_grant",
-    "approval_timeout",
-    "grants",
-    "guardrail",
-    "permission",
-    "registry",
-    "validator",
-];
 
 /// What made the policy ask, for a record whose policy asked (see [`RecordBody::policy_decided_by`]).
 fn asked_by(record: &ToolCallRecord) -> Option<&DecidedBy> {

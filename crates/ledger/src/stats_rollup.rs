@@ -60,7 +60,8 @@ impl Key {
             && any(&filter.tools, &self.tool)
             && (filter.reasons.is_empty()
                 || self.reason.as_deref().is_some_and(|r| filter.reasons.iter().any(|x| x.as_str() == r)))
-            && any(&filter.decided_by, &self.decided_by)
+            && (filter.decided_by.is_empty()
+                || filter.decided_by.iter().any(|k| k.as_str() == self.decided_by))
             && filter.rule.as_ref().is_none_or(|rule| self.rule.as_ref() == Some(rule))
             && (filter.policy_decisions.is_empty()
                 || self
@@ -605,7 +606,7 @@ mod tests {
         let f = CallFilter {
             tools: vec!["shell".into(), "read".into()],
             reasons: vec![BlockedReason::ToolDenied],
-            decided_by: vec!["rule".into()],
+            decided_by: vec![portcullis_harness::DeciderKind::Rule],
             rule: Some("r1".into()),
             policy_decisions: vec![StoredPolicyDecision::Prompt],
             owners: vec!["claude".into()],
@@ -615,7 +616,7 @@ mod tests {
         for other in [
             CallFilter { tools: vec!["read".into()], ..f.clone() },
             CallFilter { reasons: vec![BlockedReason::UnknownTool], ..f.clone() },
-            CallFilter { decided_by: vec!["default".into()], ..f.clone() },
+            CallFilter { decided_by: vec![portcullis_harness::DeciderKind::Default], ..f.clone() },
             CallFilter { rule: Some("r2".into()), ..f.clone() },
             CallFilter { policy_decisions: vec![StoredPolicyDecision::Allow], ..f.clone() },
             CallFilter { owners: vec!["codex".into()], ..f.clone() },

@@ -101,7 +101,7 @@ pub(crate) fn call_where_on(filter: &CallFilter, a: &str) -> Result<Where, TeamE
     }
     w.list(&format!("{a}.tool"), filter.tools.clone());
     w.list(&format!("{a}.reason"), filter.reasons.iter().map(|r| r.as_str().to_owned()).collect());
-    w.list(&format!("{a}.decided_by"), filter.decided_by.clone());
+    w.list(&format!("{a}.decided_by"), filter.decided_by.iter().map(|k| k.as_str().to_owned()).collect());
     w.list(
         &format!("{a}.policy_decision"),
         filter.policy_decisions.iter().map(|d| d.as_str().to_owned()).collect(),

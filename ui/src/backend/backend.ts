@@ -62,7 +62,7 @@ import type {
 } from "./bindings";
 
 // The characters agent text shows escaped: a value the hub's table generates (see lib/visible.ts).
-export { ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
+export { DECIDER_KINDS, ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
 
 export type {
   CallChanges,

@@ -171,6 +171,8 @@ export const events = {
 /* Constants */
 export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"pending_approvals":{"args":[],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"session_grants":{"args":[],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"sessions":{"args":[],"stream":false},"servers":{"args":[],"stream":false},"restart_server":{"args":["id"],"stream":false},"tool_changes":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"effects":{"args":["limit"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"tools":{"args":[],"stream":false},"hookup_snippets":{"args":[],"stream":false},"console_link":{"args":["operator"],"stream":false},"stop_stream":{"args":["id"],"stream":false},"policy_layers":{"args":[],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"rule_activity":{"args":[],"stream":false},"grants_with_draft":{"args":["file","text"],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"verify_ledger":{"args":["id"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"call_changes":{"args":["callId","session"],"stream":false},"undo_call":{"args":["callId","session"],"stream":false},"answer_held":{"args":["callId","session","answer"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_library":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"follow_events":{"args":[],"stream":true},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"export_ledger":{"args":["id","filter","format","file"],"stream":true}} as const;
 
+export const DECIDER_KINDS = ["default","rule","protected_place","operator","session_grant","approval_timeout","grants","guardrail","permission","registry","validator"] as const;
+
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
 export const PROTECTED_KIND_WORDS = {"policy":"protected place (policy)","executed":"protected place (executed content)","hub_secret":"protected place (the hub's secrets)"} as const;
@@ -501,11 +503,8 @@ export type CallFilter = {
 	/**  Default: every terminal status (`running` only when asked for). */
 	statuses?: CallStatus[],
 	reasons?: BlockedReason[],
-	/**
-	 *  Kinds of decider: default, rule, operator, session_grant, approval_timeout, grants, guardrail,
-	 *  permission, registry, validator.
-	 */
-	decided_by?: string[],
+	/**  Kinds of decider (the closed set of [`DeciderKind`]). */
+	decided_by?: DeciderKind[],
 	/**  A rule id (the deciding rule). */
 	rule?: string | null,
 	/**  What the policy said before any approval: allow, prompt, forbidden. */

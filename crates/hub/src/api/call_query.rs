@@ -20,8 +20,8 @@ pub struct CallQuery {
     /// Blocked reasons: `guardrail_blocked`, `unknown_tool`, `tool_denied`, `invalid_arguments`,
     /// `permission_denied`, `validation_failed`, `execution_denied`.
     pub reasons: Vec<String>,
-    /// What decided: `default`, `rule`, `operator`, `session_grant`, `approval_timeout`, `grants`,
-    /// `guardrail`, `permission`, `registry`, `validator`.
+    /// What decided: the words of [`portcullis_harness::DeciderKind`] (`default`, `rule`,
+    /// `protected_place`, `operator`, …).
     pub decided_by: Vec<String>,
     /// Only calls decided by this rule id.
     pub rule: Option<String>,
@@ -79,6 +79,14 @@ impl CallQuery {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let decided_by = self
+            .decided_by
+            .iter()
+            .map(|d| {
+                portcullis_harness::DeciderKind::parse(d)
+                    .map_err(|e| ApiError::from(LedgerStoreError::BadFilter(e)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let range = TimeRange { since: self.since.clone(), until: self.until.clone() };
         let (since, until) = range.bounds(now)?;
         Ok(CallFilter {
@@ -87,7 +95,7 @@ impl CallQuery {
             tools: self.tools.clone(),
             statuses,
             reasons,
-            decided_by: self.decided_by.clone(),
+            decided_by,
             rule: self.rule.clone(),
             policy_decisions,
             owners: self.agents.clone(),

@@ -25,42 +25,7 @@ pub struct Decider {
     pub operator: Option<String>,
 }
 
-/// The kinds of decider (the ledger's `decided_by`).
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeciderKind {
-    Default,
-    Rule,
-    ProtectedPlace,
-    Operator,
-    SessionGrant,
-    ApprovalTimeout,
-    Grants,
-    Guardrail,
-    Permission,
-    Registry,
-    Validator,
-}
-
-impl DeciderKind {
-    /// As the ledger's `decided_by` column (and the JSON) spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeciderKind::Default => "default",
-            DeciderKind::Rule => "rule",
-            DeciderKind::ProtectedPlace => "protected_place",
-            DeciderKind::Operator => "operator",
-            DeciderKind::SessionGrant => "session_grant",
-            DeciderKind::ApprovalTimeout => "approval_timeout",
-            DeciderKind::Grants => "grants",
-            DeciderKind::Guardrail => "guardrail",
-            DeciderKind::Permission => "permission",
-            DeciderKind::Registry => "registry",
-            DeciderKind::Validator => "validator",
-        }
-    }
-}
+pub use portcullis_harness::DeciderKind;
 
 impl Decider {
     /// A decider known only by its kind and words (a guardrail's verdict in the feed).

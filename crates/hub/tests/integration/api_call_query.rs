@@ -49,6 +49,15 @@ fn a_query_becomes_the_ledgers_filter() {
     let filter = q.filter(NOW).unwrap();
     assert_eq!(filter.policy_decisions.iter().map(|d| d.as_str()).collect::<Vec<_>>(), ["prompt"]);
     assert_eq!(filter.owners, ["claude-code"]);
+    // Every decider kind is a word of the one closed set, `protected_place` too; others are refused.
+    for kind in portcullis_harness::DeciderKind::ALL {
+        let q = CallQuery { decided_by: vec![kind.as_str().into()], ..CallQuery::default() };
+        assert_eq!(q.filter(NOW).unwrap().decided_by, [kind]);
+    }
+    let wizard = CallQuery { decided_by: vec!["wizard".into()], ..CallQuery::default() };
+    let e = wizard.filter(NOW).unwrap_err();
+    assert_eq!(e.code, ErrorCode::BadFilter);
+    assert!(e.message.contains("unknown decider kind \"wizard\""), "{e}");
     let bad = CallQuery { policy_decisions: vec!["maybe".into()], ..CallQuery::default() };
     let e = bad.filter(NOW).unwrap_err();
     assert_eq!(e.code, ErrorCode::BadFilter);

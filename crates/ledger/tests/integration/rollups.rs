@@ -226,8 +226,7 @@ fn random_filter(rng: &mut Rng) -> CallFilter {
         tools: rng.subset(&TOOLS.map(String::from)),
         statuses: rng.subset(&terminal),
         reasons: if rng.chance(20) { rng.subset(&BlockedReason::ALL) } else { Vec::new() },
-        decided_by: rng
-            .subset(&["default", "rule", "operator", "session_grant", "approval_timeout"].map(String::from)),
+        decided_by: rng.subset(&portcullis_harness::DeciderKind::ALL),
         rule: if rng.chance(20) {
             Some(rng.pick(&["r0", "r1", "deploy", "g1", "nope"]).into())
         } else {

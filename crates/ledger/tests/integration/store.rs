@@ -272,7 +272,7 @@ async fn every_record_kind_round_trips_through_the_harness() {
 
     // What decided each call is queryable.
     let by = |kind: &str| {
-        let f = CallFilter { decided_by: vec![kind.into()], ..CallFilter::default() };
+        let f = CallFilter { decided_by: vec![kind.parse().unwrap()], ..CallFilter::default() };
         let mut ids: Vec<String> =
             reader.calls(&f, None, 100).unwrap().calls.into_iter().map(|c| c.call_id).collect();
         ids.sort();

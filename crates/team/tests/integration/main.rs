@@ -4,6 +4,7 @@
 mod call_marks;
 mod chain;
 mod connecting;
+mod deciders;
 mod effect_marks;
 mod rollup_durations;
 mod rollups;

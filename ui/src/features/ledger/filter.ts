@@ -1,6 +1,13 @@
 // The view state's call filter as the backend takes it: chips to lists, the range preset resolved
 // against a given "now" (so one view keeps one filter while it is shown), custom bounds to timestamps.
-import type { BlockedReason, CallFilter, CallStatus, ChangeOutcome, StoredPolicyDecision } from "../../backend/backend";
+import type {
+  BlockedReason,
+  CallFilter,
+  CallStatus,
+  ChangeOutcome,
+  DeciderKind,
+  StoredPolicyDecision,
+} from "../../backend/backend";
 import { RANGES, type LedgerQuery } from "./query";
 
 /** Microseconds since the epoch of an ISO time. */
@@ -15,7 +22,7 @@ export function callFilter(q: LedgerQuery, nowMs: number): CallFilter {
     tools: q.tools,
     statuses: q.statuses as CallStatus[],
     reasons: q.reasons as BlockedReason[],
-    decided_by: q.deciders,
+    decided_by: q.deciders as DeciderKind[],
     rule: q.rule,
     policy_decisions: q.decisions as StoredPolicyDecision[],
     changes: q.changes as ChangeOutcome[],

@@ -4,6 +4,7 @@
 // unknown or malformed part is dropped, so any URL opens some view.
 
 import type { BlockedReason, ChangeOutcome, DeciderKind } from "../../backend/backend";
+import { DECIDER_KINDS } from "../../backend/backend";
 
 export const TABS = ["calls", "sessions", "stats"] as const;
 export type Tab = (typeof TABS)[number];
@@ -35,24 +36,8 @@ export const REASONS = [
 type MissingReason = Exclude<BlockedReason, (typeof REASONS)[number]>;
 const everyReason: MissingReason extends never ? true : false = true;
 void everyReason;
-/** Every kind of decider the backend names (checked against the generated `DeciderKind`). */
-export const DECIDERS = [
-  "default",
-  "rule",
-  "protected_place",
-  "operator",
-  "session_grant",
-  "approval_timeout",
-  "grants",
-  "guardrail",
-  "permission",
-  "registry",
-  "validator",
-] as const satisfies readonly DeciderKind[];
-// A kind the backend adds and this list lacks fails the typecheck.
-type MissingDecider = Exclude<DeciderKind, (typeof DECIDERS)[number]>;
-const everyDecider: MissingDecider extends never ? true : false = true;
-void everyDecider;
+/** Every kind of decider the backend names: the generated `DeciderKind::ALL`, in its order. */
+export const DECIDERS: readonly DeciderKind[] = DECIDER_KINDS;
 
 export interface LedgerQuery {
   /** The ledger file; null: the hub's own. */
