@@ -4,7 +4,6 @@
 
 use portcullis_harness::ChangeOutcome;
 use portcullis_ledger::{CallFilter, RecordSink, StoredRecord};
-use portcullis_team::testing::PrivatePostgres;
 use portcullis_team::{PostgresSink, TeamReader};
 use serde_json::{Value, json};
 
@@ -74,12 +73,7 @@ fn check(reader: &TeamReader) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn marks_ship_with_the_records_filter_the_calls_and_are_given_to_older_rows_by_the_migration() {
-    let pg = PrivatePostgres::start();
-    pg.create_db("team");
-    let dir = tempfile::tempdir().unwrap();
-    let db = pg.team_db("team", dir.path());
-    let sink = PostgresSink::new(db.clone());
-    sink.bind("ledger-one");
+    let (pg, db, sink, _dir) = crate::team_with_sink();
     sink.deliver(&records()).await.unwrap();
     let opened = db.clone();
     tokio::task::spawn_blocking(move || check(&TeamReader::open(&opened).unwrap())).await.unwrap();

@@ -3,8 +3,7 @@
 
 use portcullis_harness::DeciderKind;
 use portcullis_ledger::{CallFilter, RecordSink, StoredRecord};
-use portcullis_team::testing::PrivatePostgres;
-use portcullis_team::{PostgresSink, TeamReader};
+use portcullis_team::TeamReader;
 use serde_json::json;
 
 const T0: i64 = 1_764_547_200_000_000;
@@ -30,12 +29,7 @@ fn call(i: i64, kind: DeciderKind) -> Vec<StoredRecord> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_filter_on_each_decider_kind_finds_the_call_it_decided() {
-    let pg = PrivatePostgres::start();
-    pg.create_db("team");
-    let dir = tempfile::tempdir().unwrap();
-    let db = pg.team_db("team", dir.path());
-    let sink = PostgresSink::new(db.clone());
-    sink.bind("ledger-one");
+    let (_pg, db, sink, _dir) = crate::team_with_sink();
     let records: Vec<StoredRecord> =
         DeciderKind::ALL.into_iter().enumerate().flat_map(|(i, k)| call(i as i64, k)).collect();
     sink.deliver(&records).await.unwrap();

@@ -3,7 +3,6 @@
 //! nothing), and stats from them equal stats from the records, over any time range and bucket width.
 
 use portcullis_ledger::{CallFilter, RecordSink, StoredRecord};
-use portcullis_team::testing::PrivatePostgres;
 use portcullis_team::{PostgresSink, TeamReader};
 use serde_json::json;
 
@@ -46,12 +45,7 @@ fn call(i: i64) -> Vec<StoredRecord> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stats_from_rollups_equal_stats_from_records_and_a_batch_sent_again_adds_nothing() {
-    let pg = PrivatePostgres::start();
-    pg.create_db("team");
-    let dir = tempfile::tempdir().unwrap();
-    let db = pg.team_db("team", dir.path());
-    let sink = PostgresSink::new(db.clone());
-    sink.bind("ledger-one");
+    let (pg, db, sink, _dir) = crate::team_with_sink();
     let other = PostgresSink::new(db.clone());
     other.bind("ledger-two");
     let records: Vec<StoredRecord> = (0..400).flat_map(call).collect();
