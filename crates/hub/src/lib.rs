@@ -28,6 +28,7 @@ pub mod launch;
 pub mod manifest;
 pub mod operator_http;
 mod operator_remote;
+mod operator_rest;
 pub mod otel_export;
 mod pins;
 pub mod pipeline;

@@ -65,7 +65,7 @@ impl OperatorClients {
 }
 
 /// Puts the request's client (by [`OPERATOR_HEADER`]) in its extensions.
-async fn with_client(
+pub(crate) async fn with_client(
     axum::extract::State(clients): axum::extract::State<OperatorClients>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -203,7 +203,7 @@ macro_rules! http_adapter {
         }
 
         /// Runs call `name` with `args`.
-        async fn call(client: &Client, name: &str, args: Value) -> Result<Value, ApiError> {
+        pub(crate) async fn call(client: &Client, name: &str, args: Value) -> Result<Value, ApiError> {
             $(
                 if name == stringify!($name) {
                     #[allow(unused_variables)]

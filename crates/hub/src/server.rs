@@ -4,7 +4,6 @@
 //! and the accept loop's connection cap and header-read timeout; refused requests are recorded in the
 //! ledger. Binding elsewhere than loopback must be asked for.
 
-use crate::api::types::Answer;
 use crate::api::{ApiError, Channel, Client, Connected, ErrorCode, HubState, Operator, OperatorApi};
 use crate::config::RuntimeInfo;
 use crate::connections::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
@@ -12,12 +11,11 @@ use crate::error::HubError;
 use crate::hub::{Hub, HubBackend};
 use crate::refusals::RefusalRecorder;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Extension, Path as UrlPath, State};
+use axum::extract::{Extension, State};
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use http::StatusCode;
 use portcullis_mcp::caller::watch_caller;
 use portcullis_mcp::http::{
     AccessGuard, Admits, LOOPBACK_HOSTS, MAX_REQUEST_BODY_BYTES, caller_guard, mcp_service, site_guard,
@@ -179,22 +177,14 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route("/v1/hook/claude/run", post(claude_hook_run))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Agents), caller_guard));
+    // The token's clients serve the table and its REST aliases alike.
+    let clients = crate::operator_http::OperatorClients::new(
+        operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR)),
+        clients_named(&hub, addr, &dir, None),
+    );
     let for_the_operator = Router::new()
-        .route("/v1/approvals", get(pending))
-        .route("/v1/approvals/{id}", post(answer))
-        .route("/v1/session-grants", get(session_grants))
-        .route("/v1/session-grants/{id}", delete(revoke_grant))
-        .route("/v1/sessions", get(sessions))
-        .route("/v1/tools", get(tools))
-        .route("/v1/servers", get(servers))
-        .route("/v1/servers/{id}", get(server))
-        .route("/v1/servers/{id}/restart", post(restart_server))
-        .route("/v1/tool-changes", get(tool_changes))
-        .route("/v1/tool-changes/accept", post(accept_tool_change))
-        .merge(crate::operator_http::routes(crate::operator_http::OperatorClients::new(
-            operator_client(&hub, addr, &dir, Operator::named(API_OPERATOR)),
-            clients_named(&hub, addr, &dir, None),
-        )))
+        .merge(crate::operator_rest::routes(clients.clone()))
+        .merge(crate::operator_http::routes(clients))
         .layer(body.clone())
         .layer(from_fn_with_state(access.admitting(Admits::Operators), caller_guard));
     let for_both = Router::new()
@@ -257,34 +247,6 @@ async fn health(State(hub): State<Hub>, Extension(slots): Extension<ConnectionSl
     Json(status).into_response()
 }
 
-async fn sessions(State(hub): State<Hub>) -> Response {
-    Json(json!({ "sessions": OperatorApi::new(hub).sessions() })).into_response()
-}
-
-async fn tools(State(hub): State<Hub>) -> Response {
-    Json(json!({ "tools": OperatorApi::new(hub).tools() })).into_response()
-}
-
-async fn servers(State(hub): State<Hub>) -> Response {
-    Json(json!({ "servers": OperatorApi::new(hub).servers() })).into_response()
-}
-
-async fn server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) -> Response {
-    match OperatorApi::new(hub).server(&id) {
-        Ok(server) => Json(json!({ "server": server })).into_response(),
-        Err(e) => api_error(e),
-    }
-}
-
-/// Restarts an upstream server: `202 {"restarting": id}` once the restart is under way (the server's
-/// state tells when it is ready again).
-async fn restart_server(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) -> Response {
-    match OperatorApi::new(hub).restart_server(&id) {
-        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "restarting": id }))).into_response(),
-        Err(e) => api_error(e),
-    }
-}
-
 use crate::operator_http::api_error;
 
 /// Makes the client of an operator named at run time: through the browser console, recorded as the
@@ -321,77 +283,6 @@ fn operator_client(hub: &Hub, addr: SocketAddr, dir: &std::path::Path, operator:
     };
     let connected = Connected::Hub { api: OperatorApi::new(hub.clone()), state };
     Client::new(connected, operator, Some(dir.join("ledger-library.json")))
-}
-
-async fn pending(State(hub): State<Hub>) -> Response {
-    Json(json!({ "approvals": OperatorApi::new(hub).pending_approvals() })).into_response()
-}
-
-/// An answer to a pending approval (`{"answer": "once|session|always|deny", "arguments_sha256": "...",
-/// "note"?: "..."}`, the digest as the approval lists it): `{"answered": id, "receipt": {...}}`. Who
-/// answered is not the request's to say (an `operator` field is refused): it is the channel,
-/// [`API_OPERATOR`].
-async fn answer(
-    State(hub): State<Hub>,
-    UrlPath(id): UrlPath<u64>,
-    body: Result<Json<Answer>, JsonRejection>,
-) -> Response {
-    let body = match body {
-        Ok(Json(body)) => body,
-        Err(rejection) => {
-            return api_error(ApiError::new(
-                ErrorCode::BadRequest,
-                format!(
-                    "expected {{\"answer\": \"once|session|always|deny\", \"arguments_sha256\": \"<the approval's>\", \"note\"?: \"...\", \"scope\"?: [{{\"words\": n, \"exact\": bool}}]}} and nothing else: {}",
-                    rejection.body_text()
-                ),
-                json!({ "id": id }),
-            ));
-        }
-    };
-    match OperatorApi::new(hub).answer_approval(id, &body, &Operator::named(API_OPERATOR)) {
-        Ok(receipt) => Json(json!({ "answered": id, "receipt": receipt })).into_response(),
-        Err(e) => api_error(e),
-    }
-}
-
-async fn tool_changes(State(hub): State<Hub>) -> Response {
-    Json(json!({ "changes": OperatorApi::new(hub).tool_changes() })).into_response()
-}
-
-/// Which held tool's offered definition the operator accepts (the digest they were shown).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Acceptance {
-    server: String,
-    tool: String,
-    digest: String,
-}
-
-/// Accepts a changed tool definition: `{"server", "tool", "digest"}`; who accepted is the channel.
-async fn accept_tool_change(
-    State(hub): State<Hub>,
-    body: Result<Json<Acceptance>, JsonRejection>,
-) -> Response {
-    let body = match body {
-        Ok(Json(body)) => body,
-        Err(rejection) => {
-            return api_error(ApiError::new(
-                ErrorCode::BadRequest,
-                format!(
-                    "expected {{\"server\", \"tool\", \"digest\"}} and nothing else: {}",
-                    rejection.body_text()
-                ),
-                serde_json::Value::Null,
-            ));
-        }
-    };
-    let api = OperatorApi::new(hub);
-    match api.accept_tool_change(&body.server, &body.tool, &body.digest, &Operator::named(API_OPERATOR)).await
-    {
-        Ok(()) => Json(json!({ "accepted": { "server": body.server, "tool": body.tool } })).into_response(),
-        Err(e) => api_error(e),
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -451,16 +342,5 @@ async fn claude_hook_run(State(hub): State<Hub>, body: Result<Json<RunTicket>, J
             response
         }
         Err(why) => api_error(ApiError::new(ErrorCode::BadArgument, why, serde_json::Value::Null)),
-    }
-}
-
-async fn session_grants(State(hub): State<Hub>) -> Response {
-    Json(json!({ "grants": OperatorApi::new(hub).session_grants() })).into_response()
-}
-
-async fn revoke_grant(State(hub): State<Hub>, UrlPath(id): UrlPath<String>) -> Response {
-    match OperatorApi::new(hub).revoke_session_grant(&id) {
-        Ok(()) => Json(json!({ "revoked": id })).into_response(),
-        Err(e) => api_error(e),
     }
 }

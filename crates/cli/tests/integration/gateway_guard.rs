@@ -132,6 +132,39 @@ fn agents_cannot_answer_their_own_prompts_and_the_operator_is_named_by_the_chann
     assert_eq!(calls[0]["decided_operator"], "api: denied", "{calls:#?}");
 }
 
+/// The REST routes are aliases of the command table: they answer with the table's errors and record
+/// the operator the table's client names (the operator header's, else the channel's).
+#[test]
+fn the_rest_routes_answer_through_the_command_table() {
+    node_modules();
+    let served = serve(POLICY);
+    let (api, operator) = (served.api.clone(), served.operator_token.clone());
+    let (status, body) = http(&format!("{api}/servers/nope"), "GET", Some(&operator), &[], None);
+    assert_eq!((status, error_code(&body).as_str()), (404, "server_unknown"), "{body}");
+    let (status, body) = http(&format!("{api}/session-grants/g-9"), "DELETE", Some(&operator), &[], None);
+    assert_eq!(error_code(&body), "grant_unknown", "{status}: {body}");
+    let (status, body) = http(&format!("{api}/approvals/x"), "POST", Some(&operator), &[], Some("{}"));
+    assert_eq!((status, error_code(&body).as_str()), (400, "bad_request"), "{body}");
+    let run = agent_in_background(
+        &served,
+        json!([{"op": "call", "name": "shell", "arguments": {"command": "touch by-the-agent"}}]),
+    );
+    let (id, digest) = first_pending(&served);
+    let deny = json!({"answer": "deny", "arguments_sha256": digest}).to_string();
+    let named = ("x-portcullis-operator", "alice");
+    let (status, body) =
+        http(&format!("{api}/approvals/{id}"), "POST", Some(&operator), &[named], Some(&deny));
+    assert_eq!(status, 200, "{body}");
+    let answered: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (answered["answered"].as_u64(), answered["receipt"]["operator"].as_str()),
+        (Some(id), Some("alice"))
+    );
+    run.join().unwrap();
+    let calls = ledger_calls_when(&served, 1);
+    assert_eq!(calls[0]["decided_operator"], "alice: denied", "{calls:#?}");
+}
+
 #[test]
 fn tokens_echoed_by_a_tool_never_reach_results_or_the_ledger() {
     node_modules();

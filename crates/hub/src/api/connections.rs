@@ -100,7 +100,7 @@ impl OperatorApi {
     }
 }
 
-fn unknown_server(id: &str) -> ApiError {
+pub(crate) fn unknown_server(id: &str) -> ApiError {
     ApiError::new(ErrorCode::ServerUnknown, format!("no upstream server {id:?}"), json!({ "id": id }))
 }
 
