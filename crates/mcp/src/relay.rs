@@ -22,7 +22,7 @@ use tokio::sync::Mutex;
 
 /// The hub side of the relay: forwards the hub's list_changed to the agent.
 #[derive(Clone)]
-struct HubClient {
+struct RelayToHub {
     info: ClientConfig,
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
     /// The hub's progress token of a call in flight → the agent's token for it.
@@ -31,7 +31,7 @@ struct HubClient {
 
 type ProgressTokens = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressToken>>>;
 
-impl ClientHandler for HubClient {
+impl ClientHandler for RelayToHub {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
     }
@@ -78,7 +78,7 @@ struct Relay {
     /// The agent's own session (`claude-<id>`) and project folder, named to the hub in
     /// [`crate::agent_names::AGENT_SESSION_HEADER`] and [`crate::agent_names::AGENT_PROJECT_HEADER`].
     agent: crate::agent_names::AgentNames,
-    hub: Arc<Mutex<Option<RunningService<RoleClient, HubClient>>>>,
+    hub: Arc<Mutex<Option<RunningService<RoleClient, RelayToHub>>>>,
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
     progress: ProgressTokens,
 }
@@ -122,7 +122,7 @@ impl ServerHandler for Relay {
             Implementation::new(request.client_info.name.clone(), request.client_info.version.clone()),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
-        let client = HubClient { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
+        let client = RelayToHub { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
         let mut headers = HashMap::new();
         let named = [
             (crate::agent_names::AGENT_SESSION_HEADER, &self.agent.session),
