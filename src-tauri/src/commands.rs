@@ -1,11 +1,11 @@
 //! The window's commands, made mechanically from the hub's command table
-//! ([`portcullis_hub::operator_commands!`]): each table call becomes a Tauri command calling the
-//! window's [`Client`](portcullis_hub::api::Client) method of the same name with the same arguments,
+//! ([`portcullis_api::operator_commands!`]): each table call becomes a Tauri command calling the
+//! window's [`Client`](portcullis_api::Client) method of the same name with the same arguments,
 //! each table stream one that takes a channel (`on_update`) for its updates. The only commands written
 //! here by hand are the window's own: quitting and the system's file dialogs.
 
 use crate::hub_host::HubHost;
-use portcullis_hub::api::{ApiError, TableCalls as _};
+use portcullis_api::{ApiError, TableCalls as _};
 use tauri::State;
 use tauri::ipc::Channel;
 use tauri_plugin_dialog::DialogExt as _;
@@ -55,7 +55,7 @@ macro_rules! tauri_adapter {
     };
 }
 
-portcullis_hub::operator_commands!(tauri_adapter);
+portcullis_api::operator_commands!(tauri_adapter);
 
 /// The commands only a window has: they are not the hub's (closing the app, the system's dialogs).
 pub const WINDOW_ONLY: &[&str] =

@@ -5,11 +5,11 @@
 //! token) instead of a second hub on the same ledger. Only when neither works does the window say why.
 
 use crate::window_table::WindowTable;
-use portcullis_hub::api::{
-    ApiError, Channel, Client, Connected, ErrorCode, HubClient, HubState, Operator, OperatorApi, RemoteClient,
-};
-use portcullis_hub::start::{
+use portcullis_api::start::{
     HubConfig, LaunchedHub, RemoteHub, default_ledger_path, launch, user_config_dir,
+};
+use portcullis_api::{
+    ApiError, Channel, Client, Connected, ErrorCode, HubClient, HubState, Operator, OperatorApi, RemoteClient,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -34,16 +34,16 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         .events(tauri_specta::collect_events![CloseAsked])
         // The characters agent text shows escaped (`lib/visible.ts` reads this, the terminal the same
         // table): one table, so every place shows the same text the same way.
-        .constant("ESCAPED_RANGES", portcullis_hub::api::escaped_ranges())
+        .constant("ESCAPED_RANGES", portcullis_api::escaped_ranges())
         // How each kind of protected place is named after "decided by" (`ProtectedKind::words`).
         .constant("PROTECTED_KIND_WORDS", protected_kind_words())
         // Every kind of decider, in the order the ledger browser offers them (`DeciderKind::ALL`).
-        .constant("DECIDER_KINDS", portcullis_hub::api::types::DeciderKind::ALL)
+        .constant("DECIDER_KINDS", portcullis_api::types::DeciderKind::ALL)
         // The command table as the HTTP backend calls it (`backend/http.ts`): each command's arguments
         // in order, as the request's JSON spells them, and whether it streams.
         .constant("COMMAND_TABLE", command_table())
         // Who is logged in to a browser console (`/console/v1/me`): the HTTP backend reads it.
-        .typ::<portcullis_hub::api::console_link::ConsoleSession>()
+        .typ::<portcullis_api::console_link::ConsoleSession>()
         // Ids, counters and microsecond timestamps stay far below 2^53 (timestamps until the year 2255).
         .dangerously_cast_bigints_to_number()
         // One TypeScript type per Rust type: the window reads what Rust serializes and sends what it reads.
@@ -52,14 +52,14 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
 
 /// `{"answer_approval": {"args": ["id", "answer"], "stream": false}, ...}`: the hub's table.
 fn command_table() -> serde_json::Map<String, serde_json::Value> {
-    (portcullis_hub::api::COMMANDS.iter())
+    (portcullis_api::COMMANDS.iter())
         .map(|c| (c.name.to_owned(), serde_json::json!({ "args": c.json_args(), "stream": c.stream })))
         .collect()
 }
 
 /// `{"policy": "protected place (policy)", ...}`: every kind's words, keyed as the kind serializes.
 fn protected_kind_words() -> serde_json::Map<String, serde_json::Value> {
-    (portcullis_hub::api::types::ProtectedKind::ALL.into_iter())
+    (portcullis_api::types::ProtectedKind::ALL.into_iter())
         .filter_map(|kind| {
             let key = serde_json::to_value(kind).ok()?.as_str()?.to_owned();
             Some((key, serde_json::Value::from(kind.words())))

@@ -1,14 +1,14 @@
 //! Desktop notifications of calls waiting, sent on a thread of their own so that a slow, absent or
 //! broken notification daemon (no D-Bus session under Xvfb) costs a warning in the log and never holds
 //! up the hub or an approval. What a notice says is decided in the hub
-//! (`portcullis_hub::api::notice`): agent text made visible and shortened.
+//! (`portcullis_api::notice`): agent text made visible and shortened.
 //!
 //! Linux notifications carry no buttons that could answer a call: a notice only calls the operator to
 //! the window. Clicking its body sends the `default` action, which brings the window, where the
 //! notification daemon reports it (GNOME, KDE, dunst, mako do); answering happens in the window.
 
 use crate::window;
-use portcullis_hub::api::notice::ApprovalNotice;
+use portcullis_api::notice::ApprovalNotice;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};

@@ -7,9 +7,9 @@ use crate::hub_host::HubHost;
 use crate::notifications::Notifier;
 use crate::tray::Tray;
 use crate::window;
-use portcullis_hub::api::notice::approval_notice;
-use portcullis_hub::api::types::{Approval, FeedEvent, FeedItem};
-use portcullis_hub::api::{Sink, TableCalls as _};
+use portcullis_api::notice::approval_notice;
+use portcullis_api::types::{Approval, FeedEvent, FeedItem};
+use portcullis_api::{Sink, TableCalls as _};
 use tauri::{AppHandle, Manager};
 
 /// The window's title: `Portcullis — 2 waiting`, plain `Portcullis` when nothing waits.
@@ -77,7 +77,7 @@ pub fn follow(app: AppHandle, tray: Option<Tray>, notifier: Option<Notifier>) {
 
 /// The name the asking agent's client gave (`claude-code`), while its session is open (the first hub's
 /// sessions: an attached hub's agent is named by the hub only).
-async fn client_of(client: &portcullis_hub::api::HubClient, approval: &Approval) -> Option<String> {
+async fn client_of(client: &portcullis_api::HubClient, approval: &Approval) -> Option<String> {
     if crate::window_table::from_attached_hub(approval.id) {
         return None;
     }

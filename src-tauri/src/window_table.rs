@@ -5,10 +5,10 @@
 //! its hub and its id made unique across hubs (the hub's number in the high bits); each answer goes to its
 //! own hub with that hub's id.
 
-use portcullis_hub::api::always::AlwaysPreview;
-use portcullis_hub::api::types::{Answer, Approval, FeedEvent, FeedItem, Receipt, RuleScope, Timestamp};
-use portcullis_hub::api::{ApiError, ErrorCode, HubClient, HubState, RemoteClient, Sink, TableCalls};
-use portcullis_hub::start::RemoteHub;
+use portcullis_api::always::AlwaysPreview;
+use portcullis_api::start::RemoteHub;
+use portcullis_api::types::{Answer, Approval, FeedEvent, FeedItem, Receipt, RuleScope, Timestamp};
+use portcullis_api::{ApiError, ErrorCode, HubClient, HubState, RemoteClient, Sink, TableCalls};
 use serde_json::json;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -66,7 +66,7 @@ fn the_window_mounts_the_command_table_and_nothing_else() {
     let file = dir.path().join("bindings.ts");
     portcullis_app::export_bindings(&file).unwrap();
     let invoked = invoked(&std::fs::read_to_string(file).unwrap());
-    let table = portcullis_hub::api::COMMANDS;
+    let table = portcullis_api::COMMANDS;
     for command in table {
         let (_, args) = invoked
             .iter()

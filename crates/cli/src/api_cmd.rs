@@ -4,8 +4,8 @@
 
 use crate::args::ApiArgs;
 use crate::error::CliError;
-use portcullis_hub::api::{ApiError, COMMANDS, ErrorCode};
-use portcullis_hub::start::{RemoteHub, user_config_dir};
+use portcullis_api::start::{RemoteHub, user_config_dir};
+use portcullis_api::{ApiError, COMMANDS, ErrorCode};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
@@ -95,7 +95,7 @@ pub fn operator_link(args: &crate::args::LinkArgs) -> Result<ExitCode, CliError>
 pub fn add_agent(args: &crate::args::AddAgentArgs) -> Result<ExitCode, CliError> {
     let dir = user_config_dir()
         .ok_or_else(|| CliError::BadArgument("no config folder: set HOME or XDG_CONFIG_HOME".into()))?;
-    let file = portcullis_hub::start::create_named_agent(&dir, &args.name)
+    let file = portcullis_api::start::create_named_agent(&dir, &args.name)
         .map_err(|e| CliError::BadArgument(e.to_string()))?;
     writeln!(std::io::stdout().lock(), "{}", file.display())?;
     let _ = writeln!(

@@ -3,10 +3,10 @@
 
 use crate::error::CliError;
 use clap::{Args, Parser, Subcommand};
-use portcullis_hub::api::call_query::{CallQuery, TimeRange};
-use portcullis_hub::api::ledger::CallFilter;
-use portcullis_hub::api::types::Timestamp;
-use portcullis_hub::api::{ApiError, ErrorCode};
+use portcullis_api::call_query::{CallQuery, TimeRange};
+use portcullis_api::ledger::CallFilter;
+use portcullis_api::types::Timestamp;
+use portcullis_api::{ApiError, ErrorCode};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -503,8 +503,8 @@ pub struct DbArg {
 
 impl DbArg {
     /// The ledger named: a team ledger's URL, a file, else the file the hub writes by default.
-    pub fn address(&self) -> Result<portcullis_hub::api::ledger::LedgerAddress, crate::error::CliError> {
-        use portcullis_hub::api::ledger::LedgerAddress;
+    pub fn address(&self) -> Result<portcullis_api::ledger::LedgerAddress, crate::error::CliError> {
+        use portcullis_api::ledger::LedgerAddress;
         let address = LedgerAddress::of(&self.file()?, self.db_password_file.as_deref());
         if self.db_password_file.is_some() && matches!(address, LedgerAddress::File(_)) {
             return Err(crate::error::CliError::BadArgument(
@@ -518,7 +518,7 @@ impl DbArg {
     pub fn file(&self) -> Result<PathBuf, crate::error::CliError> {
         match &self.db {
             Some(db) => Ok(db.clone()),
-            None => portcullis_hub::start::default_ledger_path()
+            None => portcullis_api::start::default_ledger_path()
                 .map_err(|e| crate::error::CliError::BadArgument(format!("--db not given and {e}"))),
         }
     }

@@ -2,7 +2,7 @@
 //! HTTP routes serve, over no hub (the CLI reads ledger files itself), answering as `cli`.
 
 use crate::error::CliError;
-use portcullis_hub::api::{ApiError, Channel, Client, Connected, ErrorCode, Operator};
+use portcullis_api::{ApiError, Channel, Client, Connected, ErrorCode, Operator};
 use std::future::Future;
 
 /// Runs `work` with an in-process client on a runtime of its own (the client's queries run on its

@@ -8,7 +8,7 @@ use crate::agent_config::{
 };
 use crate::args::{AgentName, DoctorArgs};
 use crate::error::CliError;
-use portcullis_hub::start::{RuntimeInfo, config_dir};
+use portcullis_api::start::{RuntimeInfo, config_dir};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;

@@ -7,7 +7,7 @@ use thiserror::Error;
 pub enum CliError {
     /// An operator API call failed (its own code: the policy's or the ledger's when they failed).
     #[error("{}", .0.message)]
-    Api(portcullis_hub::api::ApiError),
+    Api(portcullis_api::ApiError),
     /// The hub could not start or stop (its own code).
     #[error("{message}")]
     Hub { code: &'static str, message: String },
@@ -65,8 +65,8 @@ impl From<serde_json::Error> for CliError {
     }
 }
 
-impl From<portcullis_hub::api::ApiError> for CliError {
-    fn from(e: portcullis_hub::api::ApiError) -> Self {
+impl From<portcullis_api::ApiError> for CliError {
+    fn from(e: portcullis_api::ApiError) -> Self {
         CliError::Api(e)
     }
 }

@@ -5,9 +5,9 @@ use crate::args::ExportArgs;
 use crate::error::CliError;
 use crate::ledger_cmd::open_reader;
 use crate::render::count;
-use portcullis_hub::api::ErrorCode;
-use portcullis_hub::api::ledger::parse_export_format;
-use portcullis_hub::api::types::Timestamp;
+use portcullis_api::ErrorCode;
+use portcullis_api::ledger::parse_export_format;
+use portcullis_api::types::Timestamp;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 

@@ -6,7 +6,7 @@
 
 use crate::args::{HookArgs, RunArgs};
 use crate::error::CliError;
-use portcullis_hub::start::{
+use portcullis_api::start::{
     HookAnswer, HookDecision, HookOptions, MAX_HOOK_INPUT_BYTES, answer_claude_hook, claude_code_output,
     run_ticket,
 };

@@ -7,12 +7,12 @@ use crate::render::{
     record_decided,
 };
 use crate::table::Table;
-use portcullis_hub::api::ErrorCode;
-use portcullis_hub::api::ledger::{CallOrigin, LedgerAddress, LedgerView, migrate_ledger, parse_cursor};
-use portcullis_hub::api::ledger_browse::CallDetail;
-use portcullis_hub::api::times::{format_duration, format_time};
-use portcullis_hub::api::types::DeciderKind;
-use portcullis_hub::api::types::Timestamp;
+use portcullis_api::ErrorCode;
+use portcullis_api::ledger::{CallOrigin, LedgerAddress, LedgerView, migrate_ledger, parse_cursor};
+use portcullis_api::ledger_browse::CallDetail;
+use portcullis_api::times::{format_duration, format_time};
+use portcullis_api::types::DeciderKind;
+use portcullis_api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
@@ -244,16 +244,16 @@ fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError>
 }
 
 /// `read  /p/a.txt via cat operand: allow`, as `policy check` prints a file.
-fn file_line(f: &portcullis_hub::api::types::FileVerdict) -> String {
+fn file_line(f: &portcullis_api::types::FileVerdict) -> String {
     let access = match f.access {
-        portcullis_hub::api::types::FileAccess::Read => "read ",
-        portcullis_hub::api::types::FileAccess::Write => "write",
+        portcullis_api::types::FileAccess::Read => "read ",
+        portcullis_api::types::FileAccess::Write => "write",
     };
     let decision = match f.decision {
-        portcullis_hub::api::types::PolicyDecision::Allow => "allow",
-        portcullis_hub::api::types::PolicyDecision::Contain => "contain",
-        portcullis_hub::api::types::PolicyDecision::Ask => "prompt",
-        portcullis_hub::api::types::PolicyDecision::Deny => "forbidden",
+        portcullis_api::types::PolicyDecision::Allow => "allow",
+        portcullis_api::types::PolicyDecision::Contain => "contain",
+        portcullis_api::types::PolicyDecision::Ask => "prompt",
+        portcullis_api::types::PolicyDecision::Deny => "forbidden",
     };
     let tree = if f.recursive { " (whole tree)" } else { "" };
     let why = f.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();

@@ -105,7 +105,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // First, before any thread: this binary is also the sandbox launcher (`portcullis sandbox-exec`).
-    if let Some(code) = portcullis_hub::start::sandbox_entry_point() {
+    if let Some(code) = portcullis_api::start::sandbox_entry_point() {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     init_logging();

@@ -3,7 +3,7 @@
 
 use crate::args::McpArgs;
 use crate::error::CliError;
-use portcullis_hub::start::{StdioOptions, serve_stdio};
+use portcullis_api::start::{StdioOptions, serve_stdio};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;

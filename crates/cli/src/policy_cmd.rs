@@ -4,13 +4,13 @@
 use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
 use crate::render::clean;
-use portcullis_hub::api::policy_check::{
+use portcullis_api::policy_check::{
     Access, CallVerdict, Evaluation, LoadedPolicy, MatchedRule, PolicyLint, RelativeRoots, Severity,
     lint_policy, quote_shell_word, test_policy,
 };
-use portcullis_hub::api::replay::{ReplayEvent, replay_ledger};
-use portcullis_hub::api::times::format_time;
-use portcullis_hub::api::types::Timestamp;
+use portcullis_api::replay::{ReplayEvent, replay_ledger};
+use portcullis_api::times::format_time;
+use portcullis_api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
@@ -70,7 +70,7 @@ pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, Cl
                 .enable_all()
                 .build()
                 .map_err(CliError::Runtime)?
-                .block_on(portcullis_hub::api::policy_check::probe_sandbox());
+                .block_on(portcullis_api::policy_check::probe_sandbox());
             Some(policy.sandbox_profile(e, &support))
         }
         _ => None,
@@ -248,7 +248,7 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
     let cwd = working_dir(&args.files)?;
     let db = args.db.address()?;
     // Bad input says so before anything is printed.
-    portcullis_hub::api::ledger::LedgerView::open_at(&db)?;
+    portcullis_api::ledger::LedgerView::open_at(&db)?;
     if !args.json {
         let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
         writeln!(out, "replaying {db} against {}", policy.sources().join(", "))?;
@@ -261,7 +261,7 @@ pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, 
         .enable_all()
         .build()
         .map_err(CliError::Runtime)?
-        .block_on(portcullis_hub::api::policy_check::probe_sandbox());
+        .block_on(portcullis_api::policy_check::probe_sandbox());
     let outcome = replay_ledger(&db, &args.files.policies, &cwd, &support, &stop, &mut |event| {
         let ReplayEvent::Change(change) = event else { return true };
         let line = if args.json {

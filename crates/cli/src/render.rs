@@ -1,18 +1,18 @@
 //! Text for people: counts, who decided, and one-line summaries of records (times and durations are
 //! the operator API's, `api::times`).
 
-use portcullis_hub::api::ledger::{ApprovalRecord, CallRow, StoredPolicyDecision};
-use portcullis_hub::api::times::format_time;
-use portcullis_hub::api::types::{ChangeKind, ChangeRecord, DecidedBy, Decider};
+use portcullis_api::ledger::{ApprovalRecord, CallRow, StoredPolicyDecision};
+use portcullis_api::times::format_time;
+use portcullis_api::types::{ChangeKind, ChangeRecord, DecidedBy, Decider};
 
 /// Longest argument, output or message text shown in a one-line summary.
-const SUMMARY_CHARS: usize = portcullis_hub::api::record_summary::SUMMARY_CHARS;
+const SUMMARY_CHARS: usize = portcullis_api::record_summary::SUMMARY_CHARS;
 
 /// The text with control characters escaped (`\n`, `\t`, `\u{1b}` ...), so it stays on one line.
 pub fn clean(text: &str) -> String {
     // The one escape every place that shows agent text uses (the terminal approver, tables, `ledger
     // show`): controls, bidi and format characters, invisible ones.
-    portcullis_hub::api::visible(text).into_owned()
+    portcullis_api::visible(text).into_owned()
 }
 
 /// [`clean`], cut to `max` characters (with `…` when cut).

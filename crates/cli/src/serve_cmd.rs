@@ -4,14 +4,14 @@
 use crate::args::{ServeApprover, ServeArgs};
 use crate::error::CliError;
 use crate::terminal::{TerminalPrompter, describe_pending, parse_answer};
-use portcullis_hub::api::events::FeedSources;
-use portcullis_hub::api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
-use portcullis_hub::api::{Channel, Operator, OperatorApi, visible};
-use portcullis_hub::start::{
+use portcullis_api::events::FeedSources;
+use portcullis_api::start::{
     ConsoleSettings, EgressResolver, HubConfig, JsonlFileSink, OtlpSettings, RecordSink, RecordSinks,
     TlsSource, default_ledger_path, launch, user_config_dir,
 };
-use portcullis_hub::start::{TeamLedgerChoice, TeamLedgerSetting};
+use portcullis_api::start::{TeamLedgerChoice, TeamLedgerSetting};
+use portcullis_api::types::{AlwaysOffer, Answer, Approval, FeedEvent, FeedItem};
+use portcullis_api::{Channel, Operator, OperatorApi, visible};
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn hub_error(e: portcullis_hub::start::HubError) -> CliError {
+fn hub_error(e: portcullis_api::start::HubError) -> CliError {
     CliError::Hub { code: e.code(), message: e.to_string() }
 }
 
@@ -65,7 +65,7 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         allowed_hosts: args.allow_hosts.clone(),
         header_read_timeout: Duration::from_secs(args.header_read_timeout),
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-        sessions: portcullis_hub::start::SessionLimits {
+        sessions: portcullis_api::start::SessionLimits {
             max_sessions: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
             idle: Duration::from_secs(args.session_idle),
         },
@@ -76,13 +76,13 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
         search_tools_above: args.search_tools_above,
         home: None,
         sandbox_launcher: match &args.egress_hosts {
-            None => portcullis_hub::start::default_launcher(),
+            None => portcullis_api::start::default_launcher(),
             Some(file) => {
                 let text = std::fs::read_to_string(file)
                     .map_err(|e| CliError::BadArgument(format!("--egress-hosts {}: {e}", file.display())))?;
                 let resolver = EgressResolver::from_hosts_text(&text)
                     .map_err(|e| CliError::BadArgument(format!("--egress-hosts {}: {e}", file.display())))?;
-                portcullis_hub::start::default_launcher().map(|l| l.with_resolver(resolver))
+                portcullis_api::start::default_launcher().map(|l| l.with_resolver(resolver))
             }
         },
         single_upstream: args.single_upstream.clone(),
@@ -142,13 +142,13 @@ pub fn serve_cmd(args: &ServeArgs) -> Result<ExitCode, CliError> {
                 |p| p.display().to_string()
             )
         );
-        let relative = portcullis_hub::api::policy_check::relative_roots(&hub.live_policy().current());
+        let relative = portcullis_api::policy_check::relative_roots(&hub.live_policy().current());
         for line in crate::policy_cmd::relative_root_lines(&relative) {
             let _ = writeln!(err, "portcullis: {}", crate::render::clean(&line));
         }
         let api = launched.api();
         if let Some(team) = api.team_ledger_setting() {
-            let shown = portcullis_hub::api::ledger::LedgerAddress::of(std::path::Path::new(&team.url), None);
+            let shown = portcullis_api::ledger::LedgerAddress::of(std::path::Path::new(&team.url), None);
             let _ = writeln!(err, "portcullis: shipping the ledger to the team ledger {shown} (its lag: portcullis ledger stats)");
         }
         if let Some(fingerprint) = &launched.running.tls_fingerprint {

@@ -45,7 +45,7 @@ fn run(args: &SetupArgs) -> Result<ExitCode, ConfigError> {
         writeln!(out, "portcullis setup {what}: {state}").map_err(io)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let token = portcullis_hub::start::config_dir()
+    let token = portcullis_api::start::config_dir()
         .ok()
         .and_then(|c| std::fs::read_to_string(c.join("token")).ok())
         .map(|t| t.trim().to_owned())

@@ -5,9 +5,9 @@ use crate::error::CliError;
 use crate::ledger_cmd::open_reader;
 use crate::render::count;
 use crate::table::Table;
-use portcullis_hub::api::ledger::{Bucket, Count, fill_histogram};
-use portcullis_hub::api::times::{format_duration, format_time, format_width, parse_width};
-use portcullis_hub::api::types::Timestamp;
+use portcullis_api::ledger::{Bucket, Count, fill_histogram};
+use portcullis_api::times::{format_duration, format_time, format_width, parse_width};
+use portcullis_api::types::Timestamp;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -44,7 +44,7 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             lag.shipped_through,
             lag.ledger_head
         )?;
-        if behind >= portcullis_hub::api::ledger::SHIPPING_LAG_WARNING {
+        if behind >= portcullis_api::ledger::SHIPPING_LAG_WARNING {
             writeln!(
                 out,
                 "warning: shipping is {} rows behind: is the sink reachable? (the ledger keeps them until it is)",

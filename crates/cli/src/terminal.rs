@@ -2,9 +2,9 @@
 //! stdout, which carry data) and reads the operator's answer: once, session, always, deny.
 
 use async_trait::async_trait;
-use portcullis_hub::api::one_call::{Amendment, ApprovalChoice, ApprovalPrompt, Prompter};
-use portcullis_hub::api::types::{AlwaysOffer, Approval, ExecutionAction, Timestamp};
-use portcullis_hub::api::visible;
+use portcullis_api::one_call::{Amendment, ApprovalChoice, ApprovalPrompt, Prompter};
+use portcullis_api::types::{AlwaysOffer, Approval, ExecutionAction, Timestamp};
+use portcullis_api::visible;
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -37,7 +37,7 @@ pub fn terminal_operator() -> String {
 /// comes from the agent, so control and invisible characters are shown escaped (a command cannot draw
 /// another command over itself).
 fn action_lines(text: &mut String, action: &ExecutionAction, reason: Option<&str>) {
-    if portcullis_hub::api::types::asks_for_host(action)
+    if portcullis_api::types::asks_for_host(action)
         && let Some(host) = &action.target
     {
         text.push_str(&format!(

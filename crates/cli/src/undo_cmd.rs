@@ -4,7 +4,7 @@
 
 use crate::args::{HeldArgs, UndoArgs};
 use crate::error::CliError;
-use portcullis_hub::start::{default_ledger_path, discard_held, held_lines, keep_held, undo_call};
+use portcullis_api::start::{default_ledger_path, discard_held, held_lines, keep_held, undo_call};
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -5,7 +5,7 @@
 use crate::args::VerifyArgs;
 use crate::error::CliError;
 use crate::render::clean;
-use portcullis_hub::api::ledger::{BreakKind, Verdict, VerifyReport, verify_export_file, verify_ledger_file};
+use portcullis_api::ledger::{BreakKind, Verdict, VerifyReport, verify_export_file, verify_ledger_file};
 use std::io::Write;
 use std::process::ExitCode;
 

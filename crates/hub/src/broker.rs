@@ -238,7 +238,7 @@ impl ApprovalBroker {
     }
 
     /// The redactor of the hub's secrets, when one is set.
-    pub(crate) fn redactor(&self) -> Option<&portcullis_harness::Redactor> {
+    pub fn redactor(&self) -> Option<&portcullis_harness::Redactor> {
         self.redactor.as_ref()
     }
 

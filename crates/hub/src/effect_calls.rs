@@ -17,7 +17,7 @@ use std::sync::Arc;
 const DECIDER: &str = "idempotency_key";
 
 /// A call as the gateway hands it in.
-pub(crate) struct KeyedCall<'a> {
+pub struct KeyedCall<'a> {
     pub session_id: &'a str,
     pub call_id: &'a str,
     pub tool: &'a str,
@@ -29,14 +29,14 @@ pub(crate) struct KeyedCall<'a> {
 }
 
 impl Hub {
-    pub(crate) fn effects(&self) -> &EffectBook {
+    pub fn effects(&self) -> &EffectBook {
         &self.state.effects
     }
 
     /// `request` with the key its tool declares over its arguments (a manifest's `idempotency_key`)
     /// when the agent sent none: `<tool>(<the values in canonical JSON>)`, or their SHA-256 when that
     /// is longer than a key may be.
-    pub(crate) fn with_declared_key(
+    pub fn with_declared_key(
         &self,
         request: Arc<McpRequest>,
         tool: &str,
@@ -59,7 +59,7 @@ impl Hub {
     }
 
     /// Runs a call that carries an idempotency key (see the module's doc).
-    pub(crate) async fn call_with_key(&self, call: KeyedCall<'_>) -> ToolCallResult {
+    pub async fn call_with_key(&self, call: KeyedCall<'_>) -> ToolCallResult {
         let agent = call.request.agent.clone().unwrap_or_else(|| LOCAL_AGENT.to_owned());
         let digest = effect_digest(call.tool, &call.arguments);
         loop {

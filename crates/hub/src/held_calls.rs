@@ -27,7 +27,7 @@ pub fn held_lines(root: &Path) -> Vec<String> {
 
 /// The held layers of call `call` of `session` (both named: the ledger's detail knows them) in any of
 /// `roots` (a command has a layer per write root).
-pub(crate) fn held_of(roots: &[PathBuf], call: &str, session: &str) -> Vec<Held> {
+pub fn held_of(roots: &[PathBuf], call: &str, session: &str) -> Vec<Held> {
     roots
         .iter()
         .flat_map(|root| held::list(root))

@@ -592,7 +592,7 @@ impl Hub {
     }
 
     /// Redeems a sandboxed run's ticket (`portcullis run`): the run's stream.
-    pub(crate) fn redeem_ticket(
+    pub fn redeem_ticket(
         &self,
         ticket: &str,
     ) -> Result<tokio::sync::mpsc::Receiver<crate::hook_run::RunUpdate>, String> {

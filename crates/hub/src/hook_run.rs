@@ -73,7 +73,7 @@ pub struct HookRuns {
 
 /// 32 random bytes as hex (a ticket, or a run's folder marker).
 fn random_ticket() -> Result<String, String> {
-    crate::console::logins::random_hex(32).map_err(|e| format!("no randomness for a ticket: {e}"))
+    crate::console_logins::random_hex(32).map_err(|e| format!("no randomness for a ticket: {e}"))
 }
 
 impl HookRuns {

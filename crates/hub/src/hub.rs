@@ -54,65 +54,65 @@ pub enum HubEvent {
     },
     /// An upstream server's tools or status changed.
     Upstreams {
-        servers: Vec<crate::api::types::UpstreamServer>,
+        servers: Vec<crate::server_reports::UpstreamServer>,
     },
 }
 
 /// An agent session the hub has open.
 #[derive(Debug, Clone)]
-pub(crate) struct OpenSession {
-    pub(crate) client: String,
-    pub(crate) version: String,
+pub struct OpenSession {
+    pub client: String,
+    pub version: String,
     /// `http`, `stdio`, or `in-process`.
-    pub(crate) transport: String,
-    pub(crate) opened_at: Timestamp,
+    pub transport: String,
+    pub opened_at: Timestamp,
     /// Calls made so far, blocked ones included.
-    pub(crate) calls: u64,
+    pub calls: u64,
 }
 
-pub(crate) struct HubState {
-    pub(crate) config: HubConfig,
-    pub(crate) project: PathBuf,
-    pub(crate) dispatcher: Dispatcher,
-    pub(crate) live: Arc<LivePolicy>,
-    pub(crate) broker: Arc<ApprovalBroker>,
-    pub(crate) ledger: Arc<SqliteLedger>,
-    pub(crate) sources: RwLock<Vec<String>>,
-    pub(crate) tools_changed: watch::Sender<u64>,
+pub struct HubState {
+    pub config: HubConfig,
+    pub project: PathBuf,
+    pub dispatcher: Dispatcher,
+    pub live: Arc<LivePolicy>,
+    pub broker: Arc<ApprovalBroker>,
+    pub ledger: Arc<SqliteLedger>,
+    pub sources: RwLock<Vec<String>>,
+    pub tools_changed: watch::Sender<u64>,
     /// The digest of the upstream servers' resource and prompt lists agents were last told of.
-    pub(crate) offered: std::sync::atomic::AtomicU64,
-    pub(crate) events: broadcast::Sender<HubEvent>,
-    pub(crate) sessions: AtomicU64,
+    pub offered: std::sync::atomic::AtomicU64,
+    pub events: broadcast::Sender<HubEvent>,
+    pub sessions: AtomicU64,
     /// Sessions opened and not yet closed: ended at shutdown if their clients never said goodbye.
-    pub(crate) open_sessions: std::sync::Mutex<std::collections::BTreeMap<String, OpenSession>>,
-    pub(crate) calls_in_flight: AtomicU64,
-    pub(crate) shutdown: CancellationToken,
-    pub(crate) workspace: Arc<Workspace>,
-    pub(crate) upstreams: Upstreams,
+    pub open_sessions: std::sync::Mutex<std::collections::BTreeMap<String, OpenSession>>,
+    pub calls_in_flight: AtomicU64,
+    pub shutdown: CancellationToken,
+    pub workspace: Arc<Workspace>,
+    pub upstreams: Upstreams,
     /// The accepted definitions of upstream tools, and the tools held back since theirs changed.
-    pub(crate) pins: crate::pins::ToolPins,
-    pub(crate) manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
+    pub pins: crate::pins::ToolPins,
+    pub manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
     /// The agents' and the operator's tokens (none without a config folder: such a hub cannot serve).
-    pub(crate) credentials: Option<Credentials>,
+    pub credentials: Option<Credentials>,
     /// The address the gateway listens on, once it serves.
-    pub(crate) served_at: std::sync::OnceLock<std::net::SocketAddr>,
+    pub served_at: std::sync::OnceLock<std::net::SocketAddr>,
     /// `https` once the gateway serves TLS, else `http`.
-    pub(crate) served_scheme: std::sync::OnceLock<&'static str>,
+    pub served_scheme: std::sync::OnceLock<&'static str>,
     /// The tail feeding the record sinks (none without sinks), drained at close.
-    pub(crate) tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
+    pub tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
     /// The browser console's login codes not used yet (any operator front end mints them).
-    pub(crate) console_codes: Arc<crate::console::logins::LoginCodes>,
+    pub console_codes: Arc<crate::console_logins::LoginCodes>,
     /// The effects agents' idempotency keys claimed (rebuilt from the ledger at start).
-    pub(crate) effects: crate::effects::EffectBook,
+    pub effects: crate::effects::EffectBook,
     /// The policies of the projects hook calls came from (beside this hub's own).
-    pub(crate) projects: crate::projects::ProjectPolicies,
+    pub projects: crate::projects::ProjectPolicies,
     /// Hook calls being carried out: tickets of sandboxed runs, calls waiting for Claude Code's report.
-    pub(crate) hook_runs: Arc<crate::hook_run::HookRuns>,
+    pub hook_runs: Arc<crate::hook_run::HookRuns>,
 }
 
 impl HubState {
     /// `https` when the gateway serves TLS, else `http`.
-    pub(crate) fn scheme(&self) -> &'static str {
+    pub fn scheme(&self) -> &'static str {
         self.served_scheme.get().copied().unwrap_or("http")
     }
 }
@@ -120,7 +120,7 @@ impl HubState {
 /// A handle on the running hub (cheap to clone).
 #[derive(Clone)]
 pub struct Hub {
-    pub(crate) state: Arc<HubState>,
+    pub state: Arc<HubState>,
 }
 
 /// Where the hub of the ledger `db` keeps what copy-on-write commits replaced (`portcullis undo` reads
@@ -142,13 +142,13 @@ pub fn coding_limits(policy: &Policy) -> Limits {
 /// The policy for the project: the files named, else those discovered, else the built-in default. Its
 /// protected places include this hub's own: its ledger (and the SQLite files beside it), its config
 /// folder (tokens, runtime file) and the manifest folders it was given.
-pub(crate) fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
+pub fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
     let layers = layers_for_user(&config.policy_files, project, config.user_config().as_deref())?;
     policy_of_layers(config, layers)
 }
 
 /// The policy of `layers`, with this hub's own protected places (see [`load_policy`]).
-pub(crate) fn policy_of_layers(
+pub fn policy_of_layers(
     config: &HubConfig,
     layers: Vec<portcullis_policy::PolicyLayer>,
 ) -> Result<(Policy, Vec<String>), HubError> {
@@ -299,7 +299,7 @@ impl Hub {
         let otlp_sink = crate::otel_export::sink_of(config.otlp.as_ref(), &config.db);
         sinks.0.extend(otlp_sink.map(|s| s as Arc<dyn crate::record_sinks::RecordSink>));
         let tail = crate::record_sinks::RunningTail::start(&config.db, &sinks)?;
-        let console_codes = Arc::new(crate::console::logins::LoginCodes::new(config.console.code_ttl));
+        let console_codes = Arc::new(crate::console_logins::LoginCodes::new(config.console.code_ttl));
         tracing::info!(project = %project.display(), policies = ?sources, db = %config.db.display(), "hub opened");
         let hub = Hub {
             state: Arc::new(HubState {
@@ -354,7 +354,7 @@ impl Hub {
         });
     }
 
-    pub(crate) fn rebuild_registry(&self) {
+    pub fn rebuild_registry(&self) {
         let mut registry = builtin_registry(&self.state.workspace).unwrap_or_else(|e| {
             tracing::error!(error = %e, "built-in tools not registered");
             ToolRegistry::new()
@@ -419,12 +419,13 @@ impl Hub {
         if before != after || offered != offered_before {
             self.state.tools_changed.send_modify(|v| *v += 1);
         }
-        let _ = self.state.events.send(HubEvent::Upstreams {
-            servers: crate::api::connections::servers_of(&self.state.upstreams),
-        });
+        let _ = self
+            .state
+            .events
+            .send(HubEvent::Upstreams { servers: crate::server_reports::servers_of(&self.state.upstreams) });
     }
 
-    /// The approval broker. Front ends answer through [`crate::api::OperatorApi`]; this is for tests of
+    /// The approval broker. Front ends answer through `portcullis_api::OperatorApi`; this is for tests of
     /// the broker itself and for embedding.
     pub fn broker(&self) -> &Arc<ApprovalBroker> {
         &self.state.broker
@@ -435,7 +436,7 @@ impl Hub {
         &self.state.live
     }
 
-    pub(crate) fn dispatcher(&self) -> &Dispatcher {
+    pub fn dispatcher(&self) -> &Dispatcher {
         &self.state.dispatcher
     }
 
@@ -471,7 +472,7 @@ impl Hub {
     }
 
     /// The grants of the policy in force.
-    pub(crate) fn grants(&self) -> Arc<Grants> {
+    pub fn grants(&self) -> Arc<Grants> {
         self.state.live.current().grants().clone()
     }
 
@@ -579,7 +580,7 @@ impl Hub {
 
     /// Runs an agent's call through the pipeline now (a call with an idempotency key, once claimed).
     #[allow(clippy::too_many_arguments)] // the call's parts, and how it is run
-    pub(crate) async fn call_requested_now(
+    pub async fn call_requested_now(
         &self,
         session_id: &str,
         call_id: &str,
@@ -607,7 +608,7 @@ impl Hub {
     }
 
     /// The run of an agent's MCP call: its session, its owner, the project as working folder.
-    pub(crate) fn mcp_run(&self, session_id: &str, owner: &str) -> RunContext {
+    pub fn mcp_run(&self, session_id: &str, owner: &str) -> RunContext {
         RunContext::new(session_id.to_owned(), "mcp")
             .with_owner(owner.to_owned())
             .with_cwd(self.state.project.clone())
@@ -650,7 +651,7 @@ impl Hub {
     /// through the stdio relay) that no open connection holds already: its calls and the same session's
     /// hook calls are then one ledger session. `project`: the folder the agent says it works in (the
     /// session's recorded folder; else the hub's project).
-    pub(crate) async fn open_session_linked(
+    pub async fn open_session_linked(
         &self,
         client: &str,
         version: &str,

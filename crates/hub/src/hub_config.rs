@@ -65,7 +65,7 @@ pub struct HubConfig {
     /// Where records go besides the ledger (fed from its tail: `crate::record_sinks`).
     pub record_sinks: crate::record_sinks::RecordSinks,
     /// Whether the browser console is served, and how long its logins last.
-    pub console: crate::console::ConsoleSettings,
+    pub console: crate::console_logins::ConsoleSettings,
     /// TLS on every connection (required beyond loopback); none: plain HTTP on loopback.
     pub tls: Option<crate::tls::TlsSource>,
     /// The team ledger to ship to (default: the one the user's `team-ledger.json` names, if any).
@@ -103,7 +103,7 @@ impl HubConfig {
             sandbox_launcher: portcullis_sandbox::default_launcher(),
             single_upstream: None,
             record_sinks: crate::record_sinks::RecordSinks::default(),
-            console: crate::console::ConsoleSettings::default(),
+            console: crate::console_logins::ConsoleSettings::default(),
             tls: None,
             team_ledger: crate::team_ledger::TeamLedgerChoice::UserSetting,
             otlp: None,

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The sink exporting the ledger at `db` to the collector `settings` names, if any.
-pub(crate) fn sink_of(settings: Option<&OtlpSettings>, db: &Path) -> Option<Arc<OtlpSink>> {
+pub fn sink_of(settings: Option<&OtlpSettings>, db: &Path) -> Option<Arc<OtlpSink>> {
     let settings = settings?;
     tracing::info!(
         endpoint = %settings.endpoint,

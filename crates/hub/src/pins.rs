@@ -17,7 +17,7 @@ type Key = (String, String);
 
 /// A definition and its digest.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Definition {
+pub struct Definition {
     pub digest: String,
     pub value: Value,
 }
@@ -67,7 +67,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 /// A tool held back: what was accepted, what the server offers now, since when.
 #[derive(Debug, Clone)]
-pub(crate) struct Held {
+pub struct Held {
     pub accepted: Definition,
     pub offered: Definition,
     pub since: Timestamp,
@@ -75,7 +75,7 @@ pub(crate) struct Held {
 
 /// Why an acceptance was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum AcceptRefused {
+pub enum AcceptRefused {
     #[error("no change of {tool:?} of the server {server:?} is waiting")]
     Unknown { server: String, tool: String },
     /// The server changed the tool again since the operator looked: they must see the new one.
@@ -84,7 +84,7 @@ pub(crate) enum AcceptRefused {
 }
 
 /// What a listed tool gets.
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// Register it (its definition is the pinned one, or it was just pinned).
     Serve(Option<ToolPinEvent>),
     /// Hold it back (the definition changed; the event when the change is new).
@@ -92,7 +92,7 @@ pub(crate) enum Verdict {
 }
 
 #[derive(Default)]
-pub(crate) struct ToolPins {
+pub struct ToolPins {
     pinned: Mutex<HashMap<Key, Definition>>,
     held: Mutex<BTreeMap<Key, Held>>,
 }
@@ -117,7 +117,7 @@ fn definition_of(spec: &ToolSpec) -> Option<(Key, Value)> {
 
 impl ToolPins {
     /// The pins the ledger holds.
-    pub(crate) fn load(pins: Vec<ToolPin>) -> ToolPins {
+    pub fn load(pins: Vec<ToolPin>) -> ToolPins {
         let pinned = pins
             .into_iter()
             .map(|p| ((p.server, p.tool), Definition { digest: p.digest, value: p.definition }))
@@ -134,7 +134,7 @@ impl ToolPins {
     }
 
     /// What a tool the registry is about to take gets.
-    pub(crate) fn check(&self, spec: &ToolSpec) -> Verdict {
+    pub fn check(&self, spec: &ToolSpec) -> Verdict {
         let Some(((server, tool), value)) = definition_of(spec) else { return Verdict::Serve(None) };
         let offered = Definition::of(value);
         let event = |kind: PinKind, d: &Definition| ToolPinEvent {
@@ -170,12 +170,12 @@ impl ToolPins {
     }
 
     /// The tools held back, by server and tool.
-    pub(crate) fn held(&self) -> Vec<((String, String), Held)> {
+    pub fn held(&self) -> Vec<((String, String), Held)> {
         self.lock_held().iter().map(|(k, h)| (k.clone(), h.clone())).collect()
     }
 
     /// Accepts the offered definition of a held tool, if it is still the one with `digest`.
-    pub(crate) fn accept(
+    pub fn accept(
         &self,
         server: &str,
         tool: &str,
@@ -211,7 +211,7 @@ impl ToolPins {
 
 /// Whether the policy serves `spec`'s tool while its change waits, every call asking the operator
 /// (`"changed_tools": "prompt"` on its server) rather than holding it back.
-pub(crate) fn prompts_when_changed(policy: &portcullis_policy::Policy, spec: &ToolSpec) -> bool {
+pub fn prompts_when_changed(policy: &portcullis_policy::Policy, spec: &ToolSpec) -> bool {
     let server = spec.meta.as_ref().and_then(|m| m.get("server")).and_then(Value::as_str);
     policy.servers().iter().any(|entry| {
         Some(entry.server.id.as_str()) == server
@@ -222,7 +222,7 @@ pub(crate) fn prompts_when_changed(policy: &portcullis_policy::Policy, spec: &To
 /// A tool served while the change of its definition waits: every call describes itself as a call of a
 /// changed definition ([`portcullis_harness::MCP_CHANGED_DEFINITION`]), which the policy makes at least
 /// `prompt`, so an operator sees each one.
-pub(crate) struct ChangedTool(pub std::sync::Arc<dyn portcullis_harness::Tool>);
+pub struct ChangedTool(pub std::sync::Arc<dyn portcullis_harness::Tool>);
 
 #[async_trait::async_trait]
 impl portcullis_harness::Tool for ChangedTool {

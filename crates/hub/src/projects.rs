@@ -83,7 +83,7 @@ const MAX_PROJECTS: usize = 64;
 
 impl ProjectPolicies {
     /// The policy a call in `cwd` (canonical) is judged by.
-    pub(crate) fn for_folder(&self, state: &HubState, cwd: &Path) -> Result<ProjectPolicy, String> {
+    pub fn for_folder(&self, state: &HubState, cwd: &Path) -> Result<ProjectPolicy, String> {
         let root = project_root(cwd);
         let hub_project = &state.project;
         let in_hub = match &root {

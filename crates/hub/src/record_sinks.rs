@@ -21,7 +21,7 @@ impl std::fmt::Debug for RecordSinks {
 }
 
 /// The tail feeding a hub's sinks.
-pub(crate) struct RunningTail {
+pub struct RunningTail {
     stop: oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
     lags: Arc<std::sync::Mutex<Vec<portcullis_ledger::SinkLag>>>,
@@ -29,7 +29,7 @@ pub(crate) struct RunningTail {
 
 impl RunningTail {
     /// Starts the tail of the ledger at `db` for `sinks` (none without sinks).
-    pub(crate) fn start(db: &Path, sinks: &RecordSinks) -> Result<Option<RunningTail>, HubError> {
+    pub fn start(db: &Path, sinks: &RecordSinks) -> Result<Option<RunningTail>, HubError> {
         if sinks.0.is_empty() {
             return Ok(None);
         }
@@ -41,12 +41,12 @@ impl RunningTail {
     }
 
     /// Where each sink stands now (as of the tail's last round).
-    pub(crate) fn lags(&self) -> Vec<portcullis_ledger::SinkLag> {
+    pub fn lags(&self) -> Vec<portcullis_ledger::SinkLag> {
         self.lags.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// Delivers what is committed, then stops.
-    pub(crate) async fn finish(self) {
+    pub async fn finish(self) {
         let _ = self.stop.send(());
         let thread = self.thread;
         match tokio::task::spawn_blocking(move || thread.join()).await {

@@ -13,14 +13,14 @@ use tokio_util::sync::CancellationToken;
 
 /// The hub's relay; it holds the hub weakly (the hub holds it through its upstream servers).
 #[derive(Default)]
-pub(crate) struct HubRelay {
+pub struct HubRelay {
     hub: OnceLock<Weak<HubState>>,
     relayed: AtomicU64,
 }
 
 impl HubRelay {
     /// Relays for `hub` from now on (before, requests are refused).
-    pub(crate) fn attach(&self, hub: &Hub) {
+    pub fn attach(&self, hub: &Hub) {
         let _ = self.hub.set(Arc::downgrade(&hub.state));
     }
 }

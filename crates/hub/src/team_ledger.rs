@@ -56,6 +56,6 @@ impl TeamLedgerSetting {
 }
 
 /// The sink shipping to the team ledger `setting` names.
-pub(crate) fn sink_of(setting: Option<&TeamLedgerSetting>) -> Result<Option<Arc<PostgresSink>>, HubError> {
+pub fn sink_of(setting: Option<&TeamLedgerSetting>) -> Result<Option<Arc<PostgresSink>>, HubError> {
     setting.map(|s| s.team_db().map(|db| Arc::new(PostgresSink::new(db)))).transpose()
 }

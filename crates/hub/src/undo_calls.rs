@@ -3,9 +3,64 @@
 //! named by its id (and its session when several sessions have a call of that id); the plan is shown
 //! first, and nothing is written unless asked.
 
-use crate::api::call_changes::{PathKind, UndoStep};
+use portcullis_sandbox::undo::State;
 use portcullis_sandbox::undo::{self, UndoError, UndoTarget};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// What is at a path, as an undo step names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum PathKind {
+    Nothing,
+    File,
+    Link,
+    Folder,
+}
+
+impl PathKind {
+    pub fn of(state: &State) -> PathKind {
+        match state {
+            State::Absent => PathKind::Nothing,
+            State::File { .. } => PathKind::File,
+            State::Symlink { .. } => PathKind::Link,
+            State::Folder { .. } => PathKind::Folder,
+        }
+    }
+
+    /// In words, as `portcullis undo` prints it.
+    pub fn words(self) -> &'static str {
+        match self {
+            PathKind::Nothing => "nothing",
+            PathKind::File => "a file",
+            PathKind::Link => "a link",
+            PathKind::Folder => "a folder",
+        }
+    }
+}
+
+/// One path an undo puts back: what the commit left there (`now`) and what the undo puts there again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct UndoStep {
+    /// The whole path (agent text: escape it where a person reads it).
+    pub path: String,
+    pub now: PathKind,
+    pub again: PathKind,
+}
+
+impl UndoStep {
+    /// The step on one line, escaped: `PATH: a file now, a file again`.
+    pub fn line(&self) -> String {
+        format!(
+            "{}: {} now, {} again",
+            portcullis_harness::untrusted::visible(&self.path),
+            self.now.words(),
+            self.again.words()
+        )
+    }
+}
 
 /// What an undo would do or did: one line per path, and whether it was carried out.
 #[derive(Debug, Clone)]
@@ -16,11 +71,7 @@ pub struct UndoReport {
 }
 
 /// The one of `found` (each with its key) that is the call `call`, or why there is none or more than one.
-pub(crate) fn the_one<T>(
-    found: Vec<(String, T)>,
-    call: &str,
-    none: impl FnOnce() -> String,
-) -> Result<T, String> {
+pub fn the_one<T>(found: Vec<(String, T)>, call: &str, none: impl FnOnce() -> String) -> Result<T, String> {
     let suffix = UndoTarget::new(Path::new(""), "", call).key;
     match found.len() {
         0 => Err(none()),
@@ -70,12 +121,12 @@ fn steps_of(record: &undo::Record) -> Vec<UndoStep> {
 }
 
 /// What the undo of call `call` of `session` would put back now, or why it cannot.
-pub(crate) fn plan_of(db: &Path, call: &str, session: &str) -> Result<Vec<UndoStep>, UndoError> {
+pub fn plan_of(db: &Path, call: &str, session: &str) -> Result<Vec<UndoStep>, UndoError> {
     undo::plan(&exact_target(db, call, session)).map(|record| steps_of(&record))
 }
 
 /// Carries out the undo of call `call` of `session`: the paths put back (the plan's steps).
-pub(crate) fn undo_of(db: &Path, call: &str, session: &str) -> Result<Vec<UndoStep>, UndoError> {
+pub fn undo_of(db: &Path, call: &str, session: &str) -> Result<Vec<UndoStep>, UndoError> {
     let target = exact_target(db, call, session);
     let steps = steps_of(&undo::plan(&target)?);
     undo::undo(&target)?;

@@ -122,7 +122,8 @@ impl ServerHandler for Relay {
             Implementation::new(request.client_info.name.clone(), request.client_info.version.clone()),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25);
-        let client = RelayToHub { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
+        let client =
+            RelayToHub { info, downstream: self.downstream.clone(), progress: self.progress.clone() };
         let mut headers = HashMap::new();
         let named = [
             (crate::agent_names::AGENT_SESSION_HEADER, &self.agent.session),

@@ -157,7 +157,7 @@ describe("the HTTP backend", () => {
   });
 
   it("reads the page token where the login page leaves it", () => {
-    const login = readFileSync(join(__dirname, "../../../crates/hub/src/console/login.js"), "utf8");
+    const login = readFileSync(join(__dirname, "../../../crates/api/src/console/login.js"), "utf8");
     expect(login).toContain(`sessionStorage.setItem("${SESSION_TOKEN_KEY}", body.token)`);
   });
 

@@ -4,7 +4,7 @@
 //! there was no file) so `--undo` puts it back byte for byte. And the unified diff shown first.
 
 use super::ConfigError;
-use portcullis_hub::api::line_diff::{DiffLine, line_diff};
+use portcullis_api::line_diff::{DiffLine, line_diff};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@ pub mod codex;
 pub mod files;
 
 use crate::args::AgentName;
-use portcullis_hub::start::config_dir;
+use portcullis_api::start::config_dir;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -231,7 +231,7 @@ impl Wanted {
     /// The entries for a hub with config folder `config`, its relay and hook run as `binary` (the relay
     /// finds the hub by its runtime file and reads the token itself: neither goes into an agent's file).
     pub fn new(config: PathBuf, binary: &Path) -> Result<Wanted, ConfigError> {
-        let snippets = portcullis_hub::api::hookup_snippets(&config, binary);
+        let snippets = portcullis_api::hookup_snippets(&config, binary);
         let text = |client: &str, language: &str| {
             snippets.iter().find(|s| s.client == client && s.language == language).map(|s| s.text.clone())
         };

@@ -8,7 +8,7 @@
 use crate::common::{
     Served, agent_in_background, await_approval, http, ledger_calls_when, node_modules, serve,
 };
-use portcullis_hub::api::COMMANDS;
+use portcullis_api::COMMANDS;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

@@ -1,16 +1,16 @@
-//! The front ends' fence: the CLI and the desktop app reach a hub only through `portcullis_hub::api`
-//! (the command table and its client) and `portcullis_hub::start` (what starts a hub), and depend on
-//! no crate below the hub. A new import of the policy, ledger, harness, coding, mcp, sandbox, team or otel crate,
-//! or of any other hub module, fails here with its file and line.
+//! The front ends' fence: the CLI and the desktop app are built from one workspace crate,
+//! `portcullis-api` (the command table, its clients, and `start`, what starts a hub). Cargo refuses them
+//! anything else; this test holds the manifests to it (dependencies, not the tests' dev-dependencies),
+//! and the source scan names the file and line of any path into another workspace crate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 
 /// The paths a front end may name.
-const ALLOWED: &[&str] =
-    &["portcullis_hub::api", "portcullis_hub::start", "portcullis_hub::operator_commands", "portcullis_app"];
-/// The crates below the hub (as Cargo names them).
+const ALLOWED: &[&str] = &["portcullis_api", "portcullis_app"];
+/// The workspace crates below the API (as Cargo names them).
 const BELOW: &[&str] = &[
+    "portcullis-hub",
     "portcullis-policy",
     "portcullis-ledger",
     "portcullis-harness",
@@ -66,8 +66,8 @@ fn the_scanner_flags_a_crossing_and_passes_the_doors() {
     );
     assert_eq!(crossings("use portcullis_hub::{Hub, api};"), vec![(1, "portcullis_hub".to_owned())]);
     assert_eq!(crossings("let x = portcullis_hub::hook::parse_input(t);").len(), 1);
-    assert!(crossings("use portcullis_hub::api::Client;\nportcullis_hub::start::launch(c)").is_empty());
-    assert!(crossings("portcullis_hub::operator_commands!(adapter);").is_empty());
+    assert!(crossings("use portcullis_api::Client;\nportcullis_api::start::launch(c)").is_empty());
+    assert!(crossings("portcullis_api::operator_commands!(adapter);").is_empty());
 }
 
 #[test]
@@ -88,25 +88,56 @@ fn the_cli_and_the_app_import_only_the_api_and_the_start_up_entry() {
     assert!(crossed.is_empty(), "front ends reach past the hub's API:\n{}", crossed.join("\n"));
 }
 
+/// Every workspace member's package name (read from the root manifest's `members`).
+fn workspace_packages(root: &Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = &manifest[manifest.find("members = [").unwrap()..];
+    let members = &members[..members.find(']').unwrap()];
+    members
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(|member| {
+            let text = std::fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
+            let name = text.lines().find_map(|l| l.trim().strip_prefix("name = ")).unwrap();
+            name.trim_matches('"').to_owned()
+        })
+        .collect()
+}
+
 #[test]
-fn the_cli_and_the_app_depend_on_no_crate_below_the_hub() {
+fn the_cli_and_the_app_are_built_from_the_api_crate_alone() {
     let root = workspace();
-    for manifest in ["crates/cli/Cargo.toml", "src-tauri/Cargo.toml"] {
+    let packages = workspace_packages(&root);
+    assert!(packages.len() >= 10 && packages.iter().any(|p| p == "portcullis-api"), "{packages:?}");
+    for below in BELOW {
+        assert!(packages.iter().any(|p| p == below), "{below} is not a workspace member");
+    }
+    for (manifest, own) in
+        [("crates/cli/Cargo.toml", "portcullis"), ("src-tauri/Cargo.toml", "portcullis-app")]
+    {
         let text = std::fs::read_to_string(root.join(manifest)).unwrap();
         // What the front end is built from: its dependencies, not its tests' (which start peers such
         // as a private PostgreSQL server from the team crate).
         let mut section = String::new();
-        let built_from = text.lines().filter(|line| {
+        let mut named = Vec::new();
+        for line in text.lines() {
             let trimmed = line.trim_start();
             if trimmed.starts_with('[') {
                 section = trimmed.to_owned();
+                continue;
             }
-            !trimmed.starts_with('#') && !section.contains("dev-dependencies")
-        });
-        for line in built_from.collect::<Vec<_>>() {
-            for below in BELOW {
-                assert!(!line.contains(below), "{manifest} depends on {below}: {line}");
+            if trimmed.starts_with('#')
+                || !section.contains("dependencies")
+                || section.contains("dev-dependencies")
+            {
+                continue;
+            }
+            let key = trimmed.split(['=', '.', ' ']).next().unwrap_or_default();
+            if packages.iter().any(|p| p == key) && key != own {
+                named.push(key.to_owned());
             }
         }
+        assert_eq!(named, ["portcullis-api"], "{manifest} is built from workspace crates {named:?}");
     }
 }

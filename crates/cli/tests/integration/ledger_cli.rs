@@ -8,7 +8,7 @@
 use crate::ledger_fixture;
 
 use crate::ledger_fixture::*;
-use portcullis_hub::testing::LedgerWriter;
+use portcullis_api::testing::LedgerWriter;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 

@@ -17,7 +17,7 @@ fn check_a_healthy_ledger() {
     assert_eq!(out.status.code(), Some(0));
     let report = text(&out.stdout);
     assert!(report.contains("integrity: ok\n"), "{report}");
-    let version = portcullis_hub::api::ledger::SCHEMA_VERSION;
+    let version = portcullis_api::ledger::SCHEMA_VERSION;
     assert!(report.contains(&format!("schema version: {version} (this build: {version})")), "{report}");
     assert!(report.lines().any(|l| l.starts_with("records:") && l.ends_with(" 19")), "{report}");
     assert!(report.ends_with("healthy\n"), "{report}");
@@ -68,7 +68,7 @@ fn migrate_brings_an_older_schema_forward() {
         format!(
             "{}: schema version {}\nmarked 2 sessions still open (their writer stopped without ending them) as cut\n",
             path.display(),
-            portcullis_hub::api::ledger::SCHEMA_VERSION
+            portcullis_api::ledger::SCHEMA_VERSION
         )
     );
     // Take the file back to schema 1 (no approvals, no search index, no policy decision columns, no
@@ -99,7 +99,7 @@ fn migrate_brings_an_older_schema_forward() {
     assert!(stderr.contains("migrate"), "{stderr}");
     assert_eq!(
         ok(&["ledger", "migrate", "--db", db(&path)]),
-        format!("{}: schema version {}\n", path.display(), portcullis_hub::api::ledger::SCHEMA_VERSION)
+        format!("{}: schema version {}\n", path.display(), portcullis_api::ledger::SCHEMA_VERSION)
     );
     assert_eq!(query_ids(&path, &[]), ALL_CALLS);
     // The search index was rebuilt from the records.

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::ledger_fixture::*;
-use portcullis_hub::api::ledger::CSV_HEADER;
-use portcullis_hub::testing::{DecidedBy, LedgerWriter};
+use portcullis_api::ledger::CSV_HEADER;
+use portcullis_api::testing::{DecidedBy, LedgerWriter};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

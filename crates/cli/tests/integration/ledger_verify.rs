@@ -8,8 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::{Served, node_modules, portcullis, serve};
-use portcullis_hub::testing::ledger_chain::chain::{CHAINED_COLUMNS, canonical_from_sql, link, to_link};
-use portcullis_hub::testing::ledger_chain::{LedgerKey, seal};
+use portcullis_api::testing::ledger_chain::chain::{CHAINED_COLUMNS, canonical_from_sql, link, to_link};
+use portcullis_api::testing::ledger_chain::{LedgerKey, seal};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

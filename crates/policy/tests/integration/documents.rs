@@ -43,7 +43,7 @@ fn shipped_policies_reference_the_schema_load_and_hold_tests() {
         let text = std::fs::read_to_string(&path).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["$schema"], "../schemas/policy.schema.json", "{}", path.display());
-        // Their test cases are judged through the pipeline: crates/hub/tests/corpus_judged.rs.
+        // Their test cases are judged through the pipeline: crates/api/tests/integration/corpus_judged.rs.
         let policy = Policy::load(std::slice::from_ref(&path), Path::new("/home/agent/project"))
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(!policy.test_calls(Some(Path::new("/home/agent"))).is_empty());

@@ -1,11 +1,11 @@
 //! The ledger the `portcullis ledger` tests read: two sessions, four tools, every record kind and six
-//! kinds of decider, written with the real SQLite writer (through `portcullis_hub::testing`); and how
+//! kinds of decider, written with the real SQLite writer (through `portcullis_api::testing`); and how
 //! the tests run the binary and read its output (JSON pages, CSV).
 // Fixture builders and run helpers are not #[test] fns, so clippy.toml's test allowance misses them.
 // Each test file uses part of them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
-use portcullis_hub::testing::{
+use portcullis_api::testing::{
     ApprovalOutcome, ApprovalRecord, BlockedReason, CallContext, CallError, DecidedBy, LedgerWriter,
     OperatorOutcome, RecordKind, SessionInfo, Timestamp, ToolCallRecord, ToolOutput,
 };
