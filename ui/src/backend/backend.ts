@@ -3,66 +3,21 @@
 // a web implementation over the HTTP operator API can follow. Every type comes from the generated
 // bindings (bindings.ts); none is written here by hand.
 import type {
-  CallChanges,
-  HeldAnswer,
-  HeldAnswered,
-  UndoDone,
-  CandidateRule,
   ConsoleSession,
   AttachedHub,
-  ApprovalSummary,
-  CallDetail,
   CallFilter,
-  CallOrder,
-  CallPage,
-  CommandCount,
-  CommandOutcome,
-  Cursor,
   ExportFormat,
   ExportUpdate,
-  Facets,
-  LedgerLibrary,
-  LedgerSummary,
-  VerifyReport,
-  OpenedLedger,
-  SavedView,
-  SessionRow,
-  SessionTimeline,
-  Stats,
-  AgentSession,
-  AlwaysPreview,
-  Answer,
   ApiError,
-  Approval,
-  CallTraces,
   ErrorCode,
-  CatalogTool,
-  DraftCheck,
-  DraftDiff,
   DraftReplayUpdate,
-  DraftTrial,
-  EffectMarkOutcome,
-  EffectRow,
   FeedItem,
-  PolicyLayers,
-  PathProbe,
-  PolicyLint,
-  RuleActivity,
-  TestOutcome,
-  ToolGrant,
-  TrialInput,
-  HookupSnippet,
-  HubState,
-  HubStatus,
-  RuleScope,
-  SessionGrant,
-  SinkLag,
-  ToolChange,
-  UpstreamServer,
 } from "./bindings";
 
 // The characters agent text shows escaped: a value the hub's table generates (see lib/visible.ts).
 export { DECIDER_KINDS, ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
+import { COMMAND_TABLE } from "./bindings";
+import type { commands } from "./bindings";
 
 export type {
   CallChanges,
@@ -177,34 +132,47 @@ export type {
   UpstreamServer,
 } from "./bindings";
 
+/** A command of the table (snake_case, as the hub names it). */
+export type CommandName = keyof typeof COMMAND_TABLE;
+
+/** `ledger_calls` → `ledgerCalls`: how the bindings name a command. */
+type Camel<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S;
+
+/** The table's calls (not its streams), as the bindings name them. */
+export type CallName = {
+  [K in CommandName]: (typeof COMMAND_TABLE)[K]["stream"] extends false ? Camel<K> : never;
+}[CommandName];
+
+/** What a generated command answers when it succeeds. */
+type Answered<R> = R extends Promise<infer Out> ? (Out extends { status: "ok"; data: infer T } ? T : never) : never;
+
+/** Every call of the hub's table, made from the generated bindings: its arguments and its answer as the
+ * Rust table declares them. Tauri, HTTP and the fake backend each implement it by name (TABLE_CALLS), so
+ * the table is listed once, in Rust. */
+export type TableCalls = {
+  [K in CallName]: (
+    ...args: Parameters<(typeof commands)[K]>
+  ) => Promise<Answered<ReturnType<(typeof commands)[K]>>>;
+};
+
+/** `ledger_calls` → `ledgerCalls`. */
+export function camelCase(name: string): string {
+  return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** The table's calls in table order: [the hub's name, the bindings' name]. */
+export const TABLE_CALLS: ReadonlyArray<readonly [CommandName, CallName]> = (
+  Object.keys(COMMAND_TABLE) as CommandName[]
+)
+  .filter((name) => !COMMAND_TABLE[name].stream)
+  .map((name) => [name, camelCase(name) as CallName] as const);
+
 /** Stops a subscription; synchronous, safe to call twice. */
 export type Unsubscribe = () => void;
 
-export interface Backend {
-  hubState(): Promise<HubState>;
-  hubStatus(): Promise<HubStatus>;
-  pendingApprovals(): Promise<Approval[]>;
-  answerApproval(id: number, answer: Answer): Promise<void>;
-  /** What "always" with `scope` would write for approval `id`, and its effect over the ledger. */
-  alwaysPreview(id: number, scope: RuleScope[] | null): Promise<AlwaysPreview>;
-  sessionGrants(): Promise<SessionGrant[]>;
-  revokeSessionGrant(id: string): Promise<void>;
-  sessions(): Promise<AgentSession[]>;
-  servers(): Promise<UpstreamServer[]>;
-  restartServer(id: string): Promise<void>;
-  /** Upstream tools held back because their server changed their definition, with the diffs. */
-  toolChanges(): Promise<ToolChange[]>;
-  /** Where the hub ships its ledger (a team ledger, copies) and how far behind each sink is. */
-  shipping(): Promise<SinkLag[]>;
-  /** Accepts the offered definition of a held tool; `digest` is the offered one the operator saw. */
-  acceptToolChange(server: string, tool: string, digest: string): Promise<void>;
-  /** The effects agents' idempotency keys claimed: unknown outcomes first, then the others. */
-  effects(limit: number): Promise<EffectRow[]>;
-  /** What happened to an unknown outcome: done, failed, or run it again; the call it was. */
-  markEffect(agent: string, key: string, outcome: EffectMarkOutcome, note: string | null): Promise<string>;
-  tools(): Promise<CatalogTool[]>;
-  /** What to paste to hook Claude Code and Codex up to this hub. */
-  hookupSnippets(): Promise<HookupSnippet[]>;
+/** The table's calls and streams the window reaches, besides what only a window has (below): the generated
+ * table's calls, each with the generated arguments and answer (see TableCalls). */
+export interface Backend extends Omit<TableCalls, "stopStream"> {
   /** The hub's event feed from now on, in batches; `onBatch` is attached before the stream starts. */
   followEvents(onBatch: (items: FeedItem[]) => void): Unsubscribe;
   /** The operator closed the window while `pending` calls wait for an answer. */
@@ -212,20 +180,6 @@ export interface Backend {
   quit(): Promise<void>;
 
   // The policy workbench: drafts of the hub's own policy files (never any other file).
-  /** The hub's policy layer by layer, each file with its text and version. */
-  policyLayers(): Promise<PolicyLayers>;
-  /** A draft checked as it is typed: where it does not load, every rule example (failing ones say why). */
-  checkPolicyDraft(file: string, text: string): Promise<DraftCheck>;
-  /** Lint findings of the hub's policy with the draft in its file's place. */
-  lintPolicyDraft(file: string, text: string): Promise<PolicyLint>;
-  /** The whole trace of a command or call under the hub's policy with the draft in place. */
-  tryPolicyDraft(file: string, text: string, input: TrialInput): Promise<DraftTrial>;
-  /** Every test case of the hub's policy with the draft in place, judged as live calls are. */
-  testPolicyDraft(file: string, text: string): Promise<TestOutcome[]>;
-  /** The draft against the file on disk. */
-  diffPolicyDraft(file: string, text: string): Promise<DraftDiff>;
-  /** Saves the draft if the file on disk is still `expectedVersion` (null: a file to create); the new version. */
-  savePolicyFile(file: string, text: string, expectedVersion: string | null): Promise<string>;
   /** Replays the draft over `ledger` (null: the hub's) against the policy in force; updates stream to
    * `onUpdate` (the last is `done` or `failed`). The returned function stops it. */
   replayPolicyDraft(
@@ -234,40 +188,8 @@ export interface Backend {
     ledger: string | null,
     onUpdate: (update: DraftReplayUpdate) => void,
   ): Unsubscribe;
-  /** Calls each rule decided in the hub's ledger lately, and the most prompted commands (candidate rules). */
-  ruleActivity(): Promise<RuleActivity>;
-  /** Every registered tool, visible to agents now and with the draft in place. */
-  grantsWithDraft(file: string, text: string): Promise<ToolGrant[]>;
-  /** Whether a path would be readable and writable by the read and write tools under the draft. */
-  probePathDraft(file: string, text: string, path: string): Promise<PathProbe>;
-  /** How the policy in force and the draft judge one recorded call. */
-  draftCallTraces(file: string, text: string, ledger: string | null, session: string, callId: string): Promise<CallTraces>;
 
   // The ledger browser: ledgers held open read-only by id (null path: the hub's own).
-  /** Opens a ledger file read-only; a file that is not a ledger is refused and left untouched. */
-  openLedger(path: string | null): Promise<OpenedLedger>;
-  closeLedger(id: number): Promise<void>;
-  ledgerSummary(id: number): Promise<LedgerSummary>;
-  /** Checks the ledger's hash chain and signed checkpoints against the hub's key; names the first break. */
-  verifyLedger(id: number): Promise<VerifyReport>;
-  /** One page of calls by key: newest first after `cursor` (older), or oldest first after it (newer). */
-  ledgerCalls(id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number): Promise<CallPage>;
-  ledgerCount(id: number, filter: CallFilter): Promise<number>;
-  ledgerCall(id: number, callId: string, session: string): Promise<CallDetail>;
-  /** What the operator can still do about a call's changes (the hub's ledger): the undo's plan or why
-   * there is none, and the changes held for the operator now. */
-  callChanges(callId: string, session: string): Promise<CallChanges>;
-  /** Puts back what the call's commit replaced; refused (`changed_since_commit`…) with nothing touched. */
-  undoCall(callId: string, session: string): Promise<UndoDone>;
-  /** Keeps (commits) or discards the call's changes held for the operator. */
-  answerHeld(callId: string, session: string, answer: HeldAnswer): Promise<HeldAnswered>;
-  /** Counts beside the filter chips; `exact: false` is fast and may be approximate. */
-  ledgerFacets(id: number, filter: CallFilter, exact: boolean): Promise<Facets>;
-  ledgerStats(id: number, filter: CallFilter, bucketUs: number | null): Promise<Stats>;
-  ledgerApprovals(id: number, filter: CallFilter): Promise<ApprovalSummary>;
-  ledgerTopCommands(id: number, filter: CallFilter, outcome: CommandOutcome, limit: number): Promise<CommandCount[]>;
-  ledgerSessions(id: number, since: number | null, until: number | null, limit: number): Promise<SessionRow[]>;
-  ledgerSessionTimeline(id: number, session: string): Promise<SessionTimeline>;
   /** Exports the filtered calls' records to `file`; updates stream to `onUpdate` (the last `done` or
    * `failed`). The returned function stops it (the export then fails with `cancelled`, no file left). */
   exportLedger(
@@ -277,15 +199,10 @@ export interface Backend {
     file: string,
     onUpdate: (update: ExportUpdate) => void,
   ): Unsubscribe;
-  ledgerLibrary(): Promise<LedgerLibrary>;
-  saveLedgerView(view: SavedView): Promise<LedgerLibrary>;
-  deleteLedgerView(name: string): Promise<LedgerLibrary>;
   /** The system's open dialog for a ledger file (null: cancelled). */
   pickLedgerFile(): Promise<string | null>;
   /** The system's save dialog for an export (null: cancelled). */
   pickExportFile(suggested: string): Promise<string | null>;
-  /** A rule offered for a recorded shell command (its words when it is one simple command). */
-  candidateRule(command: string): Promise<CandidateRule>;
   /** Files dropped on the window, by path. */
   onFileDrop(handler: (paths: string[]) => void): Unsubscribe;
   /** Who is logged in to a browser console, until when; null where there is no login (the app). */

@@ -9,11 +9,18 @@
 // notification is the browser's, a file dialog is a path typed on the hub's machine, a dropped file
 // (whose path a browser never tells) is ignored.
 import { COMMAND_TABLE, type ApiError, type ConsoleSession, type FeedItem } from "./bindings";
-import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
+import {
+  BackendError,
+  TABLE_CALLS,
+  asBackendError,
+  type Backend,
+  type CommandName,
+  type TableCalls,
+  type Unsubscribe,
+} from "./backend";
 import { visible } from "../lib/visible";
 
-/** A command of the table, by its name. */
-export type CommandName = keyof typeof COMMAND_TABLE;
+export type { CommandName } from "./backend";
 
 /** The header the hub requires of every change the console's page makes. */
 export const PAGE_HEADER = "x-portcullis-console";
@@ -214,67 +221,20 @@ export function httpBackend(options: HttpOptions = {}): Backend {
     };
   }
 
-  const done = async (work: Promise<unknown>): Promise<void> => {
-    await work;
-  };
+  // Every call of the table, by the name the hub gives it.
+  const table = Object.fromEntries(
+    TABLE_CALLS.map(([command, name]) => [name, (...args: unknown[]) => call(command, ...args)]),
+  ) as TableCalls;
 
   return {
-    hubState: () => call("hub_state"),
-    hubStatus: () => call("hub_status"),
-    pendingApprovals: () => call("pending_approvals"),
-    answerApproval: (id, answer) => done(call("answer_approval", id, answer)),
-    alwaysPreview: (id, scope) => call("always_preview", id, scope),
-    sessionGrants: () => call("session_grants"),
-    revokeSessionGrant: (id) => done(call("revoke_session_grant", id)),
-    sessions: () => call("sessions"),
-    servers: () => call("servers"),
-    restartServer: (id) => done(call("restart_server", id)),
-    toolChanges: () => call("tool_changes"),
-    shipping: () => call("shipping"),
-    acceptToolChange: (server, tool, digest) => done(call("accept_tool_change", server, tool, digest)),
-    effects: (limit) => call("effects", limit),
-    markEffect: (agent, key, outcome, note) => call("mark_effect", agent, key, outcome, note),
-    tools: () => call("tools"),
-    hookupSnippets: () => call("hookup_snippets"),
+    ...table,
     // A browser tab is not the hub: closing it stops nothing, and nothing asks.
     quit: async () => undefined,
     onCloseAsked: () => () => undefined,
-    policyLayers: () => call("policy_layers"),
-    checkPolicyDraft: (file, text) => call("check_policy_draft", file, text),
-    lintPolicyDraft: (file, text) => call("lint_policy_draft", file, text),
-    tryPolicyDraft: (file, text, input) => call("try_policy_draft", file, text, input),
-    grantsWithDraft: (file, text) => call("grants_with_draft", file, text),
-    probePathDraft: (file, text, path) => call("probe_path_draft", file, text, path),
-    ruleActivity: () => call("rule_activity"),
-    testPolicyDraft: (file, text) => call("test_policy_draft", file, text),
-    diffPolicyDraft: (file, text) => call("diff_policy_draft", file, text),
-    savePolicyFile: (file, text, expected) => call("save_policy_file", file, text, expected),
-    draftCallTraces: (file, text, ledger, session, callId) =>
-      call("draft_call_traces", file, text, ledger, session, callId),
     replayPolicyDraft: (file, text, ledger, onUpdate) =>
       stream("replay_policy_draft", [file, text, ledger], onUpdate, ({ code, message }) =>
         onUpdate({ kind: "failed", error: { code, message, details: null } }),
       ),
-    openLedger: (path) => call("open_ledger", path),
-    closeLedger: (id) => done(call("close_ledger", id)),
-    ledgerSummary: (id) => call("ledger_summary", id),
-    verifyLedger: (id) => call("verify_ledger", id),
-    ledgerCalls: (id, filter, order, cursor, limit) => call("ledger_calls", id, filter, order, cursor, limit),
-    ledgerCount: (id, filter) => call("ledger_count", id, filter),
-    ledgerCall: (id, callId, session) => call("ledger_call", id, callId, session),
-    callChanges: (callId, session) => call("call_changes", callId, session),
-    undoCall: (callId, session) => call("undo_call", callId, session),
-    answerHeld: (callId, session, answer) => call("answer_held", callId, session, answer),
-    ledgerFacets: (id, filter, exact) => call("ledger_facets", id, filter, exact),
-    ledgerStats: (id, filter, bucketUs) => call("ledger_stats", id, filter, bucketUs),
-    ledgerApprovals: (id, filter) => call("ledger_approvals", id, filter),
-    ledgerTopCommands: (id, filter, outcome, limit) => call("ledger_top_commands", id, filter, outcome, limit),
-    ledgerSessions: (id, since, until, limit) => call("ledger_sessions", id, since, until, limit),
-    ledgerSessionTimeline: (id, session) => call("ledger_session_timeline", id, session),
-    ledgerLibrary: () => call("ledger_library"),
-    saveLedgerView: (view) => call("save_ledger_view", view),
-    deleteLedgerView: (name) => call("delete_ledger_view", name),
-    candidateRule: (command) => call("candidate_rule", command),
     pickLedgerFile: async () => askPath("Path of a ledger file on the hub's machine:", "")?.trim() || null,
     pickExportFile: async (suggested) =>
       askPath("Export to which file on the hub's machine?", suggested)?.trim() || null,

@@ -10,7 +10,15 @@ import {
   type ExportUpdate,
   type FeedItem,
 } from "./bindings";
-import { BackendError, asBackendError, type Backend, type Unsubscribe } from "./backend";
+import {
+  BackendError,
+  TABLE_CALLS,
+  asBackendError,
+  type Backend,
+  type CallName,
+  type TableCalls,
+  type Unsubscribe,
+} from "./backend";
 
 type Result<T> = { status: "ok"; data: T } | { status: "error"; error: ApiError };
 
@@ -25,45 +33,18 @@ async function unwrap<T>(call: Promise<Result<T>>): Promise<T> {
   return result.data;
 }
 
-const done = async (call: Promise<Result<null>>): Promise<void> => {
-  await unwrap(call);
-};
+/** Every call of the table: the generated wrapper of the same name, its error a BackendError. */
+function tableCalls(): TableCalls {
+  const generated = commands as unknown as Record<CallName, (...args: unknown[]) => Promise<Result<unknown>>>;
+  const entries = TABLE_CALLS.map(([, name]) => [name, (...args: unknown[]) => unwrap(generated[name](...args))]);
+  return Object.fromEntries(entries) as TableCalls;
+}
 
 export function tauriBackend(): Backend {
+  const table = tableCalls();
   return {
-    hubState: () => unwrap(commands.hubState()),
-    hubStatus: () => unwrap(commands.hubStatus()),
-    pendingApprovals: () => unwrap(commands.pendingApprovals()),
-    // The answer's receipt stays in the ledger (the inbox only needs to know it was taken).
-    answerApproval: async (id, answer) => {
-      await unwrap(commands.answerApproval(id, answer));
-    },
-    alwaysPreview: (id, scope) => unwrap(commands.alwaysPreview(id, scope)),
-    sessionGrants: () => unwrap(commands.sessionGrants()),
-    revokeSessionGrant: (id) => done(commands.revokeSessionGrant(id)),
-    sessions: () => unwrap(commands.sessions()),
-    servers: () => unwrap(commands.servers()),
-    restartServer: (id) => done(commands.restartServer(id)),
-    toolChanges: () => unwrap(commands.toolChanges()),
-    shipping: () => unwrap(commands.shipping()),
-    acceptToolChange: (server, tool, digest) => done(commands.acceptToolChange(server, tool, digest)),
-    effects: (limit) => unwrap(commands.effects(limit)),
-    markEffect: (agent, key, outcome, note) => unwrap(commands.markEffect(agent, key, outcome, note)),
-    tools: () => unwrap(commands.tools()),
-    hookupSnippets: () => unwrap(commands.hookupSnippets()),
+    ...table,
     quit: () => commands.quit(),
-    policyLayers: () => unwrap(commands.policyLayers()),
-    checkPolicyDraft: (file, text) => unwrap(commands.checkPolicyDraft(file, text)),
-    lintPolicyDraft: (file, text) => unwrap(commands.lintPolicyDraft(file, text)),
-    tryPolicyDraft: (file, text, input) => unwrap(commands.tryPolicyDraft(file, text, input)),
-    grantsWithDraft: (file, text) => unwrap(commands.grantsWithDraft(file, text)),
-    probePathDraft: (file, text, path) => unwrap(commands.probePathDraft(file, text, path)),
-    ruleActivity: () => unwrap(commands.ruleActivity()),
-    testPolicyDraft: (file, text) => unwrap(commands.testPolicyDraft(file, text)),
-    diffPolicyDraft: (file, text) => unwrap(commands.diffPolicyDraft(file, text)),
-    savePolicyFile: (file, text, expected) => unwrap(commands.savePolicyFile(file, text, expected)),
-    draftCallTraces: (file, text, ledger, session, callId) =>
-      unwrap(commands.draftCallTraces(file, text, ledger, session, callId)),
     replayPolicyDraft: (file, text, ledger, onUpdate): Unsubscribe => {
       const channel = new Channel<DraftReplayUpdate>();
       let stopped = false;
@@ -87,29 +68,7 @@ export function tauriBackend(): Backend {
         if (id != null) void commands.stopStream(id);
       };
     },
-    openLedger: (path) => unwrap(commands.openLedger(path)),
-    closeLedger: async (id) => {
-      await unwrap(commands.closeLedger(id));
-    },
-    ledgerSummary: (id) => unwrap(commands.ledgerSummary(id)),
-    verifyLedger: (id) => unwrap(commands.verifyLedger(id)),
-    ledgerCalls: (id, filter, order, cursor, limit) => unwrap(commands.ledgerCalls(id, filter, order, cursor, limit)),
-    ledgerCount: (id, filter) => unwrap(commands.ledgerCount(id, filter)),
-    ledgerCall: (id, callId, session) => unwrap(commands.ledgerCall(id, callId, session)),
-    callChanges: (callId, session) => unwrap(commands.callChanges(callId, session)),
-    undoCall: (callId, session) => unwrap(commands.undoCall(callId, session)),
-    answerHeld: (callId, session, answer) => unwrap(commands.answerHeld(callId, session, answer)),
-    ledgerFacets: (id, filter, exact) => unwrap(commands.ledgerFacets(id, filter, exact)),
-    ledgerStats: (id, filter, bucketUs) => unwrap(commands.ledgerStats(id, filter, bucketUs)),
-    ledgerApprovals: (id, filter) => unwrap(commands.ledgerApprovals(id, filter)),
-    ledgerTopCommands: (id, filter, outcome, limit) => unwrap(commands.ledgerTopCommands(id, filter, outcome, limit)),
-    ledgerSessions: (id, since, until, limit) => unwrap(commands.ledgerSessions(id, since, until, limit)),
-    ledgerSessionTimeline: (id, session) => unwrap(commands.ledgerSessionTimeline(id, session)),
-    ledgerLibrary: () => unwrap(commands.ledgerLibrary()),
-    saveLedgerView: (view) => unwrap(commands.saveLedgerView(view)),
-    deleteLedgerView: (name) => unwrap(commands.deleteLedgerView(name)),
     pickLedgerFile: () => commands.pickLedgerFile(),
-    candidateRule: (command) => unwrap(commands.candidateRule(command)),
     pickExportFile: (suggested) => commands.pickExportFile(suggested),
     exportLedger: (id, filter, format, file, onUpdate): Unsubscribe => {
       const channel = new Channel<ExportUpdate>();

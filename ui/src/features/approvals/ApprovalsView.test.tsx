@@ -186,6 +186,7 @@ describe("the approvals inbox", () => {
     backend.sessionGrants = async () => grants;
     backend.revokeSessionGrant = async (id) => {
       grants = grants.filter((g) => g.id !== id);
+      return null;
     };
     const user = userEvent.setup();
     render(<App backend={backend} />);
