@@ -493,8 +493,14 @@ async fn run(n: usize, ship: bool) -> BenchResult<()> {
         let unfinished: Vec<String> = (page.calls.iter())
             .filter(|c| c.status != CallStatus::Finished)
             .map(|c| {
-                let error = c.error_code.as_deref().or(c.reason.as_deref()).unwrap_or("-");
-                format!("{} {} {} {}: {error}", c.session_id, c.call_id, c.tool, c.status.as_str())
+                let error = c.head.error_code.as_deref().or(c.head.reason.map(|r| r.as_str())).unwrap_or("-");
+                format!(
+                    "{} {} {} {}: {error}",
+                    c.head.session_id,
+                    c.head.call_id,
+                    c.head.tool,
+                    c.status.as_str()
+                )
             })
             .collect();
         return Err(format!("{} gateway calls did not finish: {unfinished:?}", all - finished).into());

@@ -131,14 +131,14 @@ impl CallDetail {
         let terminal = records.iter().rev().find(|r| r.kind.is_terminal());
         let last = terminal.or(records.last())?;
         let started = records.iter().find(|r| r.kind == StoredKind::Started);
-        let first_at = records.first().map_or(last.at, |r| r.at);
-        let ended_at = terminal.map(|r| r.at);
+        let first_at = records.first().map_or(last.head.at, |r| r.head.at);
+        let ended_at = terminal.map(|r| r.head.at);
         let approval_wait_us = approvals
             .iter()
             .filter_map(|a| a.resolved_at.map(|done| done.0.saturating_sub(a.requested_at.0)))
             .reduce(|a, b| a + b);
-        let started_at = terminal.and_then(|t| t.started_at).or(started.map(|s| s.at));
-        let run_us = terminal.and_then(|t| t.duration_us);
+        let started_at = terminal.and_then(|t| t.head.started_at).or(started.map(|s| s.head.at));
+        let run_us = terminal.and_then(|t| t.head.duration_us);
         let body = &last.body;
         Some(CallDetail {
             call: CallRow::of_call(&records, last.id).unwrap_or_else(|| CallRow::of(last)),
@@ -167,7 +167,7 @@ impl CallDetail {
                 ended_at,
                 approval_wait_us,
                 run_us,
-                total_us: last.at.0.max(first_at.0) - first_at.0,
+                total_us: last.head.at.0.max(first_at.0) - first_at.0,
             },
             records: records
                 .iter()

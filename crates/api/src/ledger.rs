@@ -4,8 +4,8 @@
 //! health, its schema, its migration.
 //!
 //! The shapes are the ledger reader's own (`CallRow` for a call's latest state in a listing,
-//! `StoredRecord` for each record of its timeline): they are the transport types of this part of the
-//! API, re-exported here so front ends name them through the API.
+//! `StoredRecord` for each record of its timeline, both with the call's `CallHead`): they are the
+//! transport types of this part of the API, re-exported here so front ends name them through the API.
 
 use super::any_reader::AnyReader;
 use super::error::{ApiError, ErrorCode};
@@ -22,9 +22,10 @@ pub use portcullis_harness::Timestamp;
 pub use portcullis_ledger::export::CSV_HEADER;
 pub use portcullis_ledger::stats::{Bucket, Count, ToolDurations};
 pub use portcullis_ledger::{
-    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallOrigin, CallPage, CallRow, CallStatus,
-    CallTimeline, CheckReport, CommandCount, CommandOutcome, Cursor, ExportFormat, RecordBody, RefusalFilter,
-    RefusalRow, SessionEnd, SessionFilter, SessionRow, Stats, StoredKind, StoredPolicyDecision, StoredRecord,
+    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallHead, CallOrigin, CallPage, CallRow,
+    CallStatus, CallTimeline, CheckReport, CommandCount, CommandOutcome, Cursor, ExportFormat, RecordBody,
+    RefusalFilter, RefusalRow, SessionEnd, SessionFilter, SessionRow, Stats, StoredKind,
+    StoredPolicyDecision, StoredRecord,
 };
 pub use portcullis_ledger::{BreakKind, ChainBreak, LedgerVerdict, Verdict, VerifyReport};
 

@@ -192,14 +192,14 @@ impl BrowsedLedger {
         let (timeline, _) = lock(&self.rows).timeline(call_id, session)?;
         let mut sessions: Vec<&str> = Vec::new();
         for record in &timeline.records {
-            if !sessions.contains(&record.session_id.as_str()) {
-                sessions.push(&record.session_id);
+            if !sessions.contains(&record.head.session_id.as_str()) {
+                sessions.push(&record.head.session_id);
             }
         }
         let details: Vec<CallDetail> = sessions
             .iter()
             .filter_map(|s| {
-                let records = timeline.records.iter().filter(|r| r.session_id == *s).cloned().collect();
+                let records = timeline.records.iter().filter(|r| r.head.session_id == *s).cloned().collect();
                 let approvals = timeline.approvals.iter().filter(|a| a.session_id == *s).cloned().collect();
                 CallDetail::of(records, approvals)
             })
@@ -442,8 +442,8 @@ impl SessionTimeline {
         let mut calls: Vec<TimelineCall> = rows
             .into_iter()
             .map(|call| {
-                let from = call.started_at.unwrap_or(call.at).min(call.at);
-                TimelineCall { to: call.at, from, call, lane: 0 }
+                let from = call.head.started_at.unwrap_or(call.head.at).min(call.head.at);
+                TimelineCall { to: call.head.at, from, call, lane: 0 }
             })
             .collect();
         calls.sort_by_key(|c| (c.from, c.to));
@@ -468,29 +468,20 @@ impl SessionTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use portcullis_ledger::CallStatus;
+    use portcullis_ledger::{CallHead, CallStatus};
 
     fn row(id: i64, started: Option<i64>, at: i64) -> CallRow {
         CallRow {
             record_id: id,
-            session_id: "s".into(),
-            run_id: "r".into(),
-            call_id: format!("c{id}"),
-            owner: "agent".into(),
-            tool: "shell".into(),
+            head: CallHead {
+                started_at: started.map(Timestamp),
+                ..CallHead::new("s", "r", format!("c{id}"), "agent", "shell", Timestamp(at))
+            },
             status: CallStatus::Finished,
-            at: Timestamp(at),
-            started_at: started.map(Timestamp),
-            duration_us: None,
-            reason: None,
-            error_code: None,
             decided_by: "rule".into(),
             decided_rule: None,
             decided_source: None,
             decided_operator: None,
-            redacted: false,
-            policy_decision: None,
-            policy_rule: None,
             summary: None,
             snippet: None,
             origin: None,
@@ -507,7 +498,8 @@ mod tests {
             vec![row(1, Some(0), 10), row(2, Some(5), 15), row(3, Some(10), 20), row(4, None, 30)],
             4,
         );
-        let lanes: Vec<(String, u32)> = t.calls.iter().map(|c| (c.call.call_id.clone(), c.lane)).collect();
+        let lanes: Vec<(String, u32)> =
+            t.calls.iter().map(|c| (c.call.head.call_id.clone(), c.lane)).collect();
         assert_eq!(lanes, [("c1".into(), 0), ("c2".into(), 1), ("c3".into(), 0), ("c4".into(), 0)]);
         assert_eq!(t.lanes, 2);
         assert_eq!(t.calls[3].from, Timestamp(30));

@@ -7,7 +7,7 @@ use super::call_steps;
 use super::types::CallDecision;
 use portcullis_harness::{DecidedBy, EventPayload, ToolEvent};
 use portcullis_ledger::row::decided_columns;
-use portcullis_ledger::{CallRow, CallStatus, StoredPolicyDecision};
+use portcullis_ledger::{CallHead, CallRow, CallStatus, StoredPolicyDecision};
 use std::collections::{HashMap, VecDeque};
 
 /// The most calls one feed keeps a row for.
@@ -43,24 +43,19 @@ fn first_row(event: &ToolEvent) -> CallRow {
     CallRow {
         // Not recorded yet as far as the feed knows: the ledger gives the id.
         record_id: 0,
-        session_id: event.call.session_id.to_string(),
-        run_id: event.call.run_id.to_string(),
-        call_id: event.call.call_id.to_string(),
-        owner: event.call.owner.to_string(),
-        tool: event.tool_name.to_string(),
+        head: CallHead::new(
+            &*event.call.session_id,
+            &*event.call.run_id,
+            &*event.call.call_id,
+            &*event.call.owner,
+            &*event.tool_name,
+            event.at,
+        ),
         status: CallStatus::Running,
-        at: event.at,
-        started_at: None,
-        duration_us: None,
-        reason: None,
-        error_code: None,
         decided_by: "default".into(),
         decided_rule: None,
         decided_source: None,
         decided_operator: None,
-        redacted: false,
-        policy_decision: None,
-        policy_rule: None,
         summary: None,
         snippet: None,
         origin: None,
@@ -83,15 +78,15 @@ fn policy(row: &mut CallRow, payload: &EventPayload, asked_by: Option<&DecidedBy
         .into_iter()
         .find(|s| s.stage == super::types::PipelineStage::Policy)
         .and_then(|s| s.decision);
-    row.policy_decision = match step {
+    row.head.policy_decision = match step {
         Some(CallDecision::Allow | CallDecision::Contained) => Some(StoredPolicyDecision::Allow),
         Some(CallDecision::Prompt) => Some(StoredPolicyDecision::Prompt),
         Some(CallDecision::Forbidden) => Some(StoredPolicyDecision::Forbidden),
-        _ => row.policy_decision,
+        _ => row.head.policy_decision,
     };
-    row.policy_rule = match asked_by.unwrap_or(by) {
-        DecidedBy::Rule { rule_id, .. } if row.policy_decision.is_some() => Some(rule_id.clone()),
-        _ => row.policy_rule.clone(),
+    row.head.policy_rule = match asked_by.unwrap_or(by) {
+        DecidedBy::Rule { rule_id, .. } if row.head.policy_decision.is_some() => Some(rule_id.clone()),
+        _ => row.head.policy_rule.clone(),
     };
 }
 
@@ -102,32 +97,32 @@ fn marked(row: &mut CallRow, marks: portcullis_ledger::CallMarks) {
 }
 
 fn applied(row: &mut CallRow, event: &ToolEvent) {
-    row.at = event.at;
+    row.head.at = event.at;
     match &event.payload {
         EventPayload::Started { arguments, decided_by, policy_decided_by, .. } => {
             row.status = CallStatus::Running;
-            row.started_at = Some(event.at);
+            row.head.started_at = Some(event.at);
             row.summary = portcullis_ledger::query::argument_summary(arguments);
             decided(row, decided_by);
             policy(row, &event.payload, policy_decided_by.as_ref(), decided_by);
         }
         EventPayload::Blocked { reason, error, decided_by, policy_decided_by } => {
             row.status = CallStatus::Blocked;
-            row.reason = Some(reason.as_str().to_owned());
-            row.error_code = Some(error.code.clone());
+            row.head.reason = Some(*reason);
+            row.head.error_code = Some(error.code.clone());
             decided(row, decided_by);
             policy(row, &event.payload, policy_decided_by.as_ref(), decided_by);
         }
         EventPayload::Progress { .. } | EventPayload::GuardrailDecision { .. } => {}
         EventPayload::Finished { duration_us, output, .. } => {
             row.status = CallStatus::Finished;
-            row.duration_us = i64::try_from(*duration_us).ok();
+            row.head.duration_us = i64::try_from(*duration_us).ok();
             marked(row, portcullis_ledger::call_marks::marks_of(Some(output), None));
         }
         EventPayload::Error { error, duration_us } => {
             row.status = CallStatus::Error;
-            row.error_code = Some(error.code.clone());
-            row.duration_us = i64::try_from(*duration_us).ok();
+            row.head.error_code = Some(error.code.clone());
+            row.head.duration_us = i64::try_from(*duration_us).ok();
             marked(row, portcullis_ledger::call_marks::marks_of(None, Some(error)));
         }
     }
@@ -175,8 +170,8 @@ mod tests {
         ));
         assert_eq!((started.status, started.summary.as_deref()), (CallStatus::Running, Some("make build")));
         assert_eq!((started.decided_by.as_str(), started.decided_rule.as_deref()), ("rule", Some("build")));
-        assert_eq!(started.policy_decision, Some(StoredPolicyDecision::Allow));
-        assert_eq!(started.policy_rule.as_deref(), Some("build"));
+        assert_eq!(started.head.policy_decision, Some(StoredPolicyDecision::Allow));
+        assert_eq!(started.head.policy_rule.as_deref(), Some("build"));
         let done = rows.apply(&event(
             "c1",
             30,
@@ -187,7 +182,7 @@ mod tests {
             },
         ));
         assert_eq!(
-            (done.status, done.duration_us, done.started_at),
+            (done.status, done.head.duration_us, done.head.started_at),
             (CallStatus::Finished, Some(20), Some(Timestamp(10)))
         );
         assert_eq!(done.summary.as_deref(), Some("make build"), "kept from the start");
@@ -208,10 +203,10 @@ mod tests {
         ));
         assert_eq!(row.status, CallStatus::Blocked);
         assert_eq!(
-            (row.reason.as_deref(), row.error_code.as_deref()),
+            (row.head.reason.map(BlockedReason::as_str), row.head.error_code.as_deref()),
             (Some("execution_denied"), Some("execution_denied"))
         );
-        assert_eq!(row.policy_decision, Some(StoredPolicyDecision::Forbidden));
+        assert_eq!(row.head.policy_decision, Some(StoredPolicyDecision::Forbidden));
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub fn record_summary(record: &StoredRecord) -> String {
     let body = &record.body;
     let cut = |text: &str| shortened(text, SUMMARY_CHARS);
     let mut parts: Vec<String> = Vec::new();
-    if let Some(reason) = record.reason {
+    if let Some(reason) = record.head.reason {
         parts.push(format!("reason {reason}"));
     }
     if let Some(error) = &body.error {
@@ -56,10 +56,10 @@ pub fn record_summary(record: &StoredRecord) -> String {
         }
         parts.push(shown);
     }
-    if let Some(d) = record.duration_us {
+    if let Some(d) = record.head.duration_us {
         parts.push(format!("took {}", format_duration(d)));
     }
-    if record.redacted {
+    if record.head.redacted {
         parts.push("redacted".into());
     }
     parts.join("; ")

@@ -272,19 +272,19 @@ impl ToolsByFolder {
 /// The call a deciding record (started or blocked) describes.
 fn recorded_call(record: StoredRecord) -> RecordedCall {
     RecordedCall {
-        session_id: record.session_id,
-        call_id: record.call_id,
-        at: record.at.0,
-        tool: record.tool,
+        session_id: record.head.session_id,
+        call_id: record.head.call_id,
+        at: record.head.at.0,
+        tool: record.head.tool,
         // The record is the only holder of its body's values: taken, not copied.
         arguments: record.body.arguments.map(std::sync::Arc::unwrap_or_clone),
         action: record.body.action.map(std::sync::Arc::unwrap_or_clone),
         cwd: record.body.cwd.map(PathBuf::from),
         project: None,
         ran: record.kind == StoredKind::Started,
-        blocked_reason: record.reason,
+        blocked_reason: record.head.reason,
         decided_by: record.body.decided_by,
-        policy_decision: record.policy_decision.map(|d| match d {
+        policy_decision: record.head.policy_decision.map(|d| match d {
             StoredPolicyDecision::Allow => Decision::Allow,
             StoredPolicyDecision::Prompt => Decision::Prompt,
             StoredPolicyDecision::Forbidden => Decision::Forbidden,

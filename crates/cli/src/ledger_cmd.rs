@@ -42,7 +42,7 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
             .map(|call| {
                 let mut value = serde_json::to_value(call)?;
                 if let Value::Object(map) = &mut value {
-                    map.insert("time".into(), Value::String(format_time(call.at)));
+                    map.insert("time".into(), Value::String(format_time(call.head.at)));
                 }
                 Ok(value)
             })
@@ -73,16 +73,22 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         let mut table = Table::new(&headers).right(headers.len() - 1);
         for call in &page.calls {
             let mut row = vec![
-                format_time(call.at),
-                call.session_id.clone(),
-                call.call_id.clone(),
-                call.tool.clone(),
+                format_time(call.head.at),
+                call.head.session_id.clone(),
+                call.head.call_id.clone(),
+                call.head.tool.clone(),
                 call.status.as_str().to_owned(),
-                call.reason.clone().or_else(|| call.error_code.clone()).unwrap_or_else(|| "-".into()),
+                (call
+                    .head
+                    .reason
+                    .map(|r| r.as_str())
+                    .or(call.head.error_code.as_deref())
+                    .unwrap_or("-")
+                    .to_owned()),
                 call_policy_label(call),
                 call_decided(call),
                 changes_label(call),
-                call.duration_us.map(format_duration).unwrap_or_else(|| "-".into()),
+                call.head.duration_us.map(format_duration).unwrap_or_else(|| "-".into()),
             ];
             if team {
                 row.insert(0, origin_label(call.origin.as_ref()));
@@ -163,14 +169,14 @@ fn show_team(args: &ShowArgs, address: &LedgerAddress, out: &mut dyn Write) -> R
 fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError> {
     let call = &detail.call;
     // What the policy said, when the call reached it (and the ledger kept it).
-    let policy = match (&call.policy_decision, &detail.policy_decider) {
+    let policy = match (&call.head.policy_decision, &detail.policy_decider) {
         (None, _) => String::new(),
         // A protected place decided: say which (no rule did, so the label alone names none).
         (Some(decision), Some(by)) if by.kind == DeciderKind::ProtectedPlace => {
             format!("  policy {} ({})", policy_label(Some(*decision), None), clean(&by.words))
         }
         (Some(decision), _) => {
-            format!("  policy {}", policy_label(Some(*decision), call.policy_rule.as_deref()))
+            format!("  policy {}", policy_label(Some(*decision), call.head.policy_rule.as_deref()))
         }
     };
     // Allowed without asking because it ran contained (stored as `allow`; its walls say contained).
@@ -181,17 +187,17 @@ fn show_detail(detail: &CallDetail, out: &mut dyn Write) -> Result<(), CliError>
     writeln!(
         out,
         "call {}  tool {}  session {}  run {}  owner {}  status {}{policy}",
-        clean(&call.call_id),
-        clean(&call.tool),
-        clean(&call.session_id),
-        clean(&call.run_id),
-        clean(&call.owner),
+        clean(&call.head.call_id),
+        clean(&call.head.tool),
+        clean(&call.head.session_id),
+        clean(&call.head.run_id),
+        clean(&call.head.owner),
         call.status.as_str(),
     )?;
     let mut table = Table::new(&["TIME", "KIND", "DECIDED BY", "DETAILS"]);
     for step in &detail.records {
         table.push(vec![
-            format_time(step.record.at),
+            format_time(step.record.head.at),
             step.record.kind.as_str().to_owned(),
             record_decided(&step.record.body.decided_by),
             clean(&step.summary),

@@ -67,7 +67,7 @@ pub fn policy_label(decision: Option<StoredPolicyDecision>, rule: Option<&str>) 
 /// [`policy_label`] of a listed call: `allow (contained)` for one that ran contained (stored as
 /// `allow`, the column predating containment).
 pub fn call_policy_label(call: &CallRow) -> String {
-    let label = policy_label(call.policy_decision, call.policy_rule.as_deref());
+    let label = policy_label(call.head.policy_decision, call.head.policy_rule.as_deref());
     if call.contained { format!("{label} (contained)") } else { label }
 }
 

@@ -61,24 +61,25 @@ pub fn record_line(
             let body =
                 serde_json::to_string(&record.body).map_err(|e| LedgerStoreError::Export(e.to_string()))?;
             let (decided, rule, source, operator) = crate::row::decided_columns(&record.body.decided_by);
+            let head = &record.head;
             let fields: [String; 18] = [
                 record.id.to_string(),
-                format_rfc3339(record.at),
-                record.session_id.clone(),
-                record.run_id.clone(),
-                record.call_id.clone(),
-                record.owner.clone(),
-                record.tool.clone(),
+                format_rfc3339(head.at),
+                head.session_id.clone(),
+                head.run_id.clone(),
+                head.call_id.clone(),
+                head.owner.clone(),
+                head.tool.clone(),
                 record.kind.as_str().to_owned(),
-                record.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
-                record.error_code.clone().unwrap_or_default(),
+                head.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
+                head.error_code.clone().unwrap_or_default(),
                 decided.to_owned(),
                 rule.unwrap_or_default().to_owned(),
                 source.unwrap_or_default().to_owned(),
                 operator.unwrap_or_default(),
-                record.started_at.map(format_rfc3339).unwrap_or_default(),
-                record.duration_us.map(|d| d.to_string()).unwrap_or_default(),
-                record.redacted.to_string(),
+                head.started_at.map(format_rfc3339).unwrap_or_default(),
+                head.duration_us.map(|d| d.to_string()).unwrap_or_default(),
+                head.redacted.to_string(),
                 body,
             ];
             for (i, field) in fields.iter().enumerate() {

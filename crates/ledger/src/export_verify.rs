@@ -6,6 +6,7 @@
 //! it to a checkpoint signed with one of the keys. A whole export proves every record; a filtered one
 //! only its runs that end at a checkpoint.
 
+use crate::call_head::CallHead;
 use crate::chain::{self, Link};
 use crate::error::LedgerStoreError;
 use crate::export_proof::{ExportedLink, ExportedSeal};
@@ -36,22 +37,25 @@ fn record_of_columns(id: i64, c: &[Value]) -> Option<StoredRecord> {
         Value::Bool(b) => *b,
         v => v.as_i64()? != 0,
     };
-    Some(StoredRecord {
-        id,
+    let head = CallHead {
         session_id: text(1)?,
         run_id: text(2)?,
         call_id: text(3)?,
         owner: text(5)?,
         tool: text(6)?,
-        kind: StoredKind::parse(c.get(7)?.as_str()?)?,
         at: Timestamp(c.get(8)?.as_i64()?),
         started_at: opt_i64(9)?.map(Timestamp),
         duration_us: opt_i64(10)?,
-        reason: opt_text(11)?.and_then(|r| serde_json::from_value(Value::String(r)).ok()),
+        reason: opt_text(11)?.and_then(|r| r.parse().ok()),
         error_code: opt_text(12)?,
         redacted,
         policy_decision: opt_text(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
         policy_rule: opt_text(18)?,
+    };
+    Some(StoredRecord {
+        id,
+        head,
+        kind: StoredKind::parse(c.get(7)?.as_str()?)?,
         body: serde_json::from_str(c.get(20)?.as_str()?).ok()?,
     })
 }

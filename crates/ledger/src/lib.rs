@@ -10,6 +10,7 @@
 pub mod activity;
 mod appender;
 pub mod audit;
+pub mod call_head;
 pub mod call_marks;
 mod call_summary;
 pub mod chain;
@@ -52,6 +53,7 @@ pub mod witness;
 
 pub use activity::{PromptedCommand, RuleHits};
 pub use audit::{ApprovalSummary, CommandCount, CommandOutcome};
+pub use call_head::CallHead;
 pub use call_marks::CallMarks;
 pub use check::CheckReport;
 pub use effects::{EffectChange, EffectMark, EffectMarkOutcome, EffectRow, EffectState};

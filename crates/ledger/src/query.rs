@@ -2,6 +2,7 @@
 //! process writes it), filter calls, page through them by key (newest first, stable under appends),
 //! search them in full text, and read one call's whole timeline.
 
+use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, head_columns};
 use crate::error::{AtPath, LedgerStoreError};
 use crate::row::{
     RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
@@ -50,6 +51,17 @@ impl CallStatus {
             CallStatus::Blocked => "blocked",
             CallStatus::Interrupted => "interrupted",
             CallStatus::Running => "running",
+        }
+    }
+
+    /// The status of a call whose latest record is of `kind`.
+    pub fn of(kind: StoredKind) -> CallStatus {
+        match kind {
+            StoredKind::Finished => CallStatus::Finished,
+            StoredKind::Error => CallStatus::Error,
+            StoredKind::Blocked => CallStatus::Blocked,
+            StoredKind::Interrupted => CallStatus::Interrupted,
+            StoredKind::Started | StoredKind::Progress => CallStatus::Running,
         }
     }
 }
@@ -166,21 +178,9 @@ impl FromStr for Cursor {
 pub struct CallRow {
     /// The id of the record this row stands for (terminal, or `started` for running calls).
     pub record_id: i64,
-    pub session_id: String,
-    pub run_id: String,
-    pub call_id: String,
-    pub owner: String,
-    pub tool: String,
+    #[serde(flatten)]
+    pub head: CallHead,
     pub status: CallStatus,
-    pub at: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_us: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
     pub decided_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_rule: Option<String>,
@@ -188,14 +188,6 @@ pub struct CallRow {
     pub decided_source: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_operator: Option<String>,
-    pub redacted: bool,
-    /// What the execution policy said before any approval: allow, prompt or forbidden (absent when the
-    /// call was refused before the policy stage, or recorded before the ledger kept it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_decision: Option<StoredPolicyDecision>,
-    /// The rule that gave the policy's decision, when a rule did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_rule: Option<String>,
     /// What the call does in one line: its command, path, URL… ([`argument_summary`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
@@ -219,13 +211,7 @@ impl CallRow {
     /// projected. A listing reads the same values from the record's columns without its body; a test
     /// holds the two equal.
     pub fn of(record: &StoredRecord) -> CallRow {
-        let status = match record.kind {
-            StoredKind::Finished => CallStatus::Finished,
-            StoredKind::Error => CallStatus::Error,
-            StoredKind::Blocked => CallStatus::Blocked,
-            StoredKind::Interrupted => CallStatus::Interrupted,
-            StoredKind::Started | StoredKind::Progress => CallStatus::Running,
-        };
+        let status = CallStatus::of(record.kind);
         let (decided_by, rule, source, operator) = crate::row::decided_columns(&record.body.decided_by);
         let marks = if record.kind.is_terminal() {
             crate::call_marks::marks_of(record.body.output.as_deref(), record.body.error.as_ref())
@@ -234,27 +220,12 @@ impl CallRow {
         };
         CallRow {
             record_id: record.id,
-            session_id: record.session_id.clone(),
-            run_id: record.run_id.clone(),
-            call_id: record.call_id.clone(),
-            owner: record.owner.clone(),
-            tool: record.tool.clone(),
+            head: record.head.clone(),
             status,
-            at: record.at,
-            started_at: record.started_at,
-            duration_us: record.duration_us,
-            reason: record
-                .reason
-                .and_then(|r| serde_json::to_value(r).ok())
-                .and_then(|v| v.as_str().map(str::to_owned)),
-            error_code: record.error_code.clone(),
             decided_by: decided_by.to_owned(),
             decided_rule: rule.map(str::to_owned),
             decided_source: source.map(str::to_owned),
             decided_operator: operator,
-            redacted: record.redacted,
-            policy_decision: record.policy_decision,
-            policy_rule: record.policy_rule.clone(),
             summary: record.body.arguments.as_deref().and_then(argument_summary),
             snippet: None,
             origin: None,
@@ -275,7 +246,7 @@ impl CallRow {
         if record.body.arguments.is_none() {
             row.summary = started.and_then(|r| r.body.arguments.as_deref()).and_then(argument_summary);
         }
-        row.redacted |= started.is_some_and(|r| r.redacted);
+        row.head.redacted |= started.is_some_and(|r| r.head.redacted);
         Some(row)
     }
 }
@@ -307,9 +278,12 @@ pub fn fts_query(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
-const CALL_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, reason, \
-     error_code, decided_by, decided_rule, decided_source, decided_operator, redacted, policy_decision, policy_rule, \
-     changes, contained";
+/// The listing's own columns: the record's id and kind, its head, then what decided it and its marks.
+const CALL_COLUMNS: &str = concat!(
+    "id, kind, ",
+    head_columns!(),
+    ", decided_by, decided_rule, decided_source, decided_operator, changes, contained"
+);
 
 /// The listing's columns over `records r`: the call's columns and its arguments (for the summary).
 fn call_columns() -> String {
@@ -332,38 +306,22 @@ fn call_columns() -> String {
 }
 
 fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
-    let kind: String = row.get(6)?;
-    let status = match kind.as_str() {
-        "finished" => CallStatus::Finished,
-        "error" => CallStatus::Error,
-        "blocked" => CallStatus::Blocked,
-        "interrupted" => CallStatus::Interrupted,
-        _ => CallStatus::Running,
-    };
+    /// Where the columns after the head are.
+    const REST: usize = 2 + HEAD_COLUMN_COUNT;
+    let kind: String = row.get(1)?;
+    let status = StoredKind::parse(&kind).map_or(CallStatus::Running, CallStatus::of);
     Ok(CallRow {
         record_id: row.get(0)?,
-        session_id: row.get(1)?,
-        run_id: row.get(2)?,
-        call_id: row.get(3)?,
-        owner: row.get(4)?,
-        tool: row.get(5)?,
+        head: CallHead::from_sqlite(row, 2)?,
         status,
-        at: Timestamp(row.get(7)?),
-        started_at: row.get::<_, Option<i64>>(8)?.map(Timestamp),
-        duration_us: row.get(9)?,
-        reason: row.get(10)?,
-        error_code: row.get(11)?,
-        decided_by: row.get(12)?,
-        decided_rule: row.get(13)?,
-        decided_source: row.get(14)?,
-        decided_operator: row.get(15)?,
-        redacted: row.get(16)?,
-        policy_decision: row.get::<_, Option<String>>(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
-        policy_rule: row.get(18)?,
-        changes: row.get::<_, Option<String>>(19)?.and_then(|c| ChangeOutcome::parse(&c)),
-        contained: row.get(20)?,
+        decided_by: row.get(REST)?,
+        decided_rule: row.get(REST + 1)?,
+        decided_source: row.get(REST + 2)?,
+        decided_operator: row.get(REST + 3)?,
+        changes: row.get::<_, Option<String>>(REST + 4)?.and_then(|c| ChangeOutcome::parse(&c)),
+        contained: row.get(REST + 5)?,
         summary: row
-            .get::<_, Option<String>>(21)?
+            .get::<_, Option<String>>(REST + 6)?
             .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
             .and_then(|args| argument_summary(&args)),
         snippet: None,
@@ -520,7 +478,7 @@ impl LedgerReader {
         let mut calls = self.page_rows(filter, before, limit + 1, true)?;
         let next = if calls.len() > limit {
             calls.truncate(limit);
-            calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })
+            calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id })
         } else {
             None
         };
@@ -538,7 +496,7 @@ impl LedgerReader {
         limit: usize,
     ) -> Result<CallPage, LedgerStoreError> {
         let mut calls = self.page_rows(filter, after, limit.clamp(1, MAX_PAGE), false)?;
-        let next = calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id }).or(after);
+        let next = calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id }).or(after);
         self.add_snippets(filter, &mut calls)?;
         Ok(CallPage { calls, next })
     }
@@ -615,9 +573,9 @@ impl LedgerReader {
                  AND (kind = 'started' OR id = ?) ORDER BY id",
             )
             .at(&self.path)?;
-        let key = crate::schema::call_key(&call.call_id);
+        let key = crate::schema::call_key(&call.head.call_id);
         let bodies = stmt
-            .query_map(rusqlite::params![key, call.call_id, call.session_id, call.record_id], |r| {
+            .query_map(rusqlite::params![key, call.head.call_id, call.head.session_id, call.record_id], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })
             .at(&self.path)?
@@ -628,7 +586,7 @@ impl LedgerReader {
         };
         let started = bodies.iter().find(|(k, _)| k == "started").map(|(_, b)| text(b)).unwrap_or_default();
         let terminal = bodies.iter().find(|(k, _)| k != "started").map(|(_, b)| text(b)).unwrap_or_default();
-        Ok(format!("{} {started} {terminal}", call.tool))
+        Ok(format!("{} {started} {terminal}", call.head.tool))
     }
 
     /// Number of calls matching the filter.

@@ -1,9 +1,10 @@
 //! How a harness record becomes a row (identity and filter columns, plus a JSON body), and how rows
 //! come back as [`StoredRecord`]s.
 
+use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, head_columns};
 use portcullis_harness::{
-    BlockedReason, CallError, DecidedBy, ExecutionAction, FileVerdict, McpRequest, PolicyDecision,
-    PolicyRuling, RecordKind, RuleRef, Timestamp, ToolCallRecord, ToolOutput,
+    CallError, DecidedBy, ExecutionAction, FileVerdict, McpRequest, PolicyDecision, PolicyRuling, RecordKind,
+    RuleRef, ToolCallRecord, ToolOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -330,34 +331,14 @@ pub(crate) fn write_search_text(
     Ok(())
 }
 
-/// One stored record.
+/// One stored record: its id and kind, its call's head, and its body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StoredRecord {
     pub id: i64,
-    pub session_id: String,
-    pub run_id: String,
-    pub call_id: String,
-    pub owner: String,
-    pub tool: String,
+    #[serde(flatten)]
+    pub head: CallHead,
     pub kind: StoredKind,
-    pub at: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_us: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<BlockedReason>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
-    pub redacted: bool,
-    /// What the execution policy said before any approval (NULL: refused before the policy stage, or
-    /// written before the ledger kept it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_decision: Option<StoredPolicyDecision>,
-    /// The rule that gave the policy's decision, when a rule did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy_rule: Option<String>,
     #[serde(flatten)]
     pub body: RecordBody,
 }
@@ -367,47 +348,35 @@ impl StoredRecord {
     /// an operator or a timeout settled the call); for an allow or a forbid, the record's own decider.
     /// `None` when the call never reached the policy, or a prompt was recorded before the ledger kept it.
     pub fn policy_decided_by(&self) -> Option<&DecidedBy> {
-        match self.policy_decision? {
+        match self.head.policy_decision? {
             StoredPolicyDecision::Prompt => self.body.policy_decided_by.as_ref(),
             StoredPolicyDecision::Allow | StoredPolicyDecision::Forbidden => Some(&self.body.decided_by),
         }
     }
 }
 
-/// The columns `StoredRecord` is read from, in order.
-pub const RECORD_COLUMNS: &str = "id, session_id, run_id, call_id, owner, tool, kind, at, started_at, duration_us, \
-     reason, error_code, redacted, body, policy_decision, policy_rule";
+/// The columns `StoredRecord` is read from, in order: its id and kind, its head, its body.
+pub const RECORD_COLUMNS: &str = concat!("id, kind, ", head_columns!(), ", body");
 
 /// Reads a `StoredRecord` from a row selected with [`RECORD_COLUMNS`].
 pub fn stored_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredRecord> {
-    let kind: String = row.get(6)?;
-    let reason: Option<String> = row.get(10)?;
-    let body: String = row.get(13)?;
+    /// Where the body is: after the id, the kind and the head.
+    const BODY: usize = 2 + HEAD_COLUMN_COUNT;
+    let kind: String = row.get(1)?;
+    let body: String = row.get(BODY)?;
     let body: RecordBody = serde_json::from_str(&body).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(13, rusqlite::types::Type::Text, Box::new(e))
+        rusqlite::Error::FromSqlConversionFailure(BODY, rusqlite::types::Type::Text, Box::new(e))
     })?;
     Ok(StoredRecord {
         id: row.get(0)?,
-        session_id: row.get(1)?,
-        run_id: row.get(2)?,
-        call_id: row.get(3)?,
-        owner: row.get(4)?,
-        tool: row.get(5)?,
+        head: CallHead::from_sqlite(row, 2)?,
         kind: StoredKind::parse(&kind).ok_or_else(|| {
             rusqlite::Error::FromSqlConversionFailure(
-                6,
+                1,
                 rusqlite::types::Type::Text,
                 format!("unknown record kind {kind:?}").into(),
             )
         })?,
-        at: Timestamp(row.get(7)?),
-        started_at: row.get::<_, Option<i64>>(8)?.map(Timestamp),
-        duration_us: row.get(9)?,
-        reason: reason.and_then(|r| serde_json::from_value(Value::String(r)).ok()),
-        error_code: row.get(11)?,
-        redacted: row.get(12)?,
-        policy_decision: row.get::<_, Option<String>>(14)?.and_then(|d| StoredPolicyDecision::parse(&d)),
-        policy_rule: row.get(15)?,
         body,
     })
 }

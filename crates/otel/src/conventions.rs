@@ -82,7 +82,7 @@ impl Passage {
         match record.kind {
             StoredKind::Finished | StoredKind::Error => Some(Passage::Ran),
             StoredKind::Blocked => Some(Passage::Refused),
-            StoredKind::Interrupted if record.started_at.is_some() => Some(Passage::Ran),
+            StoredKind::Interrupted if record.head.started_at.is_some() => Some(Passage::Ran),
             StoredKind::Interrupted => Some(Passage::NeverSettled),
             StoredKind::Started | StoredKind::Progress => None,
         }
@@ -169,10 +169,12 @@ pub fn error_type(record: &StoredRecord) -> Option<String> {
         ErrorTypeSource::ToolResult => {
             record.body.output.as_ref().filter(|o| o.is_error).map(|_| "tool_error".to_owned())
         }
-        ErrorTypeSource::ErrorCode => Some(record.error_code.clone().unwrap_or_else(|| "error".to_owned())),
+        ErrorTypeSource::ErrorCode => {
+            Some(record.head.error_code.clone().unwrap_or_else(|| "error".to_owned()))
+        }
         ErrorTypeSource::BlockedReason => Some(
-            (record.reason.map(|r| r.as_str().to_owned()))
-                .or_else(|| record.error_code.clone())
+            (record.head.reason.map(|r| r.as_str().to_owned()))
+                .or_else(|| record.head.error_code.clone())
                 .unwrap_or_else(|| "blocked".to_owned()),
         ),
         ErrorTypeSource::Interrupted => Some("interrupted".to_owned()),

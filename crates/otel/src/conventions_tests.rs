@@ -3,31 +3,26 @@
 
 use super::*;
 use portcullis_harness::{BlockedReason, CallError, DecidedBy, Timestamp, ToolOutput};
-use portcullis_ledger::RecordBody;
+use portcullis_ledger::{CallHead, RecordBody};
 use std::sync::Arc;
 
 /// A terminal record of `kind` whose policy said `policy`; `started`: the call had started.
 pub(crate) fn record(kind: StoredKind, policy: Option<StoredPolicyDecision>, started: bool) -> StoredRecord {
     StoredRecord {
         id: 9,
-        session_id: "s1".into(),
-        run_id: "mcp".into(),
-        call_id: "c1".into(),
-        owner: "agent".into(),
-        tool: "shell".into(),
-        kind,
-        at: Timestamp(2_000_000),
-        started_at: started.then_some(Timestamp(1_500_000)),
-        duration_us: started.then_some(500_000),
-        reason: (kind == StoredKind::Blocked).then_some(BlockedReason::ExecutionDenied),
-        error_code: match kind {
-            StoredKind::Blocked => Some("execution_denied".into()),
-            StoredKind::Error => Some("tool_error".into()),
-            _ => None,
+        head: CallHead {
+            started_at: started.then_some(Timestamp(1_500_000)),
+            duration_us: started.then_some(500_000),
+            reason: (kind == StoredKind::Blocked).then_some(BlockedReason::ExecutionDenied),
+            error_code: match kind {
+                StoredKind::Blocked => Some("execution_denied".into()),
+                StoredKind::Error => Some("tool_error".into()),
+                _ => None,
+            },
+            policy_decision: policy,
+            ..CallHead::new("s1", "mcp", "c1", "agent", "shell", Timestamp(2_000_000))
         },
-        redacted: false,
-        policy_decision: policy,
-        policy_rule: None,
+        kind,
         body: RecordBody {
             arguments: None,
             action: None,
@@ -54,7 +49,7 @@ macro_rules! guardrail_row {
             let record = record($kind, $policy, $started);
             let passage = Passage::of(&record).unwrap();
             assert_eq!((row.policy, row.passage), ($policy, passage), "the row is about this case");
-            assert_eq!(guardrail_decision(record.policy_decision, passage), (row.decision, row.reason));
+            assert_eq!(guardrail_decision(record.head.policy_decision, passage), (row.decision, row.reason));
         }
     };
 }
@@ -103,7 +98,7 @@ fn a_finished_call_has_no_error_type_unless_its_result_says_is_error() {
 fn an_error_record_gives_its_error_code() {
     assert_eq!(ERROR_TYPES[1], (StoredKind::Error, ErrorTypeSource::ErrorCode));
     let mut error = record(StoredKind::Error, Some(Allow), true);
-    error.error_code = Some("cancelled".into());
+    error.head.error_code = Some("cancelled".into());
     assert_eq!(error_type(&error).as_deref(), Some("cancelled"));
 }
 

@@ -127,11 +127,11 @@ impl OtlpSink {
         if let Some(arguments) = self.started.lock().unwrap_or_else(PoisonError::into_inner).get(record) {
             return Ok(Some(arguments));
         }
-        let (Some(ledger), true) = (self.ledger.clone(), record.started_at.is_some()) else {
+        let (Some(ledger), true) = (self.ledger.clone(), record.head.started_at.is_some()) else {
             return Ok(None);
         };
         let reader = self.reader.clone();
-        let (call_id, session) = (record.call_id.clone(), record.session_id.clone());
+        let (call_id, session) = (record.head.call_id.clone(), record.head.session_id.clone());
         tokio::task::spawn_blocking(move || {
             let mut reader = reader.lock().unwrap_or_else(PoisonError::into_inner);
             if reader.is_none() {
@@ -226,7 +226,7 @@ struct StartedArguments {
 
 impl StartedArguments {
     fn key(record: &StoredRecord) -> (String, String) {
-        (record.session_id.clone(), record.call_id.clone())
+        (record.head.session_id.clone(), record.head.call_id.clone())
     }
 
     fn keep(&mut self, record: &StoredRecord) {

@@ -29,7 +29,7 @@ pub(crate) struct CallIds {
 impl CallIds {
     /// The ids of the call `record` ends, in the ledger `ledger_id`.
     pub fn of(ledger_id: &str, record: &StoredRecord) -> CallIds {
-        let key = [ledger_id, &record.session_id, &record.call_id];
+        let key = [ledger_id, &record.head.session_id, &record.head.call_id];
         let agent =
             record.body.mcp.as_ref().and_then(|m| m.traceparent.as_deref()).and_then(TraceParent::parse);
         let (trace_id, parent) = match agent {
@@ -82,20 +82,20 @@ pub(crate) fn call_spans(record: &StoredRecord, inputs: &SpanInputs<'_>) -> Opti
     let passage = Passage::of(record)?;
     let ids = CallIds::of(inputs.ledger_id, record);
     let mcp = record.body.mcp.as_deref();
-    let end = record.at;
-    let start = mcp.map(|m| m.received_at).or(record.started_at).unwrap_or(end).min(end);
+    let end = record.head.at;
+    let start = mcp.map(|m| m.received_at).or(record.head.started_at).unwrap_or(end).min(end);
     // The gate is passed when the call starts (or is refused, or stops unanswered).
-    let judged = record.started_at.unwrap_or(end).clamp(start, end);
+    let judged = record.head.started_at.unwrap_or(end).clamp(start, end);
 
     let method = mcp.map(|m| m.method.as_str());
-    let name = format!("{} {}", method.unwrap_or(c::EXECUTE_TOOL), record.tool);
+    let name = format!("{} {}", method.unwrap_or(c::EXECUTE_TOOL), record.head.tool);
     let mut attributes = vec![
         KeyValue::new(c::GEN_AI_OPERATION_NAME, c::EXECUTE_TOOL),
-        KeyValue::new(c::GEN_AI_TOOL_NAME, record.tool.clone()),
-        KeyValue::new(c::GEN_AI_TOOL_CALL_ID, record.call_id.clone()),
-        KeyValue::new(c::MCP_SESSION_ID, record.session_id.clone()),
+        KeyValue::new(c::GEN_AI_TOOL_NAME, record.head.tool.clone()),
+        KeyValue::new(c::GEN_AI_TOOL_CALL_ID, record.head.call_id.clone()),
+        KeyValue::new(c::MCP_SESSION_ID, record.head.session_id.clone()),
         KeyValue::new(c::PORTCULLIS_OUTCOME, record.kind.as_str()),
-        KeyValue::new(c::PORTCULLIS_OWNER, record.owner.clone()),
+        KeyValue::new(c::PORTCULLIS_OWNER, record.head.owner.clone()),
         KeyValue::new(c::PORTCULLIS_RECORD_ID, record.id),
     ];
     if let Some(mcp) = mcp {
@@ -158,8 +158,8 @@ pub(crate) fn call_spans(record: &StoredRecord, inputs: &SpanInputs<'_>) -> Opti
 /// The attributes of the `apply_guardrail` span: the decision (see the table in `conventions`), the
 /// policy that gave it, and what decided the call in the end.
 fn guardrail_attributes(record: &StoredRecord, passage: Passage) -> Vec<KeyValue> {
-    let (decision, reason) = c::guardrail_decision(record.policy_decision, passage);
-    let reason = record.reason.map_or(reason, |r| r.as_str());
+    let (decision, reason) = c::guardrail_decision(record.head.policy_decision, passage);
+    let reason = record.head.reason.map_or(reason, |r| r.as_str());
     let decided_by = &record.body.decided_by;
     let policy_decider = record.policy_decided_by().unwrap_or(decided_by);
     let (kind, rule, source, _) = decided_columns(decided_by);
@@ -175,10 +175,10 @@ fn guardrail_attributes(record: &StoredRecord, passage: Passage) -> Vec<KeyValue
     if let Some(version) = &record.body.policy_version {
         attributes.push(KeyValue::new(c::GEN_AI_SECURITY_POLICY_VERSION, version.to_string()));
     }
-    if let Some(policy) = record.policy_decision {
+    if let Some(policy) = record.head.policy_decision {
         attributes.push(KeyValue::new(c::PORTCULLIS_POLICY_DECISION, policy.as_str()));
     }
-    let rule = record.policy_rule.clone().or_else(|| rule.map(str::to_owned));
+    let rule = record.head.policy_rule.clone().or_else(|| rule.map(str::to_owned));
     if let Some(rule) = rule {
         attributes.push(KeyValue::new(c::PORTCULLIS_RULE, rule));
     }

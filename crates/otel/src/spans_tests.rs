@@ -4,7 +4,7 @@ use super::*;
 use crate::conventions::{self as c, GUARDRAIL_DECISIONS};
 use opentelemetry::Value as OtelValue;
 use portcullis_harness::{BlockedReason, CallError, McpRequest, OperatorOutcome, ToolOutput};
-use portcullis_ledger::{RecordBody, StoredKind, StoredPolicyDecision};
+use portcullis_ledger::{CallHead, RecordBody, StoredKind, StoredPolicyDecision};
 use std::sync::Arc;
 
 const AGENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -12,20 +12,15 @@ const AGENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 fn record(kind: StoredKind, traceparent: Option<&str>) -> StoredRecord {
     StoredRecord {
         id: 12,
-        session_id: "s1".into(),
-        run_id: "mcp".into(),
-        call_id: "c3".into(),
-        owner: "claude-code 1.0 (http)".into(),
-        tool: "shell".into(),
+        head: CallHead {
+            started_at: (kind != StoredKind::Blocked).then_some(Timestamp(2_000_000)),
+            reason: (kind == StoredKind::Blocked).then_some(BlockedReason::ExecutionDenied),
+            redacted: true,
+            policy_decision: Some(StoredPolicyDecision::Prompt),
+            policy_rule: Some("ask-kubectl".into()),
+            ..CallHead::new("s1", "mcp", "c3", "claude-code 1.0 (http)", "shell", Timestamp(3_000_000))
+        },
         kind,
-        at: Timestamp(3_000_000),
-        started_at: (kind != StoredKind::Blocked).then_some(Timestamp(2_000_000)),
-        duration_us: None,
-        reason: (kind == StoredKind::Blocked).then_some(BlockedReason::ExecutionDenied),
-        error_code: None,
-        redacted: true,
-        policy_decision: Some(StoredPolicyDecision::Prompt),
-        policy_rule: Some("ask-kubectl".into()),
         body: RecordBody {
             arguments: (kind == StoredKind::Blocked)
                 .then(|| Arc::new(serde_json::json!({"command": "rm -rf /"}))),

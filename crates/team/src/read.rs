@@ -200,7 +200,7 @@ impl TeamReader {
         let mut calls = self.page_rows(filter, before, limit.max(1) + 1, true)?;
         let more = calls.len() > limit.max(1);
         calls.truncate(limit.max(1));
-        let next = more.then(|| calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id })).flatten();
+        let next = more.then(|| calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id })).flatten();
         Ok(CallPage { calls, next })
     }
 
@@ -213,7 +213,7 @@ impl TeamReader {
         limit: usize,
     ) -> Result<CallPage, TeamError> {
         let calls = self.page_rows(filter, after, limit.max(1), false)?;
-        let next = calls.last().map(|c| Cursor { at: c.at.0, id: c.record_id }).or(after);
+        let next = calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id }).or(after);
         Ok(CallPage { calls, next })
     }
 

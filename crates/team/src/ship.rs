@@ -12,7 +12,7 @@ use crate::schema::migrate;
 use crate::ship_sql::{HUB_SQL, SEARCH_SQL, insert_records_sql, upsert_side_sql};
 use crate::target::TeamDb;
 use portcullis_ledger::row::decided_columns;
-use portcullis_ledger::{RecordLink, RecordSink, SideRow, SideTable, StoredKind, StoredRecord};
+use portcullis_ledger::{CallHead, RecordLink, RecordSink, SideRow, SideTable, StoredKind, StoredRecord};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -140,29 +140,19 @@ async fn write(
     Ok(())
 }
 
-/// A record as the batch carries it: its filter columns, and itself whole.
+/// A record as the batch carries it: its filter columns (its head's under their own names, which are
+/// the columns'), and itself whole.
 #[derive(Serialize)]
 struct RecordRow<'a> {
     id: i64,
-    session_id: &'a str,
-    run_id: &'a str,
-    call_id: &'a str,
-    owner: &'a str,
-    tool: &'a str,
+    #[serde(flatten)]
+    head: &'a CallHead,
     kind: &'static str,
     status: Option<&'static str>,
-    at: i64,
-    started_at: Option<i64>,
-    duration_us: Option<i64>,
-    reason: Option<&'static str>,
-    error_code: Option<&'a str>,
     decided_by: &'static str,
     decided_rule: Option<&'a str>,
     decided_source: Option<&'a str>,
     decided_operator: Option<String>,
-    policy_decision: Option<&'static str>,
-    policy_rule: Option<&'a str>,
-    redacted: bool,
     record: &'a StoredRecord,
     /// Its link in the hub's chain (hex) and its canonical columns (a JSON array's text), when it has one.
     chain: Option<String>,
@@ -185,25 +175,13 @@ impl<'a> RecordRow<'a> {
         };
         RecordRow {
             id: record.id,
-            session_id: &record.session_id,
-            run_id: &record.run_id,
-            call_id: &record.call_id,
-            owner: &record.owner,
-            tool: &record.tool,
+            head: &record.head,
             kind: record.kind.as_str(),
             status: record.kind.is_terminal().then(|| record.kind.as_str()),
-            at: record.at.0,
-            started_at: record.started_at.map(|t| t.0),
-            duration_us: record.duration_us,
-            reason: record.reason.map(|r| r.as_str()),
-            error_code: record.error_code.as_deref(),
             decided_by,
             decided_rule,
             decided_source,
             decided_operator,
-            policy_decision: record.policy_decision.map(|d| d.as_str()),
-            policy_rule: record.policy_rule.as_deref(),
-            redacted: record.redacted,
             record,
             chain: link.map(|l| portcullis_harness::receipt::hex(&l.link)),
             chain_columns: link.map(|l| l.columns.as_str()),
@@ -234,7 +212,7 @@ impl OpenCalls {
         let mut rows = Vec::with_capacity(records.len());
         for (i, record) in records.iter().enumerate() {
             let mut row = RecordRow::of(record, links.get(i).and_then(Option::as_ref));
-            let key = || (record.session_id.clone(), record.call_id.clone());
+            let key = || (record.head.session_id.clone(), record.head.call_id.clone());
             match record.kind {
                 StoredKind::Started => {
                     if self.0.len() >= OPEN_CALLS {
@@ -265,7 +243,7 @@ impl OpenCalls {
 
 /// What full-text search finds a call by: its tool, arguments, output text and error.
 fn search_text(record: &StoredRecord, arguments: &str) -> String {
-    let mut text = format!("{} {arguments}", record.tool);
+    let mut text = format!("{} {arguments}", record.head.tool);
     if let Some(output) = &record.body.output {
         for block in &output.content {
             if let portcullis_harness::Content::Text { text: t } = block {

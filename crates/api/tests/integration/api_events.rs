@@ -72,7 +72,7 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
             FeedEvent::ApprovalSettled { outcome, operator, .. } => {
                 format!("settled {outcome} by {}", operator.as_deref().unwrap_or("-"))
             }
-            FeedEvent::Call { stage, row, .. } => format!("{} {stage}", row.call_id),
+            FeedEvent::Call { stage, row, .. } => format!("{} {stage}", row.head.call_id),
             other => format!("{other:?}"),
         })
         .collect();
@@ -86,7 +86,7 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
         items.iter().map(|i| &i.event).filter(|e| matches!(e, FeedEvent::Call { .. })).collect();
     let FeedEvent::Call { steps, action, row, at: started_at, .. } = calls[0] else { unreachable!() };
     // The call's listing, as the ledger lists it: who, what, and that it runs.
-    assert_eq!((row.owner.as_str(), row.tool.as_str()), ("t", "shell"));
+    assert_eq!((row.head.owner.as_str(), row.head.tool.as_str()), ("t", "shell"));
     assert_eq!((row.status.as_str(), row.summary.as_deref()), ("running", Some("echo fed")));
     assert_eq!(row.decided_by, "operator", "{row:?}");
     assert_eq!(action.as_deref(), Some("echo fed"));
@@ -137,7 +137,7 @@ async fn each_call_event_says_which_stage_decided_and_who() {
     let mut steps_of = std::collections::BTreeMap::<String, Vec<portcullis_api::types::CallStep>>::new();
     while steps_of.get("c2").is_none_or(Vec::is_empty) {
         if let FeedEvent::Call { row, steps, .. } = next(&mut feed).await.event {
-            steps_of.entry(row.call_id).or_default().extend(steps);
+            steps_of.entry(row.head.call_id).or_default().extend(steps);
         }
     }
     let c1 = &steps_of["c1"];
@@ -203,7 +203,7 @@ async fn a_feed_follows_only_the_sources_it_names() {
         hub.call("s1", "c1", "shell", json!({"command": "echo fed"}), "t", CancellationToken::new()).await;
     assert!(result.is_finished(), "{result:?}");
     let first = next(&mut only_calls).await;
-    assert!(matches!(&first.event, FeedEvent::Call { row, .. } if row.call_id == "c1"), "{first:?}");
+    assert!(matches!(&first.event, FeedEvent::Call { row, .. } if row.head.call_id == "c1"), "{first:?}");
     assert_eq!(first.seq, 1);
     // Nothing about the call reaches the other feed (the hub's own events may).
     let quiet = tokio::time::timeout(Duration::from_millis(300), async {

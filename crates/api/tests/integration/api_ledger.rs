@@ -53,21 +53,21 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     assert_eq!(total, 6);
     let first = view.calls(&CallFilter::default(), None, 4).unwrap();
     assert_eq!(first.calls.len(), 4);
-    assert_eq!(first.calls[0].call_id, "c9", "newest first");
+    assert_eq!(first.calls[0].head.call_id, "c9", "newest first");
     let rest = view.calls(&CallFilter::default(), first.next, 4).unwrap();
     assert_eq!(rest.calls.len(), 2);
     assert!(rest.next.is_none());
 
     let blocked = CallFilter { statuses: vec![CallStatus::Blocked], ..CallFilter::default() };
     let page = view.calls(&blocked, None, 10).unwrap();
-    assert_eq!(page.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c9"]);
+    assert_eq!(page.calls.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c9"]);
     assert_eq!(page.calls[0].decided_rule.as_deref(), Some("no-rm"));
 
     // One word (a search for `zebra-3` would be `zebra` and `3`, and `3` is also in some outputs'
     // durations).
     let search = CallFilter { search: Some("zebra3q".into()), ..CallFilter::default() };
     let found = view.calls(&search, None, 10).unwrap();
-    assert_eq!(found.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c3"]);
+    assert_eq!(found.calls.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c3"]);
     // The snippet: the text the search found, its words marked (in the arguments and in the output).
     let snippet = found.calls[0].snippet.clone().unwrap();
     let text: String = snippet.parts.iter().map(|p| p.text.as_str()).collect();
@@ -84,12 +84,14 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     // A listing row is the projection of the record it stands for (policy decisions, rules and all).
     let browsed = BrowsedLedger::open(&dir.join("ledger.db")).unwrap();
     for row in first.calls.iter().chain(&rest.calls) {
-        let [detail] = &browsed.details(&row.call_id, Some(&row.session_id)).unwrap()[..] else { panic!() };
+        let [detail] = &browsed.details(&row.head.call_id, Some(&row.head.session_id)).unwrap()[..] else {
+            panic!()
+        };
         let records: Vec<_> = detail.records.iter().map(|step| step.record.clone()).collect();
         let record = records.iter().find(|r| r.id == row.record_id).unwrap();
         assert_eq!(&portcullis_api::ledger::CallRow::of_call(&records, record.id).unwrap(), row);
         // The detail lists the call as the listing does.
-        assert_eq!(detail.call.call_id, row.call_id);
+        assert_eq!(detail.call.head.call_id, row.head.call_id);
     }
 
     // By what the policy said, and by agent (the calls' owner).

@@ -55,7 +55,7 @@ async fn a_ledger_a_hub_wrote_is_browsed_detailed_faceted_and_exported() {
 
     // Pages both ways, by key; the newest-first page's first call is where the tail starts.
     let newest = ledger.page(&all, CallOrder::NewestFirst, None, 2).unwrap();
-    assert_eq!(newest.calls.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c4", "c3"]);
+    assert_eq!(newest.calls.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c4", "c3"]);
     let older = ledger.page(&all, CallOrder::NewestFirst, newest.next, 10).unwrap();
     assert_eq!(older.calls.len(), 3);
     let oldest = ledger.page(&all, CallOrder::OldestFirst, None, 10).unwrap();
@@ -71,7 +71,7 @@ async fn a_ledger_a_hub_wrote_is_browsed_detailed_faceted_and_exported() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert_eq!(tail.iter().map(|c| c.call_id.as_str()).collect::<Vec<_>>(), ["c5"], "the tail");
+    assert_eq!(tail.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c5"], "the tail");
     assert_eq!(tail[0].summary.as_deref(), Some("echo later"), "the summary comes from the started record");
 
     // One call in full: its secret is redacted everywhere, its decider and timings are there.
@@ -79,8 +79,8 @@ async fn a_ledger_a_hub_wrote_is_browsed_detailed_faceted_and_exported() {
     let text = serde_json::to_string(&detail).unwrap();
     assert!(!text.contains(TOKEN) && !text.contains(&TOKEN[4..20]), "{text}");
     assert!(detail.arguments.as_ref().unwrap()["command"].as_str().unwrap().contains("[REDACTED]"));
-    assert!(detail.call.redacted);
-    assert_eq!(detail.timings.run_us, detail.call.duration_us);
+    assert!(detail.call.head.redacted);
+    assert_eq!(detail.timings.run_us, detail.call.head.duration_us);
     assert!(detail.records.len() >= 2, "started and finished");
     let blocked = ledger.call("c4", "s2").unwrap();
     assert_eq!(blocked.decider.kind.as_str(), "rule");
@@ -103,7 +103,7 @@ async fn a_ledger_a_hub_wrote_is_browsed_detailed_faceted_and_exported() {
     // A session's timeline: its calls only, on lanes.
     let timeline = ledger.session_timeline("s1").unwrap();
     assert_eq!(timeline.calls.len(), 5);
-    assert!(timeline.calls.iter().all(|c| c.call.session_id == "s1"));
+    assert!(timeline.calls.iter().all(|c| c.call.head.session_id == "s1"));
     assert!(timeline.lanes >= 1);
     assert_eq!(ledger.session_timeline("no-such").unwrap_err().code, ErrorCode::BadArgument);
 

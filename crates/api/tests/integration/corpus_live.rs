@@ -45,7 +45,7 @@ async fn live(hub: &Hub, api: &OperatorApi, id: &str, tool: &str, arguments: Val
                 };
                 api.answer_approval(approval.id, &deny, &operator).unwrap();
             }
-            Some(FeedEvent::Call { row, stage, .. }) if row.call_id == id => {
+            Some(FeedEvent::Call { row, stage, .. }) if row.head.call_id == id => {
                 if stage == "tool_execution_started" {
                     started = true;
                     cancel.cancel();

@@ -180,9 +180,10 @@ async fn thirty_two_agents_make_sixteen_thousand_calls_and_the_ledger_holds_each
         after = last.id;
         for record in page {
             records += 1;
-            assert_eq!(record.tool, "read", "{record:?}");
-            let client = client_of_session[&record.session_id];
-            let seen = calls.entry((record.session_id.clone(), record.call_id.clone())).or_default();
+            assert_eq!(record.head.tool, "read", "{record:?}");
+            let client = client_of_session[&record.head.session_id];
+            let seen =
+                calls.entry((record.head.session_id.clone(), record.head.call_id.clone())).or_default();
             match record.kind {
                 StoredKind::Started => {
                     seen.started += 1;

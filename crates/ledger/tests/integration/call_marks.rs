@@ -42,7 +42,7 @@ fn confined(
 
 fn ids(reader: &LedgerReader, filter: &CallFilter) -> Vec<String> {
     let mut ids: Vec<String> =
-        reader.calls(filter, None, 100).unwrap().calls.into_iter().map(|c| c.call_id).collect();
+        reader.calls(filter, None, 100).unwrap().calls.into_iter().map(|c| c.head.call_id).collect();
     ids.sort();
     ids
 }
@@ -83,7 +83,7 @@ async fn calls_are_marked_filtered_listed_as_projected_and_verified() {
     assert_eq!(reader.count(&CallFilter { changes: vec![Held], ..CallFilter::default() }).unwrap(), 1);
     // A listing reads the columns; `CallRow::of` reads the body: the same row.
     for row in reader.calls(&CallFilter::default(), None, 100).unwrap().calls {
-        let timeline = reader.timeline(&row.call_id, Some(&row.session_id)).unwrap();
+        let timeline = reader.timeline(&row.head.call_id, Some(&row.head.session_id)).unwrap();
         assert_eq!(CallRow::of_call(&timeline.records, row.record_id).as_ref(), Some(&row));
     }
     let held = reader.calls(&CallFilter { changes: vec![Held], ..CallFilter::default() }, None, 1).unwrap();

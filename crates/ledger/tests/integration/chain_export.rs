@@ -101,7 +101,7 @@ async fn the_tail_hands_each_record_its_link_the_columns_it_hashes_and_the_check
         let mut bytes = Vec::new();
         canonical_from_json(&columns, &mut bytes).unwrap();
         assert_eq!(chain::link(&previous, &bytes), link.link, "record {}", record.id);
-        assert_eq!(columns[6], record.tool.as_str());
+        assert_eq!(columns[6], record.head.tool.as_str());
         previous = link.link;
         links.insert(record.id, link.link);
     }

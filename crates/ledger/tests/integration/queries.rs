@@ -43,7 +43,7 @@ async fn fixture(path: &std::path::Path) {
 }
 
 fn ids(reader: &LedgerReader, filter: &CallFilter) -> Vec<String> {
-    reader.calls(filter, None, 1000).unwrap().calls.into_iter().map(|c| c.call_id).collect()
+    reader.calls(filter, None, 1000).unwrap().calls.into_iter().map(|c| c.head.call_id).collect()
 }
 
 fn expected(pred: impl Fn(i64) -> bool) -> Vec<String> {
@@ -172,7 +172,7 @@ async fn pages_walk_every_call_once() {
         loop {
             let page = reader.calls(&filter, cursor, 7).unwrap();
             assert!(page.calls.len() <= 7);
-            seen.extend(page.calls.iter().map(|c| c.call_id.clone()));
+            seen.extend(page.calls.iter().map(|c| c.head.call_id.clone()));
             match page.next {
                 Some(next) => cursor = Some(next),
                 None => break,
@@ -231,7 +231,7 @@ async fn paging_is_stable_while_another_writer_appends() {
     let mut cursor = None;
     loop {
         let page = reader.calls(&CallFilter::default(), cursor, 9).unwrap();
-        seen.extend(page.calls.iter().map(|c| c.call_id.clone()));
+        seen.extend(page.calls.iter().map(|c| c.head.call_id.clone()));
         tokio::task::yield_now().await;
         match page.next {
             Some(next) => cursor = Some(next),
@@ -265,7 +265,7 @@ async fn a_timeline_holds_every_record_in_order() {
     ledger.close().await.unwrap();
     let reader = LedgerReader::open(&path).unwrap();
     let kinds = |t: Vec<StoredRecord>| {
-        t.into_iter().map(|r| (r.session_id, r.kind.as_str().to_owned())).collect::<Vec<_>>()
+        t.into_iter().map(|r| (r.head.session_id, r.kind.as_str().to_owned())).collect::<Vec<_>>()
     };
     assert_eq!(
         kinds(reader.timeline("same", Some("a")).unwrap().records),
@@ -389,13 +389,13 @@ async fn a_listing_row_is_the_projection_of_its_record() {
     let page = reader.calls(&all, None, 1000).unwrap();
     assert_eq!(page.calls.len(), 41);
     for row in &page.calls {
-        let timeline = reader.timeline(&row.call_id, Some(&row.session_id)).unwrap();
+        let timeline = reader.timeline(&row.head.call_id, Some(&row.head.session_id)).unwrap();
         let record: &StoredRecord = timeline.records.iter().find(|r| r.id == row.record_id).unwrap();
         assert_eq!(
             &portcullis_ledger::CallRow::of_call(&timeline.records, record.id).unwrap(),
             row,
             "{}",
-            row.call_id
+            row.head.call_id
         );
     }
 }

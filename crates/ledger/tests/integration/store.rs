@@ -97,7 +97,7 @@ async fn an_older_ledger_is_migrated_and_its_records_become_searchable() {
     let filter = CallFilter { search: Some("zebracorn".into()), ..CallFilter::default() };
     let page = reader.calls(&filter, None, 10).unwrap();
     assert_eq!(page.calls.len(), 1);
-    assert_eq!(page.calls[0].call_id, "old-1");
+    assert_eq!(page.calls[0].head.call_id, "old-1");
 }
 
 #[tokio::test]
@@ -247,34 +247,37 @@ async fn every_record_kind_round_trips_through_the_harness() {
     assert_eq!(stored.len(), expected.len());
     for (s, m) in stored.iter().zip(expected.iter()) {
         assert_eq!(s.kind, StoredKind::from(m.kind));
-        assert_eq!((s.session_id.as_str(), s.run_id.as_str(), s.owner.as_str()), ("s1", "r1", "agent"));
-        assert_eq!(s.call_id, &*m.call.call_id);
-        assert_eq!(s.tool, &*m.tool_name);
-        assert_eq!(s.at, m.at);
-        assert_eq!(s.started_at, m.started_at);
+        assert_eq!(
+            (s.head.session_id.as_str(), s.head.run_id.as_str(), s.head.owner.as_str()),
+            ("s1", "r1", "agent")
+        );
+        assert_eq!(s.head.call_id, &*m.call.call_id);
+        assert_eq!(s.head.tool, &*m.tool_name);
+        assert_eq!(s.head.at, m.at);
+        assert_eq!(s.head.started_at, m.started_at);
         assert_eq!(s.body.arguments, m.arguments);
         assert_eq!(s.body.action, m.action);
         assert_eq!(s.body.progress, m.progress);
         assert_eq!(s.body.output, m.output);
         assert_eq!(s.body.error, m.error);
-        assert_eq!(s.reason, m.blocked_reason);
-        assert_eq!(s.error_code, m.error.as_ref().map(|e| e.code.clone()));
+        assert_eq!(s.head.reason, m.blocked_reason);
+        assert_eq!(s.head.error_code, m.error.as_ref().map(|e| e.code.clone()));
         assert_eq!(s.body.decided_by, m.decided_by);
         assert_eq!(s.body.matched_rules, m.matched_rules);
-        assert_eq!(s.redacted, m.redacted);
+        assert_eq!(s.head.redacted, m.redacted);
     }
     let kinds: Vec<StoredKind> =
         reader.timeline("prog", None).unwrap().records.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [StoredKind::Started, StoredKind::Progress, StoredKind::Finished]);
     let fail = reader.timeline("fail", None).unwrap().records;
-    assert_eq!(fail[1].duration_us, Some(fail[1].at.0 - fail[0].at.0));
-    assert!(fail[1].redacted);
+    assert_eq!(fail[1].head.duration_us, Some(fail[1].head.at.0 - fail[0].head.at.0));
+    assert!(fail[1].head.redacted);
 
     // What decided each call is queryable.
     let by = |kind: &str| {
         let f = CallFilter { decided_by: vec![kind.parse().unwrap()], ..CallFilter::default() };
         let mut ids: Vec<String> =
-            reader.calls(&f, None, 100).unwrap().calls.into_iter().map(|c| c.call_id).collect();
+            reader.calls(&f, None, 100).unwrap().calls.into_iter().map(|c| c.head.call_id).collect();
         ids.sort();
         ids
     };
@@ -290,7 +293,7 @@ async fn every_record_kind_round_trips_through_the_harness() {
     let ok = reader
         .calls(&CallFilter { tools: vec!["probe".into()], ..CallFilter::default() }, None, 100)
         .unwrap();
-    let row = ok.calls.iter().find(|c| c.call_id == "ok").unwrap();
+    let row = ok.calls.iter().find(|c| c.head.call_id == "ok").unwrap();
     assert_eq!(row.decided_operator.as_deref(), Some("ana: approved_for_session"));
 }
 
@@ -415,7 +418,7 @@ async fn a_failed_commit_surfaces_keeps_its_rows_and_recovers() {
     }
     assert!(flushed);
     let reader = LedgerReader::open(&path).unwrap();
-    let ids: Vec<String> = reader.records(0, 100).unwrap().into_iter().map(|r| r.call_id).collect();
+    let ids: Vec<String> = reader.records(0, 100).unwrap().into_iter().map(|r| r.head.call_id).collect();
     assert_eq!(ids, ["ok-before", "boom", "ok-before"], "nothing lost, nothing reordered");
     ledger.close().await.unwrap();
 }
@@ -435,9 +438,9 @@ async fn calls_still_running_at_close_are_interrupted() {
         [StoredKind::Started, StoredKind::Interrupted]
     );
     let interrupted = &timeline[1];
-    assert_eq!(interrupted.error_code.as_deref(), Some("interrupted"));
+    assert_eq!(interrupted.head.error_code.as_deref(), Some("interrupted"));
     assert_eq!(interrupted.body.decided_by, rule("r"));
-    assert_eq!(interrupted.started_at, Some(Timestamp(3)));
+    assert_eq!(interrupted.head.started_at, Some(Timestamp(3)));
     assert_eq!(reader.timeline("done", None).unwrap().records.len(), 2);
     let report = reader.check().unwrap();
     assert_eq!((report.open_calls, report.unclosed_writers), (0, 0));
@@ -447,7 +450,7 @@ async fn calls_still_running_at_close_are_interrupted() {
         search: Some("open shell".into()),
         ..CallFilter::default()
     };
-    assert_eq!(reader.calls(&f, None, 10).unwrap().calls[0].call_id, "open");
+    assert_eq!(reader.calls(&f, None, 10).unwrap().calls[0].head.call_id, "open");
 }
 
 #[tokio::test]
@@ -533,15 +536,15 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
 
     let reader = LedgerReader::open(&path).unwrap();
     let calls = reader.calls(&CallFilter::default(), None, 10).unwrap().calls;
-    let by_id = |id: &str| calls.iter().find(|c| c.call_id == id).unwrap().clone();
-    assert_eq!(by_id("asked").policy_decision, Some(StoredPolicyDecision::Prompt));
-    assert_eq!(by_id("asked").policy_rule.as_deref(), Some("ask-deploy"));
+    let by_id = |id: &str| calls.iter().find(|c| c.head.call_id == id).unwrap().clone();
+    assert_eq!(by_id("asked").head.policy_decision, Some(StoredPolicyDecision::Prompt));
+    assert_eq!(by_id("asked").head.policy_rule.as_deref(), Some("ask-deploy"));
     assert_eq!(by_id("asked").decided_by, "approval_timeout");
     assert_eq!(by_id("open").status, portcullis_ledger::CallStatus::Interrupted);
-    assert_eq!(by_id("open").policy_decision, Some(StoredPolicyDecision::Allow));
-    assert_eq!((by_id("old").policy_decision, by_id("old").policy_rule), (None, None));
+    assert_eq!(by_id("open").head.policy_decision, Some(StoredPolicyDecision::Allow));
+    assert_eq!((by_id("old").head.policy_decision, by_id("old").head.policy_rule), (None, None));
     for record in reader.timeline("asked", None).unwrap().records {
-        assert_eq!(record.policy_decision, Some(StoredPolicyDecision::Prompt), "{record:?}");
+        assert_eq!(record.head.policy_decision, Some(StoredPolicyDecision::Prompt), "{record:?}");
     }
 }
 

@@ -52,7 +52,7 @@ fn records() -> Vec<StoredRecord> {
 fn ids(reader: &TeamReader, changes: &[ChangeOutcome], contained: Option<bool>) -> Vec<String> {
     let filter = CallFilter { changes: changes.to_vec(), contained, ..CallFilter::default() };
     let mut ids: Vec<String> =
-        reader.calls(&filter, None, 100).unwrap().calls.into_iter().map(|c| c.call_id).collect();
+        reader.calls(&filter, None, 100).unwrap().calls.into_iter().map(|c| c.head.call_id).collect();
     ids.sort();
     assert_eq!(reader.count(&filter).unwrap(), ids.len() as u64, "{filter:?}");
     ids

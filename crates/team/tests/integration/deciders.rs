@@ -37,7 +37,7 @@ async fn a_filter_on_each_decider_kind_finds_the_call_it_decided() {
         let reader = TeamReader::open(&db).unwrap();
         let ids = |kinds: Vec<DeciderKind>| -> Vec<String> {
             let filter = CallFilter { decided_by: kinds, ..CallFilter::default() };
-            reader.calls(&filter, None, 100).unwrap().calls.into_iter().map(|c| c.call_id).collect()
+            reader.calls(&filter, None, 100).unwrap().calls.into_iter().map(|c| c.head.call_id).collect()
         };
         for kind in DeciderKind::ALL {
             assert_eq!(ids(vec![kind]), [kind.as_str()], "{kind}");
