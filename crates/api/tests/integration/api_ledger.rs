@@ -97,7 +97,7 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     // By what the policy said, and by agent (the calls' owner).
     let query = |q: portcullis_api::call_query::CallQuery| {
         let filter = q.filter(portcullis_api::types::Timestamp::now()).unwrap();
-        view.calls(&filter, None, 10).unwrap().calls.into_iter().map(|c| c.call_id).collect::<Vec<_>>()
+        view.calls(&filter, None, 10).unwrap().calls.into_iter().map(|c| c.head.call_id).collect::<Vec<_>>()
     };
     use portcullis_api::call_query::CallQuery;
     assert_eq!(

@@ -59,8 +59,9 @@ async fn a_ledger_a_hub_wrote_is_browsed_detailed_faceted_and_exported() {
     let older = ledger.page(&all, CallOrder::NewestFirst, newest.next, 10).unwrap();
     assert_eq!(older.calls.len(), 3);
     let oldest = ledger.page(&all, CallOrder::OldestFirst, None, 10).unwrap();
-    assert_eq!(oldest.calls.first().unwrap().call_id, "c0");
-    let top = newest.calls.first().map(|c| portcullis_api::ledger::Cursor { at: c.at.0, id: c.record_id });
+    assert_eq!(oldest.calls.first().unwrap().head.call_id, "c0");
+    let top =
+        newest.calls.first().map(|c| portcullis_api::ledger::Cursor { at: c.head.at.0, id: c.record_id });
     assert!(ledger.page(&all, CallOrder::OldestFirst, top, 10).unwrap().calls.is_empty());
     assert!(call("s1", "c5", "echo later".into()).await.is_finished());
     let mut tail = Vec::new();
