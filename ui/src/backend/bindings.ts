@@ -531,6 +531,28 @@ export type CallFilter = {
 	contained?: boolean | null,
 };
 
+/**  Who made a call, where, which tool, when, and how it was judged: what every shape of a call carries. */
+export type CallHead = {
+	session_id: string,
+	run_id: string,
+	call_id: string,
+	owner: string,
+	tool: string,
+	at: Timestamp,
+	started_at?: Timestamp | null,
+	duration_us?: number | null,
+	reason?: BlockedReason | null,
+	error_code?: string | null,
+	redacted: boolean,
+	/**
+	 *  What the execution policy said before any approval: allow, prompt or forbidden (absent when the
+	 *  call was refused before the policy stage, or recorded before the ledger kept it).
+	 */
+	policy_decision?: StoredPolicyDecision | null,
+	/**  The rule that gave the policy's decision, when a rule did. */
+	policy_rule?: string | null,
+};
+
 /**  Which way a page of calls runs. */
 export type CallOrder = "newest_first" | "oldest_first";
 
@@ -552,29 +574,11 @@ export type CallPage = {
 export type CallRow = {
 	/**  The id of the record this row stands for (terminal, or `started` for running calls). */
 	record_id: number,
-	session_id: string,
-	run_id: string,
-	call_id: string,
-	owner: string,
-	tool: string,
 	status: CallStatus,
-	at: Timestamp,
-	started_at?: Timestamp | null,
-	duration_us?: number | null,
-	reason?: string | null,
-	error_code?: string | null,
 	decided_by: string,
 	decided_rule?: string | null,
 	decided_source?: string | null,
 	decided_operator?: string | null,
-	redacted: boolean,
-	/**
-	 *  What the execution policy said before any approval: allow, prompt or forbidden (absent when the
-	 *  call was refused before the policy stage, or recorded before the ledger kept it).
-	 */
-	policy_decision?: StoredPolicyDecision | null,
-	/**  The rule that gave the policy's decision, when a rule did. */
-	policy_rule?: string | null,
 	/**  What the call does in one line: its command, path, URL… ([`argument_summary`]). */
 	summary?: string | null,
 	/**  With a full-text search: the text around the first word found, the words marked. */
@@ -588,7 +592,7 @@ export type CallRow = {
 	changes?: ChangeOutcome | null,
 	/**  It ran contained (its `policy_decision` is then `allow`). */
 	contained?: boolean,
-};
+} & CallHead;
 
 /**  A call's status in listings: its terminal record's kind, or `running`. */
 export type CallStatus = "finished" | "error" | "blocked" | "interrupted" | 
@@ -2125,29 +2129,11 @@ export type StoredPolicyDecision = "allow" |
 /**  The operator was to be asked (whatever became of the call: answered, timed out, withdrawn). */
 "prompt" | "forbidden";
 
-/**  One stored record. */
+/**  One stored record: its id and kind, its call's head, and its body. */
 export type StoredRecord = {
 	id: number,
-	session_id: string,
-	run_id: string,
-	call_id: string,
-	owner: string,
-	tool: string,
 	kind: StoredKind,
-	at: Timestamp,
-	started_at?: Timestamp | null,
-	duration_us?: number | null,
-	reason?: BlockedReason | null,
-	error_code?: string | null,
-	redacted: boolean,
-	/**
-	 *  What the execution policy said before any approval (NULL: refused before the policy stage, or
-	 *  written before the ledger kept it).
-	 */
-	policy_decision?: StoredPolicyDecision | null,
-	/**  The rule that gave the policy's decision, when a rule did. */
-	policy_rule?: string | null,
-} & RecordBody;
+} & CallHead & RecordBody;
 
 /**  One test case's result. */
 export type TestOutcome = {
