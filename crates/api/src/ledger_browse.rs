@@ -471,23 +471,11 @@ mod tests {
     use portcullis_ledger::{CallHead, CallStatus};
 
     fn row(id: i64, started: Option<i64>, at: i64) -> CallRow {
-        CallRow {
-            record_id: id,
-            head: CallHead {
-                started_at: started.map(Timestamp),
-                ..CallHead::new("s", "r", format!("c{id}"), "agent", "shell", Timestamp(at))
-            },
-            status: CallStatus::Finished,
-            decided_by: "rule".into(),
-            decided_rule: None,
-            decided_source: None,
-            decided_operator: None,
-            summary: None,
-            snippet: None,
-            origin: None,
-            changes: None,
-            contained: false,
-        }
+        let head = CallHead {
+            started_at: started.map(Timestamp),
+            ..CallHead::new("s", "r", format!("c{id}"), "agent", "shell", Timestamp(at))
+        };
+        CallRow::new(id, head, CallStatus::Finished, "rule")
     }
 
     #[test]

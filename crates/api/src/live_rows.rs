@@ -40,28 +40,16 @@ impl LiveRows {
 }
 
 fn first_row(event: &ToolEvent) -> CallRow {
-    CallRow {
-        // Not recorded yet as far as the feed knows: the ledger gives the id.
-        record_id: 0,
-        head: CallHead::new(
-            &*event.call.session_id,
-            &*event.call.run_id,
-            &*event.call.call_id,
-            &*event.call.owner,
-            &*event.tool_name,
-            event.at,
-        ),
-        status: CallStatus::Running,
-        decided_by: "default".into(),
-        decided_rule: None,
-        decided_source: None,
-        decided_operator: None,
-        summary: None,
-        snippet: None,
-        origin: None,
-        changes: None,
-        contained: false,
-    }
+    let head = CallHead::new(
+        &*event.call.session_id,
+        &*event.call.run_id,
+        &*event.call.call_id,
+        &*event.call.owner,
+        &*event.tool_name,
+        event.at,
+    );
+    // Not recorded yet as far as the feed knows: the ledger gives the id.
+    CallRow::new(0, head, CallStatus::Running, "default")
 }
 
 fn decided(row: &mut CallRow, by: &DecidedBy) {

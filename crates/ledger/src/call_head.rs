@@ -206,20 +206,7 @@ mod tests {
             &full,
             r#"{"record_id":7,"session_id":"s1","run_id":"run1","call_id":"c1","owner":"agent","tool":"shell","status":"blocked","at":2000,"started_at":1000,"duration_us":1000,"reason":"tool_denied","error_code":"tool_denied","decided_by":"rule","decided_rule":"r1","decided_source":"p.toml","decided_operator":"alice: approved","redacted":true,"policy_decision":"forbidden","policy_rule":"r1","summary":"ls","snippet":{"parts":[{"text":"ls","hit":true}],"cut_before":false,"cut_after":true},"origin":{"ledger_id":"L","host":"h","user":"u"},"changes":"held","contained":true}"#,
         );
-        let bare = CallRow {
-            record_id: 8,
-            head: bare_head(),
-            status: CallStatus::Running,
-            decided_by: "default".into(),
-            decided_rule: None,
-            decided_source: None,
-            decided_operator: None,
-            summary: None,
-            snippet: None,
-            origin: None,
-            changes: None,
-            contained: false,
-        };
+        let bare = CallRow::new(8, bare_head(), CallStatus::Running, "default");
         same_as_before(
             &bare,
             r#"{"record_id":8,"session_id":"s1","run_id":"run1","call_id":"c2","owner":"agent","tool":"read","status":"running","at":3000,"decided_by":"default","redacted":false}"#,

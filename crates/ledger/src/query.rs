@@ -207,6 +207,25 @@ pub struct CallRow {
 }
 
 impl CallRow {
+    /// A row of a call with its head, status and decider only: no rule, source or operator of the
+    /// decider, no summary, snippet, origin or marks.
+    pub fn new(record_id: i64, head: CallHead, status: CallStatus, decided_by: impl Into<String>) -> CallRow {
+        CallRow {
+            record_id,
+            head,
+            status,
+            decided_by: decided_by.into(),
+            decided_rule: None,
+            decided_source: None,
+            decided_operator: None,
+            summary: None,
+            snippet: None,
+            origin: None,
+            changes: None,
+            contained: false,
+        }
+    }
+
     /// The listing row a record stands for: its terminal record (or `started`, for a running call),
     /// projected. A listing reads the same values from the record's columns without its body; a test
     /// holds the two equal.
