@@ -72,19 +72,14 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         }
         let mut table = Table::new(&headers).right(headers.len() - 1);
         for call in &page.calls {
+            let reason = call.head.reason.map(|r| r.as_str()).or(call.head.error_code.as_deref());
             let mut row = vec![
                 format_time(call.head.at),
                 call.head.session_id.clone(),
                 call.head.call_id.clone(),
                 call.head.tool.clone(),
                 call.status.as_str().to_owned(),
-                (call
-                    .head
-                    .reason
-                    .map(|r| r.as_str())
-                    .or(call.head.error_code.as_deref())
-                    .unwrap_or("-")
-                    .to_owned()),
+                reason.unwrap_or("-").to_owned(),
                 call_policy_label(call),
                 call_decided(call),
                 changes_label(call),
