@@ -316,6 +316,19 @@ impl From<portcullis_team::TeamError> for ApiError {
     }
 }
 
+impl From<portcullis_ledger::ReadError> for ApiError {
+    fn from(e: portcullis_ledger::ReadError) -> Self {
+        match e {
+            portcullis_ledger::ReadError::File(e) => e.into(),
+            other => {
+                let code = serde_json::from_value(Value::String(other.code().to_owned()))
+                    .unwrap_or(ErrorCode::BackendFailed);
+                ApiError::new(code, other.to_string(), Value::Null)
+            }
+        }
+    }
+}
+
 impl From<portcullis_ledger::LedgerStoreError> for ApiError {
     fn from(e: portcullis_ledger::LedgerStoreError) -> Self {
         ApiError::new(ErrorCode::of_ledger(&e), e.to_string(), Value::Null)

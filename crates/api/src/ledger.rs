@@ -142,7 +142,7 @@ impl LedgerView {
         call_id: &str,
         session: Option<&str>,
     ) -> Result<(CallTimeline, Option<CallOrigin>), ApiError> {
-        self.reader.timeline(call_id, session)
+        Ok(self.reader.timeline(call_id, session)?)
     }
 
     /// One page of the calls matching `filter`, newest first, after `before` (the previous page's
@@ -153,18 +153,18 @@ impl LedgerView {
         before: Option<Cursor>,
         limit: usize,
     ) -> Result<CallPage, ApiError> {
-        self.reader.calls(filter, before, limit.clamp(1, MAX_PAGE))
+        Ok(self.reader.calls(filter, before, limit.clamp(1, MAX_PAGE))?)
     }
 
     /// How many calls match `filter`.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        self.reader.count(filter)
+        Ok(self.reader.count(filter)?)
     }
 
     /// Sessions with how each ended (open, closed, cut), newest first; on a team ledger, with where
     /// each ran.
     pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Result<Vec<SessionRow>, ApiError> {
-        self.reader.session_rows(filter, limit.clamp(1, MAX_PAGE))
+        Ok(self.reader.session_rows(filter, limit.clamp(1, MAX_PAGE))?)
     }
 
     /// Refused requests (counted per kind and minute), newest first.
@@ -179,7 +179,7 @@ impl LedgerView {
 
     /// Aggregates over the calls matching `filter`; `bucket_us` sets the histogram's width.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        self.reader.stats(filter, bucket_us)
+        Ok(self.reader.stats(filter, bucket_us)?)
     }
 
     /// Writes every record of the matching calls to `out`; `progress(done, total)` every 1,000 records.

@@ -171,7 +171,7 @@ impl BrowsedLedger {
 
     /// How many calls `filter` selects.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        lock(&self.aggregates).count(filter)
+        Ok(lock(&self.aggregates).count(filter)?)
     }
 
     /// One call as the detail view shows it.
@@ -217,7 +217,7 @@ impl BrowsedLedger {
 
     /// Aggregates over the calls `filter` selects.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        lock(&self.aggregates).stats(filter, bucket_us)
+        Ok(lock(&self.aggregates).stats(filter, bucket_us)?)
     }
 
     /// The counts beside each filter chip: for every dimension, the calls each of its values would
@@ -303,7 +303,7 @@ impl BrowsedLedger {
 
     /// How the approvals asked in the filter's time range (its tools, its session) went.
     pub fn approvals(&self, filter: &CallFilter) -> Result<ApprovalSummary, ApiError> {
-        lock(&self.audit).approval_summary(filter)
+        Ok(lock(&self.audit).approval_summary(filter)?)
     }
 
     /// The shell commands the selected calls prompted for (or were blocked for) most.
@@ -313,7 +313,7 @@ impl BrowsedLedger {
         outcome: CommandOutcome,
         limit: usize,
     ) -> Result<Vec<CommandCount>, ApiError> {
-        lock(&self.audit).top_commands(filter, outcome, limit.clamp(1, 100))
+        Ok(lock(&self.audit).top_commands(filter, outcome, limit.clamp(1, 100))?)
     }
 
     /// Sessions started in `[since, until)`, newest first.
@@ -324,7 +324,7 @@ impl BrowsedLedger {
         limit: usize,
     ) -> Result<Vec<SessionRow>, ApiError> {
         let filter = SessionFilter { id: None, since, until };
-        lock(&self.aggregates).session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))
+        Ok(lock(&self.aggregates).session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))?)
     }
 
     /// One session's calls over time, oldest first, each on a lane so that calls that overlap (run

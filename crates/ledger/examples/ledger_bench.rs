@@ -14,6 +14,7 @@ use portcullis_harness::{
     Grants, Ledger, RecordKind, RuleRef, RunContext, Timestamp, Tool, ToolCall, ToolCallRecord, ToolError,
     ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
+use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::{CallFilter, CallStatus, LedgerReader, SqliteLedger};
 use serde_json::{Value, json};
 use std::io::Write;

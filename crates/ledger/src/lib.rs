@@ -25,6 +25,7 @@ mod export_verify;
 mod indexer;
 mod journal;
 pub mod key;
+pub mod ledger_read;
 mod prepared;
 pub mod query;
 mod recovery;
@@ -60,6 +61,7 @@ pub use effects::{EffectChange, EffectMark, EffectMarkOutcome, EffectRow, Effect
 pub use error::LedgerStoreError;
 pub use export::ExportFormat;
 pub use key::{KeyError, LedgerKey, LedgerPublicKey};
+pub use ledger_read::{LedgerRead, ReadError};
 pub use query::{CallFilter, CallOrigin, CallPage, CallRow, CallStatus, CallTimeline, Cursor, LedgerReader};
 pub use refusals::{RefusalCounts, RefusalFilter, RefusalRow};
 pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};

@@ -485,45 +485,10 @@ impl LedgerReader {
         &self.path
     }
 
-    /// One page of calls matching the filter, newest first, starting after `before`.
-    pub fn calls(
-        &self,
-        filter: &CallFilter,
-        before: Option<Cursor>,
-        limit: usize,
-    ) -> Result<CallPage, LedgerStoreError> {
-        let limit = limit.clamp(1, MAX_PAGE);
-        // One row more than asked: whether there is a next page.
-        let mut calls = self.page_rows(filter, before, limit + 1, true)?;
-        let next = if calls.len() > limit {
-            calls.truncate(limit);
-            calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id })
-        } else {
-            None
-        };
-        self.add_snippets(filter, &mut calls)?;
-        Ok(CallPage { calls, next })
-    }
-
-    /// One page of calls matching the filter, OLDEST first, starting after `after` (the last call of
-    /// the previous page; `None`: from the first call). `next` is the cursor of the page's last call
-    /// even on the last page, so a live tail asks again from there for calls written since.
-    pub fn calls_oldest_first(
-        &self,
-        filter: &CallFilter,
-        after: Option<Cursor>,
-        limit: usize,
-    ) -> Result<CallPage, LedgerStoreError> {
-        let mut calls = self.page_rows(filter, after, limit.clamp(1, MAX_PAGE), false)?;
-        let next = calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id }).or(after);
-        self.add_snippets(filter, &mut calls)?;
-        Ok(CallPage { calls, next })
-    }
-
     /// Up to `rows` calls past `cursor` in the order asked. With a search, driven by the search index
     /// (records are appended in time order, so document order is call order) and the cursor compares
     /// ids; else by `(at, id)`.
-    fn page_rows(
+    pub(crate) fn page_rows(
         &self,
         filter: &CallFilter,
         cursor: Option<Cursor>,
@@ -573,7 +538,11 @@ impl LedgerReader {
     }
 
     /// With a search: each call's snippet, the words found marked.
-    fn add_snippets(&self, filter: &CallFilter, calls: &mut [CallRow]) -> Result<(), LedgerStoreError> {
+    pub(crate) fn add_snippets(
+        &self,
+        filter: &CallFilter,
+        calls: &mut [CallRow],
+    ) -> Result<(), LedgerStoreError> {
         if let Some(search) = &filter.search {
             for call in calls {
                 call.snippet = crate::snippet::snippet(&self.search_document(call)?, search);

@@ -5,6 +5,7 @@
 mod connect;
 pub mod error;
 pub mod identity;
+mod ledger_read;
 pub mod read;
 mod read_proof;
 mod read_rollups;

@@ -12,7 +12,7 @@ use portcullis_harness::Timestamp;
 use portcullis_ledger::export_proof::ExportedLink;
 use portcullis_ledger::query::argument_summary;
 use portcullis_ledger::{
-    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallOrigin, CallPage, CallRow, CallStatus,
+    ApprovalOutcome, ApprovalRecord, ApprovalSummary, CallFilter, CallOrigin, CallRow, CallStatus,
     CallTimeline, CommandCount, CommandOutcome, Cursor, SessionEnd, SessionFilter, SessionInfo, SessionRow,
     StoredRecord,
 };
@@ -190,34 +190,7 @@ impl TeamReader {
         row.try_get(0).map_err(|e| self.failed(&e))
     }
 
-    /// One page of the calls matching `filter`, newest first, after `before`.
-    pub fn calls(
-        &self,
-        filter: &CallFilter,
-        before: Option<Cursor>,
-        limit: usize,
-    ) -> Result<CallPage, TeamError> {
-        let mut calls = self.page_rows(filter, before, limit.max(1) + 1, true)?;
-        let more = calls.len() > limit.max(1);
-        calls.truncate(limit.max(1));
-        let next = more.then(|| calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id })).flatten();
-        Ok(CallPage { calls, next })
-    }
-
-    /// One page of the calls matching `filter`, oldest first, after `after` (the live tail's order);
-    /// `next` is the last call's cursor (or `after` when none came).
-    pub fn calls_oldest_first(
-        &self,
-        filter: &CallFilter,
-        after: Option<Cursor>,
-        limit: usize,
-    ) -> Result<CallPage, TeamError> {
-        let calls = self.page_rows(filter, after, limit.max(1), false)?;
-        let next = calls.last().map(|c| Cursor { at: c.head.at.0, id: c.record_id }).or(after);
-        Ok(CallPage { calls, next })
-    }
-
-    fn page_rows(
+    pub(crate) fn page_rows(
         &self,
         filter: &CallFilter,
         cursor: Option<Cursor>,

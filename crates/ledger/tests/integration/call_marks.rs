@@ -8,6 +8,7 @@ use crate::common::*;
 use portcullis_harness::{
     ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord, DecidedBy, Ledger, ToolOutput,
 };
+use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::schema::migrate;
 use portcullis_ledger::{
     BreakKind, CallFilter, CallRow, LedgerKey, LedgerOptions, LedgerReader, SqliteLedger, Verdict,

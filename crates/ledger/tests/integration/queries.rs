@@ -6,6 +6,7 @@
 
 use crate::common::*;
 use portcullis_harness::{BlockedReason, DecidedBy, DeciderKind, Ledger, Timestamp};
+use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::export::CSV_HEADER;
 use portcullis_ledger::{
     CallFilter, CallStatus, Cursor, ExportFormat, LedgerReader, SqliteLedger, StatsSource, StoredRecord,

@@ -13,6 +13,7 @@ use portcullis_harness::{
     OperatorOutcome, PolicyRequest, PolicyVerdict, Redactor, RunContext, Timestamp, Tool, ToolCall,
     ToolCallRecord, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
+use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::schema::{SCHEMA_VERSION, migrate};
 use portcullis_ledger::{
     ApprovalOutcome, ApprovalRecord, CallFilter, LedgerOptions, LedgerReader, LedgerStoreError, SessionInfo,

@@ -3,6 +3,7 @@
 //! filters, and given by the migration that added them to the records shipped before it.
 
 use portcullis_harness::ChangeOutcome;
+use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::{CallFilter, RecordSink, StoredRecord};
 use portcullis_team::{PostgresSink, TeamReader};
 use serde_json::{Value, json};

@@ -2,6 +2,7 @@
 //! file ledger (`portcullis-ledger`'s `queries.rs`): both take the one closed set of kinds.
 
 use portcullis_harness::DeciderKind;
+use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::{CallFilter, RecordSink, StoredRecord};
 use portcullis_team::TeamReader;
 use serde_json::json;
