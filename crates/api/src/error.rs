@@ -362,6 +362,23 @@ impl From<portcullis_hub::broker::BrokerError> for ApiError {
 mod tests {
     use super::*;
 
+    /// A team ledger's failure read through `LedgerRead` gets the code it gets directly.
+    #[test]
+    fn a_team_failure_read_through_the_trait_keeps_its_code() {
+        use portcullis_team::TeamError;
+        let url = || "postgres://team".to_owned();
+        for e in [
+            TeamError::BadUrl { url: url(), why: "x".into() },
+            TeamError::Connect { url: url(), why: "x".into() },
+            TeamError::NotATeamLedger { url: url() },
+            TeamError::BadFilter("x".into()),
+            TeamError::BadRow("x".into()),
+        ] {
+            let read = portcullis_ledger::ReadError::Other { code: e.code(), message: e.to_string() };
+            assert_eq!(ApiError::from(read).code, ApiError::from(e).code);
+        }
+    }
+
     /// Each code's stable name is what serde writes, and each has its HTTP status.
     #[test]
     fn codes_are_stable_and_serialize_as_named() {

@@ -29,9 +29,18 @@ enum Wrap {
     Accepted,
 }
 
-/// One alias: the route, the table command it calls, whether the body is the command's `answer`
-/// argument (else its whole arguments' object), and how its answer is wrapped.
+/// How an alias is requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Get,
+    Post,
+    Delete,
+}
+
+/// One alias: the route and its verb, the table command it calls, whether the body is the command's
+/// `answer` argument (else its whole arguments' object), and how its answer is wrapped.
 struct Alias {
+    verb: Verb,
     path: &'static str,
     command: &'static str,
     body_is_answer: bool,
@@ -41,45 +50,70 @@ struct Alias {
 /// Every REST alias (the path's `{id}` becomes the command's `id` argument).
 const ALIASES: [Alias; 10] = [
     Alias {
+        verb: Verb::Get,
         path: "/v1/approvals",
         command: "pending_approvals",
         body_is_answer: false,
         wrap: Wrap::Under("approvals"),
     },
     Alias {
+        verb: Verb::Post,
         path: "/v1/approvals/{id}",
         command: "answer_approval",
         body_is_answer: true,
         wrap: Wrap::Answered,
     },
     Alias {
+        verb: Verb::Get,
         path: "/v1/session-grants",
         command: "session_grants",
         body_is_answer: false,
         wrap: Wrap::Under("grants"),
     },
     Alias {
+        verb: Verb::Delete,
         path: "/v1/session-grants/{id}",
         command: "revoke_session_grant",
         body_is_answer: false,
         wrap: Wrap::Revoked,
     },
-    Alias { path: "/v1/sessions", command: "sessions", body_is_answer: false, wrap: Wrap::Under("sessions") },
-    Alias { path: "/v1/tools", command: "tools", body_is_answer: false, wrap: Wrap::Under("tools") },
-    Alias { path: "/v1/servers", command: "servers", body_is_answer: false, wrap: Wrap::Under("servers") },
     Alias {
+        verb: Verb::Get,
+        path: "/v1/sessions",
+        command: "sessions",
+        body_is_answer: false,
+        wrap: Wrap::Under("sessions"),
+    },
+    Alias {
+        verb: Verb::Get,
+        path: "/v1/tools",
+        command: "tools",
+        body_is_answer: false,
+        wrap: Wrap::Under("tools"),
+    },
+    Alias {
+        verb: Verb::Get,
+        path: "/v1/servers",
+        command: "servers",
+        body_is_answer: false,
+        wrap: Wrap::Under("servers"),
+    },
+    Alias {
+        verb: Verb::Post,
         path: "/v1/servers/{id}/restart",
         command: "restart_server",
         body_is_answer: false,
         wrap: Wrap::Restarting,
     },
     Alias {
+        verb: Verb::Get,
         path: "/v1/tool-changes",
         command: "tool_changes",
         body_is_answer: false,
         wrap: Wrap::Under("changes"),
     },
     Alias {
+        verb: Verb::Post,
         path: "/v1/tool-changes/accept",
         command: "accept_tool_change",
         body_is_answer: false,
@@ -95,14 +129,12 @@ pub fn routes<S: Clone + Send + Sync + 'static>(clients: OperatorClients) -> Rou
             let alias = &ALIASES[n];
             answer(alias, &client, id.map(|Path(id)| id), &body).await
         };
-        router = router.route(
-            alias.path,
-            match alias.command {
-                "revoke_session_grant" => delete(handler),
-                "answer_approval" | "restart_server" | "accept_tool_change" => post(handler),
-                _ => get(handler),
-            },
-        );
+        let route = match alias.verb {
+            Verb::Get => get(handler),
+            Verb::Post => post(handler),
+            Verb::Delete => delete(handler),
+        };
+        router = router.route(alias.path, route);
     }
     // One server by id: the table's `servers`, narrowed.
     let one_server = |client: Extension<Client>, Path(id): Path<String>| async move {
@@ -126,6 +158,7 @@ async fn answer(alias: &Alias, client: &Client, id: Option<String>, body: &[u8])
         Ok(arguments) => arguments,
         Err(e) => return api_error(e),
     };
+    let accepted = json!({ "server": arguments["server"], "tool": arguments["tool"] });
     let out = match call(client, alias.command, arguments).await {
         Ok(out) => out,
         Err(e) => return api_error(e),
@@ -136,11 +169,7 @@ async fn answer(alias: &Alias, client: &Client, id: Option<String>, body: &[u8])
         Wrap::Answered => axum::Json(json!({ "answered": id, "receipt": out })).into_response(),
         Wrap::Revoked => axum::Json(json!({ "revoked": id })).into_response(),
         Wrap::Restarting => (StatusCode::ACCEPTED, axum::Json(json!({ "restarting": id }))).into_response(),
-        Wrap::Accepted => {
-            let accepted = serde_json::from_slice::<Value>(body).unwrap_or_default();
-            axum::Json(json!({ "accepted": { "server": accepted["server"], "tool": accepted["tool"] } }))
-                .into_response()
-        }
+        Wrap::Accepted => axum::Json(json!({ "accepted": accepted })).into_response(),
     }
 }
 

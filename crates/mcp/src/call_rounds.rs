@@ -95,10 +95,10 @@ fn gone(context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
 /// What a round gives the agent: the call's result, or the question.
 pub(crate) fn response_of(
     round: Round,
-    finish: impl FnOnce(ToolCallResult) -> CallToolResponse,
-) -> CallToolResponse {
+    finish: impl FnOnce(ToolCallResult) -> Result<CallToolResponse, McpError>,
+) -> Result<CallToolResponse, McpError> {
     match round {
         Round::Done(result) => finish(result),
-        Round::Asked(asked) => CallToolResponse::InputRequired(asked),
+        Round::Asked(asked) => Ok(CallToolResponse::InputRequired(asked)),
     }
 }

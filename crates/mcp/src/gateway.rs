@@ -373,11 +373,21 @@ impl GatewayHandler {
     }
 
     /// A call's result as the agent reads it (a search's tool names as the agent names them).
-    fn finished(&self, tool: &str, mut result: ToolCallResult, names: &WireNames) -> CallToolResponse {
+    /// A call's answer: its server's refusal for want of a client capability is the agent's own
+    /// JSON-RPC error (-32021), anything else the result as the agent reads it.
+    fn finished(
+        &self,
+        tool: &str,
+        mut result: ToolCallResult,
+        names: &WireNames,
+    ) -> Result<CallToolResponse, McpError> {
+        if let Some(refused) = crate::offered::missing_capability(&result) {
+            return Err(refused);
+        }
         if tool == portcullis_harness::disclosure::SEARCH_TOOLS_NAME {
             wire_names_in_search(&mut result, names);
         }
-        call_result(&result).into()
+        Ok(call_result(&result).into())
     }
 
     /// The next call id in this connection's ledger session (call [`Self::session_id`] first).
@@ -556,12 +566,7 @@ impl ServerHandler for GatewayHandler {
         if let (Some(client), Some(token)) = (&stateless, request.request_state.as_deref()) {
             let responses = request.input_responses.as_ref();
             let round = self.resume_in_rounds(client, token, &tool, &arguments, responses, &context).await?;
-            if let crate::input_rounds::Round::Done(done) = &round
-                && let Some(refused) = crate::offered::missing_capability(done)
-            {
-                return Err(refused);
-            }
-            return Ok(crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names)));
+            return crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names));
         }
         let call_id = self.next_call_id();
         let (forwarder, waiting) = match (context.meta.get_progress_token(), self.connection.backend.events())
@@ -600,12 +605,7 @@ impl ServerHandler for GatewayHandler {
             {
                 forwarder.abort();
             }
-            if let crate::input_rounds::Round::Done(done) = &round
-                && let Some(refused) = crate::offered::missing_capability(done)
-            {
-                return Err(refused);
-            }
-            return Ok(crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names)));
+            return crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names));
         }
         let _route = self.route(&session, &call_id, &context);
         // Cancellation goes through the pipeline (the call ends with a record), never by dropping it: a
@@ -640,10 +640,7 @@ impl ServerHandler for GatewayHandler {
         {
             forwarder.abort();
         }
-        if let Some(refused) = crate::offered::missing_capability(&result) {
-            return Err(refused);
-        }
-        Ok(self.finished(&tool, result, &names))
+        self.finished(&tool, result, &names)
     }
 
     async fn list_resources(
