@@ -23,7 +23,22 @@ for name, src in crates():
             if f.endswith('.rs'):
                 p = os.path.join(r, f); files[module_of(src, p)] = p
     mods = set(files)
+    # names the crate root re-exports (`pub use a::b::{C, D}` / `pub use a::C` in lib.rs or main.rs):
+    # `crate::C` names the file that defines C, so a re-export does not hide an edge
+    reexported = {}
+    for rootfile in ('lib.rs', 'main.rs'):
+        rp = os.path.join(src, rootfile)
+        if not os.path.exists(rp): continue
+        rtext = open(rp).read()
+        for base, grp in re.findall(r'pub use ((?:[A-Za-z_][A-Za-z0-9_]*::)+)\{([^}]*)\}', rtext):
+            for item in grp.split(','):
+                item = item.strip().split(' as ')[-1].strip()
+                if item: reexported[item.split('::')[-1]] = base.strip(':').split('::')
+        for path in re.findall(r'pub use ((?:[A-Za-z_][A-Za-z0-9_]*::)+[A-Za-z_][A-Za-z0-9_]*)\s*;', rtext):
+            parts = path.split('::'); reexported[parts[-1]] = parts[:-1]
     def resolve(parts):
+        if parts and parts[0] in reexported and (parts[0],) not in mods:
+            parts = reexported[parts[0]] + parts
         # longest prefix that is a module file
         for n in range(len(parts), 0, -1):
             if tuple(parts[:n]) in mods: return tuple(parts[:n])
