@@ -39,6 +39,9 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         .constant("PROTECTED_KIND_WORDS", protected_kind_words())
         // Every kind of decider, in the order the ledger browser offers them (`DeciderKind::ALL`).
         .constant("DECIDER_KINDS", portcullis_api::types::DeciderKind::ALL)
+        // Every error code a call can fail with that this build knows (`CallErrorCode::KNOWN`); a
+        // ledger may hold others, kept as written.
+        .constant("CALL_ERROR_CODES", portcullis_api::types::CallErrorCode::KNOWN.as_slice())
         // The command table as the HTTP backend calls it (`backend/http.ts`): each command's arguments
         // in order, as the request's JSON spells them, and whether it streams.
         .constant("COMMAND_TABLE", command_table())

@@ -494,7 +494,13 @@ async fn run(n: usize, ship: bool) -> BenchResult<()> {
         let unfinished: Vec<String> = (page.calls.iter())
             .filter(|c| c.status != CallStatus::Finished)
             .map(|c| {
-                let error = c.head.error_code.as_deref().or(c.head.reason.map(|r| r.as_str())).unwrap_or("-");
+                let error = c
+                    .head
+                    .error_code
+                    .as_ref()
+                    .map(|c| c.as_str())
+                    .or(c.head.reason.map(|r| r.as_str()))
+                    .unwrap_or("-");
                 format!(
                     "{} {} {} {}: {error}",
                     c.head.session_id,

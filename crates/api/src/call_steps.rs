@@ -212,13 +212,13 @@ fn blocked_stage(reason: BlockedReason, decided_by: &DecidedBy) -> PipelineStage
 #[cfg(test)]
 mod tests {
     use super::*;
-    use portcullis_harness::CallError;
+    use portcullis_harness::{CallError, CallErrorCode};
 
     #[test]
     fn a_timed_out_approval_is_its_own_decision_at_the_approval_stage() {
         let steps = steps_of(&EventPayload::Blocked {
             reason: BlockedReason::ExecutionDenied,
-            error: CallError::new("execution_denied", "nobody answered"),
+            error: CallError::new(CallErrorCode::ExecutionDenied, "nobody answered"),
             decided_by: DecidedBy::ApprovalTimeout { after_ms: 120_000 },
             policy_decided_by: Some(DecidedBy::ProtectedPlace {
                 kind: portcullis_harness::ProtectedKind::Executed,
@@ -244,7 +244,7 @@ mod tests {
     fn a_forbidding_rule_blocks_at_the_policy_stage() {
         let steps = steps_of(&EventPayload::Blocked {
             reason: BlockedReason::ExecutionDenied,
-            error: CallError::new("execution_denied", "rm -rf / is forbidden"),
+            error: CallError::new(CallErrorCode::ExecutionDenied, "rm -rf / is forbidden"),
             decided_by: DecidedBy::Rule { rule_id: "no-rm".into(), source: "/p/policy.json".into() },
             policy_decided_by: None,
         });
@@ -259,7 +259,7 @@ mod tests {
     fn an_unknown_tool_is_refused_at_the_grant_stage() {
         let steps = steps_of(&EventPayload::Blocked {
             reason: BlockedReason::UnknownTool,
-            error: CallError::new("unknown_tool", "no tool nope"),
+            error: CallError::new(CallErrorCode::UnknownTool, "no tool nope"),
             decided_by: DecidedBy::Registry,
             policy_decided_by: None,
         });

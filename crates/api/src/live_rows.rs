@@ -120,7 +120,8 @@ fn applied(row: &mut CallRow, event: &ToolEvent) {
 mod tests {
     use super::*;
     use portcullis_harness::{
-        ActionKind, BlockedReason, CallContext, CallError, ExecutionAction, StageTimes, Timestamp, ToolOutput,
+        ActionKind, BlockedReason, CallContext, CallError, CallErrorCode, ExecutionAction, StageTimes,
+        Timestamp, ToolOutput,
     };
     use serde_json::json;
     use std::sync::Arc;
@@ -184,14 +185,14 @@ mod tests {
             5,
             EventPayload::Blocked {
                 reason: BlockedReason::ExecutionDenied,
-                error: CallError::new("execution_denied", "no"),
+                error: CallError::new(CallErrorCode::ExecutionDenied, "no"),
                 decided_by: DecidedBy::Rule { rule_id: "no-rm".into(), source: "p.json".into() },
                 policy_decided_by: None,
             },
         ));
         assert_eq!(row.status, CallStatus::Blocked);
         assert_eq!(
-            (row.head.reason.map(BlockedReason::as_str), row.head.error_code.as_deref()),
+            (row.head.reason.map(BlockedReason::as_str), row.head.error_code.as_ref().map(|c| c.as_str())),
             (Some("execution_denied"), Some("execution_denied"))
         );
         assert_eq!(row.head.policy_decision, Some(StoredPolicyDecision::Forbidden));

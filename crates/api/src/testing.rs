@@ -19,8 +19,8 @@ use std::path::Path;
 
 /// What a record is made of: its call, who decided it, its arguments, output or error.
 pub use portcullis_harness::{
-    BlockedReason, CallContext, CallError, DecidedBy, OperatorOutcome, RecordKind, Timestamp, ToolCallRecord,
-    ToolOutput,
+    BlockedReason, CallContext, CallError, CallErrorCode, DecidedBy, OperatorOutcome, RecordKind, Timestamp,
+    ToolCallRecord, ToolOutput,
 };
 /// A session, and an operator's answer to an approval, as the ledger stores them.
 pub use portcullis_ledger::{ApprovalOutcome, ApprovalRecord, SessionInfo};

@@ -8,8 +8,8 @@ use serde_json::Value;
 /// The crates' types that are part of this API's contract (fields of the transport types, a call's
 /// result), re-exported so front ends name them through the API.
 pub use portcullis_harness::{
-    CallError, CallOutcome, Content, DecidedBy, ExecutionAction, FileAccess, FileVerdict, OperatorOutcome,
-    PolicyDecision, ProtectedKind, Receipt, RuleRef, Timestamp, ToolCallResult, ToolOutput,
+    CallError, CallErrorCode, CallOutcome, Content, DecidedBy, ExecutionAction, FileAccess, FileVerdict,
+    OperatorOutcome, PolicyDecision, ProtectedKind, Receipt, RuleRef, Timestamp, ToolCallResult, ToolOutput,
 };
 pub use portcullis_harness::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
 pub use portcullis_harness::{Enforcement, SandboxLimits, SandboxProfile, SandboxSupport, asks_for_host};

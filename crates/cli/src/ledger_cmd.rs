@@ -72,7 +72,8 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         }
         let mut table = Table::new(&headers).right(headers.len() - 1);
         for call in &page.calls {
-            let reason = call.head.reason.map(|r| r.as_str()).or(call.head.error_code.as_deref());
+            let reason =
+                call.head.reason.map(|r| r.as_str()).or(call.head.error_code.as_ref().map(|c| c.as_str()));
             let mut row = vec![
                 format_time(call.head.at),
                 call.head.session_id.clone(),

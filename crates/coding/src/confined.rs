@@ -4,8 +4,8 @@
 //! Shared by the shell tool and the hub's process tools.
 
 use crate::change_review::{self, ChangeReview};
-use crate::errors::codes;
 use crate::host_asker::OperatorHostAsker;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{ChangeRecord, Connection, HostPattern, OperatorAsk, SandboxProfile, ToolError};
 use portcullis_sandbox::egress::{EgressGate, EgressRules, GateRecord, OpenGate};
 use portcullis_sandbox::findings::{Finding, findings};
@@ -86,7 +86,10 @@ fn open_gate(
     }
     let gate = EgressGate { rules, resolver: launcher.resolver().clone() };
     gate.open(None).map(Some).map_err(|e| {
-        ToolError::new(codes::SANDBOX_FAILED, format!("could not open the command's egress proxy: {e}"))
+        ToolError::new(
+            CallErrorCode::SandboxFailed,
+            format!("could not open the command's egress proxy: {e}"),
+        )
     })
 }
 
@@ -103,7 +106,7 @@ pub fn launch(
     let Command { program, args, env, cwd, stdin, undo, .. } = command;
     let started_at = std::time::SystemTime::now();
     let started = launcher.start(profile).map_err(|e| {
-        ToolError::new(codes::SANDBOX_FAILED, format!("could not start the sandbox launcher: {e}"))
+        ToolError::new(CallErrorCode::SandboxFailed, format!("could not start the sandbox launcher: {e}"))
     })?;
     let tmp = started.tmp;
     let request = LaunchRequest {
@@ -199,7 +202,7 @@ pub async fn finish(launch: Launch, grace: std::time::Duration) -> (Outcome, San
 /// The error of a command whose walls could not be built.
 pub fn walls_failed(step: &str, message: &str) -> ToolError {
     ToolError::new(
-        codes::SANDBOX_FAILED,
+        CallErrorCode::SandboxFailed,
         format!("the sandbox could not be built ({step}: {message}); the command did not run"),
     )
     .with_details(json!({ "step": step, "message": message }))

@@ -2,10 +2,11 @@
 //! zero matches fail with `no_match`, several with `not_unique` (and the count).
 
 use crate::args::required_str;
-use crate::errors::{codes, invalid, io_error, join_error, too_large};
+use crate::errors::{invalid, io_error, join_error, too_large};
 use crate::files::{ExecBits, Expect, action_path, atomic_write, identity, open_evaluated};
 use crate::workspace::Workspace;
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError, ToolInvocation,
     ToolOutput, ToolSpec,
@@ -96,19 +97,20 @@ fn edit_blocking(path: PathBuf, old: &str, new: &str, limit: usize) -> Result<(u
     if bytes.len() > limit {
         return Err(too_large("the file", bytes.len() as u64, limit as u64));
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| ToolError::new(codes::NOT_TEXT, format!("{} is not UTF-8 text", path.display())))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        ToolError::new(CallErrorCode::NotText, format!("{} is not UTF-8 text", path.display()))
+    })?;
     let mut matches = text.match_indices(old);
     let Some((at, _)) = matches.next() else {
         return Err(ToolError::new(
-            codes::NO_MATCH,
+            CallErrorCode::NoMatch,
             format!("old_string was not found in {}", path.display()),
         ));
     };
     let count = 1 + matches.count();
     if count > 1 {
         return Err(ToolError::new(
-            codes::NOT_UNIQUE,
+            CallErrorCode::NotUnique,
             format!(
                 "old_string occurs {count} times in {}; include more context to make it unique",
                 path.display()

@@ -1,5 +1,6 @@
 //! Stable error codes of the coding tools and helpers that build [`ToolError`]s.
 
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::ToolError;
 use std::io;
 use std::path::Path;
@@ -35,19 +36,21 @@ pub mod codes {
 pub fn io_error(path: &Path, err: &io::Error) -> ToolError {
     let shown = path.display();
     match err.kind() {
-        io::ErrorKind::NotFound => ToolError::new(codes::NOT_FOUND, format!("{shown}: no such file")),
+        io::ErrorKind::NotFound => ToolError::new(CallErrorCode::NotFound, format!("{shown}: no such file")),
         io::ErrorKind::NotADirectory => {
-            ToolError::new(codes::NOT_FOUND, format!("{shown}: a parent is not a directory"))
+            ToolError::new(CallErrorCode::NotFound, format!("{shown}: a parent is not a directory"))
         }
-        io::ErrorKind::IsADirectory => ToolError::new(codes::NOT_A_FILE, format!("{shown} is a directory")),
+        io::ErrorKind::IsADirectory => {
+            ToolError::new(CallErrorCode::NotAFile, format!("{shown} is a directory"))
+        }
         _ if err.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => path_changed(path),
-        _ => ToolError::new(codes::IO, format!("{shown}: {err}")),
+        _ => ToolError::new(CallErrorCode::Io, format!("{shown}: {err}")),
     }
 }
 
 pub fn path_changed(path: &Path) -> ToolError {
     ToolError::new(
-        codes::PATH_CHANGED,
+        CallErrorCode::PathChanged,
         format!(
             "{} changed since the policy evaluated it (symlink or directory swapped); refusing",
             path.display()
@@ -56,15 +59,18 @@ pub fn path_changed(path: &Path) -> ToolError {
 }
 
 pub fn too_large(what: &str, size: u64, limit: u64) -> ToolError {
-    ToolError::new(codes::TOO_LARGE, format!("{what} is {size} bytes, over the limit of {limit} bytes"))
-        .with_details(serde_json::json!({ "size": size, "limit": limit }))
+    ToolError::new(
+        CallErrorCode::TooLarge,
+        format!("{what} is {size} bytes, over the limit of {limit} bytes"),
+    )
+    .with_details(serde_json::json!({ "size": size, "limit": limit }))
 }
 
 pub fn invalid(message: impl Into<String>) -> ToolError {
-    ToolError::new(codes::INVALID_ARGUMENT, message)
+    ToolError::new(CallErrorCode::InvalidArgument, message)
 }
 
 /// A blocking task that failed to join (panicked or was cancelled).
 pub fn join_error(err: &tokio::task::JoinError) -> ToolError {
-    ToolError::new(codes::IO, format!("file task failed: {err}"))
+    ToolError::new(CallErrorCode::Io, format!("file task failed: {err}"))
 }

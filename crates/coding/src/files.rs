@@ -2,9 +2,10 @@
 //! and re-resolution checks. Replacing them is [`crate::replace`]'s (re-exported here). Blocking
 //! functions: call them from `spawn_blocking`.
 
-use crate::errors::{codes, io_error, path_changed};
+use crate::errors::{io_error, path_changed};
 use crate::paths::canonicalize_lenient;
 use nix::fcntl::OFlag;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{ActionKind, ExecutionAction, ToolError};
 use std::fs::{File, Metadata, OpenOptions};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -16,7 +17,10 @@ pub use crate::replace::{ExecBits, Expect, atomic_write};
 pub fn action_path(action: &ExecutionAction, kind: ActionKind) -> Result<PathBuf, ToolError> {
     match (action.kind == kind, action.paths.as_slice()) {
         (true, [path]) => Ok(path.clone()),
-        _ => Err(ToolError::new(codes::BAD_ACTION, "the evaluated action does not name exactly one path")),
+        _ => Err(ToolError::new(
+            CallErrorCode::BadAction,
+            "the evaluated action does not name exactly one path",
+        )),
     }
 }
 
@@ -44,7 +48,10 @@ pub fn open_evaluated(path: &Path) -> Result<(File, Metadata), ToolError> {
         return Err(path_changed(path));
     }
     if !meta.is_file() {
-        return Err(ToolError::new(codes::NOT_A_FILE, format!("{} is not a regular file", path.display())));
+        return Err(ToolError::new(
+            CallErrorCode::NotAFile,
+            format!("{} is not a regular file", path.display()),
+        ));
     }
     Ok((file, meta))
 }

@@ -1,9 +1,10 @@
 //! Images: magic-byte detection, header dimension checks, bounded downscale under decoder limits (a
 //! decompression bomb is refused, never decoded), and a small base64 encoder.
 
-use crate::errors::{codes, too_large};
+use crate::errors::too_large;
 use crate::workspace::Limits;
 use image::{ImageFormat, ImageReader};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::ToolError;
 use std::io::Cursor;
 
@@ -87,7 +88,7 @@ pub struct PreparedImage {
 }
 
 fn refused(message: impl Into<String>) -> ToolError {
-    ToolError::new(codes::IMAGE_REFUSED, message)
+    ToolError::new(CallErrorCode::ImageRefused, message)
 }
 
 /// Checks an image's declared dimensions (header only) and downscales it to `max_dimension` when it is

@@ -1,7 +1,8 @@
 //! Path resolution for the coding tools: argument checks, then the harness's canonical resolver
 //! (`portcullis_harness::paths`), the same one the policy judges with.
 
-use crate::errors::{codes, io_error};
+use crate::errors::io_error;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::ToolError;
 use portcullis_harness::paths::{self as harness_paths, PathError};
 use std::path::{Path, PathBuf};
@@ -9,16 +10,16 @@ use std::path::{Path, PathBuf};
 /// Resolves `input` against `base` (used when `input` is relative) to a canonical absolute path.
 pub fn resolve_path(base: &Path, input: &str) -> Result<PathBuf, ToolError> {
     if input.is_empty() {
-        return Err(ToolError::new(codes::INVALID_PATH, "the path is empty"));
+        return Err(ToolError::new(CallErrorCode::InvalidPath, "the path is empty"));
     }
     if input.contains('\0') {
-        return Err(ToolError::new(codes::INVALID_PATH, "the path contains a NUL byte"));
+        return Err(ToolError::new(CallErrorCode::InvalidPath, "the path contains a NUL byte"));
     }
     if input.starts_with('~') {
         // Taken literally, `~/.bashrc` would be a folder named `~` in the project; the caller meant the
         // home folder, which the tools do not guess.
         return Err(ToolError::new(
-            codes::INVALID_PATH,
+            CallErrorCode::InvalidPath,
             format!(
                 "{input:?}: `~` is not expanded here; give a path inside the project, or an absolute path"
             ),
@@ -32,7 +33,7 @@ pub fn resolve_path(base: &Path, input: &str) -> Result<PathBuf, ToolError> {
 pub fn canonicalize_lenient(path: &Path) -> Result<PathBuf, ToolError> {
     harness_paths::canonicalize_lenient(path).map_err(|e| match e {
         PathError::Io { path, source } => io_error(&path, &source),
-        other => ToolError::new(codes::INVALID_PATH, other.to_string()),
+        other => ToolError::new(CallErrorCode::InvalidPath, other.to_string()),
     })
 }
 
@@ -51,7 +52,7 @@ mod tests {
         let base = std::env::temp_dir();
         for input in ["~", "~/.bashrc", "~root/.ssh/id_rsa", "~backup"] {
             let e = resolve_path(&base, input).unwrap_err();
-            assert_eq!(e.code, codes::INVALID_PATH, "{input}");
+            assert_eq!(e.code, CallErrorCode::InvalidPath, "{input}");
             assert!(e.message.contains("not expanded"), "{input}: {}", e.message);
         }
         assert!(resolve_path(&base, "notes~").is_ok());

@@ -2,11 +2,12 @@
 //! (byte bound checked by `stat` before reading and again on the bytes read; optional downscale).
 
 use crate::args::{optional_u64, required_str};
-use crate::errors::{codes, invalid, io_error, join_error, too_large};
+use crate::errors::{invalid, io_error, join_error, too_large};
 use crate::files::{action_path, open_evaluated};
 use crate::imaging::{MAGIC_LEN, base64_encode, prepare, sniff};
 use crate::workspace::{Limits, Workspace};
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, Content, ExecutionAction, Tool, ToolAnnotations, ToolError, ToolInvocation,
     ToolOutput, ToolSpec,
@@ -159,7 +160,7 @@ fn read_text(mut file: File, path: &Path, request: &ReadRequest) -> Result<ToolO
         let chunk = &buf[..n];
         if first_chunk && chunk[..n.min(8192)].contains(&0) {
             return Err(ToolError::new(
-                codes::NOT_TEXT,
+                CallErrorCode::NotText,
                 format!("{} looks binary (NUL bytes)", path.display()),
             ));
         }

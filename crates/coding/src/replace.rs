@@ -5,11 +5,12 @@
 //! send a byte outside it. Files are written without execute bits unless the action asked for them.
 //! Blocking functions: call them from `spawn_blocking`.
 
-use crate::errors::{codes, io_error, path_changed};
+use crate::errors::{io_error, path_changed};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::ToolError;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -132,7 +133,7 @@ fn component_error(parent: &OwnedFd, name: &OsStr, shown: &Path, errno: Errno) -
     match entry_at(parent, name, shown) {
         Ok(Some(entry)) if entry.kind == SFlag::S_IFLNK => path_changed(shown),
         Ok(Some(entry)) if entry.kind != SFlag::S_IFDIR => {
-            ToolError::new(codes::NOT_A_DIRECTORY, format!("{} is not a directory", shown.display()))
+            ToolError::new(CallErrorCode::NotADirectory, format!("{} is not a directory", shown.display()))
         }
         _ => path_changed(shown),
     }
@@ -150,9 +151,10 @@ fn check_target(
 ) -> Result<Option<u32>, ToolError> {
     match entry_at(dir, name, target)? {
         Some(entry) if entry.kind == SFlag::S_IFLNK => Err(path_changed(target)),
-        Some(entry) if entry.kind != SFlag::S_IFREG => {
-            Err(ToolError::new(codes::NOT_A_FILE, format!("{} is not a regular file", target.display())))
-        }
+        Some(entry) if entry.kind != SFlag::S_IFREG => Err(ToolError::new(
+            CallErrorCode::NotAFile,
+            format!("{} is not a regular file", target.display()),
+        )),
         Some(entry) => match expect {
             Expect::Identity(dev, ino) if (entry.dev, entry.ino) != (dev, ino) => Err(path_changed(target)),
             _ => Ok(Some(entry.mode)),
@@ -175,7 +177,10 @@ pub fn atomic_write(
     exec: ExecBits,
 ) -> Result<(), ToolError> {
     let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
-        return Err(ToolError::new(codes::INVALID_PATH, format!("{} has no file name", target.display())));
+        return Err(ToolError::new(
+            CallErrorCode::InvalidPath,
+            format!("{} has no file name", target.display()),
+        ));
     };
     let dir = open_dir(parent, create_missing)?;
     let old_mode = check_target(&dir, name, target, expect)?;

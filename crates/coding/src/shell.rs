@@ -3,13 +3,14 @@
 
 use crate::args::{optional_str, optional_u64, required_str};
 use crate::confined;
-use crate::errors::{codes, invalid, io_error, path_changed};
+use crate::errors::{invalid, io_error, path_changed};
 use crate::output::BoundedOutput;
 use crate::paths::canonicalize_lenient;
 use crate::workspace::{DEFAULT_ENV_ALLOWLIST, Workspace};
 use async_trait::async_trait;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, Risk, SandboxProfile, Tool, ToolAnnotations, ToolError,
     ToolInvocation, ToolOutput, ToolSpec,
@@ -101,7 +102,10 @@ impl Tool for ShellTool {
         let action = &invocation.action;
         let (Some(command), Some(cwd), ActionKind::Execute) = (&action.command, &action.cwd, action.kind)
         else {
-            return Err(ToolError::new(codes::BAD_ACTION, "the evaluated action has no command and cwd"));
+            return Err(ToolError::new(
+                CallErrorCode::BadAction,
+                "the evaluated action has no command and cwd",
+            ));
         };
         check_cwd(&self.workspace, cwd)?;
         if canonicalize_lenient(cwd)? != *cwd {
@@ -117,7 +121,7 @@ impl Tool for ShellTool {
             }
             (Some(profile), None) if profile.is_confined() => {
                 return Err(ToolError::new(
-                    codes::SANDBOX_FAILED,
+                    CallErrorCode::SandboxFailed,
                     "the policy confines this command, but this hub has no sandbox launcher: it did not run",
                 ));
             }
@@ -164,13 +168,15 @@ pub fn environment_of(workspace: &Workspace) -> Vec<(String, String)> {
 fn check_cwd(workspace: &Workspace, cwd: &Path) -> Result<(), ToolError> {
     if !workspace.is_inside(cwd) {
         return Err(ToolError::new(
-            codes::OUTSIDE_ROOT,
+            CallErrorCode::OutsideRoot,
             format!("cwd {} is outside the project root {}", cwd.display(), workspace.root().display()),
         ));
     }
     match std::fs::symlink_metadata(cwd) {
         Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(ToolError::new(codes::NOT_A_DIRECTORY, format!("{} is not a directory", cwd.display()))),
+        Ok(_) => {
+            Err(ToolError::new(CallErrorCode::NotADirectory, format!("{} is not a directory", cwd.display())))
+        }
         Err(e) => Err(io_error(cwd, &e)),
     }
 }
@@ -282,7 +288,7 @@ pub async fn run_command(
                 .kill_on_drop(true)
                 .spawn()
                 .map_err(|e| {
-                    ToolError::new(codes::SPAWN_FAILED, format!("could not start the shell: {e}"))
+                    ToolError::new(CallErrorCode::SpawnFailed, format!("could not start the shell: {e}"))
                 })?;
             (child, None)
         }
@@ -321,7 +327,7 @@ pub async fn run_command(
     let ending = tokio::select! {
         status = ended => match status {
             Ok(status) => Ending::Exited(status),
-            Err(e) => return Err(ToolError::new(codes::IO, format!("waiting for the shell failed: {e}"))),
+            Err(e) => return Err(ToolError::new(CallErrorCode::Io, format!("waiting for the shell failed: {e}"))),
         },
         () = tokio::time::sleep(run.timeout) => Ending::TimedOut,
         () = cancel.cancelled() => Ending::Cancelled,
@@ -421,7 +427,7 @@ pub async fn run_command(
             Ok(output)
         }
         Ending::TimedOut => Err(ToolError::new(
-            codes::TIMEOUT,
+            CallErrorCode::Timeout,
             format!(
                 "the command timed out after {} ms; its process group was killed",
                 run.timeout.as_millis()
@@ -431,7 +437,7 @@ pub async fn run_command(
             json!({ "output": text, "result": structured, "connections": connections, "changes": changes }),
         )),
         Ending::Cancelled => Err(ToolError::new(
-            codes::CANCELLED,
+            CallErrorCode::Cancelled,
             "the run was cancelled; the command was killed",
         )
         .with_details(

@@ -1,8 +1,9 @@
 //! The workspace the coding tools share: its canonical root, bounds, environment pass-through and the
 //! per-path write locks.
 
-use crate::errors::{codes, io_error};
+use crate::errors::io_error;
 use crate::paths::{canonicalize_lenient, is_inside, resolve_path};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{CallContext, ToolError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -111,7 +112,7 @@ impl Workspace {
         let root = std::fs::canonicalize(root).map_err(|e| io_error(root, &e))?;
         if !root.is_dir() {
             return Err(ToolError::new(
-                codes::NOT_A_DIRECTORY,
+                CallErrorCode::NotADirectory,
                 format!("{} is not a directory", root.display()),
             ));
         }

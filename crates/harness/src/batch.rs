@@ -4,8 +4,9 @@
 //! claiming, claimed calls settle, and unclaimed calls get `tool_call_not_dispatched` — every call gets
 //! exactly one result.
 
-use crate::call::{CallError, CallOutcome, DecidedBy, RunContext, ToolCall, ToolCallResult, error_codes};
+use crate::call::{CallError, CallOutcome, DecidedBy, RunContext, ToolCall, ToolCallResult};
 use crate::dispatch::Dispatcher;
+use crate::error_code::CallErrorCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::task::JoinSet;
@@ -121,7 +122,7 @@ impl Dispatcher {
                 "its batch worker ended abnormally"
             };
             let error = CallError::new(
-                error_codes::NOT_DISPATCHED,
+                CallErrorCode::NotDispatched,
                 format!("not dispatched: {why} before this call was claimed"),
             );
             results.push(self.not_dispatched(id, &name, run, error).await);

@@ -1,5 +1,6 @@
 //! The vocabulary of one tool call: what was asked, in which run, how it ended and what decided it.
 
+use crate::error_code::CallErrorCode;
 use crate::grants::Grants;
 use crate::mcp_request::McpRequest;
 use crate::receipt::Receipt;
@@ -10,41 +11,6 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-/// Stable error codes carried in [`CallError::code`].
-pub mod error_codes {
-    pub const UNKNOWN_TOOL: &str = "unknown_tool";
-    pub const TOOL_DENIED: &str = "tool_denied";
-    pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
-    /// The caller's arguments were not parseable JSON (for example a broken streamed tool call).
-    pub const INVALID_JSON_ARGUMENTS: &str = "invalid_json_arguments";
-    pub const PERMISSION_DENIED: &str = "permission_denied";
-    pub const VALIDATION_FAILED: &str = "validation_failed";
-    pub const EXECUTION_DENIED: &str = "execution_denied";
-    pub const GUARDRAIL_BLOCKED: &str = "guardrail_blocked";
-    /// The tool returned an error.
-    pub const TOOL_ERROR: &str = "tool_error";
-    /// The tool panicked; the panic was contained.
-    pub const TOOL_PANICKED: &str = "tool_panicked";
-    /// The run was cancelled while the tool ran.
-    pub const CANCELLED: &str = "cancelled";
-    /// A batch stopped (cancellation or failure) before this call was claimed.
-    pub const NOT_DISPATCHED: &str = "tool_call_not_dispatched";
-    /// The `started` record could not be written: the call does not execute unaudited.
-    pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
-    /// A retry of a call with the same idempotency key and arguments: answered with the first call's
-    /// result, never run again.
-    pub const DUPLICATE_EFFECT: &str = "duplicate_effect";
-    /// An idempotency key already claimed by a call with other arguments.
-    pub const EFFECT_CONFLICT: &str = "effect_conflict";
-    /// An idempotency key whose first call's outcome is unknown (the hub stopped while it ran): refused
-    /// until an operator says what happened.
-    pub const OUTCOME_UNKNOWN: &str = "outcome_unknown";
-    /// A retry of a call whose unknown outcome an operator said took effect: not run again.
-    pub const EFFECT_MARKED_DONE: &str = "effect_marked_done";
-    /// A retry of a call whose unknown outcome an operator said failed: not run again.
-    pub const EFFECT_MARKED_FAILED: &str = "effect_marked_failed";
-}
 
 /// Arguments as the caller delivered them.
 #[derive(Debug, Clone, PartialEq)]
@@ -239,15 +205,15 @@ impl fmt::Display for BlockedReason {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CallError {
-    pub code: String,
+    pub code: CallErrorCode,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub details: Option<Value>,
 }
 
 impl CallError {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        CallError { code: code.into(), message: message.into(), details: None }
+    pub fn new(code: CallErrorCode, message: impl Into<String>) -> Self {
+        CallError { code, message: message.into(), details: None }
     }
 
     pub fn with_details(mut self, details: Value) -> Self {

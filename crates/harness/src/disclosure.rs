@@ -3,6 +3,7 @@
 //! registry order, and over its index cap falls back to disclosing the whole granted set.
 
 use crate::call::CallContext;
+use crate::error_code::CallErrorCode;
 use crate::grants::Grants;
 use crate::registry::ToolRegistry;
 use crate::schema::truncate;
@@ -364,7 +365,7 @@ impl Tool for SearchToolsTool {
         let selection = self
             .disclosure
             .select(&catalog.registry, &catalog.grants, query, k)
-            .map_err(|e| ToolError::new("invalid_query", e.to_string()))?;
+            .map_err(|e| ToolError::new(CallErrorCode::InvalidQuery, e.to_string()))?;
         let mut output = ToolOutput::text(render_selection(&selection));
         output.structured = Some(json!({
             "tools": selection.tools.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(),

@@ -21,8 +21,9 @@
 
 use crate::call::{
     BlockedReason, CallArguments, CallContext, CallError, DecidedBy, RuleRef, RunContext, ToolCall,
-    ToolCallResult, error_codes,
+    ToolCallResult,
 };
+use crate::error_code::CallErrorCode;
 use crate::events::{EventBus, EventPayload, ToolEvent};
 use crate::execution::{Approvals, ExecutionAction, ExecutionPolicy, PolicyRuling};
 use crate::guardrail::{Guardrail, GuardrailStage, GuardrailSubject};
@@ -137,7 +138,7 @@ type Authorized = (ExecutionAction, DecidedBy, Vec<RuleRef>, Option<Box<PolicyRu
 impl Refusal {
     pub(crate) fn new(
         reason: BlockedReason,
-        code: &str,
+        code: CallErrorCode,
         message: impl Into<String>,
         decided_by: DecidedBy,
     ) -> Self {
@@ -298,8 +299,10 @@ impl Dispatcher {
             None => None,
         };
         if run.cancel.is_cancelled() {
-            let error =
-                CallError::new(error_codes::NOT_DISPATCHED, "the run was cancelled before this call started");
+            let error = CallError::new(
+                CallErrorCode::NotDispatched,
+                "the run was cancelled before this call started",
+            );
             return Box::pin(shared.fail_unstarted(&ctx, tool_name, error, decided_by, policy)).await;
         }
         let started_at = shared.clock();

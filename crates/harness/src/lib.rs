@@ -18,6 +18,7 @@ pub mod disclosure;
 pub mod dispatch;
 pub mod egress;
 pub mod error;
+pub mod error_code;
 pub mod events;
 pub mod execution;
 pub mod fnv;
@@ -50,7 +51,7 @@ pub mod testing;
 pub use batch::BatchOptions;
 pub use call::{
     BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome,
-    ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult, error_codes,
+    ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult,
 };
 pub use change_record::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
 pub use decider::DeciderKind;
@@ -58,6 +59,7 @@ pub use disclosure::{Disclosure, DisclosureLimits, SearchToolsTool, ToolSearchIn
 pub use dispatch::{Dispatcher, DispatcherBuilder};
 pub use egress::{Connection, ConnectionKind, HostPattern, asks_for_host, host_action};
 pub use error::HarnessError;
+pub use error_code::CallErrorCode;
 pub use events::{
     EventBus, EventDelivery, EventPayload, EventSubscription, StageTimes, ToolEvent, ToolEventKind,
 };

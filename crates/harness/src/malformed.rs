@@ -2,10 +2,9 @@
 //! that are not an object): they never reach the pipeline, yet every refused call must leave one
 //! `blocked` record and event like any other, so the dispatcher records them here.
 
-use crate::call::{
-    BlockedReason, CallArguments, CallError, DecidedBy, RunContext, ToolCall, ToolCallResult, error_codes,
-};
+use crate::call::{BlockedReason, CallArguments, CallError, DecidedBy, RunContext, ToolCall, ToolCallResult};
 use crate::dispatch::{Dispatcher, Refusal, shown_name};
+use crate::error_code::CallErrorCode;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -22,7 +21,7 @@ impl Dispatcher {
         let ctx = Arc::new(run.call(call.id.clone()));
         let refusal = Refusal::new(
             BlockedReason::InvalidArguments,
-            error_codes::INVALID_ARGUMENTS,
+            CallErrorCode::InvalidArguments,
             message,
             DecidedBy::Validator { validator: "arguments".into() },
         );
@@ -72,7 +71,7 @@ mod tests {
         let result = dispatcher.refuse_malformed(call, &run, "`arguments` must be an object").await;
         let CallOutcome::Blocked { reason, error } = &result.outcome else { panic!("{result:?}") };
         assert_eq!(*reason, BlockedReason::InvalidArguments);
-        assert_eq!(error.code, error_codes::INVALID_ARGUMENTS);
+        assert_eq!(error.code, CallErrorCode::InvalidArguments);
         let records = ledger.records();
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].kind, RecordKind::Blocked);

@@ -3,11 +3,10 @@
 //! `tool_execution_blocked` event, no `started` event or record) plus the success path, and the tool
 //! disclosure contract (only granted tools, bounded, deterministic, inert).
 
-use crate::call::{
-    BlockedReason, CallArguments, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes,
-};
+use crate::call::{BlockedReason, CallArguments, CallOutcome, RunContext, ToolCall, ToolCallResult};
 use crate::disclosure::{SEARCH_TOOLS_NAME, SUMMARY_BYTES};
 use crate::dispatch::Dispatcher;
+use crate::error_code::CallErrorCode;
 use crate::events::{EventDelivery, EventSubscription, ToolEventKind};
 use crate::ledger::{MemoryLedger, RecordKind};
 use serde_json::{Value, json};
@@ -122,7 +121,7 @@ impl ConformanceTarget {
         case: &str,
         call: ToolCall,
         reason: BlockedReason,
-        code: &str,
+        code: CallErrorCode,
     ) {
         let call = fresh(&call, case);
         let id = call.id.clone();
@@ -134,7 +133,11 @@ impl ConformanceTarget {
             format!("got {:?}", got.map(BlockedReason::as_str).unwrap_or("not blocked")),
         );
         let got_code = result.error().map(|e| e.code.as_str()).unwrap_or("");
-        report.check(format!("{case}: error code {code}"), got_code == code, format!("got {got_code:?}"));
+        report.check(
+            format!("{case}: error code {code}"),
+            got_code == code.as_str(),
+            format!("got {got_code:?}"),
+        );
         match kinds {
             Ok(kinds) => {
                 let blocked = kinds.iter().filter(|k| **k == ToolEventKind::ToolExecutionBlocked).count();
@@ -206,7 +209,7 @@ impl ConformanceTarget {
             "unknown_tool",
             calls.unknown_tool.clone(),
             BlockedReason::UnknownTool,
-            error_codes::UNKNOWN_TOOL,
+            CallErrorCode::UnknownTool,
         )
         .await;
         self.expect_blocked(
@@ -214,7 +217,7 @@ impl ConformanceTarget {
             "tool_denied",
             calls.tool_denied.clone(),
             BlockedReason::ToolDenied,
-            error_codes::TOOL_DENIED,
+            CallErrorCode::ToolDenied,
         )
         .await;
         for (case, arguments) in [
@@ -229,7 +232,7 @@ impl ConformanceTarget {
                 case,
                 call,
                 BlockedReason::InvalidArguments,
-                error_codes::INVALID_ARGUMENTS,
+                CallErrorCode::InvalidArguments,
             )
             .await;
         }
@@ -240,7 +243,7 @@ impl ConformanceTarget {
             "arguments_unparsed",
             unparsed,
             BlockedReason::InvalidArguments,
-            error_codes::INVALID_JSON_ARGUMENTS,
+            CallErrorCode::InvalidJsonArguments,
         )
         .await;
         if let Some(call) = &calls.permission_denied {
@@ -249,7 +252,7 @@ impl ConformanceTarget {
                 "permission_denied",
                 call.clone(),
                 BlockedReason::PermissionDenied,
-                error_codes::PERMISSION_DENIED,
+                CallErrorCode::PermissionDenied,
             )
             .await;
         }
@@ -258,7 +261,7 @@ impl ConformanceTarget {
             "validation_failed",
             calls.validation_failed.clone(),
             BlockedReason::ValidationFailed,
-            error_codes::VALIDATION_FAILED,
+            CallErrorCode::ValidationFailed,
         )
         .await;
         if let Some(call) = &calls.execution_denied {
@@ -267,7 +270,7 @@ impl ConformanceTarget {
                 "execution_denied",
                 call.clone(),
                 BlockedReason::ExecutionDenied,
-                error_codes::EXECUTION_DENIED,
+                CallErrorCode::ExecutionDenied,
             )
             .await;
         }

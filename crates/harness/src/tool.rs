@@ -1,7 +1,8 @@
 //! What a tool is: its spec (name, description, schema, annotations), its action description and its
 //! `execute`, plus the values that flow in (invocation) and out (output) of it.
 
-use crate::call::{CallContext, DecidedBy, error_codes};
+use crate::call::{CallContext, DecidedBy};
+use crate::error_code::CallErrorCode;
 use crate::execution::ExecutionAction;
 use crate::grants::Grants;
 use crate::registry::ToolRegistry;
@@ -148,19 +149,19 @@ impl ToolOutput {
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error("{message}")]
 pub struct ToolError {
-    pub code: String,
+    pub code: CallErrorCode,
     pub message: String,
     pub details: Option<Value>,
 }
 
 impl ToolError {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        ToolError { code: code.into(), message: message.into(), details: None }
+    pub fn new(code: CallErrorCode, message: impl Into<String>) -> Self {
+        ToolError { code, message: message.into(), details: None }
     }
 
     /// A plain failure with code `tool_error`.
     pub fn failed(message: impl Into<String>) -> Self {
-        ToolError::new(error_codes::TOOL_ERROR, message)
+        ToolError::new(CallErrorCode::ToolError, message)
     }
 
     pub fn with_details(mut self, details: Value) -> Self {

@@ -6,8 +6,9 @@
 
 use crate::effects::{Claim, ClaimTicket, EffectBook, LOCAL_AGENT, effect_digest};
 use crate::hub::Hub;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
-    BlockedReason, CallError, CallOutcome, McpRequest, Timestamp, ToolCall, ToolCallResult, error_codes,
+    BlockedReason, CallError, CallOutcome, McpRequest, Timestamp, ToolCall, ToolCallResult,
 };
 use portcullis_ledger::{EffectChange, EffectMark, EffectMarkOutcome};
 use serde_json::{Value, json};
@@ -89,7 +90,7 @@ impl Hub {
                             let _ = changed;
                         }
                         () = call.cancel.cancelled() => {
-                            let error = CallError::new(error_codes::CANCELLED, format!(
+                            let error = CallError::new(CallErrorCode::Cancelled, format!(
                                 "cancelled while waiting for call {original}, which holds the idempotency key"
                             ));
                             return self.refuse(&call, BlockedReason::DuplicateEffect, error).await;
@@ -98,7 +99,7 @@ impl Hub {
                 }
                 Claim::Answered { original, result } => {
                     let error = CallError {
-                        code: error_codes::DUPLICATE_EFFECT.into(),
+                        code: CallErrorCode::DuplicateEffect,
                         message: format!(
                             "a retry: answered with the result of call {original}, which holds the idempotency key; not run again"
                         ),
@@ -110,7 +111,7 @@ impl Hub {
                 }
                 Claim::Conflict { original } => {
                     let error = CallError {
-                        code: error_codes::EFFECT_CONFLICT.into(),
+                        code: CallErrorCode::EffectConflict,
                         message: format!(
                             "the idempotency key was used by call {original} with other arguments (or another tool): use a new key for a new call"
                         ),
@@ -120,7 +121,7 @@ impl Hub {
                 }
                 Claim::Unknown { original, claimed_at } => {
                     let error = CallError {
-                        code: error_codes::OUTCOME_UNKNOWN.into(),
+                        code: CallErrorCode::OutcomeUnknown,
                         message: format!(
                             "outcome unknown: call {original} with this idempotency key was running when the hub stopped, so it may or may not have taken effect; it is not run again until an operator marks it done, failed or retryable"
                         ),
@@ -134,12 +135,12 @@ impl Hub {
                 }
                 Claim::Marked { original, done, operator, note } => {
                     let (code, said) = if done {
-                        (error_codes::EFFECT_MARKED_DONE, "took effect")
+                        (CallErrorCode::EffectMarkedDone, "took effect")
                     } else {
-                        (error_codes::EFFECT_MARKED_FAILED, "failed or did not take effect")
+                        (CallErrorCode::EffectMarkedFailed, "failed or did not take effect")
                     };
                     let error = CallError {
-                        code: code.into(),
+                        code,
                         message: format!(
                             "the operator ({operator}) said call {original} with this idempotency key {said}; it is not run again{}",
                             note.as_deref().map(|n| format!(" (note: {n})")).unwrap_or_default()
@@ -159,7 +160,7 @@ impl Hub {
             // Never run an effect whose claim is not durable: a crash would forget it ran.
             self.effects().release(ticket);
             let error = CallError::new(
-                error_codes::LEDGER_UNAVAILABLE,
+                CallErrorCode::LedgerUnavailable,
                 format!("the idempotency key could not be claimed in the ledger: {e}"),
             );
             return self.refuse(&call, BlockedReason::EffectConflict, error).await;

@@ -6,6 +6,7 @@
 use crate::hub::Hub;
 use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline};
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::paths::canonicalize_lenient;
 use portcullis_harness::{
     ActionKind, CallContext, CallOutcome, DecidedBy, ExecutionAction, Risk, RunContext, Tool, ToolCall,
@@ -304,7 +305,7 @@ impl Tool for HookTool {
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let go = self.go.lock().ok().and_then(|mut go| go.take());
         let Some(go) = go else {
-            return Err(ToolError::new("bad_action", "a hook call is carried out once"));
+            return Err(ToolError::new(CallErrorCode::BadAction, "a hook call is carried out once"));
         };
         let asked_user = self.judged.lock().is_ok_and(|judged| judged.asked_user);
         crate::hook_run::carry_out(&self.carried, invocation, go, asked_user).await

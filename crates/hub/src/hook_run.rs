@@ -7,6 +7,7 @@
 
 use base64::Engine as _;
 use portcullis_coding::shell::{OutputStream, OutputTee, RunSpec, environment_of, run_command};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{ToolError, ToolInvocation, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -191,16 +192,18 @@ pub async fn carry_out(
             Ok(ToolOutput::text("allowed; Claude Code runs it (no hub was running to see how it ended)"))
         }
         Carried::Reported { runs, session, tool_use_id } => {
-            let report = runs.await_report(session, tool_use_id).map_err(|e| ToolError::new("busy", e))?;
+            let report = runs
+                .await_report(session, tool_use_id)
+                .map_err(|e| ToolError::new(CallErrorCode::Busy, e))?;
             let _ = go.send(Go::ClaudeCodeRuns);
             let waited = tokio::select! {
                 report = tokio::time::timeout(REPORT_WAIT, report) => report,
-                () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the hub stopped waiting for Claude Code's report")),
+                () = invocation.cancel.cancelled() => return Err(ToolError::new(CallErrorCode::Cancelled, "the hub stopped waiting for Claude Code's report")),
             };
             match waited {
                 Ok(Ok(response)) => Ok(reported_output(response)),
                 _ => Err(ToolError::new(
-                    "not_reported",
+                    CallErrorCode::NotReported,
                     format!(
                         "allowed; Claude Code runs it, but it did not report how it ended within {} min \
                          (its user declined it, it was interrupted, or its PostToolUse hook is not set up)",
@@ -313,29 +316,33 @@ async fn sandboxed(
 ) -> Result<ToolOutput, ToolError> {
     let action = &invocation.action;
     let (Some(command), Some(cwd)) = (&action.command, &action.cwd) else {
-        return Err(ToolError::new("bad_action", "the judged action has no command and folder"));
+        return Err(ToolError::new(CallErrorCode::BadAction, "the judged action has no command and folder"));
     };
     // Judged for this hub's sandbox (its walls, its allowlisted environment): it runs there or not at
     // all, never in Claude Code's own shell (whose whole environment the judgement did not assume).
     let Some(profile) = action.sandbox.as_ref().filter(|p| p.is_confined()) else {
         return Err(ToolError::new(
-            "sandbox_failed",
+            CallErrorCode::SandboxFailed,
             "the command was judged for the hub's sandbox, but its profile has no walls: it did not run",
         ));
     };
-    let (ticket, redeemed) = runs.issue(session, lifetime).map_err(|e| ToolError::new("busy", e))?;
+    let (ticket, redeemed) =
+        runs.issue(session, lifetime).map_err(|e| ToolError::new(CallErrorCode::Busy, e))?;
     let _ = go.send(Go::Ticket(ticket));
     let updates = tokio::select! {
         redeemed = tokio::time::timeout(lifetime, redeemed) => match redeemed {
             Ok(Ok(updates)) => updates,
             _ => return Err(ToolError::new(
-                "not_run",
+                CallErrorCode::NotRun,
                 format!("allowed, but Claude Code did not start it within {} s: it did not run", lifetime.as_secs()),
             )),
         },
-        () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the run was cancelled before it started")),
+        () = invocation.cancel.cancelled() => return Err(ToolError::new(CallErrorCode::Cancelled, "the run was cancelled before it started")),
     };
-    let marker = format!("\n::portcullis-folder-{}::", random_ticket().map_err(|e| ToolError::new("io", e))?);
+    let marker = format!(
+        "\n::portcullis-folder-{}::",
+        random_ticket().map_err(|e| ToolError::new(CallErrorCode::Io, e))?
+    );
     // Claude Code's own limits: its timeout (2 min by default, 10 at most), and none for a command it
     // runs in the background (a dev server, a watcher), which lives until Claude Code stops it (the
     // redeemer goes away) or a day has passed. Its changes reach the real tree when it ends.

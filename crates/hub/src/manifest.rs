@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use portcullis_coding::confined;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, Content, ExecutionAction, Risk, Tool, ToolAnnotations, ToolError,
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
@@ -334,7 +335,7 @@ async fn run_process(
     let (mut child, launch) = match (confined_profile, launcher) {
         (Some(_), None) => {
             return Err(ToolError::new(
-                "sandbox_failed",
+                CallErrorCode::SandboxFailed,
                 "the policy confines this process, but this hub has no sandbox launcher: it did not run",
             ));
         }
@@ -369,7 +370,9 @@ async fn run_process(
                 .process_group(0)
                 .kill_on_drop(true)
                 .spawn()
-                .map_err(|e| ToolError::new("process_failed", format!("cannot start {command}: {e}")))?;
+                .map_err(|e| {
+                    ToolError::new(CallErrorCode::ProcessFailed, format!("cannot start {command}: {e}"))
+                })?;
             (child, None)
         }
     };
@@ -408,19 +411,22 @@ async fn run_process(
             Ok(done) => done,
             Err(_) => {
                 kill_group();
-                return Err(ToolError::new("timeout", format!("{command} did not finish within {} s; its process group was killed", timeout.as_secs())));
+                return Err(ToolError::new(CallErrorCode::Timeout, format!("{command} did not finish within {} s; its process group was killed", timeout.as_secs())));
             }
         },
         () = invocation.cancel.cancelled() => {
             kill_group();
-            return Err(ToolError::new("cancelled", "the call was cancelled; the process group was killed"));
+            return Err(ToolError::new(CallErrorCode::Cancelled, "the call was cancelled; the process group was killed"));
         }
     };
     kill_group();
     if out.len() as u64 > max_output {
-        return Err(ToolError::new("too_large", format!("{command} wrote more than {max_output} bytes")));
+        return Err(ToolError::new(
+            CallErrorCode::TooLarge,
+            format!("{command} wrote more than {max_output} bytes"),
+        ));
     }
-    let status = status.map_err(|e| ToolError::new("process_failed", e.to_string()))?;
+    let status = status.map_err(|e| ToolError::new(CallErrorCode::ProcessFailed, e.to_string()))?;
     let mut connections = Vec::new();
     let mut changes = None;
     let (success, status) = match launch {
@@ -467,7 +473,7 @@ async fn run_process(
         });
     }
     let answer: Value = serde_json::from_slice(&out).map_err(|e| {
-        ToolError::new("invalid_output", format!("{command} did not answer JSON on stdout: {e}"))
+        ToolError::new(CallErrorCode::InvalidOutput, format!("{command} did not answer JSON on stdout: {e}"))
     })?;
     // `{"content": [...], "structured"?, "is_error"?}` is a tool output; anything else is structured content.
     if answer.get("content").is_some_and(Value::is_array)

@@ -9,6 +9,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, BlockedReason, CallContext, CallError, DecidedBy, Dispatcher, ExecutionAction, GrantScope,
     Grants, Ledger, RecordKind, RuleRef, RunContext, Timestamp, Tool, ToolCall, ToolCallRecord, ToolError,
@@ -320,7 +321,7 @@ async fn generate(path: &Path, n: usize) -> (Timestamp, Timestamp) {
             blocked.arguments = Some(arguments);
             blocked.blocked_reason =
                 Some(if roll < 5 { BlockedReason::ExecutionDenied } else { BlockedReason::ToolDenied });
-            blocked.error = Some(CallError::new("execution_denied", "forbidden by rule"));
+            blocked.error = Some(CallError::new(CallErrorCode::ExecutionDenied, "forbidden by rule"));
             ledger.record(blocked).await.unwrap_or_else(|e| fail("record", e));
             continue;
         }
@@ -340,7 +341,8 @@ async fn generate(path: &Path, n: usize) -> (Timestamp, Timestamp) {
         end_record.at = done;
         end_record.started_at = Some(at);
         if kind == RecordKind::Error {
-            end_record.error = Some(CallError::new("tool_error", format!("exit status 1: {text}")));
+            end_record.error =
+                Some(CallError::new(CallErrorCode::ToolError, format!("exit status 1: {text}")));
         } else {
             end_record.output = Some(Arc::new(ToolOutput::text(format!("ok: {text} done"))));
         }

@@ -7,6 +7,7 @@
 //! index, the search and the writer's aggregates are what a real hub writes. Prints one JSON line.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a fixture tool reports on stdout and stderr
 
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     BlockedReason, CallContext, CallError, Content, DecidedBy, Ledger, OperatorOutcome, PolicyDecision,
     PolicyRuling, RecordKind, RuleRef, Timestamp, ToolCallRecord, ToolOutput,
@@ -228,8 +229,10 @@ async fn main() {
             if p.decision == "forbidden" {
                 let mut blocked = record(RecordKind::Blocked, by_rule, at);
                 blocked.blocked_reason = Some(BlockedReason::ExecutionDenied);
-                blocked.error =
-                    Some(CallError::new("execution_denied", format!("forbidden by rule {}", p.rule)));
+                blocked.error = Some(CallError::new(
+                    CallErrorCode::ExecutionDenied,
+                    format!("forbidden by rule {}", p.rule),
+                ));
                 ledger.record(blocked).await.unwrap_or_else(|e| fail("record", e));
                 written += 1;
                 clock = clock.max(at);
@@ -275,7 +278,7 @@ async fn main() {
                     let mut blocked = record(RecordKind::Blocked, decided, resolved);
                     blocked.blocked_reason = Some(BlockedReason::ExecutionDenied);
                     blocked.error = Some(CallError::new(
-                        "execution_denied",
+                        CallErrorCode::ExecutionDenied,
                         if answer.is_some() { "denied by the operator" } else { "no answer in 120 s" },
                     ));
                     ledger.record(blocked).await.unwrap_or_else(|e| fail("record", e));
@@ -309,8 +312,10 @@ async fn main() {
                 record(if failed { RecordKind::Error } else { RecordKind::Finished }, decided, run_at + took);
             done.started_at = Some(Timestamp(run_at));
             if failed {
-                done.error =
-                    Some(CallError::new("tool_error", "exit status 101: test ledger::query::pages failed"));
+                done.error = Some(CallError::new(
+                    CallErrorCode::ToolError,
+                    "exit status 101: test ledger::query::pages failed",
+                ));
             } else {
                 let text = match p.tool {
                     "shell" => format!("$ {}\nok: finished in {} ms", arguments["command"].as_str().unwrap_or(""), took / 1000),

@@ -3,7 +3,7 @@
 //! Both flatten it, so their JSON keeps these fields at the top level.
 
 use crate::row::StoredPolicyDecision;
-use portcullis_harness::{BlockedReason, Timestamp};
+use portcullis_harness::{BlockedReason, CallErrorCode, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// The columns a [`CallHead`] is read from, in its fields' order (the same names in a hub's `records`
@@ -36,7 +36,7 @@ pub struct CallHead {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<BlockedReason>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
+    pub error_code: Option<CallErrorCode>,
     pub redacted: bool,
     /// What the execution policy said before any approval: allow, prompt or forbidden (absent when the
     /// call was refused before the policy stage, or recorded before the ledger kept it).
@@ -87,7 +87,7 @@ impl CallHead {
             started_at: row.get::<_, Option<i64>>(first + 6)?.map(Timestamp),
             duration_us: row.get(first + 7)?,
             reason: row.get::<_, Option<String>>(first + 8)?.and_then(|r| r.parse().ok()),
-            error_code: row.get(first + 9)?,
+            error_code: row.get::<_, Option<String>>(first + 9)?.map(|c| CallErrorCode::parse(&c)),
             redacted: row.get(first + 10)?,
             policy_decision: row
                 .get::<_, Option<String>>(first + 11)?
@@ -114,7 +114,7 @@ mod tests {
             started_at: Some(Timestamp(1000)),
             duration_us: Some(1000),
             reason: Some(BlockedReason::ToolDenied),
-            error_code: Some("tool_denied".into()),
+            error_code: Some(CallErrorCode::ToolDenied),
             redacted: true,
             policy_decision: Some(StoredPolicyDecision::Forbidden),
             policy_rule: Some("r1".into()),

@@ -72,7 +72,7 @@ pub fn record_line(
                 head.tool.clone(),
                 record.kind.as_str().to_owned(),
                 head.reason.map(|r| r.as_str().to_owned()).unwrap_or_default(),
-                head.error_code.clone().unwrap_or_default(),
+                head.error_code.as_ref().map(|c| c.as_str().to_owned()).unwrap_or_default(),
                 decided.to_owned(),
                 rule.unwrap_or_default().to_owned(),
                 source.unwrap_or_default().to_owned(),

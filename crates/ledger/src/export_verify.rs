@@ -14,8 +14,8 @@ use crate::key::LedgerPublicKey;
 use crate::row::{StoredKind, StoredPolicyDecision, StoredRecord};
 use crate::seal::message;
 use crate::verify::{BreakKind, ChainBreak, LedgerVerdict, MAX_BREAKS, Verdict, VerifyReport};
-use portcullis_harness::Timestamp;
 use portcullis_harness::receipt::{hex, unhex};
+use portcullis_harness::{CallErrorCode, Timestamp};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -47,7 +47,7 @@ fn record_of_columns(id: i64, c: &[Value]) -> Option<StoredRecord> {
         started_at: opt_i64(9)?.map(Timestamp),
         duration_us: opt_i64(10)?,
         reason: opt_text(11)?.and_then(|r| r.parse().ok()),
-        error_code: opt_text(12)?,
+        error_code: opt_text(12)?.map(|c| CallErrorCode::parse(&c)),
         redacted,
         policy_decision: opt_text(17)?.and_then(|d| StoredPolicyDecision::parse(&d)),
         policy_rule: opt_text(18)?,

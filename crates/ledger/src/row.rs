@@ -242,7 +242,7 @@ pub(crate) fn search_text_of(
     }
     if let Some(error) = error {
         text.push(' ');
-        text.push_str(&error.code);
+        text.push_str(error.code.as_str());
         text.push(' ');
         text.push_str(&error.message);
     }
@@ -324,7 +324,7 @@ pub(crate) fn write_search_text(
     }
     if let Some(error) = error {
         out.push(b' ');
-        out.extend_from_slice(error.code.as_bytes());
+        out.extend_from_slice(error.code.as_str().as_bytes());
         out.push(b' ');
         out.extend_from_slice(error.message.as_bytes());
     }

@@ -6,6 +6,7 @@ use crate::prepared::{Chaining, RunningCalls, encode_record};
 use crate::refusals::RefusalRow;
 use crate::row::{RecordBody, body_of, decided_columns, policy_columns, search_text_of};
 use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, BlockedReason, CallContext, CallError, DecidedBy, ExecutionAction, FileAccess, FileVerdict,
     McpRequest, OperatorOutcome, PolicyDecision, PolicyRuling, RuleRef, ToolCallRecord, ToolOutput,
@@ -68,7 +69,7 @@ pub(crate) fn records() -> Vec<ToolCallRecord> {
         full.action = Some(Arc::new(ExecutionAction::new(ActionKind::Execute, "ls")));
         full.progress = Some(json!({"done": 3}));
         full.output = Some(Arc::new(ToolOutput::text("out\u{1F600}")));
-        full.error = Some(CallError::new("boom", "it broke"));
+        full.error = Some(CallError::new(CallErrorCode::Unknown("boom".into()), "it broke"));
         full.blocked_reason = Some(BlockedReason::ToolDenied);
         full.matched_rules =
             vec![RuleRef { id: "r1".into(), source: "p.json".into(), decision: Some("ask".into()) }];

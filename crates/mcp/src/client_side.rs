@@ -11,6 +11,7 @@
 //! agent's request so it rides that request's stream.
 
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, Risk, Tool, ToolError, ToolInvocation, ToolOutput, ToolSpec,
 };
@@ -133,21 +134,27 @@ impl AgentRequestTool {
         let question =
             crate::input_rounds::Question { key, method: self.method, params: invocation.arguments, answer };
         if questions.send(question).is_err() {
-            return Err(ToolError::new("agent_gone", "the agent's call this request belongs to has ended"));
+            return Err(ToolError::new(
+                CallErrorCode::AgentGone,
+                "the agent's call this request belongs to has ended",
+            ));
         }
         let answered = tokio::select! {
             answered = tokio::time::timeout(self.timeout, answered) => answered,
-            () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the call was cancelled")),
+            () = invocation.cancel.cancelled() => return Err(ToolError::new(CallErrorCode::Cancelled, "the call was cancelled")),
         };
         match answered {
             Err(_) => Err(ToolError::new(
-                "agent_timeout",
+                CallErrorCode::AgentTimeout,
                 format!("the agent did not answer {} within {} s", self.method, self.timeout.as_secs()),
             )),
-            Ok(Err(_)) => {
-                Err(ToolError::new("agent_gone", "the agent's call this request belongs to has ended"))
+            Ok(Err(_)) => Err(ToolError::new(
+                CallErrorCode::AgentGone,
+                "the agent's call this request belongs to has ended",
+            )),
+            Ok(Ok(Err(why))) => {
+                Err(ToolError::new(CallErrorCode::AgentError, format!("{}: {why}", self.method)))
             }
-            Ok(Ok(Err(why))) => Err(ToolError::new("agent_error", format!("{}: {why}", self.method))),
             Ok(Ok(Ok(value))) => Ok(ToolOutput::structured(value)),
         }
     }
@@ -203,12 +210,12 @@ impl Tool for AgentRequestTool {
     async fn execute(&self, invocation: ToolInvocation) -> Result<ToolOutput, ToolError> {
         let origin = CallOrigin::of(&invocation.call);
         let route = self.routes.get(&origin).ok_or_else(|| {
-            ToolError::new("agent_gone", "the agent's call this request belongs to has ended")
+            ToolError::new(CallErrorCode::AgentGone, "the agent's call this request belongs to has ended")
         })?;
         let capability = RELAYED.iter().find(|(m, _)| *m == self.method).map_or("", |(_, c)| *c);
         if route.declared().get(capability).is_none() {
             return Err(ToolError::new(
-                "agent_cannot_answer",
+                CallErrorCode::AgentCannotAnswer,
                 format!("the agent did not declare the {capability} capability"),
             ));
         }
@@ -223,7 +230,7 @@ impl Tool for AgentRequestTool {
             json!({ "method": self.method, "params": invocation.arguments })
         };
         let mut request: ServerRequest = serde_json::from_value(request).map_err(|e| {
-            ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
+            ToolError::new(CallErrorCode::InvalidArguments, format!("{} params do not fit: {e}", self.method))
         })?;
         if let Some(questions) = &route.questions {
             return self.ask_in_rounds(questions, key, invocation).await;
@@ -233,25 +240,25 @@ impl Tool for AgentRequestTool {
         let sent = route.peer.send_request(request);
         let answer = tokio::select! {
             answer = tokio::time::timeout(self.timeout, sent) => answer,
-            () = invocation.cancel.cancelled() => return Err(ToolError::new("cancelled", "the call was cancelled")),
+            () = invocation.cancel.cancelled() => return Err(ToolError::new(CallErrorCode::Cancelled, "the call was cancelled")),
         };
         let result = match answer {
             Err(_) => {
                 return Err(ToolError::new(
-                    "agent_timeout",
+                    CallErrorCode::AgentTimeout,
                     format!("the agent did not answer {} within {} s", self.method, self.timeout.as_secs()),
                 ));
             }
             Ok(Err(e)) => {
                 return Err(ToolError::new(
-                    "agent_error",
+                    CallErrorCode::AgentError,
                     format!("the agent answered {}: {e}", self.method),
                 ));
             }
             Ok(Ok(result)) => result,
         };
         let value = serde_json::to_value(result)
-            .map_err(|e| ToolError::new("agent_error", format!("the agent's answer: {e}")))?;
+            .map_err(|e| ToolError::new(CallErrorCode::AgentError, format!("the agent's answer: {e}")))?;
         Ok(ToolOutput::structured(value))
     }
 }

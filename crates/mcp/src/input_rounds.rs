@@ -13,6 +13,7 @@
 //! agent: it stays with the hub's call, which hands it back to its server untouched.
 
 use crate::client_side::{ELICITATION, ROOTS, SAMPLING};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{CallError, CallOutcome, DecidedBy, ToolCallResult};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
 use serde_json::{Value, json};
@@ -260,7 +261,7 @@ fn crashed(e: &tokio::task::JoinError, call_id: &str, tool: &str) -> ToolCallRes
         call_id: call_id.into(),
         tool_name: tool.into(),
         outcome: CallOutcome::Error {
-            error: CallError::new("internal", format!("the call's task ended: {e}")),
+            error: CallError::new(CallErrorCode::Internal, format!("the call's task ended: {e}")),
         },
         decided_by: DecidedBy::Default { detail: None },
         redacted: false,

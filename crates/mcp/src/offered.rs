@@ -286,7 +286,7 @@ mod tests {
             tool_name: "mcp:a:resources/read".into(),
             outcome: CallOutcome::Error {
                 error: portcullis_harness::CallError::new(
-                    "upstream_error",
+                    portcullis_harness::CallErrorCode::UpstreamError,
                     "a answered with an error: no such",
                 )
                 .with_details(

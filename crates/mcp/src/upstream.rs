@@ -19,6 +19,7 @@ use crate::client_side::{AgentRoutes, CallOrigin, ClientRelay};
 use crate::convert::{annotations_of, output_of};
 use async_trait::async_trait;
 use client::UpstreamClient;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, MCP_READ, ProgressReporter, Risk, Timestamp, Tool, ToolError,
     ToolInvocation, ToolOutput, ToolSpec, validate_tool_name,
@@ -709,7 +710,7 @@ impl Tool for McpTool {
         match answer {
             ServerResult::CallToolResult(result) => Ok(output_of(&result)),
             _ => Err(ToolError::new(
-                codes::ERROR,
+                CallErrorCode::UpstreamError,
                 format!("{} answered tools/call with something else than a result", self.reach.server),
             )),
         }

@@ -170,11 +170,11 @@ pub fn error_type(record: &StoredRecord) -> Option<String> {
             record.body.output.as_ref().filter(|o| o.is_error).map(|_| "tool_error".to_owned())
         }
         ErrorTypeSource::ErrorCode => {
-            Some(record.head.error_code.clone().unwrap_or_else(|| "error".to_owned()))
+            Some(record.head.error_code.as_ref().map_or("error", |c| c.as_str()).to_owned())
         }
         ErrorTypeSource::BlockedReason => Some(
             (record.head.reason.map(|r| r.as_str().to_owned()))
-                .or_else(|| record.head.error_code.clone())
+                .or_else(|| record.head.error_code.as_ref().map(|c| c.as_str().to_owned()))
                 .unwrap_or_else(|| "blocked".to_owned()),
         ),
         ErrorTypeSource::Interrupted => Some("interrupted".to_owned()),

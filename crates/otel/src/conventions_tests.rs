@@ -2,7 +2,7 @@
 //! about, as the ledger stores it, and checks what the export makes of it.
 
 use super::*;
-use portcullis_harness::{BlockedReason, CallError, DecidedBy, Timestamp, ToolOutput};
+use portcullis_harness::{BlockedReason, CallError, CallErrorCode, DecidedBy, Timestamp, ToolOutput};
 use portcullis_ledger::{CallHead, RecordBody};
 use std::sync::Arc;
 
@@ -15,8 +15,8 @@ pub(crate) fn record(kind: StoredKind, policy: Option<StoredPolicyDecision>, sta
             duration_us: started.then_some(500_000),
             reason: (kind == StoredKind::Blocked).then_some(BlockedReason::ExecutionDenied),
             error_code: match kind {
-                StoredKind::Blocked => Some("execution_denied".into()),
-                StoredKind::Error => Some("tool_error".into()),
+                StoredKind::Blocked => Some(CallErrorCode::ExecutionDenied),
+                StoredKind::Error => Some(CallErrorCode::ToolError),
                 _ => None,
             },
             policy_decision: policy,
@@ -28,7 +28,7 @@ pub(crate) fn record(kind: StoredKind, policy: Option<StoredPolicyDecision>, sta
             action: None,
             progress: None,
             output: None,
-            error: (kind == StoredKind::Error).then(|| CallError::new("tool_error", "exit 1")),
+            error: (kind == StoredKind::Error).then(|| CallError::new(CallErrorCode::ToolError, "exit 1")),
             matched_rules: Vec::new(),
             decided_by: DecidedBy::DEFAULT,
             policy_decided_by: None,
@@ -98,7 +98,7 @@ fn a_finished_call_has_no_error_type_unless_its_result_says_is_error() {
 fn an_error_record_gives_its_error_code() {
     assert_eq!(ERROR_TYPES[1], (StoredKind::Error, ErrorTypeSource::ErrorCode));
     let mut error = record(StoredKind::Error, Some(Allow), true);
-    error.head.error_code = Some("cancelled".into());
+    error.head.error_code = Some(CallErrorCode::Cancelled);
     assert_eq!(error_type(&error).as_deref(), Some("cancelled"));
 }
 

@@ -3,6 +3,7 @@
 use super::*;
 use crate::conventions::{self as c, GUARDRAIL_DECISIONS};
 use opentelemetry::Value as OtelValue;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{BlockedReason, CallError, McpRequest, OperatorOutcome, ToolOutput};
 use portcullis_ledger::{CallHead, RecordBody, StoredKind, StoredPolicyDecision};
 use std::sync::Arc;
@@ -27,7 +28,7 @@ fn record(kind: StoredKind, traceparent: Option<&str>) -> StoredRecord {
             action: None,
             progress: None,
             output: (kind == StoredKind::Finished).then(|| Arc::new(ToolOutput::text("ok"))),
-            error: (kind == StoredKind::Error).then(|| CallError::new("tool_error", "exit 1")),
+            error: (kind == StoredKind::Error).then(|| CallError::new(CallErrorCode::ToolError, "exit 1")),
             matched_rules: Vec::new(),
             decided_by: DecidedBy::Operator {
                 outcome: if kind == StoredKind::Blocked {

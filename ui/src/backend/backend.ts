@@ -15,8 +15,8 @@ import type {
 } from "./bindings";
 
 // The characters agent text shows escaped: a value the hub's table generates (see lib/visible.ts).
-export { DECIDER_KINDS, ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
-import { COMMAND_TABLE } from "./bindings";
+export { CALL_ERROR_CODES, DECIDER_KINDS, ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
+import { CALL_ERROR_CODES, COMMAND_TABLE } from "./bindings";
 import type { commands } from "./bindings";
 
 export type {
@@ -114,6 +114,7 @@ export type {
   Decision,
   BlockedReason,
   DeciderKind,
+  CallErrorCode,
   ErrorCode,
   DecidingPlace,
   Evaluation,
@@ -238,4 +239,14 @@ export function asBackendError(e: unknown): BackendError {
     return new BackendError({ code: String(code) as ErrorCode, message: String(message), details: details ?? null });
   }
   return new BackendError({ code: "backend_failed", message: String(e), details: null });
+}
+
+/** An error code this build knows (the generated `CALL_ERROR_CODES`); a ledger may hold others. */
+export type KnownCallErrorCode = (typeof CALL_ERROR_CODES)[number];
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(CALL_ERROR_CODES);
+
+/** Whether `code` is one this build knows, so a table keyed by the closed set can be looked up. */
+export function isKnownCallErrorCode(code: string): code is KnownCallErrorCode {
+  return KNOWN_CODES.has(code);
 }

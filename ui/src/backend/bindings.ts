@@ -169,6 +169,8 @@ export const events = {
 };
 
 /* Constants */
+export const CALL_ERROR_CODES = ["unknown_tool","tool_denied","invalid_arguments","invalid_json_arguments","permission_denied","validation_failed","execution_denied","guardrail_blocked","tool_error","tool_panicked","cancelled","tool_call_not_dispatched","ledger_unavailable","duplicate_effect","effect_conflict","outcome_unknown","effect_marked_done","effect_marked_failed","internal","interrupted","path_changed","not_found","too_large","not_unique","no_match","timeout","invalid_path","invalid_argument","outside_root","not_a_file","not_a_directory","not_text","image_refused","spawn_failed","sandbox_failed","io_error","bad_action","invalid_query","process_failed","invalid_output","busy","not_run","not_reported","upstream_unavailable","upstream_timeout","upstream_result_too_large","upstream_error","agent_cannot_answer","agent_timeout","agent_error","agent_gone"] as const;
+
 export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"pending_approvals":{"args":[],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"session_grants":{"args":[],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"sessions":{"args":[],"stream":false},"servers":{"args":[],"stream":false},"restart_server":{"args":["id"],"stream":false},"tool_changes":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"effects":{"args":["limit"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"tools":{"args":[],"stream":false},"hookup_snippets":{"args":[],"stream":false},"console_link":{"args":["operator"],"stream":false},"stop_stream":{"args":["id"],"stream":false},"policy_layers":{"args":[],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"rule_activity":{"args":[],"stream":false},"grants_with_draft":{"args":["file","text"],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"verify_ledger":{"args":["id"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"call_changes":{"args":["callId","session"],"stream":false},"undo_call":{"args":["callId","session"],"stream":false},"answer_held":{"args":["callId","session","answer"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_library":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"follow_events":{"args":[],"stream":true},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"export_ledger":{"args":["id","filter","format","file"],"stream":true}} as const;
 
 export const DECIDER_KINDS = ["default","rule","protected_place","operator","session_grant","approval_timeout","grants","guardrail","permission","registry","validator"] as const;
@@ -490,10 +492,69 @@ export type CallDetail = {
 
 /**  A tagged error: a stable `code` for programs, a `message` for people (always redacted). */
 export type CallError = {
-	code: string,
+	code: CallErrorCode,
 	message: string,
 	details?: Value | null,
 };
+
+/**  A failed call's stable code (the `code` of [`crate::CallError`] and [`crate::ToolError`]). */
+export type CallErrorCode = "unknown_tool" | "tool_denied" | "invalid_arguments" | 
+/**  The caller's arguments were not parseable JSON (for example a broken streamed tool call). */
+"invalid_json_arguments" | "permission_denied" | "validation_failed" | "execution_denied" | "guardrail_blocked" | 
+/**  The tool returned an error without a code of its own. */
+"tool_error" | 
+/**  The tool panicked; the panic was contained. */
+"tool_panicked" | 
+/**  The run was cancelled while the tool ran (or before it started). */
+"cancelled" | 
+/**  A batch stopped (cancellation or failure) before this call was claimed. */
+"tool_call_not_dispatched" | 
+/**  The `started` record could not be written: the call does not execute unaudited. */
+"ledger_unavailable" | 
+/**
+ *  A retry of a call with the same idempotency key and arguments: answered with the first call's
+ *  result, never run again.
+ */
+"duplicate_effect" | 
+/**  An idempotency key already claimed by a call with other arguments. */
+"effect_conflict" | 
+/**
+ *  An idempotency key whose first call's outcome is unknown (the hub stopped while it ran): refused
+ *  until an operator says what happened.
+ */
+"outcome_unknown" | 
+/**  A retry of a call whose unknown outcome an operator said took effect: not run again. */
+"effect_marked_done" | 
+/**  A retry of a call whose unknown outcome an operator said failed: not run again. */
+"effect_marked_failed" | 
+/**  The call's own task ended without an answer. */
+"internal" | 
+/**  The hub stopped while the call ran (written when a ledger is recovered). */
+"interrupted" | 
+/**  The path is not the one the policy evaluated any more (a symlink or directory was swapped in). */
+"path_changed" | "not_found" | "too_large" | "not_unique" | "no_match" | "timeout" | "invalid_path" | "invalid_argument" | 
+/**  A shell cwd outside the workspace root. */
+"outside_root" | "not_a_file" | "not_a_directory" | "not_text" | 
+/**  An image the decoder refused (dimensions or allocation over the limits, or corrupt). */
+"image_refused" | "spawn_failed" | 
+/**  The sandbox a command must run in could not be built (or this hub has no launcher): it did not run. */
+"sandbox_failed" | "io_error" | 
+/**  The evaluated action is not one this tool can execute (no path, wrong kind). */
+"bad_action" | 
+/**  A tool search query that does not parse. */
+"invalid_query" | "process_failed" | 
+/**  A manifest tool's process did not answer JSON. */
+"invalid_output" | 
+/**  Another run holds what this one needs. */
+"busy" | 
+/**  Allowed, but the agent that runs it did not start it in time: it did not run. */
+"not_run" | 
+/**  Allowed, but the agent that ran it did not report how it ended. */
+"not_reported" | "upstream_unavailable" | "upstream_timeout" | "upstream_result_too_large" | "upstream_error" | 
+/**  A question for the agent (sampling, elicitation, roots) that it did not declare it can answer. */
+"agent_cannot_answer" | "agent_timeout" | "agent_error" | "agent_gone" | 
+/**  A code this build does not know: kept as written (older or newer ledgers). */
+string;
 
 /**  Which calls a query is about. Empty lists mean "any". */
 export type CallFilter = {
@@ -542,7 +603,7 @@ export type CallHead = {
 	started_at?: Timestamp | null,
 	duration_us?: number | null,
 	reason?: BlockedReason | null,
-	error_code?: string | null,
+	error_code?: CallErrorCode | null,
 	redacted: boolean,
 	/**
 	 *  What the execution policy said before any approval: allow, prompt or forbidden (absent when the

@@ -2,9 +2,10 @@
 //! decompression bombs), atomic writes with parents, serialized writes, unique edits.
 
 use crate::common;
+use portcullis_harness::CallErrorCode;
 
 use crate::common::{code, fixture, fixture_with, mode_of, output, set_mode, write};
-use portcullis_coding::{Limits, codes};
+use portcullis_coding::Limits;
 use portcullis_harness::{BlockedReason, Content};
 use serde_json::json;
 use std::fs::File;
@@ -69,7 +70,7 @@ async fn text_reads_are_bounded_in_bytes_and_binary_is_refused() {
         out.joined_text()
     );
     std::fs::write(fx.root().join("bin"), b"ab\0cd").unwrap();
-    assert_eq!(code(&fx.call("read", json!({"path": "bin"})).await), codes::NOT_TEXT);
+    assert_eq!(code(&fx.call("read", json!({"path": "bin"})).await), CallErrorCode::NotText);
 }
 
 #[tokio::test]
@@ -80,7 +81,7 @@ async fn oversized_images_are_refused_by_stat_before_reading() {
     // Sparse: 20 MB by size, nothing on disk; a read of it would take long and use memory.
     File::options().write(true).open(&path).unwrap().set_len(20_000_000).unwrap();
     let result = fx.call("read", json!({"path": "huge.png"})).await;
-    assert_eq!(code(&result), codes::TOO_LARGE);
+    assert_eq!(code(&result), CallErrorCode::TooLarge);
     assert_eq!(result.error().unwrap().details.as_ref().unwrap()["limit"], 10_000_000);
 }
 
@@ -91,7 +92,7 @@ async fn the_image_bound_is_capped_at_32_mib() {
     std::fs::write(&path, b"GIF89a").unwrap();
     File::options().write(true).open(&path).unwrap().set_len(33 * 1024 * 1024).unwrap();
     let result = fx.call("read", json!({"path": "huge.gif"})).await;
-    assert_eq!(code(&result), codes::TOO_LARGE);
+    assert_eq!(code(&result), CallErrorCode::TooLarge);
     assert_eq!(result.error().unwrap().details.as_ref().unwrap()["limit"], 32 * 1024 * 1024);
 }
 
@@ -100,14 +101,14 @@ async fn a_decompression_bomb_is_refused_not_decoded() {
     let fx = fixture();
     std::fs::write(fx.root().join("bomb.png"), png_bomb()).unwrap();
     let result = fx.call("read", json!({"path": "bomb.png"})).await;
-    assert_eq!(code(&result), codes::IMAGE_REFUSED);
+    assert_eq!(code(&result), CallErrorCode::ImageRefused);
     let result = fx.call("read", json!({"path": "bomb.png", "max_dimension": 64})).await;
-    assert_eq!(code(&result), codes::IMAGE_REFUSED);
+    assert_eq!(code(&result), CallErrorCode::ImageRefused);
     // Even with the per-side limit lifted, the decoder's allocation limit refuses it.
     let fx = fixture_with(Limits { image_max_side: 1_000_000, ..Limits::default() }, &[]);
     std::fs::write(fx.root().join("bomb.png"), png_bomb()).unwrap();
     let result = fx.call("read", json!({"path": "bomb.png", "max_dimension": 64})).await;
-    assert_eq!(code(&result), codes::IMAGE_REFUSED, "{result:?}");
+    assert_eq!(code(&result), CallErrorCode::ImageRefused, "{result:?}");
 }
 
 #[tokio::test]
@@ -148,7 +149,7 @@ async fn base64_over_the_bound_is_never_returned() {
     // The file passes the stat check (size == bound) but its base64 (4/3 of it) would not.
     let fx = fixture_with(Limits { image_bytes: size, ..Limits::default() }, &[]);
     std::fs::copy(scratch.path().join("pic.png"), fx.root().join("pic.png")).unwrap();
-    assert_eq!(code(&fx.call("read", json!({"path": "pic.png"})).await), codes::TOO_LARGE);
+    assert_eq!(code(&fx.call("read", json!({"path": "pic.png"})).await), CallErrorCode::TooLarge);
 }
 
 #[tokio::test]
@@ -175,10 +176,13 @@ async fn write_bounds_and_directories() {
     let result = fx.call("write", json!({"path": "f.txt", "content": "12345"})).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ValidationFailed));
     std::fs::create_dir(fx.root().join("dir")).unwrap();
-    assert_eq!(code(&fx.call("write", json!({"path": "dir", "content": "x"})).await), codes::NOT_A_FILE);
+    assert_eq!(
+        code(&fx.call("write", json!({"path": "dir", "content": "x"})).await),
+        CallErrorCode::NotAFile
+    );
     assert_eq!(
         code(&fx.call("write", json!({"path": "f.txt", "content": "x", "extra": 1})).await),
-        portcullis_harness::error_codes::VALIDATION_FAILED
+        CallErrorCode::ValidationFailed
     );
 }
 
@@ -209,9 +213,9 @@ async fn edit_fails_clearly_on_no_match_or_several() {
     let fx = fixture();
     write(&fx.root().join("f.txt"), "x y x");
     let result = fx.call("edit", json!({"path": "f.txt", "old_string": "z", "new_string": "w"})).await;
-    assert_eq!(code(&result), codes::NO_MATCH);
+    assert_eq!(code(&result), CallErrorCode::NoMatch);
     let result = fx.call("edit", json!({"path": "f.txt", "old_string": "x", "new_string": "w"})).await;
-    assert_eq!(code(&result), codes::NOT_UNIQUE);
+    assert_eq!(code(&result), CallErrorCode::NotUnique);
     assert_eq!(result.error().unwrap().details.as_ref().unwrap()["matches"], 2);
     assert_eq!(std::fs::read_to_string(fx.root().join("f.txt")).unwrap(), "x y x", "file untouched");
     let result = fx.call("edit", json!({"path": "f.txt", "old_string": "", "new_string": "w"})).await;
@@ -223,11 +227,11 @@ async fn edit_is_size_bounded() {
     let fx = fixture_with(Limits { edit_bytes: 8, ..Limits::default() }, &[]);
     write(&fx.root().join("big.txt"), "0123456789");
     let result = fx.call("edit", json!({"path": "big.txt", "old_string": "0", "new_string": "x"})).await;
-    assert_eq!(code(&result), codes::TOO_LARGE);
+    assert_eq!(code(&result), CallErrorCode::TooLarge);
     write(&fx.root().join("small.txt"), "abc");
     let result =
         fx.call("edit", json!({"path": "small.txt", "old_string": "b", "new_string": "0123456789"})).await;
-    assert_eq!(code(&result), codes::TOO_LARGE);
+    assert_eq!(code(&result), CallErrorCode::TooLarge);
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! between the policy's evaluation and execution.
 
 use crate::common;
+use portcullis_harness::CallErrorCode;
 
 use crate::common::{code, ctx, execute, fixture, write};
-use portcullis_coding::{EditTool, ReadTool, WriteTool, codes};
+use portcullis_coding::{EditTool, ReadTool, WriteTool};
 use portcullis_harness::{BlockedReason, RunContext, Tool};
 use serde_json::json;
 use std::os::unix::fs::symlink;
@@ -64,7 +65,7 @@ async fn nul_bytes_are_refused_before_execution() {
     let result = fx.call("read", json!({"path": "a\u{0}b"})).await;
     assert_eq!(result.blocked_reason(), Some(BlockedReason::ValidationFailed));
     let direct = ReadTool::new(fx.workspace.clone()).describe_action(&json!({"path": "a\u{0}b"}), &ctx());
-    assert_eq!(direct.unwrap_err().code, codes::INVALID_PATH);
+    assert_eq!(direct.unwrap_err().code, CallErrorCode::InvalidPath);
 }
 
 #[tokio::test]
@@ -78,7 +79,7 @@ async fn read_refuses_a_file_swapped_for_a_symlink_after_evaluation() {
     std::fs::remove_file(fx.root().join("f.txt")).unwrap();
     symlink(fx.outside().join("secret"), fx.root().join("f.txt")).unwrap();
     let err = execute(&tool, action, args).await.unwrap_err();
-    assert_eq!(err.code, codes::PATH_CHANGED, "{err:?}");
+    assert_eq!(err.code, CallErrorCode::PathChanged, "{err:?}");
 }
 
 #[tokio::test]
@@ -92,7 +93,7 @@ async fn read_refuses_a_parent_folder_swapped_for_a_symlink() {
     std::fs::remove_dir_all(fx.root().join("d")).unwrap();
     symlink(fx.outside(), fx.root().join("d")).unwrap();
     let err = execute(&tool, action, args).await.unwrap_err();
-    assert_eq!(err.code, codes::PATH_CHANGED, "{err:?}");
+    assert_eq!(err.code, CallErrorCode::PathChanged, "{err:?}");
 }
 
 #[tokio::test]
@@ -106,14 +107,14 @@ async fn write_refuses_swaps_of_the_file_or_a_parent() {
     std::fs::remove_file(fx.root().join("f.txt")).unwrap();
     symlink(fx.outside().join("target"), fx.root().join("f.txt")).unwrap();
     let err = execute(&tool, action, args).await.unwrap_err();
-    assert_eq!(err.code, codes::PATH_CHANGED);
+    assert_eq!(err.code, CallErrorCode::PathChanged);
     assert!(!fx.outside().join("target").exists());
     // A new parent folder appears as a symlink to outside.
     let args = json!({"path": "new/dir/f.txt", "content": "new"});
     let action = tool.describe_action(&args, &ctx()).unwrap();
     symlink(fx.outside(), fx.root().join("new")).unwrap();
     let err = execute(&tool, action, args).await.unwrap_err();
-    assert_eq!(err.code, codes::PATH_CHANGED);
+    assert_eq!(err.code, CallErrorCode::PathChanged);
     assert!(!fx.outside().join("dir").exists(), "no folder was created outside");
 }
 
@@ -128,7 +129,7 @@ async fn edit_refuses_a_swapped_file() {
     std::fs::remove_file(fx.root().join("f.txt")).unwrap();
     symlink(fx.outside().join("f.txt"), fx.root().join("f.txt")).unwrap();
     let err = execute(&tool, action, args).await.unwrap_err();
-    assert_eq!(err.code, codes::PATH_CHANGED);
+    assert_eq!(err.code, CallErrorCode::PathChanged);
     assert_eq!(std::fs::read_to_string(fx.outside().join("f.txt")).unwrap(), "hello");
 }
 
@@ -136,7 +137,7 @@ async fn edit_refuses_a_swapped_file() {
 async fn tool_errors_keep_their_codes_through_the_dispatcher() {
     let fx = fixture();
     let result = fx.call("read", json!({"path": "missing.txt"})).await;
-    assert_eq!(code(&result), codes::NOT_FOUND);
+    assert_eq!(code(&result), CallErrorCode::NotFound);
 }
 
 /// A folder swapped for a symlink to outside, again and again (an atomic exchange of the real folder
@@ -173,7 +174,7 @@ async fn write_under_a_racing_folder_swap_never_writes_outside() {
     while written + refused < 3000 && began.elapsed() < std::time::Duration::from_secs(8) {
         match execute(&tool, action.clone(), args.clone()).await {
             Ok(_) => written += 1,
-            Err(e) if e.code == codes::PATH_CHANGED => refused += 1,
+            Err(e) if e.code == CallErrorCode::PathChanged => refused += 1,
             Err(e) => other.push(e),
         }
     }

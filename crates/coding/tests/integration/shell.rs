@@ -5,9 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
+use portcullis_harness::CallErrorCode;
 
 use crate::common::{code, fixture, fixture_with, output};
-use portcullis_coding::{Limits, codes};
+use portcullis_coding::Limits;
 use portcullis_harness::{BlockedReason, RunContext};
 use serde_json::json;
 use std::path::Path;
@@ -61,7 +62,7 @@ async fn timeout_kills_the_whole_process_tree() {
     let started = Instant::now();
     let result =
         fx.call("shell", json!({"command": "sleep 100 & echo $! > pid.txt; wait", "timeout_ms": 300})).await;
-    assert_eq!(code(&result), codes::TIMEOUT);
+    assert_eq!(code(&result), CallErrorCode::Timeout);
     assert!(started.elapsed() < Duration::from_secs(10));
     let pid = read_pid(&fx.root().join("pid.txt")).await;
     assert!(dead_soon(pid).await, "grandchild {pid} survived the timeout");
@@ -73,7 +74,7 @@ async fn term_ignoring_children_are_killed_after_the_grace() {
     let fx = fixture_with(limits, &[]);
     let command = "bash -c 'trap \"\" TERM; sleep 100' & echo $! > pid.txt; trap '' TERM; wait";
     let result = fx.call("shell", json!({"command": command, "timeout_ms": 300})).await;
-    assert_eq!(code(&result), codes::TIMEOUT);
+    assert_eq!(code(&result), CallErrorCode::Timeout);
     let pid = read_pid(&fx.root().join("pid.txt")).await;
     assert!(dead_soon(pid).await, "TERM-ignoring child {pid} survived");
 }

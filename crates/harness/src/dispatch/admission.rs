@@ -3,7 +3,8 @@
 
 use super::guards::sanitize_ident;
 use super::{Refusal, Shared, panic_message, shown_name};
-use crate::call::{BlockedReason, CallArguments, CallContext, DecidedBy, RunContext, ToolCall, error_codes};
+use crate::call::{BlockedReason, CallArguments, CallContext, DecidedBy, RunContext, ToolCall};
+use crate::error_code::CallErrorCode;
 use crate::permission::Permission;
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::schema::truncate;
@@ -45,7 +46,7 @@ impl Shared {
         {
             let refusal = Refusal::new(
                 BlockedReason::ToolDenied,
-                error_codes::TOOL_DENIED,
+                CallErrorCode::ToolDenied,
                 format!(
                     "Tool {requested} is denied by grant scope {} (renamed to {name} by middleware)",
                     scope.name
@@ -57,7 +58,7 @@ impl Shared {
         let Some(entry) = registry.get(&name) else {
             let refusal = Refusal::new(
                 BlockedReason::UnknownTool,
-                error_codes::UNKNOWN_TOOL,
+                CallErrorCode::UnknownTool,
                 format!("Unknown tool: {name}"),
                 DecidedBy::Registry,
             );
@@ -67,7 +68,7 @@ impl Shared {
         if let Some(scope) = run.grants.refusing_scope(&name) {
             let refusal = Refusal::new(
                 BlockedReason::ToolDenied,
-                error_codes::TOOL_DENIED,
+                CallErrorCode::ToolDenied,
                 format!("Tool {name} is not granted (grant scope {})", scope.name),
                 DecidedBy::Grants { scope: scope.name.clone() },
             );
@@ -78,7 +79,7 @@ impl Shared {
             CallArguments::Json(other) => {
                 let refusal = Refusal::new(
                     BlockedReason::InvalidArguments,
-                    error_codes::INVALID_ARGUMENTS,
+                    CallErrorCode::InvalidArguments,
                     format!("Arguments must be a JSON object, got {}", json_type(&other)),
                     DecidedBy::Validator { validator: "arguments".into() },
                 );
@@ -87,7 +88,7 @@ impl Shared {
             CallArguments::Unparsed { raw, error } => {
                 let refusal = Refusal::new(
                     BlockedReason::InvalidArguments,
-                    error_codes::INVALID_JSON_ARGUMENTS,
+                    CallErrorCode::InvalidJsonArguments,
                     format!("Arguments are not valid JSON: {}", truncate(&error, 200)),
                     DecidedBy::Validator { validator: "arguments".into() },
                 );
@@ -109,7 +110,7 @@ impl Shared {
         if !self.permissions.allows(ctx, &permission) {
             return Err(Refusal::new(
                 BlockedReason::PermissionDenied,
-                error_codes::PERMISSION_DENIED,
+                CallErrorCode::PermissionDenied,
                 format!("Permission denied: {permission}"),
                 DecidedBy::Permission { permission: permission.to_string() },
             ));
@@ -118,7 +119,7 @@ impl Shared {
         if let Err(issue) = self.schema.validate_tool(entry, arguments) {
             let mut refusal = Refusal::new(
                 BlockedReason::ValidationFailed,
-                error_codes::VALIDATION_FAILED,
+                CallErrorCode::ValidationFailed,
                 issue.message,
                 DecidedBy::Validator { validator: "json_schema".into() },
             );
@@ -149,7 +150,7 @@ impl Shared {
             };
             let mut refusal = Refusal::new(
                 BlockedReason::ValidationFailed,
-                error_codes::VALIDATION_FAILED,
+                CallErrorCode::ValidationFailed,
                 message,
                 DecidedBy::Validator { validator: sanitize_ident(v.name()) },
             );

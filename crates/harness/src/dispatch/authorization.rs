@@ -2,7 +2,8 @@
 //! goes to the approver (bounded by the approval timeout, ended by cancelling the run).
 
 use super::{Authorized, Refusal, Shared, panic_message};
-use crate::call::{BlockedReason, CallContext, DecidedBy, RuleRef, error_codes};
+use crate::call::{BlockedReason, CallContext, DecidedBy, RuleRef};
+use crate::error_code::CallErrorCode;
 use crate::events::{StageTimes, micros_since};
 use crate::execution::{
     ApprovalAnswer, ApprovalRequest, ExecutionAction, ExecutionPolicy, PolicyDecision, PolicyRequest,
@@ -50,7 +51,7 @@ impl Shared {
         action.map_err(|e| {
             let mut refusal = Refusal::new(
                 BlockedReason::ValidationFailed,
-                error_codes::VALIDATION_FAILED,
+                CallErrorCode::ValidationFailed,
                 format!("cannot describe the action: {}", e.message),
                 DecidedBy::Validator { validator: "action".into() },
             );
@@ -103,7 +104,7 @@ impl Shared {
             PolicyDecision::Contain => {
                 let mut refusal = Refusal::new(
                     BlockedReason::ExecutionDenied,
-                    error_codes::EXECUTION_DENIED,
+                    CallErrorCode::ExecutionDenied,
                     "the policy contains this command, and it has no contained walls to run in".to_owned(),
                     verdict.decided_by,
                 );
@@ -116,7 +117,7 @@ impl Shared {
                 let reason = verdict.reason.unwrap_or_else(|| "denied by the execution policy".into());
                 let mut refusal = Refusal::new(
                     BlockedReason::ExecutionDenied,
-                    error_codes::EXECUTION_DENIED,
+                    CallErrorCode::ExecutionDenied,
                     reason,
                     verdict.decided_by,
                 );
@@ -157,7 +158,7 @@ impl Shared {
         let Some(approvals) = &self.approvals else {
             let mut refusal = Refusal::new(
                 BlockedReason::ExecutionDenied,
-                error_codes::EXECUTION_DENIED,
+                CallErrorCode::ExecutionDenied,
                 "approval required, but no approver is configured",
                 DecidedBy::Default { detail: Some(crate::execution::NO_APPROVER.into()) },
             );
@@ -208,7 +209,7 @@ impl Shared {
             ApprovalAnswer::Deny { reason, decided_by } => {
                 let mut refusal = Refusal::new(
                     BlockedReason::ExecutionDenied,
-                    error_codes::EXECUTION_DENIED,
+                    CallErrorCode::ExecutionDenied,
                     reason,
                     decided_by,
                 );
@@ -236,7 +237,7 @@ fn uncovered(decided_by: &DecidedBy, shown: &Value, ctx: &CallContext) -> Option
     };
     let mut refusal = Refusal::new(
         BlockedReason::ExecutionDenied,
-        error_codes::EXECUTION_DENIED,
+        CallErrorCode::ExecutionDenied,
         format!("the operator's answer does not approve this call: {why}; the call is denied"),
         DecidedBy::Validator { validator: crate::receipt::RECEIPT_VALIDATOR.into() },
     );

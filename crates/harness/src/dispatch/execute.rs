@@ -3,7 +3,8 @@
 //! `ProgressSink`); and the error of a call that passed every check but did not start.
 
 use super::{Shared, panic_message};
-use crate::call::{CallContext, CallError, CallOutcome, DecidedBy, ToolCallResult, error_codes};
+use crate::call::{CallContext, CallError, CallOutcome, DecidedBy, ToolCallResult};
+use crate::error_code::CallErrorCode;
 use crate::events::EventPayload;
 use crate::execution::PolicyRuling;
 use crate::ledger::{RecordKind, ToolCallRecord};
@@ -39,7 +40,7 @@ pub(super) fn outcome_of(settled: Settled) -> Result<ToolOutput, CallError> {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(e)) => Err(CallError { code: e.code, message: e.message, details: e.details }),
         Err(panic) => Err(CallError::new(
-            error_codes::TOOL_PANICKED,
+            CallErrorCode::ToolPanicked,
             format!("the tool panicked: {}", panic_message(panic.as_ref())),
         )),
     }
@@ -65,7 +66,7 @@ impl Shared {
                 Ok(settled) => settled,
                 Err(_) => {
                     return Err(CallError::new(
-                        error_codes::CANCELLED,
+                        CallErrorCode::Cancelled,
                         "the run was cancelled and the tool did not stop within the grace period",
                     ));
                 }

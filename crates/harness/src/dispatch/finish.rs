@@ -4,7 +4,8 @@
 
 use super::ending::{EndEvent, Ending};
 use super::{Finishing, Shared, panic_message};
-use crate::call::{CallContext, CallError, CallOutcome, RunContext, ToolCall, ToolCallResult, error_codes};
+use crate::call::{CallContext, CallError, CallOutcome, RunContext, ToolCall, ToolCallResult};
+use crate::error_code::CallErrorCode;
 use crate::guardrail::{GuardrailStage, GuardrailSubject};
 use crate::ledger::{RecordKind, ToolCallRecord};
 use crate::time::Timestamp;
@@ -43,7 +44,7 @@ impl Shared {
                     .await
                     .unwrap_or_else(|panic| {
                         Err(CallError::new(
-                            error_codes::TOOL_ERROR,
+                            CallErrorCode::ToolError,
                             format!(
                                 "result middleware {} panicked: {}",
                                 m.name(),

@@ -2,7 +2,8 @@
 //! used by guardrails `tool_input` (stage 2) and `tool_output` (stage 8), with their decision events.
 
 use super::{MAX_GUARDRAIL_MESSAGE_BYTES, Refusal, Shared, panic_message};
-use crate::call::{BlockedReason, CallContext, DecidedBy, RunContext, ToolCall, error_codes};
+use crate::call::{BlockedReason, CallContext, DecidedBy, RunContext, ToolCall};
+use crate::error_code::CallErrorCode;
 use crate::events::{EventPayload, GuardrailOutcome, ToolEvent};
 use crate::guardrail::{GuardrailRule, GuardrailSubject, GuardrailVerdict};
 use crate::schema::truncate;
@@ -42,7 +43,7 @@ impl Shared {
                 truncate(&format!("Blocked by middleware {mw}: {why}"), MAX_GUARDRAIL_MESSAGE_BYTES);
             let refusal = Refusal::new(
                 BlockedReason::GuardrailBlocked,
-                error_codes::GUARDRAIL_BLOCKED,
+                CallErrorCode::GuardrailBlocked,
                 message,
                 DecidedBy::Guardrail { pack: "middleware".into(), rule: mw },
             );
@@ -103,7 +104,7 @@ impl Shared {
             }
             return Err(Refusal::new(
                 BlockedReason::GuardrailBlocked,
-                error_codes::GUARDRAIL_BLOCKED,
+                CallErrorCode::GuardrailBlocked,
                 message,
                 DecidedBy::Guardrail { pack: rule.pack, rule: rule.rule },
             ));

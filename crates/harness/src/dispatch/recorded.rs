@@ -3,7 +3,8 @@
 //! record made durable first when the call has a side effect). Split from `dispatch.rs` to keep it small.
 
 use super::{Shared, StartedCall};
-use crate::call::{CallError, error_codes};
+use crate::call::CallError;
+use crate::error_code::CallErrorCode;
 use crate::events::EventPayload;
 use crate::execution::{ExecutionAction, PolicyRuling};
 use crate::ledger::{Offered, RecordKind, ToolCallRecord};
@@ -190,7 +191,7 @@ impl Shared {
             if let Err(e) = written {
                 tracing::error!(call_id = %ctx.call_id, error = %e, "started record not written; call not executed");
                 return Err(CallError::new(
-                    error_codes::LEDGER_UNAVAILABLE,
+                    CallErrorCode::LedgerUnavailable,
                     format!("the call was not executed because the ledger refused its started record: {e}"),
                 ));
             }

@@ -11,11 +11,11 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::batch::MAX_TOOL_CONCURRENCY;
 use portcullis_harness::{
     BatchOptions, BlockedReason, CallOutcome, DecidedBy, Dispatcher, MemoryLedger, RecordKind, RunContext,
     Tool, ToolCall, ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
-    error_codes,
 };
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -123,7 +123,9 @@ impl Tool for Worker {
                 Ok(ToolOutput::text(format!("done {i}")))
             }
             Behaviour::UntilCancelled => Ok(ToolOutput::text(format!("settled {i}"))),
-            Behaviour::Fail => Err(ToolError::new("boom", format!("failed {i}"))),
+            Behaviour::Fail => {
+                Err(ToolError::new(CallErrorCode::Unknown("boom".into()), format!("failed {i}")))
+            }
             Behaviour::Panic => panic!("kaboom {i}"),
             Behaviour::CancelRun => {
                 invocation.cancel.cancel();
@@ -207,7 +209,7 @@ fn text(result: &ToolCallResult) -> String {
 }
 
 /// Asserts the result is an `Error` outcome and returns (code, message).
-fn error_of(result: &ToolCallResult) -> (String, String) {
+fn error_of(result: &ToolCallResult) -> (CallErrorCode, String) {
     match &result.outcome {
         CallOutcome::Error { error } => (error.code.clone(), error.message.clone()),
         other => panic!("expected an error outcome for {}, got {other:?}", result.call_id),
@@ -224,7 +226,7 @@ fn assert_not_dispatched_record(ledger: &MemoryLedger, call_id: &str) {
     assert_eq!(records.len(), 1, "{call_id}: {records:?}");
     assert_eq!(records[0].kind, RecordKind::Error, "{call_id}");
     let code = &records[0].error.as_ref().unwrap().code;
-    assert_eq!(code, error_codes::NOT_DISPATCHED, "{call_id}");
+    assert_eq!(*code, CallErrorCode::NotDispatched, "{call_id}");
     assert!(records[0].started_at.is_none(), "{call_id}");
 }
 
@@ -354,7 +356,7 @@ async fn cancelling_mid_batch_stops_claiming() {
     assert_eq!(text(&results[1]), "done 1");
     assert_eq!(text(&results[2]), "cancelled at 2");
     for result in &results[3..] {
-        assert_eq!(error_of(result), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
+        assert_eq!(error_of(result), (CallErrorCode::NotDispatched.to_owned(), CANCELLED.to_owned()));
         assert_eq!(&*result.tool_name, "sleep");
         assert_eq!(result.decided_by, DecidedBy::DEFAULT);
     }
@@ -385,7 +387,7 @@ async fn claimed_calls_settle_when_the_run_is_cancelled() {
     assert_eq!(text(&results[1]), "cancelled at 1");
     assert!(started.elapsed() >= Duration::from_millis(20));
     for r in &results[2..] {
-        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
+        assert_eq!(error_of(r), (CallErrorCode::NotDispatched.to_owned(), CANCELLED.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 2);
@@ -414,7 +416,7 @@ async fn cancelling_from_another_task_mid_batch() {
     let texts: Vec<String> = results[..6].iter().map(text).collect();
     assert_eq!(texts, ["done 0", "done 1", "done 2", "done 3", "settled 4", "settled 5"]);
     for r in &results[6..] {
-        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
+        assert_eq!(error_of(r), (CallErrorCode::NotDispatched.to_owned(), CANCELLED.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 6);
@@ -435,7 +437,7 @@ async fn a_run_cancelled_before_the_batch_dispatches_nothing() {
     let results = run_batch(&f, &calls, options(4, true)).await;
     assert_one_result_per_call(&calls, &results);
     for r in &results {
-        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), CANCELLED.to_owned()));
+        assert_eq!(error_of(r), (CallErrorCode::NotDispatched.to_owned(), CANCELLED.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 0);
@@ -452,9 +454,9 @@ async fn a_failing_tool_stops_the_batch_when_stop_on_error() {
     let results = run_batch(&f, &calls, options(1, true)).await;
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
-    assert_eq!(error_of(&results[1]), ("boom".to_owned(), "failed 1".to_owned()));
+    assert_eq!(error_of(&results[1]), (CallErrorCode::Unknown("boom".into()), "failed 1".to_owned()));
     for r in &results[2..] {
-        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned()));
+        assert_eq!(error_of(r), (CallErrorCode::NotDispatched.to_owned(), FAILED_EARLIER.to_owned()));
         assert_not_dispatched_record(&f.ledger, &r.call_id);
     }
     assert_eq!(f.gauge.started(), 2);
@@ -475,9 +477,9 @@ async fn a_failing_tool_does_not_stop_the_batch_without_stop_on_error() {
     let results = run_batch(&f, &calls, options(2, false)).await;
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
-    assert_eq!(error_of(&results[1]), ("boom".to_owned(), "failed 1".to_owned()));
+    assert_eq!(error_of(&results[1]), (CallErrorCode::Unknown("boom".into()), "failed 1".to_owned()));
     assert_eq!(text(&results[2]), "done 2");
-    assert_eq!(error_of(&results[3]), ("boom".to_owned(), "failed 3".to_owned()));
+    assert_eq!(error_of(&results[3]), (CallErrorCode::Unknown("boom".into()), "failed 3".to_owned()));
     assert_eq!(text(&results[4]), "done 4");
     assert_eq!(f.gauge.started(), 5);
 }
@@ -494,7 +496,7 @@ async fn a_failure_lets_the_other_claimed_call_settle() {
     assert_eq!(error_of(&results[0]).0, "boom");
     assert_eq!(text(&results[1]), "done 1");
     for r in &results[2..] {
-        assert_eq!(error_of(r), (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned()));
+        assert_eq!(error_of(r), (CallErrorCode::NotDispatched.to_owned(), FAILED_EARLIER.to_owned()));
     }
     assert_eq!(f.gauge.started(), 2);
 }
@@ -526,7 +528,7 @@ async fn a_panicking_tool_becomes_an_error_result() {
     let results = run_batch(&f, &calls, options(2, false)).await;
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
-    let panicked = (error_codes::TOOL_PANICKED.to_owned(), "the tool panicked: kaboom 1".to_owned());
+    let panicked = (CallErrorCode::ToolPanicked.to_owned(), "the tool panicked: kaboom 1".to_owned());
     assert_eq!(error_of(&results[1]), panicked);
     assert_eq!(text(&results[2]), "done 2");
     assert_eq!(record_kinds(&f.ledger, "call-1"), [RecordKind::Started, RecordKind::Error]);
@@ -537,7 +539,7 @@ async fn a_panicking_tool_becomes_an_error_result() {
     assert_one_result_per_call(&calls, &results);
     assert_eq!(text(&results[0]), "done 0");
     assert_eq!(error_of(&results[1]), panicked);
-    assert_eq!(error_of(&results[2]), (error_codes::NOT_DISPATCHED.to_owned(), FAILED_EARLIER.to_owned()));
+    assert_eq!(error_of(&results[2]), (CallErrorCode::NotDispatched.to_owned(), FAILED_EARLIER.to_owned()));
     assert_not_dispatched_record(&f.ledger, "call-2");
 }
 

@@ -8,7 +8,7 @@
 
 use crate::common::pipeline::*;
 use async_trait::async_trait;
-use portcullis_harness::call::error_codes;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::*;
 use serde_json::json;
 use std::sync::Arc;
@@ -57,24 +57,28 @@ async fn every_blocked_reason_never_executes() {
         .build();
     let mut sub = d.events().subscribe();
     let r = run();
-    let cases: Vec<(ToolCall, BlockedReason, &str)> = vec![
-        (call("u", "nope", json!({})), BlockedReason::UnknownTool, error_codes::UNKNOWN_TOOL),
-        (call("d", "secret_tool", json!({"text": "x"})), BlockedReason::ToolDenied, error_codes::TOOL_DENIED),
-        (call("a", "echo", json!(["x"])), BlockedReason::InvalidArguments, error_codes::INVALID_ARGUMENTS),
+    let cases: Vec<(ToolCall, BlockedReason, CallErrorCode)> = vec![
+        (call("u", "nope", json!({})), BlockedReason::UnknownTool, CallErrorCode::UnknownTool),
+        (
+            call("d", "secret_tool", json!({"text": "x"})),
+            BlockedReason::ToolDenied,
+            CallErrorCode::ToolDenied,
+        ),
+        (call("a", "echo", json!(["x"])), BlockedReason::InvalidArguments, CallErrorCode::InvalidArguments),
         (
             ToolCall::new("j", "echo", CallArguments::from_text("{\"text\": ")),
             BlockedReason::InvalidArguments,
-            error_codes::INVALID_JSON_ARGUMENTS,
+            CallErrorCode::InvalidJsonArguments,
         ),
         (
             call("p", "write_file", json!({"text": "x"})),
             BlockedReason::PermissionDenied,
-            error_codes::PERMISSION_DENIED,
+            CallErrorCode::PermissionDenied,
         ),
         (
             call("v", "echo", json!({"text": 5})),
             BlockedReason::ValidationFailed,
-            error_codes::VALIDATION_FAILED,
+            CallErrorCode::ValidationFailed,
         ),
     ];
     for (c, reason, code) in cases {
@@ -113,7 +117,7 @@ async fn errors_and_panics_become_error_results() {
     let mut sub = d.events().subscribe();
     let result = d.dispatch(call("e1", "echo", json!({"text": "fail"})), &run()).await;
     let error = result.error().unwrap();
-    assert_eq!(error.code, error_codes::TOOL_ERROR);
+    assert_eq!(error.code, CallErrorCode::ToolError);
     assert_eq!(error.message, "boom with [REDACTED]");
     assert!(result.redacted);
     assert_eq!(
@@ -128,7 +132,7 @@ async fn errors_and_panics_become_error_results() {
     assert!(records[1].redacted);
 
     let result = d.dispatch(call("e2", "echo", json!({"text": "panic"})), &run()).await;
-    assert_eq!(result.error().unwrap().code, error_codes::TOOL_PANICKED);
+    assert_eq!(result.error().unwrap().code, CallErrorCode::ToolPanicked);
     assert!(result.error().unwrap().message.contains("tool exploded"));
 }
 
@@ -151,7 +155,7 @@ async fn tools_that_wait_before_settling_end_like_those_that_do_not() {
     {
         let result = d.dispatch(call(id, "echo", json!({ "text": text })), &run()).await;
         let error = result.error().unwrap();
-        assert_eq!(error.code, error_codes::TOOL_PANICKED, "{id}");
+        assert_eq!(error.code, CallErrorCode::ToolPanicked, "{id}");
         assert_eq!(error.message, format!("the tool panicked: {message}"), "{id}");
         let kinds: Vec<RecordKind> = f.ledger.for_call(id).iter().map(|r| r.kind).collect();
         assert_eq!(kinds, [RecordKind::Started, RecordKind::Error], "{id}");
@@ -239,7 +243,7 @@ async fn no_execution_without_a_started_record() {
     let f = Fixture::new();
     let d = Dispatcher::builder(f.registry()).ledger(Arc::new(RefusingLedger)).build();
     let result = d.dispatch(call("l1", "echo", json!({"text": "x"})), &run()).await;
-    assert_eq!(result.error().unwrap().code, error_codes::LEDGER_UNAVAILABLE);
+    assert_eq!(result.error().unwrap().code, CallErrorCode::LedgerUnavailable);
     assert_eq!(f.runs(), 0);
 }
 
@@ -260,7 +264,7 @@ async fn cancellation_reaches_running_tools() {
     let r = run();
     r.cancel.cancel();
     let result = d.dispatch(call("k2", "echo", json!({"text": "ignore_cancel"})), &r).await;
-    assert_eq!(result.error().unwrap().code, error_codes::NOT_DISPATCHED, "cancelled runs start nothing");
+    assert_eq!(result.error().unwrap().code, CallErrorCode::NotDispatched, "cancelled runs start nothing");
     let r = run();
     let cancel = r.cancel.clone();
     tokio::spawn(async move {
@@ -269,7 +273,7 @@ async fn cancellation_reaches_running_tools() {
     });
     let started = std::time::Instant::now();
     let result = d.dispatch(call("k3", "echo", json!({"text": "ignore_cancel"})), &r).await;
-    assert_eq!(result.error().unwrap().code, error_codes::CANCELLED);
+    assert_eq!(result.error().unwrap().code, CallErrorCode::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(10));
     let kinds: Vec<RecordKind> = f.ledger.for_call("k3").iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RecordKind::Started, RecordKind::Error]);
@@ -334,7 +338,7 @@ async fn caller_input_cannot_bloat_records() {
 
     let raw = format!("{{\"text\": \"{}", "z".repeat(400_000));
     let result = d.dispatch(ToolCall::new("b3", "echo", CallArguments::from_text(&raw)), &r).await;
-    assert_eq!(result.error().unwrap().code, error_codes::INVALID_JSON_ARGUMENTS);
+    assert_eq!(result.error().unwrap().code, CallErrorCode::InvalidJsonArguments);
     assert!(result.error().unwrap().message.len() < 300);
     let shown = serde_json::to_string(f.ledger.for_call("b3")[0].arguments.as_deref().unwrap()).unwrap();
     assert!(shown.len() < 5000);

@@ -6,7 +6,7 @@
 
 use crate::common::pipeline::*;
 use async_trait::async_trait;
-use portcullis_harness::call::error_codes;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::events::GuardrailOutcome;
 use portcullis_harness::*;
 use serde_json::{Value, json};
@@ -150,7 +150,7 @@ async fn guardrail_block_names_the_rule() {
 
     // Allowed input passes the same guardrail; output guardrail turns a finished call into an error.
     let result = d.dispatch(call("g2", "echo", json!({"text": "forbidden-output"})), &run()).await;
-    assert_eq!(result.error().unwrap().code, error_codes::GUARDRAIL_BLOCKED);
+    assert_eq!(result.error().unwrap().code, CallErrorCode::GuardrailBlocked);
     assert!(result.error().unwrap().message.starts_with("Blocked by guardrail rule pack:leaks/no_forbidden"));
     assert_eq!(f.runs(), 1, "an output guardrail runs after execution");
     let kinds: Vec<RecordKind> = f.ledger.for_call("g2").iter().map(|r| r.kind).collect();
@@ -193,7 +193,7 @@ async fn tripwire_blocks_and_stops_the_run() {
     let results = d.dispatch_batch(calls, &r, BatchOptions::default()).await;
     assert!(results[0].is_finished());
     assert_eq!(results[1].blocked_reason(), Some(BlockedReason::GuardrailBlocked));
-    assert_eq!(results[2].error().unwrap().code, error_codes::NOT_DISPATCHED);
+    assert_eq!(results[2].error().unwrap().code, CallErrorCode::NotDispatched);
     assert!(r.cancel.is_cancelled());
     assert_eq!(f.runs(), 1);
 }

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use async_trait::async_trait;
-use portcullis_harness::call::error_codes;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::*;
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -115,7 +115,7 @@ async fn a_started_record_that_cannot_be_made_durable_stops_the_call() {
     let ledger = Arc::new(SlowCommitLedger { refuse_durable: true, ..SlowCommitLedger::default() });
     let (d, seen) = dispatcher(ledger.clone());
     let result = d.dispatch(ToolCall::new("f1", "probe", json!({})), &RunContext::new("s", "r")).await;
-    assert_eq!(result.error().unwrap().code, error_codes::LEDGER_UNAVAILABLE);
+    assert_eq!(result.error().unwrap().code, CallErrorCode::LedgerUnavailable);
     assert!(seen.lock().unwrap().is_empty(), "the tool never ran");
 }
 

@@ -9,9 +9,9 @@
 use crate::common::*;
 use async_trait::async_trait;
 use portcullis_harness::{
-    BlockedReason, DecidedBy, Dispatcher, ExecutionPolicy, GrantScope, Grants, Ledger, MemoryLedger,
-    OperatorOutcome, PolicyRequest, PolicyVerdict, Redactor, RunContext, Timestamp, Tool, ToolCall,
-    ToolCallRecord, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
+    BlockedReason, CallErrorCode, DecidedBy, Dispatcher, ExecutionPolicy, GrantScope, Grants, Ledger,
+    MemoryLedger, OperatorOutcome, PolicyRequest, PolicyVerdict, Redactor, RunContext, Timestamp, Tool,
+    ToolCall, ToolCallRecord, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::schema::{SCHEMA_VERSION, migrate};
@@ -439,7 +439,7 @@ async fn calls_still_running_at_close_are_interrupted() {
         [StoredKind::Started, StoredKind::Interrupted]
     );
     let interrupted = &timeline[1];
-    assert_eq!(interrupted.head.error_code.as_deref(), Some("interrupted"));
+    assert_eq!(interrupted.head.error_code, Some(CallErrorCode::Interrupted));
     assert_eq!(interrupted.body.decided_by, rule("r"));
     assert_eq!(interrupted.head.started_at, Some(Timestamp(3)));
     assert_eq!(reader.timeline("done", None).unwrap().records.len(), 2);

@@ -4,10 +4,11 @@
 //! (`mcp:<server>:resources/read`, `mcp:<server>:prompts/get`), so each read and each prompt passes the
 //! same grants, policy, approval and ledger as a tool call. The gateway hides them from `tools/list`.
 
+use super::UpstreamLimits;
 use super::request::Reach;
-use super::{UpstreamLimits, codes};
 use crate::client_side::{AgentRequestTool, AgentRoutes, CallOrigin, ELICITATION, ROOTS, SAMPLING};
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, CallContext, ExecutionAction, MCP_PROMPTS_GET, MCP_READ, MCP_RESOURCES_READ, Risk, Tool,
     ToolError, ToolInvocation, ToolOutput, ToolSpec,
@@ -178,9 +179,9 @@ impl Tool for MethodTool {
     }
 
     fn describe_action(&self, arguments: &Value, _call: &CallContext) -> Result<ExecutionAction, ToolError> {
-        let target = self
-            .target(arguments)
-            .ok_or_else(|| ToolError::new("invalid_arguments", format!("{} names nothing", self.method)))?;
+        let target = self.target(arguments).ok_or_else(|| {
+            ToolError::new(CallErrorCode::InvalidArguments, format!("{} names nothing", self.method))
+        })?;
         Ok(ExecutionAction::new(ActionKind::Mcp, MCP_READ).with_risk(Risk::Low).with_target(target))
     }
 
@@ -203,7 +204,10 @@ impl Tool for MethodTool {
                 params.insert("requestState".into(), Value::String(state));
             }
             serde_json::from_value(json!({ "method": self.method, "params": params })).map_err(|e| {
-                ToolError::new("invalid_arguments", format!("{} params do not fit: {e}", self.method))
+                ToolError::new(
+                    CallErrorCode::InvalidArguments,
+                    format!("{} params do not fit: {e}", self.method),
+                )
             })
         })
         .await?;
@@ -214,7 +218,7 @@ impl Tool for MethodTool {
             ServerResult::GetPromptResult(r) if self.method == MCP_PROMPTS_GET => serde_json::to_value(r),
             _ => {
                 return Err(ToolError::new(
-                    codes::ERROR,
+                    CallErrorCode::UpstreamError,
                     format!(
                         "{} answered {} with something else than its result",
                         self.reach.server, self.method
@@ -222,7 +226,7 @@ impl Tool for MethodTool {
                 ));
             }
         }
-        .map_err(|e| ToolError::new(codes::ERROR, format!("{}: {e}", self.reach.server)))?;
+        .map_err(|e| ToolError::new(CallErrorCode::UpstreamError, format!("{}: {e}", self.reach.server)))?;
         Ok(ToolOutput::structured(value))
     }
 }

@@ -2,8 +2,9 @@
 //! routed back to the call, cancelled upstream when the call is cancelled or times out, its answer
 //! bounded in size, and every failure named with the server's id and an error code.
 
-use super::{LivePeer, Origins, ProgressRoutes, ProgressTarget, UpstreamLimits, codes, cut};
+use super::{LivePeer, Origins, ProgressRoutes, ProgressTarget, UpstreamLimits, cut};
 use crate::client_side::CallOrigin;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{ProgressReporter, ToolError};
 use rmcp::model::{CancelledNotificationParam, ClientRequest, ProgressToken, ServerResult};
 use rmcp::service::PeerRequestOptions;
@@ -86,7 +87,10 @@ pub(super) fn live_peer(route: &Reach) -> Result<Peer<RoleClient>, ToolError> {
     let live = route.live.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     match live {
         Some(peer) if !peer.is_transport_closed() => Ok(peer),
-        _ => Err(ToolError::new(codes::UNAVAILABLE, format!("the server {} is not connected", route.server))),
+        _ => Err(ToolError::new(
+            CallErrorCode::UpstreamUnavailable,
+            format!("the server {} is not connected", route.server),
+        )),
     }
 }
 
@@ -136,7 +140,7 @@ pub(super) async fn send(
         Ok(handle) => handle,
         Err(e) => {
             return Err(ToolError::new(
-                codes::UNAVAILABLE,
+                CallErrorCode::UpstreamUnavailable,
                 format!("{server}: {}", cut(&e.to_string(), 4096)),
             ));
         }
@@ -172,17 +176,17 @@ pub(super) async fn send(
         r = tokio::time::timeout(timeout, handle.await_response()) => r,
         () = cancel.cancelled() => {
             cancel_upstream("cancelled by the caller");
-            return Err(ToolError::new("cancelled", "the call was cancelled"));
+            return Err(ToolError::new(CallErrorCode::Cancelled, "the call was cancelled"));
         }
     };
     let gone = |e: &dyn std::fmt::Display| {
-        ToolError::new(codes::UNAVAILABLE, format!("the server {server} went away: {e}"))
+        ToolError::new(CallErrorCode::UpstreamUnavailable, format!("the server {server} went away: {e}"))
     };
     let result = match result {
         Err(_) => {
             cancel_upstream("timed out");
             return Err(ToolError::new(
-                codes::TIMEOUT,
+                CallErrorCode::UpstreamTimeout,
                 format!("{server} did not answer within {} s", timeout.as_secs()),
             ));
         }
@@ -191,7 +195,7 @@ pub(super) async fn send(
             // missing resource's -32602 with its `uri`), as the agent's revision expects.
             let upstream = serde_json::json!({ "upstream_error": { "code": e.code.0, "data": e.data } });
             return Err(ToolError::new(
-                codes::ERROR,
+                CallErrorCode::UpstreamError,
                 format!("{server} answered with an error: {}", cut(&e.message, 4096)),
             )
             .with_details(upstream));
@@ -203,7 +207,10 @@ pub(super) async fn send(
         }
         Ok(Err(e)) if peer.is_transport_closed() => return Err(gone(&e)),
         Ok(Err(e)) => {
-            return Err(ToolError::new(codes::ERROR, format!("{server}: {}", cut(&e.to_string(), 4096))));
+            return Err(ToolError::new(
+                CallErrorCode::UpstreamError,
+                format!("{server}: {}", cut(&e.to_string(), 4096)),
+            ));
         }
         Ok(Ok(result)) => result,
     };
@@ -216,7 +223,7 @@ pub(super) async fn send(
     let bytes = json_size(&result);
     if bytes > route.limits.result_bytes {
         return Err(ToolError::new(
-            codes::TOO_LARGE,
+            CallErrorCode::UpstreamResultTooLarge,
             format!("{server} returned {bytes} bytes (limit {})", route.limits.result_bytes),
         ));
     }

@@ -6,6 +6,7 @@
 //! `requestState`, passed back untouched, until the server gives a result or the rounds run out.
 
 use crate::client_side::{CallOrigin, ClientRelay, ELICITATION, ROOTS, SAMPLING};
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::ToolError;
 use rmcp::model::{InputRequest, InputRequiredResult, InputResponses};
 use serde_json::{Value, json};
@@ -35,7 +36,7 @@ pub(super) async fn exchange(
         state = asked.request_state;
     }
     Err(ToolError::new(
-        super::codes::ERROR,
+        CallErrorCode::UpstreamError,
         format!("{} kept asking for input past {MAX_ROUNDS} rounds", reach.server),
     ))
 }
@@ -72,7 +73,7 @@ async fn answer_all(
     };
     let (Some(relay), Some(origin)) = (relay, origin) else {
         return Err(ToolError::new(
-            super::codes::ERROR,
+            CallErrorCode::UpstreamError,
             format!(
                 "{server} asked for input (a multi round-trip request), which Portcullis relays only during a call it can tell"
             ),
@@ -84,7 +85,7 @@ async fn answer_all(
     for (key, request) in requests {
         let (method, mut params) = method_and_params(request).map_err(|e| {
             ToolError::new(
-                super::codes::ERROR,
+                CallErrorCode::UpstreamError,
                 format!("{server} asked for input that does not fit MCP: {e}"),
             )
         })?;
@@ -99,11 +100,14 @@ async fn answer_all(
     }
     while let Some(asked) = asking.join_next().await {
         let (key, method, answer) = asked.map_err(|e| {
-            ToolError::new(super::codes::ERROR, format!("{server} asked for input, which failed: {e}"))
+            ToolError::new(
+                CallErrorCode::UpstreamError,
+                format!("{server} asked for input, which failed: {e}"),
+            )
         })?;
         let answer = answer.map_err(|e| {
             ToolError::new(
-                super::codes::ERROR,
+                CallErrorCode::UpstreamError,
                 format!(
                     "{server} asked for input ({method}), which was not answered: {}",
                     super::cut(&e.message, 4096)

@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 use portcullis_api::testing::{
-    ApprovalOutcome, ApprovalRecord, BlockedReason, CallContext, CallError, DecidedBy, LedgerWriter,
-    OperatorOutcome, RecordKind, SessionInfo, Timestamp, ToolCallRecord, ToolOutput,
+    ApprovalOutcome, ApprovalRecord, BlockedReason, CallContext, CallError, CallErrorCode, DecidedBy,
+    LedgerWriter, OperatorOutcome, RecordKind, SessionInfo, Timestamp, ToolCallRecord, ToolOutput,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -99,7 +99,7 @@ impl Call {
 
     pub fn error(&self, at: i64, started: i64, code: &str, message: &str) -> ToolCallRecord {
         ToolCallRecord {
-            error: Some(CallError::new(code, message)),
+            error: Some(CallError::new(CallErrorCode::parse(code), message)),
             started_at: Some(Timestamp(T0 + started)),
             ..self.record(RecordKind::Error, at)
         }
@@ -109,7 +109,7 @@ impl Call {
         ToolCallRecord {
             arguments: Some(Arc::new(arguments)),
             blocked_reason: Some(reason),
-            error: Some(CallError::new(reason.as_str(), message)),
+            error: Some(CallError::new(CallErrorCode::parse(reason.as_str()), message)),
             ..self.record(RecordKind::Blocked, at)
         }
     }

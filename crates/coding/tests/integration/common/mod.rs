@@ -4,8 +4,8 @@
 
 use portcullis_coding::{Limits, Workspace, coding_tools};
 use portcullis_harness::{
-    CallContext, Catalog, Dispatcher, ExecutionAction, Grants, ProgressReporter, RunContext, Tool, ToolCall,
-    ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry,
+    CallContext, CallErrorCode, Catalog, Dispatcher, ExecutionAction, Grants, ProgressReporter, RunContext,
+    Tool, ToolCall, ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ pub async fn execute(tool: &dyn Tool, action: ExecutionAction, args: Value) -> R
 }
 
 /// The error code of a finished-with-error or blocked result.
-pub fn code(result: &ToolCallResult) -> String {
+pub fn code(result: &ToolCallResult) -> CallErrorCode {
     result.error().map(|e| e.code.clone()).unwrap_or_else(|| panic!("expected an error, got {result:?}"))
 }
 

@@ -3,6 +3,7 @@
 //! that knows one secret, and a run whose grants deny one of the tools.
 
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::*;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,7 +27,7 @@ impl Tool for Probe {
 
     fn describe_action(&self, arguments: &Value, _: &CallContext) -> Result<ExecutionAction, ToolError> {
         match arguments.get("path").and_then(Value::as_str) {
-            Some("") => Err(ToolError::new("bad_path", "empty path")),
+            Some("") => Err(ToolError::new(CallErrorCode::Unknown("bad_path".into()), "empty path")),
             Some(p) => Ok(ExecutionAction::new(ActionKind::Write, "write").with_paths(vec![p.into()])),
             None => Ok(ExecutionAction::none()),
         }
@@ -51,7 +52,7 @@ impl Tool for Probe {
             }
             "hang" => {
                 invocation.cancel.cancelled().await;
-                return Err(ToolError::new("cancelled", "stopped on cancel"));
+                return Err(ToolError::new(CallErrorCode::Cancelled, "stopped on cancel"));
             }
             "ignore_cancel" => tokio::time::sleep(Duration::from_secs(30)).await,
             _ => {}

@@ -2,10 +2,10 @@
 //! builders of schemas and arguments of exact sizes, depths and counts.
 
 use async_trait::async_trait;
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     BlockedReason, Dispatcher, InstanceLimits, MissingSchema, RunContext, SchemaLimits, SchemaValidator,
     Tool, ToolCall, ToolCallResult, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
-    error_codes,
 };
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub fn blocked_message(result: &ToolCallResult) -> String {
         "expected validation_failed, got {result:?}"
     );
     let error = result.error().unwrap();
-    assert_eq!(error.code, error_codes::VALIDATION_FAILED);
+    assert_eq!(error.code, CallErrorCode::ValidationFailed);
     error.message.clone()
 }
 

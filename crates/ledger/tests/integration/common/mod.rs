@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses part of this
 
+use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     BlockedReason, CallContext, CallError, DecidedBy, RecordKind, RuleRef, Timestamp, ToolCallRecord,
     ToolOutput,
@@ -63,7 +64,7 @@ pub fn failed(
     let mut r = ToolCallRecord::new(RecordKind::Error, ctx(session, call), Arc::from(tool), decided);
     r.at = Timestamp(at + took);
     r.started_at = Some(Timestamp(at));
-    r.error = Some(CallError::new("tool_error", format!("{call} failed badly")));
+    r.error = Some(CallError::new(CallErrorCode::ToolError, format!("{call} failed badly")));
     r
 }
 
@@ -79,7 +80,7 @@ pub fn blocked(
     r.at = Timestamp(at);
     r.arguments = Some(Arc::new(json!({"command": format!("blocked {call}")})));
     r.blocked_reason = Some(reason);
-    r.error = Some(CallError::new(reason.as_str(), format!("{call} was blocked")));
+    r.error = Some(CallError::new(CallErrorCode::parse(reason.as_str()), format!("{call} was blocked")));
     r
 }
 

@@ -17,6 +17,8 @@ describe("a call's status", () => {
     [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "outcome_unknown" }, "? unknown"],
     [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "effect_conflict" }, "✕ blocked"],
     [{ status: "interrupted", decided_by: "rule", policy_decision: "allow", error_code: null }, "⏸ interrupted"],
+    // A code an older or newer ledger wrote that this build does not know: blocked, as written.
+    [{ status: "blocked", decided_by: "validator", policy_decision: null, error_code: "quota_exceeded" }, "✕ blocked"],
   ];
   for (const [row, words] of rows) {
     it(`${row.status} ${row.error_code ?? ""} reads "${words}"`, () => {

@@ -1,14 +1,15 @@
 // A call's outcome in the one color language: finished, error, blocked (and why), interrupted,
 // running; a call the policy prompted for carries the prompt sign too. A word and a sign, never color alone.
-import type { CallRow } from "../../../backend/backend";
+import { isKnownCallErrorCode } from "../../../backend/backend";
+import type { CallRow, CallStatus, KnownCallErrorCode } from "../../../backend/backend";
 
-const SIGN: Record<string, string> = { finished: "✓", error: "!", blocked: "✕", interrupted: "⏸", running: "…" };
+const SIGN: Record<CallStatus, string> = { finished: "✓", error: "!", blocked: "✕", interrupted: "⏸", running: "…" };
 
 /** Refusals that are not denials, by their error code: their own sign and word. A retry answered from
  * the first call with its idempotency key got that call's answer (it is not an error the agent saw); a
  * retry of a call whose outcome is unknown waits for the operator. Other refusals of the same reasons
  * (a key's conflict, an operator's "it failed", a wait cancelled) stay "blocked". */
-const REFUSED_AS: Record<string, { sign: string; word: string; tone: string; title: string }> = {
+const REFUSED_AS: Partial<Record<KnownCallErrorCode, { sign: string; word: string; tone: string; title: string }>> = {
   duplicate_effect: {
     sign: "↺",
     word: "duplicate",
@@ -29,9 +30,10 @@ export function StatusBadge({
   row: Pick<CallRow, "status" | "decided_by" | "policy_decision" | "error_code">;
 }) {
   const timeout = row.status === "blocked" && row.decided_by === "approval_timeout";
-  const refused = row.status === "blocked" && row.error_code ? REFUSED_AS[row.error_code] : undefined;
+  const code = row.error_code;
+  const refused = row.status === "blocked" && code && isKnownCallErrorCode(code) ? REFUSED_AS[code] : undefined;
   const tone = timeout ? "timeout" : (refused?.tone ?? row.status);
-  const sign = timeout ? "⏱" : (refused?.sign ?? SIGN[row.status] ?? "•");
+  const sign = timeout ? "⏱" : (refused?.sign ?? SIGN[row.status]);
   const word = timeout ? "timed out" : (refused?.word ?? row.status);
   return (
     <span className={`status status-${tone}`} title={refused?.title}>
