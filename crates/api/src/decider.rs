@@ -74,8 +74,9 @@ impl Decider {
             DecidedBy::Validator { validator } => (DeciderKind::Validator, format!("validator {validator}")),
         };
         // The rule, source and operator as the ledger's columns hold them: one derivation, not two.
-        let (_, rule, source, operator) = portcullis_ledger::row::decided_columns(decided_by);
-        Decider { kind, words, rule: rule.map(str::to_owned), source: source.map(str::to_owned), operator }
+        let portcullis_ledger::RowDecider { rule, source, operator, .. } =
+            portcullis_ledger::RowDecider::of(decided_by);
+        Decider { kind, words, rule, source, operator }
     }
 }
 

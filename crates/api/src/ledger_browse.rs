@@ -475,7 +475,12 @@ mod tests {
             started_at: started.map(Timestamp),
             ..CallHead::new("s", "r", format!("c{id}"), "agent", "shell", Timestamp(at))
         };
-        CallRow::new(id, head, CallStatus::Finished, "rule")
+        CallRow::new(
+            id,
+            head,
+            CallStatus::Finished,
+            portcullis_ledger::RowDecider::of_kind(portcullis_harness::DeciderKind::Rule),
+        )
     }
 
     #[test]

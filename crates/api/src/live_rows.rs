@@ -5,8 +5,9 @@
 
 use super::call_steps;
 use super::types::CallDecision;
+use portcullis_harness::DeciderKind;
 use portcullis_harness::{DecidedBy, EventPayload, ToolEvent};
-use portcullis_ledger::row::decided_columns;
+use portcullis_ledger::RowDecider;
 use portcullis_ledger::{CallHead, CallRow, CallStatus, StoredPolicyDecision};
 use std::collections::{HashMap, VecDeque};
 
@@ -49,15 +50,11 @@ fn first_row(event: &ToolEvent) -> CallRow {
         event.at,
     );
     // Not recorded yet as far as the feed knows: the ledger gives the id.
-    CallRow::new(0, head, CallStatus::Running, "default")
+    CallRow::new(0, head, CallStatus::Running, RowDecider::of_kind(DeciderKind::Default))
 }
 
 fn decided(row: &mut CallRow, by: &DecidedBy) {
-    let (kind, rule, source, operator) = decided_columns(by);
-    row.decided_by = kind.to_owned();
-    row.decided_rule = rule.map(str::to_owned);
-    row.decided_source = source.map(str::to_owned);
-    row.decided_operator = operator;
+    row.decider = RowDecider::of(by);
 }
 
 /// What the policy said, as the event's policy step tells it, and the rule that said it.
@@ -158,7 +155,7 @@ mod tests {
             },
         ));
         assert_eq!((started.status, started.summary.as_deref()), (CallStatus::Running, Some("make build")));
-        assert_eq!((started.decided_by.as_str(), started.decided_rule.as_deref()), ("rule", Some("build")));
+        assert_eq!((started.decider.kind.as_str(), started.decider.rule.as_deref()), ("rule", Some("build")));
         assert_eq!(started.head.policy_decision, Some(StoredPolicyDecision::Allow));
         assert_eq!(started.head.policy_rule.as_deref(), Some("build"));
         let done = rows.apply(&event(

@@ -118,7 +118,7 @@ pub fn change_lines(record: &ChangeRecord) -> Vec<String> {
 
 /// Who decided a call, for a listing.
 pub fn call_decided(call: &CallRow) -> String {
-    decided_label(&call.decided_by, call.decided_rule.as_deref(), call.decided_operator.as_deref())
+    decided_label(call.decider.kind.as_str(), call.decider.rule.as_deref(), call.decider.operator.as_deref())
 }
 
 /// Who decided a record, with the rule's source and a default's detail.

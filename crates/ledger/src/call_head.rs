@@ -103,8 +103,9 @@ mod tests {
     use super::*;
     use crate::query::{CallOrigin, CallRow, CallStatus};
     use crate::row::{RecordBody, StoredKind, StoredRecord};
+    use crate::row_decider::RowDecider;
     use crate::snippet::{Snippet, SnippetPart};
-    use portcullis_harness::{ChangeOutcome, DecidedBy};
+    use portcullis_harness::{ChangeOutcome, DecidedBy, DeciderKind};
     use serde_json::Value;
     use std::sync::Arc;
 
@@ -188,10 +189,12 @@ mod tests {
             record_id: 7,
             head: full_head(),
             status: CallStatus::Blocked,
-            decided_by: "rule".into(),
-            decided_rule: Some("r1".into()),
-            decided_source: Some("p.toml".into()),
-            decided_operator: Some("alice: approved".into()),
+            decider: RowDecider {
+                kind: DeciderKind::Rule,
+                rule: Some("r1".into()),
+                source: Some("p.toml".into()),
+                operator: Some("alice: approved".into()),
+            },
             summary: Some("ls".into()),
             snippet: Some(Snippet {
                 parts: vec![SnippetPart { text: "ls".into(), hit: true }],
@@ -206,7 +209,8 @@ mod tests {
             &full,
             r#"{"record_id":7,"session_id":"s1","run_id":"run1","call_id":"c1","owner":"agent","tool":"shell","status":"blocked","at":2000,"started_at":1000,"duration_us":1000,"reason":"tool_denied","error_code":"tool_denied","decided_by":"rule","decided_rule":"r1","decided_source":"p.toml","decided_operator":"alice: approved","redacted":true,"policy_decision":"forbidden","policy_rule":"r1","summary":"ls","snippet":{"parts":[{"text":"ls","hit":true}],"cut_before":false,"cut_after":true},"origin":{"ledger_id":"L","host":"h","user":"u"},"changes":"held","contained":true}"#,
         );
-        let bare = CallRow::new(8, bare_head(), CallStatus::Running, "default");
+        let bare =
+            CallRow::new(8, bare_head(), CallStatus::Running, RowDecider::of_kind(DeciderKind::Default));
         same_as_before(
             &bare,
             r#"{"record_id":8,"session_id":"s1","run_id":"run1","call_id":"c2","owner":"agent","tool":"read","status":"running","at":3000,"decided_by":"default","redacted":false}"#,

@@ -7,6 +7,7 @@ use crate::error::{AtPath, LedgerStoreError};
 use crate::row::{
     RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
 };
+use crate::row_decider::RowDecider;
 use crate::schema::SCHEMA_VERSION;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
 use portcullis_harness::{BlockedReason, ChangeOutcome, DeciderKind, Timestamp};
@@ -181,13 +182,8 @@ pub struct CallRow {
     #[serde(flatten)]
     pub head: CallHead,
     pub status: CallStatus,
-    pub decided_by: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_rule: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_source: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_operator: Option<String>,
+    #[serde(flatten)]
+    pub decider: RowDecider,
     /// What the call does in one line: its command, path, URL… ([`argument_summary`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
@@ -207,17 +203,13 @@ pub struct CallRow {
 }
 
 impl CallRow {
-    /// A row of a call with its head, status and decider only: no rule, source or operator of the
-    /// decider, no summary, snippet, origin or marks.
-    pub fn new(record_id: i64, head: CallHead, status: CallStatus, decided_by: impl Into<String>) -> CallRow {
+    /// A row of a call with its head, status and decider only: no summary, snippet, origin or marks.
+    pub fn new(record_id: i64, head: CallHead, status: CallStatus, decider: RowDecider) -> CallRow {
         CallRow {
             record_id,
             head,
             status,
-            decided_by: decided_by.into(),
-            decided_rule: None,
-            decided_source: None,
-            decided_operator: None,
+            decider,
             summary: None,
             snippet: None,
             origin: None,
@@ -231,7 +223,6 @@ impl CallRow {
     /// holds the two equal.
     pub fn of(record: &StoredRecord) -> CallRow {
         let status = CallStatus::of(record.kind);
-        let (decided_by, rule, source, operator) = crate::row::decided_columns(&record.body.decided_by);
         let marks = if record.kind.is_terminal() {
             crate::call_marks::marks_of(record.body.output.as_deref(), record.body.error.as_ref())
         } else {
@@ -241,10 +232,7 @@ impl CallRow {
             record_id: record.id,
             head: record.head.clone(),
             status,
-            decided_by: decided_by.to_owned(),
-            decided_rule: rule.map(str::to_owned),
-            decided_source: source.map(str::to_owned),
-            decided_operator: operator,
+            decider: RowDecider::of(&record.body.decided_by),
             summary: record.body.arguments.as_deref().and_then(argument_summary),
             snippet: None,
             origin: None,
@@ -333,10 +321,7 @@ fn call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CallRow> {
         record_id: row.get(0)?,
         head: CallHead::from_sqlite(row, 2)?,
         status,
-        decided_by: row.get(REST)?,
-        decided_rule: row.get(REST + 1)?,
-        decided_source: row.get(REST + 2)?,
-        decided_operator: row.get(REST + 3)?,
+        decider: RowDecider::from_sqlite(row, REST)?,
         changes: row.get::<_, Option<String>>(REST + 4)?.and_then(|c| ChangeOutcome::parse(&c)),
         contained: row.get(REST + 5)?,
         summary: row

@@ -636,10 +636,6 @@ export type CallRow = {
 	/**  The id of the record this row stands for (terminal, or `started` for running calls). */
 	record_id: number,
 	status: CallStatus,
-	decided_by: string,
-	decided_rule?: string | null,
-	decided_source?: string | null,
-	decided_operator?: string | null,
 	/**  What the call does in one line: its command, path, URL… ([`argument_summary`]). */
 	summary?: string | null,
 	/**  With a full-text search: the text around the first word found, the words marked. */
@@ -653,7 +649,7 @@ export type CallRow = {
 	changes?: ChangeOutcome | null,
 	/**  It ran contained (its `policy_decision` is then `allow`). */
 	contained?: boolean,
-} & CallHead;
+} & CallHead & RowDecider;
 
 /**  A call's status in listings: its terminal record's kind, or `running`. */
 export type CallStatus = "finished" | "error" | "blocked" | "interrupted" | 
@@ -1932,6 +1928,17 @@ export type ReplaySummary = {
 
 /**  How much harm the action could do, as the tool judges it. */
 export type Risk = "low" | "medium" | "high";
+
+/**  Who decided, as the ledger's columns hold it. */
+export type RowDecider = {
+	decided_by: DeciderKind,
+	/**  The rule (or grant, scope, guardrail rule, permission, validator, protected place) that decided. */
+	decided_rule?: string | null,
+	/**  Where that rule is: its policy file, the guardrail's pack, the protected place's path. */
+	decided_source?: string | null,
+	/**  The operator and their answer (`alice: approved_once`). */
+	decided_operator?: string | null,
+};
 
 /**  What the rules did lately. */
 export type RuleActivity = {

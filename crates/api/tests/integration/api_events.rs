@@ -88,7 +88,7 @@ async fn one_feed_carries_the_approval_and_the_call_in_order_numbered() {
     // The call's listing, as the ledger lists it: who, what, and that it runs.
     assert_eq!((row.head.owner.as_str(), row.head.tool.as_str()), ("t", "shell"));
     assert_eq!((row.status.as_str(), row.summary.as_deref()), ("running", Some("echo fed")));
-    assert_eq!(row.decided_by, "operator", "{row:?}");
+    assert_eq!(row.decider.kind.as_str(), "operator", "{row:?}");
     assert_eq!(action.as_deref(), Some("echo fed"));
     let stages: Vec<(PipelineStage, StepOutcome)> = steps.iter().map(|s| (s.stage, s.outcome)).collect();
     assert_eq!(

@@ -61,7 +61,7 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     let blocked = CallFilter { statuses: vec![CallStatus::Blocked], ..CallFilter::default() };
     let page = view.calls(&blocked, None, 10).unwrap();
     assert_eq!(page.calls.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c9"]);
-    assert_eq!(page.calls[0].decided_rule.as_deref(), Some("no-rm"));
+    assert_eq!(page.calls[0].decider.rule.as_deref(), Some("no-rm"));
 
     // One word (a search for `zebra-3` would be `zebra` and `3`, and `3` is also in some outputs'
     // durations).

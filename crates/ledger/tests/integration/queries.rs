@@ -426,3 +426,18 @@ async fn a_filter_on_each_decider_kind_finds_the_call_it_decided() {
     };
     assert_eq!(ids(&reader, &two), ["registry", "protected_place"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_decided_by_a_kind_this_build_does_not_know_is_an_error_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("newer.ledger");
+    let ledger = SqliteLedger::open(&path).unwrap();
+    ledger.record(started("s", "c1", "shell", 1000, DecidedBy::DEFAULT)).await.unwrap();
+    ledger.record(finished("s", "c1", "shell", 1000, 10, DecidedBy::DEFAULT)).await.unwrap();
+    ledger.close().await.unwrap();
+    // A newer build wrote a kind this one does not know: the row is never shown as decided by another.
+    rusqlite::Connection::open(&path).unwrap().execute_batch("UPDATE records SET decided_by = 'quorum'").unwrap();
+    let reader = LedgerReader::open(&path).unwrap();
+    let err = reader.calls(&CallFilter::default(), None, 10).unwrap_err();
+    assert!(err.to_string().contains("quorum"), "{err}");
+}

@@ -290,12 +290,12 @@ async fn every_record_kind_round_trips_through_the_harness() {
     let denied = reader
         .calls(&CallFilter { rule: Some("no-deny".into()), ..CallFilter::default() }, None, 10)
         .unwrap();
-    assert_eq!(denied.calls[0].decided_source.as_deref(), Some("project.json"));
+    assert_eq!(denied.calls[0].decider.source.as_deref(), Some("project.json"));
     let ok = reader
         .calls(&CallFilter { tools: vec!["probe".into()], ..CallFilter::default() }, None, 100)
         .unwrap();
     let row = ok.calls.iter().find(|c| c.head.call_id == "ok").unwrap();
-    assert_eq!(row.decided_operator.as_deref(), Some("ana: approved_for_session"));
+    assert_eq!(row.decider.operator.as_deref(), Some("ana: approved_for_session"));
 }
 
 #[tokio::test]
@@ -540,7 +540,7 @@ async fn the_policys_decision_is_kept_apart_from_the_outcome() {
     let by_id = |id: &str| calls.iter().find(|c| c.head.call_id == id).unwrap().clone();
     assert_eq!(by_id("asked").head.policy_decision, Some(StoredPolicyDecision::Prompt));
     assert_eq!(by_id("asked").head.policy_rule.as_deref(), Some("ask-deploy"));
-    assert_eq!(by_id("asked").decided_by, "approval_timeout");
+    assert_eq!(by_id("asked").decider.kind.as_str(), "approval_timeout");
     assert_eq!(by_id("open").status, portcullis_ledger::CallStatus::Interrupted);
     assert_eq!(by_id("open").head.policy_decision, Some(StoredPolicyDecision::Allow));
     assert_eq!((by_id("old").head.policy_decision, by_id("old").head.policy_rule), (None, None));
