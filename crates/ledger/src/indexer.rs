@@ -10,6 +10,7 @@ use crate::journal::{self, JournalError};
 use crate::prepared::{Entry, MAX_RUNNING_TRACKED, Waiter};
 use crate::recovery::{OpenCalls, interrupt_open_calls};
 use crate::rollup::{Dims, KeyCache, Pending};
+use crate::row_bytes::RowRef;
 use crate::shared::{WriterState, retry_pause};
 use crate::store::{ApprovalOutcome, LedgerOptions};
 use crate::wire::{self, Decoded, WireError};
@@ -107,7 +108,7 @@ impl IndexChain {
     }
 
     /// The link of `row` (written by `writer_id`), checked or computed as the journal requires.
-    fn next(&mut self, writer_id: i64, row: &wire::RowRef<'_>) -> Result<chain::Link, IndexError> {
+    fn next(&mut self, writer_id: i64, row: &RowRef<'_>) -> Result<chain::Link, IndexError> {
         let link = match row.chain {
             Some(link) if !self.verify => *link,
             journaled => {

@@ -32,6 +32,7 @@ mod recovery;
 pub mod refusals;
 pub mod rollup;
 pub mod row;
+mod row_bytes;
 pub mod schema;
 pub mod seal;
 pub mod sessions;
