@@ -55,7 +55,7 @@ pub mod witness;
 
 pub use activity::{PromptedCommand, RuleHits};
 pub use audit::{ApprovalSummary, CommandCount, CommandOutcome};
-pub use call_head::CallHead;
+pub use call_head::{CallHead, StoredPolicyDecision};
 pub use call_marks::CallMarks;
 pub use check::CheckReport;
 pub use effects::{EffectChange, EffectMark, EffectMarkOutcome, EffectRow, EffectState};
@@ -65,7 +65,7 @@ pub use key::{KeyError, LedgerKey, LedgerPublicKey};
 pub use ledger_read::{LedgerRead, ReadError};
 pub use query::{CallFilter, CallOrigin, CallPage, CallRow, CallStatus, CallTimeline, Cursor, LedgerReader};
 pub use refusals::{RefusalCounts, RefusalFilter, RefusalRow};
-pub use row::{RecordBody, StoredKind, StoredPolicyDecision, StoredRecord};
+pub use row::{RecordBody, StoredKind, StoredRecord};
 pub use seal::{Seal, SealWhy};
 pub use sessions::{SessionCounts, SessionEnd, SessionFilter, SessionRow};
 pub use side::{SideRow, SideTable};

@@ -2,12 +2,11 @@
 //! process writes it), filter calls, page through them by key (newest first, stable under appends),
 //! search them in full text, and read one call's whole timeline.
 
-use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, head_columns};
+use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, StoredPolicyDecision, head_columns};
 use crate::error::{AtPath, LedgerStoreError};
-use crate::row::{
-    RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
-};
+use crate::row::{RECORD_COLUMNS, StoredKind, StoredRecord, search_text, stored_record};
 use crate::schema::SCHEMA_VERSION;
+use crate::snippet::fts_query;
 use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
 use portcullis_harness::{BlockedReason, ChangeOutcome, DeciderKind, Timestamp};
 use rusqlite::types::Value as Sql;
@@ -284,17 +283,6 @@ pub struct CallPage {
 pub struct CallTimeline {
     pub records: Vec<StoredRecord>,
     pub approvals: Vec<ApprovalRecord>,
-}
-
-/// Turns user text into an FTS5 query: the words (letters and digits, as the index tokenizes them),
-/// each quoted so no FTS syntax gets through, all required.
-pub fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" "))
 }
 
 /// The listing's own columns: the record's id and kind, its head, then what decided it and its marks.

@@ -588,7 +588,7 @@ mod tests {
 
     #[test]
     fn keys_are_selected_by_every_dimension() {
-        use crate::row::StoredPolicyDecision;
+        use crate::call_head::StoredPolicyDecision;
         use portcullis_harness::BlockedReason;
         let key = Key {
             tool: "shell".into(),
