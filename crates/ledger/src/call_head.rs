@@ -144,7 +144,8 @@ impl CallHead {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::query::{CallOrigin, CallRow, CallStatus};
+    use crate::origin::CallOrigin;
+    use crate::query::{CallRow, CallStatus};
     use crate::row::{RecordBody, StoredKind, StoredRecord};
     use crate::snippet::{Snippet, SnippetPart};
     use portcullis_harness::{ChangeOutcome, DecidedBy};

@@ -1,19 +1,19 @@
-//! The reading side, shared by the CLI and the app: open any ledger read-only (also while another
-//! process writes it), filter calls, page through them by key (newest first, stable under appends),
-//! search them in full text, and read one call's whole timeline.
+//! The reading side, shared by the CLI and the app: on a ledger opened read-only (`reader.rs`, also
+//! while another process writes it), filter calls, page through them by key (newest first, stable under
+//! appends), search them in full text, and read one call's whole timeline.
 
 use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, StoredPolicyDecision, head_columns};
 use crate::error::{AtPath, LedgerStoreError};
+use crate::origin::CallOrigin;
+use crate::reader::LedgerReader;
 use crate::row::{RECORD_COLUMNS, StoredKind, StoredRecord, search_text, stored_record};
-use crate::schema::SCHEMA_VERSION;
+use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
 use crate::snippet::fts_query;
-use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
 use portcullis_harness::{BlockedReason, ChangeOutcome, DeciderKind, Timestamp};
+use rusqlite::params_from_iter;
 use rusqlite::types::Value as Sql;
-use rusqlite::{Connection, params_from_iter};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use crate::call_summary::{SUMMARY_CHARS, SUMMARY_KEYS, argument_summary};
@@ -137,15 +137,6 @@ impl CallFilter {
     pub fn names_marks(&self) -> bool {
         !self.changes.is_empty() || self.contained.is_some()
     }
-}
-
-/// Where a call of a team ledger came from: the hub's ledger, its host and its OS user.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CallOrigin {
-    pub ledger_id: String,
-    pub host: String,
-    pub user: String,
 }
 
 /// A position in the newest-first order: the last call of the previous page.
@@ -450,29 +441,7 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
     Ok(w)
 }
 
-/// A read-only view of a ledger file.
-pub struct LedgerReader {
-    path: PathBuf,
-    pub(crate) conn: Connection,
-}
-
 impl LedgerReader {
-    /// Opens a ledger read-only. Refuses missing files, files that are not ledgers, newer schemas, and
-    /// older ones (which `SqliteLedger::open` migrates).
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, LedgerStoreError> {
-        let path = path.as_ref().to_owned();
-        let conn = open_read_only(&path)?;
-        let (_, version) = crate::schema::identity(&conn).at(&path)?;
-        if version < SCHEMA_VERSION {
-            return Err(LedgerStoreError::OlderSchema { path, found: version, current: SCHEMA_VERSION });
-        }
-        Ok(LedgerReader { path, conn })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Up to `rows` calls past `cursor` in the order asked. With a search, driven by the search index
     /// (records are appended in time order, so document order is call order) and the cursor compares
     /// ids; else by `(at, id)`.

@@ -19,7 +19,7 @@ use crate::prepared::{Barrier, Command, Entry};
 use crate::recovery::{Recovered, recover_crashed_writers};
 use crate::refusals::RefusalRow;
 use crate::rollup::{self, KeyCache};
-use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
+use crate::schema::{self, SCHEMA_VERSION, check_identity};
 use crate::seal::{self, SealWhy};
 use crate::shared::{WriteFailure, WriterState};
 use async_trait::async_trait;
@@ -29,7 +29,6 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use crate::recovery::INTERRUPTED_MESSAGE;
@@ -74,43 +73,6 @@ fn tighten_permissions(file: &File, path: &Path) -> Result<(), LedgerStoreError>
     #[cfg(not(unix))]
     let _ = (file, path);
     Ok(())
-}
-
-/// Checks the identity of an opened database and migrates it; refuses foreign and newer files.
-pub(crate) fn check_identity(
-    conn: &Connection,
-    path: &Path,
-    allow_empty: bool,
-) -> Result<i64, LedgerStoreError> {
-    let (app, version) = schema::identity(conn).map_err(|e| match e {
-        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
-            LedgerStoreError::NotALedger { path: path.to_owned(), why: "not an SQLite database".into() }
-        }
-        other => LedgerStoreError::Sqlite { path: path.to_owned(), source: other },
-    })?;
-    if app == 0 && version == 0 {
-        if allow_empty && schema::is_empty(conn).at(path)? {
-            return Ok(0);
-        }
-        return Err(LedgerStoreError::NotALedger {
-            path: path.to_owned(),
-            why: "an SQLite database of another application".into(),
-        });
-    }
-    if app != APPLICATION_ID {
-        return Err(LedgerStoreError::NotALedger {
-            path: path.to_owned(),
-            why: format!("application id {app:#x} is not Portcullis's"),
-        });
-    }
-    if version > SCHEMA_VERSION {
-        return Err(LedgerStoreError::NewerSchema {
-            path: path.to_owned(),
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    Ok(version)
 }
 
 impl SqliteLedger {
@@ -434,17 +396,4 @@ impl Ledger for SqliteLedger {
             other => LedgerError::Write(other.to_string()),
         })
     }
-}
-
-/// Opens a read-only connection (works while another process writes).
-pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerStoreError> {
-    if !path.exists() {
-        return Err(LedgerStoreError::Missing { path: path.to_owned() });
-    }
-    let conn =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .at(path)?;
-    conn.busy_timeout(Duration::from_secs(5)).at(path)?;
-    check_identity(&conn, path, false)?;
-    Ok(conn)
 }

@@ -7,7 +7,7 @@ use crate::chain::{self, CHAINED_COLUMNS, Link};
 use crate::error::{AtPath, LedgerStoreError};
 use crate::journal;
 use crate::key::LedgerPublicKey;
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use crate::seal::message;
 use crate::wire::{self, Decoded};
 use serde::{Deserialize, Serialize};
