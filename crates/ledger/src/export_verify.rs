@@ -13,7 +13,7 @@ use crate::export_proof::{ExportedLink, ExportedSeal};
 use crate::key::LedgerPublicKey;
 use crate::row::{StoredKind, StoredRecord};
 use crate::seal::message;
-use crate::verify::{BreakKind, ChainBreak, LedgerVerdict, MAX_BREAKS, Verdict, VerifyReport};
+use crate::verify_report::{BreakKind, ChainBreak, LedgerVerdict, MAX_BREAKS, Verdict, VerifyReport};
 use portcullis_harness::Timestamp;
 use portcullis_harness::receipt::{hex, unhex};
 use serde_json::{Map, Value};

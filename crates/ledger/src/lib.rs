@@ -54,6 +54,7 @@ mod tail_proof;
 pub mod timefmt;
 pub mod tool_pins;
 pub mod verify;
+pub mod verify_report;
 mod wire;
 pub mod witness;
 
@@ -85,4 +86,4 @@ pub use stats_builder::{StatsBuilder, StatsDim};
 pub use store::SqliteLedger;
 pub use tail::{LedgerTail, RecordLink, RecordSink, SinkCursors, SinkLag};
 pub use tool_pins::{PinKind, ToolPin, ToolPinEvent};
-pub use verify::{BreakKind, ChainBreak, LedgerVerdict, Verdict, VerifyReport};
+pub use verify_report::{BreakKind, ChainBreak, LedgerVerdict, Verdict, VerifyReport};
