@@ -9,7 +9,7 @@
 use crate::call_head::{CallHead, StoredPolicyDecision};
 use crate::chain::{self, Link};
 use crate::error::LedgerStoreError;
-use crate::export_proof::{ExportedLink, ExportedSeal};
+use crate::export_format::{ExportedLink, ExportedSeal};
 use crate::key::LedgerPublicKey;
 use crate::row::{StoredKind, StoredRecord};
 use crate::seal::message;

@@ -21,6 +21,7 @@ pub mod durations;
 pub mod effects;
 pub mod error;
 pub mod export;
+mod export_format;
 pub mod export_proof;
 mod export_verify;
 mod indexer;
