@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A failed call's stable code (the `code` of [`crate::CallError`] and [`crate::ToolError`]).
+/// A failed call's stable code (the `code` of a `CallError` and of a `ToolError`).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -4,7 +4,7 @@
 //! `calls_at` index, so the cost grows with the week's calls, not the ledger's.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use serde::{Deserialize, Serialize};
 
 /// Calls a rule decided.

@@ -9,10 +9,10 @@
 use crate::indexer::{Group, IndexerLine, ToIndexer};
 use crate::journal::{self, Journal};
 use crate::key::LedgerKey;
+use crate::options::LedgerOptions;
 use crate::prepared::{Barrier, Chaining, Command, RunningCalls, Waiter, encode_record};
 use crate::seal::{Seal, SealWhy};
-use crate::shared::{WriterState, retry_pause};
-use crate::store::{LedgerOptions, WriteFailure};
+use crate::shared::{WriteFailure, WriterState, retry_pause};
 use crate::wire;
 use std::path::PathBuf;
 use std::sync::Arc;

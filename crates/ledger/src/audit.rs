@@ -3,7 +3,8 @@
 //! operator took to answer, how many prompts timed out.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::{CallFilter, LedgerReader, call_where};
+use crate::query::{CallFilter, call_where};
+use crate::reader::LedgerReader;
 use rusqlite::params_from_iter;
 use rusqlite::types::Value as Sql;
 use serde::{Deserialize, Serialize};

@@ -1,9 +1,9 @@
-//! The head of a call: the fields a stored record ([`StoredRecord`](crate::StoredRecord)) and a listing
-//! row ([`CallRow`](crate::CallRow)) share, kept once so the two shapes (and their readers) cannot drift.
-//! Both flatten it, so their JSON keeps these fields at the top level.
+//! The head of a call: the fields a stored record (`row::StoredRecord`) and a listing row
+//! (`query::CallRow`) share, kept once so the two shapes (and their readers) cannot drift. Both flatten
+//! it, so their JSON keeps these fields at the top level. It sits below both (they import it, not the
+//! reverse).
 
-use crate::row::StoredPolicyDecision;
-use portcullis_harness::{BlockedReason, CallErrorCode, Timestamp};
+use portcullis_harness::{BlockedReason, CallErrorCode, PolicyDecision, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// The columns a [`CallHead`] is read from, in its fields' order (the same names in a hub's `records`
@@ -18,6 +18,49 @@ pub(crate) use head_columns;
 
 /// How many columns [`head_columns!`] names.
 pub(crate) const HEAD_COLUMN_COUNT: usize = 13;
+
+/// What the execution policy said about a call before any approval, in the words policies use: the
+/// `policy_decision` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum StoredPolicyDecision {
+    Allow,
+    /// The operator was to be asked (whatever became of the call: answered, timed out, withdrawn).
+    Prompt,
+    Forbidden,
+}
+
+impl StoredPolicyDecision {
+    pub const ALL: [StoredPolicyDecision; 3] =
+        [StoredPolicyDecision::Allow, StoredPolicyDecision::Prompt, StoredPolicyDecision::Forbidden];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoredPolicyDecision::Allow => "allow",
+            StoredPolicyDecision::Prompt => "prompt",
+            StoredPolicyDecision::Forbidden => "forbidden",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<StoredPolicyDecision> {
+        StoredPolicyDecision::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+}
+
+impl From<PolicyDecision> for StoredPolicyDecision {
+    fn from(decision: PolicyDecision) -> Self {
+        match decision {
+            PolicyDecision::Allow => StoredPolicyDecision::Allow,
+            // The column (and its CHECK, and the chain over it) predates containment: a contained call
+            // is stored as allowed, which it is; its action's walls (`sandbox.contained`, in the body)
+            // say it ran contained.
+            PolicyDecision::Contain => StoredPolicyDecision::Allow,
+            PolicyDecision::Ask => StoredPolicyDecision::Prompt,
+            PolicyDecision::Deny => StoredPolicyDecision::Forbidden,
+        }
+    }
+}
 
 /// Who made a call, where, which tool, when, and how it was judged: what every shape of a call carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +144,8 @@ impl CallHead {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::query::{CallOrigin, CallRow, CallStatus};
+    use crate::origin::CallOrigin;
+    use crate::query::{CallRow, CallStatus};
     use crate::row::{RecordBody, StoredKind, StoredRecord};
     use crate::row_decider::RowDecider;
     use crate::snippet::{Snippet, SnippetPart};

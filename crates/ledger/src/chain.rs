@@ -5,7 +5,7 @@
 //! same bytes from the row's columns. The chain starts from a link made of the ledger's id, so no other
 //! ledger's records can be spliced in.
 
-use crate::wire::{self, RowRef};
+use crate::row_bytes::{self, RowRef};
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
@@ -68,7 +68,7 @@ fn column_name(i: usize) -> &'static str {
 }
 
 fn kind_byte_named(name: &str) -> Option<u8> {
-    if name == "interrupted" { Some(INTERRUPTED_KIND) } else { wire::kind_byte_of(name) }
+    if name == "interrupted" { Some(INTERRUPTED_KIND) } else { row_bytes::kind_byte_of(name) }
 }
 
 /// One column's value, as SQLite or an export holds it.
@@ -81,17 +81,17 @@ enum Cell<'a> {
 fn encode_cell(out: &mut Vec<u8>, i: usize, cell: Cell<'_>) -> Result<(), NotCanonical> {
     let bad = || NotCanonical { column: column_name(i) };
     match (ENCODINGS[i], cell) {
-        (Encoding::I64, Cell::Int(v)) => wire::put_i64(out, v),
-        (Encoding::OptI64, Cell::Int(v)) => wire::put_opt_i64(out, Some(v)),
+        (Encoding::I64, Cell::Int(v)) => row_bytes::put_i64(out, v),
+        (Encoding::OptI64, Cell::Int(v)) => row_bytes::put_opt_i64(out, Some(v)),
         (Encoding::OptI64 | Encoding::OptStr, Cell::Null) => out.push(0),
-        (Encoding::Str, Cell::Text(s)) => wire::put_str(out, s),
-        (Encoding::OptStr, Cell::Text(s)) => wire::put_opt_str(out, Some(s)),
+        (Encoding::Str, Cell::Text(s)) => row_bytes::put_str(out, s),
+        (Encoding::OptStr, Cell::Text(s)) => row_bytes::put_opt_str(out, Some(s)),
         (Encoding::Kind, Cell::Text(s)) => out.push(kind_byte_named(s).ok_or_else(bad)?),
         (Encoding::Bool, Cell::Int(v)) if v == 0 || v == 1 => out.push(v as u8),
         _ => return Err(bad()),
     }
     if i == 0 {
-        out.push(wire::TAG_RECORD);
+        out.push(row_bytes::TAG_RECORD);
     }
     Ok(())
 }
@@ -182,28 +182,28 @@ pub fn columns_as_json(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Resul
 /// The canonical bytes of a record read back from a journal frame: the same bytes
 /// `prepared::write_columns` journaled (a unit test holds them equal), after the writer id.
 pub(crate) fn canonical_of_ref(out: &mut Vec<u8>, writer_id: i64, row: &RowRef<'_>) {
-    wire::put_i64(out, writer_id);
-    out.push(wire::TAG_RECORD);
-    wire::put_str(out, row.session_id);
-    wire::put_str(out, row.run_id);
-    wire::put_str(out, row.call_id);
-    wire::put_i64(out, row.call_key);
-    wire::put_str(out, row.owner);
-    wire::put_str(out, row.tool);
-    out.push(wire::kind_byte(row.kind));
-    wire::put_i64(out, row.at);
-    wire::put_opt_i64(out, row.started_at);
-    wire::put_opt_i64(out, row.duration_us);
-    wire::put_opt_str(out, row.reason);
-    wire::put_opt_str(out, row.error_code);
-    wire::put_str(out, row.decided);
-    wire::put_opt_str(out, row.decided_rule);
-    wire::put_opt_str(out, row.decided_source);
-    wire::put_opt_str(out, row.decided_operator);
-    wire::put_opt_str(out, row.policy_decision);
-    wire::put_opt_str(out, row.policy_rule);
+    row_bytes::put_i64(out, writer_id);
+    out.push(row_bytes::TAG_RECORD);
+    row_bytes::put_str(out, row.session_id);
+    row_bytes::put_str(out, row.run_id);
+    row_bytes::put_str(out, row.call_id);
+    row_bytes::put_i64(out, row.call_key);
+    row_bytes::put_str(out, row.owner);
+    row_bytes::put_str(out, row.tool);
+    out.push(row_bytes::kind_byte(row.kind));
+    row_bytes::put_i64(out, row.at);
+    row_bytes::put_opt_i64(out, row.started_at);
+    row_bytes::put_opt_i64(out, row.duration_us);
+    row_bytes::put_opt_str(out, row.reason);
+    row_bytes::put_opt_str(out, row.error_code);
+    row_bytes::put_str(out, row.decided);
+    row_bytes::put_opt_str(out, row.decided_rule);
+    row_bytes::put_opt_str(out, row.decided_source);
+    row_bytes::put_opt_str(out, row.decided_operator);
+    row_bytes::put_opt_str(out, row.policy_decision);
+    row_bytes::put_opt_str(out, row.policy_rule);
     out.push(u8::from(row.redacted));
-    wire::put_str(out, row.body);
+    row_bytes::put_str(out, row.body);
 }
 
 /// Where the chain stands: how many records it holds and the last link (`chain_state`, written in the

@@ -1,7 +1,7 @@
 //! `check`: is this file a healthy ledger? Integrity, identity, schema, counts, and what a crash left.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use crate::schema::{SCHEMA_VERSION, identity};
 use serde::{Deserialize, Serialize};
 

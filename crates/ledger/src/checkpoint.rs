@@ -2,6 +2,7 @@
 //! writer's commits never pay for it. Split from `store.rs`.
 
 use crate::error::{AtPath, LedgerStoreError};
+use crate::options::BACKGROUND_NICE;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::time::Duration;
@@ -28,7 +29,7 @@ impl Checkpointer {
             .name("portcullis-ledger-checkpoint".into())
             .spawn(move || {
                 // Background work, like the indexer's: calls never wait for it.
-                if let Err(e) = rustix::process::nice(crate::indexer::INDEXER_NICE) {
+                if let Err(e) = rustix::process::nice(BACKGROUND_NICE) {
                     tracing::debug!(error = %e, "ledger checkpointer keeps its priority");
                 }
                 while woken.recv().is_ok() {

@@ -5,7 +5,7 @@
 //! left by a writer that stopped mid-call: its outcome is `unknown` until an operator marks it.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use portcullis_harness::Timestamp;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,8 @@
 use crate::chain;
 use crate::error::{AtPath, LedgerStoreError};
 use crate::export_proof::ProofSource;
-use crate::query::{CallFilter, LedgerReader, call_where};
+use crate::query::{CallFilter, call_where};
+use crate::reader::LedgerReader;
 use crate::row::{RECORD_COLUMNS, StoredRecord, stored_record};
 
 use crate::timefmt::format_rfc3339;

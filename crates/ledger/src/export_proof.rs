@@ -9,35 +9,12 @@ use crate::chain::{self, Link};
 use crate::error::{AtPath, LedgerStoreError};
 use portcullis_harness::receipt::hex;
 use rusqlite::{Connection, OptionalExtension};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 
+pub use crate::export_format::{ExportedLink, ExportedSeal};
 pub use crate::export_verify::{verify_export, verify_export_keys};
-
-/// A checkpoint as an export carries it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExportedSeal {
-    pub ledger_id: String,
-    pub count: u64,
-    pub head: String,
-    pub at: i64,
-    pub writer_id: i64,
-    pub why: String,
-    pub public_key: Option<String>,
-    pub signature: Option<String>,
-}
-
-/// A record's `chain` object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExportedLink {
-    pub link: String,
-    pub previous: String,
-    pub columns: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checkpoints: Vec<ExportedSeal>,
-}
 
 /// What the exporter needs besides each row: the ledger's id and its checkpoints by the record they end
 /// at.

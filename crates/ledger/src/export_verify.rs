@@ -6,14 +6,14 @@
 //! it to a checkpoint signed with one of the keys. A whole export proves every record; a filtered one
 //! only its runs that end at a checkpoint.
 
-use crate::call_head::CallHead;
+use crate::call_head::{CallHead, StoredPolicyDecision};
 use crate::chain::{self, Link};
 use crate::error::LedgerStoreError;
-use crate::export_proof::{ExportedLink, ExportedSeal};
+use crate::export_format::{ExportedLink, ExportedSeal};
 use crate::key::LedgerPublicKey;
-use crate::row::{StoredKind, StoredPolicyDecision, StoredRecord};
+use crate::row::{StoredKind, StoredRecord};
 use crate::seal::message;
-use crate::verify::{BreakKind, ChainBreak, LedgerVerdict, MAX_BREAKS, Verdict, VerifyReport};
+use crate::verify_report::{BreakKind, ChainBreak, LedgerVerdict, MAX_BREAKS, Verdict, VerifyReport};
 use portcullis_harness::receipt::{hex, unhex};
 use portcullis_harness::{CallErrorCode, Timestamp};
 use serde_json::{Map, Value};

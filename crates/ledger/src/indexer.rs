@@ -7,11 +7,13 @@ use crate::chain::{self, ChainHead};
 use crate::checkpoint::Checkpointer;
 use crate::error::{AtPath, LedgerStoreError};
 use crate::journal::{self, JournalError};
+use crate::options::{BACKGROUND_NICE, LedgerOptions};
 use crate::prepared::{Entry, MAX_RUNNING_TRACKED, Waiter};
 use crate::recovery::{OpenCalls, interrupt_open_calls};
 use crate::rollup::{Dims, KeyCache, Pending};
+use crate::row_bytes::RowRef;
+use crate::sessions::ApprovalOutcome;
 use crate::shared::{WriterState, retry_pause};
-use crate::store::{ApprovalOutcome, LedgerOptions};
 use crate::wire::{self, Decoded, WireError};
 use portcullis_harness::Timestamp;
 use rusqlite::{Connection, params};
@@ -107,7 +109,7 @@ impl IndexChain {
     }
 
     /// The link of `row` (written by `writer_id`), checked or computed as the journal requires.
-    fn next(&mut self, writer_id: i64, row: &wire::RowRef<'_>) -> Result<chain::Link, IndexError> {
+    fn next(&mut self, writer_id: i64, row: &RowRef<'_>) -> Result<chain::Link, IndexError> {
         let link = match row.chain {
             Some(link) if !self.verify => *link,
             journaled => {
@@ -371,9 +373,6 @@ fn write_side_row(tx: &Connection, entry: &Entry) -> rusqlite::Result<(&'static 
     })
 }
 
-/// How much the indexer and checkpoint threads lower their priority.
-pub(crate) const INDEXER_NICE: i32 = 10;
-
 /// The thread that owns the writing SQLite connection.
 pub(crate) struct Indexer {
     pub conn: Connection,
@@ -401,7 +400,7 @@ impl Indexer {
         // Indexing is deferred work: calls wait for the journal, not for SQLite, so the indexer yields
         // the CPU to the callers and the appender (Linux: a thread's own nice value). The backlog bound
         // keeps it from falling behind without limit.
-        if let Err(e) = rustix::process::nice(INDEXER_NICE) {
+        if let Err(e) = rustix::process::nice(BACKGROUND_NICE) {
             tracing::debug!(error = %e, "ledger indexer keeps its priority");
         }
         let mut groups: Vec<Group> = Vec::new();

@@ -151,7 +151,7 @@ impl LedgerKey {
         LedgerPublicKey { key: self.signing.verifying_key() }
     }
 
-    /// Signs `message` (a checkpoint's, [`crate::seal::message`]).
+    /// Signs `message` (a checkpoint's seal message, which `seal.rs` builds).
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.signing.sign(message).to_bytes()
     }

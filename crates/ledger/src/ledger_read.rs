@@ -5,7 +5,9 @@
 
 use crate::audit::{ApprovalSummary, CommandCount, CommandOutcome};
 use crate::error::LedgerStoreError;
-use crate::query::{CallFilter, CallOrigin, CallPage, CallRow, CallTimeline, Cursor, LedgerReader, MAX_PAGE};
+use crate::origin::CallOrigin;
+use crate::query::{CallFilter, CallPage, CallRow, CallTimeline, Cursor, MAX_PAGE};
+use crate::reader::LedgerReader;
 use crate::sessions::{SessionFilter, SessionRow};
 use crate::stats::Stats;
 use portcullis_harness::Timestamp;

@@ -4,9 +4,9 @@
 
 use crate::refusals::RefusalRow;
 use crate::row::{decided_columns, policy_columns, write_body, write_search_text};
+use crate::row_bytes;
 use crate::schema;
 use crate::sessions::{ApprovalRecord, SessionInfo};
-use crate::wire;
 use portcullis_harness::{RecordKind, Timestamp, ToolCallRecord};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -20,11 +20,6 @@ pub(crate) type RunningCalls = HashMap<(Arc<str>, Arc<str>), String>;
 /// Running calls whose arguments are kept for their search document (beyond: not searchable by
 /// arguments, still recorded).
 pub(crate) const MAX_RUNNING_TRACKED: usize = 100_000;
-
-/// Whether a record of this kind ends its call (it is then a row of the calls' indexes).
-pub(crate) fn is_terminal(kind: RecordKind) -> bool {
-    matches!(kind, RecordKind::Finished | RecordKind::Error | RecordKind::Blocked)
-}
 
 /// What the journal keeps besides records.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +63,7 @@ pub(crate) enum Command {
     Shutdown,
 }
 
-/// Appends `record` to `out` in the journal's row encoding (see `wire::RowRef` for the fields): its
+/// Appends `record` to `out` in the journal's row encoding (see `row_bytes::RowRef` for the fields): its
 /// columns, its JSON body, on a terminal record its call's search document (tool, the started record's
 /// arguments kept in `running`, its own text), and its link in the chain, which moves `chain` on.
 /// Nothing is appended (and the chain stays) on error.
@@ -123,36 +118,36 @@ fn write_columns(
     record: &ToolCallRecord,
     out: &mut Vec<u8>,
 ) -> Result<Option<Range<usize>>, serde_json::Error> {
-    out.push(wire::TAG_RECORD);
-    wire::put_str(out, &record.call.session_id);
-    wire::put_str(out, &record.call.run_id);
-    wire::put_str(out, &record.call.call_id);
-    wire::put_i64(out, schema::call_key(&record.call.call_id));
-    wire::put_str(out, &record.call.owner);
-    wire::put_str(out, &record.tool_name);
-    out.push(wire::kind_byte(record.kind));
-    wire::put_i64(out, record.at.0);
-    wire::put_opt_i64(out, record.started_at.map(|t| t.0));
+    out.push(row_bytes::TAG_RECORD);
+    row_bytes::put_str(out, &record.call.session_id);
+    row_bytes::put_str(out, &record.call.run_id);
+    row_bytes::put_str(out, &record.call.call_id);
+    row_bytes::put_i64(out, schema::call_key(&record.call.call_id));
+    row_bytes::put_str(out, &record.call.owner);
+    row_bytes::put_str(out, &record.tool_name);
+    out.push(row_bytes::kind_byte(record.kind));
+    row_bytes::put_i64(out, record.at.0);
+    row_bytes::put_opt_i64(out, record.started_at.map(|t| t.0));
     let duration = match record.kind {
         RecordKind::Finished | RecordKind::Error => {
             record.started_at.map(|s| record.at.0.saturating_sub(s.0))
         }
         _ => None,
     };
-    wire::put_opt_i64(out, duration);
-    wire::put_opt_str(out, record.blocked_reason.map(|r| r.as_str()));
-    wire::put_opt_str(out, record.error.as_ref().map(|e| e.code.as_str()));
+    row_bytes::put_opt_i64(out, duration);
+    row_bytes::put_opt_str(out, record.blocked_reason.map(|r| r.as_str()));
+    row_bytes::put_opt_str(out, record.error.as_ref().map(|e| e.code.as_str()));
     let (decided, rule, source, operator) = decided_columns(&record.decided_by);
-    wire::put_str(out, decided);
-    wire::put_opt_str(out, rule);
-    wire::put_opt_str(out, source);
-    wire::put_opt_str(out, operator.as_deref());
+    row_bytes::put_str(out, decided);
+    row_bytes::put_opt_str(out, rule);
+    row_bytes::put_opt_str(out, source);
+    row_bytes::put_opt_str(out, operator.as_deref());
     let (policy_decision, policy_rule) = policy_columns(record.policy.as_ref());
-    wire::put_opt_str(out, policy_decision);
-    wire::put_opt_str(out, policy_rule.as_deref());
+    row_bytes::put_opt_str(out, policy_decision);
+    row_bytes::put_opt_str(out, policy_rule.as_deref());
     out.push(u8::from(record.redacted));
     let mut arguments = None;
-    wire::put_with(out, |out| write_body(record, out).map(|range| arguments = range))?;
+    row_bytes::put_with(out, |out| write_body(record, out).map(|range| arguments = range))?;
     Ok(arguments)
 }
 
@@ -182,7 +177,7 @@ fn write_search(
         RecordKind::Finished | RecordKind::Error | RecordKind::Blocked => {
             let started = running.remove(&key).unwrap_or_default();
             out.push(1);
-            wire::put_with(out, |out| {
+            row_bytes::put_with(out, |out| {
                 out.extend_from_slice(record.tool_name.as_bytes());
                 out.push(b' ');
                 out.extend_from_slice(started.as_bytes());

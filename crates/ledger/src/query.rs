@@ -1,21 +1,20 @@
-//! The reading side, shared by the CLI and the app: open any ledger read-only (also while another
-//! process writes it), filter calls, page through them by key (newest first, stable under appends),
-//! search them in full text, and read one call's whole timeline.
+//! The reading side, shared by the CLI and the app: on a ledger opened read-only (`reader.rs`, also
+//! while another process writes it), filter calls, page through them by key (newest first, stable under
+//! appends), search them in full text, and read one call's whole timeline.
 
-use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, head_columns};
+use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, StoredPolicyDecision, head_columns};
 use crate::error::{AtPath, LedgerStoreError};
-use crate::row::{
-    RECORD_COLUMNS, StoredKind, StoredPolicyDecision, StoredRecord, search_text, stored_record,
-};
+use crate::origin::CallOrigin;
+use crate::reader::LedgerReader;
+use crate::row::{RECORD_COLUMNS, StoredKind, StoredRecord, search_text, stored_record};
 use crate::row_decider::RowDecider;
-use crate::schema::SCHEMA_VERSION;
-use crate::store::{ApprovalOutcome, ApprovalRecord, SessionInfo, open_read_only};
+use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
+use crate::snippet::fts_query;
 use portcullis_harness::{BlockedReason, ChangeOutcome, DeciderKind, Timestamp};
+use rusqlite::params_from_iter;
 use rusqlite::types::Value as Sql;
-use rusqlite::{Connection, params_from_iter};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use crate::call_summary::{SUMMARY_CHARS, SUMMARY_KEYS, argument_summary};
@@ -141,15 +140,6 @@ impl CallFilter {
     }
 }
 
-/// Where a call of a team ledger came from: the hub's ledger, its host and its OS user.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CallOrigin {
-    pub ledger_id: String,
-    pub host: String,
-    pub user: String,
-}
-
 /// A position in the newest-first order: the last call of the previous page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -272,17 +262,6 @@ pub struct CallPage {
 pub struct CallTimeline {
     pub records: Vec<StoredRecord>,
     pub approvals: Vec<ApprovalRecord>,
-}
-
-/// Turns user text into an FTS5 query: the words (letters and digits, as the index tokenizes them),
-/// each quoted so no FTS syntax gets through, all required.
-pub fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" "))
 }
 
 /// The listing's own columns: the record's id and kind, its head, then what decided it and its marks.
@@ -447,29 +426,7 @@ pub(crate) fn call_where(filter: &CallFilter) -> Result<Where, LedgerStoreError>
     Ok(w)
 }
 
-/// A read-only view of a ledger file.
-pub struct LedgerReader {
-    path: PathBuf,
-    pub(crate) conn: Connection,
-}
-
 impl LedgerReader {
-    /// Opens a ledger read-only. Refuses missing files, files that are not ledgers, newer schemas, and
-    /// older ones (which `SqliteLedger::open` migrates).
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, LedgerStoreError> {
-        let path = path.as_ref().to_owned();
-        let conn = open_read_only(&path)?;
-        let (_, version) = crate::schema::identity(&conn).at(&path)?;
-        if version < SCHEMA_VERSION {
-            return Err(LedgerStoreError::OlderSchema { path, found: version, current: SCHEMA_VERSION });
-        }
-        Ok(LedgerReader { path, conn })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Up to `rows` calls past `cursor` in the order asked. With a search, driven by the search index
     /// (records are appended in time order, so document order is call order) and the cursor compares
     /// ids; else by `(at, id)`.

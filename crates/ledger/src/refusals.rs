@@ -3,9 +3,9 @@
 //! one row with a count, so a flood of them adds rows slowly. Never a credential: what a row holds is
 //! the request line, the peer's address and the Origin, Host and User-Agent headers.
 
+use crate::count::Count;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
-use crate::stats::Count;
+use crate::reader::LedgerReader;
 use portcullis_harness::Timestamp;
 use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, params, params_from_iter};

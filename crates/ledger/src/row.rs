@@ -1,10 +1,10 @@
 //! How a harness record becomes a row (identity and filter columns, plus a JSON body), and how rows
 //! come back as [`StoredRecord`]s.
 
-use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, head_columns};
+use crate::call_head::{CallHead, HEAD_COLUMN_COUNT, StoredPolicyDecision, head_columns};
 use portcullis_harness::{
-    CallError, DecidedBy, ExecutionAction, FileVerdict, McpRequest, PolicyDecision, PolicyRuling, RecordKind,
-    RuleRef, ToolCallRecord, ToolOutput,
+    CallError, DecidedBy, ExecutionAction, FileVerdict, McpRequest, PolicyRuling, RecordKind, RuleRef,
+    ToolCallRecord, ToolOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -66,49 +66,6 @@ impl From<RecordKind> for StoredKind {
             RecordKind::Finished => StoredKind::Finished,
             RecordKind::Error => StoredKind::Error,
             RecordKind::Blocked => StoredKind::Blocked,
-        }
-    }
-}
-
-/// What the execution policy said about a call before any approval, in the words policies use: the
-/// `policy_decision` column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub enum StoredPolicyDecision {
-    Allow,
-    /// The operator was to be asked (whatever became of the call: answered, timed out, withdrawn).
-    Prompt,
-    Forbidden,
-}
-
-impl StoredPolicyDecision {
-    pub const ALL: [StoredPolicyDecision; 3] =
-        [StoredPolicyDecision::Allow, StoredPolicyDecision::Prompt, StoredPolicyDecision::Forbidden];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoredPolicyDecision::Allow => "allow",
-            StoredPolicyDecision::Prompt => "prompt",
-            StoredPolicyDecision::Forbidden => "forbidden",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<StoredPolicyDecision> {
-        StoredPolicyDecision::ALL.into_iter().find(|d| d.as_str() == s)
-    }
-}
-
-impl From<PolicyDecision> for StoredPolicyDecision {
-    fn from(decision: PolicyDecision) -> Self {
-        match decision {
-            PolicyDecision::Allow => StoredPolicyDecision::Allow,
-            // The column (and its CHECK, and the chain over it) predates containment: a contained call
-            // is stored as allowed, which it is; its action's walls (`sandbox.contained`, in the body)
-            // say it ran contained.
-            PolicyDecision::Contain => StoredPolicyDecision::Allow,
-            PolicyDecision::Ask => StoredPolicyDecision::Prompt,
-            PolicyDecision::Deny => StoredPolicyDecision::Forbidden,
         }
     }
 }

@@ -2,7 +2,9 @@
 //! (`user_version`). A file written by a newer schema is refused, never altered; an older one is
 //! migrated forward in one transaction per step.
 
+use crate::error::{AtPath, LedgerStoreError};
 use rusqlite::{Connection, params};
+use std::path::Path;
 
 /// `PRAGMA application_id` of a Portcullis ledger ("PCUL").
 pub const APPLICATION_ID: i64 = 0x5043_554C;
@@ -422,6 +424,43 @@ pub fn identity(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
 pub fn is_empty(conn: &Connection) -> rusqlite::Result<bool> {
     let n: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
     Ok(n == 0)
+}
+
+/// Checks the identity of an opened database and migrates it; refuses foreign and newer files.
+pub(crate) fn check_identity(
+    conn: &Connection,
+    path: &Path,
+    allow_empty: bool,
+) -> Result<i64, LedgerStoreError> {
+    let (app, version) = identity(conn).map_err(|e| match e {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
+            LedgerStoreError::NotALedger { path: path.to_owned(), why: "not an SQLite database".into() }
+        }
+        other => LedgerStoreError::Sqlite { path: path.to_owned(), source: other },
+    })?;
+    if app == 0 && version == 0 {
+        if allow_empty && is_empty(conn).at(path)? {
+            return Ok(0);
+        }
+        return Err(LedgerStoreError::NotALedger {
+            path: path.to_owned(),
+            why: "an SQLite database of another application".into(),
+        });
+    }
+    if app != APPLICATION_ID {
+        return Err(LedgerStoreError::NotALedger {
+            path: path.to_owned(),
+            why: format!("application id {app:#x} is not Portcullis's"),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(LedgerStoreError::NewerSchema {
+            path: path.to_owned(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(version)
 }
 
 /// Migrates from `from` up to `to` (each step in its own transaction).

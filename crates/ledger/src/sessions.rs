@@ -2,7 +2,8 @@
 //! prompts, as the writer takes them and readers return them.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::origin::CallOrigin;
+use crate::reader::LedgerReader;
 use portcullis_harness::Timestamp;
 use rusqlite::params_from_iter;
 use rusqlite::types::Value as Sql;
@@ -127,7 +128,7 @@ pub struct SessionRow {
     pub end_reason: Option<SessionEnd>,
     /// On a team ledger's rows: the hub the session ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<crate::query::CallOrigin>,
+    pub origin: Option<CallOrigin>,
 }
 
 /// Sessions by how they stand.

@@ -1,11 +1,19 @@
-//! State the callers, the appender thread (journal) and the indexer thread (SQLite) share: failures,
-//! counters, and the indexer's backlog, which the appender keeps bounded.
+//! State the callers, the appender thread (journal) and the indexer thread (SQLite) share: failures
+//! (and the [`WriteFailure`] broadcast to subscribers), counters, and the indexer's backlog, which the
+//! appender keeps bounded.
 
-use crate::store::WriteFailure;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
+
+/// A commit that failed, as broadcast to subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFailure {
+    pub message: String,
+    /// Rows waiting to be retried.
+    pub pending_rows: usize,
+}
 
 pub(crate) struct WriterState {
     /// Why the last journal write failed, until one succeeds.

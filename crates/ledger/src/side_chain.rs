@@ -10,7 +10,7 @@
 
 use crate::chain::{Link, to_link};
 use crate::key::LedgerKey;
-use crate::wire;
+use crate::row_bytes;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
@@ -134,8 +134,8 @@ pub fn genesis(ledger_id: &str) -> Link {
 /// The link of a step (`table`, `key`, the row's `digest`) after `previous`.
 pub fn step_link(previous: &Link, table: &str, key: &str, digest: &Link) -> Link {
     let mut bytes = Vec::with_capacity(48 + table.len() + key.len());
-    wire::put_str(&mut bytes, table);
-    wire::put_str(&mut bytes, key);
+    row_bytes::put_str(&mut bytes, table);
+    row_bytes::put_str(&mut bytes, key);
     bytes.extend_from_slice(digest);
     crate::chain::link(previous, &bytes)
 }
@@ -149,7 +149,7 @@ pub fn row_digest(row: &rusqlite::Row<'_>, first: usize, columns: usize) -> rusq
             ValueRef::Null => bytes.push(0),
             ValueRef::Integer(v) => {
                 bytes.push(1);
-                wire::put_i64(&mut bytes, v);
+                row_bytes::put_i64(&mut bytes, v);
             }
             ValueRef::Real(v) => {
                 bytes.push(2);

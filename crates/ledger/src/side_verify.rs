@@ -6,7 +6,7 @@
 use crate::chain::{Link, to_link};
 use crate::key::LedgerPublicKey;
 use crate::side_chain::{self, CHAINED_TABLES};
-use crate::verify::BreakKind;
+use crate::verify_report::BreakKind;
 use rusqlite::Connection;
 use std::collections::HashMap;
 

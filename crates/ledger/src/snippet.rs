@@ -3,7 +3,8 @@
 //! `snippet()` cannot be used; the snippet is cut here from the same text the index was fed.
 //!
 //! A snippet is a list of parts, each either plain text or a hit, so a front end renders it without
-//! parsing markup out of text an agent wrote.
+//! parsing markup out of text an agent wrote. The search's words are read from the user's text once,
+//! here ([`fts_query`]), for the index query and the snippet alike.
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +50,18 @@ fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
     out.into_iter()
 }
 
-/// The snippet of `document` for the search `query` (user text, read as [`crate::query::fts_query`]
+/// Turns user text into an FTS5 query: the words (letters and digits, as the index tokenizes them),
+/// each quoted so no FTS syntax gets through, all required.
+pub fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The snippet of `document` for the search `query` (user text, read as [`fts_query`]
 /// reads it); `None` when no word of the query is in the document (e.g. it matched only in a part of
 /// the document that is no longer readable).
 pub fn snippet(document: &str, query: &str) -> Option<Snippet> {

@@ -6,7 +6,8 @@
 
 use crate::durations::DenseHistogram;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::{CallFilter, CallStatus, LedgerReader, call_where};
+use crate::query::{CallFilter, CallStatus, call_where};
+use crate::reader::LedgerReader;
 use crate::refusals::{RefusalCounts, RefusalFilter};
 use crate::sessions::{SessionCounts, SessionFilter};
 use portcullis_harness::Timestamp;
@@ -14,18 +15,13 @@ use rusqlite::params_from_iter;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+pub use crate::count::Count;
+
 /// How many buckets the time histogram aims for when no bucket width is given.
 pub const DEFAULT_BUCKETS: i64 = 60;
 
 /// Most histogram buckets one stats call may make.
 pub const MAX_BUCKETS: usize = 100_000;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct Count {
-    pub key: String,
-    pub count: u64,
-}
 
 /// Calls in one time bucket, all of them and by outcome (the outcomes of running calls are not known:
 /// they count in `count` only).

@@ -7,7 +7,8 @@
 //! ones arrive.
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::{CallFilter, CallStatus, LedgerReader, call_where};
+use crate::query::{CallFilter, CallStatus, call_where};
+use crate::reader::LedgerReader;
 use crate::rollup::{DAY_US, HOUR_US, day_of, hour_of};
 use crate::stats::{
     CallDims, Grid, Stack, Stats, StatsSource, Tally, ToolTimes, text, tool_durations, within,
@@ -588,7 +589,7 @@ mod tests {
 
     #[test]
     fn keys_are_selected_by_every_dimension() {
-        use crate::row::StoredPolicyDecision;
+        use crate::call_head::StoredPolicyDecision;
         use portcullis_harness::BlockedReason;
         let key = Key {
             tool: "shell".into(),

@@ -13,14 +13,15 @@ use crate::error::{AtPath, LedgerStoreError};
 use crate::indexer::{self, IndexChain, Indexer, IndexerLine};
 use crate::journal::{self, Journal};
 use crate::key::LedgerKey;
+use crate::options::LedgerOptions;
 use crate::prepared::Chaining;
 use crate::prepared::{Barrier, Command, Entry};
 use crate::recovery::{Recovered, recover_crashed_writers};
 use crate::refusals::RefusalRow;
 use crate::rollup::{self, KeyCache};
-use crate::schema::{self, APPLICATION_ID, SCHEMA_VERSION};
+use crate::schema::{self, SCHEMA_VERSION, check_identity};
 use crate::seal::{self, SealWhy};
-use crate::shared::WriterState;
+use crate::shared::{WriteFailure, WriterState};
 use async_trait::async_trait;
 use portcullis_harness::{Ledger, LedgerError, Offered, RecordKind, Timestamp, ToolCallRecord};
 use rusqlite::{Connection, OpenFlags};
@@ -28,59 +29,10 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use crate::recovery::INTERRUPTED_MESSAGE;
 pub use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
-
-/// How the writer behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LedgerOptions {
-    /// Most rows in one journal frame and in one SQLite transaction.
-    pub batch_max_rows: usize,
-    /// How long the writer may wait for more rows after the first one of a batch (0: commit as soon as
-    /// the queue is drained; batches still grow by themselves while a commit is under way).
-    pub batch_max_delay: Duration,
-    /// Records that may wait in the channel before callers are made to wait.
-    pub channel_capacity: usize,
-    /// Rows that may be in the journal and not yet in SQLite before the appender (and so callers) waits
-    /// for the indexer: how far readers may lag, and how much a crashed writer leaves to replay.
-    pub index_backlog_rows: usize,
-    /// How long the indexer gathers rows after the first of a transaction, unless a reader waits for
-    /// them: fewer, larger SQLite transactions (the CPU a call's indexing takes from the calls on a
-    /// small machine), for readers that see new rows that much later.
-    pub index_gather: Duration,
-    /// `synchronous=FULL` and an `fdatasync` of each journal frame (survives power loss) instead of
-    /// `NORMAL` (survives process crashes).
-    pub synchronous_full: bool,
-    pub busy_timeout: Duration,
-    /// Records between two signed checkpoints of the chain (`seal.rs`), besides the one at close.
-    pub checkpoint_every: u64,
-}
-
-impl Default for LedgerOptions {
-    fn default() -> Self {
-        LedgerOptions {
-            batch_max_rows: 4096,
-            batch_max_delay: Duration::ZERO,
-            channel_capacity: 16_384,
-            index_backlog_rows: 262_144,
-            index_gather: Duration::from_millis(10),
-            synchronous_full: false,
-            busy_timeout: Duration::from_secs(5),
-            checkpoint_every: 1024,
-        }
-    }
-}
-
-/// A commit that failed, as broadcast to subscribers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteFailure {
-    pub message: String,
-    /// Rows waiting to be retried.
-    pub pending_rows: usize,
-}
 
 /// The durable ledger.
 pub struct SqliteLedger {
@@ -121,43 +73,6 @@ fn tighten_permissions(file: &File, path: &Path) -> Result<(), LedgerStoreError>
     #[cfg(not(unix))]
     let _ = (file, path);
     Ok(())
-}
-
-/// Checks the identity of an opened database and migrates it; refuses foreign and newer files.
-pub(crate) fn check_identity(
-    conn: &Connection,
-    path: &Path,
-    allow_empty: bool,
-) -> Result<i64, LedgerStoreError> {
-    let (app, version) = schema::identity(conn).map_err(|e| match e {
-        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
-            LedgerStoreError::NotALedger { path: path.to_owned(), why: "not an SQLite database".into() }
-        }
-        other => LedgerStoreError::Sqlite { path: path.to_owned(), source: other },
-    })?;
-    if app == 0 && version == 0 {
-        if allow_empty && schema::is_empty(conn).at(path)? {
-            return Ok(0);
-        }
-        return Err(LedgerStoreError::NotALedger {
-            path: path.to_owned(),
-            why: "an SQLite database of another application".into(),
-        });
-    }
-    if app != APPLICATION_ID {
-        return Err(LedgerStoreError::NotALedger {
-            path: path.to_owned(),
-            why: format!("application id {app:#x} is not Portcullis's"),
-        });
-    }
-    if version > SCHEMA_VERSION {
-        return Err(LedgerStoreError::NewerSchema {
-            path: path.to_owned(),
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    Ok(version)
 }
 
 impl SqliteLedger {
@@ -481,17 +396,4 @@ impl Ledger for SqliteLedger {
             other => LedgerError::Write(other.to_string()),
         })
     }
-}
-
-/// Opens a read-only connection (works while another process writes).
-pub(crate) fn open_read_only(path: &Path) -> Result<Connection, LedgerStoreError> {
-    if !path.exists() {
-        return Err(LedgerStoreError::Missing { path: path.to_owned() });
-    }
-    let conn =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .at(path)?;
-    conn.busy_timeout(Duration::from_secs(5)).at(path)?;
-    check_identity(&conn, path, false)?;
-    Ok(conn)
 }

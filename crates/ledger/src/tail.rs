@@ -8,7 +8,7 @@
 
 use crate::chain::{self, Link};
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use crate::row::StoredRecord;
 use crate::side::{SideRow, SideTable};
 use async_trait::async_trait;

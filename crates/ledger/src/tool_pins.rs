@@ -4,7 +4,7 @@
 //! (an operator accepted the offered one, with who).
 
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use portcullis_harness::Timestamp;
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};

@@ -3,9 +3,10 @@
 //! (sessions, approvals, refusals). Decoding borrows from the frame: the indexer binds the fields
 //! straight from the journal's bytes, after a crash and on every normal commit alike.
 
-use crate::prepared::{Entry, is_terminal};
+use crate::prepared::Entry;
+use crate::row_bytes::{KINDS, RowRef, TAG_RECORD, put_bytes, put_i64, put_str};
 use crate::seal::{Seal, SealWhy};
-use portcullis_harness::{RecordKind, Timestamp};
+use portcullis_harness::Timestamp;
 
 /// Why bytes could not be decoded (a damaged or foreign journal).
 #[derive(Debug, thiserror::Error)]
@@ -24,8 +25,8 @@ pub(crate) enum WireError {
     Frame(u64),
 }
 
-/// Tags of the entries, one row per variant.
-pub(crate) const TAG_RECORD: u8 = 1;
+/// Tags of the entries, one row per variant (records' tag, [`TAG_RECORD`], is in `row_bytes.rs`: the
+/// chain's canonical bytes include it).
 const TAG_SESSION: u8 = 2;
 const TAG_SESSION_END: u8 = 3;
 const TAG_APPROVAL: u8 = 4;
@@ -33,19 +34,6 @@ const TAG_REFUSAL: u8 = 5;
 const TAG_TOOL_PIN: u8 = 6;
 const TAG_SEAL: u8 = 7;
 const TAG_EFFECT: u8 = 8;
-
-/// Record kinds as stored; the index is the byte.
-const KINDS: [RecordKind; 5] =
-    [RecordKind::Started, RecordKind::Progress, RecordKind::Finished, RecordKind::Error, RecordKind::Blocked];
-
-pub(crate) fn kind_byte(kind: RecordKind) -> u8 {
-    KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u8
-}
-
-/// The byte of the kind named `name` (`None` for a name no journaled record has).
-pub(crate) fn kind_byte_of(name: &str) -> Option<u8> {
-    KINDS.iter().position(|k| k.as_str() == name).map(|i| i as u8)
-}
 
 /// Appends a non-record entry to `out` (nothing on error).
 pub(crate) fn encode_entry(entry: &Entry, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
@@ -100,90 +88,6 @@ pub(crate) fn encode_seal(seal: &Seal, out: &mut Vec<u8>) {
             out.extend_from_slice(signature);
         }
         _ => out.push(0),
-    }
-}
-
-pub(crate) fn put_i64(out: &mut Vec<u8>, v: i64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-pub(crate) fn put_opt_i64(out: &mut Vec<u8>, v: Option<i64>) {
-    match v {
-        Some(v) => {
-            out.push(1);
-            put_i64(out, v);
-        }
-        None => out.push(0),
-    }
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    // Frames are bounded far below 4 GiB (`journal::MAX_FRAME`, checked when one is written).
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
-}
-
-pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_bytes(out, s.as_bytes());
-}
-
-pub(crate) fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        Some(s) => {
-            out.push(1);
-            put_str(out, s);
-        }
-        None => out.push(0),
-    }
-}
-
-/// A length-prefixed field written in place by `write` (no intermediate buffer).
-pub(crate) fn put_with<E>(
-    out: &mut Vec<u8>,
-    write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
-) -> Result<(), E> {
-    let at = out.len();
-    out.extend_from_slice(&[0u8; 4]);
-    write(out)?;
-    let len = (out.len() - at - 4) as u32;
-    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
-    Ok(())
-}
-
-/// A record as the journal holds it, borrowed from the frame: the `records` columns and the call's
-/// search document (terminal records only).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RowRef<'a> {
-    pub session_id: &'a str,
-    pub run_id: &'a str,
-    pub call_id: &'a str,
-    pub call_key: i64,
-    pub owner: &'a str,
-    pub tool: &'a str,
-    pub kind: RecordKind,
-    pub at: i64,
-    pub started_at: Option<i64>,
-    pub duration_us: Option<i64>,
-    pub reason: Option<&'a str>,
-    pub error_code: Option<&'a str>,
-    pub decided: &'a str,
-    pub decided_rule: Option<&'a str>,
-    pub decided_source: Option<&'a str>,
-    pub decided_operator: Option<&'a str>,
-    pub policy_decision: Option<&'a str>,
-    pub policy_rule: Option<&'a str>,
-    pub redacted: bool,
-    pub body: &'a str,
-    pub search: Option<&'a str>,
-    /// The record's link in the chain (`chain.rs`), as the appender computed it; none in a journal
-    /// written before the chain existed.
-    pub chain: Option<&'a [u8; 32]>,
-}
-
-impl RowRef<'_> {
-    /// The `status` column: the kind of a terminal record, NULL on the others.
-    pub(crate) fn status(&self) -> Option<&'static str> {
-        is_terminal(self.kind).then(|| self.kind.as_str())
     }
 }
 

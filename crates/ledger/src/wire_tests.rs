@@ -5,11 +5,13 @@ use super::*;
 use crate::prepared::{Chaining, RunningCalls, encode_record};
 use crate::refusals::RefusalRow;
 use crate::row::{RecordBody, body_of, decided_columns, policy_columns, search_text_of};
+use crate::row_bytes::{KINDS, kind_byte};
 use crate::sessions::{ApprovalOutcome, ApprovalRecord, SessionInfo};
 use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     ActionKind, BlockedReason, CallContext, CallError, DecidedBy, ExecutionAction, FileAccess, FileVerdict,
-    McpRequest, OperatorOutcome, PolicyDecision, PolicyRuling, RuleRef, ToolCallRecord, ToolOutput,
+    McpRequest, OperatorOutcome, PolicyDecision, PolicyRuling, RecordKind, RuleRef, ToolCallRecord,
+    ToolOutput,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -133,8 +135,8 @@ fn records_decode_to_the_columns_and_body_of_the_record() {
         assert_eq!(row.reason, record.blocked_reason.map(|r| r.as_str()));
         assert_eq!(row.error_code, record.error.as_ref().map(|e| e.code.as_str()));
         assert_eq!(row.redacted, record.redacted);
-        assert_eq!(row.status().is_some(), crate::prepared::is_terminal(record.kind), "{what}");
-        assert_eq!(row.search.is_some(), crate::prepared::is_terminal(record.kind), "{what}");
+        assert_eq!(row.status().is_some(), crate::row_bytes::is_terminal(record.kind), "{what}");
+        assert_eq!(row.search.is_some(), crate::row_bytes::is_terminal(record.kind), "{what}");
         // Each record is its own call here: the started arguments are empty.
         let own =
             search_text_of(record.arguments.as_deref(), record.output.as_deref(), record.error.as_ref());

@@ -5,7 +5,7 @@
 
 use crate::chain;
 use crate::error::{AtPath, LedgerStoreError};
-use crate::query::LedgerReader;
+use crate::reader::LedgerReader;
 use portcullis_harness::receipt::hex;
 use serde::{Deserialize, Serialize};
 use std::io::Write;

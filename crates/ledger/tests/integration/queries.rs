@@ -436,7 +436,10 @@ async fn a_row_decided_by_a_kind_this_build_does_not_know_is_an_error_that_names
     ledger.record(finished("s", "c1", "shell", 1000, 10, DecidedBy::DEFAULT)).await.unwrap();
     ledger.close().await.unwrap();
     // A newer build wrote a kind this one does not know: the row is never shown as decided by another.
-    rusqlite::Connection::open(&path).unwrap().execute_batch("UPDATE records SET decided_by = 'quorum'").unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE records SET decided_by = 'quorum'")
+        .unwrap();
     let reader = LedgerReader::open(&path).unwrap();
     let err = reader.calls(&CallFilter::default(), None, 10).unwrap_err();
     assert!(err.to_string().contains("quorum"), "{err}");
