@@ -24,8 +24,8 @@
 
 use portcullis_api::serve;
 use portcullis_harness::CallOutcome;
-use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 use portcullis_hub::{Hub, HubConfig};
+use portcullis_hub::{TeamLedgerChoice, TeamLedgerSetting};
 use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::{CallFilter, CallStatus, LedgerReader};
 use portcullis_team::testing::PrivatePostgres;

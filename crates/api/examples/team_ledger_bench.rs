@@ -16,8 +16,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a bench binary reports on stdout and stderr
 
 use portcullis_harness::CallOutcome;
-use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
 use portcullis_hub::{Hub, HubConfig};
+use portcullis_hub::{TeamLedgerChoice, TeamLedgerSetting};
 use portcullis_ledger::LedgerRead as _;
 use portcullis_ledger::{CallFilter, CallStatus};
 use portcullis_team::testing::PrivatePostgres;

@@ -6,7 +6,7 @@ use super::error::ApiError;
 use super::line_diff::{DiffLine, line_diff};
 use super::replay::{ReplayEvent, replay_policy};
 use super::{ErrorCode, OperatorApi};
-use portcullis_hub::broker::{AlwaysOffer, BrokerError};
+use portcullis_hub::{AlwaysOffer, BrokerError};
 use portcullis_policy::host_approval::{asks_for_host, names_host};
 use portcullis_policy::{Decision, RuleScope};
 use serde::{Deserialize, Serialize};

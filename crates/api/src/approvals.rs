@@ -5,7 +5,7 @@ use super::error::{ApiError, ErrorCode};
 use super::types::{AlwaysOffer, AlwaysRule, Answer, Approval, Choice, SessionGrant};
 use super::{Operator, OperatorApi};
 use portcullis_harness::Receipt;
-use portcullis_hub::broker::{self, PendingApproval, Reply};
+use portcullis_hub::{PendingApproval, Reply};
 use portcullis_policy::ApprovalChoice;
 use serde_json::json;
 
@@ -108,7 +108,7 @@ fn approval_of(p: PendingApproval) -> Approval {
         deadline: p.deadline,
         hub: None,
         always: match p.always {
-            broker::AlwaysOffer::Yes { file, creates, amendment } => AlwaysOffer::Yes {
+            portcullis_hub::AlwaysOffer::Yes { file, creates, amendment } => AlwaysOffer::Yes {
                 file,
                 creates,
                 rules: amendment
@@ -123,7 +123,7 @@ fn approval_of(p: PendingApproval) -> Approval {
                 read_roots: amendment.read_roots.iter().map(|r| r.path.clone()).collect(),
                 amendment: serde_json::to_value(&amendment).unwrap_or_default(),
             },
-            broker::AlwaysOffer::No { why } => AlwaysOffer::No { why },
+            portcullis_hub::AlwaysOffer::No { why } => AlwaysOffer::No { why },
         },
         evaluation: None,
         file_change: None,

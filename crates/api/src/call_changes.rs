@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-pub use portcullis_hub::undo_calls::{PathKind, UndoStep};
+pub use portcullis_hub::{PathKind, UndoStep};
 
 /// What an undo of a call would do now, or why it cannot be done.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,7 +141,7 @@ impl OperatorApi {
     pub fn call_changes(&self, call_id: &str, session: &str) -> Result<CallChanges, ApiError> {
         let roots = self.roots_of_call(call_id, session)?;
         let db = self.hub.ledger_path();
-        let undo = match portcullis_hub::undo_calls::plan_of(db, call_id, session) {
+        let undo = match portcullis_hub::plan_of(db, call_id, session) {
             Ok(steps) => UndoPlan { possible: true, steps, refusal: None },
             Err(e) => UndoPlan {
                 possible: false,
@@ -149,7 +149,7 @@ impl OperatorApi {
                 refusal: Some(undo_error(e, call_id, session)),
             },
         };
-        let held = portcullis_hub::held_calls::held_of(&roots, call_id, session)
+        let held = portcullis_hub::held_of(&roots, call_id, session)
             .iter()
             .flat_map(|h| {
                 h.note.changes.iter().map(|c| HeldPath {
@@ -170,7 +170,7 @@ impl OperatorApi {
     /// nothing touched) when a path changed since (`changed_since_commit`, naming the paths), when it
     /// was undone already, or when its record is gone or incomplete.
     pub fn undo_call(&self, call_id: &str, session: &str, operator: &Operator) -> Result<UndoDone, ApiError> {
-        let steps = portcullis_hub::undo_calls::undo_of(self.hub.ledger_path(), call_id, session)
+        let steps = portcullis_hub::undo_of(self.hub.ledger_path(), call_id, session)
             .map_err(|e| undo_error(e, call_id, session))?;
         tracing::info!(%call_id, %session, paths = steps.len(), operator = operator.name(), "an operator undid a command's changes");
         Ok(UndoDone { steps })
@@ -186,7 +186,7 @@ impl OperatorApi {
         operator: &Operator,
     ) -> Result<HeldAnswered, ApiError> {
         let roots = self.roots_of_call(call_id, session)?;
-        let held = portcullis_hub::held_calls::held_of(&roots, call_id, session);
+        let held = portcullis_hub::held_of(&roots, call_id, session);
         if held.is_empty() {
             return Err(ApiError::new(
                 ErrorCode::NoHeldChanges,

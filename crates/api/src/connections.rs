@@ -3,7 +3,7 @@
 
 use super::types::{AgentSession, HubStatus, UpstreamServer};
 use super::{ApiError, ErrorCode, OperatorApi};
-use portcullis_hub::upstreams::RestartRefused;
+use portcullis_hub::RestartRefused;
 use serde_json::json;
 
 impl OperatorApi {
@@ -28,7 +28,7 @@ impl OperatorApi {
     /// The upstream servers: state, restarts, last error, stderr tail. Running servers in the order they
     /// were started, then those that could not be specified.
     pub fn servers(&self) -> Vec<UpstreamServer> {
-        portcullis_hub::server_reports::servers_of(&self.hub.state.upstreams)
+        portcullis_hub::servers_of(&self.hub.state.upstreams)
     }
 
     /// One upstream server; `server_unknown` if the policy declares none with this id.
@@ -53,13 +53,13 @@ impl OperatorApi {
     /// Where the hub ships its ledger (a team ledger, copies) and how far each stands behind it.
     pub fn shipping(&self) -> Vec<portcullis_ledger::SinkLag> {
         let tail = self.hub.state.tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tail.as_ref().map(portcullis_hub::record_sinks::RunningTail::lags).unwrap_or_default()
+        tail.as_ref().map(portcullis_hub::RunningTail::lags).unwrap_or_default()
     }
 
     /// The team ledger this hub ships to, if any.
-    pub fn team_ledger_setting(&self) -> Option<portcullis_hub::team_ledger::TeamLedgerSetting> {
+    pub fn team_ledger_setting(&self) -> Option<portcullis_hub::TeamLedgerSetting> {
         match &self.hub.state.config.team_ledger {
-            portcullis_hub::team_ledger::TeamLedgerChoice::Named(setting) => Some(setting.clone()),
+            portcullis_hub::TeamLedgerChoice::Named(setting) => Some(setting.clone()),
             _ => None,
         }
     }
@@ -148,8 +148,8 @@ impl OperatorApi {
     ) -> Result<(), ApiError> {
         let event = self.hub.state.pins.accept(server, tool, digest, operator.name()).map_err(|refused| {
             let code = match refused {
-                portcullis_hub::pins::AcceptRefused::Unknown { .. } => ErrorCode::ToolChangeUnknown,
-                portcullis_hub::pins::AcceptRefused::Moved { .. } => ErrorCode::ToolChangeMoved,
+                portcullis_hub::AcceptRefused::Unknown { .. } => ErrorCode::ToolChangeUnknown,
+                portcullis_hub::AcceptRefused::Moved { .. } => ErrorCode::ToolChangeMoved,
             };
             ApiError::new(
                 code,

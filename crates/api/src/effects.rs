@@ -3,8 +3,8 @@
 
 use super::error::{ApiError, ErrorCode};
 use super::{Operator, OperatorApi};
-use portcullis_hub::effect_calls::MarkEffectError;
-use portcullis_hub::effects::MarkError;
+use portcullis_hub::MarkEffectError;
+use portcullis_hub::MarkError;
 use portcullis_ledger::{EffectMarkOutcome, EffectRow, EffectState, LedgerReader};
 use serde_json::json;
 
@@ -21,7 +21,7 @@ impl OperatorApi {
         Ok(rows)
     }
 
-    /// An operator's decision on an unknown outcome (see [`portcullis_hub::hub::Hub::mark_effect`]).
+    /// An operator's decision on an unknown outcome (see [`portcullis_hub::Hub::mark_effect`]).
     pub async fn mark_effect(
         &self,
         agent: &str,

@@ -335,9 +335,9 @@ impl From<portcullis_ledger::LedgerStoreError> for ApiError {
     }
 }
 
-impl From<portcullis_hub::broker::BrokerError> for ApiError {
-    fn from(e: portcullis_hub::broker::BrokerError) -> Self {
-        use portcullis_hub::broker::BrokerError;
+impl From<portcullis_hub::BrokerError> for ApiError {
+    fn from(e: portcullis_hub::BrokerError) -> Self {
+        use portcullis_hub::BrokerError;
         let (code, details) = match &e {
             BrokerError::Unknown(id) => (ErrorCode::ApprovalUnknown, serde_json::json!({ "id": id })),
             BrokerError::AlreadyAnswered(id) => {
@@ -465,7 +465,7 @@ mod tests {
 
     #[test]
     fn an_error_is_code_message_and_details() {
-        let e = ApiError::from(portcullis_hub::broker::BrokerError::Unknown(7));
+        let e = ApiError::from(portcullis_hub::BrokerError::Unknown(7));
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v,

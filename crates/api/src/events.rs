@@ -6,8 +6,8 @@
 use super::types::{FeedEvent, FeedItem};
 use super::{OperatorApi, call_steps};
 use portcullis_harness::{EventDelivery, Timestamp};
-use portcullis_hub::broker::BrokerEvent;
-use portcullis_hub::hub::HubEvent;
+use portcullis_hub::BrokerEvent;
+use portcullis_hub::HubEvent;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;

@@ -3,9 +3,9 @@
 //! when no hub runs, judges with the policies itself, opening the ledger to record the decision. Whatever
 //! goes wrong, the answer is deny (fail closed) with the reason.
 
-use portcullis_hub::config::{RuntimeInfo, default_ledger_path, load_or_create_token, user_config_dir};
-use portcullis_hub::hook::{HookAnswer, HookDecision, parse_input};
-use portcullis_hub::hub::{Hub, HubConfig};
+use portcullis_hub::{HookAnswer, HookDecision, parse_hook_input};
+use portcullis_hub::{Hub, HubConfig};
+use portcullis_hub::{RuntimeInfo, default_ledger_path, load_or_create_token, user_config_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,9 +22,9 @@ pub struct HookOptions {
     pub db: Option<PathBuf>,
 }
 
-/// The answer to the hook input `text` (already read, at most [`portcullis_hub::hook::MAX_HOOK_INPUT_BYTES`]).
+/// The answer to the hook input `text` (already read, at most [`portcullis_hub::MAX_HOOK_INPUT_BYTES`]).
 pub fn answer_claude_hook(text: &str, options: &HookOptions) -> HookAnswer {
-    let input = match parse_input(text) {
+    let input = match parse_hook_input(text) {
         Ok(input) => input,
         Err(why) => return HookAnswer::deny(format!("Portcullis refused a malformed hook input: {why}")),
     };
@@ -52,7 +52,7 @@ pub fn answer_claude_hook(text: &str, options: &HookOptions) -> HookAnswer {
             // The agent runs the commands a hook judges itself: no launcher, no probe on each call.
             sandbox_launcher: None,
             // Shipping is left to the next hub of this ledger (it resumes from the ledger's cursor).
-            team_ledger: portcullis_hub::team_ledger::TeamLedgerChoice::Off,
+            team_ledger: portcullis_hub::TeamLedgerChoice::Off,
             ..HubConfig::new(input.cwd.clone(), db)
         };
         let hub = match Hub::open(config).await {

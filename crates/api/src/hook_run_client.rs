@@ -3,9 +3,9 @@
 //! and passes the command's output, exit code and final folder on as if it had run here.
 
 use base64::Engine as _;
-use portcullis_hub::config::{RuntimeInfo, load_or_create_token, user_config_dir};
-use portcullis_hub::hook::{HookAnswer, HookDecision};
-use portcullis_hub::hook_run::RunUpdate;
+use portcullis_hub::RunUpdate;
+use portcullis_hub::{HookAnswer, HookDecision};
+use portcullis_hub::{RuntimeInfo, load_or_create_token, user_config_dir};
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::path::Path;

@@ -11,7 +11,7 @@ use portcullis_harness::{
     ExecutionAction, ExecutionPolicy, Grants, PolicyRequest, PolicyVerdict, Redactor, RunContext,
     SandboxSupport, Tool, ToolCall, ToolError, ToolInvocation, ToolOutput, ToolRegistry, ToolSpec,
 };
-use portcullis_hub::pipeline::{Pipeline, builtin_tools};
+use portcullis_hub::{Pipeline, builtin_tools};
 use portcullis_policy::{Evaluation, LivePolicy, Policy, TestOutcome};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -103,7 +103,7 @@ impl Judge {
         home: Option<PathBuf>,
         support: SandboxSupport,
     ) -> Result<Judge, ApiError> {
-        let (_, builtin) = builtin_tools(cwd, portcullis_hub::hub::coding_limits(&policy))
+        let (_, builtin) = builtin_tools(cwd, portcullis_hub::coding_limits(&policy))
             .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
         let described = Arc::new(Mutex::new(None));
         let asked = Arc::new(Mutex::new(false));

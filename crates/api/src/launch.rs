@@ -5,10 +5,10 @@
 
 use crate::OperatorApi;
 use crate::server::{RunningHub, bind, serve_on};
-use portcullis_hub::config::RuntimeInfo;
-use portcullis_hub::error::HubError;
-use portcullis_hub::hub::{Hub, HubConfig};
-use portcullis_hub::reload::{self, PolicyWatcher};
+use portcullis_hub::HubError;
+use portcullis_hub::PolicyWatcher;
+use portcullis_hub::RuntimeInfo;
+use portcullis_hub::{Hub, HubConfig};
 
 /// A hub that serves agents, with its policy watcher; [`LaunchedHub::shutdown`] stops it cleanly.
 pub struct LaunchedHub {
@@ -84,7 +84,7 @@ pub async fn launch(config: HubConfig) -> Result<LaunchedHub, LaunchError> {
         Err(e) => return Err(e.into()),
     };
     let running = serve_on(hub.clone(), listener).await?;
-    let watcher = reload::watch(&hub)
+    let watcher = portcullis_hub::watch_policy(&hub)
         .map_err(|e| HubError::Config(format!("watching the policies for changes: {e}")))?;
     Ok(LaunchedHub { running, _watcher: watcher })
 }

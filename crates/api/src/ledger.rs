@@ -367,9 +367,9 @@ pub fn verifying_key(key: Option<&str>) -> Result<portcullis_ledger::LedgerPubli
     match key {
         Some(key) => portcullis_ledger::LedgerPublicKey::read(key).map_err(unusable),
         None => {
-            let dir = portcullis_hub::config::config_dir()
+            let dir = portcullis_hub::config_dir()
                 .map_err(|e| ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({})))?;
-            portcullis_hub::config::ledger_public_key(&dir).map_err(unusable)
+            portcullis_hub::ledger_public_key(&dir).map_err(unusable)
         }
     }
 }
@@ -379,11 +379,11 @@ pub fn verifying_key(key: Option<&str>) -> Result<portcullis_ledger::LedgerPubli
 /// Without `key` and without a ledger key in the config folder, every link is checked without
 /// signatures and the report says where the key was looked for.
 pub fn verify_ledger_file(path: &Path, key: Option<&str>) -> Result<VerifyReport, ApiError> {
-    let witnesses = portcullis_hub::config::config_dir().ok();
+    let witnesses = portcullis_hub::config_dir().ok();
     let reader = LedgerReader::open(path)?;
     if key.is_none()
         && let Some(dir) = &witnesses
-        && let key_file = portcullis_hub::config::ledger_key_path(dir)
+        && let key_file = portcullis_hub::ledger_key_path(dir)
         && portcullis_ledger::LedgerPublicKey::find(&key_file)
             .map_err(|e| ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({})))?
             .is_none()

@@ -74,7 +74,7 @@ pub use remote_client::{HubClient, RemoteClient};
 pub use table::{COMMANDS, CommandInfo};
 pub use table_calls::TableCalls;
 
-use portcullis_hub::hub::Hub;
+use portcullis_hub::Hub;
 
 /// Who answers through a front end, recorded with each answer: a name (`api`, `alice (terminal)`,
 /// `alice (app)`) and the [`Channel`] it came through, both set by the front end, never taken from a
@@ -146,7 +146,7 @@ impl OperatorApi {
     pub async fn seal_ledger(&self) -> Result<(), ApiError> {
         self.hub.state.ledger.seal_now().await?;
         if let Some(dir) = self.hub.state.config.user_config() {
-            portcullis_hub::config::keep_ledger_witness(&dir, &self.hub.state.config.db);
+            portcullis_hub::keep_ledger_witness(&dir, &self.hub.state.config.db);
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 
 use super::error::{ApiError, ErrorCode};
 use portcullis_harness::{Approvals, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult};
-use portcullis_hub::pipeline::Pipeline;
+use portcullis_hub::Pipeline;
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_policy::approval::AlwaysTarget;
 use portcullis_policy::discovery::load_for;
@@ -73,20 +73,20 @@ pub async fn call_once(call: OneCall) -> Result<ToolCallResult, ApiError> {
         ),
     };
     // Commands run inside the sandbox when this binary is a launcher (the CLI's is).
-    let launcher = portcullis_hub::sandboxing::default_launcher();
-    let support = portcullis_hub::sandboxing::probe(launcher.as_ref()).await;
-    let (_, registry) = portcullis_hub::pipeline::builtin_tools_confined(
+    let launcher = portcullis_hub::default_launcher();
+    let support = portcullis_hub::probe_sandbox(launcher.as_ref()).await;
+    let (_, registry) = portcullis_hub::builtin_tools_confined(
         &cwd,
-        portcullis_hub::hub::coding_limits(&policy),
+        portcullis_hub::coding_limits(&policy),
         launcher,
-        call.db.as_deref().map(portcullis_hub::hub::undo_store_of),
+        call.db.as_deref().map(portcullis_hub::undo_store_of),
     )
     .map_err(|why| ApiError::new(ErrorCode::BadArgument, why, json!({ "folder": cwd })))?;
     let grants = policy.grants().clone();
     let timeout = Duration::from_secs(policy.approval_timeout_seconds());
     let live = Arc::new(LivePolicy::new(policy, cwd.clone()).with_sandbox_support(support));
     // Secrets from the environment never reach the ledger, nor an "always" rule.
-    let redactor = Redactor::builder().secrets(portcullis_hub::secrets::environment_secrets()).build();
+    let redactor = Redactor::builder().secrets(portcullis_hub::environment_secrets()).build();
     let approvals: Arc<dyn Approvals> = match call.prompter {
         Some(prompter) => Arc::new(
             OperatorApprover::new(prompter, Arc::new(SessionGrants::new()), live.clone(), always_file)

@@ -4,7 +4,7 @@
 //! are the table's JSON; a failure is the hub's own `{code, message, details}`.
 
 use crate::{ApiError, ErrorCode};
-use portcullis_hub::config::{RuntimeInfo, load_or_create_operator_token};
+use portcullis_hub::{RuntimeInfo, load_or_create_operator_token};
 use serde_json::{Value, json};
 use std::path::Path;
 

@@ -177,7 +177,7 @@ pub(super) fn lint_of(policy: &Policy) -> PolicyLint {
 /// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
 /// this binary is not one).
 pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
-    portcullis_hub::sandboxing::probe(portcullis_hub::sandboxing::default_launcher().as_ref()).await
+    portcullis_hub::probe_sandbox(portcullis_hub::default_launcher().as_ref()).await
 }
 
 #[cfg(test)]

@@ -122,10 +122,7 @@ impl<'a> LedgerCalls<'a> {
         Ok(LedgerCalls {
             source: AnyReader::open(db)?,
             projects: HashMap::new(),
-            tools: ToolsByFolder {
-                limits: portcullis_hub::hub::coding_limits(policy),
-                folders: HashMap::new(),
-            },
+            tools: ToolsByFolder { limits: portcullis_hub::coding_limits(policy), folders: HashMap::new() },
             cwd,
         })
     }
@@ -252,9 +249,7 @@ impl ToolsByFolder {
         let ToolsByFolder { limits, folders } = self;
         let registry = folders
             .entry(folder.clone())
-            .or_insert_with(|| {
-                portcullis_hub::pipeline::builtin_tools(&folder, limits.clone()).ok().map(|(_, r)| r)
-            })
+            .or_insert_with(|| portcullis_hub::builtin_tools(&folder, limits.clone()).ok().map(|(_, r)| r))
             .as_ref()?;
         let tool = registry.get(&call.tool)?;
         let context = CallContext {

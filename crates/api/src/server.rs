@@ -11,13 +11,11 @@ use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use portcullis_hub::config::RuntimeInfo;
-use portcullis_hub::connections::{
-    BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections,
-};
-use portcullis_hub::error::HubError;
-use portcullis_hub::hub::{Hub, HubBackend};
-use portcullis_hub::refusals::RefusalRecorder;
+use portcullis_hub::HubError;
+use portcullis_hub::RefusalRecorder;
+use portcullis_hub::RuntimeInfo;
+use portcullis_hub::{BodyBound, ConnectionLimits, ConnectionSlots, read_body_within, serve_connections};
+use portcullis_hub::{Hub, HubBackend};
 use portcullis_mcp::caller::watch_caller;
 use portcullis_mcp::http::{
     AccessGuard, Admits, LOOPBACK_HOSTS, MAX_REQUEST_BODY_BYTES, caller_guard, mcp_service, site_guard,
@@ -128,7 +126,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
     let addr = listener.local_addr()?;
     let hosts = allowed_hosts(&hub, addr)?;
     let tls = match &config.tls {
-        Some(source) => Some(portcullis_hub::tls::load(source, &dir, &hosts)?),
+        Some(source) => Some(portcullis_hub::load_tls(source, &dir, &hosts)?),
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -175,7 +173,7 @@ pub async fn serve_on(hub: Hub, listener: tokio::net::TcpListener) -> Result<Run
         .route(
             "/v1/hook/claude",
             post(claude_hook)
-                .layer(axum::extract::DefaultBodyLimit::max(portcullis_hub::hook::MAX_HOOK_INPUT_BYTES)),
+                .layer(axum::extract::DefaultBodyLimit::max(portcullis_hub::MAX_HOOK_INPUT_BYTES)),
         )
         .route("/v1/hook/claude/run", post(claude_hook_run))
         .layer(body.clone())
@@ -299,14 +297,14 @@ async fn claude_hook(
     axum::extract::Query(query): axum::extract::Query<HookQuery>,
     body: String,
 ) -> Response {
-    let answer = match portcullis_hub::hook::parse_input(&body) {
+    let answer = match portcullis_hub::parse_hook_input(&body) {
         Ok(input) => {
             let wait = std::time::Duration::from_secs(query.wait.unwrap_or(50).clamp(1, 600));
             hub.decide_hook(&input, wait).await
         }
-        Err(why) => portcullis_hub::hook::HookAnswer::deny(format!(
-            "Portcullis refused a malformed hook input: {why}"
-        )),
+        Err(why) => {
+            portcullis_hub::HookAnswer::deny(format!("Portcullis refused a malformed hook input: {why}"))
+        }
     };
     Json(answer.to_hook_output()).into_response()
 }

@@ -10,19 +10,19 @@ pub use crate::hook_run_client::{claude_code_output, run_ticket};
 pub use crate::launch::{LaunchError, LaunchedHub, launch};
 pub use crate::operator_remote::RemoteHub;
 pub use crate::stdio::{StdioOptions, serve_stdio};
-pub use portcullis_hub::config::{
+pub use portcullis_hub::HubConfig;
+pub use portcullis_hub::HubError;
+pub use portcullis_hub::OtlpSettings;
+pub use portcullis_hub::TlsSource;
+pub use portcullis_hub::{
     DEFAULT_PORT, RuntimeInfo, config_dir, create_named_agent, default_ledger_path, load_or_create_token,
     user_config_dir,
 };
-pub use portcullis_hub::error::HubError;
-pub use portcullis_hub::held_calls::{discard_held, held_lines, keep_held};
-pub use portcullis_hub::hook::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};
-pub use portcullis_hub::hub::HubConfig;
-pub use portcullis_hub::otel_export::OtlpSettings;
-pub use portcullis_hub::record_sinks::{JsonlFileSink, RecordSink, RecordSinks};
-pub use portcullis_hub::sandboxing::{default_launcher, entry_point as sandbox_entry_point};
-pub use portcullis_hub::team_ledger::{TeamLedgerChoice, TeamLedgerSetting};
-pub use portcullis_hub::tls::TlsSource;
-pub use portcullis_hub::undo_calls::{UndoReport, undo_call};
+pub use portcullis_hub::{HookAnswer, HookDecision, MAX_HOOK_INPUT_BYTES};
+pub use portcullis_hub::{JsonlFileSink, RecordSink, RecordSinks};
+pub use portcullis_hub::{TeamLedgerChoice, TeamLedgerSetting};
+pub use portcullis_hub::{UndoReport, undo_call};
+pub use portcullis_hub::{default_launcher, sandbox_entry_point};
+pub use portcullis_hub::{discard_held, held_lines, keep_held};
 pub use portcullis_mcp::sessions::SessionLimits;
 pub use portcullis_sandbox::egress::Resolver as EgressResolver;

@@ -3,9 +3,9 @@
 //! answers prompts and its ledger records the calls; otherwise it runs an embedded headless hub (prompts
 //! are then denied: nobody can answer them). What a person should know is handed to `notice`.
 
-use portcullis_hub::config::{RuntimeInfo, load_or_create_token};
-use portcullis_hub::error::HubError;
-use portcullis_hub::hub::{Hub, HubBackend, HubConfig};
+use portcullis_hub::HubError;
+use portcullis_hub::{Hub, HubBackend, HubConfig};
+use portcullis_hub::{RuntimeInfo, load_or_create_token};
 use portcullis_mcp::gateway::GatewayHandler;
 use portcullis_policy::discovery::user_config_dir;
 use std::net::SocketAddr;
@@ -70,7 +70,7 @@ async fn embedded(options: StdioOptions, notice: &(dyn Fn(&str) + Sync)) -> Resu
         hub.policy_sources().join(", "),
         db.display()
     ));
-    let _watcher = portcullis_hub::reload::watch(&hub).ok();
+    let _watcher = portcullis_hub::watch_policy(&hub).ok();
     let handler = GatewayHandler::new(Arc::new(HubBackend::new(hub.clone())), "stdio");
     let outcome = portcullis_mcp::gateway::serve_stdio(handler).await;
     match published {

@@ -309,7 +309,7 @@ pub enum CallDecision {
 }
 
 pub use super::decider::{Decider, DeciderKind};
-pub use portcullis_hub::server_reports::{ServerFailure, UpstreamServer, UpstreamState};
+pub use portcullis_hub::{ServerFailure, UpstreamServer, UpstreamState};
 
 /// How to hook one client up to this hub: a command to run or what to put in a file.
 #[cfg_attr(feature = "specta", derive(specta::Type))]

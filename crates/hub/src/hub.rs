@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use crate::hub_config::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HubConfig};
+pub use crate::hub_config::HubConfig;
 
 /// Values of environment variables that hold secrets (the table is `crate::secrets::SECRET_NAMES`).
 pub use crate::secrets::environment_secrets;

@@ -31,4 +31,4 @@ pub async fn probe(launcher: Option<&SandboxLauncher>) -> SandboxSupport {
 
 /// The launcher's entry point and this binary as the launcher: a front end's `main` calls
 /// [`entry_point`] first, so the hub can start it as `<binary> sandbox-exec`.
-pub use portcullis_sandbox::{SandboxLauncher as Launcher, default_launcher, entry_point, this_binary};
+pub use portcullis_sandbox::{default_launcher, entry_point};

@@ -107,7 +107,7 @@ impl Client {
                 )
             })?;
         blocking(move || {
-            let key = portcullis_hub::config::ledger_public_key(&dir).map_err(|e| {
+            let key = portcullis_hub::ledger_public_key(&dir).map_err(|e| {
                 ApiError::new(ErrorCode::LedgerKeyUnusable, e.to_string(), json!({ "folder": dir }))
             })?;
             ledger.verify(&key, Some(&dir))

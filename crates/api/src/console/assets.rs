@@ -81,7 +81,7 @@ pub fn index() -> Response {
     let Some((_, bytes)) = FILES.iter().find(|(p, _)| *p == "/index.html") else {
         return page("/index.html", Body::from(NOT_BUILT), content_security_policy(None), false);
     };
-    let nonce = super::logins::random_hex(16).unwrap_or_default();
+    let nonce = portcullis_hub::random_hex(16).unwrap_or_default();
     let (html, csp) = stamped(&String::from_utf8_lossy(bytes), &nonce);
     page("/index.html", Body::from(html), csp, false)
 }

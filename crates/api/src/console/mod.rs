@@ -21,7 +21,6 @@
 //! - Refusals are recorded in the ledger like the gateway's.
 
 pub mod assets;
-pub use portcullis_hub::console_logins as logins;
 
 use crate::operator_http::api_error;
 use crate::{ApiError, Client, ErrorCode};
@@ -32,12 +31,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use http::{HeaderMap, HeaderValue, Method, header};
-use logins::{LoginCodes, NoSession, Sessions};
+use portcullis_hub::{LoginCodes, NoSession, Sessions};
 use portcullis_mcp::http::{RefusalLog, RefusedRequest};
 use serde_json::json;
 use std::sync::Arc;
 
-pub use logins::{ConsoleSettings, LoginCode, check_operator_name};
+pub use portcullis_hub::{ConsoleSettings, LoginCode, check_operator_name};
 
 /// The header the console's page adds to every request that changes state.
 pub const PAGE_HEADER: &str = "x-portcullis-console";

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use portcullis_harness::{CallOutcome, ToolCallResult};
-use portcullis_hub::manifest::{load_manifests, manifest_json_schema, parse_manifest};
 use portcullis_hub::{Hub, HubConfig};
+use portcullis_hub::{load_manifests, manifest_json_schema, parse_manifest};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

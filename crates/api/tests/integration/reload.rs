@@ -3,7 +3,7 @@
 // Test helpers outside #[test] fns may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use portcullis_hub::{Hub, HubConfig, reload};
+use portcullis_hub::{Hub, HubConfig};
 use std::time::{Duration, Instant};
 
 async fn until(what: &str, mut check: impl FnMut() -> bool) {
@@ -26,7 +26,7 @@ async fn folders_created_after_start_are_watched() {
     })
     .await
     .unwrap();
-    let _watching = reload::watch(&hub).unwrap();
+    let _watching = portcullis_hub::watch_policy(&hub).unwrap();
     assert_eq!(hub.policy_sources(), ["built-in default policy"]);
     // The ledger folder the hub made is the owner's alone.
     use std::os::unix::fs::PermissionsExt;

@@ -141,3 +141,21 @@ fn the_cli_and_the_app_are_built_from_the_api_crate_alone() {
         assert_eq!(named, ["portcullis-api"], "{manifest} is built from workspace crates {named:?}");
     }
 }
+
+/// The hub's public modules: its face is the list of items its root re-exports, not its insides.
+fn public_modules(lib_rs: &str) -> Vec<String> {
+    lib_rs
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("pub mod ").and_then(|rest| rest.strip_suffix(';')))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_hub_exposes_at_most_three_public_modules() {
+    assert_eq!(public_modules("mod a;\npub mod b;\n#[doc(hidden)]\npub mod c;\npub use a::X;\n"), ["b", "c"]);
+    let lib = std::fs::read_to_string(workspace().join("crates/hub/src/lib.rs")).unwrap();
+    let public = public_modules(&lib);
+    assert!(public.len() <= 3, "the hub exposes {} public modules: {public:?}", public.len());
+}
