@@ -3,9 +3,39 @@
 //! workbench's replay read either alike.
 
 use super::error::ApiError;
-use super::ledger::LedgerAddress;
 use portcullis_ledger::{LedgerRead, LedgerReader};
 use portcullis_team::{TeamDb, TeamReader};
+use std::path::{Path, PathBuf};
+
+/// Which ledger to open: a file, or a team ledger's `postgres://` URL (its password from
+/// `password_file`, else `$PGPASSWORD`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LedgerAddress {
+    File(PathBuf),
+    Team { url: String, password_file: Option<PathBuf> },
+}
+
+impl std::fmt::Display for LedgerAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerAddress::File(path) => write!(f, "{}", path.display()),
+            // Masked as everywhere a URL is shown (one with a password is refused when opened).
+            LedgerAddress::Team { url, .. } => f.write_str(&portcullis_team::target::shown_of(url)),
+        }
+    }
+}
+
+impl LedgerAddress {
+    /// What `--db` named: a `postgres://` URL is a team ledger, anything else a file.
+    pub fn of(text: &Path, password_file: Option<&Path>) -> LedgerAddress {
+        match text.to_str().filter(|t| portcullis_team::is_team_url(t)) {
+            Some(url) => {
+                LedgerAddress::Team { url: url.to_owned(), password_file: password_file.map(Path::to_owned) }
+            }
+            None => LedgerAddress::File(text.to_owned()),
+        }
+    }
+}
 
 /// A ledger opened for reading, of either kind.
 pub enum AnyReader {

@@ -3,13 +3,15 @@
 //! listing row is the ledger's `CallRow` (the same the tables list); each record is kept whole with who
 //! decided it and its one-line summary.
 
-use super::ledger_browse::DRAWN_IMAGE_TYPES;
 use super::record_summary::record_summary;
 use super::types::Decider;
 use portcullis_harness::{CallError, Content, FileVerdict, RuleRef, Timestamp, ToolOutput};
 use portcullis_ledger::{ApprovalRecord, CallRow, StoredKind, StoredRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Image types a front end may draw from a call's output; any other is described, never drawn.
+pub const DRAWN_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// One block of a call's output, as a front end shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! Login links for the browser console: an operator front end (the app, the CLI's `operator link`, a
 //! console session) asks the hub for a one-time link that logs one operator in. The link carries a
-//! code, never a token, in its fragment; the code works once, for minutes (`crate::console`).
+//! code, never a token, in its fragment; the code works once, for minutes (the `console` module).
 
 use super::{ApiError, ErrorCode, OperatorApi};
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,7 @@ pub struct ConsoleSession {
 pub fn default_operator_name() -> String {
     std::env::var("USER")
         .ok()
-        .filter(|user| crate::console::check_operator_name(user).is_ok())
+        .filter(|user| portcullis_hub::check_operator_name(user).is_ok())
         .unwrap_or_else(|| "operator".to_owned())
 }
 

@@ -237,7 +237,7 @@ pub async fn judge_call(
     arguments: Value,
 ) -> Result<Judgement, ApiError> {
     let (policy, _) = portcullis_policy::discovery::load_for(files, cwd)?;
-    let mut judge = Judge::new(policy, cwd, super::policy_check::probe_sandbox().await)?;
+    let mut judge = Judge::new(policy, cwd, probe_sandbox().await)?;
     Ok(judge.judge(tool, arguments, cwd).await)
 }
 
@@ -280,4 +280,10 @@ pub async fn run_policy_tests(policy: &Policy, home: Option<PathBuf>) -> Result<
         });
     }
     Ok(outcomes)
+}
+
+/// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
+/// this binary is not one).
+pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
+    portcullis_hub::probe_sandbox(portcullis_hub::default_launcher().as_ref()).await
 }

@@ -8,6 +8,7 @@
 //! transport types of this part of the API, re-exported here so front ends name them through the API.
 
 use super::any_reader::AnyReader;
+pub use super::any_reader::LedgerAddress;
 use super::error::{ApiError, ErrorCode};
 use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
 use portcullis_team::TeamReader;
@@ -45,36 +46,6 @@ pub const MAX_FILLED_BUCKETS: i64 = 200;
 /// A ledger opened for reading: a hub's own file, or a team's ledger in PostgreSQL.
 pub struct LedgerView {
     reader: AnyReader,
-}
-
-/// Which ledger to open: a file, or a team ledger's `postgres://` URL (its password from
-/// `password_file`, else `$PGPASSWORD`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LedgerAddress {
-    File(PathBuf),
-    Team { url: String, password_file: Option<PathBuf> },
-}
-
-impl std::fmt::Display for LedgerAddress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LedgerAddress::File(path) => write!(f, "{}", path.display()),
-            // Masked as everywhere a URL is shown (one with a password is refused when opened).
-            LedgerAddress::Team { url, .. } => f.write_str(&portcullis_team::target::shown_of(url)),
-        }
-    }
-}
-
-impl LedgerAddress {
-    /// What `--db` named: a `postgres://` URL is a team ledger, anything else a file.
-    pub fn of(text: &Path, password_file: Option<&Path>) -> LedgerAddress {
-        match text.to_str().filter(|t| portcullis_team::is_team_url(t)) {
-            Some(url) => {
-                LedgerAddress::Team { url: url.to_owned(), password_file: password_file.map(Path::to_owned) }
-            }
-            None => LedgerAddress::File(text.to_owned()),
-        }
-    }
 }
 
 impl LedgerView {

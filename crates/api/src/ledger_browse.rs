@@ -23,9 +23,6 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// Most calls a session timeline holds (the rest are counted, not listed).
 pub const SESSION_TIMELINE_MAX: usize = 5000;
 
-/// Image types a front end may draw from a call's output; any other is described, never drawn.
-pub const DRAWN_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-
 /// Which way a page of calls runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]

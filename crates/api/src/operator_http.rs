@@ -6,7 +6,7 @@
 //! updates behind, which stops it. Failures are the API's `{"error": {code, message, details}}` with the
 //! status its code maps to. The routes sit behind the operator's credential like every `/v1` operator
 //! route, and one [`Client`] serves them all; the browser console mounts the same routes under
-//! `/console`, each session with its own client ([`crate::console`]).
+//! `/console`, each session with its own client (the `console` module).
 
 use crate::{ApiError, Client, ErrorCode};
 use axum::body::Bytes;
@@ -45,7 +45,7 @@ impl OperatorClients {
     /// The client for a request's named operator (made on first use), or the unnamed one.
     fn for_name(&self, name: Option<&str>) -> Result<Client, ApiError> {
         let Some(name) = name else { return Ok(self.unnamed.clone()) };
-        crate::console::check_operator_name(name).map_err(|why| {
+        portcullis_hub::check_operator_name(name).map_err(|why| {
             ApiError::new(ErrorCode::BadRequest, format!("{OPERATOR_HEADER}: {why}"), json!({}))
         })?;
         let mut named = self.named.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -4,6 +4,7 @@
 //! the policy's code and, in `details`, the file, line and column.
 
 use super::error::ApiError;
+pub use super::judge::probe_sandbox;
 use super::judge::{Judge, run_policy_tests};
 use super::policy_files::{located, parse_for};
 use portcullis_policy::discovery::layers_for;
@@ -172,12 +173,6 @@ pub(super) fn lint_of(policy: &Policy) -> PolicyLint {
     let warnings = findings.iter().filter(|f| f.severity == Severity::Warning).count();
     let rules = policy.layers().iter().map(|l| l.document.commands.rules.len()).sum();
     PolicyLint { findings, warnings, rules, policies: sources_of(policy) }
-}
-
-/// What this machine can confine, found by running this binary's sandbox launcher once (nothing when
-/// this binary is not one).
-pub async fn probe_sandbox() -> portcullis_harness::SandboxSupport {
-    portcullis_hub::probe_sandbox(portcullis_hub::default_launcher().as_ref()).await
 }
 
 #[cfg(test)]

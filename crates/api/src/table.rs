@@ -3,7 +3,7 @@
 //! send their updates to a sink until they end or are stopped (`stop_stream`). Front ends never list
 //! commands by hand: they pass an adapter macro to [`operator_commands!`](crate::operator_commands),
 //! which calls it with this table — the desktop app's Tauri commands, the HTTP routes under
-//! `/v1/commands` and `/v1/streams` ([`crate::operator_http`]) and [`COMMANDS`] are all made so.
+//! `/v1/commands` and `/v1/streams` (the `operator_http` module) and [`COMMANDS`] are all made so.
 
 /// Calls `$adapter!` with the command table:
 /// `calls { $(#[doc] name(arg: Type, ...) -> Output;)* } streams { $(#[doc] name(arg: Type, ...) -> Update;)* }`.
