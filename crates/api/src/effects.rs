@@ -30,7 +30,7 @@ impl OperatorApi {
         note: Option<String>,
         operator: &Operator,
     ) -> Result<String, ApiError> {
-        let marked = self.hub.mark_effect(agent, key, outcome, operator.name(), note).await;
+        let marked = self.hub.effects().mark_effect(agent, key, outcome, operator.name(), note).await;
         let call_id = marked.map_err(|refused| {
             let code = match &refused {
                 MarkEffectError::Refused(MarkError::NotFound { .. }) => ErrorCode::EffectUnknown,

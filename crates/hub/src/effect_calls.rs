@@ -1,17 +1,20 @@
-//! A call with an idempotency key, through the hub: its key is claimed in the [`EffectBook`] and made
-//! durable in the ledger before the pipeline runs it; a retry is answered with the first call's result
+//! The idempotency stage: the first stage of a call that carries an idempotency key, wrapped around
+//! the pipeline ([`EffectStage::run`] takes the pipeline as its continuation, so a call's path reads top
+//! to bottom in `Hub::call_requested`). The key is claimed in the [`EffectBook`] and made durable in
+//! the ledger before the pipeline runs the call; a retry is answered with the first call's result
 //! (and recorded as a `duplicate_effect` that names the original), a key reused with other arguments is
 //! refused (`effect_conflict`), and a key whose first call has an unknown outcome is refused
 //! (`outcome_unknown`) until an operator marks it.
 
 use crate::effects::{Claim, ClaimTicket, EffectBook, LOCAL_AGENT, effect_digest};
-use crate::hub::Hub;
+use crate::state::HubState;
 use portcullis_harness::CallErrorCode;
 use portcullis_harness::{
     BlockedReason, CallError, CallOutcome, McpRequest, Timestamp, ToolCall, ToolCallResult,
 };
 use portcullis_ledger::{EffectChange, EffectMark, EffectMarkOutcome};
 use serde_json::{Value, json};
+use std::future::Future;
 use std::sync::Arc;
 
 /// The validator named as the decider of calls refused for their key.
@@ -29,8 +32,17 @@ pub struct KeyedCall<'a> {
     pub key: String,
 }
 
-impl Hub {
-    pub fn effects(&self) -> &EffectBook {
+/// The idempotency stage over a hub's state.
+pub struct EffectStage<'a> {
+    state: &'a HubState,
+}
+
+impl<'a> EffectStage<'a> {
+    pub fn new(state: &'a HubState) -> Self {
+        EffectStage { state }
+    }
+
+    pub fn book(&self) -> &'a EffectBook {
         &self.state.effects
     }
 
@@ -59,12 +71,17 @@ impl Hub {
         Arc::new(keyed)
     }
 
-    /// Runs a call that carries an idempotency key (see the module's doc).
-    pub async fn call_with_key(&self, call: KeyedCall<'_>) -> ToolCallResult {
+    /// Runs a call that carries an idempotency key (see the module's doc): `pipeline` runs it once its
+    /// key is claimed, and never for a retry, a conflict or an unknown outcome.
+    pub async fn run<'c, F, Fut>(&self, call: KeyedCall<'c>, pipeline: F) -> ToolCallResult
+    where
+        F: FnOnce(KeyedCall<'c>) -> Fut,
+        Fut: Future<Output = ToolCallResult>,
+    {
         let agent = call.request.agent.clone().unwrap_or_else(|| LOCAL_AGENT.to_owned());
         let digest = effect_digest(call.tool, &call.arguments);
         loop {
-            let claim = self.effects().claim(
+            let claim = self.book().claim(
                 &agent,
                 &call.key,
                 call.tool,
@@ -80,7 +97,7 @@ impl Hub {
                     let mut shown = call.arguments.clone();
                     self.state.dispatcher.redactor().redact_value(&mut shown);
                     ticket.row.summary = portcullis_ledger::query::argument_summary(&shown);
-                    return self.run_claimed(ticket, call).await;
+                    return self.run_claimed(ticket, call, pipeline).await;
                 }
                 Claim::Wait { original, mut answer } => {
                     tracing::info!(call = call.call_id, %original, "a retry waits for the call that claimed its key");
@@ -154,11 +171,20 @@ impl Hub {
     }
 
     /// The claiming call: the claim made durable, then the pipeline, then the answer kept.
-    async fn run_claimed(&self, ticket: Box<ClaimTicket>, call: KeyedCall<'_>) -> ToolCallResult {
+    async fn run_claimed<'c, F, Fut>(
+        &self,
+        ticket: Box<ClaimTicket>,
+        call: KeyedCall<'c>,
+        pipeline: F,
+    ) -> ToolCallResult
+    where
+        F: FnOnce(KeyedCall<'c>) -> Fut,
+        Fut: Future<Output = ToolCallResult>,
+    {
         let ledger = &self.state.ledger;
         if let Err(e) = self.record_durably(EffectChange::Claimed(ticket.row.clone())).await {
             // Never run an effect whose claim is not durable: a crash would forget it ran.
-            self.effects().release(ticket);
+            self.book().release(ticket);
             let error = CallError::new(
                 CallErrorCode::LedgerUnavailable,
                 format!("the idempotency key could not be claimed in the ledger: {e}"),
@@ -166,21 +192,11 @@ impl Hub {
             return self.refuse(&call, BlockedReason::EffectConflict, error).await;
         }
         let (agent, key, claimed_by) = (ticket.agent.clone(), ticket.key.clone(), ticket.row.call_id.clone());
-        let result = self
-            .call_requested_now(
-                call.session_id,
-                call.call_id,
-                call.tool,
-                call.arguments,
-                call.owner,
-                call.cancel,
-                Some(call.request),
-            )
-            .await;
+        let result = pipeline(call).await;
         if matches!(result.outcome, CallOutcome::Blocked { .. }) {
             // It never ran: the key is free for a call that may.
             let _ = ledger.record_effect(EffectChange::Released { agent, key, call_id: claimed_by }).await;
-            self.effects().release(ticket);
+            self.book().release(ticket);
             return result;
         }
         let answer = serde_json::to_string(&result).unwrap_or_default();
@@ -191,13 +207,13 @@ impl Hub {
         if let Err(e) = self.record_durably(ended).await {
             tracing::warn!(error = %e, "a claimed effect's end was not recorded: after a restart its outcome reads unknown");
         }
-        self.effects().finish(ticket, Arc::new(result.clone()));
+        self.book().finish(ticket, Arc::new(result.clone()));
         result
     }
 
     /// Records a call refused for its key, and returns the blocked result.
     async fn refuse(&self, call: &KeyedCall<'_>, reason: BlockedReason, error: CallError) -> ToolCallResult {
-        let run = self.mcp_run(call.session_id, call.owner).with_mcp(Some(call.request.clone()));
+        let run = self.state.mcp_run(call.session_id, call.owner).with_mcp(Some(call.request.clone()));
         let tool_call = ToolCall::new(call.call_id.to_owned(), call.tool, call.arguments.clone());
         self.state.dispatcher.refuse_before(tool_call, &run, reason, error, DECIDER).await
     }
@@ -213,7 +229,7 @@ impl Hub {
         operator: &str,
         note: Option<String>,
     ) -> Result<String, MarkEffectError> {
-        let call_id = self.effects().unknown_call(agent, key)?;
+        let call_id = self.book().unknown_call(agent, key)?;
         let mark = EffectMark {
             at: Timestamp::now(),
             agent: agent.to_owned(),
@@ -224,7 +240,7 @@ impl Hub {
             note: note.clone(),
         };
         self.record_durably(EffectChange::Marked(mark)).await.map_err(MarkEffectError::NotRecorded)?;
-        self.effects().mark(agent, key, &call_id, outcome, operator, note)?;
+        self.book().mark(agent, key, &call_id, outcome, operator, note)?;
         Ok(call_id)
     }
 

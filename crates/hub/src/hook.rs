@@ -474,7 +474,13 @@ impl Hub {
         };
         let state = &self.state;
         let cwd = canonicalize_lenient(&input.cwd).unwrap_or_else(|_| input.cwd.clone());
-        let project = match state.projects.for_folder(state, &cwd) {
+        let hub = crate::projects::HubProject {
+            project: &state.project,
+            config: &state.config,
+            live: &state.live,
+            sources: &state.sources,
+        };
+        let project = match state.projects.for_folder(hub, &cwd) {
             Ok(project) => project,
             Err(why) => return HookAnswer::deny(format!("Portcullis cannot judge it: {why}")),
         };

@@ -7,13 +7,13 @@ use crate::error::HubError;
 use crate::manifest::load_manifests;
 use crate::pipeline::{APPROVAL_BACKSTOP, Pipeline, builtin_registry, builtin_tools_confined};
 use crate::upstreams::Upstreams;
-use portcullis_coding::{Limits, Workspace};
+use portcullis_coding::Limits;
 use portcullis_harness::{
     Dispatcher, Grants, Redactor, RunContext, Timestamp, ToolCall, ToolCallResult, ToolRegistry, ToolSpec,
 };
 use portcullis_ledger::{SessionInfo, SqliteLedger};
 use portcullis_policy::discovery::layers_for_user;
-use portcullis_policy::{LivePolicy, Policy, ProtectedKind};
+use portcullis_policy::{LivePolicy, Policy};
 use serde_json::Value;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -23,110 +23,17 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use crate::hub_config::HubConfig;
+use crate::effect_calls::{EffectStage, KeyedCall};
+use crate::hub_config::{HubConfig, policy_of_layers, undo_store_of};
+pub use crate::state::{HubEvent, HubState, OpenSession};
 
 /// Values of environment variables that hold secrets (the table is `crate::secrets::SECRET_NAMES`).
 pub use crate::secrets::environment_secrets;
-
-/// Something operators watch: reloads, errors, connections.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum HubEvent {
-    PolicyReloaded {
-        sources: Vec<String>,
-    },
-    /// A changed policy did not load; the previous one stays in force.
-    PolicyRejected {
-        code: String,
-        message: String,
-    },
-    SessionOpened {
-        session_id: String,
-        client: String,
-        version: String,
-    },
-    SessionClosed {
-        session_id: String,
-    },
-    /// A changed tool manifest did not load; the previous manifests stay in force.
-    ManifestRejected {
-        message: String,
-    },
-    /// An upstream server's tools or status changed.
-    Upstreams {
-        servers: Vec<crate::server_reports::UpstreamServer>,
-    },
-}
-
-/// An agent session the hub has open.
-#[derive(Debug, Clone)]
-pub struct OpenSession {
-    pub client: String,
-    pub version: String,
-    /// `http`, `stdio`, or `in-process`.
-    pub transport: String,
-    pub opened_at: Timestamp,
-    /// Calls made so far, blocked ones included.
-    pub calls: u64,
-}
-
-pub struct HubState {
-    pub config: HubConfig,
-    pub project: PathBuf,
-    pub dispatcher: Dispatcher,
-    pub live: Arc<LivePolicy>,
-    pub broker: Arc<ApprovalBroker>,
-    pub ledger: Arc<SqliteLedger>,
-    pub sources: RwLock<Vec<String>>,
-    pub tools_changed: watch::Sender<u64>,
-    /// The digest of the upstream servers' resource and prompt lists agents were last told of.
-    pub offered: std::sync::atomic::AtomicU64,
-    pub events: broadcast::Sender<HubEvent>,
-    pub sessions: AtomicU64,
-    /// Sessions opened and not yet closed: ended at shutdown if their clients never said goodbye.
-    pub open_sessions: std::sync::Mutex<std::collections::BTreeMap<String, OpenSession>>,
-    pub calls_in_flight: AtomicU64,
-    pub shutdown: CancellationToken,
-    pub workspace: Arc<Workspace>,
-    pub upstreams: Upstreams,
-    /// The accepted definitions of upstream tools, and the tools held back since theirs changed.
-    pub pins: crate::pins::ToolPins,
-    pub manifests: RwLock<Vec<Arc<dyn portcullis_harness::Tool>>>,
-    /// The agents' and the operator's tokens (none without a config folder: such a hub cannot serve).
-    pub credentials: Option<Credentials>,
-    /// The address the gateway listens on, once it serves.
-    pub served_at: std::sync::OnceLock<std::net::SocketAddr>,
-    /// `https` once the gateway serves TLS, else `http`.
-    pub served_scheme: std::sync::OnceLock<&'static str>,
-    /// The tail feeding the record sinks (none without sinks), drained at close.
-    pub tail: std::sync::Mutex<Option<crate::record_sinks::RunningTail>>,
-    /// The browser console's login codes not used yet (any operator front end mints them).
-    pub console_codes: Arc<crate::console_logins::LoginCodes>,
-    /// The effects agents' idempotency keys claimed (rebuilt from the ledger at start).
-    pub effects: crate::effects::EffectBook,
-    /// The policies of the projects hook calls came from (beside this hub's own).
-    pub projects: crate::projects::ProjectPolicies,
-    /// Hook calls being carried out: tickets of sandboxed runs, calls waiting for Claude Code's report.
-    pub hook_runs: Arc<crate::hook_run::HookRuns>,
-}
-
-impl HubState {
-    /// `https` when the gateway serves TLS, else `http`.
-    pub fn scheme(&self) -> &'static str {
-        self.served_scheme.get().copied().unwrap_or("http")
-    }
-}
 
 /// A handle on the running hub (cheap to clone).
 #[derive(Clone)]
 pub struct Hub {
     pub state: Arc<HubState>,
-}
-
-/// Where the hub of the ledger `db` keeps what copy-on-write commits replaced (`portcullis undo` reads
-/// it): a folder beside the ledger, hidden from commands like the ledger.
-pub fn undo_store_of(db: &Path) -> PathBuf {
-    db.parent().unwrap_or(Path::new(".")).join("undo")
 }
 
 /// The coding tools' bounds a policy sets (its image bounds).
@@ -145,34 +52,6 @@ pub fn coding_limits(policy: &Policy) -> Limits {
 pub fn load_policy(config: &HubConfig, project: &Path) -> Result<(Policy, Vec<String>), HubError> {
     let layers = layers_for_user(&config.policy_files, project, config.user_config().as_deref())?;
     policy_of_layers(config, layers)
-}
-
-/// The policy of `layers`, with this hub's own protected places (see [`load_policy`]).
-pub fn policy_of_layers(
-    config: &HubConfig,
-    layers: Vec<portcullis_policy::PolicyLayer>,
-) -> Result<(Policy, Vec<String>), HubError> {
-    let team = config.team_ledger()?;
-    let sources = layers.iter().map(|l| l.source.clone()).collect();
-    let policy = Policy::from_layers(layers)?.with_protected(|places| {
-        places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
-        places.add(undo_store_of(&config.db), ProtectedKind::HubSecret, "the hub's undo store");
-        for file in config.record_sinks.0.iter().filter_map(|sink| sink.local_file()) {
-            places.add_with_siblings(file, ProtectedKind::HubSecret, "a copy of the hub's ledger");
-        }
-        if let Some(file) = team.as_ref().and_then(|t| t.password_file.as_ref()) {
-            places.add(file, ProtectedKind::HubSecret, "the team ledger's password");
-        }
-        if let Some(dir) = &config.config_dir {
-            places.add(dir.join("policy.json"), ProtectedKind::Policy, "the user's policy");
-            places.add(dir.join("tools"), ProtectedKind::Policy, "the user's tool manifests");
-            places.add(dir, ProtectedKind::HubSecret, "the hub's config folder (tokens, runtime file)");
-        }
-        for dir in &config.manifest_dirs {
-            places.add(dir, ProtectedKind::Policy, "a tool-manifests folder");
-        }
-    });
-    Ok((policy, sources))
 }
 
 impl Hub {
@@ -559,21 +438,26 @@ impl Hub {
         cancel: CancellationToken,
         request: Option<Arc<portcullis_harness::McpRequest>>,
     ) -> ToolCallResult {
-        let request = request.map(|r| self.with_declared_key(r, tool, &arguments));
+        let stage = EffectStage::new(&self.state);
+        let request = request.map(|r| stage.with_declared_key(r, tool, &arguments));
         if let Some(request) = request.clone()
             && let Some(key) = request.idempotency_key.clone()
         {
-            let call = crate::effect_calls::KeyedCall {
-                session_id,
-                call_id,
-                tool,
-                arguments,
-                owner,
-                cancel,
-                request,
-                key,
-            };
-            return self.call_with_key(call).await;
+            let call = KeyedCall { session_id, call_id, tool, arguments, owner, cancel, request, key };
+            // The idempotency stage first: the pipeline runs only for the call that claims the key.
+            return stage
+                .run(call, |c| {
+                    self.call_requested_now(
+                        c.session_id,
+                        c.call_id,
+                        c.tool,
+                        c.arguments,
+                        c.owner,
+                        c.cancel,
+                        Some(c.request),
+                    )
+                })
+                .await;
         }
         self.call_requested_now(session_id, call_id, tool, arguments, owner, cancel, request).await
     }
@@ -609,9 +493,12 @@ impl Hub {
 
     /// The run of an agent's MCP call: its session, its owner, the project as working folder.
     pub fn mcp_run(&self, session_id: &str, owner: &str) -> RunContext {
-        RunContext::new(session_id.to_owned(), "mcp")
-            .with_owner(owner.to_owned())
-            .with_cwd(self.state.project.clone())
+        self.state.mcp_run(session_id, owner)
+    }
+
+    /// The idempotency stage: its book of claimed keys, and an operator's decision on an unknown outcome.
+    pub fn effects(&self) -> EffectStage<'_> {
+        EffectStage::new(&self.state)
     }
 
     /// Records a call whose request was malformed (see [`GatewayBackend::refuse_malformed`]).
@@ -764,5 +651,3 @@ impl Drop for InFlight<'_> {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
-
-pub use crate::backend::HubBackend;

@@ -3,6 +3,7 @@
 
 use crate::error::HubError;
 use portcullis_policy::discovery::user_config_dir;
+use portcullis_policy::{Policy, ProtectedKind};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -135,4 +136,38 @@ impl HubConfig {
         dirs.push(project.join(".portcullis").join("tools"));
         dirs
     }
+}
+
+/// Where the hub of the ledger `db` keeps what copy-on-write commits replaced (`portcullis undo` reads
+/// it): a folder beside the ledger, hidden from commands like the ledger.
+pub fn undo_store_of(db: &Path) -> PathBuf {
+    db.parent().unwrap_or(Path::new(".")).join("undo")
+}
+
+/// The policy of `layers`, with this hub's own protected places (see [`load_policy`]).
+pub fn policy_of_layers(
+    config: &HubConfig,
+    layers: Vec<portcullis_policy::PolicyLayer>,
+) -> Result<(Policy, Vec<String>), HubError> {
+    let team = config.team_ledger()?;
+    let sources = layers.iter().map(|l| l.source.clone()).collect();
+    let policy = Policy::from_layers(layers)?.with_protected(|places| {
+        places.add_with_siblings(&config.db, ProtectedKind::HubSecret, "the hub's ledger");
+        places.add(undo_store_of(&config.db), ProtectedKind::HubSecret, "the hub's undo store");
+        for file in config.record_sinks.0.iter().filter_map(|sink| sink.local_file()) {
+            places.add_with_siblings(file, ProtectedKind::HubSecret, "a copy of the hub's ledger");
+        }
+        if let Some(file) = team.as_ref().and_then(|t| t.password_file.as_ref()) {
+            places.add(file, ProtectedKind::HubSecret, "the team ledger's password");
+        }
+        if let Some(dir) = &config.config_dir {
+            places.add(dir.join("policy.json"), ProtectedKind::Policy, "the user's policy");
+            places.add(dir.join("tools"), ProtectedKind::Policy, "the user's tool manifests");
+            places.add(dir, ProtectedKind::HubSecret, "the hub's config folder (tokens, runtime file)");
+        }
+        for dir in &config.manifest_dirs {
+            places.add(dir, ProtectedKind::Policy, "a tool-manifests folder");
+        }
+    });
+    Ok((policy, sources))
 }

@@ -5,12 +5,12 @@
 //! reason says so. Policies are loaded on first use and again when one of their files changes; a policy
 //! that no longer loads leaves the last one that did in force, as a reload of the hub's own does.
 
-use crate::hub::{HubState, policy_of_layers};
+use crate::hub_config::{HubConfig, policy_of_layers};
 use portcullis_policy::discovery;
 use portcullis_policy::{LivePolicy, PolicyLayer};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 /// Where a call's folder belongs.
@@ -81,11 +81,19 @@ pub struct ProjectPolicies {
 /// How many projects' policies are kept (the least recently loaded go first past it).
 const MAX_PROJECTS: usize = 64;
 
+/// The hub's own project, as the projects' policies are judged beside it.
+pub struct HubProject<'a> {
+    pub project: &'a Path,
+    pub config: &'a HubConfig,
+    pub live: &'a Arc<LivePolicy>,
+    pub sources: &'a RwLock<Vec<String>>,
+}
+
 impl ProjectPolicies {
     /// The policy a call in `cwd` (canonical) is judged by.
-    pub fn for_folder(&self, state: &HubState, cwd: &Path) -> Result<ProjectPolicy, String> {
+    pub fn for_folder(&self, state: HubProject<'_>, cwd: &Path) -> Result<ProjectPolicy, String> {
         let root = project_root(cwd);
-        let hub_project = &state.project;
+        let hub_project = state.project;
         let in_hub = match &root {
             // The hub's project, or a folder of it with no nearer project of its own.
             Some(root) => {
@@ -95,7 +103,7 @@ impl ProjectPolicies {
         };
         if in_hub {
             return Ok(ProjectPolicy {
-                root: hub_project.clone(),
+                root: hub_project.to_path_buf(),
                 kind: ProjectKind::Hub,
                 live: state.live.clone(),
                 sources: state.sources.read().map(|s| s.clone()).unwrap_or_default(),
@@ -103,9 +111,9 @@ impl ProjectPolicies {
         }
         let (anchor, kind) = match root {
             Some(root) => (root, ProjectKind::Other),
-            None => (hub_project.clone(), ProjectKind::None),
+            None => (hub_project.to_path_buf(), ProjectKind::None),
         };
-        let config = &state.config;
+        let config = state.config;
         let user = config.user_config();
         let files: Vec<PathBuf> = match kind {
             _ if !config.policy_files.is_empty() => config.policy_files.clone(),

@@ -2,7 +2,8 @@
 //! of `mcp:<server>:<method>` in that agent's session: the grants, the server's `sampling` or
 //! `elicitation` decision, an operator's approval and the ledger see each one before the agent does.
 
-use crate::hub::{Hub, HubState};
+use crate::hub::Hub;
+use crate::state::HubState;
 use async_trait::async_trait;
 use portcullis_mcp::client_side::{CallOrigin, ClientRelay, RELAYED};
 use rmcp::ErrorData as McpError;

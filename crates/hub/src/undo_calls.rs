@@ -85,7 +85,7 @@ pub fn the_one<T>(found: Vec<(String, T)>, call: &str, none: impl FnOnce() -> St
 
 /// The record of `call` (of `session`, when given) in the undo store beside the ledger `db`.
 fn target_of(db: &Path, call: &str, session: Option<&str>) -> Result<UndoTarget, String> {
-    let store = crate::hub::undo_store_of(db);
+    let store = crate::hub_config::undo_store_of(db);
     let found: Vec<(String, UndoTarget)> = std::fs::read_dir(&store)
         .map(|read| {
             read.filter_map(|e| e.ok())
@@ -105,7 +105,7 @@ fn target_of(db: &Path, call: &str, session: Option<&str>) -> Result<UndoTarget,
 
 /// The record of call `call` of `session` beside the ledger `db` (both named: the ledger's detail knows them).
 fn exact_target(db: &Path, call: &str, session: &str) -> UndoTarget {
-    UndoTarget::new(&crate::hub::undo_store_of(db), session, call)
+    UndoTarget::new(&crate::hub_config::undo_store_of(db), session, call)
 }
 
 fn steps_of(record: &undo::Record) -> Vec<UndoStep> {
