@@ -21,7 +21,6 @@
 
 use crate::call::{
     BlockedReason, CallArguments, CallContext, CallError, DecidedBy, RuleRef, RunContext, ToolCall,
-    ToolCallResult,
 };
 use crate::error_code::CallErrorCode;
 use crate::events::{EventBus, EventPayload, ToolEvent};
@@ -29,6 +28,7 @@ use crate::execution::{Approvals, ExecutionAction, ExecutionPolicy, PolicyRuling
 use crate::guardrail::{Guardrail, GuardrailStage, GuardrailSubject};
 use crate::ledger::Ledger;
 use crate::middleware::Middleware;
+use crate::outcome::ToolCallResult;
 use crate::permission::PermissionCheck;
 use crate::redaction::Redactor;
 use crate::registry::ToolRegistry;

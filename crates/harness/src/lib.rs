@@ -32,6 +32,7 @@ pub mod mcp_request;
 pub mod middleware;
 pub mod name;
 pub mod operator_ask;
+pub mod outcome;
 pub mod paths;
 pub mod permission;
 pub mod receipt;
@@ -50,8 +51,8 @@ pub mod testing;
 
 pub use batch::BatchOptions;
 pub use call::{
-    BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome,
-    ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult,
+    BlockedReason, CallArguments, CallContext, CallError, DecidedBy, ProtectedKind, RuleRef, RunContext,
+    ToolCall,
 };
 pub use change_record::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
 pub use decider::DeciderKind;
@@ -80,8 +81,9 @@ pub use name::{
     NameError, mcp_method_of, validate_tool_name,
 };
 pub use operator_ask::OperatorAsk;
+pub use outcome::{CallOutcome, ToolCallResult};
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
-pub use receipt::{Receipt, arguments_digest, canonical_json};
+pub use receipt::{OperatorOutcome, Receipt, arguments_digest, canonical_json};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
 pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
 pub use sandbox::{
