@@ -43,6 +43,7 @@ pub mod schema;
 pub mod shell_words;
 pub mod time;
 pub mod tool;
+pub mod tool_spec;
 pub mod untrusted;
 pub mod validation;
 
@@ -91,8 +92,6 @@ pub use sandbox::{
 };
 pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
-pub use tool::{
-    Catalog, Content, ProgressReporter, Tool, ToolAnnotations, ToolError, ToolInvocation, ToolOutput,
-    ToolSpec,
-};
+pub use tool::{Catalog, Content, ProgressReporter, Tool, ToolError, ToolInvocation, ToolOutput};
+pub use tool_spec::{ToolAnnotations, ToolSpec};
 pub use validation::{ToolValidator, ValidationIssue, ValidatorVerdict};

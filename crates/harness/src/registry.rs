@@ -3,7 +3,8 @@
 use crate::name::{NameError, validate_tool_name};
 use crate::schema::SchemaKey;
 use crate::schema::ToolSchemaSlot;
-use crate::tool::{Tool, ToolSpec};
+use crate::tool::Tool;
+use crate::tool_spec::ToolSpec;
 use indexmap::IndexMap;
 use std::sync::{Arc, RwLock};
 use thiserror::Error;
