@@ -4,9 +4,10 @@
 //! claiming, claimed calls settle, and unclaimed calls get `tool_call_not_dispatched` — every call gets
 //! exactly one result.
 
-use crate::call::{CallError, CallOutcome, DecidedBy, RunContext, ToolCall, ToolCallResult};
+use crate::call::{CallError, DecidedBy, RunContext, ToolCall};
 use crate::dispatch::Dispatcher;
 use crate::error_code::CallErrorCode;
+use crate::outcome::{CallOutcome, ToolCallResult};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::task::JoinSet;

@@ -1,10 +1,10 @@
-//! The vocabulary of one tool call: what was asked, in which run, how it ended and what decided it.
+//! The vocabulary of one tool call: what was asked, in which run, why it was refused or failed and what
+//! decided it. The result that carries a finished call's output is in `outcome.rs`, above the tools.
 
 use crate::error_code::CallErrorCode;
 use crate::grants::Grants;
 use crate::mcp_request::McpRequest;
-use crate::receipt::Receipt;
-use crate::tool::ToolOutput;
+use crate::receipt::{OperatorOutcome, Receipt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -239,18 +239,6 @@ pub struct RuleRef {
     pub decision: Option<String>,
 }
 
-/// How an operator answered an approval prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "snake_case")]
-pub enum OperatorOutcome {
-    ApprovedOnce,
-    ApprovedForSession,
-    /// Approved and a rule was written so it is allowed from now on.
-    ApprovedAlways,
-    Denied,
-}
-
 /// What a protected place is, which decides what a tool may do with it (the policy crate's table says
 /// which places are which).
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -340,56 +328,4 @@ pub enum DecidedBy {
 
 impl DecidedBy {
     pub const DEFAULT: DecidedBy = DecidedBy::Default { detail: None };
-}
-
-/// How a call ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum CallOutcome {
-    /// The tool ran and returned (its output may itself report `is_error`).
-    Finished { output: Arc<ToolOutput> },
-    /// The tool ran (or was about to) and failed.
-    Error { error: CallError },
-    /// The call never executed.
-    Blocked { reason: BlockedReason, error: CallError },
-}
-
-/// The one result every call id gets.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallResult {
-    pub call_id: Arc<str>,
-    /// The tool name after middleware (the name that was, or would have been, executed).
-    pub tool_name: Arc<str>,
-    #[serde(flatten)]
-    pub outcome: CallOutcome,
-    pub decided_by: DecidedBy,
-    /// Whether redaction changed anything in this result.
-    pub redacted: bool,
-}
-
-impl ToolCallResult {
-    pub fn blocked_reason(&self) -> Option<BlockedReason> {
-        match &self.outcome {
-            CallOutcome::Blocked { reason, .. } => Some(*reason),
-            _ => None,
-        }
-    }
-
-    pub fn error(&self) -> Option<&CallError> {
-        match &self.outcome {
-            CallOutcome::Error { error } | CallOutcome::Blocked { error, .. } => Some(error),
-            CallOutcome::Finished { .. } => None,
-        }
-    }
-
-    pub fn output(&self) -> Option<&ToolOutput> {
-        match &self.outcome {
-            CallOutcome::Finished { output } => Some(output),
-            _ => None,
-        }
-    }
-
-    pub fn is_finished(&self) -> bool {
-        matches!(self.outcome, CallOutcome::Finished { .. })
-    }
 }

@@ -2,7 +2,7 @@
 //! to [`MAX_ENTRIES`], the counts always whole) with what it is, its size, the SHA-256 of a file's new
 //! content (where it was cheap enough to read) and what became of it — kept (committed into the real
 //! tree), held for the operator, or discarded — with why. Recorded with the call, never shown to the
-//! agent (see [`crate::ToolOutput::changes`]). Paths and reasons hold the agent's text: escape them
+//! agent (the `changes` of a tool's output). Paths and reasons hold the agent's text: escape them
 //! where a person reads them ([`crate::untrusted::visible`]).
 
 use serde::{Deserialize, Serialize};

@@ -100,7 +100,8 @@ impl DecidedBy {
 impl DeciderKind {
     /// A decider of this kind, for tests that need one of each.
     pub fn example(self) -> DecidedBy {
-        use crate::call::{OperatorOutcome, ProtectedKind};
+        use crate::call::ProtectedKind;
+        use crate::receipt::OperatorOutcome;
         let text = |s: &str| s.to_owned();
         match self {
             DeciderKind::Default => DecidedBy::DEFAULT,

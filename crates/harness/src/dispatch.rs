@@ -21,7 +21,6 @@
 
 use crate::call::{
     BlockedReason, CallArguments, CallContext, CallError, DecidedBy, RuleRef, RunContext, ToolCall,
-    ToolCallResult,
 };
 use crate::error_code::CallErrorCode;
 use crate::events::{EventBus, EventPayload, ToolEvent};
@@ -29,12 +28,12 @@ use crate::execution::{Approvals, ExecutionAction, ExecutionPolicy, PolicyRuling
 use crate::guardrail::{Guardrail, GuardrailStage, GuardrailSubject};
 use crate::ledger::Ledger;
 use crate::middleware::Middleware;
+use crate::outcome::ToolCallResult;
 use crate::permission::PermissionCheck;
 use crate::redaction::Redactor;
-use crate::registry::ToolRegistry;
 use crate::schema::SchemaValidator;
 use crate::time::Timestamp;
-use crate::tool::{Catalog, ProgressReporter, ToolInvocation};
+use crate::tool::{Catalog, ProgressReporter, ToolInvocation, ToolRegistry};
 use crate::validation::ToolValidator;
 use serde_json::Value;
 use std::any::Any;

@@ -3,7 +3,7 @@
 
 use crate::call::{CallContext, DecidedBy, RuleRef};
 use crate::sandbox::SandboxProfile;
-use crate::tool::ToolSpec;
+use crate::tool_spec::ToolSpec;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

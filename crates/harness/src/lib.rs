@@ -32,16 +32,17 @@ pub mod mcp_request;
 pub mod middleware;
 pub mod name;
 pub mod operator_ask;
+pub mod outcome;
 pub mod paths;
 pub mod permission;
 pub mod receipt;
 pub mod redaction;
-pub mod registry;
 pub mod sandbox;
 pub mod schema;
 pub mod shell_words;
 pub mod time;
 pub mod tool;
+pub mod tool_spec;
 pub mod untrusted;
 pub mod validation;
 
@@ -50,8 +51,8 @@ pub mod testing;
 
 pub use batch::BatchOptions;
 pub use call::{
-    BlockedReason, CallArguments, CallContext, CallError, CallOutcome, DecidedBy, OperatorOutcome,
-    ProtectedKind, RuleRef, RunContext, ToolCall, ToolCallResult,
+    BlockedReason, CallArguments, CallContext, CallError, DecidedBy, ProtectedKind, RuleRef, RunContext,
+    ToolCall,
 };
 pub use change_record::{ChangeEntry, ChangeKind, ChangeOutcome, ChangeRecord};
 pub use decider::DeciderKind;
@@ -80,17 +81,18 @@ pub use name::{
     NameError, mcp_method_of, validate_tool_name,
 };
 pub use operator_ask::OperatorAsk;
+pub use outcome::{CallOutcome, ToolCallResult};
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
-pub use receipt::{Receipt, arguments_digest, canonical_json};
+pub use receipt::{OperatorOutcome, Receipt, arguments_digest, canonical_json};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
-pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
 pub use sandbox::{
     Containment, EgressScope, Enforcement, MaskedProgram, SandboxLimits, SandboxProfile, SandboxSupport,
 };
 pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
 pub use tool::{
-    Catalog, Content, ProgressReporter, Tool, ToolAnnotations, ToolError, ToolInvocation, ToolOutput,
-    ToolSpec,
+    Catalog, Content, DuplicatePolicy, ProgressReporter, RegisteredTool, RegistryError, Tool, ToolError,
+    ToolInvocation, ToolOutput, ToolRegistry,
 };
+pub use tool_spec::{ToolAnnotations, ToolSpec};
 pub use validation::{ToolValidator, ValidationIssue, ValidatorVerdict};

@@ -2,9 +2,10 @@
 //! that are not an object): they never reach the pipeline, yet every refused call must leave one
 //! `blocked` record and event like any other, so the dispatcher records them here.
 
-use crate::call::{BlockedReason, CallArguments, CallError, DecidedBy, RunContext, ToolCall, ToolCallResult};
+use crate::call::{BlockedReason, CallArguments, CallError, DecidedBy, RunContext, ToolCall};
 use crate::dispatch::{Dispatcher, Refusal, shown_name};
 use crate::error_code::CallErrorCode;
+use crate::outcome::ToolCallResult;
 use serde_json::Value;
 use std::sync::Arc;
 

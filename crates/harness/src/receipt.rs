@@ -3,7 +3,6 @@
 //! A receipt is recorded with the call it decided, with the approval, and with the session grant or
 //! rule it created; an answer whose receipt names other arguments approves nothing.
 
-use crate::call::OperatorOutcome;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,6 +11,18 @@ use sha2::{Digest, Sha256};
 /// The validator named as the decider of a call an operator's "allow" reached with a receipt that does
 /// not approve it (other arguments, another call, or altered): the call is refused, never run.
 pub const RECEIPT_VALIDATOR: &str = "approval receipt";
+
+/// How an operator answered an approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum OperatorOutcome {
+    ApprovedOnce,
+    ApprovedForSession,
+    /// Approved and a rule was written so it is allowed from now on.
+    ApprovedAlways,
+    Denied,
+}
 
 /// An operator's answer to one approval prompt, bound to what was approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! The sandbox a command runs in: what the kernel lets it read, write and reach, and the resource limits
 //! it runs under. The policy derives a profile from its roots and the approved action; the tools that
 //! start processes hand it to the launcher (`portcullis-sandbox`), which applies it before the command
-//! starts. It travels on the [`crate::ExecutionAction`], so the approval card, the live view and the
+//! starts. It travels on the execution action a tool describes, so the approval card, the live view and the
 //! ledger show the walls a command runs inside.
 
 use serde::{Deserialize, Serialize};

@@ -3,12 +3,13 @@
 //! `tool_execution_blocked` event, no `started` event or record) plus the success path, and the tool
 //! disclosure contract (only granted tools, bounded, deterministic, inert).
 
-use crate::call::{BlockedReason, CallArguments, CallOutcome, RunContext, ToolCall, ToolCallResult};
+use crate::call::{BlockedReason, CallArguments, RunContext, ToolCall};
 use crate::disclosure::{SEARCH_TOOLS_NAME, SUMMARY_BYTES};
 use crate::dispatch::Dispatcher;
 use crate::error_code::CallErrorCode;
 use crate::events::{EventDelivery, EventSubscription, ToolEventKind};
 use crate::ledger::{MemoryLedger, RecordKind};
+use crate::outcome::{CallOutcome, ToolCallResult};
 use serde_json::{Value, json};
 use std::fmt;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! path must be inside the project"). Outcomes are redacted before anyone sees them.
 
 use crate::call::CallContext;
-use crate::tool::ToolSpec;
+use crate::tool_spec::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -4,8 +4,9 @@
 
 use super::ending::{EndEvent, Ending};
 use super::{Refusal, Shared};
-use crate::call::{CallContext, CallOutcome, ToolCallResult};
+use crate::call::CallContext;
 use crate::ledger::{RecordKind, ToolCallRecord};
+use crate::outcome::{CallOutcome, ToolCallResult};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -4,9 +4,10 @@
 //! the pipeline holds (and moving it costs little).
 
 use super::Shared;
-use crate::call::{CallContext, CallOutcome, DecidedBy, ToolCallResult};
+use crate::call::{CallContext, DecidedBy};
 use crate::events::EventPayload;
 use crate::ledger::{LedgerError, Offered, ToolCallRecord};
+use crate::outcome::{CallOutcome, ToolCallResult};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

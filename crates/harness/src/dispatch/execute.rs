@@ -3,13 +3,13 @@
 //! `ProgressSink`); and the error of a call that passed every check but did not start.
 
 use super::{Shared, panic_message};
-use crate::call::{CallContext, CallError, CallOutcome, DecidedBy, ToolCallResult};
+use crate::call::{CallContext, CallError, DecidedBy};
 use crate::error_code::CallErrorCode;
 use crate::events::EventPayload;
 use crate::execution::PolicyRuling;
 use crate::ledger::{RecordKind, ToolCallRecord};
-use crate::registry::RegisteredTool;
-use crate::tool::{ProgressReporter, ProgressSink, ToolError, ToolInvocation, ToolOutput};
+use crate::outcome::{CallOutcome, ToolCallResult};
+use crate::tool::{ProgressReporter, ProgressSink, RegisteredTool, ToolError, ToolInvocation, ToolOutput};
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::CatchUnwind;

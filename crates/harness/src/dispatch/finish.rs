@@ -4,10 +4,11 @@
 
 use super::ending::{EndEvent, Ending};
 use super::{Finishing, Shared, panic_message};
-use crate::call::{CallContext, CallError, CallOutcome, RunContext, ToolCall, ToolCallResult};
+use crate::call::{CallContext, CallError, RunContext, ToolCall};
 use crate::error_code::CallErrorCode;
 use crate::guardrail::{GuardrailStage, GuardrailSubject};
 use crate::ledger::{RecordKind, ToolCallRecord};
+use crate::outcome::{CallOutcome, ToolCallResult};
 use crate::time::Timestamp;
 use crate::tool::ToolOutput;
 use futures::FutureExt;
