@@ -18,8 +18,9 @@
 //! during such a call (sampling, elicitation, relayed to the agent) go on the session's standalone
 //! stream, as rmcp sends them for a request whose own stream has ended.
 
+use crate::envelope::Screened;
 use crate::gateway::{Connection, GatewayHandler};
-use crate::jsonrpc::Screened;
+use crate::progress::LaneSink;
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -27,8 +28,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode, header};
 use rmcp::model::{
-    ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, Notification,
-    ProgressNotificationParam, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
 };
 use rmcp::service::{RequestContext, Service as _};
 use rmcp::transport::streamable_http_server::SessionManager as _;
@@ -232,21 +233,6 @@ const JSON_WITHIN: Duration = Duration::from_secs(1);
 /// A comment on an open event stream this often.
 const STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Where a call served on the lane sends its progress: put in the handler's context; the lane turns
-/// the answer into an event stream when progress comes before the end.
-#[derive(Debug, Clone)]
-pub struct LaneSink(mpsc::UnboundedSender<ServerJsonRpcMessage>);
-
-impl LaneSink {
-    /// Sends one progress notification on the request's answer.
-    pub(crate) fn progress(&self, param: ProgressNotificationParam) -> Result<(), String> {
-        let notice = ServerNotification::ProgressNotification(Notification::new(param));
-        self.0
-            .send(JsonRpcMessage::notification(notice))
-            .map_err(|_| "the request's answer has ended".to_owned())
-    }
-}
-
 /// Runs one request on the session's handler, and answers it as JSON when the answer is all there is to say within [`JSON_WITHIN`]; else as an event stream of
 /// its progress and then the answer.
 async fn serve(
@@ -261,7 +247,7 @@ async fn serve(
     context.meta = std::mem::take(request.get_meta_mut());
     context.extensions = std::mem::take(request.extensions_mut());
     context.extensions.insert(parts);
-    context.extensions.insert(LaneSink(sink));
+    context.extensions.insert(LaneSink::new(sink));
     let cancel = CancellationToken::new();
     context.ct = cancel.child_token();
     let handler = GatewayHandler { connection: connection.clone() };

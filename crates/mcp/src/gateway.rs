@@ -7,7 +7,7 @@
 use crate::caller::CallerGone;
 use crate::client_side::{AgentRoute, AgentRoutes, CallOrigin};
 use crate::convert::{call_result, tool_of};
-use crate::jsonrpc::{CLIENT_METHODS, TOOLS_CALL};
+use crate::envelope::{CLIENT_METHODS, TOOLS_CALL};
 use crate::offered::{Naming, ServerOfferings};
 use crate::upstream::UpstreamNotice;
 use crate::wire::WireNames;

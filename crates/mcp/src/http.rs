@@ -5,6 +5,10 @@
 //! answer its own prompts. rmcp's own Host allowlist stays on behind it. Every refusal is logged and,
 //! when the guard has a [`RefusalLog`], handed to it (the hub records them in its ledger).
 
+// The identity the guard puts in a request's extensions; its home is a leaf, so that what reads it
+// (idempotency scoping, stateless clients' keys) need not name this module. Offered here as well, where
+// the guard that names it is.
+pub use crate::agent_identity::{AgentName, DEFAULT_AGENT};
 use crate::gateway::{GatewayBackend, GatewayHandler};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
@@ -33,15 +37,6 @@ pub enum Caller {
     /// The operator: holds the operator token (approvals, session grants).
     Operator,
 }
-
-/// The agent identity a request's token names, put in its extensions beside [`Caller::Agent`]: the
-/// name of a named agent token, or [`DEFAULT_AGENT`] for the gateway token. Effects (idempotency keys)
-/// are scoped by it, so one agent cannot reach another's results.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentName(pub Arc<str>);
-
-/// The identity of the gateway token's holder.
-pub const DEFAULT_AGENT: &str = "default";
 
 /// Which callers a route admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

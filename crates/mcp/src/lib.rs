@@ -2,6 +2,7 @@
 //! agents (Streamable HTTP with a bearer token and Origin checks, or stdio), and the bridge that brings
 //! upstream MCP servers' tools into the registry.
 
+pub mod agent_identity;
 pub mod agent_names;
 mod call_rounds;
 pub mod caller;
@@ -9,6 +10,7 @@ pub mod client_side;
 pub mod convert;
 #[cfg(test)]
 mod door_tests;
+pub mod envelope;
 pub mod fast_lane;
 #[doc(hidden)]
 pub mod fuzzing;
