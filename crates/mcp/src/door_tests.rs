@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::agent_identity::AgentName;
-use crate::gateway::{ClientIdentity, GatewayBackend, WaitNotes};
+use crate::backend::{ClientIdentity, GatewayBackend, WaitNotes};
 use crate::http::{Caller, LOOPBACK_HOSTS, mcp_service};
 use async_trait::async_trait;
 use axum::Router;

@@ -4,6 +4,7 @@
 
 pub mod agent_identity;
 pub mod agent_names;
+pub mod backend;
 mod call_rounds;
 pub mod caller;
 pub mod client_side;

@@ -115,8 +115,15 @@ impl GatewayHandler {
         if let Some(client) = self.stateless_client() {
             let round = match state.as_deref() {
                 Some(token) => {
-                    self.resume_in_rounds(&client, token, &tool, &params, responses.as_ref(), &context)
-                        .await?
+                    crate::call_rounds::resume_in_rounds(
+                        &client,
+                        token,
+                        &tool,
+                        &params,
+                        responses.as_ref(),
+                        &context,
+                    )
+                    .await?
                 }
                 None => {
                     let call_id = self.next_call_id();
@@ -130,7 +137,8 @@ impl GatewayHandler {
                         waiting: None,
                         offered: responses,
                     };
-                    self.call_in_rounds(&client, call, &context).await?
+                    crate::call_rounds::call_in_rounds(&self.connection.backend, &client, call, &context)
+                        .await?
                 }
             };
             return match round {

@@ -16,7 +16,7 @@
 //! `agent:<name>/(other clients)`.
 
 use crate::agent_identity::DEFAULT_AGENT;
-use crate::gateway::{ClientIdentity, GatewayBackend};
+use crate::backend::{ClientIdentity, GatewayBackend};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use std::collections::HashMap;
