@@ -4,11 +4,9 @@
 //! `tools/call` goes through the hub's pipeline, and a blocked or denied call comes back as a tool
 //! result with `isError` naming the reason and the deciding rule.
 
-// What the gateway serves, defined in a leaf below it (the stateless registry and the rounds use it
-// too); offered here as well, where the hub and other crates find it.
-pub use crate::backend::{ClientIdentity, GatewayBackend, WaitNotes};
 use crate::caller::CallerGone;
 use crate::client_side::{AgentRoute, CallOrigin};
+use crate::connection::Connection;
 use crate::convert::{call_result, tool_of};
 use crate::envelope::{CLIENT_METHODS, TOOLS_CALL};
 use crate::offered::Naming;
@@ -28,7 +26,10 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+
+// What the gateway serves, defined in a leaf below it (the stateless registry and the rounds use it
+// too); offered here as well, where the hub and other crates find it.
+pub use crate::backend::{ClientIdentity, GatewayBackend, WaitNotes};
 
 /// Tools per `tools/list` page.
 pub const TOOLS_PAGE: usize = 100;
@@ -162,41 +163,6 @@ fn wire_names_in_search(result: &mut ToolCallResult, names: &WireNames) {
     }
 }
 
-/// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
-/// when the last clone goes.
-pub(crate) struct Connection {
-    pub(crate) backend: Arc<dyn GatewayBackend>,
-    transport: &'static str,
-    session: OnceLock<String>,
-    calls: AtomicU64,
-    /// The least severe log level this agent asked for (`logging/setLevel`); none: no log messages.
-    pub(crate) log_level: std::sync::Mutex<Option<u8>>,
-    /// The resource URIs (as this agent names them) it subscribed to.
-    pub(crate) subscriptions: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Where this connection's requests may be answered without rmcp's session worker (HTTP only).
-    pub(crate) lane: Option<Arc<crate::fast_lane::FastLane>>,
-    /// The agent's side of the session, and the protocol version agreed, from `initialize`.
-    pub(crate) peer: OnceLock<Peer<RoleServer>>,
-    pub(crate) negotiated: OnceLock<String>,
-    /// The requests served on the fast lane still running, to cancel them on `notifications/cancelled`.
-    pub(crate) fast_calls:
-        std::sync::Mutex<std::collections::HashMap<rmcp::model::RequestId, CancellationToken>>,
-    /// Where stateless (2026-07-28) clients' ledger sessions are kept (HTTP only).
-    stateless: Option<Arc<crate::stateless::StatelessSessions>>,
-    /// The ledger session of the stateless client whose one request this handler serves: not this
-    /// connection's to close.
-    shared: OnceLock<Arc<crate::stateless::StatelessSession>>,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        if let (Some(session), Ok(runtime)) = (self.session.take(), tokio::runtime::Handle::try_current()) {
-            let backend = self.backend.clone();
-            runtime.spawn(async move { backend.close_session(session).await });
-        }
-    }
-}
-
 /// The MCP server handler of one agent connection.
 #[derive(Clone)]
 pub struct GatewayHandler {
@@ -208,12 +174,12 @@ impl GatewayHandler {
         Self::on_lane(backend, transport, None, None)
     }
 
-    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]), and whose
+    /// A handler whose session's requests may take `lane` (the fast lane, `fast_lane.rs`), and whose
     /// stateless requests are recorded in the ledger sessions `stateless` keeps.
     pub fn on_lane(
         backend: Arc<dyn GatewayBackend>,
         transport: &'static str,
-        lane: Option<Arc<crate::fast_lane::FastLane>>,
+        lane: Option<Arc<crate::connection::FastLane>>,
         stateless: Option<Arc<crate::stateless::StatelessSessions>>,
     ) -> Self {
         GatewayHandler {

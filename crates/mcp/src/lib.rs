@@ -8,6 +8,7 @@ pub mod backend;
 mod call_rounds;
 pub mod caller;
 pub mod client_side;
+mod connection;
 pub mod convert;
 #[cfg(test)]
 mod door_tests;

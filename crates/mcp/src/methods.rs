@@ -268,7 +268,7 @@ impl GatewayHandler {
     /// messages at or above its level) until the connection ends.
     pub(crate) fn forward_notices(&self, peer: Peer<RoleServer>) {
         let Some(mut notices) = self.connection.backend.notices() else { return };
-        let weak: Weak<crate::gateway::Connection> = std::sync::Arc::downgrade(&self.connection);
+        let weak: Weak<crate::connection::Connection> = std::sync::Arc::downgrade(&self.connection);
         tokio::spawn(async move {
             loop {
                 let notice = match notices.recv().await {
