@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
 
 /// `sampling/createMessage`: the agent's model completes messages the server wrote.
 pub const SAMPLING: &str = portcullis_harness::MCP_SAMPLING;
@@ -33,6 +34,25 @@ pub const ROOTS: &str = portcullis_harness::MCP_ROOTS;
 /// its calls' actions use.
 pub const RELAYED: [(&str, &str); 3] =
     [(SAMPLING, "sampling"), (ELICITATION, "elicitation"), (ROOTS, "roots")];
+
+/// Where a relayed question carries the key its server gave it (`params._meta`), so the agent answers
+/// under the server's own key; taken out before the question reaches the agent.
+pub const KEY_META: &str = "io.portcullis/inputKey";
+
+/// A question a relayed call puts to a 2026-07-28 agent (see [`AgentRoute::questions`]), and where its
+/// answer goes. The calls parked on such questions (`input_rounds.rs`) build on these; they are defined
+/// here, by the relaying that sends them, so the relaying need not reach up to the rounds.
+#[derive(Debug)]
+pub struct Question {
+    /// The server's key for it, if it gave one.
+    pub key: Option<String>,
+    pub method: &'static str,
+    pub params: Value,
+    pub answer: oneshot::Sender<Result<Value, String>>,
+}
+
+/// Where the relayed calls of one agent request send their questions.
+pub type Questions = mpsc::UnboundedSender<Question>;
 
 /// The call an upstream request belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -54,8 +74,8 @@ pub struct AgentRoute {
     pub peer: Peer<RoleServer>,
     pub request_id: RequestId,
     /// A 2026-07-28 agent (no server-to-client requests): questions go back as its request's answer
-    /// (see [`crate::input_rounds`]) instead of down its connection.
-    pub questions: Option<crate::input_rounds::Questions>,
+    /// (Multi Round-Trip Requests, `input_rounds.rs`) instead of down its connection.
+    pub questions: Option<Questions>,
     /// What a 2026-07-28 agent declared it can answer, from its request's `_meta` (a session's are in
     /// its peer's `initialize`).
     pub capabilities: Option<Value>,
@@ -126,13 +146,12 @@ impl AgentRequestTool {
     /// Puts the question to a 2026-07-28 agent as its request's answer, and waits for its retry.
     async fn ask_in_rounds(
         &self,
-        questions: &crate::input_rounds::Questions,
+        questions: &Questions,
         key: Option<String>,
         invocation: ToolInvocation,
     ) -> Result<ToolOutput, ToolError> {
         let (answer, answered) = tokio::sync::oneshot::channel();
-        let question =
-            crate::input_rounds::Question { key, method: self.method, params: invocation.arguments, answer };
+        let question = Question { key, method: self.method, params: invocation.arguments, answer };
         if questions.send(question).is_err() {
             return Err(ToolError::new(
                 CallErrorCode::AgentGone,
@@ -164,7 +183,7 @@ impl AgentRequestTool {
 /// nothing else is in it).
 fn take_input_key(params: &mut Value) -> Option<String> {
     let meta = params.get_mut("_meta").and_then(Value::as_object_mut)?;
-    let key = meta.remove(crate::input_rounds::KEY_META).and_then(|k| k.as_str().map(str::to_owned));
+    let key = meta.remove(KEY_META).and_then(|k| k.as_str().map(str::to_owned));
     if meta.is_empty()
         && let Some(params) = params.as_object_mut()
     {

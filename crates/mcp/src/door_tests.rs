@@ -5,8 +5,9 @@
 // Test helpers may unwrap and panic.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::gateway::{ClientIdentity, GatewayBackend, WaitNotes};
-use crate::http::{AgentName, Caller, LOOPBACK_HOSTS, mcp_service};
+use crate::agent_identity::AgentName;
+use crate::backend::{ClientIdentity, GatewayBackend, WaitNotes};
+use crate::http::{Caller, LOOPBACK_HOSTS, mcp_service};
 use async_trait::async_trait;
 use axum::Router;
 use axum::extract::Request;

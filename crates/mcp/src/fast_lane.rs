@@ -18,8 +18,10 @@
 //! during such a call (sampling, elicitation, relayed to the agent) go on the session's standalone
 //! stream, as rmcp sends them for a request whose own stream has ended.
 
-use crate::gateway::{Connection, GatewayHandler};
-use crate::jsonrpc::Screened;
+use crate::connection::Connection;
+use crate::envelope::Screened;
+use crate::gateway::GatewayHandler;
+use crate::progress::LaneSink;
 use axum::body::Body;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -27,131 +29,21 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode, header};
 use rmcp::model::{
-    ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, Notification,
-    ProgressNotificationParam, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
 };
 use rmcp::service::{RequestContext, Service as _};
-use rmcp::transport::streamable_http_server::SessionManager as _;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+// The lane's table of sessions lives below the handler, with the connections it holds; offered here as
+// well, where the middleware that serves from it is.
+pub use crate::connection::FastLane;
+
 const SESSION_HEADER: &str = "mcp-session-id";
 const PROTOCOL_HEADER: &str = "mcp-protocol-version";
-
-/// One session as the lane knows it.
-struct Lane {
-    /// The session's handler state, once the client sent `notifications/initialized`.
-    connection: Weak<Connection>,
-    /// Milliseconds since the lane's start at the session's last request.
-    last_seen: AtomicU64,
-}
-
-/// The sessions of one gateway, by MCP session id.
-pub struct FastLane {
-    sessions: Mutex<HashMap<Arc<str>, Arc<Lane>>>,
-    manager: Arc<LocalSessionManager>,
-    idle: Duration,
-    started: Instant,
-}
-
-impl std::fmt::Debug for FastLane {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FastLane").field("idle", &self.idle).finish_non_exhaustive()
-    }
-}
-
-impl FastLane {
-    /// The lane over `manager`'s sessions, closing those idle for `idle`; the closing task ends with
-    /// `shutdown`.
-    pub fn start(
-        manager: Arc<LocalSessionManager>,
-        idle: Duration,
-        shutdown: CancellationToken,
-    ) -> Arc<Self> {
-        let lane = Arc::new(FastLane {
-            sessions: Mutex::new(HashMap::new()),
-            manager,
-            idle,
-            started: Instant::now(),
-        });
-        let weak = Arc::downgrade(&lane);
-        let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    _ = tick.tick() => {}
-                }
-                let Some(lane) = weak.upgrade() else { break };
-                lane.close_idle().await;
-            }
-        });
-        lane
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Arc<Lane>>> {
-        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn now(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// A session rmcp just created.
-    fn opened(&self, id: &str) {
-        let lane = Lane { connection: Weak::new(), last_seen: AtomicU64::new(self.now()) };
-        self.lock().insert(Arc::from(id), Arc::new(lane));
-    }
-
-    /// The handler of session `id` finished `initialize`: its requests may take the lane.
-    pub(crate) fn attach(&self, id: &str, connection: Weak<Connection>) {
-        let now = self.now();
-        let mut sessions = self.lock();
-        let lane = Lane { connection, last_seen: AtomicU64::new(now) };
-        sessions.insert(Arc::from(id), Arc::new(lane));
-    }
-
-    /// Marks a request of session `id`; returns what the lane knows of it.
-    fn seen(&self, id: &str) -> Option<Arc<Lane>> {
-        let lane = self.lock().get(id).cloned()?;
-        lane.last_seen.store(self.now(), Ordering::Relaxed);
-        Some(lane)
-    }
-
-    fn forget(&self, id: &str) {
-        self.lock().remove(id);
-    }
-
-    /// Closes the sessions idle for longer than the limit, and forgets those rmcp no longer holds.
-    async fn close_idle(&self) {
-        let now = self.now();
-        let idle = u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX);
-        let known: Vec<(Arc<str>, u64)> = self
-            .lock()
-            .iter()
-            .map(|(id, lane)| (id.clone(), lane.last_seen.load(Ordering::Relaxed)))
-            .collect();
-        for (id, last_seen) in known {
-            let session: rmcp::transport::streamable_http_server::SessionId = id.clone();
-            if now.saturating_sub(last_seen) >= idle {
-                tracing::info!(session = %id, idle_s = self.idle.as_secs(), "MCP session closed after idling");
-                if let Err(e) = self.manager.close_session(&session).await {
-                    tracing::debug!(error = %e, "idle session not closed");
-                }
-                self.forget(&id);
-            } else if !self.manager.has_session(&session).await.unwrap_or(true) {
-                self.forget(&id);
-            }
-        }
-    }
-}
 
 /// Whether the headers let a request be answered here: the client takes JSON (and, as the transport
 /// requires, event streams), names no method in headers (rmcp checks those against the body), and
@@ -232,21 +124,6 @@ const JSON_WITHIN: Duration = Duration::from_secs(1);
 /// A comment on an open event stream this often.
 const STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Where a call served on the lane sends its progress: put in the handler's context; the lane turns
-/// the answer into an event stream when progress comes before the end.
-#[derive(Debug, Clone)]
-pub struct LaneSink(mpsc::UnboundedSender<ServerJsonRpcMessage>);
-
-impl LaneSink {
-    /// Sends one progress notification on the request's answer.
-    pub(crate) fn progress(&self, param: ProgressNotificationParam) -> Result<(), String> {
-        let notice = ServerNotification::ProgressNotification(Notification::new(param));
-        self.0
-            .send(JsonRpcMessage::notification(notice))
-            .map_err(|_| "the request's answer has ended".to_owned())
-    }
-}
-
 /// Runs one request on the session's handler, and answers it as JSON when the answer is all there is to say within [`JSON_WITHIN`]; else as an event stream of
 /// its progress and then the answer.
 async fn serve(
@@ -261,7 +138,7 @@ async fn serve(
     context.meta = std::mem::take(request.get_meta_mut());
     context.extensions = std::mem::take(request.extensions_mut());
     context.extensions.insert(parts);
-    context.extensions.insert(LaneSink(sink));
+    context.extensions.insert(LaneSink::new(sink));
     let cancel = CancellationToken::new();
     context.ct = cancel.child_token();
     let handler = GatewayHandler { connection: connection.clone() };

@@ -3,8 +3,8 @@
 //! at any time.
 
 use crate::convert::{annotations_of, call_result, output_of, tool_of};
+use crate::envelope::check_envelope;
 use crate::gateway::malformed_call;
-use crate::jsonrpc::check_envelope;
 use crate::upstream::{UpstreamLimits, spec_of_listed};
 use crate::wire::{WireNames, is_wire_safe};
 use portcullis_harness::{CallOutcome, DecidedBy, ToolCallResult, ToolSpec};

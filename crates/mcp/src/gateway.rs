@@ -5,21 +5,19 @@
 //! result with `isError` naming the reason and the deciding rule.
 
 use crate::caller::CallerGone;
-use crate::client_side::{AgentRoute, AgentRoutes, CallOrigin};
+use crate::client_side::{AgentRoute, CallOrigin};
+use crate::connection::Connection;
 use crate::convert::{call_result, tool_of};
-use crate::jsonrpc::{CLIENT_METHODS, TOOLS_CALL};
-use crate::offered::{Naming, ServerOfferings};
-use crate::upstream::UpstreamNotice;
+use crate::envelope::{CLIENT_METHODS, TOOLS_CALL};
+use crate::offered::Naming;
 use crate::wire::WireNames;
-use async_trait::async_trait;
-use portcullis_harness::{EventSubscription, McpRequest, ToolCallResult, ToolSpec, TraceParent};
+use portcullis_harness::{McpRequest, ToolCallResult, TraceParent};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
+    CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerResult, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -27,104 +25,14 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use tokio::sync::{broadcast, mpsc, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc;
 
-/// Where a backend says what a call is waiting for before it runs (one line each).
-pub type WaitNotes = mpsc::UnboundedSender<String>;
+// What the gateway serves, defined in a leaf below it (the stateless registry and the rounds use it
+// too); offered here as well, where the hub and other crates find it.
+pub use crate::backend::{ClientIdentity, GatewayBackend, WaitNotes};
 
 /// Tools per `tools/list` page.
 pub const TOOLS_PAGE: usize = 100;
-
-/// Who connected, as the client said in `initialize`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientIdentity {
-    pub name: String,
-    pub version: String,
-    /// `http` or `stdio`.
-    pub transport: &'static str,
-    /// The agent's own session this connection belongs to, as the stdio relay names it
-    /// ([`crate::agent_names::AGENT_SESSION_HEADER`]): the hub records the calls under it, beside the same session's hook
-    /// calls. Checked for shape only; it labels rows, it grants nothing.
-    pub linked_session: Option<String>,
-    /// The folder the agent works in, as the stdio relay names it ([`crate::agent_names::AGENT_PROJECT_HEADER`]): the
-    /// session's recorded folder. An absolute path, or nothing.
-    pub project: Option<String>,
-}
-
-/// What the gateway serves: the hub implements it.
-#[async_trait]
-pub trait GatewayBackend: Send + Sync + 'static {
-    /// The tools an agent may see now (grants applied), in registry order.
-    fn visible_tools(&self) -> Vec<ToolSpec>;
-    /// Every registered tool name (visible or not), so a call of a hidden tool is refused by name
-    /// (`tool_denied`) rather than as unknown.
-    fn registered_names(&self) -> Vec<String>;
-    /// The wire-name table of every registered name; backends may cache it until the tools change.
-    fn wire_names(&self) -> std::sync::Arc<WireNames> {
-        let registered = self.registered_names();
-        std::sync::Arc::new(WireNames::new(registered.iter().map(String::as_str)))
-    }
-    /// A client finished `initialize`: opens its ledger session and returns the session id.
-    async fn open_session(&self, client: ClientIdentity) -> String;
-    /// The connection ended.
-    async fn close_session(&self, session_id: String);
-    /// Runs one call through the pipeline; `cancel` fires when the client cancels the request or is
-    /// gone (its session ended, its connection closed). Notes on what the call waits for before it runs
-    /// (an operator's approval, and how long it may take) go to `waiting`, when given: the gateway sends
-    /// them as MCP progress to a client that gave a progress token. `request` is what the agent's request
-    /// said besides the tool and its arguments (kept with the call's records).
-    #[allow(clippy::too_many_arguments)] // the call's parts, and how it is run
-    async fn call(
-        &self,
-        session_id: &str,
-        call_id: &str,
-        tool: &str,
-        arguments: Value,
-        request: McpRequest,
-        cancel: CancellationToken,
-        waiting: Option<WaitNotes>,
-    ) -> ToolCallResult;
-    /// Records a `tools/call` whose params were malformed (no tool name, a name that is not a string,
-    /// arguments that are not an object) as one blocked call (`invalid_arguments`) and returns it.
-    async fn refuse_malformed(
-        &self,
-        session_id: &str,
-        call_id: &str,
-        tool: &str,
-        arguments: Value,
-        message: String,
-    ) -> ToolCallResult;
-    /// Changes whenever the visible tool list may have changed (grants, policy, registry).
-    fn tools_changed(&self) -> watch::Receiver<u64>;
-    /// The pipeline's events (progress of calls is forwarded to clients that asked for it).
-    fn events(&self) -> Option<EventSubscription> {
-        None
-    }
-    /// How agents see upstream names (tools, resources, prompts).
-    fn naming(&self) -> Naming {
-        Naming::Namespaced
-    }
-    /// The upstream servers' resources, templates and prompts agents may see now: what the grants
-    /// hide and what the policy forbids left out (only servers [`Self::naming`] shows).
-    fn offerings(&self) -> Vec<ServerOfferings> {
-        Vec::new()
-    }
-    /// Sends a request that is not a call (completion, logging level, subscriptions) to a server.
-    async fn forward(&self, server: &str, request: ClientRequest) -> Result<ServerResult, McpError> {
-        let _ = request;
-        Err(McpError::invalid_request(format!("no upstream server {server:?}"), None))
-    }
-    /// The upstream servers' notifications (resource updates, log messages).
-    fn notices(&self) -> Option<broadcast::Receiver<UpstreamNotice>> {
-        None
-    }
-    /// Where the gateway says which agent each call in flight came from, so upstream servers' requests
-    /// during a call (sampling, elicitation) reach that agent; none: they are not relayed.
-    fn agent_routes(&self) -> Option<AgentRoutes> {
-        None
-    }
-}
 
 /// What Portcullis tells agents about itself (the gateway and the stdio relay alike).
 pub fn server_config() -> ServerConfig {
@@ -255,41 +163,6 @@ fn wire_names_in_search(result: &mut ToolCallResult, names: &WireNames) {
     }
 }
 
-/// One connection's state, shared by the clones rmcp makes of the handler; closing the ledger session
-/// when the last clone goes.
-pub(crate) struct Connection {
-    pub(crate) backend: Arc<dyn GatewayBackend>,
-    transport: &'static str,
-    session: OnceLock<String>,
-    calls: AtomicU64,
-    /// The least severe log level this agent asked for (`logging/setLevel`); none: no log messages.
-    pub(crate) log_level: std::sync::Mutex<Option<u8>>,
-    /// The resource URIs (as this agent names them) it subscribed to.
-    pub(crate) subscriptions: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Where this connection's requests may be answered without rmcp's session worker (HTTP only).
-    pub(crate) lane: Option<Arc<crate::fast_lane::FastLane>>,
-    /// The agent's side of the session, and the protocol version agreed, from `initialize`.
-    pub(crate) peer: OnceLock<Peer<RoleServer>>,
-    pub(crate) negotiated: OnceLock<String>,
-    /// The requests served on the fast lane still running, to cancel them on `notifications/cancelled`.
-    pub(crate) fast_calls:
-        std::sync::Mutex<std::collections::HashMap<rmcp::model::RequestId, CancellationToken>>,
-    /// Where stateless (2026-07-28) clients' ledger sessions are kept (HTTP only).
-    stateless: Option<Arc<crate::stateless::StatelessSessions>>,
-    /// The ledger session of the stateless client whose one request this handler serves: not this
-    /// connection's to close.
-    shared: OnceLock<Arc<crate::stateless::StatelessSession>>,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        if let (Some(session), Ok(runtime)) = (self.session.take(), tokio::runtime::Handle::try_current()) {
-            let backend = self.backend.clone();
-            runtime.spawn(async move { backend.close_session(session).await });
-        }
-    }
-}
-
 /// The MCP server handler of one agent connection.
 #[derive(Clone)]
 pub struct GatewayHandler {
@@ -301,12 +174,12 @@ impl GatewayHandler {
         Self::on_lane(backend, transport, None, None)
     }
 
-    /// A handler whose session's requests may take `lane` (see [`crate::fast_lane`]), and whose
+    /// A handler whose session's requests may take `lane` (the fast lane, `fast_lane.rs`), and whose
     /// stateless requests are recorded in the ledger sessions `stateless` keeps.
     pub fn on_lane(
         backend: Arc<dyn GatewayBackend>,
         transport: &'static str,
-        lane: Option<Arc<crate::fast_lane::FastLane>>,
+        lane: Option<Arc<crate::connection::FastLane>>,
         stateless: Option<Arc<crate::stateless::StatelessSessions>>,
     ) -> Self {
         GatewayHandler {
@@ -565,7 +438,9 @@ impl ServerHandler for GatewayHandler {
         let stateless = self.connection.shared.get().cloned();
         if let (Some(client), Some(token)) = (&stateless, request.request_state.as_deref()) {
             let responses = request.input_responses.as_ref();
-            let round = self.resume_in_rounds(client, token, &tool, &arguments, responses, &context).await?;
+            let round =
+                crate::call_rounds::resume_in_rounds(client, token, &tool, &arguments, responses, &context)
+                    .await?;
             return crate::call_rounds::response_of(round, |r| self.finished(&tool, r, &names));
         }
         let call_id = self.next_call_id();
@@ -599,7 +474,8 @@ impl ServerHandler for GatewayHandler {
                 waiting,
                 offered,
             };
-            let round = self.call_in_rounds(client, call, &context).await?;
+            let round =
+                crate::call_rounds::call_in_rounds(&self.connection.backend, client, call, &context).await?;
             if let Some(mut forwarder) = forwarder
                 && tokio::time::timeout(crate::progress::PROGRESS_DRAIN, &mut forwarder).await.is_err()
             {

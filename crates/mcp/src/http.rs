@@ -5,7 +5,8 @@
 //! answer its own prompts. rmcp's own Host allowlist stays on behind it. Every refusal is logged and,
 //! when the guard has a [`RefusalLog`], handed to it (the hub records them in its ledger).
 
-use crate::gateway::{GatewayBackend, GatewayHandler};
+use crate::backend::GatewayBackend;
+use crate::gateway::GatewayHandler;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -17,6 +18,11 @@ use serde_json::json;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+
+// The identity the guard puts in a request's extensions; its home is a leaf, so that what reads it
+// (idempotency scoping, stateless clients' keys) need not name this module. Offered here as well, where
+// the guard that names it is.
+pub use crate::agent_identity::{AgentName, DEFAULT_AGENT};
 
 /// The Host names a loopback gateway answers to (any port).
 pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -33,15 +39,6 @@ pub enum Caller {
     /// The operator: holds the operator token (approvals, session grants).
     Operator,
 }
-
-/// The agent identity a request's token names, put in its extensions beside [`Caller::Agent`]: the
-/// name of a named agent token, or [`DEFAULT_AGENT`] for the gateway token. Effects (idempotency keys)
-/// are scoped by it, so one agent cannot reach another's results.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentName(pub Arc<str>);
-
-/// The identity of the gateway token's holder.
-pub const DEFAULT_AGENT: &str = "default";
 
 /// Which callers a route admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -355,7 +352,7 @@ pub fn mcp_service(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = None;
     let sessions = Arc::new(sessions);
-    let lane = crate::fast_lane::FastLane::start(sessions.clone(), limits.idle, shutdown.child_token());
+    let lane = crate::connection::FastLane::start(sessions.clone(), limits.idle, shutdown.child_token());
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown)
         .with_allowed_hosts(allowed_hosts)
@@ -384,7 +381,7 @@ pub fn mcp_service(
 pub struct McpService {
     pub service: StreamableHttpService<GatewayHandler, LocalSessionManager>,
     pub bound: crate::sessions::SessionBound,
-    pub lane: Arc<crate::fast_lane::FastLane>,
+    pub lane: Arc<crate::connection::FastLane>,
 }
 
 #[cfg(test)]

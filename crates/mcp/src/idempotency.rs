@@ -4,8 +4,8 @@
 //! in the `initialize` answer (rmcp's capability type has no such field, so it is added to the answer's
 //! bytes).
 
-use crate::http::AgentName;
-use crate::jsonrpc::EnvelopeError;
+use crate::agent_identity::AgentName;
+use crate::envelope::{EnvelopeError, Screened};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -116,7 +116,7 @@ const TOOLS_CAPABILITY_WITH_KEYS: &[u8] = br#""tools":{"listChanged":true,"idemp
 /// `initialize` or `server/discover` (a JSON answer, or the one SSE event of the request's stream).
 pub async fn advertise_idempotency(request: Request, next: Next) -> Response {
     // The capabilities are in the answer to `initialize` (2025-11-25) or `server/discover` (2026-07-28).
-    let is_initialize = request.extensions().get::<crate::jsonrpc::Screened>().is_some_and(|s| {
+    let is_initialize = request.extensions().get::<Screened>().is_some_and(|s| {
         matches!(&s.0, JsonRpcMessage::Request(r)
             if matches!(r.request, ClientRequest::InitializeRequest(_) | ClientRequest::DiscoverRequest(_)))
     });

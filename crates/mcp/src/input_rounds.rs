@@ -12,7 +12,7 @@
 //! the parked call waits on for its own retry). An upstream's own `requestState` never reaches the
 //! agent: it stays with the hub's call, which hands it back to its server untouched.
 
-use crate::client_side::{ELICITATION, ROOTS, SAMPLING};
+use crate::client_side::{ELICITATION, Question, ROOTS, RouteGuard, SAMPLING};
 use portcullis_harness::CallErrorCode;
 use portcullis_harness::{CallError, CallOutcome, DecidedBy, ToolCallResult};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
@@ -27,9 +27,6 @@ use tokio_util::sync::CancellationToken;
 
 /// The key an input request gets when its question came without one (a 2025 server's request).
 pub const INPUT_KEY: &str = "portcullis-input";
-/// Where a relayed question carries the key its server gave it (`params._meta`), so the agent answers
-/// under the server's own key; taken out before the question reaches the agent.
-pub const KEY_META: &str = "io.portcullis/inputKey";
 /// How long a round waits, after its first question, for the others asked with it (an upstream asks
 /// several at once; each is judged as a call of its own, and they arrive a moment apart).
 pub const GATHER: Duration = Duration::from_millis(25);
@@ -38,19 +35,6 @@ pub const MAX_PARKED: usize = 16;
 /// A parked call whose agent has not come back for this long is ended (its question times out).
 pub const PARKED_FOR: Duration = Duration::from_secs(15 * 60);
 
-/// A question a relayed call puts to a 2026-07-28 agent, and where its answer goes.
-#[derive(Debug)]
-pub struct Question {
-    /// The server's key for it, if it gave one.
-    pub key: Option<String>,
-    pub method: &'static str,
-    pub params: Value,
-    pub answer: oneshot::Sender<Result<Value, String>>,
-}
-
-/// Where the relayed calls of one agent request send their questions.
-pub type Questions = mpsc::UnboundedSender<Question>;
-
 /// A hub call running for a 2026-07-28 request: its task, the questions it asks, how to cancel it.
 pub struct RunningCall {
     pub call_id: String,
@@ -58,7 +42,7 @@ pub struct RunningCall {
     pub questions: mpsc::UnboundedReceiver<Question>,
     pub cancel: CancellationToken,
     /// Keeps the call's agent route (its later questions find it) for as long as the call runs.
-    pub route: Option<crate::client_side::RouteGuard>,
+    pub route: Option<RouteGuard>,
     /// Answers the agent sent with its call before anything was asked (`inputResponses` without our
     /// `requestState`), by the server's key: a question under that key, once the policy let it
     /// through, is answered with it instead of being put to the agent (each used once).

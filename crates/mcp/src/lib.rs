@@ -2,13 +2,17 @@
 //! agents (Streamable HTTP with a bearer token and Origin checks, or stdio), and the bridge that brings
 //! upstream MCP servers' tools into the registry.
 
+pub mod agent_identity;
 pub mod agent_names;
+pub mod backend;
 mod call_rounds;
 pub mod caller;
 pub mod client_side;
+mod connection;
 pub mod convert;
 #[cfg(test)]
 mod door_tests;
+pub mod envelope;
 pub mod fast_lane;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -115,8 +115,15 @@ impl GatewayHandler {
         if let Some(client) = self.stateless_client() {
             let round = match state.as_deref() {
                 Some(token) => {
-                    self.resume_in_rounds(&client, token, &tool, &params, responses.as_ref(), &context)
-                        .await?
+                    crate::call_rounds::resume_in_rounds(
+                        &client,
+                        token,
+                        &tool,
+                        &params,
+                        responses.as_ref(),
+                        &context,
+                    )
+                    .await?
                 }
                 None => {
                     let call_id = self.next_call_id();
@@ -130,7 +137,8 @@ impl GatewayHandler {
                         waiting: None,
                         offered: responses,
                     };
-                    self.call_in_rounds(&client, call, &context).await?
+                    crate::call_rounds::call_in_rounds(&self.connection.backend, &client, call, &context)
+                        .await?
                 }
             };
             return match round {
@@ -260,7 +268,7 @@ impl GatewayHandler {
     /// messages at or above its level) until the connection ends.
     pub(crate) fn forward_notices(&self, peer: Peer<RoleServer>) {
         let Some(mut notices) = self.connection.backend.notices() else { return };
-        let weak: Weak<crate::gateway::Connection> = std::sync::Arc::downgrade(&self.connection);
+        let weak: Weak<crate::connection::Connection> = std::sync::Arc::downgrade(&self.connection);
         tokio::spawn(async move {
             loop {
                 let notice = match notices.recv().await {

@@ -2,7 +2,10 @@
 //! progress, sent as MCP progress notifications on the session's stream or the fast lane's answer.
 
 use portcullis_harness::{EventDelivery, EventPayload, EventSubscription};
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{
+    JsonRpcMessage, Notification, ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
+    ServerNotification,
+};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
@@ -36,20 +39,41 @@ fn progress_param(token: ProgressToken, value: &Value, step: u64) -> ProgressNot
     param
 }
 
+/// Where a call served on the fast lane (`fast_lane.rs`) sends its progress: put in the handler's
+/// context; the lane turns the answer into an event stream when progress comes before the end. Kept
+/// here, with the progress that goes into it, so the handler's progress need not name the lane.
+#[derive(Debug, Clone)]
+pub struct LaneSink(mpsc::UnboundedSender<ServerJsonRpcMessage>);
+
+impl LaneSink {
+    /// A sink sending onto `answer`, the lane's answer to one request.
+    pub(crate) fn new(answer: mpsc::UnboundedSender<ServerJsonRpcMessage>) -> Self {
+        LaneSink(answer)
+    }
+
+    /// Sends one progress notification on the request's answer.
+    pub(crate) fn progress(&self, param: ProgressNotificationParam) -> Result<(), String> {
+        let notice = ServerNotification::ProgressNotification(Notification::new(param));
+        self.0
+            .send(JsonRpcMessage::notification(notice))
+            .map_err(|_| "the request's answer has ended".to_owned())
+    }
+}
+
 /// How long a call's answer waits for its progress notifications to be sent (they are queued before
 /// the call's end; this bounds the wait if the end was missed, e.g. a lagging subscription).
 pub(crate) const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where a call's progress goes: the session's rmcp peer (onto the request's event stream), or the
-/// fast lane's own answer to the request ([`crate::fast_lane`]).
+/// fast lane's own answer to the request ([`LaneSink`]).
 pub(crate) enum ProgressSink {
     Peer(Peer<RoleServer>),
-    Lane(crate::fast_lane::LaneSink),
+    Lane(LaneSink),
 }
 
 impl ProgressSink {
     pub(crate) fn of(context: &RequestContext<RoleServer>) -> Self {
-        match context.extensions.get::<crate::fast_lane::LaneSink>() {
+        match context.extensions.get::<LaneSink>() {
             Some(lane) => ProgressSink::Lane(lane.clone()),
             None => ProgressSink::Peer(context.peer.clone()),
         }

@@ -6,7 +6,7 @@
 //! answer when they contradict its body (rmcp ignores them below 2026-07-28). Headers that are absent are
 //! not this check's business: rmcp requires them of 2026-07-28 requests itself.
 
-use crate::jsonrpc::EnvelopeError;
+use crate::envelope::EnvelopeError;
 use http::HeaderMap;
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode, JsonRpcMessage};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! scope of the operator's session grants.
 //!
 //! What "session" means for a stateless client: the agent identity its bearer token names
-//! ([`crate::http::AgentName`], [`crate::http::DEFAULT_AGENT`] for the gateway token) together with the
+//! ([`crate::agent_identity::AgentName`], [`DEFAULT_AGENT`] for the gateway token) together with the
 //! `clientInfo` (name and version) its requests carry in `_meta` — the key
 //! `agent:<name>/<client name>@<client version>` ([`ClientKey`]). Every request under one key shares one
 //! ledger session, opened at the key's first request and closed once no request has used it for the
@@ -15,8 +15,8 @@
 //! 2025-11-25 sessions); when they are all taken, further clients of an agent share the key
 //! `agent:<name>/(other clients)`.
 
-use crate::gateway::{ClientIdentity, GatewayBackend};
-use crate::http::DEFAULT_AGENT;
+use crate::agent_identity::DEFAULT_AGENT;
+use crate::backend::{ClientIdentity, GatewayBackend};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use std::collections::HashMap;
@@ -241,7 +241,7 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 pub fn check_removed_method(
     headers: &http::HeaderMap,
     body: &[u8],
-) -> Result<(), crate::jsonrpc::EnvelopeError> {
+) -> Result<(), crate::envelope::EnvelopeError> {
     let header = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
     // Dated versions compare as text (rmcp's `has_initialize` does the same).
     let modern = |v: &str| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str();
@@ -259,7 +259,7 @@ pub fn check_removed_method(
         Some(id @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => id.clone(),
         _ => serde_json::Value::Null,
     };
-    Err(crate::jsonrpc::EnvelopeError {
+    Err(crate::envelope::EnvelopeError {
         code: rmcp::model::ErrorCode::METHOD_NOT_FOUND,
         message: format!("Method not found: {method} is not part of MCP {}", version.unwrap_or_default()),
         id,

@@ -92,7 +92,7 @@ async fn answer_all(
         if let Value::Object(map) = &mut params {
             let meta = map.entry("_meta").or_insert_with(|| json!({}));
             if let Value::Object(meta) = meta {
-                meta.insert(crate::input_rounds::KEY_META.to_owned(), Value::String(key.clone()));
+                meta.insert(crate::client_side::KEY_META.to_owned(), Value::String(key.clone()));
             }
         }
         let (relay, origin, server, key) = (relay.clone(), origin.clone(), server.to_owned(), key.clone());
