@@ -4,7 +4,8 @@
 //! default's rules plus the new one, so the operator's most useful answer is there from the start.
 
 use crate::discovery::DEFAULT_POLICY_SOURCE;
-use crate::policy::{Policy, PolicyLayer};
+use crate::layer::PolicyLayer;
+use crate::policy::Policy;
 use std::io::Write;
 use std::path::Path;
 

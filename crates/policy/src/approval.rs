@@ -5,9 +5,12 @@
 pub use crate::always_target::{AlwaysTarget, always_target, default_always_file};
 use crate::always_target::{as_user_file, create_file, target_layer};
 use crate::document::{Access, CommandRule, Decision, PathRoot, PatternElement, PolicyDocument};
+use crate::evaluation::EvalContext;
+use crate::layer::{PolicyError, PolicyLayer};
 use crate::live::LivePolicy;
 use crate::paths::resolve;
-use crate::policy::{EvalContext, Policy, PolicyError, PolicyLayer, tokens_of};
+use crate::policy::Policy;
+use crate::rule::tokens_of;
 use crate::shell::analyze;
 use crate::splice::append_to_array;
 use async_trait::async_trait;

@@ -8,7 +8,8 @@
 use crate::always_target::target_layer;
 use crate::approval::Amendment;
 use crate::document::{NetworkGrant, OtherHosts, PolicyDocument};
-use crate::policy::{NetworkScope, Policy};
+use crate::policy::Policy;
+use crate::rule::NetworkScope;
 use crate::splice::append_to_rule_array;
 use portcullis_harness::{ApprovalRequest, DecidedBy, HostPattern};
 pub use portcullis_harness::{asks_for_host, host_action};
@@ -93,7 +94,7 @@ pub(crate) fn splice_hosts(text: &str, hosts: &[HostAddition]) -> Option<String>
 mod tests {
     use super::*;
     use crate::approval::append_amendment;
-    use crate::policy::PolicyLayer;
+    use crate::layer::PolicyLayer;
     use portcullis_harness::{CallContext, PolicyVerdict};
     use std::sync::Arc;
 

@@ -4,7 +4,9 @@
 //! cannot drift apart again.
 
 use crate::document::{Decision, SandboxMode};
-use crate::policy::{Analyzed, EvalContext, Evaluation, Policy};
+use crate::evaluate::Analyzed;
+use crate::evaluation::{EvalContext, Evaluation};
+use crate::policy::Policy;
 use portcullis_harness::{ActionKind, Enforcement, ExecutionAction, SandboxProfile, SandboxSupport};
 
 /// What the policy makes of an action: the evaluation (its decision, rules, places, reasons) and, for a
