@@ -5,6 +5,7 @@
 //! "always" rule to a policy file.
 
 mod always_target;
+mod amendment;
 pub mod approval;
 pub mod discovery;
 pub mod document;
@@ -12,6 +13,7 @@ pub mod evaluate;
 mod evaluation;
 mod examples;
 mod executed;
+mod file_writes;
 mod folders;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -34,9 +36,10 @@ pub mod snapshot;
 mod splice;
 mod version;
 
+pub use amendment::{Amendment, RuleScope};
 pub use approval::{
-    Amendment, ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, RuleScope,
-    SessionGrant, SessionGrants, append_amendment,
+    ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, SessionGrant, SessionGrants,
+    append_amendment,
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
 pub use evaluate::Analyzed;
