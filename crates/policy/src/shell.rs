@@ -10,6 +10,7 @@ mod file_operands;
 mod heredocs;
 mod interpreters;
 mod kinds;
+mod known_literals;
 mod literal_variables;
 mod options;
 mod program_specs;
@@ -27,10 +28,11 @@ mod writing_programs;
 use assignments::assignment;
 use declarations::declaration_exports;
 use kinds::KindName;
+use kinds::node_text;
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
 use variables::Reach;
-use words::{Word, is_pattern, node_text, resolve};
+use words::{Word, is_pattern, resolve};
 
 pub use program_table::{OptionRow, OptionValue, ProgramRow, program_table};
 pub use variables::with_whole_environment;
@@ -319,7 +321,7 @@ impl Analyzer {
             self.out.parse_errors = true;
         }
         let outer = std::mem::replace(&mut self.numeric, constructs::Numeric::of_script(root, script));
-        let _known = literal_variables::install(literal_variables::Known::of_script(root, script));
+        let _known = known_literals::install(literal_variables::of_script(root, script));
         self.visit(root, script, ctx, 0);
         self.numeric = outer;
     }
