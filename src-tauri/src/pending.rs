@@ -12,14 +12,6 @@ use portcullis_api::types::{Approval, FeedEvent, FeedItem};
 use portcullis_api::{Sink, TableCalls as _};
 use tauri::{AppHandle, Manager};
 
-/// The window's title: `Portcullis — 2 waiting`, plain `Portcullis` when nothing waits.
-pub fn title(pending: usize) -> String {
-    match pending {
-        0 => "Portcullis".to_owned(),
-        n => format!("Portcullis — {n} waiting"),
-    }
-}
-
 /// Batches of the feed held for the follower at most; a follower that falls behind further counts its
 /// feed as gone (the count is read again whenever it runs).
 const BACKLOG: usize = 256;
@@ -64,7 +56,7 @@ pub fn follow(app: AppHandle, tray: Option<Tray>, notifier: Option<Notifier>) {
             }
             shown = Some(pending);
             if let Some(window) = app.get_webview_window(window::MAIN)
-                && let Err(e) = window.set_title(&title(pending))
+                && let Err(e) = window.set_title(&window::title(pending))
             {
                 tracing::debug!("the window title did not change: {e}");
             }
@@ -83,16 +75,4 @@ async fn client_of(client: &portcullis_api::HubClient, approval: &Approval) -> O
     }
     let sessions = client.sessions().await.ok()?;
     sessions.into_iter().find(|s| s.id == approval.session_id).map(|s| s.client)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_title_says_how_many_wait() {
-        assert_eq!(title(0), "Portcullis");
-        assert_eq!(title(1), "Portcullis — 1 waiting");
-        assert_eq!(title(2), "Portcullis — 2 waiting");
-    }
 }

@@ -83,7 +83,7 @@ fn on_menu(app: &AppHandle, event: MenuEvent) {
 fn tooltip(pending: usize) -> String {
     match pending {
         0 => "Portcullis — nothing waiting".to_owned(),
-        n => crate::pending::title(n),
+        n => window::title(n),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The main window's two shared paths: bringing it before the operator (a second launch, the tray, a
 //! clicked notification) and quitting, which asks first while calls wait — the same question whether
-//! the operator closes the window or picks the tray's "Quit".
+//! the operator closes the window or picks the tray's "Quit". And its title, which the tray's tooltip
+//! repeats.
 
 use crate::CloseAsked;
 use crate::hub_host::HubHost;
@@ -9,6 +10,14 @@ use tauri_specta::Event;
 
 /// The label of the one window (tauri.conf.json, capabilities/main.json).
 pub const MAIN: &str = "main";
+
+/// The window's title: `Portcullis — 2 waiting`, plain `Portcullis` when nothing waits.
+pub fn title(pending: usize) -> String {
+    match pending {
+        0 => "Portcullis".to_owned(),
+        n => format!("Portcullis — {n} waiting"),
+    }
+}
 
 /// Shows, unminimizes and focuses the main window.
 pub fn bring(app: &AppHandle) {
@@ -47,5 +56,17 @@ pub fn ask_before_quitting(app: &AppHandle) -> bool {
 pub fn quit(app: &AppHandle) {
     if !ask_before_quitting(app) {
         app.exit(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_title_says_how_many_wait() {
+        assert_eq!(title(0), "Portcullis");
+        assert_eq!(title(1), "Portcullis — 1 waiting");
+        assert_eq!(title(2), "Portcullis — 2 waiting");
     }
 }

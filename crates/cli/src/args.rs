@@ -393,6 +393,21 @@ pub struct PolicyFiles {
     pub cwd: Option<PathBuf>,
 }
 
+impl PolicyFiles {
+    /// The working directory of a policy command: `--cwd` (which must exist) or the current one.
+    pub fn working_dir(&self) -> Result<PathBuf, CliError> {
+        let cwd = match &self.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| CliError::BadArgument(format!("the current directory is unreadable: {e}")))?,
+        };
+        std::fs::canonicalize(&cwd)
+            .ok()
+            .filter(|c| c.is_dir())
+            .ok_or_else(|| CliError::BadArgument(format!("--cwd {}: not a directory", cwd.display())))
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PolicyCheckArgs {
     #[command(flatten)]

@@ -3,7 +3,6 @@
 
 use crate::args::{ApproverKind, CallArgs};
 use crate::error::CliError;
-use crate::policy_cmd::working_dir;
 use crate::terminal::TerminalPrompter;
 use portcullis_api::one_call::{OneCall, Prompter, call_once};
 use portcullis_api::types::{CallOutcome, Content};
@@ -13,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 pub fn call(args: &CallArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let cwd = working_dir(&args.files)?;
+    let cwd = args.files.working_dir()?;
     let arguments: Value = serde_json::from_str(&args.arguments)
         .map_err(|e| CliError::BadArgument(format!("the arguments are not JSON: {e}")))?;
     // The terminal when asked for (or, by default, when there is one); otherwise every prompt is denied.

@@ -1,7 +1,7 @@
 //! `portcullis policy check|test|lint|replay`: the policy author's loop — evaluate one call, run the
 //! examples and tests, find dead rules, and see what a change would do to past calls.
 
-use crate::args::{PolicyCheckArgs, PolicyFiles, PolicyReplayArgs, PolicyTestArgs};
+use crate::args::{PolicyCheckArgs, PolicyReplayArgs, PolicyTestArgs};
 use crate::error::CliError;
 use crate::render::clean;
 use portcullis_api::policy_check::{
@@ -13,25 +13,11 @@ use portcullis_api::times::format_time;
 use portcullis_api::types::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
-/// The working directory of a policy command: `--cwd` (which must exist) or the current one.
-pub fn working_dir(files: &PolicyFiles) -> Result<PathBuf, CliError> {
-    let cwd = match &files.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::BadArgument(format!("the current directory is unreadable: {e}")))?,
-    };
-    std::fs::canonicalize(&cwd)
-        .ok()
-        .filter(|c| c.is_dir())
-        .ok_or_else(|| CliError::BadArgument(format!("--cwd {}: not a directory", cwd.display())))
-}
-
 pub fn check(args: &PolicyCheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let cwd = working_dir(&args.files)?;
+    let cwd = args.files.working_dir()?;
     let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
     let verdict = match (&args.call, args.command.as_slice()) {
         (Some(call), _) => {
@@ -178,7 +164,7 @@ fn render_evaluation(e: &Evaluation, out: &mut dyn Write) -> Result<(), CliError
 }
 
 pub fn test(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let cwd = working_dir(&args.files)?;
+    let cwd = args.files.working_dir()?;
     let report = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -220,7 +206,7 @@ pub fn test(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliE
 }
 
 pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let cwd = working_dir(&args.files)?;
+    let cwd = args.files.working_dir()?;
     let PolicyLint { findings, warnings, rules, .. } = lint_policy(&args.files.policies, &cwd)?;
     if args.json {
         writeln!(out, "{}", json!({ "findings": findings, "warnings": warnings }))?;
@@ -245,7 +231,7 @@ pub fn lint_cmd(args: &PolicyTestArgs, out: &mut dyn Write) -> Result<ExitCode, 
 }
 
 pub fn replay(args: &PolicyReplayArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let cwd = working_dir(&args.files)?;
+    let cwd = args.files.working_dir()?;
     let db = args.db.address()?;
     // Bad input says so before anything is printed.
     portcullis_api::ledger::LedgerView::open_at(&db)?;

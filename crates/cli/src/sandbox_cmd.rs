@@ -3,7 +3,6 @@
 
 use crate::args::SandboxExplainArgs;
 use crate::error::CliError;
-use crate::policy_cmd::working_dir;
 use crate::render::clean;
 use portcullis_api::policy_check::{LoadedPolicy, probe_sandbox, quote_shell_word};
 use portcullis_api::types::{Enforcement, SandboxProfile, SandboxSupport};
@@ -92,7 +91,7 @@ fn support_line(support: &SandboxSupport) -> String {
 }
 
 pub fn explain(args: &SandboxExplainArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let cwd = working_dir(&args.files)?;
+    let cwd = args.files.working_dir()?;
     let policy = LoadedPolicy::load(&args.files.policies, &cwd)?;
     let mut evaluation = match args.command.as_slice() {
         [script] => policy.check_command(script),

@@ -1,5 +1,5 @@
 //! The record of what a confined command changed, made while its review commits, holds or discards each
-//! change (see [`crate::change_review`]): each change with what it is, its size and, for a file, the
+//! change (`change_review`, which writes it): each change with what it is, its size and, for a file, the
 //! SHA-256 of its new content — read from the committed file at its real path for a kept change, from
 //! the copy in the command's layer for a held one (before the layer is moved aside). Digests are bounded
 //! so a commit of 10,000 files stays fast: files up to [`DIGEST_MAX_FILE`] bytes, the first

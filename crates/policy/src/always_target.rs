@@ -4,8 +4,8 @@
 //! default's rules plus the new one, so the operator's most useful answer is there from the start.
 
 use crate::discovery::DEFAULT_POLICY_SOURCE;
-use crate::policy::{Policy, PolicyLayer};
-use std::io::Write;
+use crate::layer::PolicyLayer;
+use crate::policy::Policy;
 use std::path::Path;
 
 /// Where "always" writes, and whether writing creates that file.
@@ -76,34 +76,6 @@ pub(crate) fn as_user_file(layer: &mut PolicyLayer, file: &str) {
     layer.source = file.to_owned();
 }
 
-/// Creates the policy file `path` holding `text`, refusing if it exists by then: written to a temporary
-/// file beside it, synced, then linked into place (a link never replaces a file), readable by its owner
-/// only. A config folder made here is its owner's only too: it will hold the hub's credentials.
-pub(crate) fn create_file(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder)?;
-    let temp = crate::approval::temp_beside(path);
-    let result = (|| {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::hard_link(&temp, path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => {
-                std::io::Error::other("the file was created by someone else meanwhile; answer again")
-            }
-            _ => e,
-        })?;
-        if let Ok(dir) = std::fs::File::open(folder) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_file(&temp);
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,21 +92,5 @@ mod tests {
         assert_eq!(reread.document, layer.document);
         assert_eq!(crate::document::PolicyDocument { schema: None, ..document }, layer.document);
         assert_eq!(layer.source, "/home/u/.config/portcullis/policy.json");
-    }
-
-    #[test]
-    fn creating_never_replaces_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config/policy.json");
-        create_file(&path, "{}\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        let e = create_file(&path, "{\"x\": 1}\n").unwrap_err();
-        assert!(e.to_string().contains("created by someone else"), "{e}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}\n");
-        assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1, "no temporary file left");
-        let folder = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode() & 0o777;
-        assert_eq!(folder, 0o700, "a config folder made here is its owner's only");
     }
 }

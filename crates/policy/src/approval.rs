@@ -3,11 +3,16 @@
 //! only when the amended policy provably allows the approved action.
 
 pub use crate::always_target::{AlwaysTarget, always_target, default_always_file};
-use crate::always_target::{as_user_file, create_file, target_layer};
+use crate::always_target::{as_user_file, target_layer};
+pub use crate::amendment::{Amendment, RuleScope};
 use crate::document::{Access, CommandRule, Decision, PathRoot, PatternElement, PolicyDocument};
+use crate::evaluation::EvalContext;
+use crate::file_writes::{create_file, write_replacing};
+use crate::layer::{PolicyError, PolicyLayer};
 use crate::live::LivePolicy;
 use crate::paths::resolve;
-use crate::policy::{EvalContext, Policy, PolicyError, PolicyLayer, tokens_of};
+use crate::policy::Policy;
+use crate::rule::tokens_of;
 use crate::shell::analyze;
 use crate::splice::append_to_array;
 use async_trait::async_trait;
@@ -16,7 +21,6 @@ use portcullis_harness::{
     Receipt, Redactor, RuleRef, Timestamp, arguments_digest,
 };
 use serde::Serialize;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -122,62 +126,6 @@ impl Approvals for DenyingApprover {
                 receipt: None,
             },
         }
-    }
-}
-
-/// What "always" would add to a policy file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Amendment {
-    /// Allow rules, one per sub-command no allow rule covers yet.
-    pub rules: Vec<CommandRule>,
-    /// Read roots, one per file read outside every root.
-    pub read_roots: Vec<PathRoot>,
-    /// Hosts added to an existing rule's `network` list (a host the operator allowed "always").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<crate::host_approval::HostAddition>,
-}
-
-/// How widely one rule of an "always" amendment applies, as the operator chose it: the command's first
-/// `words` words, and (`exact`) no more words after them.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct RuleScope {
-    pub words: u32,
-    pub exact: bool,
-}
-
-impl Amendment {
-    /// This amendment with rule `i` cut to `scopes[i]`: a prefix of at least the program's name, and
-    /// exact only when it keeps every word. A read root is not scoped.
-    pub fn scoped(&self, scopes: &[RuleScope]) -> Result<Amendment, String> {
-        if scopes.len() != self.rules.len() {
-            return Err(format!("{} scopes given for {} rules", scopes.len(), self.rules.len()));
-        }
-        let mut scoped = self.clone();
-        for (rule, scope) in scoped.rules.iter_mut().zip(scopes) {
-            let all = rule.pattern.len();
-            let words = usize::try_from(scope.words).unwrap_or(usize::MAX);
-            if words == 0 || words > all {
-                return Err(format!(
-                    "rule {} has {all} words; a scope keeps 1 to {all}, not {words}",
-                    rule.id
-                ));
-            }
-            if scope.exact && words != all {
-                return Err(format!("rule {}: only the whole command ({all} words) can be exact", rule.id));
-            }
-            rule.pattern.truncate(words);
-            rule.exact = scope.exact;
-        }
-        Ok(scoped)
-    }
-
-    /// Each rule's scope as offered: every word, exact.
-    pub fn scopes(&self) -> Vec<RuleScope> {
-        self.rules
-            .iter()
-            .map(|r| RuleScope { words: u32::try_from(r.pattern.len()).unwrap_or(u32::MAX), exact: r.exact })
-            .collect()
     }
 }
 
@@ -362,7 +310,6 @@ fn amended_text(layer: &PolicyLayer, amendment: &Amendment) -> Result<String, Po
 }
 
 static WRITING: Mutex<()> = Mutex::new(());
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Appends `amendment` to the policy file `target_source` (one of `policy`'s layers) atomically: the file
 /// must be unchanged since it was loaded, the amended policy must load (examples included), and the new
@@ -417,43 +364,6 @@ fn written_refs(file: &str, amendment: &Amendment) -> Vec<RuleRef> {
         decision: None,
     });
     added.chain(widened).collect()
-}
-
-/// A temporary file's name beside `path`, unique in this process and among processes.
-pub(crate) fn temp_beside(path: &Path) -> PathBuf {
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    folder.join(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
-/// Writes `text` to a temporary file beside `path` (same permissions), syncs it, checks `path` still
-/// holds `expected`, and renames over it.
-fn write_replacing(path: &Path, text: &str, expected: &str) -> std::io::Result<()> {
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let temp = temp_beside(path);
-    let permissions = std::fs::metadata(path)?.permissions();
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
-        file.set_permissions(permissions)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        if std::fs::read_to_string(path)? != expected {
-            return Err(std::io::Error::other("the file changed while the amendment was written"));
-        }
-        std::fs::rename(&temp, path)?;
-        if let Ok(dir) = std::fs::File::open(folder) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
 
 /// What an operator is shown: the request and whether "always" is on offer (and what it would write).

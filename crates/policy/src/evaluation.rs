@@ -1,8 +1,10 @@
 //! What an evaluation answers: the decision, the rules that matched, and the verdict of each part of a
-//! shell command, so that an operator sees why a call prompts and which part caused it.
+//! shell command, so that an operator sees why a call prompts and which part caused it; where it
+//! happens (the working folder and home it judges from); and agent text cut to fit a reason.
 
 use crate::document::{Access, Decision};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// A rule that matched, with the file it came from.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -251,4 +253,48 @@ impl Evaluation {
         }
         self.reasons.push(reason);
     }
+}
+
+/// A tool call's verdict: blocked before any policy rule (grants, missing arguments), or evaluated.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum CallVerdict {
+    Blocked { reason: String, detail: String },
+    Evaluated(Evaluation),
+}
+
+/// Where an evaluation happens.
+#[derive(Debug, Clone)]
+pub struct EvalContext {
+    pub cwd: PathBuf,
+    pub home: Option<PathBuf>,
+}
+
+impl EvalContext {
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        EvalContext { cwd: cwd.into(), home: std::env::var_os("HOME").map(PathBuf::from) }
+    }
+
+    /// This context with its cwd canonical, so that every path of an evaluation is resolved from it
+    /// without resolving the cwd again; `None` when the cwd cannot be resolved.
+    pub(crate) fn canonical(&self) -> Option<EvalContext> {
+        let cwd =
+            portcullis_harness::paths::canonicalize_lenient_with(&self.cwd, &mut crate::snapshot::look_once)
+                .ok()?;
+        Some(EvalContext { cwd, home: self.home.clone() })
+    }
+}
+
+/// Agent text cut to 160 characters for a reason or a part. Its control and invisible characters are
+/// kept as they are: every place that shows it escapes them the one way (`untrusted::visible`, the
+/// window's `visible()`), so a command reads the same in its parts, its reasons and its command line.
+pub(crate) fn shorten(text: &str) -> String {
+    cut(text, 160)
+}
+
+/// `text` cut to `max` characters, with `…` when cut; nothing else changed (see [`shorten`]).
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    let kept: String = text.chars().take(max).collect();
+    if text.chars().count() > max { format!("{kept}…") } else { kept }
 }

@@ -2,8 +2,10 @@
 //! all of them for `portcullis policy test`) and every test case (`call` → expected decision).
 
 use crate::document::PatternElement;
+use crate::layer::PolicyError;
 use crate::paths::resolve;
-use crate::policy::{Policy, PolicyError, tokens};
+use crate::policy::Policy;
+use crate::rule::tokens;
 use crate::shell::analyze;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -287,7 +289,7 @@ mod tests {
 
 #[cfg(test)]
 mod rule_lines {
-    use crate::policy::PolicyLayer;
+    use crate::layer::PolicyLayer;
 
     /// The one-pass rule lines agree with the per-rule search, on every policy the repository holds and
     /// on ids that need escapes or appear as another member's value first.

@@ -6,7 +6,9 @@
 //! here broke (the caller panics on it, which the fuzzer reports as a crash).
 
 use crate::discovery::{DEFAULT_POLICY, DEFAULT_POLICY_SOURCE};
-use crate::policy::{EvalContext, Evaluation, Policy, PolicyLayer};
+use crate::evaluation::{EvalContext, Evaluation};
+use crate::layer::PolicyLayer;
+use crate::policy::Policy;
 use crate::shell::analyze;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -6,22 +6,14 @@
 //! splice of the text, and the next command the rule matches reaches the host without asking.
 
 use crate::always_target::target_layer;
-use crate::approval::Amendment;
+use crate::amendment::Amendment;
+pub use crate::amendment::HostAddition;
 use crate::document::{NetworkGrant, OtherHosts, PolicyDocument};
-use crate::policy::{NetworkScope, Policy};
+use crate::policy::Policy;
+use crate::rule::NetworkScope;
 use crate::splice::append_to_rule_array;
 use portcullis_harness::{ApprovalRequest, DecidedBy, HostPattern};
 pub use portcullis_harness::{asks_for_host, host_action};
-use serde::Serialize;
-
-/// A host added to a rule's `network` list by an "always" answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostAddition {
-    /// The rule's id (in the file the amendment is written to).
-    pub rule: String,
-    /// As the rule writes it: `name:port`.
-    pub host: String,
-}
 
 /// What "always" writes for a host prompt: the host (with its port) added to the rule that asked, in
 /// that rule's file; or why it is not offered (the rule is gone or changed, the host is not a name).
@@ -93,7 +85,7 @@ pub(crate) fn splice_hosts(text: &str, hosts: &[HostAddition]) -> Option<String>
 mod tests {
     use super::*;
     use crate::approval::append_amendment;
-    use crate::policy::PolicyLayer;
+    use crate::layer::PolicyLayer;
     use portcullis_harness::{CallContext, PolicyVerdict};
     use std::sync::Arc;
 

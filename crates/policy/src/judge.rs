@@ -4,9 +4,11 @@
 //! places (policy files, executed content, the hub's secrets).
 
 use crate::document::{Access, Decision};
+use crate::evaluation::{EvalContext, Evaluation, MatchedRule, shorten};
 use crate::paths::{first_glob_match, resolve_in};
-use crate::policy::{EvalContext, Evaluation, MatchedRule, Policy, shorten, tokens};
+use crate::policy::Policy;
 use crate::protected::{KindRules, ProtectedKind};
+use crate::rule::tokens;
 use crate::shell::{ShellAnalysis, SimpleCommand};
 use std::path::Path;
 
@@ -173,27 +175,6 @@ pub(crate) fn working_folders(
         }
     }
     folders
-}
-
-/// The index of `rules` by the program names their first pattern element holds, each list in rule order.
-pub(crate) fn rules_by_program(
-    rules: &[crate::policy::Rule],
-) -> std::collections::HashMap<String, Vec<usize>> {
-    let mut index: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
-    for (at, rule) in rules.iter().enumerate() {
-        let names: &[String] = match rule.pattern.first() {
-            Some(crate::document::PatternElement::Token(name)) => std::slice::from_ref(name),
-            Some(crate::document::PatternElement::AnyOf(names)) => names,
-            None => &[],
-        };
-        for name in names {
-            let list = index.entry(name.clone()).or_default();
-            if list.last() != Some(&at) {
-                list.push(at);
-            }
-        }
-    }
-    index
 }
 
 impl Policy {
@@ -484,7 +465,7 @@ mod tests {
             {"id": "c", "pattern": ["cargo"], "decision": "allow"},
             {"id": "d", "pattern": [["cargo", "npm"], "test"], "decision": "forbidden"}
         ]}}"#;
-        let layer = crate::policy::PolicyLayer::parse("t.json", text, std::env::temp_dir()).unwrap();
+        let layer = crate::layer::PolicyLayer::parse("t.json", text, std::env::temp_dir()).unwrap();
         let policy = Policy::from_layers_unchecked(vec![layer]).unwrap();
         let filed = |program: &str| -> Vec<&str> {
             policy

@@ -4,8 +4,9 @@
 //! there now); a path only known at run time is never allowed without an operator.
 
 use crate::document::{Access, Decision};
+use crate::evaluation::{EvalContext, Evaluation};
 use crate::paths::{expand_tilde, glob_component, glob_matches_path, resolve_in};
-use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::policy::Policy;
 use crate::shell::{FileOperand, FileRole, SimpleCommand};
 use std::path::{Component, Path, PathBuf};
 

@@ -1,10 +1,12 @@
-//! One judgement of an action a tool described, for every caller: a live call (through
-//! [`crate::LivePolicy`]), a dry run (`policy check --call`, policy tests, the corpus) and a replay over
-//! a ledger. They all judge here, so a rule that only one of them applied — the "sandbox required" deny —
-//! cannot drift apart again.
+//! One judgement of an action a tool described, for every caller: a live call (`live::LivePolicy`
+//! judges here), a dry run (`policy check --call`, policy tests, the corpus) and a replay over a ledger.
+//! They all judge here, so a rule that only one of them applied — the "sandbox required" deny — cannot
+//! drift apart again.
 
 use crate::document::{Decision, SandboxMode};
-use crate::policy::{Analyzed, EvalContext, Evaluation, Policy};
+use crate::evaluate::Analyzed;
+use crate::evaluation::{EvalContext, Evaluation};
+use crate::policy::Policy;
 use portcullis_harness::{ActionKind, Enforcement, ExecutionAction, SandboxProfile, SandboxSupport};
 
 /// What the policy makes of an action: the evaluation (its decision, rules, places, reasons) and, for a

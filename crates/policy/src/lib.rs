@@ -5,18 +5,23 @@
 //! "always" rule to a policy file.
 
 mod always_target;
+mod amendment;
 pub mod approval;
 pub mod discovery;
 pub mod document;
+pub mod evaluate;
 mod evaluation;
 mod examples;
 mod executed;
+mod file_writes;
+mod folders;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host_approval;
 mod judge;
 mod judge_files;
 pub mod judgement;
+mod layer;
 pub mod lint;
 pub mod live;
 mod mcp;
@@ -24,23 +29,27 @@ pub mod paths;
 pub mod policy;
 pub mod protected;
 pub mod replay;
+mod rule;
 pub mod sandbox;
 pub mod shell;
 pub mod snapshot;
 mod splice;
 mod version;
 
+pub use amendment::{Amendment, RuleScope};
 pub use approval::{
-    Amendment, ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, RuleScope,
-    SessionGrant, SessionGrants, append_amendment,
+    ApprovalChoice, ApprovalPrompt, DenyingApprover, OperatorApprover, Prompter, SessionGrant, SessionGrants,
+    append_amendment,
 };
 pub use document::{Access, Decision, PolicyDocument, policy_json_schema};
+pub use evaluate::Analyzed;
+pub use evaluation::{
+    CallVerdict, DecidingPlace, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict,
+};
 pub use examples::{ExampleCommands, ExampleOutcome, TestCall, TestOutcome, why_no_match};
 pub use executed::{LOOK_ALIKE, find as executed_place, repository_look_alike};
 pub use judge_files::{MAX_FILES_PER_EVALUATION, MAX_PATTERN_MATCHES};
+pub use layer::{PolicyError, PolicyLayer};
 pub use live::{LivePolicy, verdict_of};
-pub use policy::{
-    Analyzed, CallVerdict, DecidingPlace, EvalContext, Evaluation, MatchedRule, Part, PartKind, PathVerdict,
-    Policy, PolicyError, PolicyLayer, RootSet,
-};
+pub use policy::{Policy, RootSet};
 pub use protected::{KindRules, ProtectedKind, ProtectedPaths};

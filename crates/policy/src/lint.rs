@@ -4,7 +4,8 @@
 //! longer and each of its elements accepts every alternative of the other's element at that position.
 
 use crate::document::{CommandRule, Decision, PatternElement};
-use crate::policy::{Policy, tokens_of};
+use crate::policy::Policy;
+use crate::rule::tokens_of;
 use crate::shell::analyze;
 use serde::{Deserialize, Serialize};
 

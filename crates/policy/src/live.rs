@@ -2,7 +2,8 @@
 //! replaceable while calls run (a reload swaps it; calls already evaluated keep their verdict).
 
 use crate::document::Decision;
-use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::evaluation::{EvalContext, Evaluation};
+use crate::policy::Policy;
 use async_trait::async_trait;
 use portcullis_harness::{
     DecidedBy, ExecutionAction, ExecutionPolicy, FileAccess, FileVerdict, PolicyDecision, PolicyRequest,

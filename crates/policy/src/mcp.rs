@@ -3,8 +3,9 @@
 //! server the policy does not declare is `prompt`: never allowed unseen.
 
 use crate::document::Decision;
+use crate::evaluation::{Evaluation, MatchedRule};
 use crate::paths::glob_component;
-use crate::policy::{Evaluation, MatchedRule, Policy};
+use crate::policy::Policy;
 use crate::protected::KindRules;
 use portcullis_harness::{
     MCP_ELICITATION, MCP_PROMPTS_GET, MCP_RESOURCES_READ, MCP_ROOTS, MCP_SAMPLING, mcp_method_of,
@@ -168,7 +169,7 @@ fn resource_decision(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::PolicyLayer;
+    use crate::layer::PolicyLayer;
 
     fn policy(json: &str) -> Policy {
         let layer = PolicyLayer::parse("test.json", json, std::path::PathBuf::from("/tmp")).unwrap();

@@ -114,7 +114,7 @@ impl ProtectedPaths {
     /// folder holding the default ledger.
     pub fn for_user() -> Self {
         let mut protected = ProtectedPaths::default();
-        if let Some(config) = crate::discovery::user_config_dir() {
+        if let Some(config) = crate::folders::user_config_dir() {
             protected.add(config.join("policy.json"), ProtectedKind::Policy, "the user's policy");
             protected.add(config.join("tools"), ProtectedKind::Policy, "the user's tool manifests");
             protected.add(
@@ -123,7 +123,7 @@ impl ProtectedPaths {
                 "the Portcullis config folder (tokens, operator credential, runtime file)",
             );
         }
-        if let Some(data) = crate::discovery::user_data_dir() {
+        if let Some(data) = crate::folders::user_data_dir() {
             protected.add(data, ProtectedKind::HubSecret, "the hub's data folder (ledger)");
         }
         protected

@@ -4,7 +4,10 @@
 //! not), including the policy's own decision where the ledger recorded it.
 
 use crate::document::Decision;
-use crate::policy::{Analyzed, EvalContext, Evaluation, Policy, PolicyLayer};
+use crate::evaluate::Analyzed;
+use crate::evaluation::{EvalContext, Evaluation};
+use crate::layer::PolicyLayer;
+use crate::policy::Policy;
 use portcullis_harness::{BlockedReason, DecidedBy, ExecutionAction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -122,7 +125,7 @@ const MAX_ANCHORED_FOLDERS: usize = 256;
 pub struct Replay<'a> {
     policy: &'a Policy,
     /// Layers (by index) whose relative roots point at the project they are applied to (see
-    /// [`crate::discovery::roots_anchor`]): anchored at each call's project, as they judged it live.
+    /// [`crate::folders::roots_anchor`]): anchored at each call's project, as they judged it live.
     applied: Vec<usize>,
     /// The policy with those layers anchored at a folder, per folder (`None`: it does not load there).
     anchored: HashMap<PathBuf, Option<Policy>>,
@@ -143,7 +146,7 @@ impl<'a> Replay<'a> {
         support: portcullis_harness::SandboxSupport,
     ) -> Self {
         let applied = (policy.layers().iter().enumerate())
-            .filter(|(_, l)| crate::discovery::anchored_where_applied(&l.source))
+            .filter(|(_, l)| crate::folders::anchored_where_applied(&l.source))
             .map(|(i, _)| i)
             .collect();
         Replay {
@@ -338,8 +341,8 @@ fn deciding(evaluation: &Evaluation) -> String {
 
 fn subject_of_action(action: &ExecutionAction) -> String {
     match &action.command {
-        Some(command) => crate::policy::cut(command, SUBJECT_CHARS),
-        None => crate::policy::cut(
+        Some(command) => crate::evaluation::cut(command, SUBJECT_CHARS),
+        None => crate::evaluation::cut(
             &action.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
             SUBJECT_CHARS,
         ),

@@ -7,9 +7,11 @@ mod braces;
 mod constructs;
 mod declarations;
 mod file_operands;
+mod getopt;
 mod heredocs;
 mod interpreters;
 mod kinds;
+mod known_literals;
 mod literal_variables;
 mod options;
 mod program_specs;
@@ -17,6 +19,7 @@ mod program_specs_files;
 mod program_table;
 mod programs;
 mod sed;
+mod spec;
 mod variables;
 mod words;
 mod working_folders;
@@ -27,10 +30,11 @@ mod writing_programs;
 use assignments::assignment;
 use declarations::declaration_exports;
 use kinds::KindName;
+use kinds::node_text;
 use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, Parser};
 use variables::Reach;
-use words::{Word, is_pattern, node_text, resolve};
+use words::{Word, is_pattern, resolve};
 
 pub use program_table::{OptionRow, OptionValue, ProgramRow, program_table};
 pub use variables::with_whole_environment;
@@ -319,7 +323,7 @@ impl Analyzer {
             self.out.parse_errors = true;
         }
         let outer = std::mem::replace(&mut self.numeric, constructs::Numeric::of_script(root, script));
-        let _known = literal_variables::install(literal_variables::Known::of_script(root, script));
+        let _known = known_literals::install(literal_variables::of_script(root, script));
         self.visit(root, script, ctx, 0);
         self.numeric = outer;
     }

@@ -2,7 +2,7 @@
 //! its relative roots point at, and its text), recorded with every call the policy judges, so an audit
 //! can say which policy decided a call, and tell a reload of the same files from an edit.
 
-use crate::policy::PolicyLayer;
+use crate::layer::PolicyLayer;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -31,7 +31,8 @@ pub(crate) fn of_layers(layers: &[PolicyLayer]) -> Arc<str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::policy::{Policy, PolicyLayer};
+    use crate::layer::PolicyLayer;
+    use crate::policy::Policy;
     use std::path::PathBuf;
 
     fn policy(source: &str, text: &str, root: &str) -> Policy {

@@ -16,6 +16,7 @@ pub mod changes;
 mod channel;
 mod client;
 pub mod egress;
+mod failure;
 pub mod findings;
 pub mod held;
 mod inheritance;

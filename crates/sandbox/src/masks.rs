@@ -4,7 +4,7 @@
 //! read-only tmpfs of their own inside the command's private temporary folder, so nothing inside can
 //! change what they say.
 
-use crate::walls::Failure;
+use crate::failure::Failure;
 use nix::mount::{MsFlags, mount};
 use portcullis_harness::MaskedProgram;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};

@@ -1,9 +1,9 @@
 //! The copy-on-write layer over each write root: a command writes to an overlay whose upper folder is
 //! the hub's, on the root's own file system, so what it changed is a change set the hub reviews after it
-//! ended (see [`crate::changes`]) and commits by rename. Nothing a command writes in a root reaches the
+//! ended (`changes` reads it) and commits by rename. Nothing a command writes in a root reaches the
 //! real tree before that review: not a protected name that did not exist when it started either.
 
-use crate::walls::Failure;
+use crate::failure::Failure;
 use nix::mount::{MsFlags, mount};
 use portcullis_harness::SandboxProfile;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};

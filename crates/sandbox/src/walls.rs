@@ -5,6 +5,7 @@
 //! command: it never runs behind half-built walls.
 
 use crate::egress::{PROXY_PORT, relay};
+use crate::failure::Failure;
 use crate::launcher::map_ids;
 use crate::protocol::Applied;
 use landlock::{
@@ -37,9 +38,6 @@ const PID_HEADROOM: u32 = 32;
 fn pid_max(processes: u32) -> u32 {
     RESERVED_PIDS + processes + PID_HEADROOM
 }
-
-/// A step that failed: its name and what went wrong.
-pub(crate) type Failure = (&'static str, String);
 
 fn fail(step: &'static str) -> impl FnOnce(nix::errno::Errno) -> Failure {
     move |e| (step, e.to_string())

@@ -10,6 +10,7 @@ pub mod read;
 mod read_proof;
 mod read_rollups;
 mod read_stats;
+mod rows;
 pub mod schema;
 pub mod ship;
 mod ship_sql;

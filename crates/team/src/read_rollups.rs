@@ -5,7 +5,7 @@
 
 use crate::error::TeamError;
 use crate::read::{TeamReader, call_where};
-use crate::read_stats::{col, count_at};
+use crate::rows::{col, count_at};
 use crate::schema::DAY_US;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::durations::DenseHistogram;

@@ -5,6 +5,7 @@
 use crate::error::TeamError;
 use crate::read::{TeamReader, call_where, call_where_on};
 use crate::read_rollups::{Grains, edges, whole};
+use crate::rows::{col, count_at};
 use crate::schema::HOUR_US;
 use portcullis_ledger::durations::DenseHistogram;
 use portcullis_ledger::stats::{Count, ToolDurations};
@@ -31,19 +32,6 @@ fn add_grouped(
         ran.push((dims.tool.to_owned(), col(r, 12)?, col(r, 13)?));
     }
     Ok(())
-}
-
-/// Column `i` of a row of this crate's own queries, or an error naming what did not read.
-pub(crate) fn col<'r, T: tokio_postgres::types::FromSql<'r>>(
-    r: &'r tokio_postgres::Row,
-    i: usize,
-) -> Result<T, TeamError> {
-    r.try_get(i).map_err(|e| TeamError::BadRow(format!("column {i}: {e}")))
-}
-
-/// A count column (`bigint`) as a count.
-pub(crate) fn count_at(r: &tokio_postgres::Row, i: usize) -> Result<u64, TeamError> {
-    Ok(u64::try_from(col::<i64>(r, i)?).unwrap_or(0))
 }
 
 /// The dimensions of a grouped row (columns 0 to 6).

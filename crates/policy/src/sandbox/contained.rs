@@ -6,9 +6,10 @@
 //! be built, the command is asked, with the reason.
 
 use crate::document::{Decision, PatternElement};
+use crate::evaluation::{EvalContext, Evaluation};
 use crate::judge_files::{TooLarge, walk_denied};
 use crate::paths::glob_matches_path;
-use crate::policy::{EvalContext, Evaluation, Policy};
+use crate::policy::Policy;
 use portcullis_harness::{Containment, MaskedProgram, SandboxProfile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 use super::*;
-use crate::policy::PolicyLayer;
+use crate::document::SandboxSettings;
+use crate::layer::PolicyLayer;
 
 fn confining() -> SandboxSupport {
     SandboxSupport { landlock_abi: Some(7), namespaces: true, unavailable: None }

@@ -3,9 +3,10 @@
 //! resolved (a name assigned where that module did not foresee makes the script opaque).
 
 use super::kinds::KindName;
-use super::literal_variables;
+use super::kinds::node_text;
+use super::known_literals;
 use super::variables::{self, Reach};
-use super::words::{Word, node_text, resolve};
+use super::words::{Word, resolve};
 use super::{Analyzer, OpaqueKind, declaration_exports};
 use tree_sitter::Node;
 
@@ -25,7 +26,7 @@ impl Analyzer {
         };
         let shown = node.parent().map_or_else(|| node_text(node, src), |p| node_text(p, src));
         let known = (!value.dynamic).then_some(value.text.as_str());
-        if literal_variables::is_definite(node.start_byte()) {
+        if known_literals::is_definite(node.start_byte()) {
             self.judge_variable(&name, known, reach, shown);
         } else {
             self.check_variable(&name, known, reach, shown);
@@ -49,7 +50,7 @@ impl Analyzer {
         let name = base_name(name);
         let said =
             |o: &super::Opaque| o.text.starts_with(&format!("{name} was read as")) && o.text.ends_with(text);
-        if literal_variables::is_resolved(name) && !self.out.opaque.iter().any(said) {
+        if known_literals::is_resolved(name) && !self.out.opaque.iter().any(said) {
             self.opaque(
                 OpaqueKind::UnreviewedVariable,
                 format!("{name} was read as the literal value the script gave it, but is changed again here: {text}"),

@@ -9,7 +9,8 @@
 //! `{01..10}`), and the text after it is expanded in turn.
 
 use super::kinds::KindName;
-use super::words::{Word, node_text, resolve};
+use super::kinds::node_text;
+use super::words::{Word, resolve};
 use tree_sitter::Node;
 
 /// Words one word may expand to; past this the word is dynamic.

@@ -6,7 +6,7 @@
 //! subscripts, `${!x}`, `${x@P}`, namerefs) is found and made opaque unless its variables are known.
 
 use super::kinds::KindName;
-use super::words::node_text;
+use super::kinds::node_text;
 use super::{Analyzer, Context, OpaqueKind};
 use std::collections::HashSet;
 use tree_sitter::Node;

@@ -3,8 +3,9 @@
 //! once quotes and braces are gone (`export "PATH=/x"`, `export {PATH=/x,y}`, `declare {-n,r=x}`).
 
 use super::kinds::KindName;
+use super::kinds::node_text;
 use super::variables::Reach;
-use super::words::{Word, node_text};
+use super::words::Word;
 use super::{Analyzer, OpaqueKind};
 use tree_sitter::Node;
 

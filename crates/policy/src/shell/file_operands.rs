@@ -2,8 +2,8 @@
 //! from, by the kind of operands its row declares (`shell/program_specs.rs`); `tar` and git's global
 //! options have their own small parsers here.
 
-use super::options::Parsed;
-use super::program_specs::{ALWAYS, Effect, Operands, Spec};
+use super::getopt::long_name;
+use super::spec::{ALWAYS, Effect, Operands, Parsed, Spec};
 use super::words::Word;
 use super::{Analyzer, FileRole, OpaqueKind};
 
@@ -309,7 +309,7 @@ pub(super) fn tar(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &s
                 continue;
             }
             let names = TAR_LONG.split_whitespace().map(|l| l.trim_end_matches(['=', '?']));
-            let Some(name) = super::options::long_name(names, name) else {
+            let Some(name) = long_name(names, name) else {
                 analyzer.opaque(OpaqueKind::ProgramOption, text);
                 return;
             };

@@ -3,8 +3,7 @@
 //! backslash-newline — and `"$(cat <<'EOF' … EOF)"` is exactly the body's text (the form agents write
 //! commit messages in).
 
-use super::kinds::KindName;
-use super::words::node_text;
+use super::kinds::{KindName, node_text};
 use tree_sitter::Node;
 
 /// Whether the heredoc redirect `redirect` has a quoted delimiter (`<<'EOF'`, `<<"EOF"`, `<<\EOF`,

@@ -2,7 +2,7 @@
 //! limit); other interpreters' inline code (`python -c`, `node -e`, `perl -e`...) and code read from
 //! stdin are opaque to us.
 
-use super::options::skip_options;
+use super::getopt::skip_options;
 use super::words::Word;
 use super::{Analyzer, Context, MAX_SHELL_DEPTH, OpaqueKind};
 

@@ -1,6 +1,7 @@
 //! Node kinds by id from a table made once: tree-sitter's `Node::kind` measures and checks the grammar's
 //! C name on every call (`strlen`, then UTF-8), and the analyzer asks several times for the kind of every
-//! node it visits (6 % of a compound command's evaluation, measured with callgrind).
+//! node it visits (6 % of a compound command's evaluation, measured with callgrind). And a node's source
+//! text: the other thing every walk asks of a node.
 
 use std::sync::LazyLock;
 use tree_sitter::Node;
@@ -28,6 +29,11 @@ impl<'tree> KindName<'tree> for Node<'tree> {
             _ => self.kind(),
         }
     }
+}
+
+/// The source text of `node`, or "" if it is not valid UTF-8 (the input is a `&str`, so it always is).
+pub(crate) fn node_text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
+    src.get(node.byte_range()).unwrap_or("")
 }
 
 #[cfg(test)]

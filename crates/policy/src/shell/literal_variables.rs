@@ -11,88 +11,12 @@
 //! `printf -v "${p}S"`) is opaque.
 
 use super::kinds::KindName;
+use super::kinds::node_text;
+use super::known_literals::{Known, identity, install};
 use super::variables::{injects_code, stays_in_shell};
-use super::words::{node_text, resolve};
-use std::cell::Cell;
+use super::words::resolve;
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 use tree_sitter::Node;
-
-/// What is known of one script's variables.
-#[derive(Debug, Default)]
-pub(crate) struct Known {
-    /// The script the byte positions are of: its address and length.
-    script: (usize, usize),
-    /// The value of each read the judge resolves, by the read's first byte.
-    values: HashMap<usize, String>,
-    /// The names resolved somewhere.
-    names: HashSet<String>,
-    /// The first bytes of the assignments that give them their values.
-    definite: HashSet<usize>,
-}
-
-thread_local! {
-    /// The script being walked on this thread (a `bash -c` string parsed inside it installs its own,
-    /// and the outer one is back when it is done).
-    static KNOWN: Cell<Option<Rc<Known>>> = const { Cell::new(None) };
-}
-
-/// Puts back what was known before when dropped.
-pub(crate) struct Installed {
-    previous: Option<Rc<Known>>,
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        let previous = self.previous.take();
-        KNOWN.with(|k| k.set(previous));
-    }
-}
-
-/// Makes `known` what `resolve` reads until the result is dropped.
-pub(crate) fn install(known: Known) -> Installed {
-    Installed { previous: KNOWN.with(|k| k.replace(Some(Rc::new(known)))) }
-}
-
-/// Runs `f` on what is known of the script `src`, if anything.
-fn with_known<T>(src: &str, f: impl FnOnce(&Known) -> Option<T>) -> Option<T> {
-    KNOWN.with(|k| {
-        let current = k.take();
-        let result = current.as_deref().filter(|known| known.script == identity(src)).and_then(f);
-        k.set(current);
-        result
-    })
-}
-
-fn identity(src: &str) -> (usize, usize) {
-    (src.as_ptr() as usize, src.len())
-}
-
-/// The literal value of the read `node` (`$NAME`, `${NAME}`) of the script `src`, if known.
-pub(crate) fn value_of(node: Node<'_>, src: &str) -> Option<String> {
-    with_known(src, |known| known.values.get(&node.start_byte()).cloned())
-}
-
-/// Whether `name` is read as a literal value somewhere in the script being walked.
-pub(crate) fn is_resolved(name: &str) -> bool {
-    current(|known| known.names.contains(name))
-}
-
-/// Whether the assignment starting at `start` in the script being walked is one of those that give the
-/// resolved names their values.
-pub(crate) fn is_definite(start: usize) -> bool {
-    current(|known| known.definite.contains(&start))
-}
-
-/// Asks `f` about the script being walked (false when nothing is known).
-fn current(f: impl FnOnce(&Known) -> bool) -> bool {
-    KNOWN.with(|k| {
-        let known = k.take();
-        let answer = known.as_deref().is_some_and(f);
-        k.set(known);
-        answer
-    })
-}
 
 /// One top-level `NAME=literal`.
 struct Definition {
@@ -102,45 +26,43 @@ struct Definition {
     value: String,
 }
 
-impl Known {
-    /// Finds, in the script `src` whose tree is `root`, the reads whose value is certain.
-    pub(crate) fn of_script(root: Node<'_>, src: &str) -> Self {
-        let mut known = Self { script: identity(src), ..Self::default() };
-        // Only a script that assigns and reads has anything to find.
-        if !src.contains('=') || !src.contains('$') {
-            return known;
-        }
-        // Values are read as written: nothing an outer script knows applies here.
-        let _nothing = install(Self::default());
-        let definitions = definitions(root, src);
-        if definitions.is_empty() {
-            return known;
-        }
-        let names: HashSet<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
-        let mut reads: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut unfollowed: HashSet<&str> = HashSet::new();
-        collect_reads(root, src, &names, false, &mut reads, &mut unfollowed);
-        for name in names {
-            let assigned = definitions.iter().filter(|d| d.name == name).count();
-            let read = reads.get(name).map_or(0, Vec::len);
-            if unfollowed.contains(name) || mentions(src, name) != assigned + read {
-                continue;
-            }
-            let mut resolved = false;
-            for &at in reads.get(name).into_iter().flatten() {
-                let last = definitions.iter().rfind(|d| d.name == name && d.end <= at);
-                if let Some(definition) = last {
-                    known.values.insert(at, definition.value.clone());
-                    resolved = true;
-                }
-            }
-            if resolved {
-                known.names.insert(name.to_owned());
-                known.definite.extend(definitions.iter().filter(|d| d.name == name).map(|d| d.start));
-            }
-        }
-        known
+/// Finds, in the script `src` whose tree is `root`, the reads whose value is certain.
+pub(crate) fn of_script(root: Node<'_>, src: &str) -> Known {
+    let mut known = Known { script: identity(src), ..Known::default() };
+    // Only a script that assigns and reads has anything to find.
+    if !src.contains('=') || !src.contains('$') {
+        return known;
     }
+    // Values are read as written: nothing an outer script knows applies here.
+    let _nothing = install(Known::default());
+    let definitions = definitions(root, src);
+    if definitions.is_empty() {
+        return known;
+    }
+    let names: HashSet<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
+    let mut reads: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut unfollowed: HashSet<&str> = HashSet::new();
+    collect_reads(root, src, &names, false, &mut reads, &mut unfollowed);
+    for name in names {
+        let assigned = definitions.iter().filter(|d| d.name == name).count();
+        let read = reads.get(name).map_or(0, Vec::len);
+        if unfollowed.contains(name) || mentions(src, name) != assigned + read {
+            continue;
+        }
+        let mut resolved = false;
+        for &at in reads.get(name).into_iter().flatten() {
+            let last = definitions.iter().rfind(|d| d.name == name && d.end <= at);
+            if let Some(definition) = last {
+                known.values.insert(at, definition.value.clone());
+                resolved = true;
+            }
+        }
+        if resolved {
+            known.names.insert(name.to_owned());
+            known.definite.extend(definitions.iter().filter(|d| d.name == name).map(|d| d.start));
+        }
+    }
+    known
 }
 
 /// The `NAME=literal` statements bash certainly runs, in the order it runs them: top-level statements

@@ -4,7 +4,10 @@
 //! --compress-program`, `rg --pre`, `date -s`, `file -C`, `git branch -D`) and any option the table does
 //! not know are opaque (`ProgramOption`): an allowed read-only program never writes or runs code unseen.
 
-use super::program_specs::{self, Effect, Operands, Spec};
+use super::file_operands;
+use super::getopt::long_name;
+use super::program_specs;
+use super::spec::{Effect, Operands, Parsed, Spec};
 use super::words::Word;
 use super::{Analyzer, FileRole, OpaqueKind};
 
@@ -28,14 +31,14 @@ pub(super) fn inspect(analyzer: &mut Analyzer, index: usize, program: &str, args
         return;
     }
     if program == "git" {
-        super::file_operands::git_globals(analyzer, index, args);
+        file_operands::git_globals(analyzer, index, args);
         let Some((sub, rest)) = git_subcommand(args) else { return };
         let Some(spec) = program_specs::git(sub) else { return };
         return check(analyzer, index, spec, rest, text);
     }
     if program == "tar" {
         let before = analyzer.out.commands.get(index).map_or(0, |c| c.files.len());
-        super::file_operands::tar(analyzer, index, args, text);
+        file_operands::tar(analyzer, index, args, text);
         // `tar -h` / `--dereference` archives what links point to.
         let dereferences = args.iter().any(|a| {
             a.text == "--dereference"
@@ -170,39 +173,6 @@ impl Analyzer {
     }
 }
 
-/// A long option's name as getopt_long reads it (`--expr` is `--expression`, `--fi` is `--file`): the
-/// name given exactly, else the one name it is a prefix of. `None`: no name, or several (getopt_long
-/// refuses an ambiguous one, and the judge does not guess which).
-pub(super) fn long_name<'t>(
-    names: impl IntoIterator<Item = &'t str> + Clone,
-    given: &str,
-) -> Option<&'t str> {
-    if given.is_empty() {
-        return None;
-    }
-    if let Some(exact) = names.clone().into_iter().find(|n| *n == given) {
-        return Some(exact);
-    }
-    let mut candidates = names.into_iter().filter(|n| n.starts_with(given));
-    let first = candidates.next()?;
-    candidates.all(|n| n == first).then_some(first)
-}
-
-/// `--given[=value]` with its name made whole by [`long_name`] over `names`; unchanged when it names
-/// nothing (or more than one), so that the caller's own checks refuse it.
-pub(super) fn whole_long<'t>(names: impl IntoIterator<Item = &'t str> + Clone, arg: &str) -> String {
-    let Some(long) = arg.strip_prefix("--") else { return arg.to_owned() };
-    let (given, attached) = match long.split_once('=') {
-        Some((name, value)) => (name, Some(value)),
-        None => (long, None),
-    };
-    match (long_name(names, given), attached) {
-        (Some(name), Some(value)) => format!("--{name}={value}"),
-        (Some(name), None) => format!("--{name}"),
-        (None, _) => arg.to_owned(),
-    }
-}
-
 /// The subcommand after git's global options (`-C DIR`, `-c K=V`, `--git-dir=...`) and its arguments.
 fn git_subcommand(args: &[Word]) -> Option<(&str, &[Word])> {
     let mut i = 0;
@@ -218,26 +188,6 @@ fn git_subcommand(args: &[Word]) -> Option<(&str, &[Word])> {
         };
     }
     None
-}
-
-/// What parsing a command against its row found: the operands, the options given, and the option
-/// values that name files.
-#[derive(Debug, Default)]
-pub(super) struct Parsed<'a> {
-    pub(super) operands: Vec<&'a Word>,
-    /// Every option given, as `-x` or `--name`.
-    pub(super) given: Vec<String>,
-    /// Option values naming files, with the option's effect and its name.
-    pub(super) values: Vec<(Word, Effect, String)>,
-    /// Operands from this position on are not files (`jq --args`, `zip -d`).
-    pub(super) files_end: Option<usize>,
-    pub(super) listing: bool,
-}
-
-impl Parsed<'_> {
-    pub(super) fn has(&self, effect: Effect, spec: &Spec) -> bool {
-        self.given.iter().any(|g| spec.effects.iter().any(|(o, e)| o == g && *e == effect))
-    }
 }
 
 fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text: &str) {
@@ -343,7 +293,7 @@ fn check(analyzer: &mut Analyzer, index: usize, spec: &Spec, args: &[Word], text
         }
         _ => {}
     }
-    super::file_operands::record(analyzer, index, spec, &parsed, text);
+    file_operands::record(analyzer, index, spec, &parsed, text);
 }
 
 fn effect(
@@ -394,38 +344,4 @@ fn literal_tilde(value: &str) -> String {
 fn unknown(analyzer: &mut Analyzer, spec: &Spec, option: &str, text: &str) {
     tracing::debug!(program = spec.program, option, "option not in the table: opaque");
     analyzer.opaque(OpaqueKind::ProgramOption, text);
-}
-
-/// Splits `-abc` option clusters and skips option arguments: `with_arg` letters take the rest of the
-/// cluster or the next word; `long_with_arg` long options take the next word unless written `--x=v`.
-/// Returns the index of the first operand.
-pub(super) fn skip_options(args: &[Word], with_arg: &str, long_with_arg: &[&str]) -> usize {
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        let a = arg.text.as_str();
-        if a == "--" {
-            return i + 1;
-        }
-        if a == "-" || !a.starts_with('-') {
-            return i;
-        }
-        i += 1;
-        if let Some(long) = a.strip_prefix("--") {
-            // An abbreviation of an option with an argument takes it too (`timeout --sig KILL cmd`).
-            if !long.contains('=') && long_with_arg.iter().any(|n| n.starts_with(long)) && !long.is_empty() {
-                i += 1;
-            }
-            continue;
-        }
-        let cluster: Vec<char> = a.chars().skip(1).collect();
-        for (pos, c) in cluster.iter().enumerate() {
-            if with_arg.contains(*c) {
-                if pos + 1 == cluster.len() {
-                    i += 1;
-                }
-                break;
-            }
-        }
-    }
-    i
 }

@@ -2,7 +2,7 @@
 //! link, create, delete, re-permission, archive — and for build tools whose options name the folder
 //! whose code they run.
 
-use super::program_specs::{ALWAYS, Effect, Operands, Spec, spec};
+use super::spec::{ALWAYS, Effect, Operands, Spec, spec};
 
 pub(super) const SPECS: &[Spec] = &[
     Spec {

@@ -2,7 +2,8 @@
 //! oracle builds its generated commands (every program × its options × paths) from these rows, so a row
 //! added to the table is exercised without a second list to keep in step.
 
-use super::program_specs::{self, Spec};
+use super::program_specs;
+use super::spec::Spec;
 
 /// One program's row: its name, its options, and what its operands are.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! program with more to know has its own module: [`super::interpreters`], [`super::writing_programs`],
 //! [`super::wrappers`].
 
+use super::getopt::skip_options;
 use super::interpreters::{POSIX_SHELLS, is_interpreter_with_code, reads_code_from_stdin, shell};
-use super::options::skip_options;
 use super::words::Word;
 use super::wrappers;
 use super::writing_programs::{awk, find, git, sed_command, tee};
@@ -268,7 +268,7 @@ fn unknown_wrapper_option(program: &str, args: &[Word]) -> Option<String> {
         if let Some(long) = a.strip_prefix("--") {
             let given = long.split('=').next().unwrap_or_default();
             let every = table.long_flags.iter().chain(table.long_with_value).copied();
-            let name = super::options::long_name(every, given).unwrap_or(given);
+            let name = super::getopt::long_name(every, given).unwrap_or(given);
             if table.long_with_value.contains(&name) {
                 if !long.contains('=') {
                     i += 1;

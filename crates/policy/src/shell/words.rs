@@ -1,6 +1,6 @@
 //! Turns tree-sitter-bash word nodes into the strings bash would pass, resolving every quoting form.
 
-use super::kinds::KindName;
+use super::kinds::{KindName, node_text};
 use tree_sitter::Node;
 
 /// One shell word after quote removal.
@@ -16,11 +16,6 @@ impl Word {
     pub(crate) fn literal(text: impl Into<String>) -> Self {
         Self { text: text.into(), dynamic: false }
     }
-}
-
-/// The source text of `node`, or "" if it is not valid UTF-8 (the input is a `&str`, so it always is).
-pub(crate) fn node_text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
-    src.get(node.byte_range()).unwrap_or("")
 }
 
 /// Resolves a word-like node (word, string, raw string, ANSI-C string, concatenation, expansion...).
@@ -45,7 +40,7 @@ pub(crate) fn resolve(node: Node<'_>, src: &str) -> Word {
             Word::literal(text)
         }
         // Unquoted, bash splits and globs the value: only one that stays one word as it is counts.
-        "simple_expansion" | "expansion" => match super::literal_variables::value_of(node, src) {
+        "simple_expansion" | "expansion" => match super::known_literals::value_of(node, src) {
             Some(value) if literal_value(&value, false) => Word::literal(value),
             _ => Word { text: text.to_owned(), dynamic: true },
         },
@@ -142,7 +137,7 @@ fn resolve_double_quoted(node: Node<'_>, src: &str) -> Word {
         } else if let Some(output) = super::heredocs::literal_cat_output(child, src) {
             // `"$(cat <<'EOF' … EOF)"`: the quoted heredoc's body, taken literally.
             out.text.push_str(&output);
-        } else if let Some(value) = super::literal_variables::value_of(child, src).filter(|v| {
+        } else if let Some(value) = super::known_literals::value_of(child, src).filter(|v| {
             literal_value(v, true) && matches!(child.kind_name(), "simple_expansion" | "expansion")
         }) {
             out.text.push_str(&value);

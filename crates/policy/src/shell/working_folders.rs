@@ -2,7 +2,7 @@
 //! `unshare --wd`, `systemd-run --working-directory`, `parallel --wd`): the command's relative operands
 //! are judged from that folder, as `cd DIR && cmd` would be. Knowledge as data: a row per wrapper.
 
-use super::options::whole_long;
+use super::getopt::whole_long;
 use super::words::Word;
 use super::{Analyzer, Context, OpaqueKind};
 

@@ -1,4 +1,4 @@
-//! The getopt tables of the wrappers [`super::wrappers`] parses exactly (from each program's own
+//! The getopt tables of the wrappers `shell/wrappers.rs` parses exactly (from each program's own
 //! option string or man page): data, kept apart from the code that reads it.
 
 /// A getopt_long option table.

@@ -122,7 +122,7 @@ fn parse(args: &[Word], spec: &Spec) -> Parsed {
             };
             // getopt_long takes a unique prefix for the whole name (`--comm` is `--command`).
             let every = spec.long_flags.iter().chain(spec.long_with_arg).chain(spec.long_optional_arg);
-            let name = super::options::long_name(every.copied(), given).unwrap_or(given);
+            let name = super::getopt::long_name(every.copied(), given).unwrap_or(given);
             let value = if spec.long_with_arg.contains(&name) {
                 match attached {
                     Some(value) => Some(value),

@@ -11,7 +11,7 @@ pub(super) fn awk(analyzer: &mut Analyzer, index: usize, args: &[Word], text: &s
     let mut i = 0;
     let mut program: Option<&Word> = None;
     while let Some(arg) = args.get(i) {
-        let whole = super::options::whole_long(GAWK_LONG.iter().copied(), &arg.text);
+        let whole = super::getopt::whole_long(GAWK_LONG.iter().copied(), &arg.text);
         let a = whole.as_str();
         i += 1;
         match a {
@@ -203,7 +203,7 @@ pub(super) fn sed_command(analyzer: &mut Analyzer, index: usize, args: &[Word], 
             operands.push(arg);
             continue;
         }
-        let whole = super::options::whole_long(SED_LONG.iter().copied(), a);
+        let whole = super::getopt::whole_long(SED_LONG.iter().copied(), a);
         if a == "--" {
             options_done = true;
         } else if let Some(long) = whole.strip_prefix("--") {

@@ -6,7 +6,7 @@
 //! an origin on a shared address would otherwise serve a host the rule does not name. Buffers are
 //! bounded (a head, a chunk-size line, a trailer section); a body streams through.
 
-use super::ask::{AskError, MAX_HEAD, name_and_port};
+use super::refusals::{AskError, MAX_HEAD, name_and_port};
 
 /// The longest chunk-size line (with its extensions) read.
 const MAX_CHUNK_LINE: usize = 4096;

@@ -10,6 +10,7 @@ pub mod ask;
 pub mod gate;
 pub mod http;
 pub mod proxy;
+mod refusals;
 pub(crate) mod relay;
 pub mod sni;
 

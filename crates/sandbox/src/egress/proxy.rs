@@ -5,8 +5,9 @@
 //! on a TLS port ([`TLS_PORTS`]) nothing else may start one. Whatever happens, the connection ends as
 //! one [`Connection`], for the call's record.
 
-use super::ask::{Ask, AskError, read_ask, socks_reply};
+use super::ask::{Ask, read_ask, socks_reply};
 use super::http::RequestStream;
+use super::refusals::AskError;
 use super::sni::{Hello, server_name};
 use portcullis_harness::{Connection, ConnectionKind, HostPattern};
 use std::collections::HashMap;

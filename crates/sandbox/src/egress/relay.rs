@@ -7,7 +7,7 @@
 //! task ID from the namespace's process budget whatever the command opens.
 
 use super::{PROXY_PORT, TAG_DNS, TAG_STREAM};
-use crate::walls::Failure;
+use crate::failure::Failure;
 use nix::fcntl::{OFlag, open};
 use nix::sys::socket::{
     AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, recv, sendto, socket,
