@@ -15,6 +15,22 @@ def module_of(src, path):
     rel = os.path.relpath(path, src)[:-3].split('/')
     if rel[-1] in ('mod', 'lib', 'main'): rel = rel[:-1]
     return tuple(rel)
+def split_top(text):
+    out, depth, cur = [], 0, ''
+    for ch in text:
+        depth += (ch == '{') - (ch == '}')
+        if ch == ',' and depth == 0: out.append(cur); cur = ''
+        else: cur += ch
+    return [x.strip() for x in out + [cur] if x.strip()]
+def use_paths(tree, prefix=()):
+    """The leaf paths of a use tree (`a::{b, c::{d, e}}`), each as a list of segments."""
+    tree = tree.strip()
+    g = re.match(r'^((?:\w+::)*)\{(.*)\}$', tree, re.S)
+    if g:
+        pre = tuple(x for x in g.group(1).split('::') if x)
+        return [p for sub in split_top(g.group(2)) for p in use_paths(sub, prefix + pre)]
+    parts = [x for x in tree.split(' as ')[0].strip().split('::') if x and x != 'self']
+    return [list(prefix) + parts]
 total = []
 for name, src in crates():
     files = {}
@@ -50,9 +66,11 @@ for name, src in crates():
         for path in re.findall(r'\bcrate((?:::[A-Za-z_][A-Za-z0-9_]*)+)', text):
             t = resolve(path.strip(':').split('::'))
             if t and t != m: edges[m].add(t)
-        for grp in re.findall(r'use crate::\{([^}]*)\}', text):
-            for item in grp.split(','):
-                t = resolve(item.strip().split('::'))
+        # every path of a `use crate::…;` / `use super::…;` tree, groups nested at any depth
+        for base, tree in re.findall(r'use (crate|super)::([^;]*);', text):
+            for path in use_paths(tree):
+                if base == 'crate': t = resolve(path)
+                else: t = resolve(list(m[:-1]) + path)
                 if t and t != m: edges[m].add(t)
         for path in re.findall(r'\bsuper((?:::[A-Za-z_][A-Za-z0-9_]*)+)', text):
             parent = list(m[:-1]) if not p.endswith('mod.rs') else list(m[:-1])

@@ -497,7 +497,7 @@ export type CallError = {
 	details?: Value | null,
 };
 
-/**  A failed call's stable code (the `code` of [`crate::CallError`] and [`crate::ToolError`]). */
+/**  A failed call's stable code (the `code` of a `CallError` and of a `ToolError`). */
 export type CallErrorCode = "unknown_tool" | "tool_denied" | "invalid_arguments" | 
 /**  The caller's arguments were not parseable JSON (for example a broken streamed tool call). */
 "invalid_json_arguments" | "permission_denied" | "validation_failed" | "execution_denied" | "guardrail_blocked" | 
@@ -901,6 +901,7 @@ export type Content = { type: "text"; text: string } |
 /**  Base64 audio, bounded like an image by the tool that produced it (an upstream result's bound). */
 { type: "audio"; data: string; mime_type: string } | { type: "resource"; uri: string; mime_type?: string | null; text?: string | null };
 
+/**  A value and how many times it was counted. */
 export type Count = {
 	key: string,
 	count: number,
