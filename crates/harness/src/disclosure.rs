@@ -5,8 +5,9 @@
 use crate::call::CallContext;
 use crate::error_code::CallErrorCode;
 use crate::grants::Grants;
+use crate::registry::ToolRegistry;
 use crate::schema::truncate;
-use crate::tool::{Tool, ToolError, ToolInvocation, ToolOutput, ToolRegistry};
+use crate::tool::{Tool, ToolError, ToolInvocation, ToolOutput};
 use crate::tool_spec::{ToolAnnotations, ToolSpec};
 use async_trait::async_trait;
 use serde_json::{Value, json};

@@ -4,8 +4,8 @@
 use crate::disclosure::DisclosureError;
 use crate::ledger::LedgerError;
 use crate::name::NameError;
+use crate::registry::RegistryError;
 use crate::schema::{LimitError, SchemaError};
-use crate::tool::RegistryError;
 use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

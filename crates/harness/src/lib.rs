@@ -37,6 +37,7 @@ pub mod paths;
 pub mod permission;
 pub mod receipt;
 pub mod redaction;
+pub mod registry;
 pub mod sandbox;
 pub mod schema;
 pub mod shell_words;
@@ -85,14 +86,12 @@ pub use outcome::{CallOutcome, ToolCallResult};
 pub use permission::{AllowAllPermissions, Permission, PermissionCheck, PermissionSet};
 pub use receipt::{OperatorOutcome, Receipt, arguments_digest, canonical_json};
 pub use redaction::{REDACTED, Redactor, RedactorBuilder};
+pub use registry::{DuplicatePolicy, RegisteredTool, RegistryError, ToolRegistry};
 pub use sandbox::{
     Containment, EgressScope, Enforcement, MaskedProgram, SandboxLimits, SandboxProfile, SandboxSupport,
 };
 pub use schema::{InstanceLimits, LimitError, MissingSchema, SchemaError, SchemaLimits, SchemaValidator};
 pub use time::Timestamp;
-pub use tool::{
-    Catalog, Content, DuplicatePolicy, ProgressReporter, RegisteredTool, RegistryError, Tool, ToolError,
-    ToolInvocation, ToolOutput, ToolRegistry,
-};
+pub use tool::{Catalog, Content, ProgressReporter, Tool, ToolError, ToolInvocation, ToolOutput};
 pub use tool_spec::{ToolAnnotations, ToolSpec};
 pub use validation::{ToolValidator, ValidationIssue, ValidatorVerdict};

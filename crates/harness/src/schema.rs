@@ -3,13 +3,14 @@
 //! bounded (depth, string bytes, array length, object size, node count) and may not carry prototype keys,
 //! because arguments are forwarded to JavaScript MCP servers.
 
+use crate::registry::RegisteredTool;
 use crate::validation::ValidationIssue;
 use lru::LruCache;
 use serde_json::Value;
 use std::hash::{DefaultHasher, Hasher};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use thiserror::Error;
 
 /// Keys an argument object may never carry anywhere (prototype pollution in JavaScript servers).
@@ -207,7 +208,7 @@ impl SchemaKey {
 type Compiled = Result<jsonschema::Validator, SchemaError>;
 
 /// Where a registered tool finds its compiled schema without the validator's cache (see
-/// `RegisteredTool` in the tool module): the validator's id (its limits decide what compiles) and a weak reference to
+/// [`RegisteredTool`]): the validator's id (its limits decide what compiles) and a weak reference to
 /// the cache's slot, so the cache's bound still holds (an evicted schema is compiled again).
 pub(crate) struct ToolSchemaSlot {
     validator: u64,
@@ -278,20 +279,14 @@ impl SchemaValidator {
         self.compile(schema).map(|_| ())
     }
 
-    /// Validates the arguments of a registered tool whose `schema` has the cache key `key`, keeping in
-    /// `compiled` a handle on the compiled schema: after the tool's first call the validator's cache
-    /// (mutex, hash) is not touched, an uncontended read lock and a weak upgrade instead. The body of
-    /// `validate_tool` (beside `RegisteredTool`, which this module does not know).
-    pub(crate) fn validate_kept(
-        &self,
-        schema: Option<&Value>,
-        key: Option<SchemaKey>,
-        compiled: &RwLock<Option<ToolSchemaSlot>>,
-        arguments: &Value,
-    ) -> Result<(), ValidationIssue> {
-        match (schema, key) {
+    /// Validates a registered tool's arguments.
+    /// The tool keeps a handle on the compiled schema, so after its first call the validator's cache
+    /// (mutex, hash) is not touched: an uncontended read lock and a weak upgrade instead.
+    pub fn validate_tool(&self, tool: &RegisteredTool, arguments: &Value) -> Result<(), ValidationIssue> {
+        let schema = tool.spec().parameters.as_ref();
+        match (schema, tool.schema_key) {
             (Some(schema), Some(key)) => {
-                let kept = compiled.read().ok().and_then(|kept| {
+                let kept = tool.compiled.read().ok().and_then(|kept| {
                     kept.as_ref()
                         .filter(|kept| kept.validator == self.id)
                         .and_then(|kept| kept.slot.upgrade())
@@ -300,7 +295,7 @@ impl SchemaValidator {
                     Some(slot) => slot,
                     None => {
                         let slot = self.slot(key)?;
-                        if let Ok(mut kept) = compiled.write() {
+                        if let Ok(mut kept) = tool.compiled.write() {
                             *kept = Some(ToolSchemaSlot { validator: self.id, slot: Arc::downgrade(&slot) });
                         }
                         slot

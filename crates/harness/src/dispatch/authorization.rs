@@ -9,7 +9,7 @@ use crate::execution::{
     ApprovalAnswer, ApprovalRequest, ExecutionAction, ExecutionPolicy, PolicyDecision, PolicyRequest,
     PolicyRuling, PolicyVerdict,
 };
-use crate::tool::RegisteredTool;
+use crate::registry::RegisteredTool;
 use futures::FutureExt;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
