@@ -254,6 +254,14 @@ mod tests {
     }
 
     #[test]
+    fn every_variant_is_known() {
+        // `as_str`'s match is exhaustive; each of its arms but `Unknown` must be in `KNOWN`.
+        let source = include_str!("error_code.rs");
+        let arms = source.lines().filter(|l| l.trim_start().starts_with("C::") && l.contains(" => \"")).count();
+        assert_eq!(arms, CallErrorCode::KNOWN.len(), "a variant is missing from KNOWN");
+    }
+
+    #[test]
     fn a_code_this_build_does_not_know_is_kept_as_written() {
         let old = CallErrorCode::parse("quota_exceeded");
         assert_eq!(old, CallErrorCode::Unknown("quota_exceeded".into()));
