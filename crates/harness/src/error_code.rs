@@ -257,7 +257,8 @@ mod tests {
     fn every_variant_is_known() {
         // `as_str`'s match is exhaustive; each of its arms but `Unknown` must be in `KNOWN`.
         let source = include_str!("error_code.rs");
-        let arms = source.lines().filter(|l| l.trim_start().starts_with("C::") && l.contains(" => \"")).count();
+        let arms =
+            source.lines().filter(|l| l.trim_start().starts_with("C::") && l.contains(" => \"")).count();
         assert_eq!(arms, CallErrorCode::KNOWN.len(), "a variant is missing from KNOWN");
     }
 

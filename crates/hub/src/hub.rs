@@ -210,7 +210,7 @@ impl Hub {
                 hook_runs: Arc::new(crate::hook_run::HookRuns::default()),
             }),
         };
-        relay.attach(&hub);
+        relay.attach(Box::new(RelayTarget(Arc::downgrade(&hub.state))));
         hub.rebuild_on_change(rebuild_rx);
         hub.state.upstreams.sync(&servers);
         Ok(hub)
@@ -649,5 +649,27 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The hub as its relay sees it: held weakly (the hub holds the relay through its upstream servers).
+struct RelayTarget(std::sync::Weak<HubState>);
+
+#[async_trait::async_trait]
+impl crate::relay::RelayedCalls for RelayTarget {
+    fn routes(&self) -> Option<portcullis_mcp::client_side::AgentRoutes> {
+        Some(self.0.upgrade()?.upstreams.routes())
+    }
+
+    async fn call(
+        &self,
+        session_id: &str,
+        call_id: &str,
+        tool: &str,
+        params: Value,
+        owner: &str,
+    ) -> Option<ToolCallResult> {
+        let hub = Hub { state: self.0.upgrade()? };
+        Some(hub.call(session_id, call_id, tool, params, owner, CancellationToken::new()).await)
     }
 }
