@@ -9,7 +9,7 @@ use crate::render::{
 use crate::table::Table;
 use portcullis_api::ErrorCode;
 use portcullis_api::ledger::{CallOrigin, LedgerAddress, LedgerView, migrate_ledger, parse_cursor};
-use portcullis_api::ledger_browse::CallDetail;
+use portcullis_api::ledger_browse::{CallDetail, CallOrder};
 use portcullis_api::times::{format_duration, format_time};
 use portcullis_api::types::DeciderKind;
 use portcullis_api::types::Timestamp;
@@ -32,9 +32,15 @@ pub fn origin_label(origin: Option<&CallOrigin>) -> String {
 pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.filter.to_filter(Timestamp::now())?;
     let before = args.before.as_deref().map(parse_cursor).transpose()?;
-    let reader = open_reader(&args.db.address()?)?;
+    let address = args.db.address()?;
+    let team = matches!(address, LedgerAddress::Team { .. });
     tracing::debug!(?filter, ?before, limit = args.limit, "querying calls");
-    let page = reader.calls(&filter, before, usize::from(args.limit))?;
+    // The ledger browser's listing, through the same table.
+    let (ledger, password_file) = crate::client::opened_as(&address);
+    let page = crate::client::in_process(password_file, |client| async move {
+        let opened = client.open_ledger(Some(ledger)).await?;
+        client.ledger_calls(opened.id, filter, CallOrder::NewestFirst, before, u32::from(args.limit)).await
+    })?;
     if args.json {
         let calls = page
             .calls
@@ -51,7 +57,6 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         writeln!(out, "{}", json!({ "calls": calls, "next": next }))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let team = reader.is_team();
     if page.calls.is_empty() {
         writeln!(out, "no calls match")?;
     } else {
@@ -105,7 +110,7 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
     }
     let file = args.db.file()?;
     // The same command the ledger browser's drawer calls, through the same table.
-    let found = crate::client::in_process(|client| async move {
+    let found = crate::client::in_process(None, |client| async move {
         let opened = client.open_ledger(Some(file.display().to_string())).await?;
         client.ledger_call_details(opened.id, args.call_id.clone(), args.session.clone()).await
     });

@@ -7,6 +7,7 @@ use crate::error::CliError;
 use crate::ledger_cmd::open_reader;
 use crate::render::clean;
 use crate::table::Table;
+use portcullis_api::ledger::LedgerAddress;
 use portcullis_api::times::format_time;
 use portcullis_api::types::Timestamp;
 use serde_json::json;
@@ -63,8 +64,14 @@ pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
 
 pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.range().session_filter(Timestamp::now()).map_err(option_error)?;
-    let reader = open_reader(&args.db.address()?)?;
-    let rows = reader.sessions(&filter, usize::from(args.limit))?;
+    let address = args.db.address()?;
+    let team = matches!(address, LedgerAddress::Team { .. });
+    // The ledger browser's sessions, through the same table.
+    let (ledger, password_file) = crate::client::opened_as(&address);
+    let rows = crate::client::in_process(password_file, |client| async move {
+        let opened = client.open_ledger(Some(ledger)).await?;
+        client.ledger_sessions(opened.id, filter.since, filter.until, u32::from(args.limit)).await
+    })?;
     if args.json {
         writeln!(out, "{}", json!({ "sessions": rows }))?;
         return Ok(ExitCode::SUCCESS);
@@ -73,7 +80,6 @@ pub fn sessions(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, Cli
         writeln!(out, "no sessions")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let team = reader.is_team();
     let headers = if team {
         vec!["HUB", "STARTED", "SESSION", "CLIENT", "ENDED", "END"]
     } else {

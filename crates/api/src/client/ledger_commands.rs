@@ -62,8 +62,9 @@ impl Client {
         // else $PGPASSWORD.
         let address = match self.api() {
             Ok(api) => api.ledger_address(&chosen),
-            Err(_) => LedgerAddress::of(&chosen, None),
+            Err(_) => LedgerAddress::of(&chosen, self.inner.team_password_file.as_deref()),
         };
+        tracing::debug!(ledger = %address, "opening ledger");
         let (browsed, summary) = blocking(move || {
             let browsed = BrowsedLedger::open_at(address)?;
             let summary = browsed.summary()?;

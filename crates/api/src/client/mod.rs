@@ -58,6 +58,8 @@ struct ClientState {
     operator: Operator,
     /// The recent ledgers and saved views (`ledger-library.json` in the user's config folder).
     library: Option<PathBuf>,
+    /// Where a team ledger's password is, for a client with no hub to say (else `$PGPASSWORD`).
+    team_password_file: Option<PathBuf>,
     ledgers: OpenLedgers,
     jobs: Jobs,
     examples: Mutex<ExampleCommands>,
@@ -67,11 +69,23 @@ impl Client {
     /// A client of `connected` whose answers are recorded as `operator`'s, keeping its library in
     /// `library` (none: the library commands say there is no config folder).
     pub fn new(connected: Connected, operator: Operator, library: Option<PathBuf>) -> Client {
+        Client::with_team_password(connected, operator, library, None)
+    }
+
+    /// [`Client::new`] of a client that opens team ledgers with the password in `team_password_file`
+    /// when no hub names one (the command line's `--password-file`).
+    pub fn with_team_password(
+        connected: Connected,
+        operator: Operator,
+        library: Option<PathBuf>,
+        team_password_file: Option<PathBuf>,
+    ) -> Client {
         Client {
             inner: Arc::new(ClientState {
                 connected,
                 operator,
                 library,
+                team_password_file,
                 ledgers: OpenLedgers::default(),
                 jobs: Jobs::default(),
                 examples: Mutex::new(ExampleCommands::default()),

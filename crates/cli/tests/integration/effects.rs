@@ -332,12 +332,21 @@ fn a_manifest_tool_declares_its_key_over_its_arguments() {
     assert!(text_of(results[2]).contains("effect_conflict"), "{}", results[2]);
     assert_eq!(count_in(results[3]), "2", "another target is another effect");
     assert_eq!(lines(&served, "deploys.txt"), 2);
-    let (_, effects) = command(&served, &served.operator_token, "effects", json!({ "limit": 10 }));
-    let keys: Vec<&str> = effects.as_array().unwrap().iter().filter_map(|e| e["key"].as_str()).collect();
-    assert!(
-        keys.contains(&r#"count_deploys("web")"#) && keys.contains(&r#"count_deploys("db")"#),
-        "{keys:?}"
-    );
+    // The listing reads the ledger's index, which the indexer brings up to the journal a moment later.
+    let listed = |wanted: &[&str]| {
+        let (_, effects) = command(&served, &served.operator_token, "effects", json!({ "limit": 10 }));
+        let keys: Vec<String> =
+            effects.as_array().unwrap().iter().filter_map(|e| e["key"].as_str().map(str::to_owned)).collect();
+        (wanted.iter().all(|w| keys.iter().any(|k| k == w)), keys)
+    };
+    let wanted = [r#"count_deploys("web")"#, r#"count_deploys("db")"#];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = listed(&wanted);
+    while !seen.0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        seen = listed(&wanted);
+    }
+    assert!(seen.0, "{:?}", seen.1);
 }
 
 #[test]
