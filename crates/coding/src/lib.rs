@@ -23,7 +23,6 @@ pub mod workspace;
 pub mod write;
 
 pub use edit::EditTool;
-pub use errors::codes;
 pub use read::ReadTool;
 pub use shell::ShellTool;
 pub use workspace::{Limits, Workspace};

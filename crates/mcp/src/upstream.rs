@@ -44,14 +44,6 @@ use std::time::Duration;
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
-/// Error codes of upstream calls.
-pub mod codes {
-    pub const UNAVAILABLE: &str = "upstream_unavailable";
-    pub const TIMEOUT: &str = "upstream_timeout";
-    pub const TOO_LARGE: &str = "upstream_result_too_large";
-    pub const ERROR: &str = "upstream_error";
-}
-
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpstreamTransport {
