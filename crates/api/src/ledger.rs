@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use portcullis_harness::Timestamp;
+pub use portcullis_ledger::SinkLag;
 pub use portcullis_ledger::export::CSV_HEADER;
 pub use portcullis_ledger::stats::{Bucket, Count, ToolDurations};
 pub use portcullis_ledger::{

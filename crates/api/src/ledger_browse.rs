@@ -149,6 +149,52 @@ impl BrowsedLedger {
         Ok(LedgerSummary { path: self.shown.clone(), bytes, schema_version, calls, first_at, last_at })
     }
 
+    /// What only a hub's own ledger file answers, asked of it (a team ledger: `not_on_team_ledger`).
+    fn of_file<T>(
+        &self,
+        what: &str,
+        ask: impl FnOnce(&portcullis_ledger::LedgerReader) -> Result<T, portcullis_ledger::LedgerStoreError>,
+    ) -> Result<T, ApiError> {
+        match &*lock(&self.audit) {
+            AnyReader::File(reader) => Ok(ask(reader)?),
+            AnyReader::Team(team) => Err(ApiError::new(
+                crate::error::ErrorCode::NotOnTeamLedger,
+                format!("{what} is asked of a hub's own ledger file, not of the team ledger {}", team.db()),
+                serde_json::Value::Null,
+            )),
+        }
+    }
+
+    /// The requests the hub refused (counted per kind and minute) first seen in `[since, until)`, newest
+    /// first.
+    pub fn refusals(
+        &self,
+        since: Option<Timestamp>,
+        until: Option<Timestamp>,
+        limit: usize,
+    ) -> Result<Vec<portcullis_ledger::RefusalRow>, ApiError> {
+        let filter = portcullis_ledger::RefusalFilter { since, until };
+        self.of_file("refused requests", |r| r.refusals(&filter, limit.clamp(1, super::ledger::MAX_PAGE)))
+    }
+
+    /// The file's integrity and shape: schema version, counts, calls left open, unreadable bodies.
+    pub fn check(&self) -> Result<portcullis_ledger::CheckReport, ApiError> {
+        self.of_file("a check", |r| r.check())
+    }
+
+    /// How far behind the file's record sinks are (none for a team ledger: it is a sink itself).
+    pub fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
+        match &*lock(&self.audit) {
+            AnyReader::File(reader) => {
+                let cursors = portcullis_ledger::SinkCursors::load(
+                    &portcullis_ledger::SinkCursors::file_of(reader.path()),
+                )?;
+                Ok(cursors.lags(reader)?)
+            }
+            AnyReader::Team(_) => Ok(Vec::new()),
+        }
+    }
+
     /// One page of the calls `filter` selects, by key: newest first after `cursor` (older calls), or
     /// oldest first after it (newer calls — the live tail asks this from its newest call).
     pub fn page(

@@ -92,6 +92,17 @@ macro_rules! operator_commands {
                 verify_ledger(id: u32) -> $crate::ledger::VerifyReport;
                 /// Ledger `id` at a glance, now.
                 ledger_summary(id: u32) -> $crate::ledger_browse::LedgerSummary;
+                /// The requests the hub refused, first seen in `[since, until)`, newest first (a file's).
+                ledger_refusals(
+                    id: u32,
+                    since: Option<$crate::types::Timestamp>,
+                    until: Option<$crate::types::Timestamp>,
+                    limit: u32
+                ) -> Vec<$crate::ledger::RefusalRow>;
+                /// Ledger `id`'s integrity and shape: schema, counts, calls left open, unreadable bodies.
+                ledger_check(id: u32) -> $crate::ledger::CheckReport;
+                /// How far behind ledger `id`'s record sinks are.
+                ledger_shipping(id: u32) -> Vec<$crate::ledger::SinkLag>;
                 /// One page of the calls `filter` selects, in `order` after `cursor`.
                 ledger_calls(
                     id: u32,

@@ -268,8 +268,11 @@ fn file_line(f: &portcullis_api::types::FileVerdict) -> String {
 }
 
 pub fn check(args: &CheckArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let reader = open_reader(&args.db.address()?)?;
-    let report = reader.check()?;
+    let (ledger, password_file) = crate::client::opened_as(&args.db.address()?);
+    let report = crate::client::in_process(password_file, |client| async move {
+        let opened = client.open_ledger(Some(ledger)).await?;
+        client.ledger_check(opened.id).await
+    })?;
     let healthy = report.healthy();
     if args.json {
         let mut value = serde_json::to_value(&report)?;

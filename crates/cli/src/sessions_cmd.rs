@@ -4,7 +4,6 @@
 
 use crate::args::{ListingArgs, option_error};
 use crate::error::CliError;
-use crate::ledger_cmd::open_reader;
 use crate::render::clean;
 use crate::table::Table;
 use portcullis_api::ledger::LedgerAddress;
@@ -16,8 +15,11 @@ use std::process::ExitCode;
 
 pub fn refusals(args: &ListingArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
     let filter = args.range().refusal_filter(Timestamp::now()).map_err(option_error)?;
-    let reader = open_reader(&args.db.address()?)?;
-    let rows = reader.refusals(&filter, usize::from(args.limit))?;
+    let (ledger, password_file) = crate::client::opened_as(&args.db.address()?);
+    let rows = crate::client::in_process(password_file, |client| async move {
+        let opened = client.open_ledger(Some(ledger)).await?;
+        client.ledger_refusals(opened.id, filter.since, filter.until, u32::from(args.limit)).await
+    })?;
     if args.json {
         writeln!(out, "{}", json!({ "refusals": rows }))?;
         return Ok(ExitCode::SUCCESS);

@@ -2,10 +2,9 @@
 
 use crate::args::StatsArgs;
 use crate::error::CliError;
-use crate::ledger_cmd::open_reader;
 use crate::render::count;
 use crate::table::Table;
-use portcullis_api::ledger::{Bucket, Count, LedgerAddress, fill_histogram};
+use portcullis_api::ledger::{Bucket, Count, fill_histogram};
 use portcullis_api::times::{format_duration, format_time, format_width, parse_width};
 use portcullis_api::types::Timestamp;
 use std::io::Write;
@@ -22,17 +21,12 @@ pub fn stats(args: &StatsArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
         .map(parse_width)
         .transpose()
         .map_err(|e| CliError::BadArgument(format!("--bucket: {}", e.message)))?;
-    let address = args.db.address()?;
-    // The ledger browser's stats, through the same table; how far the file's sinks are behind is the
-    // file's own (no command of the table reads another hub's sink cursors).
-    let shipping = match &address {
-        LedgerAddress::File(_) => open_reader(&address)?.shipping()?,
-        LedgerAddress::Team { .. } => Vec::new(),
-    };
-    let (ledger, password_file) = crate::client::opened_as(&address);
-    let stats = crate::client::in_process(password_file, |client| async move {
+    // The ledger browser's stats, and how far behind the file's sinks are, through the same table.
+    let (ledger, password_file) = crate::client::opened_as(&args.db.address()?);
+    let (stats, shipping) = crate::client::in_process(password_file, |client| async move {
         let opened = client.open_ledger(Some(ledger)).await?;
-        client.ledger_stats(opened.id, filter, bucket).await
+        let stats = client.ledger_stats(opened.id, filter, bucket).await?;
+        Ok((stats, client.ledger_shipping(opened.id).await?))
     })?;
     if args.json {
         let mut value = serde_json::to_value(&stats)?;

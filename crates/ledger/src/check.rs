@@ -6,6 +6,7 @@ use crate::schema::{SCHEMA_VERSION, identity};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CheckReport {
     /// `PRAGMA integrity_check` said "ok".
     pub integrity_ok: bool,

@@ -17,6 +17,7 @@ pub const REFUSAL_WINDOW_US: i64 = 60_000_000;
 /// Refused requests: one or more identical refusals (same status, code, method, path, peer, Origin,
 /// Host, User-Agent) within one minute.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RefusalRow {
     pub first_at: Timestamp,
     pub last_at: Timestamp,

@@ -91,6 +91,12 @@ export const commands = {
 	verifyLedger: (id: number) => typedError<VerifyReport, ApiError>(__TAURI_INVOKE("verify_ledger", { id })),
 	/**  Ledger `id` at a glance, now. */
 	ledgerSummary: (id: number) => typedError<LedgerSummary, ApiError>(__TAURI_INVOKE("ledger_summary", { id })),
+	/**  The requests the hub refused, first seen in `[since, until)`, newest first (a file's). */
+	ledgerRefusals: (id: number, since: Timestamp | null, until: Timestamp | null, limit: number) => typedError<RefusalRow[], ApiError>(__TAURI_INVOKE("ledger_refusals", { id, since, until, limit })),
+	/**  Ledger `id`'s integrity and shape: schema, counts, calls left open, unreadable bodies. */
+	ledgerCheck: (id: number) => typedError<CheckReport, ApiError>(__TAURI_INVOKE("ledger_check", { id })),
+	/**  How far behind ledger `id`'s record sinks are. */
+	ledgerShipping: (id: number) => typedError<SinkLag[], ApiError>(__TAURI_INVOKE("ledger_shipping", { id })),
 	/**  One page of the calls `filter` selects, in `order` after `cursor`. */
 	ledgerCalls: (id: number, filter: CallFilter, order: CallOrder, cursor: Cursor | null, limit: number) => typedError<CallPage, ApiError>(__TAURI_INVOKE("ledger_calls", { id, filter, order, cursor, limit })),
 	/**  How many calls `filter` selects. */
@@ -171,7 +177,7 @@ export const events = {
 /* Constants */
 export const CALL_ERROR_CODES = ["unknown_tool","tool_denied","invalid_arguments","invalid_json_arguments","permission_denied","validation_failed","execution_denied","guardrail_blocked","tool_error","tool_panicked","cancelled","tool_call_not_dispatched","ledger_unavailable","duplicate_effect","effect_conflict","outcome_unknown","effect_marked_done","effect_marked_failed","internal","interrupted","path_changed","not_found","too_large","not_unique","no_match","timeout","invalid_path","invalid_argument","outside_root","not_a_file","not_a_directory","not_text","image_refused","spawn_failed","sandbox_failed","io_error","bad_action","invalid_query","process_failed","invalid_output","busy","not_run","not_reported","upstream_unavailable","upstream_timeout","upstream_result_too_large","upstream_error","agent_cannot_answer","agent_timeout","agent_error","agent_gone"] as const;
 
-export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"pending_approvals":{"args":[],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"session_grants":{"args":[],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"sessions":{"args":[],"stream":false},"servers":{"args":[],"stream":false},"restart_server":{"args":["id"],"stream":false},"tool_changes":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"effects":{"args":["limit"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"tools":{"args":[],"stream":false},"hookup_snippets":{"args":[],"stream":false},"console_link":{"args":["operator"],"stream":false},"stop_stream":{"args":["id"],"stream":false},"policy_layers":{"args":[],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"rule_activity":{"args":[],"stream":false},"grants_with_draft":{"args":["file","text"],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"verify_ledger":{"args":["id"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"call_changes":{"args":["callId","session"],"stream":false},"undo_call":{"args":["callId","session"],"stream":false},"answer_held":{"args":["callId","session","answer"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_library":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"follow_events":{"args":[],"stream":true},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"export_ledger":{"args":["id","filter","format","file"],"stream":true}} as const;
+export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status":{"args":[],"stream":false},"pending_approvals":{"args":[],"stream":false},"answer_approval":{"args":["id","answer"],"stream":false},"always_preview":{"args":["id","scope"],"stream":false},"session_grants":{"args":[],"stream":false},"revoke_session_grant":{"args":["id"],"stream":false},"sessions":{"args":[],"stream":false},"servers":{"args":[],"stream":false},"restart_server":{"args":["id"],"stream":false},"tool_changes":{"args":[],"stream":false},"shipping":{"args":[],"stream":false},"accept_tool_change":{"args":["server","tool","digest"],"stream":false},"effects":{"args":["limit"],"stream":false},"mark_effect":{"args":["agent","key","outcome","note"],"stream":false},"tools":{"args":[],"stream":false},"hookup_snippets":{"args":[],"stream":false},"console_link":{"args":["operator"],"stream":false},"stop_stream":{"args":["id"],"stream":false},"policy_layers":{"args":[],"stream":false},"check_policy_draft":{"args":["file","text"],"stream":false},"lint_policy_draft":{"args":["file","text"],"stream":false},"try_policy_draft":{"args":["file","text","input"],"stream":false},"test_policy_draft":{"args":["file","text"],"stream":false},"diff_policy_draft":{"args":["file","text"],"stream":false},"save_policy_file":{"args":["file","text","expectedVersion"],"stream":false},"draft_call_traces":{"args":["file","text","ledger","session","callId"],"stream":false},"rule_activity":{"args":[],"stream":false},"grants_with_draft":{"args":["file","text"],"stream":false},"probe_path_draft":{"args":["file","text","path"],"stream":false},"candidate_rule":{"args":["command"],"stream":false},"open_ledger":{"args":["path"],"stream":false},"close_ledger":{"args":["id"],"stream":false},"verify_ledger":{"args":["id"],"stream":false},"ledger_summary":{"args":["id"],"stream":false},"ledger_refusals":{"args":["id","since","until","limit"],"stream":false},"ledger_check":{"args":["id"],"stream":false},"ledger_shipping":{"args":["id"],"stream":false},"ledger_calls":{"args":["id","filter","order","cursor","limit"],"stream":false},"ledger_count":{"args":["id","filter"],"stream":false},"ledger_call":{"args":["id","callId","session"],"stream":false},"call_changes":{"args":["callId","session"],"stream":false},"undo_call":{"args":["callId","session"],"stream":false},"answer_held":{"args":["callId","session","answer"],"stream":false},"ledger_call_details":{"args":["id","callId","session"],"stream":false},"ledger_facets":{"args":["id","filter","exact"],"stream":false},"ledger_stats":{"args":["id","filter","bucketUs"],"stream":false},"ledger_approvals":{"args":["id","filter"],"stream":false},"ledger_top_commands":{"args":["id","filter","outcome","limit"],"stream":false},"ledger_sessions":{"args":["id","since","until","limit"],"stream":false},"ledger_session_timeline":{"args":["id","session"],"stream":false},"ledger_library":{"args":[],"stream":false},"save_ledger_view":{"args":["view"],"stream":false},"delete_ledger_view":{"args":["name"],"stream":false},"follow_events":{"args":[],"stream":true},"replay_policy_draft":{"args":["file","text","ledger"],"stream":true},"export_ledger":{"args":["id","filter","format","file"],"stream":true}} as const;
 
 export const DECIDER_KINDS = ["default","rule","protected_place","operator","session_grant","approval_timeout","grants","guardrail","permission","registry","validator"] as const;
 
@@ -802,6 +808,25 @@ export type ChangeRecord = {
 	entries: ChangeEntry[],
 	/**  More changes than `entries` holds (the counts are whole). */
 	truncated?: boolean,
+};
+
+export type CheckReport = {
+	/**  `PRAGMA integrity_check` said "ok". */
+	integrity_ok: boolean,
+	/**  What integrity_check said when not ok (first lines). */
+	integrity_messages: string[],
+	schema_version: number,
+	supported_version: number,
+	records: number,
+	calls: number,
+	sessions: number,
+	approvals: number,
+	/**  Started calls with no terminal record (running now, or left by a crash not yet recovered). */
+	open_calls: number,
+	/**  Writers that never closed (running now, or crashed; the next writer recovers them). */
+	unclosed_writers: number,
+	/**  Terminal records whose body does not parse as JSON (0 in a healthy ledger). */
+	unreadable_bodies: number,
 };
 
 /**  An operator's answer. */
@@ -1885,6 +1910,30 @@ export type RecordStep = {
 export type RefusalCounts = {
 	requests: number,
 	by_code: Count[],
+};
+
+/**
+ *  Refused requests: one or more identical refusals (same status, code, method, path, peer, Origin,
+ *  Host, User-Agent) within one minute.
+ */
+export type RefusalRow = {
+	first_at: Timestamp,
+	last_at: Timestamp,
+	count: number,
+	/**  The HTTP status answered (401, 403). */
+	status: number,
+	/**
+	 *  The refusal's code: `unauthorized`, `agent_credential_required`, `operator_credential_required`,
+	 *  `origin_not_allowed`, `host_not_allowed`.
+	 */
+	code: string,
+	method?: string | null,
+	path?: string | null,
+	/**  The peer's IP address. */
+	peer?: string | null,
+	origin?: string | null,
+	host?: string | null,
+	user_agent?: string | null,
 };
 
 export type RelatedRule = {

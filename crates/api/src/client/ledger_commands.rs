@@ -122,6 +122,30 @@ impl Client {
         blocking(move || ledger.summary()).await
     }
 
+    /// The requests the hub refused, first seen in `[since, until)`, newest first (a file's).
+    pub async fn ledger_refusals(
+        &self,
+        id: u32,
+        since: Option<Timestamp>,
+        until: Option<Timestamp>,
+        limit: u32,
+    ) -> Result<Vec<portcullis_ledger::RefusalRow>, ApiError> {
+        let ledger = self.ledger(id)?;
+        blocking(move || ledger.refusals(since, until, limit as usize)).await
+    }
+
+    /// Ledger `id`'s integrity and shape (a file's).
+    pub async fn ledger_check(&self, id: u32) -> Result<portcullis_ledger::CheckReport, ApiError> {
+        let ledger = self.ledger(id)?;
+        blocking(move || ledger.check()).await
+    }
+
+    /// How far behind ledger `id`'s record sinks are (a file's; none for a team ledger).
+    pub async fn ledger_shipping(&self, id: u32) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
+        let ledger = self.ledger(id)?;
+        blocking(move || ledger.shipping()).await
+    }
+
     /// One page of the calls `filter` selects, by key, in `order` after `cursor`.
     pub async fn ledger_calls(
         &self,
