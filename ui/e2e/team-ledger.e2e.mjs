@@ -78,7 +78,8 @@ test("the ledger browser opens the team ledger: every hub's calls, where each ra
   await $('[data-testid="nav-ledger"]').waitForDisplayed({ timeout: 20_000 });
   await $('[data-testid="nav-ledger"]').click();
   const input = await $('[data-testid="ledger-path"]');
-  await input.waitForDisplayed({ timeout: 10_000 });
+  // The view opens the hub's own ledger first: on a loaded machine that has taken over 10 s.
+  await input.waitForDisplayed({ timeout: 30_000 });
   await input.setValue(pg.url("team"));
   await $('[data-testid="ledger-open"]').click();
   await browser.waitUntil(async () => (await browser.$$('[data-testid="call-row"]')).length >= 6, {
