@@ -82,32 +82,6 @@ impl LedgerView {
         }
     }
 
-    /// How far each sink of this ledger file (a team ledger, a copy) stands behind it, from the cursors
-    /// the hub keeps beside the file (none for a team ledger, or a file nothing ships from).
-    pub fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
-        let AnyReader::File(reader) = &self.reader else { return Ok(Vec::new()) };
-        let cursors =
-            portcullis_ledger::SinkCursors::load(&portcullis_ledger::SinkCursors::file_of(reader.path()))?;
-        Ok(cursors.lags(reader)?)
-    }
-
-    /// Whether this is a team ledger.
-    pub fn is_team(&self) -> bool {
-        matches!(self.reader, AnyReader::Team(_))
-    }
-
-    /// The hub's own ledger file, or what a team ledger cannot do (`not_on_team_ledger`).
-    fn file(&self, what: &str) -> Result<&LedgerReader, ApiError> {
-        match &self.reader {
-            AnyReader::File(reader) => Ok(reader),
-            AnyReader::Team(team) => Err(ApiError::new(
-                ErrorCode::NotOnTeamLedger,
-                format!("{what} is asked of a hub's own ledger file, not of the team ledger {}", team.db()),
-                Value::Null,
-            )),
-        }
-    }
-
     /// One call with every record and approval (`None`: no such call), and on a team ledger, where it ran.
     pub fn timeline(
         &self,
@@ -115,43 +89,6 @@ impl LedgerView {
         session: Option<&str>,
     ) -> Result<(CallTimeline, Option<CallOrigin>), ApiError> {
         Ok(self.reader.timeline(call_id, session)?)
-    }
-
-    /// One page of the calls matching `filter`, newest first, after `before` (the previous page's
-    /// `next`); at most [`MAX_PAGE`].
-    pub fn calls(
-        &self,
-        filter: &CallFilter,
-        before: Option<Cursor>,
-        limit: usize,
-    ) -> Result<CallPage, ApiError> {
-        Ok(self.reader.calls(filter, before, limit.clamp(1, MAX_PAGE))?)
-    }
-
-    /// How many calls match `filter`.
-    pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        Ok(self.reader.count(filter)?)
-    }
-
-    /// Sessions with how each ended (open, closed, cut), newest first; on a team ledger, with where
-    /// each ran.
-    pub fn sessions(&self, filter: &SessionFilter, limit: usize) -> Result<Vec<SessionRow>, ApiError> {
-        Ok(self.reader.session_rows(filter, limit.clamp(1, MAX_PAGE))?)
-    }
-
-    /// Refused requests (counted per kind and minute), newest first.
-    pub fn refusals(&self, filter: &RefusalFilter, limit: usize) -> Result<Vec<RefusalRow>, ApiError> {
-        Ok(self.file("refused requests")?.refusals(filter, limit.clamp(1, MAX_PAGE))?)
-    }
-
-    /// The file's integrity and shape: schema version, counts, calls left open, unreadable bodies.
-    pub fn check(&self) -> Result<CheckReport, ApiError> {
-        Ok(self.file("a check")?.check()?)
-    }
-
-    /// Aggregates over the calls matching `filter`; `bucket_us` sets the histogram's width.
-    pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        Ok(self.reader.stats(filter, bucket_us)?)
     }
 
     /// Writes every record of the matching calls to `out`; `progress(done, total)` every 1,000 records.
@@ -380,7 +317,7 @@ pub fn verify_export_file(file: &Path, keys: &[String]) -> Result<VerifyReport, 
 }
 
 pub fn check_ledger(path: &Path) -> Result<CheckReport, ApiError> {
-    LedgerView::open(path)?.check()
+    Ok(LedgerReader::open(path)?.check()?)
 }
 
 /// What migrating a ledger did.

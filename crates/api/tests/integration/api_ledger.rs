@@ -8,7 +8,7 @@ use crate::common;
 
 use portcullis_api::ErrorCode;
 use portcullis_api::ledger::{CallFilter, CallStatus, LedgerView};
-use portcullis_api::ledger_browse::BrowsedLedger;
+use portcullis_api::ledger_browse::{BrowsedLedger, CallOrder};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +41,7 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     assert!(!refused.is_finished());
 
     // Read while the hub still holds the ledger open for writing (its rows committed a moment later).
-    let view = LedgerView::open(&dir.join("ledger.db")).unwrap();
+    let view = BrowsedLedger::open(&dir.join("ledger.db")).unwrap();
     let mut total = 0;
     for _ in 0..200 {
         total = view.count(&CallFilter::default()).unwrap();
@@ -51,22 +51,22 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(total, 6);
-    let first = view.calls(&CallFilter::default(), None, 4).unwrap();
+    let first = view.page(&CallFilter::default(), CallOrder::NewestFirst, None, 4).unwrap();
     assert_eq!(first.calls.len(), 4);
     assert_eq!(first.calls[0].head.call_id, "c9", "newest first");
-    let rest = view.calls(&CallFilter::default(), first.next, 4).unwrap();
+    let rest = view.page(&CallFilter::default(), CallOrder::NewestFirst, first.next, 4).unwrap();
     assert_eq!(rest.calls.len(), 2);
     assert!(rest.next.is_none());
 
     let blocked = CallFilter { statuses: vec![CallStatus::Blocked], ..CallFilter::default() };
-    let page = view.calls(&blocked, None, 10).unwrap();
+    let page = view.page(&blocked, CallOrder::NewestFirst, None, 10).unwrap();
     assert_eq!(page.calls.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c9"]);
     assert_eq!(page.calls[0].decider.rule.as_deref(), Some("no-rm"));
 
     // One word (a search for `zebra-3` would be `zebra` and `3`, and `3` is also in some outputs'
     // durations).
     let search = CallFilter { search: Some("zebra3q".into()), ..CallFilter::default() };
-    let found = view.calls(&search, None, 10).unwrap();
+    let found = view.page(&search, CallOrder::NewestFirst, None, 10).unwrap();
     assert_eq!(found.calls.iter().map(|c| c.head.call_id.as_str()).collect::<Vec<_>>(), ["c3"]);
     // The snippet: the text the search found, its words marked (in the arguments and in the output).
     let snippet = found.calls[0].snippet.clone().unwrap();
@@ -97,7 +97,12 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     // By what the policy said, and by agent (the calls' owner).
     let query = |q: portcullis_api::call_query::CallQuery| {
         let filter = q.filter(portcullis_api::types::Timestamp::now()).unwrap();
-        view.calls(&filter, None, 10).unwrap().calls.into_iter().map(|c| c.head.call_id).collect::<Vec<_>>()
+        view.page(&filter, CallOrder::NewestFirst, None, 10)
+            .unwrap()
+            .calls
+            .into_iter()
+            .map(|c| c.head.call_id)
+            .collect::<Vec<_>>()
     };
     use portcullis_api::call_query::CallQuery;
     assert_eq!(
@@ -117,7 +122,7 @@ async fn a_ledger_a_hub_is_writing_is_read_paged_filtered_and_searched() {
     assert_eq!(count(&stats.by_status, "finished"), Some(5), "{:?}", stats.by_status);
     assert_eq!(count(&stats.by_status, "blocked"), Some(1), "{:?}", stats.by_status);
     assert_eq!(count(&stats.by_tool, "shell"), Some(6), "{:?}", stats.by_tool);
-    let refusals = view.refusals(&portcullis_api::ledger::RefusalFilter::default(), 10).unwrap();
+    let refusals = view.refusals(None, None, 10).unwrap();
     assert!(refusals.is_empty(), "{refusals:?}");
 
     let details = browsed.details("c9", Some("s1")).unwrap();
