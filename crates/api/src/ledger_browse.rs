@@ -54,26 +54,50 @@ pub struct BrowsedLedger {
     /// (without a password).
     shown: String,
     rows: Mutex<AnyReader>,
-    aggregates: Mutex<AnyReader>,
+    aggregates: OnDemand,
     /// The facet counts (one or more stats each): never queued before the stats the view shows.
-    facets: Mutex<AnyReader>,
+    facets: OnDemand,
     /// The slow audit queries (commands and approvals read from bodies): never in the stats' way.
-    audit: Mutex<AnyReader>,
+    audit: OnDemand,
 }
 
 fn lock(reader: &Mutex<AnyReader>) -> MutexGuard<'_, AnyReader> {
     reader.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A connection of its own, opened the first time it is asked: a ledger that is only listed (the
+/// command line's `ledger query`) never opens it, and a team ledger makes no database connection for it.
+#[derive(Default)]
+struct OnDemand(Mutex<Option<AnyReader>>);
+
+impl OnDemand {
+    /// `ask` of this connection, opened on `address` first if it is not yet.
+    fn with<T>(
+        &self,
+        address: &LedgerAddress,
+        ask: impl FnOnce(&AnyReader) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let reader = match slot.take() {
+            Some(reader) => reader,
+            None => AnyReader::open(address)?,
+        };
+        let answer = ask(&reader);
+        *slot = Some(reader);
+        answer
+    }
+}
+
 impl BrowsedLedger {
-    /// Opens `path` read-only (four connections: rows, aggregates, facets, audit queries). Refused, with the
+    /// Opens `path` read-only (one connection now; aggregates, facets and audit queries each get their own
+    /// when first asked). Refused, with the
     /// ledger's code and the file untouched, when it is missing, not a ledger, damaged, or of another
     /// schema version.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
         BrowsedLedger::open_at(LedgerAddress::File(path.to_owned()))
     }
 
-    /// Opens the ledger `address` names (four connections: rows, aggregates, facets, audit queries).
+    /// Opens the ledger `address` names (its other connections open when first asked).
     pub fn open_at(address: LedgerAddress) -> Result<Self, ApiError> {
         let shown = match &address {
             LedgerAddress::File(path) if path.is_dir() => {
@@ -95,9 +119,9 @@ impl BrowsedLedger {
         };
         Ok(BrowsedLedger {
             rows: Mutex::new(rows),
-            aggregates: Mutex::new(AnyReader::open(&address)?),
-            facets: Mutex::new(AnyReader::open(&address)?),
-            audit: Mutex::new(AnyReader::open(&address)?),
+            aggregates: OnDemand::default(),
+            facets: OnDemand::default(),
+            audit: OnDemand::default(),
             address,
             shown,
         })
@@ -119,7 +143,7 @@ impl BrowsedLedger {
         key: &portcullis_ledger::LedgerPublicKey,
         witnesses: Option<&Path>,
     ) -> Result<portcullis_ledger::VerifyReport, ApiError> {
-        match &*lock(&self.audit) {
+        self.audit.with(&self.address, |reader| match reader {
             AnyReader::File(reader) => Ok(reader.verify_with(key, witnesses)?),
             AnyReader::Team(team) => Err(ApiError::new(
                 crate::error::ErrorCode::NotOnTeamLedger,
@@ -129,7 +153,7 @@ impl BrowsedLedger {
                 ),
                 serde_json::Value::Null,
             )),
-        }
+        })
     }
 
     /// Size, schema, how many calls and over which time.
@@ -155,14 +179,14 @@ impl BrowsedLedger {
         what: &str,
         ask: impl FnOnce(&portcullis_ledger::LedgerReader) -> Result<T, portcullis_ledger::LedgerStoreError>,
     ) -> Result<T, ApiError> {
-        match &*lock(&self.audit) {
+        self.audit.with(&self.address, |reader| match reader {
             AnyReader::File(reader) => Ok(ask(reader)?),
             AnyReader::Team(team) => Err(ApiError::new(
                 crate::error::ErrorCode::NotOnTeamLedger,
                 format!("{what} is asked of a hub's own ledger file, not of the team ledger {}", team.db()),
                 serde_json::Value::Null,
             )),
-        }
+        })
     }
 
     /// The requests the hub refused (counted per kind and minute) first seen in `[since, until)`, newest
@@ -184,7 +208,7 @@ impl BrowsedLedger {
 
     /// How far behind the file's record sinks are (none for a team ledger: it is a sink itself).
     pub fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
-        match &*lock(&self.audit) {
+        self.audit.with(&self.address, |reader| match reader {
             AnyReader::File(reader) => {
                 let cursors = portcullis_ledger::SinkCursors::load(
                     &portcullis_ledger::SinkCursors::file_of(reader.path()),
@@ -192,7 +216,7 @@ impl BrowsedLedger {
                 Ok(cursors.lags(reader)?)
             }
             AnyReader::Team(_) => Ok(Vec::new()),
-        }
+        })
     }
 
     /// One page of the calls `filter` selects, by key: newest first after `cursor` (older calls), or
@@ -214,7 +238,7 @@ impl BrowsedLedger {
 
     /// How many calls `filter` selects.
     pub fn count(&self, filter: &CallFilter) -> Result<u64, ApiError> {
-        Ok(lock(&self.aggregates).count(filter)?)
+        self.aggregates.with(&self.address, |reader| Ok(reader.count(filter)?))
     }
 
     /// One call as the detail view shows it.
@@ -260,7 +284,7 @@ impl BrowsedLedger {
 
     /// Aggregates over the calls `filter` selects.
     pub fn stats(&self, filter: &CallFilter, bucket_us: Option<i64>) -> Result<Stats, ApiError> {
-        Ok(lock(&self.aggregates).stats(filter, bucket_us)?)
+        self.aggregates.with(&self.address, |reader| Ok(reader.stats(filter, bucket_us)?))
     }
 
     /// The counts beside each filter chip: for every dimension, the calls each of its values would
@@ -268,7 +292,10 @@ impl BrowsedLedger {
     /// count too). `exact: false` answers from the writer's hourly aggregates only (search, session
     /// and the partial hours at the ends left out): fast, and marked approximate.
     pub fn facets(&self, filter: &CallFilter, exact: bool) -> Result<Facets, ApiError> {
-        let reader = lock(&self.facets);
+        self.facets.with(&self.address, |reader| self.facets_of(reader, filter, exact))
+    }
+
+    fn facets_of(&self, reader: &AnyReader, filter: &CallFilter, exact: bool) -> Result<Facets, ApiError> {
         let stats = |f: &CallFilter| -> Result<Stats, ApiError> {
             Ok(if exact { reader.stats(f, None)? } else { reader.stats_approximate(f, None)? })
         };
@@ -346,7 +373,7 @@ impl BrowsedLedger {
 
     /// How the approvals asked in the filter's time range (its tools, its session) went.
     pub fn approvals(&self, filter: &CallFilter) -> Result<ApprovalSummary, ApiError> {
-        Ok(lock(&self.audit).approval_summary(filter)?)
+        self.audit.with(&self.address, |reader| Ok(reader.approval_summary(filter)?))
     }
 
     /// The shell commands the selected calls prompted for (or were blocked for) most.
@@ -356,7 +383,8 @@ impl BrowsedLedger {
         outcome: CommandOutcome,
         limit: usize,
     ) -> Result<Vec<CommandCount>, ApiError> {
-        Ok(lock(&self.audit).top_commands(filter, outcome, limit.clamp(1, 100))?)
+        self.audit
+            .with(&self.address, |reader| Ok(reader.top_commands(filter, outcome, limit.clamp(1, 100))?))
     }
 
     /// Sessions started in `[since, until)`, newest first.
@@ -367,13 +395,18 @@ impl BrowsedLedger {
         limit: usize,
     ) -> Result<Vec<SessionRow>, ApiError> {
         let filter = SessionFilter { id: None, since, until };
-        Ok(lock(&self.aggregates).session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))?)
+        self.aggregates.with(&self.address, |reader| {
+            Ok(reader.session_rows(&filter, limit.clamp(1, super::ledger::MAX_PAGE))?)
+        })
     }
 
     /// One session's calls over time, oldest first, each on a lane so that calls that overlap (run
     /// concurrently) sit on different lanes.
     pub fn session_timeline(&self, session: &str) -> Result<SessionTimeline, ApiError> {
-        let reader = lock(&self.aggregates);
+        self.aggregates.with(&self.address, |reader| self.session_timeline_of(reader, session))
+    }
+
+    fn session_timeline_of(&self, reader: &AnyReader, session: &str) -> Result<SessionTimeline, ApiError> {
         let row = reader
             .session_rows(&SessionFilter { id: Some(session.to_owned()), since: None, until: None }, 1)?
             .into_iter()
