@@ -230,12 +230,6 @@ impl fmt::Display for CallErrorCode {
     }
 }
 
-impl PartialEq<&str> for CallErrorCode {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -166,9 +166,12 @@ pub const ERROR_TYPES: [(StoredKind, ErrorTypeSource); 4] = [
 pub fn error_type(record: &StoredRecord) -> Option<String> {
     let source = ERROR_TYPES.iter().find(|(kind, _)| *kind == record.kind).map(|(_, s)| *s)?;
     match source {
-        ErrorTypeSource::ToolResult => {
-            record.body.output.as_ref().filter(|o| o.is_error).map(|_| "tool_error".to_owned())
-        }
+        ErrorTypeSource::ToolResult => record
+            .body
+            .output
+            .as_ref()
+            .filter(|o| o.is_error)
+            .map(|_| portcullis_harness::CallErrorCode::ToolError.as_str().to_owned()),
         ErrorTypeSource::ErrorCode => {
             Some(record.head.error_code.as_ref().map_or("error", |c| c.as_str()).to_owned())
         }

@@ -173,7 +173,7 @@ async fn a_call_in_flight_fails_as_unavailable_when_its_server_is_restarted() {
         portcullis_harness::CallOutcome::Error { error } => {
             {
                 // It reached the server and the connection closed under it (not "not connected").
-                assert_eq!(error.code, "upstream_unavailable", "{result:?}");
+                assert_eq!(error.code, portcullis_harness::CallErrorCode::UpstreamUnavailable, "{result:?}");
                 assert!(error.message.contains("went away"), "{result:?}");
             }
         }

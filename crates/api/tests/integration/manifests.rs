@@ -141,7 +141,9 @@ async fn fixture_and_process_tools_run_through_the_pipeline() {
     // A hung process: the timeout kills its whole process group, the background child included.
     let hung = call(&s.hub, "hang", json!({})).await;
     match &hung.outcome {
-        CallOutcome::Error { error } => assert_eq!(error.code, "timeout", "{error:?}"),
+        CallOutcome::Error { error } => {
+            assert_eq!(error.code, portcullis_harness::CallErrorCode::Timeout, "{error:?}")
+        }
         other => panic!("{other:?}"),
     }
     let pid = std::fs::read_to_string(s.tools.parent().unwrap().join("child.pid")).unwrap();

@@ -493,7 +493,7 @@ async fn a_failure_lets_the_other_claimed_call_settle() {
     calls.extend((2..6).map(|i| call(i, "sleep", 1)));
     let results = run_batch(&f, &calls, options(2, true)).await;
     assert_one_result_per_call(&calls, &results);
-    assert_eq!(error_of(&results[0]).0, "boom");
+    assert_eq!(error_of(&results[0]).0, CallErrorCode::Unknown("boom".into()));
     assert_eq!(text(&results[1]), "done 1");
     for r in &results[2..] {
         assert_eq!(error_of(r), (CallErrorCode::NotDispatched.to_owned(), FAILED_EARLIER.to_owned()));
