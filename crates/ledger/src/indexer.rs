@@ -200,7 +200,20 @@ pub(crate) fn replay(
     if replayed > 0 {
         tracing::warn!(path = %path.display(), entries = replayed, "journaled entries a stopped writer had not indexed: indexed now");
     }
-    Ok((replayed, unindexed.epoch.max(epoch) + 1))
+    let reached = unindexed.epoch.max(epoch);
+    let next = if reached == 0 { first_epoch(conn).at(ledger)? } else { reached + 1 };
+    Ok((replayed, next))
+}
+
+/// The epoch a ledger's first journal starts at: 40 bits of its random ledger id, so that two
+/// ledgers' journals never share an epoch and a journal put in place of another's is refused as older
+/// or read from its start (where its records do not follow this ledger's chain), never half read
+/// from an offset that is this ledger's (a misaligned foreign frame can pass for one a crash cut).
+fn first_epoch(conn: &Connection) -> rusqlite::Result<u64> {
+    let id: String =
+        conn.query_row("SELECT ledger_id FROM ledger_identity WHERE id = 1", [], |r| r.get(0))?;
+    let bits = id.get(..10).and_then(|hex| u64::from_str_radix(hex, 16).ok()).unwrap_or(0);
+    Ok(bits.max(1))
 }
 
 /// Writes the entries of journal frames (records with their search documents and rollups, sessions,

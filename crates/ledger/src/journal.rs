@@ -3,7 +3,8 @@
 //! `write(2)` (survives a crash of the process, as `synchronous=NORMAL` does; `fdatasync` too with
 //! `synchronous_full`); the indexer moves frames into SQLite and records, in the same transaction, the
 //! journal epoch and offset it reached (`journal_state`). Opening a ledger for writing replays what the
-//! journal holds beyond that point, then starts a new epoch with an empty journal.
+//! journal holds beyond that point, then starts a new epoch with an empty journal. A ledger's first
+//! epoch is 40 bits of its random id (`indexer::first_epoch`), so no two ledgers' journals share one.
 //!
 //! File: a 16-byte header (`PCULJNL2`, epoch as u64 LE; `PCULJNL1` before records carried their link
 //! in the chain), then frames: payload length (u32 LE), CRC-32
