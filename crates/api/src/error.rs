@@ -311,6 +311,7 @@ impl From<portcullis_team::TeamError> for ApiError {
             | TeamError::OlderSchema { .. }
             | TeamError::BadRow(_) => ErrorCode::TeamLedgerFailed,
             TeamError::BadFilter(_) => ErrorCode::BadFilter,
+            TeamError::Export(_) => ErrorCode::ExportFailed,
         };
         ApiError::new(code, e.to_string(), Value::Null)
     }
@@ -377,6 +378,22 @@ mod tests {
             let read = portcullis_ledger::ReadError::Other { code: e.code(), message: e.to_string() };
             assert_eq!(ApiError::from(read).code, ApiError::from(e).code);
         }
+    }
+
+    /// What only a hub's own file holds, asked of another ledger, is `not_on_team_ledger` with the
+    /// ledger's name in its words.
+    #[test]
+    fn a_question_the_ledger_does_not_hold_is_not_on_team_ledger() {
+        let e = portcullis_ledger::ReadError::NotHeld {
+            what: "a check",
+            ledger: "the team ledger postgres://team".into(),
+        };
+        let api = ApiError::from(e);
+        assert_eq!(api.code, ErrorCode::NotOnTeamLedger);
+        assert_eq!(
+            api.message,
+            "a check is asked of a hub's own ledger file, not of the team ledger postgres://team"
+        );
     }
 
     /// Each code's stable name is what serde writes, and each has its HTTP status.

@@ -7,13 +7,12 @@
 //! `StoredRecord` for each record of its timeline, both with the call's `CallHead`): they are the
 //! transport types of this part of the API, re-exported here so front ends name them through the API.
 
-use super::any_reader::AnyReader;
-pub use super::any_reader::LedgerAddress;
 use super::error::{ApiError, ErrorCode};
-use portcullis_ledger::{LedgerReader, LedgerStoreError, SqliteLedger};
-use portcullis_team::TeamReader;
+pub use super::ledger_address::LedgerAddress;
+use super::ledger_address::open_reader;
+use portcullis_ledger::{LedgerRead, LedgerReader, LedgerStoreError, SqliteLedger};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -46,19 +45,19 @@ pub const MAX_FILLED_BUCKETS: i64 = 200;
 
 /// A ledger opened for reading: a hub's own file, or a team's ledger in PostgreSQL.
 pub struct LedgerView {
-    reader: AnyReader,
+    reader: Box<dyn LedgerRead>,
 }
 
 impl LedgerView {
     /// Opens `path` read-only: refused (with the ledger's code) when it is missing, not a ledger, or of
     /// another schema version.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
-        Ok(LedgerView { reader: AnyReader::File(LedgerReader::open(path)?) })
+        LedgerView::open_at(&LedgerAddress::File(path.to_owned()))
     }
 
     /// Opens the ledger `address` names (a team ledger: connects and checks its schema).
     pub fn open_at(address: &LedgerAddress) -> Result<Self, ApiError> {
-        Ok(LedgerView { reader: AnyReader::open(address)? })
+        Ok(LedgerView { reader: open_reader(address)? })
     }
 
     /// One call as the detail view shows it (the newest with this id, or `session`'s), with where it
@@ -99,10 +98,7 @@ impl LedgerView {
         out: &mut dyn Write,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        match &self.reader {
-            AnyReader::File(reader) => Ok(reader.export(filter, format, out, progress)?),
-            AnyReader::Team(team) => export_team(team, filter, format, out, progress),
-        }
+        Ok(self.reader.export(filter, format, out, progress)?)
     }
 
     /// Writes every record of the matching calls to the file `out`, owner-only (exports hold what the
@@ -129,8 +125,8 @@ impl LedgerView {
         stop: &AtomicBool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64, ApiError> {
-        if let AnyReader::File(reader) = &self.reader
-            && let (Ok(a), Ok(b)) = (reader.path().canonicalize(), out.canonicalize())
+        if let Some(ledger) = self.reader.file()
+            && let (Ok(a), Ok(b)) = (ledger.canonicalize(), out.canonicalize())
             && a == b
         {
             return Err(ApiError::new(
@@ -162,59 +158,6 @@ impl LedgerView {
         }
         written
     }
-}
-
-/// A team ledger's records as an export: each line also says where its call ran (JSONL: an `origin`
-/// object; CSV: three more columns); a JSONL line of a record its hub shipped with its link also carries
-/// the `chain` object a hub's own export gives it, so `ledger verify --export` proves it with the hub's
-/// public key.
-fn export_team(
-    team: &TeamReader,
-    filter: &CallFilter,
-    format: ExportFormat,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<u64, ApiError> {
-    let failed =
-        |e: &dyn std::fmt::Display| ApiError::new(ErrorCode::ExportFailed, e.to_string(), Value::Null);
-    if format == ExportFormat::Csv {
-        writeln!(out, "{CSV_HEADER},hub_ledger_id,hub_host,hub_user").map_err(|e| failed(&e))?;
-    }
-    let mut line = String::new();
-    let mut written = 0;
-    let proofs = format == ExportFormat::Jsonl;
-    let n = team.export_records(filter, proofs, &mut |record, origin, proof| {
-        let bad = |e: &dyn std::fmt::Display| portcullis_team::TeamError::BadFilter(format!("export: {e}"));
-        portcullis_ledger::export::record_line(format, record, &mut line).map_err(|e| bad(&e))?;
-        match format {
-            ExportFormat::Jsonl => {
-                let mut value: Value = serde_json::from_str(&line).map_err(|e| bad(&e))?;
-                if let Value::Object(map) = &mut value {
-                    map.insert("origin".into(), serde_json::to_value(origin).map_err(|e| bad(&e))?);
-                    if let Some(proof) = proof {
-                        map.insert("chain".into(), serde_json::to_value(proof).map_err(|e| bad(&e))?);
-                    }
-                }
-                line = value.to_string();
-            }
-            ExportFormat::Csv => {
-                portcullis_ledger::export::push_csv_fields(
-                    &mut line,
-                    &[&origin.ledger_id, &origin.host, &origin.user],
-                );
-            }
-        }
-        line.push('\n');
-        out.write_all(line.as_bytes()).map_err(|e| bad(&e))?;
-        written += 1;
-        if written % 1000 == 0 {
-            progress(written, 0);
-        }
-        Ok(())
-    })?;
-    out.flush().map_err(|e| failed(&e))?;
-    progress(n, n);
-    Ok(n)
 }
 
 /// The hidden file an export is written to before it is renamed to `out`.

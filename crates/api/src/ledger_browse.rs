@@ -4,15 +4,15 @@
 //! connections, so a slow aggregate never holds up scrolling. What a front end shows of one call (its
 //! timings, what decided it, its output's parts) is computed here, once, for every front end.
 
-use super::any_reader::AnyReader;
 pub use super::call_detail::{CallDetail, CallTimings, OutputPart, RecordStep};
 use super::error::{ApiError, ErrorCode};
 use super::ledger::{LedgerAddress, LedgerView};
+use super::ledger_address::open_reader;
 use portcullis_harness::Timestamp;
 use portcullis_ledger::stats::Count;
 use portcullis_ledger::{
     ApprovalSummary, CallFilter, CallPage, CallRow, CommandCount, CommandOutcome, Cursor, ExportFormat,
-    SessionFilter, SessionRow, Stats,
+    LedgerRead, SessionFilter, SessionRow, Stats,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -53,7 +53,7 @@ pub struct BrowsedLedger {
     /// What the ledger is called where a person reads it: the file's path, or the team ledger's URL
     /// (without a password).
     shown: String,
-    rows: Mutex<AnyReader>,
+    rows: Mutex<Box<dyn LedgerRead>>,
     aggregates: OnDemand,
     /// The facet counts (one or more stats each): never queued before the stats the view shows.
     facets: OnDemand,
@@ -61,28 +61,28 @@ pub struct BrowsedLedger {
     audit: OnDemand,
 }
 
-fn lock(reader: &Mutex<AnyReader>) -> MutexGuard<'_, AnyReader> {
+fn lock(reader: &Mutex<Box<dyn LedgerRead>>) -> MutexGuard<'_, Box<dyn LedgerRead>> {
     reader.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A connection of its own, opened the first time it is asked: a ledger that is only listed (the
 /// command line's `ledger query`) never opens it, and a team ledger makes no database connection for it.
 #[derive(Default)]
-struct OnDemand(Mutex<Option<AnyReader>>);
+struct OnDemand(Mutex<Option<Box<dyn LedgerRead>>>);
 
 impl OnDemand {
     /// `ask` of this connection, opened on `address` first if it is not yet.
     fn with<T>(
         &self,
         address: &LedgerAddress,
-        ask: impl FnOnce(&AnyReader) -> Result<T, ApiError>,
+        ask: impl FnOnce(&dyn LedgerRead) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let reader = match slot.take() {
             Some(reader) => reader,
-            None => AnyReader::open(address)?,
+            None => open_reader(address)?,
         };
-        let answer = ask(&reader);
+        let answer = ask(reader.as_ref());
         *slot = Some(reader);
         answer
     }
@@ -99,24 +99,19 @@ impl BrowsedLedger {
 
     /// Opens the ledger `address` names (its other connections open when first asked).
     pub fn open_at(address: LedgerAddress) -> Result<Self, ApiError> {
-        let shown = match &address {
-            LedgerAddress::File(path) if path.is_dir() => {
-                return Err(ApiError::new(
-                    ErrorCode::BadArgument,
-                    format!("{} is a folder, not a ledger file", path.display()),
-                    json!({ "file": path }),
-                ));
-            }
-            LedgerAddress::File(path) => path.display().to_string(),
-            LedgerAddress::Team { .. } => String::new(),
-        };
-        let rows = AnyReader::open(&address)?;
+        if let LedgerAddress::File(path) = &address
+            && path.is_dir()
+        {
+            return Err(ApiError::new(
+                ErrorCode::BadArgument,
+                format!("{} is a folder, not a ledger file", path.display()),
+                json!({ "file": path }),
+            ));
+        }
+        let rows = open_reader(&address)?;
         // A damaged file can open and fail only when a page is read: read one now.
         rows.calls(&CallFilter::default(), None, 1)?;
-        let shown = match &rows {
-            AnyReader::Team(team) => team.db().to_string(),
-            AnyReader::File(_) => shown,
-        };
+        let shown = rows.shown();
         Ok(BrowsedLedger {
             rows: Mutex::new(rows),
             aggregates: OnDemand::default(),
@@ -143,17 +138,7 @@ impl BrowsedLedger {
         key: &portcullis_ledger::LedgerPublicKey,
         witnesses: Option<&Path>,
     ) -> Result<portcullis_ledger::VerifyReport, ApiError> {
-        self.audit.with(&self.address, |reader| match reader {
-            AnyReader::File(reader) => Ok(reader.verify_with(key, witnesses)?),
-            AnyReader::Team(team) => Err(ApiError::new(
-                crate::error::ErrorCode::NotOnTeamLedger,
-                format!(
-                    "verifying is asked of a hub's own ledger file or an export, not of the team ledger {}",
-                    team.db()
-                ),
-                serde_json::Value::Null,
-            )),
-        })
+        self.audit.with(&self.address, |reader| Ok(reader.verify_with(key, witnesses)?))
     }
 
     /// Size, schema, how many calls and over which time.
@@ -173,22 +158,6 @@ impl BrowsedLedger {
         Ok(LedgerSummary { path: self.shown.clone(), bytes, schema_version, calls, first_at, last_at })
     }
 
-    /// What only a hub's own ledger file answers, asked of it (a team ledger: `not_on_team_ledger`).
-    fn of_file<T>(
-        &self,
-        what: &str,
-        ask: impl FnOnce(&portcullis_ledger::LedgerReader) -> Result<T, portcullis_ledger::LedgerStoreError>,
-    ) -> Result<T, ApiError> {
-        self.audit.with(&self.address, |reader| match reader {
-            AnyReader::File(reader) => Ok(ask(reader)?),
-            AnyReader::Team(team) => Err(ApiError::new(
-                crate::error::ErrorCode::NotOnTeamLedger,
-                format!("{what} is asked of a hub's own ledger file, not of the team ledger {}", team.db()),
-                serde_json::Value::Null,
-            )),
-        })
-    }
-
     /// The requests the hub refused (counted per kind and minute) first seen in `[since, until)`, newest
     /// first.
     pub fn refusals(
@@ -198,25 +167,17 @@ impl BrowsedLedger {
         limit: usize,
     ) -> Result<Vec<portcullis_ledger::RefusalRow>, ApiError> {
         let filter = portcullis_ledger::RefusalFilter { since, until };
-        self.of_file("refused requests", |r| r.refusals(&filter, limit.clamp(1, super::ledger::MAX_PAGE)))
+        self.audit.with(&self.address, |r| Ok(r.refusals(&filter, limit.clamp(1, super::ledger::MAX_PAGE))?))
     }
 
     /// The file's integrity and shape: schema version, counts, calls left open, unreadable bodies.
     pub fn check(&self) -> Result<portcullis_ledger::CheckReport, ApiError> {
-        self.of_file("a check", |r| r.check())
+        self.audit.with(&self.address, |r| Ok(r.check()?))
     }
 
     /// How far behind the file's record sinks are (none for a team ledger: it is a sink itself).
     pub fn shipping(&self) -> Result<Vec<portcullis_ledger::SinkLag>, ApiError> {
-        self.audit.with(&self.address, |reader| match reader {
-            AnyReader::File(reader) => {
-                let cursors = portcullis_ledger::SinkCursors::load(
-                    &portcullis_ledger::SinkCursors::file_of(reader.path()),
-                )?;
-                Ok(cursors.lags(reader)?)
-            }
-            AnyReader::Team(_) => Ok(Vec::new()),
-        })
+        self.audit.with(&self.address, |r| Ok(r.sink_lags()?))
     }
 
     /// One page of the calls `filter` selects, by key: newest first after `cursor` (older calls), or
@@ -295,7 +256,12 @@ impl BrowsedLedger {
         self.facets.with(&self.address, |reader| self.facets_of(reader, filter, exact))
     }
 
-    fn facets_of(&self, reader: &AnyReader, filter: &CallFilter, exact: bool) -> Result<Facets, ApiError> {
+    fn facets_of(
+        &self,
+        reader: &dyn LedgerRead,
+        filter: &CallFilter,
+        exact: bool,
+    ) -> Result<Facets, ApiError> {
         let stats = |f: &CallFilter| -> Result<Stats, ApiError> {
             Ok(if exact { reader.stats(f, None)? } else { reader.stats_approximate(f, None)? })
         };
@@ -406,7 +372,11 @@ impl BrowsedLedger {
         self.aggregates.with(&self.address, |reader| self.session_timeline_of(reader, session))
     }
 
-    fn session_timeline_of(&self, reader: &AnyReader, session: &str) -> Result<SessionTimeline, ApiError> {
+    fn session_timeline_of(
+        &self,
+        reader: &dyn LedgerRead,
+        session: &str,
+    ) -> Result<SessionTimeline, ApiError> {
         let row = reader
             .session_rows(&SessionFilter { id: Some(session.to_owned()), since: None, until: None }, 1)?
             .into_iter()

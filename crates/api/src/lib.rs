@@ -3,7 +3,6 @@
 //! [`types`], never the crates' internal ones; every failure is an [`ApiError`] with a stable code.
 
 pub mod always;
-pub mod any_reader;
 mod approvals;
 pub mod call_changes;
 mod call_detail;
@@ -24,6 +23,7 @@ pub mod file_change;
 mod hookup;
 pub mod judge;
 pub mod ledger;
+pub mod ledger_address;
 pub mod ledger_browse;
 pub mod ledger_library;
 pub mod line_diff;

@@ -5,11 +5,11 @@
 //! tool described it, e.g. by a grant) is described now by the same tools, rooted at its project: every
 //! call is judged from its tool's description, as live.
 
-use super::any_reader::AnyReader;
 use super::error::ApiError;
 use super::ledger::LedgerAddress;
+use super::ledger_address::open_reader;
 use portcullis_harness::{ActionKind, CallContext, ExecutionAction, SandboxSupport, ToolRegistry};
-use portcullis_ledger::{StoredKind, StoredPolicyDecision, StoredRecord};
+use portcullis_ledger::{LedgerRead, ReplayCursor, StoredKind, StoredPolicyDecision, StoredRecord};
 use portcullis_policy::Decision;
 use portcullis_policy::discovery::load_for;
 use portcullis_policy::replay::{RecordedCall, Replay};
@@ -106,7 +106,7 @@ pub(crate) fn across<'p>(db: &LedgerAddress, replay: Replay<'p>) -> Replay<'p> {
 /// The calls a ledger holds (a hub's file, or a team ledger: every hub's), read in batches, each with
 /// its session's project and (when the ledger holds none) the action its tool describes now.
 pub(crate) struct LedgerCalls<'a> {
-    source: AnyReader,
+    source: Box<dyn LedgerRead>,
     /// Each session's project, by (hub's ledger id, session): the hub is "" in a hub's own file.
     projects: HashMap<(String, String), Option<PathBuf>>,
     tools: ToolsByFolder,
@@ -120,7 +120,7 @@ impl<'a> LedgerCalls<'a> {
         cwd: &'a Path,
     ) -> Result<Self, ApiError> {
         Ok(LedgerCalls {
-            source: AnyReader::open(db)?,
+            source: open_reader(db)?,
             projects: HashMap::new(),
             tools: ToolsByFolder { limits: portcullis_hub::coding_limits(policy), folders: HashMap::new() },
             cwd,
@@ -130,10 +130,7 @@ impl<'a> LedgerCalls<'a> {
     /// How far a replay reads: the id of a file's newest record, or how many records of a team ledger
     /// decide calls (its progress counts them).
     pub(crate) fn last_record_id(&self) -> Result<i64, ApiError> {
-        match &self.source {
-            AnyReader::File(reader) => Ok(reader.last_record_id()?),
-            AnyReader::Team(team) => Ok(team.deciding_count()?),
-        }
+        Ok(self.source.replay_end()?)
     }
 
     /// The deciding record of call `call_id` (of `session`) as a recorded call, if the ledger holds it.
@@ -157,21 +154,14 @@ impl<'a> LedgerCalls<'a> {
         report: &mut dyn FnMut(ReplayEvent<'_>) -> bool,
         judge: &mut dyn FnMut(&RecordedCall) -> Option<ReplayChange>,
     ) -> Result<bool, ApiError> {
-        let (mut after_id, mut after_team, mut read) = (0, None::<(String, i64)>, 0u64);
+        let mut at = ReplayCursor::default();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(true);
             }
-            let batch: Vec<(String, StoredRecord)> = match &self.source {
-                AnyReader::File(reader) => {
-                    reader.records(after_id, REPLAY_BATCH)?.into_iter().map(|r| (String::new(), r)).collect()
-                }
-                AnyReader::Team(team) => team.deciding_records(after_team.as_ref(), REPLAY_BATCH)?,
-            };
+            let batch = self.source.replay_batch(&at, REPLAY_BATCH)?;
             let Some((hub, last)) = batch.last() else { return Ok(false) };
-            after_id = last.id;
-            after_team = Some((hub.clone(), last.id));
-            read += batch.len() as u64;
+            at = ReplayCursor { hub: hub.clone(), id: last.id, read: at.read + batch.len() as u64 };
             // The calls of a batch are judged against one view of the file system (a what-if report over
             // a few milliseconds of records; the next batch looks again).
             let stopped = portcullis_policy::snapshot::within(|| -> Result<bool, ApiError> {
@@ -191,11 +181,8 @@ impl<'a> LedgerCalls<'a> {
             if stopped {
                 return Ok(true);
             }
-            let last_id = match self.source {
-                AnyReader::File(_) => after_id,
-                AnyReader::Team(_) => i64::try_from(read).unwrap_or(i64::MAX),
-            };
-            if !report(ReplayEvent::Progress { records: read, last_id }) {
+            let last_id = self.source.replay_reached(&at);
+            if !report(ReplayEvent::Progress { records: at.read, last_id }) {
                 return Ok(true);
             }
         }
@@ -208,10 +195,7 @@ impl<'a> LedgerCalls<'a> {
         call.project = match self.projects.get(&key) {
             Some(project) => project.clone(),
             None => {
-                let cwd = match &self.source {
-                    AnyReader::File(reader) => reader.session(&call.session_id)?.and_then(|s| s.cwd),
-                    AnyReader::Team(team) => team.session_cwd(hub, &call.session_id)?,
-                };
+                let cwd = self.source.session_cwd(hub, &call.session_id)?;
                 let project = cwd.map(PathBuf::from);
                 self.projects.insert(key, project.clone());
                 project
@@ -220,7 +204,7 @@ impl<'a> LedgerCalls<'a> {
         // A team ledger's call whose session said no folder ran on another hub, in a project of its
         // own: the folder the call ran in stands for it (rather than the replaying hub's project, where
         // every path of the other hub's would be outside).
-        if call.project.is_none() && matches!(self.source, AnyReader::Team(_)) {
+        if call.project.is_none() && self.source.spans_hubs() {
             call.project = call.cwd.clone();
         }
         if call.action.is_none() {

@@ -1,16 +1,26 @@
 //! One interface for reading a ledger, whatever holds it — a hub's SQLite file or a team's PostgreSQL
-//! database — so the ledger browser, replay and stats ask every ledger the same questions through one
-//! `Box<dyn LedgerRead>`. Paging (a row more than asked, the next cursor) is written here once; each
-//! reader gives its rows.
+//! database — so the ledger browser, export, replay and stats ask every ledger the same questions
+//! through one `Box<dyn LedgerRead>`. Paging (a row more than asked, the next cursor) is written here
+//! once; each reader gives its rows. What only a hub's own file answers (verifying its chain, refused
+//! requests, its check, its sinks' lag) is asked here too, and any other ledger says it does not hold it.
 
 use crate::audit::{ApprovalSummary, CommandCount, CommandOutcome};
+use crate::check::CheckReport;
 use crate::error::LedgerStoreError;
+use crate::export::ExportFormat;
+use crate::key::LedgerPublicKey;
 use crate::origin::CallOrigin;
 use crate::query::{CallFilter, CallPage, CallRow, CallTimeline, Cursor, MAX_PAGE};
 use crate::reader::LedgerReader;
+use crate::refusals::{RefusalFilter, RefusalRow};
+use crate::row::StoredRecord;
 use crate::sessions::{SessionFilter, SessionRow};
 use crate::stats::Stats;
+use crate::tail::{SinkCursors, SinkLag};
+use crate::verify_report::VerifyReport;
 use portcullis_harness::Timestamp;
+use std::io::Write;
+use std::path::Path;
 
 /// Why a read failed: a file ledger's own error, or another reader's stable code and words.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +31,10 @@ pub enum ReadError {
     /// `bad_filter`, …).
     #[error("{message}")]
     Other { code: &'static str, message: String },
+    /// Asked of a ledger that does not hold it: verifying a chain, refused requests, the check and the
+    /// sinks' lag are a hub's own file's (`not_on_team_ledger`).
+    #[error("{what} is asked of a hub's own ledger file, not of {ledger}")]
+    NotHeld { what: &'static str, ledger: String },
 }
 
 impl ReadError {
@@ -29,12 +43,95 @@ impl ReadError {
         match self {
             ReadError::File(e) => e.code(),
             ReadError::Other { code, .. } => code,
+            ReadError::NotHeld { .. } => "not_on_team_ledger",
         }
     }
 }
 
+/// Where a replay has read to: past record `id` of the hub whose ledger id is `hub` ("" in a hub's
+/// own file), `read` records in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayCursor {
+    pub hub: String,
+    pub id: i64,
+    pub read: u64,
+}
+
 /// What a reader of calls answers.
 pub trait LedgerRead: Send {
+    /// What the ledger is called where a person reads it: a file's path, a team ledger's URL (masked).
+    fn shown(&self) -> String;
+
+    /// The file the ledger is, if it is one (an export must never be written over it).
+    fn file(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Whether the ledger holds the calls of many hubs (a team's): a call whose session named no
+    /// folder then ran in a project of its own, elsewhere.
+    fn spans_hubs(&self) -> bool {
+        false
+    }
+
+    /// Writes every record of the calls `filter` selects to `out`; `progress(done, total)` every
+    /// 1,000 records. Returns the records written.
+    fn export(
+        &self,
+        filter: &CallFilter,
+        format: ExportFormat,
+        out: &mut dyn Write,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, ReadError>;
+
+    /// How far a replay reads, in the unit of [`LedgerRead::replay_reached`].
+    fn replay_end(&self) -> Result<i64, ReadError>;
+
+    /// The next records a replay reads past `after`, each with its hub's ledger id ("" in a file);
+    /// a reader may leave out records that decide no call.
+    fn replay_batch(
+        &self,
+        after: &ReplayCursor,
+        limit: usize,
+    ) -> Result<Vec<(String, StoredRecord)>, ReadError>;
+
+    /// How far `at` stands toward [`LedgerRead::replay_end`]: records read, unless the reader counts
+    /// otherwise.
+    fn replay_reached(&self, at: &ReplayCursor) -> i64 {
+        i64::try_from(at.read).unwrap_or(i64::MAX)
+    }
+
+    /// The folder session `session` of hub `hub` worked in, if it said.
+    fn session_cwd(&self, hub: &str, session: &str) -> Result<Option<String>, ReadError>;
+
+    /// The chain and checkpoints checked against `key` and the witness kept in `witnesses`.
+    fn verify_with(
+        &self,
+        _key: &LedgerPublicKey,
+        _witnesses: Option<&Path>,
+    ) -> Result<VerifyReport, ReadError> {
+        Err(self.not_held("verifying"))
+    }
+
+    /// The requests the hub refused (counted per kind and minute), newest first.
+    fn refusals(&self, _filter: &RefusalFilter, _limit: usize) -> Result<Vec<RefusalRow>, ReadError> {
+        Err(self.not_held("refused requests"))
+    }
+
+    /// The ledger's integrity and shape.
+    fn check(&self) -> Result<CheckReport, ReadError> {
+        Err(self.not_held("a check"))
+    }
+
+    /// How far behind the ledger's record sinks are (none where the ledger is a sink itself).
+    fn sink_lags(&self) -> Result<Vec<SinkLag>, ReadError> {
+        Ok(Vec::new())
+    }
+
+    /// The error of asking `what` of a ledger that does not hold it.
+    fn not_held(&self, what: &'static str) -> ReadError {
+        ReadError::NotHeld { what, ledger: self.shown() }
+    }
+
     /// Up to `rows` calls matching `filter` past `cursor`: newest first (before it) or oldest first
     /// (after it).
     fn page_rows(
@@ -117,6 +214,66 @@ pub trait LedgerRead: Send {
 }
 
 impl LedgerRead for LedgerReader {
+    fn shown(&self) -> String {
+        self.path().display().to_string()
+    }
+
+    fn file(&self) -> Option<&Path> {
+        Some(self.path())
+    }
+
+    fn export(
+        &self,
+        filter: &CallFilter,
+        format: ExportFormat,
+        out: &mut dyn Write,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64, ReadError> {
+        Ok(LedgerReader::export(self, filter, format, out, progress)?)
+    }
+
+    /// A file's replay counts by record id: its newest is the end.
+    fn replay_end(&self) -> Result<i64, ReadError> {
+        Ok(self.last_record_id()?)
+    }
+
+    fn replay_batch(
+        &self,
+        after: &ReplayCursor,
+        limit: usize,
+    ) -> Result<Vec<(String, StoredRecord)>, ReadError> {
+        Ok(self.records(after.id, limit)?.into_iter().map(|r| (String::new(), r)).collect())
+    }
+
+    fn replay_reached(&self, at: &ReplayCursor) -> i64 {
+        at.id
+    }
+
+    fn session_cwd(&self, _hub: &str, session: &str) -> Result<Option<String>, ReadError> {
+        Ok(self.session(session)?.and_then(|s| s.cwd))
+    }
+
+    fn verify_with(
+        &self,
+        key: &LedgerPublicKey,
+        witnesses: Option<&Path>,
+    ) -> Result<VerifyReport, ReadError> {
+        Ok(LedgerReader::verify_with(self, key, witnesses)?)
+    }
+
+    fn refusals(&self, filter: &RefusalFilter, limit: usize) -> Result<Vec<RefusalRow>, ReadError> {
+        Ok(LedgerReader::refusals(self, filter, limit)?)
+    }
+
+    fn check(&self) -> Result<CheckReport, ReadError> {
+        Ok(LedgerReader::check(self)?)
+    }
+
+    fn sink_lags(&self) -> Result<Vec<SinkLag>, ReadError> {
+        let cursors = SinkCursors::load(&SinkCursors::file_of(self.path()))?;
+        Ok(cursors.lags(self)?)
+    }
+
     fn page_rows(
         &self,
         filter: &CallFilter,

@@ -69,7 +69,7 @@ pub use effects::{EffectChange, EffectMark, EffectMarkOutcome, EffectRow, Effect
 pub use error::LedgerStoreError;
 pub use export::ExportFormat;
 pub use key::{KeyError, LedgerKey, LedgerPublicKey};
-pub use ledger_read::{LedgerRead, ReadError};
+pub use ledger_read::{LedgerRead, ReadError, ReplayCursor};
 pub use options::LedgerOptions;
 pub use origin::CallOrigin;
 pub use query::{CallFilter, CallPage, CallRow, CallStatus, CallTimeline, Cursor};

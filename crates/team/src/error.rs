@@ -18,6 +18,9 @@ pub enum TeamError {
     NotATeamLedger { url: String },
     #[error("{0}")]
     BadFilter(String),
+    /// An export that could not be written (its file, its pipe).
+    #[error("export: {0}")]
+    Export(String),
     /// A row of the team ledger's own queries whose column is not of the type this build reads.
     #[error("a team ledger row does not read as this build expects: {0}")]
     BadRow(String),
@@ -41,6 +44,7 @@ impl TeamError {
             TeamError::Connect { .. } => "team_ledger_unreachable",
             TeamError::NotATeamLedger { .. } => "not_a_team_ledger",
             TeamError::BadFilter(_) => "bad_filter",
+            TeamError::Export(_) => "export_failed",
             TeamError::Database { .. }
             | TeamError::NewerSchema { .. }
             | TeamError::OlderSchema { .. }

@@ -337,17 +337,19 @@ fn the_cli_reads_the_team_ledger(team: &Team, a: &Served, ledger_a: &str, record
     assert!(lines.iter().any(|l| l["subject"] == "echo call-117"), "{text}");
 
     // What a hub's own file answers and the team ledger does not is said so.
-    let out = crate::common::portcullis(a.dir.path())
-        .env("PGPASSWORD", team.pg.password())
-        .args(["ledger", "refusals", "--db", &url])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("not of the team ledger"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for (command, what) in [("refusals", "refused requests"), ("check", "a check")] {
+        let out = crate::common::portcullis(a.dir.path())
+            .env("PGPASSWORD", team.pg.password())
+            .args(["ledger", command, "--db", &url])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(&format!("{what} is asked of a hub's own ledger file, not of the team ledger")),
+            "{said}"
+        );
+    }
     // And a wrong password is refused with the server's words.
     let out = crate::common::portcullis(a.dir.path())
         .env("PGPASSWORD", "wrong")
