@@ -39,6 +39,8 @@ pub fn bindings_builder() -> tauri_specta::Builder<tauri::Wry> {
         .constant("PROTECTED_KIND_WORDS", protected_kind_words())
         // Every kind of decider, in the order the ledger browser offers them (`DeciderKind::ALL`).
         .constant("DECIDER_KINDS", portcullis_api::types::DeciderKind::ALL)
+        // How each kind of decider is named where the ledger browser shows it (`DeciderKind::words`).
+        .constant("DECIDER_KIND_WORDS", decider_kind_words())
         // Every error code a call can fail with that this build knows (`CallErrorCode::KNOWN`); a
         // ledger may hold others, kept as written.
         .constant("CALL_ERROR_CODES", portcullis_api::types::CallErrorCode::KNOWN.as_slice())
@@ -67,6 +69,14 @@ fn protected_kind_words() -> serde_json::Map<String, serde_json::Value> {
             let key = serde_json::to_value(kind).ok()?.as_str()?.to_owned();
             Some((key, serde_json::Value::from(kind.words())))
         })
+        .collect()
+}
+
+/// `{"default": "policy default", "protected_place": "protected place", ...}`: every kind's words,
+/// keyed as the kind serializes (the ledger's `decided_by` column).
+fn decider_kind_words() -> serde_json::Map<String, serde_json::Value> {
+    (portcullis_api::types::DeciderKind::ALL.into_iter())
+        .map(|kind| (kind.as_str().to_owned(), serde_json::Value::from(kind.words())))
         .collect()
 }
 

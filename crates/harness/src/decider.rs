@@ -55,6 +55,24 @@ impl DeciderKind {
         }
     }
 
+    /// What a person reads for this kind where a decider is shown in a hurry (the ledger browser's
+    /// "Decided by" column, filter, stats and drawer): plain words, one table for every front end.
+    pub fn words(self) -> &'static str {
+        match self {
+            DeciderKind::Default => "policy default",
+            DeciderKind::Rule => "rule",
+            DeciderKind::ProtectedPlace => "protected place",
+            DeciderKind::Operator => "operator",
+            DeciderKind::SessionGrant => "session grant",
+            DeciderKind::ApprovalTimeout => "approval timed out",
+            DeciderKind::Grants => "tool grants",
+            DeciderKind::Guardrail => "guardrail",
+            DeciderKind::Permission => "permission check",
+            DeciderKind::Registry => "tool registry",
+            DeciderKind::Validator => "argument check",
+        }
+    }
+
     /// The kind a column value or a filter word names; an unknown word is an error that lists them.
     pub fn parse(word: &str) -> Result<DeciderKind, String> {
         Self::ALL.into_iter().find(|k| k.as_str() == word).ok_or_else(|| {
@@ -144,5 +162,17 @@ mod tests {
         }
         let unknown = DeciderKind::parse("wizard").unwrap_err();
         assert!(unknown.contains("protected_place"), "{unknown}");
+    }
+
+    #[test]
+    fn every_kind_has_its_own_plain_words() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in DeciderKind::ALL {
+            let words = kind.words();
+            assert!(!words.trim().is_empty(), "{kind} has no words");
+            assert!(!words.contains('_'), "{kind}'s words read like a column value: {words:?}");
+            assert!(seen.insert(words), "{kind}'s words {words:?} name another kind too");
+        }
+        assert_eq!(DeciderKind::ProtectedPlace.words(), "protected place");
     }
 }

@@ -15,7 +15,7 @@ import type {
 } from "./bindings";
 
 // The characters agent text shows escaped: a value the hub's table generates (see lib/visible.ts).
-export { CALL_ERROR_CODES, DECIDER_KINDS, ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
+export { CALL_ERROR_CODES, DECIDER_KINDS, DECIDER_KIND_WORDS, ESCAPED_RANGES, PROTECTED_KIND_WORDS } from "./bindings";
 import { CALL_ERROR_CODES, COMMAND_TABLE } from "./bindings";
 import type { commands } from "./bindings";
 

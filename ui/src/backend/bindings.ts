@@ -181,6 +181,8 @@ export const COMMAND_TABLE = {"hub_state":{"args":[],"stream":false},"hub_status
 
 export const DECIDER_KINDS = ["default","rule","protected_place","operator","session_grant","approval_timeout","grants","guardrail","permission","registry","validator"] as const;
 
+export const DECIDER_KIND_WORDS = {"default":"policy default","rule":"rule","protected_place":"protected place","operator":"operator","session_grant":"session grant","approval_timeout":"approval timed out","grants":"tool grants","guardrail":"guardrail","permission":"permission check","registry":"tool registry","validator":"argument check"} as const;
+
 export const ESCAPED_RANGES = [[0,31],[127,159],[173,173],[847,847],[1536,1541],[1564,1564],[1757,1757],[1807,1807],[2192,2193],[2274,2274],[4447,4448],[6068,6069],[6155,6159],[8203,8207],[8232,8233],[8234,8238],[8288,8292],[8294,8303],[12644,12644],[65024,65039],[65279,65279],[65440,65440],[65529,65531],[69821,69821],[69837,69837],[78896,78911],[113824,113827],[119155,119162],[917504,917631],[917760,917999]] as const;
 
 export const PROTECTED_KIND_WORDS = {"policy":"protected place (policy)","executed":"protected place (executed content)","hub_secret":"protected place (the hub's secrets)"} as const;

@@ -202,6 +202,40 @@ describe("the ledger browser", () => {
     expect(screen.getByTestId("call-row").querySelector("mark")).toHaveTextContent("rm");
   });
 
+  it("names who decided in words: the column, the Decided by filter (its value the kind) and its chip, the drawer", async () => {
+    const rows = [row(1, { decided_by: "protected_place", decided_rule: "the hub's secrets" }), row(2, { decided_by: "approval_timeout", decided_rule: null })];
+    const asked: CallFilter[] = [];
+    backend = fakeBackend({
+      ...handlers(),
+      ledgerCalls: async (_id, filter: CallFilter, order) => {
+        if (order === "oldest_first") return { calls: [], next: null };
+        asked.push(filter);
+        const wanted: string[] = filter.decided_by ?? [];
+        return { calls: rows.filter((r) => wanted.length === 0 || wanted.includes(r.decided_by)), next: null };
+      },
+      ledgerFacets: async () => ({ ...FACETS, decided_by: [{ key: "protected_place", count: 1 }, { key: "approval_timeout", count: 1 }] }),
+      ledgerCall: async (_id, callId) => {
+        const r = rows.find((c) => c.call_id === callId) ?? rows[0]!;
+        return { ...detail(r), decider: { kind: "protected_place", words: "protected place (the hub's secrets)", rule: "the hub's secrets", source: "/data/keys", operator: null } };
+      },
+    });
+    mount();
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(2));
+    expect(screen.getAllByTestId("call-row")[0]).toHaveTextContent("protected place · the hub's secrets");
+    expect(screen.getAllByTestId("call-row")[1]).toHaveTextContent("approval timed out");
+    expect(screen.getAllByTestId("call-row")[1]?.textContent).not.toContain("approval_timeout");
+    await userEvent.click(screen.getByTestId("facet-deciders"));
+    const menu = screen.getByTestId("facet-menu-deciders");
+    expect(within(menu).queryByText("protected_place")).toBeNull();
+    await userEvent.click(within(menu).getByText("protected place"));
+    await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(1));
+    expect(asked.at(-1)?.decided_by).toEqual(["protected_place"]);
+    expect(window.location.hash).toBe("#ledger?decided=protected_place");
+    expect(screen.getByTestId("chips")).toHaveTextContent("Decided by: protected place");
+    await userEvent.click(screen.getAllByTestId("call-row")[0]!);
+    expect(await screen.findByTestId("drawer-decider")).toHaveTextContent(/^protected place$/);
+  });
+
   it("draws a redaction in the detail as a redaction", async () => {
     mount();
     await waitFor(() => expect(screen.getAllByTestId("call-row")).toHaveLength(3));

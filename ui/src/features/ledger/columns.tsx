@@ -4,6 +4,7 @@ import type { ReactNode } from "react";
 import type { CallRow, Snippet } from "../../backend/backend";
 import { absolute, ago, millis } from "../../lib/time";
 import { visible } from "../../lib/visible";
+import { deciderWords } from "./query";
 import { StatusBadge } from "./parts/StatusBadge";
 
 export interface Column {
@@ -30,9 +31,12 @@ export function SnippetText({ snippet }: { snippet: Snippet }) {
   );
 }
 
-function decidedWords(row: CallRow): string {
+/** Who decided, in plain words (the kind's words from the hub's table), then the rule or operator
+ * (agent text, escaped). */
+export function decidedWords(row: Pick<CallRow, "decided_by" | "decided_operator" | "decided_rule">): string {
   const who = row.decided_operator ?? row.decided_rule;
-  return who ? `${row.decided_by} · ${visible(who)}` : row.decided_by;
+  const kind = deciderWords(row.decided_by);
+  return who ? `${kind} · ${visible(who)}` : kind;
 }
 
 /** The mark of a call that ran contained: allowed without asking, inside walls, its changes reviewed (the

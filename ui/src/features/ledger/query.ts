@@ -4,7 +4,8 @@
 // unknown or malformed part is dropped, so any URL opens some view.
 
 import type { BlockedReason, ChangeOutcome, DeciderKind } from "../../backend/backend";
-import { DECIDER_KINDS } from "../../backend/backend";
+import { DECIDER_KINDS, DECIDER_KIND_WORDS } from "../../backend/backend";
+import { visible } from "../../lib/visible";
 
 export const TABS = ["calls", "sessions", "stats"] as const;
 export type Tab = (typeof TABS)[number];
@@ -38,6 +39,13 @@ const everyReason: MissingReason extends never ? true : false = true;
 void everyReason;
 /** Every kind of decider the backend names: the generated `DeciderKind::ALL`, in its order. */
 export const DECIDERS: readonly DeciderKind[] = DECIDER_KINDS;
+
+/** A kind of decider as a person reads it ("protected place", "approval timed out"): the hub's one
+ * table (`DeciderKind::words`, generated). A kind this build does not know (a newer ledger's) shows as
+ * written, escaped. */
+export function deciderWords(kind: string): string {
+  return Object.hasOwn(DECIDER_KIND_WORDS, kind) ? DECIDER_KIND_WORDS[kind as DeciderKind] : visible(kind);
+}
 
 export interface LedgerQuery {
   /** The ledger file; null: the hub's own. */

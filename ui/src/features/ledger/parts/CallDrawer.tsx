@@ -12,6 +12,7 @@ import { absolute, millis } from "../../../lib/time";
 import { ConnectionList } from "../../../lib/ui/Connections";
 import { visible } from "../../../lib/visible";
 import { duration } from "../columns";
+import { deciderWords } from "../query";
 import { containmentOf, reviewedChanges } from "../changes";
 import { DecisionBadge } from "../../../lib/ui/DecisionBadge";
 import { ChangesSection } from "./ChangesSection";
@@ -134,7 +135,7 @@ function Detail({ detail, hub, onSession }: { detail: CallDetail; hub: boolean; 
         <h3>Decision</h3>
         <dl className="facts">
           <dt>Decided by</dt>
-          <dd data-testid="drawer-decider">{decider.kind.replaceAll("_", " ")}</dd>
+          <dd data-testid="drawer-decider">{deciderWords(decider.kind)}</dd>
           {decider.rule && (
             <>
               <dt>{decider.kind === "rule" || decider.kind === "operator" ? "Rule" : decider.kind === "protected_place" ? "Place" : "Which"}</dt>
@@ -284,7 +285,7 @@ function Detail({ detail, hub, onSession }: { detail: CallDetail; hub: boolean; 
           {detail.records.map((r) => (
             <li key={r.id}>
               <span className="mono">{timeOfDay(millis(r.at))}</span> {r.kind}
-              {r.kind !== "progress" ? <span className="muted"> · {r.decider.kind.replaceAll("_", " ")}</span> : null}
+              {r.kind !== "progress" ? <span className="muted"> · {deciderWords(r.decider.kind)}</span> : null}
               {r.summary && r.progress == null && (
                 <div className="mono small muted record-summary" data-testid="drawer-record-summary">
                   {visible(r.summary)}

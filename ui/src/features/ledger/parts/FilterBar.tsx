@@ -10,7 +10,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useBackend } from "../../../app/context";
 import type { CallFilter, Count, Facets } from "../../../backend/backend";
 import { visible } from "../../../lib/visible";
-import { CHANGES, DECISIONS, RANGES, REASONS, STATUSES, type LedgerQuery, type Range } from "../query";
+import { CHANGES, DECISIONS, RANGES, REASONS, STATUSES, deciderWords, type LedgerQuery, type Range } from "../query";
 import type { SetQuery } from "../useLedgerQuery";
 import { count } from "../../../lib/numbers";
 
@@ -26,14 +26,17 @@ type ListField =
   | "users"
   | "hubs";
 
-/** A filter dimension: its chips' field, label, facet counts, fixed values, and whether only a team
- * ledger has it (shown when its counts or chips are). */
+/** A filter dimension: its chips' field, label, facet counts, fixed values, how a value reads, and
+ * whether only a team ledger has it (shown when its counts or chips are). */
 const DIMENSIONS: Array<{
   field: ListField | "rule";
   label: string;
   /** Where its values' counts are (none: fixed values, no counts). */
   facet?: keyof Omit<Facets, "total" | "approximate">;
   fixed?: readonly string[];
+  /** A value in a person's words (the value itself stays what the filter holds); none: the value,
+   * escaped, in monospace. */
+  words?: (value: string) => string;
   team?: boolean;
 }> = [
   { field: "tools", label: "Tool", facet: "tools" },
@@ -43,7 +46,7 @@ const DIMENSIONS: Array<{
   { field: "decisions", label: "Policy said", facet: "policy_decisions", fixed: DECISIONS },
   // Calls whose changes were held for the operator or discarded (the most serious outcome of each call).
   { field: "changes", label: "Changes", fixed: CHANGES },
-  { field: "deciders", label: "Decided by", facet: "decided_by" },
+  { field: "deciders", label: "Decided by", facet: "decided_by", words: deciderWords },
   { field: "rule", label: "Rule", facet: "rules" },
   { field: "owners", label: "Agent", facet: "owners" },
   { field: "hosts", label: "Host", facet: "hosts", team: true },
@@ -116,7 +119,7 @@ export function FilterBar({
                 {listed.slice(0, 200).map((v) => (
                   <label key={v} className="facet-item">
                     <input type="checkbox" checked={chosen.includes(v)} onChange={() => toggle(d.field, v)} />
-                    <span className="mono">{visible(v)}</span>
+                    <ValueText value={v} words={d.words} />
                     {d.facet && (
                       <span className="facet-count muted" data-testid="facet-count">
                         {countOf(v) === undefined ? "0" : `${facets?.approximate ? "≈" : ""}${count(countOf(v) ?? 0)}`}
@@ -133,8 +136,8 @@ export function FilterBar({
         {DIMENSIONS.flatMap((d) =>
           values(d.field).map((v) => (
             <span key={`${d.field}:${v}`} className="chip" data-testid="chip">
-              {d.label}: <span className="mono">{visible(v)}</span>
-              <button type="button" aria-label={`Remove ${d.label} ${v}`} onClick={() => toggle(d.field, v)}>
+              {d.label}: <ValueText value={v} words={d.words} />
+              <button type="button" aria-label={`Remove ${d.label} ${d.words ? d.words(v) : v}`} onClick={() => toggle(d.field, v)}>
                 ×
               </button>
             </span>
@@ -157,6 +160,11 @@ export function FilterBar({
       </div>
     </div>
   );
+}
+
+/** A filter value as its dimension names it: in words (the value as the title), or the value escaped. */
+function ValueText({ value, words }: { value: string; words?: (value: string) => string }) {
+  return words ? <span title={visible(value)}>{words(value)}</span> : <span className="mono">{visible(value)}</span>;
 }
 
 function SearchBox({ value, onChange }: { value: string; onChange: (v: string) => void }) {

@@ -7,6 +7,7 @@ import { useBackend } from "../../../app/context";
 import type { CallFilter, CommandCount, Count } from "../../../backend/backend";
 import { visible } from "../../../lib/visible";
 import { duration } from "../columns";
+import { deciderWords } from "../query";
 import type { SetQuery } from "../useLedgerQuery";
 import { TimeChart } from "./TimeChart";
 import { count } from "../../../lib/numbers";
@@ -79,7 +80,13 @@ export function StatsPanel({ ledgerId, filter, setQuery }: { ledgerId: number; f
         </section>
         <section>
           <h3>Decided by</h3>
-          <Bars counts={s.by_decided_by} total={s.total} onPick={(d) => setQuery((q) => ({ deciders: [...new Set([...q.deciders, d])] }))} />
+          <Bars
+            counts={s.by_decided_by}
+            total={s.total}
+            onPick={(d) => setQuery((q) => ({ deciders: [...new Set([...q.deciders, d])] }))}
+            words={deciderWords}
+            testId="stats-decided-by"
+          />
         </section>
         <section>
           <h3>Most prompted commands</h3>
@@ -132,15 +139,28 @@ function Tile({ label, value, testId }: { label: string; value: string; testId?:
   );
 }
 
-function Bars({ counts, total, onPick, testId }: { counts: Count[]; total: number; onPick: (k: string) => void; testId?: string }) {
+/** Counts as bars; a key reads as `words` say (the key stays what a click picks), else escaped, in monospace. */
+function Bars({
+  counts,
+  total,
+  onPick,
+  words,
+  testId,
+}: {
+  counts: Count[];
+  total: number;
+  onPick: (k: string) => void;
+  words?: (key: string) => string;
+  testId?: string;
+}) {
   const max = Math.max(1, ...counts.map((c) => c.count));
   if (counts.length === 0) return <p className="muted">None.</p>;
   return (
     <ul className="bars" data-testid={testId}>
       {counts.map((c) => (
         <li key={c.key}>
-          <button type="button" className="bar-row" onClick={() => onPick(c.key)} title={`${c.count} of ${total}`}>
-            <span className="bar-label mono">{visible(c.key)}</span>
+          <button type="button" className="bar-row" onClick={() => onPick(c.key)} title={`${words ? `${visible(c.key)}: ` : ""}${c.count} of ${total}`}>
+            {words ? <span className="bar-label">{words(c.key)}</span> : <span className="bar-label mono">{visible(c.key)}</span>}
             <span className="bar-track">
               <span className="bar-fill" style={{ width: `${(100 * c.count) / max}%` }} />
             </span>
