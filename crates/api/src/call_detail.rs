@@ -6,7 +6,7 @@
 use super::record_summary::record_summary;
 use super::types::Decider;
 use portcullis_harness::{CallError, Content, FileVerdict, RuleRef, Timestamp, ToolOutput};
-use portcullis_ledger::{ApprovalRecord, CallRow, StoredKind, StoredRecord};
+use portcullis_ledger::{ApprovalRecord, CallOrigin, CallRow, StoredKind, StoredRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -128,6 +128,12 @@ fn change_record_of(body: &portcullis_ledger::RecordBody) -> Option<portcullis_h
 }
 
 impl CallDetail {
+    /// The detail with where its call ran (a team ledger's hub; `None` in a hub's own file).
+    pub(crate) fn ran_on(mut self, origin: Option<CallOrigin>) -> CallDetail {
+        self.call.origin = origin;
+        self
+    }
+
     /// The detail of a call from its records (in id order) and approvals; `None` without records.
     pub(crate) fn of(records: Vec<StoredRecord>, approvals: Vec<ApprovalRecord>) -> Option<CallDetail> {
         let terminal = records.iter().rev().find(|r| r.kind.is_terminal());

@@ -204,8 +204,9 @@ impl BrowsedLedger {
 
     /// One call as the detail view shows it.
     pub fn call(&self, call_id: &str, session: &str) -> Result<CallDetail, ApiError> {
-        let (timeline, _) = lock(&self.rows).timeline(call_id, Some(session))?;
-        CallDetail::of(timeline.records, timeline.approvals).ok_or_else(|| {
+        let (timeline, origin) = lock(&self.rows).timeline(call_id, Some(session))?;
+        let detail = CallDetail::of(timeline.records, timeline.approvals);
+        detail.map(|d| d.ran_on(origin)).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::CallNotFound,
                 format!("no call {call_id} of session {session} in {}", self.shown),
@@ -215,9 +216,10 @@ impl BrowsedLedger {
     }
 
     /// Every session's detail of call `call_id` (a call id may recur across sessions), in the order
-    /// the sessions first recorded it; only `session`'s when it is named. `call_not_found` when none.
+    /// the sessions first recorded it; only `session`'s when it is named; on a team ledger, the newest
+    /// such call's, with the hub it ran on. `call_not_found` when none.
     pub fn details(&self, call_id: &str, session: Option<&str>) -> Result<Vec<CallDetail>, ApiError> {
-        let (timeline, _) = lock(&self.rows).timeline(call_id, session)?;
+        let (timeline, origin) = lock(&self.rows).timeline(call_id, session)?;
         let mut sessions: Vec<&str> = Vec::new();
         for record in &timeline.records {
             if !sessions.contains(&record.head.session_id.as_str()) {
@@ -229,7 +231,7 @@ impl BrowsedLedger {
             .filter_map(|s| {
                 let records = timeline.records.iter().filter(|r| r.head.session_id == *s).cloned().collect();
                 let approvals = timeline.approvals.iter().filter(|a| a.session_id == *s).cloned().collect();
-                CallDetail::of(records, approvals)
+                CallDetail::of(records, approvals).map(|d| d.ran_on(origin.clone()))
             })
             .collect();
         if details.is_empty() {

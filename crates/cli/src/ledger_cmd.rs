@@ -105,30 +105,33 @@ pub fn query(args: &QueryArgs, out: &mut dyn Write) -> Result<ExitCode, CliError
 }
 
 pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    if let address @ LedgerAddress::Team { .. } = args.db.address()? {
-        return show_team(args, &address, out);
-    }
-    let file = args.db.file()?;
-    // The same command the ledger browser's drawer calls, through the same table.
-    let found = crate::client::in_process(None, |client| async move {
-        let opened = client.open_ledger(Some(file.display().to_string())).await?;
+    let address = args.db.address()?;
+    let (ledger, password_file) = crate::client::opened_as(&address);
+    // The same command the ledger browser's drawer calls, through the same table, for a file or a team
+    // ledger (whose call says the hub it ran on).
+    let found = crate::client::in_process(password_file, |client| async move {
+        let opened = client.open_ledger(Some(ledger)).await?;
         client.ledger_call_details(opened.id, args.call_id.clone(), args.session.clone()).await
     });
     let details = match found {
         Err(CliError::Api(e)) if e.code == ErrorCode::CallNotFound => {
             let within = args.session.as_deref().map(|s| format!(" in session {s:?}")).unwrap_or_default();
-            return Err(CliError::CallNotFound(format!(
-                "{}: no call {:?}{within}",
-                args.db.file()?.display(),
-                args.call_id
-            )));
+            let shown = match &address {
+                LedgerAddress::File(path) => path.display().to_string(),
+                LedgerAddress::Team { .. } => "the team ledger".to_owned(),
+            };
+            return Err(CliError::CallNotFound(format!("{shown}: no call {:?}{within}", args.call_id)));
         }
         other => other?,
     };
     if args.json {
-        // One object per session the call id occurs in (one line each).
+        // One object per session the call id occurs in (one line each); a team ledger's with `origin`.
         for detail in &details {
-            writeln!(out, "{}", serde_json::to_string(detail)?)?;
+            let mut value = serde_json::to_value(detail)?;
+            if let (Value::Object(map), Some(origin)) = (&mut value, &detail.call.origin) {
+                map.insert("origin".into(), serde_json::to_value(origin)?);
+            }
+            writeln!(out, "{value}")?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -136,32 +139,11 @@ pub fn show(args: &ShowArgs, out: &mut dyn Write) -> Result<ExitCode, CliError> 
         if i > 0 {
             writeln!(out)?;
         }
+        if let Some(o) = &detail.call.origin {
+            writeln!(out, "hub {} ({}@{})", clean(&o.ledger_id), clean(&o.user), clean(&o.host))?;
+        }
         show_detail(detail, out)?;
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A team ledger's call: the newest one with this id (or of `--session`), with the hub it ran on.
-fn show_team(args: &ShowArgs, address: &LedgerAddress, out: &mut dyn Write) -> Result<ExitCode, CliError> {
-    let reader = open_reader(address)?;
-    let (detail, origin) = match reader.call_detail(&args.call_id, args.session.as_deref()) {
-        Err(e) if e.code == ErrorCode::CallNotFound => {
-            return Err(CliError::CallNotFound(format!("the team ledger: {}", e.message)));
-        }
-        other => other?,
-    };
-    if args.json {
-        let mut value = serde_json::to_value(&detail)?;
-        if let Value::Object(map) = &mut value {
-            map.insert("origin".into(), serde_json::to_value(&origin)?);
-        }
-        writeln!(out, "{value}")?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(o) = &origin {
-        writeln!(out, "hub {} ({}@{})", clean(&o.ledger_id), clean(&o.user), clean(&o.host))?;
-    }
-    show_detail(&detail, out)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -299,6 +299,17 @@ fn the_cli_reads_the_team_ledger(team: &Team, a: &Served, ledger_a: &str, record
     let shown = run(&["show", &call_id, "--session", &session]);
     assert!(shown.contains(&format!("hub {ledger_a}")), "{shown}");
     assert!(shown.contains("approved_once") || shown.contains("approved once"), "{shown}");
+    // The same through the table as a file's call, its hub in the row and beside it.
+    let detail = json(&["show", &call_id, "--session", &session, "--json"]);
+    assert_eq!(detail["origin"]["ledger_id"], ledger_a, "{detail}");
+    assert_eq!(detail["call"]["origin"], detail["origin"], "{detail}");
+    let missing = crate::common::portcullis(a.dir.path())
+        .env("PGPASSWORD", team.pg.password())
+        .args(["ledger", "show", "no-such-call", "--db", &url])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("the team ledger: no call \"no-such-call\""));
 
     // Stats over both hubs, sessions, and an export of every record with its origin.
     let stats = json(&["stats", "--json"]);
