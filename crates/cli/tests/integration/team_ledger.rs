@@ -83,8 +83,9 @@ fn shipped(team: &Team, ledger_id: &str) -> Vec<i64> {
 }
 
 /// Waits (60 s at most) until the hub's ledger holds at least `at_least` records and the team ledger
-/// holds exactly those, and says so. The floor matters: the ledger writes a call's last record just
-/// after the agent has its answer, so an equal count read too early can miss the newest records.
+/// holds exactly those, and says so. The floor matters: a call's last record reaches the hub's SQLite
+/// file (through the writer's queue and the journal's indexer) moments after the agent has its answer,
+/// so an equal count read too early can miss the newest records.
 fn assert_shipped_exactly(team: &Team, db: &Path, at_least: usize) -> (String, usize) {
     let started = Instant::now();
     loop {
