@@ -82,6 +82,22 @@ function mount() {
   );
 }
 
+/** A `ledgerCalls` over `rows` that keeps the rows whose `value` is among the filter's `wanted` (all when it
+ * names none), and notes each filter asked; the live tail's oldest-first asks get nothing new. */
+function callsNarrowedBy(
+  rows: CallRow[],
+  asked: CallFilter[],
+  wanted: (f: CallFilter) => readonly string[] | null | undefined,
+  value: (r: CallRow) => string,
+): NonNullable<Parameters<typeof fakeBackend>[0]>["ledgerCalls"] {
+  return async (_id, filter: CallFilter, order) => {
+    if (order === "oldest_first") return { calls: [], next: null };
+    asked.push(filter);
+    const keep = wanted(filter) ?? [];
+    return { calls: rows.filter((r) => keep.length === 0 || keep.includes(value(r))), next: null };
+  };
+}
+
 function handlers(): Parameters<typeof fakeBackend>[0] {
   return {
     openLedger: async (path) => {
@@ -121,11 +137,7 @@ describe("a team ledger", () => {
     const asked: CallFilter[] = [];
     backend = fakeBackend({
       ...handlers(),
-      ledgerCalls: async (_id, filter: CallFilter, order) => {
-        if (order === "oldest_first") return { calls: [], next: null };
-        asked.push(filter);
-        return { calls: rows.filter((r) => (filter.hosts ?? []).length === 0 || (filter.hosts ?? []).includes(r.origin?.host ?? "")), next: null };
-      },
+      ledgerCalls: callsNarrowedBy(rows, asked, (f) => f.hosts, (r) => r.origin?.host ?? ""),
       ledgerFacets: async () => ({
         ...FACETS,
         hosts: [{ key: "ci-7", count: 1 }, { key: "laptop\u202e", count: 1 }],
@@ -207,12 +219,7 @@ describe("the ledger browser", () => {
     const asked: CallFilter[] = [];
     backend = fakeBackend({
       ...handlers(),
-      ledgerCalls: async (_id, filter: CallFilter, order) => {
-        if (order === "oldest_first") return { calls: [], next: null };
-        asked.push(filter);
-        const wanted: string[] = filter.decided_by ?? [];
-        return { calls: rows.filter((r) => wanted.length === 0 || wanted.includes(r.decided_by)), next: null };
-      },
+      ledgerCalls: callsNarrowedBy(rows, asked, (f) => f.decided_by, (r) => r.decided_by),
       ledgerFacets: async () => ({ ...FACETS, decided_by: [{ key: "protected_place", count: 1 }, { key: "approval_timeout", count: 1 }] }),
       ledgerCall: async (_id, callId) => {
         const r = rows.find((c) => c.call_id === callId) ?? rows[0]!;
