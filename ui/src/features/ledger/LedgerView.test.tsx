@@ -239,8 +239,20 @@ describe("the ledger browser", () => {
     expect(asked.at(-1)?.decided_by).toEqual(["protected_place"]);
     expect(window.location.hash).toBe("#ledger?decided=protected_place");
     expect(screen.getByTestId("chips")).toHaveTextContent("Decided by: protected place");
+    // The menu stays open while values are picked in it, and closes on a press outside it (left open,
+    // it covered the drawer's close button).
+    expect(screen.getByTestId("facet-menu-deciders")).toBeInTheDocument();
     await userEvent.click(screen.getAllByTestId("call-row")[0]!);
+    expect(screen.queryByTestId("facet-menu-deciders")).toBeNull();
     expect(await screen.findByTestId("drawer-decider")).toHaveTextContent(/^protected place$/);
+    // With the drawer open, Escape closes the menu first, then the drawer.
+    await userEvent.click(screen.getByTestId("facet-deciders"));
+    expect(screen.getByTestId("facet-menu-deciders")).toBeInTheDocument();
+    await userEvent.keyboard("{Escape}");
+    expect(screen.queryByTestId("facet-menu-deciders")).toBeNull();
+    expect(screen.getByTestId("call-drawer")).toBeInTheDocument();
+    await userEvent.keyboard("{Escape}");
+    expect(screen.queryByTestId("call-drawer")).toBeNull();
   });
 
   it("draws a redaction in the detail as a redaction", async () => {

@@ -83,6 +83,27 @@ export function FilterBar({
 }) {
   const facets = useFacets(ledgerId, filter);
   const [menu, setMenu] = useState<string | null>(null);
+  const openFacet = useRef<HTMLSpanElement | null>(null);
+  // An open menu closes on Escape or a press anywhere outside it, as menus do: left open it covers the
+  // call drawer's close button. Its Escape goes no further (the drawer beneath closes on the next one).
+  useEffect(() => {
+    if (menu === null) return;
+    const outside = (e: PointerEvent) => {
+      if (!(e.target instanceof Node) || !openFacet.current?.contains(e.target)) setMenu(null);
+    };
+    const escape = (e: KeyboardEvent) => {
+      if (e.key === "Escape") {
+        e.stopPropagation();
+        setMenu(null);
+      }
+    };
+    document.addEventListener("pointerdown", outside);
+    document.addEventListener("keydown", escape);
+    return () => {
+      document.removeEventListener("pointerdown", outside);
+      document.removeEventListener("keydown", escape);
+    };
+  }, [menu]);
   const values = (field: ListField | "rule"): string[] => (field === "rule" ? (query.rule ? [query.rule] : []) : query[field]);
   const toggle = (field: ListField | "rule", value: string) => {
     if (field === "rule") setQuery((q) => ({ rule: q.rule === value ? null : value, call: null }));
@@ -103,7 +124,7 @@ export function FilterBar({
         if (d.team && listed.length === 0) return null;
         const countOf = (v: string) => counts.find((c) => c.key === v)?.count;
         return (
-          <span key={d.field} className="facet">
+          <span key={d.field} className="facet" ref={menu === d.field ? openFacet : undefined}>
             <button
               type="button"
               className={`facet-button${chosen.length ? " active" : ""}`}
