@@ -49,7 +49,7 @@ impl ReadError {
 }
 
 /// Where a replay has read to: past record `id` of the hub whose ledger id is `hub` ("" in a hub's
-/// own file), `read` records in.
+/// own file), `read` records in; the default reads from the first record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayCursor {
     pub hub: String,

@@ -90,8 +90,7 @@ impl LedgerRead for TeamReader {
         after: &ReplayCursor,
         limit: usize,
     ) -> Result<Vec<(String, StoredRecord)>, ReadError> {
-        let after = (after.read > 0).then(|| (after.hub.clone(), after.id));
-        Ok(self.deciding_records(after.as_ref(), limit)?)
+        Ok(self.deciding_records(&after.hub, after.id, limit)?)
     }
 
     fn session_cwd(&self, hub: &str, session: &str) -> Result<Option<String>, ReadError> {

@@ -260,14 +260,15 @@ impl TeamReader {
         result
     }
 
-    /// Up to `limit` records that decide calls (`started`, `blocked`) after `after` in (hub, id) order, each
-    /// with its hub's ledger id: what a policy replay reads.
+    /// Up to `limit` records that decide calls (`started`, `blocked`) after record `id` of hub `ledger`
+    /// in (hub, id) order (`("", 0)`: from the first), each with its hub's ledger id: what a policy
+    /// replay reads.
     pub fn deciding_records(
         &self,
-        after: Option<&(String, i64)>,
+        ledger: &str,
+        id: i64,
         limit: usize,
     ) -> Result<Vec<(String, StoredRecord)>, TeamError> {
-        let (ledger, id) = after.map_or(("", 0), |(l, i)| (l.as_str(), *i));
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let f = |e: tokio_postgres::Error| self.failed(&e);
         self.rows(
